@@ -1,0 +1,108 @@
+/**
+ * Every error threadkeep throws on purpose is a {@link ThreadkeepError} with a stable `code`.
+ * The HTTP status of each code lives in one table, {@link ERROR_STATUS}, so the library, the server
+ * and the CLI agree on what a failure means.
+ */
+
+/** Stable error codes. Scripts and clients may depend on these strings. */
+export type ErrorCode =
+  | "invalid_session_id"
+  | "session_not_found"
+  | "session_exists"
+  | "invalid_message"
+  | "invalid_request"
+  | "invalid_store_url"
+  | "state_conflict"
+  | "lease_expired"
+  | "session_busy"
+  | "not_supported"
+  | "store_unavailable"
+  | "store_corrupt"
+  | "schema_version_unsupported"
+  | "missing_dependency"
+  | "invalid_api_key"
+  | "payload_too_large"
+  | "upstream_error"
+  | "upstream_not_configured"
+  | "internal_error";
+
+/** HTTP status for each error code (fastify's `createError` table, in one place). */
+export const ERROR_STATUS: Readonly<Record<ErrorCode, number>> = {
+  invalid_session_id: 400,
+  session_not_found: 404,
+  session_exists: 409,
+  invalid_message: 400,
+  invalid_request: 400,
+  invalid_store_url: 400,
+  state_conflict: 409,
+  lease_expired: 409,
+  session_busy: 429,
+  not_supported: 501,
+  store_unavailable: 503,
+  store_corrupt: 500,
+  schema_version_unsupported: 500,
+  missing_dependency: 500,
+  invalid_api_key: 401,
+  payload_too_large: 413,
+  upstream_error: 502,
+  upstream_not_configured: 503,
+  internal_error: 500,
+};
+
+/** Options accepted by {@link ThreadkeepError}. */
+export interface ThreadkeepErrorOptions {
+  /** The underlying error, kept for logs and debugging. */
+  cause?: unknown;
+  /** Structured detail safe to show a client (e.g. the offending field). */
+  details?: Record<string, unknown>;
+}
+
+/** Base class of every coded error threadkeep throws. */
+export class ThreadkeepError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly details?: Record<string, unknown>;
+
+  constructor(code: ErrorCode, message: string, options: ThreadkeepErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.status = ERROR_STATUS[code];
+    if (options.details) this.details = options.details;
+  }
+}
+
+/** True when `error` is a {@link ThreadkeepError}, optionally with the given code. */
+export function isThreadkeepError(error: unknown, code?: ErrorCode): error is ThreadkeepError {
+  return error instanceof ThreadkeepError && (code === undefined || error.code === code);
+}
+
+/** The store could not be reached or failed underneath; retrying later may succeed. */
+export class StoreUnavailableError extends ThreadkeepError {
+  constructor(message: string, options: ThreadkeepErrorOptions = {}) {
+    super("store_unavailable", message, options);
+  }
+}
+
+/** A session id that is not a canonical UUID nor `user_{uuid}_conv_{uuid}`. */
+export class InvalidSessionIdError extends ThreadkeepError {
+  constructor(message: string, options: ThreadkeepErrorOptions = {}) {
+    super("invalid_session_id", message, options);
+  }
+}
+
+/** The session does not exist, or belongs to another owner (the two are indistinguishable on purpose). */
+export class SessionNotFoundError extends ThreadkeepError {
+  constructor(sessionId: string, options: ThreadkeepErrorOptions = {}) {
+    super("session_not_found", `No session with id ${sessionId}`, options);
+  }
+}
+
+/** A compare-and-set of session state lost against a newer version. */
+export class StateConflictError extends ThreadkeepError {
+  constructor(expected: number, actual: number) {
+    super("state_conflict", `Session state is at version ${actual}, not ${expected}`, {
+      details: { expectedVersion: expected, actualVersion: actual },
+    });
+  }
+}

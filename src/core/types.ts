@@ -1,0 +1,260 @@
+/**
+ * The shared vocabulary of threadkeep: messages as OpenAI chat messages plus bookkeeping, sessions,
+ * summaries, versioned state, and the {@link SessionStore} contract every backend implements.
+ */
+
+/** Roles of an OpenAI chat message (`developer` is the newer name some models use for `system`). */
+export type Role = "system" | "developer" | "user" | "assistant" | "tool";
+
+/** The roles threadkeep accepts, in a form usable at run time. */
+export const ROLES: readonly Role[] = ["system", "developer", "user", "assistant", "tool"];
+
+/** A tool call made by an assistant message, exactly as in the OpenAI chat API. */
+export interface ToolCall {
+  id: string;
+  type: "function" | (string & {});
+  function: { name: string; arguments: string };
+  [extra: string]: unknown;
+}
+
+/** One part of a multi-part content array (`{ type: "text", text }`, `{ type: "image_url", … }`, …). */
+export interface ContentPart {
+  type: string;
+  text?: string;
+  [extra: string]: unknown;
+}
+
+/** Message content: a string, an array of parts, or null (an assistant message with only tool calls). */
+export type MessageContent = string | ContentPart[] | null;
+
+/**
+ * A chat message as the OpenAI chat API knows it. Fields threadkeep does not interpret
+ * (`refusal`, `audio`, …) are kept verbatim so a message round-trips losslessly.
+ */
+export interface ChatMessage {
+  role: Role;
+  content: MessageContent;
+  name?: string;
+  tool_calls?: ToolCall[];
+  tool_call_id?: string;
+  [extra: string]: unknown;
+}
+
+/** A message to append: a chat message plus optional threadkeep metadata. */
+export interface MessageInput extends ChatMessage {
+  /** Free-form application data stored with the message; never sent to a model. */
+  metadata?: Record<string, unknown>;
+  /** True when the message was cut short (e.g. a client disconnected mid-stream). */
+  incomplete?: boolean;
+}
+
+/** A stored message. */
+export interface Message extends MessageInput {
+  /** Position in its session: contiguous, starting at 1, assigned by the store on append. */
+  seq: number;
+  /** When the store accepted the message, in milliseconds since the epoch. */
+  createdAt: number;
+}
+
+/** A conversation thread. */
+export interface Session {
+  id: string;
+  /** The owner. A session of another owner is "not found" for every operation. */
+  userId: string;
+  /** Milliseconds since the epoch. */
+  createdAt: number;
+  /** Milliseconds since the epoch; moved on every append and touch. Expiry is measured from here. */
+  lastActivityAt: number;
+  metadata: Record<string, unknown>;
+}
+
+/** What is needed to create a session. */
+export interface SessionInput {
+  id: string;
+  userId: string;
+  metadata?: Record<string, unknown>;
+  /** Defaults to now. */
+  createdAt?: number;
+  /** Defaults to `createdAt`. */
+  lastActivityAt?: number;
+}
+
+/** A summary of the message range `fromSeq..toSeq` (inclusive) of one session. */
+export interface Summary {
+  /** Assigned by the store, increasing per session. */
+  id: number;
+  fromSeq: number;
+  toSeq: number;
+  content: string;
+  createdAt: number;
+  metadata?: Record<string, unknown>;
+}
+
+/** What is needed to save a summary. */
+export interface SummaryInput {
+  fromSeq: number;
+  toSeq: number;
+  content: string;
+  createdAt?: number;
+  metadata?: Record<string, unknown>;
+}
+
+/** Small JSON object kept per session, changed only by compare-and-set on `version`. */
+export interface SessionState {
+  /** 0 for a session whose state was never written. */
+  version: number;
+  data: Record<string, unknown>;
+}
+
+/** Which messages to read. Results are always oldest first. */
+export interface MessageQuery {
+  /** Only the last N messages (after the range filters below). */
+  last?: number;
+  /** Only messages with `seq > afterSeq`. */
+  afterSeq?: number;
+  /** Only messages with `seq < beforeSeq`. */
+  beforeSeq?: number;
+  /** Only messages with `seq >= fromSeq`. */
+  fromSeq?: number;
+  /** Only messages with `seq <= toSeq`. */
+  toSeq?: number;
+  /** At most this many, counted from the oldest matching (ignored when `last` is set). */
+  limit?: number;
+}
+
+/** Options of an append. */
+export interface AppendOptions {
+  /**
+   * Keep at most this many messages in the session; the oldest are dropped in the same atomic step.
+   * Unset or 0: no cap.
+   */
+  maxMessages?: number;
+  /** The fence of the turn lease the caller holds; a stale fence makes the append fail with `lease_expired`. */
+  fence?: number;
+}
+
+/** A page of sessions. */
+export interface SessionPage {
+  sessions: Session[];
+  /** Pass back as `cursor` for the next page; null on the last page. */
+  nextCursor: string | null;
+}
+
+/** Paging of {@link SessionStore.listSessions}. */
+export interface ListOptions {
+  /** @default 50 */
+  limit?: number;
+  cursor?: string | null;
+}
+
+/** A search over messages. */
+export interface SearchQuery {
+  /** Only this owner's sessions are searched. */
+  userId: string;
+  /** Restrict to one session. */
+  sessionId?: string;
+  text: string;
+  /** `substring`: case-insensitive substring; `fulltext`: the backend's full-text search. @default "substring" */
+  mode?: "substring" | "fulltext";
+  /** @default 20 */
+  limit?: number;
+}
+
+/** One search result. */
+export interface SearchHit {
+  sessionId: string;
+  seq: number;
+  /** A short excerpt around the match. */
+  snippet: string;
+  message: Message;
+}
+
+/** A held turn lease: whole turns of one session run one at a time. */
+export interface Lease {
+  sessionId: string;
+  /** Increases with every grant on a session; pass it to appends so a stale holder cannot commit. */
+  fence: number;
+  /** When the lease lapses unless released, in milliseconds since the epoch. */
+  expiresAt: number;
+  /** Gives the lease up (idempotent). */
+  release(): Promise<void>;
+}
+
+/** Options of {@link SessionStore.acquireLease}. */
+export interface LeaseOptions {
+  /** How long the lease lasts if not released (a crashed holder blocks no longer). @default 30000 */
+  ttlMs?: number;
+  /** How long to wait in line before failing with `session_busy`. @default 30000 */
+  waitMs?: number;
+}
+
+/** What a backend can do beyond the common contract. */
+export interface StoreCapabilities {
+  /** Data survives close/reopen and process restarts. */
+  persistent: boolean;
+  /** `search({ mode: "fulltext" })` is supported. */
+  fullTextSearch: boolean;
+  /** The turn lease holds across processes sharing the store, not only within one process. */
+  crossProcessLease: boolean;
+  /** The backend expires sessions by itself (e.g. key TTLs); `expire()` still works. */
+  nativeExpiry: boolean;
+}
+
+/**
+ * The store contract. One store serves all sessions; every method is async; results are copies.
+ * Methods on a missing session throw `session_not_found` unless documented otherwise.
+ * Ownership is checked by `Memory`, not here: a store is trusted code.
+ */
+export interface SessionStore {
+  /** The backend's name (`memory`, `file`, `sqlite`, `postgres`, `redis`). */
+  readonly name: string;
+  readonly capabilities: StoreCapabilities;
+
+  /** Creates a session. @throws `session_exists` when the id is taken. */
+  createSession(input: SessionInput): Promise<Session>;
+  /** The session, or null. */
+  getSession(sessionId: string): Promise<Session | null>;
+  /** One owner's sessions, most recent activity first. */
+  listSessions(userId: string, options?: ListOptions): Promise<SessionPage>;
+  /** Deletes a session with its messages, summaries and state. @returns false if there was none. */
+  deleteSession(sessionId: string): Promise<boolean>;
+  /** Sets the last activity to now, or exactly to `at` (imports and tests set past times). */
+  touchSession(sessionId: string, at?: number): Promise<void>;
+  /** Replaces the session's metadata. */
+  updateSessionMetadata(sessionId: string, metadata: Record<string, unknown>): Promise<Session>;
+
+  /**
+   * Appends messages atomically: all or none, with contiguous `seq` after the current last, even
+   * under concurrent appends. Touches the session. Applies `maxMessages` in the same step.
+   */
+  appendMessages(sessionId: string, messages: MessageInput[], options?: AppendOptions): Promise<Message[]>;
+  /** Reads messages, oldest first. A missing session reads as empty. */
+  getMessages(sessionId: string, query?: MessageQuery): Promise<Message[]>;
+  /** Number of stored messages. */
+  countMessages(sessionId: string): Promise<number>;
+  /** Removes and returns the last message, or null when there is none. */
+  popMessage(sessionId: string): Promise<Message | null>;
+  /** Removes every message with `seq > seq`. @returns how many were removed. */
+  truncateAfter(sessionId: string, seq: number): Promise<number>;
+
+  saveSummary(sessionId: string, summary: SummaryInput): Promise<Summary>;
+  /** Summaries ordered by `fromSeq`. */
+  listSummaries(sessionId: string): Promise<Summary[]>;
+
+  /** The state; `{ version: 0, data: {} }` when never written. */
+  getState(sessionId: string): Promise<SessionState>;
+  /** Writes state if the stored version is `expectedVersion`. @throws `state_conflict` otherwise. */
+  setState(sessionId: string, data: Record<string, unknown>, expectedVersion: number): Promise<SessionState>;
+
+  /** Searches one owner's messages, newest first. */
+  search(query: SearchQuery): Promise<SearchHit[]>;
+
+  /** Deletes sessions whose last activity is before `olderThan` (ms since epoch). @returns their ids. */
+  expire(olderThan: number): Promise<string[]>;
+
+  /** Waits in line (FIFO) for the session's turn lease. @throws `session_busy` when `waitMs` passes. */
+  acquireLease(sessionId: string, options?: LeaseOptions): Promise<Lease>;
+
+  /** Releases connections, timers and file handles. Idempotent. */
+  close(): Promise<void>;
+}

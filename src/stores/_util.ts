@@ -1,0 +1,87 @@
+import { ThreadkeepError } from "../core/errors.js";
+import { contentText } from "../core/messages.js";
+import type { Message, MessageInput, MessageQuery, SearchQuery, Session } from "../core/types.js";
+
+/** Default page size of session listings. */
+export const DEFAULT_LIST_LIMIT = 50;
+/** Default number of search hits. */
+export const DEFAULT_SEARCH_LIMIT = 20;
+
+/** Encodes a listing cursor: the position after the last session shown. */
+export function encodeCursor(session: Pick<Session, "lastActivityAt" | "id">): string {
+  return Buffer.from(`${session.lastActivityAt}:${session.id}`).toString("base64url");
+}
+
+/** Decodes a listing cursor. @throws `invalid_request` for a cursor threadkeep did not make. */
+export function decodeCursor(cursor: string): { lastActivityAt: number; id: string } {
+  const text = Buffer.from(cursor, "base64url").toString();
+  const colon = text.indexOf(":");
+  const lastActivityAt = Number(text.slice(0, colon));
+  const id = text.slice(colon + 1);
+  if (colon < 1 || !Number.isSafeInteger(lastActivityAt) || id.length === 0) {
+    throw new ThreadkeepError("invalid_request", "Invalid cursor");
+  }
+  return { lastActivityAt, id };
+}
+
+/** Orders sessions most recent activity first, ties by id descending (the listing order). */
+export function compareSessionsForListing(a: Session, b: Session): number {
+  if (a.lastActivityAt !== b.lastActivityAt) return b.lastActivityAt - a.lastActivityAt;
+  return a.id < b.id ? 1 : a.id > b.id ? -1 : 0;
+}
+
+/** True when `session` comes after the cursor position in listing order. */
+export function isAfterCursor(session: Session, cursor: { lastActivityAt: number; id: string }): boolean {
+  if (session.lastActivityAt !== cursor.lastActivityAt) return session.lastActivityAt < cursor.lastActivityAt;
+  return session.id < cursor.id;
+}
+
+/** Applies a {@link MessageQuery} to messages already ordered by seq. */
+export function applyMessageQuery(messages: Message[], query: MessageQuery = {}): Message[] {
+  let result = messages.filter(
+    (m) =>
+      (query.afterSeq === undefined || m.seq > query.afterSeq) &&
+      (query.beforeSeq === undefined || m.seq < query.beforeSeq) &&
+      (query.fromSeq === undefined || m.seq >= query.fromSeq) &&
+      (query.toSeq === undefined || m.seq <= query.toSeq),
+  );
+  if (query.last !== undefined) result = query.last <= 0 ? [] : result.slice(-query.last);
+  else if (query.limit !== undefined) result = result.slice(0, Math.max(0, query.limit));
+  return result;
+}
+
+/** Builds stored messages from inputs, numbering from `firstSeq`. */
+export function stampMessages(inputs: MessageInput[], firstSeq: number, createdAt: number): Message[] {
+  return inputs.map((input, i) => ({ ...structuredClone(input), seq: firstSeq + i, createdAt }));
+}
+
+/** The searchable text of a message. */
+export function messageText(message: MessageInput): string {
+  return contentText(message.content);
+}
+
+/** Case-insensitive substring test used by stores without native search. */
+export function matchesSubstring(message: MessageInput, text: string): boolean {
+  return messageText(message).toLowerCase().includes(text.toLowerCase());
+}
+
+/** A short excerpt of `text` around the first case-insensitive occurrence of `needle`. */
+export function snippetOf(text: string, needle: string, radius = 60): string {
+  const at = needle ? text.toLowerCase().indexOf(needle.toLowerCase()) : -1;
+  if (at < 0) return text.length > radius * 2 ? `${text.slice(0, radius * 2)}…` : text;
+  const start = Math.max(0, at - radius);
+  const end = Math.min(text.length, at + needle.length + radius);
+  return `${start > 0 ? "…" : ""}${text.slice(start, end)}${end < text.length ? "…" : ""}`;
+}
+
+/** Validates a search query's common fields. @throws `invalid_request`. */
+export function checkSearchQuery(query: SearchQuery): void {
+  if (typeof query.text !== "string" || query.text.trim() === "") {
+    throw new ThreadkeepError("invalid_request", "Search text must be a non-empty string");
+  }
+}
+
+/** The session record a store keeps, as a fresh copy. */
+export function copySession(session: Session): Session {
+  return { ...session, metadata: structuredClone(session.metadata) };
+}

@@ -1,0 +1,281 @@
+import { ThreadkeepError, SessionNotFoundError, StateConflictError } from "../core/errors.js";
+import { validateMessages } from "../core/messages.js";
+import type {
+  AppendOptions,
+  ListOptions,
+  Message,
+  MessageInput,
+  MessageQuery,
+  SearchHit,
+  SearchQuery,
+  Session,
+  SessionInput,
+  SessionPage,
+  SessionState,
+  SessionStore,
+  Summary,
+  SummaryInput,
+} from "../core/types.js";
+import { LocalLeases } from "./_lease.js";
+import {
+  applyMessageQuery,
+  checkSearchQuery,
+  compareSessionsForListing,
+  copySession,
+  decodeCursor,
+  DEFAULT_LIST_LIMIT,
+  DEFAULT_SEARCH_LIMIT,
+  encodeCursor,
+  isAfterCursor,
+  matchesSubstring,
+  messageText,
+  snippetOf,
+  stampMessages,
+} from "./_util.js";
+
+/** The backend name of the in-memory store. */
+export const MEMORY_STORE_NAME = "memory";
+
+/** Options of {@link createMemoryStore}. */
+export interface MemoryStoreOptions {
+  /** Sessions inactive this long are evicted (lazily on access, and by the sweep). 0 disables. @default 1800000 (30 min) */
+  ttlMs?: number;
+  /** How often the background sweep runs; it never keeps the process alive. 0 disables. @default 60000 */
+  sweepIntervalMs?: number;
+  /** Most sessions kept; past it the least recently active is evicted, so memory stays bounded. @default 10000 */
+  maxSessions?: number;
+}
+
+interface Entry {
+  session: Session;
+  messages: Message[];
+  summaries: Summary[];
+  nextSummaryId: number;
+  state: SessionState;
+}
+
+/** An in-process store: fast, bounded, and gone when the process ends. */
+export function createMemoryStore(options: MemoryStoreOptions = {}): SessionStore {
+  const ttlMs = options.ttlMs ?? 30 * 60_000;
+  const maxSessions = options.maxSessions ?? 10_000;
+  const sweepIntervalMs = options.sweepIntervalMs ?? 60_000;
+  // Map order is least recently active first: every activity re-inserts the entry at the end.
+  const entries = new Map<string, Entry>();
+  const leases = new LocalLeases();
+  let closed = false;
+
+  const isExpired = (entry: Entry, now = Date.now()) => ttlMs > 0 && entry.session.lastActivityAt < now - ttlMs;
+
+  const remove = (id: string) => {
+    entries.delete(id);
+    leases.forget(id);
+  };
+
+  const sweep = () => {
+    const now = Date.now();
+    for (const [id, entry] of entries) if (isExpired(entry, now)) remove(id);
+  };
+  const timer = sweepIntervalMs > 0 && ttlMs > 0 ? setInterval(sweep, sweepIntervalMs) : undefined;
+  timer?.unref();
+
+  const ensureOpen = () => {
+    if (closed) throw new ThreadkeepError("store_unavailable", "The memory store is closed");
+  };
+
+  /** The live entry, evicting it first if it expired. */
+  const find = (id: string): Entry | undefined => {
+    ensureOpen();
+    const entry = entries.get(id);
+    if (entry && isExpired(entry)) {
+      remove(id);
+      return undefined;
+    }
+    return entry;
+  };
+
+  const need = (id: string): Entry => {
+    const entry = find(id);
+    if (!entry) throw new SessionNotFoundError(id);
+    return entry;
+  };
+
+  const activity = (id: string, entry: Entry, at: number) => {
+    entry.session.lastActivityAt = at;
+    entries.delete(id);
+    entries.set(id, entry);
+  };
+
+  return {
+    name: MEMORY_STORE_NAME,
+    capabilities: { persistent: false, fullTextSearch: false, crossProcessLease: false, nativeExpiry: true },
+
+    async createSession(input: SessionInput) {
+      if (find(input.id)) throw new ThreadkeepError("session_exists", `Session ${input.id} already exists`);
+      const createdAt = input.createdAt ?? Date.now();
+      const session: Session = {
+        id: input.id,
+        userId: input.userId,
+        createdAt,
+        lastActivityAt: input.lastActivityAt ?? createdAt,
+        metadata: structuredClone(input.metadata ?? {}),
+      };
+      entries.set(input.id, { session, messages: [], summaries: [], nextSummaryId: 1, state: { version: 0, data: {} } });
+      while (entries.size > maxSessions) {
+        const oldest = entries.keys().next().value as string;
+        remove(oldest);
+      }
+      return copySession(session);
+    },
+
+    async getSession(id) {
+      const entry = find(id);
+      return entry ? copySession(entry.session) : null;
+    },
+
+    async listSessions(userId: string, options: ListOptions = {}): Promise<SessionPage> {
+      ensureOpen();
+      sweep();
+      const limit = options.limit ?? DEFAULT_LIST_LIMIT;
+      const cursor = options.cursor ? decodeCursor(options.cursor) : null;
+      const owned = [...entries.values()]
+        .map((e) => e.session)
+        .filter((s) => s.userId === userId && (!cursor || isAfterCursor(s, cursor)))
+        .sort(compareSessionsForListing);
+      const page = owned.slice(0, limit).map(copySession);
+      const last = page.at(-1);
+      return { sessions: page, nextCursor: owned.length > limit && last ? encodeCursor(last) : null };
+    },
+
+    async deleteSession(id) {
+      if (!find(id)) return false;
+      remove(id);
+      return true;
+    },
+
+    async touchSession(id, at = Date.now()) {
+      activity(id, need(id), at);
+    },
+
+    async updateSessionMetadata(id, metadata) {
+      const entry = need(id);
+      entry.session.metadata = structuredClone(metadata);
+      return copySession(entry.session);
+    },
+
+    async appendMessages(id: string, inputs: MessageInput[], options: AppendOptions = {}) {
+      const valid = validateMessages(inputs);
+      const entry = need(id);
+      leases.check(id, options.fence);
+      const now = Date.now();
+      const firstSeq = (entry.messages.at(-1)?.seq ?? 0) + 1;
+      const added = stampMessages(valid, firstSeq, now);
+      entry.messages.push(...added);
+      if (options.maxMessages && entry.messages.length > options.maxMessages) {
+        entry.messages.splice(0, entry.messages.length - options.maxMessages);
+      }
+      activity(id, entry, now);
+      return structuredClone(added);
+    },
+
+    async getMessages(id: string, query?: MessageQuery) {
+      const entry = find(id);
+      return entry ? structuredClone(applyMessageQuery(entry.messages, query)) : [];
+    },
+
+    async countMessages(id) {
+      return find(id)?.messages.length ?? 0;
+    },
+
+    async popMessage(id) {
+      const popped = need(id).messages.pop();
+      return popped ? structuredClone(popped) : null;
+    },
+
+    async truncateAfter(id, seq) {
+      const entry = need(id);
+      const keep = entry.messages.filter((m) => m.seq <= seq);
+      const removed = entry.messages.length - keep.length;
+      entry.messages = keep;
+      return removed;
+    },
+
+    async saveSummary(id: string, input: SummaryInput) {
+      const entry = need(id);
+      const summary: Summary = {
+        id: entry.nextSummaryId++,
+        fromSeq: input.fromSeq,
+        toSeq: input.toSeq,
+        content: input.content,
+        createdAt: input.createdAt ?? Date.now(),
+        ...(input.metadata ? { metadata: structuredClone(input.metadata) } : {}),
+      };
+      entry.summaries.push(summary);
+      entry.summaries.sort((a, b) => a.fromSeq - b.fromSeq || a.id - b.id);
+      return structuredClone(summary);
+    },
+
+    async listSummaries(id) {
+      return structuredClone(find(id)?.summaries ?? []);
+    },
+
+    async getState(id) {
+      return structuredClone(need(id).state);
+    },
+
+    async setState(id, data, expectedVersion) {
+      const entry = need(id);
+      if (entry.state.version !== expectedVersion) throw new StateConflictError(expectedVersion, entry.state.version);
+      entry.state = { version: expectedVersion + 1, data: structuredClone(data) };
+      return structuredClone(entry.state);
+    },
+
+    async search(query: SearchQuery) {
+      ensureOpen();
+      checkSearchQuery(query);
+      if (query.mode === "fulltext") {
+        throw new ThreadkeepError("not_supported", "The memory store has no full-text search; use substring");
+      }
+      const limit = query.limit ?? DEFAULT_SEARCH_LIMIT;
+      const hits: SearchHit[] = [];
+      const candidates = query.sessionId ? [find(query.sessionId)] : [...entries.values()];
+      for (const entry of candidates) {
+        if (!entry || entry.session.userId !== query.userId || isExpired(entry)) continue;
+        for (const message of entry.messages) {
+          if (!matchesSubstring(message, query.text)) continue;
+          hits.push({
+            sessionId: entry.session.id,
+            seq: message.seq,
+            snippet: snippetOf(messageText(message), query.text),
+            message: structuredClone(message),
+          });
+        }
+      }
+      hits.sort((a, b) => b.message.createdAt - a.message.createdAt || b.seq - a.seq);
+      return hits.slice(0, limit);
+    },
+
+    async expire(olderThan) {
+      ensureOpen();
+      const removed: string[] = [];
+      for (const [id, entry] of entries) {
+        if (entry.session.lastActivityAt < olderThan) {
+          remove(id);
+          removed.push(id);
+        }
+      }
+      return removed;
+    },
+
+    async acquireLease(id, options) {
+      ensureOpen();
+      return leases.acquire(id, options);
+    },
+
+    async close() {
+      closed = true;
+      if (timer) clearInterval(timer);
+      leases.clear();
+      entries.clear();
+    },
+  };
+}

@@ -1,0 +1,79 @@
+import { ThreadkeepError } from "../core/errors.js";
+import type { SessionStore } from "../core/types.js";
+
+/** Options that apply to whichever store a URL names. */
+export interface StoreUrlOptions {
+  /**
+   * Inactivity expiry for stores that expire natively (memory: lazy eviction; redis: key TTLs).
+   * Persistent SQL/file stores expire through `Memory.expire()` / `threadkeep sessions prune` instead.
+   */
+  ttlMs?: number;
+}
+
+/** The schemes `createStore` understands. */
+export const STORE_SCHEMES = ["memory:", "file:", "sqlite:", "postgres://", "postgresql://", "redis://", "rediss://"];
+
+/** Where a `file:` or `sqlite:` URL points (`file:./data/x`, `file:///abs/x`, `sqlite::memory:`). */
+export function pathOfUrl(url: string, scheme: "file:" | "sqlite:"): string {
+  let rest = url.slice(scheme.length);
+  if (rest.startsWith("//")) rest = rest.slice(2);
+  if (rest === "") throw new ThreadkeepError("invalid_store_url", `${scheme} store URL needs a path, e.g. ${scheme}./data`);
+  return decodeURIComponent(rest);
+}
+
+function missing(pkg: string, scheme: string, cause: unknown): ThreadkeepError {
+  return new ThreadkeepError(
+    "missing_dependency",
+    `The ${scheme} store needs the optional package "${pkg}": run npm install ${pkg}`,
+    { cause },
+  );
+}
+
+async function load<T>(importer: () => Promise<T>, pkg: string, scheme: string): Promise<T> {
+  try {
+    return await importer();
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code === "ERR_MODULE_NOT_FOUND" && String((error as Error).message).includes(`'${pkg}'`)) {
+      throw missing(pkg, scheme, error);
+    }
+    throw error;
+  }
+}
+
+/**
+ * Opens the store a URL names: `memory:`, `file:./data/sessions` (JSONL), `sqlite:./data/threadkeep.db`,
+ * `postgres://…`, `redis://…`. The optional clients (`postgres`, `redis`) are imported only when used.
+ * @throws ThreadkeepError `invalid_store_url` for an unknown scheme, `missing_dependency` for a missing client.
+ */
+export async function createStore(url: string, options: StoreUrlOptions = {}): Promise<SessionStore> {
+  if (typeof url !== "string" || url.trim() === "") {
+    throw new ThreadkeepError("invalid_store_url", "A store URL is required, e.g. sqlite:./data/threadkeep.db");
+  }
+  const trimmed = url.trim();
+  if (trimmed === "memory:" || trimmed.startsWith("memory:")) {
+    const { createMemoryStore } = await import("./memory.js");
+    return createMemoryStore({ ttlMs: options.ttlMs });
+  }
+  if (trimmed.startsWith("file:")) {
+    const { createFileStore } = await import("./jsonl.js");
+    return createFileStore({ dir: pathOfUrl(trimmed, "file:") });
+  }
+  if (trimmed.startsWith("sqlite:")) {
+    const { createSqliteStore } = await load(() => import("./sqlite.js"), "better-sqlite3", "sqlite:");
+    return createSqliteStore({ path: pathOfUrl(trimmed, "sqlite:") });
+  }
+  if (trimmed.startsWith("postgres://") || trimmed.startsWith("postgresql://")) {
+    const { createPostgresStore } = await import("./postgres.js");
+    return createPostgresStore({ url: trimmed });
+  }
+  if (trimmed.startsWith("redis://") || trimmed.startsWith("rediss://")) {
+    const { createRedisStore } = await import("./redis.js");
+    return createRedisStore({ url: trimmed, ttlMs: options.ttlMs });
+  }
+  const scheme = /^[a-z][a-z0-9+.-]*:/i.exec(trimmed)?.[0] ?? trimmed;
+  throw new ThreadkeepError(
+    "invalid_store_url",
+    `Unknown store URL scheme "${scheme}": use one of memory:, file:<dir>, sqlite:<path>, postgres://…, redis://…`,
+  );
+}

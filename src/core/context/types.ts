@@ -1,0 +1,61 @@
+import type { ChatMessage, Message, SessionState, Summary } from "../types.js";
+
+/**
+ * How the next context should be shaped, stored per session (in its state under `preferences`)
+ * and applied on the next assembly, then cleared unless `sticky`.
+ */
+export interface ContextPreferences {
+  /** Recent messages to include instead of the configured window. */
+  maxRecentMessages?: number;
+  /** Bring this seq range (inclusive) into context, e.g. an older turn found by search. */
+  focusRange?: { fromSeq: number; toSeq: number };
+  /** Include summaries of older turns. @default true */
+  includeSummaries?: boolean;
+  /** Messages (by seq) always included while they are stored. */
+  pinnedSeqs?: number[];
+  /** Keep these preferences after the next assembly. @default false */
+  sticky?: boolean;
+}
+
+/** Everything the assembler needs, already loaded. */
+export interface ContextInput {
+  /** System (or developer) messages to put first: the application's or the request's. Never dropped. */
+  system: ChatMessage[];
+  /** Stored history, oldest first: at least the window, plus any focused or pinned messages. */
+  history: Message[];
+  /** Summaries of older turns. */
+  summaries: Summary[];
+  /** Session state, rendered as a short system note when it has something to say. */
+  state?: SessionState;
+  /** The new messages of this turn (not yet stored). */
+  input: ChatMessage[];
+  /** Most recent stored messages to include. */
+  window: number;
+  /** Token budget for the whole request (system + summaries + history + input). */
+  tokenBudget: number;
+  /** Model name; picks the tokenizer encoding. */
+  model?: string;
+  preferences?: ContextPreferences;
+}
+
+/** What the assembler produced, and what it left out. */
+export interface AssembledContext {
+  /** The request's `messages`, ready to send. */
+  messages: ChatMessage[];
+  /** Token count of `messages`. */
+  tokens: number;
+  /** Stored messages included, by seq. */
+  includedSeqs: number[];
+  /** Summaries included, by id. */
+  includedSummaryIds: number[];
+  omitted: {
+    /** Stored messages loaded but left out (window, budget, or broken tool pairs). */
+    messages: number;
+    /** Tokens of those messages. */
+    tokens: number;
+    /** Summaries left out. */
+    summaries: number;
+    /** Messages shortened with a truncation marker because one alone exceeded the budget. */
+    truncated: number;
+  };
+}

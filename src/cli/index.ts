@@ -1,0 +1,51 @@
+import { Command, CommanderError } from "commander";
+import { isThreadkeepError } from "../core/errors.js";
+
+/** Exit codes of the `threadkeep` command: documented in the README. */
+export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
+
+/** One subcommand: a file under src/cli that adds itself to the program. */
+export type CommandModule = { register(program: Command): void };
+
+const COMMANDS = ["./serve.js", "./chat.js", "./sessions.js", "./export-import.js", "./migrate.js"];
+
+/** Builds the `threadkeep` program with every subcommand that is present. */
+export async function buildProgram(): Promise<Command> {
+  const program = new Command("threadkeep")
+    .description("Session memory for LLM chat applications: an OpenAI-compatible memory proxy, a chat, and session tools.")
+    .version(process.env.npm_package_version ?? "0.1.0")
+    .showHelpAfterError()
+    .exitOverride();
+  for (const path of COMMANDS) {
+    let module: CommandModule;
+    try {
+      module = (await import(path)) as CommandModule;
+    } catch (error) {
+      // A command still being written must not break the others.
+      if ((error as { code?: string }).code === "ERR_MODULE_NOT_FOUND") continue;
+      throw error;
+    }
+    module.register(program);
+  }
+  return program;
+}
+
+/** Runs the CLI and returns its exit code (0 ok, 1 failure, 2 usage). */
+export async function main(argv: string[] = process.argv): Promise<number> {
+  const program = await buildProgram();
+  try {
+    await program.parseAsync(argv);
+    return typeof process.exitCode === "number" ? process.exitCode : EXIT.ok;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      if (error.code === "commander.helpDisplayed" || error.code === "commander.version" || error.code === "commander.help") return EXIT.ok;
+      return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    }
+    if (isThreadkeepError(error)) {
+      process.stderr.write(`threadkeep: ${error.message}\n`);
+      return error.status >= 400 && error.status < 500 && error.code !== "session_not_found" ? EXIT.usage : EXIT.failure;
+    }
+    process.stderr.write(`threadkeep: ${error instanceof Error ? error.message : String(error)}\n`);
+    return EXIT.failure;
+  }
+}

@@ -1,0 +1,24 @@
+import { describe, expect, it } from "vitest";
+import { parseApiKeys, resolveConfig } from "./options.js";
+
+describe("CLI configuration", () => {
+  it("uses defaults with nothing set", () => {
+    const config = resolveConfig({}, {});
+    expect(config).toMatchObject({ host: "127.0.0.1", port: 8787, store: "sqlite:./data/threadkeep.db", window: 20, maxMessages: 200 });
+    expect(config.ttlMs).toBe(7 * 86_400_000);
+    expect(config.apiKeys.size).toBe(0);
+  });
+
+  it("prefers flags over environment", () => {
+    const env = { THREADKEEP_PORT: "9000", THREADKEEP_STORE: "memory:", THREADKEEP_WINDOW: "10", THREADKEEP_TTL: "1h" };
+    expect(resolveConfig({}, env)).toMatchObject({ port: 9000, store: "memory:", window: 10, ttlMs: 3_600_000 });
+    expect(resolveConfig({ port: "1234", window: "5" }, env)).toMatchObject({ port: 1234, window: 5 });
+    expect(resolveConfig({ store: "memory:" }, {}).ttlMs).toBe(30 * 60_000);
+  });
+
+  it("parses API keys and rejects malformed ones", () => {
+    expect([...parseApiKeys("k1:alice, k2:bob")]).toEqual([["k1", "alice"], ["k2", "bob"]]);
+    expect(() => parseApiKeys("justakey")).toThrow(/expected key:user/);
+    expect(() => resolveConfig({ window: "zero" }, {})).toThrow(/window must be/);
+  });
+});

@@ -1,0 +1,90 @@
+import type { Command } from "commander";
+import { ThreadkeepError } from "../core/errors.js";
+import { DEFAULTS, parseDuration, parsePositiveInt } from "../core/policies.js";
+
+/** Where the server and the CLI keep sessions unless told otherwise. */
+export const DEFAULT_STORE_URL = "sqlite:./data/threadkeep.db";
+
+/** Settings shared by `serve`, `chat` and the session commands: flags first, then env, then defaults. */
+export interface ThreadkeepConfig {
+  host: string;
+  port: number;
+  store: string;
+  /** OpenAI-compatible base URL, e.g. http://127.0.0.1:11434/v1. */
+  upstreamUrl?: string;
+  /** The server's own key for the upstream; never taken from or shown to clients. */
+  upstreamKey?: string;
+  /** threadkeep API key → user id. Empty: no authentication (loopback only). */
+  apiKeys: Map<string, string>;
+  /** Model used when a request names none (and by `threadkeep chat`). */
+  model?: string;
+  window: number;
+  tokenBudget: number;
+  maxMessages: number;
+  ttlMs: number;
+  /** Largest accepted request body, in bytes. */
+  bodyLimit: number;
+}
+
+/** The flag values commander hands over (all strings, all optional). */
+export type ConfigFlags = Partial<Record<
+  "host" | "port" | "store" | "upstream" | "upstreamKey" | "apiKeys" | "model" | "window" | "tokenBudget" | "maxMessages" | "ttl" | "bodyLimit",
+  string
+>>;
+
+/**
+ * Parses `key1:alice,key2:bob` into key → user.
+ * @throws ThreadkeepError `invalid_request` for an entry without both parts.
+ */
+export function parseApiKeys(text: string | undefined): Map<string, string> {
+  const keys = new Map<string, string>();
+  for (const entry of (text ?? "").split(",").map((e) => e.trim()).filter(Boolean)) {
+    const colon = entry.lastIndexOf(":");
+    const key = entry.slice(0, colon).trim();
+    const user = entry.slice(colon + 1).trim();
+    if (colon <= 0 || !key || !user) {
+      throw new ThreadkeepError("invalid_request", `Invalid API key entry "${entry.slice(0, 6)}…": expected key:user`);
+    }
+    keys.set(key, user);
+  }
+  return keys;
+}
+
+/** Resolves settings from flags, then THREADKEEP_* environment variables, then defaults. */
+export function resolveConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = process.env): ThreadkeepConfig {
+  const pick = (flag: keyof ConfigFlags, name: string) => flags[flag] ?? (env[name] || undefined);
+  const store = pick("store", "THREADKEEP_STORE") ?? DEFAULT_STORE_URL;
+  const ttl = pick("ttl", "THREADKEEP_TTL");
+  return {
+    host: pick("host", "THREADKEEP_HOST") ?? "127.0.0.1",
+    port: Number.parseInt(pick("port", "THREADKEEP_PORT") ?? "8787", 10),
+    store,
+    upstreamUrl: pick("upstream", "THREADKEEP_UPSTREAM_URL")?.replace(/\/+$/, ""),
+    upstreamKey: pick("upstreamKey", "THREADKEEP_UPSTREAM_API_KEY"),
+    apiKeys: parseApiKeys(pick("apiKeys", "THREADKEEP_API_KEYS")),
+    model: pick("model", "THREADKEEP_MODEL"),
+    window: parsePositiveInt(pick("window", "THREADKEEP_WINDOW") ?? DEFAULTS.window, "window"),
+    tokenBudget: parsePositiveInt(pick("tokenBudget", "THREADKEEP_TOKEN_BUDGET") ?? DEFAULTS.tokenBudget, "token budget"),
+    maxMessages: parsePositiveInt(pick("maxMessages", "THREADKEEP_MAX_MESSAGES") ?? DEFAULTS.maxMessages, "max messages"),
+    ttlMs: ttl !== undefined ? parseDuration(ttl) : store.startsWith("memory:") ? DEFAULTS.memoryTtlMs : DEFAULTS.ttlMs,
+    bodyLimit: parsePositiveInt(pick("bodyLimit", "THREADKEEP_BODY_LIMIT") ?? 10 * 1024 * 1024, "body limit"),
+  };
+}
+
+/** Adds the store and memory flags every command that opens a store understands. */
+export function addStoreOptions(command: Command): Command {
+  return command
+    .option("--store <url>", `session store URL (env THREADKEEP_STORE; default ${DEFAULT_STORE_URL})`)
+    .option("--window <n>", `recent messages sent to the model (env THREADKEEP_WINDOW; default ${DEFAULTS.window})`)
+    .option("--token-budget <n>", `context token budget (env THREADKEEP_TOKEN_BUDGET; default ${DEFAULTS.tokenBudget})`)
+    .option("--max-messages <n>", `messages kept per session (env THREADKEEP_MAX_MESSAGES; default ${DEFAULTS.maxMessages})`)
+    .option("--ttl <duration>", "inactivity expiry, e.g. 7d or 30m (env THREADKEEP_TTL; default 7d, 30m for memory:)");
+}
+
+/** Adds the upstream model flags (`serve`, `chat`). */
+export function addUpstreamOptions(command: Command): Command {
+  return command
+    .option("--upstream <url>", "OpenAI-compatible base URL, e.g. http://127.0.0.1:11434/v1 (env THREADKEEP_UPSTREAM_URL)")
+    .option("--upstream-key <key>", "API key for the upstream (env THREADKEEP_UPSTREAM_API_KEY)")
+    .option("--model <name>", "model to use when a request names none (env THREADKEEP_MODEL)");
+}

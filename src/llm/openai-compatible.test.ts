@@ -1,0 +1,59 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startFakeUpstream, type FakeUpstream } from "../../test/_fake-upstream.js";
+import { createUpstream, StreamAccumulator, UpstreamError } from "./openai-compatible.js";
+
+describe("OpenAI-compatible upstream client", () => {
+  let fake: FakeUpstream;
+  beforeAll(async () => {
+    fake = await startFakeUpstream();
+  });
+  afterAll(() => fake.close());
+
+  it("sends chat requests with the key and returns the completion", async () => {
+    const upstream = createUpstream({ baseUrl: fake.url, apiKey: "sk-server" });
+    const result = await upstream.chat({ model: "m", messages: [{ role: "user", content: "hi" }] });
+    expect(result.choices[0].message.content).toBe("echo: hi");
+    const last = fake.requests.at(-1)!;
+    expect(last.headers.authorization).toBe("Bearer sk-server");
+    expect(last.body.stream).toBe(false);
+  });
+
+  it("streams chunks that accumulate into the reply", async () => {
+    const upstream = createUpstream({ baseUrl: fake.url });
+    const events = await upstream.streamChat({ model: "m", messages: [{ role: "user", content: "stream me please" }] });
+    const acc = new StreamAccumulator();
+    const raw: string[] = [];
+    for await (const event of events) {
+      raw.push(event.data);
+      acc.add(event.chunk);
+    }
+    expect(raw.at(-1)).toBe("[DONE]");
+    expect(acc.message()).toEqual({ role: "assistant", content: "echo: stream me please" });
+    expect(acc.finishReason).toBe("stop");
+  });
+
+  it("passes upstream errors on with their status and body", async () => {
+    fake.setReply(() => ({ status: 429, error: { message: "slow down", code: "rate_limit_exceeded" } }));
+    const upstream = createUpstream({ baseUrl: fake.url });
+    const error = await upstream.chat({ model: "m", messages: [] }).catch((e) => e);
+    expect(error).toBeInstanceOf(UpstreamError);
+    expect(error.upstreamStatus).toBe(429);
+    expect(error.upstreamBody.error.code).toBe("rate_limit_exceeded");
+    const streamError = await upstream.streamChat({ model: "m", messages: [] }).catch((e) => e);
+    expect(streamError.upstreamStatus).toBe(429);
+  });
+
+  it("reports an unreachable upstream as a coded error", async () => {
+    const upstream = createUpstream({ baseUrl: "http://127.0.0.1:1/v1", timeoutMs: 2000 });
+    const error = await upstream.chat({ model: "m", messages: [] }).catch((e) => e);
+    expect(error.code).toBe("upstream_error");
+    expect(error.upstreamStatus).toBe(0);
+  });
+
+  it("gets embeddings in input order", async () => {
+    const upstream = createUpstream({ baseUrl: fake.url });
+    const vectors = await upstream.embeddings(["a", "bb"], "emb");
+    expect(vectors).toHaveLength(2);
+    expect(vectors[0]).toHaveLength(8);
+  });
+});

@@ -216,6 +216,11 @@ export interface SessionStore {
   getSession(sessionId: string): Promise<Session | null>;
   /** One owner's sessions, most recent activity first. */
   listSessions(userId: string, options?: ListOptions): Promise<SessionPage>;
+  /**
+   * Every session of every owner, ordered by id ascending (stable while sessions are active), for
+   * export and migration. The cursor is opaque.
+   */
+  listAllSessions(options?: ListOptions): Promise<SessionPage>;
   /** Deletes a session with its messages, summaries and state. @returns false if there was none. */
   deleteSession(sessionId: string): Promise<boolean>;
   /** Sets the last activity to now, or exactly to `at` (imports and tests set past times). */

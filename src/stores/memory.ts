@@ -1,4 +1,4 @@
-import { ThreadkeepError, SessionNotFoundError, StateConflictError } from "../core/errors.js";
+import { SessionNotFoundError, StateConflictError, ThreadkeepError } from "../core/errors.js";
 import { validateMessages } from "../core/messages.js";
 import type {
   AppendOptions,
@@ -22,9 +22,9 @@ import {
   checkSearchQuery,
   compareSessionsForListing,
   copySession,
-  decodeCursor,
   DEFAULT_LIST_LIMIT,
   DEFAULT_SEARCH_LIMIT,
+  decodeCursor,
   encodeCursor,
   isAfterCursor,
   matchesSubstring,
@@ -64,7 +64,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): SessionStor
   const leases = new LocalLeases();
   let closed = false;
 
-  const isExpired = (entry: Entry, now = Date.now()) => ttlMs > 0 && entry.session.lastActivityAt < now - ttlMs;
+  const isExpired = (entry: Entry, now = Date.now()) =>
+    ttlMs > 0 && entry.session.lastActivityAt < now - ttlMs;
 
   const remove = (id: string) => {
     entries.delete(id);
@@ -119,7 +120,13 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): SessionStor
         lastActivityAt: input.lastActivityAt ?? createdAt,
         metadata: structuredClone(input.metadata ?? {}),
       };
-      entries.set(input.id, { session, messages: [], summaries: [], nextSummaryId: 1, state: { version: 0, data: {} } });
+      entries.set(input.id, {
+        session,
+        messages: [],
+        summaries: [],
+        nextSummaryId: 1,
+        state: { version: 0, data: {} },
+      });
       while (entries.size > maxSessions) {
         const oldest = entries.keys().next().value as string;
         remove(oldest);
@@ -144,6 +151,18 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): SessionStor
       const page = owned.slice(0, limit).map(copySession);
       const last = page.at(-1);
       return { sessions: page, nextCursor: owned.length > limit && last ? encodeCursor(last) : null };
+    },
+
+    async listAllSessions(options: ListOptions = {}): Promise<SessionPage> {
+      ensureOpen();
+      const limit = options.limit ?? DEFAULT_LIST_LIMIT;
+      const after = options.cursor ?? "";
+      const all = [...entries.values()]
+        .filter((e) => !isExpired(e) && e.session.id > after)
+        .map((e) => e.session)
+        .sort((a, b) => (a.id < b.id ? -1 : 1));
+      const page = all.slice(0, limit).map(copySession);
+      return { sessions: page, nextCursor: all.length > limit ? page[page.length - 1].id : null };
     },
 
     async deleteSession(id) {
@@ -224,7 +243,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): SessionStor
 
     async setState(id, data, expectedVersion) {
       const entry = need(id);
-      if (entry.state.version !== expectedVersion) throw new StateConflictError(expectedVersion, entry.state.version);
+      if (entry.state.version !== expectedVersion)
+        throw new StateConflictError(expectedVersion, entry.state.version);
       entry.state = { version: expectedVersion + 1, data: structuredClone(data) };
       return structuredClone(entry.state);
     },

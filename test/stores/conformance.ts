@@ -153,6 +153,23 @@ export function describeStore(target: StoreUnderTest): void {
         expect(page.nextCursor).toBeNull();
       });
 
+      it("lists every owner's sessions by id for export and migration", async () => {
+        const mine = await Promise.all([user(), user(), user(), user(), user()].map((u) => newSession(u)));
+        const seen: string[] = [];
+        let cursor: string | null = null;
+        let pages = 0;
+        do {
+          const page = await store.listAllSessions({ limit: 7, cursor });
+          expect(page.sessions.length).toBeLessThanOrEqual(7);
+          seen.push(...page.sessions.map((s) => s.id));
+          cursor = page.nextCursor;
+          pages++;
+        } while (cursor && pages < 10_000);
+        expect([...seen].sort()).toEqual(seen);
+        expect(new Set(seen).size).toBe(seen.length);
+        for (const s of mine) expect(seen).toContain(s.id);
+      });
+
       it("lists nothing for an owner without sessions", async () => {
         expect(await store.listSessions(user())).toEqual({ sessions: [], nextCursor: null });
       });

@@ -85,3 +85,17 @@ export function checkSearchQuery(query: SearchQuery): void {
 export function copySession(session: Session): Session {
   return { ...session, metadata: structuredClone(session.metadata) };
 }
+
+/**
+ * The inclusive seq range a {@link MessageQuery} selects, for stores that read by range
+ * (`seq BETWEEN from AND to`); an unbounded side is a safe-integer extreme.
+ */
+export function seqBounds(query: MessageQuery): [from: number, to: number] {
+  let from = Number.MIN_SAFE_INTEGER;
+  let to = Number.MAX_SAFE_INTEGER;
+  if (query.afterSeq !== undefined) from = Math.max(from, Math.floor(query.afterSeq) + 1);
+  if (query.fromSeq !== undefined) from = Math.max(from, Math.ceil(query.fromSeq));
+  if (query.beforeSeq !== undefined) to = Math.min(to, Math.ceil(query.beforeSeq) - 1);
+  if (query.toSeq !== undefined) to = Math.min(to, Math.floor(query.toSeq));
+  return [from, to];
+}

@@ -1,0 +1,180 @@
+/**
+ * An open database of the SQLite store: its statements, the steps that take several statements
+ * (each one transaction), and the decoding of rows, where a corrupt record is moved to the
+ * `quarantine` table with a warning instead of failing the read.
+ */
+import { SessionNotFoundError } from "../core/errors.js";
+import type { AppendOptions, Message, Session, SessionState, Summary, SummaryInput } from "../core/types.js";
+import type { LocalLeases } from "./_lease.js";
+import { openSqliteDatabase, type SqliteOpenSettings } from "./_sqlite-schema.js";
+import { type MessageRow, prepareStatements, type SessionRow } from "./_sqlite-statements.js";
+
+/** What kind of stored record was quarantined. */
+type RecordKind = "message" | "summary" | "metadata" | "state";
+
+/** A message ready to insert: its stored JSON and its lowercased searchable text. */
+export type EncodedMessage = [body: string, searchText: string];
+
+/** The parsed JSON object, or why `raw` is not one. */
+function parseObject(raw: string | null): Record<string, unknown> | string {
+  try {
+    const value: unknown = JSON.parse(raw ?? "");
+    return typeof value === "object" && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : "not a JSON object";
+  } catch (error) {
+    return (error as Error).message;
+  }
+}
+
+/** Opens the database at `settings.path` and prepares everything the store runs on it. */
+export function openSqliteStoreDb(settings: SqliteOpenSettings, leases: LocalLeases) {
+  const db = openSqliteDatabase(settings);
+  const st = prepareStatements(db);
+
+  const moveAside = (
+    kind: RecordKind,
+    sessionId: string,
+    seq: number | null,
+    raw: unknown,
+    reason: string,
+  ) => {
+    const text = typeof raw === "string" ? raw : JSON.stringify(raw);
+    st.quarantine.run(sessionId, seq, kind, text, reason, Date.now());
+    const where = seq === null ? "" : ` (seq ${seq})`;
+    console.warn(
+      `[threadkeep] sqlite: moved a corrupt ${kind} of session ${sessionId}${where} to quarantine: ${reason}`,
+    );
+  };
+  const quarantine = db.transaction(
+    (
+      kind: RecordKind,
+      sessionId: string,
+      seq: number | null,
+      raw: unknown,
+      reason: string,
+      cleanUp: () => void,
+    ) => {
+      moveAside(kind, sessionId, seq, raw, reason);
+      cleanUp();
+    },
+  );
+
+  /** Stored messages of rows, skipping (and quarantining) corrupt ones. */
+  const messages = (rows: MessageRow[]): Message[] => {
+    const result: Message[] = [];
+    for (const row of rows) {
+      const message = parseObject(row.body);
+      if (typeof message === "string" || typeof message.role !== "string") {
+        const reason = typeof message === "string" ? message : "no role";
+        quarantine("message", row.session_id, row.seq, row.body, reason, () =>
+          st.deleteMessage.run(row.session_id, row.seq),
+        );
+        continue;
+      }
+      message.seq = row.seq;
+      message.createdAt = row.created_at;
+      result.push(message as unknown as Message);
+    }
+    return result;
+  };
+
+  const session = (row: SessionRow): Session => {
+    let metadata = parseObject(row.metadata);
+    if (typeof metadata === "string") {
+      quarantine("metadata", row.id, null, row.metadata, metadata, () => st.setMetadata.run("{}", row.id));
+      metadata = {};
+    }
+    const { id, user_id: userId, created_at: createdAt, last_activity_at: lastActivityAt } = row;
+    return { id, userId, createdAt, lastActivityAt, metadata };
+  };
+
+  const state = (id: string): SessionState => {
+    const row = st.getState.get(id);
+    if (!row) throw new SessionNotFoundError(id);
+    let data = parseObject(row.state);
+    if (typeof data === "string") {
+      // The version stays, so a writer that read it can still replace the lost data.
+      quarantine("state", id, null, row.state, data, () => st.resetState.run(id));
+      data = {};
+    }
+    return { version: row.state_version, data };
+  };
+
+  const summaries = (id: string): Summary[] =>
+    st.listSummaries.all(id).flatMap((row): Summary[] => {
+      const metadata = row.metadata === null ? undefined : parseObject(row.metadata);
+      if (typeof metadata === "string") {
+        quarantine("summary", id, null, row, metadata, () => st.deleteSummary.run(id, row.id));
+        return [];
+      }
+      const { from_seq: fromSeq, to_seq: toSeq, content, created_at: createdAt } = row;
+      return [{ id: row.id, fromSeq, toSeq, content, createdAt, ...(metadata ? { metadata } : {}) }];
+    });
+
+  const exists = (id: string) => {
+    if (!st.getState.get(id)) throw new SessionNotFoundError(id);
+  };
+
+  const purge = (id: string) => {
+    st.deleteMessages.run(id);
+    st.deleteSummaries.run(id);
+    // Quarantined records go with their session: a deleted conversation must leave nothing behind.
+    st.deleteQuarantine.run(id);
+    return st.deleteSession.run(id).changes > 0;
+  };
+
+  const tx = {
+    append: db.transaction((id: string, encoded: EncodedMessage[], options: AppendOptions, now: number) => {
+      exists(id);
+      leases.check(id, options.fence);
+      const first = (st.lastSeq.get(id)?.seq ?? 0) + 1;
+      for (const [i, [body, text]] of encoded.entries()) st.insertMessage.run(id, first + i, now, body, text);
+      if (options.maxMessages && options.maxMessages > 0) st.capMessages.run(id, id, options.maxMessages);
+      st.touch.run(now, id);
+      return encoded.map(([body], i) => ({ ...JSON.parse(body), seq: first + i, createdAt: now }) as Message);
+    }),
+
+    pop: db.transaction((id: string): Message | null => {
+      exists(id);
+      for (;;) {
+        const row = st.rangeNewestFirst.get(id, Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, 1);
+        if (!row) return null;
+        const [message] = messages([row]);
+        if (!message) continue;
+        st.deleteMessage.run(id, row.seq);
+        return message;
+      }
+    }),
+
+    saveSummary: db.transaction((id: string, input: SummaryInput): Summary => {
+      exists(id);
+      const { fromSeq, toSeq, content, metadata } = input;
+      const summaryId = st.nextSummaryId.get(id)!.next;
+      const createdAt = input.createdAt ?? Date.now();
+      const json = metadata ? JSON.stringify(metadata) : null;
+      st.insertSummary.run(id, summaryId, fromSeq, toSeq, content, createdAt, json);
+      return {
+        id: summaryId,
+        fromSeq,
+        toSeq,
+        content,
+        createdAt,
+        ...(json ? { metadata: JSON.parse(json) } : {}),
+      };
+    }),
+
+    deleteSession: db.transaction(purge),
+
+    expire: db.transaction((olderThan: number) => {
+      const ids = st.inactiveSessions.all(olderThan).map((row) => row.id);
+      for (const id of ids) purge(id);
+      return ids;
+    }),
+  };
+
+  return { db, st, tx, messages, session, state, summaries, exists };
+}
+
+/** An open SQLite store database. */
+export type SqliteStoreDb = ReturnType<typeof openSqliteStoreDb>;

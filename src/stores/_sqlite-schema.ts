@@ -1,0 +1,126 @@
+/**
+ * The SQLite store's schema and its forward migrations. The schema version lives in
+ * `PRAGMA user_version`; migration `i` takes a database from version `i` to `i + 1`.
+ */
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import Database from "better-sqlite3";
+import { ThreadkeepError } from "../core/errors.js";
+
+/** One forward step of the schema. Never edit a released step: add a new one. */
+export const SQLITE_MIGRATIONS: readonly string[] = [
+  // v1: sessions, messages, summaries.
+  `
+  CREATE TABLE sessions (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    last_activity_at INTEGER NOT NULL,
+    metadata TEXT NOT NULL DEFAULT '{}',
+    state_version INTEGER NOT NULL DEFAULT 0,
+    state TEXT NOT NULL DEFAULT '{}'
+  );
+  CREATE INDEX sessions_by_owner ON sessions (user_id, last_activity_at DESC, id DESC);
+  CREATE INDEX sessions_by_activity ON sessions (last_activity_at);
+  CREATE TABLE messages (
+    id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    search_text TEXT NOT NULL,
+    UNIQUE (session_id, seq)
+  );
+  CREATE TABLE summaries (
+    session_id TEXT NOT NULL,
+    id INTEGER NOT NULL,
+    from_seq INTEGER NOT NULL,
+    to_seq INTEGER NOT NULL,
+    content TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    metadata TEXT,
+    PRIMARY KEY (session_id, id)
+  );
+  `,
+  // v2: full-text index over messages (kept in step by triggers) and the quarantine of corrupt records.
+  `
+  CREATE VIRTUAL TABLE messages_fts USING fts5(search_text, content='messages', content_rowid='id');
+  CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+    INSERT INTO messages_fts (rowid, search_text) VALUES (new.id, new.search_text);
+  END;
+  CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+    INSERT INTO messages_fts (messages_fts, rowid, search_text) VALUES ('delete', old.id, old.search_text);
+  END;
+  CREATE TRIGGER messages_fts_update AFTER UPDATE OF search_text ON messages BEGIN
+    INSERT INTO messages_fts (messages_fts, rowid, search_text) VALUES ('delete', old.id, old.search_text);
+    INSERT INTO messages_fts (rowid, search_text) VALUES (new.id, new.search_text);
+  END;
+  INSERT INTO messages_fts (messages_fts) VALUES ('rebuild');
+  CREATE TABLE quarantine (
+    id INTEGER PRIMARY KEY,
+    session_id TEXT,
+    seq INTEGER,
+    record TEXT NOT NULL,
+    raw TEXT,
+    reason TEXT NOT NULL,
+    at INTEGER NOT NULL
+  );
+  CREATE INDEX quarantine_by_session ON quarantine (session_id);
+  `,
+];
+
+/** The schema version this code writes and understands. */
+export const SQLITE_SCHEMA_VERSION = SQLITE_MIGRATIONS.length;
+
+/** Connection settings applied on open. */
+export interface SqliteOpenSettings {
+  path: string;
+  busyTimeoutMs: number;
+  synchronous: "full" | "normal";
+  /** Stop at this version instead of the newest (tests build old databases with it). */
+  targetVersion?: number;
+}
+
+function userVersion(db: Database.Database): number {
+  return db.pragma("user_version", { simple: true }) as number;
+}
+
+/**
+ * Opens (creating if needed) a database and brings its schema up to date.
+ * @throws `schema_version_unsupported` when the file was written by a newer threadkeep; the file is left as it was.
+ */
+export function openSqliteDatabase(settings: SqliteOpenSettings): Database.Database {
+  const memory = settings.path === ":memory:" || settings.path === "";
+  if (!memory) mkdirSync(dirname(settings.path), { recursive: true });
+  const db = new Database(settings.path, { timeout: settings.busyTimeoutMs });
+  try {
+    // The version check comes before anything that writes (journal mode is stored in the file header).
+    const found = userVersion(db);
+    if (found > SQLITE_SCHEMA_VERSION) {
+      throw new ThreadkeepError(
+        "schema_version_unsupported",
+        `The SQLite database ${settings.path} has schema version ${found}, but this threadkeep understands up to ` +
+          `${SQLITE_SCHEMA_VERSION}; upgrade threadkeep or point it at another file. The file was not changed.`,
+        { details: { found, supported: SQLITE_SCHEMA_VERSION } },
+      );
+    }
+    if (!memory) db.pragma("journal_mode = WAL");
+    db.pragma(`synchronous = ${settings.synchronous === "full" ? "FULL" : "NORMAL"}`);
+    migrate(db, settings.targetVersion ?? SQLITE_SCHEMA_VERSION);
+    return db;
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+}
+
+function migrate(db: Database.Database, target: number): void {
+  if (userVersion(db) >= target) return;
+  // IMMEDIATE takes the write lock first, so two processes opening a fresh file migrate it once.
+  db.transaction(() => {
+    for (let version = userVersion(db); version < target; version++) {
+      db.exec(SQLITE_MIGRATIONS[version]);
+      db.pragma(`user_version = ${version + 1}`);
+    }
+  }).immediate();
+}

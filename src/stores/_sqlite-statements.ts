@@ -1,0 +1,132 @@
+/**
+ * The SQLite store's prepared statements, made once per open database, and the row shapes they return.
+ */
+import type Database from "better-sqlite3";
+
+/** A `sessions` row as read back. */
+export interface SessionRow {
+  id: string;
+  user_id: string;
+  created_at: number;
+  last_activity_at: number;
+  metadata: string;
+}
+
+/** A `messages` row as read back. */
+export interface MessageRow {
+  session_id: string;
+  seq: number;
+  created_at: number;
+  body: string;
+}
+
+/** A `summaries` row as read back. */
+export interface SummaryRow {
+  id: number;
+  from_seq: number;
+  to_seq: number;
+  content: string;
+  created_at: number;
+  metadata: string | null;
+}
+
+const SESSION_COLUMNS = "id, user_id, created_at, last_activity_at, metadata";
+const MESSAGE_COLUMNS = "m.session_id, m.seq, m.created_at, m.body";
+// Newest first, as the contract orders search hits.
+const SEARCH_ORDER = "ORDER BY m.created_at DESC, m.seq DESC LIMIT ?";
+
+/** Prepares every statement the store runs. */
+export function prepareStatements(db: Database.Database) {
+  const q = <Row = unknown>(sql: string) => db.prepare<unknown[], Row>(sql);
+  return {
+    insertSession: q(
+      `INSERT INTO sessions (id, user_id, created_at, last_activity_at, metadata) VALUES (?, ?, ?, ?, ?)
+       ON CONFLICT (id) DO NOTHING`,
+    ),
+    getSession: q<SessionRow>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = ?`),
+    listFirst: q<SessionRow>(
+      `SELECT ${SESSION_COLUMNS} FROM sessions WHERE user_id = ?
+       ORDER BY last_activity_at DESC, id DESC LIMIT ?`,
+    ),
+    listAfter: q<SessionRow>(
+      `SELECT ${SESSION_COLUMNS} FROM sessions WHERE user_id = ? AND (last_activity_at, id) < (?, ?)
+       ORDER BY last_activity_at DESC, id DESC LIMIT ?`,
+    ),
+    listAll: q<SessionRow>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id > ? ORDER BY id LIMIT ?`),
+    deleteSession: q("DELETE FROM sessions WHERE id = ?"),
+    deleteMessages: q("DELETE FROM messages WHERE session_id = ?"),
+    deleteSummaries: q("DELETE FROM summaries WHERE session_id = ?"),
+    deleteQuarantine: q("DELETE FROM quarantine WHERE session_id = ?"),
+    inactiveSessions: q<{ id: string }>("SELECT id FROM sessions WHERE last_activity_at < ?"),
+    touch: q("UPDATE sessions SET last_activity_at = ? WHERE id = ?"),
+    setMetadata: q("UPDATE sessions SET metadata = ? WHERE id = ?"),
+
+    lastSeq: q<{ seq: number }>("SELECT seq FROM messages WHERE session_id = ? ORDER BY seq DESC LIMIT 1"),
+    insertMessage: q(
+      "INSERT INTO messages (session_id, seq, created_at, body, search_text) VALUES (?, ?, ?, ?, ?)",
+    ),
+    // Drops everything older than the newest `?` messages; robust to gaps a quarantine leaves.
+    capMessages: q(
+      `DELETE FROM messages WHERE session_id = ? AND seq <= (
+         SELECT seq FROM messages WHERE session_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)`,
+    ),
+    rangeOldestFirst: q<MessageRow>(
+      `SELECT ${MESSAGE_COLUMNS} FROM messages m WHERE m.session_id = ? AND m.seq BETWEEN ? AND ?
+       ORDER BY m.seq LIMIT ?`,
+    ),
+    rangeNewestFirst: q<MessageRow>(
+      `SELECT ${MESSAGE_COLUMNS} FROM messages m WHERE m.session_id = ? AND m.seq BETWEEN ? AND ?
+       ORDER BY m.seq DESC LIMIT ?`,
+    ),
+    countMessages: q<{ n: number }>("SELECT count(*) AS n FROM messages WHERE session_id = ?"),
+    deleteMessage: q("DELETE FROM messages WHERE session_id = ? AND seq = ?"),
+    truncateAfter: q("DELETE FROM messages WHERE session_id = ? AND seq > ?"),
+
+    nextSummaryId: q<{ next: number }>(
+      "SELECT coalesce(max(id), 0) + 1 AS next FROM summaries WHERE session_id = ?",
+    ),
+    insertSummary: q(
+      `INSERT INTO summaries (session_id, id, from_seq, to_seq, content, created_at, metadata)
+       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    ),
+    listSummaries: q<SummaryRow>(
+      `SELECT id, from_seq, to_seq, content, created_at, metadata FROM summaries WHERE session_id = ?
+       ORDER BY from_seq, id`,
+    ),
+    deleteSummary: q("DELETE FROM summaries WHERE session_id = ? AND id = ?"),
+
+    getState: q<{ state_version: number; state: string }>(
+      "SELECT state_version, state FROM sessions WHERE id = ?",
+    ),
+    setState: q(
+      "UPDATE sessions SET state = ?, state_version = state_version + 1 WHERE id = ? AND state_version = ?",
+    ),
+    resetState: q("UPDATE sessions SET state = '{}' WHERE id = ?"),
+
+    searchSubstring: q<MessageRow>(
+      `SELECT ${MESSAGE_COLUMNS} FROM messages m JOIN sessions s ON s.id = m.session_id
+       WHERE s.user_id = ? AND instr(m.search_text, ?) > 0 ${SEARCH_ORDER}`,
+    ),
+    searchSubstringInSession: q<MessageRow>(
+      `SELECT ${MESSAGE_COLUMNS} FROM messages m JOIN sessions s ON s.id = m.session_id
+       WHERE m.session_id = ? AND s.user_id = ? AND instr(m.search_text, ?) > 0 ${SEARCH_ORDER}`,
+    ),
+    searchFullText: q<MessageRow>(
+      `SELECT ${MESSAGE_COLUMNS} FROM messages_fts f JOIN messages m ON m.id = f.rowid
+       JOIN sessions s ON s.id = m.session_id
+       WHERE messages_fts MATCH ? AND s.user_id = ? ${SEARCH_ORDER}`,
+    ),
+    searchFullTextInSession: q<MessageRow>(
+      `SELECT ${MESSAGE_COLUMNS} FROM messages_fts f JOIN messages m ON m.id = f.rowid
+       JOIN sessions s ON s.id = m.session_id
+       WHERE messages_fts MATCH ? AND m.session_id = ? AND s.user_id = ? ${SEARCH_ORDER}`,
+    ),
+
+    quarantine: q(
+      "INSERT INTO quarantine (session_id, seq, record, raw, reason, at) VALUES (?, ?, ?, ?, ?, ?)",
+    ),
+  };
+}
+
+/** The statements of one open database. */
+export type SqliteStatements = ReturnType<typeof prepareStatements>;

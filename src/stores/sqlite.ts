@@ -1,0 +1,292 @@
+import Database from "better-sqlite3";
+import {
+  SessionNotFoundError,
+  StateConflictError,
+  StoreUnavailableError,
+  ThreadkeepError,
+} from "../core/errors.js";
+import { validateMessages } from "../core/messages.js";
+import type {
+  AppendOptions,
+  Message,
+  MessageInput,
+  MessageQuery,
+  SearchHit,
+  SearchQuery,
+  SessionStore,
+} from "../core/types.js";
+import { LocalLeases } from "./_lease.js";
+import { type EncodedMessage, openSqliteStoreDb, type SqliteStoreDb } from "./_sqlite-db.js";
+import type { MessageRow } from "./_sqlite-statements.js";
+import {
+  checkSearchQuery,
+  DEFAULT_LIST_LIMIT,
+  DEFAULT_SEARCH_LIMIT,
+  decodeCursor,
+  encodeCursor,
+  messageText,
+  seqBounds,
+  snippetOf,
+} from "./_util.js";
+
+/** The backend name of the SQLite store. */
+export const SQLITE_STORE_NAME = "sqlite";
+
+/** Options of {@link createSqliteStore}. */
+export interface SqliteStoreOptions {
+  /** The database file; missing parent directories are created. `:memory:` keeps the data in this process only. */
+  path: string;
+  /** How long a write waits for another connection's lock before failing with `store_unavailable`. @default 5000 */
+  busyTimeoutMs?: number;
+  /**
+   * `normal`: with WAL, a commit survives a process crash but the last ones may be lost on power loss;
+   * `full`: every commit is synced to disk first (slower appends).
+   * @default "normal"
+   */
+  synchronous?: "normal" | "full";
+}
+
+/** Turns driver failures into coded errors; coded errors and programming errors pass through. */
+function storeError(error: unknown): unknown {
+  if (error instanceof ThreadkeepError) return error;
+  if (error instanceof Database.SqliteError) {
+    if (error.code.startsWith("SQLITE_CORRUPT") || error.code === "SQLITE_NOTADB") {
+      return new ThreadkeepError("store_corrupt", `The SQLite database is damaged: ${error.message}`, {
+        cause: error,
+      });
+    }
+    return new StoreUnavailableError(`The SQLite store failed: ${error.message}`, { cause: error });
+  }
+  const failure = error as NodeJS.ErrnoException;
+  if (failure?.syscall !== undefined || /database connection is not open/.test(String(failure?.message))) {
+    return new StoreUnavailableError(`The SQLite store failed: ${failure.message}`, { cause: error });
+  }
+  return error;
+}
+
+/** Quotes every word so FTS5 operators and punctuation in user text are searched as text, never parsed. */
+function ftsQuery(text: string): string {
+  return text
+    .trim()
+    .split(/\s+/)
+    .map((word) => `"${word.replaceAll('"', '""')}"`)
+    .join(" ");
+}
+
+/** The embedded store: one SQLite file (WAL), full-text search, turn leases held within this process. */
+export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
+  const leases = new LocalLeases();
+  let closed = false;
+  let opened: SqliteStoreDb | undefined;
+
+  /** Runs `fn` on the database, opening it on first use; driver failures become coded errors. */
+  function use<T>(fn: (db: SqliteStoreDb) => T): T {
+    if (closed) throw new StoreUnavailableError("The sqlite store is closed");
+    try {
+      opened ??= openSqliteStoreDb(
+        {
+          path: options.path,
+          busyTimeoutMs: options.busyTimeoutMs ?? 5000,
+          synchronous: options.synchronous ?? "normal",
+        },
+        leases,
+      );
+      return fn(opened);
+    } catch (error) {
+      throw storeError(error);
+    }
+  }
+
+  const hits = (db: SqliteStoreDb, rows: MessageRow[], needle: (text: string) => string): SearchHit[] =>
+    rows.flatMap((row) =>
+      db.messages([row]).map((message) => {
+        const text = messageText(message);
+        return {
+          sessionId: row.session_id,
+          seq: message.seq,
+          snippet: snippetOf(text, needle(text)),
+          message,
+        };
+      }),
+    );
+
+  return {
+    name: SQLITE_STORE_NAME,
+    capabilities: {
+      persistent: options.path !== ":memory:",
+      fullTextSearch: true,
+      crossProcessLease: false,
+      nativeExpiry: false,
+    },
+
+    async createSession(input) {
+      return use(({ st }) => {
+        const createdAt = input.createdAt ?? Date.now();
+        const lastActivityAt = input.lastActivityAt ?? createdAt;
+        const metadata = JSON.stringify(input.metadata ?? {});
+        if (st.insertSession.run(input.id, input.userId, createdAt, lastActivityAt, metadata).changes === 0) {
+          throw new ThreadkeepError("session_exists", `Session ${input.id} already exists`);
+        }
+        return {
+          id: input.id,
+          userId: input.userId,
+          createdAt,
+          lastActivityAt,
+          metadata: JSON.parse(metadata),
+        };
+      });
+    },
+
+    async getSession(id) {
+      return use((db) => {
+        const row = db.st.getSession.get(id);
+        return row ? db.session(row) : null;
+      });
+    },
+
+    async listSessions(userId, list = {}) {
+      return use((db) => {
+        const limit = list.limit ?? DEFAULT_LIST_LIMIT;
+        const cursor = list.cursor ? decodeCursor(list.cursor) : null;
+        const rows = cursor
+          ? db.st.listAfter.all(userId, cursor.lastActivityAt, cursor.id, limit + 1)
+          : db.st.listFirst.all(userId, limit + 1);
+        const sessions = rows.slice(0, limit).map(db.session);
+        const last = sessions.at(-1);
+        return { sessions, nextCursor: rows.length > limit && last ? encodeCursor(last) : null };
+      });
+    },
+
+    async listAllSessions(list = {}) {
+      return use((db) => {
+        const limit = list.limit ?? DEFAULT_LIST_LIMIT;
+        const rows = db.st.listAll.all(list.cursor ?? "", limit + 1);
+        const sessions = rows.slice(0, limit).map(db.session);
+        const last = sessions.at(-1);
+        return { sessions, nextCursor: rows.length > limit && last ? last.id : null };
+      });
+    },
+
+    async deleteSession(id) {
+      const deleted = use((db) => db.tx.deleteSession(id));
+      leases.forget(id);
+      return deleted;
+    },
+
+    async touchSession(id, at = Date.now()) {
+      use(({ st }) => {
+        if (st.touch.run(at, id).changes === 0) throw new SessionNotFoundError(id);
+      });
+    },
+
+    async updateSessionMetadata(id, metadata) {
+      return use((db) => {
+        if (db.st.setMetadata.run(JSON.stringify(metadata), id).changes === 0)
+          throw new SessionNotFoundError(id);
+        return db.session(db.st.getSession.get(id)!);
+      });
+    },
+
+    async appendMessages(id: string, inputs: MessageInput[], append: AppendOptions = {}) {
+      const encoded = validateMessages(inputs).map((input): EncodedMessage => {
+        // The store assigns seq and createdAt; an input that carries them (a re-import) does not keep them.
+        const { seq: _seq, createdAt: _createdAt, ...stored } = input as Partial<Message> & MessageInput;
+        // Lowercased here because SQLite's lower() folds ASCII only.
+        return [JSON.stringify(stored), messageText(input).toLowerCase()];
+      });
+      return use((db) => db.tx.append(id, encoded, append, Date.now()));
+    },
+
+    async getMessages(id: string, query: MessageQuery = {}) {
+      return use((db) => {
+        const [from, to] = seqBounds(query);
+        if (query.last !== undefined) {
+          if (query.last <= 0) return [];
+          return db.messages(db.st.rangeNewestFirst.all(id, from, to, Math.floor(query.last)).reverse());
+        }
+        const limit = query.limit === undefined ? -1 : Math.max(0, Math.floor(query.limit));
+        return db.messages(db.st.rangeOldestFirst.all(id, from, to, limit));
+      });
+    },
+
+    async countMessages(id) {
+      return use(({ st }) => st.countMessages.get(id)!.n);
+    },
+
+    async popMessage(id) {
+      return use((db) => db.tx.pop(id));
+    },
+
+    async truncateAfter(id, seq) {
+      return use((db) => {
+        db.exists(id);
+        return db.st.truncateAfter.run(id, seq).changes;
+      });
+    },
+
+    async saveSummary(id, input) {
+      return use((db) => db.tx.saveSummary(id, input));
+    },
+
+    async listSummaries(id) {
+      return use((db) => db.summaries(id));
+    },
+
+    async getState(id) {
+      return use((db) => db.state(id));
+    },
+
+    async setState(id, data, expectedVersion) {
+      return use(({ st }) => {
+        const json = JSON.stringify(data);
+        if (st.setState.run(json, id, expectedVersion).changes === 0) {
+          const row = st.getState.get(id);
+          if (!row) throw new SessionNotFoundError(id);
+          throw new StateConflictError(expectedVersion, row.state_version);
+        }
+        return { version: expectedVersion + 1, data: JSON.parse(json) };
+      });
+    },
+
+    async search(query: SearchQuery) {
+      checkSearchQuery(query);
+      const limit = Math.max(0, Math.floor(query.limit ?? DEFAULT_SEARCH_LIMIT));
+      const { userId, sessionId } = query;
+      return use((db) => {
+        const { st } = db;
+        if (query.mode === "fulltext") {
+          const match = ftsQuery(query.text);
+          const rows = sessionId
+            ? st.searchFullTextInSession.all(match, sessionId, userId, limit)
+            : st.searchFullText.all(match, userId, limit);
+          const words = query.text.toLowerCase().trim().split(/\s+/);
+          return hits(db, rows, (text) => words.find((w) => text.toLowerCase().includes(w)) ?? "");
+        }
+        const needle = query.text.toLowerCase();
+        const rows = sessionId
+          ? st.searchSubstringInSession.all(sessionId, userId, needle, limit)
+          : st.searchSubstring.all(userId, needle, limit);
+        return hits(db, rows, () => query.text);
+      });
+    },
+
+    async expire(olderThan) {
+      const ids = use((db) => db.tx.expire(olderThan));
+      for (const id of ids) leases.forget(id);
+      return ids;
+    },
+
+    async acquireLease(id, lease) {
+      if (closed) throw new StoreUnavailableError("The sqlite store is closed");
+      return leases.acquire(id, lease);
+    },
+
+    async close() {
+      if (closed) return;
+      closed = true;
+      leases.clear();
+      opened?.db.close();
+      opened = undefined;
+    },
+  };
+}

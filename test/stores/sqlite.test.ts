@@ -1,0 +1,207 @@
+import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
+import { newSessionId } from "../../src/core/ids.js";
+import type { SessionStore } from "../../src/core/types.js";
+import { openSqliteDatabase, SQLITE_SCHEMA_VERSION } from "../../src/stores/_sqlite-schema.js";
+import { createSqliteStore } from "../../src/stores/sqlite.js";
+import { describeStore, expectCode } from "./conformance.js";
+
+const dir = mkdtempSync(join(tmpdir(), "threadkeep-sqlite-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+let files = 0;
+const freshPath = () => join(dir, `case-${++files}`, "threadkeep.db");
+
+// One file for the whole suite, so its persistence test reopens the same database.
+const suitePath = join(dir, "conformance", "threadkeep.db");
+describeStore({ name: "sqlite", create: () => createSqliteStore({ path: suitePath }) });
+
+describe("sqlite store specifics", () => {
+  const open: SessionStore[] = [];
+  const storeAt = (path: string) => {
+    const store = createSqliteStore({ path });
+    open.push(store);
+    return store;
+  };
+  afterEach(async () => {
+    await Promise.all(open.splice(0).map((s) => s.close()));
+    vi.restoreAllMocks();
+  });
+
+  it("creates the parent directory and uses WAL", async () => {
+    const path = freshPath();
+    await storeAt(path).createSession({ id: newSessionId(), userId: "u" });
+    expect(statSync(path).isFile()).toBe(true);
+    const db = new Database(path, { readonly: true });
+    expect(db.pragma("journal_mode", { simple: true })).toBe("wal");
+    expect(db.pragma("user_version", { simple: true })).toBe(SQLITE_SCHEMA_VERSION);
+    db.close();
+  });
+
+  it("refuses a database from a newer schema and leaves it untouched", async () => {
+    const path = freshPath();
+    openSqliteDatabase({ path, busyTimeoutMs: 100, synchronous: "normal" }).close();
+    const db = new Database(path);
+    db.pragma(`user_version = ${SQLITE_SCHEMA_VERSION + 1}`);
+    db.close();
+    const before = statSync(path).mtimeMs;
+    await expectCode(storeAt(path).getSession(newSessionId()), "schema_version_unsupported");
+    const check = new Database(path, { readonly: true });
+    expect(check.pragma("user_version", { simple: true })).toBe(SQLITE_SCHEMA_VERSION + 1);
+    check.close();
+    expect(statSync(path).mtimeMs).toBe(before);
+  });
+
+  it("migrates an older database forward and indexes its messages for full text", async () => {
+    const path = freshPath();
+    const old = openSqliteDatabase({ path, busyTimeoutMs: 100, synchronous: "normal", targetVersion: 1 });
+    const id = newSessionId();
+    old
+      .prepare("INSERT INTO sessions (id, user_id, created_at, last_activity_at) VALUES (?, 'u', 1, 1)")
+      .run(id);
+    old
+      .prepare("INSERT INTO messages (session_id, seq, created_at, body, search_text) VALUES (?, 1, 1, ?, ?)")
+      .run(
+        id,
+        JSON.stringify({ role: "user", content: "Remember the Zebra crossing" }),
+        "remember the zebra crossing",
+      );
+    old.close();
+    const store = storeAt(path);
+    expect((await store.getMessages(id)).map((m) => m.content)).toEqual(["Remember the Zebra crossing"]);
+    const hits = await store.search({ userId: "u", text: "zebra", mode: "fulltext" });
+    expect(hits.map((h) => [h.sessionId, h.seq])).toEqual([[id, 1]]);
+    const db = new Database(path, { readonly: true });
+    expect(db.pragma("user_version", { simple: true })).toBe(SQLITE_SCHEMA_VERSION);
+    db.close();
+  });
+
+  it("quarantines a corrupt message and keeps reading the rest", async () => {
+    const path = freshPath();
+    const store = storeAt(path);
+    const session = await store.createSession({ id: newSessionId(), userId: "u" });
+    await store.appendMessages(
+      session.id,
+      ["one", "two", "three"].map((content) => ({ role: "user", content })),
+    );
+    const raw = new Database(path);
+    raw
+      .prepare('UPDATE messages SET body = \'{"role": "user", "cont\' WHERE session_id = ? AND seq = 2')
+      .run(session.id);
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
+    expect((await store.getMessages(session.id)).map((m) => m.content)).toEqual(["one", "three"]);
+    expect(warn).toHaveBeenCalledOnce();
+    expect(String(warn.mock.calls[0][0])).toContain(session.id);
+    const moved = raw.prepare("SELECT session_id, seq, record, raw FROM quarantine").all();
+    expect(moved).toEqual([
+      { session_id: session.id, seq: 2, record: "message", raw: '{"role": "user", "cont' },
+    ]);
+    raw.close();
+    expect(await store.countMessages(session.id)).toBe(2);
+    expect((await store.appendMessages(session.id, [{ role: "user", content: "four" }]))[0].seq).toBe(4);
+  });
+
+  it("quarantines corrupt session metadata and state instead of failing the session", async () => {
+    const path = freshPath();
+    const store = storeAt(path);
+    const session = await store.createSession({ id: newSessionId(), userId: "u", metadata: { a: 1 } });
+    await store.setState(session.id, { k: 1 }, 0);
+    const raw = new Database(path);
+    raw.prepare("UPDATE sessions SET metadata = 'nope', state = '[oops' WHERE id = ?").run(session.id);
+    vi.spyOn(console, "warn").mockImplementation(() => {});
+    expect((await store.getSession(session.id))?.metadata).toEqual({});
+    expect(await store.getState(session.id)).toEqual({ version: 1, data: {} });
+    expect((await store.setState(session.id, { k: 2 }, 1)).version).toBe(2);
+    expect(raw.prepare("SELECT record FROM quarantine ORDER BY id").pluck().all()).toEqual([
+      "metadata",
+      "state",
+    ]);
+    raw.close();
+  });
+
+  it("searches full text with ranking-free newest-first order and FTS syntax taken literally", async () => {
+    const store = storeAt(freshPath());
+    const session = await store.createSession({ id: newSessionId(), userId: "u" });
+    await store.appendMessages(session.id, [
+      { role: "user", content: "Buy groceries: apples AND pears" },
+      { role: "assistant", content: "Added apples and pears (NEAR the milk)." },
+      { role: "user", content: [{ type: "text", text: "Zoek mijn boodschappenlijst" }] },
+    ]);
+    const q = (text: string) => store.search({ userId: "u", text, mode: "fulltext" });
+    expect((await q("apples pears")).map((h) => h.seq)).toEqual([2, 1]);
+    expect((await q("NEAR(")).map((h) => h.seq)).toEqual([2]);
+    expect((await q("boodschappenlijst")).map((h) => h.snippet)).toEqual(["Zoek mijn boodschappenlijst"]);
+    expect(await q('apples "pears')).toHaveLength(2);
+    expect(await q("-apples* ^ :")).toBeInstanceOf(Array);
+    await store.popMessage(session.id);
+    expect(await q("boodschappenlijst")).toEqual([]);
+  });
+
+  it("reads the last 20 of a 10,000-message session through the primary key", async () => {
+    const path = freshPath();
+    const store = storeAt(path);
+    const session = await store.createSession({ id: newSessionId(), userId: "u" });
+    for (let batch = 0; batch < 100; batch++) {
+      await store.appendMessages(
+        session.id,
+        Array.from({ length: 100 }, (_, i) => ({
+          role: "user" as const,
+          content: `m${batch * 100 + i + 1}`,
+        })),
+      );
+    }
+    const last = await store.getMessages(session.id, { last: 20 });
+    expect(last.map((m) => m.seq)).toEqual(Array.from({ length: 20 }, (_, i) => 9981 + i));
+    const db = new Database(path, { readonly: true });
+    const plan = db
+      .prepare(
+        `EXPLAIN QUERY PLAN SELECT m.session_id, m.seq, m.created_at, m.body FROM messages m
+         WHERE m.session_id = ? AND m.seq BETWEEN ? AND ? ORDER BY m.seq DESC LIMIT ?`,
+      )
+      .all(session.id, 0, 1e9, 20)
+      .map((row) => (row as { detail: string }).detail)
+      .join("\n");
+    db.close();
+    expect(plan).toMatch(/SEARCH m USING (INDEX|PRIMARY KEY)/);
+    expect(plan).not.toMatch(/SCAN|TEMP B-TREE/);
+  });
+
+  it("lists by owner through its index", () => {
+    const db = openSqliteDatabase({ path: ":memory:", busyTimeoutMs: 100, synchronous: "normal" });
+    const plan = db
+      .prepare(
+        `EXPLAIN QUERY PLAN SELECT id FROM sessions WHERE user_id = ? AND (last_activity_at, id) < (?, ?)
+         ORDER BY last_activity_at DESC, id DESC LIMIT ?`,
+      )
+      .all("u", 1, "x", 10)
+      .map((row) => (row as { detail: string }).detail)
+      .join("\n");
+    db.close();
+    expect(plan).toMatch(/SEARCH sessions USING (COVERING )?INDEX sessions_by_owner/);
+    expect(plan).not.toMatch(/TEMP B-TREE/);
+  });
+
+  it("turns driver failures into store_unavailable and refuses work after close", async () => {
+    const path = freshPath();
+    const store = storeAt(path);
+    const session = await store.createSession({ id: newSessionId(), userId: "u" });
+    const locker = new Database(path);
+    locker.exec("BEGIN EXCLUSIVE");
+    const busy = createSqliteStore({ path, busyTimeoutMs: 50 });
+    open.push(busy);
+    await expectCode(busy.appendMessages(session.id, [{ role: "user", content: "x" }]), "store_unavailable");
+    locker.exec("ROLLBACK");
+    locker.close();
+    await store.close();
+    await expectCode(store.getSession(session.id), "store_unavailable");
+  });
+
+  it("keeps an in-memory database when asked", async () => {
+    const store = storeAt(":memory:");
+    expect(store.capabilities.persistent).toBe(false);
+    const session = await store.createSession({ id: newSessionId(), userId: "u" });
+    expect((await store.appendMessages(session.id, [{ role: "user", content: "hi" }]))[0].seq).toBe(1);
+  });
+});

@@ -4,8 +4,8 @@
  */
 import { randomBytes } from "node:crypto";
 import { constants } from "node:fs";
-import { appendFile, mkdir, open, rename, unlink, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { mkdir, open, rename, unlink } from "node:fs/promises";
+import { dirname, join } from "node:path";
 import { isThreadkeepError, StoreUnavailableError } from "../core/errors.js";
 import type { BadLine } from "./_jsonl-records.js";
 
@@ -25,37 +25,52 @@ export function fsError(error: unknown, what: string): Error {
 // No O_CREAT: appending to a file that vanished must fail, not start a headless file.
 const APPEND_EXISTING = constants.O_WRONLY | constants.O_APPEND;
 
+async function writeWith(path: string, flags: string | number, text: string, fsync: boolean): Promise<void> {
+  const handle = await open(path, flags);
+  try {
+    await handle.writeFile(text, "utf8");
+    if (fsync) await handle.datasync();
+  } finally {
+    await handle.close();
+  }
+}
+
+// A new or renamed file is durable only once its directory entry is; Windows cannot open a directory.
+async function syncDirectoryOf(path: string): Promise<void> {
+  if (process.platform === "win32") return;
+  const handle = await open(dirname(path), "r");
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
+
 /**
  * Appends complete lines to an existing file; with `fsync` they are on disk before this resolves.
  * @throws ENOENT when the file does not exist.
  */
-export async function appendLines(path: string, text: string, fsync: boolean): Promise<void> {
-  if (!fsync) return appendFile(path, text, { encoding: "utf8", flag: APPEND_EXISTING });
-  const handle = await open(path, APPEND_EXISTING);
-  try {
-    await handle.writeFile(text, "utf8");
-    await handle.datasync();
-  } finally {
-    await handle.close();
-  }
+export function appendLines(path: string, text: string, fsync: boolean): Promise<void> {
+  return writeWith(path, APPEND_EXISTING, text, fsync);
+}
+
+/** Creates a file that must not exist yet. @throws EEXIST when it does. */
+export async function createFile(path: string, text: string, fsync: boolean): Promise<void> {
+  await writeWith(path, "wx", text, fsync);
+  if (fsync) await syncDirectoryOf(path);
 }
 
 /** Replaces a file's content all at once: a reader (or a crash) sees the old file or the new, never a mix. */
 export async function writeAtomically(path: string, text: string, fsync: boolean): Promise<void> {
   const temp = `${path}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
   try {
-    const handle = await open(temp, "wx");
-    try {
-      await handle.writeFile(text, "utf8");
-      if (fsync) await handle.datasync();
-    } finally {
-      await handle.close();
-    }
+    await writeWith(temp, "wx", text, fsync);
     await rename(temp, path);
   } catch (error) {
     await unlink(temp).catch(() => {});
     throw error;
   }
+  if (fsync) await syncDirectoryOf(path);
 }
 
 /** A temp file left by a rewrite that a crash interrupted. */
@@ -71,12 +86,13 @@ export async function quarantineLines(
   name: string,
   source: string,
   bad: BadLine[],
+  fsync: boolean,
 ): Promise<string> {
   const quarantineDir = join(dir, "quarantine");
   const path = join(quarantineDir, `${name}.${Date.now()}.jsonl`);
   const text = bad.map((b) => `${JSON.stringify({ file: source, ...b })}\n`).join("");
   await mkdir(quarantineDir, { recursive: true });
-  await writeFile(path, text, { encoding: "utf8", flag: "a" });
+  await writeWith(path, "a", text, fsync);
   return path;
 }
 

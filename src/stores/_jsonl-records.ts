@@ -199,6 +199,9 @@ interface Parsed {
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
+// Space, tab, CR: a blank line carries no data (an editor may leave one); checked without copying the line.
+const isBlank = (bytes: Buffer) => bytes.every((b) => b === 0x20 || b === 0x09 || b === 0x0d);
+
 function parseLine(line: number, bytes: Buffer): Parsed {
   let text: string;
   try {
@@ -257,7 +260,7 @@ export function replaySession(key: string, content: Buffer, fallback?: Session):
     const stop = end < 0 ? content.length : end;
     line++;
     const bytes = content.subarray(start, stop);
-    if (bytes.toString("latin1").trim() !== "") parsed.push(parseLine(line, bytes));
+    if (!isBlank(bytes)) parsed.push(parseLine(line, bytes));
     start = stop + 1;
   }
   const bad = new Map<Parsed, string>();

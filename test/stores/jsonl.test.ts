@@ -28,6 +28,19 @@ describeStore({
   create: () => createFileStore({ dir: conformanceDir, onWarning: (m) => conformanceWarnings.push(m) }),
 });
 
+// Again with every write synced and a one-session cache, so nearly every read replays a file.
+const strictDir = join(root, "conformance-strict");
+describeStore({
+  name: "file (fsync, cacheSize 1)",
+  create: () =>
+    createFileStore({
+      dir: strictDir,
+      fsync: true,
+      cacheSize: 1,
+      onWarning: (m) => conformanceWarnings.push(m),
+    }),
+});
+
 const text = (content: string): MessageInput => ({ role: "user", content });
 let dirs = 0;
 const freshDir = () => join(root, `case-${++dirs}`);

@@ -1,0 +1,210 @@
+import { ThreadkeepError } from "../core/errors.js";
+import type { RedisScript } from "./_redis-scripts.js";
+
+type RedisModule = typeof import("redis");
+
+/** The part of a node-redis client this store uses. */
+interface RedisClient {
+  readonly isReady: boolean;
+  readonly isOpen: boolean;
+  sendCommand(args: string[]): Promise<unknown>;
+  connect(): Promise<unknown>;
+  close(): Promise<void>;
+  destroy(): void;
+  on(event: "error", listener: (error: Error) => void): unknown;
+  on(event: "ready", listener: () => void): unknown;
+}
+
+/** How the Redis store talks to its server. */
+export interface RedisConnectionOptions {
+  url: string;
+  commandTimeoutMs: number;
+  connectTimeoutMs: number;
+  maxReconnectDelayMs: number;
+  onError?: (error: Error) => void;
+}
+
+/** Server replies that mean "not now" rather than "your data is wrong". */
+const TRANSIENT_REPLIES =
+  /^(OOM|BUSY|LOADING|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|MOVED|ASK|NOAUTH|WRONGPASS|NOPERM|ERR max number of clients)/;
+
+async function loadRedis(): Promise<RedisModule> {
+  try {
+    return await import("redis");
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code === "ERR_MODULE_NOT_FOUND" && String((error as Error).message).includes("'redis'")) {
+      throw new ThreadkeepError(
+        "missing_dependency",
+        'The redis store needs the optional package "redis": run npm install redis',
+        { cause: error },
+      );
+    }
+    throw error;
+  }
+}
+
+/**
+ * One node-redis client, opened on first use, that never hangs a caller: every command has a reply
+ * deadline, commands are refused (not queued) while the server is away, and a call arriving during
+ * an outage waits at most `connectTimeoutMs` counted from the start of the outage. The client keeps
+ * reconnecting with capped backoff, so the store recovers by itself when the server is back.
+ */
+export class RedisConnection {
+  readonly #options: RedisConnectionOptions;
+  /** Host and port only: the URL may carry a password. */
+  readonly #where: string;
+  #opening: Promise<RedisClient> | undefined;
+  #client: RedisClient | undefined;
+  #module: RedisModule | undefined;
+  /** When the current outage began (or the first connection attempt); 0 while connected. */
+  #downSince = 0;
+  #lastError: unknown;
+  readonly #readyWaiters = new Set<() => void>();
+  #closed = false;
+
+  constructor(options: RedisConnectionOptions) {
+    this.#options = options;
+    let where = "the configured address";
+    try {
+      where = new URL(options.url).host || where;
+    } catch {
+      // node-redis reports a malformed URL itself on first use.
+    }
+    this.#where = where;
+  }
+
+  /** Runs one command and returns its raw reply. @throws `store_unavailable`, `store_corrupt`. */
+  send<T>(args: string[]): Promise<T> {
+    return this.#raw<T>(args).catch((error) => {
+      throw this.#translate(error);
+    });
+  }
+
+  /** Runs a script by SHA1, loading it on the server's first NOSCRIPT. */
+  async eval<T>(script: RedisScript, keys: string[], args: string[]): Promise<T> {
+    try {
+      return await this.#raw<T>(["EVALSHA", script.sha, String(keys.length), ...keys, ...args]);
+    } catch (error) {
+      if (!String((error as Error)?.message).startsWith("NOSCRIPT")) throw this.#translate(error);
+    }
+    return this.send<T>(["EVAL", script.lua, String(keys.length), ...keys, ...args]);
+  }
+
+  /** Closes the client (waiting for replies in flight when connected). Idempotent. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const wake of this.#readyWaiters) wake();
+    const client = this.#client ?? (await this.#opening?.catch(() => undefined));
+    if (!client) return;
+    if (client.isReady) await client.close().catch(() => client.destroy());
+    else if (client.isOpen) client.destroy();
+  }
+
+  #raw<T>(args: string[]): Promise<T> {
+    const client = this.#client;
+    // The hot path stays synchronous up to sendCommand, so calls reach the server in call order.
+    if (client?.isReady) return this.#timed<T>(client, args);
+    return this.#whenReady().then((ready) => this.#timed<T>(ready, args));
+  }
+
+  #timed<T>(client: RedisClient, args: string[]): Promise<T> {
+    const ms = this.#options.commandTimeoutMs;
+    return new Promise<T>((resolve, reject) => {
+      // node-redis times out only commands not yet written; a server that stops answering needs this.
+      const timer = setTimeout(
+        () => reject(this.#unavailable(`Redis at ${this.#where} did not answer within ${ms} ms`)),
+        ms,
+      );
+      client.sendCommand(args).then(
+        (reply) => {
+          clearTimeout(timer);
+          resolve(reply as T);
+        },
+        (error) => {
+          clearTimeout(timer);
+          reject(error);
+        },
+      );
+    });
+  }
+
+  async #whenReady(): Promise<RedisClient> {
+    if (this.#closed) throw this.#unavailable("The redis store is closed");
+    const client = this.#client ?? (await this.#open());
+    if (client.isReady) return client;
+    const waitMs = this.#downSince + this.#options.connectTimeoutMs - Date.now();
+    if (waitMs > 0) await this.#readyWithin(waitMs);
+    if (this.#closed) throw this.#unavailable("The redis store is closed");
+    if (client.isReady) return client;
+    throw this.#unavailable(`Redis at ${this.#where} is unreachable`);
+  }
+
+  #open(): Promise<RedisClient> {
+    this.#opening ??= (async () => {
+      const redis = await loadRedis();
+      if (this.#closed) throw this.#unavailable("The redis store is closed");
+      const { maxReconnectDelayMs, connectTimeoutMs, onError } = this.#options;
+      const client: RedisClient = redis.createClient({
+        url: this.#options.url,
+        // Flat RESP2 replies: the store reads arrays, strings and integers only.
+        RESP: 2,
+        // Refuse instead of queueing while disconnected: an outage must surface, not pile up.
+        disableOfflineQueue: true,
+        socket: {
+          connectTimeout: connectTimeoutMs,
+          reconnectStrategy: (retries: number) =>
+            Math.min(50 * 2 ** Math.min(retries, 10), maxReconnectDelayMs) + Math.floor(Math.random() * 50),
+        },
+      });
+      // Without an 'error' listener an outage would crash the process; calls report it instead.
+      client.on("error", (error: Error) => {
+        this.#lastError = error;
+        if (!this.#downSince) this.#downSince = Date.now();
+        onError?.(error);
+      });
+      client.on("ready", () => {
+        this.#downSince = 0;
+        for (const wake of this.#readyWaiters) wake();
+      });
+      this.#module = redis;
+      this.#downSince = Date.now();
+      this.#client = client;
+      // Resolves on the first ready; rejects only when closed. Outages in between are retried.
+      client.connect().catch((error: unknown) => {
+        this.#lastError = error;
+      });
+      return client;
+    })();
+    return this.#opening;
+  }
+
+  #readyWithin(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.#readyWaiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.#readyWaiters.add(done);
+    });
+  }
+
+  #unavailable(message: string, cause: unknown = this.#lastError): ThreadkeepError {
+    return new ThreadkeepError("store_unavailable", message, cause === undefined ? {} : { cause });
+  }
+
+  #translate(error: unknown): ThreadkeepError {
+    if (error instanceof ThreadkeepError) return error;
+    const message = String((error as Error)?.message ?? error);
+    if (this.#module && error instanceof this.#module.ErrorReply && !TRANSIENT_REPLIES.test(message)) {
+      // WRONGTYPE or a script tripping over a malformed value: the keys hold something unexpected.
+      return new ThreadkeepError("store_corrupt", `Redis refused an operation on session data: ${message}`, {
+        cause: error,
+      });
+    }
+    return this.#unavailable(`Redis at ${this.#where} failed: ${message}`, error);
+  }
+}

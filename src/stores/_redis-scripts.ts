@@ -1,0 +1,343 @@
+/**
+ * The Lua scripts of the Redis store. Every write to a session runs as one script, so seq assignment,
+ * append, cap trimming, fence check and TTL refresh happen in one atomic step. A script touches only
+ * keys of one session (one hash tag) or one index key, so each runs unchanged on Redis Cluster.
+ *
+ * Numbers meant for string building go through `string.format('%d', …)`: Lua 5.1's `tostring` turns
+ * large integers into `1.7e+15`. Numbers passed to `redis.call` are converted exactly by Redis.
+ */
+import { createHash } from "node:crypto";
+
+/** A script with its SHA1, run with EVALSHA (falling back to EVAL when the server lacks it). */
+export interface RedisScript {
+  readonly name: string;
+  readonly lua: string;
+  readonly sha: string;
+}
+
+function script(name: string, lua: string): RedisScript {
+  return { name, lua, sha: createHash("sha1").update(lua).digest("hex") };
+}
+
+/**
+ * Session data scripts take KEYS = meta, msgs, sums, state, fence. Expiry: all four data keys of a
+ * session share one absolute expiry (`lastActivityAt + ttl`); keys created later inherit the meta's.
+ */
+const SESSION = `
+local META, MSGS, SUMS, STATE, FENCE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local function expireAt(at, ttl)
+  if ttl > 0 then
+    local t = math.floor(at + ttl)
+    for i = 1, 4 do redis.call('PEXPIREAT', KEYS[i], t) end
+  end
+end
+local function inheritExpiry(key)
+  local t = redis.call('PEXPIRETIME', META)
+  if t > 0 then redis.call('PEXPIREAT', key, t) end
+end
+`;
+
+/** ARGV: userId, createdAt, lastActivityAt, metadata JSON, ttl. Returns 0 when the id is taken. */
+export const CREATE = script(
+  "create",
+  `${SESSION}
+if redis.call('EXISTS', META) == 1 then return 0 end
+redis.call('DEL', MSGS, SUMS, STATE)
+redis.call('HSET', META, 'userId', ARGV[1], 'createdAt', ARGV[2], 'lastActivityAt', ARGV[3],
+  'metadata', ARGV[4], 'first', '1', 'sumSeq', '0')
+expireAt(tonumber(ARGV[3]), tonumber(ARGV[5]))
+return 1`,
+);
+
+/**
+ * ARGV: now, ttl, fence ('' for none), maxMessages (0 for none), then one JSON object per message.
+ * The seq goes in front of each object here, where it is assigned. Activity never moves backwards on
+ * append, so concurrent writers with slightly different clocks leave the newest time behind.
+ * Returns {firstSeq, lastActivityAt, userId}, {-1} for a missing session, {-2} for a stale fence.
+ */
+export const APPEND = script(
+  "append",
+  `${SESSION}
+if redis.call('EXISTS', META) == 0 then return {-1} end
+if ARGV[3] ~= '' then
+  local current = tonumber(redis.call('GET', FENCE) or '0')
+  if current > tonumber(ARGV[3]) then return {-2} end
+end
+local n = redis.call('LLEN', MSGS)
+local first = 1
+if n > 0 then first = tonumber(redis.call('HGET', META, 'first') or '1') else redis.call('HSET', META, 'first', '1') end
+local seq0 = first + n
+local batch = {}
+for i = 5, #ARGV do
+  batch[#batch + 1] = '{"seq":' .. string.format('%d', seq0 + i - 5) .. ',' .. string.sub(ARGV[i], 2)
+  if #batch == 1000 then
+    redis.call('RPUSH', MSGS, unpack(batch))
+    batch = {}
+  end
+end
+if #batch > 0 then redis.call('RPUSH', MSGS, unpack(batch)) end
+local total = n + #ARGV - 4
+local max = tonumber(ARGV[4])
+if max > 0 and total > max then
+  redis.call('LTRIM', MSGS, total - max, -1)
+  redis.call('HSET', META, 'first', first + total - max)
+end
+local at = math.max(tonumber(redis.call('HGET', META, 'lastActivityAt')), tonumber(ARGV[1]))
+redis.call('HSET', META, 'lastActivityAt', at)
+local result = {seq0, redis.call('HGET', META, 'lastActivityAt'), redis.call('HGET', META, 'userId')}
+expireAt(at, tonumber(ARGV[2]))
+return result`,
+);
+
+/** ARGV: lowest seq, highest seq, last, limit ('' for unset). Returns the stored message strings. */
+export const RANGE = script(
+  "range",
+  `${SESSION}
+local n = redis.call('LLEN', MSGS)
+if n == 0 then return {} end
+local first = tonumber(redis.call('HGET', META, 'first') or '1')
+local lo, hi = first, first + n - 1
+if ARGV[1] ~= '' then lo = math.max(lo, tonumber(ARGV[1])) end
+if ARGV[2] ~= '' then hi = math.min(hi, tonumber(ARGV[2])) end
+if ARGV[3] ~= '' then lo = math.max(lo, hi - tonumber(ARGV[3]) + 1)
+elseif ARGV[4] ~= '' then hi = math.min(hi, lo + tonumber(ARGV[4]) - 1) end
+if hi < lo then return {} end
+return redis.call('LRANGE', MSGS, lo - first, hi - first)`,
+);
+
+/** Returns {1, message}, {0} when there is none, {-1} for a missing session. */
+export const POP = script(
+  "pop",
+  `${SESSION}
+if redis.call('EXISTS', META) == 0 then return {-1} end
+local last = redis.call('RPOP', MSGS)
+if not last then return {0} end
+return {1, last}`,
+);
+
+/** ARGV: seq. Returns {removed} or {-1} for a missing session. */
+export const TRUNCATE = script(
+  "truncate",
+  `${SESSION}
+if redis.call('EXISTS', META) == 0 then return {-1} end
+local n = redis.call('LLEN', MSGS)
+if n == 0 then return {0} end
+local keep = math.floor(tonumber(ARGV[1])) - tonumber(redis.call('HGET', META, 'first') or '1') + 1
+if keep >= n then return {0} end
+if keep <= 0 then
+  redis.call('DEL', MSGS)
+  return {n}
+end
+redis.call('LTRIM', MSGS, 0, keep - 1)
+return {n - keep}`,
+);
+
+/** ARGV: summary JSON object without its id. Returns {id} or {-1}. */
+export const SUMMARY = script(
+  "summary",
+  `${SESSION}
+if redis.call('EXISTS', META) == 0 then return {-1} end
+local id = redis.call('HINCRBY', META, 'sumSeq', 1)
+redis.call('RPUSH', SUMS, '{"id":' .. string.format('%d', id) .. ',' .. string.sub(ARGV[1], 2))
+inheritExpiry(SUMS)
+return {id}`,
+);
+
+/** Returns {1, {version, data}} or {-1}. */
+export const GET_STATE = script(
+  "get-state",
+  `${SESSION}
+if redis.call('EXISTS', META) == 0 then return {-1} end
+return {1, redis.call('HMGET', STATE, 'v', 'd')}`,
+);
+
+/** ARGV: expected version, data JSON. Returns {newVersion}, {-1}, or {-2, actualVersion}. */
+export const SET_STATE = script(
+  "set-state",
+  `${SESSION}
+if redis.call('EXISTS', META) == 0 then return {-1} end
+local current = tonumber(redis.call('HGET', STATE, 'v') or '0')
+if current ~= tonumber(ARGV[1]) then return {-2, current} end
+redis.call('HSET', STATE, 'v', current + 1, 'd', ARGV[2])
+inheritExpiry(STATE)
+return {current + 1}`,
+);
+
+/** The meta fields a session is read from, in this order. */
+export const META_FIELDS = ["userId", "createdAt", "lastActivityAt", "metadata"] as const;
+
+/** ARGV: metadata JSON. Returns {1, meta fields} or {-1}. */
+export const SET_METADATA = script(
+  "set-metadata",
+  `${SESSION}
+if redis.call('EXISTS', META) == 0 then return {-1} end
+redis.call('HSET', META, 'metadata', ARGV[1])
+return {1, redis.call('HMGET', META, ${META_FIELDS.map((f) => `'${f}'`).join(", ")})}`,
+);
+
+/**
+ * ARGV: at ('' for "now, never backwards"), now, ttl. An explicit past `at` may expire the session
+ * on the spot, as it would on any store measuring expiry from the last activity.
+ * Returns {1, userId, lastActivityAt} or {-1}.
+ */
+export const TOUCH = script(
+  "touch",
+  `${SESSION}
+if redis.call('EXISTS', META) == 0 then return {-1} end
+local at
+if ARGV[1] == '' then
+  at = math.max(tonumber(redis.call('HGET', META, 'lastActivityAt')), tonumber(ARGV[2]))
+else
+  at = tonumber(ARGV[1])
+end
+redis.call('HSET', META, 'lastActivityAt', at)
+local result = {1, redis.call('HGET', META, 'userId'), redis.call('HGET', META, 'lastActivityAt')}
+expireAt(at, tonumber(ARGV[3]))
+return result`,
+);
+
+/** Returns the owner of the deleted session, or nil when there was none. The fence key stays. */
+export const DELETE = script(
+  "delete",
+  `${SESSION}
+local user = redis.call('HGET', META, 'userId')
+if not user then return false end
+redis.call('DEL', META, MSGS, SUMS, STATE)
+return user`,
+);
+
+/**
+ * ARGV: olderThan. Deletes the session only if it is still inactive (it may have been used since
+ * the index was read). Returns {0} when gone already, {1, userId} when deleted now,
+ * {2, userId, lastActivityAt} when it is active after all.
+ */
+export const EXPIRE_ONE = script(
+  "expire-one",
+  `${SESSION}
+local v = redis.call('HMGET', META, 'userId', 'lastActivityAt')
+if not v[1] then return {0} end
+if tonumber(v[2]) >= tonumber(ARGV[1]) then return {2, v[1], v[2]} end
+redis.call('DEL', META, MSGS, SUMS, STATE)
+return {1, v[1]}`,
+);
+
+/**
+ * KEYS: one owner's index (sorted set of session ids by last activity). ARGV: mode ('gt' never lowers
+ * a score, 'set' sets it), score, session id, expireAt ('' to leave the key's expiry alone; otherwise
+ * only ever extended), trimBelow ('' or the activity under which sessions have expired).
+ */
+export const USER_INDEX = script(
+  "user-index",
+  `
+if ARGV[1] == 'gt' then
+  redis.call('ZADD', KEYS[1], 'GT', ARGV[2], ARGV[3])
+else
+  redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
+end
+if ARGV[5] ~= '' then redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[5]) end
+if ARGV[4] ~= '' then
+  local current = redis.call('PEXPIRETIME', KEYS[1])
+  if current == -1 or (current > 0 and current < tonumber(ARGV[4])) then
+    redis.call('PEXPIREAT', KEYS[1], ARGV[4])
+  end
+end
+return 1`,
+);
+
+/**
+ * KEYS: the global activity index (session ids by last activity, for `expire()`) and the global id
+ * index (all scores 0, so ids come back in byte order for `listAllSessions`); both carry one hash tag.
+ * ARGV: mode, score, session id, trimBelow. Trimming drops a bounded number of expired sessions per
+ * call, so the global indexes do not grow with sessions that Redis expired by itself.
+ */
+export const GLOBAL_INDEX = script(
+  "global-index",
+  `
+if ARGV[1] == 'gt' then
+  redis.call('ZADD', KEYS[1], 'GT', ARGV[2], ARGV[3])
+else
+  redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
+end
+redis.call('ZADD', KEYS[2], 0, ARGV[3])
+if ARGV[4] ~= '' then
+  local old = redis.call('ZRANGE', KEYS[1], '-inf', '(' .. ARGV[4], 'BYSCORE', 'LIMIT', 0, 100)
+  if #old > 0 then
+    redis.call('ZREM', KEYS[1], unpack(old))
+    redis.call('ZREM', KEYS[2], unpack(old))
+  end
+end
+return 1`,
+);
+
+/**
+ * Lease scripts take KEYS = lease, queue, alive, qseq, fence. The queue is a sorted set of waiter
+ * tokens by ticket number (arrival order at the server); `alive` holds each waiter's heartbeat
+ * deadline in server time, so a crashed waiter drops out of line instead of blocking it.
+ */
+const LEASE = `
+local LEASE, QUEUE, ALIVE, QSEQ, FENCE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local function housekeeping(ms)
+  redis.call('PEXPIRE', QUEUE, ms)
+  redis.call('PEXPIRE', ALIVE, ms)
+  redis.call('PEXPIRE', QSEQ, ms)
+end
+`;
+
+/**
+ * ARGV: token, lease ttl, heartbeat grace, queue housekeeping ttl, fence retention.
+ * Joins the line if not in it, refreshes this waiter's heartbeat, drops dead waiters, and grants
+ * the lease when this waiter is first in line and nobody holds it. Fences are seeded from the server
+ * clock in microseconds, so they keep increasing even after the fence key was deleted or expired.
+ * Returns {1, fence} when granted, {0, position} otherwise.
+ */
+export const LEASE_POLL = script(
+  "lease-poll",
+  `${LEASE}
+local token = ARGV[1]
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local cutoff = '(' .. string.format('%d', now)
+local dead = redis.call('ZRANGEBYSCORE', ALIVE, '-inf', cutoff)
+if #dead > 0 then
+  for i = 1, #dead do redis.call('ZREM', QUEUE, dead[i]) end
+  redis.call('ZREMRANGEBYSCORE', ALIVE, '-inf', cutoff)
+end
+if not redis.call('ZSCORE', QUEUE, token) then
+  redis.call('ZADD', QUEUE, redis.call('INCR', QSEQ), token)
+end
+local head = redis.call('ZRANGE', QUEUE, 0, 0)[1]
+if head == token and redis.call('EXISTS', LEASE) == 0 then
+  redis.call('ZREM', QUEUE, token)
+  redis.call('ZREM', ALIVE, token)
+  redis.call('SET', LEASE, token, 'PX', ARGV[2])
+  local fence = tonumber(redis.call('GET', FENCE) or '0') + 1
+  local micros = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  if fence < micros then fence = micros end
+  redis.call('SET', FENCE, string.format('%d', fence), 'PX', ARGV[5])
+  housekeeping(ARGV[4])
+  return {1, fence}
+end
+redis.call('ZADD', ALIVE, now + tonumber(ARGV[3]), token)
+housekeeping(ARGV[4])
+return {0, redis.call('ZRANK', QUEUE, token)}`,
+);
+
+/** ARGV: token. Leaves the line (a waiter that gave up). */
+export const LEASE_LEAVE = script(
+  "lease-leave",
+  `${LEASE}
+redis.call('ZREM', QUEUE, ARGV[1])
+redis.call('ZREM', ALIVE, ARGV[1])
+return 1`,
+);
+
+/** ARGV: token. Deletes the lease only if this token still holds it. Returns 1 when released. */
+export const LEASE_RELEASE = script(
+  "lease-release",
+  `${LEASE}
+if redis.call('GET', LEASE) == ARGV[1] then
+  redis.call('DEL', LEASE)
+  return 1
+end
+return 0`,
+);

@@ -1,0 +1,530 @@
+import { SessionNotFoundError, StateConflictError, ThreadkeepError } from "../core/errors.js";
+import { validateMessages } from "../core/messages.js";
+import type {
+  AppendOptions,
+  ListOptions,
+  Message,
+  MessageInput,
+  MessageQuery,
+  SearchHit,
+  SearchQuery,
+  Session,
+  SessionInput,
+  SessionPage,
+  SessionState,
+  SessionStore,
+  Summary,
+  SummaryInput,
+} from "../core/types.js";
+import { RedisConnection } from "./_redis-connection.js";
+import { LEASE_HEARTBEAT_GRACE_MS, RedisLeases } from "./_redis-lease.js";
+import * as S from "./_redis-scripts.js";
+import {
+  checkSearchQuery,
+  DEFAULT_LIST_LIMIT,
+  DEFAULT_SEARCH_LIMIT,
+  decodeCursor,
+  encodeCursor,
+  matchesSubstring,
+  messageText,
+  snippetOf,
+} from "./_util.js";
+
+/** The backend name of the Redis store. */
+export const REDIS_STORE_NAME = "redis";
+
+/** Options of {@link createRedisStore}. */
+export interface RedisStoreOptions {
+  /** `redis://[[user][:password]@]host[:port][/db]` or `rediss://…`. */
+  url: string;
+  /**
+   * Sessions inactive this long expire by themselves: every key of a session expires at
+   * `lastActivityAt + ttlMs`, moved on every append and touch. 0 keeps sessions until deleted or
+   * `expire()`d. @default 604800000 (7 days)
+   */
+  ttlMs?: number;
+  /** Prepended to every key, so several applications (or test files) can share one server. @default "threadkeep:" */
+  keyPrefix?: string;
+  /** Longest wait for one reply before the call fails with `store_unavailable`. @default 5000 */
+  commandTimeoutMs?: number;
+  /**
+   * Longest wait for a (re)connection, counted from the start of an outage; after it, calls fail with
+   * `store_unavailable` at once until the server is back. @default 2000
+   */
+  connectTimeoutMs?: number;
+  /** Longest pause between reconnection attempts (the backoff doubles from 50 ms). @default 1000 */
+  maxReconnectDelayMs?: number;
+  /** Receives connection errors (the client reconnects by itself; calls report outages as errors). @default ignored */
+  onError?: (error: Error) => void;
+}
+
+/** Default inactivity expiry of the Redis store: 7 days. */
+export const DEFAULT_REDIS_TTL_MS = 7 * 86_400_000;
+/** How long the waiting line's keys outlive the last waiter's poll. */
+const QUEUE_HOUSEKEEPING_MS = 60_000;
+/** A stale holder paused longer than this is no longer fenced out (the fence key is gone). */
+const FENCE_RETENTION_MS = 86_400_000;
+/** Sessions fetched per round trip when listing or searching. */
+const BATCH = 100;
+
+type Reply = [number, ...unknown[]];
+
+function corrupt(sessionId: string, what: string, cause?: unknown): ThreadkeepError {
+  return new ThreadkeepError("store_corrupt", `Unreadable ${what} in redis session ${sessionId}`, {
+    cause,
+    details: { sessionId },
+  });
+}
+
+function parseJson<T>(sessionId: string, what: string, text: string): T {
+  try {
+    return JSON.parse(text) as T;
+  } catch (error) {
+    throw corrupt(sessionId, what, error);
+  }
+}
+
+function toSession(id: string, fields: (string | null)[]): Session | null {
+  const [userId, createdAt, lastActivityAt, metadata] = fields;
+  if (userId == null) return null;
+  const session: Session = {
+    id,
+    userId,
+    createdAt: Number(createdAt),
+    lastActivityAt: Number(lastActivityAt),
+    metadata: parseJson(id, "metadata", metadata ?? "{}"),
+  };
+  if (!Number.isFinite(session.createdAt) || !Number.isFinite(session.lastActivityAt))
+    throw corrupt(id, "session");
+  return session;
+}
+
+function json(value: unknown, code: "invalid_message" | "invalid_request", what: string): string {
+  try {
+    return JSON.stringify(value);
+  } catch (error) {
+    throw new ThreadkeepError(code, `${what} must be JSON-serialisable`, { cause: error });
+  }
+}
+
+/** Seq bounds of a ranged query, or null when it has no seq filter. */
+function seqBounds(q: MessageQuery): { lo: string; hi: string } | null {
+  if (
+    q.afterSeq === undefined &&
+    q.beforeSeq === undefined &&
+    q.fromSeq === undefined &&
+    q.toSeq === undefined
+  ) {
+    return null;
+  }
+  const lows = [
+    q.afterSeq === undefined ? -Infinity : Math.floor(q.afterSeq) + 1,
+    q.fromSeq === undefined ? -Infinity : Math.ceil(q.fromSeq),
+  ];
+  const highs = [
+    q.beforeSeq === undefined ? Infinity : Math.ceil(q.beforeSeq) - 1,
+    q.toSeq === undefined ? Infinity : Math.floor(q.toSeq),
+  ];
+  const lo = Math.max(...lows);
+  const hi = Math.min(...highs);
+  return { lo: Number.isFinite(lo) ? String(lo) : "", hi: Number.isFinite(hi) ? String(hi) : "" };
+}
+
+/**
+ * A store on Redis (or Redis Cluster key layout). Keys of session `<id>` share the hash tag `{<id>}`:
+ * `…s:{<id>}:meta` (hash), `:msgs` (list of JSON, oldest first, each carrying its seq), `:sums`,
+ * `:state`, and the lease keys `:lease`, `:queue`, `:alive`, `:qseq`, `:fence`. Every write is one Lua
+ * script on those keys. Two sorted sets index sessions by last activity: `…u:<userId>:sessions` per
+ * owner and `…activity` for `expire()`. They live in other hash slots, so they are updated right after
+ * the session's script and kept honest by reads: a listing or search drops members whose session is
+ * gone (expired keys, or a crash between the two steps), and `expire()` removes what it deletes.
+ * Requires Redis 7.0 or newer (PEXPIRETIME, ZADD GT).
+ */
+export function createRedisStore(options: RedisStoreOptions): SessionStore {
+  const ttlMs = Math.max(0, options.ttlMs ?? DEFAULT_REDIS_TTL_MS);
+  const prefix = options.keyPrefix ?? "threadkeep:";
+  const db = new RedisConnection({
+    url: options.url,
+    commandTimeoutMs: options.commandTimeoutMs ?? 5_000,
+    connectTimeoutMs: options.connectTimeoutMs ?? 2_000,
+    maxReconnectDelayMs: options.maxReconnectDelayMs ?? 1_000,
+    onError: options.onError,
+  });
+
+  const base = (id: string) => `${prefix}s:{${id}}:`;
+  const dataKeys = (id: string) => {
+    const b = base(id);
+    return [`${b}meta`, `${b}msgs`, `${b}sums`, `${b}state`, `${b}fence`];
+  };
+  const leaseKeys = (id: string) => {
+    const b = base(id);
+    return [`${b}lease`, `${b}queue`, `${b}alive`, `${b}qseq`, `${b}fence`];
+  };
+  const userIndex = (userId: string) => `${prefix}u:${userId}:sessions`;
+  // One hash tag for both global indexes, so one script keeps them in step (and Cluster allows it).
+  const activityIndex = `${prefix}{index}:activity`;
+  const idIndex = `${prefix}{index}:ids`;
+
+  const run = (script: S.RedisScript, id: string, args: (string | number)[]) =>
+    db.eval<Reply>(script, dataKeys(id), args.map(String));
+
+  const need = (id: string, reply: Reply): Reply => {
+    if (reply[0] === -1) throw new SessionNotFoundError(id);
+    return reply;
+  };
+
+  const parseMessages = (id: string, items: string[]): Message[] =>
+    items.map((item) => parseJson<Message>(id, "message", item));
+
+  /** Records activity in both indexes; 'gt' never moves a session back (concurrent appends). */
+  const index = async (id: string, userId: string, at: number, mode: "gt" | "set") => {
+    const now = Date.now();
+    if (ttlMs > 0 && at + ttlMs <= now) return;
+    const expireAt = ttlMs > 0 ? String(Math.floor(at + ttlMs)) : "";
+    const trimBelow = ttlMs > 0 ? String(now - ttlMs) : "";
+    await Promise.all([
+      db.eval(S.USER_INDEX, [userIndex(userId)], [mode, String(at), id, expireAt, trimBelow]),
+      db.eval(S.GLOBAL_INDEX, [activityIndex, idIndex], [mode, String(at), id, trimBelow]),
+    ]);
+  };
+
+  const unindex = (ids: string[], userId: string | null) =>
+    ids.length === 0
+      ? undefined
+      : Promise.all([
+          db.send(["ZREM", activityIndex, ...ids]),
+          db.send(["ZREM", idIndex, ...ids]),
+          userId === null ? undefined : db.send(["ZREM", userIndex(userId), ...ids]),
+        ]);
+
+  const readSessions = (ids: string[]) =>
+    Promise.all(
+      ids.map(async (id) =>
+        toSession(id, await db.send<(string | null)[]>(["HMGET", dataKeys(id)[0], ...S.META_FIELDS])),
+      ),
+    );
+
+  const leases = new RedisLeases({
+    async poll(id, token, leaseTtlMs) {
+      const args = [
+        token,
+        leaseTtlMs,
+        LEASE_HEARTBEAT_GRACE_MS,
+        QUEUE_HOUSEKEEPING_MS,
+        Math.max(FENCE_RETENTION_MS, 2 * leaseTtlMs),
+      ];
+      const [granted, value] = await db.eval<[number, number]>(S.LEASE_POLL, leaseKeys(id), args.map(String));
+      return { granted: granted === 1, value: Number(value) };
+    },
+    async leave(id, token) {
+      await db.eval(S.LEASE_LEAVE, leaseKeys(id), [token]);
+    },
+    async release(id, token) {
+      await db.eval(S.LEASE_RELEASE, leaseKeys(id), [token]);
+    },
+  });
+
+  return {
+    name: REDIS_STORE_NAME,
+    capabilities: {
+      persistent: true,
+      fullTextSearch: false,
+      crossProcessLease: true,
+      nativeExpiry: ttlMs > 0,
+    },
+
+    async createSession(input: SessionInput) {
+      const createdAt = input.createdAt ?? Date.now();
+      const session: Session = {
+        id: input.id,
+        userId: input.userId,
+        createdAt,
+        lastActivityAt: input.lastActivityAt ?? createdAt,
+        metadata: structuredClone(input.metadata ?? {}),
+      };
+      const metadata = json(session.metadata, "invalid_request", "Session metadata");
+      const args = [session.userId, session.createdAt, session.lastActivityAt, metadata, ttlMs];
+      const created = await db.eval<number>(S.CREATE, dataKeys(session.id), args.map(String));
+      if (created !== 1) throw new ThreadkeepError("session_exists", `Session ${input.id} already exists`);
+      await index(session.id, session.userId, session.lastActivityAt, "set");
+      return session;
+    },
+
+    async getSession(id) {
+      const [session] = await readSessions([id]);
+      return session;
+    },
+
+    async listSessions(userId: string, options: ListOptions = {}): Promise<SessionPage> {
+      const limit = Math.max(0, options.limit ?? DEFAULT_LIST_LIMIT);
+      const cursor = options.cursor ? decodeCursor(options.cursor) : null;
+      const key = userIndex(userId);
+      const page: { session: Session; score: number }[] = [];
+      const stale: string[] = [];
+      for (let offset = 0; page.length <= limit; offset += BATCH) {
+        const max = cursor ? String(cursor.lastActivityAt) : "+inf";
+        const flat = await db.send<string[]>([
+          "ZRANGE",
+          key,
+          max,
+          "-inf",
+          "BYSCORE",
+          "REV",
+          "LIMIT",
+          String(offset),
+          String(BATCH),
+          "WITHSCORES",
+        ]);
+        const members: { id: string; score: number }[] = [];
+        for (let i = 0; i < flat.length; i += 2) {
+          const member = { id: flat[i], score: Number(flat[i + 1]) };
+          // Same score as the cursor: members at or above its id were on earlier pages (ties go by id, descending).
+          if (!cursor || member.score < cursor.lastActivityAt || member.id < cursor.id) members.push(member);
+        }
+        const sessions = await readSessions(members.map((m) => m.id));
+        members.forEach((member, i) => {
+          const session = sessions[i];
+          if (session?.userId === userId) page.push({ session, score: member.score });
+          else stale.push(member.id);
+        });
+        if (flat.length < 2 * BATCH) break;
+      }
+      if (stale.length > 0) await db.send(["ZREM", key, ...stale]);
+      const shown = page.slice(0, limit);
+      const last = shown.at(-1);
+      return {
+        sessions: shown.map((p) => p.session),
+        nextCursor:
+          page.length > limit && last
+            ? encodeCursor({ lastActivityAt: last.score, id: last.session.id })
+            : null,
+      };
+    },
+
+    async listAllSessions(options: ListOptions = {}): Promise<SessionPage> {
+      const limit = Math.max(0, options.limit ?? DEFAULT_LIST_LIMIT);
+      const page: Session[] = [];
+      const stale: string[] = [];
+      // The cursor is the last id shown; "(" makes the byte-order range start after it.
+      let from = options.cursor ? `(${options.cursor}` : "-";
+      while (page.length <= limit) {
+        const ids = await db.send<string[]>([
+          "ZRANGE",
+          idIndex,
+          from,
+          "+",
+          "BYLEX",
+          "LIMIT",
+          "0",
+          String(BATCH),
+        ]);
+        const sessions = await readSessions(ids);
+        sessions.forEach((session, i) => {
+          if (session) page.push(session);
+          else stale.push(ids[i]);
+        });
+        if (ids.length < BATCH) break;
+        from = `(${ids[ids.length - 1]}`;
+      }
+      await unindex(stale, null);
+      const shown = page.slice(0, limit);
+      const last = shown.at(-1);
+      return { sessions: shown, nextCursor: page.length > limit && last ? last.id : null };
+    },
+
+    async deleteSession(id) {
+      const userId = await db.eval<string | null>(S.DELETE, dataKeys(id), []);
+      if (userId === null) return false;
+      await unindex([id], userId);
+      return true;
+    },
+
+    async touchSession(id, at) {
+      if (at !== undefined && !Number.isFinite(at))
+        throw new ThreadkeepError("invalid_request", "touch time must be a finite number");
+      const [, userId, lastActivityAt] = need(id, await run(S.TOUCH, id, [at ?? "", Date.now(), ttlMs]));
+      await index(id, String(userId), Number(lastActivityAt), at === undefined ? "gt" : "set");
+    },
+
+    async updateSessionMetadata(id, metadata) {
+      const reply = need(
+        id,
+        await run(S.SET_METADATA, id, [json(metadata, "invalid_request", "Session metadata")]),
+      );
+      const session = toSession(id, reply[1] as (string | null)[]);
+      if (!session) throw new SessionNotFoundError(id);
+      return session;
+    },
+
+    async appendMessages(id: string, inputs: MessageInput[], options: AppendOptions = {}) {
+      const valid = validateMessages(inputs);
+      const now = Date.now();
+      const bodies = valid.map((input) => {
+        const { seq: _seq, createdAt: _createdAt, ...rest } = input as Partial<Message>;
+        return json({ ...rest, createdAt: now }, "invalid_message", "A message");
+      });
+      const fence = options.fence === undefined ? "" : options.fence;
+      const max = Math.max(0, Math.floor(options.maxMessages ?? 0));
+      const reply = need(id, await run(S.APPEND, id, [now, ttlMs, fence, max, ...bodies]));
+      if (reply[0] === -2) {
+        throw new ThreadkeepError(
+          "lease_expired",
+          `The turn lease of session ${id} expired and was taken over`,
+        );
+      }
+      const [firstSeq, lastActivityAt, userId] = reply as [number, string, string];
+      await index(id, userId, Number(lastActivityAt), "gt");
+      return bodies.map((body, i) => ({ seq: firstSeq + i, ...JSON.parse(body) }) as Message);
+    },
+
+    async getMessages(id: string, query: MessageQuery = {}) {
+      const bounds = seqBounds(query);
+      const last = query.last === undefined ? undefined : Math.trunc(query.last);
+      const limit = query.limit === undefined ? undefined : Math.trunc(query.limit);
+      if (last !== undefined && last <= 0) return [];
+      if (last === undefined && limit !== undefined && limit <= 0) return [];
+      let items: string[];
+      if (bounds) {
+        items = await db.eval<string[]>(S.RANGE, dataKeys(id), [
+          bounds.lo,
+          bounds.hi,
+          last === undefined ? "" : String(last),
+          limit === undefined ? "" : String(limit),
+        ]);
+      } else {
+        // The common case, "the last N", is a single LRANGE: every stored message carries its seq.
+        const [from, to] =
+          last !== undefined && Number.isFinite(last)
+            ? [-last, -1]
+            : limit !== undefined && Number.isFinite(limit)
+              ? [0, limit - 1]
+              : [0, -1];
+        items = await db.send<string[]>(["LRANGE", dataKeys(id)[1], String(from), String(to)]);
+      }
+      return parseMessages(id, items);
+    },
+
+    async countMessages(id) {
+      return db.send<number>(["LLEN", dataKeys(id)[1]]);
+    },
+
+    async popMessage(id) {
+      const reply = need(id, await run(S.POP, id, []));
+      return reply[0] === 1 ? parseMessages(id, [reply[1] as string])[0] : null;
+    },
+
+    async truncateAfter(id, seq) {
+      return need(id, await run(S.TRUNCATE, id, [seq]))[0];
+    },
+
+    async saveSummary(id: string, input: SummaryInput) {
+      const fields: Omit<Summary, "id"> = {
+        fromSeq: input.fromSeq,
+        toSeq: input.toSeq,
+        content: input.content,
+        createdAt: input.createdAt ?? Date.now(),
+        ...(input.metadata ? { metadata: structuredClone(input.metadata) } : {}),
+      };
+      const body = json(fields, "invalid_request", "A summary");
+      const [summaryId] = need(id, await run(S.SUMMARY, id, [body]));
+      return { id: summaryId, ...fields };
+    },
+
+    async listSummaries(id) {
+      const items = await db.send<string[]>(["LRANGE", dataKeys(id)[2], "0", "-1"]);
+      return items
+        .map((item) => parseJson<Summary>(id, "summary", item))
+        .sort((a, b) => a.fromSeq - b.fromSeq || a.id - b.id);
+    },
+
+    async getState(id): Promise<SessionState> {
+      const [, [version, data]] = need(id, await run(S.GET_STATE, id, [])) as [number, (string | null)[]];
+      return { version: Number(version ?? 0), data: data == null ? {} : parseJson(id, "state", data) };
+    },
+
+    async setState(id, data, expectedVersion) {
+      const body = json(data, "invalid_request", "Session state");
+      const reply = need(id, await run(S.SET_STATE, id, [expectedVersion, body]));
+      if (reply[0] === -2) throw new StateConflictError(expectedVersion, Number(reply[1]));
+      return { version: reply[0], data: JSON.parse(body) };
+    },
+
+    async search(query: SearchQuery) {
+      checkSearchQuery(query);
+      if (query.mode === "fulltext") {
+        throw new ThreadkeepError("not_supported", "The redis store has no full-text search; use substring");
+      }
+      const limit = query.limit ?? DEFAULT_SEARCH_LIMIT;
+      const key = userIndex(query.userId);
+      const ids = query.sessionId
+        ? [query.sessionId]
+        : await db.send<string[]>(["ZRANGE", key, "0", "-1", "REV"]);
+      const hits: SearchHit[] = [];
+      const stale: string[] = [];
+      for (let at = 0; at < ids.length; at += BATCH) {
+        const batch = ids.slice(at, at + BATCH);
+        const owners = await Promise.all(
+          batch.map((id) => db.send<string | null>(["HGET", dataKeys(id)[0], "userId"])),
+        );
+        const mine = batch.filter((_, i) => owners[i] === query.userId);
+        if (!query.sessionId) stale.push(...batch.filter((_, i) => owners[i] === null));
+        const lists = await Promise.all(
+          mine.map((id) => db.send<string[]>(["LRANGE", dataKeys(id)[1], "0", "-1"])),
+        );
+        mine.forEach((sessionId, i) => {
+          for (const message of parseMessages(sessionId, lists[i])) {
+            if (!matchesSubstring(message, query.text)) continue;
+            hits.push({
+              sessionId,
+              seq: message.seq,
+              snippet: snippetOf(messageText(message), query.text),
+              message,
+            });
+          }
+        });
+      }
+      if (stale.length > 0) await db.send(["ZREM", key, ...stale]);
+      hits.sort((a, b) => b.message.createdAt - a.message.createdAt || b.seq - a.seq);
+      return hits.slice(0, limit);
+    },
+
+    async expire(olderThan) {
+      const removed: string[] = [];
+      for (;;) {
+        const ids = await db.send<string[]>([
+          "ZRANGE",
+          activityIndex,
+          "-inf",
+          `(${olderThan}`,
+          "BYSCORE",
+          "LIMIT",
+          "0",
+          String(BATCH),
+        ]);
+        if (ids.length === 0) return removed;
+        await Promise.all(
+          ids.map(async (id) => {
+            const [outcome, userId, lastActivityAt] = await run(S.EXPIRE_ONE, id, [olderThan]);
+            if (outcome === 2) {
+              // Active after all (the index lagged): correct its score so it is not picked again.
+              await db.send(["ZADD", activityIndex, String(lastActivityAt), id]);
+              return;
+            }
+            // Outcome 0: its keys expired natively; only the index entry was left to remove.
+            removed.push(id);
+            await unindex([id], outcome === 1 ? String(userId) : null);
+          }),
+        );
+      }
+    },
+
+    async acquireLease(id, leaseOptions) {
+      return leases.acquire(id, leaseOptions);
+    },
+
+    async close() {
+      await leases.close();
+      await db.close();
+    },
+  };
+}

@@ -1,0 +1,273 @@
+import { randomUUID } from "node:crypto";
+import { connect, createServer, type Server, type Socket } from "node:net";
+import { createClient } from "redis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { isThreadkeepError } from "../../src/core/errors.js";
+import { newSessionId } from "../../src/core/ids.js";
+import type { SessionStore } from "../../src/core/types.js";
+import { createRedisStore, type RedisStoreOptions } from "../../src/stores/redis.js";
+import { serviceAvailable, TEST_REDIS_URL } from "../_services.js";
+import { describeStore, expectCode } from "./conformance.js";
+
+const enabled = await serviceAvailable("redis");
+const keyPrefix = `tk-test-${randomUUID()}:`;
+const open = (extra: Partial<RedisStoreOptions> = {}) =>
+  createRedisStore({ url: TEST_REDIS_URL, keyPrefix, ...extra });
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// TTL off for the shared suite: it plants sessions with activity times days (or decades) in the past,
+// which a store measuring expiry from the last activity drops at once. Native expiry is tested below.
+describeStore({ name: "redis", create: () => open({ ttlMs: 0 }), enabled });
+
+describe.skipIf(enabled !== true)("redis store specifics", () => {
+  const raw = createClient({ url: TEST_REDIS_URL });
+  const stores: SessionStore[] = [];
+  const store = (extra: Partial<RedisStoreOptions> = {}) => {
+    const s = open(extra);
+    stores.push(s);
+    return s;
+  };
+  const keysOf = async (pattern: string) => {
+    const found: string[] = [];
+    for await (const batch of raw.scanIterator({ MATCH: pattern, COUNT: 1000 })) found.push(...batch);
+    return found;
+  };
+
+  beforeAll(async () => {
+    await raw.connect();
+  });
+  afterAll(async () => {
+    await Promise.all(stores.map((s) => s.close()));
+    // No FLUSHDB: other test files share the server. Only this file's prefix goes.
+    const keys = await keysOf(`${keyPrefix}*`);
+    for (let i = 0; i < keys.length; i += 500) await raw.del(keys.slice(i, i + 500));
+    await raw.close();
+  });
+
+  it("keeps every key of a session under one hash tag", async () => {
+    const s = store({ ttlMs: 0 });
+    const session = await s.createSession({ id: newSessionId(), userId: "tagger" });
+    await s.appendMessages(session.id, [{ role: "user", content: "hi" }]);
+    await s.saveSummary(session.id, { fromSeq: 1, toSeq: 1, content: "greeting" });
+    await s.setState(session.id, { k: 1 }, 0);
+    const lease = await s.acquireLease(session.id);
+    const waiting = s.acquireLease(session.id, { waitMs: 5_000 });
+    await sleep(20);
+    const keys = await keysOf(`${keyPrefix}s:*${session.id}*`);
+    await lease.release();
+    await (await waiting).release();
+    // The hash tag is the text between the first "{" and the next "}".
+    const tags = new Set(keys.map((key) => /\{([^}]*)\}/.exec(key)?.[1]));
+    expect(keys.length).toBeGreaterThanOrEqual(8);
+    expect([...tags]).toEqual([session.id]);
+  });
+
+  it("expires a session's keys by themselves and leaves no phantom in the listing", async () => {
+    const s = store({ ttlMs: 1000 });
+    const owner = `owner-${randomUUID()}`;
+    const gone = await s.createSession({ id: newSessionId(), userId: owner });
+    await s.appendMessages(gone.id, [{ role: "user", content: "soon forgotten" }]);
+    await s.setState(gone.id, { a: 1 }, 0);
+    await s.saveSummary(gone.id, { fromSeq: 1, toSeq: 1, content: "x" });
+    const ttls = await Promise.all((await keysOf(`${keyPrefix}s:{${gone.id}}:*`)).map((k) => raw.pTTL(k)));
+    for (const ttl of ttls) expect(ttl).toBeGreaterThan(0);
+    expect((await s.listSessions(owner)).sessions.map((x) => x.id)).toEqual([gone.id]);
+    await sleep(1300);
+    // Redis removed the keys itself: no call to expire() happened.
+    expect(await raw.exists(`${keyPrefix}s:{${gone.id}}:meta`)).toBe(0);
+    expect(await raw.exists(`${keyPrefix}s:{${gone.id}}:msgs`)).toBe(0);
+    expect(await s.getSession(gone.id)).toBeNull();
+    expect(await s.getMessages(gone.id)).toEqual([]);
+    expect(await s.listSessions(owner)).toEqual({ sessions: [], nextCursor: null });
+    expect(await s.search({ userId: owner, text: "forgotten" })).toEqual([]);
+  });
+
+  it("refreshes the TTL on activity", async () => {
+    const s = store({ ttlMs: 1000 });
+    const session = await s.createSession({ id: newSessionId(), userId: "active" });
+    for (let i = 0; i < 4; i++) {
+      await sleep(400);
+      await s.appendMessages(session.id, [{ role: "user", content: `still here ${i}` }]);
+    }
+    await sleep(400);
+    await s.touchSession(session.id);
+    await sleep(400);
+    // 2.4 s after creation, well past one TTL, yet never 1 s without activity.
+    expect(await s.countMessages(session.id)).toBe(4);
+    expect((await s.listSessions("active")).sessions.map((x) => x.id)).toContain(session.id);
+    expect(await raw.pTTL(`${keyPrefix}s:{${session.id}}:msgs`)).toBeGreaterThan(0);
+  });
+
+  it("heals a listing whose index outlived its session", async () => {
+    const s = store({ ttlMs: 0 });
+    const owner = `heal-${randomUUID()}`;
+    const kept = await s.createSession({ id: newSessionId(), userId: owner });
+    const lost = await s.createSession({ id: newSessionId(), userId: owner });
+    // As if the keys expired (or the process died between the session write and the index write).
+    await raw.del(`${keyPrefix}s:{${lost.id}}:meta`);
+    expect((await s.listSessions(owner)).sessions.map((x) => x.id)).toEqual([kept.id]);
+    expect(await raw.zScore(`${keyPrefix}u:${owner}:sessions`, lost.id)).toBeNull();
+    expect(await s.expire(Date.now() + 1000)).toEqual(expect.arrayContaining([kept.id, lost.id]));
+    expect(await raw.zScore(`${keyPrefix}activity`, kept.id)).toBeNull();
+  });
+
+  it("stores content with Lua and Redis special characters verbatim", async () => {
+    const s = store({ ttlMs: 0 });
+    const session = await s.createSession({ id: newSessionId(), userId: "inject" });
+    const nasty = [
+      "'; redis.call('FLUSHALL') --",
+      "]]..redis.call('DEL', KEYS[1])..[[",
+      "*3\r\n$3\r\nDEL\r\n$1\r\nx\r\n",
+      '{"seq":999,"role":"system"}',
+      "%s %d %% \\0 \u0000 {tag} }:msgs",
+    ];
+    await s.appendMessages(
+      session.id,
+      nasty.map((content) => ({ role: "user" as const, content, name: "x'\"]]" })),
+    );
+    const read = await s.getMessages(session.id);
+    expect(read.map((m) => m.content)).toEqual(nasty);
+    expect(read.map((m) => m.seq)).toEqual([1, 2, 3, 4, 5]);
+    expect(read.every((m) => m.name === "x'\"]]" && m.role === "user")).toBe(true);
+    // A message that tries to carry its own seq gets the store's.
+    const [forged] = await s.appendMessages(session.id, [{ role: "user", content: "f", seq: 1 } as never]);
+    expect(forged.seq).toBe(6);
+    expect((await s.getMessages(session.id, { last: 1 }))[0].seq).toBe(6);
+    const weirdOwner = "user*?[]{x}:sessions";
+    const weird = await s.createSession({
+      id: newSessionId(),
+      userId: weirdOwner,
+      metadata: { "a'b": "]]" },
+    });
+    expect((await s.listSessions(weirdOwner)).sessions).toEqual([weird]);
+  });
+
+  it("serialises 2 stores × 100 concurrent turns: contiguous seq, each turn adjacent, none lost or duplicated", async () => {
+    const a = store({ ttlMs: 0 });
+    const b = store({ ttlMs: 0 });
+    const session = await a.createSession({ id: newSessionId(), userId: "hammer" });
+    const turn = async (s: SessionStore, name: string) => {
+      const lease = await s.acquireLease(session.id, { waitMs: 60_000 });
+      try {
+        const history = await s.getMessages(session.id, { last: 20 });
+        await sleep(Math.random() * 2);
+        await s.appendMessages(session.id, [{ role: "user", content: name }], { fence: lease.fence });
+        await s.appendMessages(
+          session.id,
+          [{ role: "assistant", content: `${name} saw ${history.at(-1)?.seq ?? 0}` }],
+          {
+            fence: lease.fence,
+          },
+        );
+      } finally {
+        await lease.release();
+      }
+    };
+    await Promise.all([
+      ...Array.from({ length: 100 }, (_, i) => turn(a, `a${i}`)),
+      ...Array.from({ length: 100 }, (_, i) => turn(b, `b${i}`)),
+    ]);
+    const all = await a.getMessages(session.id);
+    expect(all.map((m) => m.seq)).toEqual(Array.from({ length: 400 }, (_, i) => i + 1));
+    const names = all.filter((m) => m.role === "user").map((m) => String(m.content));
+    expect(new Set(names).size).toBe(200);
+    for (let i = 0; i < 400; i += 2) {
+      expect(all[i].role).toBe("user");
+      // Adjacent, and each turn saw exactly the history before it: the previous turn's reply.
+      expect(all[i + 1].content).toBe(`${all[i].content} saw ${i}`);
+    }
+  }, 60_000);
+
+  it("hands the lease on when a holder crashes, and a dead waiter does not block the line", async () => {
+    const s = store({ ttlMs: 0 });
+    const id = newSessionId();
+    await s.createSession({ id, userId: "crash" });
+    // A crashed holder: its lease is never released.
+    await s.acquireLease(id, { ttlMs: 200 });
+    // A crashed waiter: in line, never polls again.
+    const queue = `${keyPrefix}s:{${id}}:queue`;
+    await raw.zAdd(queue, { score: 0, value: "ghost" });
+    await raw.zAdd(`${keyPrefix}s:{${id}}:alive`, { score: Date.now() + 300, value: "ghost" });
+    const started = Date.now();
+    const next = await s.acquireLease(id, { waitMs: 5_000 });
+    expect(Date.now() - started).toBeLessThan(3_000);
+    expect(await raw.zScore(queue, "ghost")).toBeNull();
+    await next.release();
+  });
+
+  it("fails with store_unavailable within a bounded time when nothing listens", async () => {
+    const s = store({ url: "redis://127.0.0.1:1", connectTimeoutMs: 500 });
+    for (const call of [
+      () => s.getSession(newSessionId()),
+      () => s.appendMessages(newSessionId(), [{ role: "user", content: "x" }]),
+    ]) {
+      const started = Date.now();
+      await expectCode(call(), "store_unavailable");
+      expect(Date.now() - started).toBeLessThan(3_000);
+    }
+    await s.close();
+  });
+
+  it("surfaces a connection loss as store_unavailable and recovers by itself", async () => {
+    const target = new URL(TEST_REDIS_URL);
+    const sockets = new Set<Socket>();
+    const proxy = (): Server =>
+      createServer((client) => {
+        const upstream = connect(Number(target.port || 6379), target.hostname);
+        for (const sock of [client, upstream]) {
+          sockets.add(sock);
+          sock.on("close", () => sockets.delete(sock));
+          sock.on("error", () => {});
+        }
+        client.pipe(upstream).pipe(client);
+      });
+    let server = proxy();
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const port = (server.address() as { port: number }).port;
+    const errors: Error[] = [];
+    const s = store({
+      url: `redis://127.0.0.1:${port}`,
+      ttlMs: 0,
+      connectTimeoutMs: 500,
+      onError: (e) => errors.push(e),
+    });
+    const session = await s.createSession({ id: newSessionId(), userId: "flaky" });
+    await s.appendMessages(session.id, [{ role: "user", content: "before" }]);
+
+    await new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      for (const sock of sockets) sock.destroy();
+    });
+    for (let i = 0; i < 3; i++) {
+      const started = Date.now();
+      let caught: unknown;
+      await s.getMessages(session.id).catch((error) => (caught = error));
+      expect(isThreadkeepError(caught, "store_unavailable"), String(caught)).toBe(true);
+      expect(Date.now() - started).toBeLessThan(3_000);
+    }
+    expect(errors.length).toBeGreaterThan(0);
+
+    server = proxy();
+    await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
+    const deadline = Date.now() + 5_000;
+    let read: unknown;
+    while (Date.now() < deadline) {
+      read = await s.getMessages(session.id).catch((error) => error);
+      if (Array.isArray(read)) break;
+      await sleep(50);
+    }
+    expect(Array.isArray(read), String(read)).toBe(true);
+    await s.appendMessages(session.id, [{ role: "assistant", content: "after" }]);
+    expect((await s.getMessages(session.id)).map((m) => m.content)).toEqual(["before", "after"]);
+    await s.close();
+    for (const sock of sockets) sock.destroy();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+
+  it("refuses work after close and names the missing full-text search", async () => {
+    const s = open({ ttlMs: 0 });
+    await expectCode(s.search({ userId: "u", text: "x", mode: "fulltext" }), "not_supported");
+    await s.close();
+    await expectCode(s.getSession(newSessionId()), "store_unavailable");
+  });
+});

@@ -1,0 +1,141 @@
+/**
+ * The HTTP server: a thin fastify shell around one {@link Memory}. Routes live in proxy.ts (chat),
+ * sessions.ts (REST); this file wires auth, errors, metrics, health and the OpenAPI document.
+ */
+import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from "fastify";
+import { ThreadkeepError } from "../core/errors.js";
+import { isValidSessionId } from "../core/ids.js";
+import { createMemory, Memory, type MemoryOptions } from "../core/memory.js";
+import { createUpstream, type Upstream, type UpstreamOptions } from "../llm/openai-compatible.js";
+import { createAuthenticator, toApiKeyMap } from "./auth.js";
+import { installErrorHandlers, toHttpFailure } from "./errors.js";
+import { IdempotencyCache, type IdempotencyOptions } from "./idempotency.js";
+import { ServerMetrics } from "./metrics.js";
+import { openApiDocument } from "./openapi.js";
+import { registerProxy, SESSION_HEADER } from "./proxy.js";
+import { registerSessionRoutes } from "./sessions.js";
+
+declare module "fastify" {
+  interface FastifyRequest {
+    /** The authenticated user: the owner of every session this request touches. */
+    userId: string;
+  }
+}
+
+/** Options of {@link createServer}. */
+export interface ServerOptions {
+  /** The memory to serve (left open on close), or options to create one (closed with the server). */
+  memory: Memory | MemoryOptions;
+  /** The OpenAI-compatible model API: a client, its options, or its base URL. Without it chat answers 503. */
+  upstream?: Upstream | UpstreamOptions | string;
+  /** The server's own upstream key, when `upstream` is a URL. Never taken from or shown to clients. */
+  upstreamKey?: string;
+  /** threadkeep API key → user id. Empty: no authentication, every caller is the default user. */
+  apiKeys?: ReadonlyMap<string, string> | Record<string, string>;
+  /** Model used when a request names none. */
+  model?: string;
+  /** @default "127.0.0.1" */
+  host?: string;
+  /** 0 picks a free port. @default 8787 */
+  port?: number;
+  /** Largest request body in bytes; larger ones get 413. @default 10485760 (10 MB) */
+  bodyLimit?: number;
+  /** Replay of turns retried with the same Idempotency-Key (in this process). */
+  idempotency?: IdempotencyOptions;
+  /** fastify's logger option. @default false */
+  logger?: FastifyServerOptions["logger"];
+  /** Log a line per request and response (with a logger). @default false */
+  logRequests?: boolean;
+}
+
+/** A created server. */
+export interface ThreadkeepServer {
+  app: FastifyInstance;
+  memory: Memory;
+  metrics: ServerMetrics;
+  /** Starts listening. @returns the base URL, e.g. `http://127.0.0.1:8787`. */
+  listen(): Promise<string>;
+  /** Stops accepting requests, waits for those in flight, then closes the memory if the server opened it. */
+  close(): Promise<void>;
+}
+
+const READY_PROBE_ID = "00000000-0000-4000-8000-000000000000";
+
+function toUpstream(option: ServerOptions["upstream"], apiKey?: string): Upstream | undefined {
+  if (!option) return undefined;
+  if (typeof option === "string") return createUpstream({ baseUrl: option, apiKey });
+  if ("chat" in option) return option;
+  return createUpstream(option);
+}
+
+/** Creates the threadkeep HTTP server: the chat proxy, the session API, health, metrics, OpenAPI. */
+export async function createServer(options: ServerOptions): Promise<ThreadkeepServer> {
+  const ownsMemory = !(options.memory instanceof Memory);
+  const memory = options.memory instanceof Memory ? options.memory : createMemory(options.memory);
+  const upstream = toUpstream(options.upstream, options.upstreamKey);
+  const authenticate = createAuthenticator(toApiKeyMap(options.apiKeys), memory.settings.defaultUserId);
+  const metrics = new ServerMetrics();
+  const app = Fastify({
+    logger: options.logger ?? false,
+    bodyLimit: options.bodyLimit ?? 10 * 1024 * 1024,
+    logController: new LogController({ disableRequestLogging: !options.logRequests }),
+  });
+
+  app.decorateRequest("userId", "");
+  app.addHook("onRequest", async (request) => {
+    if (request.url.startsWith("/v1/")) request.userId = authenticate(request.headers.authorization);
+  });
+  app.addHook("onResponse", async (request, reply) => {
+    metrics.requests.inc({ method: request.method, route: request.routeOptions.url ?? "unmatched", status: String(reply.statusCode) });
+  });
+  installErrorHandlers(app, (code) => metrics.error(code), (request, reply) => {
+    // Failures before the handler (body too large, bad JSON) still echo a valid session id.
+    const given = request.headers[SESSION_HEADER];
+    if (request.url.startsWith("/v1/chat/") && !reply.hasHeader(SESSION_HEADER) && isValidSessionId(given)) {
+      reply.header(SESSION_HEADER, given.toLowerCase());
+    }
+  });
+
+  registerProxy(app, { memory, metrics, upstream, idempotency: new IdempotencyCache(options.idempotency), defaultModel: options.model });
+  registerSessionRoutes(app, { memory, metrics });
+
+  app.get("/healthz", async () => ({ status: "ok" }));
+  app.get("/readyz", async (_request, reply) => {
+    try {
+      const store = await memory.store();
+      await withTimeout(store.getSession(READY_PROBE_ID), 2000);
+      return { status: "ok", store: store.name };
+    } catch (error) {
+      const failure = toHttpFailure(error);
+      return reply.code(503).send({ status: "unavailable", ...(failure.body as object) });
+    }
+  });
+  app.get("/metrics", async (_request, reply) => reply.type("text/plain; version=0.0.4; charset=utf-8").send(metrics.render()));
+  app.get("/openapi.json", async () => openApiDocument);
+
+  const host = options.host ?? "127.0.0.1";
+  const port = options.port ?? 8787;
+  return {
+    app,
+    memory,
+    metrics,
+    async listen() {
+      await app.listen({ host, port });
+      const address = app.server.address();
+      const actualPort = typeof address === "object" && address ? address.port : port;
+      return `http://${host.includes(":") ? `[${host}]` : host}:${actualPort}`;
+    },
+    async close() {
+      await app.close();
+      if (ownsMemory) await memory.close();
+    },
+  };
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new ThreadkeepError("store_unavailable", `The store did not answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}

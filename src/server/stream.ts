@@ -1,0 +1,143 @@
+/**
+ * The streamed half of the proxy: forwards each upstream `data:` event to the client as it arrives,
+ * accumulates the reply, and commits it when the stream ends. A client that goes away mid-stream
+ * aborts the upstream call and gets what was delivered stored, marked incomplete.
+ */
+import type { FastifyReply, FastifyRequest } from "fastify";
+import type { MessageInput } from "../core/types.js";
+import { StreamAccumulator, type StreamEvent, type Upstream } from "../llm/openai-compatible.js";
+import { errorBody } from "./errors.js";
+import type { TurnOutcome } from "./idempotency.js";
+import { secondsSince } from "./metrics.js";
+import { commitTurn, discardCreated, type LoadedTurn, replyMessage, type TurnDeps } from "./turn.js";
+
+/** Everything {@link streamTurn} needs. */
+export interface StreamTurnInput {
+  turn: TurnDeps;
+  upstream: Upstream;
+  request: FastifyRequest;
+  reply: FastifyReply;
+  sessionId: string;
+  userId: string;
+  loaded: LoadedTurn;
+  upstreamBody: Record<string, unknown>;
+  /** Headers to send with the stream (X-Session-ID, a warning). */
+  headers: Record<string, string>;
+  fence: number | undefined;
+  /** Keep the events for an idempotent replay. */
+  record: boolean;
+}
+
+/** How a streamed turn ended. */
+export interface StreamTurnResult {
+  /** For the turns metric: ok, not_saved, incomplete, upstream_error. */
+  label: string;
+  /** What was sent, when the turn completed. */
+  outcome?: TurnOutcome;
+}
+
+const SSE_HEADERS = {
+  "content-type": "text/event-stream; charset=utf-8",
+  "cache-control": "no-cache",
+  connection: "keep-alive",
+  // Proxies such as nginx would otherwise hold events back.
+  "x-accel-buffering": "no",
+};
+
+/**
+ * Streams one turn. Errors before the first event (the upstream refused) are thrown, so the client
+ * gets the upstream's status and body as JSON; after that, nothing throws: the response is ours.
+ */
+export async function streamTurn(input: StreamTurnInput): Promise<StreamTurnResult> {
+  const { turn, reply, loaded } = input;
+  const abort = new AbortController();
+  const upstreamStart = performance.now();
+  let events: AsyncIterable<StreamEvent>;
+  try {
+    events = await input.upstream.streamChat(input.upstreamBody, { signal: abort.signal });
+  } catch (error) {
+    turn.metrics.upstreamSeconds.observe(secondsSince(upstreamStart));
+    await discardCreated(turn, input.sessionId, input.userId, loaded);
+    throw error;
+  }
+
+  reply.hijack();
+  const raw = reply.raw;
+  const headers = { ...SSE_HEADERS, ...input.headers };
+  raw.writeHead(200, headers);
+  raw.flushHeaders();
+  let clientGone = false;
+  // A response that closes before we ended it means the client went away.
+  const onClose = () => {
+    if (!raw.writableEnded) {
+      clientGone = true;
+      abort.abort();
+    }
+  };
+  raw.on("close", onClose);
+  raw.on("error", () => {});
+
+  const accumulator = new StreamAccumulator();
+  const recorded: string[] = [];
+  let sawDone = false;
+  let failure: unknown;
+  try {
+    for await (const event of events) {
+      if (event.data === "[DONE]") {
+        // Held back until the turn is committed: a client that saw [DONE] finds the turn stored.
+        sawDone = true;
+        continue;
+      }
+      if (clientGone) break;
+      if (!raw.write(`data: ${event.data}\n\n`)) await drained(raw);
+      accumulator.add(event.chunk);
+      if (input.record) recorded.push(event.data);
+    }
+  } catch (error) {
+    if (!clientGone) failure = error;
+  }
+  turn.metrics.upstreamSeconds.observe(secondsSince(upstreamStart));
+
+  const incomplete = clientGone || failure !== undefined;
+  const answer = incomplete ? partialReply(accumulator) : replyMessage(accumulator.message(), { model: accumulator.model, finishReason: accumulator.finishReason });
+  const saved = await commitTurn(turn, input.sessionId, input.userId, answer ? [...loaded.toStore, answer] : loaded.toStore, input.fence);
+  raw.off("close", onClose);
+
+  if (failure !== undefined) {
+    input.request.log.warn({ err: failure, sessionId: input.sessionId }, "upstream stream failed mid-way; partial reply stored as incomplete");
+    turn.metrics.error("upstream_stream_failed");
+  }
+  if (!raw.destroyed && !raw.writableEnded) {
+    let tail = "";
+    if (failure !== undefined) {
+      tail += `data: ${JSON.stringify(errorBody(502, "upstream_error", `The upstream stream failed: ${(failure as Error)?.message ?? failure}`))}\n\n`;
+    }
+    // Headers are long gone; an SSE comment carries the warning without disturbing clients.
+    if (!saved) tail += ": x-threadkeep-warning: not-saved\n\n";
+    if (sawDone) tail += "data: [DONE]\n\n";
+    raw.end(tail);
+  }
+  if (sawDone) recorded.push("[DONE]");
+  const label = incomplete ? (clientGone ? "incomplete" : "upstream_error") : saved ? "ok" : "not_saved";
+  const outcome: TurnOutcome | undefined = incomplete ? undefined : { kind: "sse", status: 200, headers, events: recorded };
+  return { label, outcome };
+}
+
+/** The reply as far as it was delivered. Half-streamed tool calls are dropped: their arguments are cut. */
+function partialReply(accumulator: StreamAccumulator): MessageInput {
+  const message: MessageInput = { role: "assistant", content: accumulator.content, incomplete: true };
+  if (accumulator.model) message.metadata = { model: accumulator.model };
+  return message;
+}
+
+function drained(raw: FastifyReply["raw"]): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      raw.off("drain", done);
+      raw.off("close", done);
+      resolve();
+    };
+    raw.on("drain", done);
+    raw.on("close", done);
+  });
+}

@@ -1,0 +1,163 @@
+/**
+ * The steps of one proxied turn that do not touch HTTP: which messages of a request are new, loading
+ * the context (degrading to the request alone when the store is down), and committing the turn
+ * (degrading to "not saved"). The decisions to degrade are made here, logged and reported.
+ */
+import type { FastifyBaseLogger } from "fastify";
+import { isThreadkeepError } from "../core/errors.js";
+import type { Memory } from "../core/memory.js";
+import type { ChatMessage, MessageInput } from "../core/types.js";
+import type { ServerMetrics } from "./metrics.js";
+import { secondsSince } from "./metrics.js";
+
+/** What a turn needs from the server. */
+export interface TurnDeps {
+  memory: Memory;
+  metrics: ServerMetrics;
+  log: FastifyBaseLogger;
+}
+
+/** A request's messages, sorted by what threadkeep does with them. */
+export interface SplitMessages {
+  /** System and developer messages: sent first, never stored (the client sends them every time). */
+  system: ChatMessage[];
+  /** Every other message, in order: the client's view of the conversation. */
+  conversation: ChatMessage[];
+  /** The messages after the request's last assistant message: the new turn. */
+  newTurn: ChatMessage[];
+}
+
+const isSystem = (m: ChatMessage) => m.role === "system" || m.role === "developer";
+
+/**
+ * Splits a request's messages. A thin client that sends one message and a client that re-sends the
+ * whole history (OpenWebUI) get the same new turn: what follows the last assistant message.
+ */
+export function splitMessages(messages: ChatMessage[]): SplitMessages {
+  const system = messages.filter(isSystem);
+  const conversation = messages.filter((m) => !isSystem(m));
+  const lastAssistant = conversation.findLastIndex((m) => m.role === "assistant");
+  return { system, conversation, newTurn: conversation.slice(lastAssistant + 1) };
+}
+
+/** The context a turn sends upstream, and what it will store. */
+export interface LoadedTurn {
+  /** The `messages` of the upstream request. */
+  messages: ChatMessage[];
+  /** What to store before the reply. */
+  toStore: ChatMessage[];
+  /** The session did not exist before this turn (it is removed again if the turn fails). */
+  created: boolean;
+  /** False when the store was unreachable and the turn goes on without history. */
+  contextAvailable: boolean;
+}
+
+/**
+ * Loads the session's context for a request. A new session adopts the client's history (nothing of
+ * it is stored yet); an existing one stores only the new turn. Another owner's session throws
+ * `session_not_found` before anything is read. A store that is down yields the request's own
+ * messages and `contextAvailable: false`.
+ */
+export async function loadTurn(
+  deps: TurnDeps,
+  sessionId: string,
+  userId: string,
+  requestMessages: ChatMessage[],
+  model: string | undefined,
+): Promise<LoadedTurn> {
+  const split = splitMessages(requestMessages);
+  const start = performance.now();
+  try {
+    let created = false;
+    try {
+      await deps.memory.getSession(sessionId, { userId });
+    } catch (error) {
+      if (!isThreadkeepError(error, "session_not_found")) throw error;
+      created = true;
+    }
+    const toStore = created ? split.conversation : split.newTurn;
+    // Creates a missing session, and throws session_not_found for another owner's.
+    const context = await deps.memory.buildContext(sessionId, { userId, system: split.system, input: toStore, model });
+    return { messages: context.messages, toStore, created, contextAvailable: true };
+  } catch (error) {
+    if (!isThreadkeepError(error, "store_unavailable")) throw error;
+    deps.log.warn({ err: error, sessionId }, "store unavailable while loading context; answering without history");
+    deps.metrics.error("context_unavailable");
+    return { messages: requestMessages, toStore: split.newTurn, created: false, contextAvailable: false };
+  } finally {
+    deps.metrics.storeLoadSeconds.observe(secondsSince(start));
+  }
+}
+
+/** Stores a turn in one append. @returns false (logged, counted) when it could not be saved. */
+export async function commitTurn(
+  deps: TurnDeps,
+  sessionId: string,
+  userId: string,
+  messages: MessageInput[],
+  fence: number | undefined,
+): Promise<boolean> {
+  const start = performance.now();
+  try {
+    await deps.memory.addMessages(sessionId, messages, { userId, fence });
+    return true;
+  } catch (error) {
+    // The reply is already paid for: the client still gets it, told that it was not saved.
+    deps.log.warn({ err: error, sessionId }, "could not save the turn; the reply is returned unsaved");
+    deps.metrics.error("not_saved");
+    return false;
+  } finally {
+    deps.metrics.commitSeconds.observe(secondsSince(start));
+  }
+}
+
+/** Removes a session this turn created, when the turn failed: a failed turn leaves nothing behind. */
+export async function discardCreated(deps: TurnDeps, sessionId: string, userId: string, loaded: LoadedTurn): Promise<void> {
+  if (!loaded.created) return;
+  await deps.memory.deleteSession(sessionId, { userId }).catch((error) => {
+    deps.log.warn({ err: error, sessionId }, "could not remove the session of a failed first turn");
+  });
+}
+
+/**
+ * Runs `fn` holding the session's turn lease, so turns of one session run in arrival order. When the
+ * lease cannot be taken because the store is down, the turn still runs (unordered), as it does for
+ * loading and saving.
+ */
+export async function withTurnLease<T>(deps: TurnDeps, sessionId: string, fn: (fence: number | undefined) => Promise<T>): Promise<T> {
+  let entered = false;
+  try {
+    return await deps.memory.runTurn(sessionId, (lease) => {
+      entered = true;
+      return fn(lease.fence);
+    });
+  } catch (error) {
+    if (entered || !isThreadkeepError(error, "store_unavailable")) throw error;
+    deps.log.warn({ err: error, sessionId }, "store unavailable while taking the turn lease; running the turn without it");
+    return fn(undefined);
+  }
+}
+
+/** Fields of an upstream reply worth keeping; e.g. `reasoning_content` is left out, as some APIs refuse it back. */
+const KEPT_FIELDS = ["name", "refusal", "function_call", "audio"] as const;
+
+/** The assistant message to store from an upstream reply (null when it has none). */
+export function replyMessage(message: unknown, extra: { model?: string; finishReason?: string | null } = {}): MessageInput | null {
+  if (!message || typeof message !== "object") return null;
+  const source = message as Record<string, unknown>;
+  const content = source.content;
+  const stored: MessageInput = {
+    role: "assistant",
+    content: typeof content === "string" || Array.isArray(content) ? (content as MessageInput["content"]) : null,
+  };
+  if (Array.isArray(source.tool_calls) && source.tool_calls.length > 0) stored.tool_calls = source.tool_calls as MessageInput["tool_calls"];
+  for (const field of KEPT_FIELDS) {
+    if (source[field] !== undefined && source[field] !== null) (stored as Record<string, unknown>)[field] = source[field];
+  }
+  if (stored.content === null && !stored.tool_calls) stored.content = "";
+  const metadata: Record<string, unknown> = {};
+  if (extra.model) metadata.model = extra.model;
+  if (extra.finishReason) metadata.finishReason = extra.finishReason;
+  if (Object.keys(metadata).length > 0) stored.metadata = metadata;
+  return stored;
+}

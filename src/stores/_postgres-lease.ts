@@ -1,0 +1,346 @@
+/**
+ * The PostgreSQL turn lease: whole turns of one session run one at a time across every process that
+ * shares the database, in arrival order as far as the database can tell arrival.
+ *
+ * - `leases` holds one row per session: the current fence and when it lapses. A grant is one atomic
+ *   upsert that succeeds only when the row is free or lapsed, so two holders can never overlap.
+ * - Fences come from one sequence, so they only grow, even across deleted and recreated sessions;
+ *   `threadkeep_append` refuses a fence older than the row's.
+ * - `lease_queue` holds a ticket per waiter. Only the lowest live ticket of a session may take the
+ *   lease, which makes the line FIFO across processes. Waiters keep their tickets alive by heartbeat,
+ *   so a crashed process stops blocking the line after {@link TICKET_TTL_MS}.
+ * - In one process, waiters of a session queue locally and only the first polls the database; a
+ *   release NOTIFYs the other processes, and polling remains as the fallback.
+ */
+import { ThreadkeepError } from "../core/errors.js";
+import type { Lease, LeaseOptions } from "../core/types.js";
+import { DEFAULT_LEASE_TTL_MS, DEFAULT_LEASE_WAIT_MS } from "./_lease.js";
+import type { PgSql } from "./_postgres-schema.js";
+
+/** A waiting ticket that was not refreshed for this long no longer holds its place. */
+const TICKET_TTL_MS = 5_000;
+const HEARTBEAT_MS = 1_000;
+/** Longest sleep between two tries of the first waiter when no notification comes. */
+const POLL_MS = 250;
+
+interface Waiter {
+  ttlMs: number;
+  ticket?: number;
+  /** Granted, timed out or failed: nothing more may happen to it. */
+  done: boolean;
+  resolve: (lease: Lease) => void;
+  reject: (error: unknown) => void;
+  timer: NodeJS.Timeout;
+}
+
+interface Line {
+  queue: Waiter[];
+  running: boolean;
+  /** Something happened (release, notification, arrival) since the driver last asked the database. */
+  dirty: boolean;
+  wake: (() => void) | null;
+}
+
+interface Attempt {
+  fence: number | null;
+  expires_at: number | null;
+  ticket?: number | null;
+  held_until: number | null;
+  now: number;
+}
+
+/** What the leases need from their store. */
+export interface LeaseHost {
+  /** The ready client (connected and migrated). */
+  sql: () => Promise<PgSql>;
+  /** The NOTIFY channel of this schema. */
+  channel: string;
+  /** Maps a driver error to a coded error (see `toStoreError`). */
+  fail: (error: unknown, what: string) => unknown;
+}
+
+/** Turn leases of one store instance, backed by the `leases` and `lease_queue` tables. */
+export class PostgresLeases {
+  #host: LeaseHost;
+  #lines = new Map<string, Line>();
+  #held = new Map<number, string>();
+  #heartbeat: NodeJS.Timeout | null = null;
+  #listening: Promise<unknown> | null = null;
+  #closed = false;
+
+  constructor(host: LeaseHost) {
+    this.#host = host;
+  }
+
+  /** Waits in line for the session's lease. @throws `session_busy` after `waitMs`. */
+  acquire(sessionId: string, options: LeaseOptions = {}): Promise<Lease> {
+    const ttlMs = options.ttlMs ?? DEFAULT_LEASE_TTL_MS;
+    const waitMs = options.waitMs ?? DEFAULT_LEASE_WAIT_MS;
+    let line = this.#lines.get(sessionId);
+    if (!line) {
+      line = { queue: [], running: false, dirty: false, wake: null };
+      this.#lines.set(sessionId, line);
+    }
+    const current = line;
+    return new Promise<Lease>((resolve, reject) => {
+      const waiter: Waiter = {
+        ttlMs,
+        done: false,
+        resolve,
+        reject,
+        timer: setTimeout(() => {
+          const error = new ThreadkeepError(
+            "session_busy",
+            `Timed out after ${waitMs} ms waiting for the turn of session ${sessionId}`,
+          );
+          this.#settle(sessionId, current, waiter, error);
+          if (waiter.ticket !== undefined) this.#dropTickets(sessionId, [waiter.ticket]);
+        }, waitMs),
+      };
+      waiter.timer.unref?.();
+      current.queue.push(waiter);
+      this.#startHeartbeat();
+      this.#signal(sessionId);
+      if (!current.running) void this.#drive(sessionId, current);
+    });
+  }
+
+  /** Releases the leases this instance holds and fails every waiter (on store close). */
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#heartbeat) clearInterval(this.#heartbeat);
+    this.#heartbeat = null;
+    const closing = new ThreadkeepError("store_unavailable", "The PostgreSQL store was closed while waiting for a turn");
+    for (const [sessionId, line] of this.#lines) {
+      for (const waiter of [...line.queue]) this.#settle(sessionId, line, waiter, closing);
+      line.wake?.();
+    }
+    // Give held turns back so other processes need not wait for the lapse; best effort on the way out.
+    await Promise.allSettled([...this.#held].map(([fence, sessionId]) => this.#release(sessionId, fence)));
+  }
+
+  /** One driver per session line: asks the database for the first waiter, hands out tickets in order. */
+  async #drive(sessionId: string, line: Line): Promise<void> {
+    line.running = true;
+    let justFailed = false;
+    let heldUntil: number | null = null;
+    try {
+      while (line.queue.length > 0 && !this.#closed) {
+        const sql = await this.#host.sql();
+        const head = line.queue[0];
+        line.dirty = false;
+        let attempt: Attempt | null = null;
+        if (head.ticket === undefined) {
+          [attempt] = await this.#grantOrEnqueue(sql, sessionId, head.ttlMs);
+          if (attempt.ticket != null) head.ticket = attempt.ticket;
+        } else if (!justFailed) {
+          [attempt] = await this.#tryTicket(sql, sessionId, head.ticket, head.ttlMs);
+        }
+        if (attempt?.fence != null) {
+          this.#grant(sessionId, line, head, attempt.fence, attempt.expires_at!);
+          // The lease was just taken, so the next waiter cannot have it before a release wakes us.
+          justFailed = true;
+          heldUntil = attempt.expires_at! - attempt.now + Date.now();
+          continue;
+        }
+        if (attempt) heldUntil = attempt.held_until == null ? null : attempt.held_until - attempt.now + Date.now();
+        if (head.done && head.ticket !== undefined) this.#dropTickets(sessionId, [head.ticket]);
+        await this.#ticketFollowers(sql, sessionId, line);
+        if (head.done) {
+          justFailed = false;
+          continue;
+        }
+        this.#listen(sql);
+        const untilLapse = heldUntil === null ? POLL_MS : heldUntil - Date.now() + 1;
+        await this.#sleep(line, Math.max(1, Math.min(POLL_MS, untilLapse)));
+        justFailed = false;
+      }
+    } catch (error) {
+      const failure = this.#host.fail(error, `acquireLease(${sessionId})`);
+      for (const waiter of [...line.queue]) this.#settle(sessionId, line, waiter, failure);
+    } finally {
+      line.running = false;
+      if (line.queue.length === 0 && this.#lines.get(sessionId) === line) this.#lines.delete(sessionId);
+      else if (line.queue.length > 0 && !this.#closed) void this.#drive(sessionId, line);
+    }
+  }
+
+  /** The uncontended path in one round trip: take the lease if nobody waits, else join the line. */
+  #grantOrEnqueue(sql: PgSql, sessionId: string, ttlMs: number) {
+    return sql<Attempt[]>`
+      WITH cur AS (
+        SELECT expires_at FROM leases WHERE session_id = ${sessionId}
+      ), g AS (
+        INSERT INTO leases AS l (session_id, fence, expires_at)
+        SELECT ${sessionId}, nextval('lease_fence'), threadkeep_now_ms() + ${ttlMs}
+        WHERE NOT EXISTS (
+          SELECT 1 FROM lease_queue q WHERE q.session_id = ${sessionId} AND q.alive_until > threadkeep_now_ms()
+        )
+        ON CONFLICT (session_id) DO UPDATE SET fence = excluded.fence, expires_at = excluded.expires_at
+          WHERE l.expires_at <= threadkeep_now_ms()
+        RETURNING l.fence, l.expires_at
+      ), t AS (
+        INSERT INTO lease_queue (session_id, alive_until)
+        SELECT ${sessionId}, threadkeep_now_ms() + ${TICKET_TTL_MS} WHERE NOT EXISTS (SELECT 1 FROM g)
+        RETURNING ticket
+      )
+      SELECT (SELECT fence FROM g) AS fence, (SELECT expires_at FROM g) AS expires_at,
+             (SELECT ticket FROM t) AS ticket, (SELECT expires_at FROM cur) AS held_until,
+             threadkeep_now_ms() AS now`;
+  }
+
+  /** Takes the lease for the holder of `ticket` if no live ticket is ahead of it; else keeps the ticket alive. */
+  #tryTicket(sql: PgSql, sessionId: string, ticket: number, ttlMs: number) {
+    return sql<Attempt[]>`
+      WITH cur AS (
+        SELECT expires_at FROM leases WHERE session_id = ${sessionId}
+      ), g AS (
+        INSERT INTO leases AS l (session_id, fence, expires_at)
+        SELECT ${sessionId}, nextval('lease_fence'), threadkeep_now_ms() + ${ttlMs}
+        WHERE NOT EXISTS (
+          SELECT 1 FROM lease_queue q
+          WHERE q.session_id = ${sessionId} AND q.ticket < ${ticket} AND q.alive_until > threadkeep_now_ms()
+        )
+        ON CONFLICT (session_id) DO UPDATE SET fence = excluded.fence, expires_at = excluded.expires_at
+          WHERE l.expires_at <= threadkeep_now_ms()
+        RETURNING l.fence, l.expires_at
+      ), served AS (
+        DELETE FROM lease_queue WHERE ticket = ${ticket} AND EXISTS (SELECT 1 FROM g)
+      ), beat AS (
+        UPDATE lease_queue SET alive_until = threadkeep_now_ms() + ${TICKET_TTL_MS}
+        WHERE ticket = ${ticket} AND NOT EXISTS (SELECT 1 FROM g)
+      )
+      SELECT (SELECT fence FROM g) AS fence, (SELECT expires_at FROM g) AS expires_at,
+             (SELECT expires_at FROM cur) AS held_until, threadkeep_now_ms() AS now`;
+  }
+
+  /** Gives every later waiter of the line a ticket, in their local order, in one statement. */
+  async #ticketFollowers(sql: PgSql, sessionId: string, line: Line): Promise<void> {
+    const missing = line.queue.filter((w) => w.ticket === undefined && !w.done);
+    if (missing.length === 0) return;
+    const rows = await sql<{ ticket: number }[]>`
+      INSERT INTO lease_queue (session_id, alive_until)
+      SELECT ${sessionId}, threadkeep_now_ms() + ${TICKET_TTL_MS} FROM generate_series(1, ${missing.length})
+      RETURNING ticket`;
+    // The rows are alike, so which row got which number does not matter: hand them out in order.
+    const tickets = rows.map((r) => r.ticket).sort((a, b) => a - b);
+    missing.forEach((w, i) => {
+      w.ticket = tickets[i];
+    });
+    const abandoned = missing.filter((w) => w.done).map((w) => w.ticket!);
+    if (abandoned.length > 0) this.#dropTickets(sessionId, abandoned);
+  }
+
+  #grant(sessionId: string, line: Line, waiter: Waiter, fence: number, expiresAt: number): void {
+    if (waiter.done) {
+      // Its wait ran out while the grant was on the wire: give the turn straight back.
+      void this.#release(sessionId, fence).catch(() => {});
+      return;
+    }
+    this.#settle(sessionId, line, waiter, null);
+    this.#held.set(fence, sessionId);
+    let released = false;
+    waiter.resolve({
+      sessionId,
+      fence,
+      expiresAt,
+      release: async () => {
+        if (released) return;
+        await this.#release(sessionId, fence);
+        released = true;
+      },
+    });
+  }
+
+  async #release(sessionId: string, fence: number): Promise<void> {
+    try {
+      const sql = await this.#host.sql();
+      await sql`
+        WITH r AS (
+          UPDATE leases SET expires_at = 0 WHERE session_id = ${sessionId} AND fence = ${fence} RETURNING session_id
+        )
+        SELECT pg_notify(${this.#host.channel}, session_id) FROM r`;
+    } catch (error) {
+      throw this.#host.fail(error, `release lease of ${sessionId}`);
+    }
+    this.#held.delete(fence);
+    this.#signal(sessionId);
+  }
+
+  /** Takes a waiter out of its line; `error` null means it was granted (resolved by the caller). */
+  #settle(sessionId: string, line: Line, waiter: Waiter, error: unknown): void {
+    if (waiter.done) return;
+    waiter.done = true;
+    clearTimeout(waiter.timer);
+    const at = line.queue.indexOf(waiter);
+    if (at >= 0) line.queue.splice(at, 1);
+    if (error !== null) waiter.reject(error);
+    if (at === 0) this.#signal(sessionId);
+  }
+
+  /** Deletes tickets of waiters that left, and tells the other processes the line moved. */
+  #dropTickets(sessionId: string, tickets: number[]): void {
+    void this.#host
+      .sql()
+      .then(
+        (sql) => sql`
+          WITH d AS (DELETE FROM lease_queue WHERE ticket = ANY(${tickets}::bigint[]))
+          SELECT pg_notify(${this.#host.channel}, ${sessionId})`,
+      )
+      // A ticket left behind lapses after TICKET_TTL_MS; nothing waits on this cleanup.
+      .catch(() => {});
+  }
+
+  #signal(sessionId: string): void {
+    const line = this.#lines.get(sessionId);
+    if (!line) return;
+    line.dirty = true;
+    line.wake?.();
+  }
+
+  #sleep(line: Line, ms: number): Promise<void> {
+    if (line.dirty || this.#closed) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        line.wake = null;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      line.wake = done;
+    });
+  }
+
+  /** Starts listening for releases by other processes; polling covers the time until it works. */
+  #listen(sql: PgSql): void {
+    if (this.#listening || this.#closed) return;
+    this.#listening = sql.listen(this.#host.channel, (sessionId) => this.#signal(sessionId)).catch(() => {
+      this.#listening = null;
+    });
+  }
+
+  #startHeartbeat(): void {
+    if (this.#heartbeat || this.#closed) return;
+    this.#heartbeat = setInterval(() => {
+      const tickets: number[] = [];
+      for (const line of this.#lines.values()) {
+        for (const w of line.queue) if (w.ticket !== undefined && !w.done) tickets.push(w.ticket);
+      }
+      if (this.#lines.size === 0 && this.#heartbeat) {
+        clearInterval(this.#heartbeat);
+        this.#heartbeat = null;
+      }
+      if (tickets.length === 0) return;
+      void this.#host
+        .sql()
+        .then(
+          (sql) => sql`
+            UPDATE lease_queue SET alive_until = threadkeep_now_ms() + ${TICKET_TTL_MS}
+            WHERE ticket = ANY(${tickets}::bigint[])`,
+        )
+        // A missed beat only risks the place in line, not the lease; the next beat or try reports outages.
+        .catch(() => {});
+    }, HEARTBEAT_MS);
+    this.#heartbeat.unref?.();
+  }
+}

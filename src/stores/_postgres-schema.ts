@@ -1,0 +1,202 @@
+/**
+ * The PostgreSQL store's schema as versioned forward migrations, and the mapping of driver errors to
+ * threadkeep's coded errors. Every statement here is a tagged template: no SQL is built from strings.
+ */
+import type postgres from "postgres";
+import { ThreadkeepError } from "../core/errors.js";
+
+/** A connected `postgres` client whose `bigint` columns parse to numbers (see `createPostgresStore`). */
+export type PgSql = postgres.Sql<Record<string, unknown>>;
+type Tx = postgres.TransactionSql<Record<string, unknown>>;
+
+/** The first key of the advisory lock taken while migrating; the second is the schema's hash. */
+const MIGRATION_LOCK_KEY = 0x7468_6b70; // "thkp".
+
+interface Migration {
+  version: number;
+  up: (tx: Tx) => Promise<void>;
+}
+
+/**
+ * Forward migrations, applied in order and never edited once released: a change is a new entry.
+ * Timestamps are milliseconds since the epoch (`bigint`), exactly what the contract speaks, taken from
+ * the server's clock so that several processes agree. JSON is kept as `text`: `jsonb` cannot hold
+ * `\u0000` and reorders keys, and the store never queries inside it.
+ */
+const MIGRATIONS: Migration[] = [
+  {
+    version: 1,
+    up: async (tx) => {
+      await tx`
+        CREATE FUNCTION threadkeep_now_ms() RETURNS bigint LANGUAGE sql VOLATILE
+        AS $$ SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint $$`;
+      // COLLATE "C": byte order, as JavaScript compares ids in the other stores, and cheaper to index.
+      await tx`
+        CREATE TABLE sessions (
+          id text COLLATE "C" PRIMARY KEY,
+          user_id text COLLATE "C" NOT NULL,
+          created_at bigint NOT NULL,
+          last_activity_at bigint NOT NULL,
+          last_seq bigint NOT NULL DEFAULT 0,
+          metadata text NOT NULL DEFAULT '{}'
+        )`;
+      await tx`CREATE INDEX sessions_user_activity ON sessions (user_id, last_activity_at DESC, id DESC)`;
+      await tx`CREATE INDEX sessions_last_activity ON sessions (last_activity_at)`;
+      await tx`
+        CREATE TABLE messages (
+          session_id text COLLATE "C" NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+          seq bigint NOT NULL,
+          created_at bigint NOT NULL,
+          body text NOT NULL,
+          search_text text NOT NULL,
+          tsv tsvector NOT NULL,
+          PRIMARY KEY (session_id, seq)
+        )`;
+      await tx`CREATE INDEX messages_tsv ON messages USING gin (tsv)`;
+      await tx`
+        CREATE TABLE summaries (
+          id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+          session_id text COLLATE "C" NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+          from_seq bigint NOT NULL,
+          to_seq bigint NOT NULL,
+          created_at bigint NOT NULL,
+          content text NOT NULL,
+          metadata text
+        )`;
+      await tx`CREATE INDEX summaries_session ON summaries (session_id, from_seq, id)`;
+      await tx`
+        CREATE TABLE session_state (
+          session_id text COLLATE "C" PRIMARY KEY REFERENCES sessions (id) ON DELETE CASCADE,
+          version integer NOT NULL,
+          data text NOT NULL
+        )`;
+      // Leases outlive nothing they guard: no foreign key, because a turn may start before its session exists.
+      await tx`CREATE SEQUENCE lease_fence`;
+      await tx`
+        CREATE TABLE leases (
+          session_id text COLLATE "C" PRIMARY KEY,
+          fence bigint NOT NULL,
+          expires_at bigint NOT NULL
+        )`;
+      await tx`
+        CREATE TABLE lease_queue (
+          ticket bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+          session_id text COLLATE "C" NOT NULL,
+          alive_until bigint NOT NULL
+        )`;
+      await tx`CREATE INDEX lease_queue_session ON lease_queue (session_id, ticket)`;
+      await tx`CREATE INDEX lease_queue_alive ON lease_queue (alive_until)`;
+      // One round trip per append. The UPDATE of the session row is the seq lock: concurrent appends
+      // queue on it, and each statement after it sees every append committed before (READ COMMITTED
+      // takes a fresh snapshot per statement of a volatile function), so the cap deletes what it must.
+      await tx`
+        CREATE FUNCTION threadkeep_append(
+          p_session text, p_bodies text[], p_texts text[], p_max bigint, p_fence bigint, p_lang regconfig
+        ) RETURNS TABLE (out_status text, out_first_seq bigint, out_created_at bigint)
+        LANGUAGE plpgsql VOLATILE AS $fn$
+        DECLARE
+          v_n bigint := coalesce(cardinality(p_bodies), 0);
+          v_now bigint := threadkeep_now_ms();
+          v_last bigint;
+          v_fence bigint;
+        BEGIN
+          IF p_fence IS NOT NULL THEN
+            -- FOR SHARE makes a grant of a newer lease wait for this append, so no turn starts on a
+            -- history that a stale holder is still writing to.
+            SELECT l.fence INTO v_fence FROM leases l WHERE l.session_id = p_session FOR SHARE;
+            IF v_fence > p_fence THEN
+              RETURN QUERY SELECT 'lease_expired'::text, NULL::bigint, NULL::bigint;
+              RETURN;
+            END IF;
+          END IF;
+          UPDATE sessions s SET last_seq = s.last_seq + v_n, last_activity_at = v_now
+            WHERE s.id = p_session RETURNING s.last_seq INTO v_last;
+          IF NOT FOUND THEN
+            RETURN QUERY SELECT 'not_found'::text, NULL::bigint, NULL::bigint;
+            RETURN;
+          END IF;
+          -- Rows the cap would drop at once are never written. Only the first 100,000 characters are
+          -- indexed for full text: a tsvector is capped at 1 MB.
+          INSERT INTO messages (session_id, seq, created_at, body, search_text, tsv)
+            SELECT p_session, v_last - v_n + u.ord, v_now, u.body, u.txt,
+                   to_tsvector(p_lang, left(u.txt, 100000))
+            FROM unnest(p_bodies, p_texts) WITH ORDINALITY AS u(body, txt, ord)
+            WHERE p_max IS NULL OR v_last - v_n + u.ord > v_last - p_max;
+          IF p_max IS NOT NULL THEN
+            DELETE FROM messages m WHERE m.session_id = p_session AND m.seq <= v_last - p_max;
+          END IF;
+          RETURN QUERY SELECT 'ok'::text, v_last - v_n + 1, v_now;
+        END
+        $fn$`;
+    },
+  },
+];
+
+/** The newest schema version this code knows. */
+export const SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;
+
+/**
+ * Brings `schema` up to {@link SCHEMA_VERSION}. Concurrent starters serialise on an advisory lock held
+ * for the migrating transaction, so exactly one applies each step and the others find it done.
+ * @throws `schema_version_unsupported` when the database is newer than this code.
+ */
+export async function migrate(sql: PgSql, schema: string): Promise<void> {
+  await sql.begin(async (tx) => {
+    await tx`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY}, hashtext(${schema}))`;
+    const [exists] = await tx`SELECT 1 FROM pg_namespace WHERE nspname = ${schema}`;
+    if (!exists) await tx`CREATE SCHEMA ${tx(schema)}`;
+    await tx`CREATE TABLE IF NOT EXISTS threadkeep_migrations (version integer PRIMARY KEY, applied_at bigint NOT NULL)`;
+    const [{ version }] = await tx`SELECT coalesce(max(version), 0)::integer AS version FROM threadkeep_migrations`;
+    if (version > SCHEMA_VERSION) {
+      throw new ThreadkeepError(
+        "schema_version_unsupported",
+        `PostgreSQL schema "${schema}" is at version ${version}; this threadkeep knows up to ${SCHEMA_VERSION}. Upgrade threadkeep.`,
+      );
+    }
+    for (const migration of MIGRATIONS) {
+      if (migration.version <= version) continue;
+      await migration.up(tx);
+      await tx`
+        INSERT INTO threadkeep_migrations (version, applied_at)
+        VALUES (${migration.version}, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint)`;
+    }
+  });
+}
+
+/** Node and driver error codes that mean the server could not be reached or the connection broke. */
+const CONNECTION_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ECONNABORTED",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "CONNECT_TIMEOUT",
+  "CONNECTION_CLOSED",
+  "CONNECTION_ENDED",
+  "CONNECTION_DESTROYED",
+]);
+
+/**
+ * Turns a driver error into a coded {@link ThreadkeepError}, keeping it as `cause`. Constraint
+ * violations get their own codes; everything else from underneath is `store_unavailable`, because a
+ * store that failed is one to retry later, never an empty result. Errors thrown on purpose pass through.
+ */
+export function toStoreError(error: unknown, what: string): unknown {
+  if (error instanceof ThreadkeepError) return error;
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code !== "string") return error;
+  if (code === "23505") return new ThreadkeepError("session_exists", `${what}: the session already exists`, { cause: error });
+  if (code === "23503") return new ThreadkeepError("session_not_found", `${what}: no such session`, { cause: error });
+  // Text with U+0000 or bytes the encoding cannot hold: the request, not the store, is at fault.
+  if (code === "22021" || code === "22P05") {
+    return new ThreadkeepError("invalid_request", `${what}: text PostgreSQL cannot store (e.g. a NUL character)`, {
+      cause: error,
+    });
+  }
+  const reason = CONNECTION_CODES.has(code) ? "the PostgreSQL server cannot be reached" : "PostgreSQL failed";
+  return new ThreadkeepError("store_unavailable", `${what}: ${reason} (${code})`, { cause: error });
+}

@@ -1,0 +1,459 @@
+import { createHash } from "node:crypto";
+import type postgres from "postgres";
+import { SessionNotFoundError, StateConflictError, ThreadkeepError } from "../core/errors.js";
+import { validateMessages } from "../core/messages.js";
+import type {
+  AppendOptions,
+  ListOptions,
+  Message,
+  MessageInput,
+  MessageQuery,
+  SearchQuery,
+  Session,
+  SessionInput,
+  SessionState,
+  SessionStore,
+  Summary,
+  SummaryInput,
+} from "../core/types.js";
+import { PostgresLeases } from "./_postgres-lease.js";
+import { migrate, type PgSql, toStoreError } from "./_postgres-schema.js";
+import {
+  checkSearchQuery,
+  decodeCursor,
+  DEFAULT_LIST_LIMIT,
+  DEFAULT_SEARCH_LIMIT,
+  encodeCursor,
+  messageText,
+  seqBounds,
+  snippetOf,
+} from "./_util.js";
+
+/** The backend name of the PostgreSQL store. */
+export const POSTGRES_STORE_NAME = "postgres";
+
+/** Options of {@link createPostgresStore}. */
+export interface PostgresStoreOptions {
+  /** Connection URL, e.g. `postgres://user:pass@127.0.0.1:5432/threadkeep`. */
+  url: string;
+  /** Most connections the pool opens (one more is opened for lease notifications). @default 10 */
+  poolSize?: number;
+  /** Text search configuration of full-text search; `simple` treats Dutch and English alike. @default "simple" */
+  ftsLanguage?: string;
+  /** The PostgreSQL schema that holds threadkeep's tables; created when missing. @default "public" */
+  schema?: string;
+  /** How long to wait for a connection before failing with `store_unavailable`. @default 5 */
+  connectTimeoutSeconds?: number;
+  /** An operation with no answer within this long fails with `store_unavailable` (the server stops it too). @default 15000 */
+  queryTimeoutMs?: number;
+  /** Sessions deleted per statement by `expire()`, so a large cleanup never holds one giant lock. @default 500 */
+  expireBatchSize?: number;
+}
+
+interface MessageRow {
+  seq: number;
+  created_at: number;
+  body: string;
+}
+
+interface SessionRow {
+  id: string;
+  user_id: string;
+  created_at: number;
+  last_activity_at: number;
+  metadata: string;
+}
+
+interface SummaryRow {
+  id: number;
+  from_seq: number;
+  to_seq: number;
+  created_at: number;
+  content: string;
+  metadata: string | null;
+}
+
+const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+
+const toSession = (row: SessionRow): Session => ({
+  id: row.id,
+  userId: row.user_id,
+  createdAt: row.created_at,
+  lastActivityAt: row.last_activity_at,
+  metadata: JSON.parse(row.metadata),
+});
+
+const toMessage = (row: MessageRow): Message => ({ ...JSON.parse(row.body), seq: row.seq, createdAt: row.created_at });
+
+const toSummary = (row: SummaryRow): Summary => ({
+  id: row.id,
+  fromSeq: row.from_seq,
+  toSeq: row.to_seq,
+  content: row.content,
+  createdAt: row.created_at,
+  ...(row.metadata === null ? {} : { metadata: JSON.parse(row.metadata) }),
+});
+
+/** The message as stored: its JSON without the store's bookkeeping. */
+function bodyOf(message: MessageInput): string {
+  const { seq: _seq, createdAt: _createdAt, ...rest } = message as Partial<Message>;
+  return JSON.stringify(rest);
+}
+
+/** Lower-cased as the other stores compare; U+0000 dropped because PostgreSQL text cannot hold it. */
+const searchable = (text: string) => text.toLowerCase().replaceAll("\u0000", "");
+
+/** A snippet around the first query word the text contains (full-text hits need not hold the phrase). */
+function fulltextSnippet(text: string, query: string): string {
+  const lower = text.toLowerCase();
+  const word = query.split(/[^\p{L}\p{N}]+/u).find((w) => w && lower.includes(w.toLowerCase()));
+  return snippetOf(text, word ?? query);
+}
+
+async function loadDriver(): Promise<typeof postgres> {
+  try {
+    return (await import("postgres")).default;
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code === "ERR_MODULE_NOT_FOUND" && String((error as Error).message).includes("'postgres'")) {
+      throw new ThreadkeepError(
+        "missing_dependency",
+        'The postgres:// store needs the optional package "postgres": run npm install postgres',
+        { cause: error },
+      );
+    }
+    throw error;
+  }
+}
+
+/**
+ * A PostgreSQL store: the system of record when several threadkeep processes share sessions.
+ * The schema is migrated on first use; the turn lease holds across processes (see `_postgres-lease.ts`).
+ */
+export function createPostgresStore(options: PostgresStoreOptions): SessionStore {
+  const schema = options.schema ?? "public";
+  if (!SCHEMA_NAME.test(schema)) {
+    throw new ThreadkeepError("invalid_request", `Invalid PostgreSQL schema name "${schema}": use letters, digits and _`);
+  }
+  const lang = options.ftsLanguage ?? "simple";
+  const queryTimeoutMs = options.queryTimeoutMs ?? 15_000;
+  const batchSize = Math.max(1, options.expireBatchSize ?? 500);
+  // A short, valid channel name per schema, so stores of different schemas do not wake each other.
+  const channel = `threadkeep_${createHash("sha256").update(schema).digest("hex").slice(0, 16)}`;
+  let client: PgSql | null = null;
+  let ready: Promise<PgSql> | null = null;
+  let closing: Promise<void> | null = null;
+  let closed = false;
+
+  const open = async (): Promise<PgSql> => {
+    const driver = await loadDriver();
+    client ??= driver(options.url, {
+      max: options.poolSize ?? 10,
+      connect_timeout: options.connectTimeoutSeconds ?? 5,
+      onnotice: () => {},
+      // The schema is a validated identifier; quoting keeps its case.
+      connection: { application_name: "threadkeep", search_path: `"${schema}"`, statement_timeout: queryTimeoutMs },
+      types: { bigint: { to: 20, from: [20], serialize: (x: number) => String(x), parse: (x: string) => Number(x) } },
+    }) as unknown as PgSql;
+    await migrate(client, schema);
+    try {
+      await client`SELECT ${lang}::regconfig`;
+    } catch (error) {
+      if ((error as { code?: string }).code !== "42704") throw error;
+      throw new ThreadkeepError("invalid_request", `Unknown PostgreSQL text search configuration "${lang}"`, { cause: error });
+    }
+    return client;
+  };
+
+  /** The migrated client; a failed start is retried on the next call, so the store recovers by itself. */
+  const connected = (): Promise<PgSql> => {
+    if (closed) return Promise.reject(new ThreadkeepError("store_unavailable", "The PostgreSQL store is closed"));
+    ready ??= open().catch((error) => {
+      ready = null;
+      throw error;
+    });
+    return ready;
+  };
+
+  /** Runs one store operation with a deadline, mapping driver errors to coded ones. */
+  const run = async <T>(what: string, fn: (sql: PgSql) => Promise<T>): Promise<T> => {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new ThreadkeepError("store_unavailable", `${what}: no answer from PostgreSQL within ${queryTimeoutMs} ms`)),
+        queryTimeoutMs,
+      );
+    });
+    try {
+      return await Promise.race([connected().then(fn), deadline]);
+    } catch (error) {
+      throw toStoreError(error, what);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+
+  const leases = new PostgresLeases({ sql: connected, channel, fail: toStoreError });
+
+  /** Locks the session row for a change of its messages; the seq lock appends also take. */
+  const lockSession = async (tx: postgres.TransactionSql<Record<string, unknown>>, id: string) => {
+    const [row] = await tx`SELECT id FROM sessions WHERE id = ${id} FOR UPDATE`;
+    if (!row) throw new SessionNotFoundError(id);
+  };
+  const resetLastSeq = (tx: postgres.TransactionSql<Record<string, unknown>>, id: string) =>
+    tx`UPDATE sessions SET last_seq = coalesce((SELECT max(seq) FROM messages WHERE session_id = ${id}), 0) WHERE id = ${id}`;
+
+  const stateOf = async (sql: PgSql, id: string): Promise<SessionState | null> => {
+    const [row] = await sql<{ version: number | null; data: string | null }[]>`
+      SELECT st.version, st.data FROM sessions s LEFT JOIN session_state st ON st.session_id = s.id WHERE s.id = ${id}`;
+    if (!row) return null;
+    return row.version === null ? { version: 0, data: {} } : { version: row.version, data: JSON.parse(row.data!) };
+  };
+
+  return {
+    name: POSTGRES_STORE_NAME,
+    capabilities: { persistent: true, fullTextSearch: true, crossProcessLease: true, nativeExpiry: false },
+
+    createSession: (input: SessionInput) =>
+      run("createSession", async (sql) => {
+        const [row] = await sql<SessionRow[]>`
+          WITH t AS (SELECT coalesce(${input.createdAt ?? null}::bigint, threadkeep_now_ms()) AS created)
+          INSERT INTO sessions (id, user_id, created_at, last_activity_at, metadata)
+          SELECT ${input.id}, ${input.userId}, t.created, coalesce(${input.lastActivityAt ?? null}::bigint, t.created),
+                 ${JSON.stringify(input.metadata ?? {})}
+          FROM t
+          RETURNING id, user_id, created_at, last_activity_at, metadata`;
+        return toSession(row);
+      }),
+
+    getSession: (id) =>
+      run("getSession", async (sql) => {
+        const [row] = await sql<SessionRow[]>`
+          SELECT id, user_id, created_at, last_activity_at, metadata FROM sessions WHERE id = ${id}`;
+        return row ? toSession(row) : null;
+      }),
+
+    listSessions: (userId: string, list: ListOptions = {}) =>
+      run("listSessions", async (sql) => {
+        const limit = list.limit ?? DEFAULT_LIST_LIMIT;
+        const cursor = list.cursor ? decodeCursor(list.cursor) : null;
+        const rows = await sql<SessionRow[]>`
+          SELECT id, user_id, created_at, last_activity_at, metadata FROM sessions
+          WHERE user_id = ${userId}
+          ${cursor ? sql`AND (last_activity_at, id) < (${cursor.lastActivityAt}::bigint, ${cursor.id}::text)` : sql``}
+          ORDER BY last_activity_at DESC, id DESC LIMIT ${Math.max(0, limit) + 1}`;
+        const sessions = rows.slice(0, limit).map(toSession);
+        const last = sessions.at(-1);
+        return { sessions, nextCursor: rows.length > limit && last ? encodeCursor(last) : null };
+      }),
+
+    listAllSessions: (list: ListOptions = {}) =>
+      run("listAllSessions", async (sql) => {
+        const limit = list.limit ?? DEFAULT_LIST_LIMIT;
+        // Ids compare in byte order (COLLATE "C"), the order the other stores give.
+        const rows = await sql<SessionRow[]>`
+          SELECT id, user_id, created_at, last_activity_at, metadata FROM sessions
+          WHERE id > ${list.cursor ?? ""} ORDER BY id LIMIT ${Math.max(0, limit) + 1}`;
+        const sessions = rows.slice(0, limit).map(toSession);
+        const last = sessions.at(-1);
+        return { sessions, nextCursor: rows.length > limit && last ? last.id : null };
+      }),
+
+    deleteSession: (id) =>
+      run("deleteSession", async (sql) => (await sql`DELETE FROM sessions WHERE id = ${id}`).count > 0),
+
+    touchSession: (id, at) =>
+      run("touchSession", async (sql) => {
+        const result = await sql`
+          UPDATE sessions SET last_activity_at = coalesce(${at ?? null}::bigint, threadkeep_now_ms()) WHERE id = ${id}`;
+        if (result.count === 0) throw new SessionNotFoundError(id);
+      }),
+
+    updateSessionMetadata: (id, metadata) =>
+      run("updateSessionMetadata", async (sql) => {
+        const [row] = await sql<SessionRow[]>`
+          UPDATE sessions SET metadata = ${JSON.stringify(metadata)} WHERE id = ${id}
+          RETURNING id, user_id, created_at, last_activity_at, metadata`;
+        if (!row) throw new SessionNotFoundError(id);
+        return toSession(row);
+      }),
+
+    async appendMessages(id: string, inputs: MessageInput[], append: AppendOptions = {}) {
+      const valid = validateMessages(inputs);
+      const bodies = valid.map(bodyOf);
+      const texts = valid.map((m) => searchable(messageText(m)));
+      return run("appendMessages", async (sql) => {
+        const [row] = await sql<{ out_status: string; out_first_seq: number; out_created_at: number }[]>`
+          SELECT out_status, out_first_seq, out_created_at FROM threadkeep_append(
+            ${id}, ${bodies}::text[], ${texts}::text[], ${append.maxMessages || null}::bigint,
+            ${append.fence ?? null}::bigint, ${lang}::regconfig)`;
+        if (row.out_status === "not_found") throw new SessionNotFoundError(id);
+        if (row.out_status === "lease_expired") {
+          throw new ThreadkeepError("lease_expired", `The turn lease of session ${id} expired and was taken over`);
+        }
+        return bodies.map((body, i) => toMessage({ body, seq: row.out_first_seq + i, created_at: row.out_created_at }));
+      });
+    },
+
+    getMessages: (id: string, query: MessageQuery = {}) =>
+      run("getMessages", async (sql) => {
+        if (query.last !== undefined && query.last <= 0) return [];
+        // Every filter folds into one seq range, so each read is a single index range scan.
+        const [lo, hi] = seqBounds(query);
+        if (query.last !== undefined) {
+          const rows = await sql<MessageRow[]>`
+            SELECT seq, created_at, body FROM messages WHERE session_id = ${id} AND seq BETWEEN ${lo} AND ${hi}
+            ORDER BY seq DESC LIMIT ${Math.floor(query.last)}`;
+          return rows.reverse().map(toMessage);
+        }
+        const rows = await sql<MessageRow[]>`
+          SELECT seq, created_at, body FROM messages WHERE session_id = ${id} AND seq BETWEEN ${lo} AND ${hi}
+          ORDER BY seq LIMIT ${query.limit === undefined ? null : Math.max(0, Math.floor(query.limit))}`;
+        return rows.map(toMessage);
+      }),
+
+    countMessages: (id) =>
+      run("countMessages", async (sql) => {
+        const [row] = await sql<{ n: number }[]>`SELECT count(*)::integer AS n FROM messages WHERE session_id = ${id}`;
+        return row.n;
+      }),
+
+    popMessage: (id) =>
+      run("popMessage", (sql) =>
+        sql.begin(async (tx) => {
+          await lockSession(tx, id);
+          const [row] = await tx<MessageRow[]>`
+            DELETE FROM messages WHERE session_id = ${id}
+              AND seq = (SELECT max(seq) FROM messages WHERE session_id = ${id})
+            RETURNING seq, created_at, body`;
+          if (!row) return null;
+          await resetLastSeq(tx, id);
+          return toMessage(row);
+        }),
+      ),
+
+    truncateAfter: (id, seq) =>
+      run("truncateAfter", (sql) =>
+        sql.begin(async (tx) => {
+          await lockSession(tx, id);
+          const result = await tx`DELETE FROM messages WHERE session_id = ${id} AND seq > ${seqBounds({ toSeq: seq })[1]}`;
+          if (result.count > 0) await resetLastSeq(tx, id);
+          return result.count;
+        }),
+      ),
+
+    saveSummary: (id: string, input: SummaryInput) =>
+      run("saveSummary", async (sql) => {
+        // A missing session fails the foreign key, which maps to session_not_found.
+        const [row] = await sql<SummaryRow[]>`
+          INSERT INTO summaries (session_id, from_seq, to_seq, created_at, content, metadata)
+          VALUES (${id}, ${input.fromSeq}, ${input.toSeq}, coalesce(${input.createdAt ?? null}::bigint, threadkeep_now_ms()),
+                  ${input.content}, ${input.metadata === undefined ? null : JSON.stringify(input.metadata)})
+          RETURNING id, from_seq, to_seq, created_at, content, metadata`;
+        return toSummary(row);
+      }),
+
+    listSummaries: (id) =>
+      run("listSummaries", async (sql) => {
+        const rows = await sql<SummaryRow[]>`
+          SELECT id, from_seq, to_seq, created_at, content, metadata FROM summaries
+          WHERE session_id = ${id} ORDER BY from_seq, id`;
+        return rows.map(toSummary);
+      }),
+
+    getState: (id) =>
+      run("getState", async (sql) => {
+        const state = await stateOf(sql, id);
+        if (!state) throw new SessionNotFoundError(id);
+        return state;
+      }),
+
+    setState: (id, data, expectedVersion) =>
+      run("setState", async (sql) => {
+        const json = JSON.stringify(data);
+        // Version 0 means "no row yet": the insert that wins the primary key is the one CAS that succeeds.
+        const rows =
+          expectedVersion === 0
+            ? await sql<{ version: number }[]>`
+                INSERT INTO session_state (session_id, version, data) VALUES (${id}, 1, ${json})
+                ON CONFLICT (session_id) DO NOTHING RETURNING version`
+            : await sql<{ version: number }[]>`
+                UPDATE session_state SET version = version + 1, data = ${json}
+                WHERE session_id = ${id} AND version = ${expectedVersion} RETURNING version`;
+        if (rows.length > 0) return { version: rows[0].version, data: JSON.parse(json) };
+        const actual = await stateOf(sql, id);
+        if (!actual) throw new SessionNotFoundError(id);
+        throw new StateConflictError(expectedVersion, actual.version);
+      }),
+
+    async search(query: SearchQuery) {
+      checkSearchQuery(query);
+      const fulltext = query.mode === "fulltext";
+      return run("search", async (sql) => {
+        const rows = await sql<(MessageRow & { session_id: string })[]>`
+          SELECT m.session_id, m.seq, m.created_at, m.body FROM messages m JOIN sessions s ON s.id = m.session_id
+          WHERE s.user_id = ${query.userId}
+          ${query.sessionId === undefined ? sql`` : sql`AND m.session_id = ${query.sessionId}`}
+          AND ${
+            fulltext
+              ? sql`m.tsv @@ websearch_to_tsquery(${lang}::regconfig, ${query.text})`
+              : sql`strpos(m.search_text, ${searchable(query.text)}) > 0`
+          }
+          ORDER BY m.created_at DESC, m.seq DESC LIMIT ${query.limit ?? DEFAULT_SEARCH_LIMIT}`;
+        return rows.map((row) => {
+          const message = toMessage(row);
+          const text = messageText(message);
+          return {
+            sessionId: row.session_id,
+            seq: row.seq,
+            snippet: fulltext ? fulltextSnippet(text, query.text) : snippetOf(text, query.text),
+            message,
+          };
+        });
+      });
+    },
+
+    async expire(olderThan) {
+      const removed: string[] = [];
+      // One bounded statement per batch: locks are short, and a busy session (locked) is skipped.
+      for (;;) {
+        const rows = await run("expire", (sql) => sql<{ id: string }[]>`
+          WITH victims AS (
+            SELECT id FROM sessions WHERE last_activity_at < ${olderThan}
+            ORDER BY last_activity_at LIMIT ${batchSize} FOR UPDATE SKIP LOCKED
+          ), gone AS (
+            DELETE FROM sessions s USING victims v WHERE s.id = v.id RETURNING s.id
+          ), unleased AS (
+            DELETE FROM leases l USING gone g WHERE l.session_id = g.id AND l.expires_at <= threadkeep_now_ms()
+          )
+          SELECT id FROM gone`);
+        removed.push(...rows.map((r) => r.id));
+        if (rows.length < batchSize) break;
+      }
+      await run("expire", async (sql) => {
+        await sql`DELETE FROM lease_queue WHERE alive_until < threadkeep_now_ms() - 60000`;
+        await sql`
+          DELETE FROM leases WHERE session_id IN (
+            SELECT l.session_id FROM leases l
+            WHERE l.expires_at < ${olderThan} AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = l.session_id)
+            LIMIT ${batchSize})`;
+      });
+      return removed;
+    },
+
+    async acquireLease(id, lease) {
+      if (closed) throw new ThreadkeepError("store_unavailable", "The PostgreSQL store is closed");
+      return leases.acquire(id, lease);
+    },
+
+    close() {
+      closing ??= (async () => {
+        // Held turns are given back first, while the pool still answers.
+        await leases.close();
+        closed = true;
+        await client?.end({ timeout: 5 });
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,293 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { createServer, type Server, type Socket, connect as tcpConnect } from "node:net";
+import { fileURLToPath } from "node:url";
+import postgres from "postgres";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { isThreadkeepError } from "../../src/core/errors.js";
+import { newSessionId } from "../../src/core/ids.js";
+import type { Message, SessionStore } from "../../src/core/types.js";
+import { createPostgresStore, type PostgresStoreOptions } from "../../src/stores/postgres.js";
+import { serviceAvailable, TEST_POSTGRES_URL } from "../_services.js";
+import { describeStore, expectCode } from "./conformance.js";
+
+const enabled = await serviceAvailable("postgres");
+// One schema per test file run, so parallel runs and other files never share tables.
+const schema = `tk_test_${randomBytes(6).toString("hex")}`;
+const extraSchemas: string[] = [];
+const open = (extra: Partial<PostgresStoreOptions> = {}) =>
+  createPostgresStore({ url: TEST_POSTGRES_URL, schema, poolSize: 4, ...extra });
+
+describeStore({ name: "postgres", create: () => open(), enabled });
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const storeModule = fileURLToPath(new URL("../../src/stores/postgres.ts", import.meta.url));
+
+/** Asserts the messages are turns of a user message followed by its assistant reply, seq 1..n. */
+function expectAdjacentTurns(all: Message[], turns: number): void {
+  expect(all.map((m) => m.seq)).toEqual(Array.from({ length: turns * 2 }, (_, i) => i + 1));
+  const seen = new Set<string>();
+  for (let i = 0; i < all.length; i += 2) {
+    const turn = String(all[i].content).replace(/-q$/, "");
+    expect(all[i].role).toBe("user");
+    expect(all[i + 1].content).toBe(`${turn}-a`);
+    seen.add(turn);
+  }
+  expect(seen.size).toBe(turns);
+}
+
+/** One turn as the server runs it: lease → load → commit the question and the answer → release. */
+async function turn(store: SessionStore, sessionId: string, tag: string): Promise<void> {
+  const lease = await store.acquireLease(sessionId, { waitMs: 120_000 });
+  try {
+    await store.getMessages(sessionId, { last: 20 });
+    await store.appendMessages(sessionId, [{ role: "user", content: `${tag}-q` }], { fence: lease.fence });
+    await store.appendMessages(sessionId, [{ role: "assistant", content: `${tag}-a` }], { fence: lease.fence });
+  } finally {
+    await lease.release();
+  }
+}
+
+/** A TCP proxy in front of PostgreSQL that the test can take away and bring back. */
+class Proxy {
+  #server: Server | null = null;
+  #sockets = new Set<Socket>();
+  port = 0;
+
+  async start(): Promise<void> {
+    const target = new URL(TEST_POSTGRES_URL);
+    this.#server = createServer((client) => {
+      const upstream = tcpConnect(Number(target.port || 5432), target.hostname);
+      for (const s of [client, upstream]) {
+        this.#sockets.add(s);
+        s.on("close", () => this.#sockets.delete(s));
+        s.on("error", () => {
+          client.destroy();
+          upstream.destroy();
+        });
+      }
+      client.pipe(upstream).pipe(client);
+    });
+    await new Promise<void>((resolve) => this.#server!.listen(this.port, "127.0.0.1", resolve));
+    this.port = (this.#server.address() as { port: number }).port;
+  }
+
+  async stop(): Promise<void> {
+    for (const s of this.#sockets) s.destroy();
+    await new Promise((resolve) => this.#server?.close(resolve));
+    this.#server = null;
+  }
+}
+
+describe.runIf(enabled === true)("postgres store specifics", () => {
+  let admin: postgres.Sql;
+  let store: SessionStore;
+
+  beforeAll(async () => {
+    admin = postgres(TEST_POSTGRES_URL, { onnotice: () => {}, max: 2 });
+    store = open();
+  });
+
+  afterAll(async () => {
+    await store?.close();
+    for (const name of [schema, ...extraSchemas]) await admin`DROP SCHEMA IF EXISTS ${admin(name)} CASCADE`;
+    await admin?.end();
+  });
+
+  it("stores injection strings verbatim and leaves the tables intact", async () => {
+    const evil = "'); DROP TABLE messages; --";
+    const metadata = { title: `Robert'); DROP TABLE sessions;--`, quotes: `"double" 'single' $1 $$ \\ ;` };
+    const userId = `user'; DELETE FROM sessions; --${randomBytes(4).toString("hex")}`;
+    const session = await store.createSession({ id: newSessionId(), userId, metadata });
+    await store.appendMessages(session.id, [{ role: "user", content: evil }]);
+    await store.setState(session.id, { note: evil }, 0);
+    await store.saveSummary(session.id, { fromSeq: 1, toSeq: 1, content: evil });
+    expect((await store.getSession(session.id))?.metadata).toEqual(metadata);
+    expect((await store.getMessages(session.id))[0].content).toBe(evil);
+    expect((await store.getState(session.id)).data).toEqual({ note: evil });
+    expect((await store.listSummaries(session.id))[0].content).toBe(evil);
+    expect((await store.search({ userId, text: evil })).map((h) => h.seq)).toEqual([1]);
+    expect(await store.search({ userId, text: evil, mode: "fulltext" })).toBeInstanceOf(Array);
+    expect((await store.listSessions(userId)).sessions.map((s) => s.id)).toEqual([session.id]);
+    const tables = await admin<{ table_name: string }[]>`
+      SELECT table_name FROM information_schema.tables WHERE table_schema = ${schema} ORDER BY table_name`;
+    expect(tables.map((t) => t.table_name)).toEqual([
+      "lease_queue",
+      "leases",
+      "messages",
+      "session_state",
+      "sessions",
+      "summaries",
+      "threadkeep_migrations",
+    ]);
+  });
+
+  it("migrates a fresh schema once when two stores start at the same time", async () => {
+    const fresh = `tk_test_${randomBytes(6).toString("hex")}`;
+    extraSchemas.push(fresh);
+    const a = open({ schema: fresh });
+    const b = open({ schema: fresh });
+    try {
+      const id = newSessionId();
+      await Promise.all([a.getSession(id), b.getSession(id), a.listAllSessions(), b.countMessages(id)]);
+      await a.createSession({ id, userId: "u" });
+      expect((await b.getSession(id))?.userId).toBe("u");
+      const versions = await admin`SELECT version FROM ${admin(fresh)}.threadkeep_migrations ORDER BY version`;
+      expect(versions.map((v) => v.version)).toEqual([1]);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  });
+
+  it("serialises 2 stores × 100 concurrent turns on one session: contiguous seq, turns adjacent", async () => {
+    const second = open();
+    try {
+      const session = await store.createSession({ id: newSessionId(), userId: "u" });
+      await Promise.all(
+        [store, second].flatMap((s, p) => Array.from({ length: 100 }, (_, i) => turn(s, session.id, `p${p}t${i}`))),
+      );
+      expectAdjacentTurns(await store.getMessages(session.id), 200);
+    } finally {
+      await second.close();
+    }
+  }, 120_000);
+
+  it("serialises 2 processes × 100 concurrent turns on one session", async () => {
+    const session = await store.createSession({ id: newSessionId(), userId: "u" });
+    // Each child connects, says ready, and starts its 100 turns when told, so both hammer at once.
+    const code = `
+      const { createPostgresStore } = await import(${JSON.stringify(storeModule)});
+      const store = createPostgresStore({ url: process.env.URL, schema: process.env.SCHEMA, poolSize: 4 });
+      await store.getSession(process.env.SID);
+      process.stdout.write("ready\\n");
+      await new Promise((resolve) => process.stdin.once("data", resolve));
+      const sid = process.env.SID;
+      await Promise.all(Array.from({ length: 100 }, async (_, i) => {
+        const lease = await store.acquireLease(sid, { waitMs: 120000 });
+        try {
+          await store.getMessages(sid, { last: 20 });
+          await store.appendMessages(sid, [{ role: "user", content: process.env.TAG + i + "-q" }], { fence: lease.fence });
+          await store.appendMessages(sid, [{ role: "assistant", content: process.env.TAG + i + "-a" }], { fence: lease.fence });
+        } finally {
+          await lease.release();
+        }
+      }));
+      await store.close();
+    `;
+    const children: ChildProcess[] = ["A", "B"].map((tag) =>
+      spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", code], {
+        env: { ...process.env, URL: TEST_POSTGRES_URL, SCHEMA: schema, SID: session.id, TAG: `proc${tag}-` },
+        stdio: ["pipe", "pipe", "inherit"],
+      }),
+    );
+    await Promise.all(
+      children.map((child) => new Promise<void>((resolve) => child.stdout!.once("data", () => resolve()))),
+    );
+    const exits = children.map((child) => new Promise<number | null>((resolve) => child.on("exit", resolve)));
+    for (const child of children) child.stdin!.end("go\n");
+    expect(await Promise.all(exits)).toEqual([0, 0]);
+    expectAdjacentTurns(await store.getMessages(session.id), 200);
+  }, 120_000);
+
+  it("gives a crashed holder's turn to another store once its lease lapses", async () => {
+    const session = await store.createSession({ id: newSessionId(), userId: "u" });
+    const other = open();
+    try {
+      const abandoned = await store.acquireLease(session.id, { ttlMs: 300 });
+      const started = Date.now();
+      const next = await other.acquireLease(session.id, { waitMs: 5_000 });
+      expect(Date.now() - started).toBeGreaterThanOrEqual(200);
+      expect(next.fence).toBeGreaterThan(abandoned.fence);
+      await expectCode(store.appendMessages(session.id, [{ role: "user", content: "late" }], { fence: abandoned.fence }), "lease_expired");
+      await next.release();
+    } finally {
+      await other.close();
+    }
+  });
+
+  it("expires inactive sessions in bounded batches", async () => {
+    const batched = open({ expireBatchSize: 4 });
+    try {
+      const old = Date.now() - 30 * 86_400_000;
+      const stale = await Promise.all(
+        Array.from({ length: 25 }, () => batched.createSession({ id: newSessionId(), userId: "expiring" })),
+      );
+      for (const s of stale) {
+        await batched.appendMessages(s.id, [{ role: "user", content: "old" }]);
+        await batched.touchSession(s.id, old);
+      }
+      const fresh = await batched.createSession({ id: newSessionId(), userId: "expiring" });
+      const removed = await batched.expire(old + 1000);
+      expect([...removed].sort()).toEqual(stale.map((s) => s.id).sort());
+      const ids = stale.map((s) => s.id);
+      const [left] = await admin`
+        SELECT count(*)::int AS n FROM ${admin(schema)}.messages WHERE session_id = ANY(${ids}::text[])`;
+      expect(left.n).toBe(0);
+      expect(await batched.getSession(fresh.id)).not.toBeNull();
+    } finally {
+      await batched.close();
+    }
+  });
+
+  it("searches with a configured text search language", async () => {
+    const english = open({ ftsLanguage: "english" });
+    try {
+      const session = await english.createSession({ id: newSessionId(), userId: "en" });
+      await english.appendMessages(session.id, [{ role: "user", content: "The foxes jumped over the fences" }]);
+      const q = (s: SessionStore) => s.search({ userId: "en", sessionId: session.id, text: "fox jumping", mode: "fulltext" });
+      expect((await q(english)).map((h) => h.seq)).toEqual([1]);
+      // The default `simple` configuration does not stem, so the same words do not meet there.
+      const plain = await store.createSession({ id: newSessionId(), userId: "en" });
+      await store.appendMessages(plain.id, [{ role: "user", content: "The foxes jumped over the fences" }]);
+      expect(await store.search({ userId: "en", sessionId: plain.id, text: "fox jumping", mode: "fulltext" })).toEqual([]);
+    } finally {
+      await english.close();
+    }
+    const unknown = open({ ftsLanguage: "klingon" });
+    await expectCode(unknown.getSession(newSessionId()), "invalid_request");
+    await unknown.close();
+  });
+
+  it("fails fast with store_unavailable when nothing listens", async () => {
+    const dead = createPostgresStore({ url: "postgres://postgres@127.0.0.1:1/test", connectTimeoutSeconds: 2 });
+    const started = Date.now();
+    await expectCode(dead.getSession(newSessionId()), "store_unavailable");
+    await expectCode(dead.acquireLease(newSessionId(), { waitMs: 1000 }), "store_unavailable");
+    expect(Date.now() - started).toBeLessThan(3_000);
+    await dead.close();
+  });
+
+  it("surfaces an outage as store_unavailable within seconds and recovers when the server is back", async () => {
+    const proxy = new Proxy();
+    await proxy.start();
+    const url = new URL(TEST_POSTGRES_URL);
+    url.port = String(proxy.port);
+    const flaky = open({ url: url.toString(), connectTimeoutSeconds: 2, queryTimeoutMs: 3_000 });
+    try {
+      const session = await flaky.createSession({ id: newSessionId(), userId: "u" });
+      await flaky.appendMessages(session.id, [{ role: "user", content: "before" }]);
+      await proxy.stop();
+      for (const attempt of [
+        () => flaky.getMessages(session.id),
+        () => flaky.appendMessages(session.id, [{ role: "user", content: "during" }]),
+        () => flaky.acquireLease(session.id, { waitMs: 10_000 }),
+      ]) {
+        const started = Date.now();
+        let caught: unknown;
+        await attempt().catch((error) => {
+          caught = error;
+        });
+        expect(isThreadkeepError(caught, "store_unavailable"), String(caught)).toBe(true);
+        expect(Date.now() - started).toBeLessThan(5_000);
+      }
+      await proxy.start();
+      await flaky.appendMessages(session.id, [{ role: "user", content: "after" }]);
+      expect((await flaky.getMessages(session.id)).map((m) => m.content)).toEqual(["before", "after"]);
+      const lease = await flaky.acquireLease(session.id);
+      await lease.release();
+    } finally {
+      await flaky.close();
+      await proxy.stop();
+    }
+  }, 30_000);
+});

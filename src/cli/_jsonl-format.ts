@@ -1,0 +1,223 @@
+/**
+ * The threadkeep export format (JSONL, documented in docs/cli.md): one header line, then per session
+ * its `session` line followed by its `message`, `summary` and `state` lines. Seqs and times are the
+ * original ones, so an export of a store that imported this file reads the same as the file.
+ */
+import { z } from "zod";
+import { isValidSessionId } from "../core/ids.js";
+import { validateMessage } from "../core/messages.js";
+import type { Message, Session } from "../core/types.js";
+
+/** Version written in the header; a newer file is refused rather than half understood. */
+export const EXPORT_FORMAT_VERSION = 1;
+/** The header's `type`. */
+export const EXPORT_HEADER_TYPE = "threadkeep-export";
+
+/** A summary as exported: its original seq range, without the store-assigned id. */
+export interface ExportedSummary {
+  fromSeq: number;
+  toSeq: number;
+  content: string;
+  createdAt: number;
+  metadata?: Record<string, unknown>;
+}
+
+/** Everything of one session, in original numbering: the unit of export, import and migration. */
+export interface SessionBundle {
+  session: Session;
+  /** Oldest first, contiguous seqs (the first may be above 1 when older ones were trimmed). */
+  messages: Message[];
+  /** Ordered by `fromSeq`. */
+  summaries: ExportedSummary[];
+  /** The state's data, or null when it was never written. Versions are not carried over. */
+  state: Record<string, unknown> | null;
+}
+
+/** A problem found while reading an export, with the 1-based line it is on. */
+export interface FormatProblem {
+  line: number;
+  /** The last line of a run of lines with the same problem. */
+  toLine?: number;
+  message: string;
+  /** The session the problem made unimportable, when known. */
+  sessionId?: string;
+}
+
+/** What {@link readExport} yields: a complete session, or a problem. */
+export type ExportItem = { kind: "bundle"; bundle: SessionBundle; line: number } | { kind: "problem"; problem: FormatProblem };
+
+/** Recursively sorts object keys and drops `undefined`, so equal data serialises identically whatever store it came from. */
+export function canonical(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(canonical);
+  if (value === null || typeof value !== "object") return value;
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value).sort()) {
+    const v = (value as Record<string, unknown>)[key];
+    if (v !== undefined) out[key] = canonical(v);
+  }
+  return out;
+}
+
+/** A message in the exported shape: bookkeeping first, optional fields only when they say something. */
+export function exportedMessage(message: Message): Message {
+  const { seq, createdAt, role, content, metadata, incomplete, ...rest } = message;
+  const out: Record<string, unknown> = { seq, createdAt, role, content, ...(canonical(rest) as object) };
+  if (incomplete === true) out.incomplete = true;
+  if (metadata && Object.keys(metadata).length > 0) out.metadata = canonical(metadata);
+  return out as Message;
+}
+
+/** The JSONL lines of one session (without trailing newlines). */
+export function bundleLines(bundle: SessionBundle): string[] {
+  const { id, userId, createdAt, lastActivityAt, metadata } = bundle.session;
+  const sessionId = id;
+  const lines = [
+    JSON.stringify({ type: "session", session: { id, userId, createdAt, lastActivityAt, metadata: canonical(metadata ?? {}) } }),
+  ];
+  for (const message of bundle.messages) lines.push(JSON.stringify({ type: "message", sessionId, message: exportedMessage(message) }));
+  for (const s of bundle.summaries) {
+    const summary = { fromSeq: s.fromSeq, toSeq: s.toSeq, content: s.content, createdAt: s.createdAt, metadata: s.metadata && canonical(s.metadata) };
+    lines.push(JSON.stringify({ type: "summary", sessionId, summary }));
+  }
+  if (bundle.state) lines.push(JSON.stringify({ type: "state", sessionId, data: canonical(bundle.state) }));
+  return lines;
+}
+
+/** The header line. */
+export function headerLine(): string {
+  return JSON.stringify({ type: EXPORT_HEADER_TYPE, version: EXPORT_FORMAT_VERSION });
+}
+
+const time = z.number().int().nonnegative();
+const object = z.record(z.string(), z.unknown());
+const sessionIdField = z.string().refine(isValidSessionId, "not a valid session id (a UUID or user_{uuid}_conv_{uuid})");
+const RECORD = z.discriminatedUnion("type", [
+  z.object({ type: z.literal(EXPORT_HEADER_TYPE), version: z.number().int() }),
+  z.object({
+    type: z.literal("session"),
+    session: z.object({ id: sessionIdField, userId: z.string().min(1), createdAt: time, lastActivityAt: time, metadata: object.optional() }),
+  }),
+  z.object({ type: z.literal("message"), sessionId: sessionIdField, message: z.looseObject({ seq: z.number().int().positive(), createdAt: time }) }),
+  z.object({
+    type: z.literal("summary"),
+    sessionId: sessionIdField,
+    summary: z.object({ fromSeq: z.number().int(), toSeq: z.number().int(), content: z.string(), createdAt: time, metadata: object.optional() }),
+  }),
+  z.object({ type: z.literal("state"), sessionId: sessionIdField, data: object }),
+]);
+type ExportRecord = z.infer<typeof RECORD>;
+
+/** Parses one line into a record. @returns the record, or the reason it is not one. */
+export function parseRecord(text: string): ExportRecord | string {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    return `malformed JSON (${(error as Error).message})`;
+  }
+  const parsed = RECORD.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue.path.length > 0 ? `${issue.path.join(".")}: ` : "";
+    return `not a threadkeep export record (${where}${issue.message})`;
+  }
+  if (parsed.data.type === "message") {
+    try {
+      validateMessage(parsed.data.message);
+    } catch (error) {
+      return `invalid message (${(error as Error).message.replace(/^messages\[0\]\./, "")})`;
+    }
+  }
+  return parsed.data;
+}
+
+interface Block {
+  bundle: SessionBundle;
+  line: number;
+  problems: FormatProblem[];
+}
+
+/**
+ * Reads an export line by line and yields each session once its block is complete. A session
+ * with any bad line is not yielded (its problems are), so a session is imported whole or not at all.
+ */
+export async function* readExport(lines: AsyncIterable<string> | Iterable<string>): AsyncGenerator<ExportItem> {
+  const seen = new Set<string>();
+  let block: Block | null = null;
+  let lineNo = 0;
+  let sawContent = false;
+
+  function* flush(): Generator<ExportItem> {
+    if (!block) return;
+    if (block.problems.length === 0) yield { kind: "bundle", bundle: block.bundle, line: block.line };
+    else for (const problem of block.problems) yield { kind: "problem", problem };
+    block = null;
+  }
+  const problem = (message: string): ExportItem | null => {
+    const found: FormatProblem = { line: lineNo, message, sessionId: block?.bundle.session.id };
+    if (block) {
+      // A run of lines with the same fault is one problem (e.g. a session whose session line is broken).
+      const last = block.problems.at(-1);
+      if (last && last.message === message && (last.toLine ?? last.line) === lineNo - 1) last.toLine = lineNo;
+      else block.problems.push(found);
+      return null;
+    }
+    return { kind: "problem", problem: found };
+  };
+
+  for await (const raw of lines) {
+    lineNo++;
+    const text = raw.trim();
+    if (text === "") continue;
+    const first = !sawContent;
+    sawContent = true;
+    const record = parseRecord(text);
+    if (typeof record === "string") {
+      const item = problem(record);
+      if (item) yield item;
+      continue;
+    }
+    if (record.type === EXPORT_HEADER_TYPE) {
+      const message = !first
+        ? "a header line is only allowed as the first line"
+        : record.version > EXPORT_FORMAT_VERSION
+          ? `export format version ${record.version} is newer than this threadkeep understands (${EXPORT_FORMAT_VERSION})`
+          : null;
+      const item = message ? problem(message) : null;
+      if (item) yield item;
+      continue;
+    }
+    if (record.type === "session") {
+      yield* flush();
+      const { id, userId, createdAt, lastActivityAt, metadata } = record.session;
+      const sessionId = id.toLowerCase();
+      block = { bundle: { session: { id: sessionId, userId, createdAt, lastActivityAt, metadata: metadata ?? {} }, messages: [], summaries: [], state: null }, line: lineNo, problems: [] };
+      if (seen.has(sessionId)) block.problems.push({ line: lineNo, message: `session ${sessionId} appears twice in the file`, sessionId });
+      seen.add(sessionId);
+      continue;
+    }
+    const current = block as Block | null;
+    if (!current || record.sessionId.toLowerCase() !== current.bundle.session.id) {
+      const item = problem(`records of session ${record.sessionId} must follow that session's session line`);
+      if (item) yield item;
+      continue;
+    }
+    const { bundle } = current;
+    if (record.type === "message") {
+      const message = record.message as unknown as Message;
+      const previous = bundle.messages.at(-1);
+      if (previous && message.seq !== previous.seq + 1) {
+        problem(`message seq ${message.seq} does not follow seq ${previous.seq} (seqs must be contiguous)`);
+        continue;
+      }
+      bundle.messages.push(message);
+    } else if (record.type === "summary") {
+      bundle.summaries.push(record.summary);
+    } else if (bundle.state) {
+      problem("a session has at most one state line");
+    } else {
+      bundle.state = record.data;
+    }
+  }
+  yield* flush();
+}

@@ -110,7 +110,10 @@ export class PostgresLeases {
     this.#closed = true;
     if (this.#heartbeat) clearInterval(this.#heartbeat);
     this.#heartbeat = null;
-    const closing = new ThreadkeepError("store_unavailable", "The PostgreSQL store was closed while waiting for a turn");
+    const closing = new ThreadkeepError(
+      "store_unavailable",
+      "The PostgreSQL store was closed while waiting for a turn",
+    );
     for (const [sessionId, line] of this.#lines) {
       for (const waiter of [...line.queue]) this.#settle(sessionId, line, waiter, closing);
       line.wake?.();
@@ -143,7 +146,8 @@ export class PostgresLeases {
           heldUntil = attempt.expires_at! - attempt.now + Date.now();
           continue;
         }
-        if (attempt) heldUntil = attempt.held_until == null ? null : attempt.held_until - attempt.now + Date.now();
+        if (attempt)
+          heldUntil = attempt.held_until == null ? null : attempt.held_until - attempt.now + Date.now();
         if (head.done && head.ticket !== undefined) this.#dropTickets(sessionId, [head.ticket]);
         await this.#ticketFollowers(sql, sessionId, line);
         if (head.done) {
@@ -314,9 +318,11 @@ export class PostgresLeases {
   /** Starts listening for releases by other processes; polling covers the time until it works. */
   #listen(sql: PgSql): void {
     if (this.#listening || this.#closed) return;
-    this.#listening = sql.listen(this.#host.channel, (sessionId) => this.#signal(sessionId)).catch(() => {
-      this.#listening = null;
-    });
+    this.#listening = sql
+      .listen(this.#host.channel, (sessionId) => this.#signal(sessionId))
+      .catch(() => {
+        this.#listening = null;
+      });
   }
 
   #startHeartbeat(): void {

@@ -146,7 +146,8 @@ export async function migrate(sql: PgSql, schema: string): Promise<void> {
     const [exists] = await tx`SELECT 1 FROM pg_namespace WHERE nspname = ${schema}`;
     if (!exists) await tx`CREATE SCHEMA ${tx(schema)}`;
     await tx`CREATE TABLE IF NOT EXISTS threadkeep_migrations (version integer PRIMARY KEY, applied_at bigint NOT NULL)`;
-    const [{ version }] = await tx`SELECT coalesce(max(version), 0)::integer AS version FROM threadkeep_migrations`;
+    const [{ version }] =
+      await tx`SELECT coalesce(max(version), 0)::integer AS version FROM threadkeep_migrations`;
     if (version > SCHEMA_VERSION) {
       throw new ThreadkeepError(
         "schema_version_unsupported",
@@ -189,13 +190,19 @@ export function toStoreError(error: unknown, what: string): unknown {
   if (error instanceof ThreadkeepError) return error;
   const code = (error as { code?: unknown } | null)?.code;
   if (typeof code !== "string") return error;
-  if (code === "23505") return new ThreadkeepError("session_exists", `${what}: the session already exists`, { cause: error });
-  if (code === "23503") return new ThreadkeepError("session_not_found", `${what}: no such session`, { cause: error });
+  if (code === "23505")
+    return new ThreadkeepError("session_exists", `${what}: the session already exists`, { cause: error });
+  if (code === "23503")
+    return new ThreadkeepError("session_not_found", `${what}: no such session`, { cause: error });
   // Text with U+0000 or bytes the encoding cannot hold: the request, not the store, is at fault.
   if (code === "22021" || code === "22P05") {
-    return new ThreadkeepError("invalid_request", `${what}: text PostgreSQL cannot store (e.g. a NUL character)`, {
-      cause: error,
-    });
+    return new ThreadkeepError(
+      "invalid_request",
+      `${what}: text PostgreSQL cannot store (e.g. a NUL character)`,
+      {
+        cause: error,
+      },
+    );
   }
   const reason = CONNECTION_CODES.has(code) ? "the PostgreSQL server cannot be reached" : "PostgreSQL failed";
   return new ThreadkeepError("store_unavailable", `${what}: ${reason} (${code})`, { cause: error });

@@ -20,9 +20,9 @@ import { PostgresLeases } from "./_postgres-lease.js";
 import { migrate, type PgSql, toStoreError } from "./_postgres-schema.js";
 import {
   checkSearchQuery,
-  decodeCursor,
   DEFAULT_LIST_LIMIT,
   DEFAULT_SEARCH_LIMIT,
+  decodeCursor,
   encodeCursor,
   messageText,
   seqBounds,
@@ -83,7 +83,11 @@ const toSession = (row: SessionRow): Session => ({
   metadata: JSON.parse(row.metadata),
 });
 
-const toMessage = (row: MessageRow): Message => ({ ...JSON.parse(row.body), seq: row.seq, createdAt: row.created_at });
+const toMessage = (row: MessageRow): Message => ({
+  ...JSON.parse(row.body),
+  seq: row.seq,
+  createdAt: row.created_at,
+});
 
 const toSummary = (row: SummaryRow): Summary => ({
   id: row.id,
@@ -133,7 +137,10 @@ async function loadDriver(): Promise<typeof postgres> {
 export function createPostgresStore(options: PostgresStoreOptions): SessionStore {
   const schema = options.schema ?? "public";
   if (!SCHEMA_NAME.test(schema)) {
-    throw new ThreadkeepError("invalid_request", `Invalid PostgreSQL schema name "${schema}": use letters, digits and _`);
+    throw new ThreadkeepError(
+      "invalid_request",
+      `Invalid PostgreSQL schema name "${schema}": use letters, digits and _`,
+    );
   }
   const lang = options.ftsLanguage ?? "simple";
   const queryTimeoutMs = options.queryTimeoutMs ?? 15_000;
@@ -144,6 +151,8 @@ export function createPostgresStore(options: PostgresStoreOptions): SessionStore
   let ready: Promise<PgSql> | null = null;
   let closing: Promise<void> | null = null;
   let closed = false;
+  /** Operations under way, so that close() lets them finish before it ends the pool. */
+  const inflight = new Set<Promise<unknown>>();
 
   const open = async (): Promise<PgSql> => {
     const driver = await loadDriver();
@@ -152,22 +161,31 @@ export function createPostgresStore(options: PostgresStoreOptions): SessionStore
       connect_timeout: options.connectTimeoutSeconds ?? 5,
       onnotice: () => {},
       // The schema is a validated identifier; quoting keeps its case.
-      connection: { application_name: "threadkeep", search_path: `"${schema}"`, statement_timeout: queryTimeoutMs },
-      types: { bigint: { to: 20, from: [20], serialize: (x: number) => String(x), parse: (x: string) => Number(x) } },
+      connection: {
+        application_name: "threadkeep",
+        search_path: `"${schema}"`,
+        statement_timeout: queryTimeoutMs,
+      },
+      types: {
+        bigint: { to: 20, from: [20], serialize: (x: number) => String(x), parse: (x: string) => Number(x) },
+      },
     }) as unknown as PgSql;
     await migrate(client, schema);
     try {
       await client`SELECT ${lang}::regconfig`;
     } catch (error) {
       if ((error as { code?: string }).code !== "42704") throw error;
-      throw new ThreadkeepError("invalid_request", `Unknown PostgreSQL text search configuration "${lang}"`, { cause: error });
+      throw new ThreadkeepError("invalid_request", `Unknown PostgreSQL text search configuration "${lang}"`, {
+        cause: error,
+      });
     }
     return client;
   };
 
   /** The migrated client; a failed start is retried on the next call, so the store recovers by itself. */
   const connected = (): Promise<PgSql> => {
-    if (closed) return Promise.reject(new ThreadkeepError("store_unavailable", "The PostgreSQL store is closed"));
+    if (closed)
+      return Promise.reject(new ThreadkeepError("store_unavailable", "The PostgreSQL store is closed"));
     ready ??= open().catch((error) => {
       ready = null;
       throw error;
@@ -180,12 +198,22 @@ export function createPostgresStore(options: PostgresStoreOptions): SessionStore
     let timer: NodeJS.Timeout | undefined;
     const deadline = new Promise<never>((_, reject) => {
       timer = setTimeout(
-        () => reject(new ThreadkeepError("store_unavailable", `${what}: no answer from PostgreSQL within ${queryTimeoutMs} ms`)),
+        () =>
+          reject(
+            new ThreadkeepError(
+              "store_unavailable",
+              `${what}: no answer from PostgreSQL within ${queryTimeoutMs} ms`,
+            ),
+          ),
         queryTimeoutMs,
       );
     });
+    const work = connected().then(fn);
+    inflight.add(work);
+    const settled = () => inflight.delete(work);
+    work.then(settled, settled);
     try {
-      return await Promise.race([connected().then(fn), deadline]);
+      return await Promise.race([work, deadline]);
     } catch (error) {
       throw toStoreError(error, what);
     } finally {
@@ -207,7 +235,9 @@ export function createPostgresStore(options: PostgresStoreOptions): SessionStore
     const [row] = await sql<{ version: number | null; data: string | null }[]>`
       SELECT st.version, st.data FROM sessions s LEFT JOIN session_state st ON st.session_id = s.id WHERE s.id = ${id}`;
     if (!row) return null;
-    return row.version === null ? { version: 0, data: {} } : { version: row.version, data: JSON.parse(row.data!) };
+    return row.version === null
+      ? { version: 0, data: {} }
+      : { version: row.version, data: JSON.parse(row.data!) };
   };
 
   return {
@@ -289,9 +319,14 @@ export function createPostgresStore(options: PostgresStoreOptions): SessionStore
             ${append.fence ?? null}::bigint, ${lang}::regconfig)`;
         if (row.out_status === "not_found") throw new SessionNotFoundError(id);
         if (row.out_status === "lease_expired") {
-          throw new ThreadkeepError("lease_expired", `The turn lease of session ${id} expired and was taken over`);
+          throw new ThreadkeepError(
+            "lease_expired",
+            `The turn lease of session ${id} expired and was taken over`,
+          );
         }
-        return bodies.map((body, i) => toMessage({ body, seq: row.out_first_seq + i, created_at: row.out_created_at }));
+        return bodies.map((body, i) =>
+          toMessage({ body, seq: row.out_first_seq + i, created_at: row.out_created_at }),
+        );
       });
     },
 
@@ -314,7 +349,9 @@ export function createPostgresStore(options: PostgresStoreOptions): SessionStore
 
     countMessages: (id) =>
       run("countMessages", async (sql) => {
-        const [row] = await sql<{ n: number }[]>`SELECT count(*)::integer AS n FROM messages WHERE session_id = ${id}`;
+        const [row] = await sql<
+          { n: number }[]
+        >`SELECT count(*)::integer AS n FROM messages WHERE session_id = ${id}`;
         return row.n;
       }),
 
@@ -336,7 +373,8 @@ export function createPostgresStore(options: PostgresStoreOptions): SessionStore
       run("truncateAfter", (sql) =>
         sql.begin(async (tx) => {
           await lockSession(tx, id);
-          const result = await tx`DELETE FROM messages WHERE session_id = ${id} AND seq > ${seqBounds({ toSeq: seq })[1]}`;
+          const result =
+            await tx`DELETE FROM messages WHERE session_id = ${id} AND seq > ${seqBounds({ toSeq: seq })[1]}`;
           if (result.count > 0) await resetLastSeq(tx, id);
           return result.count;
         }),
@@ -417,7 +455,9 @@ export function createPostgresStore(options: PostgresStoreOptions): SessionStore
       const removed: string[] = [];
       // One bounded statement per batch: locks are short, and a busy session (locked) is skipped.
       for (;;) {
-        const rows = await run("expire", (sql) => sql<{ id: string }[]>`
+        const rows = await run(
+          "expire",
+          (sql) => sql<{ id: string }[]>`
           WITH victims AS (
             SELECT id FROM sessions WHERE last_activity_at < ${olderThan}
             ORDER BY last_activity_at LIMIT ${batchSize} FOR UPDATE SKIP LOCKED
@@ -426,7 +466,8 @@ export function createPostgresStore(options: PostgresStoreOptions): SessionStore
           ), unleased AS (
             DELETE FROM leases l USING gone g WHERE l.session_id = g.id AND l.expires_at <= threadkeep_now_ms()
           )
-          SELECT id FROM gone`);
+          SELECT id FROM gone`,
+        );
         removed.push(...rows.map((r) => r.id));
         if (rows.length < batchSize) break;
       }
@@ -451,7 +492,16 @@ export function createPostgresStore(options: PostgresStoreOptions): SessionStore
         // Held turns are given back first, while the pool still answers.
         await leases.close();
         closed = true;
-        await client?.end({ timeout: 5 });
+        // Bounded like every operation, so a connection that went silent cannot hold close() up.
+        let timer: NodeJS.Timeout | undefined;
+        const patience = new Promise((resolve) => {
+          timer = setTimeout(resolve, queryTimeoutMs);
+        });
+        await Promise.race([Promise.allSettled(inflight), patience]);
+        clearTimeout(timer);
+        // Nothing of ours is pending any more. A zero timeout ends idle connections at once; waiting
+        // would hang on a connection the driver still counts as starting after an outage.
+        await client?.end({ timeout: 0 });
       })();
       return closing;
     },

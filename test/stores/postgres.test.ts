@@ -20,7 +20,6 @@ const open = (extra: Partial<PostgresStoreOptions> = {}) =>
 
 describeStore({ name: "postgres", create: () => open(), enabled });
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const storeModule = fileURLToPath(new URL("../../src/stores/postgres.ts", import.meta.url));
 
 /** Asserts the messages are turns of a user message followed by its assistant reply, seq 1..n. */
@@ -42,14 +41,16 @@ async function turn(store: SessionStore, sessionId: string, tag: string): Promis
   try {
     await store.getMessages(sessionId, { last: 20 });
     await store.appendMessages(sessionId, [{ role: "user", content: `${tag}-q` }], { fence: lease.fence });
-    await store.appendMessages(sessionId, [{ role: "assistant", content: `${tag}-a` }], { fence: lease.fence });
+    await store.appendMessages(sessionId, [{ role: "assistant", content: `${tag}-a` }], {
+      fence: lease.fence,
+    });
   } finally {
     await lease.release();
   }
 }
 
 /** A TCP proxy in front of PostgreSQL that the test can take away and bring back. */
-class Proxy {
+class TcpProxy {
   #server: Server | null = null;
   #sockets = new Set<Socket>();
   port = 0;
@@ -132,7 +133,8 @@ describe.runIf(enabled === true)("postgres store specifics", () => {
       await Promise.all([a.getSession(id), b.getSession(id), a.listAllSessions(), b.countMessages(id)]);
       await a.createSession({ id, userId: "u" });
       expect((await b.getSession(id))?.userId).toBe("u");
-      const versions = await admin`SELECT version FROM ${admin(fresh)}.threadkeep_migrations ORDER BY version`;
+      const versions =
+        await admin`SELECT version FROM ${admin(fresh)}.threadkeep_migrations ORDER BY version`;
       expect(versions.map((v) => v.version)).toEqual([1]);
     } finally {
       await Promise.all([a.close(), b.close()]);
@@ -144,7 +146,9 @@ describe.runIf(enabled === true)("postgres store specifics", () => {
     try {
       const session = await store.createSession({ id: newSessionId(), userId: "u" });
       await Promise.all(
-        [store, second].flatMap((s, p) => Array.from({ length: 100 }, (_, i) => turn(s, session.id, `p${p}t${i}`))),
+        [store, second].flatMap((s, p) =>
+          Array.from({ length: 100 }, (_, i) => turn(s, session.id, `p${p}t${i}`)),
+        ),
       );
       expectAdjacentTurns(await store.getMessages(session.id), 200);
     } finally {
@@ -198,7 +202,10 @@ describe.runIf(enabled === true)("postgres store specifics", () => {
       const next = await other.acquireLease(session.id, { waitMs: 5_000 });
       expect(Date.now() - started).toBeGreaterThanOrEqual(200);
       expect(next.fence).toBeGreaterThan(abandoned.fence);
-      await expectCode(store.appendMessages(session.id, [{ role: "user", content: "late" }], { fence: abandoned.fence }), "lease_expired");
+      await expectCode(
+        store.appendMessages(session.id, [{ role: "user", content: "late" }], { fence: abandoned.fence }),
+        "lease_expired",
+      );
       await next.release();
     } finally {
       await other.close();
@@ -233,13 +240,18 @@ describe.runIf(enabled === true)("postgres store specifics", () => {
     const english = open({ ftsLanguage: "english" });
     try {
       const session = await english.createSession({ id: newSessionId(), userId: "en" });
-      await english.appendMessages(session.id, [{ role: "user", content: "The foxes jumped over the fences" }]);
-      const q = (s: SessionStore) => s.search({ userId: "en", sessionId: session.id, text: "fox jumping", mode: "fulltext" });
+      await english.appendMessages(session.id, [
+        { role: "user", content: "The foxes jumped over the fences" },
+      ]);
+      const q = (s: SessionStore) =>
+        s.search({ userId: "en", sessionId: session.id, text: "fox jumping", mode: "fulltext" });
       expect((await q(english)).map((h) => h.seq)).toEqual([1]);
       // The default `simple` configuration does not stem, so the same words do not meet there.
       const plain = await store.createSession({ id: newSessionId(), userId: "en" });
       await store.appendMessages(plain.id, [{ role: "user", content: "The foxes jumped over the fences" }]);
-      expect(await store.search({ userId: "en", sessionId: plain.id, text: "fox jumping", mode: "fulltext" })).toEqual([]);
+      expect(
+        await store.search({ userId: "en", sessionId: plain.id, text: "fox jumping", mode: "fulltext" }),
+      ).toEqual([]);
     } finally {
       await english.close();
     }
@@ -249,7 +261,10 @@ describe.runIf(enabled === true)("postgres store specifics", () => {
   });
 
   it("fails fast with store_unavailable when nothing listens", async () => {
-    const dead = createPostgresStore({ url: "postgres://postgres@127.0.0.1:1/test", connectTimeoutSeconds: 2 });
+    const dead = createPostgresStore({
+      url: "postgres://postgres@127.0.0.1:1/test",
+      connectTimeoutSeconds: 2,
+    });
     const started = Date.now();
     await expectCode(dead.getSession(newSessionId()), "store_unavailable");
     await expectCode(dead.acquireLease(newSessionId(), { waitMs: 1000 }), "store_unavailable");
@@ -258,7 +273,7 @@ describe.runIf(enabled === true)("postgres store specifics", () => {
   });
 
   it("surfaces an outage as store_unavailable within seconds and recovers when the server is back", async () => {
-    const proxy = new Proxy();
+    const proxy = new TcpProxy();
     await proxy.start();
     const url = new URL(TEST_POSTGRES_URL);
     url.port = String(proxy.port);

@@ -81,6 +81,8 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
     logController: new LogController({ disableRequestLogging: !options.logRequests }),
   });
 
+  // Only JSON bodies: fastify's default text/plain parser would turn a wrong Content-Type into a 400.
+  app.removeContentTypeParser("text/plain");
   app.decorateRequest("userId", "");
   app.addHook("onRequest", async (request) => {
     if (request.url.startsWith("/v1/")) request.userId = authenticate(request.headers.authorization);

@@ -49,6 +49,11 @@ export function parseChatRequest(body: unknown): ChatRequest {
   return { body: parsed as ChatRequest["body"], messages };
 }
 
+/** Adds a warning to the X-Threadkeep-Warning list of a response. */
+function addWarning(headers: Record<string, string>, warning: string): void {
+  headers[WARNING_HEADER] = headers[WARNING_HEADER] ? `${headers[WARNING_HEADER]}, ${warning}` : warning;
+}
+
 const headerValue = (value: string | string[] | undefined) => (Array.isArray(value) ? value[0] : value);
 
 /** The session id a request names (validated), or a new one. */
@@ -123,7 +128,7 @@ async function runChat(
     return await withTurnLease(turn, sessionId, async (fence) => {
       const loaded = await loadTurn(turn, sessionId, userId, chat.messages, model);
       const headers: Record<string, string> = { [SESSION_HEADER]: sessionId };
-      if (!loaded.contextAvailable) headers[WARNING_HEADER] = "context-unavailable";
+      if (!loaded.contextAvailable) addWarning(headers, "context-unavailable");
       const upstreamBody = { ...chat.body, messages: loaded.messages, ...(model ? { model } : {}) };
 
       if (streaming) {
@@ -146,7 +151,7 @@ async function runChat(
       const choice = completion?.choices?.[0];
       const answer = replyMessage(choice?.message, { model: completion?.model, finishReason: choice?.finish_reason });
       const saved = await commitTurn(turn, sessionId, userId, answer ? [...loaded.toStore, answer] : loaded.toStore, fence);
-      if (!saved) headers[WARNING_HEADER] = "not-saved";
+      if (!saved) addWarning(headers, "not-saved");
       outcomeLabel = saved ? "ok" : "not_saved";
       reply.code(200).headers(headers).send(completion);
       return { kind: "json", status: 200, headers, body: completion };

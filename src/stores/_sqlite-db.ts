@@ -7,7 +7,12 @@ import { SessionNotFoundError } from "../core/errors.js";
 import type { AppendOptions, Message, Session, SessionState, Summary, SummaryInput } from "../core/types.js";
 import type { LocalLeases } from "./_lease.js";
 import { openSqliteDatabase, type SqliteOpenSettings } from "./_sqlite-schema.js";
-import { type MessageRow, prepareStatements, type SessionRow } from "./_sqlite-statements.js";
+import {
+  type MessageRow,
+  prepareStatements,
+  type SessionRow,
+  type SqliteStatements,
+} from "./_sqlite-statements.js";
 
 /** What kind of stored record was quarantined. */
 type RecordKind = "message" | "summary" | "metadata" | "state";
@@ -27,8 +32,30 @@ function parseObject(raw: string | null): Record<string, unknown> | string {
   }
 }
 
+/** An open SQLite store database. */
+export interface SqliteStoreDb {
+  st: SqliteStatements;
+  /** The steps of several statements, each one transaction. */
+  tx: {
+    append(id: string, encoded: EncodedMessage[], options: AppendOptions, now: number): Message[];
+    pop(id: string): Message | null;
+    saveSummary(id: string, input: SummaryInput): Summary;
+    deleteSession(id: string): boolean;
+    expire(olderThan: number): string[];
+  };
+  /** The stored messages of one session's rows, skipping (and quarantining) corrupt ones. */
+  messages(sessionId: string, rows: MessageRow[]): Message[];
+  session(row: SessionRow): Session;
+  /** @throws `session_not_found`. */
+  state(id: string): SessionState;
+  summaries(id: string): Summary[];
+  /** @throws `session_not_found`. */
+  exists(id: string): void;
+  close(): void;
+}
+
 /** Opens the database at `settings.path` and prepares everything the store runs on it. */
-export function openSqliteStoreDb(settings: SqliteOpenSettings, leases: LocalLeases) {
+export function openSqliteStoreDb(settings: SqliteOpenSettings, leases: LocalLeases): SqliteStoreDb {
   const db = openSqliteDatabase(settings);
   const st = prepareStatements(db);
 
@@ -60,20 +87,17 @@ export function openSqliteStoreDb(settings: SqliteOpenSettings, leases: LocalLea
     },
   );
 
-  /** Stored messages of rows, skipping (and quarantining) corrupt ones. */
-  const messages = (rows: MessageRow[]): Message[] => {
+  const messages = (sessionId: string, rows: MessageRow[]): Message[] => {
     const result: Message[] = [];
-    for (const row of rows) {
-      const message = parseObject(row.body);
+    for (const [seq, createdAt, body] of rows) {
+      const message = parseObject(body);
       if (typeof message === "string" || typeof message.role !== "string") {
         const reason = typeof message === "string" ? message : "no role";
-        quarantine("message", row.session_id, row.seq, row.body, reason, () =>
-          st.deleteMessage.run(row.session_id, row.seq),
-        );
+        quarantine("message", sessionId, seq, body, reason, () => st.deleteMessage.run(sessionId, seq));
         continue;
       }
-      message.seq = row.seq;
-      message.createdAt = row.created_at;
+      message.seq = seq;
+      message.createdAt = createdAt;
       result.push(message as unknown as Message);
     }
     return result;
@@ -113,7 +137,7 @@ export function openSqliteStoreDb(settings: SqliteOpenSettings, leases: LocalLea
     });
 
   const exists = (id: string) => {
-    if (!st.getState.get(id)) throw new SessionNotFoundError(id);
+    if (!st.sessionExists.get(id)) throw new SessionNotFoundError(id);
   };
 
   const purge = (id: string) => {
@@ -138,11 +162,11 @@ export function openSqliteStoreDb(settings: SqliteOpenSettings, leases: LocalLea
     pop: db.transaction((id: string): Message | null => {
       exists(id);
       for (;;) {
-        const row = st.rangeNewestFirst.get(id, Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, 1);
+        const row = st.newest(id, 1)[0];
         if (!row) return null;
-        const [message] = messages([row]);
+        const [message] = messages(id, [row]);
         if (!message) continue;
-        st.deleteMessage.run(id, row.seq);
+        st.deleteMessage.run(id, message.seq);
         return message;
       }
     }),
@@ -173,8 +197,5 @@ export function openSqliteStoreDb(settings: SqliteOpenSettings, leases: LocalLea
     }),
   };
 
-  return { db, st, tx, messages, session, state, summaries, exists };
+  return { st, tx, messages, session, state, summaries, exists, close: () => db.close() };
 }
-
-/** An open SQLite store database. */
-export type SqliteStoreDb = ReturnType<typeof openSqliteStoreDb>;

@@ -98,17 +98,13 @@ export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
   }
 
   const hits = (db: SqliteStoreDb, rows: MessageRow[], needle: (text: string) => string): SearchHit[] =>
-    rows.flatMap((row) =>
-      db.messages([row]).map((message) => {
+    rows.flatMap((row) => {
+      const sessionId = row[3]!;
+      return db.messages(sessionId, [row]).map((message) => {
         const text = messageText(message);
-        return {
-          sessionId: row.session_id,
-          seq: message.seq,
-          snippet: snippetOf(text, needle(text)),
-          message,
-        };
-      }),
-    );
+        return { sessionId, seq: message.seq, snippet: snippetOf(text, needle(text)), message };
+      });
+    });
 
   return {
     name: SQLITE_STORE_NAME,
@@ -200,12 +196,15 @@ export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
     async getMessages(id: string, query: MessageQuery = {}) {
       return use((db) => {
         const [from, to] = seqBounds(query);
+        const bounded = from !== Number.MIN_SAFE_INTEGER || to !== Number.MAX_SAFE_INTEGER;
         if (query.last !== undefined) {
           if (query.last <= 0) return [];
-          return db.messages(db.st.rangeNewestFirst.all(id, from, to, Math.floor(query.last)).reverse());
+          const count = Math.floor(query.last);
+          const rows = bounded ? db.st.rangeNewestFirst.all(id, from, to, count) : db.st.newest(id, count);
+          return db.messages(id, rows.reverse());
         }
         const limit = query.limit === undefined ? -1 : Math.max(0, Math.floor(query.limit));
-        return db.messages(db.st.rangeOldestFirst.all(id, from, to, limit));
+        return db.messages(id, db.st.rangeOldestFirst.all(id, from, to, limit));
       });
     },
 
@@ -285,7 +284,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
       if (closed) return;
       closed = true;
       leases.clear();
-      opened?.db.close();
+      opened?.close();
       opened = undefined;
     },
   };

@@ -6,6 +6,7 @@ import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
 import type { SessionStore } from "../../src/core/types.js";
 import { openSqliteDatabase, SQLITE_SCHEMA_VERSION } from "../../src/stores/_sqlite-schema.js";
+import { newestMessagesSql, RANGE_NEWEST_FIRST_SQL } from "../../src/stores/_sqlite-statements.js";
 import { createSqliteStore } from "../../src/stores/sqlite.js";
 import { describeStore, expectCode } from "./conformance.js";
 
@@ -155,17 +156,20 @@ describe("sqlite store specifics", () => {
     const last = await store.getMessages(session.id, { last: 20 });
     expect(last.map((m) => m.seq)).toEqual(Array.from({ length: 20 }, (_, i) => 9981 + i));
     const db = new Database(path, { readonly: true });
-    const plan = db
-      .prepare(
-        `EXPLAIN QUERY PLAN SELECT m.session_id, m.seq, m.created_at, m.body FROM messages m
-         WHERE m.session_id = ? AND m.seq BETWEEN ? AND ? ORDER BY m.seq DESC LIMIT ?`,
-      )
-      .all(session.id, 0, 1e9, 20)
-      .map((row) => (row as { detail: string }).detail)
-      .join("\n");
+    // Both forms the store runs: the plain "last N" and the one with seq bounds.
+    for (const [sql, params] of [
+      [newestMessagesSql(20), [session.id]],
+      [RANGE_NEWEST_FIRST_SQL, [session.id, 0, 1e9, 20]],
+    ] as const) {
+      const plan = db
+        .prepare(`EXPLAIN QUERY PLAN ${sql}`)
+        .all(...params)
+        .map((row) => (row as { detail: string }).detail)
+        .join("\n");
+      expect(plan).toMatch(/SEARCH m USING (INDEX|PRIMARY KEY)/);
+      expect(plan).not.toMatch(/SCAN|TEMP B-TREE/);
+    }
     db.close();
-    expect(plan).toMatch(/SEARCH m USING (INDEX|PRIMARY KEY)/);
-    expect(plan).not.toMatch(/SCAN|TEMP B-TREE/);
   });
 
   it("lists by owner through its index", () => {

@@ -88,7 +88,12 @@ export class SessionIndex {
         }
       }
       // `>=`: file times are coarse, and a session written in the index's last tick may be newer.
-      for (const [key, mtime] of files) if (!this.sessions.has(key) || mtime >= indexTime) await load(key);
+      for (const [key, mtime] of files) {
+        if (this.sessions.has(key) && mtime < indexTime) continue;
+        await load(key);
+        // Rewritten even when nothing changed, so the index is newer than this file at the next open.
+        this.#rewrite = true;
+      }
     }
     if (this.#rewrite || this.#pending.length > 0) this.#kick();
     await this.flush();

@@ -65,26 +65,24 @@ export interface Replay {
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && !Array.isArray(v);
 const isInt = (v: unknown): v is number => Number.isSafeInteger(v);
-const isTime = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
+const isNumber = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
 
 /**
- * Serialises records as complete lines. When `grouped` (an append), `more` counts down to the last
- * line so a write cut short by a crash can be recognised on replay; a rewrite is atomic by rename
- * and needs no count.
- * @throws `invalid_message` when a value cannot be written as JSON (e.g. a BigInt).
+ * Serialises records as complete lines, each ending in a newline. When `grouped` (an append), `more`
+ * counts down to the last line so a write cut short by a crash can be recognised on replay; a rewrite
+ * is atomic by rename and needs no count.
+ * @throws `invalid_request` when a value cannot be written as JSON (e.g. a BigInt).
  */
-export function encodeRecords(records: SessionRecord[], grouped = true): string {
+export function encodeLines(records: SessionRecord[], grouped = true): string[] {
   try {
-    return records
-      .map((record, i) => {
-        const more = grouped ? records.length - 1 - i : 0;
-        const { type, more: _ignored, ...rest } = record;
-        return `${JSON.stringify(more > 0 ? { type, more, ...rest } : { type, ...rest })}\n`;
-      })
-      .join("");
+    return records.map((record, i) => {
+      const more = grouped ? records.length - 1 - i : 0;
+      const { type, more: _ignored, ...rest } = record;
+      return `${JSON.stringify(more > 0 ? { type, more, ...rest } : { type, ...rest })}\n`;
+    });
   } catch (error) {
     throw new ThreadkeepError(
-      "invalid_message",
+      "invalid_request",
       `Cannot store a value as JSON: ${(error as Error).message}`,
       {
         cause: error,
@@ -123,70 +121,100 @@ export function emptyData(session: Session): SessionData {
   return { session, messages: [], summaries: [], nextSummaryId: 1, state: { version: 0, data: {} } };
 }
 
-/** Applies one non-header record. @returns why it was refused, or null. */
-export function applyRecord(data: SessionData, record: SessionRecord): string | null {
-  const { messages } = data;
+/**
+ * What is wrong with a record on its own (the same rules when writing and when replaying, so a line
+ * that was written always replays), or null.
+ */
+export function recordProblem(record: SessionRecord): string | null {
   switch (record.type) {
+    case "session": {
+      const { id, userId, createdAt, lastActivityAt, metadata } = record;
+      const ok = typeof id === "string" && typeof userId === "string" && isObject(metadata);
+      return ok && isNumber(createdAt) && isNumber(lastActivityAt)
+        ? null
+        : "session header needs id, userId, createdAt, lastActivityAt and metadata";
+    }
     case "message": {
       const m = record.message;
-      if (!isObject(m) || !isInt(m.seq) || m.seq < 1 || !isTime(m.createdAt))
-        return "message without seq/createdAt";
-      const last = messages.at(-1)?.seq ?? 0;
-      if (m.seq <= last) return `message seq ${m.seq} does not follow seq ${last}`;
+      if (!isObject(m) || !isInt(m.seq) || m.seq < 1 || !isNumber(m.createdAt)) {
+        return "message needs a positive integer seq and a createdAt";
+      }
       try {
         validateMessage(m);
+        return null;
       } catch (error) {
         return (error as Error).message;
       }
-      messages.push(m);
-      data.session.lastActivityAt = m.createdAt;
+    }
+    case "summary": {
+      const { id, fromSeq, toSeq, content, createdAt, metadata } = record;
+      const ok = isInt(id) && isNumber(fromSeq) && isNumber(toSeq) && isNumber(createdAt);
+      if (!ok || typeof content !== "string")
+        return "summary needs id, fromSeq, toSeq, content and createdAt";
+      return metadata === undefined || isObject(metadata) ? null : "summary metadata must be an object";
+    }
+    case "state":
+      return isInt(record.version) && record.version >= 0 && isObject(record.data)
+        ? null
+        : "state needs a version and an object of data";
+    case "pop":
+      return isNumber(record.seq) ? null : "pop needs a seq";
+    case "truncate":
+      return isNumber(record.afterSeq) ? null : "truncate needs a numeric afterSeq";
+    case "trim":
+      return isNumber(record.beforeSeq) ? null : "trim needs a beforeSeq";
+    case "touch":
+      return isNumber(record.at) ? null : "touch needs a numeric time";
+    case "meta":
+      return isObject(record.metadata) ? null : "metadata must be an object";
+    default:
+      return `unknown record type ${JSON.stringify((record as { type: unknown }).type)}`;
+  }
+}
+
+/** Applies one record after the header. @returns why it was refused, or null. */
+export function applyRecord(data: SessionData, record: SessionRecord): string | null {
+  const problem = recordProblem(record);
+  if (problem) return problem;
+  const { messages } = data;
+  switch (record.type) {
+    case "session":
+      return "a second session header";
+    case "message": {
+      const last = messages.at(-1)?.seq ?? 0;
+      if (record.message.seq <= last) return `message seq ${record.message.seq} does not follow seq ${last}`;
+      messages.push(record.message);
+      data.session.lastActivityAt = record.message.createdAt;
       return null;
     }
     case "summary": {
-      const { type: _t, more: _m, ...summary } = record;
-      const ok =
-        isInt(summary.id) && isInt(summary.fromSeq) && isInt(summary.toSeq) && isTime(summary.createdAt);
-      if (!ok || typeof summary.content !== "string")
-        return "summary without id/fromSeq/toSeq/content/createdAt";
-      if (summary.metadata !== undefined && !isObject(summary.metadata))
-        return "summary metadata is not an object";
+      const { type: _type, more: _more, ...summary } = record;
       data.summaries.push(summary);
       data.summaries.sort((a, b) => a.fromSeq - b.fromSeq || a.id - b.id);
       data.nextSummaryId = Math.max(data.nextSummaryId, summary.id + 1);
       return null;
     }
     case "state":
-      if (!isInt(record.version) || record.version < 0 || !isObject(record.data))
-        return "state without version/data";
       data.state = { version: record.version, data: record.data };
       return null;
     case "pop":
-      if (!isInt(record.seq)) return "pop without seq";
       // Popping by seq rather than "the last one" stays right when that message was quarantined.
       while ((messages.at(-1)?.seq ?? 0) >= record.seq) messages.pop();
       return null;
     case "truncate":
-      if (!isInt(record.afterSeq)) return "truncate without afterSeq";
       while ((messages.at(-1)?.seq ?? 0) > record.afterSeq) messages.pop();
       return null;
     case "trim": {
-      if (!isInt(record.beforeSeq)) return "trim without beforeSeq";
       const keepFrom = messages.findIndex((m) => m.seq >= record.beforeSeq);
       messages.splice(0, keepFrom < 0 ? messages.length : keepFrom);
       return null;
     }
     case "touch":
-      if (!isTime(record.at)) return "touch without at";
       data.session.lastActivityAt = record.at;
       return null;
     case "meta":
-      if (!isObject(record.metadata)) return "meta without metadata";
       data.session.metadata = record.metadata;
       return null;
-    case "session":
-      return "a second session header";
-    default:
-      return `unknown record type ${JSON.stringify((record as { type: unknown }).type)}`;
   }
 }
 
@@ -237,11 +265,10 @@ function headerSession(record: SessionRecord, key: string): Session | string {
       `Session file ${key}.jsonl has format ${record.v}; this threadkeep reads up to ${FILE_FORMAT_VERSION}`,
     );
   }
+  const problem = recordProblem(record);
+  if (problem) return problem;
+  if (record.id.toLowerCase() !== key) return "session header for another id";
   const { id, userId, createdAt, lastActivityAt, metadata } = record;
-  if (typeof id !== "string" || id.toLowerCase() !== key) return "session header for another id";
-  if (typeof userId !== "string" || !isTime(createdAt) || !isTime(lastActivityAt) || !isObject(metadata)) {
-    return "session header without userId/createdAt/lastActivityAt/metadata";
-  }
   return { id, userId, createdAt, lastActivityAt, metadata };
 }
 

@@ -23,9 +23,11 @@ import {
   applyRecord,
   compactRecords,
   emptyData,
-  encodeRecords,
+  encodeLines,
+  type HeaderRecord,
   headerOf,
   liveRecordCount,
+  recordProblem,
   replaySession,
   type SessionData,
   type SessionRecord,
@@ -46,6 +48,21 @@ export interface SessionFilesOptions {
   cacheSize: number;
   compactAfter: number;
   warn: (message: string) => void;
+}
+
+/**
+ * Encodes records and reads them back, so the cache holds exactly what a reload would (a Date becomes
+ * a string, NaN null) and a record that could not be replayed is refused before it is written.
+ * @throws `invalid_request` naming what is wrong.
+ */
+function prepare(input: SessionRecord[], grouped = true): { text: string; records: SessionRecord[] } {
+  const lines = encodeLines(input, grouped);
+  const records = lines.map((line) => JSON.parse(line) as SessionRecord);
+  for (const record of records) {
+    const problem = recordProblem(record);
+    if (problem) throw new ThreadkeepError("invalid_request", `Cannot store this ${record.type}: ${problem}`);
+  }
+  return { text: lines.join(""), records };
 }
 
 /** The key of a session id: its lower-case form, or null when it is not a valid id (and so never a path). */
@@ -115,18 +132,20 @@ export class SessionFiles {
     return entry;
   }
 
-  /** Writes a new session file. @returns false when a file for the key exists. */
-  async create(key: string, session: Session): Promise<boolean> {
-    const text = encodeRecords([headerOf(session)]);
+  /** Writes a new session file. @returns the session as stored, or null when a file for the key exists. */
+  async create(key: string, session: Session): Promise<Session | null> {
+    const { text, records } = prepare([headerOf(session)]);
     try {
       await createFile(this.#path(key), text, this.#options.fsync);
     } catch (error) {
-      if (errnoOf(error) === "EEXIST") return false;
+      if (errnoOf(error) === "EEXIST") return null;
       throw fsError(error, `create session ${key}`);
     }
-    this.#cache.set(key, { ...emptyData(session), records: 1, bytes: Buffer.byteLength(text) });
-    this.index.sync(session);
-    return true;
+    const { id, userId, createdAt, lastActivityAt, metadata } = records[0] as HeaderRecord;
+    const stored = { id, userId, createdAt, lastActivityAt, metadata };
+    this.#cache.set(key, { ...emptyData(stored), records: 1, bytes: Buffer.byteLength(text) });
+    this.index.sync(stored);
+    return stored;
   }
 
   /** Reads and replays a session file; call it in the session's turn (or while opening). */
@@ -173,9 +192,13 @@ export class SessionFiles {
     return entry;
   }
 
-  /** Appends records as one write, then applies them; a failed write changes nothing. Call it in the turn. */
-  async write(key: string, entry: Entry, records: SessionRecord[]): Promise<void> {
-    const text = encodeRecords(records);
+  /**
+   * Appends records as one write, then applies them as they will read back; a failed write changes
+   * nothing. Call it in the turn.
+   * @returns the records as stored (JSON round-tripped).
+   */
+  async write(key: string, entry: Entry, input: SessionRecord[]): Promise<SessionRecord[]> {
+    const { text, records } = prepare(input);
     try {
       await appendLines(this.#path(key), text, this.#options.fsync);
     } catch (error) {
@@ -199,6 +222,7 @@ export class SessionFiles {
         this.#options.warn(`[threadkeep] file store: ${(error as Error).message}`),
       );
     }
+    return records;
   }
 
   /** Deletes a session's file; call it in the turn. */
@@ -241,7 +265,7 @@ export class SessionFiles {
 
   async #rewrite(key: string, entry: Entry): Promise<void> {
     const records = compactRecords(entry);
-    const text = encodeRecords(records, false);
+    const text = encodeLines(records, false).join("");
     try {
       await writeAtomically(this.#path(key), text, this.#options.fsync);
     } catch (error) {

@@ -125,10 +125,9 @@ export function createFileStore(options: FileStoreOptions): SessionStore {
           lastActivityAt: input.lastActivityAt ?? createdAt,
           metadata: structuredClone(input.metadata ?? {}),
         };
-        if (index.sessions.has(key) || !(await files.create(key, session))) {
-          throw new ThreadkeepError("session_exists", `Session ${input.id} already exists`);
-        }
-        return copySession(session);
+        const stored = index.sessions.has(key) ? null : await files.create(key, session);
+        if (!stored) throw new ThreadkeepError("session_exists", `Session ${input.id} already exists`);
+        return copySession(stored);
       });
     },
 
@@ -178,7 +177,7 @@ export function createFileStore(options: FileStoreOptions): SessionStore {
 
     async updateSessionMetadata(id, metadata) {
       return change(id, async (key, entry) => {
-        await files.write(key, entry, [{ type: "meta", metadata: structuredClone(metadata) }]);
+        await files.write(key, entry, [{ type: "meta", metadata }]);
         return copySession(entry.session);
       });
     },
@@ -190,13 +189,13 @@ export function createFileStore(options: FileStoreOptions): SessionStore {
         const now = Date.now();
         const added = stampMessages(valid, (entry.messages.at(-1)?.seq ?? 0) + 1, now);
         const records: SessionRecord[] = added.map((message) => ({ type: "message", message }));
-        const cap = appendOptions.maxMessages ?? 0;
+        const cap = Math.floor(appendOptions.maxMessages ?? 0);
         const all = [...entry.messages, ...added];
         if (cap > 0 && all.length > cap) records.push({ type: "trim", beforeSeq: all[all.length - cap].seq });
         // An empty batch still counts as activity, as in every other store.
         if (records.length === 0) records.push({ type: "touch", at: now });
-        await files.write(key, entry, records);
-        return structuredClone(added);
+        const stored = await files.write(key, entry, records);
+        return structuredClone(stored.flatMap((r) => (r.type === "message" ? [r.message] : [])));
       });
     },
 
@@ -234,10 +233,10 @@ export function createFileStore(options: FileStoreOptions): SessionStore {
           toSeq: input.toSeq,
           content: input.content,
           createdAt: input.createdAt ?? Date.now(),
-          ...(input.metadata ? { metadata: structuredClone(input.metadata) } : {}),
+          ...(input.metadata ? { metadata: input.metadata } : {}),
         };
         await files.write(key, entry, [{ type: "summary", ...summary }]);
-        return structuredClone(summary);
+        return structuredClone(entry.summaries.find((s) => s.id === summary.id)!);
       });
     },
 
@@ -255,9 +254,7 @@ export function createFileStore(options: FileStoreOptions): SessionStore {
       return change(id, async (key, entry) => {
         if (entry.state.version !== expectedVersion)
           throw new StateConflictError(expectedVersion, entry.state.version);
-        await files.write(key, entry, [
-          { type: "state", version: expectedVersion + 1, data: structuredClone(data) },
-        ]);
+        await files.write(key, entry, [{ type: "state", version: expectedVersion + 1, data }]);
         return structuredClone(entry.state);
       });
     },

@@ -296,6 +296,46 @@ describe("file store specifics", () => {
     await again.store.close();
   });
 
+  it("refuses what it could not read back, and serves what a reload would", async () => {
+    const dir = freshDir();
+    const { store } = open(dir);
+    const when = new Date(Date.UTC(2026, 0, 2));
+    const session = await store.createSession({ id: newSessionId(), userId: "u", metadata: { when } });
+    expect(session.metadata.when).toBe(when.toISOString());
+    await store.appendMessages(session.id, [text("a"), text("b"), text("c")]);
+    const before = readFileSync(sessionFile(dir, session.id), "utf8");
+    await expectCode(store.touchSession(session.id, Number.NaN), "invalid_request");
+    await expectCode(
+      store.setState(session.id, null as unknown as Record<string, unknown>, 0),
+      "invalid_request",
+    );
+    await expectCode(
+      store.updateSessionMetadata(session.id, [] as unknown as Record<string, unknown>),
+      "invalid_request",
+    );
+    await expectCode(
+      store.saveSummary(session.id, { fromSeq: 1, toSeq: 2, content: 7 as unknown as string }),
+      "invalid_request",
+    );
+    await expectCode(
+      store.appendMessages(session.id, [{ ...text("x"), metadata: { n: 1n } }]),
+      "invalid_request",
+    );
+    expect(readFileSync(sessionFile(dir, session.id), "utf8")).toBe(before);
+    expect(await store.truncateAfter(session.id, 1.5)).toBe(2);
+    const [stored] = await store.appendMessages(session.id, [{ ...text("d"), metadata: { at: when } }], {
+      maxMessages: 2.7,
+    });
+    expect(stored.metadata).toEqual({ at: when.toISOString() });
+    const live = await store.getMessages(session.id);
+    await store.close();
+    const again = open(dir);
+    expect(await again.store.getMessages(session.id)).toEqual(live);
+    expect(live.map((m) => m.content)).toEqual(["a", "d"]);
+    expect(again.warnings).toEqual([]);
+    await again.store.close();
+  });
+
   it("never builds a path from an invalid id", async () => {
     const dir = freshDir();
     const { store } = open(dir);

@@ -1,17 +1,18 @@
 import type { ChatMessage, Message, SessionState, Summary } from "../types.js";
+import type { EncodingName } from "./tokens.js";
 
 /**
  * How the next context should be shaped, stored per session (in its state under `preferences`)
  * and applied on the next assembly, then cleared unless `sticky`.
  */
 export interface ContextPreferences {
-  /** Recent messages to include instead of the configured window. */
+  /** Recent messages to include instead of the configured window (1..1000). */
   maxRecentMessages?: number;
-  /** Bring this seq range (inclusive) into context, e.g. an older turn found by search. */
+  /** Bring this seq range (inclusive, at most 200 messages) into context, e.g. an older turn found by search. */
   focusRange?: { fromSeq: number; toSeq: number };
   /** Include summaries of older turns. @default true */
   includeSummaries?: boolean;
-  /** Messages (by seq) always included while they are stored. */
+  /** Messages (by seq, at most 50) included while they are stored, with their tool call or results. */
   pinnedSeqs?: number[];
   /** Keep these preferences after the next assembly. @default false */
   sticky?: boolean;
@@ -35,7 +36,23 @@ export interface ContextInput {
   tokenBudget: number;
   /** Model name; picks the tokenizer encoding. */
   model?: string;
+  /** Count with this encoding instead of the one the model name picks. */
+  encoding?: EncodingName;
   preferences?: ContextPreferences;
+  /** The state note to use instead of rendering `state` (null: none). */
+  stateNote?: string | null;
+  /** The time pending confirmations are checked against, in ms since the epoch. @default Date.now() */
+  now?: number;
+}
+
+/** Why stored messages were left out, by count. */
+export interface OmittedReasons {
+  /** Older than the message window. */
+  window: number;
+  /** Inside the window but past the token budget. */
+  budget: number;
+  /** Tool results without their call, or a call without all its results. */
+  toolPairs: number;
 }
 
 /** What the assembler produced, and what it left out. */
@@ -57,5 +74,17 @@ export interface AssembledContext {
     summaries: number;
     /** Messages shortened with a truncation marker because one alone exceeded the budget. */
     truncated: number;
+    /** The stored messages left out, by reason (they add up to `messages`). */
+    reasons?: OmittedReasons;
+    /** Tokens of the summaries left out. */
+    summaryTokens?: number;
+    /** Input tool results dropped because no call in the request answers to them. */
+    input?: number;
   };
+  /** The budget the context was assembled within. */
+  tokenBudget?: number;
+  /** The tokenizer encoding used for counting. */
+  encoding?: EncodingName;
+  /** The state note included (also in `messages`), if any. */
+  stateNote?: string;
 }

@@ -1,0 +1,73 @@
+import { describe, expect, it } from "vitest";
+import type { ChatMessage, Message } from "../types.js";
+import { assembleContext } from "./assemble.js";
+import { expectValidToolPairs } from "../../../test/context/_tool-pairs.js";
+import { countContextTokens } from "./tokens.js";
+
+/** Seeded pseudo-random numbers (mulberry32), so a failure names a seed that reproduces it. */
+function random(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const WORDS = ["task", "groceries", "tomorrow", "delete", "the", "weather", "is", "nice", "ok", "λ", "日本", "🙂", "42"];
+
+/** A history with user turns, answers, parallel tool calls, stray results and unanswered calls. */
+function randomHistory(rand: () => number, length: number): Message[] {
+  const text = (max: number) => Array.from({ length: 1 + Math.floor(rand() * max) }, () => WORDS[Math.floor(rand() * WORDS.length)]).join(" ");
+  const out: Omit<Message, "seq" | "createdAt">[] = [];
+  let callId = 0;
+  while (out.length < length) {
+    const r = rand();
+    if (r < 0.35) out.push({ role: "user", content: text(rand() < 0.1 ? 400 : 30) });
+    else if (r < 0.65) out.push({ role: "assistant", content: text(60) });
+    else if (r < 0.9) {
+      const calls = Array.from({ length: 1 + Math.floor(rand() * 3) }, () => `call_${callId++}`);
+      out.push({
+        role: "assistant",
+        content: rand() < 0.5 ? null : text(5),
+        tool_calls: calls.map((id) => ({ id, type: "function", function: { name: "lookup", arguments: JSON.stringify({ q: text(8) }) } })),
+      });
+      // Sometimes a result goes missing (an interrupted turn).
+      for (const id of calls) if (rand() > 0.05) out.push({ role: "tool", tool_call_id: id, content: text(rand() < 0.1 ? 300 : 40) });
+    } else out.push({ role: "tool", tool_call_id: `stray_${callId++}`, content: text(10) });
+  }
+  return out.slice(0, length).map((m, i) => ({ ...m, seq: i + 1, createdAt: i }) as Message);
+}
+
+describe("assembleContext on random histories", () => {
+  it("always yields valid tool pairs within the budget", () => {
+    const seen = { window: 0, budget: 0, toolPairs: 0, truncated: 0 };
+    for (let seed = 1; seed <= 400; seed++) {
+      const rand = random(seed);
+      const history = randomHistory(rand, Math.floor(rand() * 120));
+      const window = Math.floor(rand() * 60);
+      const tokenBudget = 60 + Math.floor(rand() ** 2 * 6000);
+      const input: ChatMessage[] = [{ role: "user", content: "and now? ".repeat(1 + Math.floor(rand() * (rand() < 0.1 ? 2000 : 10))) }];
+      const system: ChatMessage[] = rand() < 0.7 ? [{ role: "system", content: "You are a helpful assistant." }] : [];
+      const pins = rand() < 0.3 ? [1 + Math.floor(rand() * Math.max(1, history.length))] : undefined;
+      const ctx = assembleContext({ system, history, summaries: [], input, window, tokenBudget, preferences: { pinnedSeqs: pins } });
+      try {
+        expectValidToolPairs(ctx.messages);
+        expect(ctx.tokens).toBeLessThanOrEqual(tokenBudget);
+        expect(ctx.tokens).toBe(countContextTokens(ctx.messages));
+        expect(ctx.messages[0]).toEqual(system[0] ?? ctx.messages[0]);
+        expect(ctx.messages.at(-1)?.role).toBe("user");
+        expect(ctx.includedSeqs.length + ctx.omitted.messages).toBe(history.length);
+        if (!pins) expect(ctx.includedSeqs.length).toBeLessThanOrEqual(window);
+      } catch (error) {
+        throw new Error(`seed ${seed} (window ${window}, budget ${tokenBudget}): ${(error as Error).message}`);
+      }
+      for (const key of ["window", "budget", "toolPairs"] as const) if (ctx.omitted.reasons![key] > 0) seen[key]++;
+      if (ctx.omitted.truncated > 0) seen.truncated++;
+    }
+    // The generator must reach every way of leaving something out, or the property proves little.
+    for (const count of Object.values(seen)) expect(count).toBeGreaterThan(10);
+  });
+});

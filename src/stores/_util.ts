@@ -1,6 +1,16 @@
 import { ThreadkeepError } from "../core/errors.js";
 import { contentText } from "../core/messages.js";
-import type { Message, MessageInput, MessageQuery, SearchQuery, Session } from "../core/types.js";
+import type {
+  ListOptions,
+  Message,
+  MessageInput,
+  MessageQuery,
+  SearchHit,
+  SearchQuery,
+  Session,
+  SessionInput,
+  SessionPage,
+} from "../core/types.js";
 
 /** Default page size of session listings. */
 export const DEFAULT_LIST_LIMIT = 50;
@@ -98,4 +108,59 @@ export function seqBounds(query: MessageQuery): [from: number, to: number] {
   if (query.beforeSeq !== undefined) to = Math.min(to, Math.ceil(query.beforeSeq) - 1);
   if (query.toSeq !== undefined) to = Math.min(to, Math.floor(query.toSeq));
   return [from, to];
+}
+
+/** A new session from its input: times default to now, metadata is copied. */
+export function sessionFromInput(input: SessionInput): Session {
+  const createdAt = input.createdAt ?? Date.now();
+  const lastActivityAt = input.lastActivityAt ?? createdAt;
+  return {
+    id: input.id,
+    userId: input.userId,
+    createdAt,
+    lastActivityAt,
+    metadata: structuredClone(input.metadata ?? {}),
+  };
+}
+
+/** One owner's page of sessions in listing order (copies), for stores that hold every session in memory. */
+export function pageOwnerSessions(
+  sessions: Iterable<Session>,
+  userId: string,
+  options: ListOptions = {},
+): SessionPage {
+  const limit = options.limit ?? DEFAULT_LIST_LIMIT;
+  const cursor = options.cursor ? decodeCursor(options.cursor) : null;
+  const owned = [...sessions]
+    .filter((s) => s.userId === userId && (!cursor || isAfterCursor(s, cursor)))
+    .sort(compareSessionsForListing);
+  const page = owned.slice(0, limit).map(copySession);
+  const last = page.at(-1);
+  return { sessions: page, nextCursor: owned.length > limit && last ? encodeCursor(last) : null };
+}
+
+/** A page of every session by id ascending (copies; the cursor is the last id shown), for in-memory stores. */
+export function pageAllSessions(sessions: Iterable<Session>, options: ListOptions = {}): SessionPage {
+  const limit = options.limit ?? DEFAULT_LIST_LIMIT;
+  const after = options.cursor ?? "";
+  const all = [...sessions].filter((s) => s.id > after).sort((a, b) => (a.id < b.id ? -1 : 1));
+  const page = all.slice(0, limit).map(copySession);
+  return { sessions: page, nextCursor: all.length > limit ? page[page.length - 1].id : null };
+}
+
+/** The case-insensitive substring hits among one session's messages (copies). */
+export function substringHits(sessionId: string, messages: Message[], text: string): SearchHit[] {
+  return messages
+    .filter((message) => matchesSubstring(message, text))
+    .map((message) => ({
+      sessionId,
+      seq: message.seq,
+      snippet: snippetOf(messageText(message), text),
+      message: structuredClone(message),
+    }));
+}
+
+/** Search hits newest first, at most `limit`. */
+export function rankHits(hits: SearchHit[], limit = DEFAULT_SEARCH_LIMIT): SearchHit[] {
+  return hits.sort((a, b) => b.message.createdAt - a.message.createdAt || b.seq - a.seq).slice(0, limit);
 }

@@ -17,7 +17,6 @@ import type {
   MessageInput,
   SearchHit,
   SearchQuery,
-  Session,
   SessionPage,
   SessionStore,
   SummaryInput,
@@ -28,17 +27,13 @@ import { LocalLeases } from "./_lease.js";
 import {
   applyMessageQuery,
   checkSearchQuery,
-  compareSessionsForListing,
   copySession,
-  DEFAULT_LIST_LIMIT,
-  DEFAULT_SEARCH_LIMIT,
-  decodeCursor,
-  encodeCursor,
-  isAfterCursor,
-  matchesSubstring,
-  messageText,
-  snippetOf,
+  pageAllSessions,
+  pageOwnerSessions,
+  rankHits,
+  sessionFromInput,
   stampMessages,
+  substringHits,
 } from "./_util.js";
 
 /** The backend name of the JSONL file store. */
@@ -117,14 +112,7 @@ export function createFileStore(options: FileStoreOptions): SessionStore {
           `Invalid session id ${JSON.stringify(String(input.id).slice(0, 100))}`,
         );
       return files.turn(key, async () => {
-        const createdAt = input.createdAt ?? Date.now();
-        const session: Session = {
-          id: input.id,
-          userId: input.userId,
-          createdAt,
-          lastActivityAt: input.lastActivityAt ?? createdAt,
-          metadata: structuredClone(input.metadata ?? {}),
-        };
+        const session = sessionFromInput(input);
         const stored = index.sessions.has(key) ? null : await files.create(key, session);
         if (!stored) throw new ThreadkeepError("session_exists", `Session ${input.id} already exists`);
         return copySession(stored);
@@ -137,27 +125,14 @@ export function createFileStore(options: FileStoreOptions): SessionStore {
       return session ? copySession(session) : null;
     },
 
-    async listSessions(userId: string, listOptions: ListOptions = {}): Promise<SessionPage> {
+    async listSessions(userId: string, listOptions?: ListOptions): Promise<SessionPage> {
       await ensureReady();
-      const limit = listOptions.limit ?? DEFAULT_LIST_LIMIT;
-      const cursor = listOptions.cursor ? decodeCursor(listOptions.cursor) : null;
-      const owned = [...index.sessions.values()]
-        .filter((s) => s.userId === userId && (!cursor || isAfterCursor(s, cursor)))
-        .sort(compareSessionsForListing);
-      const page = owned.slice(0, limit).map(copySession);
-      const last = page.at(-1);
-      return { sessions: page, nextCursor: owned.length > limit && last ? encodeCursor(last) : null };
+      return pageOwnerSessions(index.sessions.values(), userId, listOptions);
     },
 
-    async listAllSessions(listOptions: ListOptions = {}): Promise<SessionPage> {
+    async listAllSessions(listOptions?: ListOptions): Promise<SessionPage> {
       await ensureReady();
-      const limit = listOptions.limit ?? DEFAULT_LIST_LIMIT;
-      const after = listOptions.cursor ?? "";
-      const all = [...index.sessions.values()]
-        .filter((s) => s.id > after)
-        .sort((a, b) => (a.id < b.id ? -1 : 1));
-      const page = all.slice(0, limit).map(copySession);
-      return { sessions: page, nextCursor: all.length > limit ? page[page.length - 1].id : null };
+      return pageAllSessions(index.sessions.values(), listOptions);
     },
 
     async deleteSession(id) {
@@ -265,21 +240,15 @@ export function createFileStore(options: FileStoreOptions): SessionStore {
       if (query.mode === "fulltext") {
         throw new ThreadkeepError("not_supported", "The file store has no full-text search; use substring");
       }
-      const limit = query.limit ?? DEFAULT_SEARCH_LIMIT;
       const hits: SearchHit[] = [];
       const candidates = query.sessionId
         ? [index.sessions.get(keyOf(query.sessionId) ?? "")]
         : [...index.sessions.values()];
       for (const session of candidates) {
         if (!session || session.userId !== query.userId) continue;
-        for (const message of (await read(session.id))?.messages ?? []) {
-          if (!matchesSubstring(message, query.text)) continue;
-          const snippet = snippetOf(messageText(message), query.text);
-          hits.push({ sessionId: session.id, seq: message.seq, snippet, message: structuredClone(message) });
-        }
+        hits.push(...substringHits(session.id, (await read(session.id))?.messages ?? [], query.text));
       }
-      hits.sort((a, b) => b.message.createdAt - a.message.createdAt || b.seq - a.seq);
-      return hits.slice(0, limit);
+      return rankHits(hits, query.limit);
     },
 
     async expire(olderThan) {

@@ -57,9 +57,12 @@ async function readMessages(store: SessionStore, id: string, afterSeq = 0): Prom
   }
 }
 
-/** Reads a whole session in original numbering; null when it does not exist. */
-export async function readSessionBundle(store: SessionStore, sessionId: string): Promise<SessionBundle | null> {
-  const stored = await store.getSession(sessionId);
+/**
+ * Reads a whole session in original numbering; null when it does not exist. Pass the session record
+ * when a listing already returned it, to save a round trip.
+ */
+export async function readSessionBundle(store: SessionStore, session: string | Session): Promise<SessionBundle | null> {
+  const stored = typeof session === "string" ? await store.getSession(session) : session;
   if (!stored) return null;
   const offset = seqOffset(stored);
   const [messages, summaries, state] = await Promise.all([
@@ -124,14 +127,18 @@ export async function importSessionBundle(store: SessionStore, bundle: SessionBu
     if (tail.length > 0) status = "appended";
   }
   const targetOffset = seqOffset(target);
-  const state = await store.getState(target.id);
+  // A session just created holds nothing yet: no need to read its state and summaries back.
+  const fresh = status === "created";
+  const state = fresh ? { version: 0, data: {} } : await store.getState(target.id);
   if (bundle.state && state.version > 0 && !same(state.data, bundle.state)) {
     return { status: "diverged", messagesAdded: 0, reason: "its state differs from the source's" };
   }
   await appendAll(store, target.id, tail);
 
   const stored = new Set(
-    (await store.listSummaries(target.id)).map(({ id: _id, ...s }) => summaryKey({ ...s, fromSeq: s.fromSeq + targetOffset, toSeq: s.toSeq + targetOffset })),
+    (fresh ? [] : await store.listSummaries(target.id)).map(({ id: _id, ...s }) =>
+      summaryKey({ ...s, fromSeq: s.fromSeq + targetOffset, toSeq: s.toSeq + targetOffset }),
+    ),
   );
   for (const summary of bundle.summaries) {
     if (stored.has(summaryKey(summary))) continue;

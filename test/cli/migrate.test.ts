@@ -1,0 +1,87 @@
+import { afterAll, describe, expect, it } from "vitest";
+import { exportSessions } from "../../src/cli/export-import.js";
+import { migrateStores } from "../../src/cli/migrate.js";
+import type { SessionStore } from "../../src/core/types.js";
+import { createMemoryStore } from "../../src/stores/memory.js";
+import { seedBulk, seedVaried } from "./_seed.js";
+import { storeKinds, type StoreKind } from "./_stores.js";
+
+async function exportAll(store: SessionStore): Promise<string[]> {
+  const lines: string[] = [];
+  await exportSessions(store, { all: true }, (line) => {
+    lines.push(line);
+  });
+  return lines;
+}
+
+const kinds = await storeKinds();
+const kind = (name: StoreKind["name"]) => kinds.find((k) => k.name === name)!;
+const reason = (...names: StoreKind["name"][]) =>
+  names.map((n) => kind(n).enabled).find((e): e is string => e !== true);
+
+afterAll(async () => {
+  for (const k of kinds) await k.cleanup();
+});
+
+describe("migrate", () => {
+  it("copies awkward sessions exactly and a second run changes nothing", async () => {
+    const source = createMemoryStore({ ttlMs: 0 });
+    const target = createMemoryStore({ ttlMs: 0 });
+    await seedVaried(source);
+    const first = await migrateStores(source, target);
+    expect(first.counts.created).toBe(4);
+    expect(first.verification).toMatchObject({ sessions: 4, sessionsOk: 4, mismatched: [] });
+    expect(await exportAll(target)).toEqual(await exportAll(source));
+    const second = await migrateStores(source, target);
+    expect(second.counts).toEqual({ created: 0, appended: 0, updated: 0, unchanged: 4, diverged: 0 });
+    expect(second.messagesCopied).toBe(0);
+  });
+
+  it("resumes an interrupted run without duplicates", async () => {
+    const source = createMemoryStore({ ttlMs: 0, maxSessions: 1_000_000 });
+    const target = createMemoryStore({ ttlMs: 0, maxSessions: 1_000_000 });
+    await seedBulk(source, 300, 6);
+    const stop = new AbortController();
+    const first = await migrateStores(source, target, {
+      signal: stop.signal,
+      onProgress: ({ sessions }) => {
+        if (sessions === 120) stop.abort();
+      },
+    });
+    expect(first.interrupted).toBe(true);
+    expect(first.verification).toBeUndefined();
+    const copied = (await target.listAllSessions({ limit: 1000 })).sessions.length;
+    expect(copied).toBeGreaterThanOrEqual(120);
+    expect(copied).toBeLessThan(300);
+
+    const second = await migrateStores(source, target);
+    expect(second.interrupted).toBe(false);
+    expect(second.counts.created + second.counts.unchanged).toBe(300);
+    expect(second.counts.unchanged).toBe(copied);
+    expect(second.verification).toMatchObject({ sessions: 300, sessionsOk: 300, sourceMessages: 1800, targetMessages: 1800 });
+    expect(await exportAll(target)).toEqual(await exportAll(source));
+  });
+
+  const big = (from: StoreKind["name"], to: StoreKind["name"]) => {
+    const skip = reason(from, to);
+    it.skipIf(skip !== undefined)(`moves 2,000 sessions × 20 messages from ${from} to ${to}, verified message for message${skip ? ` (${skip})` : ""}`, async () => {
+      const source = await kind(from).open();
+      const target = await kind(to).open();
+      try {
+        await seedBulk(source, 2000, 20);
+        const report = await migrateStores(source, target, { concurrency: 16 });
+        const rate = Math.round((report.messagesSeen * 1000) / report.elapsedMs);
+        console.log(`[migrate] ${from} → ${to}: 2000 sessions, 40000 messages in ${report.elapsedMs} ms (${rate} messages/s)`);
+        expect(report.counts.created).toBe(2000);
+        expect(report.verification).toEqual({ sessions: 2000, sessionsOk: 2000, sourceMessages: 40000, targetMessages: 40000, mismatched: [] });
+        const [a, b] = await Promise.all([exportAll(source), exportAll(target)]);
+        expect(b.length).toBe(a.length);
+        expect(b).toEqual(a);
+      } finally {
+        await Promise.all([source.close(), target.close()]);
+      }
+    }, 180_000);
+  };
+  big("sqlite", "postgres");
+  big("postgres", "redis");
+});

@@ -11,7 +11,7 @@ afterEach(async () => {
   stack = undefined;
 });
 
-const chat = (content = "hi") => ({ model: "m", messages: [{ role: "user", content }] });
+const chat = (content = "hi") => ({ model: "m", messages: [{ role: "user" as const, content }] });
 
 /** A real memory store whose named methods fail with store_unavailable while listed in `failing`. */
 function flakyStore(): { store: SessionStore; failing: Set<string> } {
@@ -45,7 +45,8 @@ describe("chat errors", () => {
 
   it("requires a valid threadkeep API key when keys are configured (401 invalid_api_key)", async () => {
     stack = await startStack({ apiKeys: { "tk-alice": "alice" } });
-    for (const headers of [{}, { authorization: "Bearer wrong" }, { authorization: "Basic tk-alice" }]) {
+    const attempts: Record<string, string>[] = [{}, { authorization: "Bearer wrong" }, { authorization: "Basic tk-alice" }];
+    for (const headers of attempts) {
       const res = await stack.request("POST", "/v1/chat/completions", { headers, body: chat() });
       expect(res.status).toBe(401);
       expect(await errorOf(res)).toMatchObject({ type: "authentication_error", code: "invalid_api_key" });

@@ -1,0 +1,97 @@
+import type { Command } from "commander";
+import { isThreadkeepError, ThreadkeepError } from "../core/errors.js";
+import { createServer, isLoopbackHost, type ThreadkeepServer } from "../server/index.js";
+import { addStoreOptions, addUpstreamOptions, type ConfigFlags, resolveConfig, type ThreadkeepConfig } from "./options.js";
+
+const PROBE_SESSION_ID = "00000000-0000-4000-8000-000000000000";
+
+/** How often the server deletes sessions inactive past the TTL. */
+const SWEEP_INTERVAL_MS = 60 * 60_000;
+
+/** A store URL safe to print: a password in it is masked. */
+export function redactUrl(url: string): string {
+  return url.replace(/^([a-z][a-z0-9+.-]*:\/\/[^:/@]*:)[^@/]*@/i, "$1***@");
+}
+
+/**
+ * Refuses a configuration that would expose sessions: a non-loopback address without API keys.
+ * @throws ThreadkeepError `invalid_request` (exit code 2).
+ */
+export function checkExposure(config: Pick<ThreadkeepConfig, "host" | "apiKeys">): void {
+  if (isLoopbackHost(config.host) || config.apiKeys.size > 0) return;
+  throw new ThreadkeepError(
+    "invalid_request",
+    `Refusing to listen on ${config.host} without API keys: anyone who can reach it could read every conversation. ` +
+      "Set --api-keys key1:alice,key2:bob (or THREADKEEP_API_KEYS), or listen on 127.0.0.1.",
+  );
+}
+
+/** Starts the server for a resolved configuration and prints where it listens. */
+export async function startServe(config: ThreadkeepConfig, print: (line: string) => void = (l) => process.stdout.write(`${l}\n`)): Promise<ThreadkeepServer> {
+  checkExposure(config);
+  const server = await createServer({
+    memory: {
+      store: config.store,
+      window: config.window,
+      tokenBudget: config.tokenBudget,
+      maxMessages: config.maxMessages,
+      ttlMs: config.ttlMs,
+      sweepIntervalMs: SWEEP_INTERVAL_MS,
+    },
+    upstream: config.upstreamUrl ? { baseUrl: config.upstreamUrl, apiKey: config.upstreamKey } : undefined,
+    apiKeys: config.apiKeys,
+    model: config.model,
+    host: config.host,
+    port: config.port,
+    bodyLimit: config.bodyLimit,
+    logger: { level: process.env.THREADKEEP_LOG_LEVEL ?? "warn" },
+  });
+  try {
+    // Open the store now: a bad URL, a missing client or an unreadable schema fails at start, not on
+    // the first request. An unreachable store is only reported: turns degrade and /readyz says so.
+    const store = await server.memory.store();
+    await store.getSession(PROBE_SESSION_ID).catch((error) => {
+      if (!isThreadkeepError(error, "store_unavailable")) throw error;
+      process.stderr.write(`threadkeep: warning: the store is unreachable for now (${error.message}); serving without history\n`);
+    });
+    const url = await server.listen();
+    const upstream = config.upstreamUrl ?? "none (chat answers 503 until --upstream is set)";
+    const auth = config.apiKeys.size > 0 ? `api keys: ${config.apiKeys.size}` : "auth: none (loopback only)";
+    print(`threadkeep listening on ${url}  store: ${redactUrl(config.store)}  upstream: ${upstream}  ${auth}`);
+    return server;
+  } catch (error) {
+    await server.close().catch(() => {});
+    throw error;
+  }
+}
+
+/** Adds `threadkeep serve`. */
+export function register(program: Command): void {
+  const command = program
+    .command("serve")
+    .description("Run the OpenAI-compatible memory proxy and the session API")
+    .option("--host <host>", "address to listen on (env THREADKEEP_HOST; default 127.0.0.1)")
+    .option("--port <n>", "port to listen on (env THREADKEEP_PORT; default 8787)")
+    .option("--api-keys <list>", "threadkeep API keys as key1:alice,key2:bob (env THREADKEEP_API_KEYS); required off loopback")
+    .option("--body-limit <bytes>", "largest request body in bytes (env THREADKEEP_BODY_LIMIT; default 10485760)");
+  addStoreOptions(command);
+  addUpstreamOptions(command);
+  command.action(async (flags: ConfigFlags) => {
+    const server = await startServe(resolveConfig(flags));
+    let stopping = false;
+    const stop = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      process.stdout.write(`threadkeep: ${signal}, finishing requests in flight and closing the store\n`);
+      server.close().then(
+        () => process.exit(0),
+        (error) => {
+          process.stderr.write(`threadkeep: shutdown failed: ${error instanceof Error ? error.message : String(error)}\n`);
+          process.exit(1);
+        },
+      );
+    };
+    process.once("SIGINT", () => stop("SIGINT"));
+    process.once("SIGTERM", () => stop("SIGTERM"));
+  });
+}

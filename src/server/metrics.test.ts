@@ -1,0 +1,33 @@
+import { describe, expect, it } from "vitest";
+import { Counter, Histogram, ServerMetrics } from "./metrics.js";
+
+describe("metrics", () => {
+  it("renders labelled counters with escaped values", () => {
+    const counter = new Counter("c_total", "help");
+    counter.inc({ code: 'a"b' });
+    counter.inc({ code: 'a"b' }, 2);
+    expect(counter.get({ code: 'a"b' })).toBe(3);
+    expect(counter.render()).toBe('# HELP c_total help\n# TYPE c_total counter\nc_total{code="a\\"b"} 3');
+  });
+
+  it("renders cumulative histogram buckets, sum and count", () => {
+    const histogram = new Histogram("h_seconds", "help", [0.1, 1]);
+    histogram.observe(0.05);
+    histogram.observe(0.5);
+    histogram.observe(5);
+    expect(histogram.render().split("\n").slice(2)).toEqual([
+      'h_seconds_bucket{le="0.1"} 1',
+      'h_seconds_bucket{le="1"} 2',
+      'h_seconds_bucket{le="+Inf"} 3',
+      "h_seconds_sum 5.55",
+      "h_seconds_count 3",
+    ]);
+  });
+
+  it("exposes every server metric", () => {
+    const text = new ServerMetrics().render();
+    for (const name of ["threadkeep_turns_total", "threadkeep_store_load_seconds", "threadkeep_upstream_seconds", "threadkeep_commit_seconds", "threadkeep_errors_total", "threadkeep_uptime_seconds"]) {
+      expect(text).toContain(`# TYPE ${name} `);
+    }
+  });
+});

@@ -1,0 +1,69 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { StoreUnavailableError } from "../../src/core/errors.js";
+import { createMemoryStore } from "../../src/stores/memory.js";
+import { type Stack, startStack } from "./_stack.js";
+
+let stack: Stack;
+afterEach(async () => {
+  await stack.close();
+});
+
+describe("health, metrics and the API description", () => {
+  it("answers /healthz and /readyz without an API key", async () => {
+    stack = await startStack({ apiKeys: { k: "u" } });
+    expect(await (await stack.request("GET", "/healthz")).json()).toEqual({ status: "ok" });
+    const ready = await stack.request("GET", "/readyz");
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toEqual({ status: "ok", store: "memory" });
+  });
+
+  it("reports 503 on /readyz while the store is unreachable", async () => {
+    const store = createMemoryStore();
+    const down = new Proxy(store, {
+      get: (target, p) => (p === "getSession" ? () => Promise.reject(new StoreUnavailableError("connection refused")) : Reflect.get(target, p)),
+    });
+    stack = await startStack({ store: down });
+    const res = await stack.request("GET", "/readyz");
+    expect(res.status).toBe(503);
+    expect(await res.json()).toMatchObject({ status: "unavailable", error: { code: "store_unavailable" } });
+    expect((await stack.request("GET", "/healthz")).status).toBe(200);
+  });
+
+  it("exposes turns, latency histograms and errors as Prometheus text", async () => {
+    stack = await startStack();
+    await stack.client().chat.completions.create({ model: "m", messages: [{ role: "user", content: "hi" }] });
+    await stack.request("POST", "/v1/chat/completions", { headers: { "x-session-id": "bad" }, body: {} });
+    const res = await stack.request("GET", "/metrics");
+    expect(res.headers.get("content-type")).toContain("text/plain");
+    const text = await res.text();
+    expect(text).toContain('threadkeep_turns_total{outcome="ok",stream="false"} 1');
+    for (const name of ["threadkeep_store_load_seconds", "threadkeep_upstream_seconds", "threadkeep_commit_seconds", "threadkeep_turn_duration_seconds"]) {
+      expect(text).toContain(`# TYPE ${name} histogram`);
+      expect(text).toMatch(new RegExp(`${name}_bucket\\{le="\\+Inf"\\} 1`));
+      expect(text).toContain(`${name}_count 1`);
+    }
+    expect(text).toContain('threadkeep_errors_total{code="invalid_session_id"} 1');
+    expect(text).toContain('threadkeep_http_requests_total{method="POST",route="/v1/chat/completions",status="200"} 1');
+  });
+
+  it("describes every route in /openapi.json", async () => {
+    stack = await startStack();
+    const doc = (await (await stack.request("GET", "/openapi.json")).json()) as { openapi: string; paths: Record<string, Record<string, unknown>> };
+    expect(doc.openapi).toBe("3.1.0");
+    const documented = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`));
+    // Every registered route (printRoutes nests paths; rebuild the full ones) is documented.
+    const registered: string[] = [];
+    const stackOfPaths: string[] = [];
+    for (const line of stack.server.app.printRoutes({ commonPrefix: false }).split("\n")) {
+      const match = /^([│ ]*)[├└]── (\S+) \(([^)]+)\)/.exec(line);
+      if (!match) continue;
+      const depth = match[1].length / 4;
+      stackOfPaths.length = depth;
+      stackOfPaths.push(match[2]);
+      const path = stackOfPaths.join("").replace(/:(\w+)/g, "{$1}");
+      for (const method of match[3].split(", ")) if (method !== "HEAD") registered.push(`${method} ${path}`);
+    }
+    expect(registered.sort()).toEqual([...documented].sort());
+    expect(documented).toHaveLength(16);
+  });
+});

@@ -358,7 +358,6 @@ describe("file store specifics", () => {
 
   it("reports filesystem failures as store_unavailable with the cause", async () => {
     const dir = freshDir();
-    mkdirSync(root, { recursive: true });
     writeFileSync(dir, "a file where the directory should be");
     const blocked = open(dir).store;
     const error = await blocked.getSession(newSessionId()).catch((e) => e);

@@ -57,6 +57,8 @@ export interface LeaseHost {
   channel: string;
   /** Maps a driver error to a coded error (see `toStoreError`). */
   fail: (error: unknown, what: string) => unknown;
+  /** How long close() waits for a query under way before it gives up on it. */
+  patienceMs: number;
 }
 
 /** Turn leases of one store instance, backed by the `leases` and `lease_queue` tables. */
@@ -64,6 +66,7 @@ export class PostgresLeases {
   #host: LeaseHost;
   #lines = new Map<string, Line>();
   #held = new Map<number, string>();
+  #drivers = new Set<Promise<void>>();
   #heartbeat: NodeJS.Timeout | null = null;
   #listening: Promise<unknown> | null = null;
   #closed = false;
@@ -101,7 +104,7 @@ export class PostgresLeases {
       current.queue.push(waiter);
       this.#startHeartbeat();
       this.#signal(sessionId);
-      if (!current.running) void this.#drive(sessionId, current);
+      if (!current.running) this.#start(sessionId, current);
     });
   }
 
@@ -118,8 +121,21 @@ export class PostgresLeases {
       for (const waiter of [...line.queue]) this.#settle(sessionId, line, waiter, closing);
       line.wake?.();
     }
+    // A grant still on the wire lands in #held (or is given back) before the pool goes away.
+    let timer: NodeJS.Timeout | undefined;
+    const patience = new Promise((resolve) => {
+      timer = setTimeout(resolve, this.#host.patienceMs);
+    });
+    await Promise.race([Promise.allSettled(this.#drivers), patience]);
+    clearTimeout(timer);
     // Give held turns back so other processes need not wait for the lapse; best effort on the way out.
     await Promise.allSettled([...this.#held].map(([fence, sessionId]) => this.#release(sessionId, fence)));
+  }
+
+  #start(sessionId: string, line: Line): void {
+    const driver = this.#drive(sessionId, line);
+    this.#drivers.add(driver);
+    void driver.finally(() => this.#drivers.delete(driver));
   }
 
   /** One driver per session line: asks the database for the first waiter, hands out tickets in order. */
@@ -165,7 +181,7 @@ export class PostgresLeases {
     } finally {
       line.running = false;
       if (line.queue.length === 0 && this.#lines.get(sessionId) === line) this.#lines.delete(sessionId);
-      else if (line.queue.length > 0 && !this.#closed) void this.#drive(sessionId, line);
+      else if (line.queue.length > 0 && !this.#closed) this.#start(sessionId, line);
     }
   }
 
@@ -237,7 +253,8 @@ export class PostgresLeases {
 
   #grant(sessionId: string, line: Line, waiter: Waiter, fence: number, expiresAt: number): void {
     if (waiter.done) {
-      // Its wait ran out while the grant was on the wire: give the turn straight back.
+      // Its wait ran out while the grant was on the wire: give the turn straight back (else it lapses).
+      this.#held.set(fence, sessionId);
       void this.#release(sessionId, fence).catch(() => {});
       return;
     }

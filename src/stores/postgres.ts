@@ -104,6 +104,9 @@ function bodyOf(message: MessageInput): string {
   return JSON.stringify(rest);
 }
 
+/** A time for a `bigint` column: whole milliseconds, or null for "now". */
+const ms = (at: number | undefined) => (at === undefined ? null : Math.round(at));
+
 /** Lower-cased as the other stores compare; U+0000 dropped because PostgreSQL text cannot hold it. */
 const searchable = (text: string) => text.toLowerCase().replaceAll("\u0000", "");
 
@@ -221,7 +224,12 @@ export function createPostgresStore(options: PostgresStoreOptions): SessionStore
     }
   };
 
-  const leases = new PostgresLeases({ sql: connected, channel, fail: toStoreError });
+  const leases = new PostgresLeases({
+    sql: connected,
+    channel,
+    fail: toStoreError,
+    patienceMs: queryTimeoutMs,
+  });
 
   /** Locks the session row for a change of its messages; the seq lock appends also take. */
   const lockSession = async (tx: postgres.TransactionSql<Record<string, unknown>>, id: string) => {
@@ -247,9 +255,9 @@ export function createPostgresStore(options: PostgresStoreOptions): SessionStore
     createSession: (input: SessionInput) =>
       run("createSession", async (sql) => {
         const [row] = await sql<SessionRow[]>`
-          WITH t AS (SELECT coalesce(${input.createdAt ?? null}::bigint, threadkeep_now_ms()) AS created)
+          WITH t AS (SELECT coalesce(${ms(input.createdAt)}::bigint, threadkeep_now_ms()) AS created)
           INSERT INTO sessions (id, user_id, created_at, last_activity_at, metadata)
-          SELECT ${input.id}, ${input.userId}, t.created, coalesce(${input.lastActivityAt ?? null}::bigint, t.created),
+          SELECT ${input.id}, ${input.userId}, t.created, coalesce(${ms(input.lastActivityAt)}::bigint, t.created),
                  ${JSON.stringify(input.metadata ?? {})}
           FROM t
           RETURNING id, user_id, created_at, last_activity_at, metadata`;
@@ -295,7 +303,7 @@ export function createPostgresStore(options: PostgresStoreOptions): SessionStore
     touchSession: (id, at) =>
       run("touchSession", async (sql) => {
         const result = await sql`
-          UPDATE sessions SET last_activity_at = coalesce(${at ?? null}::bigint, threadkeep_now_ms()) WHERE id = ${id}`;
+          UPDATE sessions SET last_activity_at = coalesce(${ms(at)}::bigint, threadkeep_now_ms()) WHERE id = ${id}`;
         if (result.count === 0) throw new SessionNotFoundError(id);
       }),
 
@@ -385,7 +393,7 @@ export function createPostgresStore(options: PostgresStoreOptions): SessionStore
         // A missing session fails the foreign key, which maps to session_not_found.
         const [row] = await sql<SummaryRow[]>`
           INSERT INTO summaries (session_id, from_seq, to_seq, created_at, content, metadata)
-          VALUES (${id}, ${input.fromSeq}, ${input.toSeq}, coalesce(${input.createdAt ?? null}::bigint, threadkeep_now_ms()),
+          VALUES (${id}, ${input.fromSeq}, ${input.toSeq}, coalesce(${ms(input.createdAt)}::bigint, threadkeep_now_ms()),
                   ${input.content}, ${input.metadata === undefined ? null : JSON.stringify(input.metadata)})
           RETURNING id, from_seq, to_seq, created_at, content, metadata`;
         return toSummary(row);
@@ -437,7 +445,7 @@ export function createPostgresStore(options: PostgresStoreOptions): SessionStore
               ? sql`m.tsv @@ websearch_to_tsquery(${lang}::regconfig, ${query.text})`
               : sql`strpos(m.search_text, ${searchable(query.text)}) > 0`
           }
-          ORDER BY m.created_at DESC, m.seq DESC LIMIT ${query.limit ?? DEFAULT_SEARCH_LIMIT}`;
+          ORDER BY m.created_at DESC, m.seq DESC LIMIT ${Math.max(0, Math.floor(query.limit ?? DEFAULT_SEARCH_LIMIT))}`;
         return rows.map((row) => {
           const message = toMessage(row);
           const text = messageText(message);
@@ -459,7 +467,7 @@ export function createPostgresStore(options: PostgresStoreOptions): SessionStore
           "expire",
           (sql) => sql<{ id: string }[]>`
           WITH victims AS (
-            SELECT id FROM sessions WHERE last_activity_at < ${olderThan}
+            SELECT id FROM sessions WHERE last_activity_at < ${Math.ceil(olderThan)}
             ORDER BY last_activity_at LIMIT ${batchSize} FOR UPDATE SKIP LOCKED
           ), gone AS (
             DELETE FROM sessions s USING victims v WHERE s.id = v.id RETURNING s.id
@@ -476,7 +484,7 @@ export function createPostgresStore(options: PostgresStoreOptions): SessionStore
         await sql`
           DELETE FROM leases WHERE session_id IN (
             SELECT l.session_id FROM leases l
-            WHERE l.expires_at < ${olderThan} AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = l.session_id)
+            WHERE l.expires_at < ${Math.ceil(olderThan)} AND NOT EXISTS (SELECT 1 FROM sessions s WHERE s.id = l.session_id)
             LIMIT ${batchSize})`;
       });
       return removed;

@@ -202,8 +202,9 @@ export interface StoreCapabilities {
 
 /**
  * The store contract. One store serves all sessions; every method is async; results are copies.
- * Methods on a missing session throw `session_not_found` unless documented otherwise.
- * Ownership is checked by `Memory`, not here: a store is trusted code.
+ * Writes on a missing session throw `session_not_found`; reads of one (`getMessages`, `countMessages`,
+ * `listSummaries`) return empty. Session ids reach a store in canonical (lower-case) form: `Memory`
+ * validates them with `parseSessionId`. Ownership is checked by `Memory`, not here: a store is trusted code.
  */
 export interface SessionStore {
   /** The backend's name (`memory`, `file`, `sqlite`, `postgres`, `redis`). */
@@ -235,7 +236,7 @@ export interface SessionStore {
   appendMessages(sessionId: string, messages: MessageInput[], options?: AppendOptions): Promise<Message[]>;
   /** Reads messages, oldest first. A missing session reads as empty. */
   getMessages(sessionId: string, query?: MessageQuery): Promise<Message[]>;
-  /** Number of stored messages. */
+  /** Number of stored messages (0 for a missing session). */
   countMessages(sessionId: string): Promise<number>;
   /** Removes and returns the last message, or null when there is none. */
   popMessage(sessionId: string): Promise<Message | null>;
@@ -243,7 +244,7 @@ export interface SessionStore {
   truncateAfter(sessionId: string, seq: number): Promise<number>;
 
   saveSummary(sessionId: string, summary: SummaryInput): Promise<Summary>;
-  /** Summaries ordered by `fromSeq`. */
+  /** Summaries ordered by `fromSeq` (empty for a missing session). */
   listSummaries(sessionId: string): Promise<Summary[]>;
 
   /** The state; `{ version: 0, data: {} }` when never written. */

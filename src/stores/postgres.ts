@@ -83,11 +83,13 @@ const toSession = (row: SessionRow): Session => ({
   metadata: JSON.parse(row.metadata),
 });
 
-const toMessage = (row: MessageRow): Message => ({
-  ...JSON.parse(row.body),
-  seq: row.seq,
-  createdAt: row.created_at,
-});
+/** A fresh object per read; the body never holds seq or createdAt (see {@link bodyOf}). */
+function toMessage(row: MessageRow): Message {
+  const message = JSON.parse(row.body) as Message;
+  message.seq = row.seq;
+  message.createdAt = row.created_at;
+  return message;
+}
 
 const toSummary = (row: SummaryRow): Summary => ({
   id: row.id,

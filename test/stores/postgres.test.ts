@@ -193,6 +193,29 @@ describe.runIf(enabled === true)("postgres store specifics", () => {
     expectAdjacentTurns(await store.getMessages(session.id), 200);
   }, 120_000);
 
+  it("keeps arrival order across stores, even against a waiter in the releasing store", async () => {
+    const session = await store.createSession({ id: newSessionId(), userId: "u" });
+    const other = open();
+    try {
+      const order: string[] = [];
+      const held = await store.acquireLease(session.id);
+      const take = (s: SessionStore, name: string) =>
+        s.acquireLease(session.id, { waitMs: 10_000 }).then(async (lease) => {
+          order.push(name);
+          await lease.release();
+        });
+      const first = take(other, "other store, arrived first");
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      const second = take(store, "same store, arrived second");
+      await new Promise((resolve) => setTimeout(resolve, 150));
+      await held.release();
+      await Promise.all([first, second]);
+      expect(order).toEqual(["other store, arrived first", "same store, arrived second"]);
+    } finally {
+      await other.close();
+    }
+  });
+
   it("gives a crashed holder's turn to another store once its lease lapses", async () => {
     const session = await store.createSession({ id: newSessionId(), userId: "u" });
     const other = open();

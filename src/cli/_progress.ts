@@ -31,14 +31,16 @@ export interface Progress {
   finish(): void;
 }
 
-/** "850ms", "42s", "3m05s", "1h02m". */
+/** "850ms", "42s", "3m05s", "1h02m", "7d", "2d03h". */
 export function formatDuration(ms: number): string {
   if (!Number.isFinite(ms)) return "?";
   if (ms < 1000) return `${Math.round(ms)}ms`;
   const s = Math.round(ms / 1000);
   if (s < 60) return `${s}s`;
   if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, "0")}s`;
-  return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
+  if (s < 86_400) return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
+  const hours = Math.floor((s % 86_400) / 3600);
+  return `${Math.floor(s / 86_400)}d${hours > 0 ? `${String(hours).padStart(2, "0")}h` : ""}`;
 }
 
 const BAR_WIDTH = 24;

@@ -10,11 +10,10 @@ import { iterateAllSessions } from "../core/enumerate.js";
 import { SessionNotFoundError, ThreadkeepError } from "../core/errors.js";
 import { parseSessionId } from "../core/ids.js";
 import type { Session, SessionStore } from "../core/types.js";
-import { createStore } from "../stores/url.js";
 import { write, type Output } from "./_format.js";
 import { bundleLines, headerLine, readExport, type FormatProblem, type SessionBundle } from "./_jsonl-format.js";
 import { forEachConcurrent, importSessionBundle, readSessionBundle, type ImportOutcome } from "./_session-copy.js";
-import { DEFAULT_STORE_URL, resolveConfig } from "./options.js";
+import { addStoreUrlOption, withStore } from "./_store.js";
 
 /** Which sessions to export. */
 export type ExportSelection = { sessionId: string } | { userId: string } | { all: true };
@@ -134,16 +133,6 @@ function selectionOf(opts: { session?: string; user?: string; all?: boolean }): 
   return { all: true };
 }
 
-async function withStore<T>(url: string | undefined, fn: (store: SessionStore) => Promise<T>): Promise<T> {
-  const config = resolveConfig({ store: url });
-  const store = await createStore(config.store, { ttlMs: config.ttlMs });
-  try {
-    return await fn(store);
-  } finally {
-    await store.close();
-  }
-}
-
 function fileLines(file: string): () => AsyncIterable<string> | Iterable<string> {
   if (file !== "-") return () => createInterface({ input: createReadStream(file), crlfDelay: Number.POSITIVE_INFINITY });
   // Standard input can be read only once; --strict reads twice, so keep it.
@@ -159,22 +148,20 @@ function fileLines(file: string): () => AsyncIterable<string> | Iterable<string>
     })();
 }
 
-const STORE_HELP = `session store URL (env THREADKEEP_STORE; default ${DEFAULT_STORE_URL})`;
-
 /** Adds `threadkeep export` and `threadkeep import`. */
 export function register(program: Command): void {
-  program
+  const exportCommand = program
     .command("export")
     .description("Write sessions as JSONL: sessions, messages, summaries and state (format in docs/cli.md)")
     .option("--session <id>", "export one session")
     .option("--user <id>", "export one owner's sessions")
     .option("--all", "export every session (the default)")
-    .option("-o, --output <file>", "write to this file instead of standard output")
-    .option("--store <url>", STORE_HELP)
+    .option("-o, --output <file>", "write to this file instead of standard output");
+  addStoreUrlOption(exportCommand)
     .addHelpText("after", "\nExamples:\n  threadkeep export --all -o backup.jsonl\n  threadkeep export --session 5f0c…  | jq .")
     .action(async (opts: { session?: string; user?: string; all?: boolean; output?: string; store?: string }) => {
       const selection = selectionOf(opts);
-      await withStore(opts.store, async (store) => {
+      await withStore(opts, async (store) => {
         const out: Output = opts.output ? createWriteStream(opts.output) : process.stdout;
         const report = await exportSessions(store, selection, (line) => write(out, `${line}\n`));
         if (opts.output) await new Promise<void>((resolve, reject) => out.end((error?: Error | null) => (error ? reject(error) : resolve())));
@@ -182,21 +169,21 @@ export function register(program: Command): void {
       });
     });
 
-  program
+  const importCommand = program
     .command("import")
     .description("Read sessions from a threadkeep JSONL export; importing the same file again changes nothing")
     .argument("<file>", "export file, or - for standard input")
-    .option("--strict", "check the whole file first and import nothing if any line is bad")
-    .option("--store <url>", STORE_HELP)
+    .option("--strict", "check the whole file first and import nothing if any line is bad");
+  addStoreUrlOption(importCommand)
     .addHelpText(
       "after",
       "\nA bad line is reported with its line number and its session is skipped; the other sessions are\nimported and the exit code is 1. A session already in the store is skipped when identical,\ncompleted when the store holds the beginning of it, and reported when it differs.",
     )
     .action(async (file: string, opts: { strict?: boolean; store?: string }) => {
-      await withStore(opts.store, async (store) => {
+      await withStore(opts, async (store) => {
         const report = await importSessions(store, fileLines(file), {
           strict: opts.strict,
-          onProblem: (p) => process.stderr.write(`${file}:${p.line}: ${p.message}\n`),
+          onProblem: (p) => process.stderr.write(`${file}:${p.line}${p.toLine ? `-${p.toLine}` : ""}: ${p.message}\n`),
         });
         const { created, appended, updated, unchanged } = report.counts;
         if (opts.strict && report.problems.length > 0) {

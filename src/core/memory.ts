@@ -1,5 +1,24 @@
 import { assembleContext } from "./context/assemble.js";
+import { type CompactionOptions, type CompactionResult, Compactor } from "./context/compaction.js";
+import { loadContext } from "./context/load.js";
+import { parseContextPreferences, readPreferences } from "./context/preferences.js";
+import type { Summarizer } from "./context/summarize.js";
 import type { AssembledContext, ContextPreferences } from "./context/types.js";
+import {
+  type ConversationState,
+  type EntityRef,
+  newPending,
+  type PendingConfirmation,
+  type PendingInput,
+  parseConversationPatch,
+  patchConversation,
+  readConversation,
+  withIntent,
+  withReference,
+} from "./state/conversation.js";
+import { createResolver, type Resolution, type Resolver, type ResolverOptions } from "./state/references.js";
+import { SessionHandle } from "./session-handle.js";
+import { type StateAccess, changeConversation, clearUsedPreferences, storePreferences, takePending } from "./state/session-state.js";
 import { isThreadkeepError, SessionNotFoundError, ThreadkeepError } from "./errors.js";
 import { newSessionId, parseSessionId } from "./ids.js";
 import { validateMessages } from "./messages.js";
@@ -18,6 +37,8 @@ import type {
   SessionStore,
   Summary,
 } from "./types.js";
+
+export { SessionHandle } from "./session-handle.js";
 
 /** Options of {@link createMemory}. */
 export interface MemoryOptions {
@@ -39,6 +60,17 @@ export interface MemoryOptions {
   leaseTtlMs?: number;
   /** How long a turn waits for the turns ahead of it before failing with `session_busy`. @default 60000 */
   turnWaitMs?: number;
+  /**
+   * Summarises older messages (e.g. `createSummarizer` from `threadkeep/llm/summarizer`). Without one
+   * nothing is summarised and the message cap drops the oldest; with one, it drops only summarised messages.
+   */
+  summarizer?: Summarizer;
+  /** When older messages are summarised (with a summarizer). @default { threshold: 20, maxBatch: 100, background: false } */
+  compaction?: CompactionOptions;
+  /** Phrase lists of {@link Memory.resolve}. @default English and Dutch built in */
+  resolver?: ResolverOptions;
+  /** Tell the model the conversational state ("Recently referenced: task 42") in a system note. @default true */
+  stateNote?: boolean;
 }
 
 /** Whose session an operation concerns. */
@@ -57,8 +89,10 @@ export interface BuildContextOptions extends OwnerOptions {
   model?: string;
   window?: number;
   tokenBudget?: number;
-  /** Apply these instead of the stored preferences. */
+  /** Apply these instead of the stored preferences (which are then left as they are). */
   preferences?: ContextPreferences;
+  /** The time confirmations are checked against. @default Date.now() */
+  now?: number;
 }
 
 /** The resolved settings of a {@link Memory}. */
@@ -70,6 +104,8 @@ export interface MemorySettings {
   defaultUserId: string;
   leaseTtlMs: number;
   turnWaitMs: number;
+  compaction: Required<CompactionOptions>;
+  stateNote: boolean;
 }
 
 /**
@@ -80,6 +116,8 @@ export class Memory {
   readonly settings: MemorySettings;
   #store: Promise<SessionStore>;
   #sweep?: NodeJS.Timeout;
+  #compactor: Compactor;
+  #resolver: Resolver;
 
   constructor(options: MemoryOptions) {
     const storeOption = options.store;
@@ -98,7 +136,15 @@ export class Memory {
       defaultUserId: options.defaultUserId ?? DEFAULTS.userId,
       leaseTtlMs: options.leaseTtlMs ?? DEFAULTS.leaseTtlMs,
       turnWaitMs: options.turnWaitMs ?? DEFAULTS.turnWaitMs,
+      compaction: {
+        threshold: options.compaction?.threshold ?? DEFAULTS.window,
+        maxBatch: options.compaction?.maxBatch ?? 100,
+        background: options.compaction?.background ?? false,
+      },
+      stateNote: options.stateNote ?? true,
     };
+    this.#compactor = new Compactor(options.summarizer, { window: this.settings.window, maxMessages: this.settings.maxMessages, ...this.settings.compaction });
+    this.#resolver = createResolver(options.resolver);
     if (options.sweepIntervalMs) {
       this.#sweep = setInterval(() => {
         this.expire().catch((error) => console.warn(`[threadkeep] expiry sweep failed: ${error}`));
@@ -183,14 +229,26 @@ export class Memory {
     return (await this.#store).updateSessionMetadata(session.id, metadata);
   }
 
-  /** Appends messages (creating the session if needed), applying the message cap. */
+  /**
+   * Appends messages (creating the session if needed), applying the message cap. With a summarizer,
+   * older messages are summarised first and the cap drops only what a summary covers; a failed
+   * summary is logged and loses nothing.
+   */
   async addMessages(sessionId: string, messages: MessageInput[], options: OwnerOptions & { fence?: number } = {}): Promise<Message[]> {
     const valid = validateMessages(messages);
     const session = await this.#resolve(sessionId, this.#owner(options), true);
-    return (await this.#store).appendMessages(session.id, valid, {
-      maxMessages: this.settings.maxMessages,
-      fence: options.fence,
-    });
+    const store = await this.#store;
+    if (!this.#compactor.summarizer) return store.appendMessages(session.id, valid, { maxMessages: this.settings.maxMessages, fence: options.fence });
+    const added = await store.appendMessages(session.id, valid, { fence: options.fence });
+    const compaction = this.#compactor.run(store, session.id);
+    if (!this.settings.compaction.background) await compaction;
+    return added;
+  }
+
+  /** Summarises and caps a session now (what `addMessages` does after appending, with a summarizer). */
+  async compact(sessionId: string, options: OwnerOptions = {}): Promise<CompactionResult> {
+    const session = await this.#resolve(sessionId, this.#owner(options), false);
+    return this.#compactor.run(await this.#store, session.id);
   }
 
   /** Reads messages, oldest first. */
@@ -327,22 +385,124 @@ export class Memory {
     const session = await this.#resolve(sessionId, this.#owner(options), true);
     const store = await this.#store;
     const window = options.window ?? this.settings.window;
-    const [history, summaries, state] = await Promise.all([
-      store.getMessages(session.id, { last: window }),
-      store.listSummaries(session.id),
-      store.getState(session.id),
-    ]);
-    return assembleContext({
+    const loaded = await loadContext(store, session.id, window, options.preferences);
+    const context = assembleContext({
       system: options.system ?? [],
-      history,
-      summaries,
-      state,
+      history: loaded.history,
+      summaries: loaded.summaries,
+      state: loaded.state,
       input: options.input ?? [],
       window,
       tokenBudget: options.tokenBudget ?? this.settings.tokenBudget,
       model: options.model,
-      preferences: options.preferences,
+      preferences: loaded.preferences,
+      now: options.now,
+      ...(this.settings.stateNote ? {} : { stateNote: null }),
     });
+    if (loaded.stored && !loaded.stored.sticky) {
+      // The context is built; failing the turn over this cleanup would be worse than applying them again.
+      await clearUsedPreferences({ store, sessionId: session.id }, loaded.stored).catch((error) =>
+        console.warn(`[threadkeep] clearing used preferences of session ${session.id} failed: ${error}`),
+      );
+    }
+    return context;
+  }
+
+  async #access(sessionId: string, options: OwnerOptions, create = true): Promise<StateAccess> {
+    const session = await this.#resolve(sessionId, this.#owner(options), create);
+    return { store: await this.#store, sessionId: session.id };
+  }
+
+  /** The stored context preferences, if any. */
+  async getPreferences(sessionId: string, options: OwnerOptions = {}): Promise<ContextPreferences | undefined> {
+    const { store, sessionId: id } = await this.#access(sessionId, options, false);
+    return readPreferences((await store.getState(id)).data);
+  }
+
+  /**
+   * Stores context preferences for the next assembly (then cleared unless `sticky`); `merge` keeps
+   * stored fields not given. @returns what is stored. @throws `invalid_request` naming the field.
+   */
+  async setPreferences(
+    sessionId: string,
+    preferences: ContextPreferences,
+    options: OwnerOptions & { merge?: boolean } = {},
+  ): Promise<ContextPreferences | undefined> {
+    const valid = parseContextPreferences(preferences);
+    return storePreferences(await this.#access(sessionId, options), valid, options.merge ?? false);
+  }
+
+  /** Searches the session and focuses the next context on the newest hit (± `around` messages). */
+  async recall(
+    sessionId: string,
+    text: string,
+    options: OwnerOptions & { mode?: "substring" | "fulltext"; around?: number; sticky?: boolean } = {},
+  ): Promise<SearchHit | null> {
+    const [hit] = await this.search(text, { userId: options.userId, sessionId, mode: options.mode, limit: 1 });
+    if (!hit) return null;
+    const around = options.around ?? 2;
+    const focusRange = { fromSeq: Math.max(1, hit.seq - around), toSeq: hit.seq + around };
+    await this.setPreferences(sessionId, { focusRange, ...(options.sticky ? { sticky: true } : {}) }, { userId: options.userId, merge: true });
+    return hit;
+  }
+
+  /** The conversational state: last intent, referenced entities, pending confirmation. */
+  async getConversation(sessionId: string, options: OwnerOptions = {}): Promise<ConversationState> {
+    const { store, sessionId: id } = await this.#access(sessionId, options, false);
+    return readConversation((await store.getState(id)).data);
+  }
+
+  /** Changes the conversational state: given fields replace, `null` clears. @throws `invalid_request` naming the field. */
+  async patchConversation(sessionId: string, patch: unknown, options: OwnerOptions = {}): Promise<ConversationState> {
+    const valid = parseConversationPatch(patch);
+    return changeConversation(await this.#access(sessionId, options), (state) => {
+      const next = patchConversation(state, valid);
+      return [next, next];
+    });
+  }
+
+  /** Records an entity the conversation just referenced; "that task" resolves to the latest task. */
+  async addReference(sessionId: string, entity: Omit<EntityRef, "at">, options: OwnerOptions = {}): Promise<ConversationState> {
+    return changeConversation(await this.#access(sessionId, options), (state) => {
+      const next = withReference(state, entity);
+      return [next, next];
+    });
+  }
+
+  /** Records the user's last intent, as the application names it. */
+  async setIntent(sessionId: string, name: string, options: OwnerOptions = {}): Promise<ConversationState> {
+    return changeConversation(await this.#access(sessionId, options), (state) => {
+      const next = withIntent(state, name);
+      return [next, next];
+    });
+  }
+
+  /** Asks for a confirmation: the action waits (replacing any earlier one) until confirmed, cancelled or expired. */
+  async setPendingConfirmation(sessionId: string, input: PendingInput, options: OwnerOptions = {}): Promise<PendingConfirmation> {
+    const pending = newPending(input);
+    return changeConversation(await this.#access(sessionId, options), (state) => [{ ...state, pending }, pending]);
+  }
+
+  /**
+   * Takes the pending confirmation to execute it: returned to exactly one caller, and null when there
+   * is none, it expired, or it is not the one with `id`.
+   */
+  async confirmPending(sessionId: string, options: OwnerOptions & { id?: string; now?: number } = {}): Promise<PendingConfirmation | null> {
+    return takePending(await this.#access(sessionId, options), options);
+  }
+
+  /** Drops the pending confirmation. @returns it, or null when there was none (or it had expired). */
+  async cancelPending(sessionId: string, options: OwnerOptions & { now?: number } = {}): Promise<PendingConfirmation | null> {
+    return takePending(await this.#access(sessionId, options), options);
+  }
+
+  /**
+   * What a user message means for the conversational state, without a model call: a yes or no to
+   * the pending confirmation (`expired` when it lapsed), a reference to the latest entity, or none.
+   * It changes nothing: call {@link confirmPending} or {@link cancelPending} to act on it.
+   */
+  async resolve(sessionId: string, text: string, options: OwnerOptions & { now?: number } = {}): Promise<Resolution> {
+    return this.#resolver.resolve(text, await this.getConversation(sessionId, options), options.now);
   }
 
   /** Deletes sessions inactive longer than `ttlMs`. @returns their ids. */
@@ -354,64 +514,9 @@ export class Memory {
   /** Stops the sweep and closes the store. */
   async close(): Promise<void> {
     if (this.#sweep) clearInterval(this.#sweep);
+    await this.#compactor.idle();
     const store = await this.#store.catch(() => null);
     await store?.close();
-  }
-}
-
-/** A session of one owner, bound for convenience: every method forwards to {@link Memory}. */
-export class SessionHandle {
-  readonly #memory: Memory;
-  readonly id: string;
-  readonly userId: string;
-
-  constructor(memory: Memory, id: string, userId: string) {
-    this.#memory = memory;
-    this.id = id;
-    this.userId = userId;
-  }
-
-  #owner(): OwnerOptions {
-    return { userId: this.userId };
-  }
-
-  /** The session record. */
-  info(): Promise<Session> {
-    return this.#memory.getSession(this.id, { ...this.#owner(), create: true });
-  }
-  addMessage(message: MessageInput): Promise<Message> {
-    return this.#memory.addMessages(this.id, [message], this.#owner()).then(([stored]) => stored);
-  }
-  addMessages(messages: MessageInput[]): Promise<Message[]> {
-    return this.#memory.addMessages(this.id, messages, this.#owner());
-  }
-  getMessages(query: MessageQuery = {}): Promise<Message[]> {
-    return this.#memory.getMessages(this.id, { ...query, ...this.#owner() });
-  }
-  search(text: string, options: { mode?: "substring" | "fulltext"; limit?: number } = {}): Promise<SearchHit[]> {
-    return this.#memory.search(text, { ...options, ...this.#owner(), sessionId: this.id });
-  }
-  getState(): Promise<SessionState> {
-    return this.#memory.getState(this.id, this.#owner());
-  }
-  updateState(update: (data: Record<string, unknown>) => Record<string, unknown>): Promise<SessionState> {
-    return this.#memory.updateState(this.id, update, this.#owner());
-  }
-  context(options: Omit<BuildContextOptions, "userId"> = {}): Promise<AssembledContext> {
-    return this.#memory.buildContext(this.id, { ...options, ...this.#owner() });
-  }
-  clear(): Promise<void> {
-    return this.#memory.clear(this.id, this.#owner());
-  }
-  undoTurn(): Promise<Message[]> {
-    return this.#memory.undoTurn(this.id, this.#owner());
-  }
-  async fork(options: { atSeq?: number; id?: string } = {}): Promise<SessionHandle> {
-    const fork = await this.#memory.fork(this.id, { ...options, ...this.#owner() });
-    return new SessionHandle(this.#memory, fork.id, this.userId);
-  }
-  delete(): Promise<void> {
-    return this.#memory.deleteSession(this.id, this.#owner());
   }
 }
 

@@ -1,0 +1,59 @@
+import type { Message, SessionState, SessionStore, Summary } from "../types.js";
+import { readPreferences } from "./preferences.js";
+import type { ContextPreferences } from "./types.js";
+
+/** Messages read on each side of a focused or pinned seq, so a tool call travels with its results. */
+export const NEIGHBOURS = 8;
+
+/** What assembling a session's context needs, read from the store. */
+export interface LoadedContext {
+  /** Window, focused and pinned messages, by seq, without duplicates. */
+  history: Message[];
+  summaries: Summary[];
+  state: SessionState;
+  /** The preferences to apply: the caller's, else the stored ones. */
+  preferences?: ContextPreferences;
+  /** The stored preferences applied (to clear after use unless sticky); unset when the caller gave its own. */
+  stored?: ContextPreferences;
+}
+
+/** Seq spans around pinned seqs, merged where they touch. */
+function pinSpans(pins: readonly number[]): [number, number][] {
+  const spans: [number, number][] = [];
+  for (const pin of [...pins].sort((a, b) => a - b)) {
+    const last = spans.at(-1);
+    if (last && pin - NEIGHBOURS <= last[1] + 1) last[1] = pin + NEIGHBOURS;
+    else spans.push([pin - NEIGHBOURS, pin + NEIGHBOURS]);
+  }
+  return spans;
+}
+
+/**
+ * Reads a session's window, summaries and state at once; when preferences ask for more (a larger
+ * window, a focus range, pinned messages) those are read next, so a plain turn costs one round.
+ */
+export async function loadContext(
+  store: SessionStore,
+  sessionId: string,
+  window: number,
+  override?: ContextPreferences,
+): Promise<LoadedContext> {
+  const [recent, summaries, state] = await Promise.all([
+    window > 0 ? store.getMessages(sessionId, { last: window }) : Promise.resolve([]),
+    store.listSummaries(sessionId),
+    store.getState(sessionId),
+  ]);
+  const stored = override ? undefined : readPreferences(state.data);
+  const preferences = override ?? stored;
+  if (!preferences) return { history: recent, summaries, state };
+  const reads: Promise<Message[]>[] = [];
+  if ((preferences.maxRecentMessages ?? 0) > window) reads.push(store.getMessages(sessionId, { last: preferences.maxRecentMessages }));
+  const focus = preferences.focusRange;
+  if (focus) reads.push(store.getMessages(sessionId, { fromSeq: focus.fromSeq - NEIGHBOURS, toSeq: focus.toSeq + NEIGHBOURS }));
+  for (const [from, to] of pinSpans(preferences.pinnedSeqs ?? [])) reads.push(store.getMessages(sessionId, { fromSeq: from, toSeq: to }));
+  if (reads.length === 0) return { history: recent, summaries, state, preferences, stored };
+  const bySeq = new Map<number, Message>();
+  for (const batch of [recent, ...(await Promise.all(reads))]) for (const m of batch) bySeq.set(m.seq, m);
+  const history = [...bySeq.values()].sort((a, b) => a.seq - b.seq);
+  return { history, summaries, state, preferences, stored };
+}

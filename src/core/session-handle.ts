@@ -1,0 +1,88 @@
+import type { ContextPreferences, AssembledContext } from "./context/types.js";
+import type { BuildContextOptions, Memory, OwnerOptions } from "./memory.js";
+import type { ConversationState, EntityRef, PendingConfirmation, PendingInput } from "./state/conversation.js";
+import type { Resolution } from "./state/references.js";
+import type { Message, MessageInput, MessageQuery, SearchHit, Session, SessionState } from "./types.js";
+
+/** A session of one owner, bound for convenience: every method forwards to {@link Memory}. */
+export class SessionHandle {
+  readonly #memory: Memory;
+  readonly id: string;
+  readonly userId: string;
+
+  constructor(memory: Memory, id: string, userId: string) {
+    this.#memory = memory;
+    this.id = id;
+    this.userId = userId;
+  }
+
+  #owner(): OwnerOptions {
+    return { userId: this.userId };
+  }
+
+  /** The session record. */
+  info(): Promise<Session> {
+    return this.#memory.getSession(this.id, { ...this.#owner(), create: true });
+  }
+  addMessage(message: MessageInput): Promise<Message> {
+    return this.#memory.addMessages(this.id, [message], this.#owner()).then(([stored]) => stored);
+  }
+  addMessages(messages: MessageInput[]): Promise<Message[]> {
+    return this.#memory.addMessages(this.id, messages, this.#owner());
+  }
+  getMessages(query: MessageQuery = {}): Promise<Message[]> {
+    return this.#memory.getMessages(this.id, { ...query, ...this.#owner() });
+  }
+  search(text: string, options: { mode?: "substring" | "fulltext"; limit?: number } = {}): Promise<SearchHit[]> {
+    return this.#memory.search(text, { ...options, ...this.#owner(), sessionId: this.id });
+  }
+  getState(): Promise<SessionState> {
+    return this.#memory.getState(this.id, this.#owner());
+  }
+  updateState(update: (data: Record<string, unknown>) => Record<string, unknown>): Promise<SessionState> {
+    return this.#memory.updateState(this.id, update, this.#owner());
+  }
+  context(options: Omit<BuildContextOptions, "userId"> = {}): Promise<AssembledContext> {
+    return this.#memory.buildContext(this.id, { ...options, ...this.#owner() });
+  }
+  clear(): Promise<void> {
+    return this.#memory.clear(this.id, this.#owner());
+  }
+  undoTurn(): Promise<Message[]> {
+    return this.#memory.undoTurn(this.id, this.#owner());
+  }
+  async fork(options: { atSeq?: number; id?: string } = {}): Promise<SessionHandle> {
+    const fork = await this.#memory.fork(this.id, { ...options, ...this.#owner() });
+    return new SessionHandle(this.#memory, fork.id, this.userId);
+  }
+  delete(): Promise<void> {
+    return this.#memory.deleteSession(this.id, this.#owner());
+  }
+  conversation(): Promise<ConversationState> {
+    return this.#memory.getConversation(this.id, this.#owner());
+  }
+  resolve(text: string, options: { now?: number } = {}): Promise<Resolution> {
+    return this.#memory.resolve(this.id, text, { ...options, ...this.#owner() });
+  }
+  addReference(entity: Omit<EntityRef, "at">): Promise<ConversationState> {
+    return this.#memory.addReference(this.id, entity, this.#owner());
+  }
+  setIntent(name: string): Promise<ConversationState> {
+    return this.#memory.setIntent(this.id, name, this.#owner());
+  }
+  setPendingConfirmation(input: PendingInput): Promise<PendingConfirmation> {
+    return this.#memory.setPendingConfirmation(this.id, input, this.#owner());
+  }
+  confirmPending(options: { id?: string; now?: number } = {}): Promise<PendingConfirmation | null> {
+    return this.#memory.confirmPending(this.id, { ...options, ...this.#owner() });
+  }
+  cancelPending(): Promise<PendingConfirmation | null> {
+    return this.#memory.cancelPending(this.id, this.#owner());
+  }
+  setPreferences(preferences: ContextPreferences, options: { merge?: boolean } = {}): Promise<ContextPreferences | undefined> {
+    return this.#memory.setPreferences(this.id, preferences, { ...options, ...this.#owner() });
+  }
+  recall(text: string, options: { mode?: "substring" | "fulltext"; around?: number; sticky?: boolean } = {}): Promise<SearchHit | null> {
+    return this.#memory.recall(this.id, text, { ...options, ...this.#owner() });
+  }
+}

@@ -1,0 +1,73 @@
+import { formatTranscript, type SummarizeRequest, type Summarizer } from "../core/context/summarize.js";
+import { createUpstream, type Upstream, UpstreamError } from "./openai-compatible.js";
+
+/** The instructions the default summarizer gives its model. */
+export const DEFAULT_SUMMARY_INSTRUCTIONS =
+  "You maintain the running summary of a conversation between a user and an assistant. Write a concise summary " +
+  "that keeps what later turns may need: facts about the user, decisions, open questions and tasks, names, ids " +
+  "and numbers (keep them exact), and what tools returned. Fold the previous summary in; drop small talk. Write " +
+  "in the conversation's language, in plain prose or short bullet points, without preamble.";
+
+/** Options of {@link createSummarizer}. */
+export interface SummarizerOptions {
+  /** Base URL of an OpenAI-compatible API including the version path, e.g. `http://127.0.0.1:11434/v1`. */
+  baseUrl: string;
+  /** Sent as `Authorization: Bearer …` when set. */
+  apiKey?: string;
+  /** The model that writes summaries (a small, cheap one does well). */
+  model: string;
+  /** Longest summary, in tokens (sent as `max_tokens`). @default 500 */
+  maxTokens?: number;
+  /** @default 0.2 */
+  temperature?: number;
+  /** The system prompt. @default {@link DEFAULT_SUMMARY_INSTRUCTIONS} */
+  instructions?: string;
+  /** Longer message texts are cut to this many characters in the transcript. @default 2000 */
+  maxCharsPerMessage?: number;
+  /** Gives up after this long. @default 60000 */
+  timeoutMs?: number;
+  /** Extra fields merged into the request body (e.g. `{ max_completion_tokens: 500 }` for models that want it). */
+  extraBody?: Record<string, unknown>;
+  /** An existing client to use instead of one made from `baseUrl` and `apiKey`. */
+  upstream?: Upstream;
+}
+
+/** The chat request body the default summarizer sends for a request. */
+export function summaryRequestBody(request: SummarizeRequest, options: SummarizerOptions): Record<string, unknown> {
+  const transcript = formatTranscript(request.messages, { maxCharsPerMessage: options.maxCharsPerMessage });
+  const previous = request.previous
+    ? `Previous summary (messages ${request.previous.fromSeq}–${request.previous.toSeq}):\n${request.previous.content}\n\n`
+    : "";
+  const first = request.messages[0]?.seq;
+  const last = request.messages.at(-1)?.seq;
+  return {
+    model: options.model,
+    messages: [
+      { role: "system", content: options.instructions ?? DEFAULT_SUMMARY_INSTRUCTIONS },
+      { role: "user", content: `${previous}New messages ${first}–${last}:\n${transcript}\n\nWrite the updated summary.` },
+    ],
+    max_tokens: options.maxTokens ?? 500,
+    temperature: options.temperature ?? 0.2,
+    ...options.extraBody,
+  };
+}
+
+/**
+ * The default {@link Summarizer}: asks an OpenAI-compatible chat model (OpenAI, Ollama, vLLM, …) to
+ * fold a range of messages into the session's running summary.
+ */
+export function createSummarizer(options: SummarizerOptions): Summarizer {
+  const upstream =
+    options.upstream ?? createUpstream({ baseUrl: options.baseUrl, apiKey: options.apiKey, timeoutMs: options.timeoutMs ?? 60_000 });
+  return {
+    async summarize(request) {
+      const reply = await upstream.chat(summaryRequestBody(request, options), { signal: request.signal });
+      const content = reply?.choices?.[0]?.message?.content;
+      const text = typeof content === "string" ? content.trim() : "";
+      if (!text) {
+        throw new UpstreamError(200, reply, `The summary model ${options.model} answered without text`);
+      }
+      return text;
+    },
+  };
+}

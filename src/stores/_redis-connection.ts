@@ -13,6 +13,8 @@ interface RedisClient {
   destroy(): void;
   on(event: "error", listener: (error: Error) => void): unknown;
   on(event: "ready", listener: () => void): unknown;
+  sSubscribe(channel: string, listener: (message: string) => void): Promise<void>;
+  sUnsubscribe(channel: string): Promise<void>;
 }
 
 /** How the Redis store talks to its server. */
@@ -61,6 +63,8 @@ export class RedisConnection {
   #downSince = 0;
   #lastError: unknown;
   readonly #readyWaiters = new Set<() => void>();
+  /** A second client for wake messages (a RESP2 connection that subscribes can do nothing else). */
+  #subscriber: Promise<RedisClient> | undefined;
   #closed = false;
 
   constructor(options: RedisConnectionOptions) {
@@ -91,11 +95,30 @@ export class RedisConnection {
     return this.send<T>(["EVAL", script.lua, String(keys.length), ...keys, ...args]);
   }
 
+  /**
+   * Delivers messages of a sharded channel to `listener`. Best effort and never blocking: messages are
+   * hints that save a poll, so a subscription that fails (or lags) only makes waiters a little slower.
+   */
+  listen(channel: string, listener: (message: string) => void): void {
+    this.#subscribed()
+      .then((subscriber) => subscriber.sSubscribe(channel, listener))
+      .catch((error) => this.#report(error));
+  }
+
+  /** Stops {@link listen}ing to a channel. */
+  unlisten(channel: string): void {
+    this.#subscribed()
+      .then((subscriber) => subscriber.sUnsubscribe(channel))
+      .catch((error) => this.#report(error));
+  }
+
   /** Closes the client (waiting for replies in flight when connected). Idempotent. */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
     for (const wake of this.#readyWaiters) wake();
+    const subscriber = await this.#subscriber?.catch(() => undefined);
+    if (subscriber?.isOpen) subscriber.destroy();
     const client = this.#client ?? (await this.#opening?.catch(() => undefined));
     if (!client) return;
     if (client.isReady) await client.close().catch(() => client.destroy());
@@ -145,24 +168,13 @@ export class RedisConnection {
     this.#opening ??= (async () => {
       const redis = await loadRedis();
       if (this.#closed) throw this.#unavailable("The redis store is closed");
-      const { maxReconnectDelayMs, connectTimeoutMs, onError } = this.#options;
-      const client: RedisClient = redis.createClient({
-        url: this.#options.url,
-        // Flat RESP2 replies: the store reads arrays, strings and integers only.
-        RESP: 2,
-        // Refuse instead of queueing while disconnected: an outage must surface, not pile up.
-        disableOfflineQueue: true,
-        socket: {
-          connectTimeout: connectTimeoutMs,
-          reconnectStrategy: (retries: number) =>
-            Math.min(50 * 2 ** Math.min(retries, 10), maxReconnectDelayMs) + Math.floor(Math.random() * 50),
-        },
-      });
+      // Refuse instead of queueing while disconnected: an outage must surface, not pile up.
+      const client: RedisClient = redis.createClient(this.#clientOptions(false));
       // Without an 'error' listener an outage would crash the process; calls report it instead.
       client.on("error", (error: Error) => {
         this.#lastError = error;
         if (!this.#downSince) this.#downSince = Date.now();
-        onError?.(error);
+        this.#report(error);
       });
       client.on("ready", () => {
         this.#downSince = 0;
@@ -178,6 +190,38 @@ export class RedisConnection {
       return client;
     })();
     return this.#opening;
+  }
+
+  #subscribed(): Promise<RedisClient> {
+    this.#subscriber ??= this.#open().then(() => {
+      if (this.#closed) throw this.#unavailable("The redis store is closed");
+      // Subscriptions may queue while disconnected: node-redis sends them, and restores them, on connect.
+      const subscriber: RedisClient = this.#module!.createClient(this.#clientOptions(true));
+      subscriber.on("error", (error) => this.#report(error));
+      subscriber.connect().catch(() => {});
+      return subscriber;
+    });
+    return this.#subscriber;
+  }
+
+  /** Passes a background error on, unless it only says that this connection is being closed. */
+  #report(error: Error): void {
+    if (!this.#closed) this.#options.onError?.(error);
+  }
+
+  #clientOptions(offlineQueue: boolean) {
+    const { url, connectTimeoutMs, maxReconnectDelayMs } = this.#options;
+    return {
+      url,
+      // Flat RESP2 replies: the store reads arrays, strings and integers only.
+      RESP: 2 as const,
+      disableOfflineQueue: !offlineQueue,
+      socket: {
+        connectTimeout: connectTimeoutMs,
+        reconnectStrategy: (retries: number) =>
+          Math.min(50 * 2 ** Math.min(retries, 10), maxReconnectDelayMs) + Math.floor(Math.random() * 50),
+      },
+    };
   }
 
   #readyWithin(ms: number): Promise<void> {

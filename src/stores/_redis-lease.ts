@@ -1,36 +1,40 @@
 import { randomUUID } from "node:crypto";
-import { ThreadkeepError } from "../core/errors.js";
+import { isThreadkeepError, ThreadkeepError } from "../core/errors.js";
 import type { Lease, LeaseOptions } from "../core/types.js";
 import { DEFAULT_LEASE_TTL_MS, DEFAULT_LEASE_WAIT_MS } from "./_lease.js";
 
-/** What the lease line needs from the store: the three lease scripts, per session. */
+/** What the lease line needs from the store: the lease scripts and the wake channel, per session. */
 export interface LeaseBackend {
   /** Joins or stays in line; `granted` with the fence, or the position in line. */
   poll(sessionId: string, token: string, ttlMs: number): Promise<{ granted: boolean; value: number }>;
   leave(sessionId: string, token: string): Promise<void>;
-  release(sessionId: string, token: string): Promise<void>;
+  /** Releases if `token` holds the lease; resolves to the token of the waiter now first in line. */
+  release(sessionId: string, token: string): Promise<string | null>;
+  /** Starts delivering the session's wake messages (a waiter's token) to `onWake`; best effort. */
+  watch(sessionId: string, onWake: (token: string) => void): void;
+  unwatch(sessionId: string): void;
 }
 
 /** How long a waiter may go without polling before the others drop it from the line. */
-export const LEASE_HEARTBEAT_GRACE_MS = 2_000;
+export const LEASE_HEARTBEAT_GRACE_MS = 3_000;
 
 /**
- * The next poll: the waiter first in line polls every 2 ms so a handoff from another process is quick;
- * waiters further back poll less often, so a long line costs the server little.
+ * The next poll when no wake message comes. A release wakes the waiter first in line at once, so
+ * polls only catch what sends no message (a lease that lapsed, a waiter that gave up or died) and keep
+ * this waiter's heartbeat fresh; the first in line checks more often because a lapse concerns it.
  */
 function pollDelay(position: number): number {
-  return Math.min(2 + 2 * position, 25);
+  return position === 0 ? 25 : 300 + Math.floor(Math.random() * 200);
 }
 
 /**
  * The turn lease over Redis: SET NX PX with a random token, a FIFO line per session kept on the
- * server (tickets plus heartbeats), and a fence per grant. Waiters poll; a release in this process
- * wakes this process's waiters at once.
+ * server (tickets plus heartbeats), a fence per grant, and wake messages naming the next waiter.
  */
 export class RedisLeases {
   readonly #backend: LeaseBackend;
-  /** Sleeping waiters by session, woken early when a lease of that session is released here. */
-  readonly #sleepers = new Map<string, Set<() => void>>();
+  /** Sleeping waiters of this store by session and token. */
+  readonly #waiting = new Map<string, Map<string, () => void>>();
   /** Leases held through this store, released on close so the next in line need not wait out the TTL. */
   readonly #held = new Set<Lease>();
   #closed = false;
@@ -44,39 +48,80 @@ export class RedisLeases {
     const waitMs = options.waitMs ?? DEFAULT_LEASE_WAIT_MS;
     const token = randomUUID();
     const deadline = Date.now() + waitMs;
-    for (;;) {
-      this.#ensureOpen();
-      const sentAt = Date.now();
-      let reply: { granted: boolean; value: number };
-      try {
-        reply = await this.#backend.poll(sessionId, token, ttlMs);
-      } catch (error) {
-        // Best effort: a waiter that is not removed drops out when its heartbeat lapses.
-        this.#backend.leave(sessionId, token).catch(() => {});
-        throw error;
+    let wake: (() => void) | undefined;
+    // A wake message may arrive while the poll is in flight; it must not be lost.
+    let rung = false;
+    const ring = () => {
+      if (wake) wake();
+      else rung = true;
+    };
+    try {
+      for (let polls = 0; ; polls++) {
+        this.#ensureOpen();
+        const sentAt = Date.now();
+        const reply = await this.#backend.poll(sessionId, token, ttlMs);
+        if (reply.granted) return this.#lease(sessionId, token, reply.value, sentAt + ttlMs);
+        if (polls === 0) this.#enlist(sessionId, token, ring);
+        const left = deadline - Date.now();
+        if (left <= 0) {
+          await this.#backend.leave(sessionId, token).catch(() => {});
+          throw new ThreadkeepError(
+            "session_busy",
+            `Timed out after ${waitMs} ms waiting for the turn of session ${sessionId}`,
+          );
+        }
+        if (rung) {
+          rung = false;
+          continue;
+        }
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, Math.min(pollDelay(reply.value), left));
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+        wake = undefined;
       }
-      if (reply.granted) return this.#lease(sessionId, token, reply.value, sentAt + ttlMs);
-      const left = deadline - Date.now();
-      if (left <= 0) {
-        await this.#backend.leave(sessionId, token).catch(() => {});
-        throw new ThreadkeepError(
-          "session_busy",
-          `Timed out after ${waitMs} ms waiting for the turn of session ${sessionId}`,
-        );
-      }
-      await this.#sleep(sessionId, Math.min(pollDelay(reply.value), left));
+    } catch (error) {
+      // Best effort: a waiter that is not removed drops out when its heartbeat lapses.
+      if (!isThreadkeepError(error, "session_busy")) this.#backend.leave(sessionId, token).catch(() => {});
+      throw error;
+    } finally {
+      this.#discharge(sessionId, token);
     }
   }
 
   /** Stops every waiter and releases the leases held here. */
   async close(): Promise<void> {
     this.#closed = true;
-    for (const wakers of this.#sleepers.values()) for (const wake of wakers) wake();
+    for (const line of this.#waiting.values()) for (const wake of line.values()) wake();
     await Promise.allSettled([...this.#held].map((lease) => lease.release()));
   }
 
   #ensureOpen(): void {
     if (this.#closed) throw new ThreadkeepError("store_unavailable", "The redis store is closed");
+  }
+
+  #enlist(sessionId: string, token: string, wake: () => void): void {
+    let line = this.#waiting.get(sessionId);
+    if (!line) {
+      line = new Map();
+      this.#waiting.set(sessionId, line);
+      this.#backend.watch(sessionId, (next) => this.#wake(sessionId, next));
+    }
+    line.set(token, wake);
+  }
+
+  #discharge(sessionId: string, token: string): void {
+    const line = this.#waiting.get(sessionId);
+    if (!line?.delete(token) || line.size > 0) return;
+    this.#waiting.delete(sessionId);
+    this.#backend.unwatch(sessionId);
+  }
+
+  #wake(sessionId: string, token: string | null): void {
+    if (token) this.#waiting.get(sessionId)?.get(token)?.();
   }
 
   #lease(sessionId: string, token: string, fence: number, expiresAt: number): Lease {
@@ -87,9 +132,10 @@ export class RedisLeases {
       expiresAt,
       release: () => {
         released ??= this.#backend.release(sessionId, token).then(
-          () => {
+          (next) => {
             this.#held.delete(lease);
-            this.#wake(sessionId);
+            // The next waiter may be in this store: no need to wait for the message to come round.
+            this.#wake(sessionId, next);
           },
           (error: unknown) => {
             // A failed release may be retried; if it never succeeds the lease lapses after its TTL.
@@ -102,28 +148,5 @@ export class RedisLeases {
     };
     this.#held.add(lease);
     return lease;
-  }
-
-  #wake(sessionId: string): void {
-    const wakers = this.#sleepers.get(sessionId);
-    if (wakers) for (const wake of [...wakers]) wake();
-  }
-
-  #sleep(sessionId: string, ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      let wakers = this.#sleepers.get(sessionId);
-      if (!wakers) {
-        wakers = new Set();
-        this.#sleepers.set(sessionId, wakers);
-      }
-      const done = () => {
-        clearTimeout(timer);
-        wakers.delete(done);
-        if (wakers.size === 0 && this.#sleepers.get(sessionId) === wakers) this.#sleepers.delete(sessionId);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      wakers.add(done);
-    });
   }
 }

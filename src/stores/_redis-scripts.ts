@@ -331,13 +331,19 @@ redis.call('ZREM', ALIVE, ARGV[1])
 return 1`,
 );
 
-/** ARGV: token. Deletes the lease only if this token still holds it. Returns 1 when released. */
+/**
+ * KEYS: lease, queue, alive, qseq, fence, wake channel. ARGV: token. Deletes the lease only if this
+ * token still holds it, and names the waiter now first in line on the session's (sharded) wake
+ * channel, so that one waiter polls at once instead of every waiter polling all the time.
+ * Returns {1, next waiter's token or ''} when released, {0} otherwise.
+ */
 export const LEASE_RELEASE = script(
   "lease-release",
   `${LEASE}
-if redis.call('GET', LEASE) == ARGV[1] then
-  redis.call('DEL', LEASE)
-  return 1
-end
-return 0`,
+if redis.call('GET', LEASE) ~= ARGV[1] then return {0} end
+redis.call('DEL', LEASE)
+local next = redis.call('ZRANGE', QUEUE, 0, 0)[1]
+if not next then return {1, ''} end
+redis.call('SPUBLISH', KEYS[6], next)
+return {1, next}`,
 );

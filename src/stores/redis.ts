@@ -2,7 +2,6 @@ import { SessionNotFoundError, StateConflictError, ThreadkeepError } from "../co
 import { validateMessages } from "../core/messages.js";
 import type {
   AppendOptions,
-  ListOptions,
   Message,
   MessageInput,
   MessageQuery,
@@ -10,25 +9,16 @@ import type {
   SearchQuery,
   Session,
   SessionInput,
-  SessionPage,
   SessionState,
   SessionStore,
   Summary,
   SummaryInput,
 } from "../core/types.js";
 import { RedisConnection } from "./_redis-connection.js";
+import { INDEX_BATCH, RedisIndexes } from "./_redis-index.js";
 import { LEASE_HEARTBEAT_GRACE_MS, RedisLeases } from "./_redis-lease.js";
 import * as S from "./_redis-scripts.js";
-import {
-  checkSearchQuery,
-  DEFAULT_LIST_LIMIT,
-  DEFAULT_SEARCH_LIMIT,
-  decodeCursor,
-  encodeCursor,
-  matchesSubstring,
-  messageText,
-  snippetOf,
-} from "./_util.js";
+import { checkSearchQuery, DEFAULT_SEARCH_LIMIT, matchesSubstring, messageText, snippetOf } from "./_util.js";
 
 /** The backend name of the Redis store. */
 export const REDIS_STORE_NAME = "redis";
@@ -64,8 +54,6 @@ export const DEFAULT_REDIS_TTL_MS = 7 * 86_400_000;
 const QUEUE_HOUSEKEEPING_MS = 60_000;
 /** A stale holder paused longer than this is no longer fenced out (the fence key is gone). */
 const FENCE_RETENTION_MS = 86_400_000;
-/** Sessions fetched per round trip when listing or searching. */
-const BATCH = 100;
 
 type Reply = [number, ...unknown[]];
 
@@ -160,11 +148,8 @@ export function createRedisStore(options: RedisStoreOptions): SessionStore {
     const b = base(id);
     return [`${b}lease`, `${b}queue`, `${b}alive`, `${b}qseq`, `${b}fence`];
   };
-  const userIndex = (userId: string) => `${prefix}u:${userId}:sessions`;
-  // One hash tag for both global indexes, so one script keeps them in step (and Cluster allows it).
-  const activityIndex = `${prefix}{index}:activity`;
-  const idIndex = `${prefix}{index}:ids`;
-
+  // A sharded channel with the session's hash tag: in Cluster it lives on the session's shard.
+  const wakeChannel = (id: string) => `${base(id)}wake`;
   const run = (script: S.RedisScript, id: string, args: (string | number)[]) =>
     db.eval<Reply>(script, dataKeys(id), args.map(String));
 
@@ -176,33 +161,14 @@ export function createRedisStore(options: RedisStoreOptions): SessionStore {
   const parseMessages = (id: string, items: string[]): Message[] =>
     items.map((item) => parseJson<Message>(id, "message", item));
 
-  /** Records activity in both indexes; 'gt' never moves a session back (concurrent appends). */
-  const index = async (id: string, userId: string, at: number, mode: "gt" | "set") => {
-    const now = Date.now();
-    if (ttlMs > 0 && at + ttlMs <= now) return;
-    const expireAt = ttlMs > 0 ? String(Math.floor(at + ttlMs)) : "";
-    const trimBelow = ttlMs > 0 ? String(now - ttlMs) : "";
-    await Promise.all([
-      db.eval(S.USER_INDEX, [userIndex(userId)], [mode, String(at), id, expireAt, trimBelow]),
-      db.eval(S.GLOBAL_INDEX, [activityIndex, idIndex], [mode, String(at), id, trimBelow]),
-    ]);
-  };
-
-  const unindex = (ids: string[], userId: string | null) =>
-    ids.length === 0
-      ? undefined
-      : Promise.all([
-          db.send(["ZREM", activityIndex, ...ids]),
-          db.send(["ZREM", idIndex, ...ids]),
-          userId === null ? undefined : db.send(["ZREM", userIndex(userId), ...ids]),
-        ]);
-
   const readSessions = (ids: string[]) =>
     Promise.all(
       ids.map(async (id) =>
         toSession(id, await db.send<(string | null)[]>(["HMGET", dataKeys(id)[0], ...S.META_FIELDS])),
       ),
     );
+
+  const indexes = new RedisIndexes(db, prefix, ttlMs, readSessions);
 
   const leases = new RedisLeases({
     async poll(id, token, leaseTtlMs) {
@@ -220,8 +186,15 @@ export function createRedisStore(options: RedisStoreOptions): SessionStore {
       await db.eval(S.LEASE_LEAVE, leaseKeys(id), [token]);
     },
     async release(id, token) {
-      await db.eval(S.LEASE_RELEASE, leaseKeys(id), [token]);
+      const [, next] = await db.eval<[number, string?]>(
+        S.LEASE_RELEASE,
+        [...leaseKeys(id), wakeChannel(id)],
+        [token],
+      );
+      return next || null;
     },
+    watch: (id, onWake) => db.listen(wakeChannel(id), onWake),
+    unwatch: (id) => db.unlisten(wakeChannel(id)),
   });
 
   return {
@@ -246,7 +219,7 @@ export function createRedisStore(options: RedisStoreOptions): SessionStore {
       const args = [session.userId, session.createdAt, session.lastActivityAt, metadata, ttlMs];
       const created = await db.eval<number>(S.CREATE, dataKeys(session.id), args.map(String));
       if (created !== 1) throw new ThreadkeepError("session_exists", `Session ${input.id} already exists`);
-      await index(session.id, session.userId, session.lastActivityAt, "set");
+      await indexes.record(session.id, session.userId, session.lastActivityAt, "set");
       return session;
     },
 
@@ -255,87 +228,14 @@ export function createRedisStore(options: RedisStoreOptions): SessionStore {
       return session;
     },
 
-    async listSessions(userId: string, options: ListOptions = {}): Promise<SessionPage> {
-      const limit = Math.max(0, options.limit ?? DEFAULT_LIST_LIMIT);
-      const cursor = options.cursor ? decodeCursor(options.cursor) : null;
-      const key = userIndex(userId);
-      const page: { session: Session; score: number }[] = [];
-      const stale: string[] = [];
-      for (let offset = 0; page.length <= limit; offset += BATCH) {
-        const max = cursor ? String(cursor.lastActivityAt) : "+inf";
-        const flat = await db.send<string[]>([
-          "ZRANGE",
-          key,
-          max,
-          "-inf",
-          "BYSCORE",
-          "REV",
-          "LIMIT",
-          String(offset),
-          String(BATCH),
-          "WITHSCORES",
-        ]);
-        const members: { id: string; score: number }[] = [];
-        for (let i = 0; i < flat.length; i += 2) {
-          const member = { id: flat[i], score: Number(flat[i + 1]) };
-          // Same score as the cursor: members at or above its id were on earlier pages (ties go by id, descending).
-          if (!cursor || member.score < cursor.lastActivityAt || member.id < cursor.id) members.push(member);
-        }
-        const sessions = await readSessions(members.map((m) => m.id));
-        members.forEach((member, i) => {
-          const session = sessions[i];
-          if (session?.userId === userId) page.push({ session, score: member.score });
-          else stale.push(member.id);
-        });
-        if (flat.length < 2 * BATCH) break;
-      }
-      if (stale.length > 0) await db.send(["ZREM", key, ...stale]);
-      const shown = page.slice(0, limit);
-      const last = shown.at(-1);
-      return {
-        sessions: shown.map((p) => p.session),
-        nextCursor:
-          page.length > limit && last
-            ? encodeCursor({ lastActivityAt: last.score, id: last.session.id })
-            : null,
-      };
-    },
+    listSessions: (userId, listOptions) => indexes.page(userId, listOptions),
 
-    async listAllSessions(options: ListOptions = {}): Promise<SessionPage> {
-      const limit = Math.max(0, options.limit ?? DEFAULT_LIST_LIMIT);
-      const page: Session[] = [];
-      const stale: string[] = [];
-      // The cursor is the last id shown; "(" makes the byte-order range start after it.
-      let from = options.cursor ? `(${options.cursor}` : "-";
-      while (page.length <= limit) {
-        const ids = await db.send<string[]>([
-          "ZRANGE",
-          idIndex,
-          from,
-          "+",
-          "BYLEX",
-          "LIMIT",
-          "0",
-          String(BATCH),
-        ]);
-        const sessions = await readSessions(ids);
-        sessions.forEach((session, i) => {
-          if (session) page.push(session);
-          else stale.push(ids[i]);
-        });
-        if (ids.length < BATCH) break;
-        from = `(${ids[ids.length - 1]}`;
-      }
-      await unindex(stale, null);
-      const shown = page.slice(0, limit);
-      const last = shown.at(-1);
-      return { sessions: shown, nextCursor: page.length > limit && last ? last.id : null };
-    },
+    listAllSessions: (listOptions) => indexes.pageAll(listOptions),
 
     async deleteSession(id) {
       const userId = await db.eval<string | null>(S.DELETE, dataKeys(id), []);
       if (userId === null) return false;
-      await unindex([id], userId);
+      await indexes.forget([id], userId);
       return true;
     },
 
@@ -343,7 +243,7 @@ export function createRedisStore(options: RedisStoreOptions): SessionStore {
       if (at !== undefined && !Number.isFinite(at))
         throw new ThreadkeepError("invalid_request", "touch time must be a finite number");
       const [, userId, lastActivityAt] = need(id, await run(S.TOUCH, id, [at ?? "", Date.now(), ttlMs]));
-      await index(id, String(userId), Number(lastActivityAt), at === undefined ? "gt" : "set");
+      await indexes.record(id, String(userId), Number(lastActivityAt), at === undefined ? "gt" : "set");
     },
 
     async updateSessionMetadata(id, metadata) {
@@ -373,7 +273,7 @@ export function createRedisStore(options: RedisStoreOptions): SessionStore {
         );
       }
       const [firstSeq, lastActivityAt, userId] = reply as [number, string, string];
-      await index(id, userId, Number(lastActivityAt), "gt");
+      await indexes.record(id, userId, Number(lastActivityAt), "gt");
       return bodies.map((body, i) => ({ seq: firstSeq + i, ...JSON.parse(body) }) as Message);
     },
 
@@ -455,14 +355,11 @@ export function createRedisStore(options: RedisStoreOptions): SessionStore {
         throw new ThreadkeepError("not_supported", "The redis store has no full-text search; use substring");
       }
       const limit = query.limit ?? DEFAULT_SEARCH_LIMIT;
-      const key = userIndex(query.userId);
-      const ids = query.sessionId
-        ? [query.sessionId]
-        : await db.send<string[]>(["ZRANGE", key, "0", "-1", "REV"]);
+      const ids = query.sessionId ? [query.sessionId] : await indexes.ownedIds(query.userId);
       const hits: SearchHit[] = [];
       const stale: string[] = [];
-      for (let at = 0; at < ids.length; at += BATCH) {
-        const batch = ids.slice(at, at + BATCH);
+      for (let at = 0; at < ids.length; at += INDEX_BATCH) {
+        const batch = ids.slice(at, at + INDEX_BATCH);
         const owners = await Promise.all(
           batch.map((id) => db.send<string | null>(["HGET", dataKeys(id)[0], "userId"])),
         );
@@ -483,40 +380,18 @@ export function createRedisStore(options: RedisStoreOptions): SessionStore {
           }
         });
       }
-      if (stale.length > 0) await db.send(["ZREM", key, ...stale]);
+      await indexes.dropFromOwner(query.userId, stale);
       hits.sort((a, b) => b.message.createdAt - a.message.createdAt || b.seq - a.seq);
       return hits.slice(0, limit);
     },
 
-    async expire(olderThan) {
-      const removed: string[] = [];
-      for (;;) {
-        const ids = await db.send<string[]>([
-          "ZRANGE",
-          activityIndex,
-          "-inf",
-          `(${olderThan}`,
-          "BYSCORE",
-          "LIMIT",
-          "0",
-          String(BATCH),
-        ]);
-        if (ids.length === 0) return removed;
-        await Promise.all(
-          ids.map(async (id) => {
-            const [outcome, userId, lastActivityAt] = await run(S.EXPIRE_ONE, id, [olderThan]);
-            if (outcome === 2) {
-              // Active after all (the index lagged): correct its score so it is not picked again.
-              await db.send(["ZADD", activityIndex, String(lastActivityAt), id]);
-              return;
-            }
-            // Outcome 0: its keys expired natively; only the index entry was left to remove.
-            removed.push(id);
-            await unindex([id], outcome === 1 ? String(userId) : null);
-          }),
-        );
-      }
-    },
+    expire: (olderThan) =>
+      indexes.expire(olderThan, async (id) => {
+        const [outcome, userId, lastActivityAt] = await run(S.EXPIRE_ONE, id, [olderThan]);
+        if (outcome === 1) return { outcome: "deleted", userId: String(userId) };
+        if (outcome === 2) return { outcome: "active", lastActivityAt: Number(lastActivityAt) };
+        return { outcome: "gone" };
+      }),
 
     async acquireLease(id, leaseOptions) {
       return leases.acquire(id, leaseOptions);

@@ -1,5 +1,7 @@
+import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { connect, createServer, type Server, type Socket } from "node:net";
+import { fileURLToPath } from "node:url";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isThreadkeepError } from "../../src/core/errors.js";
@@ -14,6 +16,31 @@ const keyPrefix = `tk-test-${randomUUID()}:`;
 const open = (extra: Partial<RedisStoreOptions> = {}) =>
   createRedisStore({ url: TEST_REDIS_URL, keyPrefix, ...extra });
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** One process of the lease test: 100 concurrent turns (load, think, commit question and answer). */
+const TURN_WORKER = `
+const [url, keyPrefix, sessionId, name, startAt] = process.argv.slice(1);
+const { createRedisStore } = await import(${JSON.stringify(new URL("../../src/stores/redis.ts", import.meta.url).href)});
+const store = createRedisStore({ url, keyPrefix, ttlMs: 0 });
+await store.getSession(sessionId);
+await new Promise((resolve) => setTimeout(resolve, Number(startAt) - Date.now()));
+await Promise.all(Array.from({ length: 100 }, async (_, i) => {
+  // Requests trickle in over 50 ms, as they would from clients, so the two processes' turns interleave.
+  await new Promise((resolve) => setTimeout(resolve, Math.random() * 50));
+  const lease = await store.acquireLease(sessionId, { waitMs: 60000 });
+  try {
+    const history = await store.getMessages(sessionId, { last: 20 });
+    await new Promise((resolve) => setTimeout(resolve, Math.random() * 2));
+    const turn = name + i;
+    await store.appendMessages(sessionId, [{ role: "user", content: turn }], { fence: lease.fence });
+    const seen = history.length ? history[history.length - 1].seq : 0;
+    await store.appendMessages(sessionId, [{ role: "assistant", content: turn + " saw " + seen }], { fence: lease.fence });
+  } finally {
+    await lease.release();
+  }
+}));
+await store.close();
+`;
 
 // TTL off for the shared suite: it plants sessions with activity times days (or decades) in the past,
 // which a store measuring expiry from the last activity drops at once. Native expiry is tested below.
@@ -98,17 +125,25 @@ describe.skipIf(enabled !== true)("redis store specifics", () => {
     expect(await raw.pTTL(`${keyPrefix}s:{${session.id}}:msgs`)).toBeGreaterThan(0);
   });
 
-  it("heals a listing whose index outlived its session", async () => {
+  it("heals the indexes where they outlived a session", async () => {
     const s = store({ ttlMs: 0 });
     const owner = `heal-${randomUUID()}`;
-    const kept = await s.createSession({ id: newSessionId(), userId: owner });
-    const lost = await s.createSession({ id: newSessionId(), userId: owner });
+    const hourAgo = Date.now() - 3_600_000;
+    const kept = await s.createSession({ id: newSessionId(), userId: owner, lastActivityAt: hourAgo - 1 });
+    const lost = await s.createSession({ id: newSessionId(), userId: owner, lastActivityAt: hourAgo - 2 });
+    const fresh = await s.createSession({ id: newSessionId(), userId: owner });
     // As if the keys expired (or the process died between the session write and the index write).
     await raw.del(`${keyPrefix}s:{${lost.id}}:meta`);
-    expect((await s.listSessions(owner)).sessions.map((x) => x.id)).toEqual([kept.id]);
+    expect((await s.listSessions(owner)).sessions.map((x) => x.id)).toEqual([fresh.id, kept.id]);
     expect(await raw.zScore(`${keyPrefix}u:${owner}:sessions`, lost.id)).toBeNull();
-    expect(await s.expire(Date.now() + 1000)).toEqual(expect.arrayContaining([kept.id, lost.id]));
-    expect(await raw.zScore(`${keyPrefix}activity`, kept.id)).toBeNull();
+    const activity = `${keyPrefix}{index}:activity`;
+    expect(await raw.zScore(activity, lost.id)).not.toBeNull();
+    const removed = await s.expire(hourAgo);
+    expect(removed).toEqual(expect.arrayContaining([kept.id, lost.id]));
+    expect(removed).not.toContain(fresh.id);
+    for (const id of [kept.id, lost.id]) expect(await raw.zScore(activity, id)).toBeNull();
+    expect(await raw.zScore(`${keyPrefix}{index}:ids`, kept.id)).toBeNull();
+    expect((await s.listSessions(owner)).sessions.map((x) => x.id)).toEqual([fresh.id]);
   });
 
   it("stores content with Lua and Redis special characters verbatim", async () => {
@@ -142,40 +177,50 @@ describe.skipIf(enabled !== true)("redis store specifics", () => {
     expect((await s.listSessions(weirdOwner)).sessions).toEqual([weird]);
   });
 
-  it("serialises 2 stores × 100 concurrent turns: contiguous seq, each turn adjacent, none lost or duplicated", async () => {
-    const a = store({ ttlMs: 0 });
-    const b = store({ ttlMs: 0 });
-    const session = await a.createSession({ id: newSessionId(), userId: "hammer" });
-    const turn = async (s: SessionStore, name: string) => {
-      const lease = await s.acquireLease(session.id, { waitMs: 60_000 });
-      try {
-        const history = await s.getMessages(session.id, { last: 20 });
-        await sleep(Math.random() * 2);
-        await s.appendMessages(session.id, [{ role: "user", content: name }], { fence: lease.fence });
-        await s.appendMessages(
-          session.id,
-          [{ role: "assistant", content: `${name} saw ${history.at(-1)?.seq ?? 0}` }],
-          {
-            fence: lease.fence,
-          },
-        );
-      } finally {
-        await lease.release();
-      }
-    };
-    await Promise.all([
-      ...Array.from({ length: 100 }, (_, i) => turn(a, `a${i}`)),
-      ...Array.from({ length: 100 }, (_, i) => turn(b, `b${i}`)),
-    ]);
-    const all = await a.getMessages(session.id);
+  it("serialises 2 processes × 100 concurrent turns: contiguous seq, each turn adjacent, none lost or duplicated", async () => {
+    const s = store({ ttlMs: 0 });
+    const session = await s.createSession({ id: newSessionId(), userId: "hammer" });
+    // Both processes connect first, then start together, so their turns really compete.
+    const startAt = Date.now() + 3_000;
+    const exits = await Promise.all(
+      ["a", "b"].map(
+        (name) =>
+          new Promise<{ code: number | null; stderr: string }>((resolve) => {
+            const child = spawn(
+              process.execPath,
+              [
+                "--import",
+                "tsx",
+                "--input-type=module",
+                "-e",
+                TURN_WORKER,
+                TEST_REDIS_URL,
+                keyPrefix,
+                session.id,
+                name,
+                String(startAt),
+              ],
+              { cwd: fileURLToPath(new URL("../..", import.meta.url)), stdio: ["ignore", "ignore", "pipe"] },
+            );
+            let stderr = "";
+            child.stderr.on("data", (chunk) => (stderr += chunk));
+            child.on("close", (code) => resolve({ code, stderr }));
+          }),
+      ),
+    );
+    for (const exit of exits) expect(exit.code, exit.stderr).toBe(0);
+    const all = await s.getMessages(session.id);
     expect(all.map((m) => m.seq)).toEqual(Array.from({ length: 400 }, (_, i) => i + 1));
-    const names = all.filter((m) => m.role === "user").map((m) => String(m.content));
-    expect(new Set(names).size).toBe(200);
+    const turns = all.filter((m) => m.role === "user").map((m) => String(m.content));
+    expect(new Set(turns).size).toBe(200);
     for (let i = 0; i < 400; i += 2) {
       expect(all[i].role).toBe("user");
       // Adjacent, and each turn saw exactly the history before it: the previous turn's reply.
       expect(all[i + 1].content).toBe(`${all[i].content} saw ${i}`);
     }
+    // The processes took turns with each other, not one after the other.
+    const switches = turns.filter((t, i) => i > 0 && t[0] !== turns[i - 1][0]).length;
+    expect(switches).toBeGreaterThan(2);
   }, 60_000);
 
   it("hands the lease on when a holder crashes, and a dead waiter does not block the line", async () => {
@@ -208,7 +253,7 @@ describe.skipIf(enabled !== true)("redis store specifics", () => {
     await s.close();
   });
 
-  it("surfaces a connection loss as store_unavailable and recovers by itself", async () => {
+  it("surfaces a stall or a connection loss as store_unavailable and recovers by itself", async () => {
     const target = new URL(TEST_REDIS_URL);
     const sockets = new Set<Socket>();
     const proxy = (): Server =>
@@ -229,11 +274,21 @@ describe.skipIf(enabled !== true)("redis store specifics", () => {
       url: `redis://127.0.0.1:${port}`,
       ttlMs: 0,
       connectTimeoutMs: 500,
+      commandTimeoutMs: 500,
       onError: (e) => errors.push(e),
     });
     const session = await s.createSession({ id: newSessionId(), userId: "flaky" });
     await s.appendMessages(session.id, [{ role: "user", content: "before" }]);
 
+    // A stalled server (paused, or a path that stops delivering): the reply deadline answers for it.
+    for (const sock of sockets) sock.pause();
+    const stalled = Date.now();
+    await expectCode(s.getMessages(session.id), "store_unavailable");
+    expect(Date.now() - stalled).toBeLessThan(1_500);
+    for (const sock of sockets) sock.resume();
+    expect((await s.getMessages(session.id)).map((m) => m.content)).toEqual(["before"]);
+
+    // A server that goes away: refused at once while reconnecting, never queued.
     await new Promise<void>((resolve) => {
       server.close(() => resolve());
       for (const sock of sockets) sock.destroy();

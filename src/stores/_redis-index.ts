@@ -1,0 +1,194 @@
+import type { ListOptions, Session, SessionPage } from "../core/types.js";
+import type { RedisConnection } from "./_redis-connection.js";
+import * as S from "./_redis-scripts.js";
+import { DEFAULT_LIST_LIMIT, decodeCursor, encodeCursor } from "./_util.js";
+
+/** Sessions fetched per round trip when listing, searching or expiring. */
+export const INDEX_BATCH = 100;
+
+/** What `expire()` found for one session: gone already, deleted now, or active after all. */
+export type ExpireOutcome =
+  | { outcome: "gone" }
+  | { outcome: "deleted"; userId: string }
+  | { outcome: "active"; lastActivityAt: number };
+
+/**
+ * The session indexes of the Redis store: per owner `…u:<userId>:sessions` (ids by last activity,
+ * for listings and search), and two global sorted sets under one hash tag, `…{index}:activity` (for
+ * `expire()`) and `…{index}:ids` (all scores 0, so ids come back in byte order for
+ * `listAllSessions`). They sit in other hash slots than the sessions, so a session write updates
+ * them in a second step, and readers heal them: a member whose session is gone (its keys expired,
+ * or a process died between the two steps) is dropped when a listing, search or expiry meets it.
+ */
+export class RedisIndexes {
+  readonly #db: RedisConnection;
+  readonly #prefix: string;
+  readonly #ttlMs: number;
+  readonly #read: (ids: string[]) => Promise<(Session | null)[]>;
+  readonly #activity: string;
+  readonly #ids: string;
+
+  constructor(
+    db: RedisConnection,
+    prefix: string,
+    ttlMs: number,
+    readSessions: (ids: string[]) => Promise<(Session | null)[]>,
+  ) {
+    this.#db = db;
+    this.#prefix = prefix;
+    this.#ttlMs = ttlMs;
+    this.#read = readSessions;
+    this.#activity = `${prefix}{index}:activity`;
+    this.#ids = `${prefix}{index}:ids`;
+  }
+
+  /** The owner index's key (the owner's id is used verbatim: any string is a valid key). */
+  owner(userId: string): string {
+    return `${this.#prefix}u:${userId}:sessions`;
+  }
+
+  /**
+   * Records activity. 'gt' never moves a session back, so concurrent appends leave the newest time;
+   * 'set' is for creation and explicit touches. Each update also trims a bounded number of members
+   * older than the TTL, whose sessions Redis has expired.
+   */
+  async record(id: string, userId: string, at: number, mode: "gt" | "set"): Promise<void> {
+    const now = Date.now();
+    const ttl = this.#ttlMs;
+    if (ttl > 0 && at + ttl <= now) return;
+    const expireAt = ttl > 0 ? String(Math.floor(at + ttl)) : "";
+    const trimBelow = ttl > 0 ? String(now - ttl) : "";
+    await Promise.all([
+      this.#db.eval(S.USER_INDEX, [this.owner(userId)], [mode, String(at), id, expireAt, trimBelow]),
+      this.#db.eval(S.GLOBAL_INDEX, [this.#activity, this.#ids], [mode, String(at), id, trimBelow]),
+    ]);
+  }
+
+  /** Removes sessions from the global indexes and, when known, from their owner's. */
+  async forget(ids: string[], userId: string | null): Promise<void> {
+    if (ids.length === 0) return;
+    await Promise.all([
+      this.#db.send(["ZREM", this.#activity, ...ids]),
+      this.#db.send(["ZREM", this.#ids, ...ids]),
+      userId === null ? undefined : this.#db.send(["ZREM", this.owner(userId), ...ids]),
+    ]);
+  }
+
+  /** Drops members of an owner's index whose session is gone or now belongs to someone else. */
+  async dropFromOwner(userId: string, ids: string[]): Promise<void> {
+    if (ids.length > 0) await this.#db.send(["ZREM", this.owner(userId), ...ids]);
+  }
+
+  /** Every id in an owner's index, most recent activity first. */
+  ownedIds(userId: string): Promise<string[]> {
+    return this.#db.send<string[]>(["ZRANGE", this.owner(userId), "0", "-1", "REV"]);
+  }
+
+  /** One page of an owner's sessions, most recent activity first (ties by id, descending). */
+  async page(userId: string, options: ListOptions = {}): Promise<SessionPage> {
+    const limit = Math.max(0, options.limit ?? DEFAULT_LIST_LIMIT);
+    const cursor = options.cursor ? decodeCursor(options.cursor) : null;
+    const max = cursor ? String(cursor.lastActivityAt) : "+inf";
+    const found: { session: Session; score: number }[] = [];
+    const stale: string[] = [];
+    for (let offset = 0; found.length <= limit; offset += INDEX_BATCH) {
+      const flat = await this.#db.send<string[]>([
+        "ZRANGE",
+        this.owner(userId),
+        max,
+        "-inf",
+        "BYSCORE",
+        "REV",
+        "LIMIT",
+        String(offset),
+        String(INDEX_BATCH),
+        "WITHSCORES",
+      ]);
+      const members: { id: string; score: number }[] = [];
+      for (let i = 0; i < flat.length; i += 2) {
+        const member = { id: flat[i], score: Number(flat[i + 1]) };
+        // At the cursor's score, members at or above its id were on earlier pages.
+        if (!cursor || member.score < cursor.lastActivityAt || member.id < cursor.id) members.push(member);
+      }
+      const sessions = await this.#read(members.map((m) => m.id));
+      members.forEach((member, i) => {
+        const session = sessions[i];
+        if (session?.userId === userId) found.push({ session, score: member.score });
+        else stale.push(member.id);
+      });
+      if (flat.length < 2 * INDEX_BATCH) break;
+    }
+    await this.dropFromOwner(userId, stale);
+    const shown = found.slice(0, limit);
+    const last = shown.at(-1);
+    // The cursor holds the index score (the order of the listing), not the session's own field.
+    const nextCursor =
+      found.length > limit && last ? encodeCursor({ lastActivityAt: last.score, id: last.session.id }) : null;
+    return { sessions: shown.map((f) => f.session), nextCursor };
+  }
+
+  /** One page of every session, by id in byte order; the cursor is the last id shown. */
+  async pageAll(options: ListOptions = {}): Promise<SessionPage> {
+    const limit = Math.max(0, options.limit ?? DEFAULT_LIST_LIMIT);
+    const found: Session[] = [];
+    const stale: string[] = [];
+    let from = options.cursor ? `(${options.cursor}` : "-";
+    while (found.length <= limit) {
+      const ids = await this.#db.send<string[]>([
+        "ZRANGE",
+        this.#ids,
+        from,
+        "+",
+        "BYLEX",
+        "LIMIT",
+        "0",
+        String(INDEX_BATCH),
+      ]);
+      const sessions = await this.#read(ids);
+      sessions.forEach((session, i) => {
+        if (session) found.push(session);
+        else stale.push(ids[i]);
+      });
+      if (ids.length < INDEX_BATCH) break;
+      from = `(${ids[ids.length - 1]}`;
+    }
+    await this.forget(stale, null);
+    const shown = found.slice(0, limit);
+    const last = shown.at(-1);
+    return { sessions: shown, nextCursor: found.length > limit && last ? last.id : null };
+  }
+
+  /**
+   * Runs `expireOne` on every session the activity index places before `olderThan`; `expireOne`
+   * re-checks atomically, since a session may have been active since the index was read.
+   * @returns the ids that are gone, including those whose keys Redis had already expired.
+   */
+  async expire(olderThan: number, expireOne: (id: string) => Promise<ExpireOutcome>): Promise<string[]> {
+    const removed: string[] = [];
+    for (;;) {
+      const ids = await this.#db.send<string[]>([
+        "ZRANGE",
+        this.#activity,
+        "-inf",
+        `(${olderThan}`,
+        "BYSCORE",
+        "LIMIT",
+        "0",
+        String(INDEX_BATCH),
+      ]);
+      if (ids.length === 0) return removed;
+      await Promise.all(
+        ids.map(async (id) => {
+          const found = await expireOne(id);
+          if (found.outcome === "active") {
+            // The index lagged: correct its score so the loop does not meet the session again.
+            await this.#db.send(["ZADD", this.#activity, String(found.lastActivityAt), id]);
+            return;
+          }
+          removed.push(id);
+          await this.forget([id], found.outcome === "deleted" ? found.userId : null);
+        }),
+      );
+    }
+  }
+}

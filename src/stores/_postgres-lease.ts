@@ -11,6 +11,10 @@
  *   so a crashed process stops blocking the line after {@link TICKET_TTL_MS}.
  * - In one process, waiters of a session queue locally and only the first polls the database; a
  *   release NOTIFYs the other processes, and polling remains as the fallback.
+ * - `set_config('synchronous_commit', 'off', true)` in a statement lets its transaction commit without
+ *   waiting for the WAL flush. Only what a server crash may lose harmlessly uses it (a crash fails
+ *   every holder and waiter anyway): releases (the lease would lapse) and tickets. Grants stay
+ *   durable, so a fence is never handed out twice.
  */
 import { ThreadkeepError } from "../core/errors.js";
 import type { Lease, LeaseOptions } from "../core/types.js";
@@ -171,8 +175,11 @@ export class PostgresLeases {
           continue;
         }
         this.#listen(sql);
-        const untilLapse = heldUntil === null ? POLL_MS : heldUntil - Date.now() + 1;
-        await this.#sleep(line, Math.max(1, Math.min(POLL_MS, untilLapse)));
+        // A held lease is worth a try the moment it lapses; a free one we lost to an earlier ticket
+        // comes to us by notification, or by the poll when that ticket's owner is gone.
+        const untilLapse =
+          heldUntil === null || heldUntil <= Date.now() ? POLL_MS : heldUntil - Date.now() + 1;
+        await this.#sleep(line, Math.min(POLL_MS, untilLapse));
         justFailed = false;
       }
     } catch (error) {
@@ -241,7 +248,7 @@ export class PostgresLeases {
     const rows = await sql<{ ticket: number }[]>`
       INSERT INTO lease_queue (session_id, alive_until)
       SELECT ${sessionId}, threadkeep_now_ms() + ${TICKET_TTL_MS} FROM generate_series(1, ${missing.length})
-      RETURNING ticket`;
+      RETURNING ticket, set_config('synchronous_commit', 'off', true)`;
     // The rows are alike, so which row got which number does not matter: hand them out in order.
     const tickets = rows.map((r) => r.ticket).sort((a, b) => a - b);
     missing.forEach((w, i) => {
@@ -280,7 +287,7 @@ export class PostgresLeases {
         WITH r AS (
           UPDATE leases SET expires_at = 0 WHERE session_id = ${sessionId} AND fence = ${fence} RETURNING session_id
         )
-        SELECT pg_notify(${this.#host.channel}, session_id) FROM r`;
+        SELECT pg_notify(${this.#host.channel}, session_id), set_config('synchronous_commit', 'off', true) FROM r`;
     } catch (error) {
       throw this.#host.fail(error, `release lease of ${sessionId}`);
     }
@@ -306,7 +313,7 @@ export class PostgresLeases {
       .then(
         (sql) => sql`
           WITH d AS (DELETE FROM lease_queue WHERE ticket = ANY(${tickets}::bigint[]))
-          SELECT pg_notify(${this.#host.channel}, ${sessionId})`,
+          SELECT pg_notify(${this.#host.channel}, ${sessionId}), set_config('synchronous_commit', 'off', true)`,
       )
       // A ticket left behind lapses after TICKET_TTL_MS; nothing waits on this cleanup.
       .catch(() => {});
@@ -359,7 +366,7 @@ export class PostgresLeases {
         .then(
           (sql) => sql`
             UPDATE lease_queue SET alive_until = threadkeep_now_ms() + ${TICKET_TTL_MS}
-            WHERE ticket = ANY(${tickets}::bigint[])`,
+            WHERE ticket = ANY(${tickets}::bigint[]) RETURNING set_config('synchronous_commit', 'off', true)`,
         )
         // A missed beat only risks the place in line, not the lease; the next beat or try reports outages.
         .catch(() => {});

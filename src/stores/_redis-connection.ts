@@ -1,5 +1,6 @@
 import { ThreadkeepError } from "../core/errors.js";
 import type { RedisScript } from "./_redis-scripts.js";
+import { importOptional } from "./_util.js";
 
 type RedisModule = typeof import("redis");
 
@@ -29,22 +30,6 @@ export interface RedisConnectionOptions {
 /** Server replies that mean "not now" rather than "your data is wrong". */
 const TRANSIENT_REPLIES =
   /^(OOM|BUSY|LOADING|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|MOVED|ASK|NOAUTH|WRONGPASS|NOPERM|ERR max number of clients)/;
-
-async function loadRedis(): Promise<RedisModule> {
-  try {
-    return await import("redis");
-  } catch (error) {
-    const code = (error as { code?: string }).code;
-    if (code === "ERR_MODULE_NOT_FOUND" && String((error as Error).message).includes("'redis'")) {
-      throw new ThreadkeepError(
-        "missing_dependency",
-        'The redis store needs the optional package "redis": run npm install redis',
-        { cause: error },
-      );
-    }
-    throw error;
-  }
-}
 
 /**
  * One node-redis client, opened on first use, that never hangs a caller: every command has a reply
@@ -166,7 +151,7 @@ export class RedisConnection {
 
   #open(): Promise<RedisClient> {
     this.#opening ??= (async () => {
-      const redis = await loadRedis();
+      const redis = await importOptional(() => import("redis"), "redis", "redis://");
       if (this.#closed) throw this.#unavailable("The redis store is closed");
       // Refuse instead of queueing while disconnected: an outage must surface, not pile up.
       const client: RedisClient = redis.createClient(this.#clientOptions(false));

@@ -164,3 +164,23 @@ export function substringHits(sessionId: string, messages: Message[], text: stri
 export function rankHits(hits: SearchHit[], limit = DEFAULT_SEARCH_LIMIT): SearchHit[] {
   return hits.sort((a, b) => b.message.createdAt - a.message.createdAt || b.seq - a.seq).slice(0, limit);
 }
+
+/**
+ * Imports an optional client package (`() => import("redis")`); a missing one becomes
+ * `missing_dependency` naming the package to install, as the store factories promise.
+ */
+export async function importOptional<T>(importer: () => Promise<T>, pkg: string, store: string): Promise<T> {
+  try {
+    return await importer();
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code === "ERR_MODULE_NOT_FOUND" && String((error as Error).message).includes(`'${pkg}'`)) {
+      throw new ThreadkeepError(
+        "missing_dependency",
+        `The ${store} store needs the optional package "${pkg}": run npm install ${pkg}`,
+        { cause: error },
+      );
+    }
+    throw error;
+  }
+}

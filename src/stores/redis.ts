@@ -18,7 +18,14 @@ import { RedisConnection } from "./_redis-connection.js";
 import { INDEX_BATCH, RedisIndexes } from "./_redis-index.js";
 import { LEASE_HEARTBEAT_GRACE_MS, RedisLeases } from "./_redis-lease.js";
 import * as S from "./_redis-scripts.js";
-import { checkSearchQuery, DEFAULT_SEARCH_LIMIT, matchesSubstring, messageText, snippetOf } from "./_util.js";
+import {
+  checkSearchQuery,
+  DEFAULT_SEARCH_LIMIT,
+  rankHits,
+  seqBounds,
+  sessionFromInput,
+  substringHits,
+} from "./_util.js";
 
 /** The backend name of the Redis store. */
 export const REDIS_STORE_NAME = "redis";
@@ -93,29 +100,6 @@ function json(value: unknown, code: "invalid_message" | "invalid_request", what:
   } catch (error) {
     throw new ThreadkeepError(code, `${what} must be JSON-serialisable`, { cause: error });
   }
-}
-
-/** Seq bounds of a ranged query, or null when it has no seq filter. */
-function seqBounds(q: MessageQuery): { lo: string; hi: string } | null {
-  if (
-    q.afterSeq === undefined &&
-    q.beforeSeq === undefined &&
-    q.fromSeq === undefined &&
-    q.toSeq === undefined
-  ) {
-    return null;
-  }
-  const lows = [
-    q.afterSeq === undefined ? -Infinity : Math.floor(q.afterSeq) + 1,
-    q.fromSeq === undefined ? -Infinity : Math.ceil(q.fromSeq),
-  ];
-  const highs = [
-    q.beforeSeq === undefined ? Infinity : Math.ceil(q.beforeSeq) - 1,
-    q.toSeq === undefined ? Infinity : Math.floor(q.toSeq),
-  ];
-  const lo = Math.max(...lows);
-  const hi = Math.min(...highs);
-  return { lo: Number.isFinite(lo) ? String(lo) : "", hi: Number.isFinite(hi) ? String(hi) : "" };
 }
 
 /**
@@ -207,14 +191,7 @@ export function createRedisStore(options: RedisStoreOptions): SessionStore {
     },
 
     async createSession(input: SessionInput) {
-      const createdAt = input.createdAt ?? Date.now();
-      const session: Session = {
-        id: input.id,
-        userId: input.userId,
-        createdAt,
-        lastActivityAt: input.lastActivityAt ?? createdAt,
-        metadata: structuredClone(input.metadata ?? {}),
-      };
+      const session = sessionFromInput(input);
       const metadata = json(session.metadata, "invalid_request", "Session metadata");
       const args = [session.userId, session.createdAt, session.lastActivityAt, metadata, ttlMs];
       const created = await db.eval<number>(S.CREATE, dataKeys(session.id), args.map(String));
@@ -278,16 +255,19 @@ export function createRedisStore(options: RedisStoreOptions): SessionStore {
     },
 
     async getMessages(id: string, query: MessageQuery = {}) {
-      const bounds = seqBounds(query);
+      const ranged = [query.afterSeq, query.beforeSeq, query.fromSeq, query.toSeq].some(
+        (b) => b !== undefined,
+      );
       const last = query.last === undefined ? undefined : Math.trunc(query.last);
       const limit = query.limit === undefined ? undefined : Math.trunc(query.limit);
       if (last !== undefined && last <= 0) return [];
       if (last === undefined && limit !== undefined && limit <= 0) return [];
       let items: string[];
-      if (bounds) {
+      if (ranged) {
+        const [from, to] = seqBounds(query);
         items = await db.eval<string[]>(S.RANGE, dataKeys(id), [
-          bounds.lo,
-          bounds.hi,
+          String(from),
+          String(to),
           last === undefined ? "" : String(last),
           limit === undefined ? "" : String(limit),
         ]);
@@ -354,7 +334,6 @@ export function createRedisStore(options: RedisStoreOptions): SessionStore {
       if (query.mode === "fulltext") {
         throw new ThreadkeepError("not_supported", "The redis store has no full-text search; use substring");
       }
-      const limit = query.limit ?? DEFAULT_SEARCH_LIMIT;
       const ids = query.sessionId ? [query.sessionId] : await indexes.ownedIds(query.userId);
       const hits: SearchHit[] = [];
       const stale: string[] = [];
@@ -364,25 +343,17 @@ export function createRedisStore(options: RedisStoreOptions): SessionStore {
           batch.map((id) => db.send<string | null>(["HGET", dataKeys(id)[0], "userId"])),
         );
         const mine = batch.filter((_, i) => owners[i] === query.userId);
-        if (!query.sessionId) stale.push(...batch.filter((_, i) => owners[i] === null));
+        // Members of the owner's index that are gone, or whose id now belongs to someone else.
+        if (!query.sessionId) stale.push(...batch.filter((_, i) => owners[i] !== query.userId));
         const lists = await Promise.all(
           mine.map((id) => db.send<string[]>(["LRANGE", dataKeys(id)[1], "0", "-1"])),
         );
         mine.forEach((sessionId, i) => {
-          for (const message of parseMessages(sessionId, lists[i])) {
-            if (!matchesSubstring(message, query.text)) continue;
-            hits.push({
-              sessionId,
-              seq: message.seq,
-              snippet: snippetOf(messageText(message), query.text),
-              message,
-            });
-          }
+          hits.push(...substringHits(sessionId, parseMessages(sessionId, lists[i]), query.text));
         });
       }
       await indexes.dropFromOwner(query.userId, stale);
-      hits.sort((a, b) => b.message.createdAt - a.message.createdAt || b.seq - a.seq);
-      return hits.slice(0, limit);
+      return rankHits(hits, query.limit ?? DEFAULT_SEARCH_LIMIT);
     },
 
     expire: (olderThan) =>

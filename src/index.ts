@@ -15,3 +15,31 @@ export { createStore, STORE_SCHEMES } from "./stores/url.js";
 export type { StoreUrlOptions } from "./stores/url.js";
 export { createMemoryStore } from "./stores/memory.js";
 export type { MemoryStoreOptions } from "./stores/memory.js";
+export type { OmittedReasons } from "./core/context/types.js";
+export { clearTokenCache, countContextTokens, encodingForModel, TokenCounter } from "./core/context/tokens.js";
+export type { EncodingName } from "./core/context/tokens.js";
+export {
+  contextPreferencesSchema,
+  handleSetContextPreferences,
+  parseContextPreferences,
+  SET_CONTEXT_PREFERENCES,
+  setContextPreferencesTool,
+} from "./core/context/preferences.js";
+export type { PreferencesTarget } from "./core/context/preferences.js";
+export { formatTranscript } from "./core/context/summarize.js";
+export type { SummarizeRequest, Summarizer } from "./core/context/summarize.js";
+export type { CompactionOptions, CompactionResult } from "./core/context/compaction.js";
+export {
+  conversationPatchSchema,
+  conversationStateSchema,
+  DEFAULT_CONFIRMATION_TTL_MS,
+  MAX_REFERENCES,
+  parseConversationPatch,
+  parseConversationState,
+  renderConversationNote,
+} from "./core/state/conversation.js";
+export type { ConversationPatch, ConversationState, EntityRef, Intent, PendingConfirmation, PendingInput } from "./core/state/conversation.js";
+export { BUILTIN_PHRASES, createResolver, DUTCH_PHRASES, ENGLISH_PHRASES, normalizePhrase, resolveMessage } from "./core/state/references.js";
+export type { PhraseSet, Resolution, Resolver, ResolverOptions } from "./core/state/references.js";
+export { createSummarizer, DEFAULT_SUMMARY_INSTRUCTIONS, summaryRequestBody } from "./llm/summarizer.js";
+export type { SummarizerOptions } from "./llm/summarizer.js";

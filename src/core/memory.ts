@@ -61,7 +61,7 @@ export interface MemoryOptions {
   /** How long a turn waits for the turns ahead of it before failing with `session_busy`. @default 60000 */
   turnWaitMs?: number;
   /**
-   * Summarises older messages (e.g. `createSummarizer` from `threadkeep/llm/summarizer`). Without one
+   * Summarises older messages (e.g. `createSummarizer({ baseUrl, model })`). Without one
    * nothing is summarised and the message cap drops the oldest; with one, it drops only summarised messages.
    */
   summarizer?: Summarizer;

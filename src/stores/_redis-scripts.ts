@@ -221,6 +221,17 @@ redis.call('DEL', META, MSGS, SUMS, STATE)
 return {1, v[1]}`,
 );
 
+/** Index scripts share ARGV[1] mode ('gt' never lowers a score, 'set' sets it), [2] score, [3] id. */
+const RECORD = `
+local function record(key)
+  if ARGV[1] == 'gt' then
+    redis.call('ZADD', key, 'GT', ARGV[2], ARGV[3])
+  else
+    redis.call('ZADD', key, ARGV[2], ARGV[3])
+  end
+end
+`;
+
 /**
  * KEYS: one owner's index (sorted set of session ids by last activity). ARGV: mode ('gt' never lowers
  * a score, 'set' sets it), score, session id, expireAt ('' to leave the key's expiry alone; otherwise
@@ -228,12 +239,8 @@ return {1, v[1]}`,
  */
 export const USER_INDEX = script(
   "user-index",
-  `
-if ARGV[1] == 'gt' then
-  redis.call('ZADD', KEYS[1], 'GT', ARGV[2], ARGV[3])
-else
-  redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
-end
+  `${RECORD}
+record(KEYS[1])
 if ARGV[5] ~= '' then redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[5]) end
 if ARGV[4] ~= '' then
   local current = redis.call('PEXPIRETIME', KEYS[1])
@@ -252,12 +259,8 @@ return 1`,
  */
 export const GLOBAL_INDEX = script(
   "global-index",
-  `
-if ARGV[1] == 'gt' then
-  redis.call('ZADD', KEYS[1], 'GT', ARGV[2], ARGV[3])
-else
-  redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
-end
+  `${RECORD}
+record(KEYS[1])
 redis.call('ZADD', KEYS[2], 0, ARGV[3])
 if ARGV[4] ~= '' then
   local old = redis.call('ZRANGE', KEYS[1], '-inf', '(' .. ARGV[4], 'BYSCORE', 'LIMIT', 0, 100)

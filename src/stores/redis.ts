@@ -294,6 +294,7 @@ export function createRedisStore(options: RedisStoreOptions): SessionStore {
     },
 
     async truncateAfter(id, seq) {
+      if (!Number.isFinite(seq)) throw new ThreadkeepError("invalid_request", "seq must be a finite number");
       return need(id, await run(S.TRUNCATE, id, [seq]))[0];
     },
 

@@ -53,11 +53,11 @@ export function ago(at: number, now = Date.now()): string {
 }
 
 /**
- * Rows under a header: padded columns on a terminal, tab-separated otherwise (for `cut`/`awk`).
- * Cells are plain text; the header is bold when colour is on.
+ * Rows under a header: padded columns when `aligned` (a terminal), tab-separated otherwise (for
+ * `cut`/`awk`). Cells are plain text; the header is bold when colour is on.
  */
-export function table(header: string[], rows: string[][], output: Output, paint?: Paint): string {
-  if (output.isTTY !== true) return [header, ...rows].map((r) => r.join("\t")).join("\n") + "\n";
+export function table(header: string[], rows: string[][], aligned: boolean, paint?: Paint): string {
+  if (!aligned) return [header, ...rows].map((r) => r.join("\t")).join("\n") + "\n";
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
   const line = (r: string[]) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join("  ").trimEnd();
   const head = line(header);

@@ -73,7 +73,7 @@ async function list(opts: { store?: string; user?: string; limit: string; json?:
     if (rows.length === 0) return void process.stdout.write("no sessions\n");
     const header = ["ID", "USER", "MESSAGES", "LAST ACTIVITY", "TITLE"];
     const cells = rows.map((r) => [r.id, r.userId, String(r.messages), ago(r.lastActivityAt), r.title]);
-    process.stdout.write(table(header, cells, process.stdout, paintFor(process.stdout)));
+    process.stdout.write(table(header, cells, process.stdout.isTTY === true, paintFor(process.stdout)));
   });
 }
 

@@ -1,20 +1,9 @@
 import { describe, expect, it } from "vitest";
 import type { ChatMessage, Message } from "../types.js";
 import { assembleContext } from "./assemble.js";
+import { seededRandom as random } from "../../../bench/_harness.js";
 import { expectValidToolPairs } from "../../../test/context/_tool-pairs.js";
 import { countContextTokens } from "./tokens.js";
-
-/** Seeded pseudo-random numbers (mulberry32), so a failure names a seed that reproduces it. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const WORDS = ["task", "groceries", "tomorrow", "delete", "the", "weather", "is", "nice", "ok", "λ", "日本", "🙂", "42"];
 

@@ -3,6 +3,7 @@
  * sessions.ts (REST); this file wires auth, errors, metrics, health and the OpenAPI document.
  */
 import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from "fastify";
+import { assembleContext } from "../core/context/assemble.js";
 import { ThreadkeepError } from "../core/errors.js";
 import { isValidSessionId } from "../core/ids.js";
 import { createMemory, Memory, type MemoryOptions } from "../core/memory.js";
@@ -122,6 +123,7 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
     memory,
     metrics,
     async listen() {
+      warmUp();
       await app.listen({ host, port });
       const address = app.server.address();
       const actualPort = typeof address === "object" && address ? address.port : port;
@@ -132,6 +134,15 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
       if (ownsMemory) await memory.close();
     },
   };
+}
+
+/** Loads the tokenizer now, so the first turn does not pay for it (it takes a few hundred ms). */
+function warmUp(): void {
+  try {
+    assembleContext({ system: [], history: [], summaries: [], input: [{ role: "user", content: "warm up" }], window: 1, tokenBudget: 1000 });
+  } catch {
+    // Only a head start: the first turn would hit the same error and report it properly.
+  }
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {

@@ -117,7 +117,7 @@ export const openApiDocument = {
     },
     "/v1/sessions/{id}/preferences": {
       put: op("Set context preferences applied to the next turn(s)", {
-        "200": ok("Stored", { type: "object", properties: { preferences: ref("ContextPreferences"), version: { type: "integer" } } }),
+        "200": ok("Stored", { type: "object", properties: { preferences: ref("ContextPreferences") } }),
       }, { parameters: [sessionId], ...body(ref("ContextPreferences")) }),
     },
     "/healthz": { get: { summary: "The process is up", security: [], responses: { "200": ok("Up", { type: "object" }) } } },
@@ -172,10 +172,16 @@ export const openApiDocument = {
         type: "object",
         additionalProperties: false,
         properties: {
-          maxRecentMessages: { type: "integer", minimum: 0 },
-          focusRange: { type: "object", properties: { fromSeq: { type: "integer" }, toSeq: { type: "integer" } }, required: ["fromSeq", "toSeq"] },
+          maxRecentMessages: { type: "integer", minimum: 1, maximum: 1000 },
+          focusRange: {
+            type: "object",
+            description: "Inclusive, at most 200 messages",
+            properties: { fromSeq: { type: "integer", minimum: 1 }, toSeq: { type: "integer", minimum: 1 } },
+            required: ["fromSeq", "toSeq"],
+            additionalProperties: false,
+          },
           includeSummaries: { type: "boolean" },
-          pinnedSeqs: { type: "array", items: { type: "integer" } },
+          pinnedSeqs: { type: "array", items: { type: "integer", minimum: 1 }, maxItems: 50 },
           sticky: { type: "boolean" },
         },
       },

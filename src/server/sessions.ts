@@ -4,6 +4,7 @@
  */
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
+import type { ContextPreferences } from "../core/context/types.js";
 import type { Memory } from "../core/memory.js";
 import { parseBody } from "./_validate.js";
 import { withTurnLease, type TurnDeps } from "./turn.js";
@@ -26,15 +27,6 @@ const StatePatch = z.strictObject({
   data: z.record(z.string(), z.unknown()),
   expectedVersion: z.number().int().min(0).optional(),
 });
-/** The shape of {@link import("../core/context/types.js").ContextPreferences}, checked strictly. */
-export const PreferencesBody = z.strictObject({
-  maxRecentMessages: z.number().int().min(0).optional(),
-  focusRange: z.strictObject({ fromSeq: z.number().int().min(0), toSeq: z.number().int().min(0) }).optional(),
-  includeSummaries: z.boolean().optional(),
-  pinnedSeqs: z.array(z.number().int().min(1)).optional(),
-  sticky: z.boolean().optional(),
-});
-
 /** What the session routes need. */
 export interface SessionRoutesDeps {
   memory: Memory;
@@ -114,8 +106,9 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRoutesD
 
   app.get<IdParams>("/v1/sessions/:id/context", async (request) => {
     const query = parseBody(ContextQuery, request.query);
-    await existing(request.params.id, request.userId);
-    return memory.buildContext(request.params.id, { ...owner(request), model: query.model });
+    // Stored preferences are passed in explicitly: a preview applies them without using them up.
+    const preferences = await memory.getPreferences(request.params.id, owner(request));
+    return memory.buildContext(request.params.id, { ...owner(request), model: query.model, preferences });
   });
 
   app.get<IdParams>("/v1/sessions/:id/state", async (request) => memory.getState(request.params.id, owner(request)));
@@ -130,9 +123,8 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRoutesD
   });
 
   app.put<IdParams>("/v1/sessions/:id/preferences", async (request) => {
-    const preferences = parseBody(PreferencesBody, request.body);
     await existing(request.params.id, request.userId);
-    const state = await memory.updateState(request.params.id, (data) => ({ ...data, preferences }), owner(request));
-    return { preferences: state.data.preferences, version: state.version };
+    const stored = await memory.setPreferences(request.params.id, request.body as ContextPreferences, owner(request));
+    return { preferences: stored ?? {} };
   });
 }

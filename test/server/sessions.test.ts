@@ -108,10 +108,27 @@ describe("session REST API", () => {
     expect(stale.body.error.code).toBe("state_conflict");
     const prefs = await call("tk-alice", "PUT", `/v1/sessions/${id}/preferences`, { maxRecentMessages: 4, sticky: true });
     expect(prefs.status).toBe(200);
-    expect(prefs.body.preferences).toMatchObject({ maxRecentMessages: 4, sticky: true });
+    expect(prefs.body.preferences).toEqual({ maxRecentMessages: 4, sticky: true });
     const bad = await call("tk-alice", "PUT", `/v1/sessions/${id}/preferences`, { maxRecentMessages: "many" });
     expect(bad.status).toBe(400);
-    expect(bad.body.error.param).toContain("maxRecentMessages");
+    expect(bad.body.error).toMatchObject({ code: "invalid_request", param: "preferences.maxRecentMessages" });
+    expect((await call("tk-alice", "PUT", `/v1/sessions/${randomUUID()}/preferences`, { sticky: true })).status).toBe(404);
+  });
+
+  it("applies preferences to the next turn only, and a context preview does not use them up", async () => {
+    const id = randomUUID();
+    const messages = Array.from({ length: 12 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: `m${i + 1}` }));
+    await call("tk-alice", "POST", `/v1/sessions/${id}/messages`, { messages });
+    await call("tk-alice", "PUT", `/v1/sessions/${id}/preferences`, { maxRecentMessages: 2 });
+    const preview = await call("tk-alice", "GET", `/v1/sessions/${id}/context`);
+    expect(preview.body.includedSeqs).toEqual([11, 12]);
+    expect((await call("tk-alice", "GET", `/v1/sessions/${id}/context`)).body.includedSeqs).toEqual([11, 12]);
+    const before = stack.fake.chatRequests().length;
+    await stack.client("tk-alice").chat.completions.create({ model: "m", messages: [{ role: "user", content: "next" }] }, { headers: { "X-Session-ID": id } });
+    await stack.client("tk-alice").chat.completions.create({ model: "m", messages: [{ role: "user", content: "after" }] }, { headers: { "X-Session-ID": id } });
+    const [first, second] = stack.fake.chatRequests().slice(before).map((r) => r.body.messages.filter((m: { role: string }) => m.role !== "system"));
+    expect(first.map((m: { content: string }) => m.content)).toEqual(["m11", "m12", "next"]);
+    expect(second.length).toBeGreaterThan(3);
   });
 
   it("answers 400 invalid_session_id for a malformed id on every route", async () => {

@@ -1,0 +1,193 @@
+/**
+ * Proxy benchmark: what threadkeep adds to a chat turn. A zero-latency fake OpenAI-compatible
+ * upstream and the threadkeep server each run in their own process; this process drives them over
+ * keep-alive HTTP, first straight at the upstream, then through threadkeep, at 1 and 100 concurrent
+ * sessions (each session's turns one after another, as a chat client sends them), on SQLite and,
+ * when reachable, PostgreSQL (and the in-memory store as a reference). Reports turns/s and added latency (through − direct) at p50 and p99.
+ *
+ * `BENCH_QUICK=1` runs fewer turns; `BENCH_PROXY_STORES=sqlite` picks stores.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { Agent, request as httpRequest } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { formatMicros, percentile, printTable, QUICK } from "./_harness.js";
+
+const ROLE = process.env.BENCH_PROXY_ROLE;
+const CONCURRENCY = [1, 100];
+const TURNS: Record<number, number> = QUICK ? { 1: 300, 100: 3000 } : { 1: 3000, 100: 30000 };
+const WARMUP_TURNS = QUICK ? 200 : 1000;
+
+/** Child role: the fake upstream (requests are not kept, so memory stays flat). */
+async function runUpstream(): Promise<void> {
+  const { startFakeUpstream } = await import("../test/_fake-upstream.js");
+  const fake = await startFakeUpstream();
+  setInterval(() => fake.requests.splice(0), 500).unref();
+  process.stdout.write(`READY ${fake.url}\n`);
+}
+
+/** Child role: threadkeep, as `threadkeep serve` would run it. */
+async function runServer(): Promise<void> {
+  const { createServer } = await import("../src/server/index.js");
+  const server = await createServer({
+    memory: { store: process.env.BENCH_STORE as string },
+    upstream: process.env.BENCH_UPSTREAM as string,
+    port: 0,
+  });
+  await server.memory.store();
+  const url = await server.listen();
+  process.stdout.write(`READY ${url}\n`);
+  process.once("SIGTERM", () => server.close().then(() => process.exit(0)));
+}
+
+/** Starts this script in a role and waits for the URL it prints. */
+function startRole(role: string, env: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(import.meta.url)], {
+    env: { ...process.env, ...env, BENCH_PROXY_ROLE: role },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  return new Promise((resolve, reject) => {
+    let out = "";
+    child.stdout?.on("data", (d) => {
+      out += d;
+      const match = /READY (\S+)/.exec(out);
+      if (match) resolve({ child, url: match[1] });
+    });
+    child.once("exit", (code) => reject(new Error(`${role} exited with ${code} before it was ready`)));
+  });
+}
+
+/** One POST with a keep-alive agent; resolves with its latency in microseconds. */
+function post(agent: Agent, url: URL, body: string, headers: Record<string, string>): Promise<number> {
+  const start = performance.now();
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      url,
+      { method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...headers } },
+      (res) => {
+        res.on("data", () => {});
+        res.on("end", () => (res.statusCode === 200 ? resolve((performance.now() - start) * 1000) : reject(new Error(`HTTP ${res.statusCode}`))));
+      },
+    );
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+interface Run {
+  turnsPerSecond: number;
+  p50: number;
+  p99: number;
+}
+
+/** `sessions` workers, each sending its turns one after another, `total` turns in all. */
+async function drive(base: string, sessions: number, total: number, withSession: boolean): Promise<Run> {
+  const agent = new Agent({ keepAlive: true, maxSockets: sessions });
+  const url = new URL(`${base.replace(/\/v1$/, "")}/v1/chat/completions`);
+  const samples: number[] = [];
+  const perWorker = Math.ceil(total / sessions);
+  const start = performance.now();
+  await Promise.all(
+    Array.from({ length: sessions }, async () => {
+      const headers: Record<string, string> = withSession ? { "x-session-id": randomUUID() } : {};
+      for (let i = 0; i < perWorker; i++) {
+        const body = JSON.stringify({ model: "fake", messages: [{ role: "user", content: `Turn ${i}: what did I say before?` }] });
+        samples.push(await post(agent, url, body, headers));
+      }
+    }),
+  );
+  const seconds = (performance.now() - start) / 1000;
+  agent.destroy();
+  samples.sort((a, b) => a - b);
+  return { turnsPerSecond: samples.length / seconds, p50: percentile(samples, 50), p99: percentile(samples, 99) };
+}
+
+interface Row {
+  store: string;
+  sessions: number;
+  direct: Run;
+  through: Run;
+}
+
+async function postgresUrl(): Promise<string | null> {
+  const { serviceAvailable, TEST_POSTGRES_URL } = await import("../test/_services.js");
+  const available = await serviceAvailable("postgres").catch((error: Error) => error.message);
+  if (available === true) return TEST_POSTGRES_URL;
+  console.log(`postgres: skipped, ${available}`);
+  return null;
+}
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), "threadkeep-bench-proxy-"));
+  const only = process.env.BENCH_PROXY_STORES?.split(",");
+  // memory: is the reference: the proxy's own cost, without a store's I/O.
+  const stores: [string, string][] = [
+    ["sqlite", `sqlite:${join(dir, "threadkeep.db")}`],
+    ["memory", "memory:"],
+  ];
+  if (!only || only.includes("postgres")) {
+    const url = await postgresUrl();
+    if (url) stores.push(["postgres", url]);
+  }
+  const upstream = await startRole("upstream");
+  const rows: Row[] = [];
+  try {
+    for (const [name, storeUrl] of stores.filter(([n]) => !only || only.includes(n))) {
+      let server: { child: ChildProcess; url: string };
+      try {
+        server = await startRole("server", { BENCH_STORE: storeUrl, BENCH_UPSTREAM: upstream.url });
+      } catch (error) {
+        console.log(`${name}: skipped, ${(error as Error).message}`);
+        continue;
+      }
+      try {
+        await drive(server.url, 10, WARMUP_TURNS, true);
+        await drive(upstream.url, 10, WARMUP_TURNS, false);
+        for (const sessions of CONCURRENCY) {
+          const direct = await drive(upstream.url, sessions, TURNS[sessions], false);
+          const through = await drive(server.url, sessions, TURNS[sessions], true);
+          rows.push({ store: name, sessions, direct, through });
+          console.log(`${name} × ${sessions}: ${Math.round(through.turnsPerSecond)} turns/s through, ${Math.round(direct.turnsPerSecond)} direct`);
+        }
+      } finally {
+        server.child.kill("SIGTERM");
+      }
+    }
+  } finally {
+    upstream.child.kill("SIGTERM");
+    rmSync(dir, { recursive: true, force: true });
+  }
+  report(rows);
+}
+
+function report(rows: Row[]): void {
+  console.log(`\n## Proxy (${TURNS[1].toLocaleString("en")} turns at 1 session, ${TURNS[100].toLocaleString("en")} at 100; zero-latency upstream)\n`);
+  printTable(
+    ["store", "sessions", "direct turns/s", "through turns/s", "direct p50", "through p50", "added p50", "added p99"],
+    rows.map((r) => [
+      r.store,
+      String(r.sessions),
+      Math.round(r.direct.turnsPerSecond).toLocaleString("en"),
+      Math.round(r.through.turnsPerSecond).toLocaleString("en"),
+      formatMicros(r.direct.p50),
+      formatMicros(r.through.p50),
+      formatMicros(r.through.p50 - r.direct.p50),
+      formatMicros(r.through.p99 - r.direct.p99),
+    ]),
+  );
+  const single = rows.find((r) => r.store === "sqlite" && r.sessions === 1);
+  const many = rows.find((r) => r.store === "sqlite" && r.sessions === 100);
+  if (single && many) {
+    const added = (single.through.p50 - single.direct.p50) / 1000;
+    const rate = many.through.turnsPerSecond;
+    console.log(`\nsqlite added latency p50 at 1 session: ${added.toFixed(2)} ms (target < 2 ms: ${added < 2 ? "met" : "MISSED"})`);
+    console.log(`sqlite throughput at 100 sessions: ${Math.round(rate)} turns/s (target > 2,000: ${rate > 2000 ? "met" : "MISSED"})`);
+  }
+}
+
+if (ROLE === "upstream") await runUpstream();
+else if (ROLE === "server") await runServer();
+else await main();

@@ -114,6 +114,10 @@ describe("assembleContext", () => {
     ];
     const ctx = assemble({ history: stamp([user("x")], 60), summaries });
     expect(ctx.includedSummaryIds).toEqual([2]);
+    expect(ctx.omitted.summaries).toBe(0);
+    const tight = assemble({ history: stamp([user("x")], 60), summaries, tokenBudget: 12 });
+    expect(tight.includedSummaryIds).toEqual([]);
+    expect(tight.omitted.summaries).toBe(1);
     const covered = assemble({ history: stamp([user("x")], 30), summaries: [{ ...summaries[0], fromSeq: 30, toSeq: 30 }] });
     expect(covered.includedSummaryIds).toEqual([]);
   });

@@ -97,10 +97,12 @@ export function assembleContext(input: ContextInput): AssembledContext {
   // Summaries of what the window does not show; the oldest summaries go first when space is short.
   const windowStartSeq =
     history.length === 0 || window === 0 ? Number.POSITIVE_INFINITY : history[Math.max(0, history.length - window)].seq;
+  // Summaries the sent one contains, or whose messages the window shows, are not missing if left out.
+  const relevant = selectSummaries(input.summaries).filter((s) => s.fromSeq < windowStartSeq);
   let summaries: Summary[] = [];
   let summaryMessage: Counted | null = null;
   if (preferences.includeSummaries !== false) {
-    summaries = selectSummaries(input.summaries).filter((s) => s.fromSeq < windowStartSeq);
+    summaries = relevant;
     while (summaries.length > 0 && !summaryMessage) {
       summaryMessage = take(count({ role: "system", content: renderSummaries(summaries) }));
       if (!summaryMessage) summaries = summaries.slice(1);
@@ -156,7 +158,7 @@ export function assembleContext(input: ContextInput): AssembledContext {
   for (const e of newInput) messages.push(e.message);
 
   const includedSummaryIds = summaryMessage ? summaries.map((s) => s.id) : [];
-  const leftOutSummaries = input.summaries.filter((s) => !includedSummaryIds.includes(s.id));
+  const leftOutSummaries = relevant.filter((s) => !includedSummaryIds.includes(s.id));
   return {
     messages,
     tokens: input.tokenBudget - remaining,

@@ -70,7 +70,7 @@ export interface AssembledContext {
     messages: number;
     /** Tokens of those messages. */
     tokens: number;
-    /** Summaries left out. */
+    /** Summaries left out (for budget or preference; not older rolling summaries the sent one contains). */
     summaries: number;
     /** Messages shortened with a truncation marker because one alone exceeded the budget. */
     truncated: number;

@@ -9,13 +9,24 @@ export type CommandModule = { register(program: Command): void };
 
 const COMMANDS = ["./serve.js", "./chat.js", "./sessions.js", "./export-import.js", "./migrate.js"];
 
+const HELP_FOOTER = `
+Settings come from flags, then THREADKEEP_* environment variables (THREADKEEP_STORE,
+THREADKEEP_UPSTREAM_URL, THREADKEEP_MODEL, …), then defaults. Every command: threadkeep <command> --help.
+Reference: docs/cli.md.
+
+Exit codes:
+  0  ok
+  1  failure: a store or model error, a session not found, import problems, an interrupted migrate
+  2  usage: an unknown command or flag, a bad value, an unknown store scheme, an invalid session id`;
+
 /** Builds the `threadkeep` program with every subcommand that is present. */
 export async function buildProgram(): Promise<Command> {
   const program = new Command("threadkeep")
     .description("Session memory for LLM chat applications: an OpenAI-compatible memory proxy, a chat, and session tools.")
     .version(process.env.npm_package_version ?? "0.1.0")
     .showHelpAfterError()
-    .exitOverride();
+    .exitOverride()
+    .addHelpText("after", HELP_FOOTER);
   for (const path of COMMANDS) {
     let module: CommandModule;
     try {

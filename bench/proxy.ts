@@ -18,7 +18,7 @@ import { formatMicros, percentile, printTable, QUICK } from "./_harness.js";
 
 const ROLE = process.env.BENCH_PROXY_ROLE;
 const CONCURRENCY = [1, 100];
-const TURNS: Record<number, number> = QUICK ? { 1: 300, 100: 3000 } : { 1: 3000, 100: 30000 };
+const TURNS: Record<number, number> = QUICK ? { 1: 300, 100: 2000 } : { 1: 2000, 100: 10000 };
 const WARMUP_TURNS = QUICK ? 200 : 1000;
 
 /** Child role: the fake upstream (requests are not kept, so memory stays flat). */

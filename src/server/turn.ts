@@ -114,9 +114,13 @@ export async function commitTurn(
 /** Removes a session this turn created, when the turn failed: a failed turn leaves nothing behind. */
 export async function discardCreated(deps: TurnDeps, sessionId: string, userId: string, loaded: LoadedTurn): Promise<void> {
   if (!loaded.created) return;
-  await deps.memory.deleteSession(sessionId, { userId }).catch((error) => {
+  try {
+    // A turn that outlived its lease may find a later turn's messages here: those stay.
+    if ((await deps.memory.getMessages(sessionId, { userId, last: 1 })).length > 0) return;
+    await deps.memory.deleteSession(sessionId, { userId });
+  } catch (error) {
     deps.log.warn({ err: error, sessionId }, "could not remove the session of a failed first turn");
-  });
+  }
 }
 
 /**

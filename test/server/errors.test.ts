@@ -136,6 +136,35 @@ describe("chat errors", () => {
     expect(stack.fake.chatRequests()).toHaveLength(0);
   });
 
+  it("answers 429 session_busy when a turn waits too long for the one before it", async () => {
+    stack = await startStack({ memoryOptions: { turnWaitMs: 50 } });
+    stack.fake.setReply(() => ({ content: "slow", delayMs: 400 }));
+    const id = randomUUID();
+    const send = () => stack!.request("POST", "/v1/chat/completions", { headers: { "x-session-id": id }, body: chat() });
+    const first = send();
+    await new Promise((r) => setTimeout(r, 20));
+    const second = await send();
+    expect(second.status).toBe(429);
+    expect(await errorOf(second)).toMatchObject({ code: "session_busy", type: "rate_limit_error" });
+    expect((await first).status).toBe(200);
+    expect(await stack.memory.getMessages(id)).toHaveLength(2);
+  });
+
+  it("does not let a turn that outlived its lease overwrite the order: its reply is returned not-saved", async () => {
+    stack = await startStack({ memoryOptions: { leaseTtlMs: 100 } });
+    stack.fake.setReply((body) => ({ content: `re: ${body.messages.at(-1).content}`, delayMs: body.messages.at(-1).content === "slow" ? 400 : 0 }));
+    const id = randomUUID();
+    const send = (content: string) => stack!.request("POST", "/v1/chat/completions", { headers: { "x-session-id": id }, body: chat(content) });
+    const slow = send("slow");
+    await new Promise((r) => setTimeout(r, 20));
+    const fast = await send("fast");
+    expect(fast.headers.get("x-threadkeep-warning")).toBeNull();
+    const late = await slow;
+    expect(late.status).toBe(200);
+    expect(late.headers.get("x-threadkeep-warning")).toBe("not-saved");
+    expect((await stack.memory.getMessages(id)).map((m) => m.content)).toEqual(["fast", "re: fast"]);
+  });
+
   it("answers unknown routes with an OpenAI-style 404", async () => {
     stack = await startStack();
     const res = await stack.request("GET", "/v1/nothing-here");

@@ -1,9 +1,11 @@
 /**
- * The PostgreSQL store's schema as versioned forward migrations, and the mapping of driver errors to
- * threadkeep's coded errors. Every statement here is a tagged template: no SQL is built from strings.
+ * How threadkeep's data lies in PostgreSQL: the schema as versioned forward migrations, the row
+ * formats, opening the client, and the mapping of driver errors to threadkeep's coded errors.
+ * Every statement is a tagged template: no SQL is built from strings.
  */
 import type postgres from "postgres";
 import { ThreadkeepError } from "../core/errors.js";
+import type { Message, MessageInput, Session, Summary } from "../core/types.js";
 
 /** A connected `postgres` client whose `bigint` columns parse to numbers (see `createPostgresStore`). */
 export type PgSql = postgres.Sql<Record<string, unknown>>;
@@ -162,6 +164,127 @@ export async function migrate(sql: PgSql, schema: string): Promise<void> {
         VALUES (${migration.version}, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint)`;
     }
   });
+}
+
+/** A `messages` row as the store reads it. */
+export interface MessageRow {
+  seq: number;
+  created_at: number;
+  body: string;
+}
+
+/** A `sessions` row as the store reads it. */
+export interface SessionRow {
+  id: string;
+  user_id: string;
+  created_at: number;
+  last_activity_at: number;
+  metadata: string;
+}
+
+/** A `summaries` row as the store reads it. */
+export interface SummaryRow {
+  id: number;
+  from_seq: number;
+  to_seq: number;
+  created_at: number;
+  content: string;
+  metadata: string | null;
+}
+
+/** The session of a row. */
+export const toSession = (row: SessionRow): Session => ({
+  id: row.id,
+  userId: row.user_id,
+  createdAt: row.created_at,
+  lastActivityAt: row.last_activity_at,
+  metadata: JSON.parse(row.metadata),
+});
+
+/** A fresh object per read; the body never holds seq or createdAt (see {@link bodyOf}). */
+export function toMessage(row: MessageRow): Message {
+  const message = JSON.parse(row.body) as Message;
+  message.seq = row.seq;
+  message.createdAt = row.created_at;
+  return message;
+}
+
+/** The summary of a row. */
+export const toSummary = (row: SummaryRow): Summary => ({
+  id: row.id,
+  fromSeq: row.from_seq,
+  toSeq: row.to_seq,
+  content: row.content,
+  createdAt: row.created_at,
+  ...(row.metadata === null ? {} : { metadata: JSON.parse(row.metadata) }),
+});
+
+/** The message as stored: its JSON without the store's bookkeeping. */
+export function bodyOf(message: MessageInput): string {
+  const { seq: _seq, createdAt: _createdAt, ...rest } = message as Partial<Message>;
+  return JSON.stringify(rest);
+}
+
+/** Lower-cased as the other stores compare; U+0000 dropped because PostgreSQL text cannot hold it. */
+export const searchable = (text: string) => text.toLowerCase().replaceAll("\u0000", "");
+
+/** Imports the optional `postgres` package. @throws `missing_dependency` when it is not installed. */
+export async function loadDriver(): Promise<typeof postgres> {
+  try {
+    return (await import("postgres")).default;
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code === "ERR_MODULE_NOT_FOUND" && String((error as Error).message).includes("'postgres'")) {
+      throw new ThreadkeepError(
+        "missing_dependency",
+        'The postgres:// store needs the optional package "postgres": run npm install postgres',
+        { cause: error },
+      );
+    }
+    throw error;
+  }
+}
+
+/** What {@link openClient} needs besides the URL. */
+export interface ClientOptions {
+  poolSize: number;
+  connectTimeoutSeconds: number;
+  /** A validated identifier: it becomes the connections' search_path. */
+  schema: string;
+  /** The server stops a statement running longer (statement_timeout). */
+  queryTimeoutMs: number;
+}
+
+/** A pool (connections open lazily) whose unqualified table names resolve in `schema`. */
+export async function openClient(url: string, options: ClientOptions): Promise<PgSql> {
+  const driver = await loadDriver();
+  return driver(url, {
+    max: options.poolSize,
+    connect_timeout: options.connectTimeoutSeconds,
+    onnotice: () => {},
+    // Quoting keeps the schema's case.
+    connection: {
+      application_name: "threadkeep",
+      search_path: `"${options.schema}"`,
+      statement_timeout: options.queryTimeoutMs,
+    },
+    // Every bigint here is a time in ms, a seq, a fence or a ticket: all far below 2^53.
+    types: {
+      bigint: { to: 20, from: [20], serialize: (x: number) => String(x), parse: (x: string) => Number(x) },
+    },
+  }) as unknown as PgSql;
+}
+
+/** @throws `invalid_request` when `lang` is no text search configuration of the server. */
+export async function checkTextSearchConfig(sql: PgSql, lang: string): Promise<void> {
+  try {
+    await sql`SELECT ${lang}::regconfig`;
+  } catch (error) {
+    if ((error as { code?: string }).code !== "42704") throw error;
+    throw new ThreadkeepError("invalid_request", `Unknown PostgreSQL text search configuration "${lang}"`, {
+      cause: error,
+    });
+  }
 }
 
 /** Node and driver error codes that mean the server could not be reached or the connection broke. */

@@ -5,19 +5,30 @@ import { validateMessages } from "../core/messages.js";
 import type {
   AppendOptions,
   ListOptions,
-  Message,
   MessageInput,
   MessageQuery,
   SearchQuery,
-  Session,
   SessionInput,
   SessionState,
   SessionStore,
-  Summary,
   SummaryInput,
 } from "../core/types.js";
 import { PostgresLeases } from "./_postgres-lease.js";
-import { migrate, type PgSql, toStoreError } from "./_postgres-schema.js";
+import {
+  bodyOf,
+  checkTextSearchConfig,
+  type MessageRow,
+  migrate,
+  openClient,
+  type PgSql,
+  type SessionRow,
+  type SummaryRow,
+  searchable,
+  toMessage,
+  toSession,
+  toStoreError,
+  toSummary,
+} from "./_postgres-schema.js";
 import {
   checkSearchQuery,
   DEFAULT_LIST_LIMIT,
@@ -50,89 +61,16 @@ export interface PostgresStoreOptions {
   expireBatchSize?: number;
 }
 
-interface MessageRow {
-  seq: number;
-  created_at: number;
-  body: string;
-}
-
-interface SessionRow {
-  id: string;
-  user_id: string;
-  created_at: number;
-  last_activity_at: number;
-  metadata: string;
-}
-
-interface SummaryRow {
-  id: number;
-  from_seq: number;
-  to_seq: number;
-  created_at: number;
-  content: string;
-  metadata: string | null;
-}
-
 const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
-
-const toSession = (row: SessionRow): Session => ({
-  id: row.id,
-  userId: row.user_id,
-  createdAt: row.created_at,
-  lastActivityAt: row.last_activity_at,
-  metadata: JSON.parse(row.metadata),
-});
-
-/** A fresh object per read; the body never holds seq or createdAt (see {@link bodyOf}). */
-function toMessage(row: MessageRow): Message {
-  const message = JSON.parse(row.body) as Message;
-  message.seq = row.seq;
-  message.createdAt = row.created_at;
-  return message;
-}
-
-const toSummary = (row: SummaryRow): Summary => ({
-  id: row.id,
-  fromSeq: row.from_seq,
-  toSeq: row.to_seq,
-  content: row.content,
-  createdAt: row.created_at,
-  ...(row.metadata === null ? {} : { metadata: JSON.parse(row.metadata) }),
-});
-
-/** The message as stored: its JSON without the store's bookkeeping. */
-function bodyOf(message: MessageInput): string {
-  const { seq: _seq, createdAt: _createdAt, ...rest } = message as Partial<Message>;
-  return JSON.stringify(rest);
-}
 
 /** A time for a `bigint` column: whole milliseconds, or null for "now". */
 const ms = (at: number | undefined) => (at === undefined ? null : Math.round(at));
-
-/** Lower-cased as the other stores compare; U+0000 dropped because PostgreSQL text cannot hold it. */
-const searchable = (text: string) => text.toLowerCase().replaceAll("\u0000", "");
 
 /** A snippet around the first query word the text contains (full-text hits need not hold the phrase). */
 function fulltextSnippet(text: string, query: string): string {
   const lower = text.toLowerCase();
   const word = query.split(/[^\p{L}\p{N}]+/u).find((w) => w && lower.includes(w.toLowerCase()));
   return snippetOf(text, word ?? query);
-}
-
-async function loadDriver(): Promise<typeof postgres> {
-  try {
-    return (await import("postgres")).default;
-  } catch (error) {
-    const code = (error as { code?: string }).code;
-    if (code === "ERR_MODULE_NOT_FOUND" && String((error as Error).message).includes("'postgres'")) {
-      throw new ThreadkeepError(
-        "missing_dependency",
-        'The postgres:// store needs the optional package "postgres": run npm install postgres',
-        { cause: error },
-      );
-    }
-    throw error;
-  }
 }
 
 /**
@@ -160,30 +98,14 @@ export function createPostgresStore(options: PostgresStoreOptions): SessionStore
   const inflight = new Set<Promise<unknown>>();
 
   const open = async (): Promise<PgSql> => {
-    const driver = await loadDriver();
-    client ??= driver(options.url, {
-      max: options.poolSize ?? 10,
-      connect_timeout: options.connectTimeoutSeconds ?? 5,
-      onnotice: () => {},
-      // The schema is a validated identifier; quoting keeps its case.
-      connection: {
-        application_name: "threadkeep",
-        search_path: `"${schema}"`,
-        statement_timeout: queryTimeoutMs,
-      },
-      types: {
-        bigint: { to: 20, from: [20], serialize: (x: number) => String(x), parse: (x: string) => Number(x) },
-      },
-    }) as unknown as PgSql;
+    client ??= await openClient(options.url, {
+      poolSize: options.poolSize ?? 10,
+      connectTimeoutSeconds: options.connectTimeoutSeconds ?? 5,
+      schema,
+      queryTimeoutMs,
+    });
     await migrate(client, schema);
-    try {
-      await client`SELECT ${lang}::regconfig`;
-    } catch (error) {
-      if ((error as { code?: string }).code !== "42704") throw error;
-      throw new ThreadkeepError("invalid_request", `Unknown PostgreSQL text search configuration "${lang}"`, {
-        cause: error,
-      });
-    }
+    await checkTextSearchConfig(client, lang);
     return client;
   };
 

@@ -50,6 +50,13 @@ const SSE_HEADERS = {
  */
 export async function streamTurn(input: StreamTurnInput): Promise<StreamTurnResult> {
   const { turn, reply, loaded } = input;
+  if (clientLeft(input.request, reply)) {
+    // The client gave up while waiting for its turn: nothing was delivered, so nothing is stored.
+    await discardCreated(turn, input.sessionId, input.userId, loaded);
+    reply.hijack();
+    reply.raw.destroy();
+    return { label: "incomplete" };
+  }
   const abort = new AbortController();
   const upstreamStart = performance.now();
   let events: AsyncIterable<StreamEvent>;
@@ -76,6 +83,8 @@ export async function streamTurn(input: StreamTurnInput): Promise<StreamTurnResu
   };
   raw.on("close", onClose);
   raw.on("error", () => {});
+  // The client may have left between the check above and now, before the listener was there.
+  if (clientLeft(input.request, reply)) onClose();
 
   const accumulator = new StreamAccumulator();
   const recorded: string[] = [];
@@ -130,8 +139,13 @@ function partialReply(accumulator: StreamAccumulator): MessageInput {
   return message;
 }
 
+function clientLeft(request: FastifyRequest, reply: FastifyReply): boolean {
+  return reply.raw.destroyed || request.raw.socket?.destroyed === true;
+}
+
 function drained(raw: FastifyReply["raw"]): Promise<void> {
   return new Promise((resolve) => {
+    if (raw.destroyed) return resolve();
     const done = () => {
       raw.off("drain", done);
       raw.off("close", done);

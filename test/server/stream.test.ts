@@ -90,6 +90,28 @@ describe("streaming", () => {
     expect(stack.fake.chatRequests()[1].body.messages[1]).toEqual({ role: "assistant", content: partial });
   });
 
+  it("does not call the model for a stream whose client left while waiting for its turn", async () => {
+    stack.fake.setReply((body) => ({ content: `re: ${body.messages.at(-1).content}`, delayMs: body.messages.at(-1).content === "slow" ? 300 : 0 }));
+    const id = randomUUID();
+    const first = stack.request("POST", "/v1/chat/completions", { headers: { "x-session-id": id }, body: { model: "m", messages: [{ role: "user", content: "slow" }] } });
+    await new Promise((r) => setTimeout(r, 30));
+    const abort = new AbortController();
+    const waiting = fetch(`${stack.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-session-id": id },
+      body: JSON.stringify({ model: "m", stream: true, messages: [{ role: "user", content: "impatient" }] }),
+      signal: abort.signal,
+    }).catch(() => null);
+    await new Promise((r) => setTimeout(r, 50));
+    abort.abort();
+    await waiting;
+    expect((await first).status).toBe(200);
+    // The session is free again: a later turn runs at once and sees only the first turn.
+    await stack.client().chat.completions.create({ model: "m", messages: [{ role: "user", content: "later" }] }, { headers: { "X-Session-ID": id } });
+    expect(stack.fake.chatRequests().map((r) => r.body.messages.at(-1).content)).toEqual(["slow", "later"]);
+    expect((await stack.memory.getMessages(id)).map((m) => m.content)).toEqual(["slow", "re: slow", "later", "re: later"]);
+  });
+
   it("passes an upstream error back as JSON with its status and stores nothing", async () => {
     stack.fake.setReply(() => ({ status: 429, error: { message: "slow down", type: "rate_limit_error", code: "rate_limited" } }));
     const id = randomUUID();

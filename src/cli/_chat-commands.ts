@@ -53,7 +53,8 @@ function usage(state: ChatState, text: string): void {
   state.usageErrors++;
 }
 
-function printMessages(state: ChatState, messages: Message[]): void {
+/** Prints messages one line each: `#seq role: first line`. */
+export function printMessages(state: ChatState, messages: Message[]): void {
   const { paint } = state;
   for (const m of messages) {
     const text = m.tool_calls ? `→ ${m.tool_calls.map((c) => c.function.name).join(", ")}` : oneLine(m.content, 100);

@@ -10,7 +10,7 @@ import { newSessionId, parseSessionId } from "../core/ids.js";
 import { createMemory, type Memory } from "../core/memory.js";
 import type { ChatMessage } from "../core/types.js";
 import { createUpstream, StreamAccumulator, type Upstream } from "../llm/openai-compatible.js";
-import { type ChatState, runSlashCommand } from "./_chat-commands.js";
+import { type ChatState, printMessages, runSlashCommand } from "./_chat-commands.js";
 import { type Output, paintFor } from "./_format.js";
 import { addStoreOptions, addUpstreamOptions, type ConfigFlags, resolveConfig } from "./options.js";
 
@@ -154,10 +154,11 @@ export function startChat(options: ChatOptions): ChatController {
       else state.print("no stored session to resume; starting a new one");
     }
     const exists = await memory.getSession(state.sessionId, { userId: state.userId }).catch(() => null);
-    const count = exists ? (await memory.getMessages(state.sessionId, { userId: state.userId, last: 1 })).length : 0;
+    const recent = exists ? await memory.getMessages(state.sessionId, { userId: state.userId, last: 2 }) : [];
     const where = [options.model && `model ${options.model}`, options.storeLabel && `store ${options.storeLabel}`].filter(Boolean).join(" · ");
     state.print(paint.dim(`threadkeep chat${where ? ` · ${where}` : ""}`));
-    state.print(`session ${state.sessionId} ${exists ? (count > 0 ? "(resumed)" : "(resumed, empty)") : "(new)"}`);
+    state.print(`session ${state.sessionId} ${exists ? (recent.length > 0 ? "(resumed)" : "(resumed, empty)") : "(new)"}`);
+    printMessages(state, recent);
     if (!state.upstream) state.warn(NO_UPSTREAM_HELP);
     if (interactive) state.print(paint.dim("Type a message, or /help for commands."));
   }

@@ -1,4 +1,6 @@
+import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readExport } from "../../src/cli/_jsonl-format.js";
 import type { SessionStore } from "../../src/core/types.js";
 import { exportSessions, importSessions } from "../../src/cli/export-import.js";
 import { createMemoryStore } from "../../src/stores/memory.js";
@@ -145,5 +147,18 @@ describe("malformed input", () => {
       [second + 1, undefined],
       [second + 2, expect.any(Number)],
     ]);
+  });
+});
+
+describe("docs/cli.md", () => {
+  it("shows an export example that imports without a problem", async () => {
+    const doc = readFileSync(new URL("../../docs/cli.md", import.meta.url), "utf8");
+    const example = /```jsonl\n([\s\S]*?)```/.exec(doc)![1].trimEnd().split("\n");
+    const items = [];
+    for await (const item of readExport(example)) items.push(item);
+    expect(items.map((i) => i.kind)).toEqual(["bundle"]);
+    const target = createMemoryStore({ ttlMs: 0 });
+    expect((await importSessions(target, () => example)).problems).toEqual([]);
+    expect(await exportAll(target)).toEqual(example);
   });
 });

@@ -86,7 +86,8 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
   app.removeContentTypeParser("text/plain");
   app.decorateRequest("userId", "");
   app.addHook("onRequest", async (request) => {
-    if (request.url.startsWith("/v1/")) request.userId = authenticate(request.headers.authorization);
+    // By the matched route, not the raw URL, so no spelling of a path slips past.
+    if (request.routeOptions.url?.startsWith("/v1/")) request.userId = authenticate(request.headers.authorization);
   });
   app.addHook("onResponse", async (request, reply) => {
     metrics.requests.inc({ method: request.method, route: request.routeOptions.url ?? "unmatched", status: String(reply.statusCode) });

@@ -9,7 +9,7 @@ import { ThreadkeepError } from "../core/errors.js";
 import { newSessionId, parseSessionId } from "../core/ids.js";
 import { validateMessages } from "../core/messages.js";
 import type { ChatMessage } from "../core/types.js";
-import type { Upstream } from "../llm/openai-compatible.js";
+import { type Upstream, UpstreamError } from "../llm/openai-compatible.js";
 import { parseBody } from "./_validate.js";
 import { fingerprintOf, type IdempotencyCache, type TurnOutcome } from "./idempotency.js";
 import { secondsSince } from "./metrics.js";
@@ -142,7 +142,6 @@ async function runChat(
       try {
         completion = await upstream.chat(upstreamBody);
       } catch (error) {
-        outcomeLabel = "upstream_error";
         await discardCreated(turn, sessionId, userId, loaded);
         throw error;
       } finally {
@@ -156,6 +155,9 @@ async function runChat(
       reply.code(200).headers(headers).send(completion);
       return { kind: "json", status: 200, headers, body: completion };
     });
+  } catch (error) {
+    outcomeLabel = error instanceof UpstreamError ? "upstream_error" : "error";
+    throw error;
   } finally {
     deps.metrics.turns.inc({ outcome: outcomeLabel, stream: String(streaming) });
     deps.metrics.turnSeconds.observe(secondsSince(started));

@@ -67,6 +67,7 @@ describe("chat errors", () => {
     expect(res.headers.get("x-session-id")).toBe(id);
     expect(await res.json()).toEqual({ error: { message: "model not found", type: "invalid_request_error", code: "model_not_found" } });
     await expect(stack.memory.getSession(id)).rejects.toMatchObject({ code: "session_not_found" });
+    expect(await metricValue(stack, 'threadkeep_turns_total{outcome="upstream_error",stream="false"}')).toBe(1);
   });
 
   it("keeps an existing session untouched when the upstream fails", async () => {

@@ -6,15 +6,15 @@
  *    ORDER BY seq DESC LIMIT 20`, one prepared statement, no JSON parsing).
  * 2. How to assign contiguous `seq` under many concurrent writers on one session: the session row lock
  *    the store takes, or an advisory lock; each inside one server-side call and as a client-driven
- *    transaction (one round trip per statement while the lock is held).
+ *    transaction (one round trip per statement while the lock is held); with durable commits and
+ *    with `synchronous_commit = off`, which leaves the cost of the lock itself.
  *
  * `BENCH_QUICK=1` shrinks the data. `THREADKEEP_BENCH_POSTGRES_URL` (else `THREADKEEP_TEST_POSTGRES_URL`,
  * else the local service) names the server; an unreachable server skips with a printed reason.
  * Everything lives in schemas named `tk_bench_<random>_*`, dropped afterwards.
  */
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import postgres from "postgres";
-import type { SessionStore } from "../src/core/types.js";
 import { createPostgresStore } from "../src/stores/postgres.js";
 import {
   collectGarbage,
@@ -57,7 +57,8 @@ const LOAD_CONCURRENCY = 16;
 const MAX_MESSAGES = 200;
 const WRITERS = 50;
 const WRITER_POOL = 25;
-const CONTENDED_APPENDS = QUICK ? 500 : 2_000;
+const CONTENDED_APPENDS = QUICK ? 300 : 1_000;
+const LOCK_ROUNDS = 3;
 const prefix = `tk_bench_${randomBytes(4).toString("hex")}`;
 const STORE = "postgres";
 const RAW = "raw postgres.js SELECT … LIMIT 20";
@@ -154,8 +155,16 @@ async function benchScale(scale: Scale): Promise<Row[]> {
   }
 }
 
-/** Runs `total` appends from {@link WRITERS} concurrent writers on one session; per-append latency. */
-async function contend(name: string, append: (i: number) => Promise<unknown>) {
+/** Per-append latency and throughput of one contended run. */
+interface Contended {
+  name: string;
+  p50: number;
+  p99: number;
+  perSecond: number;
+}
+
+/** Runs {@link CONTENDED_APPENDS} appends from {@link WRITERS} concurrent writers on one session. */
+async function contend(name: string, append: (i: number) => Promise<unknown>): Promise<Contended> {
   const samples: number[] = [];
   const started = performance.now();
   await inParallel(CONTENDED_APPENDS, WRITERS, async (i) => {
@@ -173,7 +182,7 @@ async function contend(name: string, append: (i: number) => Promise<unknown>) {
   };
 }
 
-/** The store's append, rewritten around an advisory lock: the alternative the store did not take. */
+/** The store's append rewritten around an advisory lock: the alternative the store did not take. */
 async function createAdvisoryAppend(sql: Sql): Promise<void> {
   await sql`
     CREATE FUNCTION bench_append_advisory(p_session text, p_bodies text[], p_texts text[], p_lang regconfig)
@@ -187,50 +196,32 @@ async function createAdvisoryAppend(sql: Sql): Promise<void> {
       INSERT INTO messages (session_id, seq, created_at, body, search_text, tsv)
         SELECT p_session, v_last + u.ord, v_now, u.body, u.txt, to_tsvector(p_lang, u.txt)
         FROM unnest(p_bodies, p_texts) WITH ORDINALITY AS u(body, txt, ord);
-      -- The append touches the session either way, so the row lock is taken here too.
+      -- An append moves the session's last activity either way, so the row lock is taken here too.
       UPDATE sessions SET last_seq = v_last + cardinality(p_bodies), last_activity_at = v_now WHERE id = p_session;
       RETURN v_last + 1;
     END
     $fn$`;
 }
 
-async function benchLocks(): Promise<void> {
-  const schema = `${prefix}_locks`;
-  const store: SessionStore = createPostgresStore({ url: URL_, schema, poolSize: WRITER_POOL });
-  const raw = rawClient(schema, WRITER_POOL);
-  const results: Awaited<ReturnType<typeof contend>>[] = [];
-  try {
-    await store.getSession(sessionIdOf(0)); // Migrates the schema.
-    await createAdvisoryAppend(raw);
-    const body = (i: number) => JSON.stringify(messageOf(i, i));
-    const text = (i: number) => String(messageOf(i, i).content);
-    const fresh = async () =>
-      (await store.createSession({ id: sessionIdOf(Math.floor(Math.random() * 1e12)), userId: "locks" })).id;
-    const check = async (id: string) => {
-      const [r] =
-        await raw`SELECT count(*)::int AS n, min(seq)::int AS lo, max(seq)::int AS hi FROM messages WHERE session_id = ${id}`;
-      if (r.n !== CONTENDED_APPENDS || r.lo !== 1 || r.hi !== CONTENDED_APPENDS)
-        throw new Error(`seq not contiguous: ${JSON.stringify(r)}`);
-    };
-    let id = await fresh();
-    results.push(
-      await contend("row lock, one call (the store's appendMessages)", (i) =>
-        store.appendMessages(id, [messageOf(i, i)], { maxMessages: MAX_MESSAGES * 100 }),
-      ),
-    );
-    await check(id);
-    id = await fresh();
-    results.push(
-      await contend(
-        "advisory lock, one call",
-        (i) => raw`SELECT bench_append_advisory(${id}, ${[body(i)]}::text[], ${[text(i)]}::text[], 'simple')`,
-      ),
-    );
-    await check(id);
-    id = await fresh();
-    results.push(
-      await contend("row lock, client transaction", (i) =>
-        raw.begin(async (tx) => {
+/** The four ways to assign seq, each appending message `i` to session `id` through `sql`. */
+function lockVariants(sql: Sql): [string, (id: string, i: number) => Promise<unknown>][] {
+  const body = (i: number) => JSON.stringify(messageOf(i, i));
+  const text = (i: number) => String(messageOf(i, i).content).toLowerCase();
+  return [
+    [
+      "row lock, one call (the store's threadkeep_append)",
+      (id, i) =>
+        sql`SELECT * FROM threadkeep_append(${id}, ${[body(i)]}::text[], ${[text(i)]}::text[], ${MAX_MESSAGES * 100}, NULL, 'simple')`,
+    ],
+    [
+      "advisory lock, one call",
+      (id, i) =>
+        sql`SELECT bench_append_advisory(${id}, ${[body(i)]}::text[], ${[text(i)]}::text[], 'simple')`,
+    ],
+    [
+      "row lock, client transaction",
+      (id, i) =>
+        sql.begin(async (tx) => {
           const [s] = await tx`
             UPDATE sessions SET last_seq = last_seq + 1, last_activity_at = threadkeep_now_ms()
             WHERE id = ${id} RETURNING last_seq, last_activity_at`;
@@ -238,13 +229,11 @@ async function benchLocks(): Promise<void> {
             INSERT INTO messages (session_id, seq, created_at, body, search_text, tsv)
             VALUES (${id}, ${s.last_seq}, ${s.last_activity_at}, ${body(i)}, ${text(i)}, to_tsvector('simple', ${text(i)}))`;
         }),
-      ),
-    );
-    await check(id);
-    id = await fresh();
-    results.push(
-      await contend("advisory lock, client transaction", (i) =>
-        raw.begin(async (tx) => {
+    ],
+    [
+      "advisory lock, client transaction",
+      (id, i) =>
+        sql.begin(async (tx) => {
           await tx`SELECT pg_advisory_xact_lock(hashtextextended(${id}, 0))`;
           const [m] =
             await tx`SELECT coalesce(max(seq), 0)::int AS last FROM messages WHERE session_id = ${id}`;
@@ -253,26 +242,68 @@ async function benchLocks(): Promise<void> {
             VALUES (${id}, ${m.last + 1}, threadkeep_now_ms(), ${body(i)}, ${text(i)}, to_tsvector('simple', ${text(i)}))`;
           await tx`UPDATE sessions SET last_seq = ${m.last + 1}, last_activity_at = threadkeep_now_ms() WHERE id = ${id}`;
         }),
-      ),
-    );
-    await check(id);
+    ],
+  ];
+}
+
+/**
+ * Contended appends to one session, per seq-lock variant, interleaved over {@link LOCK_ROUNDS} rounds
+ * (the round with the median throughput is shown). Durable commits wait for the WAL flush while the
+ * lock is held, so they mostly measure the disk; `synchronous_commit = off` leaves the lock's own cost.
+ */
+async function benchLocks(): Promise<void> {
+  const schema = `${prefix}_locks`;
+  const store = createPostgresStore({ url: URL_, schema, poolSize: WRITER_POOL });
+  await store.getSession(sessionIdOf(0)); // Migrates the schema.
+  const rows: string[][] = [];
+  try {
+    for (const durable of [true, false]) {
+      const sql = postgres(URL_, {
+        max: WRITER_POOL,
+        onnotice: () => {},
+        connection: { search_path: schema, synchronous_commit: durable ? "on" : "off" },
+      });
+      try {
+        if (durable) await createAdvisoryAppend(sql);
+        const variants = lockVariants(sql);
+        const rounds = new Map<string, Contended[]>(variants.map(([name]) => [name, []]));
+        for (let round = 0; round < LOCK_ROUNDS; round++) {
+          for (const [name, append] of variants) {
+            const { id } = await store.createSession({ id: randomUUID(), userId: "locks" });
+            rounds.get(name)!.push(await contend(name, (i) => append(id, i)));
+            const [r] = await sql`
+              SELECT count(*)::int AS n, min(seq)::int AS lo, max(seq)::int AS hi FROM messages WHERE session_id = ${id}`;
+            if (r.n !== CONTENDED_APPENDS || r.lo !== 1 || r.hi !== CONTENDED_APPENDS) {
+              throw new Error(`${name}: seq not contiguous (${JSON.stringify(r)})`);
+            }
+          }
+        }
+        for (const [name, results] of rounds) {
+          const median = [...results].sort((a, b) => a.perSecond - b.perSecond)[
+            Math.floor(results.length / 2)
+          ];
+          rows.push([
+            name,
+            durable ? "on" : "off",
+            formatMicros(median.p50),
+            formatMicros(median.p99),
+            Math.round(median.perSecond).toLocaleString("en"),
+          ]);
+        }
+      } finally {
+        await sql.end();
+      }
+    }
   } finally {
     await store.close();
-    await raw`DROP SCHEMA ${raw(schema)} CASCADE`;
-    await raw.end();
+    const sql = rawClient(schema, 1);
+    await sql`DROP SCHEMA ${sql(schema)} CASCADE`;
+    await sql.end();
   }
   console.log(
-    `\n## PostgreSQL seq assignment under contention (${CONTENDED_APPENDS.toLocaleString("en")} appends of 1 message to one session, ${WRITERS} concurrent writers over ${WRITER_POOL} connections)\n`,
+    `\n## PostgreSQL seq assignment under contention (${CONTENDED_APPENDS.toLocaleString("en")} appends of 1 message to one session, ${WRITERS} concurrent writers over ${WRITER_POOL} connections, median of ${LOCK_ROUNDS} rounds)\n`,
   );
-  printTable(
-    ["seq lock", "append p50", "append p99", "appends/s"],
-    results.map((r) => [
-      r.name,
-      formatMicros(r.p50),
-      formatMicros(r.p99),
-      Math.round(r.perSecond).toLocaleString("en"),
-    ]),
-  );
+  printTable(["seq lock", "synchronous_commit", "append p50", "append p99", "appends/s"], rows);
 }
 
 function report(rows: Row[]): void {

@@ -64,7 +64,7 @@ interface Row {
 function time(name: string, messages: Message[], window: number, iterations: number, cold: boolean): Row {
   const json = JSON.stringify(messages);
   let last = assembleContext({ ...base, history: JSON.parse(json), window });
-  for (let i = 0; i < 50; i++) assembleContext({ ...base, history: JSON.parse(json), window });
+  for (let i = 0; i < 500; i++) assembleContext({ ...base, history: JSON.parse(json), window });
   const samples: number[] = [];
   for (let i = 0; i < iterations; i++) {
     const copy = JSON.parse(json) as Message[];

@@ -29,8 +29,9 @@ export function parseContextPreferences(value: unknown): ContextPreferences {
 
 /** The stored preferences in session state data; none when missing or unreadable. */
 export function readPreferences(data: Record<string, unknown> | undefined): ContextPreferences | undefined {
-  const parsed = contextPreferencesSchema.safeParse(data?.preferences);
-  return parsed.success && data?.preferences !== undefined ? parsed.data : undefined;
+  if (data?.preferences === undefined) return undefined;
+  const parsed = contextPreferencesSchema.safeParse(data.preferences);
+  return parsed.success ? parsed.data : undefined;
 }
 
 /** The name of the preferences tool. */

@@ -43,9 +43,48 @@ export function encodingForModel(model?: string): EncodingName {
   return /^(gpt-4(-|$)|gpt-4-32k|gpt-35|gpt-3\.5|text-embedding-(ada|3))/.test(name) ? "cl100k_base" : "o200k_base";
 }
 
-/** Most cached texts per encoding; beyond it the oldest quarter is forgotten. */
+/** Most cached texts per encoding; past it the cache starts afresh. */
 const CACHE_LIMIT = 10_000;
-const caches = new Map<EncodingName, Map<string, number>>();
+/** Texts at least this long are found by length, then compared whole. */
+const LONG_TEXT = 32;
+/** Most cached texts of one length. */
+const BUCKET_LIMIT = 16;
+
+/**
+ * Token counts by text. A text read from a store is a new string every turn, and V8 hashes a new
+ * string in full before a Map lookup (microseconds for a long one); finding long texts by length and
+ * comparing them with `===` costs a fraction of that.
+ */
+class CountCache {
+  #short = new Map<string, number>();
+  #long = new Map<number, (string | number)[]>();
+  #size = 0;
+
+  get(text: string): number | undefined {
+    if (text.length < LONG_TEXT) return this.#short.get(text);
+    const bucket = this.#long.get(text.length);
+    if (bucket) for (let i = 0; i < bucket.length; i += 2) if (bucket[i] === text) return bucket[i + 1] as number;
+    return undefined;
+  }
+
+  set(text: string, count: number): void {
+    if (++this.#size > CACHE_LIMIT) {
+      this.#short.clear();
+      this.#long.clear();
+      this.#size = 1;
+    }
+    if (text.length < LONG_TEXT) {
+      this.#short.set(text, count);
+      return;
+    }
+    let bucket = this.#long.get(text.length);
+    if (!bucket) this.#long.set(text.length, (bucket = []));
+    if (bucket.length >= BUCKET_LIMIT * 2) bucket.splice(0, 2);
+    bucket.push(text, count);
+  }
+}
+
+const caches = new Map<EncodingName, CountCache>();
 
 /** Forgets every cached token count (benchmarks measure the cold path with it). */
 export function clearTokenCache(): void {
@@ -58,13 +97,13 @@ export function clearTokenCache(): void {
  */
 export class TokenCounter {
   readonly encoding: EncodingName;
-  #cache: Map<string, number>;
+  #cache: CountCache;
 
   constructor(encoding: EncodingName) {
     this.encoding = encoding;
     let cache = caches.get(encoding);
     if (!cache) {
-      cache = new Map();
+      cache = new CountCache();
       caches.set(encoding, cache);
     }
     this.#cache = cache;
@@ -76,13 +115,6 @@ export class TokenCounter {
     const cached = this.#cache.get(text);
     if (cached !== undefined) return cached;
     const count = encodingOf(this.encoding).countTokens(text, AS_TEXT);
-    if (this.#cache.size >= CACHE_LIMIT) {
-      let drop = CACHE_LIMIT >> 2;
-      for (const key of this.#cache.keys()) {
-        this.#cache.delete(key);
-        if (--drop === 0) break;
-      }
-    }
     this.#cache.set(text, count);
     return count;
   }

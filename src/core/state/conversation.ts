@@ -98,7 +98,8 @@ export function parseConversationPatch(value: unknown): ConversationPatch {
 
 /** The conversational state in session state data; empty when missing or unreadable. */
 export function readConversation(data: Record<string, unknown> | undefined): ConversationState {
-  const parsed = conversationStateSchema.safeParse(data?.conversation);
+  if (data?.conversation === undefined) return { references: [] };
+  const parsed = conversationStateSchema.safeParse(data.conversation);
   return parsed.success ? (parsed.data as ConversationState) : { references: [] };
 }
 

@@ -1,36 +1,33 @@
 /**
- * Store benchmark: p50/p99 of "load last 20" (the context window read of every turn) and "append 1"
- * for each backend at two sizes, next to a raw better-sqlite3 baseline on the same data.
+ * Store benchmark: p50/p99 of "load last 20" (the context-window read of every turn) and "append 1"
+ * for the in-process backends at two sizes, next to a raw better-sqlite3 baseline on the same data.
  *
- * Add a backend by adding a {@link StoreEntry} to {@link STORE_ENTRIES}. `BENCH_QUICK=1` shrinks the
- * data; `BENCH_STORES=sqlite,memory` picks backends.
+ * Add a backend by adding a {@link StoreEntry} to {@link STORE_ENTRIES} (or, for a server-backed
+ * store with its own baseline, a script of its own on bench/_store-bench.ts). `BENCH_QUICK=1`
+ * shrinks the data; `BENCH_STORES=sqlite,memory` picks backends.
  */
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import type { MessageInput, SessionStore } from "../src/core/types.js";
+import type { SessionStore } from "../src/core/types.js";
 import { createMemoryStore } from "../src/stores/memory.js";
 import { createSqliteStore } from "../src/stores/sqlite.js";
+import { collectGarbage, elapsedMs } from "./_harness.js";
 import {
-  collectGarbage,
-  elapsedMs,
-  formatMicros,
-  formatRatio,
-  type Measurement,
-  measure,
-  printTable,
-  QUICK,
-  seededRandom,
-} from "./_harness.js";
+  APPENDS,
+  loadStore,
+  measureOps,
+  measureStore,
+  printStoreResults,
+  printTargets,
+  READS,
+  SCALES,
+  type Scale,
+  type StoreResult,
+  totalMessages,
+} from "./_store-bench.js";
 import { messageOf, sessionIdOf } from "./_store-data.js";
-
-/** A data size to measure at. */
-export interface Scale {
-  label: string;
-  sessions: number;
-  messagesPerSession: number;
-}
 
 /** A backend to measure. */
 export interface StoreEntry {
@@ -41,33 +38,9 @@ export interface StoreEntry {
   maxMessages?: number;
 }
 
-/** What one subject (a store, or the raw baseline) measured at one scale. */
-export interface Result {
-  subject: string;
-  scale: Scale;
-  last20?: Measurement;
-  append1?: Measurement;
-  /** Why nothing was measured. */
-  skipped?: string;
-}
+const RAW = "raw better-sqlite3";
 
-export const SCALES: Scale[] = QUICK
-  ? [
-      { label: "5K", sessions: 250, messagesPerSession: 20 },
-      { label: "100K", sessions: 1_000, messagesPerSession: 100 },
-    ]
-  : [
-      { label: "40K", sessions: 2_000, messagesPerSession: 20 },
-      { label: "1M", sessions: 10_000, messagesPerSession: 100 },
-    ];
-
-const READS = QUICK ? 2_000 : 10_000;
-const APPENDS = QUICK ? 500 : 2_000;
-const BATCH = 100;
-/** What `Memory` passes on every commit by default. */
-const MAX_MESSAGES = 200;
-const total = (scale: Scale) => scale.sessions * scale.messagesPerSession;
-
+/** The backends this script measures. */
 export const STORE_ENTRIES: StoreEntry[] = [
   {
     name: "memory",
@@ -89,46 +62,14 @@ export const STORE_ENTRIES: StoreEntry[] = [
     name: "sqlite",
     open: async (dir) => createSqliteStore({ path: join(dir, "threadkeep.db") }),
   },
+  {
+    name: "sqlite+mmap",
+    open: async (dir) => createSqliteStore({ path: join(dir, "threadkeep.db"), mmapSizeBytes: 2 ** 30 }),
+  },
 ];
 
-async function loadStore(store: SessionStore, scale: Scale): Promise<void> {
-  for (let s = 0; s < scale.sessions; s++) {
-    const id = sessionIdOf(s);
-    await store.createSession({ id, userId: `user-${s % 500}` });
-    for (let from = 0; from < scale.messagesPerSession; from += BATCH) {
-      const count = Math.min(BATCH, scale.messagesPerSession - from);
-      await store.appendMessages(
-        id,
-        Array.from({ length: count }, (_, i) => messageOf(s, from + i)),
-      );
-    }
-  }
-}
-
-/** Reads and appends at random sessions, in the same order for every subject. */
-async function measureOps(
-  scale: Scale,
-  last20: (id: string) => unknown,
-  append1: (id: string, message: MessageInput) => unknown,
-): Promise<Pick<Result, "last20" | "append1">> {
-  const ids = Array.from({ length: scale.sessions }, (_, s) => sessionIdOf(s));
-  const readRandom = seededRandom(1);
-  const readResult = await measure(
-    "load last 20",
-    () => last20(ids[Math.floor(readRandom() * ids.length)]),
-    READS,
-  );
-  const appendRandom = seededRandom(2);
-  const appendResult = await measure(
-    "append 1",
-    (i) => append1(ids[Math.floor(appendRandom() * ids.length)], messageOf(i, 1_000_000 + i)),
-    APPENDS,
-  );
-  return { last20: readResult, append1: appendResult };
-}
-
-async function runEntry(entry: StoreEntry, scale: Scale, root: string): Promise<Result> {
-  if (entry.maxMessages !== undefined && total(scale) > entry.maxMessages) {
+async function runEntry(entry: StoreEntry, scale: Scale, root: string): Promise<StoreResult> {
+  if (entry.maxMessages !== undefined && totalMessages(scale) > entry.maxMessages) {
     return {
       subject: entry.name,
       scale,
@@ -140,17 +81,8 @@ async function runEntry(entry: StoreEntry, scale: Scale, root: string): Promise<
   const store = await entry.open(dir, scale);
   if (typeof store === "string") return { subject: entry.name, scale, skipped: store };
   try {
-    const started = performance.now();
     await loadStore(store, scale);
-    console.log(
-      `  ${entry.name}: loaded ${total(scale).toLocaleString("en")} messages in ${elapsedMs(started)}`,
-    );
-    const ops = await measureOps(
-      scale,
-      (id) => store.getMessages(id, { last: 20 }),
-      (id, message) => store.appendMessages(id, [message], { maxMessages: MAX_MESSAGES }),
-    );
-    return { subject: entry.name, scale, ...ops };
+    return { subject: entry.name, scale, ...(await measureStore(store, scale)) };
   } finally {
     await store.close();
     rmSync(dir, { recursive: true, force: true });
@@ -159,7 +91,7 @@ async function runEntry(entry: StoreEntry, scale: Scale, root: string): Promise<
 }
 
 /** The baseline: one plain table, one prepared statement per operation, no JSON parsing, no store code. */
-async function runRaw(scale: Scale, root: string): Promise<Result> {
+async function runRaw(scale: Scale, root: string): Promise<StoreResult> {
   const dir = join(root, `raw-${scale.label}`);
   mkdirSync(dir, { recursive: true });
   const db = new Database(join(dir, "raw.db"));
@@ -176,7 +108,9 @@ async function runRaw(scale: Scale, root: string): Promise<Result> {
       }
     });
     for (let s = 0; s < scale.sessions; s++) loadSession(s);
-    console.log(`  raw: loaded ${total(scale).toLocaleString("en")} messages in ${elapsedMs(started)}`);
+    console.log(
+      `  raw: loaded ${totalMessages(scale).toLocaleString("en")} messages in ${elapsedMs(started)}`,
+    );
     const last = db.prepare("SELECT seq, body FROM messages WHERE session_id = ? ORDER BY seq DESC LIMIT 20");
     const nextSeq = new Map<string, number>();
     const ops = await measureOps(
@@ -188,46 +122,10 @@ async function runRaw(scale: Scale, root: string): Promise<Result> {
         insert.run(id, seq, JSON.stringify(message));
       },
     );
-    return { subject: "raw better-sqlite3", scale, ...ops };
+    return { subject: RAW, scale, ...ops };
   } finally {
     db.close();
     rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-function report(results: Result[]): void {
-  const raw = (scale: Scale) => results.find((r) => r.subject === "raw better-sqlite3" && r.scale === scale);
-  printTable(
-    ["store", "messages", "last 20 p50", "last 20 p99", "append 1 p50", "append 1 p99", "last 20 p50 / raw"],
-    results.map((r) => {
-      if (r.skipped) return [r.subject, r.scale.label, `skipped: ${r.skipped}`, "", "", "", ""];
-      const base = raw(r.scale)?.last20?.p50 ?? Number.NaN;
-      return [
-        r.subject,
-        r.scale.label,
-        formatMicros(r.last20!.p50),
-        formatMicros(r.last20!.p99),
-        formatMicros(r.append1!.p50),
-        formatMicros(r.append1!.p99),
-        formatRatio(r.last20!.p50 / base),
-      ];
-    }),
-  );
-  const sqlite = SCALES.map((scale) => results.find((r) => r.subject === "sqlite" && r.scale === scale));
-  const [small, big] = sqlite;
-  if (small?.last20 && big?.last20) {
-    console.log();
-    for (const r of [small, big]) {
-      const ratio = r.last20!.p50 / raw(r.scale)!.last20!.p50;
-      console.log(
-        `sqlite "load last 20" at ${r.scale.label}: ${formatRatio(ratio)} raw (target ≤ 2×: ${ratio <= 2 ? "met" : "MISSED"})`,
-      );
-    }
-    const growth = big.last20.p50 / small.last20.p50;
-    console.log(
-      `sqlite "load last 20" p50 at ${big.scale.label} vs ${small.scale.label}: ${formatRatio(growth)} ` +
-        `(target: no slower, within 10% noise: ${growth <= 1.1 ? "met" : "MISSED"})`,
-    );
   }
 }
 
@@ -235,7 +133,7 @@ async function main(): Promise<void> {
   const only = process.env.BENCH_STORES?.split(",").map((s) => s.trim());
   const entries = STORE_ENTRIES.filter((e) => !only || only.includes(e.name));
   const root = mkdtempSync(join(tmpdir(), "threadkeep-bench-"));
-  const results: Result[] = [];
+  const results: StoreResult[] = [];
   try {
     for (const scale of SCALES) {
       console.log(
@@ -254,7 +152,9 @@ async function main(): Promise<void> {
   console.log(
     `\n## Stores (${READS.toLocaleString("en")} reads, ${APPENDS.toLocaleString("en")} appends each, random sessions)\n`,
   );
-  report(results);
+  printStoreResults(results, RAW);
+  console.log();
+  for (const subject of ["sqlite", "sqlite+mmap"]) printTargets(results, subject, RAW);
 }
 
 await main();

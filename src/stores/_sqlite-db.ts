@@ -42,6 +42,8 @@ export interface SqliteStoreDb {
     saveSummary(id: string, input: SummaryInput): Summary;
     deleteSession(id: string): boolean;
     expire(olderThan: number): string[];
+    /** Adds the text waiting in `fts_pending` to the full-text index. */
+    indexPending(): void;
   };
   /** The stored messages of one session's rows, skipping (and quarantining) corrupt ones. */
   messages(sessionId: string, rows: MessageRow[]): Message[];
@@ -58,6 +60,12 @@ export interface SqliteStoreDb {
 export function openSqliteStoreDb(settings: SqliteOpenSettings, leases: LocalLeases): SqliteStoreDb {
   const db = openSqliteDatabase(settings);
   const st = prepareStatements(db);
+  // IMMEDIATE takes the write lock up front: a deferred transaction that reads first would fail with
+  // SQLITE_BUSY, without waiting, when another process wrote in between.
+  const write = <A extends unknown[], R>(fn: (...args: A) => R) => {
+    const transaction = db.transaction(fn);
+    return (...args: A): R => transaction.immediate(...args);
+  };
 
   const moveAside = (
     kind: RecordKind,
@@ -73,7 +81,7 @@ export function openSqliteStoreDb(settings: SqliteOpenSettings, leases: LocalLea
       `[threadkeep] sqlite: moved a corrupt ${kind} of session ${sessionId}${where} to quarantine: ${reason}`,
     );
   };
-  const quarantine = db.transaction(
+  const quarantine = write(
     (
       kind: RecordKind,
       sessionId: string,
@@ -148,18 +156,25 @@ export function openSqliteStoreDb(settings: SqliteOpenSettings, leases: LocalLea
     return st.deleteSession.run(id).changes > 0;
   };
 
-  const tx = {
-    append: db.transaction((id: string, encoded: EncodedMessage[], options: AppendOptions, now: number) => {
+  const tx: SqliteStoreDb["tx"] = {
+    append: write((id: string, encoded: EncodedMessage[], options: AppendOptions, now: number) => {
       exists(id);
       leases.check(id, options.fence);
       const first = (st.lastSeq.get(id)?.seq ?? 0) + 1;
-      for (const [i, [body, text]] of encoded.entries()) st.insertMessage.run(id, first + i, now, body, text);
-      if (options.maxMessages && options.maxMessages > 0) st.capMessages.run(id, id, options.maxMessages);
+      for (const [i, [body, text]] of encoded.entries()) {
+        st.insertMessage.run(id, first + i, now, body);
+        st.insertText.run(id, first + i, text);
+      }
+      const max = options.maxMessages ?? 0;
+      // Seqs have gaps only where a corrupt row was quarantined, so the seq span bounds the count from
+      // above: under the cap, the exact (row-walking) cap can be skipped.
+      if (max > 0 && first + encoded.length - (st.firstSeq.get(id) ?? first) > max)
+        st.capMessages.run(id, id, max);
       st.touch.run(now, id);
       return encoded.map(([body], i) => ({ ...JSON.parse(body), seq: first + i, createdAt: now }) as Message);
     }),
 
-    pop: db.transaction((id: string): Message | null => {
+    pop: write((id: string): Message | null => {
       exists(id);
       for (;;) {
         const row = st.newest(id, 1)[0];
@@ -171,29 +186,29 @@ export function openSqliteStoreDb(settings: SqliteOpenSettings, leases: LocalLea
       }
     }),
 
-    saveSummary: db.transaction((id: string, input: SummaryInput): Summary => {
+    saveSummary: write((id: string, input: SummaryInput): Summary => {
       exists(id);
       const { fromSeq, toSeq, content, metadata } = input;
       const summaryId = st.nextSummaryId.get(id)!.next;
       const createdAt = input.createdAt ?? Date.now();
       const json = metadata ? JSON.stringify(metadata) : null;
       st.insertSummary.run(id, summaryId, fromSeq, toSeq, content, createdAt, json);
-      return {
-        id: summaryId,
-        fromSeq,
-        toSeq,
-        content,
-        createdAt,
-        ...(json ? { metadata: JSON.parse(json) } : {}),
-      };
+      const stored = json ? { metadata: JSON.parse(json) } : {};
+      return { id: summaryId, fromSeq, toSeq, content, createdAt, ...stored };
     }),
 
-    deleteSession: db.transaction(purge),
+    deleteSession: write(purge),
 
-    expire: db.transaction((olderThan: number) => {
+    expire: write((olderThan: number) => {
       const ids = st.inactiveSessions.all(olderThan).map((row) => row.id);
       for (const id of ids) purge(id);
       return ids;
+    }),
+
+    indexPending: write(() => {
+      if (!st.hasPending.get()) return;
+      st.indexPending.run();
+      st.clearPending.run();
     }),
   };
 

@@ -22,15 +22,26 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX sessions_by_owner ON sessions (user_id, last_activity_at DESC, id DESC);
   CREATE INDEX sessions_by_activity ON sessions (last_activity_at);
+  -- Clustered on (session_id, seq): a session's messages sit together however appends of many
+  -- sessions interleave, so the context window is one short range read.
   CREATE TABLE messages (
-    id INTEGER PRIMARY KEY,
     session_id TEXT NOT NULL,
     seq INTEGER NOT NULL,
     created_at INTEGER NOT NULL,
     body TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+  ) WITHOUT ROWID;
+  -- The lowercased searchable text, apart so message rows stay small; its id keys the full-text index.
+  CREATE TABLE message_text (
+    id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
     search_text TEXT NOT NULL,
     UNIQUE (session_id, seq)
   );
+  CREATE TRIGGER messages_text_delete AFTER DELETE ON messages BEGIN
+    DELETE FROM message_text WHERE session_id = old.session_id AND seq = old.seq;
+  END;
   CREATE TABLE summaries (
     session_id TEXT NOT NULL,
     id INTEGER NOT NULL,
@@ -42,20 +53,22 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
     PRIMARY KEY (session_id, id)
   );
   `,
-  // v2: full-text index over messages (kept in step by triggers) and the quarantine of corrupt records.
+  // v2: the full-text index and the quarantine of corrupt records. New text waits in fts_pending and
+  // is indexed in batches (see indexPending): indexing each append alone costs more than the append.
   `
-  CREATE VIRTUAL TABLE messages_fts USING fts5(search_text, content='messages', content_rowid='id');
-  CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
-    INSERT INTO messages_fts (rowid, search_text) VALUES (new.id, new.search_text);
+  CREATE VIRTUAL TABLE messages_fts USING fts5(search_text, content='message_text', content_rowid='id');
+  CREATE TABLE fts_pending (id INTEGER PRIMARY KEY);
+  CREATE TRIGGER message_text_insert AFTER INSERT ON message_text BEGIN
+    INSERT INTO fts_pending (id) VALUES (new.id);
   END;
-  CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
-    INSERT INTO messages_fts (messages_fts, rowid, search_text) VALUES ('delete', old.id, old.search_text);
+  -- Only text that reached the index may be deleted from it: the external-content 'delete' must
+  -- repeat exactly what was indexed.
+  CREATE TRIGGER message_text_delete AFTER DELETE ON message_text BEGIN
+    INSERT INTO messages_fts (messages_fts, rowid, search_text)
+      SELECT 'delete', old.id, old.search_text WHERE NOT EXISTS (SELECT 1 FROM fts_pending WHERE id = old.id);
+    DELETE FROM fts_pending WHERE id = old.id;
   END;
-  CREATE TRIGGER messages_fts_update AFTER UPDATE OF search_text ON messages BEGIN
-    INSERT INTO messages_fts (messages_fts, rowid, search_text) VALUES ('delete', old.id, old.search_text);
-    INSERT INTO messages_fts (rowid, search_text) VALUES (new.id, new.search_text);
-  END;
-  INSERT INTO messages_fts (messages_fts) VALUES ('rebuild');
+  INSERT INTO fts_pending (id) SELECT id FROM message_text;
   CREATE TABLE quarantine (
     id INTEGER PRIMARY KEY,
     session_id TEXT,
@@ -77,6 +90,8 @@ export interface SqliteOpenSettings {
   path: string;
   busyTimeoutMs: number;
   synchronous: "full" | "normal";
+  /** Bytes of the file read through memory mapping; 0 reads with system calls only. */
+  mmapSizeBytes?: number;
   /** Stop at this version instead of the newest (tests build old databases with it). */
   targetVersion?: number;
 }
@@ -106,6 +121,7 @@ export function openSqliteDatabase(settings: SqliteOpenSettings): Database.Datab
     }
     if (!memory) db.pragma("journal_mode = WAL");
     db.pragma(`synchronous = ${settings.synchronous === "full" ? "FULL" : "NORMAL"}`);
+    if (settings.mmapSizeBytes) db.pragma(`mmap_size = ${Math.max(0, Math.floor(settings.mmapSizeBytes))}`);
     migrate(db, settings.targetVersion ?? SQLITE_SCHEMA_VERSION);
     return db;
   } catch (error) {

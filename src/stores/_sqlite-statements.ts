@@ -31,6 +31,7 @@ export interface SummaryRow {
 const SESSION_COLUMNS = "id, user_id, created_at, last_activity_at, metadata";
 const MESSAGE_COLUMNS = "m.seq, m.created_at, m.body";
 const HIT_COLUMNS = "m.seq, m.created_at, m.body, m.session_id";
+const HIT_JOIN = "JOIN messages m ON m.session_id = t.session_id AND m.seq = t.seq";
 /** How many "last N" statements with a literal LIMIT are kept; callers use a handful of window sizes. */
 const NEWEST_CACHE = 16;
 // Newest first, as the contract orders search hits.
@@ -44,8 +45,15 @@ export const newestMessagesSql = (count: number) =>
 export const RANGE_NEWEST_FIRST_SQL = `SELECT ${MESSAGE_COLUMNS} FROM messages m
   WHERE m.session_id = ? AND m.seq BETWEEN ? AND ? ORDER BY m.seq DESC LIMIT ?`;
 
-/** A prepared statement returning `Row`s. */
-export type SqliteStatement<Row = unknown> = Database.Statement<unknown[], Row>;
+/**
+ * The part of a better-sqlite3 prepared statement the store uses, named here because the driver's own
+ * statement type cannot be named in emitted declarations.
+ */
+export interface SqliteStatement<Row = unknown> {
+  run(...params: unknown[]): { changes: number };
+  get(...params: unknown[]): Row | undefined;
+  all(...params: unknown[]): Row[];
+}
 
 /** Prepares every statement the store runs. */
 export function prepareStatements(db: Database.Database) {
@@ -72,7 +80,9 @@ export function prepareStatements(db: Database.Database) {
       `INSERT INTO sessions (id, user_id, created_at, last_activity_at, metadata) VALUES (?, ?, ?, ?, ?)
        ON CONFLICT (id) DO NOTHING`,
     ),
-    sessionExists: q<number>("SELECT 1 FROM sessions WHERE id = ?").pluck() as SqliteStatement<number>,
+    sessionExists: db
+      .prepare<unknown[], number>("SELECT 1 FROM sessions WHERE id = ?")
+      .pluck() as SqliteStatement<number>,
     getSession: q<SessionRow>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = ?`),
     listFirst: q<SessionRow>(
       `SELECT ${SESSION_COLUMNS} FROM sessions WHERE user_id = ?
@@ -92,9 +102,11 @@ export function prepareStatements(db: Database.Database) {
     setMetadata: q("UPDATE sessions SET metadata = ? WHERE id = ?"),
 
     lastSeq: q<{ seq: number }>("SELECT seq FROM messages WHERE session_id = ? ORDER BY seq DESC LIMIT 1"),
-    insertMessage: q(
-      "INSERT INTO messages (session_id, seq, created_at, body, search_text) VALUES (?, ?, ?, ?, ?)",
-    ),
+    firstSeq: db
+      .prepare<unknown[], number>("SELECT seq FROM messages WHERE session_id = ? ORDER BY seq LIMIT 1")
+      .pluck() as SqliteStatement<number>,
+    insertMessage: q("INSERT INTO messages (session_id, seq, created_at, body) VALUES (?, ?, ?, ?)"),
+    insertText: q("INSERT INTO message_text (session_id, seq, search_text) VALUES (?, ?, ?)"),
     // Drops everything older than the newest `?` messages; robust to gaps a quarantine leaves.
     capMessages: q(
       `DELETE FROM messages WHERE session_id = ? AND seq <= (
@@ -130,23 +142,31 @@ export function prepareStatements(db: Database.Database) {
     resetState: q("UPDATE sessions SET state = '{}' WHERE id = ?"),
 
     searchSubstring: rows(
-      `SELECT ${HIT_COLUMNS} FROM messages m JOIN sessions s ON s.id = m.session_id
-       WHERE s.user_id = ? AND instr(m.search_text, ?) > 0 ${SEARCH_ORDER}`,
+      `SELECT ${HIT_COLUMNS} FROM message_text t JOIN sessions s ON s.id = t.session_id ${HIT_JOIN}
+       WHERE s.user_id = ? AND instr(t.search_text, ?) > 0 ${SEARCH_ORDER}`,
     ),
     searchSubstringInSession: rows(
-      `SELECT ${HIT_COLUMNS} FROM messages m JOIN sessions s ON s.id = m.session_id
-       WHERE m.session_id = ? AND s.user_id = ? AND instr(m.search_text, ?) > 0 ${SEARCH_ORDER}`,
+      `SELECT ${HIT_COLUMNS} FROM message_text t JOIN sessions s ON s.id = t.session_id ${HIT_JOIN}
+       WHERE t.session_id = ? AND s.user_id = ? AND instr(t.search_text, ?) > 0 ${SEARCH_ORDER}`,
     ),
     searchFullText: rows(
-      `SELECT ${HIT_COLUMNS} FROM messages_fts f JOIN messages m ON m.id = f.rowid
-       JOIN sessions s ON s.id = m.session_id
+      `SELECT ${HIT_COLUMNS} FROM messages_fts f JOIN message_text t ON t.id = f.rowid
+       JOIN sessions s ON s.id = t.session_id ${HIT_JOIN}
        WHERE messages_fts MATCH ? AND s.user_id = ? ${SEARCH_ORDER}`,
     ),
     searchFullTextInSession: rows(
-      `SELECT ${HIT_COLUMNS} FROM messages_fts f JOIN messages m ON m.id = f.rowid
-       JOIN sessions s ON s.id = m.session_id
-       WHERE messages_fts MATCH ? AND m.session_id = ? AND s.user_id = ? ${SEARCH_ORDER}`,
+      `SELECT ${HIT_COLUMNS} FROM messages_fts f JOIN message_text t ON t.id = f.rowid
+       JOIN sessions s ON s.id = t.session_id ${HIT_JOIN}
+       WHERE messages_fts MATCH ? AND t.session_id = ? AND s.user_id = ? ${SEARCH_ORDER}`,
     ),
+    hasPending: db
+      .prepare<unknown[], number>("SELECT 1 FROM fts_pending LIMIT 1")
+      .pluck() as SqliteStatement<number>,
+    indexPending: q(
+      `INSERT INTO messages_fts (rowid, search_text)
+       SELECT t.id, t.search_text FROM fts_pending p JOIN message_text t ON t.id = p.id`,
+    ),
+    clearPending: q("DELETE FROM fts_pending"),
 
     quarantine: q(
       "INSERT INTO quarantine (session_id, seq, record, raw, reason, at) VALUES (?, ?, ?, ?, ?, ?)",

@@ -59,16 +59,14 @@ describe("sqlite store specifics", () => {
     const path = freshPath();
     const old = openSqliteDatabase({ path, busyTimeoutMs: 100, synchronous: "normal", targetVersion: 1 });
     const id = newSessionId();
-    old
-      .prepare("INSERT INTO sessions (id, user_id, created_at, last_activity_at) VALUES (?, 'u', 1, 1)")
-      .run(id);
-    old
-      .prepare("INSERT INTO messages (session_id, seq, created_at, body, search_text) VALUES (?, 1, 1, ?, ?)")
-      .run(
-        id,
-        JSON.stringify({ role: "user", content: "Remember the Zebra crossing" }),
-        "remember the zebra crossing",
-      );
+    const insert = (sql: string, ...params: unknown[]) => old.prepare(sql).run(...params);
+    const body = JSON.stringify({ role: "user", content: "Remember the Zebra crossing" });
+    insert("INSERT INTO sessions (id, user_id, created_at, last_activity_at) VALUES (?, 'u', 1, 1)", id);
+    insert("INSERT INTO messages (session_id, seq, created_at, body) VALUES (?, 1, 1, ?)", id, body);
+    insert(
+      "INSERT INTO message_text (session_id, seq, search_text) VALUES (?, 1, 'remember the zebra crossing')",
+      id,
+    );
     old.close();
     const store = storeAt(path);
     expect((await store.getMessages(id)).map((m) => m.content)).toEqual(["Remember the Zebra crossing"]);
@@ -102,6 +100,9 @@ describe("sqlite store specifics", () => {
     raw.close();
     expect(await store.countMessages(session.id)).toBe(2);
     expect((await store.appendMessages(session.id, [{ role: "user", content: "four" }]))[0].seq).toBe(4);
+    // The cap counts rows, not seqs: the quarantine gap at seq 2 does not make it drop one too many.
+    await store.appendMessages(session.id, [{ role: "user", content: "five" }], { maxMessages: 3 });
+    expect((await store.getMessages(session.id)).map((m) => m.content)).toEqual(["three", "four", "five"]);
   });
 
   it("quarantines corrupt session metadata and state instead of failing the session", async () => {
@@ -138,6 +139,36 @@ describe("sqlite store specifics", () => {
     expect(await q("-apples* ^ :")).toBeInstanceOf(Array);
     await store.popMessage(session.id);
     expect(await q("boodschappenlijst")).toEqual([]);
+  });
+
+  it("indexes new text in batches and keeps the full-text index exact through every kind of delete", async () => {
+    const path = freshPath();
+    const store = createSqliteStore({ path, fullTextIndexDelayMs: 20 });
+    open.push(store);
+    const say = (content: string) => ({ role: "user" as const, content });
+    const a = await store.createSession({ id: newSessionId(), userId: "u" });
+    const b = await store.createSession({ id: newSessionId(), userId: "u" });
+    // Opened once the store has created the file.
+    const raw = new Database(path);
+    const pending = () => raw.prepare("SELECT count(*) FROM fts_pending").pluck().get();
+    await store.appendMessages(a.id, ["alpha one", "alpha two", "alpha three"].map(say));
+    expect(pending()).toBe(3);
+    await new Promise((resolve) => setTimeout(resolve, 80));
+    expect(pending()).toBe(0);
+    // Deletes of indexed text (pop, truncate, cap, session delete) and of text still waiting.
+    await store.appendMessages(a.id, ["alpha four", "alpha five"].map(say));
+    await store.appendMessages(b.id, ["alpha in b"].map(say));
+    await store.popMessage(a.id);
+    await store.truncateAfter(a.id, 3);
+    await store.appendMessages(a.id, ["alpha six", "alpha seven"].map(say), { maxMessages: 2 });
+    await store.deleteSession(b.id);
+    const hits = await store.search({ userId: "u", text: "alpha", mode: "fulltext" });
+    expect(hits.map((h) => h.message.content)).toEqual(["alpha seven", "alpha six"]);
+    expect(pending()).toBe(0);
+    expect(() =>
+      raw.exec("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)"),
+    ).not.toThrow();
+    raw.close();
   });
 
   it("reads the last 20 of a 10,000-message session through the primary key", async () => {

@@ -139,7 +139,8 @@ describe("malformed input", () => {
 
   it("reports the records below a broken session line as one run of lines", async () => {
     const good = await lines();
-    const second = good.findIndex((l, i) => i > 1 && l.startsWith('{"type":"session"'));
+    // A later session line with messages below it (the empty session has none).
+    const second = good.findIndex((l, i) => i > 1 && l.startsWith('{"type":"session"') && good[i + 1]?.startsWith('{"type":"message"'));
     const bad = [...good];
     bad[second] = "{broken";
     const report = await importSessions(createMemoryStore({ ttlMs: 0 }), () => bad);

@@ -44,7 +44,10 @@ async function runServer(): Promise<void> {
 }
 
 /** Starts this script in a role and waits for the URL it prints. */
-function startRole(role: string, env: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string }> {
+function startRole(
+  role: string,
+  env: Record<string, string> = {},
+): Promise<{ child: ChildProcess; url: string }> {
   const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(import.meta.url)], {
     env: { ...process.env, ...env, BENCH_PROXY_ROLE: role },
     stdio: ["ignore", "pipe", "inherit"],
@@ -66,10 +69,22 @@ function post(agent: Agent, url: URL, body: string, headers: Record<string, stri
   return new Promise((resolve, reject) => {
     const req = httpRequest(
       url,
-      { method: "POST", agent, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...headers } },
+      {
+        method: "POST",
+        agent,
+        headers: {
+          "content-type": "application/json",
+          "content-length": Buffer.byteLength(body),
+          ...headers,
+        },
+      },
       (res) => {
         res.on("data", () => {});
-        res.on("end", () => (res.statusCode === 200 ? resolve((performance.now() - start) * 1000) : reject(new Error(`HTTP ${res.statusCode}`))));
+        res.on("end", () =>
+          res.statusCode === 200
+            ? resolve((performance.now() - start) * 1000)
+            : reject(new Error(`HTTP ${res.statusCode}`)),
+        );
       },
     );
     req.on("error", reject);
@@ -94,7 +109,10 @@ async function drive(base: string, sessions: number, total: number, withSession:
     Array.from({ length: sessions }, async () => {
       const headers: Record<string, string> = withSession ? { "x-session-id": randomUUID() } : {};
       for (let i = 0; i < perWorker; i++) {
-        const body = JSON.stringify({ model: "fake", messages: [{ role: "user", content: `Turn ${i}: what did I say before?` }] });
+        const body = JSON.stringify({
+          model: "fake",
+          messages: [{ role: "user", content: `Turn ${i}: what did I say before?` }],
+        });
         samples.push(await post(agent, url, body, headers));
       }
     }),
@@ -102,7 +120,11 @@ async function drive(base: string, sessions: number, total: number, withSession:
   const seconds = (performance.now() - start) / 1000;
   agent.destroy();
   samples.sort((a, b) => a - b);
-  return { turnsPerSecond: samples.length / seconds, p50: percentile(samples, 50), p99: percentile(samples, 99) };
+  return {
+    turnsPerSecond: samples.length / seconds,
+    p50: percentile(samples, 50),
+    p99: percentile(samples, 99),
+  };
 }
 
 interface Row {
@@ -150,7 +172,9 @@ async function main(): Promise<void> {
           const direct = await drive(upstream.url, sessions, TURNS[sessions], false);
           const through = await drive(server.url, sessions, TURNS[sessions], true);
           rows.push({ store: name, sessions, direct, through });
-          console.log(`${name} × ${sessions}: ${Math.round(through.turnsPerSecond)} turns/s through, ${Math.round(direct.turnsPerSecond)} direct`);
+          console.log(
+            `${name} × ${sessions}: ${Math.round(through.turnsPerSecond)} turns/s through, ${Math.round(direct.turnsPerSecond)} direct`,
+          );
         }
       } finally {
         server.child.kill("SIGTERM");
@@ -164,9 +188,20 @@ async function main(): Promise<void> {
 }
 
 function report(rows: Row[]): void {
-  console.log(`\n## Proxy (${TURNS[1].toLocaleString("en")} turns at 1 session, ${TURNS[100].toLocaleString("en")} at 100; zero-latency upstream)\n`);
+  console.log(
+    `\n## Proxy (${TURNS[1].toLocaleString("en")} turns at 1 session, ${TURNS[100].toLocaleString("en")} at 100; zero-latency upstream)\n`,
+  );
   printTable(
-    ["store", "sessions", "direct turns/s", "through turns/s", "direct p50", "through p50", "added p50", "added p99"],
+    [
+      "store",
+      "sessions",
+      "direct turns/s",
+      "through turns/s",
+      "direct p50",
+      "through p50",
+      "added p50",
+      "added p99",
+    ],
     rows.map((r) => [
       r.store,
       String(r.sessions),
@@ -183,8 +218,12 @@ function report(rows: Row[]): void {
   if (single && many) {
     const added = (single.through.p50 - single.direct.p50) / 1000;
     const rate = many.through.turnsPerSecond;
-    console.log(`\nsqlite added latency p50 at 1 session: ${added.toFixed(2)} ms (target < 2 ms: ${added < 2 ? "met" : "MISSED"})`);
-    console.log(`sqlite throughput at 100 sessions: ${Math.round(rate)} turns/s (target > 2,000: ${rate > 2000 ? "met" : "MISSED"})`);
+    console.log(
+      `\nsqlite added latency p50 at 1 session: ${added.toFixed(2)} ms (target < 2 ms: ${added < 2 ? "met" : "MISSED"})`,
+    );
+    console.log(
+      `sqlite throughput at 100 sessions: ${Math.round(rate)} turns/s (target > 2,000: ${rate > 2000 ? "met" : "MISSED"})`,
+    );
   }
 }
 

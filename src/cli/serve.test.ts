@@ -3,7 +3,9 @@ import { checkExposure, redactUrl } from "./serve.js";
 
 describe("serve helpers", () => {
   it("masks a password in a store URL", () => {
-    expect(redactUrl("postgres://app:s3cret@db:5432/threadkeep")).toBe("postgres://app:***@db:5432/threadkeep");
+    expect(redactUrl("postgres://app:s3cret@db:5432/threadkeep")).toBe(
+      "postgres://app:***@db:5432/threadkeep",
+    );
     expect(redactUrl("sqlite:./data/threadkeep.db")).toBe("sqlite:./data/threadkeep.db");
     expect(redactUrl("redis://127.0.0.1:6379")).toBe("redis://127.0.0.1:6379");
   });

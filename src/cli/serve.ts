@@ -1,7 +1,13 @@
 import type { Command } from "commander";
 import { isThreadkeepError, ThreadkeepError } from "../core/errors.js";
 import { createServer, isLoopbackHost, type ThreadkeepServer } from "../server/index.js";
-import { addStoreOptions, addUpstreamOptions, type ConfigFlags, resolveConfig, type ThreadkeepConfig } from "./options.js";
+import {
+  addStoreOptions,
+  addUpstreamOptions,
+  type ConfigFlags,
+  resolveConfig,
+  type ThreadkeepConfig,
+} from "./options.js";
 
 const PROBE_SESSION_ID = "00000000-0000-4000-8000-000000000000";
 
@@ -27,7 +33,10 @@ export function checkExposure(config: Pick<ThreadkeepConfig, "host" | "apiKeys">
 }
 
 /** Starts the server for a resolved configuration and prints where it listens. */
-export async function startServe(config: ThreadkeepConfig, print: (line: string) => void = (l) => process.stdout.write(`${l}\n`)): Promise<ThreadkeepServer> {
+export async function startServe(
+  config: ThreadkeepConfig,
+  print: (line: string) => void = (l) => process.stdout.write(`${l}\n`),
+): Promise<ThreadkeepServer> {
   checkExposure(config);
   const server = await createServer({
     memory: {
@@ -52,12 +61,16 @@ export async function startServe(config: ThreadkeepConfig, print: (line: string)
     const store = await server.memory.store();
     await store.getSession(PROBE_SESSION_ID).catch((error) => {
       if (!isThreadkeepError(error, "store_unavailable")) throw error;
-      process.stderr.write(`threadkeep: warning: the store is unreachable for now (${error.message}); serving without history\n`);
+      process.stderr.write(
+        `threadkeep: warning: the store is unreachable for now (${error.message}); serving without history\n`,
+      );
     });
     const url = await server.listen();
     const upstream = config.upstreamUrl ?? "none (chat answers 503 until --upstream is set)";
     const auth = config.apiKeys.size > 0 ? `api keys: ${config.apiKeys.size}` : "auth: none (loopback only)";
-    print(`threadkeep listening on ${url}  store: ${redactUrl(config.store)}  upstream: ${upstream}  ${auth}`);
+    print(
+      `threadkeep listening on ${url}  store: ${redactUrl(config.store)}  upstream: ${upstream}  ${auth}`,
+    );
     return server;
   } catch (error) {
     await server.close().catch(() => {});
@@ -72,8 +85,14 @@ export function register(program: Command): void {
     .description("Run the OpenAI-compatible memory proxy and the session API")
     .option("--host <host>", "address to listen on (env THREADKEEP_HOST; default 127.0.0.1)")
     .option("--port <n>", "port to listen on (env THREADKEEP_PORT; default 8787)")
-    .option("--api-keys <list>", "threadkeep API keys as key1:alice,key2:bob (env THREADKEEP_API_KEYS); required off loopback")
-    .option("--body-limit <bytes>", "largest request body in bytes (env THREADKEEP_BODY_LIMIT; default 10485760)");
+    .option(
+      "--api-keys <list>",
+      "threadkeep API keys as key1:alice,key2:bob (env THREADKEEP_API_KEYS); required off loopback",
+    )
+    .option(
+      "--body-limit <bytes>",
+      "largest request body in bytes (env THREADKEEP_BODY_LIMIT; default 10485760)",
+    );
   addStoreOptions(command);
   addUpstreamOptions(command);
   command.action(async (flags: ConfigFlags) => {
@@ -86,7 +105,9 @@ export function register(program: Command): void {
       server.close().then(
         () => process.exit(0),
         (error) => {
-          process.stderr.write(`threadkeep: shutdown failed: ${error instanceof Error ? error.message : String(error)}\n`);
+          process.stderr.write(
+            `threadkeep: shutdown failed: ${error instanceof Error ? error.message : String(error)}\n`,
+          );
           process.exit(1);
         },
       );

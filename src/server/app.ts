@@ -87,20 +87,39 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
   app.decorateRequest("userId", "");
   app.addHook("onRequest", async (request) => {
     // By the matched route, not the raw URL, so no spelling of a path slips past.
-    if (request.routeOptions.url?.startsWith("/v1/")) request.userId = authenticate(request.headers.authorization);
+    if (request.routeOptions.url?.startsWith("/v1/"))
+      request.userId = authenticate(request.headers.authorization);
   });
   app.addHook("onResponse", async (request, reply) => {
-    metrics.requests.inc({ method: request.method, route: request.routeOptions.url ?? "unmatched", status: String(reply.statusCode) });
+    metrics.requests.inc({
+      method: request.method,
+      route: request.routeOptions.url ?? "unmatched",
+      status: String(reply.statusCode),
+    });
   });
-  installErrorHandlers(app, (code) => metrics.error(code), (request, reply) => {
-    // Failures before the handler (body too large, bad JSON) still echo a valid session id.
-    const given = request.headers[SESSION_HEADER];
-    if (request.url.startsWith("/v1/chat/") && !reply.hasHeader(SESSION_HEADER) && isValidSessionId(given)) {
-      reply.header(SESSION_HEADER, given.toLowerCase());
-    }
-  });
+  installErrorHandlers(
+    app,
+    (code) => metrics.error(code),
+    (request, reply) => {
+      // Failures before the handler (body too large, bad JSON) still echo a valid session id.
+      const given = request.headers[SESSION_HEADER];
+      if (
+        request.url.startsWith("/v1/chat/") &&
+        !reply.hasHeader(SESSION_HEADER) &&
+        isValidSessionId(given)
+      ) {
+        reply.header(SESSION_HEADER, given.toLowerCase());
+      }
+    },
+  );
 
-  registerProxy(app, { memory, metrics, upstream, idempotency: new IdempotencyCache(options.idempotency), defaultModel: options.model });
+  registerProxy(app, {
+    memory,
+    metrics,
+    upstream,
+    idempotency: new IdempotencyCache(options.idempotency),
+    defaultModel: options.model,
+  });
   registerSessionRoutes(app, { memory, metrics });
 
   app.get("/healthz", async () => ({ status: "ok" }));
@@ -114,7 +133,9 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
       return reply.code(503).send({ status: "unavailable", ...(failure.body as object) });
     }
   });
-  app.get("/metrics", async (_request, reply) => reply.type("text/plain; version=0.0.4; charset=utf-8").send(metrics.render()));
+  app.get("/metrics", async (_request, reply) =>
+    reply.type("text/plain; version=0.0.4; charset=utf-8").send(metrics.render()),
+  );
   app.get("/openapi.json", async () => openApiDocument);
 
   const host = options.host ?? "127.0.0.1";
@@ -140,7 +161,14 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
 /** Loads the tokenizer now, so the first turn does not pay for it (it takes a few hundred ms). */
 function warmUp(): void {
   try {
-    assembleContext({ system: [], history: [], summaries: [], input: [{ role: "user", content: "warm up" }], window: 1, tokenBudget: 1000 });
+    assembleContext({
+      system: [],
+      history: [],
+      summaries: [],
+      input: [{ role: "user", content: "warm up" }],
+      window: 1,
+      tokenBudget: 1000,
+    });
   } catch {
     // Only a head start: the first turn would hit the same error and report it properly.
   }
@@ -149,7 +177,10 @@ function warmUp(): void {
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new ThreadkeepError("store_unavailable", `The store did not answer within ${ms} ms`)), ms);
+    timer = setTimeout(
+      () => reject(new ThreadkeepError("store_unavailable", `The store did not answer within ${ms} ms`)),
+      ms,
+    );
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

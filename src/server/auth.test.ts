@@ -20,7 +20,9 @@ describe("createAuthenticator", () => {
 
 describe("isLoopbackHost", () => {
   it("knows loopback addresses", () => {
-    for (const host of ["127.0.0.1", "127.1.2.3", "localhost", "::1", "[::1]"]) expect(isLoopbackHost(host)).toBe(true);
-    for (const host of ["0.0.0.0", "::", "192.168.0.2", "example.com", "128.0.0.1"]) expect(isLoopbackHost(host)).toBe(false);
+    for (const host of ["127.0.0.1", "127.1.2.3", "localhost", "::1", "[::1]"])
+      expect(isLoopbackHost(host)).toBe(true);
+    for (const host of ["0.0.0.0", "::", "192.168.0.2", "example.com", "128.0.0.1"])
+      expect(isLoopbackHost(host)).toBe(false);
   });
 });

@@ -11,13 +11,19 @@ const digest = (text: string) => createHash("sha256").update(text).digest();
  * caller is `defaultUserId` and any `Authorization` header is ignored (OpenAI clients always send one).
  * Keys are compared in constant time, over every configured key, so timing tells nothing about them.
  */
-export function createAuthenticator(apiKeys: ReadonlyMap<string, string>, defaultUserId = "default"): Authenticator {
+export function createAuthenticator(
+  apiKeys: ReadonlyMap<string, string>,
+  defaultUserId = "default",
+): Authenticator {
   if (apiKeys.size === 0) return () => defaultUserId;
   const entries = [...apiKeys].map(([key, user]) => ({ hash: digest(key), user }));
   return (authorization) => {
     const match = /^Bearer\s+(.+)$/i.exec(authorization?.trim() ?? "");
     if (!match) {
-      throw new ThreadkeepError("invalid_api_key", "Missing API key: send Authorization: Bearer <threadkeep API key>");
+      throw new ThreadkeepError(
+        "invalid_api_key",
+        "Missing API key: send Authorization: Bearer <threadkeep API key>",
+      );
     }
     const offered = digest(match[1].trim());
     let user: string | undefined;
@@ -30,7 +36,9 @@ export function createAuthenticator(apiKeys: ReadonlyMap<string, string>, defaul
 }
 
 /** Normalises the `apiKeys` option: a map, a `{ key: user }` object, or `key1:alice,key2:bob`. */
-export function toApiKeyMap(keys: ReadonlyMap<string, string> | Record<string, string> | undefined): Map<string, string> {
+export function toApiKeyMap(
+  keys: ReadonlyMap<string, string> | Record<string, string> | undefined,
+): Map<string, string> {
   if (!keys) return new Map();
   if (keys instanceof Map) return new Map(keys);
   return new Map(Object.entries(keys));
@@ -38,6 +46,9 @@ export function toApiKeyMap(keys: ReadonlyMap<string, string> | Record<string, s
 
 /** True for addresses only this machine can reach (`127.0.0.0/8`, `::1`, `localhost`). */
 export function isLoopbackHost(host: string): boolean {
-  const h = host.trim().toLowerCase().replace(/^\[|\]$/g, "");
+  const h = host
+    .trim()
+    .toLowerCase()
+    .replace(/^\[|\]$/g, "");
   return h === "localhost" || h === "::1" || /^127(\.\d{1,3}){3}$/.test(h) || h === "::ffff:127.0.0.1";
 }

@@ -11,12 +11,20 @@ describe("toHttpFailure", () => {
       status: 500,
       body: { error: { code: "upstream_error", message: "<html>oops</html>" } },
     });
-    expect(toHttpFailure(new UpstreamError(0, null, "unreachable"))).toMatchObject({ status: 502, code: "upstream_error" });
+    expect(toHttpFailure(new UpstreamError(0, null, "unreachable"))).toMatchObject({
+      status: 502,
+      code: "upstream_error",
+    });
   });
 
   it("maps coded errors to their table status, naming the field", () => {
-    const error = new ThreadkeepError("invalid_message", "messages[2].role: bad", { details: { index: 2, field: "role" } });
-    expect(toHttpFailure(error)).toMatchObject({ status: 400, body: { error: { code: "invalid_message", param: "messages[2].role", type: "invalid_request_error" } } });
+    const error = new ThreadkeepError("invalid_message", "messages[2].role: bad", {
+      details: { index: 2, field: "role" },
+    });
+    expect(toHttpFailure(error)).toMatchObject({
+      status: 400,
+      body: { error: { code: "invalid_message", param: "messages[2].role", type: "invalid_request_error" } },
+    });
   });
 
   it("hides unknown errors behind an opaque 500", () => {

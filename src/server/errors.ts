@@ -46,25 +46,58 @@ const FASTIFY_CODES: Record<string, { status: number; code: string }> = {
 export function toHttpFailure(error: unknown): HttpFailure & { unexpected: boolean } {
   if (error instanceof UpstreamError) {
     if (error.upstreamStatus >= 400) {
-      return { status: error.upstreamStatus, body: upstreamErrorBody(error), code: "upstream_error", unexpected: false };
+      return {
+        status: error.upstreamStatus,
+        body: upstreamErrorBody(error),
+        code: "upstream_error",
+        unexpected: false,
+      };
     }
-    return { status: 502, body: errorBody(502, "upstream_error", error.message), code: "upstream_error", unexpected: false };
+    return {
+      status: 502,
+      body: errorBody(502, "upstream_error", error.message),
+      code: "upstream_error",
+      unexpected: false,
+    };
   }
   if (isThreadkeepError(error)) {
     const param = typeof error.details?.field === "string" ? paramOf(error.details) : undefined;
-    return { status: error.status, body: errorBody(error.status, error.code, error.message, param), code: error.code, unexpected: error.status >= 500 };
+    return {
+      status: error.status,
+      body: errorBody(error.status, error.code, error.message, param),
+      code: error.code,
+      unexpected: error.status >= 500,
+    };
   }
   const fastifyCode = (error as FastifyError | undefined)?.code;
   const known = fastifyCode ? FASTIFY_CODES[fastifyCode] : undefined;
   if (known) {
-    const message = known.status === 415 ? `${(error as Error).message}: send Content-Type: application/json` : (error as Error).message;
-    return { status: known.status, body: errorBody(known.status, known.code, message), code: known.code, unexpected: false };
+    const message =
+      known.status === 415
+        ? `${(error as Error).message}: send Content-Type: application/json`
+        : (error as Error).message;
+    return {
+      status: known.status,
+      body: errorBody(known.status, known.code, message),
+      code: known.code,
+      unexpected: false,
+    };
   }
   const status = (error as FastifyError | undefined)?.statusCode;
   if (typeof status === "number" && status >= 400 && status < 500) {
-    return { status, body: errorBody(status, "invalid_request", (error as Error).message), code: "invalid_request", unexpected: false };
+    return {
+      status,
+      body: errorBody(status, "invalid_request", (error as Error).message),
+      code: "invalid_request",
+      unexpected: false,
+    };
   }
-  return { status: 500, body: errorBody(500, "internal_error", "Internal server error"), code: "internal_error", unexpected: true };
+  return {
+    status: 500,
+    body: errorBody(500, "internal_error", "Internal server error"),
+    code: "internal_error",
+    unexpected: true,
+  };
 }
 
 /** The upstream's own error body when it is the OpenAI shape, else one wrapping what it said. */
@@ -84,7 +117,12 @@ function paramOf(details: Record<string, unknown>): string {
 }
 
 /** Sends a failure, counting it; unexpected ones are logged with their stack. */
-export function sendFailure(request: FastifyRequest, reply: FastifyReply, error: unknown, count: (code: string) => void): FastifyReply {
+export function sendFailure(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  error: unknown,
+  count: (code: string) => void,
+): FastifyReply {
   const failure = toHttpFailure(error);
   if (failure.unexpected) request.log.error({ err: error }, "request failed");
   count(failure.code);
@@ -106,6 +144,8 @@ export function installErrorHandlers(
   });
   app.setNotFoundHandler((request, reply) => {
     count("not_found");
-    reply.code(404).send(errorBody(404, "not_found", `No route ${request.method} ${request.url.split("?")[0]}`));
+    reply
+      .code(404)
+      .send(errorBody(404, "not_found", `No route ${request.method} ${request.url.split("?")[0]}`));
   });
 }

@@ -25,7 +25,9 @@ describe("IdempotencyCache", () => {
     const cache = new IdempotencyCache({ ttlMs: 20, maxEntries: 2 });
     const first = await cache.begin("k", fingerprintOf({ a: 1 }));
     if (first.first) first.settle(outcome);
-    await expect(cache.begin("k", fingerprintOf({ a: 2 }))).rejects.toMatchObject({ code: "invalid_request" });
+    await expect(cache.begin("k", fingerprintOf({ a: 2 }))).rejects.toMatchObject({
+      code: "invalid_request",
+    });
     await new Promise((r) => setTimeout(r, 30));
     expect((await cache.begin("k", fingerprintOf({ a: 2 }))).first).toBe(true);
     await cache.begin("x", "f");

@@ -55,9 +55,13 @@ export class IdempotencyCache {
       const entry = this.#entries.get(key);
       if (entry && entry.expiresAt > Date.now()) {
         if (entry.fingerprint !== fingerprint) {
-          throw new ThreadkeepError("invalid_request", "This Idempotency-Key was already used with a different request body", {
-            details: { field: "Idempotency-Key" },
-          });
+          throw new ThreadkeepError(
+            "invalid_request",
+            "This Idempotency-Key was already used with a different request body",
+            {
+              details: { field: "Idempotency-Key" },
+            },
+          );
         }
         const outcome = await entry.done;
         if (outcome) return { first: false, outcome };
@@ -69,7 +73,8 @@ export class IdempotencyCache {
       const done = new Promise<TurnOutcome | undefined>((r) => (resolve = r));
       const fresh: Entry = { fingerprint, expiresAt: Date.now() + this.#ttlMs, done };
       this.#entries.set(key, fresh);
-      if (this.#entries.size > this.#maxEntries) this.#entries.delete(this.#entries.keys().next().value as string);
+      if (this.#entries.size > this.#maxEntries)
+        this.#entries.delete(this.#entries.keys().next().value as string);
       return {
         first: true,
         settle: (outcome) => {

@@ -2,10 +2,11 @@
  * threadkeep/server: the OpenAI-compatible memory proxy and session REST API. Kept apart from the
  * library entry so `import "threadkeep"` never loads fastify.
  */
-export { createServer } from "./app.js";
+
 export type { ServerOptions, ThreadkeepServer } from "./app.js";
-export { createAuthenticator, isLoopbackHost } from "./auth.js";
+export { createServer } from "./app.js";
 export type { Authenticator } from "./auth.js";
+export { createAuthenticator, isLoopbackHost } from "./auth.js";
+export type { IdempotencyOptions } from "./idempotency.js";
 export { openApiDocument } from "./openapi.js";
 export { SESSION_HEADER, WARNING_HEADER } from "./proxy.js";
-export type { IdempotencyOptions } from "./idempotency.js";

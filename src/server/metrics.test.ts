@@ -26,7 +26,14 @@ describe("metrics", () => {
 
   it("exposes every server metric", () => {
     const text = new ServerMetrics().render();
-    for (const name of ["threadkeep_turns_total", "threadkeep_store_load_seconds", "threadkeep_upstream_seconds", "threadkeep_commit_seconds", "threadkeep_errors_total", "threadkeep_uptime_seconds"]) {
+    for (const name of [
+      "threadkeep_turns_total",
+      "threadkeep_store_load_seconds",
+      "threadkeep_upstream_seconds",
+      "threadkeep_commit_seconds",
+      "threadkeep_errors_total",
+      "threadkeep_uptime_seconds",
+    ]) {
       expect(text).toContain(`# TYPE ${name} `);
     }
   });

@@ -5,9 +5,10 @@
 
 type Labels = Record<string, string>;
 
-const escape = (value: string) => value.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"');
+const escapeLabel = (value: string) =>
+  value.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"');
 const labelText = (labels: Labels) => {
-  const parts = Object.entries(labels).map(([k, v]) => `${k}="${escape(v)}"`);
+  const parts = Object.entries(labels).map(([k, v]) => `${k}="${escapeLabel(v)}"`);
   return parts.length ? `{${parts.join(",")}}` : "";
 };
 const keyOf = (labels: Labels) => JSON.stringify(labels);
@@ -15,7 +16,10 @@ const keyOf = (labels: Labels) => JSON.stringify(labels);
 /** A monotonically increasing count, per label set. */
 export class Counter {
   readonly #values = new Map<string, { labels: Labels; value: number }>();
-  constructor(readonly name: string, readonly help: string) {}
+  constructor(
+    readonly name: string,
+    readonly help: string,
+  ) {}
 
   inc(labels: Labels = {}, by = 1): void {
     const key = keyOf(labels);
@@ -31,18 +35,25 @@ export class Counter {
 
   render(): string {
     const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} counter`];
-    for (const { labels, value } of this.#values.values()) lines.push(`${this.name}${labelText(labels)} ${value}`);
+    for (const { labels, value } of this.#values.values())
+      lines.push(`${this.name}${labelText(labels)} ${value}`);
     return lines.join("\n");
   }
 }
 
 /** Latency buckets in seconds: 0.5 ms to 60 s, covering a store read and a slow model. */
-export const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+export const LATENCY_BUCKETS = [
+  0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
+];
 
 /** A distribution of observed values (seconds), per label set. */
 export class Histogram {
   readonly #series = new Map<string, { labels: Labels; counts: number[]; sum: number; count: number }>();
-  constructor(readonly name: string, readonly help: string, readonly buckets: readonly number[] = LATENCY_BUCKETS) {}
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    readonly buckets: readonly number[] = LATENCY_BUCKETS,
+  ) {}
 
   observe(seconds: number, labels: Labels = {}): void {
     const key = keyOf(labels);
@@ -84,12 +95,30 @@ export const secondsSince = (start: number) => (performance.now() - start) / 100
 
 /** The metrics the server keeps. */
 export class ServerMetrics {
-  readonly turns = new Counter("threadkeep_turns_total", "Chat turns by outcome (ok, not_saved, incomplete, upstream_error, error) and streaming.");
-  readonly turnSeconds = new Histogram("threadkeep_turn_duration_seconds", "Whole turn, from request to last byte.");
-  readonly storeLoadSeconds = new Histogram("threadkeep_store_load_seconds", "Loading a session and assembling its context.");
-  readonly upstreamSeconds = new Histogram("threadkeep_upstream_seconds", "Upstream model call, to the full reply (streams: to the last event).");
-  readonly commitSeconds = new Histogram("threadkeep_commit_seconds", "Committing a turn's messages to the store.");
-  readonly requests = new Counter("threadkeep_http_requests_total", "HTTP requests by method, route and status.");
+  readonly turns = new Counter(
+    "threadkeep_turns_total",
+    "Chat turns by outcome (ok, not_saved, incomplete, upstream_error, error) and streaming.",
+  );
+  readonly turnSeconds = new Histogram(
+    "threadkeep_turn_duration_seconds",
+    "Whole turn, from request to last byte.",
+  );
+  readonly storeLoadSeconds = new Histogram(
+    "threadkeep_store_load_seconds",
+    "Loading a session and assembling its context.",
+  );
+  readonly upstreamSeconds = new Histogram(
+    "threadkeep_upstream_seconds",
+    "Upstream model call, to the full reply (streams: to the last event).",
+  );
+  readonly commitSeconds = new Histogram(
+    "threadkeep_commit_seconds",
+    "Committing a turn's messages to the store.",
+  );
+  readonly requests = new Counter(
+    "threadkeep_http_requests_total",
+    "HTTP requests by method, route and status.",
+  );
   readonly errors = new Counter("threadkeep_errors_total", "Error responses and degraded turns by code.");
   readonly started = Date.now();
 
@@ -101,7 +130,15 @@ export class ServerMetrics {
   /** The exposition text served at GET /metrics. */
   render(): string {
     const uptime = `# HELP threadkeep_uptime_seconds Seconds since the server started.\n# TYPE threadkeep_uptime_seconds gauge\nthreadkeep_uptime_seconds ${(Date.now() - this.started) / 1000}`;
-    const all = [this.turns, this.turnSeconds, this.storeLoadSeconds, this.upstreamSeconds, this.commitSeconds, this.requests, this.errors];
+    const all = [
+      this.turns,
+      this.turnSeconds,
+      this.storeLoadSeconds,
+      this.upstreamSeconds,
+      this.commitSeconds,
+      this.requests,
+      this.errors,
+    ];
     return `${[...all.map((m) => m.render()), uptime].join("\n")}\n`;
   }
 }

@@ -3,14 +3,17 @@
  * routes validate with zod, and this document says the same in a form tools understand.
  */
 
+import { ref, schemas } from "./_openapi-schemas.js";
+
 const json = (schema: unknown) => ({ "application/json": { schema } });
-const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const ok = (description: string, schema: unknown) => ({ description, content: json(schema) });
 const error = (description: string) => ({ description, content: json(ref("Error")) });
 
 const sessionId = { name: "id", in: "path", required: true, schema: ref("SessionId") };
 const failures = {
-  "400": error("Invalid request, message or session id (`invalid_request`, `invalid_message`, `invalid_session_id`)"),
+  "400": error(
+    "Invalid request, message or session id (`invalid_request`, `invalid_message`, `invalid_session_id`)",
+  ),
   "401": error("Missing or unknown API key (`invalid_api_key`)"),
   "404": error("No such session for this user (`session_not_found`)"),
   "503": error("The store is unavailable (`store_unavailable`)"),
@@ -20,7 +23,13 @@ const op = (summary: string, responses: Record<string, unknown>, extra: Record<s
   ...extra,
   responses: { ...responses, ...failures },
 });
-const query = (name: string, schema: unknown, description: string, required = false) => ({ name, in: "query", required, schema, description });
+const query = (name: string, schema: unknown, description: string, required = false) => ({
+  name,
+  in: "query",
+  required,
+  schema,
+  description,
+});
 const body = (schema: unknown) => ({ requestBody: { required: true, content: json(schema) } });
 
 /** The OpenAPI document of the threadkeep server. */
@@ -44,157 +53,228 @@ export const openApiDocument = {
               "The upstream's completion as-is (or, with stream: true, its Server-Sent Events). Headers: X-Session-ID; X-Threadkeep-Warning (context-unavailable, not-saved) when degraded; Idempotent-Replayed on a replay.",
             headers: {
               "X-Session-ID": { schema: ref("SessionId") },
-              "X-Threadkeep-Warning": { schema: { type: "string", enum: ["context-unavailable", "not-saved"] } },
+              "X-Threadkeep-Warning": {
+                schema: { type: "string", enum: ["context-unavailable", "not-saved"] },
+              },
             },
             content: { ...json({ type: "object" }), "text/event-stream": { schema: { type: "string" } } },
           },
           "413": error("Body larger than the limit (`payload_too_large`)"),
           "415": error("Content-Type is not application/json (`invalid_request`)"),
           "429": error("Waited too long for earlier turns of the session (`session_busy`)"),
-          "502": error("Upstream unreachable (`upstream_error`); an upstream error status is passed through with its body"),
+          "502": error(
+            "Upstream unreachable (`upstream_error`); an upstream error status is passed through with its body",
+          ),
         },
         {
           description:
             "The new turn is the request's messages after its last assistant message (a new session adopts the whole conversation). System and developer messages are sent, not stored.",
           parameters: [
-            { name: "X-Session-ID", in: "header", schema: ref("SessionId"), description: "The conversation; a new session when absent." },
-            { name: "Idempotency-Key", in: "header", schema: { type: "string" }, description: "A retry with the same key returns the first result (24 h, per process)." },
+            {
+              name: "X-Session-ID",
+              in: "header",
+              schema: ref("SessionId"),
+              description: "The conversation; a new session when absent.",
+            },
+            {
+              name: "Idempotency-Key",
+              in: "header",
+              schema: { type: "string" },
+              description: "A retry with the same key returns the first result (24 h, per process).",
+            },
           ],
           ...body({
             type: "object",
             required: ["messages"],
-            properties: { model: { type: "string" }, stream: { type: "boolean" }, messages: { type: "array", minItems: 1, items: ref("ChatMessage") } },
+            properties: {
+              model: { type: "string" },
+              stream: { type: "boolean" },
+              messages: { type: "array", minItems: 1, items: ref("ChatMessage") },
+            },
             additionalProperties: true,
           }),
         },
       ),
     },
     "/v1/sessions": {
-      get: op("The caller's sessions, newest activity first", { "200": ok("A page", ref("SessionPage")) }, {
-        parameters: [query("limit", { type: "integer", minimum: 1, maximum: 1000, default: 50 }, "Page size"), query("cursor", { type: "string" }, "nextCursor of the previous page")],
-      }),
-      post: op("Create a session", { "201": ok("Created", ref("Session")), "200": ok("Already existed (same owner)", ref("Session")) }, {
-        requestBody: { required: false, content: json({ type: "object", properties: { id: ref("SessionId"), metadata: { type: "object" } }, additionalProperties: false }) },
-      }),
+      get: op(
+        "The caller's sessions, newest activity first",
+        { "200": ok("A page", ref("SessionPage")) },
+        {
+          parameters: [
+            query("limit", { type: "integer", minimum: 1, maximum: 1000, default: 50 }, "Page size"),
+            query("cursor", { type: "string" }, "nextCursor of the previous page"),
+          ],
+        },
+      ),
+      post: op(
+        "Create a session",
+        { "201": ok("Created", ref("Session")), "200": ok("Already existed (same owner)", ref("Session")) },
+        {
+          requestBody: {
+            required: false,
+            content: json({
+              type: "object",
+              properties: { id: ref("SessionId"), metadata: { type: "object" } },
+              additionalProperties: false,
+            }),
+          },
+        },
+      ),
     },
     "/v1/sessions/{id}": {
       get: op("A session", { "200": ok("The session", ref("Session")) }, { parameters: [sessionId] }),
-      delete: op("Delete a session with its messages, summaries and state", {
-        "200": ok("Deleted", { type: "object", properties: { id: { type: "string" }, deleted: { type: "boolean" } } }),
-      }, { parameters: [sessionId] }),
+      delete: op(
+        "Delete a session with its messages, summaries and state",
+        {
+          "200": ok("Deleted", {
+            type: "object",
+            properties: { id: { type: "string" }, deleted: { type: "boolean" } },
+          }),
+        },
+        { parameters: [sessionId] },
+      ),
     },
     "/v1/sessions/{id}/messages": {
-      get: op("Messages, oldest first", {
-        "200": ok("A page", { type: "object", properties: { data: { type: "array", items: ref("Message") }, hasMore: { type: "boolean" }, nextAfter: { type: ["integer", "null"] } } }),
-      }, {
-        parameters: [sessionId, query("after", { type: "integer", minimum: 0, default: 0 }, "Only messages with seq > after"), query("limit", { type: "integer", minimum: 1, maximum: 1000, default: 100 }, "Page size")],
-      }),
-      post: op("Append messages without calling a model (creates the session if missing)", {
-        "201": ok("Stored", { type: "object", properties: { data: { type: "array", items: ref("Message") } } }),
-      }, { parameters: [sessionId], ...body({ type: "object", required: ["messages"], properties: { messages: { type: "array", minItems: 1, items: ref("ChatMessage") } } }) }),
+      get: op(
+        "Messages, oldest first",
+        {
+          "200": ok("A page", {
+            type: "object",
+            properties: {
+              data: { type: "array", items: ref("Message") },
+              hasMore: { type: "boolean" },
+              nextAfter: { type: ["integer", "null"] },
+            },
+          }),
+        },
+        {
+          parameters: [
+            sessionId,
+            query("after", { type: "integer", minimum: 0, default: 0 }, "Only messages with seq > after"),
+            query("limit", { type: "integer", minimum: 1, maximum: 1000, default: 100 }, "Page size"),
+          ],
+        },
+      ),
+      post: op(
+        "Append messages without calling a model (creates the session if missing)",
+        {
+          "201": ok("Stored", {
+            type: "object",
+            properties: { data: { type: "array", items: ref("Message") } },
+          }),
+        },
+        {
+          parameters: [sessionId],
+          ...body({
+            type: "object",
+            required: ["messages"],
+            properties: { messages: { type: "array", minItems: 1, items: ref("ChatMessage") } },
+          }),
+        },
+      ),
     },
     "/v1/sessions/{id}/search": {
-      get: op("Search the session's messages, newest first", {
-        "200": ok("Hits", { type: "object", properties: { data: { type: "array", items: ref("SearchHit") } } }),
-      }, {
-        parameters: [sessionId, query("q", { type: "string", minLength: 1 }, "Text to find", true), query("limit", { type: "integer", minimum: 1, maximum: 100, default: 20 }, "Most hits"), query("mode", { type: "string", enum: ["substring", "fulltext"] }, "fulltext where the store has it")],
-      }),
+      get: op(
+        "Search the session's messages, newest first",
+        {
+          "200": ok("Hits", {
+            type: "object",
+            properties: { data: { type: "array", items: ref("SearchHit") } },
+          }),
+        },
+        {
+          parameters: [
+            sessionId,
+            query("q", { type: "string", minLength: 1 }, "Text to find", true),
+            query("limit", { type: "integer", minimum: 1, maximum: 100, default: 20 }, "Most hits"),
+            query(
+              "mode",
+              { type: "string", enum: ["substring", "fulltext"] },
+              "fulltext where the store has it",
+            ),
+          ],
+        },
+      ),
     },
     "/v1/sessions/{id}/context": {
-      get: op("The context the next turn would send, with what was left out", { "200": ok("Assembled context", ref("AssembledContext")) }, {
-        parameters: [sessionId, query("model", { type: "string" }, "Model for token counting")],
-      }),
+      get: op(
+        "The context the next turn would send, with what was left out",
+        { "200": ok("Assembled context", ref("AssembledContext")) },
+        {
+          parameters: [sessionId, query("model", { type: "string" }, "Model for token counting")],
+        },
+      ),
     },
     "/v1/sessions/{id}/state": {
       get: op("Session state", { "200": ok("State", ref("SessionState")) }, { parameters: [sessionId] }),
-      patch: op("Merge into session state (null removes a key)", {
-        "200": ok("New state", ref("SessionState")),
-        "409": error("expectedVersion did not match (`state_conflict`)"),
-      }, {
-        parameters: [sessionId],
-        ...body({ type: "object", required: ["data"], properties: { data: { type: "object" }, expectedVersion: { type: "integer", minimum: 0 } }, additionalProperties: false }),
-      }),
+      patch: op(
+        "Merge into session state (null removes a key)",
+        {
+          "200": ok("New state", ref("SessionState")),
+          "409": error("expectedVersion did not match (`state_conflict`)"),
+        },
+        {
+          parameters: [sessionId],
+          ...body({
+            type: "object",
+            required: ["data"],
+            properties: { data: { type: "object" }, expectedVersion: { type: "integer", minimum: 0 } },
+            additionalProperties: false,
+          }),
+        },
+      ),
     },
     "/v1/sessions/{id}/preferences": {
-      put: op("Set context preferences applied to the next turn(s)", {
-        "200": ok("Stored", { type: "object", properties: { preferences: ref("ContextPreferences") } }),
-      }, { parameters: [sessionId], ...body(ref("ContextPreferences")) }),
+      put: op(
+        "Set context preferences applied to the next turn(s)",
+        {
+          "200": ok("Stored", { type: "object", properties: { preferences: ref("ContextPreferences") } }),
+        },
+        { parameters: [sessionId], ...body(ref("ContextPreferences")) },
+      ),
     },
-    "/healthz": { get: { summary: "The process is up", security: [], responses: { "200": ok("Up", { type: "object" }) } } },
+    "/healthz": {
+      get: { summary: "The process is up", security: [], responses: { "200": ok("Up", { type: "object" }) } },
+    },
     "/readyz": {
-      get: { summary: "The store is reachable", security: [], responses: { "200": ok("Ready", { type: "object" }), "503": ok("Store unavailable", { type: "object" }) } },
+      get: {
+        summary: "The store is reachable",
+        security: [],
+        responses: {
+          "200": ok("Ready", { type: "object" }),
+          "503": ok("Store unavailable", { type: "object" }),
+        },
+      },
     },
-    "/metrics": { get: { summary: "Prometheus metrics", security: [], responses: { "200": { description: "Text exposition 0.0.4", content: { "text/plain": { schema: { type: "string" } } } } } } },
-    "/openapi.json": { get: { summary: "This document", security: [], responses: { "200": ok("OpenAPI 3.1", { type: "object" }) } } },
+    "/metrics": {
+      get: {
+        summary: "Prometheus metrics",
+        security: [],
+        responses: {
+          "200": {
+            description: "Text exposition 0.0.4",
+            content: { "text/plain": { schema: { type: "string" } } },
+          },
+        },
+      },
+    },
+    "/openapi.json": {
+      get: {
+        summary: "This document",
+        security: [],
+        responses: { "200": ok("OpenAPI 3.1", { type: "object" }) },
+      },
+    },
   },
   components: {
-    securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "A threadkeep API key (only when the server has API keys)." } },
-    schemas: {
-      SessionId: { type: "string", description: "A UUID, or user_{uuid}_conv_{uuid}", examples: ["3f2b8c1e-6d1a-4c3e-9f7a-2b9d8e1c0a55"] },
-      Error: {
-        type: "object",
-        required: ["error"],
-        properties: {
-          error: {
-            type: "object",
-            required: ["message", "type", "code"],
-            properties: { message: { type: "string" }, type: { type: "string" }, code: { type: "string" }, param: { type: ["string", "null"] } },
-          },
-        },
-      },
-      ChatMessage: {
-        type: "object",
-        required: ["role"],
-        properties: {
-          role: { type: "string", enum: ["system", "developer", "user", "assistant", "tool"] },
-          content: { type: ["string", "array", "null"] },
-          name: { type: "string" },
-          tool_calls: { type: "array", items: { type: "object" } },
-          tool_call_id: { type: "string" },
-          metadata: { type: "object" },
-        },
-        additionalProperties: true,
-      },
-      Message: {
-        allOf: [ref("ChatMessage"), { type: "object", properties: { seq: { type: "integer" }, createdAt: { type: "integer" }, incomplete: { type: "boolean" } } }],
-      },
-      Session: {
-        type: "object",
-        properties: { id: ref("SessionId"), userId: { type: "string" }, createdAt: { type: "integer" }, lastActivityAt: { type: "integer" }, metadata: { type: "object" } },
-      },
-      SessionPage: {
-        type: "object",
-        properties: { data: { type: "array", items: ref("Session") }, nextCursor: { type: ["string", "null"] }, hasMore: { type: "boolean" } },
-      },
-      SessionState: { type: "object", properties: { version: { type: "integer" }, data: { type: "object" } } },
-      SearchHit: { type: "object", properties: { sessionId: { type: "string" }, seq: { type: "integer" }, snippet: { type: "string" }, message: ref("Message") } },
-      ContextPreferences: {
-        type: "object",
-        additionalProperties: false,
-        properties: {
-          maxRecentMessages: { type: "integer", minimum: 1, maximum: 1000 },
-          focusRange: {
-            type: "object",
-            description: "Inclusive, at most 200 messages",
-            properties: { fromSeq: { type: "integer", minimum: 1 }, toSeq: { type: "integer", minimum: 1 } },
-            required: ["fromSeq", "toSeq"],
-            additionalProperties: false,
-          },
-          includeSummaries: { type: "boolean" },
-          pinnedSeqs: { type: "array", items: { type: "integer", minimum: 1 }, maxItems: 50 },
-          sticky: { type: "boolean" },
-        },
-      },
-      AssembledContext: {
-        type: "object",
-        properties: {
-          messages: { type: "array", items: ref("ChatMessage") },
-          tokens: { type: "integer" },
-          includedSeqs: { type: "array", items: { type: "integer" } },
-          includedSummaryIds: { type: "array", items: { type: "integer" } },
-          omitted: { type: "object", properties: { messages: { type: "integer" }, tokens: { type: "integer" }, summaries: { type: "integer" }, truncated: { type: "integer" } } },
-        },
+    securitySchemes: {
+      bearer: {
+        type: "http",
+        scheme: "bearer",
+        description: "A threadkeep API key (only when the server has API keys).",
       },
     },
+    schemas,
   },
 } as const;

@@ -82,7 +82,10 @@ export function registerProxy(app: FastifyInstance, deps: ProxyDeps): void {
     reply.header(SESSION_HEADER, session.id);
     const chat = parseChatRequest(request.body);
     if (!deps.upstream) {
-      throw new ThreadkeepError("upstream_not_configured", "No upstream model is configured: start threadkeep with --upstream <OpenAI-compatible base URL>");
+      throw new ThreadkeepError(
+        "upstream_not_configured",
+        "No upstream model is configured: start threadkeep with --upstream <OpenAI-compatible base URL>",
+      );
     }
     const userId = request.userId;
     const key = headerValue(request.headers["idempotency-key"]);
@@ -90,7 +93,10 @@ export function registerProxy(app: FastifyInstance, deps: ProxyDeps): void {
       await runChat(deps, request, reply, session.id, chat, false);
       return reply;
     }
-    const ticket = await deps.idempotency.begin(`${userId}\n${session.given ? session.id : ""}\n${key}`, fingerprintOf(chat.body));
+    const ticket = await deps.idempotency.begin(
+      `${userId}\n${session.given ? session.id : ""}\n${key}`,
+      fingerprintOf(chat.body),
+    );
     if (!ticket.first) {
       replay(reply, ticket.outcome);
       return reply;
@@ -132,13 +138,26 @@ async function runChat(
       const upstreamBody = { ...chat.body, messages: loaded.messages, ...(model ? { model } : {}) };
 
       if (streaming) {
-        const result = await streamTurn({ turn, upstream, request, reply, sessionId, userId, loaded, upstreamBody, headers, fence, record });
+        const result = await streamTurn({
+          turn,
+          upstream,
+          request,
+          reply,
+          sessionId,
+          userId,
+          loaded,
+          upstreamBody,
+          headers,
+          fence,
+          record,
+        });
         outcomeLabel = result.label;
         return result.outcome;
       }
 
       const upstreamStart = performance.now();
-      let completion: any;
+      // The upstream's completion, passed back as it came; only its first choice is read.
+      let completion: { model?: string; choices?: { message?: unknown; finish_reason?: string | null }[] };
       try {
         completion = await upstream.chat(upstreamBody);
       } catch (error) {
@@ -148,8 +167,17 @@ async function runChat(
         deps.metrics.upstreamSeconds.observe(secondsSince(upstreamStart));
       }
       const choice = completion?.choices?.[0];
-      const answer = replyMessage(choice?.message, { model: completion?.model, finishReason: choice?.finish_reason });
-      const saved = await commitTurn(turn, sessionId, userId, answer ? [...loaded.toStore, answer] : loaded.toStore, fence);
+      const answer = replyMessage(choice?.message, {
+        model: completion?.model,
+        finishReason: choice?.finish_reason,
+      });
+      const saved = await commitTurn(
+        turn,
+        sessionId,
+        userId,
+        answer ? [...loaded.toStore, answer] : loaded.toStore,
+        fence,
+      );
       if (!saved) addWarning(headers, "not-saved");
       outcomeLabel = saved ? "ok" : "not_saved";
       reply.code(200).headers(headers).send(completion);

@@ -7,16 +7,20 @@ import { z } from "zod";
 import type { ContextPreferences } from "../core/context/types.js";
 import type { Memory } from "../core/memory.js";
 import { parseBody } from "./_validate.js";
-import { withTurnLease, type TurnDeps } from "./turn.js";
 import type { ServerMetrics } from "./metrics.js";
+import { type TurnDeps, withTurnLease } from "./turn.js";
 
 type IdParams = { Params: { id: string } };
 
 const count = (max: number, fallback: number) => z.coerce.number().int().min(1).max(max).default(fallback);
 const ListQuery = z.object({ limit: count(1000, 50), cursor: z.string().min(1).optional() });
-const CreateBody = z.strictObject({ id: z.string().optional(), metadata: z.record(z.string(), z.unknown()).optional() }).default({});
+const CreateBody = z
+  .strictObject({ id: z.string().optional(), metadata: z.record(z.string(), z.unknown()).optional() })
+  .default({});
 const MessagesQuery = z.object({ after: z.coerce.number().int().min(0).default(0), limit: count(1000, 100) });
-const AppendBody = z.strictObject({ messages: z.array(z.unknown()).min(1, "at least one message is required") });
+const AppendBody = z.strictObject({
+  messages: z.array(z.unknown()).min(1, "at least one message is required"),
+});
 const SearchQuery = z.object({
   q: z.string().min(1, "q is required"),
   limit: count(100, 20),
@@ -34,7 +38,10 @@ export interface SessionRoutesDeps {
 }
 
 /** Applies a JSON merge patch (RFC 7396) to the top level of session state: `null` removes a key. */
-export function mergeState(data: Record<string, unknown>, patch: Record<string, unknown>): Record<string, unknown> {
+export function mergeState(
+  data: Record<string, unknown>,
+  patch: Record<string, unknown>,
+): Record<string, unknown> {
   const next = { ...data };
   for (const [key, value] of Object.entries(patch)) {
     if (value === null) delete next[key];
@@ -70,7 +77,10 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRoutesD
     }
     const handle = await memory.startSession({ ...owner(request), id: body.id, metadata: body.metadata });
     const session = await memory.getSession(handle.id, owner(request));
-    return reply.code(isNew ? 201 : 200).header("x-session-id", session.id).send(session);
+    return reply
+      .code(isNew ? 201 : 200)
+      .header("x-session-id", session.id)
+      .send(session);
   });
 
   app.get<IdParams>("/v1/sessions/:id", async (request) => existing(request.params.id, request.userId));
@@ -82,7 +92,11 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRoutesD
 
   app.get<IdParams>("/v1/sessions/:id/messages", async (request) => {
     const query = parseBody(MessagesQuery, request.query);
-    const rows = await memory.getMessages(request.params.id, { ...owner(request), afterSeq: query.after, limit: query.limit + 1 });
+    const rows = await memory.getMessages(request.params.id, {
+      ...owner(request),
+      afterSeq: query.after,
+      limit: query.limit + 1,
+    });
     const hasMore = rows.length > query.limit;
     const data = hasMore ? rows.slice(0, query.limit) : rows;
     return { data, hasMore, nextAfter: hasMore ? data[data.length - 1].seq : null };
@@ -100,7 +114,12 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRoutesD
 
   app.get<IdParams>("/v1/sessions/:id/search", async (request) => {
     const query = parseBody(SearchQuery, request.query);
-    const hits = await memory.search(query.q, { ...owner(request), sessionId: request.params.id, limit: query.limit, mode: query.mode });
+    const hits = await memory.search(query.q, {
+      ...owner(request),
+      sessionId: request.params.id,
+      limit: query.limit,
+      mode: query.mode,
+    });
     return { data: hits };
   });
 
@@ -111,7 +130,9 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRoutesD
     return memory.buildContext(request.params.id, { ...owner(request), model: query.model, preferences });
   });
 
-  app.get<IdParams>("/v1/sessions/:id/state", async (request) => memory.getState(request.params.id, owner(request)));
+  app.get<IdParams>("/v1/sessions/:id/state", async (request) =>
+    memory.getState(request.params.id, owner(request)),
+  );
 
   app.patch<IdParams>("/v1/sessions/:id/state", async (request) => {
     const body = parseBody(StatePatch, request.body);
@@ -124,7 +145,11 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRoutesD
 
   app.put<IdParams>("/v1/sessions/:id/preferences", async (request) => {
     await existing(request.params.id, request.userId);
-    const stored = await memory.setPreferences(request.params.id, request.body as ContextPreferences, owner(request));
+    const stored = await memory.setPreferences(
+      request.params.id,
+      request.body as ContextPreferences,
+      owner(request),
+    );
     return { preferences: stored ?? {} };
   });
 }

@@ -108,12 +108,26 @@ export async function streamTurn(input: StreamTurnInput): Promise<StreamTurnResu
   turn.metrics.upstreamSeconds.observe(secondsSince(upstreamStart));
 
   const incomplete = clientGone || failure !== undefined;
-  const answer = incomplete ? partialReply(accumulator) : replyMessage(accumulator.message(), { model: accumulator.model, finishReason: accumulator.finishReason });
-  const saved = await commitTurn(turn, input.sessionId, input.userId, answer ? [...loaded.toStore, answer] : loaded.toStore, input.fence);
+  const answer = incomplete
+    ? partialReply(accumulator)
+    : replyMessage(accumulator.message(), {
+        model: accumulator.model,
+        finishReason: accumulator.finishReason,
+      });
+  const saved = await commitTurn(
+    turn,
+    input.sessionId,
+    input.userId,
+    answer ? [...loaded.toStore, answer] : loaded.toStore,
+    input.fence,
+  );
   raw.off("close", onClose);
 
   if (failure !== undefined) {
-    input.request.log.warn({ err: failure, sessionId: input.sessionId }, "upstream stream failed mid-way; partial reply stored as incomplete");
+    input.request.log.warn(
+      { err: failure, sessionId: input.sessionId },
+      "upstream stream failed mid-way; partial reply stored as incomplete",
+    );
     turn.metrics.error("upstream_stream_failed");
   }
   if (!raw.destroyed && !raw.writableEnded) {
@@ -128,7 +142,9 @@ export async function streamTurn(input: StreamTurnInput): Promise<StreamTurnResu
   }
   if (sawDone) recorded.push("[DONE]");
   const label = incomplete ? (clientGone ? "incomplete" : "upstream_error") : saved ? "ok" : "not_saved";
-  const outcome: TurnOutcome | undefined = incomplete ? undefined : { kind: "sse", status: 200, headers, events: recorded };
+  const outcome: TurnOutcome | undefined = incomplete
+    ? undefined
+    : { kind: "sse", status: 200, headers, events: recorded };
   return { label, outcome };
 }
 

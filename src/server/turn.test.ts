@@ -16,7 +16,12 @@ describe("splitMessages", () => {
   });
 
   it("treats a request without an assistant message as all new", () => {
-    expect(splitMessages([{ role: "user", content: "a" }, { role: "user", content: "b" }]).newTurn).toHaveLength(2);
+    expect(
+      splitMessages([
+        { role: "user", content: "a" },
+        { role: "user", content: "b" },
+      ]).newTurn,
+    ).toHaveLength(2);
   });
 });
 
@@ -24,9 +29,20 @@ describe("replyMessage", () => {
   it("keeps content, tool calls and refusal; drops nulls and reasoning; records the model", () => {
     const call = { id: "c", type: "function", function: { name: "f", arguments: "{}" } };
     expect(
-      replyMessage({ role: "assistant", content: null, tool_calls: [call], refusal: null, reasoning_content: "hmm" }, { model: "m", finishReason: "tool_calls" }),
-    ).toEqual({ role: "assistant", content: null, tool_calls: [call], metadata: { model: "m", finishReason: "tool_calls" } });
-    expect(replyMessage({ role: "assistant", content: "hi", tool_calls: [] })).toEqual({ role: "assistant", content: "hi" });
+      replyMessage(
+        { role: "assistant", content: null, tool_calls: [call], refusal: null, reasoning_content: "hmm" },
+        { model: "m", finishReason: "tool_calls" },
+      ),
+    ).toEqual({
+      role: "assistant",
+      content: null,
+      tool_calls: [call],
+      metadata: { model: "m", finishReason: "tool_calls" },
+    });
+    expect(replyMessage({ role: "assistant", content: "hi", tool_calls: [] })).toEqual({
+      role: "assistant",
+      content: "hi",
+    });
     expect(replyMessage({ role: "assistant" })).toEqual({ role: "assistant", content: "" });
     expect(replyMessage(undefined)).toBeNull();
   });

@@ -77,11 +77,19 @@ export async function loadTurn(
     }
     const toStore = created ? split.conversation : split.newTurn;
     // Creates a missing session, and throws session_not_found for another owner's.
-    const context = await deps.memory.buildContext(sessionId, { userId, system: split.system, input: toStore, model });
+    const context = await deps.memory.buildContext(sessionId, {
+      userId,
+      system: split.system,
+      input: toStore,
+      model,
+    });
     return { messages: context.messages, toStore, created, contextAvailable: true };
   } catch (error) {
     if (!isThreadkeepError(error, "store_unavailable")) throw error;
-    deps.log.warn({ err: error, sessionId }, "store unavailable while loading context; answering without history");
+    deps.log.warn(
+      { err: error, sessionId },
+      "store unavailable while loading context; answering without history",
+    );
     deps.metrics.error("context_unavailable");
     return { messages: requestMessages, toStore: split.newTurn, created: false, contextAvailable: false };
   } finally {
@@ -112,7 +120,12 @@ export async function commitTurn(
 }
 
 /** Removes a session this turn created, when the turn failed: a failed turn leaves nothing behind. */
-export async function discardCreated(deps: TurnDeps, sessionId: string, userId: string, loaded: LoadedTurn): Promise<void> {
+export async function discardCreated(
+  deps: TurnDeps,
+  sessionId: string,
+  userId: string,
+  loaded: LoadedTurn,
+): Promise<void> {
   if (!loaded.created) return;
   try {
     // A turn that outlived its lease may find a later turn's messages here: those stay.
@@ -128,7 +141,11 @@ export async function discardCreated(deps: TurnDeps, sessionId: string, userId: 
  * lease cannot be taken because the store is down, the turn still runs (unordered), as it does for
  * loading and saving.
  */
-export async function withTurnLease<T>(deps: TurnDeps, sessionId: string, fn: (fence: number | undefined) => Promise<T>): Promise<T> {
+export async function withTurnLease<T>(
+  deps: TurnDeps,
+  sessionId: string,
+  fn: (fence: number | undefined) => Promise<T>,
+): Promise<T> {
   let entered = false;
   try {
     return await deps.memory.runTurn(sessionId, (lease) => {
@@ -137,7 +154,10 @@ export async function withTurnLease<T>(deps: TurnDeps, sessionId: string, fn: (f
     });
   } catch (error) {
     if (entered || !isThreadkeepError(error, "store_unavailable")) throw error;
-    deps.log.warn({ err: error, sessionId }, "store unavailable while taking the turn lease; running the turn without it");
+    deps.log.warn(
+      { err: error, sessionId },
+      "store unavailable while taking the turn lease; running the turn without it",
+    );
     return fn(undefined);
   }
 }
@@ -146,17 +166,23 @@ export async function withTurnLease<T>(deps: TurnDeps, sessionId: string, fn: (f
 const KEPT_FIELDS = ["name", "refusal", "function_call", "audio"] as const;
 
 /** The assistant message to store from an upstream reply (null when it has none). */
-export function replyMessage(message: unknown, extra: { model?: string; finishReason?: string | null } = {}): MessageInput | null {
+export function replyMessage(
+  message: unknown,
+  extra: { model?: string; finishReason?: string | null } = {},
+): MessageInput | null {
   if (!message || typeof message !== "object") return null;
   const source = message as Record<string, unknown>;
   const content = source.content;
   const stored: MessageInput = {
     role: "assistant",
-    content: typeof content === "string" || Array.isArray(content) ? (content as MessageInput["content"]) : null,
+    content:
+      typeof content === "string" || Array.isArray(content) ? (content as MessageInput["content"]) : null,
   };
-  if (Array.isArray(source.tool_calls) && source.tool_calls.length > 0) stored.tool_calls = source.tool_calls as MessageInput["tool_calls"];
+  if (Array.isArray(source.tool_calls) && source.tool_calls.length > 0)
+    stored.tool_calls = source.tool_calls as MessageInput["tool_calls"];
   for (const field of KEPT_FIELDS) {
-    if (source[field] !== undefined && source[field] !== null) (stored as Record<string, unknown>)[field] = source[field];
+    if (source[field] !== undefined && source[field] !== null)
+      (stored as Record<string, unknown>)[field] = source[field];
   }
   if (stored.content === null && !stored.tool_calls) stored.content = "";
   const metadata: Record<string, unknown> = {};

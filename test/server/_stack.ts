@@ -19,7 +19,11 @@ export interface Stack {
   /** An openai client against threadkeep (`apiKey` is the threadkeep key when the server has keys). */
   client(apiKey?: string): OpenAI;
   /** fetch against threadkeep with a JSON body. */
-  request(method: string, path: string, options?: { body?: unknown; headers?: Record<string, string> }): Promise<Response>;
+  request(
+    method: string,
+    path: string,
+    options?: { body?: unknown; headers?: Record<string, string> },
+  ): Promise<Response>;
   close(): Promise<void>;
 }
 
@@ -53,8 +57,16 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     request: (method, path, opts = {}) =>
       fetch(`${url}${path}`, {
         method,
-        headers: { ...(opts.body !== undefined ? { "content-type": "application/json" } : {}), ...opts.headers },
-        body: opts.body === undefined ? undefined : typeof opts.body === "string" ? opts.body : JSON.stringify(opts.body),
+        headers: {
+          ...(opts.body !== undefined ? { "content-type": "application/json" } : {}),
+          ...opts.headers,
+        },
+        body:
+          opts.body === undefined
+            ? undefined
+            : typeof opts.body === "string"
+              ? opts.body
+              : JSON.stringify(opts.body),
       }),
     async close() {
       await server.close();
@@ -66,5 +78,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
 
 /** The text of the messages an upstream chat request carried, as `role: content` lines. */
 export function transcript(body: { messages: { role: string; content: unknown }[] }): string[] {
-  return body.messages.map((m) => `${m.role}: ${typeof m.content === "string" ? m.content : JSON.stringify(m.content)}`);
+  return body.messages.map(
+    (m) => `${m.role}: ${typeof m.content === "string" ? m.content : JSON.stringify(m.content)}`,
+  );
 }

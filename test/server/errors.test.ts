@@ -22,7 +22,8 @@ function flakyStore(): { store: SessionStore; failing: Set<string> } {
       const value = Reflect.get(target, property, receiver);
       if (typeof value !== "function") return value;
       return (...args: unknown[]) => {
-        if (failing.has(String(property))) return Promise.reject(new StoreUnavailableError(`${String(property)} failed (test)`));
+        if (failing.has(String(property)))
+          return Promise.reject(new StoreUnavailableError(`${String(property)} failed (test)`));
         return value.apply(target, args);
       };
     },
@@ -37,7 +38,10 @@ async function errorOf(res: Response) {
 describe("chat errors", () => {
   it("answers a malformed session id with 400 invalid_session_id and stores nothing", async () => {
     stack = await startStack();
-    const res = await stack.request("POST", "/v1/chat/completions", { headers: { "x-session-id": "not-a-uuid" }, body: chat() });
+    const res = await stack.request("POST", "/v1/chat/completions", {
+      headers: { "x-session-id": "not-a-uuid" },
+      body: chat(),
+    });
     expect(res.status).toBe(400);
     expect(await errorOf(res)).toMatchObject({ type: "invalid_request_error", code: "invalid_session_id" });
     expect(stack.fake.chatRequests()).toHaveLength(0);
@@ -45,7 +49,11 @@ describe("chat errors", () => {
 
   it("requires a valid threadkeep API key when keys are configured (401 invalid_api_key)", async () => {
     stack = await startStack({ apiKeys: { "tk-alice": "alice" } });
-    const attempts: Record<string, string>[] = [{}, { authorization: "Bearer wrong" }, { authorization: "Basic tk-alice" }];
+    const attempts: Record<string, string>[] = [
+      {},
+      { authorization: "Bearer wrong" },
+      { authorization: "Basic tk-alice" },
+    ];
     for (const headers of attempts) {
       const res = await stack.request("POST", "/v1/chat/completions", { headers, body: chat() });
       expect(res.status).toBe(401);
@@ -60,14 +68,24 @@ describe("chat errors", () => {
 
   it("passes an upstream error back with its status and body, storing nothing", async () => {
     stack = await startStack();
-    stack.fake.setReply(() => ({ status: 400, error: { message: "model not found", type: "invalid_request_error", code: "model_not_found" } }));
+    stack.fake.setReply(() => ({
+      status: 400,
+      error: { message: "model not found", type: "invalid_request_error", code: "model_not_found" },
+    }));
     const id = randomUUID();
-    const res = await stack.request("POST", "/v1/chat/completions", { headers: { "x-session-id": id }, body: chat() });
+    const res = await stack.request("POST", "/v1/chat/completions", {
+      headers: { "x-session-id": id },
+      body: chat(),
+    });
     expect(res.status).toBe(400);
     expect(res.headers.get("x-session-id")).toBe(id);
-    expect(await res.json()).toEqual({ error: { message: "model not found", type: "invalid_request_error", code: "model_not_found" } });
+    expect(await res.json()).toEqual({
+      error: { message: "model not found", type: "invalid_request_error", code: "model_not_found" },
+    });
     await expect(stack.memory.getSession(id)).rejects.toMatchObject({ code: "session_not_found" });
-    expect(await metricValue(stack, 'threadkeep_turns_total{outcome="upstream_error",stream="false"}')).toBe(1);
+    expect(await metricValue(stack, 'threadkeep_turns_total{outcome="upstream_error",stream="false"}')).toBe(
+      1,
+    );
   });
 
   it("keeps an existing session untouched when the upstream fails", async () => {
@@ -75,7 +93,10 @@ describe("chat errors", () => {
     const id = randomUUID();
     await stack.client().chat.completions.create(chat("first"), { headers: { "X-Session-ID": id } });
     stack.fake.setReply(() => ({ status: 503, error: { message: "overloaded" } }));
-    const res = await stack.request("POST", "/v1/chat/completions", { headers: { "x-session-id": id }, body: chat("second") });
+    const res = await stack.request("POST", "/v1/chat/completions", {
+      headers: { "x-session-id": id },
+      body: chat("second"),
+    });
     expect(res.status).toBe(503);
     expect((await stack.memory.getMessages(id)).map((m) => m.content)).toEqual(["first", "echo: first"]);
   });
@@ -94,16 +115,21 @@ describe("chat errors", () => {
     expect(res.status).toBe(503);
     expect(await errorOf(res)).toMatchObject({ code: "upstream_not_configured" });
     const id = randomUUID();
-    const added = await stack.request("POST", `/v1/sessions/${id}/messages`, { body: { messages: [{ role: "user", content: "kept" }] } });
+    const added = await stack.request("POST", `/v1/sessions/${id}/messages`, {
+      body: { messages: [{ role: "user", content: "kept" }] },
+    });
     expect(added.status).toBe(201);
     const listed = await stack.request("GET", `/v1/sessions/${id}/messages`);
-    expect(((await listed.json()) as any).data[0].content).toBe("kept");
+    expect(((await listed.json()) as { data: { content: string }[] }).data[0].content).toBe("kept");
   });
 
   it("rejects a body over the limit with 413 payload_too_large", async () => {
     stack = await startStack({ bodyLimit: 1024 });
     const id = randomUUID();
-    const res = await stack.request("POST", "/v1/chat/completions", { headers: { "x-session-id": id }, body: chat("x".repeat(2000)) });
+    const res = await stack.request("POST", "/v1/chat/completions", {
+      headers: { "x-session-id": id },
+      body: chat("x".repeat(2000)),
+    });
     expect(res.status).toBe(413);
     expect(await errorOf(res)).toMatchObject({ code: "payload_too_large" });
     expect(res.headers.get("x-session-id")).toBe(id);
@@ -111,7 +137,10 @@ describe("chat errors", () => {
 
   it("rejects a non-JSON content type with 415 and bad JSON with 400", async () => {
     stack = await startStack();
-    const text = await stack.request("POST", "/v1/chat/completions", { headers: { "content-type": "text/plain" }, body: "hello" });
+    const text = await stack.request("POST", "/v1/chat/completions", {
+      headers: { "content-type": "text/plain" },
+      body: "hello",
+    });
     expect(text.status).toBe(415);
     expect(await errorOf(text)).toMatchObject({ code: "invalid_request" });
     const bad = await stack.request("POST", "/v1/chat/completions", { body: "{not json" });
@@ -125,9 +154,27 @@ describe("chat errors", () => {
       [{ model: "m" }, "invalid_request", "messages"],
       [{ model: "m", messages: [] }, "invalid_request", "messages"],
       [{ model: 5, messages: [{ role: "user", content: "x" }] }, "invalid_request", "model"],
-      [{ model: "m", stream: "yes", messages: [{ role: "user", content: "x" }] }, "invalid_request", "stream"],
-      [{ model: "m", messages: [{ role: "user", content: "x" }, { role: "wizard", content: "y" }] }, "invalid_message", "messages[1].role"],
-      [{ model: "m", messages: [{ role: "tool", content: "x" }] }, "invalid_message", "messages[0].tool_call_id"],
+      [
+        { model: "m", stream: "yes", messages: [{ role: "user", content: "x" }] },
+        "invalid_request",
+        "stream",
+      ],
+      [
+        {
+          model: "m",
+          messages: [
+            { role: "user", content: "x" },
+            { role: "wizard", content: "y" },
+          ],
+        },
+        "invalid_message",
+        "messages[1].role",
+      ],
+      [
+        { model: "m", messages: [{ role: "tool", content: "x" }] },
+        "invalid_message",
+        "messages[0].tool_call_id",
+      ],
     ];
     for (const [body, code, param] of cases) {
       const res = await stack.request("POST", "/v1/chat/completions", { body });
@@ -141,7 +188,8 @@ describe("chat errors", () => {
     stack = await startStack({ memoryOptions: { turnWaitMs: 50 } });
     stack.fake.setReply(() => ({ content: "slow", delayMs: 400 }));
     const id = randomUUID();
-    const send = () => stack!.request("POST", "/v1/chat/completions", { headers: { "x-session-id": id }, body: chat() });
+    const send = () =>
+      stack!.request("POST", "/v1/chat/completions", { headers: { "x-session-id": id }, body: chat() });
     const first = send();
     await new Promise((r) => setTimeout(r, 20));
     const second = await send();
@@ -153,9 +201,16 @@ describe("chat errors", () => {
 
   it("does not let a turn that outlived its lease overwrite the order: its reply is returned not-saved", async () => {
     stack = await startStack({ memoryOptions: { leaseTtlMs: 100 } });
-    stack.fake.setReply((body) => ({ content: `re: ${body.messages.at(-1).content}`, delayMs: body.messages.at(-1).content === "slow" ? 400 : 0 }));
+    stack.fake.setReply((body) => ({
+      content: `re: ${body.messages.at(-1).content}`,
+      delayMs: body.messages.at(-1).content === "slow" ? 400 : 0,
+    }));
     const id = randomUUID();
-    const send = (content: string) => stack!.request("POST", "/v1/chat/completions", { headers: { "x-session-id": id }, body: chat(content) });
+    const send = (content: string) =>
+      stack!.request("POST", "/v1/chat/completions", {
+        headers: { "x-session-id": id },
+        body: chat(content),
+      });
     const slow = send("slow");
     await new Promise((r) => setTimeout(r, 20));
     const fast = await send("fast");
@@ -184,7 +239,13 @@ describe("store trouble", () => {
     const { data, response } = await stack
       .client()
       .chat.completions.create(
-        { model: "m", messages: [{ role: "system", content: "sys" }, { role: "user", content: "now" }] },
+        {
+          model: "m",
+          messages: [
+            { role: "system", content: "sys" },
+            { role: "user", content: "now" },
+          ],
+        },
         { headers: { "X-Session-ID": id } },
       )
       .withResponse();
@@ -192,7 +253,10 @@ describe("store trouble", () => {
     // The save needs the same failing reads, so the turn is reported unsaved too.
     expect(response.headers.get("x-threadkeep-warning")).toBe("context-unavailable, not-saved");
     expect(response.headers.get("x-session-id")).toBe(id);
-    expect(stack.fake.chatRequests()[1].body.messages).toEqual([{ role: "system", content: "sys" }, { role: "user", content: "now" }]);
+    expect(stack.fake.chatRequests()[1].body.messages).toEqual([
+      { role: "system", content: "sys" },
+      { role: "user", content: "now" },
+    ]);
     expect(await metricValue(stack, 'threadkeep_errors_total{code="context_unavailable"}')).toBe(1);
   });
 
@@ -202,10 +266,18 @@ describe("store trouble", () => {
     const id = randomUUID();
     await stack.client().chat.completions.create(chat("one"), { headers: { "X-Session-ID": id } });
     failing.add("getMessages");
-    const { response } = await stack.client().chat.completions.create(chat("two"), { headers: { "X-Session-ID": id } }).withResponse();
+    const { response } = await stack
+      .client()
+      .chat.completions.create(chat("two"), { headers: { "X-Session-ID": id } })
+      .withResponse();
     expect(response.headers.get("x-threadkeep-warning")).toBe("context-unavailable");
     failing.clear();
-    expect((await stack.memory.getMessages(id)).map((m) => m.content)).toEqual(["one", "echo: one", "two", "echo: two"]);
+    expect((await stack.memory.getMessages(id)).map((m) => m.content)).toEqual([
+      "one",
+      "echo: one",
+      "two",
+      "echo: two",
+    ]);
   });
 
   it("returns the reply with X-Threadkeep-Warning: not-saved when the store is down while saving", async () => {
@@ -214,7 +286,10 @@ describe("store trouble", () => {
     const id = randomUUID();
     await stack.client().chat.completions.create(chat("one"), { headers: { "X-Session-ID": id } });
     failing.add("appendMessages");
-    const { data, response } = await stack.client().chat.completions.create(chat("two"), { headers: { "X-Session-ID": id } }).withResponse();
+    const { data, response } = await stack
+      .client()
+      .chat.completions.create(chat("two"), { headers: { "X-Session-ID": id } })
+      .withResponse();
     expect(data.choices[0].message.content).toBe("echo: two");
     expect(response.headers.get("x-threadkeep-warning")).toBe("not-saved");
     failing.clear();
@@ -257,7 +332,12 @@ describe("store trouble", () => {
     (store as unknown as { listSessions: () => never }).listSessions = () => {
       throw new TypeError("secret internals");
     };
-    stack = await startStack({ store: new Proxy(store, { get: (t, p) => (p === "listSessions" ? () => Promise.reject(new TypeError("secret internals")) : Reflect.get(t, p)) }) });
+    stack = await startStack({
+      store: new Proxy(store, {
+        get: (t, p) =>
+          p === "listSessions" ? () => Promise.reject(new TypeError("secret internals")) : Reflect.get(t, p),
+      }),
+    });
     const res = await stack.request("GET", "/v1/sessions");
     expect(res.status).toBe(500);
     const body = await errorOf(res);

@@ -20,7 +20,10 @@ describe("health, metrics and the API description", () => {
   it("reports 503 on /readyz while the store is unreachable", async () => {
     const store = createMemoryStore();
     const down = new Proxy(store, {
-      get: (target, p) => (p === "getSession" ? () => Promise.reject(new StoreUnavailableError("connection refused")) : Reflect.get(target, p)),
+      get: (target, p) =>
+        p === "getSession"
+          ? () => Promise.reject(new StoreUnavailableError("connection refused"))
+          : Reflect.get(target, p),
     });
     stack = await startStack({ store: down });
     const res = await stack.request("GET", "/readyz");
@@ -37,20 +40,32 @@ describe("health, metrics and the API description", () => {
     expect(res.headers.get("content-type")).toContain("text/plain");
     const text = await res.text();
     expect(text).toContain('threadkeep_turns_total{outcome="ok",stream="false"} 1');
-    for (const name of ["threadkeep_store_load_seconds", "threadkeep_upstream_seconds", "threadkeep_commit_seconds", "threadkeep_turn_duration_seconds"]) {
+    for (const name of [
+      "threadkeep_store_load_seconds",
+      "threadkeep_upstream_seconds",
+      "threadkeep_commit_seconds",
+      "threadkeep_turn_duration_seconds",
+    ]) {
       expect(text).toContain(`# TYPE ${name} histogram`);
       expect(text).toMatch(new RegExp(`${name}_bucket\\{le="\\+Inf"\\} 1`));
       expect(text).toContain(`${name}_count 1`);
     }
     expect(text).toContain('threadkeep_errors_total{code="invalid_session_id"} 1');
-    expect(text).toContain('threadkeep_http_requests_total{method="POST",route="/v1/chat/completions",status="200"} 1');
+    expect(text).toContain(
+      'threadkeep_http_requests_total{method="POST",route="/v1/chat/completions",status="200"} 1',
+    );
   });
 
   it("describes every route in /openapi.json", async () => {
     stack = await startStack();
-    const doc = (await (await stack.request("GET", "/openapi.json")).json()) as { openapi: string; paths: Record<string, Record<string, unknown>> };
+    const doc = (await (await stack.request("GET", "/openapi.json")).json()) as {
+      openapi: string;
+      paths: Record<string, Record<string, unknown>>;
+    };
     expect(doc.openapi).toBe("3.1.0");
-    const documented = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`));
+    const documented = Object.entries(doc.paths).flatMap(([path, ops]) =>
+      Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`),
+    );
     // Every registered route (printRoutes nests paths; rebuild the full ones) is documented.
     const registered: string[] = [];
     const stackOfPaths: string[] = [];

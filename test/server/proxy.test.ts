@@ -68,7 +68,10 @@ describe("chat completions through threadkeep", () => {
       expect(history.length).toBe(Math.min(6, 2 * i));
       expect(request.body.messages.at(-1)).toEqual({ role: "user", content: `message ${i + 1}` });
     }
-    expect(transcript(requests[19].body).slice(0, 2)).toEqual(["user: message 17", "assistant: echo: message 17"]);
+    expect(transcript(requests[19].body).slice(0, 2)).toEqual([
+      "user: message 17",
+      "assistant: echo: message 17",
+    ]);
     expect(await stack.memory.getMessages(id)).toHaveLength(40);
   });
 
@@ -78,11 +81,21 @@ describe("chat completions through threadkeep", () => {
     const history: { role: "user" | "assistant"; content: string }[] = [];
     for (const text of ["first", "second", "third"]) {
       history.push({ role: "user", content: text });
-      const reply = await client.chat.completions.create({ model: "fake", messages: history }, { headers: { "X-Session-ID": id } });
+      const reply = await client.chat.completions.create(
+        { model: "fake", messages: history },
+        { headers: { "X-Session-ID": id } },
+      );
       history.push({ role: "assistant", content: reply.choices[0].message.content ?? "" });
     }
     const stored = await stack.memory.getMessages(id);
-    expect(stored.map((m) => m.content)).toEqual(["first", "echo: first", "second", "echo: second", "third", "echo: third"]);
+    expect(stored.map((m) => m.content)).toEqual([
+      "first",
+      "echo: first",
+      "second",
+      "echo: second",
+      "third",
+      "echo: third",
+    ]);
     // The model saw each message once.
     expect(transcript(stack.fake.chatRequests()[2].body)).toEqual([
       "user: first",
@@ -106,17 +119,30 @@ describe("chat completions through threadkeep", () => {
       },
       { headers: { "X-Session-ID": id } },
     );
-    expect((await stack.memory.getMessages(id)).map((m) => m.content)).toEqual(["earlier question", "earlier answer", "now", "echo: now"]);
+    expect((await stack.memory.getMessages(id)).map((m) => m.content)).toEqual([
+      "earlier question",
+      "earlier answer",
+      "now",
+      "echo: now",
+    ]);
   });
 
   it("keeps tool calls paired with their results across turns", async () => {
-    const call = { id: "call_1", type: "function", function: { name: "get_weather", arguments: '{"city":"Oslo"}' } };
-    stack.fake.setReply((_body, index) => (index === 0 ? { tool_calls: [call] } : { content: "It is cold." }));
-    const { sessionId } = await turn(undefined, "Weather in Oslo?");
-    await stack.client().chat.completions.create(
-      { model: "fake", messages: [{ role: "tool", tool_call_id: "call_1", content: "-3°C" }] },
-      { headers: { "X-Session-ID": sessionId } },
+    const call = {
+      id: "call_1",
+      type: "function",
+      function: { name: "get_weather", arguments: '{"city":"Oslo"}' },
+    };
+    stack.fake.setReply((_body, index) =>
+      index === 0 ? { tool_calls: [call] } : { content: "It is cold." },
     );
+    const { sessionId } = await turn(undefined, "Weather in Oslo?");
+    await stack
+      .client()
+      .chat.completions.create(
+        { model: "fake", messages: [{ role: "tool", tool_call_id: "call_1", content: "-3°C" }] },
+        { headers: { "X-Session-ID": sessionId } },
+      );
     const sent = stack.fake.chatRequests()[1].body.messages;
     expect(sent.map((m: { role: string }) => m.role)).toEqual(["user", "assistant", "tool"]);
     expect(sent[1].tool_calls).toEqual([call]);
@@ -125,7 +151,9 @@ describe("chat completions through threadkeep", () => {
   });
 
   it("uses the server's upstream key and never forwards the client's", async () => {
-    await stack.client("sk-client-secret").chat.completions.create({ model: "fake", messages: [{ role: "user", content: "hi" }] });
+    await stack
+      .client("sk-client-secret")
+      .chat.completions.create({ model: "fake", messages: [{ role: "user", content: "hi" }] });
     const headers = stack.fake.chatRequests()[0].headers;
     expect(headers.authorization).toBe("Bearer sk-upstream-secret");
     expect(JSON.stringify(headers)).not.toContain("sk-client-secret");
@@ -137,7 +165,10 @@ describe("chat completions through threadkeep", () => {
     stack.fake.setReply((body) => ({ content: `answer to ${body.messages.at(-1).content}`, delayMs: 1 }));
     await Promise.all(
       Array.from({ length: 50 }, (_, i) =>
-        client.chat.completions.create({ model: "fake", messages: [{ role: "user", content: `q${i}` }] }, { headers: { "X-Session-ID": id } }),
+        client.chat.completions.create(
+          { model: "fake", messages: [{ role: "user", content: `q${i}` }] },
+          { headers: { "X-Session-ID": id } },
+        ),
       ),
     );
     const stored = await stack.memory.getMessages(id, { limit: 1000 });
@@ -158,7 +189,10 @@ describe("chat completions through threadkeep", () => {
     const send = () =>
       stack
         .client()
-        .chat.completions.create({ model: "fake", messages: [{ role: "user", content: "charge me" }] }, { headers: { "X-Session-ID": id, "Idempotency-Key": "k-1" } })
+        .chat.completions.create(
+          { model: "fake", messages: [{ role: "user", content: "charge me" }] },
+          { headers: { "X-Session-ID": id, "Idempotency-Key": "k-1" } },
+        )
         .withResponse();
     // The second arrives while the first is still running, the third after it finished.
     const [a, b] = await Promise.all([send(), send()]);
@@ -174,16 +208,27 @@ describe("chat completions through threadkeep", () => {
   it("refuses an Idempotency-Key reused for a different request", async () => {
     const id = randomUUID();
     const headers = { "X-Session-ID": id, "Idempotency-Key": "k-2" };
-    await stack.request("POST", "/v1/chat/completions", { headers, body: { model: "m", messages: [{ role: "user", content: "a" }] } });
-    const res = await stack.request("POST", "/v1/chat/completions", { headers, body: { model: "m", messages: [{ role: "user", content: "b" }] } });
+    await stack.request("POST", "/v1/chat/completions", {
+      headers,
+      body: { model: "m", messages: [{ role: "user", content: "a" }] },
+    });
+    const res = await stack.request("POST", "/v1/chat/completions", {
+      headers,
+      body: { model: "m", messages: [{ role: "user", content: "b" }] },
+    });
     expect(res.status).toBe(400);
-    expect(((await res.json()) as any).error).toMatchObject({ code: "invalid_request", param: "Idempotency-Key" });
+    expect(((await res.json()) as { error: unknown }).error).toMatchObject({
+      code: "invalid_request",
+      param: "Idempotency-Key",
+    });
   });
 
   it("fills in the configured model when a request names none", async () => {
     await stack.close();
     stack = await startStack({ model: "llama3.2" });
-    const res = await stack.request("POST", "/v1/chat/completions", { body: { messages: [{ role: "user", content: "hi" }] } });
+    const res = await stack.request("POST", "/v1/chat/completions", {
+      body: { messages: [{ role: "user", content: "hi" }] },
+    });
     expect(res.status).toBe(200);
     expect(stack.fake.chatRequests()[0].body.model).toBe("llama3.2");
   });

@@ -18,7 +18,10 @@ describe.skipIf(!sqliteReady)("a server restart on SQLite", () => {
       for (let i = 1; i <= 3; i++) {
         const { response } = await stack
           .client(key)
-          .chat.completions.create({ model: "m", messages: [{ role: "user", content: `${key} turn ${i}` }] }, { headers: ids[key] ? { "X-Session-ID": ids[key] } : {} })
+          .chat.completions.create(
+            { model: "m", messages: [{ role: "user", content: `${key} turn ${i}` }] },
+            { headers: ids[key] ? { "X-Session-ID": ids[key] } : {} },
+          )
           .withResponse();
         ids[key] ??= response.headers.get("x-session-id") as string;
       }
@@ -27,7 +30,12 @@ describe.skipIf(!sqliteReady)("a server restart on SQLite", () => {
 
     stack = await startStack({ store, apiKeys: { "tk-a": "alice", "tk-b": "bob" } });
     try {
-      await stack.client("tk-a").chat.completions.create({ model: "m", messages: [{ role: "user", content: "after restart" }] }, { headers: { "X-Session-ID": ids["tk-a"] } });
+      await stack
+        .client("tk-a")
+        .chat.completions.create(
+          { model: "m", messages: [{ role: "user", content: "after restart" }] },
+          { headers: { "X-Session-ID": ids["tk-a"] } },
+        );
       expect(transcript(stack.fake.chatRequests()[0].body)).toEqual([
         "user: tk-a turn 1",
         "assistant: echo: tk-a turn 1",
@@ -37,9 +45,13 @@ describe.skipIf(!sqliteReady)("a server restart on SQLite", () => {
         "assistant: echo: tk-a turn 3",
         "user: after restart",
       ]);
-      const res = await stack.request("GET", `/v1/sessions/${ids["tk-b"]}/messages`, { headers: { authorization: "Bearer tk-b" } });
+      const res = await stack.request("GET", `/v1/sessions/${ids["tk-b"]}/messages`, {
+        headers: { authorization: "Bearer tk-b" },
+      });
       expect(((await res.json()) as { data: unknown[] }).data).toHaveLength(6);
-      const bobSees = await stack.request("GET", `/v1/sessions/${ids["tk-a"]}`, { headers: { authorization: "Bearer tk-b" } });
+      const bobSees = await stack.request("GET", `/v1/sessions/${ids["tk-a"]}`, {
+        headers: { authorization: "Bearer tk-b" },
+      });
       expect(bobSees.status).toBe(404);
     } finally {
       await stack.close();

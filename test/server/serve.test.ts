@@ -18,7 +18,15 @@ afterEach(() => {
 function serve(args: string[], env: Record<string, string> = {}, cwd?: string) {
   const child = spawn(process.execPath, ["--import", tsx, bin, "serve", ...args], {
     cwd,
-    env: { ...process.env, THREADKEEP_HOST: "", THREADKEEP_PORT: "", THREADKEEP_API_KEYS: "", THREADKEEP_UPSTREAM_URL: "", THREADKEEP_STORE: "", ...env },
+    env: {
+      ...process.env,
+      THREADKEEP_HOST: "",
+      THREADKEEP_PORT: "",
+      THREADKEEP_API_KEYS: "",
+      THREADKEEP_UPSTREAM_URL: "",
+      THREADKEEP_STORE: "",
+      ...env,
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   children.push(child);
@@ -48,7 +56,10 @@ describe("threadkeep serve", { timeout: 60_000 }, () => {
   it("prints where it listens, serves turns, and shuts down cleanly on SIGTERM", async () => {
     const fake = await startFakeUpstream();
     try {
-      const run = serve(["--port", "0", "--store", "memory:"], { THREADKEEP_UPSTREAM_URL: fake.url, THREADKEEP_API_KEYS: "tk-1:alice" });
+      const run = serve(["--port", "0", "--store", "memory:"], {
+        THREADKEEP_UPSTREAM_URL: fake.url,
+        THREADKEEP_API_KEYS: "tk-1:alice",
+      });
       const url = await run.listening;
       expect(run.output().stdout).toContain(`store: memory:  upstream: ${fake.url}`);
       const res = await fetch(`${url}/v1/chat/completions`, {

@@ -26,8 +26,13 @@ describe("session REST API", () => {
     expect((await call("tk-alice", "GET", `/v1/sessions/${id}`)).body.id).toBe(id);
     const again = await call("tk-alice", "POST", "/v1/sessions", { id });
     expect(again.status).toBe(200);
-    expect((await call("tk-alice", "GET", "/v1/sessions")).body.data.map((s: { id: string }) => s.id)).toContain(id);
-    expect(await call("tk-alice", "DELETE", `/v1/sessions/${id}`)).toMatchObject({ status: 200, body: { id, deleted: true } });
+    expect(
+      (await call("tk-alice", "GET", "/v1/sessions")).body.data.map((s: { id: string }) => s.id),
+    ).toContain(id);
+    expect(await call("tk-alice", "DELETE", `/v1/sessions/${id}`)).toMatchObject({
+      status: 200,
+      body: { id, deleted: true },
+    });
     expect((await call("tk-alice", "GET", `/v1/sessions/${id}`)).status).toBe(404);
   });
 
@@ -37,13 +42,19 @@ describe("session REST API", () => {
     for (let i = 0; i < 5; i++) {
       const id = randomUUID();
       ids.push(id);
-      await call(key, "POST", `/v1/sessions/${id}/messages`, { messages: [{ role: "user", content: `s${i}` }] });
+      await call(key, "POST", `/v1/sessions/${id}/messages`, {
+        messages: [{ role: "user", content: `s${i}` }],
+      });
       await new Promise((r) => setTimeout(r, 3));
     }
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
-      const page: { body: { data: { id: string }[]; nextCursor: string | null } } = await call(key, "GET", `/v1/sessions?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`);
+      const page: { body: { data: { id: string }[]; nextCursor: string | null } } = await call(
+        key,
+        "GET",
+        `/v1/sessions?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`,
+      );
       seen.push(...page.body.data.map((s) => s.id));
       cursor = page.body.nextCursor;
     } while (cursor);
@@ -52,7 +63,10 @@ describe("session REST API", () => {
 
   it("appends and pages messages oldest first", async () => {
     const id = randomUUID();
-    const messages = Array.from({ length: 7 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: `m${i + 1}` }));
+    const messages = Array.from({ length: 7 }, (_, i) => ({
+      role: i % 2 ? "assistant" : "user",
+      content: `m${i + 1}`,
+    }));
     const added = await call("tk-alice", "POST", `/v1/sessions/${id}/messages`, { messages });
     expect(added.status).toBe(201);
     expect(added.body.data.map((m: { seq: number }) => m.seq)).toEqual([1, 2, 3, 4, 5, 6, 7]);
@@ -63,7 +77,9 @@ describe("session REST API", () => {
     expect(rest.body).toMatchObject({ hasMore: false, nextAfter: null });
     expect(rest.body.data.map((m: { seq: number }) => m.seq)).toEqual([4, 5, 6, 7]);
     expect((await call("tk-alice", "GET", `/v1/sessions/${id}/messages?limit=1001`)).status).toBe(400);
-    const invalid = await call("tk-alice", "POST", `/v1/sessions/${id}/messages`, { messages: [{ role: "user" }] });
+    const invalid = await call("tk-alice", "POST", `/v1/sessions/${id}/messages`, {
+      messages: [{ role: "user" }],
+    });
     expect(invalid.status).toBe(400);
     expect(invalid.body.error).toMatchObject({ code: "invalid_message", param: "messages[0].content" });
   });
@@ -80,12 +96,18 @@ describe("session REST API", () => {
     expect(hits.status).toBe(200);
     expect(hits.body.data).toHaveLength(1);
     expect(hits.body.data[0]).toMatchObject({ sessionId: id, seq: 1 });
-    expect((await call("tk-alice", "GET", `/v1/sessions/${id}/search`)).body.error).toMatchObject({ code: "invalid_request", param: "q" });
+    expect((await call("tk-alice", "GET", `/v1/sessions/${id}/search`)).body.error).toMatchObject({
+      code: "invalid_request",
+      param: "q",
+    });
   });
 
   it("shows the context the next turn would send, and what was left out", async () => {
     const id = randomUUID();
-    const messages = Array.from({ length: 30 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: `m${i + 1}` }));
+    const messages = Array.from({ length: 30 }, (_, i) => ({
+      role: i % 2 ? "assistant" : "user",
+      content: `m${i + 1}`,
+    }));
     await call("tk-alice", "POST", `/v1/sessions/${id}/messages`, { messages });
     const context = await call("tk-alice", "GET", `/v1/sessions/${id}/context`);
     expect(context.status).toBe(200);
@@ -98,35 +120,69 @@ describe("session REST API", () => {
 
   it("reads and patches state with compare-and-set, and stores preferences", async () => {
     const id = (await call("tk-alice", "POST", "/v1/sessions")).body.id;
-    expect((await call("tk-alice", "GET", `/v1/sessions/${id}/state`)).body).toEqual({ version: 0, data: {} });
-    const first = await call("tk-alice", "PATCH", `/v1/sessions/${id}/state`, { data: { task: 42, mood: "ok" } });
+    expect((await call("tk-alice", "GET", `/v1/sessions/${id}/state`)).body).toEqual({
+      version: 0,
+      data: {},
+    });
+    const first = await call("tk-alice", "PATCH", `/v1/sessions/${id}/state`, {
+      data: { task: 42, mood: "ok" },
+    });
     expect(first.body).toEqual({ version: 1, data: { task: 42, mood: "ok" } });
-    const second = await call("tk-alice", "PATCH", `/v1/sessions/${id}/state`, { data: { mood: null }, expectedVersion: 1 });
+    const second = await call("tk-alice", "PATCH", `/v1/sessions/${id}/state`, {
+      data: { mood: null },
+      expectedVersion: 1,
+    });
     expect(second.body).toEqual({ version: 2, data: { task: 42 } });
-    const stale = await call("tk-alice", "PATCH", `/v1/sessions/${id}/state`, { data: { x: 1 }, expectedVersion: 1 });
+    const stale = await call("tk-alice", "PATCH", `/v1/sessions/${id}/state`, {
+      data: { x: 1 },
+      expectedVersion: 1,
+    });
     expect(stale.status).toBe(409);
     expect(stale.body.error.code).toBe("state_conflict");
-    const prefs = await call("tk-alice", "PUT", `/v1/sessions/${id}/preferences`, { maxRecentMessages: 4, sticky: true });
+    const prefs = await call("tk-alice", "PUT", `/v1/sessions/${id}/preferences`, {
+      maxRecentMessages: 4,
+      sticky: true,
+    });
     expect(prefs.status).toBe(200);
     expect(prefs.body.preferences).toEqual({ maxRecentMessages: 4, sticky: true });
-    const bad = await call("tk-alice", "PUT", `/v1/sessions/${id}/preferences`, { maxRecentMessages: "many" });
+    const bad = await call("tk-alice", "PUT", `/v1/sessions/${id}/preferences`, {
+      maxRecentMessages: "many",
+    });
     expect(bad.status).toBe(400);
     expect(bad.body.error).toMatchObject({ code: "invalid_request", param: "preferences.maxRecentMessages" });
-    expect((await call("tk-alice", "PUT", `/v1/sessions/${randomUUID()}/preferences`, { sticky: true })).status).toBe(404);
+    expect(
+      (await call("tk-alice", "PUT", `/v1/sessions/${randomUUID()}/preferences`, { sticky: true })).status,
+    ).toBe(404);
   });
 
   it("applies preferences to the next turn only, and a context preview does not use them up", async () => {
     const id = randomUUID();
-    const messages = Array.from({ length: 12 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: `m${i + 1}` }));
+    const messages = Array.from({ length: 12 }, (_, i) => ({
+      role: i % 2 ? "assistant" : "user",
+      content: `m${i + 1}`,
+    }));
     await call("tk-alice", "POST", `/v1/sessions/${id}/messages`, { messages });
     await call("tk-alice", "PUT", `/v1/sessions/${id}/preferences`, { maxRecentMessages: 2 });
     const preview = await call("tk-alice", "GET", `/v1/sessions/${id}/context`);
     expect(preview.body.includedSeqs).toEqual([11, 12]);
     expect((await call("tk-alice", "GET", `/v1/sessions/${id}/context`)).body.includedSeqs).toEqual([11, 12]);
     const before = stack.fake.chatRequests().length;
-    await stack.client("tk-alice").chat.completions.create({ model: "m", messages: [{ role: "user", content: "next" }] }, { headers: { "X-Session-ID": id } });
-    await stack.client("tk-alice").chat.completions.create({ model: "m", messages: [{ role: "user", content: "after" }] }, { headers: { "X-Session-ID": id } });
-    const [first, second] = stack.fake.chatRequests().slice(before).map((r) => r.body.messages.filter((m: { role: string }) => m.role !== "system"));
+    await stack
+      .client("tk-alice")
+      .chat.completions.create(
+        { model: "m", messages: [{ role: "user", content: "next" }] },
+        { headers: { "X-Session-ID": id } },
+      );
+    await stack
+      .client("tk-alice")
+      .chat.completions.create(
+        { model: "m", messages: [{ role: "user", content: "after" }] },
+        { headers: { "X-Session-ID": id } },
+      );
+    const [first, second] = stack.fake
+      .chatRequests()
+      .slice(before)
+      .map((r) => r.body.messages.filter((m: { role: string }) => m.role !== "system"));
     expect(first.map((m: { content: string }) => m.content)).toEqual(["m11", "m12", "next"]);
     expect(second.length).toBeGreaterThan(3);
   });
@@ -181,7 +237,7 @@ describe("two users", () => {
         body: { model: "m", stream, messages: [{ role: "user", content: "bob asks" }] },
       });
       expect(res.status).toBe(404);
-      expect(((await res.json()) as any).error.code).toBe("session_not_found");
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe("session_not_found");
     }
     expect(stack.fake.chatRequests().length).toBe(upstreamCalls);
     const bobsList = await call(bob, "GET", "/v1/sessions?limit=1000");
@@ -191,7 +247,13 @@ describe("two users", () => {
 
     // Alice's session is exactly as she left it.
     const messages = await call(alice, "GET", `/v1/sessions/${id}/messages`);
-    expect(messages.body.data.map((m: { content: string }) => m.content)).toEqual(["alice's secret plan", "echo: alice's secret plan"]);
-    expect((await call(alice, "GET", `/v1/sessions/${id}/state`)).body).toEqual({ version: 1, data: { secret: true } });
+    expect(messages.body.data.map((m: { content: string }) => m.content)).toEqual([
+      "alice's secret plan",
+      "echo: alice's secret plan",
+    ]);
+    expect((await call(alice, "GET", `/v1/sessions/${id}/state`)).body).toEqual({
+      version: 1,
+      data: { secret: true },
+    });
   });
 });

@@ -26,7 +26,10 @@ describe("streaming", () => {
     const id = randomUUID();
     const { data: stream, response } = await stack
       .client()
-      .chat.completions.create({ model: "fake", messages: [{ role: "user", content: "hi" }], stream: true }, { headers: { "X-Session-ID": id } })
+      .chat.completions.create(
+        { model: "fake", messages: [{ role: "user", content: "hi" }], stream: true },
+        { headers: { "X-Session-ID": id } },
+      )
       .withResponse();
     expect(response.headers.get("x-session-id")).toBe(id);
     expect(response.headers.get("content-type")).toContain("text/event-stream");
@@ -44,14 +47,25 @@ describe("streaming", () => {
       ["assistant", "Hello there, streaming world", undefined],
     ]);
     // The next turn carries the streamed reply.
-    await stack.client().chat.completions.create({ model: "fake", messages: [{ role: "user", content: "again" }] }, { headers: { "X-Session-ID": id } });
-    expect(transcript(stack.fake.chatRequests()[1].body)).toEqual(["user: hi", "assistant: Hello there, streaming world", "user: again"]);
+    await stack
+      .client()
+      .chat.completions.create(
+        { model: "fake", messages: [{ role: "user", content: "again" }] },
+        { headers: { "X-Session-ID": id } },
+      );
+    expect(transcript(stack.fake.chatRequests()[1].body)).toEqual([
+      "user: hi",
+      "assistant: Hello there, streaming world",
+      "user: again",
+    ]);
   });
 
   it("forwards each event as it arrives, not at the end", async () => {
     stack.fake.setReply(() => ({ content: "a".repeat(40), delayMs: 40 }));
     const started = Date.now();
-    const res = await stack.request("POST", "/v1/chat/completions", { body: { model: "m", stream: true, messages: [{ role: "user", content: "x" }] } });
+    const res = await stack.request("POST", "/v1/chat/completions", {
+      body: { model: "m", stream: true, messages: [{ role: "user", content: "x" }] },
+    });
     const reader = (res.body as ReadableStream<Uint8Array>).getReader();
     const first = await reader.read();
     const firstAt = Date.now() - started;
@@ -73,7 +87,8 @@ describe("streaming", () => {
     });
     const reader = (res.body as ReadableStream<Uint8Array>).getReader();
     let received = "";
-    while ((received.match(/data: /g) ?? []).length < 4) received += new TextDecoder().decode((await reader.read()).value);
+    while ((received.match(/data: /g) ?? []).length < 4)
+      received += new TextDecoder().decode((await reader.read()).value);
     abort.abort();
     const stored = await waitFor(async () => {
       const messages = await stack.memory.getMessages(id);
@@ -86,14 +101,25 @@ describe("streaming", () => {
     expect(partial.length).toBeLessThan("word ".repeat(100).length);
     expect("word ".repeat(100).startsWith(partial)).toBe(true);
     // An incomplete reply is still context for the next turn.
-    await stack.client().chat.completions.create({ model: "m", messages: [{ role: "user", content: "go on" }] }, { headers: { "X-Session-ID": id } });
+    await stack
+      .client()
+      .chat.completions.create(
+        { model: "m", messages: [{ role: "user", content: "go on" }] },
+        { headers: { "X-Session-ID": id } },
+      );
     expect(stack.fake.chatRequests()[1].body.messages[1]).toEqual({ role: "assistant", content: partial });
   });
 
   it("does not call the model for a stream whose client left while waiting for its turn", async () => {
-    stack.fake.setReply((body) => ({ content: `re: ${body.messages.at(-1).content}`, delayMs: body.messages.at(-1).content === "slow" ? 300 : 0 }));
+    stack.fake.setReply((body) => ({
+      content: `re: ${body.messages.at(-1).content}`,
+      delayMs: body.messages.at(-1).content === "slow" ? 300 : 0,
+    }));
     const id = randomUUID();
-    const first = stack.request("POST", "/v1/chat/completions", { headers: { "x-session-id": id }, body: { model: "m", messages: [{ role: "user", content: "slow" }] } });
+    const first = stack.request("POST", "/v1/chat/completions", {
+      headers: { "x-session-id": id },
+      body: { model: "m", messages: [{ role: "user", content: "slow" }] },
+    });
     await new Promise((r) => setTimeout(r, 30));
     const abort = new AbortController();
     const waiting = fetch(`${stack.url}/v1/chat/completions`, {
@@ -107,13 +133,26 @@ describe("streaming", () => {
     await waiting;
     expect((await first).status).toBe(200);
     // The session is free again: a later turn runs at once and sees only the first turn.
-    await stack.client().chat.completions.create({ model: "m", messages: [{ role: "user", content: "later" }] }, { headers: { "X-Session-ID": id } });
+    await stack
+      .client()
+      .chat.completions.create(
+        { model: "m", messages: [{ role: "user", content: "later" }] },
+        { headers: { "X-Session-ID": id } },
+      );
     expect(stack.fake.chatRequests().map((r) => r.body.messages.at(-1).content)).toEqual(["slow", "later"]);
-    expect((await stack.memory.getMessages(id)).map((m) => m.content)).toEqual(["slow", "re: slow", "later", "re: later"]);
+    expect((await stack.memory.getMessages(id)).map((m) => m.content)).toEqual([
+      "slow",
+      "re: slow",
+      "later",
+      "re: later",
+    ]);
   });
 
   it("passes an upstream error back as JSON with its status and stores nothing", async () => {
-    stack.fake.setReply(() => ({ status: 429, error: { message: "slow down", type: "rate_limit_error", code: "rate_limited" } }));
+    stack.fake.setReply(() => ({
+      status: 429,
+      error: { message: "slow down", type: "rate_limit_error", code: "rate_limited" },
+    }));
     const id = randomUUID();
     const res = await stack.request("POST", "/v1/chat/completions", {
       headers: { "x-session-id": id },
@@ -121,7 +160,9 @@ describe("streaming", () => {
     });
     expect(res.status).toBe(429);
     expect(res.headers.get("x-session-id")).toBe(id);
-    expect(await res.json()).toEqual({ error: { message: "slow down", type: "rate_limit_error", code: "rate_limited" } });
+    expect(await res.json()).toEqual({
+      error: { message: "slow down", type: "rate_limit_error", code: "rate_limited" },
+    });
     await expect(stack.memory.getSession(id)).rejects.toMatchObject({ code: "session_not_found" });
   });
 
@@ -132,7 +173,11 @@ describe("streaming", () => {
         headers: { "x-session-id": id, "idempotency-key": "stream-1" },
         body: { model: "m", stream: true, messages: [{ role: "user", content: "once" }] },
       });
-      return { text: await res.text(), replayed: res.headers.get("idempotent-replayed"), type: res.headers.get("content-type") };
+      return {
+        text: await res.text(),
+        replayed: res.headers.get("idempotent-replayed"),
+        type: res.headers.get("content-type"),
+      };
     };
     const first = await send();
     const second = await send();

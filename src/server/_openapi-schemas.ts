@@ -1,0 +1,121 @@
+/** The component schemas of the OpenAPI document (see openapi.ts). */
+
+/** A reference to a component schema. */
+export const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+
+/** Shapes shared by the routes: sessions, messages, state, preferences, errors. */
+export const schemas = {
+  SessionId: {
+    type: "string",
+    description: "A UUID, or user_{uuid}_conv_{uuid}",
+    examples: ["3f2b8c1e-6d1a-4c3e-9f7a-2b9d8e1c0a55"],
+  },
+  Error: {
+    type: "object",
+    required: ["error"],
+    properties: {
+      error: {
+        type: "object",
+        required: ["message", "type", "code"],
+        properties: {
+          message: { type: "string" },
+          type: { type: "string" },
+          code: { type: "string" },
+          param: { type: ["string", "null"] },
+        },
+      },
+    },
+  },
+  ChatMessage: {
+    type: "object",
+    required: ["role"],
+    properties: {
+      role: { type: "string", enum: ["system", "developer", "user", "assistant", "tool"] },
+      content: { type: ["string", "array", "null"] },
+      name: { type: "string" },
+      tool_calls: { type: "array", items: { type: "object" } },
+      tool_call_id: { type: "string" },
+      metadata: { type: "object" },
+    },
+    additionalProperties: true,
+  },
+  Message: {
+    allOf: [
+      ref("ChatMessage"),
+      {
+        type: "object",
+        properties: {
+          seq: { type: "integer" },
+          createdAt: { type: "integer" },
+          incomplete: { type: "boolean" },
+        },
+      },
+    ],
+  },
+  Session: {
+    type: "object",
+    properties: {
+      id: ref("SessionId"),
+      userId: { type: "string" },
+      createdAt: { type: "integer" },
+      lastActivityAt: { type: "integer" },
+      metadata: { type: "object" },
+    },
+  },
+  SessionPage: {
+    type: "object",
+    properties: {
+      data: { type: "array", items: ref("Session") },
+      nextCursor: { type: ["string", "null"] },
+      hasMore: { type: "boolean" },
+    },
+  },
+  SessionState: {
+    type: "object",
+    properties: { version: { type: "integer" }, data: { type: "object" } },
+  },
+  SearchHit: {
+    type: "object",
+    properties: {
+      sessionId: { type: "string" },
+      seq: { type: "integer" },
+      snippet: { type: "string" },
+      message: ref("Message"),
+    },
+  },
+  ContextPreferences: {
+    type: "object",
+    additionalProperties: false,
+    properties: {
+      maxRecentMessages: { type: "integer", minimum: 1, maximum: 1000 },
+      focusRange: {
+        type: "object",
+        description: "Inclusive, at most 200 messages",
+        properties: { fromSeq: { type: "integer", minimum: 1 }, toSeq: { type: "integer", minimum: 1 } },
+        required: ["fromSeq", "toSeq"],
+        additionalProperties: false,
+      },
+      includeSummaries: { type: "boolean" },
+      pinnedSeqs: { type: "array", items: { type: "integer", minimum: 1 }, maxItems: 50 },
+      sticky: { type: "boolean" },
+    },
+  },
+  AssembledContext: {
+    type: "object",
+    properties: {
+      messages: { type: "array", items: ref("ChatMessage") },
+      tokens: { type: "integer" },
+      includedSeqs: { type: "array", items: { type: "integer" } },
+      includedSummaryIds: { type: "array", items: { type: "integer" } },
+      omitted: {
+        type: "object",
+        properties: {
+          messages: { type: "integer" },
+          tokens: { type: "integer" },
+          summaries: { type: "integer" },
+          truncated: { type: "integer" },
+        },
+      },
+    },
+  },
+} as const;

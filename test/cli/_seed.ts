@@ -1,5 +1,6 @@
 /** Test data for export, import and migrate: sessions that exercise every part of the format. */
 import { newSessionId } from "../../src/core/ids.js";
+import { exportSessions } from "../../src/cli/export-import.js";
 import type { MessageInput, SessionStore } from "../../src/core/types.js";
 
 const HOUR = 3_600_000;
@@ -67,4 +68,13 @@ export async function seedBulk(store: SessionStore, sessions: number, messages: 
     );
   }
   return ids;
+}
+
+/** Every session of the store as export lines: what round-trip and migrate tests compare. */
+export async function exportAll(store: SessionStore): Promise<string[]> {
+  const lines: string[] = [];
+  await exportSessions(store, { all: true }, (line) => {
+    lines.push(line);
+  });
+  return lines;
 }

@@ -1,19 +1,11 @@
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readExport } from "../../src/cli/_jsonl-format.js";
+import { importSessions } from "../../src/cli/export-import.js";
 import type { SessionStore } from "../../src/core/types.js";
-import { exportSessions, importSessions } from "../../src/cli/export-import.js";
 import { createMemoryStore } from "../../src/stores/memory.js";
-import { seedVaried } from "./_seed.js";
+import { exportAll, seedVaried } from "./_seed.js";
 import { storeKinds } from "./_stores.js";
-
-async function exportAll(store: SessionStore): Promise<string[]> {
-  const lines: string[] = [];
-  await exportSessions(store, { all: true }, (line) => {
-    lines.push(line);
-  });
-  return lines;
-}
 
 const kinds = await storeKinds();
 

@@ -1,18 +1,8 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { exportSessions } from "../../src/cli/export-import.js";
 import { migrateStores } from "../../src/cli/migrate.js";
-import type { SessionStore } from "../../src/core/types.js";
 import { createMemoryStore } from "../../src/stores/memory.js";
-import { seedBulk, seedVaried } from "./_seed.js";
+import { exportAll, seedBulk, seedVaried } from "./_seed.js";
 import { storeKinds, type StoreKind } from "./_stores.js";
-
-async function exportAll(store: SessionStore): Promise<string[]> {
-  const lines: string[] = [];
-  await exportSessions(store, { all: true }, (line) => {
-    lines.push(line);
-  });
-  return lines;
-}
 
 const kinds = await storeKinds();
 const kind = (name: StoreKind["name"]) => kinds.find((k) => k.name === name)!;

@@ -220,6 +220,7 @@ Example:
   command.action(async (flags: ConfigFlags & { resume?: boolean; session?: string; user?: string; system?: string }) => {
     const config = resolveConfig(flags);
     if (flags.resume && flags.session) throw new ThreadkeepError("invalid_request", "Use --resume or --session, not both");
+    const sessionId = flags.session === undefined ? undefined : parseSessionId(flags.session);
     const memory = createMemory({
       store: config.store,
       window: config.window,
@@ -239,7 +240,7 @@ Example:
       input: process.stdin,
       output: process.stdout,
       errorOutput: process.stderr,
-      sessionId: flags.session,
+      sessionId,
       resume: flags.resume,
       storeLabel: config.store,
     });

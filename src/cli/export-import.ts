@@ -3,7 +3,8 @@
  * Import is idempotent: a session already in the store is skipped when identical, completed when
  * the store holds a prefix of it, and reported (exit 1) when it diverges.
  */
-import { createReadStream, createWriteStream } from "node:fs";
+import { once } from "node:events";
+import { createReadStream, createWriteStream, existsSync } from "node:fs";
 import { createInterface } from "node:readline";
 import type { Command } from "commander";
 import { iterateAllSessions } from "../core/enumerate.js";
@@ -163,7 +164,16 @@ export function register(program: Command): void {
       const selection = selectionOf(opts);
       await withStore(opts, async (store) => {
         const out: Output = opts.output ? createWriteStream(opts.output) : process.stdout;
-        const report = await exportSessions(store, selection, (line) => write(out, `${line}\n`));
+        let failure: Error | undefined;
+        if (opts.output) {
+          // An unwritable path fails here, as an error message, not as an unhandled stream error.
+          await once(out, "open");
+          out.on("error", (error: Error) => (failure = error));
+        }
+        const report = await exportSessions(store, selection, (line) => {
+          if (failure) throw failure;
+          return write(out, `${line}\n`);
+        });
         if (opts.output) await new Promise<void>((resolve, reject) => out.end((error?: Error | null) => (error ? reject(error) : resolve())));
         process.stderr.write(`exported ${report.sessions} sessions, ${report.messages} messages${opts.output ? ` to ${opts.output}` : ""}\n`);
       });
@@ -180,6 +190,7 @@ export function register(program: Command): void {
       "\nA bad line is reported with its line number and its session is skipped; the other sessions are\nimported and the exit code is 1. A session already in the store is skipped when identical,\ncompleted when the store holds the beginning of it, and reported when it differs.",
     )
     .action(async (file: string, opts: { strict?: boolean; store?: string }) => {
+      if (file !== "-" && !existsSync(file)) throw new ThreadkeepError("invalid_request", `Cannot import ${file}: no such file`);
       await withStore(opts, async (store) => {
         const report = await importSessions(store, fileLines(file), {
           strict: opts.strict,

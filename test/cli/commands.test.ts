@@ -62,6 +62,21 @@ describe("threadkeep export / import", () => {
   });
 });
 
+describe("bad input", () => {
+  it("says so in one line for a missing file, an unwritable path and a malformed session id", async () => {
+    expect(await runCli("import", join(dir, "nope.jsonl"), "--store", source)).toMatchObject({
+      code: 2,
+      stderr: `threadkeep: Cannot import ${join(dir, "nope.jsonl")}: no such file\n`,
+    });
+    const unwritable = await runCli("export", "-o", join(dir, "no", "such", "dir.jsonl"), "--store", source);
+    expect(unwritable).toMatchObject({ code: 1, stderr: expect.stringMatching(/^threadkeep: ENOENT: no such file or directory, open '.+dir\.jsonl'\n$/) });
+    expect(await runCli("chat", "--session", "nope", "--store", "memory:")).toMatchObject({
+      code: 2,
+      stderr: 'threadkeep: Invalid session id "nope": expected a UUID or user_{uuid}_conv_{uuid}\n',
+    });
+  });
+});
+
 describe("threadkeep migrate", () => {
   it("prints plain progress lines off a terminal and ends with a verification count", async () => {
     const to = `file:${join(dir, "files")}`;

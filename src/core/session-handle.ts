@@ -1,6 +1,11 @@
-import type { ContextPreferences, AssembledContext } from "./context/types.js";
+import type { AssembledContext, ContextPreferences } from "./context/types.js";
 import type { BuildContextOptions, Memory, OwnerOptions } from "./memory.js";
-import type { ConversationState, EntityRef, PendingConfirmation, PendingInput } from "./state/conversation.js";
+import type {
+  ConversationState,
+  EntityRef,
+  PendingConfirmation,
+  PendingInput,
+} from "./state/conversation.js";
 import type { Resolution } from "./state/references.js";
 import type { Message, MessageInput, MessageQuery, SearchHit, Session, SessionState } from "./types.js";
 
@@ -33,7 +38,10 @@ export class SessionHandle {
   getMessages(query: MessageQuery = {}): Promise<Message[]> {
     return this.#memory.getMessages(this.id, { ...query, ...this.#owner() });
   }
-  search(text: string, options: { mode?: "substring" | "fulltext"; limit?: number } = {}): Promise<SearchHit[]> {
+  search(
+    text: string,
+    options: { mode?: "substring" | "fulltext"; limit?: number } = {},
+  ): Promise<SearchHit[]> {
     return this.#memory.search(text, { ...options, ...this.#owner(), sessionId: this.id });
   }
   getState(): Promise<SessionState> {
@@ -79,10 +87,16 @@ export class SessionHandle {
   cancelPending(): Promise<PendingConfirmation | null> {
     return this.#memory.cancelPending(this.id, this.#owner());
   }
-  setPreferences(preferences: ContextPreferences, options: { merge?: boolean } = {}): Promise<ContextPreferences | undefined> {
+  setPreferences(
+    preferences: ContextPreferences,
+    options: { merge?: boolean } = {},
+  ): Promise<ContextPreferences | undefined> {
     return this.#memory.setPreferences(this.id, preferences, { ...options, ...this.#owner() });
   }
-  recall(text: string, options: { mode?: "substring" | "fulltext"; around?: number; sticky?: boolean } = {}): Promise<SearchHit | null> {
+  recall(
+    text: string,
+    options: { mode?: "substring" | "fulltext"; around?: number; sticky?: boolean } = {},
+  ): Promise<SearchHit | null> {
     return this.#memory.recall(this.id, text, { ...options, ...this.#owner() });
   }
 }

@@ -33,7 +33,10 @@ export interface SummarizerOptions {
 }
 
 /** The chat request body the default summarizer sends for a request. */
-export function summaryRequestBody(request: SummarizeRequest, options: SummarizerOptions): Record<string, unknown> {
+export function summaryRequestBody(
+  request: SummarizeRequest,
+  options: SummarizerOptions,
+): Record<string, unknown> {
   const transcript = formatTranscript(request.messages, { maxCharsPerMessage: options.maxCharsPerMessage });
   const previous = request.previous
     ? `Previous summary (messages ${request.previous.fromSeq}–${request.previous.toSeq}):\n${request.previous.content}\n\n`
@@ -44,7 +47,10 @@ export function summaryRequestBody(request: SummarizeRequest, options: Summarize
     model: options.model,
     messages: [
       { role: "system", content: options.instructions ?? DEFAULT_SUMMARY_INSTRUCTIONS },
-      { role: "user", content: `${previous}New messages ${first}–${last}:\n${transcript}\n\nWrite the updated summary.` },
+      {
+        role: "user",
+        content: `${previous}New messages ${first}–${last}:\n${transcript}\n\nWrite the updated summary.`,
+      },
     ],
     max_tokens: options.maxTokens ?? 500,
     temperature: options.temperature ?? 0.2,
@@ -58,7 +64,12 @@ export function summaryRequestBody(request: SummarizeRequest, options: Summarize
  */
 export function createSummarizer(options: SummarizerOptions): Summarizer {
   const upstream =
-    options.upstream ?? createUpstream({ baseUrl: options.baseUrl, apiKey: options.apiKey, timeoutMs: options.timeoutMs ?? 60_000 });
+    options.upstream ??
+    createUpstream({
+      baseUrl: options.baseUrl,
+      apiKey: options.apiKey,
+      timeoutMs: options.timeoutMs ?? 60_000,
+    });
   return {
     async summarize(request) {
       const reply = await upstream.chat(summaryRequestBody(request, options), { signal: request.signal });

@@ -9,7 +9,10 @@ export function expectValidToolPairs(messages: ChatMessage[]): void {
       const ids = new Set(m.tool_calls.map((c) => c.id));
       let j = i + 1;
       while (j < messages.length && messages[j].role === "tool") {
-        expect(ids.delete(messages[j].tool_call_id!), `result ${messages[j].tool_call_id} answers the call at ${i}`).toBe(true);
+        expect(
+          ids.delete(messages[j].tool_call_id!),
+          `result ${messages[j].tool_call_id} answers the call at ${i}`,
+        ).toBe(true);
         j++;
       }
       expect([...ids], `calls of message ${i} all answered`).toEqual([]);

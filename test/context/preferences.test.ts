@@ -32,7 +32,10 @@ async function sessionWith(count: number) {
 const call = (args: unknown): ToolCall => ({
   id: "call_1",
   type: "function",
-  function: { name: SET_CONTEXT_PREFERENCES, arguments: typeof args === "string" ? args : JSON.stringify(args) },
+  function: {
+    name: SET_CONTEXT_PREFERENCES,
+    arguments: typeof args === "string" ? args : JSON.stringify(args),
+  },
 });
 
 describe("context preferences", () => {
@@ -58,8 +61,12 @@ describe("context preferences", () => {
       code: "invalid_request",
       details: { field: "preferences.focusRange.toSeq" },
     });
-    await expect(chat.setPreferences({ maxRecentMessages: 0 })).rejects.toMatchObject({ details: { field: "preferences.maxRecentMessages" } });
-    expect(() => parseContextPreferences({ pinned: [1] })).toThrow(expect.objectContaining({ details: { field: "preferences.pinned" } }));
+    await expect(chat.setPreferences({ maxRecentMessages: 0 })).rejects.toMatchObject({
+      details: { field: "preferences.maxRecentMessages" },
+    });
+    expect(() => parseContextPreferences({ pinned: [1] })).toThrow(
+      expect.objectContaining({ details: { field: "preferences.pinned" } }),
+    );
     expect(() => parseContextPreferences({ pinnedSeqs: [1.5] })).toThrow(/preferences.pinnedSeqs.0/);
     await memory.close();
   });
@@ -76,18 +83,30 @@ describe("context preferences", () => {
     // Across the owner's sessions: search without a session id.
     const other = await memory.startSession();
     await other.addMessage({ role: "user", content: "the wifi password changed" });
-    expect((await memory.search("wifi password")).map((h) => h.sessionId).sort()).toEqual([chat.id, other.id].sort());
+    expect((await memory.search("wifi password")).map((h) => h.sessionId).sort()).toEqual(
+      [chat.id, other.id].sort(),
+    );
     await memory.close();
   });
 
   it("lets a model ask for context through the set_context_preferences tool", async () => {
     const { memory, chat } = await sessionWith(30);
     upstream.setReply(() => ({
-      tool_calls: [{ id: "call_7", type: "function", function: { name: SET_CONTEXT_PREFERENCES, arguments: '{"focusRange":{"fromSeq":1,"toSeq":2}}' } }],
+      tool_calls: [
+        {
+          id: "call_7",
+          type: "function",
+          function: { name: SET_CONTEXT_PREFERENCES, arguments: '{"focusRange":{"fromSeq":1,"toSeq":2}}' },
+        },
+      ],
     }));
     const model = createUpstream({ baseUrl: upstream.url });
     const first = await chat.context({ input: [{ role: "user", content: "what did I say first?" }] });
-    const reply = await model.chat({ model: "fake", messages: first.messages, tools: [setContextPreferencesTool] });
+    const reply = await model.chat({
+      model: "fake",
+      messages: first.messages,
+      tools: [setContextPreferencesTool],
+    });
     expect(upstream.chatRequests().at(-1)?.body.tools[0].function.name).toBe("set_context_preferences");
     const toolCall = reply.choices[0].message.tool_calls[0];
     const toolMessage = await handleSetContextPreferences(memory, chat.id, toolCall);
@@ -104,24 +123,54 @@ describe("context preferences", () => {
   it("answers a model's bad arguments in the tool message instead of throwing", async () => {
     const { memory, chat } = await sessionWith(2);
     const bad = await handleSetContextPreferences(memory, chat.id, call({ maxRecentMessages: -3 }));
-    expect(JSON.parse(bad.content as string)).toEqual({ ok: false, error: expect.stringContaining("preferences.maxRecentMessages") });
+    expect(JSON.parse(bad.content as string)).toEqual({
+      ok: false,
+      error: expect.stringContaining("preferences.maxRecentMessages"),
+    });
     const notJson = await handleSetContextPreferences(memory, chat.id, call("{oops"));
-    expect(JSON.parse(notJson.content as string)).toEqual({ ok: false, error: "arguments are not valid JSON" });
+    expect(JSON.parse(notJson.content as string)).toEqual({
+      ok: false,
+      error: "arguments are not valid JSON",
+    });
 
     await handleSetContextPreferences(memory, chat.id, call({ pinnedSeqs: [1], sticky: true }));
     const merged = await handleSetContextPreferences(memory, chat.id, call({ includeSummaries: false }));
-    expect(JSON.parse(merged.content as string).preferences).toEqual({ pinnedSeqs: [1], sticky: true, includeSummaries: false });
-    const reset = await handleSetContextPreferences(memory, chat.id, call({ reset: true, maxRecentMessages: 8 }));
+    expect(JSON.parse(merged.content as string).preferences).toEqual({
+      pinnedSeqs: [1],
+      sticky: true,
+      includeSummaries: false,
+    });
+    const reset = await handleSetContextPreferences(
+      memory,
+      chat.id,
+      call({ reset: true, maxRecentMessages: 8 }),
+    );
     expect(JSON.parse(reset.content as string).preferences).toEqual({ maxRecentMessages: 8 });
-    await expect(handleSetContextPreferences(memory, "not-a-session", call({}))).rejects.toMatchObject({ code: "invalid_session_id" });
+    await expect(handleSetContextPreferences(memory, "not-a-session", call({}))).rejects.toMatchObject({
+      code: "invalid_session_id",
+    });
     await memory.close();
   });
 
   it("describes the tool as an OpenAI function whose fields the validator accepts", () => {
     expect(setContextPreferencesTool.type).toBe("function");
     const properties = Object.keys(setContextPreferencesTool.function.parameters.properties);
-    expect(properties).toEqual(["maxRecentMessages", "focusRange", "includeSummaries", "pinnedSeqs", "sticky", "reset"]);
-    const { reset: _reset, ...example } = { maxRecentMessages: 5, focusRange: { fromSeq: 1, toSeq: 3 }, includeSummaries: true, pinnedSeqs: [2], sticky: false, reset: true };
+    expect(properties).toEqual([
+      "maxRecentMessages",
+      "focusRange",
+      "includeSummaries",
+      "pinnedSeqs",
+      "sticky",
+      "reset",
+    ]);
+    const { reset: _reset, ...example } = {
+      maxRecentMessages: 5,
+      focusRange: { fromSeq: 1, toSeq: 3 },
+      includeSummaries: true,
+      pinnedSeqs: [2],
+      sticky: false,
+      reset: true,
+    };
     expect(parseContextPreferences(example)).toEqual(example);
   });
 });

@@ -55,14 +55,21 @@ function taskApp(memory: Memory) {
       await chat.setIntent("create_task");
       return `Created task ${task.id}: ${task.title}.`;
     }
-    const task = meaning.kind === "reference" && meaning.entity.type === "task" ? tasks.get(Number(meaning.entity.id)) : undefined;
+    const task =
+      meaning.kind === "reference" && meaning.entity.type === "task"
+        ? tasks.get(Number(meaning.entity.id))
+        : undefined;
     if (task && /due tomorrow/i.test(text)) {
       task.due = "tomorrow";
       await chat.setIntent("update_task");
       return `Task ${task.id} is now due tomorrow.`;
     }
     if (task && /^delete/i.test(text)) {
-      await chat.setPendingConfirmation({ action: "delete_task", args: { id: task.id }, prompt: `Delete task ${task.id}?` });
+      await chat.setPendingConfirmation({
+        action: "delete_task",
+        args: { id: task.id },
+        prompt: `Delete task ${task.id}?`,
+      });
       return `Delete task ${task.id} (${task.title})? Say yes or cancel.`;
     }
     return "Sorry, which task?";
@@ -72,12 +79,22 @@ function taskApp(memory: Memory) {
   async function turn(chat: SessionHandle, text: string): Promise<string> {
     return memory.runTurn(chat.id, async (lease) => {
       const reply = await decide(chat, text);
-      const context = await chat.context({ system: [{ role: "system", content: "You manage tasks." }], input: [{ role: "user", content: text }] });
-      await model.chat({ model: "fake", messages: context.messages });
-      await memory.addMessages(chat.id, [{ role: "user", content: text }, { role: "assistant", content: reply }], {
-        userId: chat.userId,
-        fence: lease.fence,
+      const context = await chat.context({
+        system: [{ role: "system", content: "You manage tasks." }],
+        input: [{ role: "user", content: text }],
       });
+      await model.chat({ model: "fake", messages: context.messages });
+      await memory.addMessages(
+        chat.id,
+        [
+          { role: "user", content: text },
+          { role: "assistant", content: reply },
+        ],
+        {
+          userId: chat.userId,
+          fence: lease.fence,
+        },
+      );
       return reply;
     });
   }
@@ -104,9 +121,13 @@ describe("seed scenarios", () => {
     expect(app.tasks.get(1)).toEqual({ id: 1, title: "buy groceries", due: "tomorrow" });
     expect(lastSystemNote()).toContain("Recently referenced: task 1 (buy groceries)");
 
-    expect(await app.turn(chat, "delete that task")).toBe("Delete task 1 (buy groceries)? Say yes or cancel.");
+    expect(await app.turn(chat, "delete that task")).toBe(
+      "Delete task 1 (buy groceries)? Say yes or cancel.",
+    );
     expect(app.tasks.has(1)).toBe(true);
-    expect(lastSystemNote()).toContain('Waiting for the user to confirm: delete_task {"id":1} ("Delete task 1?")');
+    expect(lastSystemNote()).toContain(
+      'Waiting for the user to confirm: delete_task {"id":1} ("Delete task 1?")',
+    );
 
     expect(await app.turn(chat, "yes")).toBe("Deleted task 1.");
     expect(await app.turn(chat, "yes")).not.toBe("Deleted task 1.");
@@ -114,7 +135,9 @@ describe("seed scenarios", () => {
     expect((await chat.conversation()).pending).toBeUndefined();
 
     await app.turn(chat, "Create a task: call the plumber");
-    expect(await app.turn(chat, "delete that task")).toBe("Delete task 2 (call the plumber)? Say yes or cancel.");
+    expect(await app.turn(chat, "delete that task")).toBe(
+      "Delete task 2 (call the plumber)? Say yes or cancel.",
+    );
     expect(await app.turn(chat, "cancel")).toBe("Cancelled.");
     expect((await chat.conversation()).pending).toBeUndefined();
     await app.turn(chat, "yes");
@@ -138,7 +161,11 @@ describe("seed scenarios", () => {
     expect(app.deleted).toEqual([1]);
 
     await chat.setPendingConfirmation({ action: "delete_task", args: { id: 9 } });
-    const taken = await Promise.all([chat.confirmPending(), chat.confirmPending(), memory.confirmPending(chat.id)]);
+    const taken = await Promise.all([
+      chat.confirmPending(),
+      chat.confirmPending(),
+      memory.confirmPending(chat.id),
+    ]);
     expect(taken.filter(Boolean)).toHaveLength(1);
     await memory.close();
   });
@@ -146,7 +173,11 @@ describe("seed scenarios", () => {
   it("never executes an expired confirmation", async () => {
     const memory = createMemory({ store: createMemoryStore({ ttlMs: 0 }) });
     const chat = await memory.startSession();
-    const pending = await chat.setPendingConfirmation({ action: "delete_task", args: { id: 1 }, ttlMs: 1000 });
+    const pending = await chat.setPendingConfirmation({
+      action: "delete_task",
+      args: { id: 1 },
+      ttlMs: 1000,
+    });
     const later = pending.expiresAt + 1;
     expect(await chat.resolve("yes", { now: later })).toMatchObject({ kind: "expired" });
     expect(await chat.confirmPending({ now: later })).toBeNull();

@@ -18,7 +18,12 @@ const turns = (from: number, to: number): MessageInput[] =>
   }));
 
 function memoryWith(options: { maxMessages?: number; threshold?: number } = {}) {
-  const summarizer = createSummarizer({ baseUrl: upstream.url, apiKey: "sk-test", model: "summary-model", maxTokens: 300 });
+  const summarizer = createSummarizer({
+    baseUrl: upstream.url,
+    apiKey: "sk-test",
+    model: "summary-model",
+    maxTokens: 300,
+  });
   return createMemory({
     store: createMemoryStore({ ttlMs: 0 }),
     summarizer,
@@ -48,11 +53,16 @@ describe("summaries with an OpenAI-compatible summarizer", () => {
     expect(transcript).not.toContain("message 7");
 
     const [summary] = await memory.listSummaries(chat.id);
-    expect(summary).toMatchObject({ fromSeq: 1, toSeq: 6, content: "The user asked to buy groceries (task 42)." });
+    expect(summary).toMatchObject({
+      fromSeq: 1,
+      toSeq: 6,
+      content: "The user asked to buy groceries (task 42).",
+    });
     const context = await chat.context({ input: [{ role: "user", content: "what was that task?" }] });
     expect(context.messages[0]).toEqual({
       role: "system",
-      content: "Summary of the earlier conversation (messages 1–6):\nThe user asked to buy groceries (task 42).",
+      content:
+        "Summary of the earlier conversation (messages 1–6):\nThe user asked to buy groceries (task 42).",
     });
     expect(context.includedSeqs).toEqual(Array.from({ length: 10 }, (_, i) => 7 + i));
     expect(context.includedSummaryIds).toEqual([summary.id]);
@@ -71,7 +81,10 @@ describe("summaries with an OpenAI-compatible summarizer", () => {
     expect(second).toContain("Previous summary (messages 1–6):\nsummary 1");
     expect(second).toContain("New messages 7–12:");
     const summaries = await memory.listSummaries(chat.id);
-    expect(summaries.map((s) => [s.fromSeq, s.toSeq])).toEqual([[1, 6], [1, 12]]);
+    expect(summaries.map((s) => [s.fromSeq, s.toSeq])).toEqual([
+      [1, 6],
+      [1, 12],
+    ]);
     const context = await chat.context();
     expect(context.includedSummaryIds).toEqual([summaries[1].id]);
     expect(context.messages[0].content).toContain("summary 2");
@@ -113,7 +126,12 @@ describe("summaries with an OpenAI-compatible summarizer", () => {
   it("can summarise in the background, after the append returned", async () => {
     upstream.setReply(() => ({ content: "later", delayMs: 50 }));
     const summarizer = createSummarizer({ baseUrl: upstream.url, model: "m" });
-    const memory = createMemory({ store: createMemoryStore({ ttlMs: 0 }), summarizer, window: 4, compaction: { threshold: 1, background: true } });
+    const memory = createMemory({
+      store: createMemoryStore({ ttlMs: 0 }),
+      summarizer,
+      window: 4,
+      compaction: { threshold: 1, background: true },
+    });
     const chat = await memory.startSession();
     await chat.addMessages(turns(1, 8));
     expect(await memory.listSummaries(chat.id)).toEqual([]);

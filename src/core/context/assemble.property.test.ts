@@ -1,15 +1,32 @@
 import { describe, expect, it } from "vitest";
-import type { ChatMessage, Message } from "../types.js";
-import { assembleContext } from "./assemble.js";
 import { seededRandom as random } from "../../../bench/_harness.js";
 import { expectValidToolPairs } from "../../../test/context/_tool-pairs.js";
+import type { ChatMessage, Message } from "../types.js";
+import { assembleContext } from "./assemble.js";
 import { countContextTokens } from "./tokens.js";
 
-const WORDS = ["task", "groceries", "tomorrow", "delete", "the", "weather", "is", "nice", "ok", "λ", "日本", "🙂", "42"];
+const WORDS = [
+  "task",
+  "groceries",
+  "tomorrow",
+  "delete",
+  "the",
+  "weather",
+  "is",
+  "nice",
+  "ok",
+  "λ",
+  "日本",
+  "🙂",
+  "42",
+];
 
 /** A history with user turns, answers, parallel tool calls, stray results and unanswered calls. */
 function randomHistory(rand: () => number, length: number): Message[] {
-  const text = (max: number) => Array.from({ length: 1 + Math.floor(rand() * max) }, () => WORDS[Math.floor(rand() * WORDS.length)]).join(" ");
+  const text = (max: number) =>
+    Array.from({ length: 1 + Math.floor(rand() * max) }, () => WORDS[Math.floor(rand() * WORDS.length)]).join(
+      " ",
+    );
   const out: Omit<Message, "seq" | "createdAt">[] = [];
   let callId = 0;
   while (out.length < length) {
@@ -21,10 +38,16 @@ function randomHistory(rand: () => number, length: number): Message[] {
       out.push({
         role: "assistant",
         content: rand() < 0.5 ? null : text(5),
-        tool_calls: calls.map((id) => ({ id, type: "function", function: { name: "lookup", arguments: JSON.stringify({ q: text(8) }) } })),
+        tool_calls: calls.map((id) => ({
+          id,
+          type: "function",
+          function: { name: "lookup", arguments: JSON.stringify({ q: text(8) }) },
+        })),
       });
       // Sometimes a result goes missing (an interrupted turn).
-      for (const id of calls) if (rand() > 0.05) out.push({ role: "tool", tool_call_id: id, content: text(rand() < 0.1 ? 300 : 40) });
+      for (const id of calls)
+        if (rand() > 0.05)
+          out.push({ role: "tool", tool_call_id: id, content: text(rand() < 0.1 ? 300 : 40) });
     } else out.push({ role: "tool", tool_call_id: `stray_${callId++}`, content: text(10) });
   }
   return out.slice(0, length).map((m, i) => ({ ...m, seq: i + 1, createdAt: i }) as Message);
@@ -38,10 +61,21 @@ describe("assembleContext on random histories", () => {
       const history = randomHistory(rand, Math.floor(rand() * 120));
       const window = Math.floor(rand() * 60);
       const tokenBudget = 60 + Math.floor(rand() ** 2 * 6000);
-      const input: ChatMessage[] = [{ role: "user", content: "and now? ".repeat(1 + Math.floor(rand() * (rand() < 0.1 ? 2000 : 10))) }];
-      const system: ChatMessage[] = rand() < 0.7 ? [{ role: "system", content: "You are a helpful assistant." }] : [];
+      const input: ChatMessage[] = [
+        { role: "user", content: "and now? ".repeat(1 + Math.floor(rand() * (rand() < 0.1 ? 2000 : 10))) },
+      ];
+      const system: ChatMessage[] =
+        rand() < 0.7 ? [{ role: "system", content: "You are a helpful assistant." }] : [];
       const pins = rand() < 0.3 ? [1 + Math.floor(rand() * Math.max(1, history.length))] : undefined;
-      const ctx = assembleContext({ system, history, summaries: [], input, window, tokenBudget, preferences: { pinnedSeqs: pins } });
+      const ctx = assembleContext({
+        system,
+        history,
+        summaries: [],
+        input,
+        window,
+        tokenBudget,
+        preferences: { pinnedSeqs: pins },
+      });
       try {
         expectValidToolPairs(ctx.messages);
         expect(ctx.tokens).toBeLessThanOrEqual(tokenBudget);
@@ -51,9 +85,12 @@ describe("assembleContext on random histories", () => {
         expect(ctx.includedSeqs.length + ctx.omitted.messages).toBe(history.length);
         if (!pins) expect(ctx.includedSeqs.length).toBeLessThanOrEqual(window);
       } catch (error) {
-        throw new Error(`seed ${seed} (window ${window}, budget ${tokenBudget}): ${(error as Error).message}`);
+        throw new Error(
+          `seed ${seed} (window ${window}, budget ${tokenBudget}): ${(error as Error).message}`,
+        );
       }
-      for (const key of ["window", "budget", "toolPairs"] as const) if (ctx.omitted.reasons![key] > 0) seen[key]++;
+      for (const key of ["window", "budget", "toolPairs"] as const)
+        if (ctx.omitted.reasons![key] > 0) seen[key]++;
       if (ctx.omitted.truncated > 0) seen.truncated++;
     }
     // The generator must reach every way of leaving something out, or the property proves little.

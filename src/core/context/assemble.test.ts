@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
+import { expectValidToolPairs } from "../../../test/context/_tool-pairs.js";
 import type { Message, Summary } from "../types.js";
 import { assembleContext } from "./assemble.js";
 import { countContextTokens } from "./tokens.js";
 import type { ContextInput } from "./types.js";
-import { expectValidToolPairs } from "../../../test/context/_tool-pairs.js";
 
 let clock = 1_000;
 const stamp = (messages: Omit<Message, "seq" | "createdAt">[], firstSeq = 1): Message[] =>
@@ -15,19 +15,48 @@ const call = (id: string, name = "lookup") => ({
   content: null,
   tool_calls: [{ id, type: "function", function: { name, arguments: `{"q":"${id}"}` } }],
 });
-const result = (id: string, content = `result of ${id}`) => ({ role: "tool" as const, tool_call_id: id, content });
+const result = (id: string, content = `result of ${id}`) => ({
+  role: "tool" as const,
+  tool_call_id: id,
+  content,
+});
 
 function assemble(overrides: Partial<ContextInput>): ReturnType<typeof assembleContext> {
-  return assembleContext({ system: [], history: [], summaries: [], input: [], window: 20, tokenBudget: 8000, ...overrides });
+  return assembleContext({
+    system: [],
+    history: [],
+    summaries: [],
+    input: [],
+    window: 20,
+    tokenBudget: 8000,
+    ...overrides,
+  });
 }
 
 describe("assembleContext", () => {
   it("puts system, summaries, state note, window and input in that order", () => {
     const history = stamp([user("one"), assistant("two"), user("three"), assistant("four")], 11);
-    const summaries: Summary[] = [{ id: 1, fromSeq: 1, toSeq: 10, content: "They talked about groceries.", createdAt: 1 }];
+    const summaries: Summary[] = [
+      { id: 1, fromSeq: 1, toSeq: 10, content: "They talked about groceries.", createdAt: 1 },
+    ];
     const state = { version: 1, data: { conversation: { references: [{ type: "task", id: 42, at: 1 }] } } };
-    const ctx = assemble({ system: [{ role: "system", content: "Be brief." }], history, summaries, state, input: [user("five")] });
-    expect(ctx.messages.map((m) => m.role)).toEqual(["system", "system", "system", "user", "assistant", "user", "assistant", "user"]);
+    const ctx = assemble({
+      system: [{ role: "system", content: "Be brief." }],
+      history,
+      summaries,
+      state,
+      input: [user("five")],
+    });
+    expect(ctx.messages.map((m) => m.role)).toEqual([
+      "system",
+      "system",
+      "system",
+      "user",
+      "assistant",
+      "user",
+      "assistant",
+      "user",
+    ]);
     expect(ctx.messages[1].content).toContain("messages 1–10");
     expect(ctx.messages[2].content).toContain("Recently referenced: task 42");
     expect(ctx.includedSeqs).toEqual([11, 12, 13, 14]);
@@ -46,7 +75,16 @@ describe("assembleContext", () => {
   });
 
   it("never starts with a stray tool result and keeps calls with their results", () => {
-    const history = stamp([user("q"), call("c1"), result("c1"), assistant("a"), user("q2"), call("c2"), result("c2"), assistant("done")]);
+    const history = stamp([
+      user("q"),
+      call("c1"),
+      result("c1"),
+      assistant("a"),
+      user("q2"),
+      call("c2"),
+      result("c2"),
+      assistant("done"),
+    ]);
     // A window of 2 would start at c2's result: the pair goes together or not at all.
     const ctx = assemble({ history, window: 2 });
     expect(ctx.includedSeqs).toEqual([8]);
@@ -81,7 +119,11 @@ describe("assembleContext", () => {
 
   it("cuts a message larger than the budget instead of failing, never dropping the system prompt", () => {
     const huge = "lorem ipsum dolor ".repeat(2000);
-    const ctx = assemble({ system: [{ role: "system", content: "Rules." }], input: [user(huge)], tokenBudget: 500 });
+    const ctx = assemble({
+      system: [{ role: "system", content: "Rules." }],
+      input: [user(huge)],
+      tokenBudget: 500,
+    });
     expect(ctx.tokens).toBeLessThanOrEqual(500);
     expect(ctx.messages[0]).toEqual({ role: "system", content: "Rules." });
     expect(ctx.messages[1].content).toMatch(/\[… truncated by threadkeep: \d+ tokens left out\]$/);
@@ -100,7 +142,12 @@ describe("assembleContext", () => {
       history,
       summaries,
       window: 5,
-      preferences: { maxRecentMessages: 8, focusRange: { fromSeq: 3, toSeq: 4 }, pinnedSeqs: [10], includeSummaries: false },
+      preferences: {
+        maxRecentMessages: 8,
+        focusRange: { fromSeq: 3, toSeq: 4 },
+        pinnedSeqs: [10],
+        includeSummaries: false,
+      },
     });
     expect(ctx.includedSeqs).toEqual([3, 4, 10, 33, 34, 35, 36, 37, 38, 39, 40]);
     expect(ctx.includedSummaryIds).toEqual([]);
@@ -118,7 +165,10 @@ describe("assembleContext", () => {
     const tight = assemble({ history: stamp([user("x")], 60), summaries, tokenBudget: 12 });
     expect(tight.includedSummaryIds).toEqual([]);
     expect(tight.omitted.summaries).toBe(1);
-    const covered = assemble({ history: stamp([user("x")], 30), summaries: [{ ...summaries[0], fromSeq: 30, toSeq: 30 }] });
+    const covered = assemble({
+      history: stamp([user("x")], 30),
+      summaries: [{ ...summaries[0], fromSeq: 30, toSeq: 30 }],
+    });
     expect(covered.includedSummaryIds).toEqual([]);
   });
 

@@ -13,12 +13,18 @@ const MIN_CUT_TOKENS = 64;
 
 function checkLimits(input: ContextInput): void {
   if (!Number.isSafeInteger(input.window) || input.window < 0) {
-    throw new ThreadkeepError("invalid_request", `window must be a whole number >= 0, got ${input.window}`, { details: { field: "window" } });
+    throw new ThreadkeepError("invalid_request", `window must be a whole number >= 0, got ${input.window}`, {
+      details: { field: "window" },
+    });
   }
   if (!Number.isSafeInteger(input.tokenBudget) || input.tokenBudget <= 0) {
-    throw new ThreadkeepError("invalid_request", `tokenBudget must be a positive whole number, got ${input.tokenBudget}`, {
-      details: { field: "tokenBudget" },
-    });
+    throw new ThreadkeepError(
+      "invalid_request",
+      `tokenBudget must be a positive whole number, got ${input.tokenBudget}`,
+      {
+        details: { field: "tokenBudget" },
+      },
+    );
   }
 }
 
@@ -39,7 +45,9 @@ function requestedUnits(units: readonly ToolUnit[], preferences: ContextPreferen
   if (pins.size === 0 && !range) return [];
   const wanted: number[] = [];
   for (let i = units.length - 1; i >= 0; i--) {
-    const hit = units[i].messages.some((m) => pins.has(m.seq) || (range && m.seq >= range.fromSeq && m.seq <= range.toSeq));
+    const hit = units[i].messages.some(
+      (m) => pins.has(m.seq) || (range && m.seq >= range.fromSeq && m.seq <= range.toSeq),
+    );
     if (hit) wanted.push(i);
   }
   return wanted;
@@ -84,7 +92,12 @@ export function assembleContext(input: ContextInput): AssembledContext {
   };
 
   const now = input.now ?? Date.now();
-  const noteText = input.stateNote !== undefined ? input.stateNote : input.state ? renderConversationNote(readConversation(input.state.data), now) : null;
+  const noteText =
+    input.stateNote !== undefined
+      ? input.stateNote
+      : input.state
+        ? renderConversationNote(readConversation(input.state.data), now)
+        : null;
   const note = take(noteText ? count({ role: "system", content: noteText }) : null);
 
   for (const i of requestedUnits(units, preferences)) {
@@ -96,7 +109,9 @@ export function assembleContext(input: ContextInput): AssembledContext {
 
   // Summaries of what the window does not show; the oldest summaries go first when space is short.
   const windowStartSeq =
-    history.length === 0 || window === 0 ? Number.POSITIVE_INFINITY : history[Math.max(0, history.length - window)].seq;
+    history.length === 0 || window === 0
+      ? Number.POSITIVE_INFINITY
+      : history[Math.max(0, history.length - window)].seq;
   // Summaries the sent one contains, or whose messages the window shows, are not missing if left out.
   const relevant = selectSummaries(input.summaries).filter((s) => s.fromSeq < windowStartSeq);
   let summaries: Summary[] = [];

@@ -36,7 +36,8 @@ export interface CompactionSettings {
 /** The summary that covers the most recent messages (a rolling summary contains the ones before it). */
 export function latestSummary(summaries: readonly Summary[]): Summary | undefined {
   let latest: Summary | undefined;
-  for (const s of summaries) if (!latest || s.toSeq > latest.toSeq || (s.toSeq === latest.toSeq && s.id > latest.id)) latest = s;
+  for (const s of summaries)
+    if (!latest || s.toSeq > latest.toSeq || (s.toSeq === latest.toSeq && s.id > latest.id)) latest = s;
   return latest;
 }
 
@@ -68,8 +69,15 @@ export async function compactSession(
   const end = Math.max(lastSeq - settings.window, firstSeq + overflow - 1);
   const start = Math.max(coveredTo, firstSeq - 1) + 1;
   const result: CompactionResult = { dropped: 0 };
-  if (end - start + 1 > settings.threshold || (overflow > 0 && coveredTo < firstSeq + overflow - 1 && end >= start)) {
-    const batch = await store.getMessages(sessionId, { fromSeq: start, toSeq: end, limit: settings.maxBatch });
+  if (
+    end - start + 1 > settings.threshold ||
+    (overflow > 0 && coveredTo < firstSeq + overflow - 1 && end >= start)
+  ) {
+    const batch = await store.getMessages(sessionId, {
+      fromSeq: start,
+      toSeq: end,
+      limit: settings.maxBatch,
+    });
     if (batch.length > 0) {
       try {
         const content = await summarizer.summarize({ sessionId, messages: batch, previous });
@@ -113,7 +121,10 @@ export class Compactor {
     if (running) return running;
     const run = compactSession(store, sessionId, summarizer, this.#settings)
       .then((result) => {
-        if (result.error) console.warn(`[threadkeep] summarizing session ${sessionId} failed, its messages are kept: ${result.error}`);
+        if (result.error)
+          console.warn(
+            `[threadkeep] summarizing session ${sessionId} failed, its messages are kept: ${result.error}`,
+          );
         return result;
       })
       .catch((error: unknown): CompactionResult => {

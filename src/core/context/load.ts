@@ -47,10 +47,15 @@ export async function loadContext(
   const preferences = override ?? stored;
   if (!preferences) return { history: recent, summaries, state };
   const reads: Promise<Message[]>[] = [];
-  if ((preferences.maxRecentMessages ?? 0) > window) reads.push(store.getMessages(sessionId, { last: preferences.maxRecentMessages }));
+  if ((preferences.maxRecentMessages ?? 0) > window)
+    reads.push(store.getMessages(sessionId, { last: preferences.maxRecentMessages }));
   const focus = preferences.focusRange;
-  if (focus) reads.push(store.getMessages(sessionId, { fromSeq: focus.fromSeq - NEIGHBOURS, toSeq: focus.toSeq + NEIGHBOURS }));
-  for (const [from, to] of pinSpans(preferences.pinnedSeqs ?? [])) reads.push(store.getMessages(sessionId, { fromSeq: from, toSeq: to }));
+  if (focus)
+    reads.push(
+      store.getMessages(sessionId, { fromSeq: focus.fromSeq - NEIGHBOURS, toSeq: focus.toSeq + NEIGHBOURS }),
+    );
+  for (const [from, to] of pinSpans(preferences.pinnedSeqs ?? []))
+    reads.push(store.getMessages(sessionId, { fromSeq: from, toSeq: to }));
   if (reads.length === 0) return { history: recent, summaries, state, preferences, stored };
   const bySeq = new Map<number, Message>();
   for (const batch of [recent, ...(await Promise.all(reads))]) for (const m of batch) bySeq.set(m.seq, m);

@@ -15,7 +15,10 @@ export const contextPreferencesSchema = z.strictObject({
   focusRange: z
     .strictObject({ fromSeq: seq, toSeq: seq })
     .refine((r) => r.toSeq >= r.fromSeq, { message: "must not be below fromSeq", path: ["toSeq"] })
-    .refine((r) => r.toSeq - r.fromSeq < MAX_FOCUS_MESSAGES, { message: `spans at most ${MAX_FOCUS_MESSAGES} messages`, path: ["toSeq"] })
+    .refine((r) => r.toSeq - r.fromSeq < MAX_FOCUS_MESSAGES, {
+      message: `spans at most ${MAX_FOCUS_MESSAGES} messages`,
+      path: ["toSeq"],
+    })
     .optional(),
   includeSummaries: z.boolean().optional(),
   pinnedSeqs: z.array(seq).max(50).optional(),
@@ -54,7 +57,12 @@ export const setContextPreferencesTool = {
     parameters: {
       type: "object",
       properties: {
-        maxRecentMessages: { type: "integer", minimum: 1, maximum: 1000, description: "How many recent messages to include." },
+        maxRecentMessages: {
+          type: "integer",
+          minimum: 1,
+          maximum: 1000,
+          description: "How many recent messages to include.",
+        },
         focusRange: {
           type: "object",
           description: `An older range of messages to bring back, inclusive, at most ${MAX_FOCUS_MESSAGES} messages.`,
@@ -63,7 +71,12 @@ export const setContextPreferencesTool = {
           additionalProperties: false,
         },
         includeSummaries: { type: "boolean", description: "Whether to include summaries of older turns." },
-        pinnedSeqs: { type: "array", items: seqRange, maxItems: 50, description: "Messages (by seq) to always include." },
+        pinnedSeqs: {
+          type: "array",
+          items: seqRange,
+          maxItems: 50,
+          description: "Messages (by seq) to always include.",
+        },
         sticky: { type: "boolean", description: "Keep these preferences for later turns too." },
         reset: { type: "boolean", description: "Forget earlier preferences before applying these." },
       },
@@ -92,7 +105,11 @@ export async function handleSetContextPreferences(
   call: Pick<ToolCall, "id" | "function">,
   options: { userId?: string } = {},
 ): Promise<ChatMessage> {
-  const reply = (body: unknown): ChatMessage => ({ role: "tool", tool_call_id: call.id, content: JSON.stringify(body) });
+  const reply = (body: unknown): ChatMessage => ({
+    role: "tool",
+    tool_call_id: call.id,
+    content: JSON.stringify(body),
+  });
   let args: unknown;
   try {
     args = call.function.arguments.trim() === "" ? {} : JSON.parse(call.function.arguments);
@@ -100,10 +117,17 @@ export async function handleSetContextPreferences(
     return reply({ ok: false, error: "arguments are not valid JSON" });
   }
   try {
-    const { reset, ...rest } = (typeof args === "object" && args !== null ? args : { args }) as Record<string, unknown>;
-    if (reset !== undefined && typeof reset !== "boolean") return reply({ ok: false, error: "reset: must be a boolean" });
+    const { reset, ...rest } = (typeof args === "object" && args !== null ? args : { args }) as Record<
+      string,
+      unknown
+    >;
+    if (reset !== undefined && typeof reset !== "boolean")
+      return reply({ ok: false, error: "reset: must be a boolean" });
     const preferences = parseContextPreferences(rest);
-    const stored = await target.setPreferences(sessionId, preferences, { userId: options.userId, merge: !reset });
+    const stored = await target.setPreferences(sessionId, preferences, {
+      userId: options.userId,
+      merge: !reset,
+    });
     return reply({ ok: true, preferences: stored ?? {} });
   } catch (error) {
     if (isThreadkeepError(error, "invalid_request")) return reply({ ok: false, error: error.message });

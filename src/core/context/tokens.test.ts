@@ -8,12 +8,17 @@ describe("TokenCounter", () => {
     clearTokenCache();
     const counter = new TokenCounter("o200k_base");
     // Same length, different content: more than one cache bucket holds, and short texts too.
-    const texts = Array.from({ length: 40 }, (_, i) => `${String(i).padStart(3, "0")} ${"abcdefghij".repeat(5).slice(i % 10)}${"xyz".repeat(i % 10)}`);
+    const texts = Array.from(
+      { length: 40 },
+      (_, i) =>
+        `${String(i).padStart(3, "0")} ${"abcdefghij".repeat(5).slice(i % 10)}${"xyz".repeat(i % 10)}`,
+    );
     texts.push("ok", "ja", "", "日本語のテキスト", "x".repeat(5000));
     for (let round = 0; round < 2; round++) {
       for (const text of texts) expect(counter.text(text)).toBe(o200k(text));
       // Fresh copies, as a store read delivers them.
-      for (const text of JSON.parse(JSON.stringify(texts)) as string[]) expect(counter.text(text)).toBe(o200k(text));
+      for (const text of JSON.parse(JSON.stringify(texts)) as string[])
+        expect(counter.text(text)).toBe(o200k(text));
     }
     expect(new TokenCounter("cl100k_base").text(texts[0])).toBe(cl100k(texts[0]));
   });
@@ -21,10 +26,18 @@ describe("TokenCounter", () => {
   it("counts a message's overhead, name, tool calls and non-text parts", () => {
     const counter = new TokenCounter("o200k_base");
     expect(counter.message({ role: "user", content: "hello" })).toBe(MESSAGE_OVERHEAD_TOKENS + 1);
-    expect(counter.message({ role: "user", content: "hello", name: "alice" })).toBe(MESSAGE_OVERHEAD_TOKENS + 1 + 1 + 1);
+    expect(counter.message({ role: "user", content: "hello", name: "alice" })).toBe(
+      MESSAGE_OVERHEAD_TOKENS + 1 + 1 + 1,
+    );
     const image = { type: "image_url", image_url: { url: "data:…" } };
-    expect(counter.message({ role: "user", content: [{ type: "text", text: "hello" }, image] })).toBe(MESSAGE_OVERHEAD_TOKENS + 1 + 85);
-    const call = { role: "assistant" as const, content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "f", arguments: "{}" } }] };
+    expect(counter.message({ role: "user", content: [{ type: "text", text: "hello" }, image] })).toBe(
+      MESSAGE_OVERHEAD_TOKENS + 1 + 85,
+    );
+    const call = {
+      role: "assistant" as const,
+      content: null,
+      tool_calls: [{ id: "c1", type: "function", function: { name: "f", arguments: "{}" } }],
+    };
     expect(counter.message(call)).toBeGreaterThan(2 * MESSAGE_OVERHEAD_TOKENS);
   });
 

@@ -40,7 +40,9 @@ function encodingOf(name: EncodingName): Encoding {
 export function encodingForModel(model?: string): EncodingName {
   if (!model) return "o200k_base";
   const name = model.toLowerCase().replace(/^.*\//, "");
-  return /^(gpt-4(-|$)|gpt-4-32k|gpt-35|gpt-3\.5|text-embedding-(ada|3))/.test(name) ? "cl100k_base" : "o200k_base";
+  return /^(gpt-4(-|$)|gpt-4-32k|gpt-35|gpt-3\.5|text-embedding-(ada|3))/.test(name)
+    ? "cl100k_base"
+    : "o200k_base";
 }
 
 /** Most cached texts per encoding; past it the cache starts afresh. */
@@ -63,7 +65,8 @@ class CountCache {
   get(text: string): number | undefined {
     if (text.length < LONG_TEXT) return this.#short.get(text);
     const bucket = this.#long.get(text.length);
-    if (bucket) for (let i = 0; i < bucket.length; i += 2) if (bucket[i] === text) return bucket[i + 1] as number;
+    if (bucket)
+      for (let i = 0; i < bucket.length; i += 2) if (bucket[i] === text) return bucket[i + 1] as number;
     return undefined;
   }
 
@@ -78,7 +81,10 @@ class CountCache {
       return;
     }
     let bucket = this.#long.get(text.length);
-    if (!bucket) this.#long.set(text.length, (bucket = []));
+    if (!bucket) {
+      bucket = [];
+      this.#long.set(text.length, bucket);
+    }
     if (bucket.length >= BUCKET_LIMIT * 2) bucket.splice(0, 2);
     bucket.push(text, count);
   }
@@ -124,7 +130,8 @@ export class TokenCounter {
     if (typeof content === "string") return this.text(content);
     if (!Array.isArray(content)) return 0;
     let total = 0;
-    for (const part of content) total += typeof part.text === "string" ? this.text(part.text) : NON_TEXT_PART_TOKENS;
+    for (const part of content)
+      total += typeof part.text === "string" ? this.text(part.text) : NON_TEXT_PART_TOKENS;
     return total;
   }
 
@@ -134,7 +141,11 @@ export class TokenCounter {
     if (message.name) total += 1 + this.text(message.name);
     if (message.tool_calls) {
       for (const call of message.tool_calls) {
-        total += MESSAGE_OVERHEAD_TOKENS + this.text(call.id) + this.text(call.function.name) + this.text(call.function.arguments);
+        total +=
+          MESSAGE_OVERHEAD_TOKENS +
+          this.text(call.id) +
+          this.text(call.function.name) +
+          this.text(call.function.arguments);
       }
     }
     if (message.tool_call_id) total += this.text(message.tool_call_id);

@@ -45,7 +45,11 @@ export function groupToolUnits(history: readonly Message[]): ToolUnit[] {
     }
     close();
     if (isToolCaller(message)) {
-      const unit: ToolUnit = { messages: [message], valid: false, pending: new Set(message.tool_calls!.map((c) => c.id)) };
+      const unit: ToolUnit = {
+        messages: [message],
+        valid: false,
+        pending: new Set(message.tool_calls!.map((c) => c.id)),
+      };
       units.push(unit);
       open = unit;
     } else {
@@ -60,9 +64,13 @@ export function groupToolUnits(history: readonly Message[]): ToolUnit[] {
  * The input messages that may be sent: tool results must answer a call made earlier in the input or
  * by `carried` (the stored assistant message whose results arrive with this input).
  */
-export function validInput(input: readonly ChatMessage[], carried?: ToolUnit): { kept: ChatMessage[]; dropped: number } {
+export function validInput(
+  input: readonly ChatMessage[],
+  carried?: ToolUnit,
+): { kept: ChatMessage[]; dropped: number } {
   const known = new Set<string>();
-  for (const message of carried?.messages ?? []) for (const call of message.tool_calls ?? []) known.add(call.id);
+  for (const message of carried?.messages ?? [])
+    for (const call of message.tool_calls ?? []) known.add(call.id);
   const kept: ChatMessage[] = [];
   for (const message of input) {
     if (isToolCaller(message)) for (const call of message.tool_calls!) known.add(call.id);
@@ -73,9 +81,13 @@ export function validInput(input: readonly ChatMessage[], carried?: ToolUnit): {
 }
 
 /** The last unit when its missing results are all in `input`, so it must travel with the input. */
-export function unitCompletedByInput(units: readonly ToolUnit[], input: readonly ChatMessage[]): ToolUnit | undefined {
+export function unitCompletedByInput(
+  units: readonly ToolUnit[],
+  input: readonly ChatMessage[],
+): ToolUnit | undefined {
   const last = units.at(-1);
-  if (!last || last.valid || last.pending.size === 0 || last.messages[0].role !== "assistant") return undefined;
+  if (!last || last.valid || last.pending.size === 0 || last.messages[0].role !== "assistant")
+    return undefined;
   const answered = new Set(input.filter((m) => m.role === "tool").map((m) => m.tool_call_id));
   for (const id of last.pending) if (!answered.has(id)) return undefined;
   return last;

@@ -14,7 +14,9 @@ export function truncationMarker(leftOut: number): string {
 }
 
 function hasText(message: ChatMessage): boolean {
-  return typeof message.content === "string" ? message.content.length > 0 : contentText(message.content).length > 0;
+  return typeof message.content === "string"
+    ? message.content.length > 0
+    : contentText(message.content).length > 0;
 }
 
 /**
@@ -22,7 +24,11 @@ function hasText(message: ChatMessage): boolean {
  * message has no text to cut or cannot get that small (tool calls and overhead are never cut).
  * Non-text parts of a multi-part content are left out of the cut message.
  */
-export function truncateMessage(message: ChatMessage, maxTokens: number, counter: TokenCounter): Counted | null {
+export function truncateMessage(
+  message: ChatMessage,
+  maxTokens: number,
+  counter: TokenCounter,
+): Counted | null {
   if (!hasText(message)) return null;
   const text = contentText(message.content);
   const textTokens = counter.text(text);
@@ -43,7 +49,10 @@ export function truncateMessage(message: ChatMessage, maxTokens: number, counter
 /** The message with its text replaced by the marker alone: as small as cutting gets. */
 function markerOnly(message: ChatMessage, counter: TokenCounter): Counted | null {
   if (!hasText(message)) return null;
-  const cut = { ...message, content: truncationMarker(counter.text(contentText(message.content))).trimStart() };
+  const cut = {
+    ...message,
+    content: truncationMarker(counter.text(contentText(message.content))).trimStart(),
+  };
   return { message: cut, tokens: counter.message(cut) };
 }
 

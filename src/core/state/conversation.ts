@@ -104,7 +104,10 @@ export function readConversation(data: Record<string, unknown> | undefined): Con
 }
 
 /** Session state data with the conversational state replaced. */
-export function writeConversation(data: Record<string, unknown>, conversation: ConversationState): Record<string, unknown> {
+export function writeConversation(
+  data: Record<string, unknown>,
+  conversation: ConversationState,
+): Record<string, unknown> {
   return { ...data, conversation };
 }
 
@@ -119,7 +122,11 @@ export function patchConversation(state: ConversationState, patch: ConversationP
 }
 
 /** The state with `entity` moved (or added) to the front of the references. */
-export function withReference(state: ConversationState, entity: Omit<EntityRef, "at">, now = Date.now()): ConversationState {
+export function withReference(
+  state: ConversationState,
+  entity: Omit<EntityRef, "at">,
+  now = Date.now(),
+): ConversationState {
   const ref = parseWith(entitySchema, { ...entity, at: now }, "entity") as EntityRef;
   const others = state.references.filter((r) => r.type !== ref.type || String(r.id) !== String(ref.id));
   return { ...state, references: [ref, ...others].slice(0, MAX_REFERENCES) };
@@ -171,7 +178,8 @@ function entityName(ref: EntityRef): string {
  */
 export function renderConversationNote(state: ConversationState, now = Date.now()): string | null {
   const lines: string[] = [];
-  if (state.references.length > 0) lines.push(`Recently referenced: ${state.references.slice(0, 5).map(entityName).join(", ")}`);
+  if (state.references.length > 0)
+    lines.push(`Recently referenced: ${state.references.slice(0, 5).map(entityName).join(", ")}`);
   if (state.lastIntent) lines.push(`Last intent: ${state.lastIntent.name}`);
   const pending = state.pending;
   if (pending && !isExpired(pending, now)) {

@@ -11,7 +11,11 @@ import {
 import { createResolver, normalizePhrase, resolveMessage } from "./references.js";
 
 const NOW = 1_700_000_000_000;
-const task42 = withReference({ references: [] }, { type: "task", id: 42, label: "buy groceries" }, NOW - 5000);
+const task42 = withReference(
+  { references: [] },
+  { type: "task", id: 42, label: "buy groceries" },
+  NOW - 5000,
+);
 const withNote = withReference(task42, { type: "note", id: "n7" }, NOW - 1000);
 const pendingDelete = (ttlMs = 60_000): ConversationState => ({
   ...task42,
@@ -20,8 +24,18 @@ const pendingDelete = (ttlMs = 60_000): ConversationState => ({
 
 describe("resolveMessage", () => {
   it.each([
-    ["yes", "en"], ["Yes!", "en"], ["do it", "en"], ["confirm", "en"], ["yes, do it please", "en"], ["OK, go ahead.", "en"],
-    ["ja", "nl"], ["doe maar", "nl"], ["Ja, doe maar graag", "nl"], ["Oké", "nl"], ["akkoord", "nl"], ["ga je gang", "nl"],
+    ["yes", "en"],
+    ["Yes!", "en"],
+    ["do it", "en"],
+    ["confirm", "en"],
+    ["yes, do it please", "en"],
+    ["OK, go ahead.", "en"],
+    ["ja", "nl"],
+    ["doe maar", "nl"],
+    ["Ja, doe maar graag", "nl"],
+    ["Oké", "nl"],
+    ["akkoord", "nl"],
+    ["ga je gang", "nl"],
   ])("confirms the pending action on %j", (text, language) => {
     const state = pendingDelete();
     const resolution = resolveMessage(text, state, NOW + 1000);
@@ -29,22 +43,35 @@ describe("resolveMessage", () => {
   });
 
   it.each([
-    ["no", "en"], ["Cancel", "en"], ["no, don't", "en"], ["never mind", "en"], ["forget it", "en"],
-    ["nee", "nl"], ["annuleer", "nl"], ["laat maar", "nl"], ["doe maar niet", "nl"], ["Nee, toch niet.", "nl"],
+    ["no", "en"],
+    ["Cancel", "en"],
+    ["no, don't", "en"],
+    ["never mind", "en"],
+    ["forget it", "en"],
+    ["nee", "nl"],
+    ["annuleer", "nl"],
+    ["laat maar", "nl"],
+    ["doe maar niet", "nl"],
+    ["Nee, toch niet.", "nl"],
   ])("cancels the pending action on %j", (text, language) => {
     expect(resolveMessage(text, pendingDelete(), NOW + 1000)).toMatchObject({ kind: "cancel", language });
   });
 
   it("never confirms an expired confirmation", () => {
     const state = pendingDelete(60_000);
-    expect(resolveMessage("yes", state, NOW + 60_000)).toMatchObject({ kind: "expired", pending: state.pending });
+    expect(resolveMessage("yes", state, NOW + 60_000)).toMatchObject({
+      kind: "expired",
+      pending: state.pending,
+    });
     expect(resolveMessage("ja", state, NOW + 61_000)).toMatchObject({ kind: "expired" });
     expect(resolveMessage("yes", state, NOW + 59_999)).toMatchObject({ kind: "confirm" });
   });
 
   it("reads a yes without a pending action, or a longer sentence, as no confirmation", () => {
     expect(resolveMessage("yes", { references: [] }, NOW)).toEqual({ kind: "none" });
-    expect(resolveMessage("yes but first tell me about the weather", pendingDelete(), NOW)).not.toMatchObject({ kind: "confirm" });
+    expect(resolveMessage("yes but first tell me about the weather", pendingDelete(), NOW)).not.toMatchObject(
+      { kind: "confirm" },
+    );
     expect(resolveMessage("no yes", pendingDelete(), NOW)).not.toMatchObject({ kind: "confirm" });
   });
 
@@ -63,19 +90,37 @@ describe("resolveMessage", () => {
 
   it("does not point a reference to a type nobody mentioned at another entity", () => {
     expect(resolveMessage("delete that reminder", task42, NOW)).toEqual({ kind: "none" });
-    expect(resolveMessage("add it to the list", task42, NOW)).toMatchObject({ kind: "reference", entity: { id: 42 } });
+    expect(resolveMessage("add it to the list", task42, NOW)).toMatchObject({
+      kind: "reference",
+      entity: { id: 42 },
+    });
     expect(resolveMessage("hello there", task42, NOW)).toEqual({ kind: "none" });
     expect(resolveMessage("delete that", { references: [] }, NOW)).toEqual({ kind: "none" });
   });
 
   it("takes phrase lists per language, replacing or adding", () => {
     const german = createResolver({
-      phrases: { de: { confirm: ["ja", "mach das"], cancel: ["nein"], filler: ["bitte"], reference: ["das"], typedReference: ["die {type}"], nouns: { task: ["aufgabe"] } } },
+      phrases: {
+        de: {
+          confirm: ["ja", "mach das"],
+          cancel: ["nein"],
+          filler: ["bitte"],
+          reference: ["das"],
+          typedReference: ["die {type}"],
+          nouns: { task: ["aufgabe"] },
+        },
+      },
       languages: ["de"],
     });
-    expect(german.resolve("Ja, mach das bitte", pendingDelete(), NOW)).toMatchObject({ kind: "confirm", language: "de" });
+    expect(german.resolve("Ja, mach das bitte", pendingDelete(), NOW)).toMatchObject({
+      kind: "confirm",
+      language: "de",
+    });
     expect(german.resolve("yes", pendingDelete(), NOW)).toMatchObject({ kind: "none" });
-    expect(german.resolve("lösche die Aufgabe", withNote, NOW)).toMatchObject({ kind: "reference", entity: { type: "task" } });
+    expect(german.resolve("lösche die Aufgabe", withNote, NOW)).toMatchObject({
+      kind: "reference",
+      entity: { type: "task" },
+    });
     const strict = createResolver({ phrases: { en: { confirm: ["confirm"] } } });
     expect(strict.resolve("yes", pendingDelete(), NOW)).toMatchObject({ kind: "none" });
     expect(strict.resolve("no", pendingDelete(), NOW)).toMatchObject({ kind: "cancel" });
@@ -108,13 +153,21 @@ describe("conversation state", () => {
 
   it("validates shapes with coded errors naming the field", () => {
     expect(() => parseConversationState({ references: [{ type: "task", id: 1 }] })).toThrow(
-      expect.objectContaining({ code: "invalid_request", details: { field: "conversation.references.0.at" } }),
+      expect.objectContaining({
+        code: "invalid_request",
+        details: { field: "conversation.references.0.at" },
+      }),
     );
     expect(() => parseConversationPatch({ pending: { action: "x" }, extra: 1 })).toThrow(
       expect.objectContaining({ code: "invalid_request" }),
     );
-    expect(() => parseConversationPatch({ color: "red" })).toThrow(expect.objectContaining({ details: { field: "conversation.color" } }));
-    expect(parseConversationPatch({ pending: null, lastIntent: null })).toEqual({ pending: null, lastIntent: null });
+    expect(() => parseConversationPatch({ color: "red" })).toThrow(
+      expect.objectContaining({ details: { field: "conversation.color" } }),
+    );
+    expect(parseConversationPatch({ pending: null, lastIntent: null })).toEqual({
+      pending: null,
+      lastIntent: null,
+    });
     expect(() => withReference({ references: [] }, { type: "", id: 1 })).toThrow(/entity.type/);
   });
 });

@@ -1,10 +1,18 @@
-import { type ConversationState, type EntityRef, isExpired, type PendingConfirmation } from "./conversation.js";
+import {
+  type ConversationState,
+  type EntityRef,
+  isExpired,
+  type PendingConfirmation,
+} from "./conversation.js";
 import { DUTCH_PHRASES, ENGLISH_PHRASES, type PhraseSet } from "./phrases.js";
 
 export { DUTCH_PHRASES, ENGLISH_PHRASES, type PhraseSet } from "./phrases.js";
 
 /** The phrase lists threadkeep ships, by language code. */
-export const BUILTIN_PHRASES: Readonly<Record<string, PhraseSet>> = { en: ENGLISH_PHRASES, nl: DUTCH_PHRASES };
+export const BUILTIN_PHRASES: Readonly<Record<string, PhraseSet>> = {
+  en: ENGLISH_PHRASES,
+  nl: DUTCH_PHRASES,
+};
 
 /** Options of {@link createResolver}. */
 export interface ResolverOptions {
@@ -77,7 +85,14 @@ function segment(words: string[], phrases: Tagged, filler: Set<string>): string 
 export function createResolver(options: ResolverOptions = {}): Resolver {
   const sets: Record<string, PhraseSet> = { ...BUILTIN_PHRASES };
   for (const [language, given] of Object.entries(options.phrases ?? {})) {
-    const base = sets[language] ?? { confirm: [], cancel: [], filler: [], reference: [], typedReference: [], nouns: {} };
+    const base = sets[language] ?? {
+      confirm: [],
+      cancel: [],
+      filler: [],
+      reference: [],
+      typedReference: [],
+      nouns: {},
+    };
     sets[language] = { ...base, ...given };
   }
   const languages = options.languages ?? Object.keys(sets);
@@ -105,7 +120,12 @@ export function createResolver(options: ResolverOptions = {}): Resolver {
     for (const language of languages) {
       const set = sets[language];
       const nouns = [type, ...(set.nouns[type] ?? [])];
-      for (const pattern of set.typedReference) tag(phrases, nouns.map((noun) => pattern.replaceAll("{type}", noun)), language);
+      for (const pattern of set.typedReference)
+        tag(
+          phrases,
+          nouns.map((noun) => pattern.replaceAll("{type}", noun)),
+          language,
+        );
     }
     typedCache.set(type, phrases);
     return phrases;
@@ -124,7 +144,10 @@ export function createResolver(options: ResolverOptions = {}): Resolver {
       const pending = state.pending;
       const words = normal.split(" ");
       if (pending && words.length <= MAX_REPLY_WORDS) {
-        for (const [kind, phrases] of [["confirm", confirm], ["cancel", cancel]] as const) {
+        for (const [kind, phrases] of [
+          ["confirm", confirm],
+          ["cancel", cancel],
+        ] as const) {
           const phrase = segment(words, phrases, filler);
           if (!phrase) continue;
           const language = phrases.get(phrase)!;
@@ -144,7 +167,9 @@ export function createResolver(options: ResolverOptions = {}): Resolver {
         padded = padded.replace(` ${hit[0]} `, " ");
       }
       const hit = findIn(padded, genericByLength);
-      return hit ? { kind: "reference", entity: refs[0], phrase: hit[0], language: hit[1] } : { kind: "none" };
+      return hit
+        ? { kind: "reference", entity: refs[0], phrase: hit[0], language: hit[1] }
+        : { kind: "none" };
     },
   };
 }

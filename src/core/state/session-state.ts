@@ -2,7 +2,13 @@ import { readPreferences } from "../context/preferences.js";
 import type { ContextPreferences } from "../context/types.js";
 import { isThreadkeepError } from "../errors.js";
 import type { SessionState, SessionStore } from "../types.js";
-import { type ConversationState, isExpired, type PendingConfirmation, readConversation, writeConversation } from "./conversation.js";
+import {
+  type ConversationState,
+  isExpired,
+  type PendingConfirmation,
+  readConversation,
+  writeConversation,
+} from "./conversation.js";
 
 /** A session whose state may be changed: ownership already checked by the caller. */
 export interface StateAccess {
@@ -54,7 +60,10 @@ export async function changeConversation<T>(
  * Takes the pending confirmation out of the state (only the one with `id`, when given). A taken
  * confirmation that has expired is removed but not returned: it must never be executed.
  */
-export function takePending(access: StateAccess, options: { id?: string; now?: number } = {}): Promise<PendingConfirmation | null> {
+export function takePending(
+  access: StateAccess,
+  options: { id?: string; now?: number } = {},
+): Promise<PendingConfirmation | null> {
   return changeConversation(access, (state) => {
     const pending = state.pending;
     if (!pending || (options.id !== undefined && pending.id !== options.id)) return [null, null];

@@ -116,8 +116,12 @@ export async function importSessionBundle(store: SessionStore, bundle: SessionBu
     if (last) {
       const original = originalMessage(last, seqOffset(target));
       const index = original.seq - (messages[0]?.seq ?? 1);
-      if (index < 0 || index >= messages.length || !same(original, exportedMessage(messages[index]))) {
-        return { status: "diverged", messagesAdded: 0, reason: `its message ${original.seq} differs from the source's (or the source has no such message)` };
+      if (index >= messages.length) {
+        const lastSeq = messages.at(-1)?.seq ?? 0;
+        return { status: "diverged", messagesAdded: 0, reason: `the target holds messages up to seq ${original.seq}, the source only to ${lastSeq} (continued since?)` };
+      }
+      if (index < 0 || !same(original, exportedMessage(messages[index]))) {
+        return { status: "diverged", messagesAdded: 0, reason: `its message ${original.seq} differs from the source's` };
       }
       tail = messages.slice(index + 1);
     } else if (seqOffset(target) !== offset) {

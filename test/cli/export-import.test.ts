@@ -81,6 +81,21 @@ describe("import of a store that already holds some of it", () => {
   });
 });
 
+describe("import into a store that moved on", () => {
+  it("reports a session continued in the target since the export, and leaves it alone", async () => {
+    const source = createMemoryStore({ ttlMs: 0 });
+    const [tools] = await seedVaried(source);
+    const lines = await exportAll(source);
+    const target = createMemoryStore({ ttlMs: 0 });
+    await importSessions(target, () => lines);
+    await target.appendMessages(tools, [{ role: "user", content: "one more" }]);
+    const report = await importSessions(target, () => lines);
+    expect(report.counts).toMatchObject({ unchanged: 3, diverged: 1 });
+    expect(report.problems[0].message).toBe(`session ${tools} not imported: the target holds messages up to seq 8, the source only to 7 (continued since?)`);
+    expect(await target.countMessages(tools)).toBe(8);
+  });
+});
+
 describe("malformed input", () => {
   const lines = async () => {
     const source = createMemoryStore({ ttlMs: 0 });

@@ -502,7 +502,9 @@ export class Memory {
    * It changes nothing: call {@link confirmPending} or {@link cancelPending} to act on it.
    */
   async resolve(sessionId: string, text: string, options: OwnerOptions & { now?: number } = {}): Promise<Resolution> {
-    return this.#resolver.resolve(text, await this.getConversation(sessionId, options), options.now);
+    // Like buildContext, the first call of a turn: a new session is created, not "not found".
+    const { store, sessionId: id } = await this.#access(sessionId, options);
+    return this.#resolver.resolve(text, readConversation((await store.getState(id)).data), options.now);
   }
 
   /** Deletes sessions inactive longer than `ttlMs`. @returns their ids. */

@@ -174,7 +174,9 @@ describe("seed scenarios", () => {
     const memory = createMemory({ store: createMemoryStore({ ttlMs: 0 }) });
     const fresh = memory.session("11111111-1111-4111-8111-111111111111", { userId: "bob" });
     expect(await fresh.resolve("yes")).toEqual({ kind: "none" });
-    await expect(memory.resolve(fresh.id, "yes", { userId: "mallory" })).rejects.toMatchObject({ code: "session_not_found" });
+    await expect(memory.resolve(fresh.id, "yes", { userId: "mallory" })).rejects.toMatchObject({
+      code: "session_not_found",
+    });
     await memory.close();
   });
 

@@ -57,3 +57,63 @@ describe("OpenAI-compatible upstream client", () => {
     expect(vectors[0]).toHaveLength(8);
   });
 });
+
+describe("upstream timeouts", () => {
+  it("times out a silent upstream but never cuts a stream that is flowing", async () => {
+    const fake = await startFakeUpstream();
+    try {
+      fake.setReply(() => ({ content: "slow but steady reply", delayMs: 150 }));
+      const upstream = createUpstream({ baseUrl: fake.url, timeoutMs: 400 });
+      const events = await upstream.streamChat({ model: "m", messages: [{ role: "user", content: "x" }] });
+      const acc = new StreamAccumulator();
+      for await (const event of events) acc.add(event.chunk);
+      // Six chunks at 150 ms each take longer than the 400 ms timeout, and all arrive.
+      expect(acc.message().content).toBe("slow but steady reply");
+      fake.setReply(() => ({ content: "late", delayMs: 1000 }));
+      const error = await upstream.chat({ model: "m", messages: [] }).catch((e) => e);
+      expect(error).toBeInstanceOf(UpstreamError);
+      expect(error.message).toMatch(/timed out after 400 ms/);
+    } finally {
+      await fake.close();
+    }
+  });
+
+  it("stops a request when its signal aborts", async () => {
+    const fake = await startFakeUpstream();
+    try {
+      fake.setReply(() => ({ content: "never", delayMs: 2000 }));
+      const upstream = createUpstream({ baseUrl: fake.url });
+      const controller = new AbortController();
+      setTimeout(() => controller.abort(new Error("user pressed Ctrl-C")), 50);
+      const started = Date.now();
+      const error = await upstream.chat({ model: "m", messages: [] }, { signal: controller.signal }).catch((e) => e);
+      expect(error.message).toBe("user pressed Ctrl-C");
+      expect(Date.now() - started).toBeLessThan(1500);
+    } finally {
+      await fake.close();
+    }
+  });
+
+  it("stops a flowing stream when its signal aborts", async () => {
+    const fake = await startFakeUpstream();
+    try {
+      fake.setReply(() => ({ content: "a long reply that keeps coming", delayMs: 100 }));
+      const upstream = createUpstream({ baseUrl: fake.url });
+      const controller = new AbortController();
+      const events = await upstream.streamChat({ model: "m", messages: [] }, { signal: controller.signal });
+      const acc = new StreamAccumulator();
+      const started = Date.now();
+      const error = await (async () => {
+        for await (const event of events) {
+          acc.add(event.chunk);
+          if (acc.content.length > 0) controller.abort(new Error("stop"));
+        }
+      })().catch((e) => e);
+      expect(error).toBeInstanceOf(Error);
+      expect(acc.content.length).toBeLessThan("a long reply that keeps coming".length);
+      expect(Date.now() - started).toBeLessThan(500);
+    } finally {
+      await fake.close();
+    }
+  });
+});

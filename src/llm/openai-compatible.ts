@@ -1,3 +1,5 @@
+import { Agent as HttpAgent, type IncomingMessage, request as httpRequest } from "node:http";
+import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { ThreadkeepError } from "../core/errors.js";
 
 /** Where an OpenAI-compatible API lives. */
@@ -6,7 +8,10 @@ export interface UpstreamOptions {
   baseUrl: string;
   /** Sent as `Authorization: Bearer …` when set. */
   apiKey?: string;
-  /** Gives up on a request (not a stream already flowing) after this long. @default 120000 */
+  /**
+   * Gives up when the upstream has not answered within this long: the response head for a stream
+   * (a reply already flowing is never cut), the whole body otherwise. @default 120000
+   */
   timeoutMs?: number;
 }
 
@@ -45,8 +50,19 @@ export interface Upstream {
   models(options?: { signal?: AbortSignal }): Promise<any>;
 }
 
-async function readBody(response: Response): Promise<unknown> {
-  const text = await response.text();
+interface RawResponse {
+  status: number;
+  ok: boolean;
+  body: IncomingMessage;
+}
+
+async function readText(body: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of body) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+function parseBody(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch {
@@ -60,10 +76,10 @@ function errorMessage(status: number, body: unknown): string {
 }
 
 /** Splits an SSE byte stream into `data:` payloads. */
-async function* sseData(body: ReadableStream<Uint8Array>): AsyncIterable<string> {
+async function* sseData(body: AsyncIterable<Buffer>): AsyncIterable<string> {
   const decoder = new TextDecoder();
   let buffer = "";
-  for await (const bytes of body as unknown as AsyncIterable<Uint8Array>) {
+  for await (const bytes of body) {
     buffer += decoder.decode(bytes, { stream: true });
     let end = buffer.search(/\r?\n\r?\n/);
     while (end >= 0) {
@@ -86,33 +102,66 @@ async function* sseData(body: ReadableStream<Uint8Array>): AsyncIterable<string>
 export function createUpstream(options: UpstreamOptions): Upstream {
   const baseUrl = options.baseUrl.replace(/\/+$/, "");
   const timeoutMs = options.timeoutMs ?? 120_000;
-  const headers: Record<string, string> = { "content-type": "application/json" };
+  const base = new URL(baseUrl);
+  const secure = base.protocol === "https:";
+  // node:http with a keep-alive agent: per call it costs a fraction of fetch's Request/stream objects.
+  const agent = secure ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
+  const send = secure ? httpsRequest : httpRequest;
+  const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json, text/event-stream" };
   if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
 
-  const request = async (method: string, path: string, body: unknown, signal?: AbortSignal): Promise<Response> => {
-    const timeout = AbortSignal.timeout(timeoutMs);
-    try {
-      return await fetch(`${baseUrl}${path}`, {
-        method,
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
-      });
-    } catch (error) {
-      if (signal?.aborted) throw error;
-      const reason = timeout.aborted ? `timed out after ${timeoutMs} ms` : String((error as Error).cause ?? error);
-      throw new UpstreamError(
-        0,
-        { error: { message: `Upstream ${baseUrl} unreachable: ${reason}`, type: "upstream_error", code: "upstream_unreachable" } },
-        `Upstream ${baseUrl} unreachable: ${reason}`,
-        { cause: error },
+  const unreachable = (reason: string, cause: unknown) =>
+    new UpstreamError(
+      0,
+      { error: { message: `Upstream ${baseUrl} unreachable: ${reason}`, type: "upstream_error", code: "upstream_unreachable" } },
+      `Upstream ${baseUrl} unreachable: ${reason}`,
+      { cause },
+    );
+
+  /** Sends a request; the timeout covers the wait for the response head (and, for `whole`, the body). */
+  const request = (method: string, path: string, body: unknown, signal: AbortSignal | undefined, whole: boolean) =>
+    new Promise<RawResponse & { text?: string }>((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
+      const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+      const req = send(
+        new URL(`${base.pathname.replace(/\/+$/, "")}${path}`, base),
+        {
+          method,
+          agent,
+          headers: payload ? { ...headers, "content-length": String(payload.length) } : headers,
+        },
+        (res) => {
+          const status = res.statusCode ?? 0;
+          const done = (text?: string) => {
+            clearTimeout(timer);
+            resolve({ status, ok: status >= 200 && status < 300, body: res, text });
+          };
+          if (whole || status < 200 || status >= 300) readText(res).then(done, fail);
+          else done();
+        },
       );
-    }
-  };
+      const fail = (error: unknown) => {
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
+        if (signal?.aborted) reject(signal.reason);
+        else if (timedOut) reject(unreachable(`timed out after ${timeoutMs} ms`, error));
+        else reject(unreachable(String((error as Error)?.message ?? error), error));
+      };
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        req.destroy(new Error("timeout"));
+      }, timeoutMs);
+      const onAbort = () => req.destroy(signal?.reason instanceof Error ? signal.reason : new Error("aborted"));
+      signal?.addEventListener("abort", onAbort, { once: true });
+      req.on("error", fail);
+      req.on("close", () => signal?.removeEventListener("abort", onAbort));
+      req.end(payload);
+    });
 
   const json = async (method: string, path: string, body?: unknown, signal?: AbortSignal) => {
-    const response = await request(method, path, body, signal);
-    const parsed = await readBody(response);
+    const response = await request(method, path, body, signal, true);
+    const parsed = parseBody(response.text ?? "");
     if (!response.ok) throw new UpstreamError(response.status, parsed, errorMessage(response.status, parsed));
     return parsed as any;
   };
@@ -121,9 +170,9 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     baseUrl,
     chat: (body, opts = {}) => json("POST", "/chat/completions", { ...body, stream: false }, opts.signal),
     async streamChat(body, opts = {}) {
-      const response = await request("POST", "/chat/completions", { ...body, stream: true }, opts.signal);
-      if (!response.ok || !response.body) {
-        const parsed = await readBody(response);
+      const response = await request("POST", "/chat/completions", { ...body, stream: true }, opts.signal, false);
+      if (!response.ok) {
+        const parsed = parseBody(response.text ?? "");
         throw new UpstreamError(response.status, parsed, errorMessage(response.status, parsed));
       }
       const stream = response.body;

@@ -8,6 +8,8 @@
 export type ErrorCode =
   | "invalid_session_id"
   | "session_not_found"
+  | "not_found"
+  | "unsupported_media_type"
   | "session_exists"
   | "invalid_message"
   | "invalid_request"
@@ -30,6 +32,8 @@ export type ErrorCode =
 export const ERROR_STATUS: Readonly<Record<ErrorCode, number>> = {
   invalid_session_id: 400,
   session_not_found: 404,
+  not_found: 404,
+  unsupported_media_type: 415,
   session_exists: 409,
   invalid_message: 400,
   invalid_request: 400,

@@ -32,7 +32,7 @@ export interface HttpFailure {
 // Fastify's own request errors: what the client sent was wrong, so they get a 4xx with a stable code.
 const FASTIFY_CODES: Record<string, { status: number; code: string }> = {
   FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, code: "payload_too_large" },
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: { status: 415, code: "invalid_request" },
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: { status: 415, code: "unsupported_media_type" },
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: { status: 400, code: "invalid_request" },
   FST_ERR_CTP_EMPTY_JSON_BODY: { status: 400, code: "invalid_request" },
   FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, code: "invalid_request" },

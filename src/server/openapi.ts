@@ -60,7 +60,7 @@ export const openApiDocument = {
             content: { ...json({ type: "object" }), "text/event-stream": { schema: { type: "string" } } },
           },
           "413": error("Body larger than the limit (`payload_too_large`)"),
-          "415": error("Content-Type is not application/json (`invalid_request`)"),
+          "415": error("Content-Type is not application/json (`unsupported_media_type`)"),
           "429": error("Waited too long for earlier turns of the session (`session_busy`)"),
           "502": error(
             "Upstream unreachable (`upstream_error`); an upstream error status is passed through with its body",

@@ -142,7 +142,7 @@ describe("chat errors", () => {
       body: "hello",
     });
     expect(text.status).toBe(415);
-    expect(await errorOf(text)).toMatchObject({ code: "invalid_request" });
+    expect(await errorOf(text)).toMatchObject({ code: "unsupported_media_type" });
     const bad = await stack.request("POST", "/v1/chat/completions", { body: "{not json" });
     expect(bad.status).toBe(400);
     expect(await errorOf(bad)).toMatchObject({ code: "invalid_request", type: "invalid_request_error" });

@@ -307,6 +307,14 @@ export function describeStore(target: StoreUnderTest): void {
         expect((await store.getMessages(session.id, { last: 20 }))[0].seq).toBe(5);
       });
 
+      it("applies the cap on an empty append (compaction trims without adding)", async () => {
+        const session = await newSession();
+        await store.appendMessages(session.id, Array.from({ length: 8 }, (_, i) => text(`m${i + 1}`)));
+        expect(await store.appendMessages(session.id, [], { maxMessages: 3 })).toEqual([]);
+        expect((await store.getMessages(session.id)).map((m) => m.seq)).toEqual([6, 7, 8]);
+        expect((await store.appendMessages(session.id, [text("next")]))[0].seq).toBe(9);
+      });
+
       it("expires inactive sessions and returns their ids", async () => {
         const owner = user();
         const now = Date.now();

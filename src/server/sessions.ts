@@ -4,7 +4,9 @@
  */
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
+import { parseContextPreferences } from "../core/context/preferences.js";
 import type { ContextPreferences } from "../core/context/types.js";
+import { parseConversationState } from "../core/state/conversation.js";
 import type { Memory } from "../core/memory.js";
 import { parseBody } from "./_validate.js";
 import type { ServerMetrics } from "./metrics.js";
@@ -137,6 +139,9 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRoutesD
   app.patch<IdParams>("/v1/sessions/:id/state", async (request) => {
     const body = parseBody(StatePatch, request.body);
     await existing(request.params.id, request.userId);
+    // The keys threadkeep itself reads must keep their shape; anything else is the application's.
+    if (body.data.conversation != null) parseConversationState(body.data.conversation);
+    if (body.data.preferences != null) parseContextPreferences(body.data.preferences);
     return memory.updateState(request.params.id, (data) => mergeState(data, body.data), {
       ...owner(request),
       expectedVersion: body.expectedVersion,

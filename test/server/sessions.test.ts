@@ -139,6 +139,12 @@ describe("session REST API", () => {
     });
     expect(stale.status).toBe(409);
     expect(stale.body.error.code).toBe("state_conflict");
+    const badShape = await call("tk-alice", "PATCH", `/v1/sessions/${id}/state`, {
+      data: { preferences: { maxRecentMessages: -3 }, conversation: { references: "not a list" } },
+    });
+    expect(badShape.status).toBe(400);
+    expect(badShape.body.error.code).toBe("invalid_request");
+    expect((await call("tk-alice", "GET", `/v1/sessions/${id}/state`)).body.version).toBe(2);
     const prefs = await call("tk-alice", "PUT", `/v1/sessions/${id}/preferences`, {
       maxRecentMessages: 4,
       sticky: true,

@@ -57,8 +57,12 @@ function usage(state: ChatState, text: string): void {
 export function printMessages(state: ChatState, messages: Message[]): void {
   const { paint } = state;
   for (const m of messages) {
-    const text = m.tool_calls ? `→ ${m.tool_calls.map((c) => c.function.name).join(", ")}` : oneLine(m.content, 100);
-    state.print(`${paint.dim(`#${m.seq}`)} ${m.role}: ${text}${m.incomplete ? paint.yellow(" [incomplete]") : ""}`);
+    const text = m.tool_calls
+      ? `→ ${m.tool_calls.map((c) => c.function.name).join(", ")}`
+      : oneLine(m.content, 100);
+    state.print(
+      `${paint.dim(`#${m.seq}`)} ${m.role}: ${text}${m.incomplete ? paint.yellow(" [incomplete]") : ""}`,
+    );
   }
 }
 
@@ -66,7 +70,10 @@ async function resume(state: ChatState, arg: string): Promise<void> {
   if (!arg) return usage(state, "/resume needs a session id, or a number from /sessions");
   let id = arg;
   if (/^\d+$/.test(arg)) {
-    if (state.listed.length === 0) state.listed = (await state.memory.listSessions({ userId: state.userId, limit: 20 })).sessions.map((s) => s.id);
+    if (state.listed.length === 0)
+      state.listed = (await state.memory.listSessions({ userId: state.userId, limit: 20 })).sessions.map(
+        (s) => s.id,
+      );
     id = state.listed[Number(arg) - 1];
     if (!id) return usage(state, `There is no session number ${arg}; /sessions lists them`);
   }
@@ -83,14 +90,27 @@ async function summarize(state: ChatState): Promise<void> {
   try {
     summarizer = await import("../llm/summarizer.js");
   } catch {
-    return state.warn("Summaries need the context engine (src/llm/summarizer), which this build does not include");
+    return state.warn(
+      "Summaries need the context engine (src/llm/summarizer), which this build does not include",
+    );
   }
   if (!(await stored(state))) return state.print("nothing to summarise yet");
   const summaries = await state.memory.listSummaries(state.sessionId, { userId: state.userId });
   // The rolling summary covers everything before it: fold in only what came after.
-  const previous = summaries.reduce<(typeof summaries)[number] | undefined>((a, s) => (!a || s.toSeq > a.toSeq ? s : a), undefined);
-  const messages = await state.memory.getMessages(state.sessionId, { userId: state.userId, afterSeq: previous?.toSeq ?? 0 });
-  if (messages.length === 0) return state.print(previous ? `summary (messages ${previous.fromSeq}–${previous.toSeq}):\n${previous.content}` : "nothing to summarise yet");
+  const previous = summaries.reduce<(typeof summaries)[number] | undefined>(
+    (a, s) => (!a || s.toSeq > a.toSeq ? s : a),
+    undefined,
+  );
+  const messages = await state.memory.getMessages(state.sessionId, {
+    userId: state.userId,
+    afterSeq: previous?.toSeq ?? 0,
+  });
+  if (messages.length === 0)
+    return state.print(
+      previous
+        ? `summary (messages ${previous.fromSeq}–${previous.toSeq}):\n${previous.content}`
+        : "nothing to summarise yet",
+    );
   const model = state.model ?? "";
   const content = await summarizer
     .createSummarizer({ baseUrl: state.upstream.baseUrl, upstream: state.upstream, model })
@@ -100,7 +120,11 @@ async function summarize(state: ChatState): Promise<void> {
     fromSeq: previous?.fromSeq ?? messages[0].seq,
     toSeq: messages[messages.length - 1].seq,
     content,
-    metadata: { messages: messages.length, requestedBy: "chat", ...(previous ? { previousSummaryId: previous.id } : {}) },
+    metadata: {
+      messages: messages.length,
+      requestedBy: "chat",
+      ...(previous ? { previousSummaryId: previous.id } : {}),
+    },
   });
   state.print(`summary (messages ${saved.fromSeq}–${saved.toSeq}):\n${content}`);
 }
@@ -114,8 +138,16 @@ export const COMMANDS: Record<string, SlashCommand> = {
       state.listed = sessions.map((s) => s.id);
       if (sessions.length === 0) return state.print("no stored sessions yet");
       const rows = await describeSessions(await state.memory.store(), sessions);
-      const cells = rows.map((r, i) => [`${r.id === state.sessionId ? "*" : " "}${i + 1}`, r.id, String(r.messages), ago(r.lastActivityAt), r.title]);
-      state.print(table([" #", "ID", "MESSAGES", "LAST ACTIVITY", "TITLE"], cells, true, state.paint).trimEnd());
+      const cells = rows.map((r, i) => [
+        `${r.id === state.sessionId ? "*" : " "}${i + 1}`,
+        r.id,
+        String(r.messages),
+        ago(r.lastActivityAt),
+        r.title,
+      ]);
+      state.print(
+        table([" #", "ID", "MESSAGES", "LAST ACTIVITY", "TITLE"], cells, true, state.paint).trimEnd(),
+      );
     },
   },
   resume: { args: "<id | n>", help: "continue a stored session (n: its number in /sessions)", run: resume },
@@ -132,7 +164,13 @@ export const COMMANDS: Record<string, SlashCommand> = {
     async run(state, arg) {
       if (arg && !/^\d+$/.test(arg)) return usage(state, "/history takes a number, e.g. /history 50");
       if (!(await stored(state))) return state.print("no messages yet");
-      printMessages(state, await state.memory.getMessages(state.sessionId, { userId: state.userId, last: arg ? Number(arg) : 20 }));
+      printMessages(
+        state,
+        await state.memory.getMessages(state.sessionId, {
+          userId: state.userId,
+          last: arg ? Number(arg) : 20,
+        }),
+      );
     },
   },
   search: {
@@ -151,14 +189,27 @@ export const COMMANDS: Record<string, SlashCommand> = {
   context: {
     help: "what the model will see next turn, and what is left out",
     async run(state) {
-      if (!(await stored(state))) return state.print(`nothing stored yet: the model will see ${state.system.length > 0 ? "the system prompt and " : ""}your next message`);
+      if (!(await stored(state)))
+        return state.print(
+          `nothing stored yet: the model will see ${state.system.length > 0 ? "the system prompt and " : ""}your next message`,
+        );
       // Passing the stored preferences leaves them in place for the real turn.
       const preferences = await state.memory.getPreferences(state.sessionId, { userId: state.userId });
-      const context = await state.memory.buildContext(state.sessionId, { userId: state.userId, system: state.system, model: state.model, preferences });
-      state.print(`next turn sends ${context.messages.length} message(s) + your new one, ${context.tokens} tokens so far:`);
-      for (const m of context.messages) state.print(`  ${m.role.padEnd(10)}${m.tool_calls ? "→ tool call" : oneLine(m.content, 90)}`);
+      const context = await state.memory.buildContext(state.sessionId, {
+        userId: state.userId,
+        system: state.system,
+        model: state.model,
+        preferences,
+      });
+      state.print(
+        `next turn sends ${context.messages.length} message(s) + your new one, ${context.tokens} tokens so far:`,
+      );
+      for (const m of context.messages)
+        state.print(`  ${m.role.padEnd(10)}${m.tool_calls ? "→ tool call" : oneLine(m.content, 90)}`);
       const o = context.omitted;
-      state.print(`left out: ${o.messages} stored message(s) (${o.tokens} tokens), ${o.summaries} summar${o.summaries === 1 ? "y" : "ies"}, ${o.truncated} shortened`);
+      state.print(
+        `left out: ${o.messages} stored message(s) (${o.tokens} tokens), ${o.summaries} summar${o.summaries === 1 ? "y" : "ies"}, ${o.truncated} shortened`,
+      );
     },
   },
   summary: { help: "summarise this session now (uses the same model)", run: summarize },
@@ -167,7 +218,11 @@ export const COMMANDS: Record<string, SlashCommand> = {
     async run(state) {
       if (!(await stored(state))) return state.print("nothing to undo");
       const removed = await state.memory.undoTurn(state.sessionId, { userId: state.userId });
-      state.print(removed.length === 0 ? "nothing to undo" : `removed the last turn (${removed.length} message${removed.length === 1 ? "" : "s"}): ${oneLine(removed[0].content, 60)}`);
+      state.print(
+        removed.length === 0
+          ? "nothing to undo"
+          : `removed the last turn (${removed.length} message${removed.length === 1 ? "" : "s"}): ${oneLine(removed[0].content, 60)}`,
+      );
     },
   },
   fork: {
@@ -196,8 +251,11 @@ export const COMMANDS: Record<string, SlashCommand> = {
     help: "this list",
     async run(state) {
       state.print("Type a message to chat. Commands:");
-      for (const [name, c] of Object.entries(COMMANDS)) state.print(`  ${`/${name}${c.args ? ` ${c.args}` : ""}`.padEnd(20)}${c.help}`);
-      state.print("Start a message with // to send one that begins with /. Ctrl-C stops a reply; twice at the prompt quits.");
+      for (const [name, c] of Object.entries(COMMANDS))
+        state.print(`  ${`/${name}${c.args ? ` ${c.args}` : ""}`.padEnd(20)}${c.help}`);
+      state.print(
+        "Start a message with // to send one that begins with /. Ctrl-C stops a reply; twice at the prompt quits.",
+      );
     },
   },
   exit: {
@@ -217,7 +275,8 @@ export async function runSlashCommand(state: ChatState, line: string): Promise<v
     await command.run(state, arg.trim());
   } catch (error) {
     const known = isThreadkeepError(error);
-    if (known && (error.code === "invalid_session_id" || error.code === "session_not_found")) return usage(state, error.message);
+    if (known && (error.code === "invalid_session_id" || error.code === "session_not_found"))
+      return usage(state, error.message);
     state.warn(`/${name} failed: ${error instanceof Error ? error.message : String(error)}`);
     state.failures++;
   }

@@ -22,7 +22,8 @@ export interface Paint {
 /** Colour for `output`: only on a terminal, and never with `NO_COLOR` set (no-color.org). */
 export function paintFor(output: Output, env: NodeJS.ProcessEnv = process.env): Paint {
   const enabled = output.isTTY === true && !env.NO_COLOR && env.TERM !== "dumb";
-  const style = (open: number, close: number) => (text: string) => (enabled ? `\u001b[${open}m${text}\u001b[${close}m` : text);
+  const style = (open: number, close: number) => (text: string) =>
+    enabled ? `\u001b[${open}m${text}\u001b[${close}m` : text;
   return {
     enabled,
     dim: style(2, 22),
@@ -57,11 +58,15 @@ export function ago(at: number, now = Date.now()): string {
  * `cut`/`awk`). Cells are plain text; the header is bold when colour is on.
  */
 export function table(header: string[], rows: string[][], aligned: boolean, paint?: Paint): string {
-  if (!aligned) return [header, ...rows].map((r) => r.join("\t")).join("\n") + "\n";
+  if (!aligned) return `${[header, ...rows].map((r) => r.join("\t")).join("\n")}\n`;
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
-  const line = (r: string[]) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join("  ").trimEnd();
+  const line = (r: string[]) =>
+    r
+      .map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i])))
+      .join("  ")
+      .trimEnd();
   const head = line(header);
-  return [paint ? paint.bold(head) : head, ...rows.map(line)].join("\n") + "\n";
+  return `${[paint ? paint.bold(head) : head, ...rows.map(line)].join("\n")}\n`;
 }
 
 /** Writes text, waiting when the stream asks to (large exports to a pipe). */

@@ -44,7 +44,9 @@ export interface FormatProblem {
 }
 
 /** What {@link readExport} yields: a complete session, or a problem. */
-export type ExportItem = { kind: "bundle"; bundle: SessionBundle; line: number } | { kind: "problem"; problem: FormatProblem };
+export type ExportItem =
+  | { kind: "bundle"; bundle: SessionBundle; line: number }
+  | { kind: "problem"; problem: FormatProblem };
 
 /** Recursively sorts object keys and drops `undefined`, so equal data serialises identically whatever store it came from. */
 export function canonical(value: unknown): unknown {
@@ -72,11 +74,21 @@ export function bundleLines(bundle: SessionBundle): string[] {
   const { id, userId, createdAt, lastActivityAt, metadata } = bundle.session;
   const sessionId = id;
   const lines = [
-    JSON.stringify({ type: "session", session: { id, userId, createdAt, lastActivityAt, metadata: canonical(metadata ?? {}) } }),
+    JSON.stringify({
+      type: "session",
+      session: { id, userId, createdAt, lastActivityAt, metadata: canonical(metadata ?? {}) },
+    }),
   ];
-  for (const message of bundle.messages) lines.push(JSON.stringify({ type: "message", sessionId, message: exportedMessage(message) }));
+  for (const message of bundle.messages)
+    lines.push(JSON.stringify({ type: "message", sessionId, message: exportedMessage(message) }));
   for (const s of bundle.summaries) {
-    const summary = { fromSeq: s.fromSeq, toSeq: s.toSeq, content: s.content, createdAt: s.createdAt, metadata: s.metadata && canonical(s.metadata) };
+    const summary = {
+      fromSeq: s.fromSeq,
+      toSeq: s.toSeq,
+      content: s.content,
+      createdAt: s.createdAt,
+      metadata: s.metadata && canonical(s.metadata),
+    };
     lines.push(JSON.stringify({ type: "summary", sessionId, summary }));
   }
   if (bundle.state) lines.push(JSON.stringify({ type: "state", sessionId, data: canonical(bundle.state) }));
@@ -90,18 +102,36 @@ export function headerLine(): string {
 
 const time = z.number().int().nonnegative();
 const object = z.record(z.string(), z.unknown());
-const sessionIdField = z.string().refine(isValidSessionId, "not a valid session id (a UUID or user_{uuid}_conv_{uuid})");
+const sessionIdField = z
+  .string()
+  .refine(isValidSessionId, "not a valid session id (a UUID or user_{uuid}_conv_{uuid})");
 const RECORD = z.discriminatedUnion("type", [
   z.object({ type: z.literal(EXPORT_HEADER_TYPE), version: z.number().int() }),
   z.object({
     type: z.literal("session"),
-    session: z.object({ id: sessionIdField, userId: z.string().min(1), createdAt: time, lastActivityAt: time, metadata: object.optional() }),
+    session: z.object({
+      id: sessionIdField,
+      userId: z.string().min(1),
+      createdAt: time,
+      lastActivityAt: time,
+      metadata: object.optional(),
+    }),
   }),
-  z.object({ type: z.literal("message"), sessionId: sessionIdField, message: z.looseObject({ seq: z.number().int().positive(), createdAt: time }) }),
+  z.object({
+    type: z.literal("message"),
+    sessionId: sessionIdField,
+    message: z.looseObject({ seq: z.number().int().positive(), createdAt: time }),
+  }),
   z.object({
     type: z.literal("summary"),
     sessionId: sessionIdField,
-    summary: z.object({ fromSeq: z.number().int(), toSeq: z.number().int(), content: z.string(), createdAt: time, metadata: object.optional() }),
+    summary: z.object({
+      fromSeq: z.number().int(),
+      toSeq: z.number().int(),
+      content: z.string(),
+      createdAt: time,
+      metadata: object.optional(),
+    }),
   }),
   z.object({ type: z.literal("state"), sessionId: sessionIdField, data: object }),
 ]);
@@ -141,7 +171,9 @@ interface Block {
  * Reads an export line by line and yields each session once its block is complete. A session
  * with any bad line is not yielded (its problems are), so a session is imported whole or not at all.
  */
-export async function* readExport(lines: AsyncIterable<string> | Iterable<string>): AsyncGenerator<ExportItem> {
+export async function* readExport(
+  lines: AsyncIterable<string> | Iterable<string>,
+): AsyncGenerator<ExportItem> {
   const seen = new Set<string>();
   let block: Block | null = null;
   let lineNo = 0;
@@ -191,8 +223,22 @@ export async function* readExport(lines: AsyncIterable<string> | Iterable<string
       yield* flush();
       const { id, userId, createdAt, lastActivityAt, metadata } = record.session;
       const sessionId = id.toLowerCase();
-      block = { bundle: { session: { id: sessionId, userId, createdAt, lastActivityAt, metadata: metadata ?? {} }, messages: [], summaries: [], state: null }, line: lineNo, problems: [] };
-      if (seen.has(sessionId)) block.problems.push({ line: lineNo, message: `session ${sessionId} appears twice in the file`, sessionId });
+      block = {
+        bundle: {
+          session: { id: sessionId, userId, createdAt, lastActivityAt, metadata: metadata ?? {} },
+          messages: [],
+          summaries: [],
+          state: null,
+        },
+        line: lineNo,
+        problems: [],
+      };
+      if (seen.has(sessionId))
+        block.problems.push({
+          line: lineNo,
+          message: `session ${sessionId} appears twice in the file`,
+          sessionId,
+        });
       seen.add(sessionId);
       continue;
     }

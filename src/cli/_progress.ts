@@ -70,7 +70,9 @@ export function createProgress(options: ProgressOptions): Progress {
     if (tty) {
       const filled = Math.round((BAR_WIDTH * pct) / 100);
       const bar = `[${"#".repeat(filled)}${"-".repeat(BAR_WIDTH - filled)}]`;
-      options.output.write(`\r\u001b[2K${options.label} ${bar} ${String(pct).padStart(3)}% ${counts} · ETA ${eta}${final ? "\n" : ""}`);
+      options.output.write(
+        `\r\u001b[2K${options.label} ${bar} ${String(pct).padStart(3)}% ${counts} · ETA ${eta}${final ? "\n" : ""}`,
+      );
     } else {
       options.output.write(`${options.label}: ${counts} (${pct}%), ETA ${eta}\n`);
     }

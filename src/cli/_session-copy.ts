@@ -7,7 +7,7 @@
  * - each message keeps its original time in `metadata.importedCreatedAt`.
  */
 import type { Message, MessageInput, Session, SessionStore } from "../core/types.js";
-import { canonical, exportedMessage, type ExportedSummary, type SessionBundle } from "./_jsonl-format.js";
+import { canonical, type ExportedSummary, exportedMessage, type SessionBundle } from "./_jsonl-format.js";
 
 /** Session metadata key holding the difference between original and stored seqs. */
 export const SEQ_OFFSET_KEY = "importedSeqOffset";
@@ -61,7 +61,10 @@ async function readMessages(store: SessionStore, id: string, afterSeq = 0): Prom
  * Reads a whole session in original numbering; null when it does not exist. Pass the session record
  * when a listing already returned it, to save a round trip.
  */
-export async function readSessionBundle(store: SessionStore, session: string | Session): Promise<SessionBundle | null> {
+export async function readSessionBundle(
+  store: SessionStore,
+  session: string | Session,
+): Promise<SessionBundle | null> {
   const stored = typeof session === "string" ? await store.getSession(session) : session;
   if (!stored) return null;
   const offset = seqOffset(stored);
@@ -73,7 +76,11 @@ export async function readSessionBundle(store: SessionStore, session: string | S
   return {
     session: { ...stored, metadata: withoutKey(stored.metadata, SEQ_OFFSET_KEY) },
     messages: messages.map((m) => originalMessage(m, offset)),
-    summaries: summaries.map(({ id: _id, ...s }) => ({ ...s, fromSeq: s.fromSeq + offset, toSeq: s.toSeq + offset })),
+    summaries: summaries.map(({ id: _id, ...s }) => ({
+      ...s,
+      fromSeq: s.fromSeq + offset,
+      toSeq: s.toSeq + offset,
+    })),
     state: state.version > 0 ? state.data : null,
   };
 }
@@ -98,7 +105,10 @@ async function appendAll(store: SessionStore, id: string, messages: Message[]): 
  * identical → nothing written; the stored messages a prefix of the bundle's (an interrupted run)
  * → the missing tail, summaries and state are added; anything else → `diverged`, nothing written.
  */
-export async function importSessionBundle(store: SessionStore, bundle: SessionBundle): Promise<ImportOutcome> {
+export async function importSessionBundle(
+  store: SessionStore,
+  bundle: SessionBundle,
+): Promise<ImportOutcome> {
   const { session, messages } = bundle;
   const offset = (messages[0]?.seq ?? 1) - 1;
   let target = await store.getSession(session.id);
@@ -106,11 +116,21 @@ export async function importSessionBundle(store: SessionStore, bundle: SessionBu
   let tail = messages;
   if (!target) {
     const metadata = offset > 0 ? { ...session.metadata, [SEQ_OFFSET_KEY]: offset } : session.metadata;
-    target = await store.createSession({ id: session.id, userId: session.userId, metadata, createdAt: session.createdAt, lastActivityAt: session.lastActivityAt });
+    target = await store.createSession({
+      id: session.id,
+      userId: session.userId,
+      metadata,
+      createdAt: session.createdAt,
+      lastActivityAt: session.lastActivityAt,
+    });
     status = "created";
   } else {
     if (target.userId !== session.userId) {
-      return { status: "diverged", messagesAdded: 0, reason: `it belongs to ${target.userId} in the target, ${session.userId} in the source` };
+      return {
+        status: "diverged",
+        messagesAdded: 0,
+        reason: `it belongs to ${target.userId} in the target, ${session.userId} in the source`,
+      };
     }
     const [last] = await store.getMessages(target.id, { last: 1 });
     if (last) {
@@ -118,10 +138,18 @@ export async function importSessionBundle(store: SessionStore, bundle: SessionBu
       const index = original.seq - (messages[0]?.seq ?? 1);
       if (index >= messages.length) {
         const lastSeq = messages.at(-1)?.seq ?? 0;
-        return { status: "diverged", messagesAdded: 0, reason: `the target holds messages up to seq ${original.seq}, the source only to ${lastSeq} (continued since?)` };
+        return {
+          status: "diverged",
+          messagesAdded: 0,
+          reason: `the target holds messages up to seq ${original.seq}, the source only to ${lastSeq} (continued since?)`,
+        };
       }
       if (index < 0 || !same(original, exportedMessage(messages[index]))) {
-        return { status: "diverged", messagesAdded: 0, reason: `its message ${original.seq} differs from the source's` };
+        return {
+          status: "diverged",
+          messagesAdded: 0,
+          reason: `its message ${original.seq} differs from the source's`,
+        };
       }
       tail = messages.slice(index + 1);
     } else if (seqOffset(target) !== offset) {
@@ -146,14 +174,19 @@ export async function importSessionBundle(store: SessionStore, bundle: SessionBu
   );
   for (const summary of bundle.summaries) {
     if (stored.has(summaryKey(summary))) continue;
-    await store.saveSummary(target.id, { ...summary, fromSeq: summary.fromSeq - targetOffset, toSeq: summary.toSeq - targetOffset });
+    await store.saveSummary(target.id, {
+      ...summary,
+      fromSeq: summary.fromSeq - targetOffset,
+      toSeq: summary.toSeq - targetOffset,
+    });
     if (status === "unchanged") status = "updated";
   }
   if (bundle.state && state.version === 0) {
     await store.setState(target.id, bundle.state, 0);
     if (status === "unchanged") status = "updated";
   }
-  const wantedMetadata = targetOffset > 0 ? { ...session.metadata, [SEQ_OFFSET_KEY]: targetOffset } : session.metadata;
+  const wantedMetadata =
+    targetOffset > 0 ? { ...session.metadata, [SEQ_OFFSET_KEY]: targetOffset } : session.metadata;
   if (status !== "created" && !same(target.metadata, wantedMetadata)) {
     await store.updateSessionMetadata(target.id, wantedMetadata);
     if (status === "unchanged") status = "updated";

@@ -58,7 +58,11 @@ export function startChat(options: ChatOptions): ChatController {
   const errorOutput = options.errorOutput ?? output;
   const interactive = options.input.isTTY === true && output.isTTY === true;
   const paint = paintFor(output);
-  const rl = createInterface({ input: options.input, output: interactive ? output : undefined, terminal: interactive });
+  const rl = createInterface({
+    input: options.input,
+    output: interactive ? output : undefined,
+    terminal: interactive,
+  });
   const lines = rl[Symbol.asyncIterator]();
   let streaming: AbortController | undefined;
   let asking = false;
@@ -114,7 +118,12 @@ export function startChat(options: ChatOptions): ChatController {
     const user: ChatMessage = { role: "user", content: text };
     const sessionId = state.sessionId;
     await memory.runTurn(sessionId, async (lease) => {
-      const context = await memory.buildContext(sessionId, { userId: state.userId, input: [user], system: state.system, model: state.model });
+      const context = await memory.buildContext(sessionId, {
+        userId: state.userId,
+        input: [user],
+        system: state.system,
+        model: state.model,
+      });
       const abort = new AbortController();
       streaming = abort;
       const reply = new StreamAccumulator();
@@ -130,7 +139,9 @@ export function startChat(options: ChatOptions): ChatController {
         if (!abort.signal.aborted) {
           output.write("\n");
           // The model failed: nothing of this turn is stored.
-          state.warn(`The model failed, nothing was stored: ${error instanceof Error ? error.message : String(error)}`);
+          state.warn(
+            `The model failed, nothing was stored: ${error instanceof Error ? error.message : String(error)}`,
+          );
           state.failures++;
           return;
         }
@@ -140,10 +151,14 @@ export function startChat(options: ChatOptions): ChatController {
       const incomplete = abort.signal.aborted;
       output.write(incomplete ? paint.yellow(" [stopped]\n") : "\n");
       // What was shown is what is kept: a stopped reply is stored, marked incomplete.
-      await memory.addMessages(sessionId, [user, { ...reply.message(), ...(incomplete ? { incomplete: true } : {}) }], {
-        userId: state.userId,
-        fence: lease.fence,
-      });
+      await memory.addMessages(
+        sessionId,
+        [user, { ...reply.message(), ...(incomplete ? { incomplete: true } : {}) }],
+        {
+          userId: state.userId,
+          fence: lease.fence,
+        },
+      );
     });
   }
 
@@ -155,9 +170,16 @@ export function startChat(options: ChatOptions): ChatController {
     }
     const exists = await memory.getSession(state.sessionId, { userId: state.userId }).catch(() => null);
     const recent = exists ? await memory.getMessages(state.sessionId, { userId: state.userId, last: 2 }) : [];
-    const where = [options.model && `model ${options.model}`, options.storeLabel && `store ${options.storeLabel}`].filter(Boolean).join(" · ");
+    const where = [
+      options.model && `model ${options.model}`,
+      options.storeLabel && `store ${options.storeLabel}`,
+    ]
+      .filter(Boolean)
+      .join(" · ");
     state.print(paint.dim(`threadkeep chat${where ? ` · ${where}` : ""}`));
-    state.print(`session ${state.sessionId} ${exists ? (recent.length > 0 ? "(resumed)" : "(resumed, empty)") : "(new)"}`);
+    state.print(
+      `session ${state.sessionId} ${exists ? (recent.length > 0 ? "(resumed)" : "(resumed, empty)") : "(new)"}`,
+    );
     printMessages(state, recent);
     if (!state.upstream) state.warn(NO_UPSTREAM_HELP);
     if (interactive) state.print(paint.dim("Type a message, or /help for commands."));
@@ -183,7 +205,11 @@ export function startChat(options: ChatOptions): ChatController {
       }
     }
     if (await memory.getSession(state.sessionId, { userId: state.userId }).catch(() => null)) {
-      state.print(paint.dim(`session ${state.sessionId} is kept; continue with: threadkeep chat --session ${state.sessionId} (or --resume)`));
+      state.print(
+        paint.dim(
+          `session ${state.sessionId} is kept; continue with: threadkeep chat --session ${state.sessionId} (or --resume)`,
+        ),
+      );
     }
     if (interactive) return 0;
     return state.failures > 0 ? 1 : state.usageErrors > 0 ? 2 : 0;
@@ -200,10 +226,12 @@ export function startChat(options: ChatOptions): ChatController {
 export function register(program: Command): void {
   const command = program
     .command("chat")
-    .description("Chat with an OpenAI-compatible model, the conversation kept in the store; /help lists the slash commands")
+    .description(
+      "Chat with an OpenAI-compatible model, the conversation kept in the store; /help lists the slash commands",
+    )
     .option("--resume", "continue the most recently active session")
     .option("--session <id>", "continue (or start) the session with this id")
-    .option("--user <id>", "owner of the sessions (env THREADKEEP_USER; default \"default\")")
+    .option("--user <id>", 'owner of the sessions (env THREADKEEP_USER; default "default")')
     .option("--system <text>", "system prompt sent on every turn (not stored)");
   addStoreOptions(addUpstreamOptions(command)).addHelpText(
     "after",
@@ -217,43 +245,49 @@ was not understood.
 Example:
   threadkeep chat --upstream http://127.0.0.1:11434/v1 --model llama3.2 --store sqlite:./data/threadkeep.db`,
   );
-  command.action(async (flags: ConfigFlags & { resume?: boolean; session?: string; user?: string; system?: string }) => {
-    const config = resolveConfig(flags);
-    if (flags.resume && flags.session) throw new ThreadkeepError("invalid_request", "Use --resume or --session, not both");
-    const sessionId = flags.session === undefined ? undefined : parseSessionId(flags.session);
-    const memory = createMemory({
-      store: config.store,
-      window: config.window,
-      tokenBudget: config.tokenBudget,
-      maxMessages: config.maxMessages,
-      ttlMs: config.ttlMs,
-      defaultUserId: flags.user ?? (process.env.THREADKEEP_USER || "default"),
-    });
-    await memory.store();
-    const upstream = config.upstreamUrl ? createUpstream({ baseUrl: config.upstreamUrl, apiKey: config.upstreamKey }) : undefined;
-    const chat = startChat({
-      memory,
-      userId: memory.settings.defaultUserId,
-      upstream,
-      model: config.model,
-      system: flags.system,
-      input: process.stdin,
-      output: process.stdout,
-      errorOutput: process.stderr,
-      sessionId,
-      resume: flags.resume,
-      storeLabel: config.store,
-    });
-    // Off a terminal Ctrl-C arrives as a signal rather than through readline.
-    process.on("SIGINT", chat.interrupt);
-    try {
-      const code = await chat.done;
-      if (code === 1) throw new Error("a turn or command failed (see above)");
-      if (code === 2) throw new ThreadkeepError("invalid_request", "a command was not understood (see above)");
-    } finally {
-      process.off("SIGINT", chat.interrupt);
-      await memory.close();
-      process.stdin.pause();
-    }
-  });
+  command.action(
+    async (flags: ConfigFlags & { resume?: boolean; session?: string; user?: string; system?: string }) => {
+      const config = resolveConfig(flags);
+      if (flags.resume && flags.session)
+        throw new ThreadkeepError("invalid_request", "Use --resume or --session, not both");
+      const sessionId = flags.session === undefined ? undefined : parseSessionId(flags.session);
+      const memory = createMemory({
+        store: config.store,
+        window: config.window,
+        tokenBudget: config.tokenBudget,
+        maxMessages: config.maxMessages,
+        ttlMs: config.ttlMs,
+        defaultUserId: flags.user ?? (process.env.THREADKEEP_USER || "default"),
+      });
+      await memory.store();
+      const upstream = config.upstreamUrl
+        ? createUpstream({ baseUrl: config.upstreamUrl, apiKey: config.upstreamKey })
+        : undefined;
+      const chat = startChat({
+        memory,
+        userId: memory.settings.defaultUserId,
+        upstream,
+        model: config.model,
+        system: flags.system,
+        input: process.stdin,
+        output: process.stdout,
+        errorOutput: process.stderr,
+        sessionId,
+        resume: flags.resume,
+        storeLabel: config.store,
+      });
+      // Off a terminal Ctrl-C arrives as a signal rather than through readline.
+      process.on("SIGINT", chat.interrupt);
+      try {
+        const code = await chat.done;
+        if (code === 1) throw new Error("a turn or command failed (see above)");
+        if (code === 2)
+          throw new ThreadkeepError("invalid_request", "a command was not understood (see above)");
+      } finally {
+        process.off("SIGINT", chat.interrupt);
+        await memory.close();
+        process.stdin.pause();
+      }
+    },
+  );
 }

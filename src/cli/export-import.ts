@@ -11,9 +11,20 @@ import { iterateAllSessions } from "../core/enumerate.js";
 import { SessionNotFoundError, ThreadkeepError } from "../core/errors.js";
 import { parseSessionId } from "../core/ids.js";
 import type { Session, SessionStore } from "../core/types.js";
-import { write, type Output } from "./_format.js";
-import { bundleLines, headerLine, readExport, type FormatProblem, type SessionBundle } from "./_jsonl-format.js";
-import { forEachConcurrent, importSessionBundle, readSessionBundle, type ImportOutcome } from "./_session-copy.js";
+import { type Output, write } from "./_format.js";
+import {
+  bundleLines,
+  type FormatProblem,
+  headerLine,
+  readExport,
+  type SessionBundle,
+} from "./_jsonl-format.js";
+import {
+  forEachConcurrent,
+  type ImportOutcome,
+  importSessionBundle,
+  readSessionBundle,
+} from "./_session-copy.js";
 import { addStoreUrlOption, withStore } from "./_store.js";
 
 /** Which sessions to export. */
@@ -120,7 +131,11 @@ export async function importSessions(
     report.counts[outcome.status]++;
     report.messagesAdded += outcome.messagesAdded;
     if (outcome.status === "diverged") {
-      problem({ line, sessionId: bundle.session.id, message: `session ${bundle.session.id} not imported: ${outcome.reason}` });
+      problem({
+        line,
+        sessionId: bundle.session.id,
+        message: `session ${bundle.session.id} not imported: ${outcome.reason}`,
+      });
     }
   });
   return report;
@@ -135,14 +150,19 @@ function selectionOf(opts: { session?: string; user?: string; all?: boolean }): 
 }
 
 function fileLines(file: string): () => AsyncIterable<string> | Iterable<string> {
-  if (file !== "-") return () => createInterface({ input: createReadStream(file), crlfDelay: Number.POSITIVE_INFINITY });
+  if (file !== "-")
+    return () => createInterface({ input: createReadStream(file), crlfDelay: Number.POSITIVE_INFINITY });
   // Standard input can be read only once; --strict reads twice, so keep it.
   let cached: Promise<string[]> | undefined;
   return () =>
     (async function* () {
       cached ??= (async () => {
         const all: string[] = [];
-        for await (const line of createInterface({ input: process.stdin, crlfDelay: Number.POSITIVE_INFINITY })) all.push(line);
+        for await (const line of createInterface({
+          input: process.stdin,
+          crlfDelay: Number.POSITIVE_INFINITY,
+        }))
+          all.push(line);
         return all;
       })();
       yield* await cached;
@@ -159,29 +179,41 @@ export function register(program: Command): void {
     .option("--all", "export every session (the default)")
     .option("-o, --output <file>", "write to this file instead of standard output");
   addStoreUrlOption(exportCommand)
-    .addHelpText("after", "\nExamples:\n  threadkeep export --all -o backup.jsonl\n  threadkeep export --session 5f0c…  | jq .")
-    .action(async (opts: { session?: string; user?: string; all?: boolean; output?: string; store?: string }) => {
-      const selection = selectionOf(opts);
-      await withStore(opts, async (store) => {
-        const out: Output = opts.output ? createWriteStream(opts.output) : process.stdout;
-        let failure: Error | undefined;
-        if (opts.output) {
-          // An unwritable path fails here, as an error message, not as an unhandled stream error.
-          await once(out, "open");
-          out.on("error", (error: Error) => (failure = error));
-        }
-        const report = await exportSessions(store, selection, (line) => {
-          if (failure) throw failure;
-          return write(out, `${line}\n`);
+    .addHelpText(
+      "after",
+      "\nExamples:\n  threadkeep export --all -o backup.jsonl\n  threadkeep export --session 5f0c…  | jq .",
+    )
+    .action(
+      async (opts: { session?: string; user?: string; all?: boolean; output?: string; store?: string }) => {
+        const selection = selectionOf(opts);
+        await withStore(opts, async (store) => {
+          const out: Output = opts.output ? createWriteStream(opts.output) : process.stdout;
+          let failure: Error | undefined;
+          if (opts.output) {
+            // An unwritable path fails here, as an error message, not as an unhandled stream error.
+            await once(out, "open");
+            out.on("error", (error: Error) => (failure = error));
+          }
+          const report = await exportSessions(store, selection, (line) => {
+            if (failure) throw failure;
+            return write(out, `${line}\n`);
+          });
+          if (opts.output)
+            await new Promise<void>((resolve, reject) =>
+              out.end((error?: Error | null) => (error ? reject(error) : resolve())),
+            );
+          process.stderr.write(
+            `exported ${report.sessions} sessions, ${report.messages} messages${opts.output ? ` to ${opts.output}` : ""}\n`,
+          );
         });
-        if (opts.output) await new Promise<void>((resolve, reject) => out.end((error?: Error | null) => (error ? reject(error) : resolve())));
-        process.stderr.write(`exported ${report.sessions} sessions, ${report.messages} messages${opts.output ? ` to ${opts.output}` : ""}\n`);
-      });
-    });
+      },
+    );
 
   const importCommand = program
     .command("import")
-    .description("Read sessions from a threadkeep JSONL export; importing the same file again changes nothing")
+    .description(
+      "Read sessions from a threadkeep JSONL export; importing the same file again changes nothing",
+    )
     .argument("<file>", "export file, or - for standard input")
     .option("--strict", "check the whole file first and import nothing if any line is bad");
   addStoreUrlOption(importCommand)
@@ -190,11 +222,13 @@ export function register(program: Command): void {
       "\nA bad line is reported with its line number and its session is skipped; the other sessions are\nimported and the exit code is 1. A session already in the store is skipped when identical,\ncompleted when the store holds the beginning of it, and reported when it differs.",
     )
     .action(async (file: string, opts: { strict?: boolean; store?: string }) => {
-      if (file !== "-" && !existsSync(file)) throw new ThreadkeepError("invalid_request", `Cannot import ${file}: no such file`);
+      if (file !== "-" && !existsSync(file))
+        throw new ThreadkeepError("invalid_request", `Cannot import ${file}: no such file`);
       await withStore(opts, async (store) => {
         const report = await importSessions(store, fileLines(file), {
           strict: opts.strict,
-          onProblem: (p) => process.stderr.write(`${file}:${p.line}${p.toLine ? `-${p.toLine}` : ""}: ${p.message}\n`),
+          onProblem: (p) =>
+            process.stderr.write(`${file}:${p.line}${p.toLine ? `-${p.toLine}` : ""}: ${p.message}\n`),
         });
         const { created, appended, updated, unchanged } = report.counts;
         if (opts.strict && report.problems.length > 0) {

@@ -11,7 +11,12 @@ import { parsePositiveInt } from "../core/policies.js";
 import type { Session, SessionStore } from "../core/types.js";
 import { createStore } from "../stores/url.js";
 import { createProgress, formatDuration, type ProgressCounts } from "./_progress.js";
-import { forEachConcurrent, importSessionBundle, readSessionBundle, type ImportOutcome } from "./_session-copy.js";
+import {
+  forEachConcurrent,
+  type ImportOutcome,
+  importSessionBundle,
+  readSessionBundle,
+} from "./_session-copy.js";
 import { resolveConfig } from "./options.js";
 
 /** Options of {@link migrateStores}. */
@@ -44,7 +49,13 @@ export interface MigrateReport {
   interrupted: boolean;
   elapsedMs: number;
   /** Absent when interrupted or not asked for. */
-  verification?: { sessions: number; sessionsOk: number; sourceMessages: number; targetMessages: number; mismatched: string[] };
+  verification?: {
+    sessions: number;
+    sessionsOk: number;
+    sourceMessages: number;
+    targetMessages: number;
+    mismatched: string[];
+  };
 }
 
 async function listSessions(store: SessionStore, options: MigrateOptions): Promise<Session[]> {
@@ -63,9 +74,19 @@ async function listSessions(store: SessionStore, options: MigrateOptions): Promi
 }
 
 async function verify(source: SessionStore, target: SessionStore, sessions: Session[], concurrency: number) {
-  const result = { sessions: sessions.length, sessionsOk: 0, sourceMessages: 0, targetMessages: 0, mismatched: [] as string[] };
+  const result = {
+    sessions: sessions.length,
+    sessionsOk: 0,
+    sourceMessages: 0,
+    targetMessages: 0,
+    mismatched: [] as string[],
+  };
   await forEachConcurrent(sessions, concurrency, async ({ id }) => {
-    const [exists, from, to] = await Promise.all([target.getSession(id), source.countMessages(id), target.countMessages(id)]);
+    const [exists, from, to] = await Promise.all([
+      target.getSession(id),
+      source.countMessages(id),
+      target.countMessages(id),
+    ]);
     result.sourceMessages += from;
     result.targetMessages += to;
     if (exists && from === to) result.sessionsOk++;
@@ -75,7 +96,11 @@ async function verify(source: SessionStore, target: SessionStore, sessions: Sess
 }
 
 /** Copies sessions from `source` to `target`; see the file comment for how re-runs behave. */
-export async function migrateStores(source: SessionStore, target: SessionStore, options: MigrateOptions = {}): Promise<MigrateReport> {
+export async function migrateStores(
+  source: SessionStore,
+  target: SessionStore,
+  options: MigrateOptions = {},
+): Promise<MigrateReport> {
   const started = Date.now();
   const concurrency = options.concurrency ?? 16;
   const sessions = await listSessions(source, options);
@@ -102,7 +127,8 @@ export async function migrateStores(source: SessionStore, target: SessionStore, 
         report.counts[outcome.status]++;
         report.messagesCopied += outcome.messagesAdded;
         report.messagesSeen += bundle.messages.length;
-        if (outcome.status === "diverged") report.problems.push({ sessionId: id, message: `session ${id} not copied: ${outcome.reason}` });
+        if (outcome.status === "diverged")
+          report.problems.push({ sessionId: id, message: `session ${id} not copied: ${outcome.reason}` });
       }
       done++;
       options.onProgress?.({ sessions: done, messages: report.messagesSeen });
@@ -111,7 +137,8 @@ export async function migrateStores(source: SessionStore, target: SessionStore, 
   );
   report.interrupted = done < sessions.length;
   report.elapsedMs = Date.now() - started;
-  if (!report.interrupted && options.verify !== false) report.verification = await verify(source, target, sessions, concurrency);
+  if (!report.interrupted && options.verify !== false)
+    report.verification = await verify(source, target, sessions, concurrency);
   return report;
 }
 
@@ -124,8 +151,13 @@ function sameStore(from: string, to: string): boolean {
 export function register(program: Command): void {
   program
     .command("migrate")
-    .description("Copy every session between two stores (e.g. the SQLite file to PostgreSQL); safe to interrupt and re-run")
-    .requiredOption("--from <url>", "source store URL (memory:, file:<dir>, sqlite:<path>, postgres://…, redis://…)")
+    .description(
+      "Copy every session between two stores (e.g. the SQLite file to PostgreSQL); safe to interrupt and re-run",
+    )
+    .requiredOption(
+      "--from <url>",
+      "source store URL (memory:, file:<dir>, sqlite:<path>, postgres://…, redis://…)",
+    )
     .requiredOption("--to <url>", "target store URL")
     .option("--user <id>", "only this owner's sessions")
     .option("--concurrency <n>", "sessions copied at once", "16")
@@ -142,39 +174,49 @@ a line every 2 seconds otherwise. Exit code 1 when a session could not be copied
 Example:
   threadkeep migrate --from sqlite:./data/threadkeep.db --to postgres://threadkeep@db.internal/threadkeep`,
     )
-    .action(async (opts: { from: string; to: string; user?: string; concurrency: string; verify: boolean; ttl?: string }) => {
-      if (sameStore(opts.from, opts.to)) throw new ThreadkeepError("invalid_request", "--from and --to name the same store");
-      const concurrency = parsePositiveInt(opts.concurrency, "--concurrency");
-      const { ttlMs } = resolveConfig({ ttl: opts.ttl, store: opts.to });
-      const source = await createStore(opts.from, { ttlMs });
-      const stop = new AbortController();
-      const onSigint = () => {
-        process.stderr.write("\nstopping after the sessions in flight (Ctrl-C again to quit at once)…\n");
-        stop.abort();
-        process.off("SIGINT", onSigint);
-      };
-      let target: SessionStore | undefined;
-      try {
-        target = await createStore(opts.to, { ttlMs });
-        process.on("SIGINT", onSigint);
-        let progress: ReturnType<typeof createProgress> | undefined;
-        const report = await migrateStores(source, target, {
-          userId: opts.user,
-          concurrency,
-          verify: opts.verify,
-          signal: stop.signal,
-          onStart: (total) => {
-            progress = createProgress({ output: process.stderr, total, label: "migrate" });
-          },
-          onProgress: (done) => progress?.update(done),
-        });
-        progress?.finish();
-        printReport(report);
-      } finally {
-        process.off("SIGINT", onSigint);
-        await Promise.all([source.close(), target?.close()]);
-      }
-    });
+    .action(
+      async (opts: {
+        from: string;
+        to: string;
+        user?: string;
+        concurrency: string;
+        verify: boolean;
+        ttl?: string;
+      }) => {
+        if (sameStore(opts.from, opts.to))
+          throw new ThreadkeepError("invalid_request", "--from and --to name the same store");
+        const concurrency = parsePositiveInt(opts.concurrency, "--concurrency");
+        const { ttlMs } = resolveConfig({ ttl: opts.ttl, store: opts.to });
+        const source = await createStore(opts.from, { ttlMs });
+        const stop = new AbortController();
+        const onSigint = () => {
+          process.stderr.write("\nstopping after the sessions in flight (Ctrl-C again to quit at once)…\n");
+          stop.abort();
+          process.off("SIGINT", onSigint);
+        };
+        let target: SessionStore | undefined;
+        try {
+          target = await createStore(opts.to, { ttlMs });
+          process.on("SIGINT", onSigint);
+          let progress: ReturnType<typeof createProgress> | undefined;
+          const report = await migrateStores(source, target, {
+            userId: opts.user,
+            concurrency,
+            verify: opts.verify,
+            signal: stop.signal,
+            onStart: (total) => {
+              progress = createProgress({ output: process.stderr, total, label: "migrate" });
+            },
+            onProgress: (done) => progress?.update(done),
+          });
+          progress?.finish();
+          printReport(report);
+        } finally {
+          process.off("SIGINT", onSigint);
+          await Promise.all([source.close(), target?.close()]);
+        }
+      },
+    );
 }
 
 function printReport(report: MigrateReport): void {
@@ -187,13 +229,19 @@ function printReport(report: MigrateReport): void {
       `${report.messagesCopied} messages in ${formatDuration(report.elapsedMs)} ` +
       `(${Math.round(processed / seconds)} sessions/s, ${Math.round(report.messagesSeen / seconds)} messages/s)\n`,
   );
-  if (report.interrupted) throw new Error("interrupted: run the same command again to finish (nothing is copied twice)");
+  if (report.interrupted)
+    throw new Error("interrupted: run the same command again to finish (nothing is copied twice)");
   const v = report.verification;
   if (v) {
-    process.stdout.write(`verified: ${v.sessionsOk}/${v.sessions} sessions, ${v.targetMessages}/${v.sourceMessages} messages in the target\n`);
+    process.stdout.write(
+      `verified: ${v.sessionsOk}/${v.sessions} sessions, ${v.targetMessages}/${v.sourceMessages} messages in the target\n`,
+    );
     if (v.mismatched.length > 0) {
-      throw new Error(`${v.mismatched.length} session(s) differ between source and target, e.g. ${v.mismatched.slice(0, 3).join(", ")}`);
+      throw new Error(
+        `${v.mismatched.length} session(s) differ between source and target, e.g. ${v.mismatched.slice(0, 3).join(", ")}`,
+      );
     }
   }
-  if (report.problems.length > 0) throw new Error(`${report.problems.length} session(s) could not be copied (listed above)`);
+  if (report.problems.length > 0)
+    throw new Error(`${report.problems.length} session(s) could not be copied (listed above)`);
 }

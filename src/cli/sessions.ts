@@ -27,10 +27,16 @@ export interface SessionSummaryRow {
 }
 
 /** Adds the message count and title to each session (a few sessions at a time). */
-export async function describeSessions(store: SessionStore, sessions: Session[]): Promise<SessionSummaryRow[]> {
+export async function describeSessions(
+  store: SessionStore,
+  sessions: Session[],
+): Promise<SessionSummaryRow[]> {
   const rows = new Map<string, SessionSummaryRow>();
   await forEachConcurrent(sessions, 8, async (s) => {
-    const [messages, head] = await Promise.all([store.countMessages(s.id), store.getMessages(s.id, { limit: 10 })]);
+    const [messages, head] = await Promise.all([
+      store.countMessages(s.id),
+      store.getMessages(s.id, { limit: 10 }),
+    ]);
     const first = head.find((m) => m.role === "user");
     rows.set(s.id, {
       id: s.id,
@@ -45,7 +51,10 @@ export async function describeSessions(store: SessionStore, sessions: Session[])
 }
 
 /** The most recently active sessions: one owner's, or everyone's (scanning them all). `limit` 0: no limit. */
-export async function recentSessions(store: SessionStore, options: { userId?: string; limit: number }): Promise<Session[]> {
+export async function recentSessions(
+  store: SessionStore,
+  options: { userId?: string; limit: number },
+): Promise<Session[]> {
   const wanted = options.limit > 0 ? options.limit : Number.POSITIVE_INFINITY;
   const found: Session[] = [];
   if (options.userId !== undefined) {
@@ -85,7 +94,8 @@ async function show(id: string, opts: { store?: string; last?: string; json?: bo
     const messages = last ? bundle.messages.slice(-last) : bundle.messages;
     if (opts.json) return json({ ...bundle, messages });
     const { session } = bundle;
-    const range = bundle.messages.length > 0 ? ` (seq ${bundle.messages[0].seq}–${bundle.messages.at(-1)!.seq})` : "";
+    const range =
+      bundle.messages.length > 0 ? ` (seq ${bundle.messages[0].seq}–${bundle.messages.at(-1)!.seq})` : "";
     const info = [
       ["session", session.id],
       ["user", session.userId],
@@ -96,17 +106,29 @@ async function show(id: string, opts: { store?: string; last?: string; json?: bo
       ["state", bundle.state ? JSON.stringify(bundle.state) : "none"],
       ["metadata", JSON.stringify(session.metadata)],
     ];
-    process.stdout.write(info.map(([k, v]) => `${k.padEnd(10)}${v}`).join("\n") + "\n\n");
+    process.stdout.write(`${info.map(([k, v]) => `${k.padEnd(10)}${v}`).join("\n")}\n\n`);
     const paint = paintFor(process.stdout);
     for (const m of messages) {
-      const text = m.tool_calls ? `→ ${m.tool_calls.map((c) => c.function.name).join(", ")}` : oneLine(m.content, 100);
-      process.stdout.write(`${paint.dim(`#${m.seq}`.padEnd(6))}${m.role.padEnd(10)}${text}${m.incomplete ? paint.yellow(" [incomplete]") : ""}\n`);
+      const text = m.tool_calls
+        ? `→ ${m.tool_calls.map((c) => c.function.name).join(", ")}`
+        : oneLine(m.content, 100);
+      process.stdout.write(
+        `${paint.dim(`#${m.seq}`.padEnd(6))}${m.role.padEnd(10)}${text}${m.incomplete ? paint.yellow(" [incomplete]") : ""}\n`,
+      );
     }
   });
 }
 
-async function prune(opts: { store?: string; ttl?: string; olderThan?: string; dryRun?: boolean; json?: boolean }) {
-  const olderThanMs = opts.olderThan ? parseDuration(opts.olderThan) : resolveConfig({ store: opts.store, ttl: opts.ttl }).ttlMs;
+async function prune(opts: {
+  store?: string;
+  ttl?: string;
+  olderThan?: string;
+  dryRun?: boolean;
+  json?: boolean;
+}) {
+  const olderThanMs = opts.olderThan
+    ? parseDuration(opts.olderThan)
+    : resolveConfig({ store: opts.store, ttl: opts.ttl }).ttlMs;
   const cutoff = Date.now() - olderThanMs;
   await withStore(opts, async (store) => {
     let ids: string[];
@@ -118,7 +140,9 @@ async function prune(opts: { store?: string; ttl?: string; olderThan?: string; d
     }
     if (opts.json) return json({ dryRun: opts.dryRun === true, olderThanMs, sessions: ids });
     const verb = opts.dryRun ? "would delete" : "deleted";
-    process.stdout.write(`${verb} ${ids.length} session(s) inactive for more than ${formatDuration(olderThanMs)}\n`);
+    process.stdout.write(
+      `${verb} ${ids.length} session(s) inactive for more than ${formatDuration(olderThanMs)}\n`,
+    );
     if (opts.dryRun) for (const id of ids) process.stdout.write(`${id}\n`);
   });
 }
@@ -132,7 +156,9 @@ export function register(program: Command): void {
   addStoreUrlOption(
     sessions
       .command("list")
-      .description("Most recently active sessions first: id, owner, message count, last activity, title (first user message)")
+      .description(
+        "Most recently active sessions first: id, owner, message count, last activity, title (first user message)",
+      )
       .option("--user <id>", "only this owner's sessions (default: every owner)")
       .option("--limit <n>", "show at most n sessions; 0 for all", "50")
       .option("--json", "print JSON"),
@@ -148,7 +174,10 @@ export function register(program: Command): void {
   ).action(show);
 
   addStoreUrlOption(
-    sessions.command("delete").description("Delete a session with its messages, summaries and state").argument("<id>", "session id"),
+    sessions
+      .command("delete")
+      .description("Delete a session with its messages, summaries and state")
+      .argument("<id>", "session id"),
   ).action(async (id: string, opts: { store?: string }) => {
     await withStore(opts, async (store) => {
       if (!(await store.deleteSession(parseSessionId(id)))) throw new SessionNotFoundError(id);
@@ -160,7 +189,10 @@ export function register(program: Command): void {
     sessions
       .command("prune")
       .description("Delete sessions inactive for longer than --older-than")
-      .option("--older-than <duration>", "e.g. 7d, 12h, 30m (default: --ttl, env THREADKEEP_TTL, else 7d; 30m for memory:)")
+      .option(
+        "--older-than <duration>",
+        "e.g. 7d, 12h, 30m (default: --ttl, env THREADKEEP_TTL, else 7d; 30m for memory:)",
+      )
       .option("--ttl <duration>", "inactivity expiry used when --older-than is not given")
       .option("--dry-run", "only list what would be deleted")
       .option("--json", "print JSON"),

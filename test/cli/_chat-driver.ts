@@ -1,6 +1,6 @@
 /** Drives `startChat` through pipes: type a line, wait for what the chat prints. */
 import { PassThrough } from "node:stream";
-import { startChat, type ChatOptions, type ChatController } from "../../src/cli/chat.js";
+import { type ChatController, type ChatOptions, startChat } from "../../src/cli/chat.js";
 
 /** A chat under test. */
 export interface ChatDriver {
@@ -45,7 +45,8 @@ export function driveChat(options: Omit<ChatOptions, "input" | "output" | "error
     for (;;) {
       const text = both().slice(since);
       if (pattern.test(text)) return text;
-      if (Date.now() > until) throw new Error(`timed out waiting for ${pattern}; output so far:\n${out}\n--- stderr:\n${err}`);
+      if (Date.now() > until)
+        throw new Error(`timed out waiting for ${pattern}; output so far:\n${out}\n--- stderr:\n${err}`);
       await new Promise((r) => setTimeout(r, 5));
     }
   };

@@ -3,10 +3,11 @@
  * fresh Redis key prefix), so `--all` exports and migrations see only what a test put there even
  * while other suites share the servers.
  */
+
+import { randomUUID } from "node:crypto";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { randomUUID } from "node:crypto";
 import type { SessionStore } from "../../src/core/types.js";
 import { serviceAvailable, TEST_POSTGRES_URL, TEST_REDIS_URL } from "../_services.js";
 
@@ -59,13 +60,17 @@ export async function storeKinds(): Promise<StoreKind[]> {
     {
       name: "file",
       enabled: missing("jsonl") ?? true,
-      open: async () => (await import("../../src/stores/jsonl.js")).createFileStore({ dir: dirs.make("tk-cli-file-") }),
+      open: async () =>
+        (await import("../../src/stores/jsonl.js")).createFileStore({ dir: dirs.make("tk-cli-file-") }),
       cleanup: dirs.remove,
     },
     {
       name: "sqlite",
       enabled: missing("sqlite") ?? true,
-      open: async () => (await import("../../src/stores/sqlite.js")).createSqliteStore({ path: join(dirs.make("tk-cli-sqlite-"), "t.db") }),
+      open: async () =>
+        (await import("../../src/stores/sqlite.js")).createSqliteStore({
+          path: join(dirs.make("tk-cli-sqlite-"), "t.db"),
+        }),
       cleanup: dirs.remove,
     },
     {
@@ -74,7 +79,10 @@ export async function storeKinds(): Promise<StoreKind[]> {
       open: async () => {
         const schema = `tk_cli_${randomUUID().replaceAll("-", "").slice(0, 12)}`;
         schemas.push(schema);
-        return (await import("../../src/stores/postgres.js")).createPostgresStore({ url: TEST_POSTGRES_URL, schema });
+        return (await import("../../src/stores/postgres.js")).createPostgresStore({
+          url: TEST_POSTGRES_URL,
+          schema,
+        });
       },
       cleanup: async () => {
         if (schemas.length === 0) return;
@@ -90,7 +98,10 @@ export async function storeKinds(): Promise<StoreKind[]> {
       open: async () => {
         const keyPrefix = `tk-cli-${randomUUID().slice(0, 8)}:`;
         prefixes.push(keyPrefix);
-        return (await import("../../src/stores/redis.js")).createRedisStore({ url: TEST_REDIS_URL, keyPrefix });
+        return (await import("../../src/stores/redis.js")).createRedisStore({
+          url: TEST_REDIS_URL,
+          keyPrefix,
+        });
       },
       cleanup: async () => {
         if (prefixes.length === 0) return;

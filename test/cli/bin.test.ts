@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startFakeUpstream, type FakeUpstream } from "../_fake-upstream.js";
+import { type FakeUpstream, startFakeUpstream } from "../_fake-upstream.js";
 
 const BIN = new URL("../../src/cli/bin.ts", import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), "tk-bin-"));
@@ -54,11 +54,12 @@ describe("threadkeep (child process)", () => {
     expect(first.code).toBe(0);
     const id = /session (\S+) \(new\)/.exec(first.stdout)![1];
     expect(first.stdout).toContain("echo: My name is Ada.\necho: What is my name?\n");
-    expect(fake.chatRequests().at(-1)!.body.messages.map((m: { content: string }) => m.content)).toEqual([
-      "My name is Ada.",
-      "echo: My name is Ada.",
-      "What is my name?",
-    ]);
+    expect(
+      fake
+        .chatRequests()
+        .at(-1)!
+        .body.messages.map((m: { content: string }) => m.content),
+    ).toEqual(["My name is Ada.", "echo: My name is Ada.", "What is my name?"]);
 
     const second = await threadkeep(["chat", "--resume", ...flags], "And again?\n/exit\n");
     expect(second.code).toBe(0);
@@ -73,7 +74,10 @@ describe("threadkeep (child process)", () => {
       file,
       [
         JSON.stringify({ type: "threadkeep-export", version: 1 }),
-        JSON.stringify({ type: "session", session: { id: session, userId: "u", createdAt: 1, lastActivityAt: 2 } }),
+        JSON.stringify({
+          type: "session",
+          session: { id: session, userId: "u", createdAt: 1, lastActivityAt: 2 },
+        }),
         "{oops",
       ].join("\n"),
     );
@@ -85,11 +89,16 @@ describe("threadkeep (child process)", () => {
     ]);
     expect(slash.code).toBe(2);
     expect(slash.stderr).toContain('Unknown command "/frobnicate". Type /help for the list.');
-    expect(scheme).toMatchObject({ code: 2, stderr: expect.stringMatching(/^threadkeep: Unknown store URL scheme "mongodb:"/) });
+    expect(scheme).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/^threadkeep: Unknown store URL scheme "mongodb:"/),
+    });
     expect(flag.code).toBe(2);
     expect(flag.stderr).toMatch(/unknown option '--colour'/);
     expect(broken.code).toBe(1);
-    expect(broken.stderr).toMatch(new RegExp(`^${file}:3: malformed JSON \\(.+\\)\nthreadkeep: 1 problem\\(s\\), listed above\n$`));
+    expect(broken.stderr).toMatch(
+      new RegExp(`^${file}:3: malformed JSON \\(.+\\)\nthreadkeep: 1 problem\\(s\\), listed above\n$`),
+    );
     for (const run of [slash, scheme, flag, broken]) noStackTrace(run);
   });
 });

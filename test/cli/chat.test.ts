@@ -5,7 +5,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { createMemory, type Memory } from "../../src/core/memory.js";
 import { createUpstream } from "../../src/llm/openai-compatible.js";
 import { createMemoryStore } from "../../src/stores/memory.js";
-import { startFakeUpstream, type FakeUpstream } from "../_fake-upstream.js";
+import { type FakeUpstream, startFakeUpstream } from "../_fake-upstream.js";
 import { driveChat } from "./_chat-driver.js";
 
 let fake: FakeUpstream;
@@ -28,7 +28,13 @@ afterEach(async () => {
 });
 
 const chatWith = (extra: { sessionId?: string; resume?: boolean } = {}) =>
-  driveChat({ memory, userId, upstream: createUpstream({ baseUrl: fake.url }), model: "fake-model", ...extra });
+  driveChat({
+    memory,
+    userId,
+    upstream: createUpstream({ baseUrl: fake.url }),
+    model: "fake-model",
+    ...extra,
+  });
 const ID = /session ([0-9a-f-]{36})/;
 
 describe("threadkeep chat", () => {
@@ -72,11 +78,12 @@ describe("threadkeep chat", () => {
     const resumed = await d.say("/resume 2", /#2 assistant: echo: Create a task: buy groceries\n/);
     expect(resumed).toContain(`resumed session ${first}`);
     await d.say("make it due tomorrow", /echo: make it/);
-    expect(fake.chatRequests().at(-1)!.body.messages.map((m: { content: string }) => m.content)).toEqual([
-      "Create a task: buy groceries",
-      "echo: Create a task: buy groceries",
-      "make it due tomorrow",
-    ]);
+    expect(
+      fake
+        .chatRequests()
+        .at(-1)!
+        .body.messages.map((m: { content: string }) => m.content),
+    ).toEqual(["Create a task: buy groceries", "echo: Create a task: buy groceries", "make it due tomorrow"]);
     await d.say(`/resume ${second}`, /resumed session/);
     expect(d.chat.sessionId()).toBe(second);
     expect(await d.end()).toBe(0);
@@ -90,7 +97,9 @@ describe("threadkeep chat", () => {
     const hits = await d.say("/search OAT", /\(this session\)\n[\s\S]*\(this session\)\n/);
     expect(hits).toMatch(/#2 assistant: echo: Buy oat milk \(this session\)\n/);
     expect(hits).toMatch(/#1 user: Buy oat milk \(this session\)\n/);
-    expect(await d.say("/search nothing-like-this", /no messages/)).toBe('no messages contain "nothing-like-this"\n');
+    expect(await d.say("/search nothing-like-this", /no messages/)).toBe(
+      'no messages contain "nothing-like-this"\n',
+    );
 
     expect(await d.say("/history 2", /#4.*\n/)).toBe("#3 user: Also bread\n#4 assistant: echo: Also bread\n");
     const context = await d.say("/context", /left out.*\n/);
@@ -104,7 +113,10 @@ describe("threadkeep chat", () => {
     const copy = /now in session (\S+)/.exec(forked)![1];
     expect(copy).not.toBe(original);
     await d.say("In the copy", /echo: In the copy\n/);
-    expect((await memory.getMessages(original, { userId })).map((m) => m.content)).toEqual(["Buy oat milk", "echo: Buy oat milk"]);
+    expect((await memory.getMessages(original, { userId })).map((m) => m.content)).toEqual([
+      "Buy oat milk",
+      "echo: Buy oat milk",
+    ]);
     expect((await memory.getMessages(copy, { userId })).map((m) => m.content)).toEqual([
       "Buy oat milk",
       "echo: Buy oat milk",
@@ -158,7 +170,9 @@ describe("threadkeep chat", () => {
     const request = fake.chatRequests().at(-1)!.body;
     expect(request.stream).toBe(false);
     expect(request.messages.at(-1).content).toContain("[3] user: I live in Leiden");
-    expect(await memory.listSummaries(id, { userId })).toMatchObject([{ fromSeq: 1, toSeq: 4, content: "Ada lives in Leiden." }]);
+    expect(await memory.listSummaries(id, { userId })).toMatchObject([
+      { fromSeq: 1, toSeq: 4, content: "Ada lives in Leiden." },
+    ]);
     expect(await d.say("/summary", /\n$/)).toBe("summary (messages 1–4):\nAda lives in Leiden.\n");
     expect(await d.end()).toBe(0);
   });
@@ -168,7 +182,9 @@ describe("threadkeep chat", () => {
     const d = chatWith();
     const id = ID.exec(await d.waitFor(/\(new\)/))![1];
     await d.say("hello", /model overloaded/);
-    expect(d.err()).toContain("The model failed, nothing was stored: Upstream answered 500: model overloaded");
+    expect(d.err()).toContain(
+      "The model failed, nothing was stored: Upstream answered 500: model overloaded",
+    );
     expect(await memory.getMessages(id, { userId }).catch(() => [])).toEqual([]);
     expect(await d.end()).toBe(1);
   });
@@ -176,9 +192,24 @@ describe("threadkeep chat", () => {
   it("answers an unknown slash command with help, and ends with exit code 2 when piped", async () => {
     const d = chatWith();
     await d.waitFor(/\(new\)/);
-    expect(await d.say("/frobnicate now", /\/help/)).toBe('Unknown command "/frobnicate". Type /help for the list.\n');
+    expect(await d.say("/frobnicate now", /\/help/)).toBe(
+      'Unknown command "/frobnicate". Type /help for the list.\n',
+    );
     const help = await d.say("/help", /\/exit.*\n.*\n/);
-    for (const name of ["sessions", "resume", "newsession", "history", "search", "context", "summary", "undo", "fork", "forget", "help", "exit"]) {
+    for (const name of [
+      "sessions",
+      "resume",
+      "newsession",
+      "history",
+      "search",
+      "context",
+      "summary",
+      "undo",
+      "fork",
+      "forget",
+      "help",
+      "exit",
+    ]) {
       expect(help).toContain(`/${name}`);
     }
     d.send("//etc is a directory");
@@ -195,7 +226,9 @@ describe("threadkeep chat", () => {
 
     const d = driveChat({ memory, userId });
     await d.waitFor(/No model configured/);
-    expect(d.err()).toMatch(/--upstream <url> \(or THREADKEEP_UPSTREAM_URL\).*--model <name> \(or THREADKEEP_MODEL\)/);
+    expect(d.err()).toMatch(
+      /--upstream <url> \(or THREADKEEP_UPSTREAM_URL\).*--model <name> \(or THREADKEEP_MODEL\)/,
+    );
     expect(await d.say("hello?", /No model configured/)).toMatch(/^No model configured/);
     expect(await d.say("/search blue folder", /\n$/)).toContain(`${id} #1 user: Remember the blue folder`);
     await d.say(`/resume ${id}`, /#2 assistant: echo: Remember the blue folder\n/);
@@ -211,17 +244,31 @@ describe("threadkeep chat across restarts", () => {
   it("continues the most recent session with --resume", async () => {
     const open = () => createMemory({ store: `sqlite:${join(dir, "chat.db")}`, defaultUserId: userId });
     const before = open();
-    const d1 = driveChat({ memory: before, userId, upstream: createUpstream({ baseUrl: fake.url }), model: "m" });
+    const d1 = driveChat({
+      memory: before,
+      userId,
+      upstream: createUpstream({ baseUrl: fake.url }),
+      model: "m",
+    });
     const id = ID.exec(await d1.waitFor(/\(new\)/))![1];
     await d1.say("I live in Leiden", /echo: I live in Leiden\n/);
     await d1.end();
     await before.close();
 
     const after = open();
-    const d2 = driveChat({ memory: after, userId, upstream: createUpstream({ baseUrl: fake.url }), model: "m", resume: true });
+    const d2 = driveChat({
+      memory: after,
+      userId,
+      upstream: createUpstream({ baseUrl: fake.url }),
+      model: "m",
+      resume: true,
+    });
     expect(await d2.waitFor(/\(resumed\)/)).toContain(`session ${id} (resumed)`);
     await d2.say("Where do I live?", /echo: Where/);
-    expect(fake.chatRequests().at(-1)!.body.messages[0]).toEqual({ role: "user", content: "I live in Leiden" });
+    expect(fake.chatRequests().at(-1)!.body.messages[0]).toEqual({
+      role: "user",
+      content: "I live in Leiden",
+    });
     await d2.end();
     await after.close();
   });

@@ -27,9 +27,14 @@ describe("threadkeep export / import", () => {
     });
     const target = `sqlite:${join(dir, "target.db")}`;
     const first = await runCli("import", file, "--store", target);
-    expect(first).toMatchObject({ code: 0, stdout: "imported 4 sessions (4 new, 0 completed, 0 updated), 17 messages; 0 already present\n" });
+    expect(first).toMatchObject({
+      code: 0,
+      stdout: "imported 4 sessions (4 new, 0 completed, 0 updated), 17 messages; 0 already present\n",
+    });
     const second = await runCli("import", file, "--store", target);
-    expect(second.stdout).toBe("imported 0 sessions (0 new, 0 completed, 0 updated), 0 messages; 4 already present\n");
+    expect(second.stdout).toBe(
+      "imported 0 sessions (0 new, 0 completed, 0 updated), 0 messages; 4 already present\n",
+    );
     const again = await runCli("export", "--store", target);
     expect(again.stdout).toBe(readFileSync(file, "utf8"));
   });
@@ -54,8 +59,16 @@ describe("threadkeep export / import", () => {
     writeFileSync(file, `${lines.join("\n")}\n`);
     const strict = await runCli("import", file, "--strict", "--store", `sqlite:${join(dir, "strict.db")}`);
     expect(strict.code).toBe(1);
-    expect(strict.stderr).toMatch(new RegExp(`^${file}:${firstMessage + 1}: malformed JSON \\(.+\\)\nthreadkeep: nothing imported: 1 bad line\\(s\\) \\(--strict\\)\n$`));
-    expect(JSON.parse((await runCli("sessions", "list", "--json", "--store", `sqlite:${join(dir, "strict.db")}`)).stdout)).toEqual([]);
+    expect(strict.stderr).toMatch(
+      new RegExp(
+        `^${file}:${firstMessage + 1}: malformed JSON \\(.+\\)\nthreadkeep: nothing imported: 1 bad line\\(s\\) \\(--strict\\)\n$`,
+      ),
+    );
+    expect(
+      JSON.parse(
+        (await runCli("sessions", "list", "--json", "--store", `sqlite:${join(dir, "strict.db")}`)).stdout,
+      ),
+    ).toEqual([]);
     const lenient = await runCli("import", file, "--store", `sqlite:${join(dir, "lenient.db")}`);
     expect(lenient.code).toBe(1);
     expect(lenient.stdout).toMatch(/^imported 3 sessions \(3 new/);
@@ -69,7 +82,10 @@ describe("bad input", () => {
       stderr: `threadkeep: Cannot import ${join(dir, "nope.jsonl")}: no such file\n`,
     });
     const unwritable = await runCli("export", "-o", join(dir, "no", "such", "dir.jsonl"), "--store", source);
-    expect(unwritable).toMatchObject({ code: 1, stderr: expect.stringMatching(/^threadkeep: ENOENT: no such file or directory, open '.+dir\.jsonl'\n$/) });
+    expect(unwritable).toMatchObject({
+      code: 1,
+      stderr: expect.stringMatching(/^threadkeep: ENOENT: no such file or directory, open '.+dir\.jsonl'\n$/),
+    });
     expect(await runCli("chat", "--session", "nope", "--store", "memory:")).toMatchObject({
       code: 2,
       stderr: 'threadkeep: Invalid session id "nope": expected a UUID or user_{uuid}_conv_{uuid}\n',
@@ -82,11 +98,17 @@ describe("threadkeep migrate", () => {
     const to = `file:${join(dir, "files")}`;
     const run = await runCli("migrate", "--from", source, "--to", to);
     expect(run.code).toBe(0);
-    expect(run.stderr).toMatch(/^migrate: 4\/4 sessions · 17 messages · \d+ sessions\/s, \d+ messages\/s \(100%\), ETA 0s\n$/m);
-    expect(run.stdout).toMatch(/^copied 4 sessions \(4 new, 0 completed, 0 updated; 0 already there\), 17 messages in \S+ /);
+    expect(run.stderr).toMatch(
+      /^migrate: 4\/4 sessions · 17 messages · \d+ sessions\/s, \d+ messages\/s \(100%\), ETA 0s\n$/m,
+    );
+    expect(run.stdout).toMatch(
+      /^copied 4 sessions \(4 new, 0 completed, 0 updated; 0 already there\), 17 messages in \S+ /,
+    );
     expect(run.stdout).toMatch(/\nverified: 4\/4 sessions, 17\/17 messages in the target\n$/);
     const again = await runCli("migrate", "--from", source, "--to", to);
-    expect(again.stdout).toMatch(/^copied 0 sessions \(0 new, 0 completed, 0 updated; 4 already there\), 0 messages/);
+    expect(again.stdout).toMatch(
+      /^copied 0 sessions \(0 new, 0 completed, 0 updated; 4 already there\), 0 messages/,
+    );
   });
 
   it("refuses to migrate a store onto itself", async () => {
@@ -105,14 +127,24 @@ describe("threadkeep --help", () => {
       return run.stdout;
     };
     const root = await help();
-    for (const name of ["chat", "sessions", "export", "import", "migrate"]) expect(root).toMatch(new RegExp(`^  ${name}\\b`, "m"));
+    for (const name of ["chat", "sessions", "export", "import", "migrate"])
+      expect(root).toMatch(new RegExp(`^  ${name}\\b`, "m"));
     expect(root).toMatch(/Exit codes:\n {2}0 {2}ok\n {2}1 {2}failure: .+\n {2}2 {2}usage: .+/);
     const chat = await help("chat");
-    for (const flag of ["--resume", "--session <id>", "--upstream <url>", "--model <name>", "--store <url>", "--window <n>", "/forget"]) {
+    for (const flag of [
+      "--resume",
+      "--session <id>",
+      "--upstream <url>",
+      "--model <name>",
+      "--store <url>",
+      "--window <n>",
+      "/forget",
+    ]) {
       expect(chat).toContain(flag);
     }
     const sessions = await help("sessions");
-    for (const sub of ["list", "show", "delete", "prune"]) expect(sessions).toMatch(new RegExp(`^  ${sub}\\b`, "m"));
+    for (const sub of ["list", "show", "delete", "prune"])
+      expect(sessions).toMatch(new RegExp(`^  ${sub}\\b`, "m"));
     expect(await help("sessions", "list")).toContain("--json");
     expect(await help("sessions", "prune")).toMatch(/--older-than <duration>[\s\S]*--dry-run/);
     expect(await help("export")).toContain("-o, --output <file>");

@@ -26,28 +26,33 @@ describe("export → import → export", () => {
     expect(JSON.parse(original[0])).toEqual({ type: "threadkeep-export", version: 1 });
     const records = original.slice(1).map((l) => JSON.parse(l));
     expect(records.filter((r) => r.type === "session")).toHaveLength(4);
-    const trimmedSeqs = records.filter((r) => r.type === "message" && String(r.message.content).startsWith("turn")).map((r) => r.message.seq);
+    const trimmedSeqs = records
+      .filter((r) => r.type === "message" && String(r.message.content).startsWith("turn"))
+      .map((r) => r.message.seq);
     expect(trimmedSeqs).toEqual([5, 6, 7, 8, 9, 10, 11, 12]);
     expect(records.find((r) => r.type === "state").data.lastTaskId).toBe(42);
   });
 
   for (const kind of kinds) {
-    it.skipIf(kind.enabled !== true)(`round-trips through the ${kind.name} store${kind.enabled === true ? "" : ` (${kind.enabled})`}`, async () => {
-      const target = await kind.open();
-      try {
-        const first = await importSessions(target, () => original);
-        expect(first.problems).toEqual([]);
-        expect(first.counts.created).toBe(4);
-        expect(await exportAll(target)).toEqual(original);
+    it.skipIf(kind.enabled !== true)(
+      `round-trips through the ${kind.name} store${kind.enabled === true ? "" : ` (${kind.enabled})`}`,
+      async () => {
+        const target = await kind.open();
+        try {
+          const first = await importSessions(target, () => original);
+          expect(first.problems).toEqual([]);
+          expect(first.counts.created).toBe(4);
+          expect(await exportAll(target)).toEqual(original);
 
-        const second = await importSessions(target, () => original);
-        expect(second.counts).toEqual({ created: 0, appended: 0, updated: 0, unchanged: 4, diverged: 0 });
-        expect(second.messagesAdded).toBe(0);
-        expect(await exportAll(target)).toEqual(original);
-      } finally {
-        await target.close();
-      }
-    });
+          const second = await importSessions(target, () => original);
+          expect(second.counts).toEqual({ created: 0, appended: 0, updated: 0, unchanged: 4, diverged: 0 });
+          expect(second.messagesAdded).toBe(0);
+          expect(await exportAll(target)).toEqual(original);
+        } finally {
+          await target.close();
+        }
+      },
+    );
   }
 });
 
@@ -58,7 +63,8 @@ describe("import of a store that already holds some of it", () => {
     const lines = await exportAll(source);
     const target = createMemoryStore({ ttlMs: 0 });
     await importSessions(target, () => lines);
-    const trimmed = JSON.parse(lines.find((l) => l.includes("importedSeqOffset") || l.includes('"seq":12'))!).sessionId as string;
+    const trimmed = JSON.parse(lines.find((l) => l.includes("importedSeqOffset") || l.includes('"seq":12'))!)
+      .sessionId as string;
     await target.truncateAfter(trimmed, 3);
     const report = await importSessions(target, () => lines);
     expect(report.counts.appended).toBe(1);
@@ -77,7 +83,9 @@ describe("import of a store that already holds some of it", () => {
     const report = await importSessions(target, () => lines);
     expect(report.counts).toMatchObject({ unchanged: 3, diverged: 1 });
     expect(report.problems).toHaveLength(1);
-    expect(report.problems[0].message).toMatch(new RegExp(`session ${tools} not imported: its message 7 differs`));
+    expect(report.problems[0].message).toMatch(
+      new RegExp(`session ${tools} not imported: its message 7 differs`),
+    );
   });
 });
 
@@ -91,7 +99,9 @@ describe("import into a store that moved on", () => {
     await target.appendMessages(tools, [{ role: "user", content: "one more" }]);
     const report = await importSessions(target, () => lines);
     expect(report.counts).toMatchObject({ unchanged: 3, diverged: 1 });
-    expect(report.problems[0].message).toBe(`session ${tools} not imported: the target holds messages up to seq 8, the source only to 7 (continued since?)`);
+    expect(report.problems[0].message).toBe(
+      `session ${tools} not imported: the target holds messages up to seq 8, the source only to 7 (continued since?)`,
+    );
     expect(await target.countMessages(tools)).toBe(8);
   });
 });
@@ -111,7 +121,15 @@ describe("malformed input", () => {
     const { sessionId, message } = JSON.parse(good[last]);
     const bad = [...good];
     bad[first] = '{"type":"message", "sessionId": oops';
-    bad.splice(last + 1, 0, JSON.stringify({ type: "message", sessionId, message: { seq: message.seq + 1, createdAt: 1, role: "wizard", content: "x" } }));
+    bad.splice(
+      last + 1,
+      0,
+      JSON.stringify({
+        type: "message",
+        sessionId,
+        message: { seq: message.seq + 1, createdAt: 1, role: "wizard", content: "x" },
+      }),
+    );
     const target = createMemoryStore({ ttlMs: 0 });
     const report = await importSessions(target, () => bad);
     expect(report.problems.map((p) => [p.line, p.message.split(" (")[0]])).toEqual([
@@ -129,7 +147,9 @@ describe("malformed input", () => {
     const bad = [...(await lines()), "not json"];
     const target = createMemoryStore({ ttlMs: 0 });
     const report = await importSessions(target, () => bad, { strict: true });
-    expect(report.problems).toEqual([{ line: bad.length, message: expect.stringMatching(/^malformed JSON/), sessionId: expect.any(String) }]);
+    expect(report.problems).toEqual([
+      { line: bad.length, message: expect.stringMatching(/^malformed JSON/), sessionId: expect.any(String) },
+    ]);
     expect((await target.listAllSessions()).sessions).toEqual([]);
   });
 
@@ -147,7 +167,9 @@ describe("malformed input", () => {
   it("reports the records below a broken session line as one run of lines", async () => {
     const good = await lines();
     // A later session line with messages below it (the empty session has none).
-    const second = good.findIndex((l, i) => i > 1 && l.startsWith('{"type":"session"') && good[i + 1]?.startsWith('{"type":"message"'));
+    const second = good.findIndex(
+      (l, i) => i > 1 && l.startsWith('{"type":"session"') && good[i + 1]?.startsWith('{"type":"message"'),
+    );
     const bad = [...good];
     bad[second] = "{broken";
     const report = await importSessions(createMemoryStore({ ttlMs: 0 }), () => bad);

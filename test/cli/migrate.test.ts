@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { migrateStores } from "../../src/cli/migrate.js";
 import { createMemoryStore } from "../../src/stores/memory.js";
 import { exportAll, seedBulk, seedVaried } from "./_seed.js";
-import { storeKinds, type StoreKind } from "./_stores.js";
+import { type StoreKind, storeKinds } from "./_stores.js";
 
 const kinds = await storeKinds();
 const kind = (name: StoreKind["name"]) => kinds.find((k) => k.name === name)!;
@@ -48,29 +48,46 @@ describe("migrate", () => {
     expect(second.interrupted).toBe(false);
     expect(second.counts.created + second.counts.unchanged).toBe(300);
     expect(second.counts.unchanged).toBe(copied);
-    expect(second.verification).toMatchObject({ sessions: 300, sessionsOk: 300, sourceMessages: 1800, targetMessages: 1800 });
+    expect(second.verification).toMatchObject({
+      sessions: 300,
+      sessionsOk: 300,
+      sourceMessages: 1800,
+      targetMessages: 1800,
+    });
     expect(await exportAll(target)).toEqual(await exportAll(source));
   });
 
   const big = (from: StoreKind["name"], to: StoreKind["name"]) => {
     const skip = reason(from, to);
-    it.skipIf(skip !== undefined)(`moves 2,000 sessions × 20 messages from ${from} to ${to}, verified message for message${skip ? ` (${skip})` : ""}`, async () => {
-      const source = await kind(from).open();
-      const target = await kind(to).open();
-      try {
-        await seedBulk(source, 2000, 20);
-        const report = await migrateStores(source, target, { concurrency: 16 });
-        const rate = Math.round((report.messagesSeen * 1000) / report.elapsedMs);
-        console.log(`[migrate] ${from} → ${to}: 2000 sessions, 40000 messages in ${report.elapsedMs} ms (${rate} messages/s)`);
-        expect(report.counts.created).toBe(2000);
-        expect(report.verification).toEqual({ sessions: 2000, sessionsOk: 2000, sourceMessages: 40000, targetMessages: 40000, mismatched: [] });
-        const [a, b] = await Promise.all([exportAll(source), exportAll(target)]);
-        expect(b.length).toBe(a.length);
-        expect(b).toEqual(a);
-      } finally {
-        await Promise.all([source.close(), target.close()]);
-      }
-    }, 180_000);
+    it.skipIf(skip !== undefined)(
+      `moves 2,000 sessions × 20 messages from ${from} to ${to}, verified message for message${skip ? ` (${skip})` : ""}`,
+      async () => {
+        const source = await kind(from).open();
+        const target = await kind(to).open();
+        try {
+          await seedBulk(source, 2000, 20);
+          const report = await migrateStores(source, target, { concurrency: 16 });
+          const rate = Math.round((report.messagesSeen * 1000) / report.elapsedMs);
+          console.log(
+            `[migrate] ${from} → ${to}: 2000 sessions, 40000 messages in ${report.elapsedMs} ms (${rate} messages/s)`,
+          );
+          expect(report.counts.created).toBe(2000);
+          expect(report.verification).toEqual({
+            sessions: 2000,
+            sessionsOk: 2000,
+            sourceMessages: 40000,
+            targetMessages: 40000,
+            mismatched: [],
+          });
+          const [a, b] = await Promise.all([exportAll(source), exportAll(target)]);
+          expect(b.length).toBe(a.length);
+          expect(b).toEqual(a);
+        } finally {
+          await Promise.all([source.close(), target.close()]);
+        }
+      },
+      180_000,
+    );
   };
   big("sqlite", "postgres");
   big("postgres", "redis");

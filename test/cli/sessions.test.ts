@@ -3,8 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSqliteStore } from "../../src/stores/sqlite.js";
-import { seedVaried } from "./_seed.js";
 import { runCli } from "./_run.js";
+import { seedVaried } from "./_seed.js";
 
 const dir = mkdtempSync(join(tmpdir(), "tk-cli-sessions-"));
 const store = `sqlite:${join(dir, "t.db")}`;
@@ -26,7 +26,13 @@ describe("threadkeep sessions", () => {
     const [header, ...rows] = run.stdout.trimEnd().split("\n");
     expect(header.split("\t")).toEqual(["ID", "USER", "MESSAGES", "LAST ACTIVITY", "TITLE"]);
     expect(rows.map((r) => r.split("\t")[0])).toEqual([ids[3], ids[1], ids[0], ids[2]]);
-    expect(rows[2].split("\t")).toEqual([ids[0], "alice", "7", expect.stringMatching(/ago$/), "Create a task: buy groceries"]);
+    expect(rows[2].split("\t")).toEqual([
+      ids[0],
+      "alice",
+      "7",
+      expect.stringMatching(/ago$/),
+      "Create a task: buy groceries",
+    ]);
   });
 
   it("lists one owner's sessions as JSON", async () => {
@@ -41,7 +47,9 @@ describe("threadkeep sessions", () => {
     expect(run.stdout).toMatch(new RegExp(`^session   ${ids[1]}\\nuser      alice`));
     expect(run.stdout).toContain("messages  8 (seq 5–12)");
     expect(run.stdout).toMatch(/#12 +assistant +turn 12 ✓ "quoted" \\ line…/);
-    const asJson = JSON.parse((await runCli("sessions", "show", ids[0], "--json", "--last", "2", "--store", store)).stdout);
+    const asJson = JSON.parse(
+      (await runCli("sessions", "show", ids[0], "--json", "--last", "2", "--store", store)).stdout,
+    );
     expect(asJson.messages.map((m: { seq: number }) => m.seq)).toEqual([6, 7]);
     expect(asJson.state).toEqual({ lastTaskId: 42, pending: { action: "delete", taskId: 42 } });
   });
@@ -49,7 +57,9 @@ describe("threadkeep sessions", () => {
   it("prunes inactive sessions, first as a dry run", async () => {
     const dry = await runCli("sessions", "prune", "--older-than", "7d", "--dry-run", "--store", store);
     expect(dry.stdout).toBe(`would delete 1 session(s) inactive for more than 7d\n${ids[2]}\n`);
-    const real = JSON.parse((await runCli("sessions", "prune", "--older-than", "7d", "--json", "--store", store)).stdout);
+    const real = JSON.parse(
+      (await runCli("sessions", "prune", "--older-than", "7d", "--json", "--store", store)).stdout,
+    );
     expect(real).toEqual({ dryRun: false, olderThanMs: 7 * 86_400_000, sessions: [ids[2]] });
   });
 
@@ -64,6 +74,9 @@ describe("threadkeep sessions", () => {
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/^threadkeep: Invalid session id "nope"/);
     const scheme = await runCli("sessions", "list", "--store", "mongodb://x");
-    expect(scheme).toMatchObject({ code: 2, stderr: expect.stringMatching(/^threadkeep: Unknown store URL scheme "mongodb:"/) });
+    expect(scheme).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/^threadkeep: Unknown store URL scheme "mongodb:"/),
+    });
   });
 });

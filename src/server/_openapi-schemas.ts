@@ -114,8 +114,18 @@ export const schemas = {
           tokens: { type: "integer" },
           summaries: { type: "integer" },
           truncated: { type: "integer" },
+          reasons: {
+            type: "object",
+            description: "Stored messages left out, by reason; they add up to `messages`.",
+            properties: { window: { type: "integer" }, budget: { type: "integer" }, toolPairs: { type: "integer" } },
+          },
+          summaryTokens: { type: "integer" },
+          input: { type: "integer", description: "Input tool results dropped: no call in the request answers them." },
         },
       },
+      tokenBudget: { type: "integer" },
+      encoding: { type: "string", description: "Tokenizer encoding used for counting, e.g. o200k_base." },
+      stateNote: { type: "string", description: "The state note included in `messages`, if any." },
     },
   },
 } as const;

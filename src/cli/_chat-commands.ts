@@ -9,6 +9,7 @@ import type { ChatMessage, Message } from "../core/types.js";
 import type { Upstream } from "../llm/openai-compatible.js";
 import { ago, oneLine, type Paint, table } from "./_format.js";
 import { describeSessions } from "./sessions.js";
+import { createSummarizer } from "../llm/summarizer.js";
 
 /** What the commands share with the chat loop. */
 export interface ChatState {
@@ -86,14 +87,6 @@ async function resume(state: ChatState, arg: string): Promise<void> {
 
 async function summarize(state: ChatState): Promise<void> {
   if (!state.upstream) return state.warn("/summary needs a model: set --upstream and --model (see /help)");
-  let summarizer: typeof import("../llm/summarizer.js");
-  try {
-    summarizer = await import("../llm/summarizer.js");
-  } catch {
-    return state.warn(
-      "Summaries need the context engine (src/llm/summarizer), which this build does not include",
-    );
-  }
   if (!(await stored(state))) return state.print("nothing to summarise yet");
   const summaries = await state.memory.listSummaries(state.sessionId, { userId: state.userId });
   // The rolling summary covers everything before it: fold in only what came after.
@@ -112,8 +105,8 @@ async function summarize(state: ChatState): Promise<void> {
         : "nothing to summarise yet",
     );
   const model = state.model ?? "";
-  const content = await summarizer
-    .createSummarizer({ baseUrl: state.upstream.baseUrl, upstream: state.upstream, model })
+  // Unlike background compaction (which waits for a threshold), /summary folds in everything now.
+  const content = await createSummarizer({ baseUrl: state.upstream.baseUrl, upstream: state.upstream, model })
     .summarize({ sessionId: state.sessionId, messages, previous });
   const store = await state.memory.store();
   const saved = await store.saveSummary(state.sessionId, {

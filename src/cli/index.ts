@@ -49,7 +49,8 @@ export async function main(argv: string[] = process.argv): Promise<number> {
     return typeof process.exitCode === "number" ? process.exitCode : EXIT.ok;
   } catch (error) {
     if (error instanceof CommanderError) {
-      if (error.code === "commander.helpDisplayed" || error.code === "commander.version" || error.code === "commander.help") return EXIT.ok;
+      // Help shown because a subcommand was missing is a usage error (commander gives it exit code 1).
+      if (error.code === "commander.helpDisplayed" || error.code === "commander.version") return EXIT.ok;
       return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
     }
     if (isThreadkeepError(error)) {

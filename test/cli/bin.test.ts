@@ -81,12 +81,16 @@ describe("threadkeep (child process)", () => {
         "{oops",
       ].join("\n"),
     );
-    const [slash, scheme, flag, broken] = await Promise.all([
+    const [slash, scheme, flag, broken, bare] = await Promise.all([
       threadkeep(["chat", "--store", `sqlite:${join(dir, "x.db")}`], "/frobnicate\n"),
       threadkeep(["export", "--store", "mongodb://db/x"]),
       threadkeep(["sessions", "list", "--colour"]),
       threadkeep(["import", file, "--store", `sqlite:${join(dir, "y.db")}`]),
+      threadkeep(["sessions"]),
     ]);
+    // A command group without its subcommand shows help, and is still a usage error.
+    expect(bare.code).toBe(2);
+    expect(bare.stderr + bare.stdout).toMatch(/list/);
     expect(slash.code).toBe(2);
     expect(slash.stderr).toContain('Unknown command "/frobnicate". Type /help for the list.');
     expect(scheme).toMatchObject({
@@ -99,6 +103,6 @@ describe("threadkeep (child process)", () => {
     expect(broken.stderr).toMatch(
       new RegExp(`^${file}:3: malformed JSON \\(.+\\)\nthreadkeep: 1 problem\\(s\\), listed above\n$`),
     );
-    for (const run of [slash, scheme, flag, broken]) noStackTrace(run);
+    for (const run of [slash, scheme, flag, broken, bare]) noStackTrace(run);
   });
 });

@@ -17,14 +17,16 @@ import { collectGarbage, elapsedMs } from "./_harness.js";
 import {
   APPENDS,
   loadStore,
-  measureOps,
-  measureStore,
+  measureSubjects,
   printStoreResults,
   printTargets,
   READS,
+  ROUNDS,
   SCALES,
   type Scale,
   type StoreResult,
+  type Subject,
+  storeSubject,
   totalMessages,
 } from "./_store-bench.js";
 import { messageOf, sessionIdOf } from "./_store-data.js";
@@ -68,64 +70,92 @@ export const STORE_ENTRIES: StoreEntry[] = [
   },
 ];
 
-async function runEntry(entry: StoreEntry, scale: Scale, root: string): Promise<StoreResult> {
+/** A measured subject and how to let go of it. */
+interface Opened {
+  subject: Subject;
+  close(): Promise<void> | void;
+}
+
+async function openEntry(entry: StoreEntry, scale: Scale, dir: string): Promise<Opened | string> {
   if (entry.maxMessages !== undefined && totalMessages(scale) > entry.maxMessages) {
-    return {
-      subject: entry.name,
-      scale,
-      skipped: `capped at ${entry.maxMessages.toLocaleString("en")} messages`,
-    };
+    return `capped at ${entry.maxMessages.toLocaleString("en")} messages`;
   }
-  const dir = join(root, `${entry.name}-${scale.label}`);
   mkdirSync(dir, { recursive: true });
   const store = await entry.open(dir, scale);
-  if (typeof store === "string") return { subject: entry.name, scale, skipped: store };
+  if (typeof store === "string") return store;
   try {
-    await loadStore(store, scale);
-    return { subject: entry.name, scale, ...(await measureStore(store, scale)) };
-  } finally {
+    await loadStore(store, scale, entry.name);
+  } catch (error) {
     await store.close();
-    rmSync(dir, { recursive: true, force: true });
-    collectGarbage();
+    throw error;
   }
+  return { subject: storeSubject(store, entry.name), close: () => store.close() };
 }
 
 /** The baseline: one plain table, one prepared statement per operation, no JSON parsing, no store code. */
-async function runRaw(scale: Scale, root: string): Promise<StoreResult> {
-  const dir = join(root, `raw-${scale.label}`);
+function openRaw(scale: Scale, dir: string): Opened {
   mkdirSync(dir, { recursive: true });
   const db = new Database(join(dir, "raw.db"));
   // The same connection settings as the SQLite store, so the ratio measures the store's own work.
   db.pragma("journal_mode = WAL");
   db.pragma("synchronous = NORMAL");
   db.exec("CREATE TABLE messages (session_id TEXT, seq INTEGER, body TEXT, PRIMARY KEY (session_id, seq))");
+  const insert = db.prepare("INSERT INTO messages (session_id, seq, body) VALUES (?, ?, ?)");
+  const started = performance.now();
+  const loadSession = db.transaction((s: number) => {
+    for (let m = 0; m < scale.messagesPerSession; m++) {
+      insert.run(sessionIdOf(s), m + 1, JSON.stringify(messageOf(s, m)));
+    }
+  });
+  for (let s = 0; s < scale.sessions; s++) loadSession(s);
+  console.log(`  raw: loaded ${totalMessages(scale).toLocaleString("en")} messages in ${elapsedMs(started)}`);
+  const last = db.prepare("SELECT seq, body FROM messages WHERE session_id = ? ORDER BY seq DESC LIMIT 20");
+  const nextSeq = new Map<string, number>();
+  const subject: Subject = {
+    name: RAW,
+    last20: (id) => last.all(id),
+    append1: (id, message) => {
+      const seq = nextSeq.get(id) ?? scale.messagesPerSession + 1;
+      nextSeq.set(id, seq + 1);
+      insert.run(id, seq, JSON.stringify(message));
+    },
+  };
+  return {
+    subject,
+    close: () => {
+      db.close();
+    },
+  };
+}
+
+async function runScale(scale: Scale, entries: StoreEntry[], root: string): Promise<StoreResult[]> {
+  console.log(
+    `# ${scale.label} messages: ${scale.sessions.toLocaleString("en")} sessions × ${scale.messagesPerSession}`,
+  );
+  const opened: Opened[] = [];
+  const skipped = new Map<string, string>();
   try {
-    const insert = db.prepare("INSERT INTO messages (session_id, seq, body) VALUES (?, ?, ?)");
-    const started = performance.now();
-    const loadSession = db.transaction((s: number) => {
-      for (let m = 0; m < scale.messagesPerSession; m++) {
-        insert.run(sessionIdOf(s), m + 1, JSON.stringify(messageOf(s, m)));
+    opened.push(openRaw(scale, join(root, `raw-${scale.label}`)));
+    for (const entry of entries) {
+      const result = await openEntry(entry, scale, join(root, `${entry.name}-${scale.label}`));
+      if (typeof result === "string") {
+        console.log(`  ${entry.name}: skipped, ${result}`);
+        skipped.set(entry.name, result);
+      } else {
+        opened.push(result);
       }
-    });
-    for (let s = 0; s < scale.sessions; s++) loadSession(s);
-    console.log(
-      `  raw: loaded ${totalMessages(scale).toLocaleString("en")} messages in ${elapsedMs(started)}`,
-    );
-    const last = db.prepare("SELECT seq, body FROM messages WHERE session_id = ? ORDER BY seq DESC LIMIT 20");
-    const nextSeq = new Map<string, number>();
-    const ops = await measureOps(
+    }
+    const measured = await measureSubjects(
       scale,
-      (id) => last.all(id),
-      (id, message) => {
-        const seq = nextSeq.get(id) ?? scale.messagesPerSession + 1;
-        nextSeq.set(id, seq + 1);
-        insert.run(id, seq, JSON.stringify(message));
-      },
+      opened.map((o) => o.subject),
     );
-    return { subject: RAW, scale, ...ops };
+    return [RAW, ...entries.map((e) => e.name)].map(
+      (name) =>
+        measured.find((r) => r.subject === name) ?? { subject: name, scale, skipped: skipped.get(name) },
+    );
   } finally {
-    db.close();
-    rmSync(dir, { recursive: true, force: true });
+    for (const o of opened) await o.close();
+    collectGarbage();
   }
 }
 
@@ -136,21 +166,15 @@ async function main(): Promise<void> {
   const results: StoreResult[] = [];
   try {
     for (const scale of SCALES) {
-      console.log(
-        `# ${scale.label} messages: ${scale.sessions.toLocaleString("en")} sessions × ${scale.messagesPerSession}`,
-      );
-      results.push(await runRaw(scale, root));
-      for (const entry of entries) {
-        const result = await runEntry(entry, scale, root);
-        if (result.skipped) console.log(`  ${entry.name}: skipped, ${result.skipped}`);
-        results.push(result);
-      }
+      results.push(...(await runScale(scale, entries, root)));
+      rmSync(root, { recursive: true, force: true });
     }
   } finally {
     rmSync(root, { recursive: true, force: true });
   }
   console.log(
-    `\n## Stores (${READS.toLocaleString("en")} reads, ${APPENDS.toLocaleString("en")} appends each, random sessions)\n`,
+    `\n## Stores (${READS.toLocaleString("en")} reads and ${APPENDS.toLocaleString("en")} appends at random sessions, ` +
+      `median of ${ROUNDS} interleaved rounds)\n`,
   );
   printStoreResults(results, RAW);
   console.log();

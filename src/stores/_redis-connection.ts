@@ -16,6 +16,7 @@ interface RedisClient {
   on(event: "ready", listener: () => void): unknown;
   sSubscribe(channel: string, listener: (message: string) => void): Promise<void>;
   sUnsubscribe(channel: string): Promise<void>;
+  duplicate(overrides: { disableOfflineQueue: boolean }): RedisClient;
 }
 
 /** How the Redis store talks to its server. */
@@ -153,8 +154,7 @@ export class RedisConnection {
     this.#opening ??= (async () => {
       const redis = await importOptional(() => import("redis"), "redis", "redis://");
       if (this.#closed) throw this.#unavailable("The redis store is closed");
-      // Refuse instead of queueing while disconnected: an outage must surface, not pile up.
-      const client: RedisClient = redis.createClient(this.#clientOptions(false));
+      const client: RedisClient = redis.createClient(this.#clientOptions());
       // Without an 'error' listener an outage would crash the process; calls report it instead.
       client.on("error", (error: Error) => {
         this.#lastError = error;
@@ -178,10 +178,12 @@ export class RedisConnection {
   }
 
   #subscribed(): Promise<RedisClient> {
-    this.#subscriber ??= this.#open().then(() => {
+    this.#subscriber ??= this.#open().then((main) => {
       if (this.#closed) throw this.#unavailable("The redis store is closed");
-      // Subscriptions may queue while disconnected: node-redis sends them, and restores them, on connect.
-      const subscriber: RedisClient = this.#module!.createClient(this.#clientOptions(true));
+      // duplicate() reuses the client class; a second createClient() would build it again, blocking
+      // the event loop for ~100 ms. Subscriptions may queue while disconnected: node-redis sends
+      // them, and restores them, on connect.
+      const subscriber = main.duplicate({ disableOfflineQueue: false });
       subscriber.on("error", (error) => this.#report(error));
       subscriber.connect().catch(() => {});
       return subscriber;
@@ -194,13 +196,14 @@ export class RedisConnection {
     if (!this.#closed) this.#options.onError?.(error);
   }
 
-  #clientOptions(offlineQueue: boolean) {
+  #clientOptions() {
     const { url, connectTimeoutMs, maxReconnectDelayMs } = this.#options;
     return {
       url,
       // Flat RESP2 replies: the store reads arrays, strings and integers only.
       RESP: 2 as const,
-      disableOfflineQueue: !offlineQueue,
+      // Refuse instead of queueing while disconnected: an outage must surface, not pile up.
+      disableOfflineQueue: true,
       socket: {
         connectTimeout: connectTimeoutMs,
         reconnectStrategy: (retries: number) =>

@@ -19,11 +19,13 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** One process of the lease test: 100 concurrent turns (load, think, commit question and answer). */
 const TURN_WORKER = `
-const [url, keyPrefix, sessionId, name, startAt] = process.argv.slice(1);
+const [url, keyPrefix, sessionId, name] = process.argv.slice(1);
 const { createRedisStore } = await import(${JSON.stringify(new URL("../../src/stores/redis.ts", import.meta.url).href)});
 const store = createRedisStore({ url, keyPrefix, ttlMs: 0 });
 await store.getSession(sessionId);
-await new Promise((resolve) => setTimeout(resolve, Number(startAt) - Date.now()));
+// Connected: say so, and start when the parent says go (it waits for both processes).
+process.stdout.write("ready\\n");
+await new Promise((resolve) => process.stdin.once("data", resolve));
 await Promise.all(Array.from({ length: 100 }, async (_, i) => {
   // Requests trickle in over 50 ms, as they would from clients, so the two processes' turns interleave.
   await new Promise((resolve) => setTimeout(resolve, Math.random() * 50));
@@ -110,19 +112,22 @@ describe.skipIf(enabled !== true)("redis store specifics", () => {
   });
 
   it("refreshes the TTL on activity", async () => {
-    const s = store({ ttlMs: 1000 });
-    const session = await s.createSession({ id: newSessionId(), userId: "active" });
-    for (let i = 0; i < 4; i++) {
-      await sleep(400);
-      await s.appendMessages(session.id, [{ role: "user", content: `still here ${i}` }]);
+    const s = store({ ttlMs: 2000 });
+    const owner = `active-${randomUUID()}`;
+    const session = await s.createSession({ id: newSessionId(), userId: owner });
+    const started = Date.now();
+    for (let i = 0; i < 5; i++) {
+      await sleep(500);
+      if (i === 4) await s.touchSession(session.id);
+      else await s.appendMessages(session.id, [{ role: "user", content: `still here ${i}` }]);
     }
-    await sleep(400);
-    await s.touchSession(session.id);
-    await sleep(400);
-    // 2.4 s after creation, well past one TTL, yet never 1 s without activity.
+    // Past one TTL since creation, yet never a TTL without activity.
+    expect(Date.now() - started).toBeGreaterThan(2000);
     expect(await s.countMessages(session.id)).toBe(4);
-    expect((await s.listSessions("active")).sessions.map((x) => x.id)).toContain(session.id);
-    expect(await raw.pTTL(`${keyPrefix}s:{${session.id}}:msgs`)).toBeGreaterThan(0);
+    expect((await s.listSessions(owner)).sessions.map((x) => x.id)).toEqual([session.id]);
+    const ttl = await raw.pTTL(`${keyPrefix}s:{${session.id}}:msgs`);
+    expect(ttl).toBeGreaterThan(1000);
+    expect(ttl).toBeLessThanOrEqual(2000);
   });
 
   it("heals the indexes where they outlived a session", async () => {
@@ -181,34 +186,32 @@ describe.skipIf(enabled !== true)("redis store specifics", () => {
     const s = store({ ttlMs: 0 });
     const session = await s.createSession({ id: newSessionId(), userId: "hammer" });
     // Both processes connect first, then start together, so their turns really compete.
-    const startAt = Date.now() + 3_000;
-    const exits = await Promise.all(
-      ["a", "b"].map(
-        (name) =>
-          new Promise<{ code: number | null; stderr: string }>((resolve) => {
-            const child = spawn(
-              process.execPath,
-              [
-                "--import",
-                "tsx",
-                "--input-type=module",
-                "-e",
-                TURN_WORKER,
-                TEST_REDIS_URL,
-                keyPrefix,
-                session.id,
-                name,
-                String(startAt),
-              ],
-              { cwd: fileURLToPath(new URL("../..", import.meta.url)), stdio: ["ignore", "ignore", "pipe"] },
-            );
-            let stderr = "";
-            child.stderr.on("data", (chunk) => (stderr += chunk));
-            child.on("close", (code) => resolve({ code, stderr }));
-          }),
-      ),
+    const cwd = fileURLToPath(new URL("../..", import.meta.url));
+    const args = [
+      "--import",
+      "tsx",
+      "--input-type=module",
+      "-e",
+      TURN_WORKER,
+      TEST_REDIS_URL,
+      keyPrefix,
+      session.id,
+    ];
+    const children = ["a", "b"].map((name) => spawn(process.execPath, [...args, name], { cwd }));
+    const exits = children.map(
+      (child) =>
+        new Promise<{ code: number | null; stderr: string }>((resolve) => {
+          let stderr = "";
+          child.stderr.on("data", (chunk) => (stderr += chunk));
+          child.on("close", (code) => resolve({ code, stderr }));
+        }),
     );
-    for (const exit of exits) expect(exit.code, exit.stderr).toBe(0);
+    await Promise.race([
+      Promise.all(children.map((child) => new Promise((resolve) => child.stdout.once("data", resolve)))),
+      Promise.all(exits),
+    ]);
+    for (const child of children) child.stdin.end("go\n");
+    for (const exit of await Promise.all(exits)) expect(exit.code, exit.stderr).toBe(0);
     const all = await s.getMessages(session.id);
     expect(all.map((m) => m.seq)).toEqual(Array.from({ length: 400 }, (_, i) => i + 1));
     const turns = all.filter((m) => m.role === "user").map((m) => String(m.content));
@@ -319,10 +322,17 @@ describe.skipIf(enabled !== true)("redis store specifics", () => {
     await new Promise<void>((resolve) => server.close(() => resolve()));
   });
 
-  it("refuses work after close and names the missing full-text search", async () => {
+  it("refuses work after close, waiters included, and names the missing full-text search", async () => {
+    const holder = store({ ttlMs: 0 });
     const s = open({ ttlMs: 0 });
     await expectCode(s.search({ userId: "u", text: "x", mode: "fulltext" }), "not_supported");
+    const id = newSessionId();
+    const held = await holder.acquireLease(id);
+    const waiting = s.acquireLease(id, { waitMs: 10_000 });
+    await sleep(50);
     await s.close();
+    await expectCode(waiting, "store_unavailable");
     await expectCode(s.getSession(newSessionId()), "store_unavailable");
+    await held.release();
   });
 });

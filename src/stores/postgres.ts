@@ -73,6 +73,16 @@ function fulltextSnippet(text: string, query: string): string {
   return snippetOf(text, word ?? query);
 }
 
+/** How often the deadlines of operations under way are checked. */
+const WATCHDOG_MS = 250;
+
+interface Operation {
+  deadline: number;
+  what: string;
+  reject: (error: unknown) => void;
+  work: Promise<void> | null;
+}
+
 /**
  * A PostgreSQL store: the system of record when several threadkeep processes share sessions.
  * The schema is migrated on first use; the turn lease holds across processes (see `_postgres-lease.ts`).
@@ -94,8 +104,9 @@ export function createPostgresStore(options: PostgresStoreOptions): SessionStore
   let ready: Promise<PgSql> | null = null;
   let closing: Promise<void> | null = null;
   let closed = false;
-  /** Operations under way, so that close() lets them finish before it ends the pool. */
-  const inflight = new Set<Promise<unknown>>();
+  /** Operations under way: for their deadlines, and so that close() lets them finish first. */
+  const pending = new Set<Operation>();
+  let watchdog: NodeJS.Timeout | null = null;
 
   const open = async (): Promise<PgSql> => {
     client ??= await openClient(options.url, {
@@ -120,32 +131,49 @@ export function createPostgresStore(options: PostgresStoreOptions): SessionStore
     return ready;
   };
 
-  /** Runs one store operation with a deadline, mapping driver errors to coded ones. */
-  const run = async <T>(what: string, fn: (sql: PgSql) => Promise<T>): Promise<T> => {
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () =>
-          reject(
-            new ThreadkeepError(
-              "store_unavailable",
-              `${what}: no answer from PostgreSQL within ${queryTimeoutMs} ms`,
-            ),
-          ),
-        queryTimeoutMs,
-      );
+  /**
+   * Runs one store operation with a deadline, mapping driver errors to coded ones. One watchdog timer
+   * serves every operation under way (a timer each would cost the hot path more than the query's
+   * own JavaScript); it overshoots a deadline by at most WATCHDOG_MS.
+   */
+  const run = <T>(what: string, fn: (sql: PgSql) => Promise<T>): Promise<T> =>
+    new Promise<T>((resolve, reject) => {
+      const op: Operation = { deadline: Date.now() + queryTimeoutMs, what, reject, work: null };
+      pending.add(op);
+      watch();
+      op.work = connected()
+        .then(fn)
+        .then(
+          (value) => {
+            pending.delete(op);
+            resolve(value);
+          },
+          (error) => {
+            pending.delete(op);
+            reject(toStoreError(error, what));
+          },
+        );
     });
-    const work = connected().then(fn);
-    inflight.add(work);
-    const settled = () => inflight.delete(work);
-    work.then(settled, settled);
-    try {
-      return await Promise.race([work, deadline]);
-    } catch (error) {
-      throw toStoreError(error, what);
-    } finally {
-      clearTimeout(timer);
-    }
+  const watch = () => {
+    if (watchdog) return;
+    watchdog = setInterval(() => {
+      const now = Date.now();
+      for (const op of pending) {
+        if (op.deadline > now) continue;
+        pending.delete(op);
+        op.reject(
+          new ThreadkeepError(
+            "store_unavailable",
+            `${op.what}: no answer from PostgreSQL within ${queryTimeoutMs} ms`,
+          ),
+        );
+      }
+      if (pending.size === 0 && watchdog) {
+        clearInterval(watchdog);
+        watchdog = null;
+      }
+    }, WATCHDOG_MS);
+    watchdog.unref();
   };
 
   const leases = new PostgresLeases({
@@ -268,6 +296,8 @@ export function createPostgresStore(options: PostgresStoreOptions): SessionStore
         // Every filter folds into one seq range, so each read is a single index range scan.
         const [lo, hi] = seqBounds(query);
         if (query.last !== undefined) {
+          // Keep the range even when it is unbounded: with it PostgreSQL's generic plan is cheap, so the
+          // prepared statement is planned once; `LIMIT $n` alone makes it re-plan on every call.
           const rows = await sql<MessageRow[]>`
             SELECT seq, created_at, body FROM messages WHERE session_id = ${id} AND seq BETWEEN ${lo} AND ${hi}
             ORDER BY seq DESC LIMIT ${Math.floor(query.last)}`;
@@ -429,7 +459,7 @@ export function createPostgresStore(options: PostgresStoreOptions): SessionStore
         const patience = new Promise((resolve) => {
           timer = setTimeout(resolve, queryTimeoutMs);
         });
-        await Promise.race([Promise.allSettled(inflight), patience]);
+        await Promise.race([Promise.allSettled([...pending].map((op) => op.work)), patience]);
         clearTimeout(timer);
         // Nothing of ours is pending any more. A zero timeout ends idle connections at once; waiting
         // would hang on a connection the driver still counts as starting after an outage.

@@ -328,10 +328,11 @@ describe.skipIf(enabled !== true)("redis store specifics", () => {
     await expectCode(s.search({ userId: "u", text: "x", mode: "fulltext" }), "not_supported");
     const id = newSessionId();
     const held = await holder.acquireLease(id);
-    const waiting = s.acquireLease(id, { waitMs: 10_000 });
+    // The check is attached before close, so the waiter's rejection is never momentarily unhandled.
+    const waiting = expectCode(s.acquireLease(id, { waitMs: 10_000 }), "store_unavailable");
     await sleep(50);
     await s.close();
-    await expectCode(waiting, "store_unavailable");
+    await waiting;
     await expectCode(s.getSession(newSessionId()), "store_unavailable");
     await held.release();
   });

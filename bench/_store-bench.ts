@@ -153,10 +153,19 @@ export function printStoreResults(results: StoreResult[], baseline: string): voi
   const base = (scale: Scale) =>
     results.find((r) => r.subject === baseline && r.scale === scale)?.last20?.p50 ?? Number.NaN;
   printTable(
-    ["store", "messages", "last 20 p50", "last 20 p99", "append 1 p50", "append 1 p99", "last 20 p50 / raw"],
+    [
+      "store",
+      "messages",
+      "last 20 p50",
+      "last 20 p99",
+      "append 1 p50",
+      "append 1 p99",
+      "raw p50, same rounds",
+      "last 20 p50 / raw",
+    ],
     results.map((r) =>
       r.skipped || !r.last20 || !r.append1
-        ? [r.subject, r.scale.label, `skipped: ${r.skipped ?? "not measured"}`, "", "", "", ""]
+        ? [r.subject, r.scale.label, `skipped: ${r.skipped ?? "not measured"}`, "", "", "", "", ""]
         : [
             r.subject,
             r.scale.label,
@@ -164,6 +173,7 @@ export function printStoreResults(results: StoreResult[], baseline: string): voi
             formatMicros(r.last20.p99),
             formatMicros(r.append1.p50),
             formatMicros(r.append1.p99),
+            formatMicros(r.baselineP50 ?? base(r.scale)),
             formatRatio(r.last20.p50 / (r.baselineP50 ?? base(r.scale))),
           ],
     ),

@@ -2,12 +2,14 @@
  * PostgreSQL store benchmark, two questions:
  *
  * 1. p50/p99 of "load last 20" and "append 1" through the store, next to a raw-driver baseline measured
- *    in the same run on the store's own table (`SELECT body FROM messages WHERE session_id = $1
- *    ORDER BY seq DESC LIMIT 20`, one prepared statement, no JSON parsing).
- * 2. How to assign contiguous `seq` under many concurrent writers on one session: the session row lock
- *    the store takes, or an advisory lock; each inside one server-side call and as a client-driven
- *    transaction (one round trip per statement while the lock is held); with durable commits and
- *    with `synchronous_commit = off`, which leaves the cost of the lock itself.
+ *    in the same interleaved rounds (bench/_store-bench.ts) on the store's own table (`SELECT body
+ *    FROM messages WHERE session_id = $1 ORDER BY seq DESC LIMIT 20`, one prepared statement, no JSON
+ *    parsing; the append is a plain INSERT).
+ * 2. How to assign contiguous `seq` under many concurrent writers on one session: the session row lock,
+ *    an advisory lock (with `max(seq)`), or what the store does, an advisory lock as a FIFO queue in
+ *    front of the row lock; inside one server-side call and as client-driven transactions (one round
+ *    trip per statement while the lock is held); with durable commits and with
+ *    `synchronous_commit = off`, which leaves the cost of the locks themselves.
  *
  * `BENCH_QUICK=1` shrinks the data. `THREADKEEP_BENCH_POSTGRES_URL` (else `THREADKEEP_TEST_POSTGRES_URL`,
  * else the local service) names the server; an unreachable server skips with a printed reason.
@@ -16,45 +18,30 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import postgres from "postgres";
 import { createPostgresStore } from "../src/stores/postgres.js";
+import { collectGarbage, formatMicros, percentile, printTable, QUICK } from "./_harness.js";
 import {
-  collectGarbage,
-  elapsedMs,
-  formatMicros,
-  formatRatio,
-  type Measurement,
-  measure,
-  percentile,
-  printTable,
-  QUICK,
-  seededRandom,
-} from "./_harness.js";
+  APPENDS,
+  loadStore,
+  MAX_MESSAGES,
+  measureSubjects,
+  printStoreResults,
+  printTargets,
+  READS,
+  ROUNDS,
+  SCALES,
+  type Scale,
+  type StoreResult,
+  type Subject,
+  storeSubject,
+} from "./_store-bench.js";
 import { messageOf, sessionIdOf } from "./_store-data.js";
-
-interface Scale {
-  label: string;
-  sessions: number;
-  messagesPerSession: number;
-}
 
 const URL_ =
   process.env.THREADKEEP_BENCH_POSTGRES_URL ??
   process.env.THREADKEEP_TEST_POSTGRES_URL ??
   "postgres://postgres@127.0.0.1:5432/test";
-const SCALES: Scale[] = QUICK
-  ? [
-      { label: "5K", sessions: 250, messagesPerSession: 20 },
-      { label: "100K", sessions: 1_000, messagesPerSession: 100 },
-    ]
-  : [
-      { label: "40K", sessions: 2_000, messagesPerSession: 20 },
-      { label: "1M", sessions: 10_000, messagesPerSession: 100 },
-    ];
-const READS = QUICK ? 2_000 : 10_000;
-const APPENDS = QUICK ? 500 : 2_000;
 /** Sessions loaded at once; loading is not measured, it only decides how long a run takes. */
 const LOAD_CONCURRENCY = 16;
-/** What `Memory` passes on every commit by default. */
-const MAX_MESSAGES = 200;
 /** The store's default pool size. */
 const STORE_POOL = 10;
 const WRITERS = 50;
@@ -79,97 +66,33 @@ async function inParallel(count: number, concurrency: number, fn: (i: number) =>
   await Promise.all(Array.from({ length: concurrency }, worker));
 }
 
-/**
- * "load last 20" of the baseline and the store, interleaved call by call on the same random sessions
- * (which goes first alternates), so both meet the same load: this machine is shared, and passes one
- * after the other would bill a busy minute to whichever ran in it.
- */
-async function interleavedReads(
-  scale: Scale,
-  raw: (id: string) => Promise<unknown>,
-  store: (id: string) => Promise<unknown>,
-): Promise<[Measurement, Measurement]> {
-  const ids = Array.from({ length: scale.sessions }, (_, s) => sessionIdOf(s));
-  const random = seededRandom(1);
-  const samples = [new Float64Array(READS), new Float64Array(READS)];
-  const fns = [raw, store];
-  const warmup = Math.max(20, Math.floor(READS / 10));
-  for (let i = -warmup; i < READS; i++) {
-    const id = ids[Math.floor(random() * ids.length)];
-    for (const k of i % 2 === 0 ? [0, 1] : [1, 0]) {
-      const start = performance.now();
-      await fns[k](id);
-      if (i >= 0) samples[k][i] = (performance.now() - start) * 1000;
-    }
-  }
-  const summary = (name: string, xs: Float64Array): Measurement => {
-    const sorted = Array.from(xs).sort((a, b) => a - b);
-    const mean = sorted.reduce((sum, x) => sum + x, 0) / sorted.length;
-    return { name, iterations: READS, p50: percentile(sorted, 50), p99: percentile(sorted, 99), mean };
-  };
-  return [summary("load last 20", samples[0]), summary("load last 20", samples[1])];
-}
-
-/** "append 1" at random sessions, in the same order for every subject. */
-function appends(scale: Scale, append: (id: string, i: number) => Promise<unknown>): Promise<Measurement> {
-  const ids = Array.from({ length: scale.sessions }, (_, s) => sessionIdOf(s));
-  const random = seededRandom(2);
-  return measure("append 1", (i) => append(ids[Math.floor(random() * ids.length)], i), APPENDS);
-}
-
-interface Row {
-  subject: string;
-  scale: Scale;
-  last20: Measurement;
-  append1: Measurement;
-}
-
-async function benchScale(scale: Scale): Promise<Row[]> {
+/** Loads the store at `scale` and measures it against the raw driver on the store's own table. */
+async function benchScale(scale: Scale): Promise<StoreResult[]> {
   const schema = `${prefix}_${scale.label.toLowerCase()}`;
   const store = createPostgresStore({ url: URL_, schema, poolSize: STORE_POOL });
-  // The baseline gets the store's default pool: the driver hands sequential queries round-robin to
+  // The baseline gets the store's pool size: the driver hands sequential queries round-robin to
   // every connection a pool has opened, which costs a little on a busy machine, so both pools are
   // opened fully (the store's by loading, the baseline's below) before anything is measured.
   const raw = rawClient(schema, STORE_POOL);
   try {
-    const started = performance.now();
-    // One append of the whole history per session: one INSERT of all its rows.
-    await inParallel(scale.sessions, LOAD_CONCURRENCY, async (s) => {
-      const id = sessionIdOf(s);
-      await store.createSession({ id, userId: `user-${s % 500}` });
-      await store.appendMessages(
-        id,
-        Array.from({ length: scale.messagesPerSession }, (_, m) => messageOf(s, m)),
-      );
-    });
+    // One append of a session's whole history: one INSERT of its rows.
+    await loadStore(store, scale, STORE, LOAD_CONCURRENCY);
     await raw`VACUUM ANALYZE messages`;
     await raw`VACUUM ANALYZE sessions`;
-    console.log(
-      `  loaded ${(scale.sessions * scale.messagesPerSession).toLocaleString("en")} messages in ${elapsedMs(started)}`,
-    );
-    const last20 = (id: string) =>
-      raw`SELECT body FROM messages WHERE session_id = ${id} ORDER BY seq DESC LIMIT 20`;
-    await inParallel(scale.sessions, STORE_POOL * 2, (s) => last20(sessionIdOf(s)));
-    const [rawRead, read] = await interleavedReads(scale, last20, (id) =>
-      store.getMessages(id, { last: 20 }),
-    );
     // The raw append goes to a plain table, so it cannot disturb the store's seq bookkeeping.
     await raw`CREATE TABLE raw_messages (session_id text, seq bigint, body text, PRIMARY KEY (session_id, seq))`;
     const nextSeq = new Map<string, number>();
-    const rawAppend = await appends(scale, (id, i) => {
-      const seq = nextSeq.get(id) ?? 1;
-      nextSeq.set(id, seq + 1);
-      return raw`
-        INSERT INTO raw_messages (session_id, seq, body)
-        VALUES (${id}, ${seq}, ${JSON.stringify(messageOf(i, 1_000_000 + i))})`;
-    });
-    const append = await appends(scale, (id, i) =>
-      store.appendMessages(id, [messageOf(i, 1_000_000 + i)], { maxMessages: MAX_MESSAGES }),
-    );
-    return [
-      { subject: RAW, scale, last20: rawRead, append1: rawAppend },
-      { subject: STORE, scale, last20: read, append1: append },
-    ];
+    const baseline: Subject = {
+      name: RAW,
+      last20: (id) => raw`SELECT body FROM messages WHERE session_id = ${id} ORDER BY seq DESC LIMIT 20`,
+      append1: (id, message) => {
+        const seq = nextSeq.get(id) ?? 1;
+        nextSeq.set(id, seq + 1);
+        return raw`INSERT INTO raw_messages (session_id, seq, body) VALUES (${id}, ${seq}, ${JSON.stringify(message)})`;
+      },
+    };
+    await inParallel(scale.sessions, STORE_POOL * 2, async (s) => baseline.last20(sessionIdOf(s)));
+    return await measureSubjects(scale, [baseline, storeSubject(store, STORE)]);
   } finally {
     await store.close();
     await raw`DROP SCHEMA ${raw(schema)} CASCADE`;
@@ -226,18 +149,23 @@ async function createAdvisoryAppend(sql: Sql): Promise<void> {
     $fn$`;
 }
 
-/** The four ways to assign seq, each appending message `i` to session `id` through `sql`. */
+/** The ways to assign seq, each appending message `i` to session `id` through `sql`. */
 function lockVariants(sql: Sql): [string, (id: string, i: number) => Promise<unknown>][] {
   const body = (i: number) => JSON.stringify(messageOf(i, i));
   const text = (i: number) => String(messageOf(i, i).content).toLowerCase();
   return [
     [
-      "row lock, one call (the store's threadkeep_append)",
+      "advisory queue, then row lock, one call (the store's)",
+      (id, i) =>
+        sql`SELECT * FROM threadkeep_append_queued(${id}, ${[body(i)]}::text[], ${[text(i)]}::text[], ${MAX_MESSAGES * 100}, NULL, 'simple')`,
+    ],
+    [
+      "row lock, one call",
       (id, i) =>
         sql`SELECT * FROM threadkeep_append(${id}, ${[body(i)]}::text[], ${[text(i)]}::text[], ${MAX_MESSAGES * 100}, NULL, 'simple')`,
     ],
     [
-      "advisory lock, one call",
+      "advisory lock and max(seq), one call",
       (id, i) =>
         sql`SELECT bench_append_advisory(${id}, ${[body(i)]}::text[], ${[text(i)]}::text[], 'simple')`,
     ],
@@ -254,7 +182,7 @@ function lockVariants(sql: Sql): [string, (id: string, i: number) => Promise<unk
         }),
     ],
     [
-      "advisory lock, client transaction",
+      "advisory lock and max(seq), client transaction",
       (id, i) =>
         sql.begin(async (tx) => {
           await tx`SELECT pg_advisory_xact_lock(hashtextextended(${id}, 0))`;
@@ -329,41 +257,6 @@ async function benchLocks(): Promise<void> {
   printTable(["seq lock", "synchronous_commit", "append p50", "append p99", "appends/s"], rows);
 }
 
-function report(rows: Row[]): void {
-  const rawOf = (scale: Scale) => rows.find((r) => r.subject === RAW && r.scale === scale)!;
-  console.log(
-    `\n## PostgreSQL store (${READS.toLocaleString("en")} reads, ${APPENDS.toLocaleString("en")} appends each, random sessions)\n`,
-  );
-  printTable(
-    [
-      "subject",
-      "messages",
-      "last 20 p50",
-      "last 20 p99",
-      "append 1 p50",
-      "append 1 p99",
-      "last 20 p50 / raw",
-    ],
-    rows.map((r) => [
-      r.subject,
-      r.scale.label,
-      formatMicros(r.last20.p50),
-      formatMicros(r.last20.p99),
-      formatMicros(r.append1.p50),
-      formatMicros(r.append1.p99),
-      formatRatio(r.last20.p50 / rawOf(r.scale).last20.p50),
-    ]),
-  );
-  console.log();
-  for (const r of rows.filter((x) => x.subject === STORE)) {
-    const ratio = r.last20.p50 / rawOf(r.scale).last20.p50;
-    console.log(
-      `postgres "load last 20" at ${r.scale.label}: ${formatRatio(ratio)} raw (target ≤ 2×: ${ratio <= 2 ? "met" : "MISSED"}), ` +
-        `p99 ${formatMicros(r.last20.p99)} (target < 2 ms: ${r.last20.p99 < 2000 ? "met" : "MISSED"})`,
-    );
-  }
-}
-
 async function main(): Promise<void> {
   const probe = postgres(URL_, { max: 1, connect_timeout: 2, onnotice: () => {} });
   try {
@@ -375,14 +268,26 @@ async function main(): Promise<void> {
   } finally {
     await probe.end();
   }
-  const rows: Row[] = [];
+  const results: StoreResult[] = [];
   for (const scale of SCALES) {
     console.log(
       `# ${scale.label} messages: ${scale.sessions.toLocaleString("en")} sessions × ${scale.messagesPerSession}`,
     );
-    rows.push(...(await benchScale(scale)));
+    results.push(...(await benchScale(scale)));
   }
-  report(rows);
+  console.log(
+    `\n## PostgreSQL store (${READS.toLocaleString("en")} reads, ${APPENDS.toLocaleString("en")} appends per round, ` +
+      `median of ${ROUNDS} interleaved rounds, random sessions)\n`,
+  );
+  printStoreResults(results, RAW);
+  console.log();
+  printTargets(results, STORE, RAW);
+  for (const r of results.filter((x) => x.subject === STORE && x.last20)) {
+    const p99 = r.last20!.p99;
+    console.log(
+      `${STORE} "load last 20" p99 at ${r.scale.label}: ${formatMicros(p99)} (target < 2 ms: ${p99 < 2000 ? "met" : "MISSED"})`,
+    );
+  }
   await benchLocks();
 }
 

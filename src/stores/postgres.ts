@@ -274,7 +274,7 @@ export function createPostgresStore(options: PostgresStoreOptions): SessionStore
       const texts = valid.map((m) => searchable(messageText(m)));
       return run("appendMessages", async (sql) => {
         const [row] = await sql<{ out_status: string; out_first_seq: number; out_created_at: number }[]>`
-          SELECT out_status, out_first_seq, out_created_at FROM threadkeep_append(
+          SELECT out_status, out_first_seq, out_created_at FROM threadkeep_append_queued(
             ${id}, ${bodies}::text[], ${texts}::text[], ${append.maxMessages || null}::bigint,
             ${append.fence ?? null}::bigint, ${lang}::regconfig)`;
         if (row.out_status === "not_found") throw new SessionNotFoundError(id);

@@ -16,8 +16,10 @@ import { createSqliteStore } from "../src/stores/sqlite.js";
 import { collectGarbage, elapsedMs } from "./_harness.js";
 import {
   APPENDS,
+  type Growth,
   loadStore,
   measureSubjects,
+  pairedRatio,
   printStoreResults,
   printTargets,
   READS,
@@ -38,6 +40,8 @@ export interface StoreEntry {
   open(dir: string, scale: Scale): Promise<SessionStore | string>;
   /** Scales holding more messages than this are skipped with a printed note (loading would take too long). */
   maxMessages?: number;
+  /** Also measure both scales side by side for the "no slower at the big scale" target. */
+  growthCheck?: boolean;
 }
 
 const RAW = "raw better-sqlite3";
@@ -63,6 +67,7 @@ export const STORE_ENTRIES: StoreEntry[] = [
   {
     name: "sqlite",
     open: async (dir) => createSqliteStore({ path: join(dir, "threadkeep.db") }),
+    growthCheck: true,
   },
   {
     name: "sqlite+mmap",
@@ -151,7 +156,7 @@ async function runScale(scale: Scale, entries: StoreEntry[], root: string): Prom
       try {
         const [base, own] = await measureSubjects(scale, [raw.subject, opened.subject]);
         rawRounds.push(base);
-        results.push({ ...own, baselineP50: base.last20?.p50 });
+        results.push({ ...own, baselineP50: base.last20?.p50, ratio: pairedRatio(own, base) });
       } finally {
         await opened.close();
         collectGarbage();
@@ -166,26 +171,67 @@ async function runScale(scale: Scale, entries: StoreEntry[], root: string): Prom
   return [rawRounds[Math.floor(rawRounds.length / 2)], ...results];
 }
 
+/**
+ * The "no slower at 1M than at 40K" check: the small and the big scale loaded at once and measured
+ * in the same rounds (the scale tables are minutes apart, and a shared machine drifts more than
+ * that), for the raw baseline and the named stores.
+ */
+async function runGrowth(entries: StoreEntry[], root: string): Promise<Growth[]> {
+  const [small, big] = SCALES;
+  console.log(
+    `# growth: ${small.label} and ${big.label} side by side (${entries.map((e) => e.name).join(", ")})`,
+  );
+  const opened: Opened[] = [];
+  try {
+    const subjects: Subject[] = [];
+    for (const entry of [undefined, ...entries]) {
+      for (const scale of [small, big]) {
+        const dir = join(root, `growth-${entry?.name ?? "raw"}-${scale.label}`);
+        const one = entry ? await openEntry(entry, scale, dir) : openRaw(scale, dir);
+        if (typeof one === "string") throw new Error(`${entry?.name}: ${one}`);
+        opened.push(one);
+        subjects.push({
+          ...one.subject,
+          name: `${one.subject.name} ${scale.label}`,
+          sessions: scale.sessions,
+        });
+      }
+    }
+    const measured = await measureSubjects(big, subjects);
+    const names = [RAW, ...entries.map((e) => e.name)];
+    return names.map((subject, k) => ({
+      subject,
+      ratio: pairedRatio(measured[2 * k + 1], measured[2 * k]),
+    }));
+  } finally {
+    for (const o of opened) await o.close();
+    collectGarbage();
+  }
+}
+
 async function main(): Promise<void> {
   const only = process.env.BENCH_STORES?.split(",").map((s) => s.trim());
   const entries = STORE_ENTRIES.filter((e) => !only || only.includes(e.name));
   const root = mkdtempSync(join(tmpdir(), "threadkeep-bench-"));
   const results: StoreResult[] = [];
+  const growth: Growth[] = [];
   try {
     for (const scale of SCALES) {
       results.push(...(await runScale(scale, entries, root)));
       rmSync(root, { recursive: true, force: true });
     }
+    const checked = entries.filter((e) => e.growthCheck);
+    if (checked.length > 0) growth.push(...(await runGrowth(checked, root)));
   } finally {
     rmSync(root, { recursive: true, force: true });
   }
   console.log(
-    `\n## Stores (${READS.toLocaleString("en")} reads and ${APPENDS.toLocaleString("en")} appends at random sessions, ` +
-      `median of ${ROUNDS} rounds interleaved with the raw baseline)\n`,
+    `\n## Stores (${ROUNDS} rounds of ${READS.toLocaleString("en")} reads and ${APPENDS.toLocaleString("en")} ` +
+      "appends at random sessions, interleaved with the raw baseline; median round, median per-round ratio)\n",
   );
   printStoreResults(results, RAW);
   console.log();
-  for (const subject of ["sqlite", "sqlite+mmap"]) printTargets(results, subject, RAW);
+  for (const subject of ["sqlite", "sqlite+mmap"]) printTargets(results, subject, RAW, growth);
 }
 
 await main();

@@ -72,6 +72,7 @@ export const STORE_ENTRIES: StoreEntry[] = [
   {
     name: "sqlite+mmap",
     open: async (dir) => createSqliteStore({ path: join(dir, "threadkeep.db"), mmapSizeBytes: 2 ** 30 }),
+    growthCheck: true,
   },
 ];
 

@@ -63,7 +63,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const raw = Buffer.concat(chunks).toString();
-    let body: any = null;
+    let body: any;
     try {
       body = raw ? JSON.parse(raw) : null;
     } catch {

@@ -87,6 +87,7 @@ describe("assembleContext on random histories", () => {
       } catch (error) {
         throw new Error(
           `seed ${seed} (window ${window}, budget ${tokenBudget}): ${(error as Error).message}`,
+          { cause: error },
         );
       }
       for (const key of ["window", "budget", "toolPairs"] as const)

@@ -18,7 +18,7 @@ export interface PhraseSet {
 }
 
 /** English. */
-// biome-ignore format: phrase lists read better packed than one per line.
+// Phrase lists read better packed than one per line.
 export const ENGLISH_PHRASES: PhraseSet = {
   confirm: [
     "yes", "y", "yeah", "yep", "yup", "sure", "ok", "okay", "k", "confirm", "confirmed", "i confirm", "do it",
@@ -44,7 +44,7 @@ export const ENGLISH_PHRASES: PhraseSet = {
 };
 
 /** Dutch. */
-// biome-ignore format: phrase lists read better packed than one per line.
+// Phrase lists read better packed than one per line.
 export const DUTCH_PHRASES: PhraseSet = {
   confirm: [
     "ja", "jazeker", "jawel", "ja hoor", "ja graag", "ok", "oke", "okay", "prima", "goed", "is goed", "akkoord",

@@ -81,6 +81,9 @@ export class PostgresLeases {
 
   /** Waits in line for the session's lease. @throws `session_busy` after `waitMs`. */
   acquire(sessionId: string, options: LeaseOptions = {}): Promise<Lease> {
+    if (this.#closed) {
+      return Promise.reject(new ThreadkeepError("store_unavailable", "The PostgreSQL store is closed"));
+    }
     const ttlMs = options.ttlMs ?? DEFAULT_LEASE_TTL_MS;
     const waitMs = options.waitMs ?? DEFAULT_LEASE_WAIT_MS;
     let line = this.#lines.get(sessionId);

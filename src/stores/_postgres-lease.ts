@@ -156,11 +156,9 @@ export class PostgresLeases {
         const head = line.queue[0];
         line.dirty = false;
         let attempt: Attempt | null = null;
-        if (head.ticket === undefined) {
-          [attempt] = await this.#grantOrEnqueue(sql, sessionId, head.ttlMs);
+        if (head.ticket === undefined || !justFailed) {
+          [attempt] = await this.#attempt(sql, sessionId, head.ticket ?? null, head.ttlMs);
           if (attempt.ticket != null) head.ticket = attempt.ticket;
-        } else if (!justFailed) {
-          [attempt] = await this.#tryTicket(sql, sessionId, head.ticket, head.ttlMs);
         }
         if (attempt?.fence != null) {
           this.#grant(sessionId, line, head, attempt.fence, attempt.expires_at!);
@@ -195,32 +193,12 @@ export class PostgresLeases {
     }
   }
 
-  /** The uncontended path in one round trip: take the lease if nobody waits, else join the line. */
-  #grantOrEnqueue(sql: PgSql, sessionId: string, ttlMs: number) {
-    return sql<Attempt[]>`
-      WITH cur AS (
-        SELECT expires_at FROM leases WHERE session_id = ${sessionId}
-      ), g AS (
-        INSERT INTO leases AS l (session_id, fence, expires_at)
-        SELECT ${sessionId}, nextval('lease_fence'), threadkeep_now_ms() + ${ttlMs}
-        WHERE NOT EXISTS (
-          SELECT 1 FROM lease_queue q WHERE q.session_id = ${sessionId} AND q.alive_until > threadkeep_now_ms()
-        )
-        ON CONFLICT (session_id) DO UPDATE SET fence = excluded.fence, expires_at = excluded.expires_at
-          WHERE l.expires_at <= threadkeep_now_ms()
-        RETURNING l.fence, l.expires_at
-      ), t AS (
-        INSERT INTO lease_queue (session_id, alive_until)
-        SELECT ${sessionId}, threadkeep_now_ms() + ${TICKET_TTL_MS} WHERE NOT EXISTS (SELECT 1 FROM g)
-        RETURNING ticket
-      )
-      SELECT (SELECT fence FROM g) AS fence, (SELECT expires_at FROM g) AS expires_at,
-             (SELECT ticket FROM t) AS ticket, (SELECT expires_at FROM cur) AS held_until,
-             threadkeep_now_ms() AS now`;
-  }
-
-  /** Takes the lease for the holder of `ticket` if no live ticket is ahead of it; else keeps the ticket alive. */
-  #tryTicket(sql: PgSql, sessionId: string, ticket: number, ttlMs: number) {
+  /**
+   * One try for the first waiter, in one round trip. Without a ticket (it just arrived) it takes the
+   * lease only if nobody waits, else it joins the line and gets a ticket; with one it takes the lease
+   * if no live ticket is ahead of it, and otherwise keeps its ticket alive.
+   */
+  #attempt(sql: PgSql, sessionId: string, ticket: number | null, ttlMs: number) {
     return sql<Attempt[]>`
       WITH cur AS (
         SELECT expires_at FROM leases WHERE session_id = ${sessionId}
@@ -229,11 +207,17 @@ export class PostgresLeases {
         SELECT ${sessionId}, nextval('lease_fence'), threadkeep_now_ms() + ${ttlMs}
         WHERE NOT EXISTS (
           SELECT 1 FROM lease_queue q
-          WHERE q.session_id = ${sessionId} AND q.ticket < ${ticket} AND q.alive_until > threadkeep_now_ms()
+          WHERE q.session_id = ${sessionId} AND q.alive_until > threadkeep_now_ms()
+            AND (${ticket}::bigint IS NULL OR q.ticket < ${ticket})
         )
         ON CONFLICT (session_id) DO UPDATE SET fence = excluded.fence, expires_at = excluded.expires_at
           WHERE l.expires_at <= threadkeep_now_ms()
         RETURNING l.fence, l.expires_at
+      ), joined AS (
+        INSERT INTO lease_queue (session_id, alive_until)
+        SELECT ${sessionId}, threadkeep_now_ms() + ${TICKET_TTL_MS}
+        WHERE ${ticket}::bigint IS NULL AND NOT EXISTS (SELECT 1 FROM g)
+        RETURNING ticket
       ), served AS (
         DELETE FROM lease_queue WHERE ticket = ${ticket} AND EXISTS (SELECT 1 FROM g)
       ), beat AS (
@@ -241,7 +225,8 @@ export class PostgresLeases {
         WHERE ticket = ${ticket} AND NOT EXISTS (SELECT 1 FROM g)
       )
       SELECT (SELECT fence FROM g) AS fence, (SELECT expires_at FROM g) AS expires_at,
-             (SELECT expires_at FROM cur) AS held_until, threadkeep_now_ms() AS now`;
+             (SELECT ticket FROM joined) AS ticket, (SELECT expires_at FROM cur) AS held_until,
+             threadkeep_now_ms() AS now`;
   }
 
   /** Gives every later waiter of the line a ticket, in their local order, in one statement. */

@@ -7,5 +7,6 @@ export default defineConfig({
     hookTimeout: 30_000,
     // Store suites share real PostgreSQL/Redis servers; files run in parallel but ids are random.
     pool: "forks",
+    reporters: ["default", "./test/_summary-reporter.ts"],
   },
 });

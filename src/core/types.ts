@@ -50,7 +50,11 @@ export interface MessageInput extends ChatMessage {
 
 /** A stored message. */
 export interface Message extends MessageInput {
-  /** Position in its session: contiguous, starting at 1, assigned by the store on append. */
+  /**
+   * Position in its session: contiguous, starting at 1, assigned by the store on append. Seqs of
+   * messages removed from the tail (pop, truncate, undo) are given again to the next append; the cap
+   * removes from the head, so the seqs of capped messages are never reused.
+   */
   seq: number;
   /** When the store accepted the message, in milliseconds since the epoch. */
   createdAt: number;

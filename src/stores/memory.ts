@@ -20,17 +20,13 @@ import { LocalLeases } from "./_lease.js";
 import {
   applyMessageQuery,
   checkSearchQuery,
-  compareSessionsForListing,
   copySession,
-  DEFAULT_LIST_LIMIT,
-  DEFAULT_SEARCH_LIMIT,
-  decodeCursor,
-  encodeCursor,
-  isAfterCursor,
-  matchesSubstring,
-  messageText,
-  snippetOf,
+  pageAllSessions,
+  pageOwnerSessions,
+  rankHits,
+  sessionFromInput,
   stampMessages,
+  substringHits,
 } from "./_util.js";
 
 /** The backend name of the in-memory store. */
@@ -112,14 +108,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): SessionStor
 
     async createSession(input: SessionInput) {
       if (find(input.id)) throw new ThreadkeepError("session_exists", `Session ${input.id} already exists`);
-      const createdAt = input.createdAt ?? Date.now();
-      const session: Session = {
-        id: input.id,
-        userId: input.userId,
-        createdAt,
-        lastActivityAt: input.lastActivityAt ?? createdAt,
-        metadata: structuredClone(input.metadata ?? {}),
-      };
+      const session = sessionFromInput(input);
       entries.set(input.id, {
         session,
         messages: [],
@@ -142,27 +131,19 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): SessionStor
     async listSessions(userId: string, options: ListOptions = {}): Promise<SessionPage> {
       ensureOpen();
       sweep();
-      const limit = options.limit ?? DEFAULT_LIST_LIMIT;
-      const cursor = options.cursor ? decodeCursor(options.cursor) : null;
-      const owned = [...entries.values()]
-        .map((e) => e.session)
-        .filter((s) => s.userId === userId && (!cursor || isAfterCursor(s, cursor)))
-        .sort(compareSessionsForListing);
-      const page = owned.slice(0, limit).map(copySession);
-      const last = page.at(-1);
-      return { sessions: page, nextCursor: owned.length > limit && last ? encodeCursor(last) : null };
+      return pageOwnerSessions(
+        [...entries.values()].map((e) => e.session),
+        userId,
+        options,
+      );
     },
 
     async listAllSessions(options: ListOptions = {}): Promise<SessionPage> {
       ensureOpen();
-      const limit = options.limit ?? DEFAULT_LIST_LIMIT;
-      const after = options.cursor ?? "";
-      const all = [...entries.values()]
-        .filter((e) => !isExpired(e) && e.session.id > after)
-        .map((e) => e.session)
-        .sort((a, b) => (a.id < b.id ? -1 : 1));
-      const page = all.slice(0, limit).map(copySession);
-      return { sessions: page, nextCursor: all.length > limit ? page[page.length - 1].id : null };
+      return pageAllSessions(
+        [...entries.values()].filter((e) => !isExpired(e)).map((e) => e.session),
+        options,
+      );
     },
 
     async deleteSession(id) {
@@ -255,23 +236,13 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): SessionStor
       if (query.mode === "fulltext") {
         throw new ThreadkeepError("not_supported", "The memory store has no full-text search; use substring");
       }
-      const limit = query.limit ?? DEFAULT_SEARCH_LIMIT;
       const hits: SearchHit[] = [];
       const candidates = query.sessionId ? [find(query.sessionId)] : [...entries.values()];
       for (const entry of candidates) {
         if (!entry || entry.session.userId !== query.userId || isExpired(entry)) continue;
-        for (const message of entry.messages) {
-          if (!matchesSubstring(message, query.text)) continue;
-          hits.push({
-            sessionId: entry.session.id,
-            seq: message.seq,
-            snippet: snippetOf(messageText(message), query.text),
-            message: structuredClone(message),
-          });
-        }
+        hits.push(...substringHits(entry.session.id, entry.messages, query.text));
       }
-      hits.sort((a, b) => b.message.createdAt - a.message.createdAt || b.seq - a.seq);
-      return hits.slice(0, limit);
+      return rankHits(hits, query.limit);
     },
 
     async expire(olderThan) {

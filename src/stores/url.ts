@@ -1,5 +1,6 @@
 import { ThreadkeepError } from "../core/errors.js";
 import type { SessionStore } from "../core/types.js";
+import { importOptional } from "./_util.js";
 
 /** Options that apply to whichever store a URL names. */
 export interface StoreUrlOptions {
@@ -21,26 +22,6 @@ export function pathOfUrl(url: string, scheme: "file:" | "sqlite:"): string {
   return decodeURIComponent(rest);
 }
 
-function missing(pkg: string, scheme: string, cause: unknown): ThreadkeepError {
-  return new ThreadkeepError(
-    "missing_dependency",
-    `The ${scheme} store needs the optional package "${pkg}": run npm install ${pkg}`,
-    { cause },
-  );
-}
-
-async function load<T>(importer: () => Promise<T>, pkg: string, scheme: string): Promise<T> {
-  try {
-    return await importer();
-  } catch (error) {
-    const code = (error as { code?: string }).code;
-    if (code === "ERR_MODULE_NOT_FOUND" && String((error as Error).message).includes(`'${pkg}'`)) {
-      throw missing(pkg, scheme, error);
-    }
-    throw error;
-  }
-}
-
 /**
  * Opens the store a URL names: `memory:`, `file:./data/sessions` (JSONL), `sqlite:./data/threadkeep.db`,
  * `postgres://…`, `redis://…`. The optional clients (`postgres`, `redis`) are imported only when used.
@@ -60,7 +41,7 @@ export async function createStore(url: string, options: StoreUrlOptions = {}): P
     return createFileStore({ dir: pathOfUrl(trimmed, "file:") });
   }
   if (trimmed.startsWith("sqlite:")) {
-    const { createSqliteStore } = await load(() => import("./sqlite.js"), "better-sqlite3", "sqlite:");
+    const { createSqliteStore } = await importOptional(() => import("./sqlite.js"), "better-sqlite3", "sqlite");
     return createSqliteStore({ path: pathOfUrl(trimmed, "sqlite:") });
   }
   if (trimmed.startsWith("postgres://") || trimmed.startsWith("postgresql://")) {

@@ -118,6 +118,11 @@ export function startChat(options: ChatOptions): ChatController {
     const user: ChatMessage = { role: "user", content: text };
     const sessionId = state.sessionId;
     await memory.runTurn(sessionId, async (lease) => {
+      // buildContext creates a missing session; a first turn that fails must not leave it behind.
+      const existed = await memory.getSession(sessionId, { userId: state.userId }).then(
+        () => true,
+        () => false,
+      );
       const context = await memory.buildContext(sessionId, {
         userId: state.userId,
         input: [user],
@@ -143,6 +148,7 @@ export function startChat(options: ChatOptions): ChatController {
             `The model failed, nothing was stored: ${error instanceof Error ? error.message : String(error)}`,
           );
           state.failures++;
+          if (!existed) await memory.deleteSession(sessionId, { userId: state.userId }).catch(() => {});
           return;
         }
       } finally {

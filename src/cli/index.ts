@@ -24,7 +24,7 @@ export async function buildProgram(): Promise<Command> {
   const program = new Command("threadkeep")
     .description("Session memory for LLM chat applications: an OpenAI-compatible memory proxy, a chat, and session tools.")
     .version(process.env.npm_package_version ?? "0.1.0")
-    .showHelpAfterError()
+    .showHelpAfterError("(threadkeep --help, or threadkeep <command> --help, lists the options)")
     .exitOverride()
     .addHelpText("after", HELP_FOOTER);
   for (const path of COMMANDS) {

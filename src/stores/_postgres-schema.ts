@@ -347,5 +347,8 @@ export function toStoreError(error: unknown, what: string): unknown {
     );
   }
   const reason = CONNECTION_CODES.has(code) ? "the PostgreSQL server cannot be reached" : "PostgreSQL failed";
-  return new ThreadkeepError("store_unavailable", `${what}: ${reason} (${code})`, { cause: error });
+  // The server's own words ("database \"x\" does not exist") say what to fix; the code alone does not.
+  const said = (error as { message?: unknown }).message;
+  const detail = typeof said === "string" && said ? `: ${said.slice(0, 200)}` : "";
+  return new ThreadkeepError("store_unavailable", `${what}: ${reason} (${code})${detail}`, { cause: error });
 }

@@ -186,6 +186,8 @@ describe("threadkeep chat", () => {
       "The model failed, nothing was stored: Upstream answered 500: model overloaded",
     );
     expect(await memory.getMessages(id, { userId }).catch(() => [])).toEqual([]);
+    // Not even an empty session is left for a later --resume to pick up.
+    await expect(memory.getSession(id, { userId })).rejects.toMatchObject({ code: "session_not_found" });
     expect(await d.end()).toBe(1);
   });
 

@@ -85,10 +85,12 @@ export async function loadTurn(
     });
     return { messages: context.messages, toStore, created, contextAvailable: true };
   } catch (error) {
-    if (!isThreadkeepError(error, "store_unavailable")) throw error;
+    // A store that is down, or a session whose stored data cannot be read, costs the history of this
+    // turn, not the turn: answer from the request alone and say so.
+    if (!isThreadkeepError(error, "store_unavailable") && !isThreadkeepError(error, "store_corrupt")) throw error;
     deps.log.warn(
       { err: error, sessionId },
-      "store unavailable while loading context; answering without history",
+      "store unavailable or session data unreadable while loading context; answering without history",
     );
     deps.metrics.error("context_unavailable");
     return { messages: requestMessages, toStore: split.newTurn, created: false, contextAvailable: false };

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
-import { StoreUnavailableError } from "../../src/core/errors.js";
+import { StoreUnavailableError, ThreadkeepError } from "../../src/core/errors.js";
 import type { SessionStore } from "../../src/core/types.js";
 import { createMemoryStore } from "../../src/stores/memory.js";
 import { type Stack, startStack } from "./_stack.js";
@@ -14,7 +14,9 @@ afterEach(async () => {
 const chat = (content = "hi") => ({ model: "m", messages: [{ role: "user" as const, content }] });
 
 /** A real memory store whose named methods fail with store_unavailable while listed in `failing`. */
-function flakyStore(): { store: SessionStore; failing: Set<string> } {
+function flakyStore(
+  makeError: (method: string) => Error = (method) => new StoreUnavailableError(`${method} failed (test)`),
+): { store: SessionStore; failing: Set<string> } {
   const inner = createMemoryStore();
   const failing = new Set<string>();
   const store = new Proxy(inner, {
@@ -22,8 +24,7 @@ function flakyStore(): { store: SessionStore; failing: Set<string> } {
       const value = Reflect.get(target, property, receiver);
       if (typeof value !== "function") return value;
       return (...args: unknown[]) => {
-        if (failing.has(String(property)))
-          return Promise.reject(new StoreUnavailableError(`${String(property)} failed (test)`));
+        if (failing.has(String(property))) return Promise.reject(makeError(String(property)));
         return value.apply(target, args);
       };
     },
@@ -258,6 +259,22 @@ describe("store trouble", () => {
       { role: "user", content: "now" },
     ]);
     expect(await metricValue(stack, 'threadkeep_errors_total{code="context_unavailable"}')).toBe(1);
+  });
+
+  it("answers without history when the session's stored data cannot be read (store_corrupt)", async () => {
+    const { store, failing } = flakyStore((method) => new ThreadkeepError("store_corrupt", `${method}: unreadable (test)`));
+    stack = await startStack({ store });
+    const id = randomUUID();
+    await stack.client().chat.completions.create(chat("one"), { headers: { "X-Session-ID": id } });
+    failing.add("getMessages");
+    const { data, response } = await stack
+      .client()
+      .chat.completions.create(chat("two"), { headers: { "X-Session-ID": id } })
+      .withResponse();
+    expect(response.status).toBe(200);
+    expect(data.choices[0].message.content).toBe("echo: two");
+    expect(response.headers.get("x-threadkeep-warning")).toBe("context-unavailable");
+    expect(stack.fake.chatRequests()[1].body.messages).toEqual([{ role: "user", content: "two" }]);
   });
 
   it("stores the turn when only the history read failed", async () => {

@@ -91,6 +91,8 @@ export interface BuildContextOptions extends OwnerOptions {
   tokenBudget?: number;
   /** Apply these instead of the stored preferences (which are then left as they are). */
   preferences?: ContextPreferences;
+  /** The session record, when the caller resolved it already this turn (saves a store read). */
+  session?: Session;
   /** The time confirmations are checked against. @default Date.now() */
   now?: number;
 }
@@ -170,8 +172,16 @@ export class Memory {
    * The caller's session. A missing (or expired) one is created when `create` is set; another owner's
    * is `session_not_found`, whatever `create` says.
    */
-  async #resolve(sessionId: string, userId: string, create: boolean, metadata?: Record<string, unknown>): Promise<Session> {
+  async #resolve(
+    sessionId: string,
+    userId: string,
+    create: boolean,
+    metadata?: Record<string, unknown>,
+    known?: Session,
+  ): Promise<Session> {
     const id = parseSessionId(sessionId);
+    // A turn resolves its session once and hands the record on; it must still be this caller's.
+    if (known && known.id === id && known.userId === userId) return known;
     const store = await this.#store;
     let session = await store.getSession(id);
     if (session && this.#isExpired(session) && session.userId === userId) {
@@ -234,9 +244,13 @@ export class Memory {
    * older messages are summarised first and the cap drops only what a summary covers; a failed
    * summary is logged and loses nothing.
    */
-  async addMessages(sessionId: string, messages: MessageInput[], options: OwnerOptions & { fence?: number } = {}): Promise<Message[]> {
+  async addMessages(
+    sessionId: string,
+    messages: MessageInput[],
+    options: OwnerOptions & { fence?: number; session?: Session } = {},
+  ): Promise<Message[]> {
     const valid = validateMessages(messages);
-    const session = await this.#resolve(sessionId, this.#owner(options), true);
+    const session = await this.#resolve(sessionId, this.#owner(options), true, undefined, options.session);
     const store = await this.#store;
     if (!this.#compactor.summarizer) return store.appendMessages(session.id, valid, { maxMessages: this.settings.maxMessages, fence: options.fence });
     const added = await store.appendMessages(session.id, valid, { fence: options.fence });
@@ -382,7 +396,7 @@ export class Memory {
    * the new input, within the window and token budget, tool calls kept with their results.
    */
   async buildContext(sessionId: string, options: BuildContextOptions = {}): Promise<AssembledContext> {
-    const session = await this.#resolve(sessionId, this.#owner(options), true);
+    const session = await this.#resolve(sessionId, this.#owner(options), true, undefined, options.session);
     const store = await this.#store;
     const window = options.window ?? this.settings.window;
     const loaded = await loadContext(store, session.id, window, options.preferences);

@@ -177,6 +177,7 @@ async function runChat(
         userId,
         answer ? [...loaded.toStore, answer] : loaded.toStore,
         fence,
+        loaded.session,
       );
       if (!saved) addWarning(headers, "not-saved");
       outcomeLabel = saved ? "ok" : "not_saved";

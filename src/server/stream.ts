@@ -120,6 +120,7 @@ export async function streamTurn(input: StreamTurnInput): Promise<StreamTurnResu
     input.userId,
     answer ? [...loaded.toStore, answer] : loaded.toStore,
     input.fence,
+    loaded.session,
   );
   raw.off("close", onClose);
 

@@ -6,7 +6,7 @@
 import type { FastifyBaseLogger } from "fastify";
 import { isThreadkeepError } from "../core/errors.js";
 import type { Memory } from "../core/memory.js";
-import type { ChatMessage, MessageInput } from "../core/types.js";
+import type { ChatMessage, MessageInput, Session } from "../core/types.js";
 import type { ServerMetrics } from "./metrics.js";
 import { secondsSince } from "./metrics.js";
 
@@ -50,6 +50,8 @@ export interface LoadedTurn {
   created: boolean;
   /** False when the store was unreachable and the turn goes on without history. */
   contextAvailable: boolean;
+  /** The session record, resolved once for the whole turn (absent when the store was unreachable). */
+  session?: Session;
 }
 
 /**
@@ -69,21 +71,24 @@ export async function loadTurn(
   const start = performance.now();
   try {
     let created = false;
+    let session: Session;
     try {
-      await deps.memory.getSession(sessionId, { userId });
+      session = await deps.memory.getSession(sessionId, { userId });
     } catch (error) {
       if (!isThreadkeepError(error, "session_not_found")) throw error;
       created = true;
+      // Creates a missing session, and throws session_not_found for another owner's.
+      session = await deps.memory.getSession(sessionId, { userId, create: true });
     }
     const toStore = created ? split.conversation : split.newTurn;
-    // Creates a missing session, and throws session_not_found for another owner's.
     const context = await deps.memory.buildContext(sessionId, {
       userId,
       system: split.system,
       input: toStore,
       model,
+      session,
     });
-    return { messages: context.messages, toStore, created, contextAvailable: true };
+    return { messages: context.messages, toStore, created, contextAvailable: true, session };
   } catch (error) {
     // A store that is down, or a session whose stored data cannot be read, costs the history of this
     // turn, not the turn: answer from the request alone and say so.
@@ -106,10 +111,11 @@ export async function commitTurn(
   userId: string,
   messages: MessageInput[],
   fence: number | undefined,
+  session?: Session,
 ): Promise<boolean> {
   const start = performance.now();
   try {
-    await deps.memory.addMessages(sessionId, messages, { userId, fence });
+    await deps.memory.addMessages(sessionId, messages, { userId, fence, session });
     return true;
   } catch (error) {
     // The reply is already paid for: the client still gets it, told that it was not saved.

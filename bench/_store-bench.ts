@@ -239,3 +239,23 @@ export function printTargets(
       `${raw ? ` (raw: ${formatRatio(raw.ratio)})` : ""} (target: no slower, 10% noise allowed: ${met})`,
   );
 }
+
+/**
+ * The report of a store behind a network hop (PostgreSQL, Redis): the table, the "within 2× of raw"
+ * target, and the "p99 under 2 ms on loopback" target.
+ */
+export function printNetworkStoreReport(title: string, results: StoreResult[], subject: string, baseline: string): void {
+  console.log(
+    `\n## ${title} (${READS.toLocaleString("en")} reads, ${APPENDS.toLocaleString("en")} appends per round, ` +
+      `median of ${ROUNDS} interleaved rounds, random sessions)\n`,
+  );
+  printStoreResults(results, baseline);
+  console.log();
+  printTargets(results, subject, baseline);
+  for (const r of results.filter((x) => x.subject === subject && x.last20)) {
+    const p99 = r.last20!.p99;
+    console.log(
+      `${subject} "load last 20" p99 at ${r.scale.label}: ${formatMicros(p99)} (target < 2 ms: ${p99 < 2000 ? "met" : "MISSED"})`,
+    );
+  }
+}

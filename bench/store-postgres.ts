@@ -20,14 +20,10 @@ import postgres from "postgres";
 import { createPostgresStore } from "../src/stores/postgres.js";
 import { collectGarbage, formatMicros, percentile, printTable, QUICK } from "./_harness.js";
 import {
-  APPENDS,
   loadStore,
   MAX_MESSAGES,
   measureSubjects,
-  printStoreResults,
-  printTargets,
-  READS,
-  ROUNDS,
+  printNetworkStoreReport,
   SCALES,
   type Scale,
   type StoreResult,
@@ -275,19 +271,7 @@ async function main(): Promise<void> {
     );
     results.push(...(await benchScale(scale)));
   }
-  console.log(
-    `\n## PostgreSQL store (${READS.toLocaleString("en")} reads, ${APPENDS.toLocaleString("en")} appends per round, ` +
-      `median of ${ROUNDS} interleaved rounds, random sessions)\n`,
-  );
-  printStoreResults(results, RAW);
-  console.log();
-  printTargets(results, STORE, RAW);
-  for (const r of results.filter((x) => x.subject === STORE && x.last20)) {
-    const p99 = r.last20!.p99;
-    console.log(
-      `${STORE} "load last 20" p99 at ${r.scale.label}: ${formatMicros(p99)} (target < 2 ms: ${p99 < 2000 ? "met" : "MISSED"})`,
-    );
-  }
+  printNetworkStoreReport("PostgreSQL store", results, STORE, RAW);
   await benchLocks();
 }
 

@@ -10,15 +10,11 @@
 import { randomUUID } from "node:crypto";
 import { createClient } from "redis";
 import { createRedisStore } from "../src/stores/redis.js";
-import { collectGarbage, elapsedMs, formatMicros } from "./_harness.js";
+import { collectGarbage, elapsedMs } from "./_harness.js";
 import {
-  APPENDS,
   loadStore,
   measureSubjects,
-  printStoreResults,
-  printTargets,
-  READS,
-  ROUNDS,
+  printNetworkStoreReport,
   SCALES,
   type Scale,
   type StoreResult,
@@ -100,19 +96,7 @@ async function main(): Promise<void> {
     await removePrefix(raw);
     await raw.close();
   }
-  console.log(
-    `\n## Redis store (${READS.toLocaleString("en")} reads, ${APPENDS.toLocaleString("en")} appends per round, ` +
-      `median of ${ROUNDS} interleaved rounds, random sessions)\n`,
-  );
-  printStoreResults(results, RAW);
-  console.log();
-  printTargets(results, STORE, RAW);
-  for (const r of results.filter((x) => x.subject === STORE && x.last20)) {
-    const p99 = r.last20!.p99;
-    console.log(
-      `${STORE} "load last 20" p99 at ${r.scale.label}: ${formatMicros(p99)} (target < 2 ms: ${p99 < 2000 ? "met" : "MISSED"})`,
-    );
-  }
+  printNetworkStoreReport("Redis store", results, STORE, RAW);
 }
 
 await main();

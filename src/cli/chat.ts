@@ -5,7 +5,7 @@
  */
 import { createInterface } from "node:readline";
 import type { Command } from "commander";
-import { ThreadkeepError } from "../core/errors.js";
+import { isThreadkeepError, ThreadkeepError } from "../core/errors.js";
 import { newSessionId, parseSessionId } from "../core/ids.js";
 import { createMemory, type Memory } from "../core/memory.js";
 import type { ChatMessage } from "../core/types.js";
@@ -118,12 +118,15 @@ export function startChat(options: ChatOptions): ChatController {
     const user: ChatMessage = { role: "user", content: text };
     const sessionId = state.sessionId;
     await memory.runTurn(sessionId, async (lease) => {
-      // buildContext creates a missing session; a first turn that fails must not leave it behind.
-      const existed = await memory.getSession(sessionId, { userId: state.userId }).then(
-        () => true,
-        () => false,
-      );
+      // The session is resolved once for the turn; a first turn that fails must not leave it behind.
+      const owner = { userId: state.userId };
+      const found = await memory.getSession(sessionId, owner).catch((error) => {
+        if (isThreadkeepError(error, "session_not_found")) return null;
+        throw error;
+      });
+      const session = found ?? (await memory.getSession(sessionId, { ...owner, create: true }));
       const context = await memory.buildContext(sessionId, {
+        session,
         userId: state.userId,
         input: [user],
         system: state.system,
@@ -148,7 +151,7 @@ export function startChat(options: ChatOptions): ChatController {
             `The model failed, nothing was stored: ${error instanceof Error ? error.message : String(error)}`,
           );
           state.failures++;
-          if (!existed) await memory.deleteSession(sessionId, { userId: state.userId }).catch(() => {});
+          if (!found) await memory.deleteSession(sessionId, { userId: state.userId }).catch(() => {});
           return;
         }
       } finally {
@@ -160,10 +163,7 @@ export function startChat(options: ChatOptions): ChatController {
       await memory.addMessages(
         sessionId,
         [user, { ...reply.message(), ...(incomplete ? { incomplete: true } : {}) }],
-        {
-          userId: state.userId,
-          fence: lease.fence,
-        },
+        { ...owner, fence: lease.fence, session },
       );
     });
   }

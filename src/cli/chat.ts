@@ -118,13 +118,13 @@ export function startChat(options: ChatOptions): ChatController {
     const user: ChatMessage = { role: "user", content: text };
     const sessionId = state.sessionId;
     await memory.runTurn(sessionId, async (lease) => {
-      // The session is resolved once for the turn; a first turn that fails must not leave it behind.
+      // Resolved once for the turn; a new session is created by the turn's append, so a turn that
+      // fails first leaves nothing behind.
       const owner = { userId: state.userId };
-      const found = await memory.getSession(sessionId, owner).catch((error) => {
-        if (isThreadkeepError(error, "session_not_found")) return null;
+      const session = await memory.getSession(sessionId, owner).catch((error) => {
+        if (isThreadkeepError(error, "session_not_found")) return undefined;
         throw error;
       });
-      const session = found ?? (await memory.getSession(sessionId, { ...owner, create: true }));
       const context = await memory.buildContext(sessionId, {
         session,
         userId: state.userId,
@@ -151,7 +151,6 @@ export function startChat(options: ChatOptions): ChatController {
             `The model failed, nothing was stored: ${error instanceof Error ? error.message : String(error)}`,
           );
           state.failures++;
-          if (!found) await memory.deleteSession(sessionId, { userId: state.userId }).catch(() => {});
           return;
         }
       } finally {

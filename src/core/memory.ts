@@ -1,6 +1,6 @@
 import { assembleContext } from "./context/assemble.js";
 import { type CompactionOptions, type CompactionResult, Compactor } from "./context/compaction.js";
-import { loadContext } from "./context/load.js";
+import { type LoadedContext, loadContext } from "./context/load.js";
 import { parseContextPreferences, readPreferences } from "./context/preferences.js";
 import type { Summarizer } from "./context/summarize.js";
 import type { AssembledContext, ContextPreferences } from "./context/types.js";
@@ -180,14 +180,8 @@ export class Memory {
     known?: Session,
   ): Promise<Session> {
     const id = parseSessionId(sessionId);
-    // A turn resolves its session once and hands the record on; it must still be this caller's.
-    if (known && known.id === id && known.userId === userId) return known;
     const store = await this.#store;
-    let session = await store.getSession(id);
-    if (session && this.#isExpired(session) && session.userId === userId) {
-      await store.deleteSession(id);
-      session = null;
-    }
+    let session = await this.#find(id, userId, known);
     if (!session) {
       if (!create) throw new SessionNotFoundError(id);
       try {
@@ -200,6 +194,22 @@ export class Memory {
     }
     if (session.userId !== userId) throw new SessionNotFoundError(id);
     return session;
+  }
+
+  /**
+   * The caller's session (`known` when it is the caller's, saving a read), or null when there is none
+   * (an expired one is deleted first). Another owner's session is `session_not_found`.
+   */
+  async #find(id: string, userId: string, known?: Session): Promise<Session | null> {
+    // A turn resolves its session once and hands the record on; it must still be this caller's.
+    if (known && known.id === id && known.userId === userId) return known;
+    const store = await this.#store;
+    const session = await store.getSession(id);
+    if (!session) return null;
+    if (session.userId !== userId) throw new SessionNotFoundError(id);
+    if (!this.#isExpired(session)) return session;
+    await store.deleteSession(id);
+    return null;
   }
 
   /** Creates a session (a new UUID unless `id` is given) and returns a handle to it. */
@@ -393,13 +403,20 @@ export class Memory {
 
   /**
    * The context the next turn sends: system messages, summaries, state note, the recent window and
-   * the new input, within the window and token budget, tool calls kept with their results.
+   * the new input, within the window and token budget, tool calls kept with their results. A session
+   * that does not exist yet reads as empty (and is not created); another owner's is `session_not_found`.
    */
   async buildContext(sessionId: string, options: BuildContextOptions = {}): Promise<AssembledContext> {
-    const session = await this.#resolve(sessionId, this.#owner(options), true, undefined, options.session);
+    const userId = this.#owner(options);
+    const id = parseSessionId(sessionId);
+    // A session that does not exist yet reads as empty: the turn's first append creates it, so a turn
+    // that fails before then leaves nothing behind.
+    const session = await this.#find(id, userId, options.session);
     const store = await this.#store;
     const window = options.window ?? this.settings.window;
-    const loaded = await loadContext(store, session.id, window, options.preferences);
+    const loaded: LoadedContext = session
+      ? await loadContext(store, session.id, window, options.preferences)
+      : { history: [], summaries: [], state: { version: 0, data: {} }, preferences: options.preferences };
     const context = assembleContext({
       system: options.system ?? [],
       history: loaded.history,
@@ -413,7 +430,7 @@ export class Memory {
       now: options.now,
       ...(this.settings.stateNote ? {} : { stateNote: null }),
     });
-    if (loaded.stored && !loaded.stored.sticky) {
+    if (session && loaded.stored && !loaded.stored.sticky) {
       // The context is built; failing the turn over this cleanup would be worse than applying them again.
       await clearUsedPreferences({ store, sessionId: session.id }, loaded.stored).catch((error) =>
         console.warn(`[threadkeep] clearing used preferences of session ${session.id} failed: ${error}`),

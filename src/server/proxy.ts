@@ -14,7 +14,7 @@ import { parseBody } from "./_validate.js";
 import { fingerprintOf, type IdempotencyCache, type TurnOutcome } from "./idempotency.js";
 import { secondsSince } from "./metrics.js";
 import { streamTurn } from "./stream.js";
-import { commitTurn, discardCreated, loadTurn, replyMessage, type TurnDeps, withTurnLease } from "./turn.js";
+import { commitTurn, loadTurn, replyMessage, type TurnDeps, withTurnLease } from "./turn.js";
 
 /** What the chat route needs. */
 export interface ProxyDeps extends Omit<TurnDeps, "log"> {
@@ -160,9 +160,6 @@ async function runChat(
       let completion: { model?: string; choices?: { message?: unknown; finish_reason?: string | null }[] };
       try {
         completion = await upstream.chat(upstreamBody);
-      } catch (error) {
-        await discardCreated(turn, sessionId, userId, loaded);
-        throw error;
       } finally {
         deps.metrics.upstreamSeconds.observe(secondsSince(upstreamStart));
       }

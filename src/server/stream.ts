@@ -9,7 +9,7 @@ import { StreamAccumulator, type StreamEvent, type Upstream } from "../llm/opena
 import { errorBody } from "./errors.js";
 import type { TurnOutcome } from "./idempotency.js";
 import { secondsSince } from "./metrics.js";
-import { commitTurn, discardCreated, type LoadedTurn, replyMessage, type TurnDeps } from "./turn.js";
+import { commitTurn, type LoadedTurn, replyMessage, type TurnDeps } from "./turn.js";
 
 /** Everything {@link streamTurn} needs. */
 export interface StreamTurnInput {
@@ -52,7 +52,6 @@ export async function streamTurn(input: StreamTurnInput): Promise<StreamTurnResu
   const { turn, reply, loaded } = input;
   if (clientLeft(input.request, reply)) {
     // The client gave up while waiting for its turn: nothing was delivered, so nothing is stored.
-    await discardCreated(turn, input.sessionId, input.userId, loaded);
     reply.hijack();
     reply.raw.destroy();
     return { label: "incomplete" };
@@ -64,7 +63,6 @@ export async function streamTurn(input: StreamTurnInput): Promise<StreamTurnResu
     events = await input.upstream.streamChat(input.upstreamBody, { signal: abort.signal });
   } catch (error) {
     turn.metrics.upstreamSeconds.observe(secondsSince(upstreamStart));
-    await discardCreated(turn, input.sessionId, input.userId, loaded);
     throw error;
   }
 

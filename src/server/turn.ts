@@ -46,11 +46,11 @@ export interface LoadedTurn {
   messages: ChatMessage[];
   /** What to store before the reply. */
   toStore: ChatMessage[];
-  /** The session did not exist before this turn (it is removed again if the turn fails). */
+  /** The session did not exist before this turn; its first append creates it, so a failed turn leaves none. */
   created: boolean;
   /** False when the store was unreachable and the turn goes on without history. */
   contextAvailable: boolean;
-  /** The session record, resolved once for the whole turn (absent when the store was unreachable). */
+  /** The session record, resolved once for the whole turn (absent for a new session or a store that is down). */
   session?: Session;
 }
 
@@ -71,14 +71,14 @@ export async function loadTurn(
   const start = performance.now();
   try {
     let created = false;
-    let session: Session;
+    let session: Session | undefined;
     try {
+      // Throws session_not_found for another owner's session as for a missing one; buildContext
+      // below tells them apart again, refusing the former and reading the latter as empty.
       session = await deps.memory.getSession(sessionId, { userId });
     } catch (error) {
       if (!isThreadkeepError(error, "session_not_found")) throw error;
       created = true;
-      // Creates a missing session, and throws session_not_found for another owner's.
-      session = await deps.memory.getSession(sessionId, { userId, create: true });
     }
     const toStore = created ? split.conversation : split.newTurn;
     const context = await deps.memory.buildContext(sessionId, {
@@ -124,23 +124,6 @@ export async function commitTurn(
     return false;
   } finally {
     deps.metrics.commitSeconds.observe(secondsSince(start));
-  }
-}
-
-/** Removes a session this turn created, when the turn failed: a failed turn leaves nothing behind. */
-export async function discardCreated(
-  deps: TurnDeps,
-  sessionId: string,
-  userId: string,
-  loaded: LoadedTurn,
-): Promise<void> {
-  if (!loaded.created) return;
-  try {
-    // A turn that outlived its lease may find a later turn's messages here: those stay.
-    if ((await deps.memory.getMessages(sessionId, { userId, last: 1 })).length > 0) return;
-    await deps.memory.deleteSession(sessionId, { userId });
-  } catch (error) {
-    deps.log.warn({ err: error, sessionId }, "could not remove the session of a failed first turn");
   }
 }
 

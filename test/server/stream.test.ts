@@ -91,7 +91,8 @@ describe("streaming", () => {
       received += new TextDecoder().decode((await reader.read()).value);
     abort.abort();
     const stored = await waitFor(async () => {
-      const messages = await stack.memory.getMessages(id);
+      // The session exists only once the turn is committed (its first append creates it).
+      const messages = await stack.memory.getMessages(id).catch(() => []);
       return messages.length === 2 ? messages : undefined;
     });
     expect(stored[0]).toMatchObject({ role: "user", content: "talk" });

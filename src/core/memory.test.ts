@@ -153,6 +153,20 @@ describe("Memory", () => {
     await memory.close();
   });
 
+  it("reads a session that does not exist yet as empty without creating it, and refuses another owner's", async () => {
+    const memory = memoryOn();
+    const id = newSessionId();
+    const input = [{ role: "user" as const, content: "first words" }];
+    const context = await memory.buildContext(id, { userId: "alice", input });
+    expect(context.messages).toEqual(input);
+    await expect(memory.getSession(id, { userId: "alice" })).rejects.toMatchObject({ code: "session_not_found" });
+    await memory.addMessages(id, input, { userId: "alice" });
+    await expect(memory.buildContext(id, { userId: "bob", input })).rejects.toMatchObject({
+      code: "session_not_found",
+    });
+    await memory.close();
+  });
+
   it("opens a store from a URL", async () => {
     const memory = createMemory({ store: "memory:" });
     expect(memory.settings.ttlMs).toBe(30 * 60_000);

@@ -15,7 +15,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
 import type { MessageInput } from "../../src/core/types.js";
 import { createFileStore, type FileStoreOptions } from "../../src/stores/jsonl.js";
-import { describeStore, expectCode } from "./conformance.js";
+import { expectCode, runStoreConformance } from "../../src/testing/index.js";
 
 const root = mkdtempSync(join(tmpdir(), "threadkeep-file-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -23,23 +23,20 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 // One directory for every create, so the persistence test reopens what it wrote.
 const conformanceDir = join(root, "conformance");
 const conformanceWarnings: string[] = [];
-describeStore({
-  name: "file",
-  create: () => createFileStore({ dir: conformanceDir, onWarning: (m) => conformanceWarnings.push(m) }),
-});
+runStoreConformance("file", () =>
+  createFileStore({ dir: conformanceDir, onWarning: (m) => conformanceWarnings.push(m) }),
+);
 
 // Again with every write synced and a one-session cache, so nearly every read replays a file.
 const strictDir = join(root, "conformance-strict");
-describeStore({
-  name: "file (fsync, cacheSize 1)",
-  create: () =>
-    createFileStore({
-      dir: strictDir,
-      fsync: true,
-      cacheSize: 1,
-      onWarning: (m) => conformanceWarnings.push(m),
-    }),
-});
+runStoreConformance("file (fsync, cacheSize 1)", () =>
+  createFileStore({
+    dir: strictDir,
+    fsync: true,
+    cacheSize: 1,
+    onWarning: (m) => conformanceWarnings.push(m),
+  }),
+);
 
 const text = (content: string): MessageInput => ({ role: "user", content });
 let dirs = 0;

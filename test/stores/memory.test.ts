@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
 import { createMemoryStore } from "../../src/stores/memory.js";
-import { describeStore } from "./conformance.js";
+import { runStoreConformance } from "../../src/testing/index.js";
 
 // TTL off here: the suite plants sessions with old activity times on purpose; eviction is tested below.
-describeStore({ name: "memory", create: () => createMemoryStore({ ttlMs: 0 }) });
+runStoreConformance("memory", () => createMemoryStore({ ttlMs: 0 }));
 
 describe("memory store specifics", () => {
   it("evicts sessions inactive past the TTL on access", async () => {

@@ -10,7 +10,7 @@ import type { Message, SessionStore } from "../../src/core/types.js";
 import { SCHEMA_VERSION } from "../../src/stores/_postgres-schema.js";
 import { createPostgresStore, type PostgresStoreOptions } from "../../src/stores/postgres.js";
 import { serviceAvailable, TEST_POSTGRES_URL } from "../_services.js";
-import { describeStore, expectCode } from "./conformance.js";
+import { expectCode, runStoreConformance } from "../../src/testing/index.js";
 
 const enabled = await serviceAvailable("postgres");
 // One schema per test file run, so parallel runs and other files never share tables.
@@ -19,7 +19,7 @@ const extraSchemas: string[] = [];
 const open = (extra: Partial<PostgresStoreOptions> = {}) =>
   createPostgresStore({ url: TEST_POSTGRES_URL, schema, poolSize: 4, ...extra });
 
-describeStore({ name: "postgres", create: () => open(), enabled });
+runStoreConformance("postgres", () => open(), { enabled });
 
 const storeModule = fileURLToPath(new URL("../../src/stores/postgres.ts", import.meta.url));
 

@@ -9,7 +9,7 @@ import { newSessionId } from "../../src/core/ids.js";
 import type { SessionStore } from "../../src/core/types.js";
 import { createRedisStore, type RedisStoreOptions } from "../../src/stores/redis.js";
 import { serviceAvailable, TEST_REDIS_URL } from "../_services.js";
-import { describeStore, expectCode } from "./conformance.js";
+import { expectCode, runStoreConformance } from "../../src/testing/index.js";
 
 const enabled = await serviceAvailable("redis");
 const keyPrefix = `tk-test-${randomUUID()}:`;
@@ -46,7 +46,7 @@ await store.close();
 
 // TTL off for the shared suite: it plants sessions with activity times days (or decades) in the past,
 // which a store measuring expiry from the last activity drops at once. Native expiry is tested below.
-describeStore({ name: "redis", create: () => open({ ttlMs: 0 }), enabled });
+runStoreConformance("redis", () => open({ ttlMs: 0 }), { enabled });
 
 describe.skipIf(enabled !== true)("redis store specifics", () => {
   const raw = createClient({ url: TEST_REDIS_URL });

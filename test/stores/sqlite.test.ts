@@ -8,7 +8,7 @@ import type { SessionStore } from "../../src/core/types.js";
 import { openSqliteDatabase, SQLITE_SCHEMA_VERSION } from "../../src/stores/_sqlite-schema.js";
 import { newestMessagesSql, RANGE_NEWEST_FIRST_SQL } from "../../src/stores/_sqlite-statements.js";
 import { createSqliteStore } from "../../src/stores/sqlite.js";
-import { describeStore, expectCode } from "./conformance.js";
+import { expectCode, runStoreConformance } from "../../src/testing/index.js";
 
 const dir = mkdtempSync(join(tmpdir(), "threadkeep-sqlite-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -17,7 +17,7 @@ const freshPath = () => join(dir, `case-${++files}`, "threadkeep.db");
 
 // One file for the whole suite, so its persistence test reopens the same database.
 const suitePath = join(dir, "conformance", "threadkeep.db");
-describeStore({ name: "sqlite", create: () => createSqliteStore({ path: suitePath }) });
+runStoreConformance("sqlite", () => createSqliteStore({ path: suitePath }));
 
 describe("sqlite store specifics", () => {
   const open: SessionStore[] = [];

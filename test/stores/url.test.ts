@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { importOptional } from "../../src/stores/_util.js";
 import { createStore, pathOfUrl } from "../../src/stores/url.js";
-import { expectCode } from "./conformance.js";
+import { expectCode } from "../../src/testing/index.js";
 
 const dir = mkdtempSync(join(tmpdir(), "threadkeep-url-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -1,20 +1,25 @@
 /**
- * The store conformance suite: every backend runs these same assertions through `describeStore`.
+ * The store conformance suite: every backend runs these same assertions through `runStoreConformance`,
+ * the five built-in stores and any third-party store alike (published as `threadkeep/testing`; it runs
+ * under vitest, an optional peer dependency of this subpath only).
  * A backend that lacks a feature declares it in `capabilities` and the matching tests are skipped;
  * an assertion is never loosened for one backend.
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { isThreadkeepError, type ErrorCode } from "../../src/core/errors.js";
-import { newSessionId } from "../../src/core/ids.js";
-import type { MessageInput, SessionStore } from "../../src/core/types.js";
+import { isThreadkeepError, type ErrorCode } from "../core/errors.js";
+import { newSessionId } from "../core/ids.js";
+import type { MessageInput, SessionStore } from "../core/types.js";
 
-/** How a backend's test file describes itself to the suite. */
-export interface StoreUnderTest {
-  name: string;
-  /** Opens a store. Called more than once where a second "process" or a reopen is needed. */
-  create: () => Promise<SessionStore> | SessionStore;
-  /** True to run; a string is the reason the suite is skipped (printed). */
+/**
+ * Opens the store under test. Called more than once where a second "process" or a reopen is needed:
+ * a persistent store must open the same data each time.
+ */
+export type OpenStore = () => Promise<SessionStore> | SessionStore;
+
+/** Options of {@link runStoreConformance}. */
+export interface ConformanceOptions {
+  /** True to run; a string is the reason the suite is skipped (printed). @default true */
   enabled?: true | string;
 }
 
@@ -34,8 +39,14 @@ const user = () => `user-${randomUUID()}`;
 const text = (content: string): MessageInput => ({ role: "user", content });
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-export function describeStore(target: StoreUnderTest): void {
-  const enabled = target.enabled ?? true;
+/**
+ * Declares the conformance suite for one store (call it at the top level of a vitest test file).
+ * @param name Shown in the test names.
+ * @param openStore Opens the store; see {@link OpenStore}.
+ */
+export function runStoreConformance(name: string, openStore: OpenStore, options: ConformanceOptions = {}): void {
+  const target = { name, create: openStore };
+  const enabled = options.enabled ?? true;
   if (enabled !== true) {
     console.warn(`[conformance] skipping ${target.name}: ${enabled}`);
     describe.skip(`${target.name} store conformance (${enabled})`, () => {

@@ -1,0 +1,272 @@
+/**
+ * A third-party store, written as a user of `threadkeep` would write one: it uses only the package's
+ * public entry, keeps one JSON document per session in a key-value database, and proves itself with
+ * `threadkeep/testing`. docs/custom-store.md shows this file as the complete example.
+ * The "database" here is a Map; a real one (DynamoDB, MongoDB, Cloudflare KV, …) replaces `KeyValue`.
+ */
+import {
+  contentText,
+  SessionNotFoundError,
+  StateConflictError,
+  ThreadkeepError,
+  validateMessages,
+  type Lease,
+  type Message,
+  type MessageQuery,
+  type SearchHit,
+  type Session,
+  type SessionState,
+  type SessionStore,
+  type Summary,
+} from "../../src/index.js";
+
+/** The few operations the store needs from its database. Values are JSON text. */
+export interface KeyValue {
+  get(key: string): Promise<string | undefined>;
+  set(key: string, value: string): Promise<void>;
+  delete(key: string): Promise<void>;
+  keys(prefix: string): Promise<string[]>;
+}
+
+/** A `KeyValue` over a Map: the database of the tests, shared by every store opened on it. */
+export function mapKeyValue(map = new Map<string, string>()): KeyValue {
+  return {
+    get: async (key) => map.get(key),
+    set: async (key, value) => void map.set(key, value),
+    delete: async (key) => void map.delete(key),
+    keys: async (prefix) => [...map.keys()].filter((key) => key.startsWith(prefix)),
+  };
+}
+
+/** Everything of one session, stored as one document. */
+interface Doc {
+  session: Session;
+  messages: Message[];
+  summaries: Summary[];
+  state: SessionState;
+}
+
+/** The turn lease of one session, kept in the database so every store on it sees the same line. */
+interface LeaseDoc {
+  fence: number;
+  holder: { fence: number; expiresAt: number } | null;
+  line: number[];
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** A {@link SessionStore} over any key-value database. */
+export function createKeyValueStore(db: KeyValue): SessionStore {
+  // Read-modify-write of a document must not interleave; a real database does this with a
+  // transaction or a conditional write on a version field.
+  let tail: Promise<unknown> = Promise.resolve();
+  const exclusive = <T>(work: () => Promise<T>): Promise<T> => {
+    const run = tail.then(work, work);
+    tail = run.catch(() => undefined);
+    return run;
+  };
+  const read = async (id: string): Promise<Doc | undefined> => {
+    const text = await db.get(`session:${id}`);
+    return text === undefined ? undefined : (JSON.parse(text) as Doc);
+  };
+  const need = async (id: string): Promise<Doc> => {
+    const doc = await read(id);
+    if (!doc) throw new SessionNotFoundError(id);
+    return doc;
+  };
+  const write = (doc: Doc) => db.set(`session:${doc.session.id}`, JSON.stringify(doc));
+  const allDocs = async () => Promise.all((await db.keys("session:")).map(async (k) => (await read(k.slice(8)))!));
+  const leaseOf = async (id: string): Promise<LeaseDoc> =>
+    JSON.parse((await db.get(`lease:${id}`)) ?? '{"fence":0,"holder":null,"line":[]}');
+  const nextFence = async () => {
+    const fence = Number((await db.get("fences")) ?? 0) + 1;
+    await db.set("fences", String(fence));
+    return fence;
+  };
+
+  return {
+    name: "key-value",
+    capabilities: { persistent: true, fullTextSearch: false, crossProcessLease: true, nativeExpiry: false },
+
+    createSession: (input) =>
+      exclusive(async () => {
+        if (await read(input.id)) throw new ThreadkeepError("session_exists", `Session ${input.id} exists`);
+        const createdAt = input.createdAt ?? Date.now();
+        const session = {
+          id: input.id,
+          userId: input.userId,
+          createdAt,
+          lastActivityAt: input.lastActivityAt ?? createdAt,
+          metadata: input.metadata ?? {},
+        };
+        await write({ session, messages: [], summaries: [], state: { version: 0, data: {} } });
+        return structuredClone(session);
+      }),
+    getSession: async (id) => (await read(id))?.session ?? null,
+
+    async listSessions(userId, { limit = 50, cursor } = {}) {
+      const after = cursor ? (JSON.parse(Buffer.from(cursor, "base64url").toString()) as [number, string]) : null;
+      const owned = (await allDocs())
+        .map((d) => d.session)
+        .filter((s) => s.userId === userId)
+        .sort((a, b) => b.lastActivityAt - a.lastActivityAt || (a.id < b.id ? 1 : -1))
+        .filter((s) => !after || s.lastActivityAt < after[0] || (s.lastActivityAt === after[0] && s.id < after[1]));
+      const page = owned.slice(0, limit);
+      const last = page.at(-1);
+      const next = owned.length > limit && last ? Buffer.from(JSON.stringify([last.lastActivityAt, last.id])) : null;
+      return { sessions: page, nextCursor: next ? next.toString("base64url") : null };
+    },
+    async listAllSessions({ limit = 50, cursor } = {}) {
+      const all = (await allDocs()).map((d) => d.session).filter((s) => s.id > (cursor ?? ""));
+      const page = all.sort((a, b) => (a.id < b.id ? -1 : 1)).slice(0, limit);
+      return { sessions: page, nextCursor: all.length > limit ? page[page.length - 1].id : null };
+    },
+    deleteSession: (id) =>
+      exclusive(async () => {
+        if (!(await read(id))) return false;
+        await db.delete(`session:${id}`);
+        return true;
+      }),
+    touchSession: (id, at = Date.now()) =>
+      exclusive(async () => {
+        const doc = await need(id);
+        doc.session.lastActivityAt = at;
+        await write(doc);
+      }),
+    updateSessionMetadata: (id, metadata) =>
+      exclusive(async () => {
+        const doc = await need(id);
+        doc.session.metadata = metadata;
+        await write(doc);
+        return doc.session;
+      }),
+
+    appendMessages: (id, inputs, options = {}) =>
+      exclusive(async () => {
+        const valid = validateMessages(inputs);
+        const doc = await need(id);
+        if (options.fence !== undefined && (await leaseOf(id)).fence > options.fence) {
+          throw new ThreadkeepError("lease_expired", `The turn lease of ${id} was taken over`);
+        }
+        const now = Date.now();
+        const first = (doc.messages.at(-1)?.seq ?? 0) + 1;
+        const added = valid.map((m, i) => ({ ...m, seq: first + i, createdAt: now }));
+        doc.messages.push(...added);
+        if (options.maxMessages) doc.messages = doc.messages.slice(-options.maxMessages);
+        doc.session.lastActivityAt = now;
+        await write(doc);
+        return added;
+      }),
+    async getMessages(id, q: MessageQuery = {}) {
+      const found = ((await read(id))?.messages ?? []).filter(
+        (m) =>
+          m.seq > (q.afterSeq ?? -Infinity) &&
+          m.seq < (q.beforeSeq ?? Infinity) &&
+          m.seq >= (q.fromSeq ?? -Infinity) &&
+          m.seq <= (q.toSeq ?? Infinity),
+      );
+      if (q.last !== undefined) return q.last > 0 ? found.slice(-q.last) : [];
+      return q.limit !== undefined ? found.slice(0, q.limit) : found;
+    },
+    countMessages: async (id) => (await read(id))?.messages.length ?? 0,
+    popMessage: (id) =>
+      exclusive(async () => {
+        const doc = await need(id);
+        const popped = doc.messages.pop() ?? null;
+        await write(doc);
+        return popped;
+      }),
+    truncateAfter: (id, seq) =>
+      exclusive(async () => {
+        const doc = await need(id);
+        const before = doc.messages.length;
+        doc.messages = doc.messages.filter((m) => m.seq <= seq);
+        await write(doc);
+        return before - doc.messages.length;
+      }),
+
+    saveSummary: (id, input) =>
+      exclusive(async () => {
+        const doc = await need(id);
+        const summary = { ...input, id: Math.max(0, ...doc.summaries.map((s) => s.id)) + 1, createdAt: input.createdAt ?? Date.now() };
+        doc.summaries.push(summary);
+        doc.summaries.sort((a, b) => a.fromSeq - b.fromSeq || a.id - b.id);
+        await write(doc);
+        return summary;
+      }),
+    listSummaries: async (id) => (await read(id))?.summaries ?? [],
+    getState: async (id) => (await need(id)).state,
+    setState: (id, data, expectedVersion) =>
+      exclusive(async () => {
+        const doc = await need(id);
+        if (doc.state.version !== expectedVersion) throw new StateConflictError(expectedVersion, doc.state.version);
+        doc.state = { version: expectedVersion + 1, data };
+        await write(doc);
+        return doc.state;
+      }),
+
+    async search({ userId, sessionId, text, mode, limit = 20 }) {
+      if (!text.trim()) throw new ThreadkeepError("invalid_request", "Search text must not be empty");
+      if (mode === "fulltext") throw new ThreadkeepError("not_supported", "No full-text search in this store");
+      const needle = text.toLowerCase();
+      const hits: SearchHit[] = [];
+      for (const doc of await allDocs()) {
+        if (doc.session.userId !== userId || (sessionId && doc.session.id !== sessionId)) continue;
+        for (const message of doc.messages) {
+          const body = contentText(message.content);
+          const at = body.toLowerCase().indexOf(needle);
+          if (at >= 0) hits.push({ sessionId: doc.session.id, seq: message.seq, snippet: body.slice(Math.max(0, at - 40), at + needle.length + 40), message });
+        }
+      }
+      return hits.sort((a, b) => b.message.createdAt - a.message.createdAt || b.seq - a.seq).slice(0, limit);
+    },
+    expire: (olderThan) =>
+      exclusive(async () => {
+        const stale = (await allDocs()).filter((d) => d.session.lastActivityAt < olderThan).map((d) => d.session.id);
+        for (const id of stale) await db.delete(`session:${id}`);
+        return stale;
+      }),
+
+    // The lease is a document too: a line of tickets, served in order, each holder until it
+    // releases or its time runs out. Waiters poll, as they would against a network database.
+    async acquireLease(id, { ttlMs = 30_000, waitMs = 30_000 } = {}): Promise<Lease> {
+      const ticket = await exclusive(async () => {
+        const lease = await leaseOf(id);
+        const mine = await nextFence();
+        lease.line.push(mine);
+        await db.set(`lease:${id}`, JSON.stringify(lease));
+        return mine;
+      });
+      const giveUpAt = Date.now() + waitMs;
+      for (;;) {
+        const granted = await exclusive(async () => {
+          const lease = await leaseOf(id);
+          const free = !lease.holder || lease.holder.expiresAt <= Date.now();
+          if (lease.line[0] === ticket && free) {
+            lease.line.shift();
+            lease.fence = ticket;
+            lease.holder = { fence: ticket, expiresAt: Date.now() + ttlMs };
+          } else if (Date.now() >= giveUpAt) {
+            lease.line = lease.line.filter((t) => t !== ticket);
+          } else return undefined;
+          await db.set(`lease:${id}`, JSON.stringify(lease));
+          return lease.holder?.fence === ticket ? lease.holder : null;
+        });
+        if (granted === null) throw new ThreadkeepError("session_busy", `Waited ${waitMs} ms for session ${id}`);
+        if (granted) {
+          const release = () =>
+            exclusive(async () => {
+              const lease = await leaseOf(id);
+              if (lease.holder?.fence !== ticket) return;
+              lease.holder = null;
+              await db.set(`lease:${id}`, JSON.stringify(lease));
+            });
+          return { sessionId: id, fence: ticket, expiresAt: granted.expiresAt, release };
+        }
+        await sleep(5);
+      }
+    },
+
+    async close() {},
+  };
+}

@@ -171,7 +171,7 @@ export const COMMANDS: Record<string, SlashCommand> = {
     help: "search your sessions' messages",
     async run(state, arg) {
       if (!arg) return usage(state, "/search needs some text, e.g. /search groceries");
-      const hits = await state.memory.search(arg, { userId: state.userId, limit: 20 });
+      const hits = await state.memory.search(arg, { userId: state.userId, limit: 20, mode: "auto" });
       if (hits.length === 0) return state.print(`no messages contain "${arg}"`);
       for (const hit of hits) {
         const here = hit.sessionId === state.sessionId ? state.paint.green(" (this session)") : "";

@@ -22,6 +22,7 @@ import { type StateAccess, changeConversation, clearUsedPreferences, storePrefer
 import { isThreadkeepError, SessionNotFoundError, ThreadkeepError } from "./errors.js";
 import { newSessionId, parseSessionId } from "./ids.js";
 import { validateMessages } from "./messages.js";
+import { bestSearchMode, type RankedHit, runSearch, type SearchMode, type VectorSearcher } from "./search.js";
 import { DEFAULTS } from "./policies.js";
 import type {
   ChatMessage,
@@ -120,6 +121,7 @@ export class Memory {
   #sweep?: NodeJS.Timeout;
   #compactor: Compactor;
   #resolver: Resolver;
+  #vectors?: VectorSearcher;
 
   constructor(options: MemoryOptions) {
     const storeOption = options.store;
@@ -282,14 +284,19 @@ export class Memory {
     return (await this.#store).getMessages(session.id, range);
   }
 
-  /** Searches one owner's messages (one session with `sessionId`), newest first. */
+  /**
+   * Searches one owner's messages (one session with `sessionId`): `substring` and `fulltext` newest
+   * first, `semantic` and `hybrid` (with embeddings) best first. `auto` picks the best mode there is.
+   */
   async search(
     text: string,
-    options: OwnerOptions & { sessionId?: string; mode?: "substring" | "fulltext"; limit?: number } = {},
-  ): Promise<SearchHit[]> {
+    options: OwnerOptions & { sessionId?: string; mode?: SearchMode | "auto"; limit?: number } = {},
+  ): Promise<RankedHit[]> {
     const userId = this.#owner(options);
     const sessionId = options.sessionId ? (await this.#resolve(options.sessionId, userId, false)).id : undefined;
-    return (await this.#store).search({ userId, sessionId, text, mode: options.mode, limit: options.limit });
+    const store = await this.#store;
+    const mode = options.mode === "auto" ? bestSearchMode(store, this.#vectors !== undefined) : (options.mode ?? "substring");
+    return runSearch(store, { userId, sessionId, text, mode, limit: options.limit ?? 20 }, this.#vectors);
   }
 
   /** Summaries of a session, by seq. */

@@ -160,6 +160,11 @@ export interface SearchQuery {
   text: string;
   /** `substring`: case-insensitive substring; `fulltext`: the backend's full-text search. @default "substring" */
   mode?: "substring" | "fulltext";
+  /**
+   * `recency`: every word must match, newest first. `relevance` (full text only): any word may match,
+   * best match first (bm25 / ts_rank), for ranked and hybrid search. @default "recency"
+   */
+  ranking?: "recency" | "relevance";
   /** @default 20 */
   limit?: number;
 }

@@ -14,6 +14,7 @@ import { IdempotencyCache, type IdempotencyOptions } from "./idempotency.js";
 import { ServerMetrics } from "./metrics.js";
 import { openApiDocument } from "./openapi.js";
 import { registerProxy, SESSION_HEADER } from "./proxy.js";
+import { registerSearchRoutes } from "./search.js";
 import { registerSessionRoutes } from "./sessions.js";
 
 declare module "fastify" {
@@ -121,6 +122,7 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
     defaultModel: options.model,
   });
   registerSessionRoutes(app, { memory, metrics });
+  registerSearchRoutes(app, { memory });
 
   app.get("/healthz", async () => ({ status: "ok" }));
   app.get("/readyz", async (_request, reply) => {

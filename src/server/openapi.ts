@@ -3,7 +3,10 @@
  * routes validate with zod, and this document says the same in a form tools understand.
  */
 
+import { SEARCH_MODES } from "../core/search.js";
 import { ref, schemas } from "./_openapi-schemas.js";
+
+const SEARCH_MODE_NAMES = [...SEARCH_MODES, "auto"];
 
 const json = (schema: unknown) => ({ "application/json": { schema } });
 const ok = (description: string, schema: unknown) => ({ description, content: json(schema) });
@@ -190,9 +193,28 @@ export const openApiDocument = {
             query("limit", { type: "integer", minimum: 1, maximum: 100, default: 20 }, "Most hits"),
             query(
               "mode",
-              { type: "string", enum: ["substring", "fulltext"] },
-              "fulltext where the store has it",
+              { type: "string", enum: [...SEARCH_MODE_NAMES] },
+              "as for /v1/search; default substring",
             ),
+          ],
+        },
+      ),
+    },
+    "/v1/search": {
+      get: op(
+        "Search the caller's messages across all their sessions",
+        {
+          "200": ok("Hits, newest first (substring, fulltext) or best first (semantic, hybrid)", {
+            type: "object",
+            properties: { data: { type: "array", items: ref("SearchHit") } },
+          }),
+        },
+        {
+          parameters: [
+            query("q", { type: "string", minLength: 1 }, "Text to find", true),
+            query("limit", { type: "integer", minimum: 1, maximum: 100, default: 20 }, "Most hits"),
+            query("mode", { type: "string", enum: [...SEARCH_MODE_NAMES] }, "auto: hybrid with embeddings, else fulltext where the store has it, else substring"),
+            query("session", { type: "string" }, "Only this session"),
           ],
         },
       ),

@@ -9,6 +9,7 @@ import type { ContextPreferences } from "../core/context/types.js";
 import { parseConversationState } from "../core/state/conversation.js";
 import type { Memory } from "../core/memory.js";
 import { parseBody } from "./_validate.js";
+import { SearchParams } from "./search.js";
 import type { ServerMetrics } from "./metrics.js";
 import { type TurnDeps, withTurnLease } from "./turn.js";
 
@@ -22,11 +23,6 @@ const CreateBody = z
 const MessagesQuery = z.object({ after: z.coerce.number().int().min(0).default(0), limit: count(1000, 100) });
 const AppendBody = z.strictObject({
   messages: z.array(z.unknown()).min(1, "at least one message is required"),
-});
-const SearchQuery = z.object({
-  q: z.string().min(1, "q is required"),
-  limit: count(100, 20),
-  mode: z.enum(["substring", "fulltext"]).optional(),
 });
 const ContextQuery = z.object({ model: z.string().optional() });
 const StatePatch = z.strictObject({
@@ -115,7 +111,7 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRoutesD
   });
 
   app.get<IdParams>("/v1/sessions/:id/search", async (request) => {
-    const query = parseBody(SearchQuery, request.query);
+    const query = parseBody(SearchParams, request.query);
     const hits = await memory.search(query.q, {
       ...owner(request),
       sessionId: request.params.id,

@@ -151,6 +151,14 @@ const MIGRATIONS: Migration[] = [
         $fn$`;
     },
   },
+  {
+    version: 3,
+    up: async (tx) => {
+      // Store-wide settings the data depends on, e.g. the text search configuration `tsv` was built
+      // with: opening with another one rebuilds it (see useTextSearchConfig).
+      await tx`CREATE TABLE threadkeep_settings (key text PRIMARY KEY, value text NOT NULL)`;
+    },
+  },
 ];
 
 /** The newest schema version this code knows. */
@@ -304,6 +312,27 @@ export async function checkTextSearchConfig(sql: PgSql, lang: string): Promise<v
       cause: error,
     });
   }
+}
+
+/**
+ * Makes full-text search use `lang`: when the stored `tsv` columns were built with another
+ * configuration (or an unknown one, from before the setting was recorded) they are rebuilt, once,
+ * under a lock so concurrent starters do it once.
+ * @throws `invalid_request` when `lang` is no text search configuration of the server.
+ */
+export async function useTextSearchConfig(sql: PgSql, lang: string, schema: string): Promise<void> {
+  await checkTextSearchConfig(sql, lang);
+  const current = async (q: PgSql | Tx) =>
+    (await q<{ value: string }[]>`SELECT value FROM threadkeep_settings WHERE key = 'fts_language'`)[0]?.value;
+  if ((await current(sql)) === lang) return;
+  await sql.begin(async (tx) => {
+    await tx`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY + 1}, hashtext(${schema}))`;
+    if ((await current(tx)) === lang) return;
+    await tx`UPDATE messages SET tsv = to_tsvector(${lang}::regconfig, left(search_text, 100000))`;
+    await tx`
+      INSERT INTO threadkeep_settings (key, value) VALUES ('fts_language', ${lang})
+      ON CONFLICT (key) DO UPDATE SET value = excluded.value`;
+  });
 }
 
 /** Node and driver error codes that mean the server could not be reached or the connection broke. */

@@ -159,6 +159,17 @@ export function prepareStatements(db: Database.Database) {
        JOIN sessions s ON s.id = t.session_id ${HIT_JOIN}
        WHERE messages_fts MATCH ? AND t.session_id = ? AND s.user_id = ? ${SEARCH_ORDER}`,
     ),
+    // Relevance order (bm25, best first) for ranked searches; the query ORs its words.
+    searchFullTextRanked: rows(
+      `SELECT ${HIT_COLUMNS} FROM messages_fts f JOIN message_text t ON t.id = f.rowid
+       JOIN sessions s ON s.id = t.session_id ${HIT_JOIN}
+       WHERE messages_fts MATCH ? AND s.user_id = ? ORDER BY bm25(messages_fts), m.seq DESC LIMIT ?`,
+    ),
+    searchFullTextRankedInSession: rows(
+      `SELECT ${HIT_COLUMNS} FROM messages_fts f JOIN message_text t ON t.id = f.rowid
+       JOIN sessions s ON s.id = t.session_id ${HIT_JOIN}
+       WHERE messages_fts MATCH ? AND t.session_id = ? AND s.user_id = ? ORDER BY bm25(messages_fts), m.seq DESC LIMIT ?`,
+    ),
     hasPending: db
       .prepare<unknown[], number>("SELECT 1 FROM fts_pending LIMIT 1")
       .pluck() as SqliteStatement<number>,

@@ -16,7 +16,7 @@ import type {
 import { PostgresLeases } from "./_postgres-lease.js";
 import {
   bodyOf,
-  checkTextSearchConfig,
+  useTextSearchConfig,
   type MessageRow,
   migrate,
   openClient,
@@ -49,7 +49,11 @@ export interface PostgresStoreOptions {
   url: string;
   /** Most connections the pool opens (one more is opened for lease notifications). @default 10 */
   poolSize?: number;
-  /** Text search configuration of full-text search; `simple` treats Dutch and English alike. @default "simple" */
+  /**
+   * Text search configuration of full-text search (`english` stems: "grocery" finds "groceries";
+   * `simple` only lower-cases, treating every language alike; `dutch`, `german`, … ). Changing it
+   * rebuilds the index once, on open. @default "english"
+   */
   ftsLanguage?: string;
   /** The PostgreSQL schema that holds threadkeep's tables; created when missing. @default "public" */
   schema?: string;
@@ -71,6 +75,14 @@ function fulltextSnippet(text: string, query: string): string {
   const lower = text.toLowerCase();
   const word = query.split(/[^\p{L}\p{N}]+/u).find((w) => w && lower.includes(w.toLowerCase()));
   return snippetOf(text, word ?? query);
+}
+
+/** A websearch query matching any of the text's words (operators in user text are dropped). */
+function anyWord(text: string): string {
+  return text
+    .split(/[\s"()-]+/)
+    .filter((w) => w && w.toLowerCase() !== "or")
+    .join(" or ");
 }
 
 /** How often the deadlines of operations under way are checked. */
@@ -95,7 +107,7 @@ export function createPostgresStore(options: PostgresStoreOptions): SessionStore
       `Invalid PostgreSQL schema name "${schema}": use letters, digits and _`,
     );
   }
-  const lang = options.ftsLanguage ?? "simple";
+  const lang = options.ftsLanguage ?? "english";
   const queryTimeoutMs = options.queryTimeoutMs ?? 15_000;
   const batchSize = Math.max(1, options.expireBatchSize ?? 500);
   // A short, valid channel name per schema, so stores of different schemas do not wake each other.
@@ -116,7 +128,7 @@ export function createPostgresStore(options: PostgresStoreOptions): SessionStore
       queryTimeoutMs,
     });
     await migrate(client, schema);
-    await checkTextSearchConfig(client, lang);
+    await useTextSearchConfig(client, lang, schema);
     return client;
   };
 
@@ -389,6 +401,7 @@ export function createPostgresStore(options: PostgresStoreOptions): SessionStore
     async search(query: SearchQuery) {
       checkSearchQuery(query);
       const fulltext = query.mode === "fulltext";
+      const ranked = fulltext && query.ranking === "relevance";
       return run("search", async (sql) => {
         const rows = await sql<(MessageRow & { session_id: string })[]>`
           SELECT m.session_id, m.seq, m.created_at, m.body FROM messages m JOIN sessions s ON s.id = m.session_id
@@ -396,10 +409,15 @@ export function createPostgresStore(options: PostgresStoreOptions): SessionStore
           ${query.sessionId === undefined ? sql`` : sql`AND m.session_id = ${query.sessionId}`}
           AND ${
             fulltext
-              ? sql`m.tsv @@ websearch_to_tsquery(${lang}::regconfig, ${query.text})`
+              ? sql`m.tsv @@ websearch_to_tsquery(${lang}::regconfig, ${ranked ? anyWord(query.text) : query.text})`
               : sql`strpos(m.search_text, ${searchable(query.text)}) > 0`
           }
-          ORDER BY m.created_at DESC, m.seq DESC LIMIT ${Math.max(0, Math.floor(query.limit ?? DEFAULT_SEARCH_LIMIT))}`;
+          ORDER BY ${
+            ranked
+              ? sql`ts_rank(m.tsv, websearch_to_tsquery(${lang}::regconfig, ${anyWord(query.text)})) DESC, m.seq DESC`
+              : sql`m.created_at DESC, m.seq DESC`
+          }
+          LIMIT ${Math.max(0, Math.floor(query.limit ?? DEFAULT_SEARCH_LIMIT))}`;
         return rows.map((row) => {
           const message = toMessage(row);
           const text = messageText(message);

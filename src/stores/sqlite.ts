@@ -78,12 +78,12 @@ function storeError(error: unknown): unknown {
 }
 
 /** Quotes every word so FTS5 operators and punctuation in user text are searched as text, never parsed. */
-function ftsQuery(text: string): string {
+function ftsQuery(text: string, any = false): string {
   return text
     .trim()
     .split(/\s+/)
     .map((word) => `"${word.replaceAll('"', '""')}"`)
-    .join(" ");
+    .join(any ? " OR " : " ");
 }
 
 /** The embedded store: one SQLite file (WAL), full-text search, turn leases held within this process. */
@@ -289,10 +289,15 @@ export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
         const { st } = db;
         if (query.mode === "fulltext") {
           db.tx.indexPending();
-          const match = ftsQuery(query.text);
-          const rows = sessionId
-            ? st.searchFullTextInSession.all(match, sessionId, userId, limit)
-            : st.searchFullText.all(match, userId, limit);
+          const ranked = query.ranking === "relevance";
+          const match = ftsQuery(query.text, ranked);
+          const rows = ranked
+            ? sessionId
+              ? st.searchFullTextRankedInSession.all(match, sessionId, userId, limit)
+              : st.searchFullTextRanked.all(match, userId, limit)
+            : sessionId
+              ? st.searchFullTextInSession.all(match, sessionId, userId, limit)
+              : st.searchFullText.all(match, userId, limit);
           const words = query.text.toLowerCase().trim().split(/\s+/);
           return hits(db, rows, (text) => words.find((w) => text.toLowerCase().includes(w)) ?? "");
         }

@@ -437,6 +437,26 @@ export function runStoreConformance(name: string, openStore: OpenStore, options:
         expect(await q('"unbalanced AND OR (')).toBeInstanceOf(Array);
       });
 
+      it("stems full text (grocery finds groceries) and ranks any-word matches by relevance", async (ctx) => {
+        if (!store.capabilities.fullTextSearch) ctx.skip(`${target.name} has no full-text search`);
+        const owner = user();
+        const session = await newSession(owner);
+        const stranger = await newSession();
+        await store.appendMessages(session.id, [
+          text("I need to buy groceries today"),
+          text("walked the dog in the park"),
+          text("grocery list: a grocery store run for the groceries"),
+        ]);
+        await store.appendMessages(stranger.id, [text("grocery secrets of another owner")]);
+        const stemmed = await store.search({ userId: owner, text: "grocery", mode: "fulltext" });
+        expect(stemmed.map((h) => h.seq).sort()).toEqual([1, 3]);
+        const ranked = await store.search({ userId: owner, text: "grocery list", mode: "fulltext", ranking: "relevance" });
+        expect(ranked.map((h) => h.seq)).toEqual([3, 1]);
+        const any = await store.search({ userId: owner, text: "grocery dog", mode: "fulltext", ranking: "relevance" });
+        expect(any.map((h) => h.seq).sort()).toEqual([1, 2, 3]);
+        expect(any.every((h) => h.sessionId === session.id)).toBe(true);
+      });
+
       it("refuses full text with not_supported where the backend lacks it", async (ctx) => {
         if (store.capabilities.fullTextSearch) ctx.skip(`${target.name} has full-text search`);
         await expectCode(store.search({ userId: user(), text: "x", mode: "fulltext" }), "not_supported");

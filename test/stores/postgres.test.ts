@@ -121,6 +121,7 @@ describe.runIf(enabled === true)("postgres store specifics", () => {
       "sessions",
       "summaries",
       "threadkeep_migrations",
+      "threadkeep_settings",
     ]);
   });
 
@@ -260,25 +261,27 @@ describe.runIf(enabled === true)("postgres store specifics", () => {
     }
   });
 
-  it("searches with a configured text search language", async () => {
-    const english = open({ ftsLanguage: "english" });
-    try {
-      const session = await english.createSession({ id: newSessionId(), userId: "en" });
-      await english.appendMessages(session.id, [
-        { role: "user", content: "The foxes jumped over the fences" },
-      ]);
-      const q = (s: SessionStore) =>
-        s.search({ userId: "en", sessionId: session.id, text: "fox jumping", mode: "fulltext" });
-      expect((await q(english)).map((h) => h.seq)).toEqual([1]);
-      // The default `simple` configuration does not stem, so the same words do not meet there.
-      const plain = await store.createSession({ id: newSessionId(), userId: "en" });
-      await store.appendMessages(plain.id, [{ role: "user", content: "The foxes jumped over the fences" }]);
-      expect(
-        await store.search({ userId: "en", sessionId: plain.id, text: "fox jumping", mode: "fulltext" }),
-      ).toEqual([]);
-    } finally {
-      await english.close();
-    }
+  it("stems with the default english configuration and rebuilds the index when the language changes", async () => {
+    const session = await store.createSession({ id: newSessionId(), userId: "en" });
+    await store.appendMessages(session.id, [{ role: "user", content: "The foxes jumped over the fences" }]);
+    const q = (s: SessionStore, id: string) =>
+      s.search({ userId: "en", sessionId: id, text: "fox jumping", mode: "fulltext" });
+    expect((await q(store, session.id)).map((h) => h.seq)).toEqual([1]);
+    // `simple` does not stem: opened on a schema indexed in English, it rebuilds the index, and the
+    // same words no longer meet; back in English they do again.
+    const other = `tk_test_${randomBytes(6).toString("hex")}`;
+    extraSchemas.push(other);
+    const english = open({ schema: other });
+    const id = (await english.createSession({ id: newSessionId(), userId: "en" })).id;
+    await english.appendMessages(id, [{ role: "user", content: "The foxes jumped over the fences" }]);
+    expect((await q(english, id)).map((h) => h.seq)).toEqual([1]);
+    await english.close();
+    const simple = open({ schema: other, ftsLanguage: "simple" });
+    expect(await q(simple, id)).toEqual([]);
+    await simple.close();
+    const again = open({ schema: other });
+    expect((await q(again, id)).map((h) => h.seq)).toEqual([1]);
+    await again.close();
     const unknown = open({ ftsLanguage: "klingon" });
     await expectCode(unknown.getSession(newSessionId()), "invalid_request");
     await unknown.close();

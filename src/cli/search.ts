@@ -1,0 +1,61 @@
+/**
+ * `threadkeep search <text>`: one owner's messages across their sessions, in any search mode (the
+ * same search as GET /v1/search and the chat's /search).
+ */
+import type { Command } from "commander";
+import { ThreadkeepError } from "../core/errors.js";
+import { createMemory } from "../core/memory.js";
+import { parsePositiveInt } from "../core/policies.js";
+import { SEARCH_MODES, type SearchMode } from "../core/search.js";
+import { oneLine, paintFor } from "./_format.js";
+import { addStoreUrlOption } from "./_store.js";
+import { resolveConfig } from "./options.js";
+
+interface SearchFlags {
+  store?: string;
+  user?: string;
+  session?: string;
+  mode?: string;
+  limit: string;
+  json?: boolean;
+}
+
+function parseMode(mode: string | undefined): SearchMode | "auto" {
+  if (mode === undefined || mode === "auto") return "auto";
+  if ((SEARCH_MODES as readonly string[]).includes(mode)) return mode as SearchMode;
+  throw new ThreadkeepError("invalid_request", `--mode must be one of auto, ${SEARCH_MODES.join(", ")}; got "${mode}"`);
+}
+
+async function search(text: string, flags: SearchFlags): Promise<void> {
+  const limit = parsePositiveInt(flags.limit, "--limit");
+  const mode = parseMode(flags.mode);
+  const config = resolveConfig({ store: flags.store });
+  const memory = createMemory({ store: config.store, ttlMs: config.ttlMs });
+  try {
+    const hits = await memory.search(text, { userId: flags.user, sessionId: flags.session, mode, limit });
+    if (flags.json) return void process.stdout.write(`${JSON.stringify(hits, null, 2)}\n`);
+    if (hits.length === 0) return void process.stdout.write("no matches\n");
+    const paint = paintFor(process.stdout);
+    for (const hit of hits) {
+      const score = hit.score === undefined ? "" : paint.dim(` ${hit.score.toFixed(3)}`);
+      process.stdout.write(`${paint.dim(`${hit.sessionId} #${hit.seq}`)}${score}  ${oneLine(hit.snippet, 100)}\n`);
+    }
+  } finally {
+    await memory.close();
+  }
+}
+
+/** Adds `threadkeep search`. */
+export function register(program: Command): void {
+  addStoreUrlOption(
+    program
+      .command("search")
+      .description("Search one owner's messages across their sessions (best first for semantic and hybrid)")
+      .argument("<text>", "what to find")
+      .option("--user <id>", "whose sessions (default: the default user)")
+      .option("--session <id>", "only this session")
+      .option("--mode <mode>", `auto (default: hybrid with embeddings, else fulltext, else substring), ${SEARCH_MODES.join(", ")}`)
+      .option("--limit <n>", "most hits", "20")
+      .option("--json", "print JSON"),
+  ).action(search);
+}

@@ -3,6 +3,7 @@ import { type CompactionOptions, type CompactionResult, Compactor } from "./cont
 import { type LoadedContext, loadContext } from "./context/load.js";
 import { parseContextPreferences, readPreferences } from "./context/preferences.js";
 import type { Summarizer } from "./context/summarize.js";
+import { encodingForModel, messageTexts, TokenCounter } from "./context/tokens.js";
 import type { AssembledContext, ContextPreferences } from "./context/types.js";
 import {
   type ConversationState,
@@ -424,14 +425,20 @@ export class Memory {
     const loaded: LoadedContext = session
       ? await loadContext(store, session.id, window, options.preferences)
       : { history: [], summaries: [], state: { version: 0, data: {} }, preferences: options.preferences };
+    const tokenBudget = options.tokenBudget ?? this.settings.tokenBudget;
+    const input = options.input ?? [];
+    // Counted ahead, a few milliseconds at a time: a huge message must not hold the event loop.
+    await new TokenCounter(encodingForModel(options.model), { limit: tokenBudget }).prepare(
+      messageTexts([...(options.system ?? []), ...loaded.history, ...input]),
+    );
     const context = assembleContext({
       system: options.system ?? [],
       history: loaded.history,
       summaries: loaded.summaries,
       state: loaded.state,
-      input: options.input ?? [],
+      input,
       window,
-      tokenBudget: options.tokenBudget ?? this.settings.tokenBudget,
+      tokenBudget,
       model: options.model,
       preferences: loaded.preferences,
       now: options.now,

@@ -64,7 +64,7 @@ function requestedUnits(units: readonly ToolUnit[], preferences: ContextPreferen
  */
 export function assembleContext(input: ContextInput): AssembledContext {
   checkLimits(input);
-  const counter = new TokenCounter(input.encoding ?? encodingForModel(input.model));
+  const counter = new TokenCounter(input.encoding ?? encodingForModel(input.model), { limit: input.tokenBudget });
   const preferences = input.preferences ?? {};
   const window = preferences.maxRecentMessages ?? input.window;
   const history = inSeqOrder(input.history);

@@ -60,3 +60,52 @@ describe("TokenCounter", () => {
     expect(encodingForModel(undefined)).toBe("o200k_base");
   });
 });
+
+/** A deterministic pseudo-random generator (mulberry32), so failures reproduce. */
+function random(seed: number): () => number {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const PIECES = ["the", "Quick", "brown", "fox's", "don't", "42", "1234567", "  ", " ", "\n", "\n\n", "\t", "(", ");", "=>",
+  "漢字", "かな", "😀", "👍🏽", "é", "naïve", "\u00a0", "http://x.io/a?b=c", "{\"k\": [1, 2]}", "    return x;", "-", "__init__"];
+
+describe("TokenCounter on long texts", () => {
+  it("counts a long text in chunks exactly as gpt-tokenizer counts it whole, when it has whitespace", () => {
+    const next = random(9);
+    for (let round = 0; round < 20; round++) {
+      let text = "";
+      while (text.length < 6000) text += PIECES[Math.floor(next() * PIECES.length)] + (next() < 0.6 ? " " : "");
+      clearTokenCache();
+      expect(new TokenCounter("o200k_base").text(text)).toBe(o200k(text));
+      expect(new TokenCounter("cl100k_base").text(text)).toBe(cl100k(text));
+    }
+  });
+
+  it("counts runs without whitespace within a token per 256 characters", () => {
+    for (const text of ["x".repeat(4000), "QUJD".repeat(1000), "😀🎉".repeat(1000), "漢字かなカナ".repeat(600)]) {
+      const counted = new TokenCounter("o200k_base").text(text);
+      expect(Math.abs(counted - o200k(text))).toBeLessThanOrEqual(Math.ceil(text.length / 256));
+    }
+  });
+
+  // Before chunking, 100 KB without a space took ~12 s and 300 KB of emoji overflowed the stack.
+  it("counts and cuts 10 MB of any shape in bounded time with a limit", () => {
+    const shapes = ["x".repeat(10_000_000), "😀".repeat(5_000_000), "漢".repeat(10_000_000), "aZ+/".repeat(2_500_000)];
+    for (const text of shapes) {
+      const counter = new TokenCounter("o200k_base", { limit: 8000 });
+      const start = performance.now();
+      const count = counter.text(text);
+      const head = counter.head(text, 1000);
+      const ms = performance.now() - start;
+      expect(count).toBeGreaterThan(8000);
+      expect(text.startsWith(head)).toBe(true);
+      expect(o200k(head)).toBeLessThanOrEqual(1001);
+      expect(ms).toBeLessThan(250);
+    }
+  });
+});

@@ -1,5 +1,7 @@
 import { createRequire } from "node:module";
 import type { ChatMessage } from "../types.js";
+import { TextCache } from "./count-cache.js";
+import { nextChunk } from "./text-chunks.js";
 
 /** The tokenizer encodings threadkeep counts with. */
 export type EncodingName = "o200k_base" | "cl100k_base";
@@ -47,82 +49,175 @@ export function encodingForModel(model?: string): EncodingName {
 
 /** Most cached texts per encoding; past it the cache starts afresh. */
 const CACHE_LIMIT = 10_000;
-/** Texts at least this long are found by length, then compared whole. */
-const LONG_TEXT = 32;
-/** Most cached texts of one length. */
-const BUCKET_LIMIT = 16;
+/** Most texts whose leading tokens are kept for cutting (a few dozen KB each). */
+const PREFIX_LIMIT = 32;
+/** A text counted at this many tokens or more keeps its leading tokens: it may be cut. */
+const KEEP_PREFIX_TOKENS = 512;
 
-/**
- * Token counts by text. A text read from a store is a new string every turn, and V8 hashes a new
- * string in full before a Map lookup (microseconds for a long one); finding long texts by length and
- * comparing them with `===` costs a fraction of that.
- */
-class CountCache {
-  #short = new Map<string, number>();
-  #long = new Map<number, (string | number)[]>();
-  #size = 0;
-
-  get(text: string): number | undefined {
-    if (text.length < LONG_TEXT) return this.#short.get(text);
-    const bucket = this.#long.get(text.length);
-    if (bucket)
-      for (let i = 0; i < bucket.length; i += 2) if (bucket[i] === text) return bucket[i + 1] as number;
-    return undefined;
-  }
-
-  set(text: string, count: number): void {
-    if (++this.#size > CACHE_LIMIT) {
-      this.#short.clear();
-      this.#long.clear();
-      this.#size = 1;
-    }
-    if (text.length < LONG_TEXT) {
-      this.#short.set(text, count);
-      return;
-    }
-    let bucket = this.#long.get(text.length);
-    if (!bucket) {
-      bucket = [];
-      this.#long.set(text.length, bucket);
-    }
-    if (bucket.length >= BUCKET_LIMIT * 2) bucket.splice(0, 2);
-    bucket.push(text, count);
-  }
+/** A text's count: exact when `complete`, else an estimate made while counting stopped past `limit`. */
+interface Measured {
+  count: number;
+  complete: boolean;
+  limit: number;
 }
 
-const caches = new Map<EncodingName, CountCache>();
+const caches = new Map<EncodingName, { counts: TextCache<Measured>; prefixes: TextCache<number[]> }>();
 
 /** Forgets every cached token count (benchmarks measure the cold path with it). */
 export function clearTokenCache(): void {
   caches.clear();
 }
 
+/** Characters of one text counted at least before the rest may be estimated. @default 131072 */
+export const EXACT_TEXT_CHARS = 131_072;
+/** Tokens one counter counts in all before longer texts are estimated. @default 65536 */
+export const COUNTER_WORK_TOKENS = 65_536;
+/** Texts up to this long are always counted, however much the counter has done. */
+const ALWAYS_COUNTED = 64;
+/** Most leading tokens kept of one text. */
+const PREFIX_MAX = 131_072;
+/** How long an async preparation runs before it lets other work of the event loop run. */
+const SLICE_MS = 8;
+
+/** Options of a {@link TokenCounter}. */
+export interface TokenCounterOptions {
+  /**
+   * The most tokens that matter (the token budget): a text is counted exactly until it is past
+   * this, and the rest estimated from the part counted, so one huge text costs what the budget
+   * does, not what its length does. @default Infinity (every text counted exactly)
+   */
+  limit?: number;
+}
+
+/** Counting one text chunk by chunk, so it can be paused (prepare) or run through (text). */
+class Measurement {
+  count = 0;
+  at = 0;
+  readonly tokens: number[] | null;
+
+  constructor(
+    readonly text: string,
+    readonly encoding: Encoding,
+    readonly limit: number,
+    readonly cap: number,
+    keepTokens: boolean,
+  ) {
+    this.tokens = keepTokens ? [] : null;
+  }
+
+  get done(): boolean {
+    return this.at >= this.text.length || (this.at > 0 && (this.count > this.limit || this.at >= this.cap));
+  }
+
+  step(): void {
+    const chunk = nextChunk(this.text, this.at);
+    const piece = this.text.slice(chunk.start, chunk.end);
+    if (this.tokens && this.tokens.length < PREFIX_MAX) {
+      const tokens = this.encoding.encode(piece, AS_TEXT);
+      for (const token of tokens) this.tokens.push(token);
+      this.count += tokens.length;
+    } else {
+      this.count += this.encoding.countTokens(piece, AS_TEXT);
+    }
+    this.at = chunk.end;
+  }
+
+  result(): Measured {
+    const complete = this.at >= this.text.length;
+    return complete
+      ? { count: this.count, complete, limit: Number.POSITIVE_INFINITY }
+      : { count: Math.ceil((this.count * this.text.length) / this.at), complete, limit: this.limit };
+  }
+}
+
 /**
  * Counts tokens of texts and chat messages with one encoding. Counts are cached by text, shared by
  * every counter of the encoding, so history read again on the next turn is not tokenised again.
+ *
+ * Cost is linear and bounded: texts are tokenised in chunks (see text-chunks.ts), and with a
+ * `limit` a text is counted only until it is past the limit (or past max(131072, 8 × limit)
+ * characters), the rest estimated at the rate of the part counted; after max(65536, 4 × limit)
+ * tokens counted in all, longer texts are estimated at the counter's rate so far. Estimates only
+ * occur for texts larger than the budget, which are cut (or dropped) anyway. {@link prepare}
+ * does the counting ahead, a few milliseconds at a time, so a server's event loop is never held long.
  */
 export class TokenCounter {
   readonly encoding: EncodingName;
-  #cache: CountCache;
+  /** The limit counts are exact up to. */
+  readonly limit: number;
+  #counts: TextCache<Measured>;
+  #prefixes: TextCache<number[]>;
+  #textCap: number;
+  #workCap: number;
+  #work = 0;
+  #chars = 0;
 
-  constructor(encoding: EncodingName) {
+  constructor(encoding: EncodingName, options: TokenCounterOptions = {}) {
     this.encoding = encoding;
+    this.limit = options.limit ?? Number.POSITIVE_INFINITY;
+    this.#textCap = Math.max(EXACT_TEXT_CHARS, this.limit * 8);
+    this.#workCap = Math.max(COUNTER_WORK_TOKENS, this.limit * 4);
     let cache = caches.get(encoding);
     if (!cache) {
-      cache = new CountCache();
+      cache = { counts: new TextCache(CACHE_LIMIT), prefixes: new TextCache(PREFIX_LIMIT) };
       caches.set(encoding, cache);
     }
-    this.#cache = cache;
+    this.#counts = cache.counts;
+    this.#prefixes = cache.prefixes;
   }
 
-  /** Tokens of a text. */
+  #cached(text: string): number | undefined {
+    const cached = this.#counts.get(text);
+    // An estimate made under a larger limit still says "past this limit".
+    return cached && (cached.complete || cached.limit >= this.limit) ? cached.count : undefined;
+  }
+
+  #measurement(text: string): Measurement {
+    const keep = text.length >= 2 * KEEP_PREFIX_TOKENS;
+    return new Measurement(text, encodingOf(this.encoding), this.limit, this.#textCap, keep);
+  }
+
+  #remember(measurement: Measurement): number {
+    const measured = measurement.result();
+    this.#counts.set(measurement.text, measured);
+    if (measurement.tokens && measurement.count >= KEEP_PREFIX_TOKENS)
+      this.#prefixes.set(measurement.text, measurement.tokens);
+    return measured.count;
+  }
+
+  /** Tokens of a text (an estimate only for a text past the counter's limit). */
   text(text: string): number {
     if (text.length === 0) return 0;
-    const cached = this.#cache.get(text);
+    const cached = this.#cached(text);
     if (cached !== undefined) return cached;
-    const count = encodingOf(this.encoding).countTokens(text, AS_TEXT);
-    this.#cache.set(text, count);
-    return count;
+    if (this.#work >= this.#workCap && text.length > ALWAYS_COUNTED) {
+      return Math.ceil((text.length * this.#work) / this.#chars);
+    }
+    const measurement = this.#measurement(text);
+    while (!measurement.done) measurement.step();
+    this.#work += measurement.count;
+    this.#chars += measurement.at;
+    return this.#remember(measurement);
+  }
+
+  /**
+   * Counts the texts ahead of a synchronous use (an assembly), pausing for the event loop every few
+   * milliseconds: the counts land in the shared cache, where {@link text} finds them.
+   */
+  async prepare(texts: Iterable<string>): Promise<void> {
+    let sliceStart = performance.now();
+    for (const text of texts) {
+      if (text.length <= ALWAYS_COUNTED || this.#cached(text) !== undefined) continue;
+      const measurement = this.#measurement(text);
+      while (!measurement.done) {
+        measurement.step();
+        if (performance.now() - sliceStart > SLICE_MS) {
+          await new Promise((resolve) => setImmediate(resolve));
+          sliceStart = performance.now();
+        }
+      }
+      this.#remember(measurement);
+    }
   }
 
   /** Tokens of a message's content alone. */
@@ -159,12 +254,29 @@ export class TokenCounter {
     return total;
   }
 
-  /** The first `maxTokens` tokens of a text (decoded, so it may end mid-word). */
+  /**
+   * The first `maxTokens` tokens of a text (decoded, so it may end mid-word). Only the part needed
+   * is tokenised, or none when the text's leading tokens were kept as it was counted.
+   */
   head(text: string, maxTokens: number): string {
     if (maxTokens <= 0) return "";
     const encoding = encodingOf(this.encoding);
-    const tokens = encoding.encode(text, AS_TEXT);
-    if (tokens.length <= maxTokens) return text;
+    const kept = this.#prefixes.get(text);
+    const keptWhole = kept !== undefined && this.#counts.get(text)?.complete === true && kept.length < PREFIX_MAX;
+    let tokens: number[];
+    if (kept && (kept.length > maxTokens || keptWhole)) {
+      if (kept.length <= maxTokens) return text;
+      tokens = kept;
+    } else {
+      tokens = [];
+      let at = 0;
+      while (at < text.length && tokens.length <= maxTokens) {
+        const chunk = nextChunk(text, at);
+        for (const token of encoding.encode(text.slice(chunk.start, chunk.end), AS_TEXT)) tokens.push(token);
+        at = chunk.end;
+      }
+      if (at >= text.length && tokens.length <= maxTokens) return text;
+    }
     // A cut inside a multi-byte character decodes to a replacement character; drop it.
     return encoding.decode(tokens.slice(0, maxTokens)).replace(/\uFFFD+$/, "");
   }
@@ -173,4 +285,16 @@ export class TokenCounter {
 /** Token count of a request's messages for a model (the same count the assembler keeps to). */
 export function countContextTokens(messages: readonly ChatMessage[], model?: string): number {
   return new TokenCounter(encodingForModel(model)).messages(messages);
+}
+
+/** Every text of messages that counting reads: contents, text parts, names, tool calls. */
+export function* messageTexts(messages: Iterable<ChatMessage>): Generator<string> {
+  for (const message of messages) {
+    if (typeof message.content === "string") yield message.content;
+    else if (Array.isArray(message.content))
+      for (const part of message.content) if (typeof part.text === "string") yield part.text;
+    if (typeof message.name === "string") yield message.name;
+    if (Array.isArray(message.tool_calls))
+      for (const call of message.tool_calls) yield call.function.arguments;
+  }
 }

@@ -62,23 +62,20 @@ function markerOnly(message: ChatMessage, counter: TokenCounter): Counted | null
  */
 export function fitByTruncating(entries: Counted[], available: number, counter: TokenCounter): number {
   let total = entries.reduce((sum, e) => sum + e.tokens, 0);
-  const shortened = new Set<number>();
-  const stuck = new Set<number>();
-  while (total > available) {
-    let largest = -1;
-    for (let i = 0; i < entries.length; i++) {
-      if (!stuck.has(i) && (largest < 0 || entries[i].tokens > entries[largest].tokens)) largest = i;
-    }
-    if (largest < 0) break;
-    const entry = entries[largest];
+  if (total <= available) return 0;
+  // Largest first, each cut once: one sort, not a scan per cut (a body may carry many thousand messages).
+  const order = entries.map((_, i) => i).sort((a, b) => entries[b].tokens - entries[a].tokens || a - b);
+  let shortened = 0;
+  for (const i of order) {
+    if (total <= available) break;
+    const entry = entries[i];
     const target = Math.max(0, entry.tokens - (total - available));
     // Cut to the target when possible, else as far as it goes, and let the next largest give the rest.
     const best = truncateMessage(entry.message, target, counter) ?? markerOnly(entry.message, counter);
-    stuck.add(largest);
     if (!best || best.tokens >= entry.tokens) continue;
     total += best.tokens - entry.tokens;
-    entries[largest] = best;
-    shortened.add(largest);
+    entries[i] = best;
+    shortened++;
   }
-  return shortened.size;
+  return shortened;
 }

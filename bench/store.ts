@@ -9,11 +9,11 @@
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import Database from "better-sqlite3";
 import type { SessionStore } from "../src/core/types.js";
 import { createMemoryStore } from "../src/stores/memory.js";
 import { createSqliteStore } from "../src/stores/sqlite.js";
-import { collectGarbage, elapsedMs } from "./_harness.js";
+import { collectGarbage } from "./_harness.js";
+import { openSqliteRaw } from "./_raw-baselines.js";
 import {
   APPENDS,
   type Growth,
@@ -31,7 +31,6 @@ import {
   storeSubject,
   totalMessages,
 } from "./_store-bench.js";
-import { messageOf, sessionIdOf } from "./_store-data.js";
 
 /** A backend to measure. */
 export interface StoreEntry {
@@ -100,38 +99,9 @@ async function openEntry(entry: StoreEntry, scale: Scale, dir: string): Promise<
 
 /** The baseline: one plain table, one prepared statement per operation, no JSON parsing, no store code. */
 function openRaw(scale: Scale, dir: string): Opened {
-  mkdirSync(dir, { recursive: true });
-  const db = new Database(join(dir, "raw.db"));
-  // The same connection settings as the SQLite store, so the ratio measures the store's own work.
-  db.pragma("journal_mode = WAL");
-  db.pragma("synchronous = NORMAL");
-  db.exec("CREATE TABLE messages (session_id TEXT, seq INTEGER, body TEXT, PRIMARY KEY (session_id, seq))");
-  const insert = db.prepare("INSERT INTO messages (session_id, seq, body) VALUES (?, ?, ?)");
-  const started = performance.now();
-  const loadSession = db.transaction((s: number) => {
-    for (let m = 0; m < scale.messagesPerSession; m++) {
-      insert.run(sessionIdOf(s), m + 1, JSON.stringify(messageOf(s, m)));
-    }
-  });
-  for (let s = 0; s < scale.sessions; s++) loadSession(s);
-  console.log(`  raw: loaded ${totalMessages(scale).toLocaleString("en")} messages in ${elapsedMs(started)}`);
-  const last = db.prepare("SELECT seq, body FROM messages WHERE session_id = ? ORDER BY seq DESC LIMIT 20");
-  const nextSeq = new Map<string, number>();
-  const subject: Subject = {
-    name: RAW,
-    last20: (id) => last.all(id),
-    append1: (id, message) => {
-      const seq = nextSeq.get(id) ?? scale.messagesPerSession + 1;
-      nextSeq.set(id, seq + 1);
-      insert.run(id, seq, JSON.stringify(message));
-    },
-  };
-  return {
-    subject,
-    close: () => {
-      db.close();
-    },
-  };
+  const raw = openSqliteRaw(scale, dir);
+  raw.load(scale);
+  return raw as Opened;
 }
 
 /**

@@ -1,0 +1,210 @@
+/**
+ * Public-API benchmark: what a library user pays per call. For each store (SQLite, PostgreSQL,
+ * Redis) and scale (A = 2,000 sessions × 20, B = 10,000 × 100 = 1M messages), p50/p99 of
+ * "load last 20" (`memory.getMessages(id, { last: 20 })`) and "append 1" (`memory.addMessages`, the
+ * default cap of 200) through `Memory`, next to the store called directly and a raw-driver baseline,
+ * all three measured in the same interleaved rounds on the same data (bench/_store-bench.ts).
+ *
+ * `BENCH_API_STORES=sqlite,postgres,redis` picks stores; `BENCH_API_SCALES=A` or `B` picks scales;
+ * `BENCH_QUICK=1` shrinks the data. PostgreSQL and Redis use `THREADKEEP_BENCH_POSTGRES_URL` /
+ * `THREADKEEP_BENCH_REDIS_URL` (else the `THREADKEEP_TEST_*` URLs, else the local services) and skip
+ * with a printed reason when unreachable; their data lives under a random schema / key prefix,
+ * removed afterwards.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createMemory, type Memory } from "../src/core/memory.js";
+import type { SessionStore } from "../src/core/types.js";
+import { createSqliteStore } from "../src/stores/sqlite.js";
+import { collectGarbage, formatMicros, formatRatio, printTable } from "./_harness.js";
+import { openPostgresRaw, openRedisRaw, openSqliteRaw, type RawBaseline } from "./_raw-baselines.js";
+import {
+  APPENDS,
+  loadStore,
+  MAX_MESSAGES,
+  measureSubjects,
+  pairedRatio,
+  READS,
+  ROUNDS,
+  SCALES,
+  type Scale,
+  type StoreResult,
+  type Subject,
+  storeSubject,
+} from "./_store-bench.js";
+
+/** A store under test: opens empty, and its raw baseline over the same server or file. */
+interface Backend {
+  name: string;
+  /** A reason to skip, or the opened store and its baseline (loaded by the caller). */
+  open(scale: Scale, dir: string): Promise<{ store: SessionStore; raw: RawBaseline } | string>;
+  /** Sessions loaded at once (only decides how long loading takes). */
+  loadConcurrency: number;
+}
+
+const BACKENDS: Backend[] = [
+  {
+    name: "sqlite",
+    loadConcurrency: 1,
+    open: async (scale, dir) => ({
+      store: createSqliteStore({ path: join(dir, "threadkeep.db") }),
+      raw: openSqliteRaw(scale, join(dir, "raw")),
+    }),
+  },
+  {
+    name: "postgres",
+    loadConcurrency: 16,
+    open: async (scale) => {
+      const { createPostgresStore } = await import("../src/stores/postgres.js");
+      const url =
+        process.env.THREADKEEP_BENCH_POSTGRES_URL ??
+        process.env.THREADKEEP_TEST_POSTGRES_URL ??
+        "postgres://postgres@127.0.0.1:5432/test";
+      const schema = `tk_bench_api_${Math.random().toString(36).slice(2, 8)}_${scale.label.toLowerCase()}`;
+      const raw = await openPostgresRaw(url, schema, 10);
+      if (typeof raw === "string") return raw;
+      return { store: createPostgresStore({ url, schema, poolSize: 10 }), raw };
+    },
+  },
+  {
+    name: "redis",
+    loadConcurrency: 32,
+    open: async () => {
+      const { createRedisStore } = await import("../src/stores/redis.js");
+      const url =
+        process.env.THREADKEEP_BENCH_REDIS_URL ?? process.env.THREADKEEP_TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
+      const prefix = `threadkeep-bench-api-${Math.random().toString(36).slice(2, 8)}:`;
+      const raw = await openRedisRaw(url, prefix);
+      if (typeof raw === "string") return raw;
+      return { store: createRedisStore({ url, keyPrefix: `${prefix}store:`, ttlMs: 0 }), raw };
+    },
+  },
+];
+
+/** `Memory` over a loaded store, as a library user calls it (the bench sessions' owners are `user-N`). */
+function memorySubject(memory: Memory): Subject {
+  const owner = (id: string) => `user-${Number.parseInt(id.slice(-12), 16) % 500}`;
+  return {
+    name: "Memory (public API)",
+    last20: (id) => memory.getMessages(id, { last: 20, userId: owner(id) }),
+    append1: (id, message) => memory.addMessages(id, [message], { userId: owner(id) }),
+  };
+}
+
+interface Row {
+  backend: string;
+  scale: Scale;
+  results: StoreResult[];
+  /** Median per-round ratios to raw: [load (Memory), append (Memory)]. */
+  loadRatio: number;
+  appendRatio: number;
+}
+
+/** Median over rounds of the append p50 ratio is not kept per round; the median rounds' ratio is used. */
+const appendRatioOf = (own: StoreResult, raw: StoreResult) => (own.append1?.p50 ?? NaN) / (raw.append1?.p50 ?? NaN);
+
+async function benchBackend(backend: Backend, scale: Scale, root: string): Promise<Row | string> {
+  const dir = mkdtempSync(join(root, `${backend.name}-${scale.label}-`));
+  const opened = await backend.open(scale, dir);
+  if (typeof opened === "string") return opened;
+  const { store, raw } = opened;
+  // Expiry is off so the bench's fixed timestamps never age out; the cap is the default 200.
+  const memory = createMemory({ store, ttlMs: 0, maxMessages: MAX_MESSAGES });
+  try {
+    await loadStore(store, scale, backend.name, backend.loadConcurrency);
+    await raw.load(scale);
+    const [base, direct, api] = await measureSubjects(scale, [
+      raw.subject,
+      storeSubject(store, `${backend.name} store (contract)`),
+      memorySubject(memory),
+    ]);
+    const results = [base, { ...direct, ratio: pairedRatio(direct, base) }, { ...api, ratio: pairedRatio(api, base) }];
+    return {
+      backend: backend.name,
+      scale,
+      results,
+      loadRatio: pairedRatio(api, base),
+      appendRatio: appendRatioOf(api, base),
+    };
+  } finally {
+    await memory.close();
+    await raw.close();
+    collectGarbage();
+  }
+}
+
+function printRows(rows: Row[]): void {
+  printTable(
+    ["backend", "scale", "subject", "last 20 p50", "last 20 p99", "append 1 p50", "append 1 p99", "load / raw", "append / raw"],
+    rows.flatMap((row) =>
+      row.results.map((r, k) => [
+        row.backend,
+        row.scale.label,
+        r.subject,
+        formatMicros(r.last20?.p50 ?? NaN),
+        formatMicros(r.last20?.p99 ?? NaN),
+        formatMicros(r.append1?.p50 ?? NaN),
+        formatMicros(r.append1?.p99 ?? NaN),
+        k === 0 ? "1.00×" : formatRatio(r.ratio ?? NaN),
+        k === 0 ? "1.00×" : formatRatio(appendRatioOf(r, row.results[0])),
+      ]),
+    ),
+  );
+}
+
+function printTargets(rows: Row[]): void {
+  const verdict = (ok: boolean) => (ok ? "met" : "MISSED");
+  for (const row of rows) {
+    console.log(
+      `${row.backend} ${row.scale.label}: Memory load ${formatRatio(row.loadRatio)} raw (target ≤ 1.3×: ${verdict(row.loadRatio <= 1.3)}), ` +
+        `append ${formatRatio(row.appendRatio)} raw (target ≤ 1.6×: ${verdict(row.appendRatio <= 1.6)})`,
+    );
+    const p99 = row.results[2].append1?.p99 ?? NaN;
+    if (row.backend === "sqlite") console.log(`  sqlite ${row.scale.label} Memory append p99 ${formatMicros(p99)} (target < 2 ms: ${verdict(p99 < 2000)})`);
+  }
+  const [a, b] = SCALES;
+  for (const backend of new Set(rows.map((r) => r.backend))) {
+    const small = rows.find((r) => r.backend === backend && r.scale === a);
+    const big = rows.find((r) => r.backend === backend && r.scale === b);
+    if (!small || !big) continue;
+    const growth = (big.results[2].last20?.p50 ?? NaN) / (small.results[2].last20?.p50 ?? NaN);
+    const rawGrowth = (big.results[0].last20?.p50 ?? NaN) / (small.results[0].last20?.p50 ?? NaN);
+    console.log(
+      `${backend}: Memory load p50 ${b.label} / ${a.label} = ${formatRatio(growth)} (raw ${formatRatio(rawGrowth)}; target ≤ 1.15×: ${verdict(growth <= 1.15)})`,
+    );
+  }
+}
+
+async function main(): Promise<void> {
+  const only = process.env.BENCH_API_STORES?.split(",").map((s) => s.trim());
+  const scales = process.env.BENCH_API_SCALES
+    ? SCALES.filter((_, k) => process.env.BENCH_API_SCALES!.toUpperCase().includes("AB"[k]))
+    : SCALES;
+  const root = mkdtempSync(join(tmpdir(), "threadkeep-bench-api-"));
+  const rows: Row[] = [];
+  try {
+    for (const backend of BACKENDS.filter((b) => !only || only.includes(b.name))) {
+      for (const scale of scales) {
+        console.log(`# ${backend.name}, ${scale.label}: ${scale.sessions.toLocaleString("en")} sessions × ${scale.messagesPerSession}`);
+        const row = await benchBackend(backend, scale, root);
+        if (typeof row === "string") {
+          console.log(`  ${backend.name} skipped: ${row}`);
+          break;
+        }
+        rows.push(row);
+      }
+    }
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+  console.log(
+    `\n## Public API vs store vs raw (${ROUNDS} interleaved rounds of ${READS.toLocaleString("en")} reads and ` +
+      `${APPENDS.toLocaleString("en")} appends at random sessions; median round; load ratio = median per-round ratio)\n`,
+  );
+  printRows(rows);
+  console.log();
+  printTargets(rows);
+}
+
+await main();

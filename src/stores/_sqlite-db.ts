@@ -3,9 +3,10 @@
  * (each one transaction), and the decoding of rows, where a corrupt record is moved to the
  * `quarantine` table with a warning instead of failing the read.
  */
+import type Database from "better-sqlite3";
 import { SessionNotFoundError } from "../core/errors.js";
 import type { AppendOptions, Message, Session, SessionState, Summary, SummaryInput } from "../core/types.js";
-import type { LocalLeases } from "./_lease.js";
+import type { TurnLeases } from "./_sqlite-lease.js";
 import { openSqliteDatabase, type SqliteOpenSettings } from "./_sqlite-schema.js";
 import {
   type MessageRow,
@@ -34,6 +35,8 @@ function parseObject(raw: string | null): Record<string, unknown> | string {
 
 /** An open SQLite store database. */
 export interface SqliteStoreDb {
+  /** The connection, for parts of the store that prepare their own statements (the file lease). */
+  db: Database.Database;
   st: SqliteStatements;
   /** The steps of several statements, each one transaction. */
   tx: {
@@ -57,7 +60,7 @@ export interface SqliteStoreDb {
 }
 
 /** Opens the database at `settings.path` and prepares everything the store runs on it. */
-export function openSqliteStoreDb(settings: SqliteOpenSettings, leases: LocalLeases): SqliteStoreDb {
+export function openSqliteStoreDb(settings: SqliteOpenSettings, leases: Pick<TurnLeases, "check">): SqliteStoreDb {
   const db = openSqliteDatabase(settings);
   const st = prepareStatements(db);
   // IMMEDIATE takes the write lock up front: a deferred transaction that reads first would fail with
@@ -212,5 +215,5 @@ export function openSqliteStoreDb(settings: SqliteOpenSettings, leases: LocalLea
     }),
   };
 
-  return { st, tx, messages, session, state, summaries, exists, close: () => db.close() };
+  return { db, st, tx, messages, session, state, summaries, exists, close: () => db.close() };
 }

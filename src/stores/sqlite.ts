@@ -16,6 +16,7 @@ import type {
   SessionStore,
 } from "../core/types.js";
 import { LocalLeases } from "./_lease.js";
+import { SqliteFileLeases, type TurnLeases } from "./_sqlite-lease.js";
 import { type EncodedMessage, openSqliteStoreDb, type SqliteStoreDb } from "./_sqlite-db.js";
 import type { MessageRow } from "./_sqlite-statements.js";
 import {
@@ -57,6 +58,13 @@ export interface SqliteStoreOptions {
    * @default 1000
    */
   fullTextIndexDelayMs?: number;
+  /**
+   * Keep turn leases in the database file, so several processes sharing it (`threadkeep serve
+   * --workers N`, or several servers on one machine) run a session's turns one at a time, in arrival
+   * order. Costs two small write transactions per turn; off, leases hold within this process only.
+   * @default false
+   */
+  crossProcessLease?: boolean;
 }
 
 /** Turns driver failures into coded errors; coded errors and programming errors pass through. */
@@ -88,7 +96,6 @@ function ftsQuery(text: string, any = false): string {
 
 /** The embedded store: one SQLite file (WAL), full-text search, turn leases held within this process. */
 export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
-  const leases = new LocalLeases();
   let closed = false;
   let opened: SqliteStoreDb | undefined;
   let indexTimer: NodeJS.Timeout | undefined;
@@ -111,6 +118,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
       throw storeError(error);
     }
   }
+  const leases: TurnLeases = options.crossProcessLease ? new SqliteFileLeases((fn) => use((db) => fn(db.db))) : new LocalLeases();
 
   const scheduleIndexing = () => {
     if (indexTimer) return;
@@ -143,7 +151,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
     capabilities: {
       persistent: options.path !== ":memory:",
       fullTextSearch: true,
-      crossProcessLease: false,
+      crossProcessLease: options.crossProcessLease === true,
       nativeExpiry: false,
     },
 

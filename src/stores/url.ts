@@ -23,7 +23,8 @@ export function pathOfUrl(url: string, scheme: "file:" | "sqlite:"): string {
 }
 
 /**
- * Opens the store a URL names: `memory:`, `file:./data/sessions` (JSONL), `sqlite:./data/threadkeep.db`,
+ * Opens the store a URL names: `memory:`, `file:./data/sessions` (JSONL), `sqlite:./data/threadkeep.db`
+ * (`?lease=shared` keeps turn leases in the file, for several processes sharing it),
  * `postgres://…`, `redis://…`. The optional clients (`postgres`, `redis`) are imported only when used.
  * @throws ThreadkeepError `invalid_store_url` for an unknown scheme, `missing_dependency` for a missing client.
  */
@@ -42,7 +43,10 @@ export async function createStore(url: string, options: StoreUrlOptions = {}): P
   }
   if (trimmed.startsWith("sqlite:")) {
     const { createSqliteStore } = await importOptional(() => import("./sqlite.js"), "better-sqlite3", "sqlite");
-    return createSqliteStore({ path: pathOfUrl(trimmed, "sqlite:") });
+    // `?lease=shared`: turn leases in the file, for several processes on one database.
+    const shared = /\?lease=shared$/.exec(trimmed);
+    const path = pathOfUrl(shared ? trimmed.slice(0, shared.index) : trimmed, "sqlite:");
+    return createSqliteStore({ path, crossProcessLease: shared !== null });
   }
   if (trimmed.startsWith("postgres://") || trimmed.startsWith("postgresql://")) {
     const { createPostgresStore } = await import("./postgres.js");

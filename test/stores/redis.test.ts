@@ -1,7 +1,5 @@
-import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { connect, createServer, type Server, type Socket } from "node:net";
-import { fileURLToPath } from "node:url";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isThreadkeepError } from "../../src/core/errors.js";
@@ -9,6 +7,7 @@ import { newSessionId } from "../../src/core/ids.js";
 import type { SessionStore } from "../../src/core/types.js";
 import { createRedisStore, type RedisStoreOptions } from "../../src/stores/redis.js";
 import { serviceAvailable, TEST_REDIS_URL } from "../_services.js";
+import { expectTwoProcessTurnOrder } from "./_two-process-turns.js";
 import { expectCode, runStoreConformance } from "../../src/testing/index.js";
 
 const enabled = await serviceAvailable("redis");
@@ -17,32 +16,6 @@ const open = (extra: Partial<RedisStoreOptions> = {}) =>
   createRedisStore({ url: TEST_REDIS_URL, keyPrefix, ...extra });
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** One process of the lease test: 100 concurrent turns (load, think, commit question and answer). */
-const TURN_WORKER = `
-const [url, keyPrefix, sessionId, name] = process.argv.slice(1);
-const { createRedisStore } = await import(${JSON.stringify(new URL("../../src/stores/redis.ts", import.meta.url).href)});
-const store = createRedisStore({ url, keyPrefix, ttlMs: 0 });
-await store.getSession(sessionId);
-// Connected: say so, and start when the parent says go (it waits for both processes).
-process.stdout.write("ready\\n");
-await new Promise((resolve) => process.stdin.once("data", resolve));
-await Promise.all(Array.from({ length: 100 }, async (_, i) => {
-  // Requests trickle in over 50 ms, as they would from clients, so the two processes' turns interleave.
-  await new Promise((resolve) => setTimeout(resolve, Math.random() * 50));
-  const lease = await store.acquireLease(sessionId, { waitMs: 60000 });
-  try {
-    const history = await store.getMessages(sessionId, { last: 20 });
-    await new Promise((resolve) => setTimeout(resolve, Math.random() * 2));
-    const turn = name + i;
-    await store.appendMessages(sessionId, [{ role: "user", content: turn }], { fence: lease.fence });
-    const seen = history.length ? history[history.length - 1].seq : 0;
-    await store.appendMessages(sessionId, [{ role: "assistant", content: turn + " saw " + seen }], { fence: lease.fence });
-  } finally {
-    await lease.release();
-  }
-}));
-await store.close();
-`;
 
 // TTL off for the shared suite: it plants sessions with activity times days (or decades) in the past,
 // which a store measuring expiry from the last activity drops at once. Native expiry is tested below.
@@ -185,45 +158,8 @@ describe.skipIf(enabled !== true)("redis store specifics", () => {
   it("serialises 2 processes × 100 concurrent turns: contiguous seq, each turn adjacent, none lost or duplicated", async () => {
     const s = store({ ttlMs: 0 });
     const session = await s.createSession({ id: newSessionId(), userId: "hammer" });
-    // Both processes connect first, then start together, so their turns really compete.
-    const cwd = fileURLToPath(new URL("../..", import.meta.url));
-    const args = [
-      "--import",
-      "tsx",
-      "--input-type=module",
-      "-e",
-      TURN_WORKER,
-      TEST_REDIS_URL,
-      keyPrefix,
-      session.id,
-    ];
-    const children = ["a", "b"].map((name) => spawn(process.execPath, [...args, name], { cwd }));
-    const exits = children.map(
-      (child) =>
-        new Promise<{ code: number | null; stderr: string }>((resolve) => {
-          let stderr = "";
-          child.stderr.on("data", (chunk) => (stderr += chunk));
-          child.on("close", (code) => resolve({ code, stderr }));
-        }),
-    );
-    await Promise.race([
-      Promise.all(children.map((child) => new Promise((resolve) => child.stdout.once("data", resolve)))),
-      Promise.all(exits),
-    ]);
-    for (const child of children) child.stdin.end("go\n");
-    for (const exit of await Promise.all(exits)) expect(exit.code, exit.stderr).toBe(0);
-    const all = await s.getMessages(session.id);
-    expect(all.map((m) => m.seq)).toEqual(Array.from({ length: 400 }, (_, i) => i + 1));
-    const turns = all.filter((m) => m.role === "user").map((m) => String(m.content));
-    expect(new Set(turns).size).toBe(200);
-    for (let i = 0; i < 400; i += 2) {
-      expect(all[i].role).toBe("user");
-      // Adjacent, and each turn saw exactly the history before it: the previous turn's reply.
-      expect(all[i + 1].content).toBe(`${all[i].content} saw ${i}`);
-    }
-    // The processes took turns with each other, not one after the other.
-    const switches = turns.filter((t, i) => i > 0 && t[0] !== turns[i - 1][0]).length;
-    expect(switches).toBeGreaterThan(2);
+    const recipe = { module: "src/stores/redis.ts", factory: "createRedisStore", options: { url: TEST_REDIS_URL, keyPrefix, ttlMs: 0 } };
+    await expectTwoProcessTurnOrder(s, recipe, session.id);
   }, 60_000);
 
   it("hands the lease on when a holder crashes, and a dead waiter does not block the line", async () => {

@@ -8,6 +8,7 @@ import type { SessionStore } from "../../src/core/types.js";
 import { openSqliteDatabase, SQLITE_SCHEMA_VERSION } from "../../src/stores/_sqlite-schema.js";
 import { newestMessagesSql, RANGE_NEWEST_FIRST_SQL } from "../../src/stores/_sqlite-statements.js";
 import { createSqliteStore } from "../../src/stores/sqlite.js";
+import { expectTwoProcessTurnOrder } from "./_two-process-turns.js";
 import { expectCode, runStoreConformance } from "../../src/testing/index.js";
 
 const dir = mkdtempSync(join(tmpdir(), "threadkeep-sqlite-"));
@@ -18,6 +19,45 @@ const freshPath = () => join(dir, `case-${++files}`, "threadkeep.db");
 // One file for the whole suite, so its persistence test reopens the same database.
 const suitePath = join(dir, "conformance", "threadkeep.db");
 runStoreConformance("sqlite", () => createSqliteStore({ path: suitePath }));
+// The same contract with turn leases kept in the file (several processes on one database).
+const sharedPath = join(dir, "conformance-shared", "threadkeep.db");
+runStoreConformance("sqlite (lease in the file)", () => createSqliteStore({ path: sharedPath, crossProcessLease: true }));
+
+describe("sqlite store with the lease in the file", () => {
+  it("serialises 2 processes × 100 concurrent turns: contiguous seq, each turn adjacent, none lost or duplicated", async () => {
+    const path = freshPath();
+    const store = createSqliteStore({ path, crossProcessLease: true });
+    try {
+      const session = await store.createSession({ id: newSessionId(), userId: "hammer" });
+      const recipe = { module: "src/stores/sqlite.ts", factory: "createSqliteStore", options: { path, crossProcessLease: true } };
+      await expectTwoProcessTurnOrder(store, recipe, session.id);
+    } finally {
+      await store.close();
+    }
+  }, 60_000);
+
+  it("hands the lease on when a holder in another process dies, and skips a dead waiter", async () => {
+    const path = freshPath();
+    const store = createSqliteStore({ path, crossProcessLease: true });
+    try {
+      const id = newSessionId();
+      await store.createSession({ id, userId: "crash" });
+      const raw = new Database(path);
+      // A dead holder (its lease never released) and a dead waiter (its ticket never refreshed).
+      raw.prepare("INSERT INTO turn_leases (session_id, fence, expires_at) VALUES (?, 0, ?)").run(id, Date.now() + 200);
+      raw.prepare("INSERT INTO turn_queue (session_id, alive_until) VALUES (?, ?)").run(id, Date.now() + 300);
+      const started = Date.now();
+      const next = await store.acquireLease(id, { waitMs: 5_000 });
+      expect(Date.now() - started).toBeLessThan(3_000);
+      expect(next.fence).toBeGreaterThan(0);
+      expect(raw.prepare("SELECT count(*) FROM turn_queue WHERE session_id = ?").pluck().get(id)).toBe(0);
+      await next.release();
+      raw.close();
+    } finally {
+      await store.close();
+    }
+  });
+});
 
 describe("sqlite store specifics", () => {
   const open: SessionStore[] = [];

@@ -1,0 +1,230 @@
+/**
+ * Turn leases kept in the SQLite file (`turn_leases`, `turn_queue`, `turn_fence`), so processes that
+ * share one database (`threadkeep serve --workers N`, or several servers on one machine) run a
+ * session's turns one at a time, in arrival order. SQLite cannot notify another process, so a
+ * waiter polls; within a process a release wakes the next waiter at once, and only the first local
+ * waiter of a session polls (local tickets are taken in arrival order, so no later one can be first).
+ */
+import type Database from "better-sqlite3";
+import { StoreUnavailableError, ThreadkeepError } from "../core/errors.js";
+import type { Lease, LeaseOptions } from "../core/types.js";
+import { DEFAULT_LEASE_TTL_MS, DEFAULT_LEASE_WAIT_MS } from "./_lease.js";
+
+/** What the SQLite store needs of a lease keeper: {@link LocalLeases} in one process, this across processes. */
+export interface TurnLeases {
+  acquire(sessionId: string, options?: LeaseOptions): Promise<Lease>;
+  /** Inside the append's transaction. @throws `lease_expired` when a newer lease than `fence` was granted. */
+  check(sessionId: string, fence: number | undefined): void;
+  forget(sessionId: string): void;
+  clear(): void;
+}
+
+/** A ticket not refreshed for this long belongs to a waiter that died: the line skips it. */
+const TICKET_ALIVE_MS = 2_000;
+/** Poll intervals of a first waiter: short at first (a turn is milliseconds), backing off under a long turn. */
+const POLL_MIN_MS = 1;
+const POLL_MAX_MS = 20;
+
+interface Waiter {
+  ticket: number;
+  ttlMs: number;
+  deadline: number;
+  resolve: (lease: Lease) => void;
+  reject: (error: Error) => void;
+}
+
+interface Line {
+  waiters: Waiter[];
+  timer?: NodeJS.Timeout;
+  delayMs: number;
+  refreshedAt: number;
+}
+
+function prepare(db: Database.Database) {
+  return {
+    lease: db.prepare<[string], { fence: number; expires_at: number }>("SELECT fence, expires_at FROM turn_leases WHERE session_id = ?"),
+    head: db
+      .prepare<[string, number], number>("SELECT ticket FROM turn_queue WHERE session_id = ? AND alive_until > ? ORDER BY ticket LIMIT 1")
+      .pluck(),
+    enqueue: db.prepare<[string, number], unknown>("INSERT INTO turn_queue (session_id, alive_until) VALUES (?, ?)"),
+    refresh: db.prepare<[number, number], unknown>("UPDATE turn_queue SET alive_until = ? WHERE ticket = ?"),
+    dequeue: db.prepare<[number], unknown>("DELETE FROM turn_queue WHERE ticket = ?"),
+    dropDead: db.prepare<[string, number], unknown>("DELETE FROM turn_queue WHERE session_id = ? AND alive_until <= ?"),
+    nextFence: db.prepare<[], number>("UPDATE turn_fence SET next = next + 1 WHERE id = 1 RETURNING next - 1").pluck(),
+    grant: db.prepare<[string, number, number], unknown>(
+      `INSERT INTO turn_leases (session_id, fence, expires_at) VALUES (?, ?, ?)
+       ON CONFLICT (session_id) DO UPDATE SET fence = excluded.fence, expires_at = excluded.expires_at`,
+    ),
+    release: db.prepare<[string, number], unknown>("UPDATE turn_leases SET expires_at = 0 WHERE session_id = ? AND fence = ?"),
+    forget: db.prepare<[string, number], unknown>("DELETE FROM turn_leases WHERE session_id = ? AND expires_at <= ?"),
+  };
+}
+
+type Statements = ReturnType<typeof prepare>;
+
+/** The prepared statements and the two write transactions of one open database. */
+interface Prepared {
+  st: Statements;
+  /** Grants the lease to `ticket` (or, with null, to a caller not in line) if it is free and first. @returns the fence, or null. */
+  take(id: string, ticket: number | null, ttlMs: number): number | null;
+  /** Takes the lease at once if nobody holds it or waits; else a ticket in the line. */
+  enter(id: string, ttlMs: number): { fence: number } | { ticket: number };
+}
+
+const ticketOf = (result: { lastInsertRowid: number | bigint }) => Number(result.lastInsertRowid);
+
+/** Leases in the database file. `use` runs a function on the store's open database (opening it on first use). */
+export class SqliteFileLeases implements TurnLeases {
+  readonly #use: <T>(fn: (db: Database.Database) => T) => T;
+  readonly #prepared = new WeakMap<Database.Database, Prepared>();
+  readonly #lines = new Map<string, Line>();
+
+  constructor(use: <T>(fn: (db: Database.Database) => T) => T) {
+    this.#use = use;
+  }
+
+  #on<T>(fn: (p: Prepared) => T): T {
+    return this.#use((db) => {
+      let p = this.#prepared.get(db);
+      if (!p) {
+        const st = prepare(db);
+        // The grant: the lease is free (released or lapsed) and `ticket` is first of the live line
+        // (or, with no ticket, the line is empty). IMMEDIATE, so two processes never both see it free.
+        const takeTx = db.transaction((id: string, ticket: number | null, ttlMs: number): number | null => {
+          const now = Date.now();
+          const held = st.lease.get(id);
+          if (held && held.expires_at > now) return null;
+          st.dropDead.run(id, now);
+          const head = st.head.get(id, now);
+          if (head !== undefined && head !== ticket) return null;
+          if (ticket !== null) st.dequeue.run(ticket);
+          const fence = st.nextFence.get()!;
+          st.grant.run(id, fence, now + ttlMs);
+          return fence;
+        });
+        const enterTx = db.transaction((id: string, ttlMs: number) => {
+          const fence = takeTx(id, null, ttlMs);
+          if (fence !== null) return { fence };
+          return { ticket: ticketOf(st.enqueue.run(id, Date.now() + TICKET_ALIVE_MS)) };
+        });
+        p = {
+          st,
+          take: (id, ticket, ttlMs) => takeTx.immediate(id, ticket, ttlMs),
+          enter: (id, ttlMs) => enterTx.immediate(id, ttlMs),
+        };
+        this.#prepared.set(db, p);
+      }
+      return fn(p);
+    });
+  }
+
+  async acquire(sessionId: string, options: LeaseOptions = {}): Promise<Lease> {
+    const ttlMs = options.ttlMs ?? DEFAULT_LEASE_TTL_MS;
+    const waitMs = options.waitMs ?? DEFAULT_LEASE_WAIT_MS;
+    const line = this.#lines.get(sessionId);
+    // Behind a local waiter, go straight into the line: the fast path would see its ticket anyway.
+    const entered = line && line.waiters.length > 0 ? { ticket: this.#on((p) => this.#enqueue(p.st, sessionId)) } : this.#on((p) => p.enter(sessionId, ttlMs));
+    if ("fence" in entered) return this.#lease(sessionId, entered.fence, ttlMs);
+    return new Promise<Lease>((resolve, reject) => {
+      let current = this.#lines.get(sessionId);
+      if (!current) {
+        current = { waiters: [], delayMs: POLL_MIN_MS, refreshedAt: Date.now() };
+        this.#lines.set(sessionId, current);
+      }
+      current.waiters.push({ ticket: entered.ticket, ttlMs, deadline: Date.now() + waitMs, resolve, reject });
+      this.#schedule(sessionId, current, 0);
+    });
+  }
+
+  #enqueue(st: Statements, sessionId: string): number {
+    return ticketOf(st.enqueue.run(sessionId, Date.now() + TICKET_ALIVE_MS));
+  }
+
+  check(sessionId: string, fence: number | undefined): void {
+    if (fence === undefined) return;
+    const held = this.#on((p) => p.st.lease.get(sessionId));
+    if (held && held.fence > fence) {
+      throw new ThreadkeepError("lease_expired", `The turn lease of session ${sessionId} expired and was taken over`);
+    }
+  }
+
+  forget(sessionId: string): void {
+    // Fences come from one counter, so dropping a session's row never lets an old fence pass again.
+    if (!this.#lines.has(sessionId)) this.#on((p) => p.st.forget.run(sessionId, Date.now()));
+  }
+
+  clear(): void {
+    for (const [sessionId, line] of this.#lines) {
+      clearTimeout(line.timer);
+      for (const waiter of line.waiters) {
+        waiter.reject(new StoreUnavailableError(`The sqlite store closed while session ${sessionId} waited for its turn`));
+      }
+    }
+    this.#lines.clear();
+  }
+
+  #lease(sessionId: string, fence: number, ttlMs: number): Lease {
+    let released = false;
+    return {
+      sessionId,
+      fence,
+      expiresAt: Date.now() + ttlMs,
+      release: async () => {
+        if (released) return;
+        released = true;
+        this.#on((p) => p.st.release.run(sessionId, fence));
+        const line = this.#lines.get(sessionId);
+        if (line) this.#schedule(sessionId, line, 0);
+      },
+    };
+  }
+
+  #schedule(sessionId: string, line: Line, delayMs: number): void {
+    clearTimeout(line.timer);
+    if (delayMs === 0) line.delayMs = POLL_MIN_MS;
+    line.timer = setTimeout(() => this.#poll(sessionId, line), delayMs);
+  }
+
+  #poll(sessionId: string, line: Line): void {
+    line.timer = undefined;
+    const now = Date.now();
+    try {
+      this.#on((p) => {
+        for (const waiter of line.waiters.filter((w) => w.deadline <= now)) {
+          line.waiters.splice(line.waiters.indexOf(waiter), 1);
+          p.st.dequeue.run(waiter.ticket);
+          waiter.reject(new ThreadkeepError("session_busy", `Timed out waiting for the turn of session ${sessionId}`));
+        }
+        if (now - line.refreshedAt > TICKET_ALIVE_MS / 4) {
+          line.refreshedAt = now;
+          let lost = false;
+          for (const waiter of line.waiters) lost = p.st.refresh.run(now + TICKET_ALIVE_MS, waiter.ticket).changes === 0 || lost;
+          // A stall longer than a ticket's life let another process drop them: back into line, in order.
+          if (lost) for (const waiter of line.waiters) {
+            p.st.dequeue.run(waiter.ticket);
+            waiter.ticket = this.#enqueue(p.st, sessionId);
+          }
+        }
+        const first = line.waiters[0];
+        if (!first) return;
+        // A cheap read first; the write transaction only when the lease looks free.
+        const held = p.st.lease.get(sessionId);
+        if (held && held.expires_at > now) return;
+        const fence = p.take(sessionId, first.ticket, first.ttlMs);
+        if (fence === null) return;
+        line.waiters.shift();
+        line.delayMs = POLL_MIN_MS;
+        first.resolve(this.#lease(sessionId, fence, first.ttlMs));
+      });
+    } catch (error) {
+      for (const waiter of line.waiters.splice(0)) waiter.reject(error as Error);
+    }
+    if (line.waiters.length === 0) {
+      if (this.#lines.get(sessionId) === line) this.#lines.delete(sessionId);
+      return;
+    }
+    const delay = line.delayMs;
+    line.delayMs = Math.min(POLL_MAX_MS, line.delayMs * 2);
+    this.#schedule(sessionId, line, delay);
+  }
+}

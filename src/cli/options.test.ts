@@ -4,7 +4,7 @@ import { parseApiKeys, resolveConfig } from "./options.js";
 describe("CLI configuration", () => {
   it("uses defaults with nothing set", () => {
     const config = resolveConfig({}, {});
-    expect(config).toMatchObject({ host: "127.0.0.1", port: 8787, store: "sqlite:./data/threadkeep.db", window: 20, maxMessages: 200 });
+    expect(config).toMatchObject({ host: "127.0.0.1", port: 8787, store: "sqlite:./data/threadkeep.db", window: 20, maxMessages: 200, workers: 1 });
     expect(config.ttlMs).toBe(7 * 86_400_000);
     expect(config.apiKeys.size).toBe(0);
   });
@@ -14,6 +14,9 @@ describe("CLI configuration", () => {
     expect(resolveConfig({}, env)).toMatchObject({ port: 9000, store: "memory:", window: 10, ttlMs: 3_600_000 });
     expect(resolveConfig({ port: "1234", window: "5" }, env)).toMatchObject({ port: 1234, window: 5 });
     expect(resolveConfig({ store: "memory:" }, {}).ttlMs).toBe(30 * 60_000);
+    expect(resolveConfig({}, { THREADKEEP_WORKERS: "4" }).workers).toBe(4);
+    expect(resolveConfig({ workers: "2" }, { THREADKEEP_WORKERS: "4" }).workers).toBe(2);
+    expect(() => resolveConfig({ workers: "0" }, {})).toThrow(/workers/);
   });
 
   it("parses API keys and rejects malformed ones", () => {

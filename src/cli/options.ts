@@ -24,11 +24,13 @@ export interface ThreadkeepConfig {
   ttlMs: number;
   /** Largest accepted request body, in bytes. */
   bodyLimit: number;
+  /** Server processes sharing the port (`serve --workers`). @default 1 */
+  workers: number;
 }
 
 /** The flag values commander hands over (all strings, all optional). */
 export type ConfigFlags = Partial<Record<
-  "host" | "port" | "store" | "upstream" | "upstreamKey" | "apiKeys" | "model" | "window" | "tokenBudget" | "maxMessages" | "ttl" | "bodyLimit",
+  "host" | "port" | "store" | "upstream" | "upstreamKey" | "apiKeys" | "model" | "window" | "tokenBudget" | "maxMessages" | "ttl" | "bodyLimit" | "workers",
   string
 >>;
 
@@ -68,6 +70,7 @@ export function resolveConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = 
     maxMessages: parsePositiveInt(pick("maxMessages", "THREADKEEP_MAX_MESSAGES") ?? DEFAULTS.maxMessages, "max messages"),
     ttlMs: ttl !== undefined ? parseDuration(ttl) : store.startsWith("memory:") ? DEFAULTS.memoryTtlMs : DEFAULTS.ttlMs,
     bodyLimit: parsePositiveInt(pick("bodyLimit", "THREADKEEP_BODY_LIMIT") ?? 10 * 1024 * 1024, "body limit"),
+    workers: parsePositiveInt(pick("workers", "THREADKEEP_WORKERS") ?? 1, "workers"),
   };
 }
 

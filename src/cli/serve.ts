@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { isThreadkeepError, ThreadkeepError } from "../core/errors.js";
 import { createServer, isLoopbackHost, type ThreadkeepServer } from "../server/index.js";
+import { isWorker, reportListening, runPrimary, sharedStoreUrl } from "./_workers.js";
 import {
   addStoreOptions,
   addUpstreamOptions,
@@ -92,11 +93,24 @@ export function register(program: Command): void {
     .option(
       "--body-limit <bytes>",
       "largest request body in bytes (env THREADKEEP_BODY_LIMIT; default 10485760)",
+    )
+    .option(
+      "--workers <n>",
+      "server processes sharing the port, e.g. one per core (env THREADKEEP_WORKERS; default 1); needs a sqlite:, postgres:// or redis:// store",
     );
   addStoreOptions(command);
   addUpstreamOptions(command);
   command.action(async (flags: ConfigFlags) => {
-    const server = await startServe(resolveConfig(flags));
+    const config = resolveConfig(flags);
+    if (config.workers > 1 && !isWorker()) {
+      checkExposure(config);
+      sharedStoreUrl(config.store);
+      process.exitCode = await runPrimary(config.workers, (line) => process.stdout.write(`${line}\n`));
+      return;
+    }
+    const server = isWorker()
+      ? await startServe({ ...config, store: sharedStoreUrl(config.store) }, reportListening)
+      : await startServe(config);
     let stopping = false;
     const stop = (signal: string) => {
       if (stopping) return;
@@ -114,5 +128,7 @@ export function register(program: Command): void {
     };
     process.once("SIGINT", () => stop("SIGINT"));
     process.once("SIGTERM", () => stop("SIGTERM"));
+    // A worker whose primary is gone serves no one it was started for.
+    if (isWorker()) process.once("disconnect", () => stop("primary gone"));
   });
 }

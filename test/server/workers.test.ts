@@ -1,0 +1,125 @@
+/**
+ * `threadkeep serve --workers 2`: two server processes on one port and one SQLite file keep a
+ * session's turns in order across processes.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { get } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { createSqliteStore } from "../../src/stores/sqlite.js";
+import { type FakeUpstream, startFakeUpstream } from "../_fake-upstream.js";
+
+const bin = fileURLToPath(new URL("../../src/cli/bin.ts", import.meta.url));
+const tsx = import.meta.resolve("tsx");
+const dir = mkdtempSync(join(tmpdir(), "threadkeep-workers-"));
+const children: ChildProcess[] = [];
+afterEach(() => {
+  for (const child of children.splice(0)) if (child.exitCode === null) child.kill("SIGKILL");
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** `threadkeep serve --workers N …`; resolves with the URL it prints. */
+function serveWorkers(workers: number, store: string, upstream: FakeUpstream) {
+  const child = spawn(process.execPath, ["--import", tsx, bin, "serve", "--workers", String(workers), "--port", "0", "--store", store], {
+    env: { ...process.env, THREADKEEP_HOST: "", THREADKEEP_PORT: "", THREADKEEP_API_KEYS: "", THREADKEEP_UPSTREAM_URL: upstream.url },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  children.push(child);
+  let stdout = "";
+  let stderr = "";
+  child.stderr?.on("data", (d) => (stderr += d));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const listening = new Promise<string>((resolve, reject) => {
+    child.stdout?.on("data", (d) => {
+      stdout += d;
+      const match = /listening on (http:\/\/\S+)/.exec(stdout);
+      if (match) resolve(match[1]);
+    });
+    exited.then((code) => reject(new Error(`exited ${code}: ${stderr}`)));
+  });
+  listening.catch(() => {});
+  return { child, listening, exited, output: () => ({ stdout, stderr }) };
+}
+
+/** GET on a new connection each time, so the cluster hands it to the next worker. */
+function getFresh(url: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    get(url, { agent: false }, (res) => {
+      let body = "";
+      res.on("data", (d) => (body += d));
+      res.on("end", () => resolve(body));
+    }).on("error", reject);
+  });
+}
+
+const chat = (url: string, sessionId: string, content: string) =>
+  fetch(`${url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-session-id": sessionId },
+    body: JSON.stringify({ model: "m", messages: [{ role: "user", content }] }),
+  });
+
+describe("threadkeep serve --workers", { timeout: 90_000 }, () => {
+  it("refuses a store that lives in one process", async () => {
+    const fake = await startFakeUpstream();
+    try {
+      const run = serveWorkers(2, "memory:", fake);
+      expect(await run.exited).toBe(2);
+      expect(run.output().stderr).toContain("--workers needs a store that several processes can share");
+    } finally {
+      await fake.close();
+    }
+  });
+
+  it("keeps 100 concurrent turns on one session in order across 2 workers on one SQLite file", async () => {
+    const fake = await startFakeUpstream();
+    // Each answer names its question and the answer before it: what the model saw of the last turn.
+    fake.setReply((body) => {
+      const messages: { role: string; content: string }[] = body.messages;
+      const question = messages.at(-1)!.content;
+      const previous = messages.findLast((m) => m.role === "assistant")?.content.split(" ")[0] ?? "none";
+      return { content: `${question} after ${previous}`, delayMs: 1 };
+    });
+    const path = join(dir, "turns", "threadkeep.db");
+    const run = serveWorkers(2, `sqlite:${path}`, fake);
+    try {
+      const url = await run.listening;
+      expect(run.output().stdout).toContain("workers: 2");
+      const sessionId = randomUUID();
+      const replies = await Promise.all(Array.from({ length: 100 }, (_, i) => chat(url, sessionId, `q${i}`)));
+      for (const reply of replies) expect(reply.status).toBe(200);
+
+      // Both processes served turns: each worker counts its own, and new connections go round-robin.
+      const counts = new Set<number>();
+      for (let i = 0; i < 10; i++) {
+        const metrics = await getFresh(`${url}/metrics`);
+        counts.add(Number(/threadkeep_turns_total\{outcome="ok",stream="false"\} (\d+)/.exec(metrics)?.[1] ?? 0));
+      }
+      expect(counts.size).toBe(2);
+      expect([...counts].reduce((a, b) => a + b, 0)).toBe(100);
+
+      const store = createSqliteStore({ path });
+      try {
+        const all = await store.getMessages(sessionId);
+        expect(all.map((m) => m.seq)).toEqual(Array.from({ length: 200 }, (_, i) => i + 1));
+        expect(new Set(all.filter((m) => m.role === "user").map((m) => m.content)).size).toBe(100);
+        for (let i = 0; i < 200; i += 2) {
+          expect(all[i].role).toBe("user");
+          // Adjacent, and the turn saw the turn stored just before it.
+          const previous = i === 0 ? "none" : String(all[i - 2].content);
+          expect(all[i + 1].content).toBe(`${all[i].content} after ${previous}`);
+        }
+      } finally {
+        await store.close();
+      }
+      run.child.kill("SIGTERM");
+      expect(await run.exited).toBe(0);
+    } finally {
+      await fake.close();
+    }
+  });
+});

@@ -28,8 +28,9 @@ await store.getSession(sessionId);
 process.stdout.write("ready\\n");
 await new Promise((resolve) => process.stdin.once("data", resolve));
 await Promise.all(Array.from({ length: 100 }, async (_, i) => {
-  // Requests trickle in over 50 ms, as they would from clients, so the two processes' turns interleave.
-  await new Promise((resolve) => setTimeout(resolve, Math.random() * 50));
+  // Requests trickle in over 200 ms, as they would from clients, so the two processes' turns interleave
+  // even when one of them starts late on a busy machine.
+  await new Promise((resolve) => setTimeout(resolve, Math.random() * 200));
   const lease = await store.acquireLease(sessionId, { waitMs: 60000 });
   try {
     const history = await store.getMessages(sessionId, { last: 20 });

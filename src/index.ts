@@ -43,3 +43,9 @@ export { BUILTIN_PHRASES, createResolver, DUTCH_PHRASES, ENGLISH_PHRASES, normal
 export type { PhraseSet, Resolution, Resolver, ResolverOptions } from "./core/state/references.js";
 export { createSummarizer, DEFAULT_SUMMARY_INSTRUCTIONS, summaryRequestBody } from "./llm/summarizer.js";
 export type { SummarizerOptions } from "./llm/summarizer.js";
+export { exportSessions, importSessions } from "./cli/export-import.js";
+export type { ExportReport, ExportSelection, ImportOptions, ImportReport } from "./cli/export-import.js";
+export { migrateStores } from "./cli/migrate.js";
+export type { MigrateOptions, MigrateReport } from "./cli/migrate.js";
+export { bundleLines, EXPORT_FORMAT_VERSION, readExport } from "./cli/_jsonl-format.js";
+export type { ExportItem, FormatProblem, SessionBundle } from "./cli/_jsonl-format.js";

@@ -1,0 +1,126 @@
+/**
+ * The package as a new user gets it: `npm pack`, installed into an empty folder with its dependencies
+ * from the registry, then the README's quick start as pasted and the `threadkeep` command through npx.
+ * One packed install serves every test here.
+ */
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type FakeUpstream, startFakeUpstream } from "../_fake-upstream.js";
+import { type Installed, packAndInstall, ROOT, run } from "./_install.js";
+
+const work = mkdtempSync(join(tmpdir(), "tk-pack-"));
+let pkg: Installed;
+let fake: FakeUpstream;
+
+beforeAll(async () => {
+  [pkg, fake] = await Promise.all([packAndInstall(work), startFakeUpstream()]);
+}, 180_000);
+afterAll(async () => {
+  await fake?.close();
+  rmSync(work, { recursive: true, force: true });
+});
+
+/** The code block of a README section (`<!-- section:NAME -->`). */
+function readmeBlock(section: string, lang: string): string {
+  const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+  const body = readme.split(`<!-- section:${section} -->`)[1].split(`<!-- section:end ${section} -->`)[0];
+  return body.split("```" + lang + "\n")[1].split("```")[0];
+}
+
+const npx = (args: string[], input = "", env: Record<string, string> = {}) =>
+  run("npx", args, { cwd: pkg.app, input, env: { THREADKEEP_STORE: "", THREADKEEP_UPSTREAM_URL: "", ...env } });
+
+describe("the packed package", () => {
+  it("holds the build, the docs and the license, and no tests or sources", () => {
+    for (const file of ["package.json", "README.md", "LICENSE", "dist/index.js", "dist/index.d.ts", "dist/cli/bin.js", "docs/cli.md"]) {
+      expect(pkg.files).toContain(file);
+    }
+    expect(pkg.files.filter((f) => /\.test\.|^src\/|^test\/|\.map$/.test(f))).toEqual([]);
+    const manifest = JSON.parse(readFileSync(join(pkg.app, "node_modules/threadkeep/package.json"), "utf8"));
+    for (const field of ["types", "engines", "license", "sideEffects", "bin", "files", "exports"]) {
+      expect(manifest[field], field).toBeDefined();
+    }
+    for (const target of Object.values<Record<string, string> | string>(manifest.exports)) {
+      const paths = typeof target === "string" ? [target] : Object.values(target);
+      for (const path of paths) expect(pkg.files, path).toContain(path.replace(/^\.\//, ""));
+    }
+  });
+
+  it("runs the README library quick start as pasted", async () => {
+    writeFileSync(join(pkg.app, "quickstart.mjs"), readmeBlock("library", "ts"));
+    const result = await run(process.execPath, ["quickstart.mjs"], { cwd: pkg.app });
+    expect(result.stderr).toBe("");
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain("Created task 42: buy groceries.");
+    expect(result.stdout).toContain("snippet");
+    expect(result.stdout).toContain("Make that due tomorrow");
+  });
+
+  it("exports the documented functions from the main entry, and the subpaths resolve", async () => {
+    const code = `
+      const main = await import("threadkeep");
+      const names = ["createMemory", "createStore", "exportSessions", "importSessions", "migrateStores", "readExport"];
+      console.log(names.map((n) => n + ":" + typeof main[n]).join(" "));
+      for (const sub of ["stores/memory", "stores/file", "stores/sqlite", "server", "llm", "cli"]) await import("threadkeep/" + sub);
+    `;
+    const result = await run(process.execPath, ["--input-type=module", "-e", code], { cwd: pkg.app });
+    expect(result.stderr).toBe("");
+    expect(result.stdout.trim().split(" ")).toEqual(
+      ["createMemory", "createStore", "exportSessions", "importSessions", "migrateStores", "readExport"].map((n) => `${n}:function`),
+    );
+  });
+
+  it("runs npx threadkeep --help", async () => {
+    const result = await npx(["threadkeep", "--help"]);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain("Usage: threadkeep");
+    expect(result.stdout).toMatch(/serve \[options\]/);
+  });
+
+  it("chats with npx threadkeep chat, the history kept in the store", async () => {
+    const flags = ["--store", "sqlite:./data/chat.db", "--upstream", fake.url, "--model", "fake-model"];
+    const result = await npx(["threadkeep", "chat", ...flags], "My name is Ada.\nWhat is my name?\n");
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain("echo: What is my name?");
+    expect(fake.chatRequests().at(-1)!.body.messages.map((m: { content: string }) => m.content)).toEqual([
+      "My name is Ada.",
+      "echo: My name is Ada.",
+      "What is my name?",
+    ]);
+  });
+
+  it("serves the proxy with npx threadkeep serve", async () => {
+    const child = spawn("npx", ["threadkeep", "serve", "--port", "0", "--store", "memory:", "--upstream", fake.url], {
+      cwd: pkg.app,
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let out = "";
+        child.stdout.on("data", (d) => {
+          out += d;
+          const found = /listening on (http:\/\/\S+)/.exec(out);
+          if (found) resolve(found[1]);
+        });
+        child.on("exit", (code) => reject(new Error(`serve exited with ${code}: ${out}`)));
+      });
+      const sessionId = crypto.randomUUID();
+      const ask = (content: string) =>
+        fetch(`${url}/v1/chat/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json", "x-session-id": sessionId },
+          body: JSON.stringify({ model: "m", messages: [{ role: "user", content }] }),
+        }).then((r) => r.json() as Promise<{ choices: { message: { content: string } }[] }>);
+      await ask("first");
+      const reply = await ask("second");
+      expect(reply.choices[0].message.content).toBe("echo: second");
+      expect(fake.chatRequests().at(-1)!.body.messages).toHaveLength(3);
+    } finally {
+      process.kill(-child.pid!, "SIGTERM");
+    }
+  });
+});

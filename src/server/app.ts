@@ -13,6 +13,7 @@ import { installErrorHandlers, toHttpFailure } from "./errors.js";
 import { IdempotencyCache, type IdempotencyOptions } from "./idempotency.js";
 import { ServerMetrics } from "./metrics.js";
 import { openApiDocument } from "./openapi.js";
+import { MCP_PATH, registerMcpRoutes } from "./mcp/http.js";
 import { registerProxy, SESSION_HEADER } from "./proxy.js";
 import { registerSearchRoutes } from "./search.js";
 import { registerSessionRoutes } from "./sessions.js";
@@ -88,7 +89,7 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
   app.decorateRequest("userId", "");
   app.addHook("onRequest", async (request) => {
     // By the matched route, not the raw URL, so no spelling of a path slips past.
-    if (request.routeOptions.url?.startsWith("/v1/"))
+    if (request.routeOptions.url?.startsWith("/v1/") || request.routeOptions.url === MCP_PATH)
       request.userId = authenticate(request.headers.authorization);
   });
   app.addHook("onResponse", async (request, reply) => {
@@ -123,6 +124,7 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
   });
   registerSessionRoutes(app, { memory, metrics });
   registerSearchRoutes(app, { memory });
+  registerMcpRoutes(app, { memory });
 
   app.get("/healthz", async () => ({ status: "ok" }));
   app.get("/readyz", async (_request, reply) => {

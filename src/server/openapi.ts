@@ -256,6 +256,20 @@ export const openApiDocument = {
         { parameters: [sessionId], ...body(ref("ContextPreferences")) },
       ),
     },
+    "/mcp": {
+      post: {
+        summary: "Model Context Protocol over streamable HTTP (stateless): the caller's sessions as MCP tools and resources",
+        requestBody: { required: true, content: { "application/json": { schema: { type: "object" } } } },
+        responses: {
+          "200": {
+            description: "A JSON-RPC answer, as JSON or as a text/event-stream",
+            content: { "application/json": { schema: { type: "object" } }, "text/event-stream": { schema: { type: "string" } } },
+          },
+        },
+      },
+      get: { summary: "Not offered: the endpoint is stateless (405)", responses: { "405": ok("Use POST", { type: "object" }) } },
+      delete: { summary: "Not offered: the endpoint is stateless (405)", responses: { "405": ok("Use POST", { type: "object" }) } },
+    },
     "/healthz": {
       get: { summary: "The process is up", security: [], responses: { "200": ok("Up", { type: "object" }) } },
     },

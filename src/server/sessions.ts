@@ -16,11 +16,13 @@ import { type TurnDeps, withTurnLease } from "./turn.js";
 type IdParams = { Params: { id: string } };
 
 const count = (max: number, fallback: number) => z.coerce.number().int().min(1).max(max).default(fallback);
-const ListQuery = z.object({ limit: count(1000, 50), cursor: z.string().min(1).optional() });
+/** Paging of a session listing (`limit`, `cursor`); also the MCP `list_sessions` input. */
+export const ListQuery = z.object({ limit: count(1000, 50), cursor: z.string().min(1).optional() });
 const CreateBody = z
   .strictObject({ id: z.string().optional(), metadata: z.record(z.string(), z.unknown()).optional() })
   .default({});
-const MessagesQuery = z.object({ after: z.coerce.number().int().min(0).default(0), limit: count(1000, 100) });
+/** A page of messages (`after` a seq, at most `limit`); also the MCP `read_messages` input. */
+export const MessagesQuery = z.object({ after: z.coerce.number().int().min(0).default(0), limit: count(1000, 100) });
 const AppendBody = z.strictObject({
   messages: z.array(z.unknown()).min(1, "at least one message is required"),
 });

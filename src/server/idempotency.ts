@@ -4,6 +4,7 @@ import { ThreadkeepError } from "../core/errors.js";
 /** A finished turn's answer, kept to replay for a retry with the same `Idempotency-Key`. */
 export type TurnOutcome =
   | { kind: "json"; status: number; headers: Record<string, string>; body: unknown }
+  /** `events`: the SSE text sent, in the pieces it was written. */
   | { kind: "sse"; status: number; headers: Record<string, string>; events: string[] };
 
 /** Options of {@link IdempotencyCache}. */

@@ -1,5 +1,6 @@
 /**
- * The streamed half of the proxy: forwards each upstream `data:` event to the client as it arrives,
+ * The streamed half of a turn: turns each upstream chat chunk into the client's events as it
+ * arrives (verbatim for chat completions, Responses events for Responses: a {@link StreamDialect}),
  * accumulates the reply, and commits it when the stream ends. A client that goes away mid-stream
  * aborts the upstream call and gets what was delivered stored, marked incomplete.
  */
@@ -10,6 +11,40 @@ import { errorBody } from "./errors.js";
 import type { TurnOutcome } from "./idempotency.js";
 import { secondsSince } from "./metrics.js";
 import { commitTurn, type LoadedTurn, replyMessage, type TurnDeps } from "./turn.js";
+
+/** How one API frames a streamed turn. Each method returns SSE text to send ("" for nothing). */
+export interface StreamDialect {
+  /** Sent once the upstream accepted the request, before its first event. */
+  open(): string;
+  /** For one upstream event (already added to the accumulator), `[DONE]` excluded. */
+  event(event: StreamEvent, accumulator: StreamAccumulator): string;
+  /** The reply messages to store; `incomplete` when the client left or the upstream failed. */
+  reply(accumulator: StreamAccumulator, incomplete: boolean): MessageInput[];
+  /** Sent after the commit (when the client is still there). */
+  close(end: { saved: boolean; failure?: unknown; sawDone: boolean }): string;
+}
+
+/** Chat completions: upstream events pass through verbatim; `[DONE]` waits for the commit. */
+export const chatStreamDialect: StreamDialect = {
+  open: () => "",
+  event: (event) => `data: ${event.data}\n\n`,
+  reply(accumulator, incomplete) {
+    const answer = incomplete
+      ? partialReply(accumulator)
+      : replyMessage(accumulator.message(), { model: accumulator.model, finishReason: accumulator.finishReason });
+    return answer ? [answer] : [];
+  },
+  close({ saved, failure, sawDone }) {
+    let tail = "";
+    if (failure !== undefined) {
+      tail += `data: ${JSON.stringify(errorBody(502, "upstream_error", `The upstream stream failed: ${(failure as Error)?.message ?? failure}`))}\n\n`;
+    }
+    // Headers are long gone; an SSE comment carries the warning without disturbing clients.
+    if (!saved) tail += ": x-threadkeep-warning: not-saved\n\n";
+    if (sawDone) tail += "data: [DONE]\n\n";
+    return tail;
+  },
+};
 
 /** Everything {@link streamTurn} needs. */
 export interface StreamTurnInput {
@@ -26,6 +61,8 @@ export interface StreamTurnInput {
   fence: number | undefined;
   /** Keep the events for an idempotent replay. */
   record: boolean;
+  /** How the client's events are framed. @default chatStreamDialect */
+  dialect?: StreamDialect;
 }
 
 /** How a streamed turn ended. */
@@ -50,6 +87,7 @@ const SSE_HEADERS = {
  */
 export async function streamTurn(input: StreamTurnInput): Promise<StreamTurnResult> {
   const { turn, reply, loaded } = input;
+  const dialect = input.dialect ?? chatStreamDialect;
   if (clientLeft(input.request, reply)) {
     // The client gave up while waiting for its turn: nothing was delivered, so nothing is stored.
     reply.hijack();
@@ -86,6 +124,12 @@ export async function streamTurn(input: StreamTurnInput): Promise<StreamTurnResu
 
   const accumulator = new StreamAccumulator();
   const recorded: string[] = [];
+  const send = async (frames: string) => {
+    if (!frames) return;
+    if (input.record) recorded.push(frames);
+    if (!raw.write(frames)) await drained(raw);
+  };
+  await send(dialect.open());
   let sawDone = false;
   let failure: unknown;
   try {
@@ -96,9 +140,8 @@ export async function streamTurn(input: StreamTurnInput): Promise<StreamTurnResu
         continue;
       }
       if (clientGone) break;
-      if (!raw.write(`data: ${event.data}\n\n`)) await drained(raw);
       accumulator.add(event.chunk);
-      if (input.record) recorded.push(event.data);
+      await send(dialect.event(event, accumulator));
     }
   } catch (error) {
     if (!clientGone) failure = error;
@@ -106,17 +149,11 @@ export async function streamTurn(input: StreamTurnInput): Promise<StreamTurnResu
   turn.metrics.upstreamSeconds.observe(secondsSince(upstreamStart));
 
   const incomplete = clientGone || failure !== undefined;
-  const answer = incomplete
-    ? partialReply(accumulator)
-    : replyMessage(accumulator.message(), {
-        model: accumulator.model,
-        finishReason: accumulator.finishReason,
-      });
   const saved = await commitTurn(
     turn,
     input.sessionId,
     input.userId,
-    answer ? [...loaded.toStore, answer] : loaded.toStore,
+    [...loaded.toStore, ...dialect.reply(accumulator, incomplete)],
     input.fence,
     loaded.session,
   );
@@ -130,16 +167,10 @@ export async function streamTurn(input: StreamTurnInput): Promise<StreamTurnResu
     turn.metrics.error("upstream_stream_failed");
   }
   if (!raw.destroyed && !raw.writableEnded) {
-    let tail = "";
-    if (failure !== undefined) {
-      tail += `data: ${JSON.stringify(errorBody(502, "upstream_error", `The upstream stream failed: ${(failure as Error)?.message ?? failure}`))}\n\n`;
-    }
-    // Headers are long gone; an SSE comment carries the warning without disturbing clients.
-    if (!saved) tail += ": x-threadkeep-warning: not-saved\n\n";
-    if (sawDone) tail += "data: [DONE]\n\n";
+    const tail = dialect.close({ saved, failure, sawDone });
+    if (input.record) recorded.push(tail);
     raw.end(tail);
   }
-  if (sawDone) recorded.push("[DONE]");
   const label = incomplete ? (clientGone ? "incomplete" : "upstream_error") : saved ? "ok" : "not_saved";
   const outcome: TurnOutcome | undefined = incomplete
     ? undefined

@@ -6,6 +6,7 @@
 import type { FastifyBaseLogger } from "fastify";
 import { isThreadkeepError } from "../core/errors.js";
 import type { Memory } from "../core/memory.js";
+import { toChatMessage } from "../core/messages.js";
 import type { ChatMessage, MessageInput, Session } from "../core/types.js";
 import type { ServerMetrics } from "./metrics.js";
 import { secondsSince } from "./metrics.js";
@@ -40,6 +41,17 @@ export function splitMessages(messages: ChatMessage[]): SplitMessages {
   return { system, conversation, newTurn: conversation.slice(lastAssistant + 1) };
 }
 
+/**
+ * A turn whose new messages the dialect already knows (a Responses request: its input is new, its
+ * instructions are for this turn only), instead of a chat request's list to split.
+ */
+export interface PlannedTurn {
+  /** Sent first, never stored. */
+  system: ChatMessage[];
+  /** The turn's new messages, stored with the reply (their metadata is never sent). */
+  toStore: MessageInput[];
+}
+
 /** The context a turn sends upstream, and what it will store. */
 export interface LoadedTurn {
   /** The `messages` of the upstream request. */
@@ -56,7 +68,7 @@ export interface LoadedTurn {
 
 /**
  * Loads the session's context for a request. A new session adopts the client's history (nothing of
- * it is stored yet); an existing one stores only the new turn. Another owner's session throws
+ * it is stored yet); an existing one stores only the new turn; a {@link PlannedTurn} stores its own. Another owner's session throws
  * `session_not_found` before anything is read. A store that is down yields the request's own
  * messages and `contextAvailable: false`.
  */
@@ -64,10 +76,12 @@ export async function loadTurn(
   deps: TurnDeps,
   sessionId: string,
   userId: string,
-  requestMessages: ChatMessage[],
+  request: ChatMessage[] | PlannedTurn,
   model: string | undefined,
 ): Promise<LoadedTurn> {
-  const split = splitMessages(requestMessages);
+  const planned = Array.isArray(request) ? undefined : request;
+  const split = planned ? undefined : splitMessages(request as ChatMessage[]);
+  const system = planned?.system ?? split?.system ?? [];
   const start = performance.now();
   try {
     let created = false;
@@ -80,11 +94,11 @@ export async function loadTurn(
       if (!isThreadkeepError(error, "session_not_found")) throw error;
       created = true;
     }
-    const toStore = created ? split.conversation : split.newTurn;
+    const toStore = planned ? planned.toStore : created ? split!.conversation : split!.newTurn;
     const context = await deps.memory.buildContext(sessionId, {
       userId,
-      system: split.system,
-      input: toStore,
+      system,
+      input: toStore.map(toChatMessage),
       model,
       session,
     });
@@ -98,7 +112,9 @@ export async function loadTurn(
       "store unavailable or session data unreadable while loading context; answering without history",
     );
     deps.metrics.error("context_unavailable");
-    return { messages: requestMessages, toStore: split.newTurn, created: false, contextAvailable: false };
+    const toStore = planned ? planned.toStore : split!.newTurn;
+    const messages = planned ? [...system, ...toStore.map(toChatMessage)] : (request as ChatMessage[]);
+    return { messages, toStore, created: false, contextAvailable: false };
   } finally {
     deps.metrics.storeLoadSeconds.observe(secondsSince(start));
   }

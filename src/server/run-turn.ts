@@ -1,0 +1,158 @@
+/**
+ * One proxied turn, whatever API the client speaks: idempotent replay, the session's turn lease,
+ * loading the context, the upstream chat completion (streamed or not), the commit, and the
+ * degradations and warnings. A dialect (chat completions, Responses) says only how its request
+ * becomes messages and how the reply goes back.
+ */
+import type { FastifyReply, FastifyRequest } from "fastify";
+import type { Memory } from "../core/memory.js";
+import type { ChatMessage, MessageInput } from "../core/types.js";
+import { type Upstream, UpstreamError } from "../llm/openai-compatible.js";
+import { fingerprintOf, type IdempotencyCache, type TurnOutcome } from "./idempotency.js";
+import { secondsSince, type ServerMetrics } from "./metrics.js";
+import { type StreamDialect, streamTurn } from "./stream.js";
+import { commitTurn, type LoadedTurn, loadTurn, type PlannedTurn, type TurnDeps, withTurnLease } from "./turn.js";
+
+/** The header that carries the session id, both ways. */
+export const SESSION_HEADER = "x-session-id";
+/** The header that reports a degraded turn: `context-unavailable`, `not-saved`. */
+export const WARNING_HEADER = "x-threadkeep-warning";
+
+/** What every turn route needs. */
+export interface TurnRouteDeps {
+  memory: Memory;
+  metrics: ServerMetrics;
+  upstream?: Upstream;
+  idempotency: IdempotencyCache;
+  /** Model used when a request names none. */
+  defaultModel?: string;
+}
+
+/** How one API drives the shared turn. */
+export interface TurnDialect {
+  /** The client's messages (split as a chat request), or the turn's planned messages. */
+  input: ChatMessage[] | PlannedTurn;
+  model?: string;
+  stream: boolean;
+  /** The upstream chat completions body around the assembled messages. */
+  upstreamBody(messages: ChatMessage[]): Record<string, unknown>;
+  /** A complete upstream reply: the reply messages to store, and the body to answer with. */
+  complete(completion: any, loaded: LoadedTurn): { reply: MessageInput[]; body: unknown };
+  /** How a streamed reply is framed. */
+  streamer(loaded: LoadedTurn): StreamDialect;
+}
+
+/** Adds a warning to the X-Threadkeep-Warning list of a response. */
+export function addWarning(headers: Record<string, string>, warning: string): void {
+  headers[WARNING_HEADER] = headers[WARNING_HEADER] ? `${headers[WARNING_HEADER]}, ${warning}` : warning;
+}
+
+export const headerValue = (value: string | string[] | undefined) => (Array.isArray(value) ? value[0] : value);
+
+/** Sends a recorded outcome again (an idempotent retry). */
+function replay(reply: FastifyReply, outcome: TurnOutcome): void {
+  const headers = { ...outcome.headers, "idempotent-replayed": "true" };
+  if (outcome.kind === "json") {
+    reply.code(outcome.status).headers(headers).send(outcome.body);
+    return;
+  }
+  reply.hijack();
+  reply.raw.writeHead(outcome.status, headers);
+  reply.raw.end(outcome.events.join(""));
+}
+
+/**
+ * Runs a turn, or replays it when the request carries an `Idempotency-Key` already used (by this
+ * user, in this scope) for the same body. `scope` keeps keys of different sessions apart.
+ */
+export async function runIdempotentTurn(
+  deps: TurnRouteDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  turn: { sessionId: string; scope: string; body: unknown; dialect: TurnDialect },
+): Promise<FastifyReply> {
+  const key = headerValue(request.headers["idempotency-key"]);
+  if (!key) {
+    await runTurn(deps, request, reply, turn.sessionId, turn.dialect, false);
+    return reply;
+  }
+  const ticket = await deps.idempotency.begin(`${request.userId}\n${turn.scope}\n${key}`, fingerprintOf(turn.body));
+  if (!ticket.first) {
+    replay(reply, ticket.outcome);
+    return reply;
+  }
+  let outcome: TurnOutcome | undefined;
+  try {
+    outcome = await runTurn(deps, request, reply, turn.sessionId, turn.dialect, true);
+  } finally {
+    ticket.settle(outcome);
+  }
+  return reply;
+}
+
+/**
+ * One turn under the session's lease. Answers the client itself and returns what it sent (for
+ * idempotent replay) when the turn succeeded.
+ */
+export async function runTurn(
+  deps: TurnRouteDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  sessionId: string,
+  dialect: TurnDialect,
+  record: boolean,
+): Promise<TurnOutcome | undefined> {
+  const upstream = deps.upstream as Upstream;
+  const turn: TurnDeps = { memory: deps.memory, metrics: deps.metrics, log: request.log };
+  const userId = request.userId;
+  const started = performance.now();
+  const streaming = dialect.stream;
+  let outcomeLabel = "error";
+  try {
+    return await withTurnLease(turn, sessionId, async (fence) => {
+      const loaded = await loadTurn(turn, sessionId, userId, dialect.input, dialect.model);
+      const headers: Record<string, string> = { [SESSION_HEADER]: sessionId };
+      if (!loaded.contextAvailable) addWarning(headers, "context-unavailable");
+      const upstreamBody = dialect.upstreamBody(loaded.messages);
+
+      if (streaming) {
+        const result = await streamTurn({
+          turn,
+          upstream,
+          request,
+          reply,
+          sessionId,
+          userId,
+          loaded,
+          upstreamBody,
+          headers,
+          fence,
+          record,
+          dialect: dialect.streamer(loaded),
+        });
+        outcomeLabel = result.label;
+        return result.outcome;
+      }
+
+      const upstreamStart = performance.now();
+      let completion: unknown;
+      try {
+        completion = await upstream.chat(upstreamBody);
+      } finally {
+        deps.metrics.upstreamSeconds.observe(secondsSince(upstreamStart));
+      }
+      const answer = dialect.complete(completion, loaded);
+      const saved = await commitTurn(turn, sessionId, userId, [...loaded.toStore, ...answer.reply], fence, loaded.session);
+      if (!saved) addWarning(headers, "not-saved");
+      outcomeLabel = saved ? "ok" : "not_saved";
+      reply.code(200).headers(headers).send(answer.body);
+      return { kind: "json", status: 200, headers, body: answer.body };
+    });
+  } catch (error) {
+    outcomeLabel = error instanceof UpstreamError ? "upstream_error" : "error";
+    throw error;
+  } finally {
+    deps.metrics.turns.inc({ outcome: outcomeLabel, stream: String(streaming) });
+    deps.metrics.turnSeconds.observe(secondsSince(started));
+  }
+}

@@ -35,6 +35,8 @@ export interface FakeUpstream {
   chatRequests(): RecordedRequest[];
   /** Decides the reply of each chat request; replaces the default echo. */
   setReply(fn: (body: any, index: number) => FakeReply | Promise<FakeReply>): void;
+  /** The model ids `GET /models` lists; null answers 404 (an upstream without the route). @default ["fake-model", "fake/large"] */
+  setModels(ids: string[] | null): void;
   close(): Promise<void>;
 }
 
@@ -55,6 +57,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export async function startFakeUpstream(): Promise<FakeUpstream> {
   const requests: RecordedRequest[] = [];
   let chatIndex = 0;
+  let modelIds: string[] | null = ["fake-model", "fake/large"];
   let replyFn: (body: any, index: number) => FakeReply | Promise<FakeReply> = (body) => ({
     content: `echo: ${lastUserText(body)}`,
   });
@@ -81,6 +84,12 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       }));
       res.writeHead(200, { "content-type": "application/json" });
       res.end(JSON.stringify({ object: "list", data, model: body?.model ?? "fake", usage: { prompt_tokens: 1, total_tokens: 1 } }));
+      return;
+    }
+    if (path.endsWith("/models") && req.method === "GET" && modelIds) {
+      const data = modelIds.map((id) => ({ id, object: "model", created: 1700000000, owned_by: "fake" }));
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ object: "list", data }));
       return;
     }
     if (!path.endsWith("/chat/completions")) {
@@ -115,6 +124,9 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       }
       if (reply.tool_calls) send({ tool_calls: reply.tool_calls.map((c: any, index) => ({ index, ...c })) }, null);
       send({}, reply.tool_calls ? "tool_calls" : "stop");
+      if (body?.stream_options?.include_usage) {
+        res.write(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model, choices: [], usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } })}\n\n`);
+      }
       res.end("data: [DONE]\n\n");
       return;
     }
@@ -151,6 +163,9 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     chatRequests: () => requests.filter((r) => r.path.endsWith("/chat/completions")),
     setReply(fn) {
       replyFn = fn;
+    },
+    setModels(ids) {
+      modelIds = ids;
     },
     close: () =>
       new Promise<void>((resolve) => {

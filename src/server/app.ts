@@ -17,6 +17,9 @@ import { MCP_PATH, registerMcpRoutes } from "./mcp/http.js";
 import { registerProxy, SESSION_HEADER } from "./proxy.js";
 import { registerSearchRoutes } from "./search.js";
 import { registerSessionRoutes } from "./sessions.js";
+import { registerConversationRoutes } from "./conversations.js";
+import { registerModelRoutes } from "./models.js";
+import { registerResponseRoutes } from "./responses.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -115,13 +118,11 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
     },
   );
 
-  registerProxy(app, {
-    memory,
-    metrics,
-    upstream,
-    idempotency: new IdempotencyCache(options.idempotency),
-    defaultModel: options.model,
-  });
+  const turnDeps = { memory, metrics, upstream, idempotency: new IdempotencyCache(options.idempotency), defaultModel: options.model };
+  registerProxy(app, turnDeps);
+  registerResponseRoutes(app, turnDeps);
+  registerConversationRoutes(app, { memory });
+  registerModelRoutes(app, { upstream });
   registerSessionRoutes(app, { memory, metrics });
   registerSearchRoutes(app, { memory });
   registerMcpRoutes(app, { memory });

@@ -34,6 +34,8 @@ export interface TurnDialect {
   input: ChatMessage[] | PlannedTurn;
   model?: string;
   stream: boolean;
+  /** Store the turn (a Responses request with `store: false` does not). @default true */
+  persist?: boolean;
   /** The upstream chat completions body around the assembled messages. */
   upstreamBody(messages: ChatMessage[]): Record<string, unknown>;
   /** A complete upstream reply: the reply messages to store, and the body to answer with. */
@@ -128,6 +130,7 @@ export async function runTurn(
           headers,
           fence,
           record,
+          persist: dialect.persist,
           dialect: dialect.streamer(loaded),
         });
         outcomeLabel = result.label;
@@ -142,7 +145,9 @@ export async function runTurn(
         deps.metrics.upstreamSeconds.observe(secondsSince(upstreamStart));
       }
       const answer = dialect.complete(completion, loaded);
-      const saved = await commitTurn(turn, sessionId, userId, [...loaded.toStore, ...answer.reply], fence, loaded.session);
+      const saved =
+        dialect.persist === false ||
+        (await commitTurn(turn, sessionId, userId, [...loaded.toStore, ...answer.reply], fence, loaded.session));
       if (!saved) addWarning(headers, "not-saved");
       outcomeLabel = saved ? "ok" : "not_saved";
       reply.code(200).headers(headers).send(answer.body);

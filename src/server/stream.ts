@@ -61,6 +61,8 @@ export interface StreamTurnInput {
   fence: number | undefined;
   /** Keep the events for an idempotent replay. */
   record: boolean;
+  /** Store the turn. @default true */
+  persist?: boolean;
   /** How the client's events are framed. @default chatStreamDialect */
   dialect?: StreamDialect;
 }
@@ -149,14 +151,10 @@ export async function streamTurn(input: StreamTurnInput): Promise<StreamTurnResu
   turn.metrics.upstreamSeconds.observe(secondsSince(upstreamStart));
 
   const incomplete = clientGone || failure !== undefined;
-  const saved = await commitTurn(
-    turn,
-    input.sessionId,
-    input.userId,
-    [...loaded.toStore, ...dialect.reply(accumulator, incomplete)],
-    input.fence,
-    loaded.session,
-  );
+  const replyMessages = dialect.reply(accumulator, incomplete);
+  const saved =
+    input.persist === false ||
+    (await commitTurn(turn, input.sessionId, input.userId, [...loaded.toStore, ...replyMessages], input.fence, loaded.session));
   raw.off("close", onClose);
 
   if (failure !== undefined) {

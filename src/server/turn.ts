@@ -6,6 +6,7 @@
 import type { FastifyBaseLogger } from "fastify";
 import { isThreadkeepError } from "../core/errors.js";
 import type { Memory } from "../core/memory.js";
+import { isHiddenCarrier } from "../core/items/index.js";
 import { toChatMessage } from "../core/messages.js";
 import type { ChatMessage, MessageInput, Session } from "../core/types.js";
 import type { ServerMetrics } from "./metrics.js";
@@ -98,7 +99,8 @@ export async function loadTurn(
     const context = await deps.memory.buildContext(sessionId, {
       userId,
       system,
-      input: toStore.map(toChatMessage),
+      // Items a chat model cannot read (reasoning) are stored, never sent.
+      input: toStore.filter((m) => !isHiddenCarrier(m)).map(toChatMessage),
       model,
       session,
     });

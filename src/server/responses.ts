@@ -1,0 +1,135 @@
+/**
+ * The Responses API over any chat completions model: `POST /v1/responses` (plain or streamed), and
+ * `GET` / `DELETE /v1/responses/{id}`, `GET /v1/responses/{id}/input_items`. A response lives in a
+ * session: the `conversation`'s, its `previous_response_id`'s (a branch when that response is not
+ * the latest of its session), or a new one. The turn itself is the chat proxy's (run-turn.ts).
+ */
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { ThreadkeepError } from "../core/errors.js";
+import { newSessionId } from "../core/ids.js";
+import {
+  type FoundResponse,
+  findResponse,
+  itemsOf,
+  itemsToMessages,
+  newResponseId,
+  removeItems,
+  sessionOfResponse,
+} from "../core/items/index.js";
+import type { Memory } from "../core/memory.js";
+import type { ChatMessage } from "../core/types.js";
+import { notFound, orNotFound, pageOf } from "./_item-pages.js";
+import { outputItems, outputMessages, type ResponseMeta, responseObject, statusOf, storedResponseObject, usageOf } from "./responses-object.js";
+import { parseResponsesRequest, type ResponsesRequest } from "./responses-request.js";
+import { ResponsesStream } from "./responses-stream.js";
+import { runIdempotentTurn, type TurnDialect, type TurnRouteDeps } from "./run-turn.js";
+
+type IdParams = { Params: { id: string } };
+
+/** A stored response of the caller, with its session. @throws not_found otherwise (another owner's too). */
+async function loadResponse(memory: Memory, userId: string, id: string, param?: string): Promise<FoundResponse & { sessionId: string }> {
+  const missing = () => notFound(param ? "Previous response" : "Response", id, param);
+  const sessionId = sessionOfResponse(id);
+  if (!sessionId) throw missing();
+  const messages = await orNotFound(() => memory.getMessages(sessionId, { userId }), missing);
+  const found = findResponse(messages, id);
+  if (!found) throw missing();
+  return { ...found, sessionId };
+}
+
+/**
+ * The session a new response goes into. Continuing a response that is not its session's latest
+ * forks the session at that response: two responses continuing the same one are two branches.
+ */
+async function sessionFor(memory: Memory, request: FastifyRequest, parsed: ResponsesRequest): Promise<string> {
+  const userId = request.userId;
+  if (parsed.conversationSession) {
+    const id = parsed.conversationSession;
+    await orNotFound(
+      () => memory.getSession(id, { userId }),
+      () => notFound("Conversation", String(parsed.body.conversation && typeof parsed.body.conversation === "object" ? parsed.body.conversation.id : parsed.body.conversation), "conversation"),
+    );
+    return id;
+  }
+  if (!parsed.previousResponseId) return newSessionId();
+  const previous = await loadResponse(memory, userId, parsed.previousResponseId, "previous_response_id");
+  if (previous.isHead) return previous.sessionId;
+  const atSeq = previous.output.at(-1)?.seq ?? 0;
+  const branch = await memory.fork(previous.sessionId, { userId, atSeq });
+  return branch.id;
+}
+
+/** The Responses dialect of a turn. */
+function responsesDialect(parsed: ResponsesRequest, meta: ResponseMeta, defaultModel: string | undefined): TurnDialect {
+  const model = parsed.model ?? defaultModel;
+  const system: ChatMessage[] = parsed.echo.instructions ? [{ role: "system", content: parsed.echo.instructions }] : [];
+  return {
+    input: { system, toStore: itemsToMessages(parsed.items) },
+    model,
+    stream: parsed.stream,
+    persist: parsed.store,
+    upstreamBody: (messages) => ({
+      ...(model ? { model } : {}),
+      messages,
+      ...parsed.chatParams,
+      ...(parsed.stream ? { stream_options: { include_usage: true } } : {}),
+    }),
+    complete(completion: any, loaded) {
+      const choice = completion?.choices?.[0];
+      if (!meta.model && typeof completion?.model === "string") meta.model = completion.model;
+      const finish = statusOf(choice?.finish_reason);
+      const output = outputItems(choice?.message, finish.status === "completed" ? "completed" : "incomplete");
+      const usage = usageOf(completion?.usage);
+      const completedAt = Math.floor(Date.now() / 1000);
+      const state = { status: finish.status, usage, incomplete_details: finish.incomplete_details, completed_at: finish.status === "completed" ? completedAt : null };
+      const reply = parsed.store ? outputMessages(meta, output, loaded.toStore.length, { ...state, finishReason: choice?.finish_reason }) : [];
+      return { reply, body: responseObject(meta, { ...state, output }) };
+    },
+    streamer: (loaded) => new ResponsesStream(meta, loaded.toStore.length),
+  };
+}
+
+/** Adds the /v1/responses routes. */
+export function registerResponseRoutes(app: FastifyInstance, deps: TurnRouteDeps): void {
+  const { memory } = deps;
+
+  app.post("/v1/responses", async (request, reply) => {
+    const parsed = parseResponsesRequest(request.body);
+    if (!deps.upstream) {
+      throw new ThreadkeepError("upstream_not_configured", "No upstream model is configured: start threadkeep with --upstream <OpenAI-compatible base URL>");
+    }
+    const sessionId = await sessionFor(memory, request, parsed);
+    const meta: ResponseMeta = {
+      id: newResponseId(sessionId),
+      sessionId,
+      created_at: Math.floor(Date.now() / 1000),
+      model: parsed.model ?? deps.defaultModel ?? "",
+      previous_response_id: parsed.previousResponseId ?? null,
+      conversation: parsed.conversationSession !== undefined,
+      echo: parsed.echo,
+    };
+    return runIdempotentTurn(deps, request, reply, {
+      sessionId,
+      scope: `responses\n${parsed.conversationSession ?? parsed.previousResponseId ?? ""}`,
+      body: parsed.body,
+      dialect: responsesDialect(parsed, meta, deps.defaultModel),
+    });
+  });
+
+  app.get<IdParams>("/v1/responses/:id", async (request) => {
+    const found = await loadResponse(memory, request.userId, request.params.id);
+    return storedResponseObject(found.record, found.sessionId, itemsOf(found.output).map((i) => i.item));
+  });
+
+  app.get<IdParams>("/v1/responses/:id/input_items", async (request) => {
+    const found = await loadResponse(memory, request.userId, request.params.id);
+    return pageOf(itemsOf(found.input).map((i) => i.item), request.query);
+  });
+
+  app.delete<IdParams>("/v1/responses/:id", async (request) => {
+    const found = await loadResponse(memory, request.userId, request.params.id);
+    const seqs = new Set([...found.input, ...found.output].map((m) => m.seq));
+    await removeItems(memory, found.sessionId, request.userId, (_item, seq) => seqs.has(seq));
+    return { id: request.params.id, object: "response", deleted: true };
+  });
+}

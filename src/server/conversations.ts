@@ -31,7 +31,13 @@ export function registerConversationRoutes(app: FastifyInstance, deps: { memory:
   /** The caller's session of a conversation id. @throws not_found (another owner's too). */
   const conversation = async (id: string, userId: string) => {
     const missing = () => notFound("Conversation", id);
-    const sessionId = await orNotFound(async () => sessionOfConversation(id), missing);
+    let sessionId: string;
+    try {
+      sessionId = sessionOfConversation(id);
+    } catch {
+      // In a path, an id that cannot be one of ours is simply not found.
+      throw missing();
+    }
     return orNotFound(() => memory.getSession(sessionId, { userId }), missing);
   };
 

@@ -43,9 +43,9 @@ export function registerModelRoutes(app: FastifyInstance, deps: ModelRoutesDeps)
 
   app.get("/v1/models", async () => list());
 
-  app.get<{ Params: { id: string } }>("/v1/models/*", async (request) => {
-    // Model ids may hold slashes (`meta-llama/Llama-3.1-8B`), hence the wildcard.
-    const id = (request.params as Record<string, string>)["*"];
+  app.get<{ Params: { id: string } }>("/v1/models/:id", async (request) => {
+    // Ids with slashes (`meta-llama/Llama-3.1-8B`) arrive URL-encoded, as the openai clients send them.
+    const id = request.params.id;
     const models = await list();
     const model = Array.isArray(models?.data) ? models.data.find((m: { id?: unknown }) => m?.id === id) : undefined;
     if (!model) throw notFound("Model", id, "model");

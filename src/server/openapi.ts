@@ -4,6 +4,7 @@
  */
 
 import { SEARCH_MODES } from "../core/search.js";
+import { responsesPaths } from "./_openapi-responses.js";
 import { ref, schemas } from "./_openapi-schemas.js";
 
 const SEARCH_MODE_NAMES = [...SEARCH_MODES, "auto"];
@@ -270,6 +271,7 @@ export const openApiDocument = {
       get: { summary: "Not offered: the endpoint is stateless (405)", responses: { "405": ok("Use POST", { type: "object" }) } },
       delete: { summary: "Not offered: the endpoint is stateless (405)", responses: { "405": ok("Use POST", { type: "object" }) } },
     },
+    ...responsesPaths,
     "/healthz": {
       get: { summary: "The process is up", security: [], responses: { "200": ok("Up", { type: "object" }) } },
     },

@@ -25,6 +25,7 @@ import { newSessionId, parseSessionId } from "./ids.js";
 import { validateMessages } from "./messages.js";
 import { bestSearchMode, type RankedHit, runSearch, type SearchMode, type VectorSearcher } from "./search.js";
 import { DEFAULTS } from "./policies.js";
+import { keepLease } from "./lease-keeper.js";
 import type {
   ChatMessage,
   Lease,
@@ -58,7 +59,10 @@ export interface MemoryOptions {
   sweepIntervalMs?: number;
   /** Owner of sessions when a call names none. @default "default" */
   defaultUserId?: string;
-  /** How long a turn may hold its session. @default 120000 */
+  /**
+   * Lifetime of a turn's lease, renewed by a heartbeat while the turn runs: how long a crashed holder
+   * (or a release the store missed) can keep its session from the next turn. @default 10000
+   */
   leaseTtlMs?: number;
   /** How long a turn waits for the turns ahead of it before failing with `session_busy`. @default 60000 */
   turnWaitMs?: number;
@@ -394,7 +398,9 @@ export class Memory {
   /**
    * Runs `fn` holding the session's turn lease: turns of one session run one after another, in arrival
    * order, across processes where the store allows. Waiting longer than `turnWaitMs` fails with
-   * `session_busy`.
+   * `session_busy`. The lease is short (`leaseTtlMs`) and renewed every third of it while `fn` runs, so
+   * a long turn keeps it and a crashed holder lets go within one lifetime; a release the store misses
+   * is retried in the background.
    */
   async runTurn<T>(sessionId: string, fn: (lease: Lease) => Promise<T>, options: { waitMs?: number; ttlMs?: number } = {}): Promise<T> {
     const id = parseSessionId(sessionId);
@@ -402,10 +408,11 @@ export class Memory {
       waitMs: options.waitMs ?? this.settings.turnWaitMs,
       ttlMs: options.ttlMs ?? this.settings.leaseTtlMs,
     });
+    const kept = keepLease(lease, { ttlMs: options.ttlMs ?? this.settings.leaseTtlMs });
     try {
       return await fn(lease);
     } finally {
-      await lease.release().catch((error) => console.warn(`[threadkeep] releasing the turn lease failed: ${error}`));
+      await kept.release();
     }
   }
 

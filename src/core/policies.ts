@@ -12,8 +12,8 @@ export const DEFAULTS = {
   ttlMs: 7 * 24 * 60 * 60_000,
   /** Inactivity expiry of the in-memory store. */
   memoryTtlMs: 30 * 60_000,
-  /** How long a turn may hold its session before the next one is let in. */
-  leaseTtlMs: 120_000,
+  /** Lifetime of a turn's lease, renewed by its heartbeat: how long a crashed holder blocks its session. */
+  leaseTtlMs: 10_000,
   /** How long a turn waits for the one before it. */
   turnWaitMs: 60_000,
   /** Owner of sessions created without one (single-user library use). */

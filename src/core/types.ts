@@ -183,9 +183,16 @@ export interface Lease {
   sessionId: string;
   /** Increases with every grant on a session; pass it to appends so a stale holder cannot commit. */
   fence: number;
-  /** When the lease lapses unless released, in milliseconds since the epoch. */
+  /** When the lease lapses unless renewed or released, in milliseconds since the epoch (moved by `renew`). */
   expiresAt: number;
-  /** Gives the lease up (idempotent). */
+  /**
+   * Extends the lease to `ttlMs` from now while this holder still has it: the heartbeat of a long turn
+   * (`Memory.runTurn` beats for you). A lease that lapsed is taken back when nobody was granted it since.
+   * @returns false when another holder was granted the session (this fence is stale).
+   * @throws `store_unavailable` when the store cannot be reached; the lease may still be held.
+   */
+  renew(ttlMs: number): Promise<boolean>;
+  /** Gives the lease up (idempotent). @throws `store_unavailable`; a failed release may be called again. */
   release(): Promise<void>;
 }
 

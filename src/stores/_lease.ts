@@ -87,16 +87,37 @@ export class LocalLeases {
     line.holder = { fence, expiresAt, timer };
     line.latestFence = fence;
     let released = false;
-    return {
+    const lease: Lease = {
       sessionId,
       fence,
       expiresAt,
+      renew: async (renewMs) => {
+        if (released) return false;
+        const until = this.#renew(sessionId, fence, renewMs);
+        if (until === null) return false;
+        lease.expiresAt = until;
+        return true;
+      },
       release: async () => {
         if (released) return;
         released = true;
         this.#release(sessionId, fence);
       },
     };
+    return lease;
+  }
+
+  /** Extends the holder's lifetime, or takes a lapsed lease back if nobody was granted it since. */
+  #renew(sessionId: string, fence: number, ttlMs: number): number | null {
+    const line = this.#lines.get(sessionId);
+    if (!line || line.latestFence !== fence) return null;
+    if (line.holder && line.holder.fence !== fence) return null;
+    if (line.holder) clearTimeout(line.holder.timer);
+    const expiresAt = Date.now() + ttlMs;
+    const timer = setTimeout(() => this.#release(sessionId, fence), ttlMs);
+    timer.unref?.();
+    line.holder = { fence, expiresAt, timer };
+    return expiresAt;
   }
 
   #release(sessionId: string, fence: number): void {

@@ -55,8 +55,10 @@ interface Attempt {
 
 /** What the leases need from their store. */
 export interface LeaseHost {
-  /** The ready client (connected and migrated). */
+  /** The ready client (connected and migrated), for the notification listener. */
   sql: () => Promise<PgSql>;
+  /** Runs statements with the store's deadline and error mapping, so no lease step can hang a turn. */
+  run: <T>(what: string, fn: (sql: PgSql) => Promise<T>) => Promise<T>;
   /** The NOTIFY channel of this schema. */
   channel: string;
   /** Maps a driver error to a coded error (see `toStoreError`). */
@@ -152,12 +154,13 @@ export class PostgresLeases {
     let heldUntil: number | null = null;
     try {
       while (line.queue.length > 0 && !this.#closed) {
-        const sql = await this.#host.sql();
         const head = line.queue[0];
         line.dirty = false;
         let attempt: Attempt | null = null;
         if (head.ticket === undefined || !justFailed) {
-          [attempt] = await this.#attempt(sql, sessionId, head.ticket ?? null, head.ttlMs);
+          [attempt] = await this.#host.run(`acquireLease(${sessionId})`, (sql) =>
+            this.#attempt(sql, sessionId, head.ticket ?? null, head.ttlMs),
+          );
           if (attempt.ticket != null) head.ticket = attempt.ticket;
         }
         if (attempt?.fence != null) {
@@ -170,12 +173,12 @@ export class PostgresLeases {
         if (attempt)
           heldUntil = attempt.held_until == null ? null : attempt.held_until - attempt.now + Date.now();
         if (head.done && head.ticket !== undefined) this.#dropTickets(sessionId, [head.ticket]);
-        await this.#ticketFollowers(sql, sessionId, line);
+        await this.#host.run(`acquireLease(${sessionId})`, (sql) => this.#ticketFollowers(sql, sessionId, line));
         if (head.done) {
           justFailed = false;
           continue;
         }
-        this.#listen(sql);
+        this.#listen();
         // A held lease is worth a try the moment it lapses; a free one we lost to an earlier ticket
         // comes to us by notification, or by the poll when that ticket's owner is gone.
         const untilLapse =
@@ -256,29 +259,50 @@ export class PostgresLeases {
     this.#settle(sessionId, line, waiter, null);
     this.#held.set(fence, sessionId);
     let released = false;
-    waiter.resolve({
+    const lease: Lease = {
       sessionId,
       fence,
       expiresAt,
+      renew: async (ttlMs) => {
+        if (released) return false;
+        const until = await this.#renew(sessionId, fence, ttlMs);
+        if (until === null) return false;
+        lease.expiresAt = until;
+        return true;
+      },
       release: async () => {
         if (released) return;
         await this.#release(sessionId, fence);
         released = true;
       },
-    });
+    };
+    waiter.resolve(lease);
+  }
+
+  /**
+   * Extends the lease while `fence` is still the session's newest grant: a lapsed lease nobody took
+   * since is taken back, a released one (expires_at 0) is not. @returns the new lapse time, or null.
+   */
+  async #renew(sessionId: string, fence: number, ttlMs: number): Promise<number | null> {
+    const [row] = await this.#host.run(
+      `renew lease of ${sessionId}`,
+      (sql) => sql<{ expires_at: number; now: number }[]>`
+        UPDATE leases SET expires_at = threadkeep_now_ms() + ${Math.max(1, Math.floor(ttlMs))}
+        WHERE session_id = ${sessionId} AND fence = ${fence} AND expires_at > 0
+        RETURNING expires_at, threadkeep_now_ms() AS now`,
+    );
+    return row ? row.expires_at - row.now + Date.now() : null;
   }
 
   async #release(sessionId: string, fence: number): Promise<void> {
-    try {
-      const sql = await this.#host.sql();
-      await sql`
+    await this.#host.run(
+      `release lease of ${sessionId}`,
+      (sql) => sql`
         WITH r AS (
           UPDATE leases SET expires_at = 0 WHERE session_id = ${sessionId} AND fence = ${fence} RETURNING session_id
         )
-        SELECT pg_notify(${this.#host.channel}, session_id), set_config('synchronous_commit', 'off', true) FROM r`;
-    } catch (error) {
-      throw this.#host.fail(error, `release lease of ${sessionId}`);
-    }
+        SELECT pg_notify(${this.#host.channel}, session_id), set_config('synchronous_commit', 'off', true) FROM r`,
+    );
     this.#held.delete(fence);
     this.#signal(sessionId);
   }
@@ -297,8 +321,8 @@ export class PostgresLeases {
   /** Deletes tickets of waiters that left, and tells the other processes the line moved. */
   #dropTickets(sessionId: string, tickets: number[]): void {
     void this.#host
-      .sql()
-      .then(
+      .run(
+        `drop tickets of ${sessionId}`,
         (sql) => sql`
           WITH d AS (DELETE FROM lease_queue WHERE ticket = ANY(${tickets}::bigint[]))
           SELECT pg_notify(${this.#host.channel}, ${sessionId}), set_config('synchronous_commit', 'off', true)`,
@@ -328,10 +352,11 @@ export class PostgresLeases {
   }
 
   /** Starts listening for releases by other processes; polling covers the time until it works. */
-  #listen(sql: PgSql): void {
+  #listen(): void {
     if (this.#listening || this.#closed) return;
-    this.#listening = sql
-      .listen(this.#host.channel, (sessionId) => this.#signal(sessionId))
+    this.#listening = this.#host
+      .sql()
+      .then((sql) => sql.listen(this.#host.channel, (sessionId) => this.#signal(sessionId)))
       .catch(() => {
         this.#listening = null;
       });

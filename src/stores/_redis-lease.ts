@@ -8,6 +8,8 @@ export interface LeaseBackend {
   /** Joins or stays in line; `granted` with the fence, or the position in line. */
   poll(sessionId: string, token: string, ttlMs: number): Promise<{ granted: boolean; value: number }>;
   leave(sessionId: string, token: string): Promise<void>;
+  /** Extends the lease `token` holds (or takes it back if it lapsed untaken); false when another has it. */
+  renew(sessionId: string, token: string, ttlMs: number, fence: number): Promise<boolean>;
   /** Releases if `token` holds the lease; resolves to the token of the waiter now first in line. */
   release(sessionId: string, token: string): Promise<string | null>;
   /** Starts delivering the session's wake messages (a waiter's token) to `onWake`; best effort. */
@@ -130,6 +132,13 @@ export class RedisLeases {
       sessionId,
       fence,
       expiresAt,
+      renew: async (ttlMs) => {
+        if (released) return false;
+        const sentAt = Date.now();
+        const held = await this.#backend.renew(sessionId, token, Math.max(1, Math.floor(ttlMs)), fence);
+        if (held) lease.expiresAt = sentAt + ttlMs;
+        return held;
+      },
       release: () => {
         released ??= this.#backend.release(sessionId, token).then(
           (next) => {

@@ -325,13 +325,37 @@ housekeeping(ARGV[4])
 return {0, redis.call('ZRANK', QUEUE, token)}`,
 );
 
-/** ARGV: token. Leaves the line (a waiter that gave up). */
+/**
+ * ARGV: token. Leaves the line (a waiter that gave up or whose poll failed), and gives back the lease
+ * if that poll granted it after all (its reply was lost), so it need not lapse.
+ */
 export const LEASE_LEAVE = script(
   "lease-leave",
   `${LEASE}
 redis.call('ZREM', QUEUE, ARGV[1])
 redis.call('ZREM', ALIVE, ARGV[1])
+if redis.call('GET', LEASE) == ARGV[1] then redis.call('DEL', LEASE) end
 return 1`,
+);
+
+/**
+ * ARGV: token, lease ttl, fence. The heartbeat of a holder: extends the lease while this token holds
+ * it, or takes a lapsed lease back when no other waiter was granted it since (the fence is unchanged).
+ * Returns 1 when held, 0 when another holder has it.
+ */
+export const LEASE_RENEW = script(
+  "lease-renew",
+  `${LEASE}
+local holder = redis.call('GET', LEASE)
+if holder == ARGV[1] then
+  redis.call('PEXPIRE', LEASE, ARGV[2])
+  return 1
+end
+if not holder and redis.call('GET', FENCE) == ARGV[3] then
+  redis.call('SET', LEASE, ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+return 0`,
 );
 
 /**

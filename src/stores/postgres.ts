@@ -190,6 +190,7 @@ export function createPostgresStore(options: PostgresStoreOptions): SessionStore
 
   const leases = new PostgresLeases({
     sql: connected,
+    run,
     channel,
     fail: toStoreError,
     patienceMs: queryTimeoutMs,

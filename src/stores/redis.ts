@@ -169,6 +169,9 @@ export function createRedisStore(options: RedisStoreOptions): SessionStore {
     async leave(id, token) {
       await db.eval(S.LEASE_LEAVE, leaseKeys(id), [token]);
     },
+    async renew(id, token, leaseTtlMs, fence) {
+      return (await db.eval<number>(S.LEASE_RENEW, leaseKeys(id), [token, String(leaseTtlMs), String(fence)])) === 1;
+    },
     async release(id, token) {
       const [, next] = await db.eval<[number, string?]>(
         S.LEASE_RELEASE,

@@ -502,6 +502,38 @@ export function runStoreConformance(name: string, openStore: OpenStore, options:
         await fresh.release();
       });
 
+      it("renews a lease past its first lifetime, so a long turn keeps its session", async () => {
+        const session = await newSession();
+        const lease = await store.acquireLease(session.id, { ttlMs: 500 });
+        await sleep(300);
+        expect(await lease.renew(1_500)).toBe(true);
+        expect(lease.expiresAt).toBeGreaterThan(Date.now() + 1_000);
+        await sleep(400);
+        await expectCode(store.acquireLease(session.id, { waitMs: 50 }), "session_busy");
+        await store.appendMessages(session.id, [text("still mine")], { fence: lease.fence });
+        await lease.release();
+        const next = await store.acquireLease(session.id, { waitMs: 1000 });
+        expect(next.fence).toBeGreaterThan(lease.fence);
+        await next.release();
+      });
+
+      it("takes a lapsed lease back on renew only while nobody else was granted it", async () => {
+        const session = await newSession();
+        const lapsed = await store.acquireLease(session.id, { ttlMs: 100 });
+        await sleep(250);
+        expect(await lapsed.renew(10_000)).toBe(true);
+        await expectCode(store.acquireLease(session.id, { waitMs: 50 }), "session_busy");
+        await lapsed.release();
+        const stale = await store.acquireLease(session.id, { ttlMs: 100 });
+        const fresh = await store.acquireLease(session.id, { waitMs: 5_000, ttlMs: 10_000 });
+        expect(await stale.renew(10_000)).toBe(false);
+        await expectCode(store.appendMessages(session.id, [text("late")], { fence: stale.fence }), "lease_expired");
+        await fresh.release();
+        expect(await fresh.renew(10_000)).toBe(false);
+        const after = await store.acquireLease(session.id, { waitMs: 1000 });
+        await after.release();
+      });
+
       it("serialises whole turns so each turn's messages stay adjacent", async () => {
         const session = await newSession();
         await Promise.all(

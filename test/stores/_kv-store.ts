@@ -254,14 +254,27 @@ export function createKeyValueStore(db: KeyValue): SessionStore {
         });
         if (granted === null) throw new ThreadkeepError("session_busy", `Waited ${waitMs} ms for session ${id}`);
         if (granted) {
+          let released = false;
           const release = () =>
             exclusive(async () => {
+              released = true;
               const lease = await leaseOf(id);
               if (lease.holder?.fence !== ticket) return;
               lease.holder = null;
               await db.set(`lease:${id}`, JSON.stringify(lease));
             });
-          return { sessionId: id, fence: ticket, expiresAt: granted.expiresAt, release };
+          // The heartbeat: extends the lease, or takes it back if it lapsed and nobody was granted it since.
+          const renew = (renewMs: number) =>
+            exclusive(async () => {
+              const lease = await leaseOf(id);
+              if (released || lease.fence !== ticket) return false;
+              lease.holder = { fence: ticket, expiresAt: Date.now() + renewMs };
+              await db.set(`lease:${id}`, JSON.stringify(lease));
+              held.expiresAt = lease.holder.expiresAt;
+              return true;
+            });
+          const held: Lease = { sessionId: id, fence: ticket, expiresAt: granted.expiresAt, renew, release };
+          return held;
         }
         await sleep(5);
       }

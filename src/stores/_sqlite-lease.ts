@@ -56,6 +56,10 @@ function prepare(db: Database.Database) {
        ON CONFLICT (session_id) DO UPDATE SET fence = excluded.fence, expires_at = excluded.expires_at`,
     ),
     release: db.prepare<[string, number], unknown>("UPDATE turn_leases SET expires_at = 0 WHERE session_id = ? AND fence = ?"),
+    // A lapsed lease nobody took since (same fence) is taken back; a released one (expires_at 0) is not.
+    renew: db.prepare<[number, string, number], unknown>(
+      "UPDATE turn_leases SET expires_at = ? WHERE session_id = ? AND fence = ? AND expires_at > 0",
+    ),
     forget: db.prepare<[string, number], unknown>("DELETE FROM turn_leases WHERE session_id = ? AND expires_at <= ?"),
   };
 }
@@ -165,10 +169,18 @@ export class SqliteFileLeases implements TurnLeases {
 
   #lease(sessionId: string, fence: number, ttlMs: number): Lease {
     let released = false;
-    return {
+    const lease: Lease = {
       sessionId,
       fence,
       expiresAt: Date.now() + ttlMs,
+      renew: async (renewMs) => {
+        if (released) return false;
+        const until = Date.now() + renewMs;
+        const { changes } = this.#on((p) => p.st.renew.run(until, sessionId, fence)) as { changes: number };
+        if (changes === 0) return false;
+        lease.expiresAt = until;
+        return true;
+      },
       release: async () => {
         if (released) return;
         released = true;
@@ -177,6 +189,7 @@ export class SqliteFileLeases implements TurnLeases {
         if (line) this.#schedule(sessionId, line, 0);
       },
     };
+    return lease;
   }
 
   #schedule(sessionId: string, line: Line, delayMs: number): void {

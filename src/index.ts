@@ -3,7 +3,7 @@
  * This entry imports no optional client: stores that need `postgres` or `redis` load them on use.
  */
 export { createMemory, Memory, SessionHandle } from "./core/memory.js";
-export type { BuildContextOptions, MemoryOptions, MemorySettings, OwnerOptions } from "./core/memory.js";
+export type { AddMessagesOptions, BuildContextOptions, MemoryOptions, MemorySettings, OwnerOptions, ReplaceAfterOptions } from "./core/memory.js";
 export * from "./core/types.js";
 export * from "./core/errors.js";
 export { isValidSessionId, MAX_SESSION_ID_LENGTH, newSessionId, parseSessionId, scopedSessionId } from "./core/ids.js";
@@ -49,3 +49,12 @@ export { migrateStores } from "./cli/migrate.js";
 export type { MigrateOptions, MigrateReport } from "./cli/migrate.js";
 export { bundleLines, EXPORT_FORMAT_VERSION, readExport } from "./cli/_jsonl-format.js";
 export type { ExportItem, FormatProblem, SessionBundle } from "./cli/_jsonl-format.js";
+export {
+  applyBranchSwitch,
+  applyHistoryWrite,
+  branchFromRecord,
+  checkHistoryOptions,
+  planBranchSwitch,
+  planHistoryWrite,
+} from "./stores/_history.js";
+export type { BranchSwitchPlan, HistoryData, HistoryWritePlan, OperationRecord } from "./stores/_history.js";

@@ -15,6 +15,8 @@ export type ErrorCode =
   | "invalid_request"
   | "invalid_store_url"
   | "state_conflict"
+  | "history_conflict"
+  | "operation_conflict"
   | "lease_expired"
   | "session_busy"
   | "not_supported"
@@ -39,6 +41,8 @@ export const ERROR_STATUS: Readonly<Record<ErrorCode, number>> = {
   invalid_request: 400,
   invalid_store_url: 400,
   state_conflict: 409,
+  history_conflict: 409,
+  operation_conflict: 409,
   lease_expired: 409,
   session_busy: 429,
   not_supported: 501,

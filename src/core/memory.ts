@@ -27,6 +27,8 @@ import { bestSearchMode, type RankedHit, runSearch, type SearchMode, type Vector
 import { DEFAULTS } from "./policies.js";
 import { keepLease } from "./lease-keeper.js";
 import type {
+  Branch,
+  BranchInput,
   ChatMessage,
   Lease,
   ListOptions,
@@ -40,6 +42,24 @@ import type {
   SessionStore,
   Summary,
 } from "./types.js";
+
+/** Options of {@link Memory.addMessages}. */
+export interface AddMessagesOptions extends OwnerOptions {
+  /** The fence of the turn lease the caller holds. */
+  fence?: number;
+  /** The session record, when the caller resolved it already this turn. */
+  session?: Session;
+  /** Makes the write idempotent: the same id applied again stores nothing more (see `AppendOptions.operationId`). */
+  operationId?: string;
+}
+
+/** Options of {@link Memory.replaceAfter}. */
+export interface ReplaceAfterOptions extends AddMessagesOptions {
+  /** Apply only if the session's last seq is this one; otherwise `history_conflict`. */
+  expectedLastSeq?: number;
+  /** Keep the replaced messages as a branch (`regenerate`, `edit`, `fork`) instead of dropping them. */
+  branch?: BranchInput;
+}
 
 export { SessionHandle } from "./session-handle.js";
 
@@ -261,19 +281,72 @@ export class Memory {
    * older messages are summarised first and the cap drops only what a summary covers; a failed
    * summary is logged and loses nothing.
    */
-  async addMessages(
-    sessionId: string,
-    messages: MessageInput[],
-    options: OwnerOptions & { fence?: number; session?: Session } = {},
-  ): Promise<Message[]> {
+  async addMessages(sessionId: string, messages: MessageInput[], options: AddMessagesOptions = {}): Promise<Message[]> {
+    return this.#write(sessionId, undefined, messages, options);
+  }
+
+  /**
+   * Replaces everything after `seq` with `messages` in one atomic step (all or nothing), creating the
+   * session if needed; with `branch`, the replaced messages are kept as a branch. The message cap and
+   * summaries apply as in {@link addMessages}. @throws `history_conflict` (see `SessionStore.replaceAfter`).
+   */
+  async replaceAfter(sessionId: string, seq: number, messages: MessageInput[], options: ReplaceAfterOptions = {}): Promise<Message[]> {
+    return this.#write(sessionId, seq, messages, options);
+  }
+
+  async #write(sessionId: string, seq: number | undefined, messages: MessageInput[], options: ReplaceAfterOptions): Promise<Message[]> {
     const valid = validateMessages(messages);
     const session = await this.#resolve(sessionId, this.#owner(options), true, undefined, options.session);
     const store = await this.#store;
-    if (!this.#compactor.summarizer) return store.appendMessages(session.id, valid, { maxMessages: this.settings.maxMessages, fence: options.fence });
-    const added = await store.appendMessages(session.id, valid, { fence: options.fence });
+    const { fence, operationId, expectedLastSeq, branch } = options;
+    const summarizing = Boolean(this.#compactor.summarizer);
+    const write = { fence, operationId, expectedLastSeq, branch, ...(summarizing ? {} : { maxMessages: this.settings.maxMessages }) };
+    const added = seq === undefined ? await store.appendMessages(session.id, valid, write) : await store.replaceAfter(session.id, seq, valid, write);
+    if (!summarizing) return added;
     const compaction = this.#compactor.run(store, session.id);
     if (!this.settings.compaction.background) await compaction;
     return added;
+  }
+
+  /** Removes and returns the last message (null when there is none): the OpenAI Agents SDK's `popItem`. */
+  async pop(sessionId: string, options: OwnerOptions = {}): Promise<Message | null> {
+    const session = await this.#resolve(sessionId, this.#owner(options), false);
+    return (await this.#store).popMessage(session.id);
+  }
+
+  /** The session's branches by id: superseded messages kept by regenerate, edit and fork. */
+  async listBranches(sessionId: string, options: OwnerOptions = {}): Promise<Branch[]> {
+    const session = await this.#resolve(sessionId, this.#owner(options), false);
+    return (await this.#store).listBranches(session.id);
+  }
+
+  /** One branch. @throws `not_found`. */
+  async getBranch(sessionId: string, branchId: number, options: OwnerOptions = {}): Promise<Branch> {
+    const found = (await this.listBranches(sessionId, options)).find((b) => b.id === branchId);
+    if (!found) throw new ThreadkeepError("not_found", `No branch ${branchId} in session ${sessionId}`);
+    return found;
+  }
+
+  /**
+   * Makes a branch the main line again (ChatGPT's "< 2/2 >"): its messages follow its `atSeq`, and the
+   * branch now holds what they replace, so switching again switches back. @returns the branch after the swap.
+   */
+  async switchBranch(sessionId: string, branchId: number, options: OwnerOptions & { fence?: number } = {}): Promise<Branch> {
+    const session = await this.#resolve(sessionId, this.#owner(options), false);
+    return (await this.#store).switchBranch(session.id, branchId, { fence: options.fence });
+  }
+
+  /**
+   * Continues the main line from `seq`: what followed it is kept as a branch (`reason`, default `fork`)
+   * and the next message gets seq `seq + 1`. @returns the new branch, or null when nothing followed `seq`.
+   */
+  async branchAt(sessionId: string, seq: number, options: OwnerOptions & { reason?: BranchInput["reason"]; metadata?: Record<string, unknown>; fence?: number } = {}): Promise<Branch | null> {
+    const session = await this.#resolve(sessionId, this.#owner(options), false);
+    const store = await this.#store;
+    const before = (await store.listBranches(session.id)).at(-1)?.id ?? 0;
+    await store.replaceAfter(session.id, seq, [], { fence: options.fence, branch: { reason: options.reason ?? "fork", metadata: options.metadata } });
+    const after = (await store.listBranches(session.id)).at(-1);
+    return after && after.id > before ? after : null;
   }
 
   /** Summarises and caps a session now (what `addMessages` does after appending, with a summarizer). */

@@ -1,5 +1,5 @@
 import type { AssembledContext, ContextPreferences } from "./context/types.js";
-import type { BuildContextOptions, Memory, OwnerOptions } from "./memory.js";
+import type { AddMessagesOptions, BuildContextOptions, Memory, OwnerOptions, ReplaceAfterOptions } from "./memory.js";
 import type {
   ConversationState,
   EntityRef,
@@ -7,7 +7,7 @@ import type {
   PendingInput,
 } from "./state/conversation.js";
 import type { Resolution } from "./state/references.js";
-import type { Message, MessageInput, MessageQuery, SearchHit, Session, SessionState } from "./types.js";
+import type { Branch, BranchReason, Message, MessageInput, MessageQuery, SearchHit, Session, SessionState } from "./types.js";
 
 /** A session of one owner, bound for convenience: every method forwards to {@link Memory}. */
 export class SessionHandle {
@@ -32,8 +32,26 @@ export class SessionHandle {
   addMessage(message: MessageInput): Promise<Message> {
     return this.#memory.addMessages(this.id, [message], this.#owner()).then(([stored]) => stored);
   }
-  addMessages(messages: MessageInput[]): Promise<Message[]> {
-    return this.#memory.addMessages(this.id, messages, this.#owner());
+  addMessages(messages: MessageInput[], options: Omit<AddMessagesOptions, "userId" | "session"> = {}): Promise<Message[]> {
+    return this.#memory.addMessages(this.id, messages, { ...options, ...this.#owner() });
+  }
+  replaceAfter(seq: number, messages: MessageInput[], options: Omit<ReplaceAfterOptions, "userId" | "session"> = {}): Promise<Message[]> {
+    return this.#memory.replaceAfter(this.id, seq, messages, { ...options, ...this.#owner() });
+  }
+  pop(): Promise<Message | null> {
+    return this.#memory.pop(this.id, this.#owner());
+  }
+  listBranches(): Promise<Branch[]> {
+    return this.#memory.listBranches(this.id, this.#owner());
+  }
+  getBranch(branchId: number): Promise<Branch> {
+    return this.#memory.getBranch(this.id, branchId, this.#owner());
+  }
+  switchBranch(branchId: number): Promise<Branch> {
+    return this.#memory.switchBranch(this.id, branchId, this.#owner());
+  }
+  branchAt(seq: number, options: { reason?: BranchReason; metadata?: Record<string, unknown> } = {}): Promise<Branch | null> {
+    return this.#memory.branchAt(this.id, seq, { ...options, ...this.#owner() });
   }
   getMessages(query: MessageQuery = {}): Promise<Message[]> {
     return this.#memory.getMessages(this.id, { ...query, ...this.#owner() });

@@ -135,6 +135,67 @@ export interface AppendOptions {
   maxMessages?: number;
   /** The fence of the turn lease the caller holds; a stale fence makes the append fail with `lease_expired`. */
   fence?: number;
+  /**
+   * Makes the write idempotent: a write whose operation id this session already applied changes
+   * nothing and returns the messages that operation stored (as they are now). The same id with
+   * different content fails with `operation_conflict`. The newest {@link OPERATION_HISTORY} ids of a
+   * session are remembered.
+   */
+  operationId?: string;
+}
+
+/** How many applied operation ids a session remembers for idempotent writes. */
+export const OPERATION_HISTORY = 100;
+
+/** Why a branch split from the line it hangs on. */
+export type BranchReason = "regenerate" | "edit" | "fork";
+
+/** The branch reasons, in a form usable at run time. */
+export const BRANCH_REASONS: readonly BranchReason[] = ["regenerate", "edit", "fork"];
+
+/**
+ * Messages that once followed `atSeq` and were superseded (a regenerate, an edit, a fork): kept, never
+ * deleted by the change that superseded them. Switching to a branch swaps it with what follows `atSeq`.
+ */
+export interface Branch {
+  /** Assigned by the store, increasing per session from 1. */
+  id: number;
+  /** The seq after which the branch split: its first message had seq `atSeq + 1`. */
+  atSeq: number;
+  /**
+   * Null when the branch splits from the main line; otherwise the branch whose messages it splits
+   * from (it was superseded together with them, and comes back with them on a switch).
+   */
+  parentId: number | null;
+  reason: BranchReason;
+  /** When the branch was made, in milliseconds since the epoch. */
+  createdAt: number;
+  metadata?: Record<string, unknown>;
+  /** The superseded messages, oldest first, with the seqs and times they had. */
+  messages: Message[];
+}
+
+/** A branch to keep, as {@link ReplaceOptions.branch}. */
+export interface BranchInput {
+  reason: BranchReason;
+  metadata?: Record<string, unknown>;
+}
+
+/** A whole branch record to store as it is (imports and migration). */
+export type BranchRecord = Omit<Branch, "id"> & { id?: number };
+
+/** Options of {@link SessionStore.replaceAfter}. */
+export interface ReplaceOptions extends AppendOptions {
+  /**
+   * Apply only if the session's last seq is this one (what the caller read): otherwise fail with
+   * `history_conflict` and change nothing.
+   */
+  expectedLastSeq?: number;
+  /**
+   * Keep the removed messages as a branch split at `seq` (none is made when nothing is removed).
+   * Branches of the main line split after `seq` move with them (their `parentId` becomes the new branch).
+   */
+  branch?: BranchInput;
 }
 
 /** A page of sessions. */
@@ -258,6 +319,28 @@ export interface SessionStore {
   popMessage(sessionId: string): Promise<Message | null>;
   /** Removes every message with `seq > seq`. @returns how many were removed. */
   truncateAfter(sessionId: string, seq: number): Promise<number>;
+  /**
+   * Removes every message with `seq > seq` and appends `messages` after it, in one atomic step: all or
+   * nothing, even under concurrent appends (the new messages get seqs from `seq + 1`). Touches the
+   * session; applies `maxMessages`, `fence`, `operationId`, `expectedLastSeq` and `branch` in the same step.
+   * @throws `history_conflict` when `seq` is not between the seq before the first stored message and
+   * the last one, or the last seq is not `expectedLastSeq`.
+   */
+  replaceAfter(sessionId: string, seq: number, messages: MessageInput[], options?: ReplaceOptions): Promise<Message[]>;
+
+  /** The session's branches by id (empty for a missing session). */
+  listBranches(sessionId: string): Promise<Branch[]>;
+  /**
+   * Swaps a branch of the main line with what follows its `atSeq`, atomically: its messages become the
+   * main line's tail again (with their seqs and times), and the branch keeps the tail they replace (its
+   * id, reason and creation time stay, so switching again switches back). Branches hanging on either
+   * side move with their messages.
+   * @throws `not_found` for an unknown branch; `history_conflict` when the branch does not split from
+   * the main line or its `atSeq` is no longer on it (removed by undo, the cap or a truncation).
+   */
+  switchBranch(sessionId: string, branchId: number, options?: { fence?: number }): Promise<Branch>;
+  /** Stores a whole branch record (imports, migration); a given `id` is kept. */
+  saveBranch(sessionId: string, branch: BranchRecord): Promise<Branch>;
 
   saveSummary(sessionId: string, summary: SummaryInput): Promise<Summary>;
   /** Summaries ordered by `fromSeq` (empty for a missing session). */

@@ -4,7 +4,8 @@
  */
 import { ThreadkeepError } from "../core/errors.js";
 import { validateMessage } from "../core/messages.js";
-import type { Message, Session, SessionState, Summary } from "../core/types.js";
+import type { Branch, Message, Session, SessionState, Summary } from "../core/types.js";
+import { type OperationRecord, rememberOperation, reparent, upsertBranch } from "./_history.js";
 
 /** The format version written in every session header. */
 export const FILE_FORMAT_VERSION = 1;
@@ -31,6 +32,9 @@ export type SessionRecord = { more?: number } & (
   | { type: "trim"; beforeSeq: number }
   | { type: "touch"; at: number }
   | { type: "meta"; metadata: Record<string, unknown> }
+  | ({ type: "op" } & OperationRecord)
+  | { type: "branch"; branch: Branch }
+  | { type: "reparent"; ids: number[]; parentId: number | null }
 );
 
 /** A session as replayed from its file. */
@@ -40,6 +44,8 @@ export interface SessionData {
   summaries: Summary[];
   nextSummaryId: number;
   state: SessionState;
+  branches: Branch[];
+  operations: OperationRecord[];
 }
 
 /** A line that could not be used, with enough to put it back by hand. */
@@ -103,6 +109,8 @@ export function compactRecords(data: SessionData): SessionRecord[] {
   for (const summary of data.summaries) records.push({ type: "summary", ...summary });
   if (data.state.version > 0) records.push({ type: "state", ...data.state });
   for (const message of data.messages) records.push({ type: "message", message });
+  for (const branch of data.branches) records.push({ type: "branch", branch });
+  for (const op of data.operations) records.push({ type: "op", ...op });
   // A message line moves the last activity to its own time; a later touch must survive that.
   const last = data.messages.at(-1);
   if (last && last.createdAt !== data.session.lastActivityAt) {
@@ -113,12 +121,13 @@ export function compactRecords(data: SessionData): SessionRecord[] {
 
 /** Lines that replay to live state: what compaction keeps; the rest of a file is dead. */
 export function liveRecordCount(data: SessionData): number {
-  return 1 + data.summaries.length + (data.state.version > 0 ? 1 : 0) + data.messages.length;
+  const history = data.branches.length + data.operations.length;
+  return 1 + data.summaries.length + (data.state.version > 0 ? 1 : 0) + data.messages.length + history;
 }
 
 /** An empty session around a header. */
 export function emptyData(session: Session): SessionData {
-  return { session, messages: [], summaries: [], nextSummaryId: 1, state: { version: 0, data: {} } };
+  return { session, messages: [], summaries: [], nextSummaryId: 1, state: { version: 0, data: {} }, branches: [], operations: [] };
 }
 
 /**
@@ -167,6 +176,22 @@ export function recordProblem(record: SessionRecord): string | null {
       return isNumber(record.at) ? null : "touch needs a numeric time";
     case "meta":
       return isObject(record.metadata) ? null : "metadata must be an object";
+    case "op": {
+      const { id, digest, fromSeq, toSeq, at } = record;
+      const ok = typeof id === "string" && typeof digest === "string" && isInt(fromSeq) && isInt(toSeq);
+      return ok && isNumber(at) ? null : "op needs id, digest, fromSeq, toSeq and at";
+    }
+    case "branch": {
+      const b = record.branch;
+      const ok = isObject(b) && isInt(b.id) && isInt(b.atSeq) && (b.parentId === null || isInt(b.parentId));
+      return ok && typeof b.reason === "string" && isNumber(b.createdAt) && Array.isArray(b.messages)
+        ? null
+        : "branch needs id, atSeq, parentId, reason, createdAt and messages";
+    }
+    case "reparent":
+      return Array.isArray(record.ids) && record.ids.every(isInt) && (record.parentId === null || isInt(record.parentId))
+        ? null
+        : "reparent needs ids and a parentId";
     default:
       return `unknown record type ${JSON.stringify((record as { type: unknown }).type)}`;
   }
@@ -214,6 +239,17 @@ export function applyRecord(data: SessionData, record: SessionRecord): string | 
       return null;
     case "meta":
       data.session.metadata = record.metadata;
+      return null;
+    case "op": {
+      const { type: _type, more: _more, ...op } = record;
+      rememberOperation(data.operations, op);
+      return null;
+    }
+    case "branch":
+      upsertBranch(data.branches, record.branch);
+      return null;
+    case "reparent":
+      reparent(data.branches, record.ids, record.parentId);
       return null;
   }
 }

@@ -6,6 +6,7 @@
 import type postgres from "postgres";
 import { ThreadkeepError } from "../core/errors.js";
 import type { Message, MessageInput, Session, Summary } from "../core/types.js";
+import { migrateHistory } from "./_postgres-history.js";
 
 /** A connected `postgres` client whose `bigint` columns parse to numbers (see `createPostgresStore`). */
 export type PgSql = postgres.Sql<Record<string, unknown>>;
@@ -159,6 +160,7 @@ const MIGRATIONS: Migration[] = [
       await tx`CREATE TABLE threadkeep_settings (key text PRIMARY KEY, value text NOT NULL)`;
     },
   },
+  { version: 4, up: (tx) => migrateHistory(tx) },
 ];
 
 /** The newest schema version this code knows. */

@@ -15,20 +15,23 @@ export interface RedisScript {
   readonly sha: string;
 }
 
-function script(name: string, lua: string): RedisScript {
+/** A script of `lua`, with its SHA1. */
+export function script(name: string, lua: string): RedisScript {
   return { name, lua, sha: createHash("sha1").update(lua).digest("hex") };
 }
 
 /**
- * Session data scripts take KEYS = meta, msgs, sums, state, fence. Expiry: all four data keys of a
- * session share one absolute expiry (`lastActivityAt + ttl`); keys created later inherit the meta's.
+ * Session data scripts take KEYS = meta, msgs, sums, state, fence, ops, opsq, branches. Expiry: the data
+ * keys of a session (all but the fence) share one absolute expiry (`lastActivityAt + ttl`); keys
+ * created later inherit the meta's.
  */
-const SESSION = `
+export const SESSION = `
 local META, MSGS, SUMS, STATE, FENCE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local OPS, OPSQ, BRANCHES = KEYS[6], KEYS[7], KEYS[8]
 local function expireAt(at, ttl)
   if ttl > 0 then
     local t = math.floor(at + ttl)
-    for i = 1, 4 do redis.call('PEXPIREAT', KEYS[i], t) end
+    for _, i in ipairs({1, 2, 3, 4, 6, 7, 8}) do redis.call('PEXPIREAT', KEYS[i], t) end
   end
 end
 local function inheritExpiry(key)
@@ -42,51 +45,11 @@ export const CREATE = script(
   "create",
   `${SESSION}
 if redis.call('EXISTS', META) == 1 then return 0 end
-redis.call('DEL', MSGS, SUMS, STATE)
+redis.call('DEL', MSGS, SUMS, STATE, OPS, OPSQ, BRANCHES)
 redis.call('HSET', META, 'userId', ARGV[1], 'createdAt', ARGV[2], 'lastActivityAt', ARGV[3],
-  'metadata', ARGV[4], 'first', '1', 'sumSeq', '0')
+  'metadata', ARGV[4], 'first', '1', 'sumSeq', '0', 'branchSeq', '0')
 expireAt(tonumber(ARGV[3]), tonumber(ARGV[5]))
 return 1`,
-);
-
-/**
- * ARGV: now, ttl, fence ('' for none), maxMessages (0 for none), then one JSON object per message.
- * The seq goes in front of each object here, where it is assigned. Activity never moves backwards on
- * append, so concurrent writers with slightly different clocks leave the newest time behind.
- * Returns {firstSeq, lastActivityAt, userId}, {-1} for a missing session, {-2} for a stale fence.
- */
-export const APPEND = script(
-  "append",
-  `${SESSION}
-if redis.call('EXISTS', META) == 0 then return {-1} end
-if ARGV[3] ~= '' then
-  local current = tonumber(redis.call('GET', FENCE) or '0')
-  if current > tonumber(ARGV[3]) then return {-2} end
-end
-local n = redis.call('LLEN', MSGS)
-local first = 1
-if n > 0 then first = tonumber(redis.call('HGET', META, 'first') or '1') else redis.call('HSET', META, 'first', '1') end
-local seq0 = first + n
-local batch = {}
-for i = 5, #ARGV do
-  batch[#batch + 1] = '{"seq":' .. string.format('%d', seq0 + i - 5) .. ',' .. string.sub(ARGV[i], 2)
-  if #batch == 1000 then
-    redis.call('RPUSH', MSGS, unpack(batch))
-    batch = {}
-  end
-end
-if #batch > 0 then redis.call('RPUSH', MSGS, unpack(batch)) end
-local total = n + #ARGV - 4
-local max = tonumber(ARGV[4])
-if max > 0 and total > max then
-  redis.call('LTRIM', MSGS, total - max, -1)
-  redis.call('HSET', META, 'first', first + total - max)
-end
-local at = math.max(tonumber(redis.call('HGET', META, 'lastActivityAt')), tonumber(ARGV[1]))
-redis.call('HSET', META, 'lastActivityAt', at)
-local result = {seq0, redis.call('HGET', META, 'lastActivityAt'), redis.call('HGET', META, 'userId')}
-expireAt(at, tonumber(ARGV[2]))
-return result`,
 );
 
 /** ARGV: lowest seq, highest seq, last, limit ('' for unset). Returns the stored message strings. */
@@ -202,7 +165,7 @@ export const DELETE = script(
   `${SESSION}
 local user = redis.call('HGET', META, 'userId')
 if not user then return false end
-redis.call('DEL', META, MSGS, SUMS, STATE)
+redis.call('DEL', META, MSGS, SUMS, STATE, OPS, OPSQ, BRANCHES)
 return user`,
 );
 
@@ -217,7 +180,7 @@ export const EXPIRE_ONE = script(
 local v = redis.call('HMGET', META, 'userId', 'lastActivityAt')
 if not v[1] then return {0} end
 if tonumber(v[2]) >= tonumber(ARGV[1]) then return {2, v[1], v[2]} end
-redis.call('DEL', META, MSGS, SUMS, STATE)
+redis.call('DEL', META, MSGS, SUMS, STATE, OPS, OPSQ, BRANCHES)
 return {1, v[1]}`,
 );
 

@@ -6,6 +6,7 @@
 import type Database from "better-sqlite3";
 import { SessionNotFoundError } from "../core/errors.js";
 import type { AppendOptions, Message, Session, SessionState, Summary, SummaryInput } from "../core/types.js";
+import { type SqliteHistory, sqliteHistory } from "./_sqlite-history.js";
 import type { TurnLeases } from "./_sqlite-lease.js";
 import { openSqliteDatabase, type SqliteOpenSettings } from "./_sqlite-schema.js";
 import {
@@ -48,6 +49,8 @@ export interface SqliteStoreDb {
     /** Adds the text waiting in `fts_pending` to the full-text index. */
     indexPending(): void;
   };
+  /** Idempotent writes, tail replacement and branches. */
+  history: SqliteHistory;
   /** The stored messages of one session's rows, skipping (and quarantining) corrupt ones. */
   messages(sessionId: string, rows: MessageRow[]): Message[];
   session(row: SessionRow): Session;
@@ -151,7 +154,10 @@ export function openSqliteStoreDb(settings: SqliteOpenSettings, leases: Pick<Tur
     if (!st.sessionExists.get(id)) throw new SessionNotFoundError(id);
   };
 
+  const history = sqliteHistory({ db, st, leases, write, messages, exists });
+
   const purge = (id: string) => {
+    history.purge(id);
     st.deleteMessages.run(id);
     st.deleteSummaries.run(id);
     // Quarantined records go with their session: a deleted conversation must leave nothing behind.
@@ -215,5 +221,5 @@ export function openSqliteStoreDb(settings: SqliteOpenSettings, leases: Pick<Tur
     }),
   };
 
-  return { db, st, tx, messages, session, state, summaries, exists, close: () => db.close() };
+  return { db, st, tx, history, messages, session, state, summaries, exists, close: () => db.close() };
 }

@@ -113,6 +113,29 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   CREATE TABLE turn_fence (id INTEGER PRIMARY KEY CHECK (id = 1), next INTEGER NOT NULL);
   INSERT INTO turn_fence (id, next) VALUES (1, 1);
   `,
+  // v5: branches (superseded messages kept as one JSON array each) and the ids of applied idempotent writes.
+  `
+  CREATE TABLE branches (
+    session_id TEXT NOT NULL,
+    id INTEGER NOT NULL,
+    at_seq INTEGER NOT NULL,
+    parent_id INTEGER,
+    reason TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    metadata TEXT,
+    messages TEXT NOT NULL,
+    PRIMARY KEY (session_id, id)
+  ) WITHOUT ROWID;
+  CREATE TABLE operations (
+    session_id TEXT NOT NULL,
+    id TEXT NOT NULL,
+    digest TEXT NOT NULL,
+    from_seq INTEGER NOT NULL,
+    to_seq INTEGER NOT NULL,
+    at INTEGER NOT NULL,
+    UNIQUE (session_id, id)
+  );
+  `,
 ];
 
 /** The schema version this code writes and understands. */

@@ -20,7 +20,9 @@ import type {
   SessionPage,
   SessionStore,
   SummaryInput,
+  ReplaceOptions,
 } from "../core/types.js";
+import { applyBranchSwitch, branchFromRecord, checkHistoryOptions, planBranchSwitch, planHistoryWrite } from "./_history.js";
 import type { SessionRecord } from "./_jsonl-records.js";
 import { type Entry, keyOf, SessionFiles } from "./_jsonl-sessions.js";
 import { LocalLeases } from "./_lease.js";
@@ -32,7 +34,6 @@ import {
   pageOwnerSessions,
   rankHits,
   sessionFromInput,
-  stampMessages,
   substringHits,
 } from "./_util.js";
 
@@ -100,6 +101,34 @@ export function createFileStore(options: FileStoreOptions): SessionStore {
     leases.forget(key);
   };
 
+  /** An append (`seq` undefined) or a tail replacement, as one grouped write. */
+  const writeHistory = async (id: string, seq: number | undefined, inputs: MessageInput[], writeOptions: ReplaceOptions) => {
+    const valid = validateMessages(inputs);
+    checkHistoryOptions(writeOptions, seq);
+    return change(id, async (key, entry) => {
+      leases.check(key, writeOptions.fence);
+      const now = Date.now();
+      const plan = planHistoryWrite(entry, seq, valid, writeOptions, now);
+      if (plan.replayed) return plan.replayed;
+      const records: SessionRecord[] = [];
+      if (plan.truncateAfter !== undefined && entry.messages.some((m) => m.seq > plan.truncateAfter!)) {
+        records.push({ type: "truncate", afterSeq: plan.truncateAfter });
+      }
+      records.push(...plan.added.map((message): SessionRecord => ({ type: "message", message })));
+      if (plan.trimBeforeSeq !== undefined) records.push({ type: "trim", beforeSeq: plan.trimBeforeSeq });
+      if (plan.branch) {
+        if (plan.moved.length > 0) records.push({ type: "reparent", ids: plan.moved, parentId: plan.branch.id });
+        records.push({ type: "branch", branch: plan.branch });
+      }
+      if (plan.operation) records.push({ type: "op", ...plan.operation });
+      // An empty batch still counts as activity, as in every other store.
+      if (plan.added.length === 0) records.push({ type: "touch", at: now });
+      // What a reload would read: the records as written, not the inputs.
+      const stored = await files.write(key, entry, records);
+      return structuredClone(stored.flatMap((r) => (r.type === "message" ? [r.message] : [])));
+    });
+  };
+
   return {
     name: FILE_STORE_NAME,
     capabilities: { persistent: true, fullTextSearch: false, crossProcessLease: false, nativeExpiry: false },
@@ -157,20 +186,39 @@ export function createFileStore(options: FileStoreOptions): SessionStore {
       });
     },
 
-    async appendMessages(id: string, inputs: MessageInput[], appendOptions: AppendOptions = {}) {
-      const valid = validateMessages(inputs);
+    appendMessages: (id: string, inputs: MessageInput[], appendOptions: AppendOptions = {}) =>
+      writeHistory(id, undefined, inputs, appendOptions),
+
+    replaceAfter: (id: string, seq: number, inputs: MessageInput[], replaceOptions: ReplaceOptions = {}) =>
+      writeHistory(id, seq, inputs, replaceOptions),
+
+    async listBranches(id) {
+      return structuredClone((await read(id))?.branches ?? []);
+    },
+
+    async switchBranch(id, branchId, switchOptions = {}) {
       return change(id, async (key, entry) => {
-        leases.check(key, appendOptions.fence);
-        const now = Date.now();
-        const added = stampMessages(valid, (entry.messages.at(-1)?.seq ?? 0) + 1, now);
-        const records: SessionRecord[] = added.map((message) => ({ type: "message", message }));
-        const cap = Math.floor(appendOptions.maxMessages ?? 0);
-        const all = [...entry.messages, ...added];
-        if (cap > 0 && all.length > cap) records.push({ type: "trim", beforeSeq: all[all.length - cap].seq });
-        // An empty batch still counts as activity, as in every other store.
-        if (records.length === 0) records.push({ type: "touch", at: now });
-        const stored = await files.write(key, entry, records);
-        return structuredClone(stored.flatMap((r) => (r.type === "message" ? [r.message] : [])));
+        leases.check(key, switchOptions.fence);
+        const plan = planBranchSwitch(entry, branchId);
+        const records: SessionRecord[] = [
+          { type: "truncate", afterSeq: plan.atSeq },
+          ...plan.restored.map((message): SessionRecord => ({ type: "message", message })),
+          // Restored messages keep their times; the switch itself is the activity.
+          { type: "touch", at: Date.now() },
+          { type: "reparent", ids: plan.toMain, parentId: null },
+          { type: "reparent", ids: plan.toBranch, parentId: plan.branch.id },
+          { type: "branch", branch: plan.branch },
+        ];
+        await files.write(key, entry, records);
+        return structuredClone(plan.branch);
+      });
+    },
+
+    async saveBranch(id, record) {
+      return change(id, async (key, entry) => {
+        const branch = branchFromRecord(record, (entry.branches.at(-1)?.id ?? 0) + 1);
+        await files.write(key, entry, [{ type: "branch", branch }]);
+        return structuredClone(branch);
       });
     },
 

@@ -15,7 +15,10 @@ import type {
   SessionStore,
   Summary,
   SummaryInput,
+  Branch,
+  ReplaceOptions,
 } from "../core/types.js";
+import { applyBranchSwitch, applyHistoryWrite, branchFromRecord, checkHistoryOptions, type OperationRecord, planBranchSwitch, planHistoryWrite, upsertBranch } from "./_history.js";
 import { LocalLeases } from "./_lease.js";
 import {
   applyMessageQuery,
@@ -25,7 +28,6 @@ import {
   pageOwnerSessions,
   rankHits,
   sessionFromInput,
-  stampMessages,
   substringHits,
 } from "./_util.js";
 
@@ -48,6 +50,8 @@ interface Entry {
   summaries: Summary[];
   nextSummaryId: number;
   state: SessionState;
+  branches: Branch[];
+  operations: OperationRecord[];
 }
 
 /** An in-process store: fast, bounded, and gone when the process ends. */
@@ -102,6 +106,19 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): SessionStor
     entries.set(id, entry);
   };
 
+  const write = async (id: string, seq: number | undefined, inputs: MessageInput[], options: ReplaceOptions) => {
+    const valid = validateMessages(inputs);
+    checkHistoryOptions(options, seq);
+    const entry = need(id);
+    leases.check(id, options.fence);
+    const now = Date.now();
+    const plan = planHistoryWrite(entry, seq, valid, options, now);
+    if (plan.replayed) return plan.replayed;
+    applyHistoryWrite(entry, plan);
+    activity(id, entry, now);
+    return structuredClone(plan.added);
+  };
+
   return {
     name: MEMORY_STORE_NAME,
     capabilities: { persistent: false, fullTextSearch: false, crossProcessLease: false, nativeExpiry: true },
@@ -115,6 +132,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): SessionStor
         summaries: [],
         nextSummaryId: 1,
         state: { version: 0, data: {} },
+        branches: [],
+        operations: [],
       });
       while (entries.size > maxSessions) {
         const oldest = entries.keys().next().value as string;
@@ -163,18 +182,31 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): SessionStor
     },
 
     async appendMessages(id: string, inputs: MessageInput[], options: AppendOptions = {}) {
-      const valid = validateMessages(inputs);
+      return write(id, undefined, inputs, options);
+    },
+
+    async replaceAfter(id: string, seq: number, inputs: MessageInput[], options: ReplaceOptions = {}) {
+      return write(id, seq, inputs, options);
+    },
+
+    async listBranches(id) {
+      return structuredClone(find(id)?.branches ?? []);
+    },
+
+    async switchBranch(id, branchId, options = {}) {
       const entry = need(id);
       leases.check(id, options.fence);
-      const now = Date.now();
-      const firstSeq = (entry.messages.at(-1)?.seq ?? 0) + 1;
-      const added = stampMessages(valid, firstSeq, now);
-      entry.messages.push(...added);
-      if (options.maxMessages && entry.messages.length > options.maxMessages) {
-        entry.messages.splice(0, entry.messages.length - options.maxMessages);
-      }
-      activity(id, entry, now);
-      return structuredClone(added);
+      const plan = planBranchSwitch(entry, branchId);
+      applyBranchSwitch(entry, plan);
+      activity(id, entry, Date.now());
+      return structuredClone(plan.branch);
+    },
+
+    async saveBranch(id, record) {
+      const entry = need(id);
+      const branch = branchFromRecord(record, (entry.branches.at(-1)?.id ?? 0) + 1);
+      upsertBranch(entry.branches, branch);
+      return structuredClone(branch);
     },
 
     async getMessages(id: string, query?: MessageQuery) {

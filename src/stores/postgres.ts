@@ -12,7 +12,10 @@ import type {
   SessionState,
   SessionStore,
   SummaryInput,
+  ReplaceOptions,
 } from "../core/types.js";
+import { checkHistoryOptions, operationDigest } from "./_history.js";
+import * as history from "./_postgres-history.js";
 import { PostgresLeases } from "./_postgres-lease.js";
 import {
   bodyOf,
@@ -213,6 +216,14 @@ export function createPostgresStore(options: PostgresStoreOptions): SessionStore
       : { version: row.version, data: JSON.parse(row.data!) };
   };
 
+  /** An idempotent append (`seq` undefined) or a tail replacement, in one round trip. */
+  const writeHistory = async (id: string, seq: number | undefined, inputs: MessageInput[], options: ReplaceOptions) => {
+    const valid = validateMessages(inputs);
+    checkHistoryOptions(options, seq);
+    const digest = options.operationId === undefined ? "" : operationDigest(seq ?? null, valid);
+    return run("writeHistory", (sql) => history.writeHistory(sql, lang, id, seq, valid, digest, options));
+  };
+
   return {
     name: POSTGRES_STORE_NAME,
     capabilities: { persistent: true, fullTextSearch: true, crossProcessLease: true, nativeExpiry: false },
@@ -282,6 +293,7 @@ export function createPostgresStore(options: PostgresStoreOptions): SessionStore
       }),
 
     async appendMessages(id: string, inputs: MessageInput[], append: AppendOptions = {}) {
+      if (append.operationId !== undefined) return writeHistory(id, undefined, inputs, append);
       const valid = validateMessages(inputs);
       const bodies = valid.map(bodyOf);
       const texts = valid.map((m) => searchable(messageText(m)));
@@ -302,6 +314,16 @@ export function createPostgresStore(options: PostgresStoreOptions): SessionStore
         );
       });
     },
+
+    replaceAfter: (id: string, seq: number, inputs: MessageInput[], replace: ReplaceOptions = {}) =>
+      writeHistory(id, seq, inputs, replace),
+
+    listBranches: (id) => run("listBranches", (sql) => history.listBranches(sql, id)),
+
+    switchBranch: (id, branchId, switchOptions = {}) =>
+      run("switchBranch", (sql) => history.switchBranch(sql, lang, id, branchId, switchOptions.fence)),
+
+    saveBranch: (id, record) => run("saveBranch", (sql) => history.saveBranch(sql, id, record)),
 
     getMessages: (id: string, query: MessageQuery = {}) =>
       run("getMessages", async (sql) => {

@@ -13,8 +13,12 @@ import type {
   SessionStore,
   Summary,
   SummaryInput,
+  Branch,
+  ReplaceOptions,
 } from "../core/types.js";
+import { branchFromRecord, branchNotFound, checkHistoryOptions, checkReplaceTarget, historyConflict, operationConflict, operationDigest } from "./_history.js";
 import { RedisConnection } from "./_redis-connection.js";
+import * as H from "./_redis-history.js";
 import { INDEX_BATCH, RedisIndexes } from "./_redis-index.js";
 import { LEASE_HEARTBEAT_GRACE_MS, RedisLeases } from "./_redis-lease.js";
 import * as S from "./_redis-scripts.js";
@@ -126,7 +130,7 @@ export function createRedisStore(options: RedisStoreOptions): SessionStore {
   const base = (id: string) => `${prefix}s:{${id}}:`;
   const dataKeys = (id: string) => {
     const b = base(id);
-    return [`${b}meta`, `${b}msgs`, `${b}sums`, `${b}state`, `${b}fence`];
+    return [`${b}meta`, `${b}msgs`, `${b}sums`, `${b}state`, `${b}fence`, `${b}ops`, `${b}opsq`, `${b}branches`];
   };
   const leaseKeys = (id: string) => {
     const b = base(id);
@@ -184,6 +188,50 @@ export function createRedisStore(options: RedisStoreOptions): SessionStore {
     unwatch: (id) => db.unlisten(wakeChannel(id)),
   });
 
+  const leaseExpired = (id: string) =>
+    new ThreadkeepError("lease_expired", `The turn lease of session ${id} expired and was taken over`);
+
+  /** An append (`seq` undefined) or a tail replacement, idempotent with an operation id: one script. */
+  const writeHistory = async (id: string, seq: number | undefined, inputs: MessageInput[], options: ReplaceOptions) => {
+    const valid = validateMessages(inputs);
+    checkHistoryOptions(options, seq);
+    const now = Date.now();
+    const bodies = valid.map((input) => {
+      const { seq: _seq, createdAt: _createdAt, ...rest } = input as Partial<Message>;
+      return json({ ...rest, createdAt: now }, "invalid_message", "A message");
+    });
+    const digest = options.operationId === undefined ? "" : operationDigest(seq ?? null, valid);
+    const branchMeta = options.branch?.metadata === undefined ? "" : json(options.branch.metadata, "invalid_request", "Branch metadata");
+    const args = [
+      now,
+      ttlMs,
+      options.fence ?? "",
+      Math.max(0, Math.floor(options.maxMessages ?? 0)),
+      seq ?? "",
+      options.expectedLastSeq ?? "",
+      options.operationId ?? "",
+      digest,
+      options.branch?.reason ?? "",
+      branchMeta,
+      ...bodies,
+    ];
+    const reply = need(id, await run(H.WRITE, id, args));
+    switch (reply[0]) {
+      case -2:
+        throw leaseExpired(id);
+      case -3:
+        throw operationConflict(options.operationId!);
+      case -4:
+        checkReplaceTarget(seq!, Number(reply[1]), Number(reply[2]), options.expectedLastSeq);
+        throw historyConflict(`seq ${seq} cannot be replaced`);
+      case -5:
+        return parseMessages(id, reply.slice(1) as string[]);
+    }
+    const [firstSeq, lastActivityAt, userId] = reply as [number, string, string];
+    await indexes.record(id, userId, Number(lastActivityAt), "gt");
+    return bodies.map((body, i) => ({ seq: firstSeq + i, ...JSON.parse(body) }) as Message);
+  };
+
   return {
     name: REDIS_STORE_NAME,
     capabilities: {
@@ -236,25 +284,43 @@ export function createRedisStore(options: RedisStoreOptions): SessionStore {
       return session;
     },
 
-    async appendMessages(id: string, inputs: MessageInput[], options: AppendOptions = {}) {
-      const valid = validateMessages(inputs);
-      const now = Date.now();
-      const bodies = valid.map((input) => {
-        const { seq: _seq, createdAt: _createdAt, ...rest } = input as Partial<Message>;
-        return json({ ...rest, createdAt: now }, "invalid_message", "A message");
-      });
-      const fence = options.fence === undefined ? "" : options.fence;
-      const max = Math.max(0, Math.floor(options.maxMessages ?? 0));
-      const reply = need(id, await run(S.APPEND, id, [now, ttlMs, fence, max, ...bodies]));
-      if (reply[0] === -2) {
-        throw new ThreadkeepError(
-          "lease_expired",
-          `The turn lease of session ${id} expired and was taken over`,
-        );
+    appendMessages: (id: string, inputs: MessageInput[], options: AppendOptions = {}) => writeHistory(id, undefined, inputs, options),
+
+    replaceAfter: (id: string, seq: number, inputs: MessageInput[], options: ReplaceOptions = {}) => writeHistory(id, seq, inputs, options),
+
+    async listBranches(id) {
+      const all = await db.send<string[]>(["HVALS", dataKeys(id)[7]]);
+      return all.map((item) => parseJson<Branch>(id, "branch", item)).sort((a, b) => a.id - b.id);
+    },
+
+    async switchBranch(id, branchId, options = {}) {
+      for (;;) {
+        const stored = await db.send<string | null>(["HGET", dataKeys(id)[7], String(branchId)]);
+        if (stored === null) {
+          if (!(await db.send<number>(["EXISTS", dataKeys(id)[0]]))) throw new SessionNotFoundError(id);
+          throw branchNotFound(branchId);
+        }
+        const target = parseJson<Branch>(id, "branch", stored);
+        if (target.parentId !== null) throw historyConflict(`Branch ${branchId} splits from branch ${target.parentId}: switch to that one first`);
+        const head = H.encodeBranch({ ...target, messages: [] }).slice(0, -2);
+        const items = target.messages.map((m) => H.encodeItem(m));
+        const reply = need(id, await run(H.SWITCH, id, [Date.now(), ttlMs, options.fence ?? "", branchId, stored, head, ...items]));
+        if (reply[0] === -6) continue;
+        if (reply[0] === -2) throw leaseExpired(id);
+        if (reply[0] === -4) {
+          checkReplaceTarget(target.atSeq, Number(reply[1]), Number(reply[2]));
+          throw historyConflict(`Branch ${branchId} cannot be switched to`);
+        }
+        const [, lastActivityAt, userId, ...tail] = reply as [number, string, string, ...string[]];
+        await indexes.record(id, userId, Number(lastActivityAt), "gt");
+        return { ...target, messages: parseMessages(id, tail) };
       }
-      const [firstSeq, lastActivityAt, userId] = reply as [number, string, string];
-      await indexes.record(id, userId, Number(lastActivityAt), "gt");
-      return bodies.map((body, i) => ({ seq: firstSeq + i, ...JSON.parse(body) }) as Message);
+    },
+
+    async saveBranch(id, record) {
+      const branch = branchFromRecord(record, 0);
+      const reply = need(id, await run(H.SAVE_BRANCH, id, [record.id ?? "", H.encodeBranch(branch)]));
+      return { ...branch, id: reply[0] };
     },
 
     async getMessages(id: string, query: MessageQuery = {}) {

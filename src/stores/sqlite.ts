@@ -14,7 +14,9 @@ import type {
   SearchHit,
   SearchQuery,
   SessionStore,
+  ReplaceOptions,
 } from "../core/types.js";
+import { checkHistoryOptions, operationDigest } from "./_history.js";
 import { LocalLeases } from "./_lease.js";
 import { SqliteFileLeases, type TurnLeases } from "./_sqlite-lease.js";
 import { type EncodedMessage, openSqliteStoreDb, type SqliteStoreDb } from "./_sqlite-db.js";
@@ -146,6 +148,25 @@ export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
       });
     });
 
+  const encode = (valid: MessageInput[]) =>
+    valid.map((input): EncodedMessage => {
+      // The store assigns seq and createdAt; an input that carries them (a re-import) does not keep them.
+      const { seq: _seq, createdAt: _createdAt, ...stored } = input as Partial<Message> & MessageInput;
+      // Lowercased here because SQLite's lower() folds ASCII only.
+      return [JSON.stringify(stored), messageText(input).toLowerCase()];
+    });
+
+  /** An idempotent append (`seq` undefined) or a tail replacement, as one transaction. */
+  const writeHistory = async (id: string, seq: number | undefined, inputs: MessageInput[], options: ReplaceOptions) => {
+    const valid = validateMessages(inputs);
+    checkHistoryOptions(options, seq);
+    const digest = options.operationId === undefined ? "" : operationDigest(seq ?? null, valid);
+    const encoded = encode(valid);
+    const stored = use((db) => db.history.write(id, seq, encoded, digest, options, Date.now()));
+    scheduleIndexing();
+    return stored;
+  };
+
   return {
     name: SQLITE_STORE_NAME,
     capabilities: {
@@ -224,15 +245,30 @@ export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
     },
 
     async appendMessages(id: string, inputs: MessageInput[], append: AppendOptions = {}) {
-      const encoded = validateMessages(inputs).map((input): EncodedMessage => {
-        // The store assigns seq and createdAt; an input that carries them (a re-import) does not keep them.
-        const { seq: _seq, createdAt: _createdAt, ...stored } = input as Partial<Message> & MessageInput;
-        // Lowercased here because SQLite's lower() folds ASCII only.
-        return [JSON.stringify(stored), messageText(input).toLowerCase()];
-      });
+      if (append.operationId !== undefined) return writeHistory(id, undefined, inputs, append);
+      const encoded = encode(validateMessages(inputs));
       const stored = use((db) => db.tx.append(id, encoded, append, Date.now()));
       scheduleIndexing();
       return stored;
+    },
+
+    replaceAfter: (id: string, seq: number, inputs: MessageInput[], replace: ReplaceOptions = {}) =>
+      writeHistory(id, seq, inputs, replace),
+
+    async listBranches(id) {
+      return use((db) => db.history.listBranches(id));
+    },
+
+    async switchBranch(id, branchId, switchOptions = {}) {
+      const branch = use((db) =>
+        db.history.switchBranch(id, branchId, switchOptions.fence, Date.now(), (m: Message) => messageText(m).toLowerCase()),
+      );
+      scheduleIndexing();
+      return branch;
+    },
+
+    async saveBranch(id, record) {
+      return use((db) => db.history.saveBranch(id, record));
     },
 
     async getMessages(id: string, query: MessageQuery = {}) {

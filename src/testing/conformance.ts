@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isThreadkeepError, type ErrorCode } from "../core/errors.js";
 import { newSessionId } from "../core/ids.js";
 import type { MessageInput, SessionStore } from "../core/types.js";
+import { describeHistory } from "./conformance-history.js";
 
 /**
  * Opens the store under test. Called more than once where a second "process" or a reopen is needed:
@@ -579,6 +580,15 @@ export function runStoreConformance(name: string, openStore: OpenStore, options:
         }
       });
     });
+
+    describeHistory(
+      () => store,
+      async () => {
+        await store.close();
+        store = await target.create();
+        return store;
+      },
+    );
 
     describe("persistence", () => {
       it("keeps sessions, messages, summaries and state across close and reopen", async (ctx) => {

@@ -5,14 +5,24 @@
  * The "database" here is a Map; a real one (DynamoDB, MongoDB, Cloudflare KV, …) replaces `KeyValue`.
  */
 import {
+  applyBranchSwitch,
+  applyHistoryWrite,
+  branchFromRecord,
+  checkHistoryOptions,
   contentText,
+  planBranchSwitch,
+  planHistoryWrite,
   SessionNotFoundError,
   StateConflictError,
   ThreadkeepError,
   validateMessages,
+  type Branch,
   type Lease,
   type Message,
+  type MessageInput,
   type MessageQuery,
+  type OperationRecord,
+  type ReplaceOptions,
   type SearchHit,
   type Session,
   type SessionState,
@@ -44,6 +54,8 @@ interface Doc {
   messages: Message[];
   summaries: Summary[];
   state: SessionState;
+  branches: Branch[];
+  operations: OperationRecord[];
 }
 
 /** The turn lease of one session, kept in the database so every store on it sees the same line. */
@@ -74,6 +86,27 @@ export function createKeyValueStore(db: KeyValue): SessionStore {
     if (!doc) throw new SessionNotFoundError(id);
     return doc;
   };
+  const checkFence = async (id: string, fence?: number) => {
+    if (fence !== undefined && (await leaseOf(id)).fence > fence) {
+      throw new ThreadkeepError("lease_expired", `The turn lease of ${id} was taken over`);
+    }
+  };
+  // Appends and tail replacements (with branches and operation ids) are planned and applied by
+  // threadkeep's helpers for stores that hold a session's history as one document.
+  const writeHistory = (id: string, seq: number | undefined, inputs: MessageInput[], options: ReplaceOptions) =>
+    exclusive(async () => {
+      const valid = validateMessages(inputs);
+      checkHistoryOptions(options, seq);
+      const doc = await need(id);
+      await checkFence(id, options.fence);
+      const now = Date.now();
+      const plan = planHistoryWrite(doc, seq, valid, options, now);
+      if (plan.replayed) return plan.replayed;
+      applyHistoryWrite(doc, plan);
+      doc.session.lastActivityAt = now;
+      await write(doc);
+      return plan.added;
+    });
   const write = (doc: Doc) => db.set(`session:${doc.session.id}`, JSON.stringify(doc));
   const allDocs = async () => Promise.all((await db.keys("session:")).map(async (k) => (await read(k.slice(8)))!));
   const leaseOf = async (id: string): Promise<LeaseDoc> =>
@@ -99,7 +132,7 @@ export function createKeyValueStore(db: KeyValue): SessionStore {
           lastActivityAt: input.lastActivityAt ?? createdAt,
           metadata: input.metadata ?? {},
         };
-        await write({ session, messages: [], summaries: [], state: { version: 0, data: {} } });
+        await write({ session, messages: [], summaries: [], state: { version: 0, data: {} }, branches: [], operations: [] });
         return structuredClone(session);
       }),
     getSession: async (id) => (await read(id))?.session ?? null,
@@ -141,21 +174,26 @@ export function createKeyValueStore(db: KeyValue): SessionStore {
         return doc.session;
       }),
 
-    appendMessages: (id, inputs, options = {}) =>
+    appendMessages: (id, inputs, options = {}) => writeHistory(id, undefined, inputs, options),
+    replaceAfter: (id, seq, inputs, options = {}) => writeHistory(id, seq, inputs, options),
+    listBranches: async (id) => (await read(id))?.branches ?? [],
+    switchBranch: (id, branchId, options = {}) =>
       exclusive(async () => {
-        const valid = validateMessages(inputs);
         const doc = await need(id);
-        if (options.fence !== undefined && (await leaseOf(id)).fence > options.fence) {
-          throw new ThreadkeepError("lease_expired", `The turn lease of ${id} was taken over`);
-        }
-        const now = Date.now();
-        const first = (doc.messages.at(-1)?.seq ?? 0) + 1;
-        const added = valid.map((m, i) => ({ ...m, seq: first + i, createdAt: now }));
-        doc.messages.push(...added);
-        if (options.maxMessages) doc.messages = doc.messages.slice(-options.maxMessages);
-        doc.session.lastActivityAt = now;
+        await checkFence(id, options.fence);
+        const plan = planBranchSwitch(doc, branchId);
+        applyBranchSwitch(doc, plan);
+        doc.session.lastActivityAt = Date.now();
         await write(doc);
-        return added;
+        return plan.branch;
+      }),
+    saveBranch: (id, record) =>
+      exclusive(async () => {
+        const doc = await need(id);
+        const branch = branchFromRecord(record, (doc.branches.at(-1)?.id ?? 0) + 1);
+        doc.branches = [...doc.branches.filter((b) => b.id !== branch.id), branch].sort((a, b) => a.id - b.id);
+        await write(doc);
+        return branch;
       }),
     async getMessages(id, q: MessageQuery = {}) {
       const found = ((await read(id))?.messages ?? []).filter(

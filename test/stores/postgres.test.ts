@@ -114,9 +114,11 @@ describe.runIf(enabled === true)("postgres store specifics", () => {
     const tables = await admin<{ table_name: string }[]>`
       SELECT table_name FROM information_schema.tables WHERE table_schema = ${schema} ORDER BY table_name`;
     expect(tables.map((t) => t.table_name)).toEqual([
+      "branches",
       "lease_queue",
       "leases",
       "messages",
+      "operations",
       "session_state",
       "sessions",
       "summaries",

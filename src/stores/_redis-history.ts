@@ -1,0 +1,188 @@
+/**
+ * The Lua scripts of the Redis store's history changes: idempotent writes, tail replacement and
+ * branch switches, each one atomic script on one session's keys (see `_redis-scripts.ts`).
+ *
+ * A branch is stored as JSON that starts `{"parentId":…,"atSeq":…,` in exactly that form, so a
+ * script can read and move it without decoding the messages (cjson would not keep them lossless).
+ * Applied operation ids live in `:ops` (id → "digest fromSeq toSeq") with their order in `:opsq`.
+ */
+import type { Branch } from "../core/types.js";
+import { OPERATION_HISTORY } from "../core/types.js";
+import { type RedisScript, SESSION, script } from "./_redis-scripts.js";
+
+/** A branch as the Redis store keeps it: `parentId` and `atSeq` first (see above). */
+export function encodeBranch(branch: Branch): string {
+  const { parentId, atSeq, id, reason, createdAt, metadata, messages } = branch;
+  return JSON.stringify({ parentId, atSeq, id, reason, createdAt, ...(metadata ? { metadata } : {}), messages });
+}
+
+/** A stored message item of `:msgs`: its JSON with the seq first. */
+export function encodeItem(message: { seq: number } & Record<string, unknown>): string {
+  const { seq, ...rest } = message;
+  return JSON.stringify({ seq, ...rest });
+}
+
+const BRANCH_HEAD = `
+local function branchHead(json)
+  local parent, at = string.match(json, '^{"parentId":([^,]*),"atSeq":(%-?%d+),')
+  return parent, tonumber(at)
+end
+local function setParent(id, json, parent)
+  local rest = string.gsub(json, '^{"parentId":[^,]*,', '', 1)
+  redis.call('HSET', BRANCHES, id, '{"parentId":' .. parent .. ',' .. rest)
+end
+local function bounds()
+  local n = redis.call('LLEN', MSGS)
+  local first = 1
+  if n > 0 then first = tonumber(redis.call('HGET', META, 'first') or '1') end
+  return n, first, first + n - 1
+end
+`;
+
+/**
+ * ARGV: now, ttl, fence ('' none), maxMessages (0 none), after ('' for an append), expectedLastSeq
+ * ('' none), operation id ('' none), digest, branch reason ('' none), branch metadata JSON ('' none),
+ * then one JSON object per message (with createdAt, without seq).
+ * Returns {firstSeq, lastActivityAt, userId}; {-1} missing session; {-2} stale fence; {-3} operation
+ * conflict; {-4, first, last} history conflict; {-5, items…} an operation applied before.
+ */
+export const WRITE: RedisScript = script(
+  "history-write",
+  `${SESSION}${BRANCH_HEAD}
+if redis.call('EXISTS', META) == 0 then return {-1} end
+local now = tonumber(ARGV[1])
+local op = ARGV[7]
+if op ~= '' then
+  local rec = redis.call('HGET', OPS, op)
+  if rec then
+    local digest, from, to = string.match(rec, '^(%S+) (%-?%d+) (%-?%d+)$')
+    if digest ~= ARGV[8] then return {-3} end
+    local n, first, last = bounds()
+    local lo, hi = math.max(first, tonumber(from)), math.min(last, tonumber(to))
+    local out = {-5}
+    if n > 0 and hi >= lo then
+      for _, item in ipairs(redis.call('LRANGE', MSGS, lo - first, hi - first)) do out[#out + 1] = item end
+    end
+    return out
+  end
+end
+if ARGV[3] ~= '' then
+  local current = tonumber(redis.call('GET', FENCE) or '0')
+  if current > tonumber(ARGV[3]) then return {-2} end
+end
+local n, first, last = bounds()
+local after = last
+if ARGV[5] ~= '' then
+  local seq = tonumber(ARGV[5])
+  if (ARGV[6] ~= '' and tonumber(ARGV[6]) ~= last) or seq < first - 1 or seq > last then return {-4, first, last} end
+  after = seq
+  local keep = seq - first + 1
+  if keep < n then
+    if ARGV[9] ~= '' then
+      local id = redis.call('HINCRBY', META, 'branchSeq', 1)
+      local all = redis.call('HGETALL', BRANCHES)
+      for i = 1, #all, 2 do
+        local parent, at = branchHead(all[i + 1])
+        if parent == 'null' and at > seq then setParent(all[i], all[i + 1], string.format('%d', id)) end
+      end
+      local meta = ''
+      if ARGV[10] ~= '' then meta = ',"metadata":' .. ARGV[10] end
+      redis.call('HSET', BRANCHES, id, '{"parentId":null,"atSeq":' .. string.format('%d', seq) .. ',"id":' ..
+        string.format('%d', id) .. ',"reason":"' .. ARGV[9] .. '","createdAt":' .. string.format('%d', now) .. meta ..
+        ',"messages":[' .. table.concat(redis.call('LRANGE', MSGS, math.max(keep, 0), -1), ',') .. ']}')
+      inheritExpiry(BRANCHES)
+    end
+    if keep <= 0 then redis.call('DEL', MSGS) else redis.call('LTRIM', MSGS, 0, keep - 1) end
+    n = math.max(keep, 0)
+  end
+end
+if n == 0 then
+  first = after + 1
+  redis.call('HSET', META, 'first', first)
+end
+local seq0 = after + 1
+local batch = {}
+for i = 11, #ARGV do
+  batch[#batch + 1] = '{"seq":' .. string.format('%d', seq0 + i - 11) .. ',' .. string.sub(ARGV[i], 2)
+  if #batch == 1000 then
+    redis.call('RPUSH', MSGS, unpack(batch))
+    batch = {}
+  end
+end
+if #batch > 0 then redis.call('RPUSH', MSGS, unpack(batch)) end
+local total = n + #ARGV - 10
+local max = tonumber(ARGV[4])
+if max > 0 and total > max then
+  redis.call('LTRIM', MSGS, total - max, -1)
+  redis.call('HSET', META, 'first', first + total - max)
+end
+if op ~= '' then
+  redis.call('HSET', OPS, op, ARGV[8] .. ' ' .. string.format('%d', seq0) .. ' ' .. string.format('%d', seq0 + #ARGV - 11))
+  redis.call('RPUSH', OPSQ, op)
+  if redis.call('LLEN', OPSQ) > ${OPERATION_HISTORY} then redis.call('HDEL', OPS, redis.call('LPOP', OPSQ)) end
+  inheritExpiry(OPS)
+  inheritExpiry(OPSQ)
+end
+local at = math.max(tonumber(redis.call('HGET', META, 'lastActivityAt')), now)
+redis.call('HSET', META, 'lastActivityAt', at)
+local result = {seq0, redis.call('HGET', META, 'lastActivityAt'), redis.call('HGET', META, 'userId')}
+expireAt(at, tonumber(ARGV[2]))
+return result`,
+);
+
+/**
+ * ARGV: now, ttl, fence ('' none), branch id, the branch's stored JSON as read (the switch applies
+ * only if it is unchanged), the head of its new JSON (everything before the messages), then its
+ * messages as `:msgs` items. Returns {1, lastActivityAt, userId, items of the former tail…};
+ * {-1} missing session; {-2} stale fence; {-4, first, last} history conflict; {-6} the branch changed.
+ */
+export const SWITCH: RedisScript = script(
+  "history-switch",
+  `${SESSION}${BRANCH_HEAD}
+if redis.call('EXISTS', META) == 0 then return {-1} end
+if ARGV[3] ~= '' then
+  local current = tonumber(redis.call('GET', FENCE) or '0')
+  if current > tonumber(ARGV[3]) then return {-2} end
+end
+local id = ARGV[4]
+if redis.call('HGET', BRANCHES, id) ~= ARGV[5] then return {-6} end
+local _, at = branchHead(ARGV[5])
+local n, first, last = bounds()
+if at < first - 1 or at > last then return {-4, first, last} end
+local keep = at - first + 1
+local tail = {}
+if keep < n then tail = redis.call('LRANGE', MSGS, math.max(keep, 0), -1) end
+local all = redis.call('HGETALL', BRANCHES)
+for i = 1, #all, 2 do
+  local parent, bat = branchHead(all[i + 1])
+  if parent == id then setParent(all[i], all[i + 1], 'null')
+  elseif parent == 'null' and all[i] ~= id and bat > at then setParent(all[i], all[i + 1], id) end
+end
+if keep <= 0 then redis.call('DEL', MSGS) elseif keep < n then redis.call('LTRIM', MSGS, 0, keep - 1) end
+if keep <= 0 then redis.call('HSET', META, 'first', at + 1) end
+for i = 7, #ARGV, 1000 do redis.call('RPUSH', MSGS, unpack(ARGV, i, math.min(i + 999, #ARGV))) end
+redis.call('HSET', BRANCHES, id, ARGV[6] .. table.concat(tail, ',') .. ']}')
+local now = math.max(tonumber(redis.call('HGET', META, 'lastActivityAt')), tonumber(ARGV[1]))
+redis.call('HSET', META, 'lastActivityAt', now)
+local result = {1, redis.call('HGET', META, 'lastActivityAt'), redis.call('HGET', META, 'userId')}
+for _, item in ipairs(tail) do result[#result + 1] = item end
+expireAt(now, tonumber(ARGV[2]))
+return result`,
+);
+
+/** ARGV: branch id ('' for the next), its JSON built by the caller around the id placeholder. Returns {id} or {-1}. */
+export const SAVE_BRANCH: RedisScript = script(
+  "history-save-branch",
+  `${SESSION}
+if redis.call('EXISTS', META) == 0 then return {-1} end
+local id
+if ARGV[1] == '' then
+  id = redis.call('HINCRBY', META, 'branchSeq', 1)
+else
+  id = tonumber(ARGV[1])
+  if id > tonumber(redis.call('HGET', META, 'branchSeq') or '0') then redis.call('HSET', META, 'branchSeq', id) end
+end
+redis.call('HSET', BRANCHES, id, (string.gsub(ARGV[2], '"id":0,', '"id":' .. string.format('%d', id) .. ',', 1)))
+inheritExpiry(BRANCHES)
+return {id}`,
+);

@@ -15,7 +15,9 @@ import { ServerMetrics } from "./metrics.js";
 import { openApiDocument } from "./openapi.js";
 import { MCP_PATH, registerMcpRoutes } from "./mcp/http.js";
 import { registerProxy, SESSION_HEADER } from "./proxy.js";
+import { registerInspector } from "./inspector.js";
 import { registerSearchRoutes } from "./search.js";
+import { registerSessionActions } from "./session-actions.js";
 import { registerSessionRoutes } from "./sessions.js";
 import { registerConversationRoutes } from "./conversations.js";
 import { registerModelRoutes } from "./models.js";
@@ -126,6 +128,8 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
   registerSessionRoutes(app, { memory, metrics });
   registerSearchRoutes(app, { memory });
   registerMcpRoutes(app, { memory });
+  registerSessionActions(app, { memory, metrics });
+  registerInspector(app);
 
   app.get("/healthz", async () => ({ status: "ok" }));
   app.get("/readyz", async (_request, reply) => {

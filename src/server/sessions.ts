@@ -11,6 +11,7 @@ import type { Memory } from "../core/memory.js";
 import { parseBody } from "./_validate.js";
 import { SearchParams } from "./search.js";
 import type { ServerMetrics } from "./metrics.js";
+import { sessionOverviews } from "./_session-overview.js";
 import { type TurnDeps, withTurnLease } from "./turn.js";
 
 type IdParams = { Params: { id: string } };
@@ -18,6 +19,8 @@ type IdParams = { Params: { id: string } };
 const count = (max: number, fallback: number) => z.coerce.number().int().min(1).max(max).default(fallback);
 /** Paging of a session listing (`limit`, `cursor`); also the MCP `list_sessions` input. */
 export const ListQuery = z.object({ limit: count(1000, 50), cursor: z.string().min(1).optional() });
+/** The listing route's query: paging, and `overview=true` for titles and message counts. */
+const ListRouteQuery = ListQuery.extend({ overview: z.enum(["true", "false"]).optional() });
 const CreateBody = z
   .strictObject({ id: z.string().optional(), metadata: z.record(z.string(), z.unknown()).optional() })
   .default({});
@@ -26,7 +29,11 @@ export const MessagesQuery = z.object({ after: z.coerce.number().int().min(0).de
 const AppendBody = z.strictObject({
   messages: z.array(z.unknown()).min(1, "at least one message is required"),
 });
-const ContextQuery = z.object({ model: z.string().optional() });
+const ContextQuery = z.object({
+  model: z.string().optional(),
+  window: z.coerce.number().int().min(0).max(1000).optional(),
+  tokenBudget: z.coerce.number().int().min(1).max(10_000_000).optional(),
+});
 const StatePatch = z.strictObject({
   data: z.record(z.string(), z.unknown()),
   expectedVersion: z.number().int().min(0).optional(),
@@ -58,9 +65,12 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRoutesD
   const existing = (id: string, userId: string) => memory.getSession(id, { userId });
 
   app.get("/v1/sessions", async (request) => {
-    const query = parseBody(ListQuery, request.query);
+    const query = parseBody(ListRouteQuery, request.query);
     const page = await memory.listSessions({ ...owner(request), limit: query.limit, cursor: query.cursor });
-    return { data: page.sessions, nextCursor: page.nextCursor, hasMore: page.nextCursor !== null };
+    const more = { nextCursor: page.nextCursor, hasMore: page.nextCursor !== null };
+    if (query.overview !== "true") return { data: page.sessions, ...more };
+    const store = await memory.store();
+    return { data: await sessionOverviews(store, page.sessions), ...more, store: store.name };
   });
 
   app.post("/v1/sessions", async (request, reply) => {
@@ -127,7 +137,14 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRoutesD
     const query = parseBody(ContextQuery, request.query);
     // Stored preferences are passed in explicitly: a preview applies them without using them up.
     const preferences = await memory.getPreferences(request.params.id, owner(request));
-    return memory.buildContext(request.params.id, { ...owner(request), model: query.model, preferences });
+    // window and tokenBudget preview another shape of the same context; nothing is stored.
+    return memory.buildContext(request.params.id, {
+      ...owner(request),
+      model: query.model,
+      window: query.window,
+      tokenBudget: query.tokenBudget,
+      preferences,
+    });
   });
 
   app.get<IdParams>("/v1/sessions/:id/state", async (request) =>

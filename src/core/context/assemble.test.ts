@@ -135,6 +135,27 @@ describe("assembleContext", () => {
     expect(stored.omitted.truncated).toBe(1);
   });
 
+  it("says which seqs it left out and why, and what each part costs", () => {
+    const long = "word ".repeat(300);
+    const history = stamp([result("ghost"), ...Array.from({ length: 8 }, (_, i) => user(`${i} ${long}`)), user("hi"), user(long.repeat(4))]);
+    const ctx = assemble({
+      system: [{ role: "system", content: "Be brief." }],
+      history,
+      summaries: [{ id: 3, fromSeq: 0, toSeq: 0, content: "Before.", createdAt: 1 }],
+      input: [user("now")],
+      window: 9,
+      tokenBudget: 700,
+    });
+    expect(ctx.omitted.seqs).toEqual({ window: [2], budget: [3, 4, 5, 6, 7, 8, 9, 10], toolPairs: [1] });
+    expect(ctx.omitted.truncatedSeqs).toEqual([11]);
+    expect(ctx.includedSeqs).toEqual([11]);
+    const parts = ctx.parts!;
+    expect(parts.system).toBe(countContextTokens([{ role: "system", content: "Be brief." }]) - parts.priming);
+    expect(parts.summary).toBeGreaterThan(0);
+    expect(parts.history).toBeGreaterThan(400);
+    expect(Object.values(parts).reduce((a, b) => a + b, 0)).toBe(ctx.tokens);
+  });
+
   it("applies preferences: larger window, focus range, pins, no summaries", () => {
     const history = stamp(Array.from({ length: 40 }, (_, i) => user(`m${i + 1}`)));
     const summaries: Summary[] = [{ id: 7, fromSeq: 1, toSeq: 20, content: "earlier", createdAt: 1 }];

@@ -6,7 +6,7 @@ import { renderSummaries, selectSummaries } from "./summarize.js";
 import { encodingForModel, REPLY_PRIMING_TOKENS, TokenCounter } from "./tokens.js";
 import { groupToolUnits, type ToolUnit, unitCompletedByInput, validInput } from "./tool-units.js";
 import { type Counted, fitByTruncating, truncateMessage } from "./truncate.js";
-import type { AssembledContext, ContextInput, ContextPreferences, OmittedReasons } from "./types.js";
+import type { AssembledContext, ContextInput, ContextPreferences, OmittedReasons, OmittedSeqs } from "./types.js";
 
 /** The newest window message is cut to fit, rather than left out, only if at least this many tokens remain. */
 const MIN_CUT_TOKENS = 64;
@@ -72,6 +72,7 @@ export function assembleContext(input: ContextInput): AssembledContext {
   const unitTokens = units.map((u) => u.messages.reduce((sum, m) => sum + counter.message(m), 0));
   const selected = new Map<number, ChatMessage[] | null>();
   let truncated = 0;
+  const truncatedSeqs: number[] = [];
 
   // System messages, the input, and the stored tool call whose results come with the input must all go.
   const carried = unitCompletedByInput(units, input.input);
@@ -148,18 +149,22 @@ export function assembleContext(input: ContextInput): AssembledContext {
         selected.set(i, [cut.message]);
         remaining -= cut.tokens;
         truncated++;
+        truncatedSeqs.push(unit.messages[0].seq);
       }
     }
   }
 
   const reasons: OmittedReasons = { window: 0, budget: 0, toolPairs: 0 };
+  const omittedSeqs: OmittedSeqs = { window: [], budget: [], toolPairs: [] };
   let omittedMessages = 0;
   let omittedTokens = 0;
   units.forEach((unit, i) => {
     if (selected.has(i)) return;
     omittedMessages += unit.messages.length;
     omittedTokens += unitTokens[i];
-    reasons[!unit.valid ? "toolPairs" : inWindow.has(i) ? "budget" : "window"] += unit.messages.length;
+    const reason = !unit.valid ? "toolPairs" : inWindow.has(i) ? "budget" : "window";
+    reasons[reason] += unit.messages.length;
+    for (const m of unit.messages) omittedSeqs[reason].push(m.seq);
   });
 
   const messages: ChatMessage[] = system.map((e) => e.message);
@@ -173,10 +178,22 @@ export function assembleContext(input: ContextInput): AssembledContext {
   for (const e of newInput) messages.push(e.message);
 
   const includedSummaryIds = summaryMessage ? summaries.map((s) => s.id) : [];
+  const tokens = input.tokenBudget - remaining;
+  const sum = (entries: readonly Counted[]) => entries.reduce((total, e) => total + e.tokens, 0);
+  const parts = {
+    system: sum(system),
+    summary: summaryMessage?.tokens ?? 0,
+    stateNote: note?.tokens ?? 0,
+    history: 0,
+    input: sum(newInput),
+    priming: REPLY_PRIMING_TOKENS,
+  };
+  // History is what the rest leaves of the total: cut messages and a carried tool call included.
+  parts.history = tokens - parts.system - parts.summary - parts.stateNote - parts.input - parts.priming;
   const leftOutSummaries = relevant.filter((s) => !includedSummaryIds.includes(s.id));
   return {
     messages,
-    tokens: input.tokenBudget - remaining,
+    tokens,
     includedSeqs: includedSeqs.sort((a, b) => a - b),
     includedSummaryIds,
     omitted: {
@@ -187,8 +204,12 @@ export function assembleContext(input: ContextInput): AssembledContext {
       reasons,
       summaryTokens: leftOutSummaries.reduce((sum, s) => sum + counter.text(s.content), 0),
       input: droppedInput,
+      seqs: omittedSeqs,
+      truncatedSeqs,
     },
+    parts,
     tokenBudget: input.tokenBudget,
+    window,
     encoding: counter.encoding,
     ...(note ? { stateNote: noteText as string } : {}),
   };

@@ -55,6 +55,29 @@ export interface OmittedReasons {
   toolPairs: number;
 }
 
+/** The stored messages left out, by seq, per reason. */
+export interface OmittedSeqs {
+  window: number[];
+  budget: number[];
+  toolPairs: number[];
+}
+
+/** Tokens of each part of an assembled context. */
+export interface ContextPartTokens {
+  /** The system (and developer) messages given to the assembly. */
+  system: number;
+  /** The one system message of summaries. */
+  summary: number;
+  /** The state note. */
+  stateNote: number;
+  /** Stored history (window, focused and pinned messages). */
+  history: number;
+  /** The new input of this turn. */
+  input: number;
+  /** Tokens every reply is primed with. */
+  priming: number;
+}
+
 /** What the assembler produced, and what it left out. */
 export interface AssembledContext {
   /** The request's `messages`, ready to send. */
@@ -80,9 +103,17 @@ export interface AssembledContext {
     summaryTokens?: number;
     /** Input tool results dropped because no call in the request answers to them. */
     input?: number;
+    /** The stored messages left out, by seq, per reason (what `reasons` counts). */
+    seqs?: OmittedSeqs;
+    /** Stored messages sent shortened with a truncation marker, by seq. */
+    truncatedSeqs?: number[];
   };
+  /** Tokens of each part of `messages`; with the reply priming they add up to `tokens`. */
+  parts?: ContextPartTokens;
   /** The budget the context was assembled within. */
   tokenBudget?: number;
+  /** The message window applied (the setting, or the preferences' `maxRecentMessages`). */
+  window?: number;
   /** The tokenizer encoding used for counting. */
   encoding?: EncodingName;
   /** The state note included (also in `messages`), if any. */

@@ -68,6 +68,7 @@ export const schemas = {
       data: { type: "array", items: ref("Session") },
       nextCursor: { type: ["string", "null"] },
       hasMore: { type: "boolean" },
+      store: { type: "string", description: "With overview=true: the store's name." },
     },
   },
   SessionState: {
@@ -100,6 +101,17 @@ export const schemas = {
       sticky: { type: "boolean" },
     },
   },
+  Summary: {
+    type: "object",
+    properties: {
+      id: { type: "integer" },
+      fromSeq: { type: "integer" },
+      toSeq: { type: "integer" },
+      content: { type: "string" },
+      createdAt: { type: "integer" },
+      metadata: { type: "object" },
+    },
+  },
   AssembledContext: {
     type: "object",
     properties: {
@@ -121,8 +133,26 @@ export const schemas = {
           },
           summaryTokens: { type: "integer" },
           input: { type: "integer", description: "Input tool results dropped: no call in the request answers them." },
+          seqs: {
+            type: "object",
+            description: "The stored messages left out, by seq, per reason.",
+            properties: {
+              window: { type: "array", items: { type: "integer" } },
+              budget: { type: "array", items: { type: "integer" } },
+              toolPairs: { type: "array", items: { type: "integer" } },
+            },
+          },
+          truncatedSeqs: { type: "array", items: { type: "integer" }, description: "Stored messages sent cut to fit." },
         },
       },
+      parts: {
+        type: "object",
+        description: "Tokens per part; they add up to `tokens`.",
+        properties: Object.fromEntries(
+          ["system", "summary", "stateNote", "history", "input", "priming"].map((k) => [k, { type: "integer" }]),
+        ),
+      },
+      window: { type: "integer", description: "The message window applied." },
       tokenBudget: { type: "integer" },
       encoding: { type: "string", description: "Tokenizer encoding used for counting, e.g. o200k_base." },
       stateNote: { type: "string", description: "The state note included in `messages`, if any." },

@@ -108,6 +108,11 @@ export const openApiDocument = {
           parameters: [
             query("limit", { type: "integer", minimum: 1, maximum: 1000, default: 50 }, "Page size"),
             query("cursor", { type: "string" }, "nextCursor of the previous page"),
+            query(
+              "overview",
+              { type: "string", enum: ["true", "false"] },
+              "true: each session also has title (its first user message) and messageCount, and the page names the store",
+            ),
           ],
         },
       ),
@@ -225,8 +230,53 @@ export const openApiDocument = {
         "The context the next turn would send, with what was left out",
         { "200": ok("Assembled context", ref("AssembledContext")) },
         {
-          parameters: [sessionId, query("model", { type: "string" }, "Model for token counting")],
+          parameters: [
+            sessionId,
+            query("model", { type: "string" }, "Model for token counting"),
+            query("window", { type: "integer", minimum: 0, maximum: 1000 }, "Preview with this message window (nothing is stored)"),
+            query("tokenBudget", { type: "integer", minimum: 1 }, "Preview with this token budget (nothing is stored)"),
+          ],
         },
+      ),
+    },
+    "/v1/sessions/{id}/summaries": {
+      get: op(
+        "Summaries of older messages, by id",
+        { "200": ok("Summaries", { type: "object", properties: { data: { type: "array", items: ref("Summary") } } }) },
+        { parameters: [sessionId] },
+      ),
+    },
+    "/v1/sessions/{id}/fork": {
+      post: op(
+        "Copy the session up to atSeq (default: all) into a new session of the same owner",
+        { "201": ok("The new session (also in X-Session-ID)", ref("Session")) },
+        {
+          parameters: [sessionId],
+          ...body({
+            type: "object",
+            properties: { atSeq: { type: "integer", minimum: 0 }, id: ref("SessionId") },
+            additionalProperties: false,
+          }),
+        },
+      ),
+    },
+    "/v1/sessions/{id}/undo": {
+      post: op(
+        "Remove the last turn: the last user message and everything after it",
+        { "200": ok("Removed messages", { type: "object", properties: { data: { type: "array", items: ref("Message") } } }) },
+        { parameters: [sessionId] },
+      ),
+    },
+    "/v1/sessions/{id}/export": {
+      get: op(
+        "The session as threadkeep export JSONL (what `threadkeep import` reads)",
+        {
+          "200": {
+            description: "Header line, session line, then its message, summary and state lines",
+            content: { "application/x-ndjson": { schema: { type: "string" } } },
+          },
+        },
+        { parameters: [sessionId] },
       ),
     },
     "/v1/sessions/{id}/state": {
@@ -295,6 +345,39 @@ export const openApiDocument = {
             content: { "text/plain": { schema: { type: "string" } } },
           },
         },
+      },
+    },
+    "/ui": { get: {
+        summary: "The inspector web page (static; it reads the API with the key the user enters)",
+        security: [],
+        responses: { "200": { description: "HTML", content: { "text/html": { schema: { type: "string" } } } } },
+      } },
+    "/ui/": { get: {
+        summary: "The inspector web page (static; it reads the API with the key the user enters)",
+        security: [],
+        responses: { "200": { description: "HTML", content: { "text/html": { schema: { type: "string" } } } } },
+      } },
+    "/ui/s/{id}": { get: { ...{
+        summary: "The inspector web page (static; it reads the API with the key the user enters)",
+        security: [],
+        responses: { "200": { description: "HTML", content: { "text/html": { schema: { type: "string" } } } } },
+      }, parameters: [sessionId] } },
+    "/ui/s/{id}/{view}": {
+      get: {
+        ...{
+        summary: "The inspector web page (static; it reads the API with the key the user enters)",
+        security: [],
+        responses: { "200": { description: "HTML", content: { "text/html": { schema: { type: "string" } } } } },
+      },
+        parameters: [sessionId, { name: "view", in: "path", required: true, schema: { type: "string", enum: ["context", "state"] } }],
+      },
+    },
+    "/ui/assets/{file}": {
+      get: {
+        summary: "A file of the inspector page (script, style sheet, icon)",
+        security: [],
+        parameters: [{ name: "file", in: "path", required: true, schema: { type: "string" } }],
+        responses: { "200": { description: "The file" }, "404": error("No such file (`not_found`)") },
       },
     },
     "/openapi.json": {

@@ -1,5 +1,6 @@
 // Copies the inspector page's static files (src/server/ui) next to the compiled server (dist/server/ui).
 import { cpSync, rmSync } from "node:fs";
+import { URL } from "node:url";
 
 const from = new URL("../src/server/ui/", import.meta.url);
 const to = new URL("../dist/server/ui/", import.meta.url);

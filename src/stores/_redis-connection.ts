@@ -21,11 +21,32 @@ interface RedisClient {
 
 /** How the Redis store talks to its server. */
 export interface RedisConnectionOptions {
+  /** `redis://…`, `rediss://…`, or `redis+cluster://host:port,host:port` (`rediss+cluster://` with TLS) for a Redis Cluster. */
   url: string;
   commandTimeoutMs: number;
   connectTimeoutMs: number;
   maxReconnectDelayMs: number;
   onError?: (error: Error) => void;
+}
+
+/** The seed nodes and shared credentials of a `redis+cluster://[user:pass@]host:port,host:port` URL. */
+export function parseClusterUrl(url: string): { rootNodes: { url: string }[]; username?: string; password?: string } | null {
+  const match = /^(rediss?)\+cluster:\/\/(?:([^@/]*)@)?([^/?#]+)\/?$/i.exec(url.trim());
+  if (!match) return null;
+  const [, scheme, auth, hosts] = match;
+  const [username, password] = auth === undefined ? [] : auth.includes(":") ? auth.split(/:(.*)/s, 2) : [undefined, auth];
+  return {
+    rootNodes: hosts.split(",").filter(Boolean).map((host) => ({ url: `${scheme.toLowerCase()}://${host.trim()}` })),
+    ...(username ? { username: decodeURIComponent(username) } : {}),
+    ...(password ? { password: decodeURIComponent(password) } : {}),
+  };
+}
+
+/** The key a command is routed by in a cluster: the first key of a script, else the command's first argument. */
+function routingKey(args: string[]): string | undefined {
+  const command = args[0]?.toUpperCase();
+  if (command === "EVALSHA" || command === "EVAL") return Number(args[2]) > 0 ? args[3] : undefined;
+  return args[1];
 }
 
 /** Server replies that mean "not now" rather than "your data is wrong". */
@@ -56,8 +77,9 @@ export class RedisConnection {
   constructor(options: RedisConnectionOptions) {
     this.#options = options;
     let where = "the configured address";
+    const cluster = parseClusterUrl(options.url);
     try {
-      where = new URL(options.url).host || where;
+      where = cluster ? `cluster ${cluster.rootNodes.map((n) => new URL(n.url).host).join(",")}` : new URL(options.url).host || where;
     } catch {
       // node-redis reports a malformed URL itself on first use.
     }
@@ -104,7 +126,7 @@ export class RedisConnection {
     this.#closed = true;
     for (const wake of this.#readyWaiters) wake();
     const subscriber = await this.#subscriber?.catch(() => undefined);
-    if (subscriber?.isOpen) subscriber.destroy();
+    if (subscriber?.isOpen && subscriber !== this.#client) subscriber.destroy();
     const client = this.#client ?? (await this.#opening?.catch(() => undefined));
     if (!client) return;
     if (client.isReady) await client.close().catch(() => client.destroy());
@@ -154,7 +176,8 @@ export class RedisConnection {
     this.#opening ??= (async () => {
       const redis = await importOptional(() => import("redis"), "redis", "redis://");
       if (this.#closed) throw this.#unavailable("The redis store is closed");
-      const client: RedisClient = redis.createClient(this.#clientOptions());
+      const cluster = parseClusterUrl(this.#options.url);
+      const client: RedisClient = cluster ? this.#clusterClient(redis, cluster) : redis.createClient(this.#clientOptions());
       // Without an 'error' listener an outage would crash the process; calls report it instead.
       client.on("error", (error: Error) => {
         this.#lastError = error;
@@ -184,6 +207,7 @@ export class RedisConnection {
       // the event loop for ~100 ms. Subscriptions may queue while disconnected: node-redis sends
       // them, and restores them, on connect.
       const subscriber = main.duplicate({ disableOfflineQueue: false });
+      if (subscriber === main) return main;
       subscriber.on("error", (error) => this.#report(error));
       subscriber.connect().catch(() => {});
       return subscriber;
@@ -194,6 +218,47 @@ export class RedisConnection {
   /** Passes a background error on, unless it only says that this connection is being closed. */
   #report(error: Error): void {
     if (!this.#closed) this.#options.onError?.(error);
+  }
+
+  /**
+   * A Redis Cluster client behind the same face as a single client: each command goes to the node
+   * owning its first key (a session's keys share one hash tag, so each script runs on one node), and
+   * sharded wake channels are subscribed on the channel's node by the cluster client itself.
+   */
+  #clusterClient(redis: RedisModule, seeds: NonNullable<ReturnType<typeof parseClusterUrl>>): RedisClient {
+    const { url: _url, ...defaults } = this.#clientOptions();
+    const cluster = redis.createCluster({
+      rootNodes: seeds.rootNodes,
+      defaults: { ...defaults, username: seeds.username, password: seeds.password },
+      RESP: 2,
+      useReplicas: false,
+    });
+    const face: RedisClient = {
+      get isReady() {
+        return cluster.isReady;
+      },
+      get isOpen() {
+        return cluster.isOpen;
+      },
+      sendCommand: (args) => cluster.sendCommand(routingKey(args), false, args),
+      connect: () => cluster.connect(),
+      close: () => cluster.close(),
+      destroy: () => cluster.destroy(),
+      on: (event: "error" | "ready", listener: ((error: Error) => void) | (() => void)) => {
+        // The cluster says "connect" once its slots are known; a node's failure is a "node-error".
+        if (event === "ready") cluster.on("connect", listener as () => void);
+        else {
+          cluster.on("error", listener);
+          cluster.on("node-error", listener);
+        }
+        return face;
+      },
+      sSubscribe: (channel, listener) => cluster.sSubscribe(channel, listener),
+      sUnsubscribe: (channel) => cluster.sUnsubscribe(channel),
+      // The cluster client subscribes on connections of its own, so it can serve as its own subscriber.
+      duplicate: () => face,
+    };
+    return face;
   }
 
   #clientOptions() {

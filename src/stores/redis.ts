@@ -36,7 +36,10 @@ export const REDIS_STORE_NAME = "redis";
 
 /** Options of {@link createRedisStore}. */
 export interface RedisStoreOptions {
-  /** `redis://[[user][:password]@]host[:port][/db]` or `rediss://…`. */
+  /**
+   * `redis://[[user][:password]@]host[:port][/db]` or `rediss://…`; for a Redis Cluster,
+   * `redis+cluster://[[user]:password@]host:port,host:port` (any reachable nodes: the rest are discovered).
+   */
   url: string;
   /**
    * Sessions inactive this long expire by themselves: every key of a session expires at

@@ -12,7 +12,7 @@ export interface StoreUrlOptions {
 }
 
 /** The schemes `createStore` understands. */
-export const STORE_SCHEMES = ["memory:", "file:", "sqlite:", "postgres://", "postgresql://", "redis://", "rediss://"];
+export const STORE_SCHEMES = ["memory:", "file:", "sqlite:", "postgres://", "postgresql://", "redis://", "rediss://", "redis+cluster://", "rediss+cluster://"];
 
 /** Where a `file:` or `sqlite:` URL points (`file:./data/x`, `file:///abs/x`, `sqlite::memory:`). */
 export function pathOfUrl(url: string, scheme: "file:" | "sqlite:"): string {
@@ -25,7 +25,7 @@ export function pathOfUrl(url: string, scheme: "file:" | "sqlite:"): string {
 /**
  * Opens the store a URL names: `memory:`, `file:./data/sessions` (JSONL), `sqlite:./data/threadkeep.db`
  * (`?lease=shared` keeps turn leases in the file, for several processes sharing it),
- * `postgres://…`, `redis://…`. The optional clients (`postgres`, `redis`) are imported only when used.
+ * `postgres://…`, `redis://…`, `redis+cluster://host:port,host:port` (Redis Cluster). The optional clients (`postgres`, `redis`) are imported only when used.
  * @throws ThreadkeepError `invalid_store_url` for an unknown scheme, `missing_dependency` for a missing client.
  */
 export async function createStore(url: string, options: StoreUrlOptions = {}): Promise<SessionStore> {
@@ -52,13 +52,13 @@ export async function createStore(url: string, options: StoreUrlOptions = {}): P
     const { createPostgresStore } = await import("./postgres.js");
     return createPostgresStore({ url: trimmed });
   }
-  if (trimmed.startsWith("redis://") || trimmed.startsWith("rediss://")) {
+  if (/^rediss?(\+cluster)?:\/\//.test(trimmed)) {
     const { createRedisStore } = await import("./redis.js");
     return createRedisStore({ url: trimmed, ttlMs: options.ttlMs });
   }
   const scheme = /^[a-z][a-z0-9+.-]*:/i.exec(trimmed)?.[0] ?? trimmed;
   throw new ThreadkeepError(
     "invalid_store_url",
-    `Unknown store URL scheme "${scheme}": use one of memory:, file:<dir>, sqlite:<path>, postgres://…, redis://…`,
+    `Unknown store URL scheme "${scheme}": use one of memory:, file:<dir>, sqlite:<path>, postgres://…, redis://…, redis+cluster://…`,
   );
 }

@@ -1,0 +1,135 @@
+/**
+ * `threadkeep/langchain`: a LangChain chat message history kept by threadkeep, for
+ * `RunnableWithMessageHistory` and everything else that takes a `BaseListChatMessageHistory`.
+ * Each LangChain message is stored as the OpenAI chat message it means (so the proxy, the CLI and
+ * context assembly read it like any other) with the LangChain message itself in `metadata.langchain`,
+ * so every message type round-trips exactly. `@langchain/core` is an optional peer dependency.
+ */
+import { BaseListChatMessageHistory } from "@langchain/core/chat_history";
+import {
+  AIMessage,
+  type BaseMessage,
+  HumanMessage,
+  mapChatMessagesToStoredMessages,
+  mapStoredMessagesToChatMessages,
+  type StoredMessage,
+  SystemMessage,
+  ToolMessage,
+} from "@langchain/core/messages";
+import type { Memory } from "../core/memory.js";
+import type { ContentPart, Message, MessageInput, Role } from "../core/types.js";
+import { type MemoryOrUrl, orEmpty, resolveMemory, sessionIdFor } from "./_memory.js";
+
+/** Options of {@link ThreadkeepChatMessageHistory}. */
+export interface ThreadkeepChatMessageHistoryOptions {
+  /** A `Memory`, or a store URL opened for you (one `Memory` per URL in the process). */
+  memory: MemoryOrUrl;
+  /** Any string: a threadkeep session id is used as it is, another id maps to one session per user. */
+  sessionId: string;
+  /** The owner. @default the memory's default user */
+  userId?: string;
+}
+
+const ROLE_OF_TYPE: Record<string, Role> = { human: "user", ai: "assistant", system: "system", developer: "developer", tool: "tool" };
+
+function content(message: BaseMessage): MessageInput["content"] {
+  const value = message.content;
+  if (typeof value === "string") return value;
+  return (value as ContentPart[]).map((part) => ({ ...part }));
+}
+
+/** The OpenAI chat message a LangChain message means, with the LangChain message kept in metadata. */
+export function fromLangChain(message: BaseMessage): MessageInput {
+  const [stored] = mapChatMessagesToStoredMessages([message]);
+  const type = message.type as string;
+  const role = type === "generic" ? toRole((message as BaseMessage & { role?: string }).role) : (ROLE_OF_TYPE[type] ?? "user");
+  const chat: MessageInput = { role, content: content(message), metadata: { langchain: stored as unknown as Record<string, unknown> } };
+  if (message.name) chat.name = message.name;
+  if (message instanceof AIMessage && message.tool_calls?.length) {
+    chat.tool_calls = message.tool_calls.map((call) => ({
+      id: call.id ?? "",
+      type: "function",
+      function: { name: call.name, arguments: JSON.stringify(call.args) },
+    }));
+    if (chat.content === "") chat.content = null;
+  }
+  if (message instanceof ToolMessage) chat.tool_call_id = message.tool_call_id;
+  return chat;
+}
+
+function toRole(role: string | undefined): Role {
+  return role === "assistant" || role === "system" || role === "developer" || role === "tool" ? role : "user";
+}
+
+/** The LangChain message of a stored message: exactly the one stored, or built from the chat message. */
+export function toLangChain(message: Message): BaseMessage {
+  const stored = message.metadata?.langchain as StoredMessage | undefined;
+  if (stored && typeof stored.type === "string") return mapStoredMessagesToChatMessages([stored])[0];
+  const text = message.content ?? "";
+  const fields = { content: text as string, ...(message.name ? { name: message.name } : {}) };
+  switch (message.role) {
+    case "assistant":
+      return new AIMessage({
+        ...fields,
+        tool_calls: (message.tool_calls ?? []).map((call) => ({
+          id: call.id,
+          name: call.function.name,
+          args: parseArguments(call.function.arguments),
+          type: "tool_call" as const,
+        })),
+      });
+    case "system":
+    case "developer":
+      return new SystemMessage(fields);
+    case "tool":
+      return new ToolMessage({ ...fields, tool_call_id: message.tool_call_id ?? "" });
+    default:
+      return new HumanMessage(fields);
+  }
+}
+
+function parseArguments(text: string): Record<string, unknown> {
+  try {
+    const value = JSON.parse(text);
+    return value && typeof value === "object" ? value : { input: value };
+  } catch {
+    return { input: text };
+  }
+}
+
+/** A LangChain chat message history kept in a threadkeep session. */
+export class ThreadkeepChatMessageHistory extends BaseListChatMessageHistory {
+  lc_namespace = ["threadkeep", "langchain"];
+  readonly memory: Memory;
+  /** The threadkeep session id (the given id, or the one it maps to). */
+  readonly sessionId: string;
+  readonly userId: string;
+
+  constructor(options: ThreadkeepChatMessageHistoryOptions) {
+    super();
+    this.memory = resolveMemory(options.memory);
+    this.userId = options.userId ?? this.memory.settings.defaultUserId;
+    this.sessionId = sessionIdFor(options.sessionId, this.userId);
+  }
+
+  async getMessages(): Promise<BaseMessage[]> {
+    const messages = await orEmpty(() => this.memory.getMessages(this.sessionId, { userId: this.userId }), []);
+    return messages.map(toLangChain);
+  }
+
+  async addMessage(message: BaseMessage): Promise<void> {
+    await this.addMessages([message]);
+  }
+
+  /** Appends the messages in one atomic step (the whole turn, when LangChain hands it over at once). */
+  override async addMessages(messages: BaseMessage[]): Promise<void> {
+    await this.memory.addMessages(this.sessionId, messages.map(fromLangChain), { userId: this.userId });
+  }
+
+  override async clear(): Promise<void> {
+    await orEmpty(() => this.memory.clear(this.sessionId, { userId: this.userId }), undefined);
+  }
+}
+
+export { closeOpenedMemories } from "./_memory.js";
+export type { MemoryOrUrl } from "./_memory.js";

@@ -25,6 +25,8 @@ export interface FakeReply {
   error?: { message: string; type?: string; code?: string };
   /** Wait this long before answering (and between stream chunks when streaming). */
   delayMs?: number;
+  /** Extra response headers (`retry-after`, `x-ratelimit-*`, `x-request-id`, …). */
+  headers?: Record<string, string>;
 }
 
 export interface FakeUpstream {
@@ -101,7 +103,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     const reply = await replyFn(body, chatIndex++);
     if (reply.delayMs) await sleep(reply.delayMs);
     if (reply.status && reply.status >= 400) {
-      res.writeHead(reply.status, { "content-type": "application/json" });
+      res.writeHead(reply.status, { "content-type": "application/json", ...reply.headers });
       res.end(JSON.stringify({ error: { type: "invalid_request_error", code: null, ...reply.error } }));
       return;
     }
@@ -110,7 +112,12 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     const created = Math.floor(Date.now() / 1000);
     const model = body?.model ?? "fake-model";
     if (body?.stream) {
-      res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
+      res.writeHead(200, {
+        "content-type": "text/event-stream",
+        "cache-control": "no-cache",
+        connection: "keep-alive",
+        ...reply.headers,
+      });
       const send = (delta: Record<string, unknown>, finish: string | null) =>
         res.write(
           `data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`,
@@ -130,7 +137,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       res.end("data: [DONE]\n\n");
       return;
     }
-    res.writeHead(200, { "content-type": "application/json" });
+    res.writeHead(200, { "content-type": "application/json", ...reply.headers });
     res.end(
       JSON.stringify({
         id,

@@ -22,6 +22,7 @@ import { SessionHandle } from "./session-handle.js";
 import { type StateAccess, changeConversation, clearUsedPreferences, storePreferences, takePending } from "./state/session-state.js";
 import { isThreadkeepError, SessionNotFoundError, ThreadkeepError } from "./errors.js";
 import { newSessionId, parseSessionId } from "./ids.js";
+import { checkJson } from "./json-limits.js";
 import { validateMessages } from "./messages.js";
 import { bestSearchMode, type RankedHit, runSearch, type SearchMode, type VectorSearcher } from "./search.js";
 import { DEFAULTS } from "./policies.js";
@@ -206,13 +207,25 @@ export class Memory {
     metadata?: Record<string, unknown>,
     known?: Session,
   ): Promise<Session> {
+    return (await this.#open(sessionId, userId, create, metadata, known)).session;
+  }
+
+  /** {@link #resolve}, also saying whether this call created the session. */
+  async #open(
+    sessionId: string,
+    userId: string,
+    create: boolean,
+    metadata?: Record<string, unknown>,
+    known?: Session,
+  ): Promise<{ session: Session; created: boolean }> {
     const id = parseSessionId(sessionId);
     const store = await this.#store;
     let session = await this.#find(id, userId, known);
     if (!session) {
       if (!create) throw new SessionNotFoundError(id);
+      if (metadata) checkJson(metadata, "metadata");
       try {
-        return await store.createSession({ id, userId, metadata });
+        return { session: await store.createSession({ id, userId, metadata }), created: true };
       } catch (error) {
         if (!isThreadkeepError(error, "session_exists")) throw error;
         session = await store.getSession(id);
@@ -220,7 +233,7 @@ export class Memory {
       }
     }
     if (session.userId !== userId) throw new SessionNotFoundError(id);
-    return session;
+    return { session, created: false };
   }
 
   /**
@@ -244,6 +257,7 @@ export class Memory {
     const userId = this.#owner(options);
     const id = options.id ? parseSessionId(options.id) : newSessionId();
     const store = await this.#store;
+    if (options.metadata) checkJson(options.metadata, "metadata");
     if (options.id) await this.#resolve(id, userId, true, options.metadata);
     else await store.createSession({ id, userId, metadata: options.metadata });
     return new SessionHandle(this, id, userId);
@@ -272,6 +286,7 @@ export class Memory {
 
   /** Replaces a session's metadata. */
   async updateSessionMetadata(sessionId: string, metadata: Record<string, unknown>, options: OwnerOptions = {}): Promise<Session> {
+    checkJson(metadata, "metadata");
     const session = await this.#resolve(sessionId, this.#owner(options), false);
     return (await this.#store).updateSessionMetadata(session.id, metadata);
   }
@@ -296,12 +311,19 @@ export class Memory {
 
   async #write(sessionId: string, seq: number | undefined, messages: MessageInput[], options: ReplaceAfterOptions): Promise<Message[]> {
     const valid = validateMessages(messages);
-    const session = await this.#resolve(sessionId, this.#owner(options), true, undefined, options.session);
+    const { session, created } = await this.#open(sessionId, this.#owner(options), true, undefined, options.session);
     const store = await this.#store;
     const { fence, operationId, expectedLastSeq, branch } = options;
     const summarizing = Boolean(this.#compactor.summarizer);
     const write = { fence, operationId, expectedLastSeq, branch, ...(summarizing ? {} : { maxMessages: this.settings.maxMessages }) };
-    const added = seq === undefined ? await store.appendMessages(session.id, valid, write) : await store.replaceAfter(session.id, seq, valid, write);
+    let added: Message[];
+    try {
+      added = seq === undefined ? await store.appendMessages(session.id, valid, write) : await store.replaceAfter(session.id, seq, valid, write);
+    } catch (error) {
+      // A refused first write leaves no empty session behind.
+      if (created) await store.deleteSession(session.id).catch(() => {});
+      throw error;
+    }
     if (!summarizing) return added;
     const compaction = this.#compactor.run(store, session.id);
     if (!this.settings.compaction.background) await compaction;
@@ -398,18 +420,29 @@ export class Memory {
     update: (data: Record<string, unknown>) => Record<string, unknown>,
     options: OwnerOptions & { expectedVersion?: number } = {},
   ): Promise<SessionState> {
-    const session = await this.#resolve(sessionId, this.#owner(options), true);
+    const { session, created } = await this.#open(sessionId, this.#owner(options), true);
     const store = await this.#store;
-    for (let attempt = 0; ; attempt++) {
-      const current = await store.getState(session.id);
-      if (options.expectedVersion !== undefined && current.version !== options.expectedVersion) {
-        return store.setState(session.id, update(current.data), options.expectedVersion);
+    const next = (data: Record<string, unknown>) => {
+      const result = update(data);
+      checkJson(result, "state.data");
+      return result;
+    };
+    try {
+      for (let attempt = 0; ; attempt++) {
+        const current = await store.getState(session.id);
+        if (options.expectedVersion !== undefined && current.version !== options.expectedVersion) {
+          return await store.setState(session.id, next(current.data), options.expectedVersion);
+        }
+        try {
+          return await store.setState(session.id, next(structuredClone(current.data)), current.version);
+        } catch (error) {
+          if (!isThreadkeepError(error, "state_conflict") || options.expectedVersion !== undefined || attempt >= 20) throw error;
+        }
       }
-      try {
-        return await store.setState(session.id, update(structuredClone(current.data)), current.version);
-      } catch (error) {
-        if (!isThreadkeepError(error, "state_conflict") || options.expectedVersion !== undefined || attempt >= 20) throw error;
-      }
+    } catch (error) {
+      // A refused first write leaves no empty session behind.
+      if (created) await store.deleteSession(session.id).catch(() => {});
+      throw error;
     }
   }
 

@@ -1,4 +1,5 @@
 import { ThreadkeepError } from "./errors.js";
+import { checkJson } from "./json-limits.js";
 import { ROLES, type ChatMessage, type ContentPart, type Message, type MessageInput } from "./types.js";
 
 function invalid(index: number, field: string, message: string): ThreadkeepError {
@@ -54,12 +55,17 @@ export function validateMessage(value: unknown, index = 0): MessageInput {
   if (role === "tool" && typeof value.tool_call_id !== "string") {
     throw invalid(index, "tool_call_id", "a tool message needs the tool_call_id it answers");
   }
+  if (value.tool_call_id !== undefined && typeof value.tool_call_id !== "string") {
+    throw invalid(index, "tool_call_id", "must be a string");
+  }
   if (value.metadata !== undefined && !isPlainObject(value.metadata)) {
     throw invalid(index, "metadata", "must be an object");
   }
   if (value.incomplete !== undefined && typeof value.incomplete !== "boolean") {
     throw invalid(index, "incomplete", "must be a boolean");
   }
+  // Deep nesting anywhere (metadata, pass-through fields) would overflow JSON.stringify in a store.
+  checkJson(value, `messages[${index}]`);
   if (content === undefined) return { ...(value as unknown as MessageInput), content: null };
   return value as unknown as MessageInput;
 }

@@ -1,4 +1,4 @@
-import { Agent as HttpAgent, type IncomingMessage, request as httpRequest } from "node:http";
+import { Agent as HttpAgent, type IncomingHttpHeaders, type IncomingMessage, request as httpRequest } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { ThreadkeepError } from "../core/errors.js";
 
@@ -15,18 +15,46 @@ export interface UpstreamOptions {
   timeoutMs?: number;
 }
 
-/** The upstream answered with an error status; its status and body are kept to pass back. */
+/** Upstream response headers a client needs to see: rate limits, back-off, the request id for support. */
+const CLIENT_HEADER = /^(retry-after(-ms)?|x-ratelimit-.+|x-request-id|openai-processing-ms)$/;
+
+/** The headers of an upstream response that are passed back to the client, by lower-case name. */
+export function clientHeaders(headers: IncomingHttpHeaders): Record<string, string> {
+  const picked: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || !CLIENT_HEADER.test(name)) continue;
+    picked[name] = Array.isArray(value) ? value.join(", ") : value;
+  }
+  return picked;
+}
+
+/** The upstream answered with an error status; its status, body and client headers are kept to pass back. */
 export class UpstreamError extends ThreadkeepError {
   /** The upstream's HTTP status (0 when it could not be reached). */
   readonly upstreamStatus: number;
   /** The upstream's error body, parsed when it was JSON. */
   readonly upstreamBody: unknown;
+  /** The upstream's headers a client needs (`retry-after`, `x-ratelimit-*`, `x-request-id`). */
+  readonly upstreamHeaders: Record<string, string>;
 
-  constructor(upstreamStatus: number, upstreamBody: unknown, message: string, options: { cause?: unknown } = {}) {
+  constructor(
+    upstreamStatus: number,
+    upstreamBody: unknown,
+    message: string,
+    options: { cause?: unknown; headers?: Record<string, string> } = {},
+  ) {
     super("upstream_error", message, options);
     this.upstreamStatus = upstreamStatus;
     this.upstreamBody = upstreamBody;
+    this.upstreamHeaders = options.headers ?? {};
   }
+}
+
+/** Options of one upstream call. */
+export interface UpstreamCallOptions {
+  signal?: AbortSignal;
+  /** Receives the upstream's {@link clientHeaders} of a successful response. */
+  onHeaders?: (headers: Record<string, string>) => void;
 }
 
 /** One Server-Sent Event of a streamed chat completion. */
@@ -41,9 +69,9 @@ export interface StreamEvent {
 export interface Upstream {
   readonly baseUrl: string;
   /** POST /chat/completions without streaming. @throws UpstreamError */
-  chat(body: Record<string, unknown>, options?: { signal?: AbortSignal }): Promise<any>;
+  chat(body: Record<string, unknown>, options?: UpstreamCallOptions): Promise<any>;
   /** POST /chat/completions with `stream: true`; yields events as they arrive. @throws UpstreamError before the first event */
-  streamChat(body: Record<string, unknown>, options?: { signal?: AbortSignal }): Promise<AsyncIterable<StreamEvent>>;
+  streamChat(body: Record<string, unknown>, options?: UpstreamCallOptions): Promise<AsyncIterable<StreamEvent>>;
   /** POST /embeddings. @throws UpstreamError */
   embeddings(input: string[], model: string, options?: { signal?: AbortSignal }): Promise<number[][]>;
   /** GET /models. @throws UpstreamError */
@@ -54,6 +82,8 @@ interface RawResponse {
   status: number;
   ok: boolean;
   body: IncomingMessage;
+  /** The client headers of the response. */
+  headers: Record<string, string>;
 }
 
 async function readText(body: IncomingMessage): Promise<string> {
@@ -134,7 +164,7 @@ export function createUpstream(options: UpstreamOptions): Upstream {
           const status = res.statusCode ?? 0;
           const done = (text?: string) => {
             clearTimeout(timer);
-            resolve({ status, ok: status >= 200 && status < 300, body: res, text });
+            resolve({ status, ok: status >= 200 && status < 300, body: res, text, headers: clientHeaders(res.headers) });
           };
           if (whole || status < 200 || status >= 300) readText(res).then(done, fail);
           else done();
@@ -159,22 +189,25 @@ export function createUpstream(options: UpstreamOptions): Upstream {
       req.end(payload);
     });
 
-  const json = async (method: string, path: string, body?: unknown, signal?: AbortSignal) => {
-    const response = await request(method, path, body, signal, true);
+  const refused = (response: RawResponse & { text?: string }) => {
     const parsed = parseBody(response.text ?? "");
-    if (!response.ok) throw new UpstreamError(response.status, parsed, errorMessage(response.status, parsed));
-    return parsed as any;
+    return new UpstreamError(response.status, parsed, errorMessage(response.status, parsed), { headers: response.headers });
+  };
+
+  const json = async (method: string, path: string, body?: unknown, opts: UpstreamCallOptions = {}) => {
+    const response = await request(method, path, body, opts.signal, true);
+    if (!response.ok) throw refused(response);
+    opts.onHeaders?.(response.headers);
+    return parseBody(response.text ?? "") as any;
   };
 
   return {
     baseUrl,
-    chat: (body, opts = {}) => json("POST", "/chat/completions", { ...body, stream: false }, opts.signal),
+    chat: (body, opts = {}) => json("POST", "/chat/completions", { ...body, stream: false }, opts),
     async streamChat(body, opts = {}) {
       const response = await request("POST", "/chat/completions", { ...body, stream: true }, opts.signal, false);
-      if (!response.ok) {
-        const parsed = parseBody(response.text ?? "");
-        throw new UpstreamError(response.status, parsed, errorMessage(response.status, parsed));
-      }
+      if (!response.ok) throw refused(response);
+      opts.onHeaders?.(response.headers);
       const stream = response.body;
       return (async function* () {
         for await (const data of sseData(stream)) {
@@ -191,12 +224,12 @@ export function createUpstream(options: UpstreamOptions): Upstream {
       })();
     },
     async embeddings(input, model, opts = {}) {
-      const result = await json("POST", "/embeddings", { input, model }, opts.signal);
+      const result = await json("POST", "/embeddings", { input, model }, opts);
       return (result.data as { index: number; embedding: number[] }[])
         .sort((a, b) => a.index - b.index)
         .map((d) => d.embedding);
     },
-    models: (opts = {}) => json("GET", "/models", undefined, opts.signal),
+    models: (opts = {}) => json("GET", "/models", undefined, opts),
   };
 }
 

@@ -6,6 +6,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController
 import { assembleContext } from "../core/context/assemble.js";
 import { ThreadkeepError } from "../core/errors.js";
 import { isValidSessionId } from "../core/ids.js";
+import { checkJson } from "../core/json-limits.js";
 import { createMemory, Memory, type MemoryOptions } from "../core/memory.js";
 import { createUpstream, type Upstream, type UpstreamOptions } from "../llm/openai-compatible.js";
 import { createAuthenticator, toApiKeyMap } from "./auth.js";
@@ -96,6 +97,10 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
     // By the matched route, not the raw URL, so no spelling of a path slips past.
     if (request.routeOptions.url?.startsWith("/v1/") || request.routeOptions.url === MCP_PATH)
       request.userId = authenticate(request.headers.authorization);
+  });
+  // JSON nested thousands deep overflows JSON.stringify wherever it goes next: refused at the door.
+  app.addHook("preHandler", async (request) => {
+    if (request.body !== undefined && request.body !== null) checkJson(request.body, "");
   });
   app.addHook("onResponse", async (request, reply) => {
     metrics.requests.inc({

@@ -27,6 +27,8 @@ export interface HttpFailure {
   body: unknown;
   /** The code counted in metrics. */
   code: string;
+  /** Headers to send with it (an upstream's `retry-after`, `x-ratelimit-*`, `x-request-id`). */
+  headers?: Record<string, string>;
 }
 
 // Fastify's own request errors: what the client sent was wrong, so they get a 4xx with a stable code.
@@ -51,6 +53,7 @@ export function toHttpFailure(error: unknown): HttpFailure & { unexpected: boole
         body: upstreamErrorBody(error),
         code: "upstream_error",
         unexpected: false,
+        headers: error.upstreamHeaders,
       };
     }
     return {
@@ -126,6 +129,7 @@ export function sendFailure(
   const failure = toHttpFailure(error);
   if (failure.unexpected) request.log.error({ err: error }, "request failed");
   count(failure.code);
+  if (failure.headers) reply.headers(failure.headers);
   return reply.code(failure.status).type("application/json").send(failure.body);
 }
 

@@ -15,7 +15,7 @@ import { commitTurn, type LoadedTurn, loadTurn, type PlannedTurn, type TurnDeps,
 
 /** The header that carries the session id, both ways. */
 export const SESSION_HEADER = "x-session-id";
-/** The header that reports a degraded turn: `context-unavailable`, `not-saved`. */
+/** The header that reports a degraded turn: `context-unavailable`, `not-saved`, `input-truncated`. */
 export const WARNING_HEADER = "x-threadkeep-warning";
 
 /** What every turn route needs. */
@@ -115,6 +115,7 @@ export async function runTurn(
       const loaded = await loadTurn(turn, sessionId, userId, dialect.input, dialect.model);
       const headers: Record<string, string> = { [SESSION_HEADER]: sessionId };
       if (!loaded.contextAvailable) addWarning(headers, "context-unavailable");
+      if (loaded.truncated) addWarning(headers, "input-truncated");
       const upstreamBody = dialect.upstreamBody(loaded.messages);
 
       if (streaming) {
@@ -140,7 +141,9 @@ export async function runTurn(
       const upstreamStart = performance.now();
       let completion: unknown;
       try {
-        completion = await upstream.chat(upstreamBody);
+        completion = await upstream.chat(upstreamBody, {
+          onHeaders: (upstreamHeaders) => Object.assign(headers, upstreamHeaders),
+        });
       } finally {
         deps.metrics.upstreamSeconds.observe(secondsSince(upstreamStart));
       }

@@ -100,7 +100,10 @@ export async function streamTurn(input: StreamTurnInput): Promise<StreamTurnResu
   const upstreamStart = performance.now();
   let events: AsyncIterable<StreamEvent>;
   try {
-    events = await input.upstream.streamChat(input.upstreamBody, { signal: abort.signal });
+    events = await input.upstream.streamChat(input.upstreamBody, {
+      signal: abort.signal,
+      onHeaders: (upstreamHeaders) => Object.assign(input.headers, upstreamHeaders),
+    });
   } catch (error) {
     turn.metrics.upstreamSeconds.observe(secondsSince(upstreamStart));
     throw error;

@@ -63,6 +63,8 @@ export interface LoadedTurn {
   created: boolean;
   /** False when the store was unreachable and the turn goes on without history. */
   contextAvailable: boolean;
+  /** A message was cut to fit the token budget (`input-truncated`). */
+  truncated?: boolean;
   /** The session record, resolved once for the whole turn (absent for a new session or a store that is down). */
   session?: Session;
 }
@@ -104,7 +106,14 @@ export async function loadTurn(
       model,
       session,
     });
-    return { messages: context.messages, toStore, created, contextAvailable: true, session };
+    return {
+      messages: context.messages,
+      toStore,
+      created,
+      contextAvailable: true,
+      truncated: context.omitted.truncated > 0,
+      session,
+    };
   } catch (error) {
     // A store that is down, or a session whose stored data cannot be read, costs the history of this
     // turn, not the turn: answer from the request alone and say so.
@@ -115,7 +124,8 @@ export async function loadTurn(
     );
     deps.metrics.error("context_unavailable");
     const toStore = planned ? planned.toStore : split!.newTurn;
-    const messages = planned ? [...system, ...toStore.map(toChatMessage)] : (request as ChatMessage[]);
+    // threadkeep's own fields never reach the model, on this path either.
+    const messages = planned ? [...system, ...toStore.map(toChatMessage)] : (request as ChatMessage[]).map(toChatMessage);
     return { messages, toStore, created: false, contextAvailable: false };
   } finally {
     deps.metrics.storeLoadSeconds.observe(secondsSince(start));

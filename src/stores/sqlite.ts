@@ -87,11 +87,14 @@ function storeError(error: unknown): unknown {
   return error;
 }
 
-/** Quotes every word so FTS5 operators and punctuation in user text are searched as text, never parsed. */
+/**
+ * Quotes every word so FTS5 operators and punctuation in user text are searched as text, never parsed.
+ * NUL separates words like a space: FTS5 would read it as the end of the query ("unterminated string").
+ */
 function ftsQuery(text: string, any = false): string {
   return text
-    .trim()
-    .split(/\s+/)
+    .split(/[\s\u0000]+/)
+    .filter((word) => word.length > 0)
     .map((word) => `"${word.replaceAll('"', '""')}"`)
     .join(any ? " OR " : " ");
 }
@@ -335,6 +338,8 @@ export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
           db.tx.indexPending();
           const ranked = query.ranking === "relevance";
           const match = ftsQuery(query.text, ranked);
+          // Nothing but separators: no word to find.
+          if (!match) return [];
           const rows = ranked
             ? sessionId
               ? st.searchFullTextRankedInSession.all(match, sessionId, userId, limit)

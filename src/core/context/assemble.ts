@@ -6,7 +6,14 @@ import { renderSummaries, selectSummaries } from "./summarize.js";
 import { encodingForModel, REPLY_PRIMING_TOKENS, TokenCounter } from "./tokens.js";
 import { groupToolUnits, type ToolUnit, unitCompletedByInput, validInput } from "./tool-units.js";
 import { type Counted, fitByTruncating, truncateMessage } from "./truncate.js";
-import type { AssembledContext, ContextInput, ContextPreferences, OmittedReasons, OmittedSeqs } from "./types.js";
+import type {
+  AssembledContext,
+  ContextInput,
+  ContextPreferences,
+  OmittedReasons,
+  OmittedSeqs,
+  TruncatedMessage,
+} from "./types.js";
 
 /** The newest window message is cut to fit, rather than left out, only if at least this many tokens remain. */
 const MIN_CUT_TOKENS = 64;
@@ -36,6 +43,17 @@ function inSeqOrder(history: readonly Message[]): Message[] {
     }
   }
   return history as Message[];
+}
+
+/** Where each message of `subsequence` (in order, the same objects) stands in `list`. */
+function positionsIn(list: readonly ChatMessage[], subsequence: readonly ChatMessage[]): number[] {
+  const positions: number[] = [];
+  let at = 0;
+  for (const message of subsequence) {
+    while (list[at] !== message) at++;
+    positions.push(at++);
+  }
+  return positions;
 }
 
 /** Units holding a pinned seq or a seq of the focus range, newest first. */
@@ -75,14 +93,23 @@ export function assembleContext(input: ContextInput): AssembledContext {
   const truncatedSeqs: number[] = [];
 
   // System messages, the input, and the stored tool call whose results come with the input must all go.
-  const carried = unitCompletedByInput(units, input.input);
+  // threadkeep's own fields (metadata, incomplete) never reach the model, the new turn's included.
+  const requestInput = input.input.map(toChatMessage);
+  const carried = unitCompletedByInput(units, requestInput);
   if (carried) selected.set(units.length - 1, null);
-  const { kept, dropped: droppedInput } = validInput(input.input, carried);
+  const { kept, dropped: droppedInput } = validInput(requestInput, carried);
   const count = (message: ChatMessage): Counted => ({ message, tokens: counter.message(message) });
-  const mandatory = [...input.system, ...kept].map(count);
+  const mandatory = [...input.system.map(toChatMessage), ...kept].map(count);
+  const before = mandatory.map((e) => e.tokens);
   const carriedTokens = carried ? unitTokens[units.length - 1] : 0;
   const available = input.tokenBudget - REPLY_PRIMING_TOKENS - carriedTokens;
-  truncated += fitByTruncating(mandatory, available, counter);
+  const keptAt = positionsIn(requestInput, kept);
+  const cut: TruncatedMessage[] = fitByTruncating(mandatory, available, counter).map((i) => ({
+    ...(i < input.system.length ? { system: i } : { input: keptAt[i - input.system.length] }),
+    tokens: before[i],
+    sentTokens: mandatory[i].tokens,
+  }));
+  truncated += cut.length;
   const system = mandatory.slice(0, input.system.length);
   const newInput = mandatory.slice(input.system.length);
   let remaining = available - mandatory.reduce((sum, e) => sum + e.tokens, 0);
@@ -144,12 +171,13 @@ export function assembleContext(input: ContextInput): AssembledContext {
     budgetSpent = true;
     // A newest message larger than what is left is cut rather than lost.
     if (fromWindow === 0 && !carried && unit.messages.length === 1 && remaining >= MIN_CUT_TOKENS) {
-      const cut = truncateMessage(toChatMessage(unit.messages[0]), remaining, counter);
-      if (cut) {
-        selected.set(i, [cut.message]);
-        remaining -= cut.tokens;
+      const shortened = truncateMessage(toChatMessage(unit.messages[0]), remaining, counter);
+      if (shortened) {
+        selected.set(i, [shortened.message]);
+        remaining -= shortened.tokens;
         truncated++;
         truncatedSeqs.push(unit.messages[0].seq);
+        cut.push({ seq: unit.messages[0].seq, tokens: unitTokens[i], sentTokens: shortened.tokens });
       }
     }
   }
@@ -201,6 +229,7 @@ export function assembleContext(input: ContextInput): AssembledContext {
       tokens: omittedTokens,
       summaries: leftOutSummaries.length,
       truncated,
+      ...(cut.length > 0 ? { truncatedMessages: cut } : {}),
       reasons,
       summaryTokens: leftOutSummaries.reduce((sum, s) => sum + counter.text(s.content), 0),
       input: droppedInput,

@@ -58,14 +58,14 @@ function markerOnly(message: ChatMessage, counter: TokenCounter): Counted | null
 
 /**
  * Shortens the largest messages until the list fits `available` tokens (or nothing more can be cut).
- * Changes `entries` in place. @returns how many messages were shortened.
+ * Changes `entries` in place. @returns the indexes of the messages shortened.
  */
-export function fitByTruncating(entries: Counted[], available: number, counter: TokenCounter): number {
+export function fitByTruncating(entries: Counted[], available: number, counter: TokenCounter): number[] {
   let total = entries.reduce((sum, e) => sum + e.tokens, 0);
-  if (total <= available) return 0;
+  if (total <= available) return [];
   // Largest first, each cut once: one sort, not a scan per cut (a body may carry many thousand messages).
   const order = entries.map((_, i) => i).sort((a, b) => entries[b].tokens - entries[a].tokens || a - b);
-  let shortened = 0;
+  const shortened: number[] = [];
   for (const i of order) {
     if (total <= available) break;
     const entry = entries[i];
@@ -75,7 +75,7 @@ export function fitByTruncating(entries: Counted[], available: number, counter: 
     if (!best || best.tokens >= entry.tokens) continue;
     total += best.tokens - entry.tokens;
     entries[i] = best;
-    shortened++;
+    shortened.push(i);
   }
-  return shortened;
+  return shortened.sort((a, b) => a - b);
 }

@@ -78,6 +78,20 @@ export interface ContextPartTokens {
   priming: number;
 }
 
+/**
+ * A message sent cut to fit the budget (with a marker where its text stops): a stored one by `seq`,
+ * or one of the request's by its index in `input` or `system`.
+ */
+export interface TruncatedMessage {
+  seq?: number;
+  input?: number;
+  system?: number;
+  /** Its tokens whole (an estimate for a text far past the budget). */
+  tokens: number;
+  /** Its tokens as sent. */
+  sentTokens: number;
+}
+
 /** What the assembler produced, and what it left out. */
 export interface AssembledContext {
   /** The request's `messages`, ready to send. */
@@ -97,6 +111,8 @@ export interface AssembledContext {
     summaries: number;
     /** Messages shortened with a truncation marker because one alone exceeded the budget. */
     truncated: number;
+    /** Which messages were shortened (present when `truncated` > 0). */
+    truncatedMessages?: TruncatedMessage[];
     /** The stored messages left out, by reason (they add up to `messages`). */
     reasons?: OmittedReasons;
     /** Tokens of the summaries left out. */

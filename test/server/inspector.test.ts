@@ -72,7 +72,7 @@ describe.skipIf(available !== true)("the inspector page in chromium", () => {
     const { page, errors, close } = await open("/ui", "tk-alice");
     await expect.poll(() => titles(page)).toContain("What is the weather in Utrecht?");
     const row = page.locator(`a[data-session="${alice}"]`);
-    await expect.poll(() => row.locator(".meta").textContent()).toMatch(/^10 messages · /);
+    await expect.poll(() => row.locator(".meta").textContent()).toMatch(/^10 messages · .* · memory$/);
     expect(await page.locator("#store").textContent()).toBe("store: memory");
     // The key stays in this tab: a reload does not ask again.
     await page.reload();

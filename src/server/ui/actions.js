@@ -90,13 +90,13 @@ export async function exportSession(s) {
 
 /**
  * @param {Target} s
- * @param {{ id: string, atSeq: number, reason?: string }} branch
+ * @param {{ id: string | number, atSeq: number, reason?: string }} branch
  * @param {After} after
  */
 export async function switchBranch(s, branch, after) {
   const ok = await confirmAction({
     title: "Switch to this branch?",
-    body: `The messages after #${branch.atSeq} become this branch's${branch.reason ? ` (${branch.reason})` : ""}; the ones shown now are kept as a branch.`,
+    body: `The messages after #${branch.atSeq} become those of branch ${branch.id}${branch.reason ? ` (${branch.reason})` : ""}; the ones shown now are kept as a branch, nothing is deleted.`,
     confirm: "Switch",
   });
   if (!ok) return;

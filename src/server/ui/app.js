@@ -133,7 +133,7 @@ async function renderView() {
         summaries: open.summaries,
         branches: open.branches,
         onFork: (seq) => actions.forkSession(target(), seq, after).catch(fail),
-        onShowBranch: (b) => navigate(`/ui/s/${id}#${b.atSeq}`),
+        onLoadBranch: async (b) => (await api(`${sessionPath(id)}/branches/${encodeURIComponent(b.id)}`)).messages ?? [],
         onSwitchBranch: (b) => actions.switchBranch(target(), b, after).catch(fail),
       }),
     );
@@ -278,6 +278,7 @@ async function start() {
   replace($("mode"), modes.map((m) => h("option", { value: m }, m)));
   await list.refresh();
   await show();
+  replace($("live"), `live · ${formatTime(Date.now())}`);
   setInterval(() => poll().catch(fail), POLL_MS);
 }
 

@@ -104,9 +104,10 @@ function leftOut(ctx, storedSeqs, summaries) {
   const older = storedSeqs.filter((s) => !included.has(s) && !accounted.has(s));
   const includedSummaries = summaries.filter((s) => (ctx.includedSummaryIds ?? []).includes(s.id));
   const covered = (/** @type {number} */ seq) => includedSummaries.find((s) => seq >= s.fromSeq && seq <= s.toSeq);
+  const outside = [...older, ...seqs.window];
   const rows = [
-    ["window", "older than the message window", [...older.filter((s) => !covered(s)), ...seqs.window]],
-    ["summarised", "older than the window; the summary stands for them", older.filter((s) => covered(s))],
+    ["window", "older than the message window", outside.filter((s) => !covered(s))],
+    ["summarised", "older than the window; the summary sent stands for them", outside.filter((s) => covered(s))],
     ["budget", "inside the window but past the token budget", seqs.budget],
     ["toolPairs", "orphaned tool result, or a tool call without all its results", seqs.toolPairs],
     ["truncated", "sent, but cut to fit the budget", ctx.omitted?.truncatedSeqs ?? []],

@@ -24,13 +24,17 @@ export function createSessionList(ui) {
   let cursor = null;
   /** @type {{ query: string, hits: any[], note: string } | null} */
   let search = null;
+  let store = "";
 
   /** @param {string | null} after */
   async function page(after) {
     const query = new URLSearchParams({ limit: String(PAGE), overview: "true" });
     if (after) query.set("cursor", after);
     const answer = await api(`/v1/sessions?${query}`);
-    if (answer.store) ui.onStore(answer.store);
+    if (answer.store) {
+      store = answer.store;
+      ui.onStore(store);
+    }
     return /** @type {{ data: SessionRow[], nextCursor: string | null }} */ (answer);
   }
 
@@ -55,6 +59,7 @@ export function createSessionList(ui) {
           { class: "meta" },
           `${row.messageCount} message${row.messageCount === 1 ? "" : "s"} · `,
           timeTag(row.lastActivityAt),
+          store ? ` · ${store}` : null,
         ),
         h("span", { class: "id" }, row.id),
       ),

@@ -10,8 +10,8 @@ import { badge, contentText, formatTime, h } from "./dom.js";
  * @typedef {{ seq: number, role: string, content: unknown, createdAt: number, tool_calls?: any[],
  *   tool_call_id?: string, name?: string, incomplete?: boolean, metadata?: Record<string, any> }} Message
  * @typedef {{ id: number, fromSeq: number, toSeq: number, content: string, createdAt: number }} Summary
- * @typedef {{ id: string, atSeq: number, reason?: string, messages?: Message[], messageCount?: number,
- *   createdAt?: number, current?: boolean }} Branch
+ * @typedef {{ id: number | string, atSeq: number, parentId?: number | null, reason?: string,
+ *   messages?: Message[], messageCount?: number, createdAt?: number }} Branch
  */
 
 /** The marker the context engine leaves in a message it cut to fit. */
@@ -89,7 +89,7 @@ function toolCall(call, answers) {
 /**
  * @param {Message} m
  * @param {Map<string, Message[]>} results
- * @param {(seq: number) => void} onFork
+ * @param {((seq: number) => void) | null} onFork null for messages that are not on the main line
  */
 function message(m, results, onFork) {
   const meta = m.metadata ?? {};
@@ -109,7 +109,9 @@ function message(m, results, onFork) {
       m.incomplete ? badge("incomplete", "warn") : null,
       isTruncated(m) ? badge("truncated", "warn") : null,
       orphan ? badge("tool result without its call", "warn") : null,
-      h("button", { type: "button", class: "link fork", onclick: () => onFork(m.seq), title: `Fork a new session from messages #1–#${m.seq}` }, "fork here"),
+      onFork
+        ? h("button", { type: "button", class: "link fork", onclick: () => onFork(m.seq), title: `Fork a new session from messages #1–#${m.seq}` }, "fork here")
+        : null,
     ),
     text ? h("div", { class: "content" }, text) : null,
     (m.tool_calls ?? []).map((call) => toolCall(call, results.get(String(call?.id)) ?? [])),
@@ -127,27 +129,49 @@ function summaryBlock(s) {
 }
 
 /**
+ * A branch where it split: opening it reads its messages; "switch to it" makes it the main line.
  * @param {Branch} b
- * @param {{ onShow: (b: Branch) => void, onSwitch: (b: Branch) => void }} actions
+ * @param {{ onLoad: (b: Branch) => Promise<Message[]>, onSwitch: (b: Branch) => void }} actions
  */
 function branchBar(b, actions) {
   const count = b.messageCount ?? b.messages?.length;
-  return h(
-    "div",
-    { class: "branch", "data-branch": b.id },
-    h("span", null, `⎇ branch at #${b.atSeq}`),
-    b.reason ? badge(b.reason) : null,
-    count !== undefined ? h("span", { class: "meta" }, `${count} message${count === 1 ? "" : "s"}`) : null,
-    b.createdAt ? h("span", { class: "meta" }, formatTime(b.createdAt)) : null,
-    h("button", { type: "button", class: "link", onclick: () => actions.onShow(b) }, "show"),
-    h("button", { type: "button", class: "link", onclick: () => actions.onSwitch(b), "data-action": "switch-branch" }, "switch to it"),
+  const body = h("div", { class: "branch-messages" });
+  const details = h(
+    "details",
+    { class: "branch", "data-branch": String(b.id) },
+    h(
+      "summary",
+      null,
+      h("span", null, `⎇ branch ${b.id} after #${b.atSeq}`),
+      " ",
+      b.reason ? badge(b.reason) : null,
+      b.parentId ? h("span", { class: "meta" }, ` inside branch ${b.parentId}`) : null,
+      count !== undefined ? h("span", { class: "meta" }, ` · ${count} message${count === 1 ? "" : "s"}`) : null,
+      b.createdAt ? h("span", { class: "meta" }, ` · ${formatTime(b.createdAt)}`) : null,
+      " ",
+      b.parentId
+        ? null
+        : h("button", { type: "button", class: "link", "data-action": "switch-branch", onclick: (/** @type {Event} */ e) => (e.preventDefault(), actions.onSwitch(b)) }, "switch to it"),
+    ),
+    body,
   );
+  details.addEventListener("toggle", () => {
+    if (!details.open || body.childElementCount > 0) return;
+    actions.onLoad(b).then(
+      (messages) => {
+        const { results, folded } = foldToolResults(messages);
+        body.replaceChildren(...messages.filter((m) => !folded.has(m.seq)).map((m) => message(m, results, null)));
+      },
+      (error) => body.replaceChildren(h("p", { class: "error" }, String(error?.message ?? error))),
+    );
+  });
+  return details;
 }
 
 /**
  * Renders a transcript.
  * @param {{ messages: Message[], summaries: Summary[], branches: Branch[] | null,
- *   onFork: (seq: number) => void, onShowBranch: (b: Branch) => void, onSwitchBranch: (b: Branch) => void }} data
+ *   onFork: (seq: number) => void, onLoadBranch: (b: Branch) => Promise<Message[]>, onSwitchBranch: (b: Branch) => void }} data
  */
 export function renderTranscript(data) {
   const { results, folded } = foldToolResults(data.messages);
@@ -155,7 +179,7 @@ export function renderTranscript(data) {
   const branches = [...(data.branches ?? [])].sort((a, b) => a.atSeq - b.atSeq);
   /** @type {Node[]} */
   const out = [];
-  const branchActions = { onShow: data.onShowBranch, onSwitch: data.onSwitchBranch };
+  const branchActions = { onLoad: data.onLoadBranch, onSwitch: data.onSwitchBranch };
   const flushBefore = (/** @type {number} */ seq) => {
     while (summaries.length > 0 && summaries[0].toSeq < seq) out.push(summaryBlock(/** @type {Summary} */ (summaries.shift())));
     while (branches.length > 0 && branches[0].atSeq < seq) out.push(branchBar(/** @type {Branch} */ (branches.shift()), branchActions));

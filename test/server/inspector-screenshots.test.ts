@@ -1,0 +1,146 @@
+/**
+ * Screenshots of each inspector view, light and dark, for docs/inspector.md. The content is fixed:
+ * session ids, texts and (through a frozen Date in this process and a fixed clock in the page) every
+ * time shown, so a run on the same machine writes the same pictures again.
+ */
+import { mkdirSync, statSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import type { Browser, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { browserAvailable, launchBrowser } from "../_browser.js";
+import { type Stack, startStack } from "./_stack.js";
+
+const available = browserAvailable();
+if (available !== true) console.log(`[skip] inspector screenshots: ${available}`);
+
+const OUT = fileURLToPath(new URL("../../docs/inspector/", import.meta.url));
+const T0 = Date.UTC(2026, 10, 20, 9, 0, 0);
+const TRIP = "3f2b8c1e-6d1a-4c3e-9f7a-2b9d8e1c0a55";
+const EMAIL = "7c9e6679-7425-40de-944b-e07fc1f90ae7";
+const RECIPE = "a3bb189e-8bf9-4888-9912-ace4e6543002";
+const AUTH = { authorization: "Bearer tk-demo" };
+
+const hotels = { id: "call_h1", type: "function", function: { name: "search_hotels", arguments: '{"near":"Dom tower","nights":1}' } };
+const weather = { id: "call_w1", type: "function", function: { name: "get_weather", arguments: '{"city":"Utrecht","day":"Saturday"}' } };
+const REPLIES: Record<string, { content?: string; tool_calls?: unknown[] }> = {
+  "Plan a weekend trip to Utrecht for two": { content: "Happy to. Are you arriving on Saturday morning?" },
+  "Yes, by train from Amsterdam": { content: "The 9:12 intercity from Amsterdam Centraal arrives at 9:39." },
+  "Find a hotel near the Dom tower": { tool_calls: [hotels] },
+  call_h1: { content: "Canal House (€114) and Hotel Dom (€129) both have a room on Saturday." },
+  "Book the Canal House": { content: "Booked: Canal House, Saturday, one night. Confirmation TK-4821." },
+  "What's the weather on Saturday?": { tool_calls: [weather] },
+  call_w1: { content: "14 °C and dry, a light breeze in the afternoon." },
+  "Cancel that booking": { content: "Cancel booking TK-4821 at Canal House? Reply yes to confirm." },
+};
+
+describe.skipIf(available !== true)("inspector screenshots", () => {
+  let stack: Stack;
+  let browser: Browser;
+  let clock = T0;
+  const tick = (minutes = 1) => vi.setSystemTime((clock += minutes * 60_000));
+
+  async function turn(session: string, message: Record<string, unknown>) {
+    tick();
+    await stack.client("tk-demo").chat.completions.create({ model: "gpt-4o-mini", messages: [message as never] }, { headers: { "X-Session-ID": session } });
+  }
+
+  beforeAll(async () => {
+    vi.useFakeTimers({ toFake: ["Date"], now: T0 });
+    stack = await startStack({
+      apiKeys: { "tk-demo": "demo" },
+      memoryOptions: {
+        window: 8,
+        summarizer: {
+          summarize: async () =>
+            "Planning a weekend in Utrecht for two: arriving Saturday by the 9:12 intercity from Amsterdam; hotels near the Dom tower compared.",
+        },
+        compaction: { threshold: 4, maxBatch: 100, background: false },
+      },
+    });
+    stack.fake.setReply((body) => {
+      const last = body.messages.at(-1);
+      return REPLIES[last.role === "tool" ? last.tool_call_id : last.content] ?? { content: "Done." };
+    });
+    await turn(RECIPE, { role: "user", content: "A vegetarian recipe for four, under 30 minutes" });
+    await turn(EMAIL, { role: "user", content: "Draft a short email to the landlord about the heating" });
+    for (const text of ["Plan a weekend trip to Utrecht for two", "Yes, by train from Amsterdam", "Find a hotel near the Dom tower"]) {
+      await turn(TRIP, { role: "user", content: text });
+    }
+    await turn(TRIP, { role: "tool", tool_call_id: "call_h1", content: '{"hotels":[{"name":"Hotel Dom","price":129},{"name":"Canal House","price":114}]}' });
+    await turn(TRIP, { role: "user", content: "Book the Canal House" });
+    await turn(TRIP, { role: "user", content: "What's the weather on Saturday?" });
+    await turn(TRIP, { role: "tool", tool_call_id: "call_w1", content: '{"celsius":14,"sky":"dry","wind":"light"}' });
+    await turn(TRIP, { role: "user", content: "Cancel that booking" });
+    tick(0);
+    const at = clock;
+    await stack.request("PATCH", `/v1/sessions/${TRIP}/state`, {
+      headers: AUTH,
+      body: {
+        data: {
+          conversation: {
+            lastIntent: { name: "cancel_booking", at },
+            references: [
+              { type: "booking", id: "TK-4821", label: "Canal House, Saturday, one night", at },
+              { type: "hotel", id: "canal-house", label: "Canal House", at: at - 240_000 },
+            ],
+            pending: { id: "c1", action: "cancel_booking", args: { id: "TK-4821" }, prompt: "Cancel booking TK-4821?", createdAt: at, expiresAt: at + 300_000 },
+          },
+        },
+      },
+    });
+    await stack.request("PUT", `/v1/sessions/${TRIP}/preferences`, { headers: AUTH, body: { pinnedSeqs: [1], sticky: true } });
+    tick(2);
+    browser = await launchBrowser();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await stack?.close();
+    vi.useRealTimers();
+  });
+
+  async function shoot(name: string, path: string, scheme: "light" | "dark", prepare?: (page: Page) => Promise<void>) {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, colorScheme: scheme, timezoneId: "UTC", locale: "en-GB" });
+    await context.addInitScript(() => sessionStorage.setItem("threadkeep.apiKey", "tk-demo"));
+    const page = await context.newPage();
+    await page.clock.setFixedTime(new Date(clock));
+    await page.goto(`${stack.url}${path}`);
+    await page.locator("#sessions a.session").first().waitFor();
+    await prepare?.(page);
+    mkdirSync(OUT, { recursive: true });
+    const file = `${OUT}${name}-${scheme}.png`;
+    await page.screenshot({ path: file, animations: "disabled", caret: "hide" });
+    await context.close();
+    expect(statSync(file).size).toBeGreaterThan(10_000);
+  }
+
+  it("takes the transcript, context, state, search and confirmation views in light and dark", async () => {
+    for (const scheme of ["light", "dark"] as const) {
+      await shoot("transcript", `/ui/s/${TRIP}`, scheme, async (page) => {
+        await page.locator('details.tool[data-call="call_h1"] summary').click();
+        await page.locator('article[data-seq="11"]').scrollIntoViewIfNeeded();
+        await page.evaluate("window.scrollTo(0, 0)");
+      });
+      await shoot("context", `/ui/s/${TRIP}/context`, scheme, async (page) => {
+        await page.locator(".left-out").waitFor();
+      });
+      await shoot("state", `/ui/s/${TRIP}/state`, scheme, async (page) => {
+        await page.locator(".state .pending").waitFor();
+      });
+    }
+    await shoot("context-preview", `/ui/s/${TRIP}/context`, "light", async (page) => {
+      await page.locator("#budget").fill("200");
+      await page.locator("#budget").press("Enter");
+      await page.locator('.left-out li[data-reason="budget"]').waitFor();
+    });
+    await shoot("search", `/ui/s/${TRIP}`, "light", async (page) => {
+      await page.locator("#q").fill("canal");
+      await page.locator("#q").press("Enter");
+      await page.locator("#sessions .hit").first().waitFor();
+    });
+    await shoot("confirm", `/ui/s/${TRIP}`, "dark", async (page) => {
+      await page.locator('article[data-seq="1"]').waitFor();
+      await page.locator('.actions button[data-action="delete"]').click();
+      await page.locator("dialog#confirm[open]").waitFor();
+    });
+  });
+});

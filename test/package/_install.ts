@@ -85,6 +85,8 @@ export async function packAndInstall(work: string): Promise<Installed> {
     const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
     await must(process.execPath, [tsc, "-p", join(ROOT, "tsconfig.build.json"), "--outDir", join(stage, "dist")], ROOT);
   }
+  // The inspector page's files, as `npm run build` copies them.
+  await must(process.execPath, [join(ROOT, "scripts/copy-ui.mjs"), join(stage, "dist")], ROOT);
   const packed = await must("npm", ["pack", "--ignore-scripts", "--json", "--pack-destination", work], stage);
   const [info] = JSON.parse(packed.stdout) as [{ filename: string; files: { path: string }[] }];
 

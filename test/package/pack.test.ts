@@ -35,7 +35,7 @@ const npx = (args: string[], input = "", env: Record<string, string> = {}) =>
 
 describe("the packed package", () => {
   it("holds the build, the docs and the license, and no tests or sources", () => {
-    for (const file of ["package.json", "README.md", "LICENSE", "dist/index.js", "dist/index.d.ts", "dist/cli/bin.js", "docs/cli.md"]) {
+    for (const file of ["package.json", "README.md", "LICENSE", "dist/index.js", "dist/index.d.ts", "dist/cli/bin.js", "docs/cli.md", "dist/server/ui/index.html", "dist/server/ui/app.js"]) {
       expect(pkg.files).toContain(file);
     }
     expect(pkg.files.filter((f) => /\.test\.|^src\/|^test\/|\.map$/.test(f))).toEqual([]);
@@ -119,6 +119,8 @@ describe("the packed package", () => {
       const reply = await ask("second");
       expect(reply.choices[0].message.content).toBe("echo: second");
       expect(fake.chatRequests().at(-1)!.body.messages).toHaveLength(3);
+      // The inspector page ships in the package and is served by the same process.
+      for (const path of ["/ui", "/ui/assets/app.js", "/ui/assets/app.css"]) expect((await fetch(`${url}${path}`)).status, path).toBe(200);
     } finally {
       process.kill(-child.pid!, "SIGTERM");
     }

@@ -44,21 +44,20 @@ export function reportListening(line: string): void {
 export const isWorker = (): boolean => cluster.isWorker;
 
 /**
- * The primary: forks `count` workers (each re-runs this command line), prints the first worker's
- * listening line with the worker count, restarts workers that die, and stops them all on a signal.
+ * The primary: forks `count` workers (each re-runs this command line), prints the listening line
+ * with the worker count once all of them listen, restarts workers that die, and stops them all on a signal.
  * Resolves when every worker has exited after a stop.
  */
 export function runPrimary(count: number, print: (line: string) => void): Promise<number> {
   let stopping = false;
-  let printed = false;
+  let listening = 0;
   const started = new Map<number, number>();
   const fork = () => {
     const worker = cluster.fork();
     started.set(worker.id, Date.now());
     worker.on("message", (message: unknown) => {
-      if (!isListening(message) || printed) return;
-      printed = true;
-      print(`${message.line}  workers: ${count}`);
+      // Printed once every worker listens, so the first requests already spread over all of them.
+      if (isListening(message) && ++listening === count) print(`${message.line}  workers: ${count}`);
     });
   };
   return new Promise((resolve) => {

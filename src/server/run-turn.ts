@@ -8,6 +8,7 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Memory } from "../core/memory.js";
 import type { ChatMessage, MessageInput } from "../core/types.js";
 import { type Upstream, UpstreamError } from "../llm/openai-compatible.js";
+import { committedCompletion, markCommitted, operationIdOf } from "./_idempotent-commit.js";
 import { fingerprintOf, type IdempotencyCache, type TurnOutcome } from "./idempotency.js";
 import { secondsSince, type ServerMetrics } from "./metrics.js";
 import { type StreamDialect, streamTurn } from "./stream.js";
@@ -78,6 +79,8 @@ export async function runIdempotentTurn(
     await runTurn(deps, request, reply, turn.sessionId, turn.dialect, false);
     return reply;
   }
+  // The in-process cache replays a retry on this process; the operation id, one on another process.
+  const operationId = operationIdOf(request.userId, turn.scope, key);
   const ticket = await deps.idempotency.begin(`${request.userId}\n${turn.scope}\n${key}`, fingerprintOf(turn.body));
   if (!ticket.first) {
     replay(reply, ticket.outcome);
@@ -85,7 +88,7 @@ export async function runIdempotentTurn(
   }
   let outcome: TurnOutcome | undefined;
   try {
-    outcome = await runTurn(deps, request, reply, turn.sessionId, turn.dialect, true);
+    outcome = await runTurn(deps, request, reply, turn.sessionId, turn.dialect, true, operationId);
   } finally {
     ticket.settle(outcome);
   }
@@ -103,6 +106,7 @@ export async function runTurn(
   sessionId: string,
   dialect: TurnDialect,
   record: boolean,
+  operationId?: string,
 ): Promise<TurnOutcome | undefined> {
   const upstream = deps.upstream as Upstream;
   const turn: TurnDeps = { memory: deps.memory, metrics: deps.metrics, log: request.log };
@@ -131,6 +135,7 @@ export async function runTurn(
           headers,
           fence,
           record,
+          operationId,
           persist: dialect.persist,
           dialect: dialect.streamer(loaded),
         });
@@ -138,6 +143,15 @@ export async function runTurn(
         return result.outcome;
       }
 
+      const earlier = operationId && dialect.persist !== false ? await committedCompletion(deps.memory, sessionId, userId, operationId) : null;
+      if (earlier) {
+        // An attempt of this request committed on another process: answer with what it stored.
+        const replayed = { ...headers, "idempotent-replayed": "true" };
+        const body = dialect.complete(earlier, loaded).body;
+        outcomeLabel = "ok";
+        reply.code(200).headers(replayed).send(body);
+        return { kind: "json", status: 200, headers: replayed, body };
+      }
       const upstreamStart = performance.now();
       let completion: unknown;
       try {
@@ -150,7 +164,7 @@ export async function runTurn(
       const answer = dialect.complete(completion, loaded);
       const saved =
         dialect.persist === false ||
-        (await commitTurn(turn, sessionId, userId, [...loaded.toStore, ...answer.reply], fence, loaded.session));
+        (await commitTurn(turn, sessionId, userId, markCommitted([...loaded.toStore, ...answer.reply], operationId), fence, loaded.session, operationId));
       if (!saved) addWarning(headers, "not-saved");
       outcomeLabel = saved ? "ok" : "not_saved";
       reply.code(200).headers(headers).send(answer.body);

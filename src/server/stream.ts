@@ -10,6 +10,7 @@ import { StreamAccumulator, type StreamEvent, type Upstream } from "../llm/opena
 import { errorBody } from "./errors.js";
 import type { TurnOutcome } from "./idempotency.js";
 import { secondsSince } from "./metrics.js";
+import { markCommitted } from "./_idempotent-commit.js";
 import { commitTurn, type LoadedTurn, replyMessage, type TurnDeps } from "./turn.js";
 
 /** How one API frames a streamed turn. Each method returns SSE text to send ("" for nothing). */
@@ -61,6 +62,8 @@ export interface StreamTurnInput {
   fence: number | undefined;
   /** Keep the events for an idempotent replay. */
   record: boolean;
+  /** The store operation id of the request's Idempotency-Key, so a retry elsewhere stores nothing twice. */
+  operationId?: string;
   /** Store the turn. @default true */
   persist?: boolean;
   /** How the client's events are framed. @default chatStreamDialect */
@@ -157,7 +160,7 @@ export async function streamTurn(input: StreamTurnInput): Promise<StreamTurnResu
   const replyMessages = dialect.reply(accumulator, incomplete);
   const saved =
     input.persist === false ||
-    (await commitTurn(turn, input.sessionId, input.userId, [...loaded.toStore, ...replyMessages], input.fence, loaded.session));
+    (await commitTurn(turn, input.sessionId, input.userId, markCommitted([...loaded.toStore, ...replyMessages], input.operationId), input.fence, loaded.session, input.operationId));
   raw.off("close", onClose);
 
   if (failure !== undefined) {

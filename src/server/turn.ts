@@ -140,12 +140,15 @@ export async function commitTurn(
   messages: MessageInput[],
   fence: number | undefined,
   session?: Session,
+  operationId?: string,
 ): Promise<boolean> {
   const start = performance.now();
   try {
-    await deps.memory.addMessages(sessionId, messages, { userId, fence, session });
+    await deps.memory.addMessages(sessionId, messages, { userId, fence, session, operationId });
     return true;
   } catch (error) {
+    // An attempt of this idempotent request on another process committed already: stored once.
+    if (operationId && isThreadkeepError(error, "operation_conflict")) return true;
     // The reply is already paid for: the client still gets it, told that it was not saved.
     deps.log.warn({ err: error, sessionId }, "could not save the turn; the reply is returned unsaved");
     deps.metrics.error("not_saved");

@@ -5,7 +5,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
-import { get } from "node:http";
+import { get, request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -63,6 +63,19 @@ const chat = (url: string, sessionId: string, content: string) =>
     body: JSON.stringify({ model: "m", messages: [{ role: "user", content }] }),
   });
 
+/** POST on a new connection each time (so consecutive calls reach different workers); status, headers and body. */
+function postFresh(url: string, headers: Record<string, string>, body: unknown) {
+  return new Promise<{ status: number; headers: Record<string, unknown>; body: any }>((resolve, reject) => {
+    const req = request(url, { method: "POST", agent: false, headers: { "content-type": "application/json", ...headers } }, (res) => {
+      let text = "";
+      res.on("data", (d) => (text += d));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: JSON.parse(text) }));
+    });
+    req.on("error", reject);
+    req.end(JSON.stringify(body));
+  });
+}
+
 describe("threadkeep serve --workers", { timeout: 90_000 }, () => {
   it("refuses a store that lives in one process", async () => {
     const fake = await startFakeUpstream();
@@ -119,6 +132,42 @@ describe("threadkeep serve --workers", { timeout: 90_000 }, () => {
       run.child.kill("SIGTERM");
       expect(await run.exited).toBe(0);
     } finally {
+      await fake.close();
+    }
+  });
+
+  it("recognises an Idempotency-Key retried on the other worker: one upstream call, stored once, same answer", async () => {
+    const fake = await startFakeUpstream();
+    let calls = 0;
+    fake.setReply(() => ({ content: `answer ${++calls}` }));
+    const path = join(dir, "idempotency", "threadkeep.db");
+    const run = serveWorkers(2, `sqlite:${path}`, fake);
+    try {
+      const url = `${await run.listening}/v1/chat/completions`;
+      const sessionId = randomUUID();
+      const body = { model: "m", messages: [{ role: "user", content: "book the table" }] };
+      const headers = { "x-session-id": sessionId, "idempotency-key": "retry-1" };
+      // Four attempts on new connections: the cluster hands them to the two workers in turn.
+      const replies = [];
+      for (let i = 0; i < 4; i++) replies.push(await postFresh(url, headers, body));
+      for (const reply of replies) {
+        expect(reply.status).toBe(200);
+        expect(reply.body.choices[0].message.content).toBe("answer 1");
+      }
+      expect(replies.slice(1).every((r) => r.headers["idempotent-replayed"] === "true")).toBe(true);
+      expect(calls).toBe(1);
+      const store = createSqliteStore({ path });
+      try {
+        expect((await store.getMessages(sessionId)).map((m) => [m.role, m.content])).toEqual([
+          ["user", "book the table"],
+          ["assistant", "answer 1"],
+        ]);
+      } finally {
+        await store.close();
+      }
+    } finally {
+      run.child.kill("SIGTERM");
+      await run.exited;
       await fake.close();
     }
   });

@@ -3,7 +3,8 @@
  * upstream and the threadkeep server each run in their own process; this process drives them over
  * keep-alive HTTP, first straight at the upstream, then through threadkeep, at 1 and 100 concurrent
  * sessions (each session's turns one after another, as a chat client sends them), on SQLite and,
- * when reachable, PostgreSQL (and the in-memory store as a reference). Reports turns/s and added latency (through − direct) at p50 and p99.
+ * when reachable, PostgreSQL (and the in-memory store as a reference). Reports turns/s and added latency (through − direct) at p50 and p99,
+ * for chat completions (X-Session-ID) and for the Responses API (each session a previous_response_id chain).
  *
  * `BENCH_QUICK=1` runs fewer turns; `BENCH_PROXY_STORES=sqlite` picks stores.
  */
@@ -63,8 +64,8 @@ function startRole(
   });
 }
 
-/** One POST with a keep-alive agent; resolves with its latency in microseconds. */
-function post(agent: Agent, url: URL, body: string, headers: Record<string, string>): Promise<number> {
+/** One POST with a keep-alive agent; resolves with its latency in microseconds (and the body, with `keep`). */
+function post(agent: Agent, url: URL, body: string, headers: Record<string, string>, keep?: (body: string) => void): Promise<number> {
   const start = performance.now();
   return new Promise((resolve, reject) => {
     const req = httpRequest(
@@ -79,12 +80,16 @@ function post(agent: Agent, url: URL, body: string, headers: Record<string, stri
         },
       },
       (res) => {
-        res.on("data", () => {});
-        res.on("end", () =>
-          res.statusCode === 200
-            ? resolve((performance.now() - start) * 1000)
-            : reject(new Error(`HTTP ${res.statusCode}`)),
-        );
+        let text = "";
+        res.on("data", (chunk) => {
+          if (keep) text += chunk;
+        });
+        res.on("end", () => {
+          if (res.statusCode !== 200) return reject(new Error(`HTTP ${res.statusCode}`));
+          const micros = (performance.now() - start) * 1000;
+          keep?.(text);
+          resolve(micros);
+        });
       },
     );
     req.on("error", reject);
@@ -127,7 +132,30 @@ async function drive(base: string, sessions: number, total: number, withSession:
   };
 }
 
+/** Like {@link drive}, through `POST /v1/responses`: each session chains its responses by previous_response_id. */
+async function driveResponses(base: string, sessions: number, total: number): Promise<Run> {
+  const agent = new Agent({ keepAlive: true, maxSockets: sessions });
+  const url = new URL(`${base}/v1/responses`);
+  const samples: number[] = [];
+  const perWorker = Math.ceil(total / sessions);
+  const start = performance.now();
+  await Promise.all(
+    Array.from({ length: sessions }, async () => {
+      let previous: string | undefined;
+      for (let i = 0; i < perWorker; i++) {
+        const body = JSON.stringify({ model: "fake", input: `Turn ${i}: what did I say before?`, previous_response_id: previous });
+        samples.push(await post(agent, url, body, {}, (text) => (previous = JSON.parse(text).id)));
+      }
+    }),
+  );
+  const seconds = (performance.now() - start) / 1000;
+  agent.destroy();
+  samples.sort((a, b) => a - b);
+  return { turnsPerSecond: samples.length / seconds, p50: percentile(samples, 50), p99: percentile(samples, 99) };
+}
+
 interface Row {
+  api: "chat" | "responses";
   store: string;
   sessions: number;
   direct: Run;
@@ -167,13 +195,15 @@ async function main(): Promise<void> {
       }
       try {
         await drive(server.url, 10, WARMUP_TURNS, true);
+        await driveResponses(server.url, 10, WARMUP_TURNS);
         await drive(upstream.url, 10, WARMUP_TURNS, false);
         for (const sessions of CONCURRENCY) {
           const direct = await drive(upstream.url, sessions, TURNS[sessions], false);
           const through = await drive(server.url, sessions, TURNS[sessions], true);
-          rows.push({ store: name, sessions, direct, through });
+          const responses = await driveResponses(server.url, sessions, TURNS[sessions]);
+          rows.push({ api: "chat", store: name, sessions, direct, through }, { api: "responses", store: name, sessions, direct, through: responses });
           console.log(
-            `${name} × ${sessions}: ${Math.round(through.turnsPerSecond)} turns/s through, ${Math.round(direct.turnsPerSecond)} direct`,
+            `${name} × ${sessions}: ${Math.round(through.turnsPerSecond)} chat turns/s, ${Math.round(responses.turnsPerSecond)} responses turns/s through, ${Math.round(direct.turnsPerSecond)} direct`,
           );
         }
       } finally {
@@ -193,6 +223,7 @@ function report(rows: Row[]): void {
   );
   printTable(
     [
+      "api",
       "store",
       "sessions",
       "direct turns/s",
@@ -203,6 +234,7 @@ function report(rows: Row[]): void {
       "added p99",
     ],
     rows.map((r) => [
+      r.api,
       r.store,
       String(r.sessions),
       Math.round(r.direct.turnsPerSecond).toLocaleString("en"),
@@ -213,8 +245,8 @@ function report(rows: Row[]): void {
       formatMicros(r.through.p99 - r.direct.p99),
     ]),
   );
-  const single = rows.find((r) => r.store === "sqlite" && r.sessions === 1);
-  const many = rows.find((r) => r.store === "sqlite" && r.sessions === 100);
+  const single = rows.find((r) => r.api === "chat" && r.store === "sqlite" && r.sessions === 1);
+  const many = rows.find((r) => r.api === "chat" && r.store === "sqlite" && r.sessions === 100);
   if (single && many) {
     const added = (single.through.p50 - single.direct.p50) / 1000;
     const rate = many.through.turnsPerSecond;

@@ -14,7 +14,9 @@ import {
   itemsToMessages,
   newResponseId,
   removeItems,
+  RESPONSE_KEY,
   sessionOfResponse,
+  type StoredResponse,
 } from "../core/items/index.js";
 import type { Memory } from "../core/memory.js";
 import type { ChatMessage } from "../core/types.js";
@@ -51,8 +53,18 @@ async function sessionFor(memory: Memory, request: FastifyRequest, parsed: Respo
     );
     return id;
   }
-  if (!parsed.previousResponseId) return newSessionId();
-  const previous = await loadResponse(memory, userId, parsed.previousResponseId, "previous_response_id");
+  const previousId = parsed.previousResponseId;
+  if (!previousId) return newSessionId();
+  // The common case, continuing the latest response, reads one message; a branch reads the session.
+  const headSession = sessionOfResponse(previousId);
+  if (headSession) {
+    const [last] = await orNotFound(
+      () => memory.getMessages(headSession, { userId, last: 1 }),
+      () => notFound("Previous response", previousId, "previous_response_id"),
+    );
+    if ((last?.metadata?.[RESPONSE_KEY] as StoredResponse | undefined)?.id === previousId) return headSession;
+  }
+  const previous = await loadResponse(memory, userId, previousId, "previous_response_id");
   if (previous.isHead) return previous.sessionId;
   const atSeq = previous.output.at(-1)?.seq ?? 0;
   const branch = await memory.fork(previous.sessionId, { userId, atSeq });

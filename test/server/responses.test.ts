@@ -189,6 +189,28 @@ describe("POST /v1/responses", () => {
     expect(transcript(lastChat())).toEqual(["user: keep", "assistant: echo: keep", "user: next"]);
   });
 
+  it("replays an idempotent retry and passes an upstream error back, storing nothing", async () => {
+    const headers = { "Idempotency-Key": "resp-retry-1" };
+    const body = { model: "fake-model", input: "only once" };
+    const calls = stack.fake.chatRequests().length;
+    const first = await stack.request("POST", "/v1/responses", { body, headers });
+    const again = await stack.request("POST", "/v1/responses", { body, headers });
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(((await again.json()) as any).id).toBe(((await first.json()) as any).id);
+    expect(stack.fake.chatRequests().length).toBe(calls + 1);
+
+    stack.fake.setReply(() => ({ status: 400, error: { message: "context too long", code: "context_length_exceeded" } }));
+    try {
+      const failed = await stack.request("POST", "/v1/responses", { body: { model: "fake-model", input: "too much" } });
+      expect(failed.status).toBe(400);
+      expect(((await failed.json()) as any).error).toMatchObject({ message: "context too long", code: "context_length_exceeded" });
+      const session = failed.headers.get("x-session-id");
+      expect(session).toBeNull();
+    } finally {
+      stack.fake.setReply((b) => ({ content: `echo: ${b.messages.at(-1).content}` }));
+    }
+  });
+
   it("refuses what it cannot do with a 400 naming the parameter", async () => {
     const cases: [unknown, string][] = [
       [{ input: "x", previous_response_id: "resp_1", conversation: "conv_1" }, "previous_response_id"],

@@ -3,28 +3,20 @@
  * the schemas here name the fields threadkeep reads; the full shapes are those of the `openai`
  * package's `resources/responses`, `resources/conversations` and `resources/models`.
  */
-import { ref } from "./_openapi-schemas.js";
+import { body, error, json, ok, operations } from "./_openapi-schemas.js";
 
-const json = (schema: unknown) => ({ "application/json": { schema } });
-const ok = (description: string, schema: unknown = { type: "object" }) => ({ description, content: json(schema) });
-const error = (description: string) => ({ description, content: json(ref("Error")) });
 const failures = {
   "400": error("Invalid request: the `param` names the field (`invalid_request`)"),
   "401": error("Missing or unknown API key (`invalid_api_key`)"),
   "404": error("No such response, conversation or item for this user (`not_found`)"),
 };
-const op = (summary: string, responses: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
-  summary,
-  ...extra,
-  responses: { ...responses, ...failures },
-});
+const op = operations(failures);
 const path = (name: string, description: string) => ({ name, in: "path", required: true, schema: { type: "string" }, description });
 const page = [
   { name: "after", in: "query", schema: { type: "string" }, description: "Item id to start after" },
   { name: "limit", in: "query", schema: { type: "integer", minimum: 1, maximum: 100, default: 20 } },
   { name: "order", in: "query", schema: { type: "string", enum: ["asc", "desc"], default: "desc" } },
 ];
-const body = (schema: unknown) => ({ requestBody: { required: true, content: json(schema) } });
 const itemPage = {
   type: "object",
   properties: {

@@ -3,6 +3,21 @@
 /** A reference to a component schema. */
 export const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 
+/** Building blocks of the path descriptions. */
+export const json = (schema: unknown) => ({ "application/json": { schema } });
+export const ok = (description: string, schema: unknown = { type: "object" }) => ({ description, content: json(schema) });
+export const error = (description: string) => ({ description, content: json(ref("Error")) });
+export const body = (schema: unknown) => ({ requestBody: { required: true, content: json(schema) } });
+
+/** An operation builder that adds `failures` to every operation's responses. */
+export const operations =
+  (failures: Record<string, unknown>) =>
+  (summary: string, responses: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
+    summary,
+    ...extra,
+    responses: { ...responses, ...failures },
+  });
+
 /** Shapes shared by the routes: sessions, messages, state, preferences, errors. */
 export const schemas = {
   SessionId: {

@@ -5,13 +5,9 @@
 
 import { SEARCH_MODES } from "../core/search.js";
 import { responsesPaths } from "./_openapi-responses.js";
-import { ref, schemas } from "./_openapi-schemas.js";
+import { body, error, json, ok, operations, ref, schemas } from "./_openapi-schemas.js";
 
 const SEARCH_MODE_NAMES = [...SEARCH_MODES, "auto"];
-
-const json = (schema: unknown) => ({ "application/json": { schema } });
-const ok = (description: string, schema: unknown) => ({ description, content: json(schema) });
-const error = (description: string) => ({ description, content: json(ref("Error")) });
 
 const sessionId = { name: "id", in: "path", required: true, schema: ref("SessionId") };
 const failures = {
@@ -22,11 +18,7 @@ const failures = {
   "404": error("No such session for this user (`session_not_found`)"),
   "503": error("The store is unavailable (`store_unavailable`)"),
 };
-const op = (summary: string, responses: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
-  summary,
-  ...extra,
-  responses: { ...responses, ...failures },
-});
+const op = operations(failures);
 const query = (name: string, schema: unknown, description: string, required = false) => ({
   name,
   in: "query",
@@ -34,7 +26,6 @@ const query = (name: string, schema: unknown, description: string, required = fa
   schema,
   description,
 });
-const body = (schema: unknown) => ({ requestBody: { required: true, content: json(schema) } });
 
 /** The OpenAPI document of the threadkeep server. */
 export const openApiDocument = {

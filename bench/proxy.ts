@@ -82,10 +82,10 @@ function post(agent: Agent, url: URL, body: string, headers: Record<string, stri
       (res) => {
         let text = "";
         res.on("data", (chunk) => {
-          if (keep) text += chunk;
+          if (keep || res.statusCode !== 200) text += chunk;
         });
         res.on("end", () => {
-          if (res.statusCode !== 200) return reject(new Error(`HTTP ${res.statusCode}`));
+          if (res.statusCode !== 200) return reject(new Error(`HTTP ${res.statusCode}: ${text.slice(0, 300)}`));
           const micros = (performance.now() - start) * 1000;
           keep?.(text);
           resolve(micros);

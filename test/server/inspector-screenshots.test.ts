@@ -100,12 +100,15 @@ describe.skipIf(available !== true)("inspector screenshots", () => {
 
   async function shoot(name: string, path: string, scheme: "light" | "dark", prepare?: (page: Page) => Promise<void>) {
     const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, colorScheme: scheme, timezoneId: "UTC", locale: "en-GB" });
-    await context.addInitScript(() => sessionStorage.setItem("threadkeep.apiKey", "tk-demo"));
+    await context.addInitScript("sessionStorage.setItem('threadkeep.apiKey', 'tk-demo')");
     const page = await context.newPage();
     await page.clock.setFixedTime(new Date(clock));
     await page.goto(`${stack.url}${path}`);
     await page.locator("#sessions a.session").first().waitFor();
     await prepare?.(page);
+    // No hover state, and every pending frame painted, so a rerun paints the same pixels.
+    await page.mouse.move(0, 0);
+    await page.evaluate("new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))");
     mkdirSync(OUT, { recursive: true });
     const file = `${OUT}${name}-${scheme}.png`;
     await page.screenshot({ path: file, animations: "disabled", caret: "hide" });

@@ -10,7 +10,7 @@ import { checkJson } from "../core/json-limits.js";
 import { createMemory, Memory, type MemoryOptions } from "../core/memory.js";
 import { createUpstream, type Upstream, type UpstreamOptions } from "../llm/openai-compatible.js";
 import { createAuthenticator, toApiKeyMap } from "./auth.js";
-import { installErrorHandlers, toHttpFailure } from "./errors.js";
+import { installErrorHandlers, sendFailure, toHttpFailure } from "./errors.js";
 import { IdempotencyCache, type IdempotencyOptions } from "./idempotency.js";
 import { ServerMetrics } from "./metrics.js";
 import { openApiDocument } from "./openapi.js";
@@ -88,6 +88,8 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
     logger: options.logger ?? false,
     bodyLimit: options.bodyLimit ?? 10 * 1024 * 1024,
     logController: new LogController({ disableRequestLogging: !options.logRequests }),
+    // A malformed or over-long URL is answered like every other bad request: an OpenAI error body.
+    frameworkErrors: (error, request, reply) => sendFailure(request, reply, error, (code) => metrics.error(code)),
   });
 
   // Only JSON bodies: fastify's default text/plain parser would turn a wrong Content-Type into a 400.

@@ -39,6 +39,8 @@ const FASTIFY_CODES: Record<string, { status: number; code: string }> = {
   FST_ERR_CTP_EMPTY_JSON_BODY: { status: 400, code: "invalid_request" },
   FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, code: "invalid_request" },
   FST_ERR_VALIDATION: { status: 400, code: "invalid_request" },
+  FST_ERR_BAD_URL: { status: 400, code: "invalid_request" },
+  FST_ERR_MAX_PARAM_LENGTH: { status: 414, code: "uri_too_long" },
 };
 
 /**

@@ -1,0 +1,86 @@
+/**
+ * AI SDK UI messages ↔ threadkeep messages. A UI message is stored as the chat messages it means (an
+ * assistant message's steps become assistant messages with `tool_calls` and their `tool` results), so
+ * the proxy, search and context assembly read the same thread; the first of them keeps the UI message
+ * itself, so ids, parts and metadata come back exactly. Messages other clients stored read as UI
+ * messages too (ids derived from their seq).
+ */
+import type { UIMessage } from "ai";
+import { contentText } from "../core/messages.js";
+import type { ContentPart, Message, MessageInput, ToolCall } from "../core/types.js";
+
+/** The metadata key holding the UI message on the first chat message that stores it. */
+export const UI_MESSAGE_KEY = "uiMessage";
+/** The metadata key naming the UI message a later chat message belongs to. */
+export const UI_PART_OF_KEY = "uiMessageId";
+
+type Part = UIMessage["parts"][number] & Record<string, unknown>;
+
+const isToolPart = (part: Part) => part.type === "dynamic-tool" || part.type.startsWith("tool-");
+const toolName = (part: Part) => (part.type === "dynamic-tool" ? String(part.toolName) : part.type.slice(5));
+
+function userContent(parts: Part[]): MessageInput["content"] {
+  const chat: ContentPart[] = [];
+  for (const part of parts) {
+    if (part.type === "text") chat.push({ type: "text", text: String(part.text) });
+    else if (part.type === "file" && String(part.mediaType).startsWith("image/")) chat.push({ type: "image_url", image_url: { url: part.url } });
+  }
+  if (chat.every((p) => p.type === "text")) return chat.map((p) => p.text).join("\n");
+  return chat;
+}
+
+/** The chat messages of one assistant step: its text, its finished tool calls, and their results. */
+function assistantStep(parts: Part[]): MessageInput[] {
+  const text = parts.filter((p) => p.type === "text").map((p) => String(p.text)).join("");
+  const done = parts.filter((p) => isToolPart(p) && (p.state === "output-available" || p.state === "output-error"));
+  if (!text && done.length === 0) return [];
+  const calls: ToolCall[] = done.map((p) => ({ id: String(p.toolCallId), type: "function", function: { name: toolName(p), arguments: JSON.stringify(p.input ?? {}) } }));
+  const results: MessageInput[] = done.map((p) => ({
+    role: "tool",
+    tool_call_id: String(p.toolCallId),
+    content: p.state === "output-error" ? `Error: ${String(p.errorText)}` : typeof p.output === "string" ? p.output : JSON.stringify(p.output ?? null),
+  }));
+  // A step's text comes before its calls are answered; a step that only calls tools has null content.
+  return [{ role: "assistant", content: text || (calls.length ? null : ""), ...(calls.length ? { tool_calls: calls } : {}) }, ...results];
+}
+
+/** The chat messages that store a UI message, the first one carrying it whole. */
+export function uiToMessages(message: UIMessage): MessageInput[] {
+  const parts = message.parts as Part[];
+  let stored: MessageInput[];
+  if (message.role === "assistant") {
+    const steps: Part[][] = [[]];
+    for (const part of parts) {
+      if (part.type === "step-start" && steps.at(-1)!.length) steps.push([]);
+      else if (part.type !== "step-start") steps.at(-1)!.push(part);
+    }
+    stored = steps.flatMap(assistantStep);
+    if (stored.length === 0) stored = [{ role: "assistant", content: "" }];
+  } else {
+    stored = [{ role: message.role, content: userContent(parts) }];
+  }
+  stored[0].metadata = { [UI_MESSAGE_KEY]: structuredClone(message) };
+  for (const later of stored.slice(1)) later.metadata = { [UI_PART_OF_KEY]: message.id };
+  return stored;
+}
+
+/** A stored UI message and the seq of its first chat message. */
+export interface StoredUIMessage {
+  message: UIMessage;
+  seq: number;
+}
+
+/** The UI messages stored messages stand for, in order. */
+export function messagesToUI(messages: readonly Message[]): StoredUIMessage[] {
+  const result: StoredUIMessage[] = [];
+  for (const m of messages) {
+    const ui = m.metadata?.[UI_MESSAGE_KEY] as UIMessage | undefined;
+    if (ui) result.push({ message: structuredClone(ui), seq: m.seq });
+    else if (m.metadata?.[UI_PART_OF_KEY] !== undefined) continue;
+    else if (m.role === "user" || m.role === "assistant" || m.role === "system") {
+      const text = contentText(m.content);
+      if (text) result.push({ message: { id: `msg-${m.seq}`, role: m.role, parts: [{ type: "text", text }] }, seq: m.seq });
+    }
+  }
+  return result;
+}

@@ -48,6 +48,8 @@ describe("hostile input", () => {
       ["POST", "/v1/sessions", `{"id":"${session}","metadata":${deep}}`, "metadata"],
       ["PATCH", `/v1/sessions/${session}/state`, `{"data":{"x":${deep}}}`, "data.x"],
       ["PUT", `/v1/sessions/${session}/preferences`, deep, "a"],
+      ["POST", "/v1/responses", `{"model":"m","input":[{"role":"user","content":"c","x":${deep}}]}`, "input[0].x"],
+      ["POST", "/v1/conversations", `{"items":[{"role":"user","content":${deep}}]}`, "items[0].content"],
     ];
     for (const [method, path, body, field] of cases) {
       const res = await stack.request(method, path, { headers: { "x-session-id": session }, body });
@@ -59,6 +61,26 @@ describe("hostile input", () => {
     expect(stack.fake.chatRequests()).toHaveLength(0);
     expect((await stack.request("GET", `/v1/sessions/${session}`)).status).toBe(404);
     expect((await stack.request("GET", "/healthz")).status).toBe(200);
+  });
+
+  it("reads messages whose metadata mimics threadkeep's item and response records as plain chat messages", async () => {
+    stack = await startStack();
+    const session = randomUUID();
+    const forged = [
+      { role: "user", content: "a", metadata: { items: [1, null, "x"] } },
+      { role: "assistant", content: "b", metadata: { items: [{ id: 5, set: "no" }], response: { id: "resp_x", inputCount: "many" } } },
+      { role: "user", content: "c", metadata: { items: [{ item: { id: "i" } }], hiddenOnly: "yes" } },
+    ];
+    expect((await stack.request("POST", `/v1/sessions/${session}/messages`, { body: { messages: forged } })).status).toBe(201);
+    const conversation = `conv_${session.replace(/-/g, "")}`;
+    const items = await stack.request("GET", `/v1/conversations/${conversation}/items?order=asc`);
+    expect(items.status).toBe(200);
+    const data = ((await items.json()) as { data: { id: string; content: { text: string }[] }[] }).data;
+    expect(data.map((i) => [i.id, i.content[0].text])).toEqual([["msg_tk1", "a"], ["msg_tk2", "b"], ["msg_tk3", "c"]]);
+    const response = `resp_${session.replace(/-/g, "")}0123456789abcdef`;
+    expect((await stack.request("GET", `/v1/responses/${response}`)).status).toBe(404);
+    const next = await stack.request("POST", "/v1/responses", { body: { model: "m", input: "d", conversation } });
+    expect(next.status).toBe(200);
   });
 
   it("refuses deep metadata and state from library callers too, leaving no session", async () => {

@@ -100,6 +100,16 @@ describe("POST /v1/responses", () => {
     expect(stored.output).toEqual(completed.output);
   });
 
+  it("keeps the ids of input items: stored with the turn, listed back as sent", async () => {
+    const client = stack.client();
+    const response = await client.responses.create({
+      model: "fake-model",
+      input: [{ type: "message", id: "msg_client_1", role: "user", content: [{ type: "input_text", text: "mine" }] }],
+    });
+    const inputs = await client.responses.inputItems.list(response.id);
+    expect(inputs.data.map((i) => i.id)).toEqual(["msg_client_1"]);
+  });
+
   it("client.responses.stream gives the final response", async () => {
     const runner = stack.client().responses.stream({ model: "fake-model", input: "helper stream" });
     let text = "";

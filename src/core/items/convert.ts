@@ -190,6 +190,16 @@ export function itemsToMessages(items: readonly Item[]): MessageInput[] {
   });
 }
 
+function isEntry(entry: unknown): entry is ItemEntry {
+  if (!isObject(entry)) return false;
+  if ("item" in entry) return isObject(entry.item) && typeof entry.item.id === "string" && typeof entry.item.type === "string";
+  return (
+    typeof entry.id === "string" &&
+    (entry.set === undefined || isObject(entry.set)) &&
+    (entry.unset === undefined || (Array.isArray(entry.unset) && entry.unset.every((k) => typeof k === "string")))
+  );
+}
+
 /**
  * The items a stored message stands for: what its `metadata.items` recorded, or, for a message
  * stored by the chat completions API, the items it spells (ids derived from its seq).
@@ -198,7 +208,8 @@ export function messageToItems(message: Message | (MessageInput & { seq?: number
   const entries = message.metadata?.[ITEMS_KEY];
   const hiddenOnly = message.metadata?.hiddenOnly === true;
   const derived = hiddenOnly ? [] : derivedItems(message);
-  if (!Array.isArray(entries)) return derived;
+  // Metadata can be written by anyone through the session API: entries not of our making are ignored.
+  if (!Array.isArray(entries) || !entries.every(isEntry)) return derived;
   const items: Item[] = [];
   let next = 0;
   for (const entry of entries as ItemEntry[]) {

@@ -36,6 +36,8 @@ export function findResponse(messages: readonly Message[], responseId: string): 
   const index = messages.findLastIndex((m) => (m.metadata?.[RESPONSE_KEY] as StoredResponse | undefined)?.id === responseId);
   if (index < 0) return null;
   const record = messages[index].metadata?.[RESPONSE_KEY] as StoredResponse;
+  // A record not of our making (metadata is writable through the session API) finds nothing.
+  if (!Number.isSafeInteger(record.inputCount) || !Number.isSafeInteger(record.outputCount) || record.outputCount < 1) return null;
   const outputStart = Math.max(0, index + 1 - record.outputCount);
   const inputStart = Math.max(0, outputStart - record.inputCount);
   return {

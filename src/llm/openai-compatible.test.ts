@@ -1,3 +1,5 @@
+import { createServer as createNetServer, type Socket } from "node:net";
+import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startFakeUpstream, type FakeUpstream } from "../../test/_fake-upstream.js";
 import { createUpstream, StreamAccumulator, UpstreamError } from "./openai-compatible.js";
@@ -16,6 +18,34 @@ describe("OpenAI-compatible upstream client", () => {
     const last = fake.requests.at(-1)!;
     expect(last.headers.authorization).toBe("Bearer sk-server");
     expect(last.body.stream).toBe(false);
+  });
+
+  it("sends a request again when the upstream closed the kept-alive socket it went out on", async () => {
+    // A raw server: the first socket answers once, then drops the next request unanswered, as an
+    // upstream closing an idle keep-alive connection at the wrong moment does.
+    let connections = 0;
+    const body = JSON.stringify({ choices: [{ message: { role: "assistant", content: "ok" } }] });
+    const answer = `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\nconnection: keep-alive\r\n\r\n${body}`;
+    const server = createNetServer((socket: Socket) => {
+      const first = ++connections === 1;
+      let requests = 0;
+      socket.on("data", (data) => {
+        if (!data.toString().includes("\r\n\r\n")) return;
+        requests++;
+        if (first && requests === 2) socket.destroy();
+        else socket.write(answer);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const upstream = createUpstream({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1` });
+      const ask = () => upstream.chat({ model: "m", messages: [{ role: "user", content: "x" }] });
+      expect((await ask()).choices[0].message.content).toBe("ok");
+      expect((await ask()).choices[0].message.content).toBe("ok");
+      expect(connections).toBe(2);
+    } finally {
+      server.close();
+    }
   });
 
   it("streams chunks that accumulate into the reply", async () => {

@@ -149,9 +149,17 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     );
 
   /** Sends a request; the timeout covers the wait for the response head (and, for `whole`, the body). */
-  const request = (method: string, path: string, body: unknown, signal: AbortSignal | undefined, whole: boolean) =>
+  const request = (
+    method: string,
+    path: string,
+    body: unknown,
+    signal: AbortSignal | undefined,
+    whole: boolean,
+    retried = false,
+  ): Promise<RawResponse & { text?: string }> =>
     new Promise<RawResponse & { text?: string }>((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason);
+      let responded = false;
       const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
       const req = send(
         new URL(`${base.pathname.replace(/\/+$/, "")}${path}`, base),
@@ -161,6 +169,7 @@ export function createUpstream(options: UpstreamOptions): Upstream {
           headers: payload ? { ...headers, "content-length": String(payload.length) } : headers,
         },
         (res) => {
+          responded = true;
           const status = res.statusCode ?? 0;
           const done = (text?: string) => {
             clearTimeout(timer);
@@ -173,6 +182,12 @@ export function createUpstream(options: UpstreamOptions): Upstream {
       const fail = (error: unknown) => {
         clearTimeout(timer);
         signal?.removeEventListener("abort", onAbort);
+        // A kept-alive socket the upstream closed while idle fails before any answer: the request
+        // never reached it, so it is sent once more on a fresh socket.
+        if (!retried && !responded && !timedOut && !signal?.aborted && req.reusedSocket && (error as NodeJS.ErrnoException)?.code === "ECONNRESET") {
+          request(method, path, body, signal, whole, true).then(resolve, reject);
+          return;
+        }
         if (signal?.aborted) reject(signal.reason);
         else if (timedOut) reject(unreachable(`timed out after ${timeoutMs} ms`, error));
         else reject(unreachable(String((error as Error)?.message ?? error), error));

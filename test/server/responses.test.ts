@@ -104,7 +104,7 @@ describe("POST /v1/responses", () => {
     const client = stack.client();
     const response = await client.responses.create({
       model: "fake-model",
-      input: [{ type: "message", id: "msg_client_1", role: "user", content: [{ type: "input_text", text: "mine" }] }],
+      input: [{ type: "message", id: "msg_client_1", role: "user", content: [{ type: "input_text", text: "mine" }] }] as never,
     });
     const inputs = await client.responses.inputItems.list(response.id);
     expect(inputs.data.map((i) => i.id)).toEqual(["msg_client_1"]);

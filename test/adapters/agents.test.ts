@@ -5,23 +5,20 @@
  */
 import { Agent, type AgentInputItem, isSessionHistoryTransactionAwareSession, OpenAIChatCompletionsModel, Runner, setTracingDisabled, tool } from "@openai/agents";
 import OpenAI from "openai";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { ThreadkeepSession } from "../../src/adapters/agents.js";
-import { createMemory, type Memory } from "../../src/core/memory.js";
+import { createMemory } from "../../src/core/memory.js";
 import { createMemoryStore } from "../../src/stores/memory.js";
-import { type FakeUpstream, startFakeUpstream } from "../_fake-upstream.js";
+import { lastSentTexts, useFakeAndMemory } from "./_setup.js";
 
-let fake: FakeUpstream;
-let memory: Memory;
+const stack = useFakeAndMemory();
 let agent: Agent;
 const runner = new Runner({ tracingDisabled: true });
 
 beforeAll(async () => {
   setTracingDisabled(true);
-  fake = await startFakeUpstream();
-  memory = createMemory({ store: "memory:" });
-  const model = new OpenAIChatCompletionsModel(new OpenAI({ baseURL: fake.url, apiKey: "sk-test", maxRetries: 0 }), "fake-model");
+  const model = new OpenAIChatCompletionsModel(new OpenAI({ baseURL: stack.fake.url, apiKey: "sk-test", maxRetries: 0 }), "fake-model");
   const weather = tool({
     name: "get_weather",
     description: "The weather in a city",
@@ -30,32 +27,25 @@ beforeAll(async () => {
   });
   agent = new Agent({ name: "Assistant", instructions: "Be terse.", model, tools: [weather] });
 });
-afterAll(async () => {
-  await memory.close();
-  await fake.close();
-});
 
-const session = (sessionId: string, userId = "alice") => new ThreadkeepSession({ memory, sessionId, userId });
-const sentTo = (index = -1) => fake.chatRequests().at(index)!.body.messages as { role: string; content: unknown; tool_calls?: unknown[] }[];
-// The SDK sends assistant history as text parts; what matters here is the text that reached the model.
-const texts = (messages: { role: string; content: unknown }[]) =>
-  messages.map((m) => `${m.role}: ${typeof m.content === "string" ? m.content : (m.content as { text: string }[]).map((p) => p.text).join("")}`);
+const session = (sessionId: string, userId = "alice") => new ThreadkeepSession({ memory: stack.memory, sessionId, userId });
+const sentTo = () => stack.fake.chatRequests().at(-1)!.body.messages as { role: string; content: unknown; tool_calls?: unknown[] }[];
 
 describe("ThreadkeepSession with the Agents SDK Runner", () => {
   it("remembers the first run in the second", async () => {
-    fake.setReply((body) => ({ content: `echo: ${body.messages.at(-1).content}` }));
+    stack.fake.setReply((body) => ({ content: `echo: ${body.messages.at(-1).content}` }));
     const s = session("agents-two-runs");
     const first = await runner.run(agent, "My name is Ada.", { session: s });
     expect(first.finalOutput).toBe("echo: My name is Ada.");
     const second = await runner.run(agent, "What is my name?", { session: s });
     expect(second.finalOutput).toBe("echo: What is my name?");
-    expect(texts(sentTo())).toEqual([
+    expect(lastSentTexts(stack.fake)).toEqual([
       "system: Be terse.",
       "user: My name is Ada.",
       "assistant: echo: My name is Ada.",
       "user: What is my name?",
     ]);
-    const stored = await memory.getMessages(await s.getSessionId(), { userId: "alice" });
+    const stored = await stack.memory.getMessages(await s.getSessionId(), { userId: "alice" });
     expect(stored.map((m) => `${m.role}: ${m.content}`)).toEqual([
       "user: My name is Ada.",
       "assistant: echo: My name is Ada.",
@@ -65,7 +55,7 @@ describe("ThreadkeepSession with the Agents SDK Runner", () => {
   });
 
   it("keeps a tool turn: the call and its result reach the model as a chat tool exchange", async () => {
-    fake.setReply((body) =>
+    stack.fake.setReply((body) =>
       body.messages.at(-1).role === "tool"
         ? { content: `It is ${body.messages.at(-1).content}.` }
         : { tool_calls: [{ id: "call_w1", type: "function", function: { name: "get_weather", arguments: '{"city":"Utrecht"}' } }] },
@@ -73,7 +63,7 @@ describe("ThreadkeepSession with the Agents SDK Runner", () => {
     const s = session("agents-tool-turn");
     const result = await runner.run(agent, "Weather in Utrecht?", { session: s });
     expect(result.finalOutput).toBe("It is Sunny in Utrecht.");
-    fake.setReply(() => ({ content: "Noted." }));
+    stack.fake.setReply(() => ({ content: "Noted." }));
     await runner.run(agent, "Thanks", { session: s });
     const sent = sentTo();
     expect(sent.map((m) => m.role)).toEqual(["system", "user", "assistant", "tool", "assistant", "user"]);
@@ -85,7 +75,7 @@ describe("ThreadkeepSession with the Agents SDK Runner", () => {
   });
 
   it("streams a run into the session, and popItem takes back the last item", async () => {
-    fake.setReply((body) => ({ content: `streamed: ${body.messages.at(-1).content}` }));
+    stack.fake.setReply((body) => ({ content: `streamed: ${body.messages.at(-1).content}` }));
     const s = session("agents-stream");
     const result = await runner.run(agent, "Stream this", { session: s, stream: true });
     let text = "";
@@ -98,7 +88,7 @@ describe("ThreadkeepSession with the Agents SDK Runner", () => {
     expect(await s.getItems()).toEqual([{ type: "message", role: "user", content: "Stream this" }]);
     expect(await s.getItems(0)).toEqual([]);
     await runner.run(agent, "Again", { session: s });
-    expect(texts(sentTo())).toEqual(["system: Be terse.", "user: Stream this", "user: Again"]);
+    expect(lastSentTexts(stack.fake)).toEqual(["system: Be terse.", "user: Stream this", "user: Again"]);
   });
 });
 
@@ -119,7 +109,7 @@ describe("ThreadkeepSession items", () => {
     await s.addItems(items);
     expect(await s.getItems()).toEqual(items);
     expect(await s.getItems(3)).toEqual(items.slice(-3));
-    const context = await memory.buildContext(await s.getSessionId(), { userId: "alice" });
+    const context = await stack.memory.buildContext(await s.getSessionId(), { userId: "alice" });
     expect(JSON.stringify(context.messages)).not.toMatch(/reasoning|thinking|web_search_call/);
     expect(context.messages.map((m) => m.role)).toEqual(["user", "user", "assistant", "tool", "assistant"]);
   });
@@ -185,13 +175,13 @@ describe("ThreadkeepSession items", () => {
     const theirs = session("agents-shared-name", "bob");
     expect(await theirs.getSessionId()).not.toBe(await mine.getSessionId());
     expect(await theirs.getItems()).toEqual([]);
-    const stranger = new ThreadkeepSession({ memory, sessionId: await mine.getSessionId(), userId: "bob" });
+    const stranger = new ThreadkeepSession({ memory: stack.memory, sessionId: await mine.getSessionId(), userId: "bob" });
     expect(await stranger.getItems()).toEqual([]);
     expect(await stranger.popItem()).toBeUndefined();
     await expect(stranger.addItems([items[0]])).rejects.toMatchObject({ code: "session_not_found" });
     expect(await mine.getItems()).toEqual([items[0]]);
     await mine.clearSession();
     expect(await mine.getItems()).toEqual([]);
-    expect(await new ThreadkeepSession({ memory }).getSessionId()).toMatch(/^[0-9a-f-]{36}$/);
+    expect(await new ThreadkeepSession({ memory: stack.memory }).getSessionId()).toMatch(/^[0-9a-f-]{36}$/);
   });
 });

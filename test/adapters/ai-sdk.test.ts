@@ -5,23 +5,12 @@
  */
 import { createOpenAI } from "@ai-sdk/openai";
 import { convertToModelMessages, stepCountIs, streamText, tool, type UIMessage } from "ai";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { createChatStore } from "../../src/adapters/ai-sdk.js";
-import { createMemory, type Memory } from "../../src/core/memory.js";
-import { type FakeUpstream, startFakeUpstream } from "../_fake-upstream.js";
+import { lastSentTexts, useFakeAndMemory } from "./_setup.js";
 
-let fake: FakeUpstream;
-let memory: Memory;
-
-beforeAll(async () => {
-  fake = await startFakeUpstream();
-  memory = createMemory({ store: "memory:" });
-});
-afterAll(async () => {
-  await memory.close();
-  await fake.close();
-});
+const stack = useFakeAndMemory();
 
 const tools = {
   get_weather: tool({
@@ -36,7 +25,7 @@ const user = (text: string): UIMessage => ({ id: `u${++ids}`, role: "user", part
 
 /** One request of a useChat route: stream the answer to `messages` and save the chat when it ends. */
 async function respond(chats: ReturnType<typeof createChatStore>, chatId: string, messages: UIMessage[]): Promise<UIMessage[]> {
-  const provider = createOpenAI({ baseURL: fake.url, apiKey: "sk-test" });
+  const provider = createOpenAI({ baseURL: stack.fake.url, apiKey: "sk-test" });
   const result = streamText({
     model: provider.chat("fake-model"),
     system: "Be terse.",
@@ -57,16 +46,13 @@ async function respond(chats: ReturnType<typeof createChatStore>, chatId: string
   return chats.loadChat(chatId);
 }
 
-const sentTexts = () =>
-  fake.chatRequests().at(-1)!.body.messages.map((m: { role: string; content: unknown }) =>
-    `${m.role}: ${typeof m.content === "string" ? m.content : (m.content as { text?: string }[]).map((p) => p.text ?? "").join("")}`,
-  );
+const sentTexts = () => lastSentTexts(stack.fake);
 
 describe("createChatStore with AI SDK streamText", () => {
   it("saves and loads three turns, a regenerate kept as a branch", async () => {
-    const chats = createChatStore({ memory, userId: "alice" });
+    const chats = createChatStore({ memory: stack.memory, userId: "alice" });
     const chatId = "Xq3k9LmN0pQrStUv"; // an AI SDK generateId() style id
-    fake.setReply((body) => ({ content: `echo: ${body.messages.at(-1).content}` }));
+    stack.fake.setReply((body) => ({ content: `echo: ${body.messages.at(-1).content}` }));
 
     let chat = await respond(chats, chatId, [...(await chats.loadChat(chatId)), user("My name is Ada.")]);
     expect(chat.map((m) => m.role)).toEqual(["user", "assistant"]);
@@ -75,7 +61,7 @@ describe("createChatStore with AI SDK streamText", () => {
     const answer = chat.at(-1)!;
 
     // Regenerate: useChat sends the chat without its last answer; the new answer replaces it.
-    fake.setReply(() => ({ content: "You are Ada." }));
+    stack.fake.setReply(() => ({ content: "You are Ada." }));
     chat = await respond(chats, chatId, chat.slice(0, -1));
     expect(chat).toHaveLength(4);
     expect(chat.at(-1)!.id).not.toBe(answer.id);
@@ -83,10 +69,10 @@ describe("createChatStore with AI SDK streamText", () => {
     expect(await chats.loadChat(chatId)).toEqual(chat);
 
     const sessionId = (await chats.listChats()).find((c) => c.id === chatId)!.sessionId;
-    const [branch] = await memory.listBranches(sessionId, { userId: "alice" });
+    const [branch] = await stack.memory.listBranches(sessionId, { userId: "alice" });
     expect(branch).toMatchObject({ reason: "regenerate", atSeq: 3 });
     expect(branch.messages.map((m) => m.content)).toEqual(["echo: What is my name?"]);
-    const stored = await memory.getMessages(sessionId, { userId: "alice" });
+    const stored = await stack.memory.getMessages(sessionId, { userId: "alice" });
     expect(stored.map((m) => `${m.role}: ${m.content}`)).toEqual([
       "user: My name is Ada.",
       "assistant: echo: My name is Ada.",
@@ -96,13 +82,13 @@ describe("createChatStore with AI SDK streamText", () => {
   });
 
   it("stores only what changed, and an edit supersedes the tail as a branch", async () => {
-    const chats = createChatStore({ memory, userId: "alice" });
-    fake.setReply((body) => ({ content: `echo: ${body.messages.at(-1).content}` }));
+    const chats = createChatStore({ memory: stack.memory, userId: "alice" });
+    stack.fake.setReply((body) => ({ content: `echo: ${body.messages.at(-1).content}` }));
     const chat = await respond(chats, "edit-chat", [user("Buy milk")]);
     const sessionId = (await chats.listChats()).find((c) => c.id === "edit-chat")!.sessionId;
-    const before = await memory.getMessages(sessionId, { userId: "alice" });
+    const before = await stack.memory.getMessages(sessionId, { userId: "alice" });
     await chats.saveChat({ chatId: "edit-chat", messages: chat });
-    expect(await memory.getMessages(sessionId, { userId: "alice" })).toEqual(before);
+    expect(await stack.memory.getMessages(sessionId, { userId: "alice" })).toEqual(before);
 
     const edited: UIMessage = { ...chat[0], parts: [{ type: "text", text: "Buy oat milk" }] };
     const after = await respond(chats, "edit-chat", [edited]);
@@ -110,14 +96,14 @@ describe("createChatStore with AI SDK streamText", () => {
       { type: "text", text: "Buy oat milk" },
       expect.objectContaining({ text: "echo: Buy oat milk" }),
     ]);
-    const [branch] = await memory.listBranches(sessionId, { userId: "alice" });
+    const [branch] = await stack.memory.listBranches(sessionId, { userId: "alice" });
     expect(branch).toMatchObject({ reason: "edit", atSeq: 0 });
     expect(branch.messages.map((m) => m.content)).toEqual(["Buy milk", "echo: Buy milk"]);
   });
 
   it("round-trips tool parts and UI message ids, and the model gets a chat tool exchange", async () => {
-    const chats = createChatStore({ memory, userId: "alice" });
-    fake.setReply((body) =>
+    const chats = createChatStore({ memory: stack.memory, userId: "alice" });
+    stack.fake.setReply((body) =>
       body.messages.at(-1).role === "tool"
         ? { content: "Sunny in Utrecht." }
         : { tool_calls: [{ id: "call_w1", type: "function", function: { name: "get_weather", arguments: '{"city":"Utrecht"}' } }] },
@@ -129,21 +115,21 @@ describe("createChatStore with AI SDK streamText", () => {
     expect(toolPart).toMatchObject({ toolCallId: "call_w1", state: "output-available", input: { city: "Utrecht" }, output: { city: "Utrecht", forecast: "sunny" } });
     expect(chat[0]).toEqual(first);
 
-    fake.setReply(() => ({ content: "You're welcome." }));
+    stack.fake.setReply(() => ({ content: "You're welcome." }));
     await respond(chats, "tool-chat", [...chat, user("Thanks")]);
-    const sent = fake.chatRequests().at(-1)!.body.messages;
+    const sent = stack.fake.chatRequests().at(-1)!.body.messages;
     expect(sent.map((m: { role: string }) => m.role)).toEqual(["system", "user", "assistant", "tool", "assistant", "user"]);
     expect(sent[2].tool_calls[0]).toMatchObject({ id: "call_w1", function: { name: "get_weather" } });
     const loaded = await chats.loadChat("tool-chat");
     expect(loaded.slice(0, 2)).toEqual(chat);
     const sessionId = (await chats.listChats()).find((c) => c.id === "tool-chat")!.sessionId;
-    const stored = await memory.getMessages(sessionId, { userId: "alice" });
+    const stored = await stack.memory.getMessages(sessionId, { userId: "alice" });
     expect(stored.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant", "user", "assistant"]);
   });
 
   it("lists, keeps users apart and deletes", async () => {
-    const alice = createChatStore({ memory, userId: "alice" });
-    const bob = createChatStore({ memory, userId: "bob" });
+    const alice = createChatStore({ memory: stack.memory, userId: "alice" });
+    const bob = createChatStore({ memory: stack.memory, userId: "bob" });
     await alice.saveChat({ chatId: "shared-id", messages: [user("alice's")] });
     expect(await bob.loadChat("shared-id")).toEqual([]);
     await bob.saveChat({ chatId: "shared-id", messages: [user("bob's")] });

@@ -13,28 +13,17 @@ import {
 import { ChatPromptTemplate, MessagesPlaceholder } from "@langchain/core/prompts";
 import { RunnableWithMessageHistory } from "@langchain/core/runnables";
 import { ChatOpenAI } from "@langchain/openai";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ThreadkeepChatMessageHistory } from "../../src/adapters/langchain.js";
-import { createMemory, type Memory } from "../../src/core/memory.js";
-import { type FakeUpstream, startFakeUpstream } from "../_fake-upstream.js";
+import { useFakeAndMemory } from "./_setup.js";
 
-let fake: FakeUpstream;
-let memory: Memory;
+const stack = useFakeAndMemory();
 
-beforeAll(async () => {
-  fake = await startFakeUpstream();
-  memory = createMemory({ store: "memory:" });
-});
-afterAll(async () => {
-  await memory.close();
-  await fake.close();
-});
-
-const history = (sessionId: string, userId = "alice") => new ThreadkeepChatMessageHistory({ memory, sessionId, userId });
+const history = (sessionId: string, userId = "alice") => new ThreadkeepChatMessageHistory({ memory: stack.memory, sessionId, userId });
 
 describe("ThreadkeepChatMessageHistory", () => {
   it("keeps a RunnableWithMessageHistory conversation over two turns", async () => {
-    const model = new ChatOpenAI({ model: "fake-model", apiKey: "sk-test", configuration: { baseURL: fake.url }, maxRetries: 0 });
+    const model = new ChatOpenAI({ model: "fake-model", apiKey: "sk-test", configuration: { baseURL: stack.fake.url }, maxRetries: 0 });
     const prompt = ChatPromptTemplate.fromMessages([
       ["system", "You are terse."],
       new MessagesPlaceholder("history"),
@@ -52,7 +41,7 @@ describe("ThreadkeepChatMessageHistory", () => {
     const second = await chain.invoke({ input: "What is my name?" }, config);
     expect(second.content).toBe("echo: What is my name?");
 
-    const sent = fake.chatRequests().at(-1)!.body.messages;
+    const sent = stack.fake.chatRequests().at(-1)!.body.messages;
     expect(sent.map((m: { role: string; content: string }) => [m.role, m.content])).toEqual([
       ["system", "You are terse."],
       ["user", "My name is Ada."],
@@ -60,7 +49,7 @@ describe("ThreadkeepChatMessageHistory", () => {
       ["user", "What is my name?"],
     ]);
     // Stored as plain chat messages too, so the proxy, the CLI and context assembly read the same thread.
-    const stored = await memory.getMessages(history("langchain-chat-1").sessionId, { userId: "alice" });
+    const stored = await stack.memory.getMessages(history("langchain-chat-1").sessionId, { userId: "alice" });
     expect(stored.map((m) => [m.seq, m.role, m.content])).toEqual([
       [1, "user", "My name is Ada."],
       [2, "assistant", "echo: My name is Ada."],
@@ -90,7 +79,7 @@ describe("ThreadkeepChatMessageHistory", () => {
     expect(mapChatMessagesToStoredMessages(read)).toEqual(mapChatMessagesToStoredMessages(messages));
     expect(read.map((m) => m.constructor.name)).toEqual(messages.map((m) => m.constructor.name));
 
-    const stored = await memory.getMessages(h.sessionId, { userId: "alice" });
+    const stored = await stack.memory.getMessages(h.sessionId, { userId: "alice" });
     expect(stored[2]).toMatchObject({
       role: "assistant",
       content: null,
@@ -102,7 +91,7 @@ describe("ThreadkeepChatMessageHistory", () => {
 
   it("reads messages other clients stored as LangChain messages", async () => {
     const h = history("from-the-proxy");
-    await memory.addMessages(
+    await stack.memory.addMessages(
       h.sessionId,
       [
         { role: "user", content: "list my tasks" },

@@ -3,8 +3,7 @@
  * dependencies from the registry, so tests can use the package as a new user does.
  */
 import { spawn } from "node:child_process";
-import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
+import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -45,7 +44,7 @@ export function run(
 }
 
 async function must(command: string, args: string[], cwd: string): Promise<CommandResult> {
-  const result = await run(command, args, { cwd, timeoutMs: 170_000 });
+  const result = await run(command, args, { cwd, timeoutMs: 300_000 });
   if (result.code !== 0) throw new Error(`${command} ${args.join(" ")} failed (${result.code}):\n${result.stderr}`);
   return result;
 }
@@ -70,7 +69,8 @@ export interface Installed {
 
 /**
  * Stages the package in `work` (the repository's `dist` when it is newer than every source file, as
- * after `npm ci` or `npm run build`; otherwise a fresh build), packs it, and installs it into `work/app`.
+ * after `npm ci` or `npm run build` in CI; otherwise the build script run in the stage), packs it, and
+ * installs it into `work/app`.
  */
 export async function packAndInstall(work: string): Promise<Installed> {
   const stage = join(work, "stage");
@@ -78,15 +78,15 @@ export async function packAndInstall(work: string): Promise<Installed> {
   for (const file of ["package.json", "README.md", "LICENSE"]) copyFileSync(join(ROOT, file), join(stage, file));
   cpSync(join(ROOT, "docs"), join(stage, "docs"), { recursive: true });
   const dist = join(ROOT, "dist");
-  const sources = newestMtime(join(ROOT, "src"), (name) => name.endsWith(".ts") && !name.endsWith(".test.ts"));
-  if (existsSync(join(dist, "index.js")) && newestMtime(dist, (name) => name.endsWith(".js")) >= sources) {
+  const sources = newestMtime(join(ROOT, "src"), (name) => !name.endsWith(".test.ts"));
+  if (existsSync(join(dist, "index.js")) && newestMtime(dist, () => true) >= sources) {
     cpSync(dist, join(stage, "dist"), { recursive: true });
   } else {
-    const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
-    await must(process.execPath, [tsc, "-p", join(ROOT, "tsconfig.build.json"), "--outDir", join(stage, "dist")], ROOT);
+    // The package's own build script, run in the stage so the checkout's dist is left alone.
+    for (const path of ["src", "scripts", "tsconfig.json", "tsconfig.build.json"]) cpSync(join(ROOT, path), join(stage, path), { recursive: true });
+    symlinkSync(join(ROOT, "node_modules"), join(stage, "node_modules"));
+    await must("npm", ["run", "build"], stage);
   }
-  // The inspector page's files, as `npm run build` copies them.
-  await must(process.execPath, [join(ROOT, "scripts/copy-ui.mjs"), join(stage, "dist")], ROOT);
   const packed = await must("npm", ["pack", "--ignore-scripts", "--json", "--pack-destination", work], stage);
   const [info] = JSON.parse(packed.stdout) as [{ filename: string; files: { path: string }[] }];
 

@@ -17,7 +17,7 @@ let fake: FakeUpstream;
 
 beforeAll(async () => {
   [pkg, fake] = await Promise.all([packAndInstall(work), startFakeUpstream()]);
-}, 180_000);
+}, 330_000);
 afterAll(async () => {
   await fake?.close();
   rmSync(work, { recursive: true, force: true });

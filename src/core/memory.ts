@@ -18,6 +18,7 @@ import {
   withReference,
 } from "./state/conversation.js";
 import { createResolver, type Resolution, type Resolver, type ResolverOptions } from "./state/references.js";
+import { historyStart, swapHistoryStart } from "./reconcile.js";
 import { SessionHandle } from "./session-handle.js";
 import { type StateAccess, changeConversation, clearUsedPreferences, storePreferences, takePending } from "./state/session-state.js";
 import { isThreadkeepError, SessionNotFoundError, ThreadkeepError } from "./errors.js";
@@ -120,6 +121,10 @@ export interface BuildContextOptions extends OwnerOptions {
   preferences?: ContextPreferences;
   /** The session record, when the caller resolved it already this turn (saves a store read). */
   session?: Session;
+  /** Use the stored history only up to this seq (a turn that replaces what follows it). */
+  upToSeq?: number;
+  /** Summaries of seqs before this one are of a superseded line. @default the session's (see `core/reconcile.ts`) */
+  historyStartsAt?: number;
   /** The time confirmations are checked against. @default Date.now() */
   now?: number;
 }
@@ -355,7 +360,8 @@ export class Memory {
    */
   async switchBranch(sessionId: string, branchId: number, options: OwnerOptions & { fence?: number } = {}): Promise<Branch> {
     const session = await this.#resolve(sessionId, this.#owner(options), false);
-    return (await this.#store).switchBranch(session.id, branchId, { fence: options.fence });
+    const store = await this.#store;
+    return swapHistoryStart(store, session, await store.switchBranch(session.id, branchId, { fence: options.fence }));
   }
 
   /**
@@ -536,7 +542,7 @@ export class Memory {
     const store = await this.#store;
     const window = options.window ?? this.settings.window;
     const loaded: LoadedContext = session
-      ? await loadContext(store, session.id, window, options.preferences)
+      ? await loadContext(store, session.id, window, options.preferences, { fromSeq: options.historyStartsAt ?? historyStart(session), upToSeq: options.upToSeq })
       : { history: [], summaries: [], state: { version: 0, data: {} }, preferences: options.preferences };
     const tokenBudget = options.tokenBudget ?? this.settings.tokenBudget;
     const input = options.input ?? [];

@@ -20,6 +20,7 @@ import { registerInspector } from "./inspector.js";
 import { registerSearchRoutes } from "./search.js";
 import { registerSessionActions } from "./session-actions.js";
 import { registerSessionRoutes } from "./sessions.js";
+import { registerBranchRoutes } from "./branches.js";
 import { registerConversationRoutes } from "./conversations.js";
 import { registerModelRoutes } from "./models.js";
 import { registerResponseRoutes } from "./responses.js";
@@ -133,6 +134,7 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
   registerConversationRoutes(app, { memory });
   registerModelRoutes(app, { upstream });
   registerSessionRoutes(app, { memory, metrics });
+  registerBranchRoutes(app, { memory, metrics });
   registerSearchRoutes(app, { memory });
   registerMcpRoutes(app, { memory });
   registerSessionActions(app, { memory, metrics });

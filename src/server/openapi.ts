@@ -4,6 +4,7 @@
  */
 
 import { SEARCH_MODES } from "../core/search.js";
+import { branchesPaths } from "./_openapi-branches.js";
 import { responsesPaths } from "./_openapi-responses.js";
 import { body, error, json, ok, operations, ref, schemas } from "./_openapi-schemas.js";
 
@@ -313,6 +314,7 @@ export const openApiDocument = {
       delete: { summary: "Not offered: the endpoint is stateless (405)", responses: { "405": ok("Use POST", { type: "object" }) } },
     },
     ...responsesPaths,
+    ...branchesPaths,
     "/healthz": {
       get: { summary: "The process is up", security: [], responses: { "200": ok("Up", { type: "object" }) } },
     },

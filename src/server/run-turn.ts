@@ -164,7 +164,7 @@ export async function runTurn(
       const answer = dialect.complete(completion, loaded);
       const saved =
         dialect.persist === false ||
-        (await commitTurn(turn, sessionId, userId, markCommitted([...loaded.toStore, ...answer.reply], operationId), fence, loaded.session, operationId));
+        (await commitTurn(turn, sessionId, userId, markCommitted([...loaded.toStore, ...answer.reply], operationId), fence, loaded.session, operationId, loaded.reconciled));
       if (!saved) addWarning(headers, "not-saved");
       outcomeLabel = saved ? "ok" : "not_saved";
       reply.code(200).headers(headers).send(answer.body);

@@ -160,7 +160,7 @@ export async function streamTurn(input: StreamTurnInput): Promise<StreamTurnResu
   const replyMessages = dialect.reply(accumulator, incomplete);
   const saved =
     input.persist === false ||
-    (await commitTurn(turn, input.sessionId, input.userId, markCommitted([...loaded.toStore, ...replyMessages], input.operationId), input.fence, loaded.session, input.operationId));
+    (await commitTurn(turn, input.sessionId, input.userId, markCommitted([...loaded.toStore, ...replyMessages], input.operationId), input.fence, loaded.session, input.operationId, loaded.reconciled));
   raw.off("close", onClose);
 
   if (failure !== undefined) {

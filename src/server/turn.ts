@@ -8,6 +8,7 @@ import { isThreadkeepError } from "../core/errors.js";
 import type { Memory } from "../core/memory.js";
 import { isHiddenCarrier } from "../core/items/index.js";
 import { toChatMessage } from "../core/messages.js";
+import { isWholeHistory, planReconcile, type ReconcilePlan, readStoredView } from "../core/reconcile.js";
 import type { ChatMessage, MessageInput, Session } from "../core/types.js";
 import type { ServerMetrics } from "./metrics.js";
 import { secondsSince } from "./metrics.js";
@@ -67,6 +68,8 @@ export interface LoadedTurn {
   truncated?: boolean;
   /** The session record, resolved once for the whole turn (absent for a new session or a store that is down). */
   session?: Session;
+  /** How a whole-history request is stored: appended, or replacing a tail kept as a branch. */
+  reconciled?: ReconcilePlan;
 }
 
 /**
@@ -97,8 +100,17 @@ export async function loadTurn(
       if (!isThreadkeepError(error, "session_not_found")) throw error;
       created = true;
     }
-    const toStore = planned ? planned.toStore : created ? split!.conversation : split!.newTurn;
+    let reconciled: ReconcilePlan | undefined;
+    if (split && isWholeHistory(split.conversation, session)) {
+      // The client sent the whole conversation: align it with the stored line (regenerate, edit).
+      const store = await deps.memory.store();
+      const stored = session ? await readStoredView(store, session, split.conversation.length) : { range: [] };
+      reconciled = planReconcile(split.conversation, stored, session?.metadata ?? {});
+    }
+    const toStore = planned ? planned.toStore : reconciled ? reconciled.toStore : created ? split!.conversation : split!.newTurn;
     const context = await deps.memory.buildContext(sessionId, {
+      upToSeq: reconciled?.upToSeq,
+      historyStartsAt: reconciled?.historyStartsAt,
       userId,
       system,
       // Items a chat model cannot read (reasoning) are stored, never sent.
@@ -113,6 +125,7 @@ export async function loadTurn(
       contextAvailable: true,
       truncated: context.omitted.truncated > 0,
       session,
+      reconciled,
     };
   } catch (error) {
     // A store that is down, or a session whose stored data cannot be read, costs the history of this
@@ -141,10 +154,14 @@ export async function commitTurn(
   fence: number | undefined,
   session?: Session,
   operationId?: string,
+  reconciled?: ReconcilePlan,
 ): Promise<boolean> {
   const start = performance.now();
   try {
-    await deps.memory.addMessages(sessionId, messages, { userId, fence, session, operationId });
+    const options = { userId, fence, session, operationId, branch: reconciled?.branch };
+    if (reconciled?.replaceAfter !== undefined) await deps.memory.replaceAfter(sessionId, reconciled.replaceAfter, messages, options);
+    else await deps.memory.addMessages(sessionId, messages, options);
+    if (reconciled?.metadata) await deps.memory.updateSessionMetadata(sessionId, reconciled.metadata, { userId });
     return true;
   } catch (error) {
     // An attempt of this idempotent request on another process committed already: stored once.

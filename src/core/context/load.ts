@@ -17,6 +17,14 @@ export interface LoadedContext {
   stored?: ContextPreferences;
 }
 
+/** Which part of the stored line a context may use. */
+export interface HistoryBounds {
+  /** Only summaries ending at or after this seq (earlier ones describe a superseded line). */
+  fromSeq?: number;
+  /** The history ends at this seq: what follows is being replaced by this turn. */
+  upToSeq?: number;
+}
+
 /** Seq spans around pinned seqs, merged where they touch. */
 function pinSpans(pins: readonly number[]): [number, number][] {
   const spans: [number, number][] = [];
@@ -37,25 +45,32 @@ export async function loadContext(
   sessionId: string,
   window: number,
   override?: ContextPreferences,
+  bounds: HistoryBounds = {},
 ): Promise<LoadedContext> {
-  const [recent, summaries, state] = await Promise.all([
-    window > 0 ? store.getMessages(sessionId, { last: window }) : Promise.resolve([]),
+  const upTo = bounds.upToSeq === undefined ? {} : { toSeq: bounds.upToSeq };
+  const [recent, allSummaries, state] = await Promise.all([
+    window > 0 ? store.getMessages(sessionId, { last: window, ...upTo }) : Promise.resolve([]),
     store.listSummaries(sessionId),
     store.getState(sessionId),
   ]);
+  // Summaries of a superseded line: before the client's first message, or of messages being replaced.
+  const summaries = allSummaries.filter(
+    (s) => s.toSeq >= (bounds.fromSeq ?? 0) && (bounds.upToSeq === undefined || s.toSeq <= bounds.upToSeq),
+  );
   const stored = override ? undefined : readPreferences(state.data);
   const preferences = override ?? stored;
   if (!preferences) return { history: recent, summaries, state };
   const reads: Promise<Message[]>[] = [];
+  const cap = (to: number) => Math.min(to, bounds.upToSeq ?? to);
   if ((preferences.maxRecentMessages ?? 0) > window)
-    reads.push(store.getMessages(sessionId, { last: preferences.maxRecentMessages }));
+    reads.push(store.getMessages(sessionId, { last: preferences.maxRecentMessages, ...upTo }));
   const focus = preferences.focusRange;
   if (focus)
     reads.push(
-      store.getMessages(sessionId, { fromSeq: focus.fromSeq - NEIGHBOURS, toSeq: focus.toSeq + NEIGHBOURS }),
+      store.getMessages(sessionId, { fromSeq: focus.fromSeq - NEIGHBOURS, toSeq: cap(focus.toSeq + NEIGHBOURS) }),
     );
   for (const [from, to] of pinSpans(preferences.pinnedSeqs ?? []))
-    reads.push(store.getMessages(sessionId, { fromSeq: from, toSeq: to }));
+    reads.push(store.getMessages(sessionId, { fromSeq: from, toSeq: cap(to) }));
   if (reads.length === 0) return { history: recent, summaries, state, preferences, stored };
   const bySeq = new Map<number, Message>();
   for (const batch of [recent, ...(await Promise.all(reads))]) for (const m of batch) bySeq.set(m.seq, m);

@@ -6,7 +6,7 @@
 import { z } from "zod";
 import { isValidSessionId } from "../core/ids.js";
 import { validateMessage } from "../core/messages.js";
-import type { Message, Session } from "../core/types.js";
+import { BRANCH_REASONS, type Branch, type Message, type Session } from "../core/types.js";
 
 /** Version written in the header; a newer file is refused rather than half understood. */
 export const EXPORT_FORMAT_VERSION = 1;
@@ -31,6 +31,8 @@ export interface SessionBundle {
   summaries: ExportedSummary[];
   /** The state's data, or null when it was never written. Versions are not carried over. */
   state: Record<string, unknown> | null;
+  /** Branches (superseded messages kept), by id, in original numbering. */
+  branches?: Branch[];
 }
 
 /** A problem found while reading an export, with the 1-based line it is on. */
@@ -92,6 +94,10 @@ export function bundleLines(bundle: SessionBundle): string[] {
     lines.push(JSON.stringify({ type: "summary", sessionId, summary }));
   }
   if (bundle.state) lines.push(JSON.stringify({ type: "state", sessionId, data: canonical(bundle.state) }));
+  for (const branch of bundle.branches ?? []) {
+    const messages = branch.messages.map(exportedMessage);
+    lines.push(JSON.stringify({ type: "branch", sessionId, branch: { ...(canonical(branch) as object), messages } }));
+  }
   return lines;
 }
 
@@ -134,6 +140,19 @@ const RECORD = z.discriminatedUnion("type", [
     }),
   }),
   z.object({ type: z.literal("state"), sessionId: sessionIdField, data: object }),
+  z.object({
+    type: z.literal("branch"),
+    sessionId: sessionIdField,
+    branch: z.object({
+      id: z.number().int().positive(),
+      atSeq: z.number().int().nonnegative(),
+      parentId: z.number().int().positive().nullable(),
+      reason: z.enum(BRANCH_REASONS as [Branch["reason"], ...Branch["reason"][]]),
+      createdAt: time,
+      metadata: object.optional(),
+      messages: z.array(z.looseObject({ seq: z.number().int().positive(), createdAt: time })),
+    }),
+  }),
 ]);
 type ExportRecord = z.infer<typeof RECORD>;
 
@@ -259,6 +278,8 @@ export async function* readExport(
       bundle.messages.push(message);
     } else if (record.type === "summary") {
       bundle.summaries.push(record.summary);
+    } else if (record.type === "branch") {
+      (bundle.branches ??= []).push(record.branch as unknown as Branch);
     } else if (bundle.state) {
       problem("a session has at most one state line");
     } else {

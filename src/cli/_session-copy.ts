@@ -6,7 +6,7 @@
  *   ranges are shifted by the same offset;
  * - each message keeps its original time in `metadata.importedCreatedAt`.
  */
-import type { Message, MessageInput, Session, SessionStore } from "../core/types.js";
+import type { Branch, Message, MessageInput, Session, SessionStore } from "../core/types.js";
 import { canonical, type ExportedSummary, exportedMessage, type SessionBundle } from "./_jsonl-format.js";
 
 /** Session metadata key holding the difference between original and stored seqs. */
@@ -68,10 +68,11 @@ export async function readSessionBundle(
   const stored = typeof session === "string" ? await store.getSession(session) : session;
   if (!stored) return null;
   const offset = seqOffset(stored);
-  const [messages, summaries, state] = await Promise.all([
+  const [messages, summaries, state, branches] = await Promise.all([
     readMessages(store, stored.id),
     store.listSummaries(stored.id),
     store.getState(stored.id),
+    store.listBranches(stored.id),
   ]);
   return {
     session: { ...stored, metadata: withoutKey(stored.metadata, SEQ_OFFSET_KEY) },
@@ -82,7 +83,13 @@ export async function readSessionBundle(
       toSeq: s.toSeq + offset,
     })),
     state: state.version > 0 ? state.data : null,
+    branches: branches.map((b) => shiftBranch(b, offset)),
   };
+}
+
+/** A branch with its split point and messages renumbered by `offset`. */
+function shiftBranch(branch: Branch, offset: number): Branch {
+  return { ...branch, atSeq: branch.atSeq + offset, messages: branch.messages.map((m) => ({ ...m, seq: m.seq + offset })) };
 }
 
 function storedInput(message: Message): MessageInput {
@@ -179,6 +186,12 @@ export async function importSessionBundle(
       fromSeq: summary.fromSeq - targetOffset,
       toSeq: summary.toSeq - targetOffset,
     });
+    if (status === "unchanged") status = "updated";
+  }
+  const storedBranches = new Set((fresh ? [] : await store.listBranches(target.id)).map((b) => b.id));
+  for (const branch of bundle.branches ?? []) {
+    if (storedBranches.has(branch.id)) continue;
+    await store.saveBranch(target.id, shiftBranch(branch, -targetOffset));
     if (status === "unchanged") status = "updated";
   }
   if (bundle.state && state.version === 0) {

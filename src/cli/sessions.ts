@@ -103,6 +103,7 @@ async function show(id: string, opts: { store?: string; last?: string; json?: bo
       ["active", date(session.lastActivityAt)],
       ["messages", `${bundle.messages.length}${range}`],
       ["summaries", String(bundle.summaries.length)],
+      ["branches", String(bundle.branches?.length ?? 0)],
       ["state", bundle.state ? JSON.stringify(bundle.state) : "none"],
       ["metadata", JSON.stringify(session.metadata)],
     ];
@@ -115,6 +116,11 @@ async function show(id: string, opts: { store?: string; last?: string; json?: bo
       process.stdout.write(
         `${paint.dim(`#${m.seq}`.padEnd(6))}${m.role.padEnd(10)}${text}${m.incomplete ? paint.yellow(" [incomplete]") : ""}\n`,
       );
+    }
+    for (const b of bundle.branches ?? []) {
+      const from = b.parentId === null ? "" : ` (inside branch ${b.parentId})`;
+      const first = b.messages[0] ? oneLine(b.messages[0].content, 60) : "";
+      process.stdout.write(`${paint.dim(`branch ${b.id}`)} after #${b.atSeq}, ${b.reason}${from}: ${b.messages.length} messages ${first}\n`);
     }
   });
 }

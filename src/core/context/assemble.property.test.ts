@@ -21,7 +21,10 @@ const WORDS = [
   "42",
 ];
 
-/** A history with user turns, answers, parallel tool calls, stray results and unanswered calls. */
+/**
+ * A history with user turns, answers, parallel tool calls (in one message, and as separate messages),
+ * stray results and unanswered calls.
+ */
 function randomHistory(rand: () => number, length: number): Message[] {
   const text = (max: number) =>
     Array.from({ length: 1 + Math.floor(rand() * max) }, () => WORDS[Math.floor(rand() * WORDS.length)]).join(
@@ -48,6 +51,18 @@ function randomHistory(rand: () => number, length: number): Message[] {
       for (const id of calls)
         if (rand() > 0.05)
           out.push({ role: "tool", tool_call_id: id, content: text(rand() < 0.1 ? 300 : 40) });
+    } else if (r < 0.95) {
+      // Parallel calls as separate assistant messages, one call each (the OpenAI Agents SDK's shape),
+      // then their results in any order.
+      const calls = Array.from({ length: 2 + Math.floor(rand() * 3) }, () => `call_${callId++}`);
+      for (const id of calls)
+        out.push({
+          role: "assistant",
+          content: null,
+          tool_calls: [{ id, type: "function", function: { name: "lookup", arguments: JSON.stringify({ q: text(4) }) } }],
+        });
+      for (const id of [...calls].sort(() => rand() - 0.5))
+        if (rand() > 0.05) out.push({ role: "tool", tool_call_id: id, content: text(20) });
     } else out.push({ role: "tool", tool_call_id: `stray_${callId++}`, content: text(10) });
   }
   return out.slice(0, length).map((m, i) => ({ ...m, seq: i + 1, createdAt: i }) as Message);
@@ -96,5 +111,31 @@ describe("assembleContext on random histories", () => {
     }
     // The generator must reach every way of leaving something out, or the property proves little.
     for (const count of Object.values(seen)) expect(count).toBeGreaterThan(10);
+  });
+});
+
+describe("parallel calls as separate assistant messages", () => {
+  it("survive a window of 4 with their results, sent as one call message", () => {
+    const call = (id: string) => ({
+      role: "assistant" as const,
+      content: null,
+      tool_calls: [{ id, type: "function", function: { name: "weather", arguments: `{"city":"${id}"}` } }],
+    });
+    const history = [
+      { role: "user", content: "Weather in Oslo and Lima?" },
+      call("oslo"),
+      call("lima"),
+      { role: "tool", tool_call_id: "lima", content: "22°C" },
+      { role: "tool", tool_call_id: "oslo", content: "-3°C" },
+    ].map((m, i) => ({ ...m, seq: i + 1, createdAt: i }) as Message);
+    const ctx = assembleContext({ system: [], history, summaries: [], input: [{ role: "user", content: "Warmer?" }], window: 4, tokenBudget: 8000 });
+    expect(ctx.includedSeqs).toEqual([2, 3, 4, 5]);
+    expectValidToolPairs(ctx.messages);
+    expect(ctx.messages[0].tool_calls?.map((c) => c.id)).toEqual(["oslo", "lima"]);
+    expect(ctx.messages.slice(1, 3).map((m) => m.content)).toEqual(["22°C", "-3°C"]);
+    expect(ctx.tokens).toBe(countContextTokens(ctx.messages));
+    // A window of 3 cannot hold the unit: it leaves together, not a call without its result.
+    const small = assembleContext({ system: [], history, summaries: [], input: [{ role: "user", content: "Warmer?" }], window: 3, tokenBudget: 8000 });
+    expect(small.includedSeqs).toEqual([]);
   });
 });

@@ -4,7 +4,7 @@ import { readConversation, renderConversationNote } from "../state/conversation.
 import type { ChatMessage, Message, Summary } from "../types.js";
 import { renderSummaries, selectSummaries } from "./summarize.js";
 import { encodingForModel, REPLY_PRIMING_TOKENS, TokenCounter } from "./tokens.js";
-import { groupToolUnits, type ToolUnit, unitCompletedByInput, validInput } from "./tool-units.js";
+import { groupToolUnits, sendable, type ToolUnit, unitCompletedByInput, validInput } from "./tool-units.js";
 import { type Counted, fitByTruncating, truncateMessage } from "./truncate.js";
 import type {
   AssembledContext,
@@ -87,7 +87,8 @@ export function assembleContext(input: ContextInput): AssembledContext {
   const window = preferences.maxRecentMessages ?? input.window;
   const history = inSeqOrder(input.history);
   const units = groupToolUnits(history);
-  const unitTokens = units.map((u) => u.messages.reduce((sum, m) => sum + counter.message(m), 0));
+  const unitMessages = units.map((u) => sendable(u, toChatMessage));
+  const unitTokens = unitMessages.map((messages) => messages.reduce((sum, m) => sum + counter.message(m), 0));
   const selected = new Map<number, ChatMessage[] | null>();
   let truncated = 0;
   const truncatedSeqs: number[] = [];
@@ -200,7 +201,7 @@ export function assembleContext(input: ContextInput): AssembledContext {
   if (note) messages.push(note.message);
   const includedSeqs: number[] = [];
   for (const i of [...selected.keys()].sort((a, b) => a - b)) {
-    messages.push(...(selected.get(i) ?? units[i].messages.map(toChatMessage)));
+    messages.push(...(selected.get(i) ?? unitMessages[i]));
     for (const m of units[i].messages) includedSeqs.push(m.seq);
   }
   for (const e of newInput) messages.push(e.message);

@@ -1,8 +1,9 @@
 import type { ChatMessage, Message } from "../types.js";
 
 /**
- * Messages that enter or leave a context together: a plain message alone, or an assistant message
- * with tool calls and the tool results that answer them.
+ * Messages that enter or leave a context together: a plain message alone, or the assistant message(s)
+ * with tool calls and the tool results that answer them. Consecutive assistant messages that carry
+ * only tool calls (parallel calls as the OpenAI Agents SDK stores them, one call each) are one unit.
  */
 export interface ToolUnit {
   messages: Message[];
@@ -14,6 +15,14 @@ export interface ToolUnit {
 
 function isToolCaller(message: ChatMessage): boolean {
   return message.role === "assistant" && Array.isArray(message.tool_calls) && message.tool_calls.length > 0;
+}
+
+const isEmpty = (content: ChatMessage["content"]) =>
+  content === null || content === "" || (Array.isArray(content) && content.length === 0);
+
+/** A tool-call-only assistant message that joins the calls of `open`, whose results have not begun. */
+function joinsCalls(open: ToolUnit | null, message: ChatMessage): boolean {
+  return open !== null && isToolCaller(message) && isEmpty(message.content) && open.messages.every((m) => m.role === "assistant");
 }
 
 /**
@@ -41,6 +50,12 @@ export function groupToolUnits(history: readonly Message[]): ToolUnit[] {
         // A stray result is left out on its own; an open call may still receive its real results.
         units.push({ messages: [message], valid: false, pending: new Set() });
       }
+      continue;
+    }
+    if (joinsCalls(open, message)) {
+      const unit = open as unknown as ToolUnit;
+      unit.messages.push(message);
+      for (const call of message.tool_calls!) unit.pending.add(call.id);
       continue;
     }
     close();
@@ -91,4 +106,16 @@ export function unitCompletedByInput(
   const answered = new Set(input.filter((m) => m.role === "tool").map((m) => m.tool_call_id));
   for (const id of last.pending) if (!answered.has(id)) return undefined;
   return last;
+}
+
+/**
+ * A unit as the chat API takes it: assistant messages of one unit become one message with all their
+ * calls (the API wants every call answered before the next assistant message); others as they are.
+ */
+export function sendable(unit: ToolUnit, convert: (m: Message) => ChatMessage): ChatMessage[] {
+  const callers = unit.messages.filter((m) => m.role === "assistant");
+  if (callers.length < 2) return unit.messages.map(convert);
+  const [first, ...rest] = callers.map(convert);
+  const merged: ChatMessage = { ...first, tool_calls: [first, ...rest].flatMap((m) => m.tool_calls ?? []) };
+  return [merged, ...unit.messages.filter((m) => m.role !== "assistant").map(convert)];
 }

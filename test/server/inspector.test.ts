@@ -203,6 +203,38 @@ describe.skipIf(available !== true)("the inspector page in chromium", () => {
     await close();
   });
 
+  it("shows a regenerated answer as a branch and switches to it", async (ctx) => {
+    const doc = (await (await stack.request("GET", "/openapi.json")).json()) as { paths: Record<string, unknown> };
+    if (!doc.paths["/v1/sessions/{id}/branches"]) {
+      console.log("[skip] branch switching in the inspector: this server has no /v1/sessions/{id}/branches yet");
+      ctx.skip();
+    }
+    const id = randomUUID();
+    let answer = 0;
+    stack.fake.setReply(() => ({ content: `Name ${++answer}` }));
+    try {
+      const ask = [{ role: "user", content: "Suggest a name for a cat." }];
+      await turn(stack, "tk-alice", id, ask);
+      // A whole-history client regenerates: it sends the conversation again without the old answer.
+      await turn(stack, "tk-alice", id, ask);
+    } finally {
+      scriptReplies(stack);
+    }
+    const { page, close } = await open(`/ui/s/${id}`, "tk-alice");
+    const branch = page.locator("details.branch");
+    await branch.waitFor();
+    expect(await branch.locator("summary").textContent()).toContain("regenerate");
+    expect(await page.locator('article[data-seq="2"] .content').textContent()).toBe("Name 2");
+    await branch.locator("summary").click();
+    await expect.poll(() => branch.locator(".branch-messages .content").allTextContents()).toEqual(["Name 1"]);
+    await branch.locator('button[data-action="switch-branch"]').click();
+    await page.locator('dialog#confirm button[data-action="confirm"]').click();
+    await expect.poll(() => page.locator('article[data-seq="2"] .content').textContent()).toBe("Name 1");
+    await page.locator("details.branch summary").first().click();
+    await expect.poll(() => page.locator("details.branch .branch-messages .content").allTextContents()).toContain("Name 2");
+    await close();
+  });
+
   it("is usable by keyboard", async () => {
     const { page, close } = await open("/ui", "tk-alice");
     await page.locator("#sessions a.session").first().waitFor();

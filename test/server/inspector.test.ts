@@ -213,10 +213,16 @@ describe.skipIf(available !== true)("the inspector page in chromium", () => {
     let answer = 0;
     stack.fake.setReply(() => ({ content: `Name ${++answer}` }));
     try {
-      const ask = [{ role: "user", content: "Suggest a name for a cat." }];
-      await turn(stack, "tk-alice", id, ask);
-      // A whole-history client regenerates: it sends the conversation again without the old answer.
-      await turn(stack, "tk-alice", id, ask);
+      await turn(stack, "tk-alice", id, [{ role: "user", content: "Suggest a name for a cat." }]);
+      // A whole-history client asks a second question, then regenerates its answer: it sends the same
+      // conversation again, without the answer it replaces.
+      const history = [
+        { role: "user", content: "Suggest a name for a cat." },
+        { role: "assistant", content: "Name 1" },
+        { role: "user", content: "And one for a dog?" },
+      ];
+      await turn(stack, "tk-alice", id, history);
+      await turn(stack, "tk-alice", id, history);
     } finally {
       scriptReplies(stack);
     }
@@ -224,14 +230,14 @@ describe.skipIf(available !== true)("the inspector page in chromium", () => {
     const branch = page.locator("details.branch");
     await branch.waitFor();
     expect(await branch.locator("summary").textContent()).toContain("regenerate");
-    expect(await page.locator('article[data-seq="2"] .content').textContent()).toBe("Name 2");
+    expect(await page.locator('.transcript > article[data-seq="4"] .content').textContent()).toBe("Name 3");
     await branch.locator("summary").click();
-    await expect.poll(() => branch.locator(".branch-messages .content").allTextContents()).toEqual(["Name 1"]);
+    await expect.poll(() => branch.locator(".branch-messages .content").allTextContents()).toEqual(["Name 2"]);
     await branch.locator('button[data-action="switch-branch"]').click();
     await page.locator('dialog#confirm button[data-action="confirm"]').click();
-    await expect.poll(() => page.locator('article[data-seq="2"] .content').textContent()).toBe("Name 1");
+    await expect.poll(() => page.locator('.transcript > article[data-seq="4"] .content').textContent()).toBe("Name 2");
     await page.locator("details.branch summary").first().click();
-    await expect.poll(() => page.locator("details.branch .branch-messages .content").allTextContents()).toContain("Name 2");
+    await expect.poll(() => page.locator("details.branch .branch-messages .content").allTextContents()).toContain("Name 3");
     await close();
   });
 

@@ -125,7 +125,8 @@ async function renderView() {
   } else if (open.view === "state") {
     replace(view, renderState(await api(`${sessionPath(id)}/state`)));
   } else {
-    const opened = new Set([...view.querySelectorAll("details[open]")].map((d) => d.getAttribute("data-call")));
+    // Tool calls the user opened stay open when new turns arrive.
+    const opened = new Set([...view.querySelectorAll("details.tool[open]")].map((d) => d.getAttribute("data-call")));
     replace(
       view,
       renderTranscript({
@@ -137,7 +138,7 @@ async function renderView() {
         onSwitchBranch: (b) => actions.switchBranch(target(), b, after).catch(fail),
       }),
     );
-    for (const d of view.querySelectorAll("details")) if (opened.has(d.getAttribute("data-call"))) d.setAttribute("open", "");
+    for (const d of view.querySelectorAll("details.tool")) if (opened.has(d.getAttribute("data-call"))) d.setAttribute("open", "");
     showSeq(view, location.hash);
   }
 }

@@ -28,8 +28,8 @@ function labelled(ctx) {
   const messages = ctx.messages ?? [];
   /** @type {number[]} */
   const seqs = ctx.includedSeqs ?? [];
-  /** @type {Set<number>} */
-  const recalled = new Set(ctx.recalledSeqs ?? ctx.recalled?.seqs ?? []);
+  /** @type {Map<number, { score?: number, query?: string }>} */
+  const recalled = new Map((Array.isArray(ctx.recalled) ? ctx.recalled : []).map((/** @type {any} */ r) => [r.seq, r]));
   const leading = messages.length - seqs.length;
   const summaryAt = (ctx.includedSummaryIds ?? []).length > 0 ? leading - (ctx.stateNote ? 2 : 1) : -1;
   const noteAt = ctx.stateNote ? leading - 1 : -1;
@@ -38,7 +38,10 @@ function labelled(ctx) {
     if (i === noteAt) return { part: "stateNote", label: "state note", message };
     if (i < leading) return { part: "system", label: message.role, message };
     const seq = seqs[i - leading];
-    return { part: recalled.has(seq) ? "recalled" : "history", label: `#${seq} ${message.role}`, message, seq };
+    const why = recalled.get(seq);
+    if (!why) return { part: "history", label: `#${seq} ${message.role}`, message, seq };
+    const score = typeof why.score === "number" ? ` ${why.score.toFixed(2)}` : "";
+    return { part: "recalled", label: `#${seq} ${message.role} · recalled${score}${why.query ? ` for “${why.query}”` : ""}`, message, seq };
   });
 }
 
@@ -112,11 +115,17 @@ function leftOut(ctx, storedSeqs, summaries) {
     ["toolPairs", "orphaned tool result, or a tool call without all its results", seqs.toolPairs],
     ["truncated", "sent, but cut to fit the budget", ctx.omitted?.truncatedSeqs ?? []],
   ].filter(([, , list]) => list.length > 0);
+  const unsummarized = Number(ctx.omitted?.unsummarized ?? 0);
+  const warning =
+    unsummarized > 0
+      ? h("p", { class: "warning", "data-warning": "history-omitted" }, `${unsummarized} older message${unsummarized === 1 ? " is" : "s are"} covered neither by the context nor by a summary: the model knows nothing of ${unsummarized === 1 ? "it" : "them"}.`)
+      : null;
   const summaryNote = ctx.omitted?.summaries > 0 ? `${ctx.omitted.summaries} summar${ctx.omitted.summaries === 1 ? "y" : "ies"} left out for the budget` : null;
   return h(
     "section",
     { class: "left-out", "aria-label": "Left out" },
     h("h3", null, "Left out"),
+    warning,
     rows.length === 0 && !summaryNote ? h("p", { class: "empty" }, "Nothing: every stored message is in the context.") : null,
     h(
       "ul",

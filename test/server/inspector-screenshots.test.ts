@@ -120,8 +120,6 @@ describe.skipIf(available !== true)("inspector screenshots", () => {
     for (const scheme of ["light", "dark"] as const) {
       await shoot("transcript", `/ui/s/${TRIP}`, scheme, async (page) => {
         await page.locator('details.tool[data-call="call_h1"] summary').click();
-        await page.locator('article[data-seq="11"]').scrollIntoViewIfNeeded();
-        await page.evaluate("window.scrollTo(0, 0)");
       });
       await shoot("context", `/ui/s/${TRIP}/context`, scheme, async (page) => {
         await page.locator(".left-out").waitFor();

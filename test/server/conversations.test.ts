@@ -2,6 +2,9 @@
  * The Conversations and models APIs with the official `openai` client; a conversation is a
  * threadkeep session, seen through /v1/sessions too.
  */
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Stack, startStack, transcript } from "./_stack.js";
 
@@ -108,6 +111,24 @@ describe("Conversations API", () => {
     expect((await client.conversations.retrieve(conversation.id)).metadata).toEqual({ title: "renamed" });
     expect(await client.conversations.delete(conversation.id)).toEqual({ id: conversation.id, object: "conversation.deleted", deleted: true });
     await expect(client.conversations.retrieve(conversation.id)).rejects.toMatchObject({ status: 404 });
+  });
+
+  it("on SQLite too: an item deleted mid-conversation, a response chain continued after it", async () => {
+    const sqlite = await startStack({ store: `sqlite:${join(mkdtempSync(join(tmpdir(), "tk-conv-")), "t.db")}` });
+    try {
+      const client = sqlite.client();
+      const conversation = await client.conversations.create({ items: [{ role: "user", content: "a" }, { role: "assistant", content: "b" }, { role: "user", content: "c" }] });
+      const first = await client.responses.create({ model: "fake-model", input: "d", conversation: conversation.id });
+      const before = await client.conversations.items.list(conversation.id, { order: "asc" });
+      await client.conversations.items.delete(before.data[1].id!, { conversation_id: conversation.id });
+      const after = await client.conversations.items.list(conversation.id, { order: "asc" });
+      expect(after.data.map((i) => i.id)).toEqual(before.data.filter((_, i) => i !== 1).map((i) => i.id));
+      expect((await client.responses.retrieve(first.id)).output_text).toBe("echo: d");
+      await client.responses.create({ model: "fake-model", input: "e", previous_response_id: first.id });
+      expect(transcript(sqlite.fake.chatRequests().at(-1)!.body)).toEqual(["user: a", "user: c", "user: d", "assistant: echo: d", "user: e"]);
+    } finally {
+      await sqlite.close();
+    }
   });
 
   it("refuses bad input with a 400 naming the field", async () => {

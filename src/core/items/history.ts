@@ -3,7 +3,6 @@
  * removing items or responses from it. A response is remembered in the `metadata.response` of its
  * last output message, with how many messages its input and output took.
  */
-import { parseSessionId } from "../ids.js";
 import type { Memory } from "../memory.js";
 import type { Message, MessageInput } from "../types.js";
 import { itemsToMessages, messageToItems } from "./convert.js";
@@ -67,9 +66,9 @@ function withPinnedIds(message: Message): MessageInput {
 }
 
 /**
- * Removes items from a session under its turn lease: the messages from the first affected one on
- * are stored again without them (item ids and responses stay as they were; later messages get new
- * seqs). @returns how many items were removed.
+ * Removes items from a session under its turn lease, in one atomic replace: the messages from the
+ * first affected one on are stored again without them (item ids and responses stay as they were;
+ * later messages get new seqs). @returns how many items were removed.
  */
 export async function removeItems(
   memory: Memory,
@@ -98,11 +97,8 @@ export async function removeItems(
       if (record) again[again.length - 1].metadata = { ...again[again.length - 1].metadata, [RESPONSE_KEY]: record };
       rewritten.push(...again);
     }
-    const store = await memory.store();
-    const id = parseSessionId(sessionId);
-    // Not atomic across the two calls: the lease keeps turns out, a crash in between loses the tail.
-    await store.truncateAfter(id, messages[first].seq - 1);
-    if (rewritten.length > 0) await store.appendMessages(id, rewritten, { fence: lease.fence });
+    // One atomic replace: the tail is stored again without the removed items, or not at all.
+    await memory.replaceAfter(sessionId, messages[first].seq - 1, rewritten, { userId, fence: lease.fence, expectedLastSeq: messages.at(-1)?.seq });
     return removed;
   });
 }

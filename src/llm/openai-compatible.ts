@@ -165,7 +165,8 @@ export function createUpstream(options: UpstreamOptions): Upstream {
         new URL(`${base.pathname.replace(/\/+$/, "")}${path}`, base),
         {
           method,
-          agent,
+          // The retry takes a new connection: the other idle sockets in the pool may be as stale.
+          agent: retried ? false : agent,
           headers: payload ? { ...headers, "content-length": String(payload.length) } : headers,
         },
         (res) => {

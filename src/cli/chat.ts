@@ -8,6 +8,7 @@ import type { Command } from "commander";
 import { isThreadkeepError, ThreadkeepError } from "../core/errors.js";
 import { newSessionId, parseSessionId } from "../core/ids.js";
 import { createMemory, type Memory } from "../core/memory.js";
+import { addRecallOptions, type RecallFlags, recallMemoryOptions, resolveRecallConfig } from "./_recall-options.js";
 import type { ChatMessage } from "../core/types.js";
 import { createUpstream, StreamAccumulator, type Upstream } from "../llm/openai-compatible.js";
 import { type ChatState, printMessages, runSlashCommand } from "./_chat-commands.js";
@@ -238,7 +239,7 @@ export function register(program: Command): void {
     .option("--session <id>", "continue (or start) the session with this id")
     .option("--user <id>", 'owner of the sessions (env THREADKEEP_USER; default "default")')
     .option("--system <text>", "system prompt sent on every turn (not stored)");
-  addStoreOptions(addUpstreamOptions(command)).addHelpText(
+  addStoreOptions(addRecallOptions(addUpstreamOptions(command))).addHelpText(
     "after",
     `
 Slash commands: /sessions /resume <id|n> /newsession /history [n] /search <text> /context /summary
@@ -251,11 +252,14 @@ Example:
   threadkeep chat --upstream http://127.0.0.1:11434/v1 --model llama3.2 --store sqlite:./data/threadkeep.db`,
   );
   command.action(
-    async (flags: ConfigFlags & { resume?: boolean; session?: string; user?: string; system?: string }) => {
+    async (flags: ConfigFlags & RecallFlags & { resume?: boolean; session?: string; user?: string; system?: string }) => {
       const config = resolveConfig(flags);
       if (flags.resume && flags.session)
         throw new ThreadkeepError("invalid_request", "Use --resume or --session, not both");
       const sessionId = flags.session === undefined ? undefined : parseSessionId(flags.session);
+      const upstream = config.upstreamUrl
+        ? createUpstream({ baseUrl: config.upstreamUrl, apiKey: config.upstreamKey })
+        : undefined;
       const memory = createMemory({
         store: config.store,
         window: config.window,
@@ -263,11 +267,9 @@ Example:
         maxMessages: config.maxMessages,
         ttlMs: config.ttlMs,
         defaultUserId: flags.user ?? (process.env.THREADKEEP_USER || "default"),
+        ...recallMemoryOptions(resolveRecallConfig(flags), config, upstream),
       });
       await memory.store();
-      const upstream = config.upstreamUrl
-        ? createUpstream({ baseUrl: config.upstreamUrl, apiKey: config.upstreamKey })
-        : undefined;
       const chat = startChat({
         memory,
         userId: memory.settings.defaultUserId,

@@ -1,6 +1,8 @@
 import type { Command } from "commander";
 import { isThreadkeepError, ThreadkeepError } from "../core/errors.js";
+import { createUpstream } from "../llm/openai-compatible.js";
 import { createServer, isLoopbackHost, type ThreadkeepServer } from "../server/index.js";
+import { addRecallOptions, type RecallConfig, type RecallFlags, recallMemoryOptions, resolveRecallConfig } from "./_recall-options.js";
 import { isWorker, reportListening, runPrimary, sharedStoreUrl } from "./_workers.js";
 import {
   addStoreOptions,
@@ -37,8 +39,10 @@ export function checkExposure(config: Pick<ThreadkeepConfig, "host" | "apiKeys">
 export async function startServe(
   config: ThreadkeepConfig,
   print: (line: string) => void = (l) => process.stdout.write(`${l}\n`),
+  recall: RecallConfig = resolveRecallConfig({}),
 ): Promise<ThreadkeepServer> {
   checkExposure(config);
+  const upstream = config.upstreamUrl ? createUpstream({ baseUrl: config.upstreamUrl, apiKey: config.upstreamKey }) : undefined;
   const server = await createServer({
     memory: {
       store: config.store,
@@ -47,8 +51,9 @@ export async function startServe(
       maxMessages: config.maxMessages,
       ttlMs: config.ttlMs,
       sweepIntervalMs: SWEEP_INTERVAL_MS,
+      ...recallMemoryOptions(recall, config, upstream),
     },
-    upstream: config.upstreamUrl ? { baseUrl: config.upstreamUrl, apiKey: config.upstreamKey } : undefined,
+    upstream,
     apiKeys: config.apiKeys,
     model: config.model,
     host: config.host,
@@ -67,10 +72,11 @@ export async function startServe(
       );
     });
     const url = await server.listen();
-    const upstream = config.upstreamUrl ?? "none (chat answers 503 until --upstream is set)";
+    const upstreamLabel = config.upstreamUrl ?? "none (chat answers 503 until --upstream is set)";
     const auth = config.apiKeys.size > 0 ? `api keys: ${config.apiKeys.size}` : "auth: none (loopback only)";
+    const summaries = !upstream || !recall.summaries ? "off" : (recall.summaryModel ?? config.model ?? "the conversation's model");
     print(
-      `threadkeep listening on ${url}  store: ${redactUrl(config.store)}  upstream: ${upstream}  ${auth}`,
+      `threadkeep listening on ${url}  store: ${redactUrl(config.store)}  upstream: ${upstreamLabel}  ${auth}  summaries: ${summaries}`,
     );
     return server;
   } catch (error) {
@@ -100,8 +106,11 @@ export function register(program: Command): void {
     );
   addStoreOptions(command);
   addUpstreamOptions(command);
-  command.action(async (flags: ConfigFlags) => {
-    const config = resolveConfig(flags);
+  addRecallOptions(command);
+  command.action(async (flags: ConfigFlags & RecallFlags) => {
+    const { summaries, summaryModel, ...rest } = flags;
+    const config = resolveConfig(rest);
+    const recall = resolveRecallConfig({ summaries, summaryModel });
     if (config.workers > 1 && !isWorker()) {
       checkExposure(config);
       sharedStoreUrl(config.store);
@@ -109,8 +118,8 @@ export function register(program: Command): void {
       return;
     }
     const server = isWorker()
-      ? await startServe({ ...config, store: sharedStoreUrl(config.store) }, reportListening)
-      : await startServe(config);
+      ? await startServe({ ...config, store: sharedStoreUrl(config.store) }, reportListening, recall)
+      : await startServe(config, undefined, recall);
     let stopping = false;
     const stop = (signal: string) => {
       if (stopping) return;

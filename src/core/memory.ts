@@ -1,5 +1,6 @@
 import { assembleContext } from "./context/assemble.js";
 import { type CompactionOptions, type CompactionResult, Compactor } from "./context/compaction.js";
+import { noteCoverage, windowAfterSummary } from "./context/coverage.js";
 import { type LoadedContext, loadContext } from "./context/load.js";
 import { parseContextPreferences, readPreferences } from "./context/preferences.js";
 import type { Summarizer } from "./context/summarize.js";
@@ -541,8 +542,10 @@ export class Memory {
     const session = await this.#find(id, userId, options.session);
     const store = await this.#store;
     const window = options.window ?? this.settings.window;
+    // With summaries on, the window reaches back to the latest summary while the next one is due.
+    const reach = this.#compactor.summarizer ? this.settings.compaction.threshold + 2 : 0;
     const loaded: LoadedContext = session
-      ? await loadContext(store, session.id, window, options.preferences, { fromSeq: options.historyStartsAt ?? historyStart(session), upToSeq: options.upToSeq })
+      ? await loadContext(store, session.id, window + reach, options.preferences, { fromSeq: options.historyStartsAt ?? historyStart(session), upToSeq: options.upToSeq })
       : { history: [], summaries: [], state: { version: 0, data: {} }, preferences: options.preferences };
     const tokenBudget = options.tokenBudget ?? this.settings.tokenBudget;
     const input = options.input ?? [];
@@ -556,13 +559,14 @@ export class Memory {
       summaries: loaded.summaries,
       state: loaded.state,
       input,
-      window,
+      window: reach ? windowAfterSummary(loaded.history, loaded.summaries, window, reach) : window,
       tokenBudget,
       model: options.model,
       preferences: loaded.preferences,
       now: options.now,
       ...(this.settings.stateNote ? {} : { stateNote: null }),
     });
+    noteCoverage(context, loaded.summaries);
     if (session && loaded.stored && !loaded.stored.sticky) {
       // The context is built; failing the turn over this cleanup would be worse than applying them again.
       await clearUsedPreferences({ store, sessionId: session.id }, loaded.stored).catch((error) =>
@@ -675,6 +679,11 @@ export class Memory {
   async expire(now = Date.now()): Promise<string[]> {
     if (this.settings.ttlMs <= 0) return [];
     return (await this.#store).expire(now - this.settings.ttlMs);
+  }
+
+  /** Resolves when the background work under way (summaries, embeddings) is done. */
+  async idle(): Promise<void> {
+    await this.#compactor.idle();
   }
 
   /** Stops the sweep and closes the store. */

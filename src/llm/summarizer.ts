@@ -1,4 +1,6 @@
 import { formatTranscript, type SummarizeRequest, type Summarizer } from "../core/context/summarize.js";
+import { ThreadkeepError } from "../core/errors.js";
+import type { Message } from "../core/types.js";
 import { createUpstream, type Upstream, UpstreamError } from "./openai-compatible.js";
 
 /** The instructions the default summarizer gives its model. */
@@ -14,8 +16,11 @@ export interface SummarizerOptions {
   baseUrl: string;
   /** Sent as `Authorization: Bearer …` when set. */
   apiKey?: string;
-  /** The model that writes summaries (a small, cheap one does well). */
-  model: string;
+  /**
+   * The model that writes summaries (a small, cheap one does well).
+   * @default the model that wrote the newest assistant message being summarised (`metadata.model`)
+   */
+  model?: string;
   /** Longest summary, in tokens (sent as `max_tokens`). @default 500 */
   maxTokens?: number;
   /** @default 0.2 */
@@ -41,10 +46,17 @@ export function summaryRequestBody(
   const previous = request.previous
     ? `Previous summary (messages ${request.previous.fromSeq}–${request.previous.toSeq}):\n${request.previous.content}\n\n`
     : "";
+  const model = options.model ?? modelOf(request.messages);
+  if (!model) {
+    throw new ThreadkeepError(
+      "invalid_request",
+      "No summary model: set one (--summary-model, THREADKEEP_SUMMARY_MODEL) or let a reply name its model",
+    );
+  }
   const first = request.messages[0]?.seq;
   const last = request.messages.at(-1)?.seq;
   return {
-    model: options.model,
+    model,
     messages: [
       { role: "system", content: options.instructions ?? DEFAULT_SUMMARY_INSTRUCTIONS },
       {
@@ -56,6 +68,15 @@ export function summaryRequestBody(
     temperature: options.temperature ?? 0.2,
     ...options.extraBody,
   };
+}
+
+/** The model of the newest assistant message that names one (the server stores it with each reply). */
+function modelOf(messages: readonly Message[]): string | undefined {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const model = messages[i].metadata?.model;
+    if (messages[i].role === "assistant" && typeof model === "string" && model) return model;
+  }
+  return undefined;
 }
 
 /**
@@ -72,11 +93,12 @@ export function createSummarizer(options: SummarizerOptions): Summarizer {
     });
   return {
     async summarize(request) {
-      const reply = await upstream.chat(summaryRequestBody(request, options), { signal: request.signal });
+      const body = summaryRequestBody(request, options);
+      const reply = await upstream.chat(body, { signal: request.signal });
       const content = reply?.choices?.[0]?.message?.content;
       const text = typeof content === "string" ? content.trim() : "";
       if (!text) {
-        throw new UpstreamError(200, reply, `The summary model ${options.model} answered without text`);
+        throw new UpstreamError(200, reply, `The summary model ${String(body.model)} answered without text`);
       }
       return text;
     },

@@ -16,7 +16,7 @@ import { commitTurn, type LoadedTurn, loadTurn, type PlannedTurn, type TurnDeps,
 
 /** The header that carries the session id, both ways. */
 export const SESSION_HEADER = "x-session-id";
-/** The header that reports a degraded turn: `context-unavailable`, `not-saved`, `input-truncated`. */
+/** The header that reports a degraded turn: `context-unavailable`, `not-saved`, `input-truncated`, `history-omitted`. */
 export const WARNING_HEADER = "x-threadkeep-warning";
 
 /** What every turn route needs. */
@@ -120,6 +120,7 @@ export async function runTurn(
       const headers: Record<string, string> = { [SESSION_HEADER]: sessionId };
       if (!loaded.contextAvailable) addWarning(headers, "context-unavailable");
       if (loaded.truncated) addWarning(headers, "input-truncated");
+      for (const warning of loaded.warnings ?? []) addWarning(headers, warning);
       const upstreamBody = dialect.upstreamBody(loaded.messages);
 
       if (streaming) {

@@ -70,6 +70,8 @@ export interface LoadedTurn {
   session?: Session;
   /** How a whole-history request is stored: appended, or replacing a tail kept as a branch. */
   reconciled?: ReconcilePlan;
+  /** What the client should hear about the context, e.g. `history-omitted` (older turns left out without a summary). */
+  warnings?: string[];
 }
 
 /**
@@ -126,6 +128,7 @@ export async function loadTurn(
       truncated: context.omitted.truncated > 0,
       session,
       reconciled,
+      warnings: context.warnings,
     };
   } catch (error) {
     // A store that is down, or a session whose stored data cannot be read, costs the history of this

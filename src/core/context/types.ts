@@ -123,9 +123,16 @@ export interface AssembledContext {
     seqs?: OmittedSeqs;
     /** Stored messages sent shortened with a truncation marker, by seq. */
     truncatedSeqs?: number[];
+    /**
+     * Older stored messages (by seq) that neither the context nor an included summary covers: the
+     * model knows nothing of them. Set by `Memory.buildContext`.
+     */
+    unsummarized?: number;
   };
   /** Tokens of each part of `messages`; with the reply priming they add up to `tokens`. */
   parts?: ContextPartTokens;
+  /** `history-omitted` when older turns were left out without a summary. */
+  warnings?: string[];
   /** The budget the context was assembled within. */
   tokenBudget?: number;
   /** The message window applied (the setting, or the preferences' `maxRecentMessages`). */

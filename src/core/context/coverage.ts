@@ -1,0 +1,46 @@
+/**
+ * What of a session's past the model gets to know: with summaries on, the window reaches back to the
+ * latest summary (so nothing between the summary and the window goes missing while the next summary
+ * is due), and what is left out with no summary covering it is counted, so it can be reported.
+ */
+import type { Message, Summary } from "../types.js";
+import { latestSummary } from "./compaction.js";
+import type { AssembledContext } from "./types.js";
+
+/** The warning a context (and the server's X-Threadkeep-Warning header) carries when older turns were left out without a summary. */
+export const HISTORY_OMITTED = "history-omitted";
+
+/**
+ * The window to assemble with when summaries are on: every loaded message after the latest summary,
+ * at least `window` and at most `window + reach` of them.
+ */
+export function windowAfterSummary(history: readonly Message[], summaries: readonly Summary[], window: number, reach: number): number {
+  const coveredTo = latestSummary(summaries)?.toSeq ?? 0;
+  let unsummarized = 0;
+  for (const m of history) if (m.seq > coveredTo) unsummarized++;
+  return Math.min(window + reach, Math.max(window, unsummarized));
+}
+
+/**
+ * Stored messages older than the context's recent run of messages that no included summary covers:
+ * the model knows nothing of them. Seqs left out between the newest summary and the oldest message
+ * sent count, and so do messages dropped by the cap without a summary.
+ */
+export function unsummarizedGap(context: AssembledContext, summaries: readonly Summary[]): number {
+  const seqs = context.includedSeqs;
+  if (seqs.length === 0) return 0;
+  let start = seqs.length - 1;
+  while (start > 0 && seqs[start - 1] === seqs[start] - 1) start--;
+  const included = new Set(context.includedSummaryIds);
+  let coveredTo = 0;
+  for (const s of summaries) if (included.has(s.id)) coveredTo = Math.max(coveredTo, s.toSeq);
+  return Math.max(0, seqs[start] - 1 - coveredTo);
+}
+
+/** Marks a context whose older turns were left out without a summary (`omitted.unsummarized`, `warnings`). */
+export function noteCoverage(context: AssembledContext, summaries: readonly Summary[]): AssembledContext {
+  const gap = unsummarizedGap(context, summaries);
+  context.omitted.unsummarized = gap;
+  if (gap > 0) context.warnings = [...(context.warnings ?? []), HISTORY_OMITTED];
+  return context;
+}

@@ -110,7 +110,7 @@ describe("summaries on the server", () => {
     // 20 + 22 messages reach back; past that, older turns go without a summary, and the header says so.
     expect(warnings.slice(0, 21).every((w) => w === null)).toBe(true);
     expect(warnings.at(-1)).toBe("history-omitted");
-    const context = await (await fetch(`${url}/v1/sessions/${id}/context`)).json();
+    const context = (await (await fetch(`${url}/v1/sessions/${id}/context`)).json()) as any;
     expect(context.warnings).toEqual(["history-omitted"]);
     expect(context.omitted.unsummarized).toBeGreaterThan(0);
     expect(await memory.listSummaries(id)).toEqual([]);

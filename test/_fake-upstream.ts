@@ -35,6 +35,10 @@ export interface FakeUpstream {
   requests: RecordedRequest[];
   /** Chat requests only. */
   chatRequests(): RecordedRequest[];
+  /** Makes /v1/embeddings answer 503 (true) or work again (false). */
+  setEmbeddingsDown(down: boolean): void;
+  /** Embedding requests only. */
+  embeddingRequests(): RecordedRequest[];
   /** Decides the reply of each chat request; replaces the default echo. */
   setReply(fn: (body: any, index: number) => FakeReply | Promise<FakeReply>): void;
   /** The model ids `GET /models` lists; null answers 404 (an upstream without the route). @default ["fake-model", "fake/large"] */
@@ -55,10 +59,43 @@ function lastUserText(body: any): string {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * The fake's embedding model: words of one synonym group share a dimension, so related words are
+ * close ("automobile" near "car") and unrelated ones far; any other word adds a little to one of
+ * a few hashed dimensions, so texts still differ. Deterministic, 16 dimensions.
+ */
+export const SYNONYM_GROUPS: readonly (readonly string[])[] = [
+  ["car", "cars", "automobile", "vehicle", "truck", "sedan", "drive", "driving", "mechanic", "garage"],
+  ["grocery", "groceries", "supermarket", "food", "milk", "bread", "vegetables", "shopping"],
+  ["dog", "dogs", "puppy", "cat", "kitten", "pet", "pets", "vet", "veterinarian"],
+  ["invoice", "bill", "payment", "pay", "money", "budget", "salary", "bank"],
+  ["flight", "plane", "airport", "trip", "vacation", "travel", "holiday", "hotel"],
+  ["doctor", "medicine", "sick", "headache", "hospital", "health", "fever"],
+  ["guitar", "piano", "song", "music", "concert", "band"],
+  ["rain", "sunny", "weather", "forecast", "umbrella", "storm"],
+];
+const HASHED_DIMS = 8;
+
+export function fakeEmbedding(text: string): number[] {
+  const vector = new Array(SYNONYM_GROUPS.length + HASHED_DIMS).fill(0);
+  for (const word of text.toLowerCase().split(/[^a-z0-9]+/).filter((w) => w.length > 2)) {
+    const group = SYNONYM_GROUPS.findIndex((g) => g.includes(word));
+    if (group >= 0) {
+      vector[group] += 1;
+      continue;
+    }
+    let hash = 0;
+    for (const ch of word) hash = (hash * 31 + ch.charCodeAt(0)) >>> 0;
+    vector[SYNONYM_GROUPS.length + (hash % HASHED_DIMS)] += 0.15;
+  }
+  return vector;
+}
+
 /** Starts the fake on an ephemeral port of 127.0.0.1. */
 export async function startFakeUpstream(): Promise<FakeUpstream> {
   const requests: RecordedRequest[] = [];
   let chatIndex = 0;
+  let embeddingsDown = false;
   let modelIds: string[] | null = ["fake-model", "fake/large"];
   let replyFn: (body: any, index: number) => FakeReply | Promise<FakeReply> = (body) => ({
     content: `echo: ${lastUserText(body)}`,
@@ -78,12 +115,13 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     requests.push({ method: req.method ?? "", path, headers: req.headers, body });
 
     if (path.endsWith("/embeddings")) {
+      if (embeddingsDown) {
+        res.writeHead(503, { "content-type": "application/json" });
+        res.end(JSON.stringify({ error: { message: "embeddings are down", type: "server_error", code: null } }));
+        return;
+      }
       const inputs: string[] = Array.isArray(body?.input) ? body.input : [body?.input ?? ""];
-      const data = inputs.map((text, index) => ({
-        object: "embedding",
-        index,
-        embedding: Array.from({ length: 8 }, (_, i) => ((String(text).charCodeAt(i % Math.max(1, String(text).length)) || 0) % 17) / 17),
-      }));
+      const data = inputs.map((text, index) => ({ object: "embedding", index, embedding: fakeEmbedding(String(text)) }));
       res.writeHead(200, { "content-type": "application/json" });
       res.end(JSON.stringify({ object: "list", data, model: body?.model ?? "fake", usage: { prompt_tokens: 1, total_tokens: 1 } }));
       return;
@@ -168,6 +206,10 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     url: `http://127.0.0.1:${port}/v1`,
     requests,
     chatRequests: () => requests.filter((r) => r.path.endsWith("/chat/completions")),
+    embeddingRequests: () => requests.filter((r) => r.path.endsWith("/embeddings")),
+    setEmbeddingsDown(down) {
+      embeddingsDown = down;
+    },
     setReply(fn) {
       replyFn = fn;
     },

@@ -28,6 +28,7 @@ export type ErrorCode =
   | "payload_too_large"
   | "upstream_error"
   | "upstream_not_configured"
+  | "embedding_dimension_mismatch"
   | "internal_error";
 
 /** HTTP status for each error code (fastify's `createError` table, in one place). */
@@ -54,6 +55,7 @@ export const ERROR_STATUS: Readonly<Record<ErrorCode, number>> = {
   payload_too_large: 413,
   upstream_error: 502,
   upstream_not_configured: 503,
+  embedding_dimension_mismatch: 409,
   internal_error: 500,
 };
 

@@ -23,10 +23,14 @@ import { historyStart, swapHistoryStart } from "./reconcile.js";
 import { SessionHandle } from "./session-handle.js";
 import { type StateAccess, changeConversation, clearUsedPreferences, storePreferences, takePending } from "./state/session-state.js";
 import { isThreadkeepError, SessionNotFoundError, ThreadkeepError } from "./errors.js";
+import { iterateAllSessions } from "./enumerate.js";
+import { canStoreVectors } from "./types.js";
 import { newSessionId, parseSessionId } from "./ids.js";
 import { checkJson } from "./json-limits.js";
 import { validateMessages } from "./messages.js";
-import { bestSearchMode, type RankedHit, runSearch, type SearchMode, type VectorSearcher } from "./search.js";
+import { BackgroundEmbedder, type Embedder, type EmbeddingOptions } from "./embeddings.js";
+import { DEFAULT_RECALL, type RecallOptions, withRecall } from "./context/recall.js";
+import { bestSearchMode, type RankedHit, runSearch, type SearchMode } from "./search.js";
 import { DEFAULTS } from "./policies.js";
 import { keepLease } from "./lease-keeper.js";
 import type {
@@ -100,6 +104,15 @@ export interface MemoryOptions {
   resolver?: ResolverOptions;
   /** Tell the model the conversational state ("Recently referenced: task 42") in a system note. @default true */
   stateNote?: boolean;
+  /**
+   * Embeds messages in the background after each append (e.g. `createEmbedder({ baseUrl, model })`),
+   * for semantic and hybrid search and recall. Off without one. The store must keep vectors.
+   */
+  embedder?: Embedder;
+  /** Batching and retries of background embedding. @default { batchSize: 64, retryDelayMs: 5000 } */
+  embedding?: EmbeddingOptions;
+  /** Recall of relevant older messages into the context (with an embedder). @default { enabled: true, limit: 3, minScore: 0.3 } */
+  recall?: RecallOptions;
 }
 
 /** Whose session an operation concerns. */
@@ -153,7 +166,8 @@ export class Memory {
   #sweep?: NodeJS.Timeout;
   #compactor: Compactor;
   #resolver: Resolver;
-  #vectors?: VectorSearcher;
+  #vectors?: BackgroundEmbedder;
+  #recall: Required<RecallOptions>;
 
   constructor(options: MemoryOptions) {
     const storeOption = options.store;
@@ -181,6 +195,8 @@ export class Memory {
     };
     this.#compactor = new Compactor(options.summarizer, { window: this.settings.window, maxMessages: this.settings.maxMessages, ...this.settings.compaction });
     this.#resolver = createResolver(options.resolver);
+    if (options.embedder) this.#vectors = new BackgroundEmbedder(options.embedder, options.embedding);
+    this.#recall = { ...DEFAULT_RECALL, ...options.recall };
     if (options.sweepIntervalMs) {
       this.#sweep = setInterval(() => {
         this.expire().catch((error) => console.warn(`[threadkeep] expiry sweep failed: ${error}`));
@@ -330,6 +346,8 @@ export class Memory {
       if (created) await store.deleteSession(session.id).catch(() => {});
       throw error;
     }
+    // Embedding never holds up (or fails) the write: it runs after, and retries by itself.
+    this.#vectors?.schedule(store, session.id);
     if (!summarizing) return added;
     const compaction = this.#compactor.run(store, session.id);
     if (!this.settings.compaction.background) await compaction;
@@ -553,20 +571,26 @@ export class Memory {
     await new TokenCounter(encodingForModel(options.model), { limit: tokenBudget }).prepare(
       messageTexts([...(options.system ?? []), ...loaded.history, ...input]),
     );
+    const assemblyWindow = reach ? windowAfterSummary(loaded.history, loaded.summaries, window, reach) : window;
+    const recall =
+      session && this.#vectors && this.#recall.enabled
+        ? await withRecall(this.#vectors, store, { userId, sessionId: session.id, input, loaded, window: assemblyWindow, system: options.system ?? [] }, this.#recall)
+        : undefined;
     const context = assembleContext({
-      system: options.system ?? [],
-      history: loaded.history,
+      system: recall?.system ?? options.system ?? [],
+      history: recall?.history ?? loaded.history,
       summaries: loaded.summaries,
       state: loaded.state,
       input,
-      window: reach ? windowAfterSummary(loaded.history, loaded.summaries, window, reach) : window,
+      window: assemblyWindow,
       tokenBudget,
       model: options.model,
-      preferences: loaded.preferences,
+      preferences: recall?.preferences ?? loaded.preferences,
       now: options.now,
       ...(this.settings.stateNote ? {} : { stateNote: null }),
     });
     noteCoverage(context, loaded.summaries);
+    if (recall) context.recalled = recall.recalled.filter((r) => context.includedSeqs.includes(r.seq));
     if (session && loaded.stored && !loaded.stored.sticky) {
       // The context is built; failing the turn over this cleanup would be worse than applying them again.
       await clearUsedPreferences({ store, sessionId: session.id }, loaded.stored).catch((error) =>
@@ -684,12 +708,32 @@ export class Memory {
   /** Resolves when the background work under way (summaries, embeddings) is done. */
   async idle(): Promise<void> {
     await this.#compactor.idle();
+    await this.#vectors?.idle();
+  }
+
+  /**
+   * Embeds every message of every session that lacks a vector of the embedder's model (after an
+   * outage, for messages stored before embeddings were on, or after a model change).
+   * @returns sessions visited and messages embedded; `onProgress` hears after each session.
+   */
+  async reindex(onProgress?: (done: number, embedded: number) => void): Promise<{ sessions: number; embedded: number }> {
+    const store = await this.#store;
+    if (!this.#vectors) throw new ThreadkeepError("invalid_request", "reindex needs an embedder (--embedding-model)");
+    if (!canStoreVectors(store)) throw new ThreadkeepError("not_supported", `The ${store.name} store keeps no embeddings`);
+    let sessions = 0;
+    let embedded = 0;
+    for await (const session of iterateAllSessions(store)) {
+      embedded += await this.#vectors.embedSession(store, session.id);
+      onProgress?.(++sessions, embedded);
+    }
+    return { sessions, embedded };
   }
 
   /** Stops the sweep and closes the store. */
   async close(): Promise<void> {
     if (this.#sweep) clearInterval(this.#sweep);
-    await this.#compactor.idle();
+    await this.idle();
+    this.#vectors?.close();
     const store = await this.#store.catch(() => null);
     await store?.close();
   }

@@ -7,6 +7,7 @@ import type postgres from "postgres";
 import { ThreadkeepError } from "../core/errors.js";
 import type { Message, MessageInput, Session, Summary } from "../core/types.js";
 import { migrateHistory } from "./_postgres-history.js";
+import { migrateVectors } from "./_postgres-vectors.js";
 
 /** A connected `postgres` client whose `bigint` columns parse to numbers (see `createPostgresStore`). */
 export type PgSql = postgres.Sql<Record<string, unknown>>;
@@ -161,6 +162,7 @@ const MIGRATIONS: Migration[] = [
     },
   },
   { version: 4, up: (tx) => migrateHistory(tx) },
+  { version: 5, up: (tx) => migrateVectors(tx) },
 ];
 
 /** The newest schema version this code knows. */

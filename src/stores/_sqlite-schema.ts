@@ -136,6 +136,22 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
     UNIQUE (session_id, id)
   );
   `,
+  // v6: message embeddings (packed little-endian float32, normalised), one per message, and the
+  // dimensions of each embedding model so vectors of mixed sizes are refused.
+  `
+  CREATE TABLE message_vectors (
+    session_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    model TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (session_id, seq)
+  ) WITHOUT ROWID;
+  CREATE TABLE embedding_models (model TEXT PRIMARY KEY, dims INTEGER NOT NULL);
+  CREATE TRIGGER messages_vector_delete AFTER DELETE ON messages BEGIN
+    DELETE FROM message_vectors WHERE session_id = old.session_id AND seq = old.seq;
+  END;
+  `,
 ];
 
 /** The schema version this code writes and understands. */

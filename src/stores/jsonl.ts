@@ -12,6 +12,7 @@ import {
 } from "../core/errors.js";
 import { validateMessages } from "../core/messages.js";
 import type {
+  VectorStore,
   AppendOptions,
   ListOptions,
   MessageInput,
@@ -25,7 +26,9 @@ import type {
 import { applyBranchSwitch, branchFromRecord, checkHistoryOptions, planBranchSwitch, planHistoryWrite } from "./_history.js";
 import type { SessionRecord } from "./_jsonl-records.js";
 import { type Entry, keyOf, SessionFiles } from "./_jsonl-sessions.js";
+import { fileVectorSidecar } from "./_jsonl-vectors.js";
 import { LocalLeases } from "./_lease.js";
+import { sidecarVectors } from "./_vector-sidecar.js";
 import {
   applyMessageQuery,
   checkSearchQuery,
@@ -58,7 +61,7 @@ export interface FileStoreOptions {
  * A store of one JSONL file per session. Writes are single appends of complete lines, so a crash can
  * only tear the last line; bad lines found on load are quarantined, never dropped.
  */
-export function createFileStore(options: FileStoreOptions): SessionStore {
+export function createFileStore(options: FileStoreOptions): VectorStore {
   const dir = resolve(options.dir);
   const files = new SessionFiles({
     dir,
@@ -129,9 +132,10 @@ export function createFileStore(options: FileStoreOptions): SessionStore {
     });
   };
 
-  return {
+  const store: VectorStore = {
     name: FILE_STORE_NAME,
-    capabilities: { persistent: true, fullTextSearch: false, crossProcessLease: false, nativeExpiry: false },
+    capabilities: { persistent: true, fullTextSearch: false, crossProcessLease: false, nativeExpiry: false, vectors: true },
+    ...sidecarVectors(() => store, fileVectorSidecar(dir)),
 
     async createSession(input) {
       await ensureReady();
@@ -326,4 +330,5 @@ export function createFileStore(options: FileStoreOptions): SessionStore {
       leases.clear();
     },
   };
+  return store;
 }

@@ -16,8 +16,12 @@ import type {
   Summary,
   SummaryInput,
   Branch,
+  EmbeddingInput,
   ReplaceOptions,
+  VectorQuery,
+  VectorStore,
 } from "../core/types.js";
+import { checkDimensions, missingSeqs, normalize, scanSession, type StoredVector, TopK } from "./_vectors.js";
 import { applyBranchSwitch, applyHistoryWrite, branchFromRecord, checkHistoryOptions, type OperationRecord, planBranchSwitch, planHistoryWrite, upsertBranch } from "./_history.js";
 import { LocalLeases } from "./_lease.js";
 import {
@@ -55,13 +59,16 @@ interface Entry {
 }
 
 /** An in-process store: fast, bounded, and gone when the process ends. */
-export function createMemoryStore(options: MemoryStoreOptions = {}): SessionStore {
+export function createMemoryStore(options: MemoryStoreOptions = {}): VectorStore {
   const ttlMs = options.ttlMs ?? 30 * 60_000;
   const maxSessions = options.maxSessions ?? 10_000;
   const sweepIntervalMs = options.sweepIntervalMs ?? 60_000;
   // Map order is least recently active first: every activity re-inserts the entry at the end.
   const entries = new Map<string, Entry>();
   const leases = new LocalLeases();
+  // Vectors hang off their session's entry: a deleted or re-created session takes none along.
+  const vectors = new WeakMap<Entry, Map<number, StoredVector>>();
+  const dimensions = new Map<string, number>();
   let closed = false;
 
   const isExpired = (entry: Entry, now = Date.now()) =>
@@ -121,7 +128,38 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): SessionStor
 
   return {
     name: MEMORY_STORE_NAME,
-    capabilities: { persistent: false, fullTextSearch: false, crossProcessLease: false, nativeExpiry: true },
+    capabilities: { persistent: false, fullTextSearch: false, crossProcessLease: false, nativeExpiry: true, vectors: true },
+
+    async putEmbeddings(id: string, model: string, items: EmbeddingInput[]) {
+      const entry = need(id);
+      for (const item of items) checkDimensions(model, dimensions.get(model), item.vector.length);
+      if (items.length > 0) dimensions.set(model, items[0].vector.length);
+      const map = vectors.get(entry) ?? new Map<number, StoredVector>();
+      vectors.set(entry, map);
+      for (const item of items) {
+        map.set(item.seq, { seq: item.seq, createdAt: item.createdAt, model, vector: normalize(item.vector) });
+      }
+    },
+
+    async missingEmbeddings(id: string, model: string, limit = 1000) {
+      const entry = find(id);
+      if (!entry) return [];
+      return missingSeqs(entry.messages, vectors.get(entry)?.values() ?? [], model, limit);
+    },
+
+    async searchVectors(query: VectorQuery) {
+      ensureOpen();
+      const normalized = normalize(query.vector);
+      checkDimensions(query.model, dimensions.get(query.model), normalized.length);
+      const top = new TopK(query.limit);
+      const candidates = query.sessionId ? [find(query.sessionId)] : [...entries.values()];
+      for (const entry of candidates) {
+        if (!entry || entry.session.userId !== query.userId || isExpired(entry)) continue;
+        const map = vectors.get(entry);
+        if (map) scanSession(entry.session.id, entry.messages, map.values(), query, normalized, top);
+      }
+      return structuredClone(top.hits);
+    },
 
     async createSession(input: SessionInput) {
       if (find(input.id)) throw new ThreadkeepError("session_exists", `Session ${input.id} already exists`);

@@ -3,6 +3,9 @@ import type postgres from "postgres";
 import { SessionNotFoundError, StateConflictError, ThreadkeepError } from "../core/errors.js";
 import { validateMessages } from "../core/messages.js";
 import type {
+  EmbeddingInput,
+  VectorQuery,
+  VectorStore,
   AppendOptions,
   ListOptions,
   MessageInput,
@@ -17,6 +20,7 @@ import type {
 import { checkHistoryOptions, operationDigest } from "./_history.js";
 import * as history from "./_postgres-history.js";
 import { PostgresLeases } from "./_postgres-lease.js";
+import { missingVectors, putVectors, searchVectors } from "./_postgres-vectors.js";
 import {
   bodyOf,
   useTextSearchConfig,
@@ -102,7 +106,7 @@ interface Operation {
  * A PostgreSQL store: the system of record when several threadkeep processes share sessions.
  * The schema is migrated on first use; the turn lease holds across processes (see `_postgres-lease.ts`).
  */
-export function createPostgresStore(options: PostgresStoreOptions): SessionStore {
+export function createPostgresStore(options: PostgresStoreOptions): VectorStore {
   const schema = options.schema ?? "public";
   if (!SCHEMA_NAME.test(schema)) {
     throw new ThreadkeepError(
@@ -226,7 +230,13 @@ export function createPostgresStore(options: PostgresStoreOptions): SessionStore
 
   return {
     name: POSTGRES_STORE_NAME,
-    capabilities: { persistent: true, fullTextSearch: true, crossProcessLease: true, nativeExpiry: false },
+    capabilities: { persistent: true, fullTextSearch: true, crossProcessLease: true, nativeExpiry: false, vectors: true },
+
+    putEmbeddings: (id: string, model: string, items: EmbeddingInput[]) =>
+      run("putEmbeddings", (sql) => putVectors(sql, id, model, items)),
+    missingEmbeddings: (id: string, model: string, limit = 1000) =>
+      run("missingEmbeddings", (sql) => missingVectors(sql, id, model, limit)),
+    searchVectors: (query: VectorQuery) => run("searchVectors", (sql) => searchVectors(sql, query)),
 
     createSession: (input: SessionInput) =>
       run("createSession", async (sql) => {

@@ -1,6 +1,7 @@
 import { SessionNotFoundError, StateConflictError, ThreadkeepError } from "../core/errors.js";
 import { validateMessages } from "../core/messages.js";
 import type {
+  VectorStore,
   AppendOptions,
   Message,
   MessageInput,
@@ -22,6 +23,8 @@ import * as H from "./_redis-history.js";
 import { INDEX_BATCH, RedisIndexes } from "./_redis-index.js";
 import { LEASE_HEARTBEAT_GRACE_MS, RedisLeases } from "./_redis-lease.js";
 import * as S from "./_redis-scripts.js";
+import { decodeStoredVector, encodeStoredVector, sidecarVectors, type VectorSidecar } from "./_vector-sidecar.js";
+import type { StoredVector } from "./_vectors.js";
 import {
   checkSearchQuery,
   DEFAULT_SEARCH_LIMIT,
@@ -119,7 +122,7 @@ function json(value: unknown, code: "invalid_message" | "invalid_request", what:
  * gone (expired keys, or a crash between the two steps), and `expire()` removes what it deletes.
  * Requires Redis 7.0 or newer (PEXPIRETIME, ZADD GT).
  */
-export function createRedisStore(options: RedisStoreOptions): SessionStore {
+export function createRedisStore(options: RedisStoreOptions): VectorStore {
   const ttlMs = Math.max(0, options.ttlMs ?? DEFAULT_REDIS_TTL_MS);
   const prefix = options.keyPrefix ?? "threadkeep:";
   const db = new RedisConnection({
@@ -160,6 +163,34 @@ export function createRedisStore(options: RedisStoreOptions): SessionStore {
     );
 
   const indexes = new RedisIndexes(db, prefix, ttlMs, readSessions);
+
+  // Vectors: a hash per session under its hash tag (seq → vector line), expiring with the session's
+  // TTL; a global hash of each model's dimensions.
+  const modelsKey = `${prefix}embedding-models`;
+  const vectorSidecar: VectorSidecar = {
+    async read(id) {
+      const fields = await db.send<string[]>(["HGETALL", `${base(id)}vec`]);
+      const out: StoredVector[] = [];
+      for (let i = 1; i < fields.length; i += 2) {
+        const v = decodeStoredVector(fields[i]);
+        if (v) out.push(v);
+      }
+      return out;
+    },
+    async write(id, vectors) {
+      const key = `${base(id)}vec`;
+      await db.send(["HSET", key, ...vectors.flatMap((v) => [String(v.seq), encodeStoredVector(v)])]);
+      if (ttlMs > 0) await db.send(["PEXPIRE", key, String(ttlMs)]);
+    },
+    async dims(model) {
+      const dims = await db.send<string | null>(["HGET", modelsKey, model]);
+      return dims === null ? undefined : Number(dims);
+    },
+    async claimDims(model, dims) {
+      await db.send(["HSETNX", modelsKey, model, String(dims)]);
+      return Number(await db.send<string>(["HGET", modelsKey, model]));
+    },
+  };
 
   const leases = new RedisLeases({
     async poll(id, token, leaseTtlMs) {
@@ -235,14 +266,16 @@ export function createRedisStore(options: RedisStoreOptions): SessionStore {
     return bodies.map((body, i) => ({ seq: firstSeq + i, ...JSON.parse(body) }) as Message);
   };
 
-  return {
+  const store: VectorStore = {
     name: REDIS_STORE_NAME,
     capabilities: {
       persistent: true,
       fullTextSearch: false,
       crossProcessLease: true,
       nativeExpiry: ttlMs > 0,
+      vectors: true,
     },
+    ...sidecarVectors(() => store, vectorSidecar),
 
     async createSession(input: SessionInput) {
       const session = sessionFromInput(input);
@@ -446,4 +479,5 @@ export function createRedisStore(options: RedisStoreOptions): SessionStore {
       await db.close();
     },
   };
+  return store;
 }

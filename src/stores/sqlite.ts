@@ -13,9 +13,12 @@ import type {
   MessageQuery,
   SearchHit,
   SearchQuery,
-  SessionStore,
   ReplaceOptions,
+  EmbeddingInput,
+  VectorQuery,
+  VectorStore,
 } from "../core/types.js";
+import { missingVectors, putVectors, searchVectors } from "./_sqlite-vectors.js";
 import { checkHistoryOptions, operationDigest } from "./_history.js";
 import { LocalLeases } from "./_lease.js";
 import { SqliteFileLeases, type TurnLeases } from "./_sqlite-lease.js";
@@ -100,7 +103,7 @@ function ftsQuery(text: string, any = false): string {
 }
 
 /** The embedded store: one SQLite file (WAL), full-text search, turn leases held within this process. */
-export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
+export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
   let closed = false;
   let opened: SqliteStoreDb | undefined;
   let indexTimer: NodeJS.Timeout | undefined;
@@ -177,6 +180,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
       fullTextSearch: true,
       crossProcessLease: options.crossProcessLease === true,
       nativeExpiry: false,
+      vectors: true,
     },
 
     async createSession(input) {
@@ -326,6 +330,18 @@ export function createSqliteStore(options: SqliteStoreOptions): SessionStore {
         }
         return { version: expectedVersion + 1, data: JSON.parse(json) };
       });
+    },
+
+    async putEmbeddings(id: string, model: string, items: EmbeddingInput[]) {
+      use((db) => putVectors(db, id, model, items));
+    },
+
+    async missingEmbeddings(id: string, model: string, limit = 1000) {
+      return use((db) => missingVectors(db, id, model, limit));
+    },
+
+    async searchVectors(query: VectorQuery) {
+      return use((db) => searchVectors(db, query));
     },
 
     async search(query: SearchQuery) {

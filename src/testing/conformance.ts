@@ -11,6 +11,7 @@ import { isThreadkeepError, type ErrorCode } from "../core/errors.js";
 import { newSessionId } from "../core/ids.js";
 import type { MessageInput, SessionStore } from "../core/types.js";
 import { describeHistory } from "./conformance-history.js";
+import { describeVectors } from "./conformance-vectors.js";
 
 /**
  * Opens the store under test. Called more than once where a second "process" or a reopen is needed:
@@ -580,6 +581,8 @@ export function runStoreConformance(name: string, openStore: OpenStore, options:
         }
       });
     });
+
+    describeVectors(() => store, target.name);
 
     describeHistory(
       () => store,

@@ -115,8 +115,10 @@ describe.runIf(enabled === true)("postgres store specifics", () => {
       SELECT table_name FROM information_schema.tables WHERE table_schema = ${schema} ORDER BY table_name`;
     expect(tables.map((t) => t.table_name)).toEqual([
       "branches",
+      "embedding_models",
       "lease_queue",
       "leases",
+      "message_vectors",
       "messages",
       "operations",
       "session_state",

@@ -23,6 +23,7 @@ export const contextPreferencesSchema = z.strictObject({
   includeSummaries: z.boolean().optional(),
   pinnedSeqs: z.array(seq).max(50).optional(),
   sticky: z.boolean().optional(),
+  recallTopic: z.string().trim().min(1).max(500).optional(),
 });
 
 /** Validates preferences. @throws ThreadkeepError `invalid_request` naming the field (`preferences.focusRange.toSeq`). */
@@ -78,6 +79,11 @@ export const setContextPreferencesTool = {
           description: "Messages (by seq) to always include.",
         },
         sticky: { type: "boolean", description: "Keep these preferences for later turns too." },
+        recallTopic: {
+          type: "string",
+          maxLength: 500,
+          description: "Bring back the older messages of this conversation most related to this topic (needs embeddings).",
+        },
         reset: { type: "boolean", description: "Forget earlier preferences before applying these." },
       },
       additionalProperties: false,

@@ -16,6 +16,8 @@ export interface ContextPreferences {
   pinnedSeqs?: number[];
   /** Keep these preferences after the next assembly. @default false */
   sticky?: boolean;
+  /** With embeddings on: recall the older messages most related to this topic (instead of to the user's last message). */
+  recallTopic?: string;
 }
 
 /** Everything the assembler needs, already loaded. */
@@ -133,6 +135,8 @@ export interface AssembledContext {
   parts?: ContextPartTokens;
   /** `history-omitted` when older turns were left out without a summary. */
   warnings?: string[];
+  /** Older messages brought back by relevance (with embeddings), with their score and the query. */
+  recalled?: { seq: number; score: number; query: string }[];
   /** The budget the context was assembled within. */
   tokenBudget?: number;
   /** The message window applied (the setting, or the preferences' `maxRecentMessages`). */

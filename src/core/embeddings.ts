@@ -1,0 +1,133 @@
+/**
+ * Message embeddings: after a commit, the new messages of a session are embedded in the background,
+ * in batches, and stored beside them; a failure is logged and retried later, never failing the turn.
+ * Also the query side: semantic search embeds the query text and asks the store for its neighbours.
+ */
+import { contentText } from "./messages.js";
+import type { RankedHit, VectorSearcher } from "./search.js";
+import { canStoreVectors, type Message, type SessionStore, type VectorStore } from "./types.js";
+
+/** Turns texts into vectors (e.g. `createEmbedder({ baseUrl, model })` over an OpenAI-compatible /v1/embeddings). */
+export interface Embedder {
+  /** The model name vectors are stored under: a different model re-embeds. */
+  readonly model: string;
+  embed(texts: string[]): Promise<number[][]>;
+}
+
+/** How embedding runs. */
+export interface EmbeddingOptions {
+  /** Texts per embeddings request. @default 64 */
+  batchSize?: number;
+  /** First retry delay after a failure (doubling, at most 10 minutes). @default 5000 */
+  retryDelayMs?: number;
+  /** Longer message texts are cut to this many characters before embedding. @default 8000 */
+  maxChars?: number;
+}
+
+/** The text of a message that is embedded (empty: nothing worth embedding). */
+export function embeddingText(message: Message, maxChars = 8000): string {
+  const text = contentText(message.content).trim();
+  return text.length > maxChars ? text.slice(0, maxChars) : text;
+}
+
+/** Embeds what a session lacks, one session at a time, in the background. */
+export class BackgroundEmbedder implements VectorSearcher {
+  readonly embedder: Embedder;
+  readonly #batchSize: number;
+  readonly #maxChars: number;
+  readonly #retryDelayMs: number;
+  readonly #running = new Map<string, Promise<number>>();
+  readonly #again = new Set<string>();
+  readonly #retry = new Map<string, { timer: NodeJS.Timeout; delay: number }>();
+  #closed = false;
+
+  constructor(embedder: Embedder, options: EmbeddingOptions = {}) {
+    this.embedder = embedder;
+    this.#batchSize = Math.max(1, options.batchSize ?? 64);
+    this.#maxChars = options.maxChars ?? 8000;
+    this.#retryDelayMs = options.retryDelayMs ?? 5000;
+  }
+
+  /**
+   * Embeds every message of the session that has no vector of the model yet. @returns how many were
+   * embedded. @throws what the embedder or store threw (the background path logs and retries instead).
+   */
+  async embedSession(store: VectorStore, sessionId: string): Promise<number> {
+    let done = 0;
+    for (;;) {
+      const seqs = await store.missingEmbeddings(sessionId, this.embedder.model, this.#batchSize * 4);
+      if (seqs.length === 0) return done;
+      const messages = (await store.getMessages(sessionId, { fromSeq: seqs[0], toSeq: seqs.at(-1)! }))
+        .filter((m) => seqs.includes(m.seq));
+      let progressed = false;
+      for (let i = 0; i < messages.length; i += this.#batchSize) {
+        const batch = messages.slice(i, i + this.#batchSize);
+        // Messages without text (a tool call alone) get a zero vector, so they are not asked again.
+        const texts = batch.map((m) => embeddingText(m, this.#maxChars));
+        const wanted = texts.map((t, k) => [t, k] as const).filter(([t]) => t !== "");
+        const vectors = wanted.length > 0 ? await this.embedder.embed(wanted.map(([t]) => t)) : [];
+        const dims = vectors[0]?.length ?? 1;
+        const byIndex = new Map(wanted.map(([, k], j) => [k, vectors[j]]));
+        await store.putEmbeddings(
+          sessionId,
+          this.embedder.model,
+          batch.map((m, k) => ({ seq: m.seq, createdAt: m.createdAt, vector: byIndex.get(k) ?? new Array(dims).fill(0) })),
+        );
+        done += batch.length;
+        progressed = true;
+      }
+      if (!progressed) return done;
+    }
+  }
+
+  /** Schedules a session's embedding after a commit; failures are logged and retried with backoff. */
+  schedule(store: SessionStore, sessionId: string): void {
+    if (this.#closed || !canStoreVectors(store)) return;
+    if (this.#running.has(sessionId)) {
+      this.#again.add(sessionId);
+      return;
+    }
+    const run = this.embedSession(store, sessionId)
+      .then((n) => {
+        const pending = this.#retry.get(sessionId);
+        if (pending) clearTimeout(pending.timer);
+        this.#retry.delete(sessionId);
+        return n;
+      })
+      .catch((error: unknown) => {
+        const delay = Math.min(600_000, (this.#retry.get(sessionId)?.delay ?? this.#retryDelayMs / 2) * 2);
+        console.warn(`[threadkeep] embedding session ${sessionId} failed, retrying in ${delay} ms: ${error}`);
+        const timer = setTimeout(() => this.schedule(store, sessionId), delay);
+        timer.unref();
+        this.#retry.set(sessionId, { timer, delay });
+        return 0;
+      })
+      .finally(() => {
+        this.#running.delete(sessionId);
+        if (this.#again.delete(sessionId)) this.schedule(store, sessionId);
+      });
+    this.#running.set(sessionId, run);
+  }
+
+  /** Resolves when no embedding is running (retries waiting on a timer do not count). */
+  async idle(): Promise<void> {
+    while (this.#running.size > 0) await Promise.all(this.#running.values());
+  }
+
+  /** Stops scheduling and cancels waiting retries. */
+  close(): void {
+    this.#closed = true;
+    for (const { timer } of this.#retry.values()) clearTimeout(timer);
+    this.#retry.clear();
+  }
+
+  /** Semantic search: the query's embedding against the store's vectors of the model. */
+  async search(
+    store: SessionStore,
+    query: { userId: string; sessionId?: string; text: string; limit: number; beforeSeq?: number; afterSeq?: number },
+  ): Promise<RankedHit[]> {
+    if (!canStoreVectors(store)) return [];
+    const [vector] = await this.embedder.embed([query.text]);
+    return store.searchVectors({ ...query, model: this.embedder.model, vector });
+  }
+}

@@ -4,9 +4,9 @@ import { parseSwitch, recallMemoryOptions, resolveRecallConfig } from "./_recall
 
 describe("summary settings of serve and chat", () => {
   it("are on by default, off by flag or environment, with an optional model", () => {
-    expect(resolveRecallConfig({}, {})).toEqual({ summaries: true, summaryModel: undefined });
+    expect(resolveRecallConfig({}, {})).toMatchObject({ summaries: true, summaryModel: undefined, embeddingModel: undefined, recall: true });
     expect(resolveRecallConfig({ summaries: false }, { THREADKEEP_SUMMARIES: "on" }).summaries).toBe(false);
-    expect(resolveRecallConfig({}, { THREADKEEP_SUMMARIES: "off", THREADKEEP_SUMMARY_MODEL: "small" })).toEqual({
+    expect(resolveRecallConfig({}, { THREADKEEP_SUMMARIES: "off", THREADKEEP_SUMMARY_MODEL: "small" })).toMatchObject({
       summaries: false,
       summaryModel: "small",
     });
@@ -16,10 +16,20 @@ describe("summary settings of serve and chat", () => {
 
   it("give the memory a background summarizer only when there is an upstream", () => {
     const upstream = createUpstream({ baseUrl: "http://127.0.0.1:9/v1" });
-    const on = recallMemoryOptions({ summaries: true }, {}, upstream);
+    const on = recallMemoryOptions({ summaries: true, recall: true }, {}, upstream);
     expect(typeof on.summarizer?.summarize).toBe("function");
     expect(on.compaction).toEqual({ background: true });
-    expect(recallMemoryOptions({ summaries: true }, {}, undefined)).toEqual({});
-    expect(recallMemoryOptions({ summaries: false }, {}, upstream)).toEqual({});
+    expect(recallMemoryOptions({ summaries: true, recall: true }, {}, undefined)).toEqual({});
+    expect(recallMemoryOptions({ summaries: false, recall: true }, {}, upstream)).toEqual({});
+  });
+
+  it("turn embeddings on with a model, served by the upstream unless an embedding URL is given", () => {
+    const env = { THREADKEEP_EMBEDDING_MODEL: "emb", THREADKEEP_RECALL: "off" };
+    const recall = resolveRecallConfig({}, env);
+    expect(recall).toMatchObject({ embeddingModel: "emb", recall: false });
+    const options = recallMemoryOptions(recall, { upstreamUrl: "http://127.0.0.1:9/v1" }, undefined);
+    expect(options.embedder?.model).toBe("emb");
+    expect(options.recall).toEqual({ enabled: false });
+    expect(() => recallMemoryOptions(recall, {}, undefined)).toThrow(/needs --embedding-url/);
   });
 });

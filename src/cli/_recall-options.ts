@@ -1,12 +1,16 @@
 /**
- * The summary settings of `serve` and `chat`: summaries are on by default wherever an upstream model
- * is configured, written by the upstream's model unless `--summary-model` names another, and off with
- * `--no-summaries` (or THREADKEEP_SUMMARIES=off).
+ * The summary, embedding and recall settings of `serve`, `chat`, `search` and `reindex`. Summaries are
+ * on by default wherever an upstream model is configured, written by the upstream's model unless
+ * `--summary-model` names another, and off with `--no-summaries` (or THREADKEEP_SUMMARIES=off).
+ * Embeddings are off until `--embedding-model` names a model (served by `--embedding-url`, default the
+ * upstream); with them, recall is on unless `--no-recall`.
  */
 import type { Command } from "commander";
 import { ThreadkeepError } from "../core/errors.js";
 import type { MemoryOptions } from "../core/memory.js";
 import type { Upstream } from "../llm/openai-compatible.js";
+import type { Embedder } from "../core/embeddings.js";
+import { createEmbedder } from "../llm/embedder.js";
 import { createSummarizer } from "../llm/summarizer.js";
 import type { ThreadkeepConfig } from "./options.js";
 
@@ -14,6 +18,10 @@ import type { ThreadkeepConfig } from "./options.js";
 export interface RecallFlags {
   summaries?: boolean;
   summaryModel?: string;
+  embeddingModel?: string;
+  embeddingUrl?: string;
+  embeddingKey?: string;
+  recall?: boolean;
 }
 
 /** Resolved summary settings. */
@@ -22,6 +30,13 @@ export interface RecallConfig {
   summaries: boolean;
   /** The model that writes summaries; unset: the model of the conversation's latest reply. */
   summaryModel?: string;
+  /** The embedding model; unset: no embeddings (no semantic search, no recall). */
+  embeddingModel?: string;
+  /** Where embeddings are served; unset: the upstream. */
+  embeddingUrl?: string;
+  embeddingKey?: string;
+  /** Recall related older messages into the context (with embeddings). */
+  recall: boolean;
 }
 
 /** An on/off environment value; unset is `fallback`. @throws `invalid_request` for anything else. */
@@ -36,7 +51,33 @@ export function parseSwitch(value: string | undefined, name: string, fallback: b
 /** Resolves the summary settings from flags, then environment, then defaults. */
 export function resolveRecallConfig(flags: RecallFlags, env: NodeJS.ProcessEnv = process.env): RecallConfig {
   const summaries = flags.summaries === false ? false : parseSwitch(env.THREADKEEP_SUMMARIES, "THREADKEEP_SUMMARIES", true);
-  return { summaries, summaryModel: flags.summaryModel ?? (env.THREADKEEP_SUMMARY_MODEL || undefined) };
+  return {
+    summaries,
+    summaryModel: flags.summaryModel ?? (env.THREADKEEP_SUMMARY_MODEL || undefined),
+    embeddingModel: flags.embeddingModel ?? (env.THREADKEEP_EMBEDDING_MODEL || undefined),
+    embeddingUrl: (flags.embeddingUrl ?? (env.THREADKEEP_EMBEDDING_URL || undefined))?.replace(/\/+$/, ""),
+    embeddingKey: flags.embeddingKey ?? (env.THREADKEEP_EMBEDDING_API_KEY || undefined),
+    recall: flags.recall === false ? false : parseSwitch(env.THREADKEEP_RECALL, "THREADKEEP_RECALL", true),
+  };
+}
+
+/** Adds `--embedding-model`, `--embedding-url`, `--embedding-key` (search, reindex, serve, chat). */
+export function addEmbeddingOptions(command: Command): Command {
+  return command
+    .option("--embedding-model <name>", "embedding model for semantic search and recall; off when unset (env THREADKEEP_EMBEDDING_MODEL)")
+    .option("--embedding-url <url>", "OpenAI-compatible base URL serving /embeddings (env THREADKEEP_EMBEDDING_URL; default: --upstream)")
+    .option("--embedding-key <key>", "API key for --embedding-url (env THREADKEEP_EMBEDDING_API_KEY; default: --upstream-key)");
+}
+
+/** The embedder the settings name, or none. @throws `invalid_request` when no URL serves the model. */
+export function embedderFor(recall: RecallConfig, config: Pick<ThreadkeepConfig, "upstreamUrl" | "upstreamKey">): Embedder | undefined {
+  if (!recall.embeddingModel) return undefined;
+  const baseUrl = recall.embeddingUrl ?? config.upstreamUrl;
+  if (!baseUrl) {
+    throw new ThreadkeepError("invalid_request", "--embedding-model needs --embedding-url (or --upstream) to reach the model");
+  }
+  const apiKey = recall.embeddingKey ?? (recall.embeddingUrl ? undefined : config.upstreamKey);
+  return createEmbedder({ baseUrl, apiKey, model: recall.embeddingModel });
 }
 
 /** Adds `--summary-model` and `--no-summaries`. */
@@ -46,7 +87,8 @@ export function addRecallOptions(command: Command): Command {
       "--summary-model <name>",
       "model that summarises what leaves the window (env THREADKEEP_SUMMARY_MODEL; default: the conversation's model)",
     )
-    .option("--no-summaries", "never summarise; older turns are then left out (env THREADKEEP_SUMMARIES=off)");
+    .option("--no-summaries", "never summarise; older turns are then left out (env THREADKEEP_SUMMARIES=off)")
+    .option("--no-recall", "with embeddings, do not bring related older messages back into the context (env THREADKEEP_RECALL=off)");
 }
 
 /**
@@ -55,12 +97,15 @@ export function addRecallOptions(command: Command): Command {
  */
 export function recallMemoryOptions(
   recall: RecallConfig,
-  config: Pick<ThreadkeepConfig, "model">,
+  config: Pick<ThreadkeepConfig, "model" | "upstreamUrl" | "upstreamKey">,
   upstream: Upstream | undefined,
 ): Partial<MemoryOptions> {
-  if (!recall.summaries || !upstream) return {};
+  const embedder = embedderFor(recall, config);
+  const embedding: Partial<MemoryOptions> = embedder ? { embedder, recall: { enabled: recall.recall } } : {};
+  if (!recall.summaries || !upstream) return embedding;
   const model = recall.summaryModel ?? config.model;
   return {
+    ...embedding,
     summarizer: createSummarizer({ baseUrl: "", upstream, model }),
     compaction: { background: true },
   };

@@ -8,7 +8,7 @@ import type { Command } from "commander";
 import { isThreadkeepError, ThreadkeepError } from "../core/errors.js";
 import { newSessionId, parseSessionId } from "../core/ids.js";
 import { createMemory, type Memory } from "../core/memory.js";
-import { addRecallOptions, type RecallFlags, recallMemoryOptions, resolveRecallConfig } from "./_recall-options.js";
+import { addEmbeddingOptions, addRecallOptions, type RecallFlags, recallMemoryOptions, resolveRecallConfig } from "./_recall-options.js";
 import type { ChatMessage } from "../core/types.js";
 import { createUpstream, StreamAccumulator, type Upstream } from "../llm/openai-compatible.js";
 import { type ChatState, printMessages, runSlashCommand } from "./_chat-commands.js";
@@ -239,7 +239,7 @@ export function register(program: Command): void {
     .option("--session <id>", "continue (or start) the session with this id")
     .option("--user <id>", 'owner of the sessions (env THREADKEEP_USER; default "default")')
     .option("--system <text>", "system prompt sent on every turn (not stored)");
-  addStoreOptions(addRecallOptions(addUpstreamOptions(command))).addHelpText(
+  addStoreOptions(addRecallOptions(addEmbeddingOptions(addUpstreamOptions(command)))).addHelpText(
     "after",
     `
 Slash commands: /sessions /resume <id|n> /newsession /history [n] /search <text> /context /summary

@@ -7,7 +7,7 @@ export const EXIT = { ok: 0, failure: 1, usage: 2 } as const;
 /** One subcommand: a file under src/cli that adds itself to the program. */
 export type CommandModule = { register(program: Command): void };
 
-const COMMANDS = ["./serve.js", "./chat.js", "./sessions.js", "./export-import.js", "./migrate.js", "./search.js", "./mcp.js"];
+const COMMANDS = ["./serve.js", "./chat.js", "./sessions.js", "./export-import.js", "./migrate.js", "./search.js", "./reindex.js", "./mcp.js"];
 
 const HELP_FOOTER = `
 Settings come from flags, then THREADKEEP_* environment variables (THREADKEEP_STORE,

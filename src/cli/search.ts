@@ -8,6 +8,7 @@ import { createMemory } from "../core/memory.js";
 import { parsePositiveInt } from "../core/policies.js";
 import { SEARCH_MODES, type SearchMode } from "../core/search.js";
 import { oneLine, paintFor } from "./_format.js";
+import { addEmbeddingOptions, embedderFor, type RecallFlags, resolveRecallConfig } from "./_recall-options.js";
 import { addStoreUrlOption } from "./_store.js";
 import { resolveConfig } from "./options.js";
 
@@ -18,6 +19,8 @@ interface SearchFlags {
   mode?: string;
   limit: string;
   json?: boolean;
+  upstream?: string;
+  upstreamKey?: string;
 }
 
 function parseMode(mode: string | undefined): SearchMode | "auto" {
@@ -26,11 +29,12 @@ function parseMode(mode: string | undefined): SearchMode | "auto" {
   throw new ThreadkeepError("invalid_request", `--mode must be one of auto, ${SEARCH_MODES.join(", ")}; got "${mode}"`);
 }
 
-async function search(text: string, flags: SearchFlags): Promise<void> {
+async function search(text: string, flags: SearchFlags & RecallFlags): Promise<void> {
   const limit = parsePositiveInt(flags.limit, "--limit");
   const mode = parseMode(flags.mode);
-  const config = resolveConfig({ store: flags.store });
-  const memory = createMemory({ store: config.store, ttlMs: config.ttlMs });
+  const config = resolveConfig({ store: flags.store, upstream: flags.upstream, upstreamKey: flags.upstreamKey });
+  const embedder = embedderFor(resolveRecallConfig(flags), config);
+  const memory = createMemory({ store: config.store, ttlMs: config.ttlMs, embedder });
   try {
     const hits = await memory.search(text, { userId: flags.user, sessionId: flags.session, mode, limit });
     if (flags.json) return void process.stdout.write(`${JSON.stringify(hits, null, 2)}\n`);
@@ -48,7 +52,7 @@ async function search(text: string, flags: SearchFlags): Promise<void> {
 /** Adds `threadkeep search`. */
 export function register(program: Command): void {
   addStoreUrlOption(
-    program
+    addEmbeddingOptions(program
       .command("search")
       .description("Search one owner's messages across their sessions (best first for semantic and hybrid)")
       .argument("<text>", "what to find")
@@ -56,6 +60,8 @@ export function register(program: Command): void {
       .option("--session <id>", "only this session")
       .option("--mode <mode>", `auto (default: hybrid with embeddings, else fulltext, else substring), ${SEARCH_MODES.join(", ")}`)
       .option("--limit <n>", "most hits", "20")
-      .option("--json", "print JSON"),
+      .option("--upstream <url>", "OpenAI-compatible base URL that serves the embedding model (env THREADKEEP_UPSTREAM_URL)")
+      .option("--upstream-key <key>", "API key for the upstream (env THREADKEEP_UPSTREAM_API_KEY)")
+      .option("--json", "print JSON")),
   ).action(search);
 }

@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { isThreadkeepError, ThreadkeepError } from "../core/errors.js";
 import { createUpstream } from "../llm/openai-compatible.js";
 import { createServer, isLoopbackHost, type ThreadkeepServer } from "../server/index.js";
-import { addRecallOptions, type RecallConfig, type RecallFlags, recallMemoryOptions, resolveRecallConfig } from "./_recall-options.js";
+import { addEmbeddingOptions, addRecallOptions, type RecallConfig, type RecallFlags, recallMemoryOptions, resolveRecallConfig } from "./_recall-options.js";
 import { isWorker, reportListening, runPrimary, sharedStoreUrl } from "./_workers.js";
 import {
   addStoreOptions,
@@ -75,8 +75,9 @@ export async function startServe(
     const upstreamLabel = config.upstreamUrl ?? "none (chat answers 503 until --upstream is set)";
     const auth = config.apiKeys.size > 0 ? `api keys: ${config.apiKeys.size}` : "auth: none (loopback only)";
     const summaries = !upstream || !recall.summaries ? "off" : (recall.summaryModel ?? config.model ?? "the conversation's model");
+    const embeddings = recall.embeddingModel ?? "off";
     print(
-      `threadkeep listening on ${url}  store: ${redactUrl(config.store)}  upstream: ${upstreamLabel}  ${auth}  summaries: ${summaries}`,
+      `threadkeep listening on ${url}  store: ${redactUrl(config.store)}  upstream: ${upstreamLabel}  ${auth}  summaries: ${summaries}  embeddings: ${embeddings}`,
     );
     return server;
   } catch (error) {
@@ -106,11 +107,10 @@ export function register(program: Command): void {
     );
   addStoreOptions(command);
   addUpstreamOptions(command);
-  addRecallOptions(command);
+  addRecallOptions(addEmbeddingOptions(command));
   command.action(async (flags: ConfigFlags & RecallFlags) => {
-    const { summaries, summaryModel, ...rest } = flags;
-    const config = resolveConfig(rest);
-    const recall = resolveRecallConfig({ summaries, summaryModel });
+    const config = resolveConfig(flags);
+    const recall = resolveRecallConfig(flags);
     if (config.workers > 1 && !isWorker()) {
       checkExposure(config);
       sharedStoreUrl(config.store);

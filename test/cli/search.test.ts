@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type FakeUpstream, startFakeUpstream } from "../_fake-upstream.js";
 import { newSessionId } from "../../src/core/ids.js";
 import { createSqliteStore } from "../../src/stores/sqlite.js";
 import { runCli } from "./_run.js";
@@ -10,8 +11,10 @@ import { runCli } from "./_run.js";
 const dir = mkdtempSync(join(tmpdir(), "tk-cli-search-"));
 const url = `sqlite:${join(dir, "s.db")}`;
 const alice = newSessionId();
+let fake: FakeUpstream;
 
 beforeAll(async () => {
+  fake = await startFakeUpstream();
   const store = createSqliteStore({ path: join(dir, "s.db") });
   for (const [id, userId, content] of [
     [alice, "alice", "Remember to buy groceries on Friday"],
@@ -22,7 +25,10 @@ beforeAll(async () => {
   }
   await store.close();
 });
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+afterAll(async () => {
+  await fake.close();
+  rmSync(dir, { recursive: true, force: true });
+});
 
 describe("threadkeep search", () => {
   it("finds one owner's messages with stemming, as text or JSON", async () => {
@@ -38,5 +44,19 @@ describe("threadkeep search", () => {
     const run = await runCli("search", "x", "--mode", "psychic", "--store", url);
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(/--mode must be one of/);
+  });
+
+  it("reindex embeds stored messages, after which semantic search finds them by meaning", async () => {
+    const flags = ["--embedding-model", "fake-embed", "--embedding-url", fake.url, "--store", url];
+    const semantic = ["search", "supermarket", "--user", "alice", "--mode", "semantic", ...flags];
+    expect((await runCli(...semantic)).stdout).toBe("no matches\n");
+    const run = await runCli("reindex", ...flags);
+    expect(run).toMatchObject({ code: 0 });
+    expect(run.stdout).toMatch(/^embedded 2 message\(s\) in 2 session\(s\) with fake-embed in /);
+    expect(run.stderr).toMatch(/reindex/);
+    const found = await runCli(...semantic);
+    expect(found.stdout).toMatch(new RegExp(`^${alice} #1 0\\.\\d{3}  Remember to buy groceries on Friday\n$`));
+    expect((await runCli("reindex", ...flags)).stdout).toMatch(/^embedded 0 message/);
+    expect((await runCli("reindex", "--store", url)).code).toBe(2);
   });
 });

@@ -561,7 +561,8 @@ export class Memory {
     const store = await this.#store;
     const window = options.window ?? this.settings.window;
     // With summaries on, the window reaches back to the latest summary while the next one is due.
-    const reach = this.#compactor.summarizer ? this.settings.compaction.threshold + 2 : 0;
+    // A window asked for explicitly (a preview) is taken as given.
+    const reach = this.#compactor.summarizer && options.window === undefined ? this.settings.compaction.threshold + 2 : 0;
     const loaded: LoadedContext = session
       ? await loadContext(store, session.id, window + reach, options.preferences, { fromSeq: options.historyStartsAt ?? historyStart(session), upToSeq: options.upToSeq })
       : { history: [], summaries: [], state: { version: 0, data: {} }, preferences: options.preferences };
@@ -589,7 +590,7 @@ export class Memory {
       now: options.now,
       ...(this.settings.stateNote ? {} : { stateNote: null }),
     });
-    noteCoverage(context, loaded.summaries);
+    noteCoverage(context, loaded.summaries, loaded.history[0]?.seq);
     if (recall) context.recalled = recall.recalled.filter((r) => context.includedSeqs.includes(r.seq));
     if (session && loaded.stored && !loaded.stored.sticky) {
       // The context is built; failing the turn over this cleanup would be worse than applying them again.

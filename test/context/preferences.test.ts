@@ -161,6 +161,7 @@ describe("context preferences", () => {
       "includeSummaries",
       "pinnedSeqs",
       "sticky",
+      "recallTopic",
       "reset",
     ]);
     const { reset: _reset, ...example } = {
@@ -169,6 +170,7 @@ describe("context preferences", () => {
       includeSummaries: true,
       pinnedSeqs: [2],
       sticky: false,
+      recallTopic: "the car",
       reset: true,
     };
     expect(parseContextPreferences(example)).toEqual(example);

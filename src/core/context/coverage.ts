@@ -22,24 +22,23 @@ export function windowAfterSummary(history: readonly Message[], summaries: reado
 }
 
 /**
- * Stored messages older than the context's recent run of messages that no included summary covers:
- * the model knows nothing of them. Seqs left out between the newest summary and the oldest message
- * sent count, and so do messages dropped by the cap without a summary.
+ * Stored messages older than the window that neither the context nor an included summary covers: the
+ * model knows nothing of them. Counted: those loaded but left out for the window, and those never
+ * loaded (before the oldest loaded seq: older than the window, or dropped by the cap) after the
+ * newest included summary. Messages left out for the budget are reported as such, not here.
  */
-export function unsummarizedGap(context: AssembledContext, summaries: readonly Summary[]): number {
-  const seqs = context.includedSeqs;
-  if (seqs.length === 0) return 0;
-  let start = seqs.length - 1;
-  while (start > 0 && seqs[start - 1] === seqs[start] - 1) start--;
+export function unsummarizedGap(context: AssembledContext, summaries: readonly Summary[], firstLoadedSeq: number | undefined): number {
+  if (firstLoadedSeq === undefined) return 0;
   const included = new Set(context.includedSummaryIds);
   let coveredTo = 0;
   for (const s of summaries) if (included.has(s.id)) coveredTo = Math.max(coveredTo, s.toSeq);
-  return Math.max(0, seqs[start] - 1 - coveredTo);
+  const leftOut = (context.omitted.seqs?.window ?? []).filter((seq) => seq > coveredTo).length;
+  return leftOut + Math.max(0, firstLoadedSeq - 1 - coveredTo);
 }
 
 /** Marks a context whose older turns were left out without a summary (`omitted.unsummarized`, `warnings`). */
-export function noteCoverage(context: AssembledContext, summaries: readonly Summary[]): AssembledContext {
-  const gap = unsummarizedGap(context, summaries);
+export function noteCoverage(context: AssembledContext, summaries: readonly Summary[], firstLoadedSeq: number | undefined): AssembledContext {
+  const gap = unsummarizedGap(context, summaries, firstLoadedSeq);
   context.omitted.unsummarized = gap;
   if (gap > 0) context.warnings = [...(context.warnings ?? []), HISTORY_OMITTED];
   return context;

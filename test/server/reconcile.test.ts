@@ -161,6 +161,31 @@ describe("whole-history clients", () => {
     });
   }
 
+  it("reconciles streamed turns the same way", async () => {
+    const client = await start(false);
+    const openai = stack.client();
+    const history: Msg[] = [{ role: "user", content: "Suggest a cat name." }];
+    const stream = async () => {
+      let text = "";
+      const chunks = await openai.chat.completions.create(
+        { model: "fake-model", messages: [SYSTEM, ...history], stream: true },
+        { headers: { "X-Session-ID": client.id } },
+      );
+      for await (const chunk of chunks) text += chunk.choices[0]?.delta?.content ?? "";
+      return text;
+    };
+    history.push({ role: "assistant", content: await stream() });
+    history.push({ role: "user", content: "Shorter?" });
+    const first = await stream();
+    // Regenerate: the same history again, without the answer.
+    const second = await stream();
+    expect(plain(stack.fake.chatRequests().at(-1)!.body.messages)).toEqual(history);
+    expect(plain(await stack.memory.getMessages(client.id, { userId: "default" }))).toEqual([...history, { role: "assistant", content: second }]);
+    expect((await stack.memory.listBranches(client.id)).map((b) => [b.reason, plain(b.messages)])).toEqual([
+      ["regenerate", [{ role: "assistant", content: first }]],
+    ]);
+  });
+
   it("leaves thin clients as they were: one new message per request is appended", async () => {
     const client = await start(false);
     const openai = stack.client();

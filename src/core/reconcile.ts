@@ -29,9 +29,20 @@ export function historyMeta(metadata: Record<string, unknown> | undefined): Hist
 /** The seq of the client's first message: summaries of seqs before it belong to a superseded line. */
 export const historyStart = (session?: Session): number => historyMeta(session?.metadata).historyStartsAt ?? 1;
 
-/** True when the request is a whole history: it carries answers, or its session's client sends them. */
+/** True when the request may be a whole history: it carries answers, or its session's client sends them. */
 export function isWholeHistory(conversation: ChatMessage[], session?: Session): boolean {
   return conversation.some((m) => m.role === "assistant") || historyMeta(session?.metadata).client === "whole-history";
+}
+
+/**
+ * True when a request is reconciled as a whole history: its session's client is known to send them,
+ * or the request begins where the stored line begins. A thin client that re-sends the assistant
+ * message whose tool calls it answers does not, and keeps the old rule (what follows the last answer).
+ */
+export function startsLikeStored(conversation: ChatMessage[], stored: StoredView, session: Session): boolean {
+  if (historyMeta(session.metadata).client === "whole-history") return true;
+  const head = stored.range[0];
+  return head !== undefined && head.seq === historyStart(session) && conversation.length > 0 && sameMessage(head, conversation[0]);
 }
 
 /** What reconciliation decided for one request. */

@@ -8,7 +8,7 @@ import { isThreadkeepError } from "../core/errors.js";
 import type { Memory } from "../core/memory.js";
 import { isHiddenCarrier } from "../core/items/index.js";
 import { toChatMessage } from "../core/messages.js";
-import { isWholeHistory, planReconcile, type ReconcilePlan, readStoredView } from "../core/reconcile.js";
+import { isWholeHistory, planReconcile, type ReconcilePlan, readStoredView, startsLikeStored } from "../core/reconcile.js";
 import type { ChatMessage, MessageInput, Session } from "../core/types.js";
 import type { ServerMetrics } from "./metrics.js";
 import { secondsSince } from "./metrics.js";
@@ -107,7 +107,9 @@ export async function loadTurn(
       // The client sent the whole conversation: align it with the stored line (regenerate, edit).
       const store = await deps.memory.store();
       const stored = session ? await readStoredView(store, session, split.conversation.length) : { range: [] };
-      reconciled = planReconcile(split.conversation, stored, session?.metadata ?? {});
+      if (!session || startsLikeStored(split.conversation, stored, session)) {
+        reconciled = planReconcile(split.conversation, stored, session?.metadata ?? {});
+      }
     }
     const toStore = planned ? planned.toStore : reconciled ? reconciled.toStore : created ? split!.conversation : split!.newTurn;
     const context = await deps.memory.buildContext(sessionId, {

@@ -201,6 +201,23 @@ describe("whole-history clients", () => {
     expect(await stack.memory.listBranches(client.id)).toEqual([]);
   });
 
+  it("leaves a thin client that re-sends the tool call it answers as it was", async () => {
+    const client = await start(false);
+    const call = { id: "call_1", type: "function" as const, function: { name: "lookup", arguments: "{}" } };
+    stack.fake.setReply((_body, index) => (index === 0 ? { tool_calls: [call] } : { content: "Found it." }));
+    const openai = stack.client();
+    const headers = { headers: { "X-Session-ID": client.id } };
+    const first = await openai.chat.completions.create({ model: "fake-model", messages: [{ role: "user", content: "Look it up" }] }, headers);
+    await openai.chat.completions.create(
+      { model: "fake-model", messages: [first.choices[0].message, { role: "tool", tool_call_id: "call_1", content: "42" }] },
+      headers,
+    );
+    const stored = await stack.memory.getMessages(client.id, { userId: "default" });
+    expect(stored.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
+    expect(plain(stack.fake.chatRequests().at(-1)!.body.messages).map((m) => m.role)).toEqual(["user", "assistant", "tool"]);
+    expect(await stack.memory.listBranches(client.id)).toEqual([]);
+  });
+
   it("lists, reads and switches branches over HTTP, and refuses other owners and bad ids", async () => {
     const client = await start(false);
     await client.send("Suggest a cat name.");

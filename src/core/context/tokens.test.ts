@@ -111,3 +111,23 @@ describe("TokenCounter on long texts", () => {
     }
   });
 });
+
+describe("TokenCounter.textSharing", () => {
+  it("counts a cut of a long text plus a marker exactly as counting it afresh does", () => {
+    const next = random(21);
+    for (let round = 0; round < 12; round++) {
+      let text = "";
+      while (text.length < 20_000) text += PIECES[Math.floor(next() * PIECES.length)] + (next() < 0.5 ? " " : "");
+      if (round % 3 === 0) text = "Qx9/".repeat(5000);
+      clearTokenCache();
+      const counter = new TokenCounter("o200k_base", { limit: 3000 });
+      counter.text(text);
+      const keep = 100 + Math.floor(next() * 2500);
+      const head = counter.head(text, keep);
+      const content = `${head}\n[… truncated by threadkeep: 9 tokens left out]`;
+      const shared = counter.textSharing(content, text, head.length);
+      clearTokenCache();
+      expect(shared).toBe(new TokenCounter("o200k_base").text(content));
+    }
+  });
+});

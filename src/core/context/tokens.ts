@@ -1,7 +1,7 @@
 import { createRequire } from "node:module";
 import type { ChatMessage } from "../types.js";
 import { TextCache } from "./count-cache.js";
-import { nextChunk } from "./text-chunks.js";
+import { CHUNK_CHARS, nextChunk } from "./text-chunks.js";
 
 /** The tokenizer encodings threadkeep counts with. */
 export type EncodingName = "o200k_base" | "cl100k_base";
@@ -61,7 +61,14 @@ interface Measured {
   limit: number;
 }
 
-const caches = new Map<EncodingName, { counts: TextCache<Measured>; prefixes: TextCache<number[]> }>();
+/** A long text's leading tokens, and where its chunks ended with the count up to each end. */
+interface Prefix {
+  tokens: number[];
+  ends: number[];
+  counts: number[];
+}
+
+const caches = new Map<EncodingName, { counts: TextCache<Measured>; prefixes: TextCache<Prefix> }>();
 
 /** Forgets every cached token count (benchmarks measure the cold path with it). */
 export function clearTokenCache(): void {
@@ -94,6 +101,8 @@ class Measurement {
   count = 0;
   at = 0;
   readonly tokens: number[] | null;
+  readonly ends: number[] = [];
+  readonly counts: number[] = [];
 
   constructor(
     readonly text: string,
@@ -116,6 +125,8 @@ class Measurement {
       const tokens = this.encoding.encode(piece, AS_TEXT);
       for (const token of tokens) this.tokens.push(token);
       this.count += tokens.length;
+      this.ends.push(chunk.end);
+      this.counts.push(this.count);
     } else {
       this.count += this.encoding.countTokens(piece, AS_TEXT);
     }
@@ -146,7 +157,7 @@ export class TokenCounter {
   /** The limit counts are exact up to. */
   readonly limit: number;
   #counts: TextCache<Measured>;
-  #prefixes: TextCache<number[]>;
+  #prefixes: TextCache<Prefix>;
   #textCap: number;
   #workCap: number;
   #work = 0;
@@ -180,8 +191,10 @@ export class TokenCounter {
   #remember(measurement: Measurement): number {
     const measured = measurement.result();
     this.#counts.set(measurement.text, measured);
-    if (measurement.tokens && measurement.count >= KEEP_PREFIX_TOKENS)
-      this.#prefixes.set(measurement.text, measurement.tokens);
+    if (measurement.tokens && measurement.count >= KEEP_PREFIX_TOKENS) {
+      const { tokens, ends, counts } = measurement;
+      this.#prefixes.set(measurement.text, { tokens, ends, counts });
+    }
     return measured.count;
   }
 
@@ -255,13 +268,42 @@ export class TokenCounter {
   }
 
   /**
+   * Tokens of `text`, which starts with the first `shared` characters of `source` (a cut of it, with a
+   * marker after): the chunks of `source` wholly inside the shared part are counted already, so only
+   * the rest is tokenised. Exactly what {@link text} would count, and cached like it.
+   */
+  textSharing(text: string, source: string, shared: number): number {
+    const kept = this.#prefixes.get(source);
+    if (!kept || this.#cached(text) !== undefined || !source.startsWith(text.slice(0, shared))) return this.text(text);
+    // A chunk is cut the same way in both texts when its whole search window (and the character
+    // after it) lies in the shared part.
+    let k = -1;
+    let start = 0;
+    while (k + 1 < kept.ends.length && start + CHUNK_CHARS + 1 < shared) {
+      k++;
+      start = kept.ends[k];
+    }
+    if (k < 0) return this.text(text);
+    const encoding = encodingOf(this.encoding);
+    let count = kept.counts[k];
+    let at = kept.ends[k];
+    while (at < text.length) {
+      const chunk = nextChunk(text, at);
+      count += encoding.countTokens(text.slice(chunk.start, chunk.end), AS_TEXT);
+      at = chunk.end;
+    }
+    this.#counts.set(text, { count, complete: true, limit: Number.POSITIVE_INFINITY });
+    return count;
+  }
+
+  /**
    * The first `maxTokens` tokens of a text (decoded, so it may end mid-word). Only the part needed
    * is tokenised, or none when the text's leading tokens were kept as it was counted.
    */
   head(text: string, maxTokens: number): string {
     if (maxTokens <= 0) return "";
     const encoding = encodingOf(this.encoding);
-    const kept = this.#prefixes.get(text);
+    const kept = this.#prefixes.get(text)?.tokens;
     const keptWhole = kept !== undefined && this.#counts.get(text)?.complete === true && kept.length < PREFIX_MAX;
     let tokens: number[];
     if (kept && (kept.length > maxTokens || keptWhole)) {

@@ -37,7 +37,10 @@ export function truncateMessage(
   // Re-encoding a cut text can differ by a token or two at the seam; shrink until it fits.
   for (let attempt = 0; attempt < 4; attempt++) {
     const head = counter.head(text, Math.max(0, keep));
-    const cut = { ...message, content: head + truncationMarker(textTokens - counter.text(head)) };
+    const content = head + truncationMarker(head === text ? 0 : Math.max(0, textTokens - keep));
+    // Counted from the chunks the whole text already counted: a huge cut costs only its seam.
+    counter.textSharing(content, text, head.length);
+    const cut = { ...message, content };
     const tokens = counter.message(cut);
     if (tokens <= maxTokens) return { message: cut, tokens };
     if (keep <= 0) return null;

@@ -10,57 +10,61 @@ export const MAX_JSON_DEPTH = 64;
 export interface CheckJsonOptions {
   /** @default MAX_JSON_DEPTH */
   maxDepth?: number;
-  /** Refuse the NUL character (U+0000) in strings and keys: PostgreSQL cannot store it. @default false */
-  noNul?: boolean;
 }
 
-interface Frame {
-  value: unknown;
-  depth: number;
-  parent: Frame | null;
-  key: string | number;
-}
-
-/** `root.a[2].b`: the path of a frame, its first eight steps (enough to name the field). */
-function pathOf(frame: Frame, root: string): string {
-  const keys: (string | number)[] = [];
-  for (let f: Frame | null = frame; f?.parent; f = f.parent) keys.push(f.key);
-  keys.reverse();
-  const shown = keys.slice(0, 8).map((k) => (typeof k === "number" ? `[${k}]` : `.${k}`));
-  const path = `${root}${shown.join("")}`;
-  return path.startsWith(".") ? path.slice(1) : path;
+/** The path to the first object or array nested at `maxDepth` (recursion bounded by `maxDepth`). */
+function deepPath(value: unknown, maxDepth: number, depth = 0): (string | number)[] | null {
+  if (typeof value !== "object" || value === null) return null;
+  if (depth >= maxDepth) return [];
+  const entries: [string | number, unknown][] = Array.isArray(value)
+    ? value.map((v, i) => [i, v])
+    : Object.entries(value as Record<string, unknown>);
+  for (const [key, child] of entries) {
+    const rest = deepPath(child, maxDepth, depth + 1);
+    if (rest) return [key, ...rest];
+  }
+  return null;
 }
 
 /**
- * Checks a JSON value without recursion (a hostile value may be nested thousands deep): nesting at
- * most `maxDepth` levels, and no NUL characters when `noNul` is set.
- * @throws ThreadkeepError `invalid_request` naming the field (`messages[0].metadata.a.a…`).
+ * Checks that a JSON value nests objects and arrays at most `maxDepth` levels, without recursion (a
+ * hostile value may be nested thousands deep) and without an allocation per value, so a body of
+ * many small values costs little more than reading it.
+ * @throws ThreadkeepError `invalid_request` naming the field (`messages[0].metadata.a.a`, its first
+ * eight steps).
  */
 export function checkJson(value: unknown, root: string, options: CheckJsonOptions = {}): void {
+  if (typeof value !== "object" || value === null) return;
   const maxDepth = options.maxDepth ?? MAX_JSON_DEPTH;
-  const stack: Frame[] = [{ value, depth: 0, parent: null, key: "" }];
-  const fail = (frame: Frame, message: string): never => {
-    const field = pathOf(frame, root) || "body";
-    throw new ThreadkeepError("invalid_request", `${field}: ${message}`, { details: { field } });
-  };
-  while (stack.length > 0) {
-    const frame = stack.pop() as Frame;
-    const current = frame.value;
-    if (typeof current === "string") {
-      if (options.noNul && current.includes("\u0000")) fail(frame, "must not contain the NUL character (U+0000)");
-      continue;
+  const values: object[] = [value];
+  const depths: number[] = [0];
+  while (values.length > 0) {
+    const current = values.pop() as Record<string, unknown> | unknown[];
+    const depth = depths.pop() as number;
+    if (depth >= maxDepth) {
+      const keys = (deepPath(value, maxDepth) ?? []).slice(0, 8);
+      const path = `${root}${keys.map((k) => (typeof k === "number" ? `[${k}]` : `.${k}`)).join("")}`;
+      const field = (path.startsWith(".") ? path.slice(1) : path) || "body";
+      throw new ThreadkeepError("invalid_request", `${field}: nested deeper than ${maxDepth} levels`, {
+        details: { field },
+      });
     }
-    if (typeof current !== "object" || current === null) continue;
-    if (frame.depth >= maxDepth) fail(frame, `nested deeper than ${maxDepth} levels`);
     if (Array.isArray(current)) {
-      for (let i = current.length - 1; i >= 0; i--)
-        stack.push({ value: current[i], depth: frame.depth + 1, parent: frame, key: i });
+      for (let i = current.length - 1; i >= 0; i--) {
+        const child = current[i];
+        if (typeof child === "object" && child !== null) {
+          values.push(child);
+          depths.push(depth + 1);
+        }
+      }
       continue;
     }
-    for (const key of Object.keys(current)) {
-      const child = { value: (current as Record<string, unknown>)[key], depth: frame.depth + 1, parent: frame, key };
-      if (options.noNul && key.includes("\u0000")) fail(child, "a key must not contain the NUL character (U+0000)");
-      stack.push(child);
+    for (const key in current) {
+      const child = current[key];
+      if (typeof child === "object" && child !== null) {
+        values.push(child);
+        depths.push(depth + 1);
+      }
     }
   }
 }

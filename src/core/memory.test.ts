@@ -129,6 +129,9 @@ describe("Memory", () => {
     await store.appendMessages(old, [{ role: "user", content: "stale" }]);
     await store.touchSession(old, Date.now() - 120_000);
     expect(await memory.getMessages(old).catch((e) => e.code)).toBe("session_not_found");
+    // A write to it starts a fresh session: the stale history is gone.
+    await memory.addMessages(old, [{ role: "user", content: "fresh" }]);
+    expect((await memory.getMessages(old)).map((m) => m.content)).toEqual(["fresh"]);
     const other = newSessionId();
     await store.createSession({ id: other, userId: "default", lastActivityAt: Date.now() - 120_000 });
     expect(await memory.expire()).toEqual([other]);

@@ -42,6 +42,7 @@ import type {
   Message,
   MessageInput,
   MessageQuery,
+  OwnerScope,
   SearchHit,
   Session,
   SessionPage,
@@ -333,11 +334,23 @@ export class Memory {
 
   async #write(sessionId: string, seq: number | undefined, messages: MessageInput[], options: ReplaceAfterOptions): Promise<Message[]> {
     const valid = validateMessages(messages);
-    const { session, created } = await this.#open(sessionId, this.#owner(options), true, undefined, options.session);
     const store = await this.#store;
     const { fence, operationId, expectedLastSeq, branch } = options;
     const summarizing = Boolean(this.#compactor.summarizer);
     const write = { fence, operationId, expectedLastSeq, branch, ...(summarizing ? {} : { maxMessages: this.settings.maxMessages }) };
+    const userId = this.#owner(options);
+    if (seq === undefined && !options.session && !summarizing && store.capabilities.ownerScope) {
+      // The common case, an append to an existing session of this owner, is one store call that
+      // checks the owner and expiry itself; anything else (new, expired, another owner's) takes the
+      // path below, which creates, deletes or refuses as before.
+      const id = parseSessionId(sessionId);
+      try {
+        return await store.appendMessages(id, valid, { ...write, owner: this.#scope(userId) });
+      } catch (error) {
+        if (!isThreadkeepError(error, "session_not_found")) throw error;
+      }
+    }
+    const { session, created } = await this.#open(sessionId, userId, true, undefined, options.session);
     let added: Message[];
     try {
       added = seq === undefined ? await store.appendMessages(session.id, valid, write) : await store.replaceAfter(session.id, seq, valid, write);
@@ -404,9 +417,17 @@ export class Memory {
 
   /** Reads messages, oldest first. */
   async getMessages(sessionId: string, query: MessageQuery & OwnerOptions = {}): Promise<Message[]> {
-    const { userId, ...range } = query;
+    const { userId, owner: _owner, ...range } = query;
+    const store = await this.#store;
+    // One store call where the store checks the owner and expiry in the statement that reads.
+    if (store.capabilities.ownerScope) return store.getMessages(parseSessionId(sessionId), { ...range, owner: this.#scope(this.#owner({ userId })) });
     const session = await this.#resolve(sessionId, this.#owner({ userId }), false);
-    return (await this.#store).getMessages(session.id, range);
+    return store.getMessages(session.id, range);
+  }
+
+  /** The owner scope of a store call: this owner, and sessions active within the TTL. */
+  #scope(userId: string): OwnerScope {
+    return this.settings.ttlMs > 0 ? { userId, activeSince: Date.now() - this.settings.ttlMs } : { userId };
   }
 
   /**

@@ -110,8 +110,22 @@ export interface SessionState {
   data: Record<string, unknown>;
 }
 
+/**
+ * Scopes a store call to one owner (stores whose capabilities say `ownerScope`), checked in the same
+ * statement or script as the read or write (one round trip, no `getSession` first): a missing session, another owner's, or one inactive since before
+ * `activeSince` is `session_not_found`, and nothing is read or written. The owner-scoped calls are
+ * `getMessages` (`query.owner`) and `appendMessages` (`options.owner`).
+ */
+export interface OwnerScope {
+  userId: string;
+  /** A session whose last activity is older than this (ms since epoch) counts as expired. Unset: no expiry check. */
+  activeSince?: number;
+}
+
 /** Which messages to read. Results are always oldest first. */
 export interface MessageQuery {
+  /** Owner-scoped read: see {@link OwnerScope} (without it a missing session reads as empty). */
+  owner?: OwnerScope;
   /** Only the last N messages (after the range filters below). */
   last?: number;
   /** Only messages with `seq > afterSeq`. */
@@ -142,6 +156,8 @@ export interface AppendOptions {
    * session are remembered.
    */
   operationId?: string;
+  /** Owner-scoped write: see {@link OwnerScope}; the session is not created. */
+  owner?: OwnerScope;
 }
 
 /** How many applied operation ids a session remembers for idempotent writes. */
@@ -330,6 +346,12 @@ export interface StoreCapabilities {
   nativeExpiry: boolean;
   /** Message embeddings are kept and searched ({@link VectorStore}). */
   vectors?: boolean;
+  /**
+   * `getMessages` and `appendMessages` honour `owner` ({@link OwnerScope}): `Memory` then skips its
+   * own `getSession` before them. A store without it is given no `owner` (and checked by `Memory`).
+   * @default false
+   */
+  ownerScope?: boolean;
 }
 
 /**

@@ -42,14 +42,20 @@ end
 /**
  * ARGV: now, ttl, fence ('' none), maxMessages (0 none), after ('' for an append), expectedLastSeq
  * ('' none), operation id ('' none), digest, branch reason ('' none), branch metadata JSON ('' none),
- * then one JSON object per message (with createdAt, without seq).
- * Returns {firstSeq, lastActivityAt, userId}; {-1} missing session; {-2} stale fence; {-3} operation
+ * owner ('' none: not owner-scoped), activeSince ('' none), then one JSON object per message (with
+ * createdAt, without seq).
+ * Returns {firstSeq, lastActivityAt, userId}; {-1} missing session (or, owner-scoped, another owner's
+ * or an expired one); {-2} stale fence; {-3} operation
  * conflict; {-4, first, last} history conflict; {-5, items…} an operation applied before.
  */
 export const WRITE: RedisScript = script(
   "history-write",
   `${SESSION}${BRANCH_HEAD}
 if redis.call('EXISTS', META) == 0 then return {-1} end
+if ARGV[11] ~= '' then
+  local owner = redis.call('HMGET', META, 'userId', 'lastActivityAt')
+  if owner[1] ~= ARGV[11] or (ARGV[12] ~= '' and tonumber(owner[2]) < tonumber(ARGV[12])) then return {-1} end
+end
 local now = tonumber(ARGV[1])
 local op = ARGV[7]
 if op ~= '' then
@@ -102,22 +108,22 @@ if n == 0 then
 end
 local seq0 = after + 1
 local batch = {}
-for i = 11, #ARGV do
-  batch[#batch + 1] = '{"seq":' .. string.format('%d', seq0 + i - 11) .. ',' .. string.sub(ARGV[i], 2)
+for i = 13, #ARGV do
+  batch[#batch + 1] = '{"seq":' .. string.format('%d', seq0 + i - 13) .. ',' .. string.sub(ARGV[i], 2)
   if #batch == 1000 then
     redis.call('RPUSH', MSGS, unpack(batch))
     batch = {}
   end
 end
 if #batch > 0 then redis.call('RPUSH', MSGS, unpack(batch)) end
-local total = n + #ARGV - 10
+local total = n + #ARGV - 12
 local max = tonumber(ARGV[4])
 if max > 0 and total > max then
   redis.call('LTRIM', MSGS, total - max, -1)
   redis.call('HSET', META, 'first', first + total - max)
 end
 if op ~= '' then
-  redis.call('HSET', OPS, op, ARGV[8] .. ' ' .. string.format('%d', seq0) .. ' ' .. string.format('%d', seq0 + #ARGV - 11))
+  redis.call('HSET', OPS, op, ARGV[8] .. ' ' .. string.format('%d', seq0) .. ' ' .. string.format('%d', seq0 + #ARGV - 13))
   redis.call('RPUSH', OPSQ, op)
   if redis.call('LLEN', OPSQ) > ${OPERATION_HISTORY} then redis.call('HDEL', OPS, redis.call('LPOP', OPSQ)) end
   inheritExpiry(OPS)

@@ -68,6 +68,29 @@ if hi < lo then return {} end
 return redis.call('LRANGE', MSGS, lo - first, hi - first)`,
 );
 
+/**
+ * An owner-scoped read. ARGV: owner, activeSince ('' none), from, to, last, limit ('' each when unset).
+ * Returns {1, items…}, or {-1} for a missing, expired or other owner's session.
+ */
+export const OWNED_RANGE = script(
+  "owned-range",
+  `${SESSION}
+local owner = redis.call('HMGET', META, 'userId', 'lastActivityAt')
+if not owner[1] or owner[1] ~= ARGV[1] or (ARGV[2] ~= '' and tonumber(owner[2]) < tonumber(ARGV[2])) then return {-1} end
+local n = redis.call('LLEN', MSGS)
+if n == 0 then return {1} end
+local first = tonumber(redis.call('HGET', META, 'first') or '1')
+local lo, hi = first, first + n - 1
+if ARGV[3] ~= '' then lo = math.max(lo, tonumber(ARGV[3])) end
+if ARGV[4] ~= '' then hi = math.min(hi, tonumber(ARGV[4])) end
+if ARGV[5] ~= '' then lo = math.max(lo, hi - tonumber(ARGV[5]) + 1)
+elseif ARGV[6] ~= '' then hi = math.min(hi, lo + tonumber(ARGV[6]) - 1) end
+if hi < lo then return {1} end
+local out = redis.call('LRANGE', MSGS, lo - first, hi - first)
+table.insert(out, 1, 1)
+return out`,
+);
+
 /** Returns {1, message}, {0} when there is none, {-1} for a missing session. */
 export const POP = script(
   "pop",

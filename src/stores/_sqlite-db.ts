@@ -5,9 +5,10 @@
  */
 import type Database from "better-sqlite3";
 import { SessionNotFoundError } from "../core/errors.js";
-import type { AppendOptions, Message, Session, SessionState, Summary, SummaryInput } from "../core/types.js";
+import type { AppendOptions, OwnerScope, Message, Session, SessionState, Summary, SummaryInput } from "../core/types.js";
 import { type SqliteHistory, sqliteHistory } from "./_sqlite-history.js";
 import type { TurnLeases } from "./_sqlite-lease.js";
+import { checkOwner } from "./_util.js";
 import { openSqliteDatabase, type SqliteOpenSettings } from "./_sqlite-schema.js";
 import {
   type MessageRow,
@@ -58,7 +59,8 @@ export interface SqliteStoreDb {
   state(id: string): SessionState;
   summaries(id: string): Summary[];
   /** @throws `session_not_found`. */
-  exists(id: string): void;
+  /** With `owner`, also its owner check (see `OwnerScope`). */
+  exists(id: string, owner?: OwnerScope): void;
   close(): void;
 }
 
@@ -150,8 +152,9 @@ export function openSqliteStoreDb(settings: SqliteOpenSettings, leases: Pick<Tur
       return [{ id: row.id, fromSeq, toSeq, content, createdAt, ...(metadata ? { metadata } : {}) }];
     });
 
-  const exists = (id: string) => {
-    if (!st.sessionExists.get(id)) throw new SessionNotFoundError(id);
+  const exists = (id: string, owner?: OwnerScope) => {
+    if (owner) checkOwner(id, owner, st.owner.get(id));
+    else if (!st.sessionExists.get(id)) throw new SessionNotFoundError(id);
   };
 
   const history = sqliteHistory({ db, st, leases, write, messages, exists });
@@ -167,7 +170,7 @@ export function openSqliteStoreDb(settings: SqliteOpenSettings, leases: Pick<Tur
 
   const tx: SqliteStoreDb["tx"] = {
     append: write((id: string, encoded: EncodedMessage[], options: AppendOptions, now: number) => {
-      exists(id);
+      exists(id, options.owner);
       leases.check(id, options.fence);
       const first = (st.lastSeq.get(id)?.seq ?? 0) + 1;
       for (const [i, [body, text]] of encoded.entries()) {

@@ -3,7 +3,7 @@
  * IMMEDIATE transaction, so a concurrent append (another connection) lands wholly before or after.
  */
 import type Database from "better-sqlite3";
-import { type Branch, type BranchRecord, type Message, OPERATION_HISTORY, type ReplaceOptions } from "../core/types.js";
+import { type Branch, type BranchRecord, type Message, OPERATION_HISTORY, type OwnerScope, type ReplaceOptions } from "../core/types.js";
 import {
   branchFromRecord,
   branchNotFound,
@@ -35,7 +35,7 @@ export interface SqliteHistoryContext {
   leases: Pick<TurnLeases, "check">;
   write: <A extends unknown[], R>(fn: (...args: A) => R) => (...args: A) => R;
   messages(sessionId: string, rows: MessageRow[]): Message[];
-  exists(id: string): void;
+  exists(id: string, owner?: OwnerScope): void;
 }
 
 const toBranch = (row: BranchRow): Branch => ({
@@ -88,7 +88,7 @@ export function sqliteHistory(ctx: SqliteHistoryContext) {
   return {
     /** An idempotent append (`seq` undefined) or a tail replacement. */
     write: write((id: string, seq: number | undefined, encoded: Encoded[], digest: string, options: ReplaceOptions, now: number): Message[] => {
-      ctx.exists(id);
+      ctx.exists(id, options.owner);
       leases.check(id, options.fence);
       const applied = findOperation(
         options.operationId === undefined ? [] : ([h.findOp.get(id, options.operationId)].filter(Boolean) as OperationRecord[]),

@@ -84,6 +84,8 @@ export function prepareStatements(db: Database.Database) {
       .prepare<unknown[], number>("SELECT 1 FROM sessions WHERE id = ?")
       .pluck() as SqliteStatement<number>,
     getSession: q<SessionRow>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = ?`),
+    /** What an owner-scoped call checks. */
+    owner: q<{ userId: string; lastActivityAt: number }>("SELECT user_id AS userId, last_activity_at AS lastActivityAt FROM sessions WHERE id = ?"),
     listFirst: q<SessionRow>(
       `SELECT ${SESSION_COLUMNS} FROM sessions WHERE user_id = ?
        ORDER BY last_activity_at DESC, id DESC LIMIT ?`,

@@ -1,10 +1,11 @@
-import { ThreadkeepError } from "../core/errors.js";
+import { SessionNotFoundError, ThreadkeepError } from "../core/errors.js";
 import { contentText } from "../core/messages.js";
 import type {
   ListOptions,
   Message,
   MessageInput,
   MessageQuery,
+  OwnerScope,
   SearchHit,
   SearchQuery,
   Session,
@@ -182,5 +183,21 @@ export async function importOptional<T>(importer: () => Promise<T>, pkg: string,
       );
     }
     throw error;
+  }
+}
+
+/**
+ * The owner check of an owner-scoped call, on what the store read in the same step (`found`: the
+ * session's owner and last activity, or nothing for a missing session).
+ * @throws `session_not_found` for a missing, expired or other owner's session.
+ */
+export function checkOwner(
+  id: string,
+  owner: OwnerScope | undefined,
+  found: { userId: string; lastActivityAt: number } | null | undefined,
+): void {
+  if (!owner) return;
+  if (!found || found.userId !== owner.userId || (owner.activeSince !== undefined && found.lastActivityAt < owner.activeSince)) {
+    throw new SessionNotFoundError(id);
   }
 }

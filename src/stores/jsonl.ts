@@ -30,6 +30,7 @@ import { fileVectorSidecar } from "./_jsonl-vectors.js";
 import { LocalLeases } from "./_lease.js";
 import { sidecarVectors } from "./_vector-sidecar.js";
 import {
+  checkOwner,
   applyMessageQuery,
   checkSearchQuery,
   copySession,
@@ -109,6 +110,7 @@ export function createFileStore(options: FileStoreOptions): VectorStore {
     const valid = validateMessages(inputs);
     checkHistoryOptions(writeOptions, seq);
     return change(id, async (key, entry) => {
+      checkOwner(key, writeOptions.owner, entry.session);
       leases.check(key, writeOptions.fence);
       const now = Date.now();
       const plan = planHistoryWrite(entry, seq, valid, writeOptions, now);
@@ -134,7 +136,7 @@ export function createFileStore(options: FileStoreOptions): VectorStore {
 
   const store: VectorStore = {
     name: FILE_STORE_NAME,
-    capabilities: { persistent: true, fullTextSearch: false, crossProcessLease: false, nativeExpiry: false, vectors: true },
+    capabilities: { persistent: true, fullTextSearch: false, crossProcessLease: false, nativeExpiry: false, vectors: true, ownerScope: true },
     ...sidecarVectors(() => store, fileVectorSidecar(dir)),
 
     async createSession(input) {
@@ -228,6 +230,7 @@ export function createFileStore(options: FileStoreOptions): VectorStore {
 
     async getMessages(id, query) {
       const entry = await read(id);
+      checkOwner(id, query?.owner, entry?.session);
       return entry ? structuredClone(applyMessageQuery(entry.messages, query)) : [];
     },
 

@@ -25,6 +25,7 @@ import { checkDimensions, missingSeqs, normalize, scanSession, type StoredVector
 import { applyBranchSwitch, applyHistoryWrite, branchFromRecord, checkHistoryOptions, type OperationRecord, planBranchSwitch, planHistoryWrite, upsertBranch } from "./_history.js";
 import { LocalLeases } from "./_lease.js";
 import {
+  checkOwner,
   applyMessageQuery,
   checkSearchQuery,
   copySession,
@@ -117,6 +118,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): VectorStore
     const valid = validateMessages(inputs);
     checkHistoryOptions(options, seq);
     const entry = need(id);
+    checkOwner(id, options.owner, entry.session);
     leases.check(id, options.fence);
     const now = Date.now();
     const plan = planHistoryWrite(entry, seq, valid, options, now);
@@ -128,7 +130,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): VectorStore
 
   return {
     name: MEMORY_STORE_NAME,
-    capabilities: { persistent: false, fullTextSearch: false, crossProcessLease: false, nativeExpiry: true, vectors: true },
+    capabilities: { persistent: false, fullTextSearch: false, crossProcessLease: false, nativeExpiry: true, vectors: true, ownerScope: true },
 
     async putEmbeddings(id: string, model: string, items: EmbeddingInput[]) {
       const entry = need(id);
@@ -249,6 +251,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): VectorStore
 
     async getMessages(id: string, query?: MessageQuery) {
       const entry = find(id);
+      checkOwner(id, query?.owner, entry?.session);
       return entry ? structuredClone(applyMessageQuery(entry.messages, query)) : [];
     },
 

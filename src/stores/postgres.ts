@@ -8,6 +8,7 @@ import type {
   VectorStore,
   AppendOptions,
   ListOptions,
+  Message,
   MessageInput,
   MessageQuery,
   SearchQuery,
@@ -37,6 +38,7 @@ import {
   toSummary,
 } from "./_postgres-schema.js";
 import {
+  checkOwner,
   checkSearchQuery,
   DEFAULT_LIST_LIMIT,
   DEFAULT_SEARCH_LIMIT,
@@ -221,6 +223,31 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
   };
 
   /** An idempotent append (`seq` undefined) or a tail replacement, in one round trip. */
+  /** The owner and last activity an owner-scoped call checks. */
+  const ownerRows = (sql: PgSql, id: string) =>
+    sql<{ userId: string; lastActivityAt: number }[]>`
+      SELECT user_id AS "userId", last_activity_at AS "lastActivityAt" FROM sessions WHERE id = ${id}`;
+
+  /**
+   * An owner-scoped read in one statement: the session row joined with the requested messages, so
+   * the owner and expiry are checked on the same snapshot as the read.
+   */
+  const ownedMessages = async (sql: PgSql, id: string, query: MessageQuery): Promise<Message[]> => {
+    const [lo, hi] = seqBounds(query);
+    const newest = query.last !== undefined;
+    const count = newest ? Math.max(0, Math.floor(query.last!)) : query.limit === undefined ? null : Math.max(0, Math.floor(query.limit));
+    const rows = await sql<({ userId: string; lastActivityAt: number } & Partial<MessageRow>)[]>`
+      SELECT s.user_id AS "userId", s.last_activity_at AS "lastActivityAt", m.seq, m.created_at, m.body
+      FROM sessions s LEFT JOIN LATERAL (
+        SELECT seq, created_at, body FROM messages WHERE session_id = ${id} AND seq BETWEEN ${lo} AND ${hi}
+        ORDER BY ${newest ? sql`seq DESC` : sql`seq`} LIMIT ${count}
+      ) m ON true
+      WHERE s.id = ${id}`;
+    checkOwner(id, query.owner, rows[0]);
+    const found = rows.filter((row) => row.seq !== null && row.seq !== undefined) as unknown as MessageRow[];
+    return (newest ? found.reverse() : found).map(toMessage);
+  };
+
   const writeHistory = async (id: string, seq: number | undefined, inputs: MessageInput[], options: ReplaceOptions) => {
     const valid = validateMessages(inputs);
     checkHistoryOptions(options, seq);
@@ -230,7 +257,7 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
 
   return {
     name: POSTGRES_STORE_NAME,
-    capabilities: { persistent: true, fullTextSearch: true, crossProcessLease: true, nativeExpiry: false, vectors: true },
+    capabilities: { persistent: true, fullTextSearch: true, crossProcessLease: true, nativeExpiry: false, vectors: true, ownerScope: true },
 
     putEmbeddings: (id: string, model: string, items: EmbeddingInput[]) =>
       run("putEmbeddings", (sql) => putVectors(sql, id, model, items)),
@@ -303,16 +330,25 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
       }),
 
     async appendMessages(id: string, inputs: MessageInput[], append: AppendOptions = {}) {
-      if (append.operationId !== undefined) return writeHistory(id, undefined, inputs, append);
+      if (append.operationId !== undefined) {
+        // The idempotent path is a transaction of its own; its owner check is one read before it.
+        if (append.owner) await run("appendMessages", async (sql) => checkOwner(id, append.owner, (await ownerRows(sql, id))[0]));
+        return writeHistory(id, undefined, inputs, append);
+      }
       const valid = validateMessages(inputs);
       const bodies = valid.map(bodyOf);
       const texts = valid.map((m) => searchable(messageText(m)));
+      const owner = append.owner;
       return run("appendMessages", async (sql) => {
+        // The owner check is an uncorrelated condition: PostgreSQL evaluates it once, before the
+        // function runs, so another owner's session gets no row and nothing is written.
         const [row] = await sql<{ out_status: string; out_first_seq: number; out_created_at: number }[]>`
           SELECT out_status, out_first_seq, out_created_at FROM threadkeep_append_queued(
             ${id}, ${bodies}::text[], ${texts}::text[], ${append.maxMessages || null}::bigint,
-            ${append.fence ?? null}::bigint, ${lang}::regconfig)`;
-        if (row.out_status === "not_found") throw new SessionNotFoundError(id);
+            ${append.fence ?? null}::bigint, ${lang}::regconfig)
+          WHERE ${owner ? sql`EXISTS (SELECT 1 FROM sessions WHERE id = ${id} AND user_id = ${owner.userId}
+            AND last_activity_at >= ${owner.activeSince ?? Number.MIN_SAFE_INTEGER})` : sql`true`}`;
+        if (!row || row.out_status === "not_found") throw new SessionNotFoundError(id);
         if (row.out_status === "lease_expired") {
           throw new ThreadkeepError(
             "lease_expired",
@@ -337,6 +373,7 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
 
     getMessages: (id: string, query: MessageQuery = {}) =>
       run("getMessages", async (sql) => {
+        if (query.owner) return ownedMessages(sql, id, query);
         if (query.last !== undefined && query.last <= 0) return [];
         // Every filter folds into one seq range, so each read is a single index range scan.
         const [lo, hi] = seqBounds(query);

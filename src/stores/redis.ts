@@ -247,6 +247,8 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
       digest,
       options.branch?.reason ?? "",
       branchMeta,
+      options.owner?.userId ?? "",
+      options.owner?.activeSince ?? "",
       ...bodies,
     ];
     const reply = need(id, await run(H.WRITE, id, args));
@@ -274,6 +276,7 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
       crossProcessLease: true,
       nativeExpiry: ttlMs > 0,
       vectors: true,
+      ownerScope: true,
     },
     ...sidecarVectors(() => store, vectorSidecar),
 
@@ -368,7 +371,20 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
       if (last !== undefined && last <= 0) return [];
       if (last === undefined && limit !== undefined && limit <= 0) return [];
       let items: string[];
-      if (ranged) {
+      if (query.owner) {
+        // Owner-scoped: the owner and expiry are checked in the script that reads.
+        const [from, to] = seqBounds(query);
+        const reply = await db.eval<(number | string)[]>(S.OWNED_RANGE, dataKeys(id), [
+          query.owner.userId,
+          query.owner.activeSince === undefined ? "" : String(query.owner.activeSince),
+          ranged ? String(from) : "",
+          ranged ? String(to) : "",
+          last === undefined ? "" : String(last),
+          limit === undefined ? "" : String(limit),
+        ]);
+        if (reply[0] === -1) throw new SessionNotFoundError(id);
+        items = reply.slice(1) as string[];
+      } else if (ranged) {
         const [from, to] = seqBounds(query);
         items = await db.eval<string[]>(S.RANGE, dataKeys(id), [
           String(from),

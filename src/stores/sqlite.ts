@@ -181,6 +181,7 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
       crossProcessLease: options.crossProcessLease === true,
       nativeExpiry: false,
       vectors: true,
+      ownerScope: true,
     },
 
     async createSession(input) {
@@ -280,6 +281,7 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
 
     async getMessages(id: string, query: MessageQuery = {}) {
       return use((db) => {
+        if (query.owner) db.exists(id, query.owner);
         const [from, to] = seqBounds(query);
         const bounded = from !== Number.MIN_SAFE_INTEGER || to !== Number.MAX_SAFE_INTEGER;
         if (query.last !== undefined) {

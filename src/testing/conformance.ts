@@ -12,6 +12,7 @@ import { newSessionId } from "../core/ids.js";
 import type { MessageInput, SessionStore } from "../core/types.js";
 import { describeHistory } from "./conformance-history.js";
 import { describeVectors } from "./conformance-vectors.js";
+import { describeOwnerScope } from "./conformance-owner.js";
 
 /**
  * Opens the store under test. Called more than once where a second "process" or a reopen is needed:
@@ -583,6 +584,7 @@ export function runStoreConformance(name: string, openStore: OpenStore, options:
     });
 
     describeVectors(() => store, target.name);
+    describeOwnerScope(() => store);
 
     describeHistory(
       () => store,

@@ -251,8 +251,8 @@ describe("store trouble", () => {
       )
       .withResponse();
     expect(data.choices[0].message.content).toBe("echo: now");
-    // The save needs the same failing reads, so the turn is reported unsaved too.
-    expect(response.headers.get("x-threadkeep-warning")).toBe("context-unavailable, not-saved");
+    // The save is one owner-scoped append that reads nothing first, so the turn is still stored.
+    expect(response.headers.get("x-threadkeep-warning")).toBe("context-unavailable");
     expect(response.headers.get("x-session-id")).toBe(id);
     expect(stack.fake.chatRequests()[1].body.messages).toEqual([
       { role: "system", content: "sys" },

@@ -6,11 +6,15 @@
  * when reachable, PostgreSQL (and the in-memory store as a reference). Reports turns/s and added latency (through − direct) at p50 and p99,
  * for chat completions (X-Session-ID) and for the Responses API (each session a previous_response_id chain).
  *
- * `BENCH_QUICK=1` runs fewer turns; `BENCH_PROXY_STORES=sqlite` picks stores.
+ * Also the server's CPU per turn (all its processes, from /proc), and SQLite with 2 workers
+ * (`serve --workers 2`).
+ *
+ * `BENCH_QUICK=1` runs fewer turns; `BENCH_PROXY_STORES=sqlite` picks stores (by name prefix).
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import cluster from "node:cluster";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { Agent, request as httpRequest } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -30,18 +34,54 @@ async function runUpstream(): Promise<void> {
   process.stdout.write(`READY ${fake.url}\n`);
 }
 
-/** Child role: threadkeep, as `threadkeep serve` would run it. */
+/**
+ * Child role: threadkeep, as `threadkeep serve` would run it; with `BENCH_WORKERS` above 1, as
+ * `serve --workers N` does (node:cluster, SQLite with its lease in the file).
+ */
 async function runServer(): Promise<void> {
+  const workers = Number(process.env.BENCH_WORKERS ?? 1);
+  if (workers > 1 && cluster.isPrimary) {
+    let ready = 0;
+    for (let i = 0; i < workers; i++) {
+      cluster.fork().on("message", (message: { url?: string }) => {
+        if (message.url && ++ready === workers) process.stdout.write(`READY ${message.url}\n`);
+      });
+    }
+    process.once("SIGTERM", () => {
+      for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill("SIGTERM");
+      cluster.on("exit", () => Object.keys(cluster.workers ?? {}).length === 0 && process.exit(0));
+    });
+    return;
+  }
   const { createServer } = await import("../src/server/index.js");
+  const store = process.env.BENCH_STORE as string;
   const server = await createServer({
-    memory: { store: process.env.BENCH_STORE as string },
+    memory: { store: workers > 1 && store.startsWith("sqlite:") ? `${store}?lease=shared` : store },
     upstream: process.env.BENCH_UPSTREAM as string,
     port: 0,
   });
   await server.memory.store();
   const url = await server.listen();
-  process.stdout.write(`READY ${url}\n`);
+  if (cluster.isWorker) process.send?.({ url });
+  else process.stdout.write(`READY ${url}\n`);
   process.once("SIGTERM", () => server.close().then(() => process.exit(0)));
+}
+
+/** CPU time (user + system, what `process.cpuUsage` reports) of a process and its children, in µs, from /proc. */
+function cpuMicros(pid: number): number {
+  const ticks = (id: number): number => {
+    try {
+      const fields = readFileSync(`/proc/${id}/stat`, "utf8").replace(/^.*\) /s, "").split(" ");
+      // After "(comm) ": state is field 3, utime 14 and stime 15 (1-based over the whole line).
+      const own = Number(fields[11]) + Number(fields[12]);
+      const children = readFileSync(`/proc/${id}/task/${id}/children`, "utf8").trim().split(/\s+/).filter(Boolean);
+      return own + children.reduce((sum, child) => sum + ticks(Number(child)), 0);
+    } catch {
+      return 0;
+    }
+  };
+  // Linux reports in clock ticks of 10 ms (USER_HZ 100).
+  return ticks(pid) * 10_000;
 }
 
 /** Starts this script in a role and waits for the URL it prints. */
@@ -160,6 +200,8 @@ interface Row {
   sessions: number;
   direct: Run;
   through: Run;
+  /** Server CPU per chat turn through threadkeep (all its processes), in µs. */
+  cpuPerTurn?: number;
 }
 
 async function postgresUrl(): Promise<string | null> {
@@ -174,21 +216,22 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "threadkeep-bench-proxy-"));
   const only = process.env.BENCH_PROXY_STORES?.split(",");
   // memory: is the reference: the proxy's own cost, without a store's I/O.
-  const stores: [string, string][] = [
-    ["sqlite", `sqlite:${join(dir, "threadkeep.db")}`],
-    ["memory", "memory:"],
+  const stores: [string, string, number][] = [
+    ["sqlite", `sqlite:${join(dir, "threadkeep.db")}`, 1],
+    ["sqlite ×2 workers", `sqlite:${join(dir, "threadkeep-2.db")}`, 2],
+    ["memory", "memory:", 1],
   ];
   if (!only || only.includes("postgres")) {
     const url = await postgresUrl();
-    if (url) stores.push(["postgres", url]);
+    if (url) stores.push(["postgres", url, 1]);
   }
   const upstream = await startRole("upstream");
   const rows: Row[] = [];
   try {
-    for (const [name, storeUrl] of stores.filter(([n]) => !only || only.includes(n))) {
+    for (const [name, storeUrl, workers] of stores.filter(([n]) => !only || only.some((o) => n.startsWith(o)))) {
       let server: { child: ChildProcess; url: string };
       try {
-        server = await startRole("server", { BENCH_STORE: storeUrl, BENCH_UPSTREAM: upstream.url });
+        server = await startRole("server", { BENCH_STORE: storeUrl, BENCH_UPSTREAM: upstream.url, BENCH_WORKERS: String(workers) });
       } catch (error) {
         console.log(`${name}: skipped, ${(error as Error).message}`);
         continue;
@@ -199,11 +242,14 @@ async function main(): Promise<void> {
         await drive(upstream.url, 10, WARMUP_TURNS, false);
         for (const sessions of CONCURRENCY) {
           const direct = await drive(upstream.url, sessions, TURNS[sessions], false);
+          const cpuBefore = cpuMicros(server.child.pid!);
           const through = await drive(server.url, sessions, TURNS[sessions], true);
+          const cpuPerTurn = (cpuMicros(server.child.pid!) - cpuBefore) / TURNS[sessions];
           const responses = await driveResponses(server.url, sessions, TURNS[sessions]);
-          rows.push({ api: "chat", store: name, sessions, direct, through }, { api: "responses", store: name, sessions, direct, through: responses });
+          rows.push({ api: "chat", store: name, sessions, direct, through, cpuPerTurn }, { api: "responses", store: name, sessions, direct, through: responses });
           console.log(
-            `${name} × ${sessions}: ${Math.round(through.turnsPerSecond)} chat turns/s, ${Math.round(responses.turnsPerSecond)} responses turns/s through, ${Math.round(direct.turnsPerSecond)} direct`,
+            `${name} × ${sessions}: ${Math.round(through.turnsPerSecond)} chat turns/s (server CPU ${Math.round(cpuPerTurn)} µs/turn), ` +
+              `${Math.round(responses.turnsPerSecond)} responses turns/s through, ${Math.round(direct.turnsPerSecond)} direct`,
           );
         }
       } finally {
@@ -232,6 +278,7 @@ function report(rows: Row[]): void {
       "through p50",
       "added p50",
       "added p99",
+      "server CPU / turn",
     ],
     rows.map((r) => [
       r.api,
@@ -243,6 +290,7 @@ function report(rows: Row[]): void {
       formatMicros(r.through.p50),
       formatMicros(r.through.p50 - r.direct.p50),
       formatMicros(r.through.p99 - r.direct.p99),
+      r.cpuPerTurn === undefined ? "–" : formatMicros(r.cpuPerTurn),
     ]),
   );
   const single = rows.find((r) => r.api === "chat" && r.store === "sqlite" && r.sessions === 1);
@@ -256,6 +304,18 @@ function report(rows: Row[]): void {
     console.log(
       `sqlite throughput at 100 sessions: ${Math.round(rate)} turns/s (target > 2,000: ${rate > 2000 ? "met" : "MISSED"})`,
     );
+    const cpu = many.cpuPerTurn ?? Number.NaN;
+    console.log(`sqlite server CPU per turn at 100 sessions: ${Math.round(cpu)} µs (target ≤ 500 µs: ${cpu <= 500 ? "met" : "MISSED"})`);
+  }
+  const two = rows.find((r) => r.api === "chat" && r.store === "sqlite ×2 workers" && r.sessions === 100);
+  if (many && two) {
+    const ratio = two.through.turnsPerSecond / many.through.turnsPerSecond;
+    console.log(`sqlite 2 workers / 1 worker at 100 sessions: ${ratio.toFixed(2)}× turns/s (target ≥ 1.5×: ${ratio >= 1.5 ? "met" : "MISSED"})`);
+  }
+  const pg = rows.find((r) => r.api === "chat" && r.store === "postgres" && r.sessions === 1);
+  if (pg) {
+    const added = (pg.through.p50 - pg.direct.p50) / 1000;
+    console.log(`postgres added latency p50 at 1 session: ${added.toFixed(2)} ms (target ≤ 2 ms: ${added <= 2 ? "met" : "MISSED"})`);
   }
 }
 

@@ -1,0 +1,155 @@
+/**
+ * `npm run bench -- recall`: (1) search latency per store for fulltext, semantic and hybrid, at two
+ * store sizes, searching one owner's 10 sessions; (2) recall@5 on generated questions whose answers
+ * lie outside the window, substring vs fulltext vs hybrid; (3) tokens sent per turn over a 200-turn
+ * conversation: the whole history, the window alone, and summaries plus the window.
+ * Embeddings come from the test suite's synonym model (in process, no HTTP), so the ranking is real
+ * but the vectors are small (16 dimensions); a production model's 768–3072 dimensions cost more per
+ * scanned vector.
+ */
+import { randomBytes } from "node:crypto";
+import type { Embedder } from "../src/core/embeddings.js";
+import { createMemory, type Memory } from "../src/core/memory.js";
+import type { SearchMode } from "../src/core/search.js";
+import type { MessageInput, SessionStore } from "../src/core/types.js";
+import { createMemoryStore } from "../src/stores/memory.js";
+import { createSqliteStore } from "../src/stores/sqlite.js";
+import { fakeEmbedding, SYNONYM_GROUPS } from "../test/_fake-upstream.js";
+import { TEST_POSTGRES_URL, TEST_REDIS_URL, serviceAvailable } from "../test/_services.js";
+import { collectGarbage, formatMicros, measure, printTable, QUICK, seededRandom } from "./_harness.js";
+
+const embedder: Embedder = { model: "synonyms-16", embed: async (texts) => texts.map(fakeEmbedding) };
+const random = seededRandom(13);
+const pick = <T>(items: readonly T[]) => items[Math.floor(random() * items.length)];
+const FILLER = ["sounds good", "let me think about it", "thanks for the help", "what else is there", "okay then", "maybe later today"];
+const sentence = () => `${pick(FILLER)} ${pick(pick(SYNONYM_GROUPS))} ${pick(FILLER)} ${randomBytes(3).toString("hex")}`;
+
+async function fill(memory: Memory, sessions: number, perSession: number, owner: (i: number) => string): Promise<void> {
+  for (let s = 0; s < sessions; s++) {
+    const session = await memory.startSession({ userId: owner(s) });
+    const messages: MessageInput[] = Array.from({ length: perSession }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: sentence() }));
+    await memory.addMessages(session.id, messages, { userId: owner(s) });
+    if (s % 50 === 49) await memory.idle();
+  }
+  await memory.idle();
+}
+
+/** (1) Search latency, one owner's 10 sessions, at two store sizes. */
+async function latency(): Promise<void> {
+  const sizes = QUICK ? [1_000, 4_000] : [10_000, 40_000];
+  const perSession = 100;
+  const stores: [string, () => Promise<SessionStore>][] = [
+    ["memory", async () => createMemoryStore({ maxSessions: 1_000_000, ttlMs: 0 })],
+    ["sqlite", async () => createSqliteStore({ path: ":memory:" })],
+  ];
+  if ((await serviceAvailable("postgres")) === true) {
+    const { createPostgresStore } = await import("../src/stores/postgres.js");
+    stores.push(["postgres", async () => createPostgresStore({ url: TEST_POSTGRES_URL, schema: `tk_bench_${randomBytes(4).toString("hex")}` })]);
+  }
+  if ((await serviceAvailable("redis")) === true) {
+    const { createRedisStore } = await import("../src/stores/redis.js");
+    stores.push(["redis", async () => createRedisStore({ url: TEST_REDIS_URL, keyPrefix: `tkbench${randomBytes(4).toString("hex")}:`, ttlMs: 3_600_000 })]);
+  }
+  const rows: string[][] = [];
+  for (const [name, open] of stores) {
+    const store = await open();
+    const memory = createMemory({ store, embedder, ttlMs: 0 });
+    let built = 0;
+    for (const size of sizes) {
+      const sessions = size / perSession;
+      const started = performance.now();
+      // Owner "bench-owner" holds 10 sessions; the rest belong to others.
+      await fill(memory, sessions - built, perSession, (i) => (built + i < 10 ? "bench-owner" : `other-${(built + i) % 997}`));
+      built = sessions;
+      const buildSeconds = ((performance.now() - started) / 1000).toFixed(0);
+      const cells = [name, size.toLocaleString("en"), `${buildSeconds} s`];
+      for (const mode of ["fulltext", "semantic", "hybrid"] as SearchMode[]) {
+        if (mode === "fulltext" && !store.capabilities.fullTextSearch) {
+          cells.push("–");
+          continue;
+        }
+        const query = () => `${pick(pick(SYNONYM_GROUPS))} ${pick(FILLER).split(" ")[0]}`;
+        const m = await measure(`${name} ${mode}`, () => memory.search(query(), { userId: "bench-owner", mode, limit: 5 }), QUICK ? 20 : 100, { warmup: 10 });
+        cells.push(`${formatMicros(m.p50)} / ${formatMicros(m.p99)}`);
+      }
+      rows.push(cells);
+    }
+    await memory.close();
+    collectGarbage();
+  }
+  console.log("Search latency, p50 / p99 (one owner's 10 sessions × 100 messages; the store holds the total):\n");
+  printTable(["store", "messages", "build", "fulltext", "semantic", "hybrid"], rows);
+}
+
+/** (2) recall@5 on questions whose answers lie outside the window. */
+async function recallAtFive(): Promise<void> {
+  const memory = createMemory({ store: createSqliteStore({ path: ":memory:" }), embedder, ttlMs: 0 });
+  const facts: [fact: string, question: string][] = [
+    ["My car is a blue Volvo, plate KX-{code}", "which automobile do I drive"],
+    ["I buy groceries at the market on Saturdays, order {code}", "where do I do my supermarket shopping"],
+    ["Our puppy is called Bruno, chip {code}", "what is the name of my dog"],
+    ["The invoice {code} has to be paid by Friday", "when is the bill due"],
+    ["Our flight to Lisbon is booked, reference {code}", "what is the reference of my {code} trip"],
+    ["The doctor moved my appointment, case {code}", "case {code}"],
+    ["I play the guitar in a band called {code}", "what music do I play"],
+    ["Forecast says rain all week, alert {code}", "do I need an umbrella"],
+  ];
+  const questions: { sessionId: string; seq: number; question: string }[] = [];
+  const sessions = QUICK ? 10 : 40;
+  for (let s = 0; s < sessions; s++) {
+    const session = await memory.startSession({ userId: "rq" });
+    const [fact, question] = facts[s % facts.length];
+    const code = randomBytes(2).toString("hex").toUpperCase();
+    const messages: MessageInput[] = [{ role: "user", content: `${sentence()}` }, { role: "assistant", content: "ok" }];
+    messages.push({ role: "user", content: fact.replace("{code}", code) }, { role: "assistant", content: "Noted." });
+    for (let i = 0; i < 40; i++) messages.push({ role: i % 2 ? "assistant" : "user", content: sentence() });
+    await memory.addMessages(session.id, messages, { userId: "rq" });
+    // The answer is message 3: 40 messages before the end, outside a window of 20.
+    questions.push({ sessionId: session.id, seq: 3, question: question.replaceAll("{code}", code) });
+  }
+  await memory.idle();
+  const rows: string[][] = [];
+  for (const mode of ["substring", "fulltext", "semantic", "hybrid"] as SearchMode[]) {
+    let found = 0;
+    for (const q of questions) {
+      const hits = await memory.search(q.question, { userId: "rq", sessionId: q.sessionId, mode, limit: 5 });
+      if (hits.some((h) => h.seq === q.seq)) found++;
+    }
+    rows.push([mode, `${found}/${questions.length}`, (found / questions.length).toFixed(2)]);
+  }
+  await memory.close();
+  console.log("\nrecall@5, one question per session, answer 40 messages back (outside a window of 20):\n");
+  printTable(["mode", "found", "recall@5"], rows);
+}
+
+/** (3) Tokens per turn over 200 turns. */
+async function tokensPerTurn(): Promise<void> {
+  const summary = "The user asked a long series of numbered questions about topics and their details; answers were given. ".repeat(4);
+  const variants: [string, Partial<Parameters<typeof createMemory>[0]>][] = [
+    ["whole history (what a client re-sending everything sends)", { window: 1000, tokenBudget: 1_000_000, maxMessages: 0 }],
+    ["window of 20, no summaries", {}],
+    ["summaries + window (serve's default)", { summarizer: { summarize: async () => summary } }],
+  ];
+  const rows: string[][] = [];
+  for (const [label, options] of variants) {
+    const memory = createMemory({ store: createMemoryStore(), ...options });
+    const session = await memory.startSession();
+    const tokens: number[] = [];
+    for (let i = 1; i <= 200; i++) {
+      const input = [{ role: "user" as const, content: `Question ${i}: what do you make of topic number ${i} and its details?` }];
+      const context = await memory.buildContext(session.id, { input, tokenBudget: options.tokenBudget });
+      tokens.push(context.tokens);
+      await memory.addMessages(session.id, [...input, { role: "assistant", content: `Answer ${i}: topic ${i} is interesting, and here are some details about it.` }]);
+    }
+    await memory.close();
+    const at = (n: number) => String(tokens[n - 1]);
+    const late = tokens.slice(100);
+    rows.push([label, at(10), at(50), at(100), at(200), String(Math.max(...late)), String(tokens.reduce((a, b) => a + b, 0))]);
+  }
+  console.log("\nTokens sent per turn over a 200-turn conversation (tokenizer o200k; ~30 tokens a message):\n");
+  printTable(["context", "turn 10", "turn 50", "turn 100", "turn 200", "max 101–200", "total 200 turns"], rows);
+}
+
+await tokensPerTurn();
+await recallAtFive();
+await latency();

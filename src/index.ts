@@ -43,6 +43,14 @@ export { BUILTIN_PHRASES, createResolver, DUTCH_PHRASES, ENGLISH_PHRASES, normal
 export type { PhraseSet, Resolution, Resolver, ResolverOptions } from "./core/state/references.js";
 export { createSummarizer, DEFAULT_SUMMARY_INSTRUCTIONS, summaryRequestBody } from "./llm/summarizer.js";
 export type { SummarizerOptions } from "./llm/summarizer.js";
+export { createEmbedder } from "./llm/embedder.js";
+export type { EmbedderOptions } from "./llm/embedder.js";
+export type { Embedder, EmbeddingOptions } from "./core/embeddings.js";
+export type { RecallOptions } from "./core/context/recall.js";
+export { SEARCH_MODES } from "./core/search.js";
+export type { RankedHit, SearchMode } from "./core/search.js";
+export { canStoreVectors } from "./core/types.js";
+export type { EmbeddingInput, VectorHit, VectorQuery, VectorStore } from "./core/types.js";
 export { exportSessions, importSessions } from "./cli/export-import.js";
 export type { ExportReport, ExportSelection, ImportOptions, ImportReport } from "./cli/export-import.js";
 export { migrateStores } from "./cli/migrate.js";

@@ -584,8 +584,9 @@ export class Memory {
     // With summaries on, the window reaches back to the latest summary while the next one is due.
     // A window asked for explicitly (a preview) is taken as given.
     const reach = this.#compactor.summarizer && options.window === undefined ? this.settings.compaction.threshold + 2 : 0;
+    const startSeq = session ? (options.historyStartsAt ?? historyStart(session)) : 1;
     const loaded: LoadedContext = session
-      ? await loadContext(store, session.id, window + reach, options.preferences, { fromSeq: options.historyStartsAt ?? historyStart(session), upToSeq: options.upToSeq })
+      ? await loadContext(store, session.id, window + reach, options.preferences, { fromSeq: startSeq, upToSeq: options.upToSeq })
       : { history: [], summaries: [], state: { version: 0, data: {} }, preferences: options.preferences };
     const tokenBudget = options.tokenBudget ?? this.settings.tokenBudget;
     const input = options.input ?? [];
@@ -611,7 +612,7 @@ export class Memory {
       now: options.now,
       ...(this.settings.stateNote ? {} : { stateNote: null }),
     });
-    noteCoverage(context, loaded.summaries, loaded.history[0]?.seq);
+    noteCoverage(context, loaded.summaries, loaded.history[0]?.seq, startSeq ?? 1);
     if (recall) context.recalled = recall.recalled.filter((r) => context.includedSeqs.includes(r.seq));
     if (session && loaded.stored && !loaded.stored.sticky) {
       // The context is built; failing the turn over this cleanup would be worse than applying them again.

@@ -27,18 +27,29 @@ export function windowAfterSummary(history: readonly Message[], summaries: reado
  * loaded (before the oldest loaded seq: older than the window, or dropped by the cap) after the
  * newest included summary. Messages left out for the budget are reported as such, not here.
  */
-export function unsummarizedGap(context: AssembledContext, summaries: readonly Summary[], firstLoadedSeq: number | undefined): number {
+export function unsummarizedGap(
+  context: AssembledContext,
+  summaries: readonly Summary[],
+  firstLoadedSeq: number | undefined,
+  startSeq = 1,
+): number {
   if (firstLoadedSeq === undefined) return 0;
   const included = new Set(context.includedSummaryIds);
   let coveredTo = 0;
   for (const s of summaries) if (included.has(s.id)) coveredTo = Math.max(coveredTo, s.toSeq);
   const leftOut = (context.omitted.seqs?.window ?? []).filter((seq) => seq > coveredTo).length;
-  return leftOut + Math.max(0, firstLoadedSeq - 1 - coveredTo);
+  // Seqs before `startSeq` are not this line's history (a branch that starts later), so not missing.
+  return leftOut + Math.max(0, firstLoadedSeq - Math.max(coveredTo + 1, startSeq));
 }
 
 /** Marks a context whose older turns were left out without a summary (`omitted.unsummarized`, `warnings`). */
-export function noteCoverage(context: AssembledContext, summaries: readonly Summary[], firstLoadedSeq: number | undefined): AssembledContext {
-  const gap = unsummarizedGap(context, summaries, firstLoadedSeq);
+export function noteCoverage(
+  context: AssembledContext,
+  summaries: readonly Summary[],
+  firstLoadedSeq: number | undefined,
+  startSeq = 1,
+): AssembledContext {
+  const gap = unsummarizedGap(context, summaries, firstLoadedSeq, startSeq);
   context.omitted.unsummarized = gap;
   if (gap > 0) context.warnings = [...(context.warnings ?? []), HISTORY_OMITTED];
   return context;

@@ -345,7 +345,9 @@ export class Memory {
       // path below, which creates, deletes or refuses as before.
       const id = parseSessionId(sessionId);
       try {
-        return await store.appendMessages(id, valid, { ...write, owner: this.#scope(userId) });
+        const added = await store.appendMessages(id, valid, { ...write, owner: this.#scope(userId) });
+        this.#vectors?.schedule(store, id);
+        return added;
       } catch (error) {
         if (!isThreadkeepError(error, "session_not_found")) throw error;
       }

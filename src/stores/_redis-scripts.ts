@@ -52,21 +52,25 @@ expireAt(tonumber(ARGV[3]), tonumber(ARGV[5]))
 return 1`,
 );
 
+/** The stored messages within seq bounds, then the last N or the first `limit` (ARGV from index `a`: lowest, highest, last, limit; '' unset). */
+const READ_RANGE = `
+local function readRange(a)
+  local n = redis.call('LLEN', MSGS)
+  if n == 0 then return {} end
+  local first = tonumber(redis.call('HGET', META, 'first') or '1')
+  local lo, hi = first, first + n - 1
+  if ARGV[a] ~= '' then lo = math.max(lo, tonumber(ARGV[a])) end
+  if ARGV[a + 1] ~= '' then hi = math.min(hi, tonumber(ARGV[a + 1])) end
+  if ARGV[a + 2] ~= '' then lo = math.max(lo, hi - tonumber(ARGV[a + 2]) + 1)
+  elseif ARGV[a + 3] ~= '' then hi = math.min(hi, lo + tonumber(ARGV[a + 3]) - 1) end
+  if hi < lo then return {} end
+  return redis.call('LRANGE', MSGS, lo - first, hi - first)
+end
+`;
+
 /** ARGV: lowest seq, highest seq, last, limit ('' for unset). Returns the stored message strings. */
-export const RANGE = script(
-  "range",
-  `${SESSION}
-local n = redis.call('LLEN', MSGS)
-if n == 0 then return {} end
-local first = tonumber(redis.call('HGET', META, 'first') or '1')
-local lo, hi = first, first + n - 1
-if ARGV[1] ~= '' then lo = math.max(lo, tonumber(ARGV[1])) end
-if ARGV[2] ~= '' then hi = math.min(hi, tonumber(ARGV[2])) end
-if ARGV[3] ~= '' then lo = math.max(lo, hi - tonumber(ARGV[3]) + 1)
-elseif ARGV[4] ~= '' then hi = math.min(hi, lo + tonumber(ARGV[4]) - 1) end
-if hi < lo then return {} end
-return redis.call('LRANGE', MSGS, lo - first, hi - first)`,
-);
+export const RANGE = script("range", `${SESSION}${READ_RANGE}
+return readRange(1)`);
 
 /**
  * An owner-scoped read. ARGV: owner, activeSince ('' none), from, to, last, limit ('' each when unset).
@@ -74,19 +78,10 @@ return redis.call('LRANGE', MSGS, lo - first, hi - first)`,
  */
 export const OWNED_RANGE = script(
   "owned-range",
-  `${SESSION}
+  `${SESSION}${READ_RANGE}
 local owner = redis.call('HMGET', META, 'userId', 'lastActivityAt')
 if not owner[1] or owner[1] ~= ARGV[1] or (ARGV[2] ~= '' and tonumber(owner[2]) < tonumber(ARGV[2])) then return {-1} end
-local n = redis.call('LLEN', MSGS)
-if n == 0 then return {1} end
-local first = tonumber(redis.call('HGET', META, 'first') or '1')
-local lo, hi = first, first + n - 1
-if ARGV[3] ~= '' then lo = math.max(lo, tonumber(ARGV[3])) end
-if ARGV[4] ~= '' then hi = math.min(hi, tonumber(ARGV[4])) end
-if ARGV[5] ~= '' then lo = math.max(lo, hi - tonumber(ARGV[5]) + 1)
-elseif ARGV[6] ~= '' then hi = math.min(hi, lo + tonumber(ARGV[6]) - 1) end
-if hi < lo then return {1} end
-local out = redis.call('LRANGE', MSGS, lo - first, hi - first)
+local out = readRange(3)
 table.insert(out, 1, 1)
 return out`,
 );

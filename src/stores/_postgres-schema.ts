@@ -356,6 +356,15 @@ const CONNECTION_CODES = new Set([
   "CONNECTION_DESTROYED",
 ]);
 
+/** Codes of a connection that was never made: nothing was sent on it. */
+const UNSENT_CODES = new Set(["ECONNREFUSED", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN", "CONNECT_TIMEOUT"]);
+
+/** True when `error` says the server could not be reached or the connection broke. */
+export function isConnectionError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" && CONNECTION_CODES.has(code);
+}
+
 /**
  * Turns a driver error into a coded {@link ThreadkeepError}, keeping it as `cause`. Constraint
  * violations get their own codes; everything else from underneath is `store_unavailable`, because a
@@ -383,5 +392,10 @@ export function toStoreError(error: unknown, what: string): unknown {
   // The server's own words ("database \"x\" does not exist") say what to fix; the code alone does not.
   const said = (error as { message?: unknown }).message;
   const detail = typeof said === "string" && said ? `: ${said.slice(0, 200)}` : "";
-  return new ThreadkeepError("store_unavailable", `${what}: ${reason} (${code})${detail}`, { cause: error });
+  // A connection that broke with the statement on it leaves the statement's outcome unknown.
+  const unknown = CONNECTION_CODES.has(code) && !UNSENT_CODES.has(code);
+  return new ThreadkeepError("store_unavailable", `${what}: ${reason} (${code})${detail}`, {
+    cause: error,
+    ...(unknown ? { details: { outcome: "unknown" } } : {}),
+  });
 }

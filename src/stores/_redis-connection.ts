@@ -145,7 +145,7 @@ export class RedisConnection {
     return new Promise<T>((resolve, reject) => {
       // node-redis times out only commands not yet written; a server that stops answering needs this.
       const timer = setTimeout(
-        () => reject(this.#unavailable(`Redis at ${this.#where} did not answer within ${ms} ms`)),
+        () => reject(this.#unknown(this.#unavailable(`Redis at ${this.#where} did not answer within ${ms} ms`))),
         ms,
       );
       client.sendCommand(args).then(
@@ -155,7 +155,11 @@ export class RedisConnection {
         },
         (error) => {
           clearTimeout(timer);
-          reject(error);
+          // A reply, or a refusal while offline, says what happened; a connection that broke with the
+          // command on it does not: it may have run.
+          const m = this.#module;
+          const known = !m || error instanceof m.ErrorReply || error instanceof m.ClientOfflineError || error instanceof m.ClientClosedError;
+          reject(known ? error : this.#unknown(this.#translate(error)));
         },
       );
     });
@@ -287,6 +291,11 @@ export class RedisConnection {
       const timer = setTimeout(done, ms);
       this.#readyWaiters.add(done);
     });
+  }
+
+  /** The same failure, marked as one whose command may or may not have run. */
+  #unknown(error: ThreadkeepError): ThreadkeepError {
+    return new ThreadkeepError(error.code, error.message, { cause: error.cause, details: { outcome: "unknown" } });
   }
 
   #unavailable(message: string, cause: unknown = this.#lastError): ThreadkeepError {

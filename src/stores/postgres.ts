@@ -21,6 +21,8 @@ import type {
 import { checkHistoryOptions, operationDigest } from "./_history.js";
 import * as history from "./_postgres-history.js";
 import { PostgresLeases } from "./_postgres-lease.js";
+import { PgOperations } from "./_postgres-operations.js";
+import { timeoutsOf } from "./_postgres-timeouts.js";
 import { missingVectors, putVectors, searchVectors } from "./_postgres-vectors.js";
 import {
   bodyOf,
@@ -66,9 +68,17 @@ export interface PostgresStoreOptions {
   ftsLanguage?: string;
   /** The PostgreSQL schema that holds threadkeep's tables; created when missing. @default "public" */
   schema?: string;
-  /** How long to wait for a connection before failing with `store_unavailable`. @default 5 */
+  /**
+   * How long to wait for a connection before failing with `store_unavailable`; once the server has been
+   * unreachable this long, operations fail at once until it answers again. Also `?connect_timeout=`
+   * (seconds) in the URL. @default 2
+   */
   connectTimeoutSeconds?: number;
-  /** An operation with no answer within this long fails with `store_unavailable` (the server stops it too). @default 15000 */
+  /**
+   * An operation with no answer within this long fails with `store_unavailable` (the server stops it
+   * too); a write that timed out may still have happened. Also `?query_timeout=` (milliseconds) in the
+   * URL. @default 5000
+   */
   queryTimeoutMs?: number;
   /** Sessions deleted per statement by `expire()`, so a large cleanup never holds one giant lock. @default 500 */
   expireBatchSize?: number;
@@ -94,15 +104,6 @@ function anyWord(text: string): string {
     .join(" or ");
 }
 
-/** How often the deadlines of operations under way are checked. */
-const WATCHDOG_MS = 250;
-
-interface Operation {
-  deadline: number;
-  what: string;
-  reject: (error: unknown) => void;
-  work: Promise<void> | null;
-}
 
 /**
  * A PostgreSQL store: the system of record when several threadkeep processes share sessions.
@@ -117,7 +118,8 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
     );
   }
   const lang = options.ftsLanguage ?? "english";
-  const queryTimeoutMs = options.queryTimeoutMs ?? 15_000;
+  const settings = timeoutsOf(options);
+  const { queryTimeoutMs, connectTimeoutMs } = settings;
   const batchSize = Math.max(1, options.expireBatchSize ?? 500);
   // A short, valid channel name per schema, so stores of different schemas do not wake each other.
   const channel = `threadkeep_${createHash("sha256").update(schema).digest("hex").slice(0, 16)}`;
@@ -125,14 +127,11 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
   let ready: Promise<PgSql> | null = null;
   let closing: Promise<void> | null = null;
   let closed = false;
-  /** Operations under way: for their deadlines, and so that close() lets them finish first. */
-  const pending = new Set<Operation>();
-  let watchdog: NodeJS.Timeout | null = null;
 
   const open = async (): Promise<PgSql> => {
-    client ??= await openClient(options.url, {
+    client ??= await openClient(settings.url, {
       poolSize: options.poolSize ?? 10,
-      connectTimeoutSeconds: options.connectTimeoutSeconds ?? 5,
+      connectTimeoutSeconds: connectTimeoutMs / 1000,
       schema,
       queryTimeoutMs,
     });
@@ -152,50 +151,9 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
     return ready;
   };
 
-  /**
-   * Runs one store operation with a deadline, mapping driver errors to coded ones. One watchdog timer
-   * serves every operation under way (a timer each would cost the hot path more than the query's
-   * own JavaScript); it overshoots a deadline by at most WATCHDOG_MS.
-   */
-  const run = <T>(what: string, fn: (sql: PgSql) => Promise<T>): Promise<T> =>
-    new Promise<T>((resolve, reject) => {
-      const op: Operation = { deadline: Date.now() + queryTimeoutMs, what, reject, work: null };
-      pending.add(op);
-      watch();
-      op.work = connected()
-        .then(fn)
-        .then(
-          (value) => {
-            pending.delete(op);
-            resolve(value);
-          },
-          (error) => {
-            pending.delete(op);
-            reject(toStoreError(error, what));
-          },
-        );
-    });
-  const watch = () => {
-    if (watchdog) return;
-    watchdog = setInterval(() => {
-      const now = Date.now();
-      for (const op of pending) {
-        if (op.deadline > now) continue;
-        pending.delete(op);
-        op.reject(
-          new ThreadkeepError(
-            "store_unavailable",
-            `${op.what}: no answer from PostgreSQL within ${queryTimeoutMs} ms`,
-          ),
-        );
-      }
-      if (pending.size === 0 && watchdog) {
-        clearInterval(watchdog);
-        watchdog = null;
-      }
-    }, WATCHDOG_MS);
-    watchdog.unref();
-  };
+  const operations = new PgOperations({ connected, queryTimeoutMs, connectTimeoutMs });
+  const run = <T>(what: string, fn: (sql: PgSql) => Promise<T>): Promise<T> => operations.run(what, fn);
+  const pending = operations.pending;
 
   const leases = new PostgresLeases({
     sql: connected,
@@ -542,6 +500,7 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
         // Held turns are given back first, while the pool still answers.
         await leases.close();
         closed = true;
+        operations.close();
         // Bounded like every operation, so a connection that went silent cannot hold close() up.
         let timer: NodeJS.Timeout | undefined;
         const patience = new Promise((resolve) => {

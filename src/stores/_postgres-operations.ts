@@ -1,0 +1,161 @@
+/**
+ * How the PostgreSQL store runs its operations so that an outage costs a turn milliseconds, not
+ * seconds: every operation has a deadline, and once the server has been unreachable for the connect
+ * timeout, operations fail at once (as on Redis) while one probe at a time finds out when it is back.
+ */
+import { ThreadkeepError } from "../core/errors.js";
+import type { PgSql } from "./_postgres-schema.js";
+import { isConnectionError, toStoreError } from "./_postgres-schema.js";
+
+/** How often the deadlines of operations under way are checked. */
+const WATCHDOG_MS = 250;
+/** How often a store that is down tries the server again. */
+const PROBE_MS = 250;
+
+interface Operation {
+  deadline: number;
+  what: string;
+  reject: (error: unknown) => void;
+  work: Promise<void> | null;
+}
+
+/** Settings of {@link PgOperations}. */
+export interface PgOperationsOptions {
+  /** The migrated client (connected on first use; a failed start is retried). */
+  connected: () => Promise<PgSql>;
+  queryTimeoutMs: number;
+  connectTimeoutMs: number;
+}
+
+/** An error whose write may or may not have happened: the request may have reached the server. */
+export function outcomeUnknown(what: string, message: string, cause?: unknown): ThreadkeepError {
+  return new ThreadkeepError("store_unavailable", `${what}: ${message}`, {
+    cause,
+    details: { outcome: "unknown" },
+  });
+}
+
+/** The operations of one store: deadlines, the outage state and its probe. */
+export class PgOperations {
+  readonly #options: PgOperationsOptions;
+  /** Operations under way: for their deadlines, and so that close() lets them finish first. */
+  readonly pending = new Set<Operation>();
+  #watchdog: NodeJS.Timeout | null = null;
+  /** When the server was first found unreachable in the current outage; 0 while it answers. */
+  #downSince = 0;
+  #probe: NodeJS.Timeout | null = null;
+  #probing = false;
+  #closed = false;
+
+  constructor(options: PgOperationsOptions) {
+    this.#options = options;
+  }
+
+  /**
+   * Runs one store operation with a deadline, mapping driver errors to coded ones. One watchdog timer
+   * serves every operation under way (a timer each would cost the hot path more than the query's own
+   * JavaScript); it overshoots a deadline by at most WATCHDOG_MS. While the server has been
+   * unreachable longer than the connect timeout, the operation is refused without being sent.
+   */
+  run<T>(what: string, fn: (sql: PgSql) => Promise<T>): Promise<T> {
+    if (this.#refusing()) {
+      return Promise.reject(
+        new ThreadkeepError(
+          "store_unavailable",
+          `${what}: the PostgreSQL server has been unreachable for ${Math.round((Date.now() - this.#downSince) / 100) / 10} s`,
+        ),
+      );
+    }
+    const { queryTimeoutMs, connectTimeoutMs } = this.#options;
+    // In an outage that began just now, wait only what is left of its connect timeout.
+    const deadline = this.#downSince
+      ? Math.min(Date.now() + queryTimeoutMs, this.#downSince + connectTimeoutMs)
+      : Date.now() + queryTimeoutMs;
+    return new Promise<T>((resolve, reject) => {
+      const op: Operation = { deadline, what, reject, work: null };
+      this.pending.add(op);
+      this.#watch();
+      op.work = this.#options
+        .connected()
+        .then(fn)
+        .then(
+          (value) => {
+            this.pending.delete(op);
+            this.#up();
+            resolve(value);
+          },
+          (error) => {
+            this.pending.delete(op);
+            const coded = toStoreError(error, what);
+            if (isConnectionError(error)) this.#down();
+            reject(coded);
+          },
+        );
+    });
+  }
+
+  /** Stops the probe and the watchdog (the store is closing). */
+  close(): void {
+    this.#closed = true;
+    if (this.#probe) clearTimeout(this.#probe);
+    this.#probe = null;
+  }
+
+  #refusing(): boolean {
+    return this.#downSince > 0 && Date.now() - this.#downSince >= this.#options.connectTimeoutMs;
+  }
+
+  #down(): void {
+    if (this.#downSince) return;
+    this.#downSince = Date.now();
+    this.#scheduleProbe();
+  }
+
+  #up(): void {
+    this.#downSince = 0;
+  }
+
+  /** One `SELECT 1` at a time while down; the first answer ends the outage for every caller. */
+  #scheduleProbe(): void {
+    if (this.#probe || this.#closed) return;
+    this.#probe = setTimeout(() => {
+      this.#probe = null;
+      if (!this.#downSince || this.#probing || this.#closed) return;
+      this.#probing = true;
+      let timer: NodeJS.Timeout | undefined;
+      const limit = new Promise<void>((_, reject) => {
+        timer = setTimeout(() => reject(new Error("probe timed out")), this.#options.connectTimeoutMs);
+      });
+      Promise.race([this.#options.connected().then((sql) => sql`SELECT 1`), limit])
+        .then(
+          () => this.#up(),
+          () => {},
+        )
+        .finally(() => {
+          clearTimeout(timer);
+          this.#probing = false;
+          if (this.#downSince) this.#scheduleProbe();
+        });
+    }, PROBE_MS);
+    this.#probe.unref();
+  }
+
+  #watch(): void {
+    if (this.#watchdog) return;
+    this.#watchdog = setInterval(() => {
+      const now = Date.now();
+      for (const op of this.pending) {
+        if (op.deadline > now) continue;
+        this.pending.delete(op);
+        // Sent or still queued in the driver, nobody can tell: a write may yet land.
+        op.reject(outcomeUnknown(op.what, "no answer from PostgreSQL in time"));
+        this.#down();
+      }
+      if (this.pending.size === 0 && this.#watchdog) {
+        clearInterval(this.#watchdog);
+        this.#watchdog = null;
+      }
+    }, WATCHDOG_MS);
+    this.#watchdog.unref();
+  }
+}

@@ -87,6 +87,15 @@ export function isThreadkeepError(error: unknown, code?: ErrorCode): error is Th
   return error instanceof ThreadkeepError && (code === undefined || error.code === code);
 }
 
+/**
+ * True when a store write failed without anyone knowing whether it happened: the request may have
+ * reached the store before its answer was lost (a timeout, a connection that broke). A retry with the
+ * same `operationId` stores it at most once.
+ */
+export function isOutcomeUnknown(error: unknown): boolean {
+  return isThreadkeepError(error, "store_unavailable") && error.details?.outcome === "unknown";
+}
+
 /** The store could not be reached or failed underneath; retrying later may succeed. */
 export class StoreUnavailableError extends ThreadkeepError {
   constructor(message: string, options: ThreadkeepErrorOptions = {}) {

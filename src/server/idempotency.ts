@@ -1,11 +1,17 @@
 import { createHash } from "node:crypto";
 import { ThreadkeepError } from "../core/errors.js";
+import type { MessageInput } from "../core/types.js";
+import type { ReconcilePlan } from "../core/reconcile.js";
 
 /** A finished turn's answer, kept to replay for a retry with the same `Idempotency-Key`. */
-export type TurnOutcome =
+export type TurnOutcome = (
   | { kind: "json"; status: number; headers: Record<string, string>; body: unknown }
   /** `events`: the SSE text sent, in the pieces it was written. */
-  | { kind: "sse"; status: number; headers: Record<string, string>; events: string[] };
+  | { kind: "sse"; status: number; headers: Record<string, string>; events: string[] }
+) & {
+  /** The turn's commit when its save was unconfirmed: a retry makes it (at most once) before replaying. */
+  unconfirmed?: { messages: MessageInput[]; reconciled?: ReconcilePlan };
+};
 
 /** Options of {@link IdempotencyCache}. */
 export interface IdempotencyOptions {

@@ -10,7 +10,7 @@ import { type Item, newItemId } from "../core/items/index.js";
 import type { MessageInput } from "../core/types.js";
 import type { StreamAccumulator, StreamEvent } from "../llm/openai-compatible.js";
 import { outputMessages, type ResponseMeta, responseObject, type ResponseUsage, statusOf, usageOf } from "./responses-object.js";
-import type { StreamDialect } from "./stream.js";
+import { type StreamDialect, type StreamEnd, saveWarningLine } from "./stream.js";
 
 interface OpenText {
   kind: "text";
@@ -161,7 +161,7 @@ export class ResponsesStream implements StreamDialect {
     });
   }
 
-  close(end: { saved: boolean; failure?: unknown; sawDone: boolean }): string {
+  close(end: StreamEnd): string {
     const final = this.#final;
     if (!final) return "";
     let out = "";
@@ -181,7 +181,7 @@ export class ResponsesStream implements StreamDialect {
       out += this.#frame("response.function_call_arguments.done", { item_id: item.id, output_index: item.index, name: item.name, arguments: item.arguments });
       out += this.#frame("response.output_item.done", { output_index: item.index, item: this.#callItem(item) });
     }
-    if (!end.saved) out += ": x-threadkeep-warning: not-saved\n\n";
+    out += saveWarningLine(end);
     const response = responseObject(this.#meta, { ...final, usage: this.#usage });
     return out + this.#frame(final.status === "completed" ? "response.completed" : "response.incomplete", { response });
   }

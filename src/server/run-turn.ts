@@ -11,12 +11,12 @@ import { type Upstream, UpstreamError } from "../llm/openai-compatible.js";
 import { committedCompletion, markCommitted, operationIdOf } from "./_idempotent-commit.js";
 import { fingerprintOf, type IdempotencyCache, type TurnOutcome } from "./idempotency.js";
 import { secondsSince, type ServerMetrics } from "./metrics.js";
-import { type StreamDialect, streamTurn } from "./stream.js";
-import { commitTurn, type LoadedTurn, loadTurn, type PlannedTurn, type TurnDeps, withTurnLease } from "./turn.js";
+import { saveWarningLine, type StreamDialect, streamTurn } from "./stream.js";
+import { type CommitResult, commitTurn, type LoadedTurn, loadTurn, type PlannedTurn, type TurnDeps, withTurnLease } from "./turn.js";
 
 /** The header that carries the session id, both ways. */
 export const SESSION_HEADER = "x-session-id";
-/** The header that reports a degraded turn: `context-unavailable`, `not-saved`, `input-truncated`, `history-omitted`. */
+/** The header that reports a degraded turn: `context-unavailable`, `not-saved`, `save-unconfirmed`, `input-truncated`, `history-omitted`. */
 export const WARNING_HEADER = "x-threadkeep-warning";
 
 /** What every turn route needs. */
@@ -83,6 +83,7 @@ export async function runIdempotentTurn(
   const operationId = operationIdOf(request.userId, turn.scope, key);
   const ticket = await deps.idempotency.begin(`${request.userId}\n${turn.scope}\n${key}`, fingerprintOf(turn.body));
   if (!ticket.first) {
+    if (ticket.outcome.unconfirmed) await confirmSave(deps, request, turn.sessionId, ticket.outcome, operationId);
     replay(reply, ticket.outcome);
     return reply;
   }
@@ -93,6 +94,36 @@ export async function runIdempotentTurn(
     ticket.settle(outcome);
   }
   return reply;
+}
+
+/**
+ * Saves the turn of a recorded outcome whose save was unconfirmed, in line with the session's turns;
+ * the operation id makes it a no-op if the first save did land. Once saved, the outcome (and every
+ * later replay) no longer carries the warning.
+ */
+async function confirmSave(
+  deps: TurnRouteDeps,
+  request: FastifyRequest,
+  sessionId: string,
+  outcome: TurnOutcome,
+  operationId: string,
+): Promise<void> {
+  const unconfirmed = outcome.unconfirmed;
+  if (!unconfirmed) return;
+  const turn: TurnDeps = { memory: deps.memory, metrics: deps.metrics, log: request.log };
+  const committed = await withTurnLease(turn, sessionId, (fence) =>
+    commitTurn(turn, sessionId, request.userId, unconfirmed.messages, fence, undefined, operationId, unconfirmed.reconciled),
+  );
+  if (committed !== "saved" || outcome.unconfirmed !== unconfirmed) return;
+  outcome.unconfirmed = undefined;
+  const rest = (outcome.headers[WARNING_HEADER] ?? "")
+    .split(", ")
+    .filter((w) => w && w !== "save-unconfirmed");
+  if (rest.length > 0) outcome.headers[WARNING_HEADER] = rest.join(", ");
+  else delete outcome.headers[WARNING_HEADER];
+  if (outcome.kind === "sse") {
+    outcome.events = outcome.events.map((e) => e.replace(saveWarningLine({ saved: false, warning: "save-unconfirmed", sawDone: false }), ""));
+  }
 }
 
 /**
@@ -163,13 +194,21 @@ export async function runTurn(
         deps.metrics.upstreamSeconds.observe(secondsSince(upstreamStart));
       }
       const answer = dialect.complete(completion, loaded);
-      const saved =
-        dialect.persist === false ||
-        (await commitTurn(turn, sessionId, userId, markCommitted([...loaded.toStore, ...answer.reply], operationId), fence, loaded.session, operationId, loaded.reconciled));
-      if (!saved) addWarning(headers, "not-saved");
-      outcomeLabel = saved ? "ok" : "not_saved";
+      const messages = markCommitted([...loaded.toStore, ...answer.reply], operationId);
+      const committed: CommitResult =
+        dialect.persist === false
+          ? "saved"
+          : await commitTurn(turn, sessionId, userId, messages, fence, loaded.session, operationId, loaded.reconciled);
+      if (committed !== "saved") addWarning(headers, committed);
+      outcomeLabel = committed === "saved" ? "ok" : committed.replace("-", "_");
       reply.code(200).headers(headers).send(answer.body);
-      return { kind: "json", status: 200, headers, body: answer.body };
+      return {
+        kind: "json",
+        status: 200,
+        headers,
+        body: answer.body,
+        ...(committed === "save-unconfirmed" ? { unconfirmed: { messages, reconciled: loaded.reconciled } } : {}),
+      };
     });
   } catch (error) {
     outcomeLabel = error instanceof UpstreamError ? "upstream_error" : "error";

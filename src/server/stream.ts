@@ -11,7 +11,7 @@ import { errorBody } from "./errors.js";
 import type { TurnOutcome } from "./idempotency.js";
 import { secondsSince } from "./metrics.js";
 import { markCommitted } from "./_idempotent-commit.js";
-import { commitTurn, type LoadedTurn, replyMessage, type TurnDeps } from "./turn.js";
+import { type CommitResult, commitTurn, type LoadedTurn, replyMessage, type TurnDeps } from "./turn.js";
 
 /** How one API frames a streamed turn. Each method returns SSE text to send ("" for nothing). */
 export interface StreamDialect {
@@ -22,7 +22,21 @@ export interface StreamDialect {
   /** The reply messages to store; `incomplete` when the client left or the upstream failed. */
   reply(accumulator: StreamAccumulator, incomplete: boolean): MessageInput[];
   /** Sent after the commit (when the client is still there). */
-  close(end: { saved: boolean; failure?: unknown; sawDone: boolean }): string;
+  close(end: StreamEnd): string;
+}
+
+/** How a streamed turn ended, for its closing frames. */
+export interface StreamEnd {
+  saved: boolean;
+  /** Why it is not saved: `not-saved` or `save-unconfirmed`. @default "not-saved" */
+  warning?: string;
+  failure?: unknown;
+  sawDone: boolean;
+}
+
+/** The SSE comment that carries a save warning (headers are long gone by then); empty when saved. */
+export function saveWarningLine(end: StreamEnd): string {
+  return end.saved ? "" : `: x-threadkeep-warning: ${end.warning ?? "not-saved"}\n\n`;
 }
 
 /** Chat completions: upstream events pass through verbatim; `[DONE]` waits for the commit. */
@@ -35,13 +49,14 @@ export const chatStreamDialect: StreamDialect = {
       : replyMessage(accumulator.message(), { model: accumulator.model, finishReason: accumulator.finishReason });
     return answer ? [answer] : [];
   },
-  close({ saved, failure, sawDone }) {
+  close(end) {
+    const { failure, sawDone } = end;
     let tail = "";
     if (failure !== undefined) {
       tail += `data: ${JSON.stringify(errorBody(502, "upstream_error", `The upstream stream failed: ${(failure as Error)?.message ?? failure}`))}\n\n`;
     }
     // Headers are long gone; an SSE comment carries the warning without disturbing clients.
-    if (!saved) tail += ": x-threadkeep-warning: not-saved\n\n";
+    tail += saveWarningLine(end);
     if (sawDone) tail += "data: [DONE]\n\n";
     return tail;
   },
@@ -158,9 +173,12 @@ export async function streamTurn(input: StreamTurnInput): Promise<StreamTurnResu
 
   const incomplete = clientGone || failure !== undefined;
   const replyMessages = dialect.reply(accumulator, incomplete);
-  const saved =
-    input.persist === false ||
-    (await commitTurn(turn, input.sessionId, input.userId, markCommitted([...loaded.toStore, ...replyMessages], input.operationId), input.fence, loaded.session, input.operationId, loaded.reconciled));
+  const toCommit = markCommitted([...loaded.toStore, ...replyMessages], input.operationId);
+  const committed: CommitResult =
+    input.persist === false
+      ? "saved"
+      : await commitTurn(turn, input.sessionId, input.userId, toCommit, input.fence, loaded.session, input.operationId, loaded.reconciled);
+  const saved = committed === "saved";
   raw.off("close", onClose);
 
   if (failure !== undefined) {
@@ -171,14 +189,20 @@ export async function streamTurn(input: StreamTurnInput): Promise<StreamTurnResu
     turn.metrics.error("upstream_stream_failed");
   }
   if (!raw.destroyed && !raw.writableEnded) {
-    const tail = dialect.close({ saved, failure, sawDone });
+    const tail = dialect.close({ saved, warning: saved ? undefined : committed, failure, sawDone });
     if (input.record) recorded.push(tail);
     raw.end(tail);
   }
-  const label = incomplete ? (clientGone ? "incomplete" : "upstream_error") : saved ? "ok" : "not_saved";
+  const label = incomplete ? (clientGone ? "incomplete" : "upstream_error") : saved ? "ok" : committed.replace("-", "_");
   const outcome: TurnOutcome | undefined = incomplete
     ? undefined
-    : { kind: "sse", status: 200, headers, events: recorded };
+    : {
+        kind: "sse",
+        status: 200,
+        headers,
+        events: recorded,
+        ...(committed === "save-unconfirmed" ? { unconfirmed: { messages: toCommit, reconciled: loaded.reconciled } } : {}),
+      };
   return { label, outcome };
 }
 

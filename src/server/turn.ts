@@ -4,7 +4,7 @@
  * (degrading to "not saved"). The decisions to degrade are made here, logged and reported.
  */
 import type { FastifyBaseLogger } from "fastify";
-import { isThreadkeepError } from "../core/errors.js";
+import { isOutcomeUnknown, isThreadkeepError } from "../core/errors.js";
 import type { Memory } from "../core/memory.js";
 import { isHiddenCarrier } from "../core/items/index.js";
 import { toChatMessage } from "../core/messages.js";
@@ -150,7 +150,16 @@ export async function loadTurn(
   }
 }
 
-/** Stores a turn in one append. @returns false (logged, counted) when it could not be saved. */
+/**
+ * How a commit ended: stored; `not-saved` (refused, or the store was down before the write); or
+ * `save-unconfirmed` (the write was sent but its answer lost: it may have been stored).
+ */
+export type CommitResult = "saved" | "not-saved" | "save-unconfirmed";
+
+/**
+ * Stores a turn in one append; with `operationId` (from an `Idempotency-Key`) a retry stores it at
+ * most once. Failures are logged and counted, and reported in the result, never thrown.
+ */
 export async function commitTurn(
   deps: TurnDeps,
   sessionId: string,
@@ -160,21 +169,26 @@ export async function commitTurn(
   session?: Session,
   operationId?: string,
   reconciled?: ReconcilePlan,
-): Promise<boolean> {
+): Promise<CommitResult> {
   const start = performance.now();
   try {
     const options = { userId, fence, session, operationId, branch: reconciled?.branch };
     if (reconciled?.replaceAfter !== undefined) await deps.memory.replaceAfter(sessionId, reconciled.replaceAfter, messages, options);
     else await deps.memory.addMessages(sessionId, messages, options);
     if (reconciled?.metadata) await deps.memory.updateSessionMetadata(sessionId, reconciled.metadata, { userId });
-    return true;
+    return "saved";
   } catch (error) {
     // An attempt of this idempotent request on another process committed already: stored once.
-    if (operationId && isThreadkeepError(error, "operation_conflict")) return true;
-    // The reply is already paid for: the client still gets it, told that it was not saved.
+    if (operationId && isThreadkeepError(error, "operation_conflict")) return "saved";
+    // The reply is already paid for: the client still gets it, told honestly what became of it.
+    if (isOutcomeUnknown(error)) {
+      deps.log.warn({ err: error, sessionId }, "saving the turn got no answer; it may or may not be stored");
+      deps.metrics.error("save_unconfirmed");
+      return "save-unconfirmed";
+    }
     deps.log.warn({ err: error, sessionId }, "could not save the turn; the reply is returned unsaved");
     deps.metrics.error("not_saved");
-    return false;
+    return "not-saved";
   } finally {
     deps.metrics.commitSeconds.observe(secondsSince(start));
   }

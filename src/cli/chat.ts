@@ -266,6 +266,7 @@ Example:
         tokenBudget: config.tokenBudget,
         maxMessages: config.maxMessages,
         ttlMs: config.ttlMs,
+        leaseTtlMs: config.leaseTtlMs,
         defaultUserId: flags.user ?? (process.env.THREADKEEP_USER || "default"),
         ...recallMemoryOptions(resolveRecallConfig(flags), config, upstream),
       });

@@ -22,6 +22,8 @@ export interface ThreadkeepConfig {
   tokenBudget: number;
   maxMessages: number;
   ttlMs: number;
+  /** Lifetime of a turn's lease, renewed while the turn runs: how long a crashed process holds a session. */
+  leaseTtlMs: number;
   /** Largest accepted request body, in bytes. */
   bodyLimit: number;
   /** Server processes sharing the port (`serve --workers`). @default 1 */
@@ -30,7 +32,7 @@ export interface ThreadkeepConfig {
 
 /** The flag values commander hands over (all strings, all optional). */
 export type ConfigFlags = Partial<Record<
-  "host" | "port" | "store" | "upstream" | "upstreamKey" | "apiKeys" | "model" | "window" | "tokenBudget" | "maxMessages" | "ttl" | "bodyLimit" | "workers",
+  "host" | "port" | "store" | "upstream" | "upstreamKey" | "apiKeys" | "model" | "window" | "tokenBudget" | "maxMessages" | "ttl" | "leaseTtl" | "bodyLimit" | "workers",
   string
 >>;
 
@@ -52,6 +54,13 @@ export function parseApiKeys(text: string | undefined): Map<string, string> {
   return keys;
 }
 
+function parseLeaseTtl(value: string | undefined): number {
+  if (value === undefined) return DEFAULTS.leaseTtlMs;
+  const ms = parseDuration(value);
+  if (ms < 100) throw new ThreadkeepError("invalid_request", `--lease-ttl must be at least 100ms, got "${value}"`);
+  return ms;
+}
+
 /** Resolves settings from flags, then THREADKEEP_* environment variables, then defaults. */
 export function resolveConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = process.env): ThreadkeepConfig {
   const pick = (flag: keyof ConfigFlags, name: string) => flags[flag] ?? (env[name] || undefined);
@@ -69,6 +78,7 @@ export function resolveConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = 
     tokenBudget: parsePositiveInt(pick("tokenBudget", "THREADKEEP_TOKEN_BUDGET") ?? DEFAULTS.tokenBudget, "token budget"),
     maxMessages: parsePositiveInt(pick("maxMessages", "THREADKEEP_MAX_MESSAGES") ?? DEFAULTS.maxMessages, "max messages"),
     ttlMs: ttl !== undefined ? parseDuration(ttl) : store.startsWith("memory:") ? DEFAULTS.memoryTtlMs : DEFAULTS.ttlMs,
+    leaseTtlMs: parseLeaseTtl(pick("leaseTtl", "THREADKEEP_LEASE_TTL")),
     bodyLimit: parsePositiveInt(pick("bodyLimit", "THREADKEEP_BODY_LIMIT") ?? 10 * 1024 * 1024, "body limit"),
     workers: parsePositiveInt(pick("workers", "THREADKEEP_WORKERS") ?? 1, "workers"),
   };
@@ -81,7 +91,11 @@ export function addStoreOptions(command: Command): Command {
     .option("--window <n>", `recent messages sent to the model (env THREADKEEP_WINDOW; default ${DEFAULTS.window})`)
     .option("--token-budget <n>", `context token budget (env THREADKEEP_TOKEN_BUDGET; default ${DEFAULTS.tokenBudget})`)
     .option("--max-messages <n>", `messages kept per session (env THREADKEEP_MAX_MESSAGES; default ${DEFAULTS.maxMessages})`)
-    .option("--ttl <duration>", "inactivity expiry, e.g. 7d or 30m (env THREADKEEP_TTL; default 7d, 30m for memory:)");
+    .option("--ttl <duration>", "inactivity expiry, e.g. 7d or 30m (env THREADKEEP_TTL; default 7d, 30m for memory:)")
+    .option(
+      "--lease-ttl <duration>",
+      `lifetime of a turn's lease, renewed while the turn runs: how long a crashed process holds a session (env THREADKEEP_LEASE_TTL; default ${DEFAULTS.leaseTtlMs / 1000}s)`,
+    );
 }
 
 /** Adds the upstream model flags (`serve`, `chat`). */

@@ -50,6 +50,7 @@ export async function startServe(
       tokenBudget: config.tokenBudget,
       maxMessages: config.maxMessages,
       ttlMs: config.ttlMs,
+      leaseTtlMs: config.leaseTtlMs,
       sweepIntervalMs: SWEEP_INTERVAL_MS,
       ...recallMemoryOptions(recall, config, upstream),
     },

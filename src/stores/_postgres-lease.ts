@@ -16,6 +16,7 @@
  *   every holder and waiter anyway): releases (the lease would lapse) and tickets. Grants stay
  *   durable, so a fence is never handed out twice.
  */
+import { randomUUID } from "node:crypto";
 import { ThreadkeepError } from "../core/errors.js";
 import type { Lease, LeaseOptions } from "../core/types.js";
 import { DEFAULT_LEASE_TTL_MS, DEFAULT_LEASE_WAIT_MS } from "./_lease.js";
@@ -29,6 +30,8 @@ const POLL_MS = 250;
 
 interface Waiter {
   ttlMs: number;
+  /** Names this waiter's grant in the `leases` row, so a grant whose answer was lost can be given back. */
+  token: string;
   ticket?: number;
   /** Granted, timed out or failed: nothing more may happen to it. */
   done: boolean;
@@ -97,6 +100,7 @@ export class PostgresLeases {
     return new Promise<Lease>((resolve, reject) => {
       const waiter: Waiter = {
         ttlMs,
+        token: randomUUID(),
         done: false,
         resolve,
         reject,
@@ -159,7 +163,7 @@ export class PostgresLeases {
         let attempt: Attempt | null = null;
         if (head.ticket === undefined || !justFailed) {
           [attempt] = await this.#host.run(`acquireLease(${sessionId})`, (sql) =>
-            this.#attempt(sql, sessionId, head.ticket ?? null, head.ttlMs),
+            this.#attempt(sql, sessionId, head.ticket ?? null, head.ttlMs, head.token),
           );
           if (attempt.ticket != null) head.ticket = attempt.ticket;
         }
@@ -188,7 +192,11 @@ export class PostgresLeases {
       }
     } catch (error) {
       const failure = this.#host.fail(error, `acquireLease(${sessionId})`);
-      for (const waiter of [...line.queue]) this.#settle(sessionId, line, waiter, failure);
+      const failed = [...line.queue];
+      for (const waiter of failed) this.#settle(sessionId, line, waiter, failure);
+      // Their tickets, and a grant or ticket whose answer was lost (it may still land), must not hold
+      // the line until they lapse.
+      this.#giveBack(sessionId, failed.map((w) => w.token), Math.max(...failed.map((w) => w.ttlMs), 0));
     } finally {
       line.running = false;
       if (line.queue.length === 0 && this.#lines.get(sessionId) === line) this.#lines.delete(sessionId);
@@ -201,24 +209,24 @@ export class PostgresLeases {
    * lease only if nobody waits, else it joins the line and gets a ticket; with one it takes the lease
    * if no live ticket is ahead of it, and otherwise keeps its ticket alive.
    */
-  #attempt(sql: PgSql, sessionId: string, ticket: number | null, ttlMs: number) {
+  #attempt(sql: PgSql, sessionId: string, ticket: number | null, ttlMs: number, token: string) {
     return sql<Attempt[]>`
       WITH cur AS (
         SELECT expires_at FROM leases WHERE session_id = ${sessionId}
       ), g AS (
-        INSERT INTO leases AS l (session_id, fence, expires_at)
-        SELECT ${sessionId}, nextval('lease_fence'), threadkeep_now_ms() + ${ttlMs}
+        INSERT INTO leases AS l (session_id, fence, expires_at, holder)
+        SELECT ${sessionId}, nextval('lease_fence'), threadkeep_now_ms() + ${ttlMs}, ${token}
         WHERE NOT EXISTS (
           SELECT 1 FROM lease_queue q
           WHERE q.session_id = ${sessionId} AND q.alive_until > threadkeep_now_ms()
             AND (${ticket}::bigint IS NULL OR q.ticket < ${ticket})
         )
-        ON CONFLICT (session_id) DO UPDATE SET fence = excluded.fence, expires_at = excluded.expires_at
+        ON CONFLICT (session_id) DO UPDATE SET fence = excluded.fence, expires_at = excluded.expires_at, holder = excluded.holder
           WHERE l.expires_at <= threadkeep_now_ms()
         RETURNING l.fence, l.expires_at
       ), joined AS (
-        INSERT INTO lease_queue (session_id, alive_until)
-        SELECT ${sessionId}, threadkeep_now_ms() + ${TICKET_TTL_MS}
+        INSERT INTO lease_queue (session_id, alive_until, holder)
+        SELECT ${sessionId}, threadkeep_now_ms() + ${TICKET_TTL_MS}, ${token}
         WHERE ${ticket}::bigint IS NULL AND NOT EXISTS (SELECT 1 FROM g)
         RETURNING ticket
       ), served AS (
@@ -237,10 +245,11 @@ export class PostgresLeases {
     const missing = line.queue.filter((w) => w.ticket === undefined && !w.done);
     if (missing.length === 0) return;
     const rows = await sql<{ ticket: number }[]>`
-      INSERT INTO lease_queue (session_id, alive_until)
-      SELECT ${sessionId}, threadkeep_now_ms() + ${TICKET_TTL_MS} FROM generate_series(1, ${missing.length})
+      INSERT INTO lease_queue (session_id, alive_until, holder)
+      SELECT ${sessionId}, threadkeep_now_ms() + ${TICKET_TTL_MS}, t.holder
+      FROM unnest(${missing.map((w) => w.token)}::text[]) WITH ORDINALITY AS t(holder, n) ORDER BY t.n
       RETURNING ticket, set_config('synchronous_commit', 'off', true)`;
-    // The rows are alike, so which row got which number does not matter: hand them out in order.
+    // Tickets are handed out in order (the holder names only serve giving tickets back after an outage).
     const tickets = rows.map((r) => r.ticket).sort((a, b) => a - b);
     missing.forEach((w, i) => {
       w.ticket = tickets[i];
@@ -305,6 +314,39 @@ export class PostgresLeases {
     );
     this.#held.delete(fence);
     this.#signal(sessionId);
+  }
+
+  /**
+   * Gives back what failed waiters may hold: a lease granted to one of `tokens` and their tickets,
+   * including ones whose answer was lost and that land later (a connection that resumes after an
+   * outage). Repeated until such a grant would have lapsed by itself.
+   */
+  #giveBack(sessionId: string, tokens: string[], ttlMs: number): void {
+    if (tokens.length === 0) return;
+    const giveUpAt = Date.now() + Math.max(ttlMs, TICKET_TTL_MS) + this.#host.patienceMs;
+    let delay = 100;
+    const attempt = () => {
+      if (this.#closed) return;
+      this.#host
+        .run(
+          `give back lease of ${sessionId}`,
+          (sql) => sql`
+            WITH r AS (
+              UPDATE leases SET expires_at = 0
+              WHERE session_id = ${sessionId} AND holder = ANY(${tokens}::text[]) AND expires_at > 0 RETURNING session_id
+            ), d AS (
+              DELETE FROM lease_queue WHERE session_id = ${sessionId} AND holder = ANY(${tokens}::text[]) RETURNING session_id
+            )
+            SELECT pg_notify(${this.#host.channel}, ${sessionId}) WHERE EXISTS (SELECT 1 FROM r) OR EXISTS (SELECT 1 FROM d)`,
+        )
+        .catch(() => {})
+        .finally(() => {
+          if (Date.now() + delay > giveUpAt) return;
+          delay = Math.min(delay * 2, 1_000);
+          setTimeout(attempt, delay).unref();
+        });
+    };
+    setTimeout(attempt, delay).unref();
   }
 
   /** Takes a waiter out of its line; `error` null means it was granted (resolved by the caller). */

@@ -163,6 +163,15 @@ const MIGRATIONS: Migration[] = [
   },
   { version: 4, up: (tx) => migrateHistory(tx) },
   { version: 5, up: (tx) => migrateVectors(tx) },
+  {
+    version: 6,
+    up: async (tx) => {
+      // Who a grant went to (a random token per waiter), so a waiter whose grant answer was lost in
+      // an outage can give the lease back instead of leaving it to lapse.
+      await tx`ALTER TABLE leases ADD COLUMN holder text`;
+      await tx`ALTER TABLE lease_queue ADD COLUMN holder text`;
+    },
+  },
 ];
 
 /** The newest schema version this code knows. */

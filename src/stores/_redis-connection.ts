@@ -49,6 +49,9 @@ function routingKey(args: string[]): string | undefined {
   return args[1];
 }
 
+/** How often a silent server is probed. */
+const SILENT_PROBE_MS = 250;
+
 /** Server replies that mean "not now" rather than "your data is wrong". */
 const TRANSIENT_REPLIES =
   /^(OOM|BUSY|LOADING|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|MOVED|ASK|NOAUTH|WRONGPASS|NOPERM|ERR max number of clients)/;
@@ -73,6 +76,8 @@ export class RedisConnection {
   /** A second client for wake messages (a RESP2 connection that subscribes can do nothing else). */
   #subscriber: Promise<RedisClient> | undefined;
   #closed = false;
+  /** When a command last went unanswered on a connected client; 0 while the server answers. */
+  #silentSince = 0;
 
   constructor(options: RedisConnectionOptions) {
     this.#options = options;
@@ -134,6 +139,8 @@ export class RedisConnection {
   }
 
   #raw<T>(args: string[]): Promise<T> {
+    // A server that stopped answering (connected but silent) fails calls at once until a probe hears it.
+    if (this.#silentSince) return Promise.reject(this.#unavailable(`Redis at ${this.#where} is not answering`));
     const client = this.#client;
     // The hot path stays synchronous up to sendCommand, so calls reach the server in call order.
     if (client?.isReady) return this.#timed<T>(client, args);
@@ -144,10 +151,10 @@ export class RedisConnection {
     const ms = this.#options.commandTimeoutMs;
     return new Promise<T>((resolve, reject) => {
       // node-redis times out only commands not yet written; a server that stops answering needs this.
-      const timer = setTimeout(
-        () => reject(this.#unknown(this.#unavailable(`Redis at ${this.#where} did not answer within ${ms} ms`))),
-        ms,
-      );
+      const timer = setTimeout(() => {
+        this.#silent(client);
+        reject(this.#unknown(this.#unavailable(`Redis at ${this.#where} did not answer within ${ms} ms`)));
+      }, ms);
       client.sendCommand(args).then(
         (reply) => {
           clearTimeout(timer);
@@ -291,6 +298,28 @@ export class RedisConnection {
       const timer = setTimeout(done, ms);
       this.#readyWaiters.add(done);
     });
+  }
+
+  /** Enters the silent state and probes with PING until the server answers again. */
+  #silent(client: RedisClient): void {
+    if (this.#silentSince || this.#closed) return;
+    this.#silentSince = Date.now();
+    const probe = () => {
+      if (this.#closed) return;
+      let timer: NodeJS.Timeout | undefined;
+      const limit = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error("probe timed out")), this.#options.commandTimeoutMs);
+      });
+      Promise.race([client.sendCommand(["PING"]), limit])
+        .then(
+          () => {
+            this.#silentSince = 0;
+          },
+          () => setTimeout(probe, SILENT_PROBE_MS).unref(),
+        )
+        .finally(() => clearTimeout(timer));
+    };
+    setTimeout(probe, SILENT_PROBE_MS).unref();
   }
 
   /** The same failure, marked as one whose command may or may not have run. */

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { isThreadkeepError, ThreadkeepError } from "../core/errors.js";
+import { isOutcomeUnknown, isThreadkeepError, ThreadkeepError } from "../core/errors.js";
 import type { Lease, LeaseOptions } from "../core/types.js";
 import { DEFAULT_LEASE_TTL_MS, DEFAULT_LEASE_WAIT_MS } from "./_lease.js";
 
@@ -16,6 +16,9 @@ export interface LeaseBackend {
   watch(sessionId: string, onWake: (token: string) => void): void;
   unwatch(sessionId: string): void;
 }
+
+/** How long a waiter whose poll went unanswered keeps trying to leave the line (and give back a lost grant). */
+const LEAVE_RETRY_MS = 30_000;
 
 /** How long a waiter may go without polling before the others drop it from the line. */
 export const LEASE_HEARTBEAT_GRACE_MS = 3_000;
@@ -86,8 +89,9 @@ export class RedisLeases {
         wake = undefined;
       }
     } catch (error) {
-      // Best effort: a waiter that is not removed drops out when its heartbeat lapses.
-      if (!isThreadkeepError(error, "session_busy")) this.#backend.leave(sessionId, token).catch(() => {});
+      // A waiter that is not removed drops out when its heartbeat lapses; a poll whose answer was
+      // lost may have granted it the lease, which `leave` gives back: retried until the store answers.
+      if (!isThreadkeepError(error, "session_busy")) this.#leave(sessionId, token, isOutcomeUnknown(error));
       throw error;
     } finally {
       this.#discharge(sessionId, token);
@@ -99,6 +103,19 @@ export class RedisLeases {
     this.#closed = true;
     for (const line of this.#waiting.values()) for (const wake of line.values()) wake();
     await Promise.allSettled([...this.#held].map((lease) => lease.release()));
+  }
+
+  #leave(sessionId: string, token: string, retry: boolean): void {
+    const giveUpAt = Date.now() + LEAVE_RETRY_MS;
+    let delay = 100;
+    const attempt = () => {
+      this.#backend.leave(sessionId, token).catch(() => {
+        if (!retry || this.#closed || Date.now() + delay > giveUpAt) return;
+        delay = Math.min(delay * 2, 1_000);
+        setTimeout(attempt, delay).unref();
+      });
+    };
+    attempt();
   }
 
   #ensureOpen(): void {

@@ -1,0 +1,173 @@
+/**
+ * Store outages under load: a TCP proxy between threadkeep and PostgreSQL (and Redis) is cut for a few
+ * seconds while seven sessions run turns, then restored. Every request is answered (degraded where it
+ * must be), no session stays locked, nothing acknowledged is lost, and a save whose outcome is unknown
+ * says so and is stored once when retried with its Idempotency-Key.
+ */
+import { randomUUID } from "node:crypto";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { SessionStore } from "../../src/core/types.js";
+import { createPostgresStore } from "../../src/stores/postgres.js";
+import { createRedisStore } from "../../src/stores/redis.js";
+import { serviceAvailable, TEST_POSTGRES_URL, TEST_REDIS_URL } from "../_services.js";
+import { startTcpProxy, type TcpProxy } from "../_tcp-proxy.js";
+import { type Stack, startStack } from "./_stack.js";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface Backend {
+  name: "postgres" | "redis";
+  url: string;
+  /** A store through `url` with test-sized timeouts (connect 1 s, operation 1.5 s). */
+  open(url: string): SessionStore;
+}
+
+const BACKENDS: Backend[] = [
+  {
+    name: "postgres",
+    url: TEST_POSTGRES_URL,
+    open: (url) => createPostgresStore({ url, connectTimeoutSeconds: 1, queryTimeoutMs: 1_500 }),
+  },
+  {
+    name: "redis",
+    url: TEST_REDIS_URL,
+    open: (url) => createRedisStore({ url, connectTimeoutMs: 1_000, commandTimeoutMs: 1_500 }),
+  },
+];
+
+interface Answer {
+  session: string;
+  content: string;
+  status: number;
+  warning: string | null;
+  ms: number;
+}
+
+describe.each(BACKENDS)("$name outage", (backend) => {
+  let available: true | string = true;
+  let proxy: TcpProxy | undefined;
+  let stack: Stack | undefined;
+  let direct: SessionStore | undefined;
+
+  beforeAll(async () => {
+    available = await serviceAvailable(backend.name);
+  });
+  afterEach(async () => {
+    proxy?.restore();
+    await stack?.close();
+    await direct?.close();
+    await proxy?.close();
+    stack = direct = proxy = undefined;
+  });
+
+  async function start() {
+    proxy = await startTcpProxy({ host: "127.0.0.1", port: Number(new URL(backend.url).port) });
+    // The lease keeps its production lifetime (10 s): recovery must not come from a lapse.
+    stack = await startStack({ store: backend.open(proxy.url(backend.url)), memoryOptions: { turnWaitMs: 30_000 } });
+    direct = backend.open(backend.url);
+    return { proxy, stack, direct };
+  }
+
+  async function turn(s: Stack, session: string, content: string, headers: Record<string, string> = {}): Promise<Answer> {
+    const started = Date.now();
+    const res = await s.request("POST", "/v1/chat/completions", {
+      headers: { "x-session-id": session, ...headers },
+      body: { model: "fake", messages: [{ role: "user", content }] },
+    });
+    await res.text();
+    return { session, content, status: res.status, warning: res.headers.get("x-threadkeep-warning"), ms: Date.now() - started };
+  }
+
+  it("cut for 3 s under load: every request answered, no session locked after, nothing acknowledged lost", async (ctx) => {
+    if (available !== true) ctx.skip(available);
+    const { proxy, stack, direct } = await start();
+    stack.fake.setReply(() => ({ content: "ok", delayMs: 30 }));
+    const sessions = Array.from({ length: 7 }, () => randomUUID());
+    const answers: Answer[] = [];
+    let running = true;
+    const load = sessions.map(async (session) => {
+      for (let i = 0; running; i++) answers.push(await turn(stack, session, `${session.slice(0, 8)} #${i}`));
+    });
+    await sleep(1_000);
+    proxy.cut("stall");
+    await sleep(3_000);
+    proxy.restore();
+    const restoredAt = Date.now();
+    await sleep(1_500);
+    running = false;
+    await Promise.all(load);
+
+    // Every request was answered with the reply; degraded ones say how.
+    expect(answers.length).toBeGreaterThan(sessions.length * 5);
+    for (const a of answers) {
+      expect(a.status, JSON.stringify(a)).toBe(200);
+      if (a.warning) expect(a.warning).toMatch(/^(context-unavailable|not-saved|save-unconfirmed)(, (not-saved|save-unconfirmed))?$/);
+    }
+    expect(answers.some((a) => a.warning)).toBe(true);
+
+    // Every session serves normally soon after the store is back: one plain turn each, none waiting.
+    const after = await Promise.all(sessions.map((session) => turn(stack, session, `${session.slice(0, 8)} after`)));
+    for (const a of after) {
+      expect(a.status).toBe(200);
+      expect(a.warning).toBeNull();
+    }
+    expect(Date.now() - restoredAt).toBeLessThan(5_000);
+
+    // Acknowledged turns are stored exactly once; turns reported not-saved are not stored at all.
+    for (const session of sessions) {
+      const stored = (await direct.getMessages(session)).filter((m) => m.role === "user").map((m) => String(m.content));
+      for (const a of [...answers, ...after].filter((x) => x.session === session)) {
+        const copies = stored.filter((c) => c === a.content).length;
+        if (a.warning === null || a.warning === "context-unavailable") expect(copies, a.content).toBe(1);
+        else if (a.warning.includes("not-saved")) expect(copies, a.content).toBe(0);
+        else expect(copies, a.content).toBeLessThanOrEqual(1);
+      }
+    }
+  }, 40_000);
+
+  it("unreachable: a turn degrades within the timeouts, and the next ones at once", async (ctx) => {
+    if (available !== true) ctx.skip(available);
+    const { proxy, stack } = await start();
+    const session = randomUUID();
+    expect((await turn(stack, session, "before")).warning).toBeNull();
+    proxy.cut("stall");
+    const first = await turn(stack, session, "during 1");
+    const second = await turn(stack, session, "during 2");
+    expect(first.status).toBe(200);
+    expect(first.warning).toMatch(/^context-unavailable/);
+    // One operation timeout (1.5 s) and the rest refused at once, not a wait per step.
+    expect(first.ms).toBeLessThan(3_000);
+    expect(second.warning).toMatch(/^context-unavailable, not-saved$/);
+    expect(second.ms).toBeLessThan(500);
+    proxy.restore();
+    await sleep(1_000);
+    expect((await turn(stack, session, "after")).warning).toBeNull();
+  }, 30_000);
+
+  it("a save whose answer was lost says save-unconfirmed, and its retry stores it exactly once", async (ctx) => {
+    if (available !== true) ctx.skip(available);
+    const { proxy, stack, direct } = await start();
+    const session = randomUUID();
+    expect((await turn(stack, session, "first")).warning).toBeNull();
+    // The store goes silent while the model answers: the commit is sent into the outage.
+    stack.fake.setReply((body) => {
+      if (body.messages.at(-1).content === "lost answer") proxy.cut("stall");
+      return { content: "reply", delayMs: 100 };
+    });
+    const key = { "idempotency-key": randomUUID() };
+    const unconfirmed = await turn(stack, session, "lost answer", key);
+    expect(unconfirmed.status).toBe(200);
+    expect(unconfirmed.warning).toBe("save-unconfirmed");
+    proxy.restore();
+    // The write that was on the wire lands now; the retry must not store the turn again.
+    await sleep(1_000);
+    const retry = await turn(stack, session, "lost answer", key);
+    expect(retry.status).toBe(200);
+    expect(retry.warning).toBeNull();
+    const again = await turn(stack, session, "lost answer", key);
+    expect(again.warning).toBeNull();
+    const contents = (await direct.getMessages(session)).map((m) => m.content);
+    expect(contents).toEqual(["first", "echo: first", "lost answer", "reply"]);
+    expect(stack.fake.chatRequests()).toHaveLength(2);
+  }, 30_000);
+});

@@ -139,16 +139,21 @@ export class RedisConnection {
   }
 
   #raw<T>(args: string[]): Promise<T> {
-    // A server that stopped answering (connected but silent) fails calls at once until a probe hears it.
-    if (this.#silentSince) return Promise.reject(this.#unavailable(`Redis at ${this.#where} is not answering`));
+    // A server that stopped answering (connected but silent): as in a disconnect, a call waits at most
+    // the connect timeout counted from the start of the silence, then fails at once until it answers.
+    let ms = this.#options.commandTimeoutMs;
+    if (this.#silentSince) {
+      const left = this.#silentSince + this.#options.connectTimeoutMs - Date.now();
+      if (left <= 0) return Promise.reject(this.#unavailable(`Redis at ${this.#where} is not answering`));
+      ms = Math.min(ms, left);
+    }
     const client = this.#client;
     // The hot path stays synchronous up to sendCommand, so calls reach the server in call order.
-    if (client?.isReady) return this.#timed<T>(client, args);
-    return this.#whenReady().then((ready) => this.#timed<T>(ready, args));
+    if (client?.isReady) return this.#timed<T>(client, args, ms);
+    return this.#whenReady().then((ready) => this.#timed<T>(ready, args, ms));
   }
 
-  #timed<T>(client: RedisClient, args: string[]): Promise<T> {
-    const ms = this.#options.commandTimeoutMs;
+  #timed<T>(client: RedisClient, args: string[], ms: number): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       // node-redis times out only commands not yet written; a server that stops answering needs this.
       const timer = setTimeout(() => {
@@ -158,6 +163,7 @@ export class RedisConnection {
       client.sendCommand(args).then(
         (reply) => {
           clearTimeout(timer);
+          this.#silentSince = 0;
           resolve(reply as T);
         },
         (error) => {

@@ -98,7 +98,7 @@ describe.each(BACKENDS)("$name outage", (backend) => {
     await Promise.all(load);
 
     // Every request was answered with the reply; degraded ones say how.
-    expect(answers.length).toBeGreaterThan(sessions.length * 5);
+    expect(answers.length).toBeGreaterThan(sessions.length * 2);
     for (const a of answers) {
       expect(a.status, JSON.stringify(a)).toBe(200);
       if (a.warning) expect(a.warning).toMatch(/^(context-unavailable|not-saved|save-unconfirmed)(, (not-saved|save-unconfirmed))?$/);

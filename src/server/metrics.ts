@@ -97,7 +97,7 @@ export const secondsSince = (start: number) => (performance.now() - start) / 100
 export class ServerMetrics {
   readonly turns = new Counter(
     "threadkeep_turns_total",
-    "Chat turns by outcome (ok, not_saved, incomplete, upstream_error, error) and streaming.",
+    "Chat turns by outcome (ok, not_saved, save_unconfirmed, incomplete, upstream_error, error) and streaming.",
   );
   readonly turnSeconds = new Histogram(
     "threadkeep_turn_duration_seconds",

@@ -46,11 +46,11 @@ export const openApiDocument = {
         {
           "200": {
             description:
-              "The upstream's completion as-is (or, with stream: true, its Server-Sent Events). Headers: X-Session-ID; X-Threadkeep-Warning (context-unavailable, not-saved, history-omitted, input-truncated) when degraded or cut; Idempotent-Replayed on a replay; the upstream's Retry-After, X-RateLimit-* and X-Request-Id.",
+              "The upstream's completion as-is (or, with stream: true, its Server-Sent Events). Headers: X-Session-ID; X-Threadkeep-Warning (context-unavailable, not-saved, save-unconfirmed, history-omitted, input-truncated) when degraded or cut; Idempotent-Replayed on a replay; the upstream's Retry-After, X-RateLimit-* and X-Request-Id.",
             headers: {
               "X-Session-ID": { schema: ref("SessionId") },
               "X-Threadkeep-Warning": {
-                schema: { type: "string", enum: ["context-unavailable", "not-saved", "history-omitted", "input-truncated"] },
+                schema: { type: "string", enum: ["context-unavailable", "not-saved", "save-unconfirmed", "history-omitted", "input-truncated"] },
               },
             },
             content: { ...json({ type: "object" }), "text/event-stream": { schema: { type: "string" } } },

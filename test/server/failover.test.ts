@@ -3,51 +3,28 @@
  * middle of a turn (held by a slow upstream). The other serves that session once the dead turn's lease
  * lapses: within one lease lifetime after the kill (plus a poll), never before the lease let go.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import type { SessionStore } from "../../src/core/types.js";
 import { createPostgresStore } from "../../src/stores/postgres.js";
 import { createRedisStore } from "../../src/stores/redis.js";
 import { type FakeUpstream, startFakeUpstream } from "../_fake-upstream.js";
 import { serviceAvailable, TEST_POSTGRES_URL, TEST_REDIS_URL } from "../_services.js";
+import { killServeProcesses, startServe } from "./_serve-process.js";
 
-const bin = fileURLToPath(new URL("../../src/cli/bin.ts", import.meta.url));
-const tsx = import.meta.resolve("tsx");
 /** Short, so the test is quick; the bound scales with it (10 s by default). */
 const LEASE_TTL_MS = 3_000;
 
-const children: ChildProcess[] = [];
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
-  for (const child of children.splice(0)) if (child.exitCode === null) child.kill("SIGKILL");
+  killServeProcesses();
   for (const cleanup of cleanups.splice(0)) await cleanup();
 });
 
-/** `threadkeep serve` on an ephemeral port; resolves with the URL it prints. */
-async function serve(store: string, upstream: FakeUpstream): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(
-    process.execPath,
-    ["--import", tsx, bin, "serve", "--port", "0", "--store", store, "--lease-ttl", `${LEASE_TTL_MS}ms`],
-    {
-      env: { ...process.env, THREADKEEP_HOST: "", THREADKEEP_PORT: "", THREADKEEP_API_KEYS: "", THREADKEEP_UPSTREAM_URL: upstream.url },
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
-  children.push(child);
-  let stdout = "";
-  let stderr = "";
-  child.stderr?.on("data", (d) => (stderr += d));
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout?.on("data", (d) => {
-      stdout += d;
-      const match = /listening on (http:\/\/\S+)/.exec(stdout);
-      if (match) resolve(match[1]);
-    });
-    child.once("exit", (code) => reject(new Error(`serve exited ${code}: ${stderr}`)));
-  });
-  return { child, url };
+/** `threadkeep serve` on the store with a short lease; resolves once it listens. */
+async function serve(store: string, upstream: FakeUpstream) {
+  const run = startServe(["--store", store, "--lease-ttl", `${LEASE_TTL_MS}ms`], upstream);
+  return { child: run.child, url: await run.listening };
 }
 
 const chat = async (url: string, sessionId: string, content: string) => {

@@ -2,47 +2,23 @@
  * `threadkeep serve --workers 2`: two server processes on one port and one SQLite file keep a
  * session's turns in order across processes.
  */
-import { type ChildProcess, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { get, request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { createSqliteStore } from "../../src/stores/sqlite.js";
 import { type FakeUpstream, startFakeUpstream } from "../_fake-upstream.js";
+import { killServeProcesses, startServe } from "./_serve-process.js";
 
-const bin = fileURLToPath(new URL("../../src/cli/bin.ts", import.meta.url));
-const tsx = import.meta.resolve("tsx");
 const dir = mkdtempSync(join(tmpdir(), "threadkeep-workers-"));
-const children: ChildProcess[] = [];
-afterEach(() => {
-  for (const child of children.splice(0)) if (child.exitCode === null) child.kill("SIGKILL");
-});
+afterEach(killServeProcesses);
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** `threadkeep serve --workers N …`; resolves with the URL it prints. */
 function serveWorkers(workers: number, store: string, upstream: FakeUpstream) {
-  const child = spawn(process.execPath, ["--import", tsx, bin, "serve", "--workers", String(workers), "--port", "0", "--store", store], {
-    env: { ...process.env, THREADKEEP_HOST: "", THREADKEEP_PORT: "", THREADKEEP_API_KEYS: "", THREADKEEP_UPSTREAM_URL: upstream.url },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  children.push(child);
-  let stdout = "";
-  let stderr = "";
-  child.stderr?.on("data", (d) => (stderr += d));
-  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  const listening = new Promise<string>((resolve, reject) => {
-    child.stdout?.on("data", (d) => {
-      stdout += d;
-      const match = /listening on (http:\/\/\S+)/.exec(stdout);
-      if (match) resolve(match[1]);
-    });
-    exited.then((code) => reject(new Error(`exited ${code}: ${stderr}`)));
-  });
-  listening.catch(() => {});
-  return { child, listening, exited, output: () => ({ stdout, stderr }) };
+  return startServe(["--workers", String(workers), "--store", store], upstream);
 }
 
 /** GET on a new connection each time, so the cluster hands it to the next worker. */

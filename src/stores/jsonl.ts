@@ -19,11 +19,10 @@ import type {
   SearchHit,
   SearchQuery,
   SessionPage,
-  SessionStore,
   SummaryInput,
   ReplaceOptions,
 } from "../core/types.js";
-import { applyBranchSwitch, branchFromRecord, checkHistoryOptions, planBranchSwitch, planHistoryWrite } from "./_history.js";
+import { branchFromRecord, checkHistoryOptions, planBranchSwitch, planHistoryWrite } from "./_history.js";
 import type { SessionRecord } from "./_jsonl-records.js";
 import { type Entry, keyOf, SessionFiles } from "./_jsonl-sessions.js";
 import { fileVectorSidecar } from "./_jsonl-vectors.js";

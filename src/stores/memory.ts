@@ -12,7 +12,6 @@ import type {
   SessionInput,
   SessionPage,
   SessionState,
-  SessionStore,
   Summary,
   SummaryInput,
   Branch,

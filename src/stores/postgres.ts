@@ -14,7 +14,6 @@ import type {
   SearchQuery,
   SessionInput,
   SessionState,
-  SessionStore,
   SummaryInput,
   ReplaceOptions,
 } from "../core/types.js";

@@ -11,7 +11,6 @@ import type {
   Session,
   SessionInput,
   SessionState,
-  SessionStore,
   Summary,
   SummaryInput,
   Branch,

@@ -1,0 +1,62 @@
+import { historyStart } from "../reconcile.js";
+import { parseSessionId } from "../ids.js";
+import type { MemoryCore } from "../memory-core.js";
+import type { BuildContextOptions } from "../memory-options.js";
+import { clearUsedPreferences } from "../state/session-state.js";
+import { assembleContext } from "./assemble.js";
+import { noteCoverage, windowAfterSummary } from "./coverage.js";
+import { type LoadedContext, loadContext } from "./load.js";
+import { withRecall } from "./recall.js";
+import { encodingForModel, messageTexts, TokenCounter } from "./tokens.js";
+import type { AssembledContext } from "./types.js";
+
+/** Memory's `buildContext`: loads what the session keeps and assembles the next turn's context. */
+export async function buildContext(core: MemoryCore, sessionId: string, options: BuildContextOptions): Promise<AssembledContext> {
+  const userId = core.owner(options);
+  const id = parseSessionId(sessionId);
+  // A session that does not exist yet reads as empty: the turn's first append creates it, so a turn
+  // that fails before then leaves nothing behind.
+  const session = await core.find(id, userId, options.session);
+  const store = await core.store;
+  const window = options.window ?? core.settings.window;
+  // With summaries on, the window reaches back to the latest summary while the next one is due.
+  // A window asked for explicitly (a preview) is taken as given.
+  const reach = core.compactor.summarizer && options.window === undefined ? core.settings.compaction.threshold + 2 : 0;
+  const startSeq = session ? (options.historyStartsAt ?? historyStart(session)) : 1;
+  const loaded: LoadedContext = session
+    ? await loadContext(store, session.id, window + reach, options.preferences, { fromSeq: startSeq, upToSeq: options.upToSeq })
+    : { history: [], summaries: [], state: { version: 0, data: {} }, preferences: options.preferences };
+  const tokenBudget = options.tokenBudget ?? core.settings.tokenBudget;
+  const input = options.input ?? [];
+  // Counted ahead, a few milliseconds at a time: a huge message must not hold the event loop.
+  await new TokenCounter(encodingForModel(options.model), { limit: tokenBudget }).prepare(
+    messageTexts([...(options.system ?? []), ...loaded.history, ...input]),
+  );
+  const assemblyWindow = reach ? windowAfterSummary(loaded.history, loaded.summaries, window, reach) : window;
+  const recall =
+    session && core.vectors && core.recall.enabled
+      ? await withRecall(core.vectors, store, { userId, sessionId: session.id, input, loaded, window: assemblyWindow, system: options.system ?? [] }, core.recall)
+      : undefined;
+  const context = assembleContext({
+    system: recall?.system ?? options.system ?? [],
+    history: recall?.history ?? loaded.history,
+    summaries: loaded.summaries,
+    state: loaded.state,
+    input,
+    window: assemblyWindow,
+    tokenBudget,
+    model: options.model,
+    preferences: recall?.preferences ?? loaded.preferences,
+    now: options.now,
+    ...(core.settings.stateNote ? {} : { stateNote: null }),
+  });
+  noteCoverage(context, loaded.summaries, loaded.history[0]?.seq, startSeq ?? 1);
+  if (recall) context.recalled = recall.recalled.filter((r) => context.includedSeqs.includes(r.seq));
+  if (session && loaded.stored && !loaded.stored.sticky) {
+    // The context is built; failing the turn over this cleanup would be worse than applying them again.
+    await clearUsedPreferences({ store, sessionId: session.id }, loaded.stored).catch((error) =>
+      console.warn(`[threadkeep] clearing used preferences of session ${session.id} failed: ${error}`),
+    );
+  }
+  return context;
+}

@@ -1,0 +1,44 @@
+import { isThreadkeepError } from "../errors.js";
+import { parseSessionId } from "../ids.js";
+import type { MemoryCore } from "../memory-core.js";
+import type { ReplaceAfterOptions } from "../memory-options.js";
+import { validateMessages } from "../messages.js";
+import type { Message, MessageInput } from "../types.js";
+
+/** Appends (`seq` undefined) or replaces what follows `seq`: Memory's `addMessages` and `replaceAfter`. */
+export async function writeMessages(core: MemoryCore, sessionId: string, seq: number | undefined, messages: MessageInput[], options: ReplaceAfterOptions): Promise<Message[]> {
+  const valid = validateMessages(messages);
+  const store = await core.store;
+  const { fence, operationId, expectedLastSeq, branch } = options;
+  const summarizing = Boolean(core.compactor.summarizer);
+  const write = { fence, operationId, expectedLastSeq, branch, ...(summarizing ? {} : { maxMessages: core.settings.maxMessages }) };
+  const userId = core.owner(options);
+  if (seq === undefined && !options.session && !summarizing && store.capabilities.ownerScope) {
+    // The common case, an append to an existing session of this owner, is one store call that
+    // checks the owner and expiry itself; anything else (new, expired, another owner's) takes the
+    // path below, which creates, deletes or refuses as before.
+    const id = parseSessionId(sessionId);
+    try {
+      const added = await store.appendMessages(id, valid, { ...write, owner: core.scope(userId) });
+      core.vectors?.schedule(store, id);
+      return added;
+    } catch (error) {
+      if (!isThreadkeepError(error, "session_not_found")) throw error;
+    }
+  }
+  const { session, created } = await core.open(sessionId, userId, true, undefined, options.session);
+  let added: Message[];
+  try {
+    added = seq === undefined ? await store.appendMessages(session.id, valid, write) : await store.replaceAfter(session.id, seq, valid, write);
+  } catch (error) {
+    // A refused first write leaves no empty session behind.
+    if (created) await store.deleteSession(session.id).catch(() => {});
+    throw error;
+  }
+  // Embedding never holds up (or fails) the write: it runs after, and retries by itself.
+  core.vectors?.schedule(store, session.id);
+  if (!summarizing) return added;
+  const compaction = core.compactor.run(store, session.id);
+  if (!core.settings.compaction.background) await compaction;
+  return added;
+}

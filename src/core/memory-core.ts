@@ -1,0 +1,125 @@
+import { Compactor } from "./context/compaction.js";
+import { DEFAULT_RECALL, type RecallOptions } from "./context/recall.js";
+import { BackgroundEmbedder } from "./embeddings.js";
+import { isThreadkeepError, SessionNotFoundError } from "./errors.js";
+import { parseSessionId } from "./ids.js";
+import { checkJson } from "./json-limits.js";
+import type { MemoryOptions, MemorySettings, OwnerOptions } from "./memory-options.js";
+import { DEFAULTS } from "./policies.js";
+import { createResolver, type Resolver } from "./state/references.js";
+import type { StateAccess } from "./state/session-state.js";
+import type { OwnerScope, Session, SessionStore } from "./types.js";
+
+/** What a {@link Memory}'s modules share: the store, the settings, and the owner checks of a session. */
+export class MemoryCore {
+  readonly settings: MemorySettings;
+  readonly store: Promise<SessionStore>;
+  readonly compactor: Compactor;
+  readonly resolver: Resolver;
+  readonly vectors?: BackgroundEmbedder;
+  readonly recall: Required<RecallOptions>;
+
+  constructor(options: MemoryOptions) {
+    const storeOption = options.store;
+    this.store =
+      typeof storeOption === "string"
+        ? import("../stores/url.js").then(({ createStore }) => createStore(storeOption, { ttlMs: options.ttlMs }))
+        : Promise.resolve(storeOption);
+    // A failed open is reported by the first call that needs the store, not as an unhandled rejection.
+    this.store.catch(() => {});
+    const inMemory = typeof storeOption === "string" ? storeOption.startsWith("memory:") : storeOption.name === "memory";
+    this.settings = {
+      window: options.window ?? DEFAULTS.window,
+      tokenBudget: options.tokenBudget ?? DEFAULTS.tokenBudget,
+      maxMessages: options.maxMessages ?? DEFAULTS.maxMessages,
+      ttlMs: options.ttlMs ?? (inMemory ? DEFAULTS.memoryTtlMs : DEFAULTS.ttlMs),
+      defaultUserId: options.defaultUserId ?? DEFAULTS.userId,
+      leaseTtlMs: options.leaseTtlMs ?? DEFAULTS.leaseTtlMs,
+      turnWaitMs: options.turnWaitMs ?? DEFAULTS.turnWaitMs,
+      compaction: {
+        threshold: options.compaction?.threshold ?? DEFAULTS.window,
+        maxBatch: options.compaction?.maxBatch ?? 100,
+        background: options.compaction?.background ?? false,
+      },
+      stateNote: options.stateNote ?? true,
+    };
+    this.compactor = new Compactor(options.summarizer, { window: this.settings.window, maxMessages: this.settings.maxMessages, ...this.settings.compaction });
+    this.resolver = createResolver(options.resolver);
+    if (options.embedder) this.vectors = new BackgroundEmbedder(options.embedder, options.embedding);
+    this.recall = { ...DEFAULT_RECALL, ...options.recall };
+  }
+
+  owner(options?: OwnerOptions): string {
+    return options?.userId ?? this.settings.defaultUserId;
+  }
+
+  #isExpired(session: Session): boolean {
+    return this.settings.ttlMs > 0 && session.lastActivityAt < Date.now() - this.settings.ttlMs;
+  }
+
+  /**
+   * The caller's session. A missing (or expired) one is created when `create` is set; another owner's
+   * is `session_not_found`, whatever `create` says.
+   */
+  async resolve(
+    sessionId: string,
+    userId: string,
+    create: boolean,
+    metadata?: Record<string, unknown>,
+    known?: Session,
+  ): Promise<Session> {
+    return (await this.open(sessionId, userId, create, metadata, known)).session;
+  }
+
+  /** {@link resolve}, also saying whether this call created the session. */
+  async open(
+    sessionId: string,
+    userId: string,
+    create: boolean,
+    metadata?: Record<string, unknown>,
+    known?: Session,
+  ): Promise<{ session: Session; created: boolean }> {
+    const id = parseSessionId(sessionId);
+    const store = await this.store;
+    let session = await this.find(id, userId, known);
+    if (!session) {
+      if (!create) throw new SessionNotFoundError(id);
+      if (metadata) checkJson(metadata, "metadata");
+      try {
+        return { session: await store.createSession({ id, userId, metadata }), created: true };
+      } catch (error) {
+        if (!isThreadkeepError(error, "session_exists")) throw error;
+        session = await store.getSession(id);
+        if (!session) throw error;
+      }
+    }
+    if (session.userId !== userId) throw new SessionNotFoundError(id);
+    return { session, created: false };
+  }
+
+  /**
+   * The caller's session (`known` when it is the caller's, saving a read), or null when there is none
+   * (an expired one is deleted first). Another owner's session is `session_not_found`.
+   */
+  async find(id: string, userId: string, known?: Session): Promise<Session | null> {
+    // A turn resolves its session once and hands the record on; it must still be this caller's.
+    if (known && known.id === id && known.userId === userId) return known;
+    const store = await this.store;
+    const session = await store.getSession(id);
+    if (!session) return null;
+    if (session.userId !== userId) throw new SessionNotFoundError(id);
+    if (!this.#isExpired(session)) return session;
+    await store.deleteSession(id);
+    return null;
+  }
+
+  /** The owner scope of a store call: this owner, and sessions active within the TTL. */
+  scope(userId: string): OwnerScope {
+    return this.settings.ttlMs > 0 ? { userId, activeSince: Date.now() - this.settings.ttlMs } : { userId };
+  }
+
+  async access(sessionId: string, options: OwnerOptions, create = true): Promise<StateAccess> {
+    const session = await this.resolve(sessionId, this.owner(options), create);
+    return { store: await this.store, sessionId: session.id };
+  }
+}

@@ -1,0 +1,111 @@
+import type { CompactionOptions } from "./context/compaction.js";
+import type { Summarizer } from "./context/summarize.js";
+import type { ContextPreferences } from "./context/types.js";
+import type { ResolverOptions } from "./state/references.js";
+import type { Embedder, EmbeddingOptions } from "./embeddings.js";
+import type { RecallOptions } from "./context/recall.js";
+import type { BranchInput, ChatMessage, Session, SessionStore } from "./types.js";
+
+/** Options of {@link Memory.addMessages}. */
+export interface AddMessagesOptions extends OwnerOptions {
+  /** The fence of the turn lease the caller holds. */
+  fence?: number;
+  /** The session record, when the caller resolved it already this turn. */
+  session?: Session;
+  /** Makes the write idempotent: the same id applied again stores nothing more (see `AppendOptions.operationId`). */
+  operationId?: string;
+}
+
+/** Options of {@link Memory.replaceAfter}. */
+export interface ReplaceAfterOptions extends AddMessagesOptions {
+  /** Apply only if the session's last seq is this one; otherwise `history_conflict`. */
+  expectedLastSeq?: number;
+  /** Keep the replaced messages as a branch (`regenerate`, `edit`, `fork`) instead of dropping them. */
+  branch?: BranchInput;
+}
+
+/** Options of {@link createMemory}. */
+export interface MemoryOptions {
+  /** A store, or a store URL (`memory:`, `file:./data`, `sqlite:./data/threadkeep.db`, `postgres://…`, `redis://…`). */
+  store: SessionStore | string;
+  /** Recent messages sent back to the model. @default 20 */
+  window?: number;
+  /** Token budget of history + new input. @default 8000 */
+  tokenBudget?: number;
+  /** Messages kept per session; older ones are dropped (after being summarized, with a summarizer). @default 200 */
+  maxMessages?: number;
+  /** Inactivity expiry. @default 7 days; 30 minutes on the in-memory store */
+  ttlMs?: number;
+  /** Run `expire()` this often in the background (never keeps the process alive). 0 disables. @default 0 */
+  sweepIntervalMs?: number;
+  /** Owner of sessions when a call names none. @default "default" */
+  defaultUserId?: string;
+  /**
+   * Lifetime of a turn's lease, renewed by a heartbeat while the turn runs: how long a crashed holder
+   * (or a release the store missed) can keep its session from the next turn. @default 10000
+   */
+  leaseTtlMs?: number;
+  /** How long a turn waits for the turns ahead of it before failing with `session_busy`. @default 60000 */
+  turnWaitMs?: number;
+  /**
+   * Summarises older messages (e.g. `createSummarizer({ baseUrl, model })`). Without one
+   * nothing is summarised and the message cap drops the oldest; with one, it drops only summarised messages.
+   */
+  summarizer?: Summarizer;
+  /** When older messages are summarised (with a summarizer). @default { threshold: 20, maxBatch: 100, background: false } */
+  compaction?: CompactionOptions;
+  /** Phrase lists of {@link Memory.resolve}. @default English and Dutch built in */
+  resolver?: ResolverOptions;
+  /** Tell the model the conversational state ("Recently referenced: task 42") in a system note. @default true */
+  stateNote?: boolean;
+  /**
+   * Embeds messages in the background after each append (e.g. `createEmbedder({ baseUrl, model })`),
+   * for semantic and hybrid search and recall. Off without one. The store must keep vectors.
+   */
+  embedder?: Embedder;
+  /** Batching and retries of background embedding. @default { batchSize: 64, retryDelayMs: 5000 } */
+  embedding?: EmbeddingOptions;
+  /** Recall of relevant older messages into the context (with an embedder). @default { enabled: true, limit: 3, minScore: 0.3 } */
+  recall?: RecallOptions;
+}
+
+/** Whose session an operation concerns. */
+export interface OwnerOptions {
+  /** @default the memory's `defaultUserId` */
+  userId?: string;
+}
+
+/** Options of {@link Memory.buildContext}. */
+export interface BuildContextOptions extends OwnerOptions {
+  /** The new messages of this turn. */
+  input?: ChatMessage[];
+  /** System messages to put first (the request's, or the application's). */
+  system?: ChatMessage[];
+  /** Model name, for token counting. */
+  model?: string;
+  window?: number;
+  tokenBudget?: number;
+  /** Apply these instead of the stored preferences (which are then left as they are). */
+  preferences?: ContextPreferences;
+  /** The session record, when the caller resolved it already this turn (saves a store read). */
+  session?: Session;
+  /** Use the stored history only up to this seq (a turn that replaces what follows it). */
+  upToSeq?: number;
+  /** Summaries of seqs before this one are of a superseded line. @default the session's (see `core/reconcile.ts`) */
+  historyStartsAt?: number;
+  /** The time confirmations are checked against. @default Date.now() */
+  now?: number;
+}
+
+/** The resolved settings of a {@link Memory}. */
+export interface MemorySettings {
+  window: number;
+  tokenBudget: number;
+  maxMessages: number;
+  ttlMs: number;
+  defaultUserId: string;
+  leaseTtlMs: number;
+  turnWaitMs: number;
+  compaction: Required<CompactionOptions>;
+  stateNote: boolean;
+}

@@ -133,6 +133,28 @@ export function reparent(branches: Branch[], ids: number[], parentId: number | n
   for (const branch of branches) if (ids.includes(branch.id)) branch.parentId = parentId;
 }
 
+/** A branch as the SQL stores keep it (SQLite and PostgreSQL: one row, JSON columns). */
+export interface BranchRow {
+  id: number;
+  at_seq: number;
+  parent_id: number | null;
+  reason: string;
+  created_at: number;
+  metadata: string | null;
+  messages: string;
+}
+
+/** A stored branch row as a {@link Branch}. */
+export const toBranch = (row: BranchRow): Branch => ({
+  id: row.id,
+  atSeq: row.at_seq,
+  parentId: row.parent_id,
+  reason: row.reason as Branch["reason"],
+  createdAt: row.created_at,
+  ...(row.metadata === null ? {} : { metadata: JSON.parse(row.metadata) }),
+  messages: JSON.parse(row.messages),
+});
+
 /** A branch record as stored: an id (the given one or the next), copies of everything. */
 export function branchFromRecord(record: BranchRecord, nextId: number): Branch {
   return {

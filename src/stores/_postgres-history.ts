@@ -6,7 +6,7 @@ import type postgres from "postgres";
 import { SessionNotFoundError, ThreadkeepError } from "../core/errors.js";
 import type { Branch, BranchRecord, Message, MessageInput, ReplaceOptions } from "../core/types.js";
 import { OPERATION_HISTORY } from "../core/types.js";
-import { branchFromRecord, branchNotFound, checkReplaceTarget, historyConflict, operationConflict } from "./_history.js";
+import { type BranchRow, branchFromRecord, branchNotFound, checkReplaceTarget, historyConflict, operationConflict, toBranch } from "./_history.js";
 import { bodyOf, type PgSql, searchable, toMessage } from "./_postgres-schema.js";
 import { messageText } from "./_util.js";
 
@@ -115,26 +115,6 @@ export async function migrateHistory(tx: Tx): Promise<void> {
     END
     $fn$`);
 }
-
-interface BranchRow {
-  id: number;
-  at_seq: number;
-  parent_id: number | null;
-  reason: string;
-  created_at: number;
-  metadata: string | null;
-  messages: string;
-}
-
-const toBranch = (row: BranchRow): Branch => ({
-  id: row.id,
-  atSeq: row.at_seq,
-  parentId: row.parent_id,
-  reason: row.reason as Branch["reason"],
-  createdAt: row.created_at,
-  ...(row.metadata === null ? {} : { metadata: JSON.parse(row.metadata) }),
-  messages: JSON.parse(row.messages),
-});
 
 const BRANCH_COLUMNS = "id, at_seq, parent_id, reason, created_at, metadata, messages";
 

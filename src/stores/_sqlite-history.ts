@@ -6,27 +6,19 @@ import type Database from "better-sqlite3";
 import { type Branch, type BranchRecord, type Message, OPERATION_HISTORY, type OwnerScope, type ReplaceOptions } from "../core/types.js";
 import {
   branchFromRecord,
+  type BranchRow,
   branchNotFound,
   checkReplaceTarget,
   findOperation,
   historyConflict,
   type OperationRecord,
+  toBranch,
 } from "./_history.js";
 import type { TurnLeases } from "./_sqlite-lease.js";
 import type { MessageRow, SqliteStatements } from "./_sqlite-statements.js";
 
 /** A message ready to insert: its stored JSON and its lowercased searchable text. */
 type Encoded = [body: string, searchText: string];
-
-interface BranchRow {
-  id: number;
-  at_seq: number;
-  parent_id: number | null;
-  reason: string;
-  created_at: number;
-  metadata: string | null;
-  messages: string;
-}
 
 /** What the history steps need of the open database. */
 export interface SqliteHistoryContext {
@@ -37,16 +29,6 @@ export interface SqliteHistoryContext {
   messages(sessionId: string, rows: MessageRow[]): Message[];
   exists(id: string, owner?: OwnerScope): void;
 }
-
-const toBranch = (row: BranchRow): Branch => ({
-  id: row.id,
-  atSeq: row.at_seq,
-  parentId: row.parent_id,
-  reason: row.reason as Branch["reason"],
-  createdAt: row.created_at,
-  ...(row.metadata === null ? {} : { metadata: JSON.parse(row.metadata) }),
-  messages: JSON.parse(row.messages),
-});
 
 /** The history steps of one open database. */
 export function sqliteHistory(ctx: SqliteHistoryContext) {

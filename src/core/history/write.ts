@@ -3,7 +3,7 @@ import { parseSessionId } from "../ids.js";
 import type { MemoryCore } from "../memory-core.js";
 import type { ReplaceAfterOptions } from "../memory-options.js";
 import { validateMessages } from "../messages.js";
-import type { Message, MessageInput } from "../types.js";
+import type { Message, MessageInput, SessionStore } from "../types.js";
 
 /** Appends (`seq` undefined) or replaces what follows `seq`: Memory's `addMessages` and `replaceAfter`. */
 export async function writeMessages(core: MemoryCore, sessionId: string, seq: number | undefined, messages: MessageInput[], options: ReplaceAfterOptions): Promise<Message[]> {
@@ -13,18 +13,18 @@ export async function writeMessages(core: MemoryCore, sessionId: string, seq: nu
   const summarizing = Boolean(core.compactor.summarizer);
   const write = { fence, operationId, expectedLastSeq, branch, ...(summarizing ? {} : { maxMessages: core.settings.maxMessages }) };
   const userId = core.owner(options);
-  if (seq === undefined && !options.session && !summarizing && store.capabilities.ownerScope) {
+  if (seq === undefined && !options.session && store.capabilities.ownerScope) {
     // The common case, an append to an existing session of this owner, is one store call that
     // checks the owner and expiry itself; anything else (new, expired, another owner's) takes the
     // path below, which creates, deletes or refuses as before.
     const id = parseSessionId(sessionId);
+    let added: Message[] | undefined;
     try {
-      const added = await store.appendMessages(id, valid, { ...write, owner: core.scope(userId) });
-      core.vectors?.schedule(store, id);
-      return added;
+      added = await store.appendMessages(id, valid, { ...write, owner: core.scope(userId) });
     } catch (error) {
       if (!isThreadkeepError(error, "session_not_found")) throw error;
     }
+    if (added) return afterWrite(core, store, id, added);
   }
   const { session, created } = await core.open(sessionId, userId, true, undefined, options.session);
   let added: Message[];
@@ -35,10 +35,15 @@ export async function writeMessages(core: MemoryCore, sessionId: string, seq: nu
     if (created) await store.deleteSession(session.id).catch(() => {});
     throw error;
   }
+  return afterWrite(core, store, session.id, added);
+}
+
+/** What follows every committed write: embedding, and compaction when a summarizer is set. */
+async function afterWrite(core: MemoryCore, store: SessionStore, sessionId: string, added: Message[]): Promise<Message[]> {
   // Embedding never holds up (or fails) the write: it runs after, and retries by itself.
-  core.vectors?.schedule(store, session.id);
-  if (!summarizing) return added;
-  const compaction = core.compactor.run(store, session.id);
+  core.vectors?.schedule(store, sessionId);
+  if (!core.compactor.summarizer) return added;
+  const compaction = core.compactor.run(store, sessionId);
   if (!core.settings.compaction.background) await compaction;
   return added;
 }

@@ -3,7 +3,7 @@
  * This entry imports no optional client: stores that need `postgres` or `redis` load them on use.
  */
 export { createMemory, Memory, SessionHandle } from "./core/memory.js";
-export type { AddMessagesOptions, BuildContextOptions, MemoryOptions, MemorySettings, OwnerOptions, ReplaceAfterOptions } from "./core/memory.js";
+export type { AddMessagesOptions, BuildContextOptions, MemoryOptions, MemorySettings, OwnerOptions, PreloadedTurn, ReplaceAfterOptions, RunTurnOptions } from "./core/memory.js";
 export * from "./core/types.js";
 export * from "./core/errors.js";
 export { isValidSessionId, MAX_SESSION_ID_LENGTH, newSessionId, parseSessionId, scopedSessionId } from "./core/ids.js";
@@ -50,6 +50,7 @@ export type { RecallOptions } from "./core/context/recall.js";
 export { SEARCH_MODES } from "./core/search.js";
 export type { RankedHit, SearchMode } from "./core/search.js";
 export { canStoreVectors } from "./core/types.js";
+export { openTurn } from "./core/open-turn.js";
 export type { EmbeddingInput, VectorHit, VectorQuery, VectorStore } from "./core/types.js";
 export { exportSessions, importSessions } from "./cli/export-import.js";
 export type { ExportReport, ExportSelection, ImportOptions, ImportReport } from "./cli/export-import.js";

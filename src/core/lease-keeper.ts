@@ -20,6 +20,11 @@ export interface KeptLease {
   /** True once the store said another holder was granted the session: this turn's fence is stale. */
   readonly lost: boolean;
   /**
+   * Stops the heartbeat, waiting for a beat on the wire: before a write that releases the lease
+   * itself (`releaseLease`), so no late renew can take the lease back after it.
+   */
+  stop(): Promise<void>;
+  /**
    * Stops the heartbeat and releases the lease. Never throws: a release the store did not take is
    * retried in the background until it succeeds or the lease has lapsed anyway.
    */
@@ -70,16 +75,20 @@ export function keepLease(lease: Lease, options: LeaseKeeperOptions): KeptLease 
     }
   };
   schedule(intervalMs);
+  const stop = async () => {
+    stopped = true;
+    clearTimeout(timer);
+    await beating;
+  };
 
   return {
     get lost() {
       return lost;
     },
+    stop,
     async release() {
-      stopped = true;
-      clearTimeout(timer);
       // A renew on the wire must not land after the release and take the lease back.
-      await beating;
+      await stop();
       try {
         await lease.release();
       } catch (error) {

@@ -3,6 +3,7 @@ import { DEFAULT_RECALL, type RecallOptions } from "./context/recall.js";
 import { BackgroundEmbedder } from "./embeddings.js";
 import { isThreadkeepError, SessionNotFoundError } from "./errors.js";
 import { parseSessionId } from "./ids.js";
+import type { KeptLease } from "./lease-keeper.js";
 import { checkJson } from "./json-limits.js";
 import type { MemoryOptions, MemorySettings, OwnerOptions } from "./memory-options.js";
 import { DEFAULTS } from "./policies.js";
@@ -18,6 +19,8 @@ export class MemoryCore {
   readonly resolver: Resolver;
   readonly vectors?: BackgroundEmbedder;
   readonly recall: Required<RecallOptions>;
+  /** Heartbeats of the turns running in {@link Memory.runTurn}, by `keeperKey(sessionId, fence)`. */
+  readonly keepers = new Map<string, KeptLease>();
 
   constructor(options: MemoryOptions) {
     const storeOption = options.store;

@@ -4,7 +4,7 @@ import type { ContextPreferences } from "./context/types.js";
 import type { ResolverOptions } from "./state/references.js";
 import type { Embedder, EmbeddingOptions } from "./embeddings.js";
 import type { RecallOptions } from "./context/recall.js";
-import type { BranchInput, ChatMessage, Session, SessionStore } from "./types.js";
+import type { BranchInput, ChatMessage, Message, Session, SessionState, SessionStore, Summary } from "./types.js";
 
 /** Options of {@link Memory.addMessages}. */
 export interface AddMessagesOptions extends OwnerOptions {
@@ -14,6 +14,12 @@ export interface AddMessagesOptions extends OwnerOptions {
   session?: Session;
   /** Makes the write idempotent: the same id applied again stores nothing more (see `AppendOptions.operationId`). */
   operationId?: string;
+  /**
+   * With `fence`, inside {@link Memory.runTurn}: the write is the turn's last, so it also releases
+   * the turn lease, in the same round trip where the store allows (`capabilities.combinedTurn`).
+   * The lease's heartbeat stops before the write.
+   */
+  releaseLease?: boolean;
 }
 
 /** Options of {@link Memory.replaceAfter}. */
@@ -95,6 +101,35 @@ export interface BuildContextOptions extends OwnerOptions {
   historyStartsAt?: number;
   /** The time confirmations are checked against. @default Date.now() */
   now?: number;
+  /** What {@link Memory.runTurn} read with the lease (`preload`): used instead of reading again where it covers the window. */
+  preloaded?: PreloadedTurn;
+}
+
+/** Options of {@link Memory.runTurn}. */
+export interface RunTurnOptions extends OwnerOptions {
+  /** How long to wait for the turns ahead. @default `turnWaitMs` */
+  waitMs?: number;
+  /** The lease's lifetime (renewed while the turn runs). @default `leaseTtlMs` */
+  ttlMs?: number;
+  /**
+   * Read the session's context for this owner (`userId`) together with the lease, in one round trip
+   * where the store allows, and hand it to `fn` ({@link PreloadedTurn}). Another owner's session is
+   * then `session_not_found` before `fn` runs; an expired one is deleted and reads as new.
+   */
+  preload?: boolean;
+}
+
+/** What a turn read with its lease: pass it to `buildContext({ preloaded })`. */
+export interface PreloadedTurn {
+  userId: string;
+  /** The owner's session when the lease was granted; null when there was none (or it had expired). */
+  session: Session | null;
+  /** The newest `last` messages, oldest first. */
+  messages: Message[];
+  /** How many newest messages were asked for (fewer came back when the session has fewer). */
+  last: number;
+  summaries: Summary[];
+  state: SessionState;
 }
 
 /** The resolved settings of a {@link Memory}. */

@@ -8,7 +8,7 @@ import { branchAt, clear, fork, getBranch, listBranches, pop, switchBranch, undo
 import { writeMessages } from "./history/write.js";
 import { SessionHandle } from "./session-handle.js";
 import { MemoryCore } from "./memory-core.js";
-import type { AddMessagesOptions, BuildContextOptions, MemoryOptions, MemorySettings, OwnerOptions, ReplaceAfterOptions } from "./memory-options.js";
+import type { AddMessagesOptions, BuildContextOptions, MemoryOptions, MemorySettings, OwnerOptions, PreloadedTurn, ReplaceAfterOptions, RunTurnOptions } from "./memory-options.js";
 import { ThreadkeepError } from "./errors.js";
 import { reindex } from "./reindex.js";
 import { runTurn } from "./turn.js";
@@ -17,7 +17,7 @@ import { checkJson } from "./json-limits.js";
 import { bestSearchMode, type RankedHit, runSearch, type SearchMode } from "./search.js";
 import type { Branch, BranchInput, Lease, ListOptions, Message, MessageInput, MessageQuery, SearchHit, Session, SessionPage, SessionState, SessionStore, Summary } from "./types.js";
 
-export type { AddMessagesOptions, BuildContextOptions, MemoryOptions, MemorySettings, OwnerOptions, ReplaceAfterOptions } from "./memory-options.js";
+export type { AddMessagesOptions, BuildContextOptions, MemoryOptions, MemorySettings, OwnerOptions, PreloadedTurn, ReplaceAfterOptions, RunTurnOptions } from "./memory-options.js";
 export { SessionHandle } from "./session-handle.js";
 
 /**
@@ -211,9 +211,12 @@ export class Memory {
    * order, across processes where the store allows. Waiting longer than `turnWaitMs` fails with
    * `session_busy`. The lease is short (`leaseTtlMs`) and renewed every third of it while `fn` runs, so
    * a long turn keeps it and a crashed holder lets go within one lifetime; a release the store misses
-   * is retried in the background.
+   * is retried in the background. With `preload`, the turn's context is read together with the lease
+   * (one round trip on stores with `capabilities.combinedTurn`) and handed to `fn` for
+   * `buildContext({ preloaded })`; the turn's last write may pass `releaseLease` to give the lease
+   * back in the same round trip.
    */
-  async runTurn<T>(sessionId: string, fn: (lease: Lease) => Promise<T>, options: { waitMs?: number; ttlMs?: number } = {}): Promise<T> {
+  async runTurn<T>(sessionId: string, fn: (lease: Lease, preloaded?: PreloadedTurn) => Promise<T>, options: RunTurnOptions = {}): Promise<T> {
     return runTurn(this.#core, sessionId, fn, options);
   }
 

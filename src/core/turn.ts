@@ -1,19 +1,55 @@
+import { contextReach } from "./context/build.js";
+import { SessionNotFoundError } from "./errors.js";
 import { parseSessionId } from "./ids.js";
 import { keepLease } from "./lease-keeper.js";
 import type { MemoryCore } from "./memory-core.js";
+import type { PreloadedTurn, RunTurnOptions } from "./memory-options.js";
+import { openTurn } from "./open-turn.js";
 import type { Lease } from "./types.js";
 
-/** Memory's `runTurn`: `fn` runs holding the session's turn lease, renewed until it settles. */
-export async function runTurn<T>(core: MemoryCore, sessionId: string, fn: (lease: Lease) => Promise<T>, options: { waitMs?: number; ttlMs?: number }): Promise<T> {
+/** The key of a held lease in {@link MemoryCore.keepers}. */
+export const keeperKey = (sessionId: string, fence: number) => `${sessionId}\n${fence}`;
+
+/**
+ * Memory's `runTurn`: `fn` runs holding the session's turn lease, renewed until it settles. With
+ * `preload` the turn's context is read with the lease (see {@link openTurn}) and handed to `fn`.
+ */
+export async function runTurn<T>(
+  core: MemoryCore,
+  sessionId: string,
+  fn: (lease: Lease, preloaded?: PreloadedTurn) => Promise<T>,
+  options: RunTurnOptions,
+): Promise<T> {
   const id = parseSessionId(sessionId);
-  const lease = await (await core.store).acquireLease(id, {
-    waitMs: options.waitMs ?? core.settings.turnWaitMs,
-    ttlMs: options.ttlMs ?? core.settings.leaseTtlMs,
-  });
-  const kept = keepLease(lease, { ttlMs: options.ttlMs ?? core.settings.leaseTtlMs });
+  const store = await core.store;
+  const ttlMs = options.ttlMs ?? core.settings.leaseTtlMs;
+  const waitMs = options.waitMs ?? core.settings.turnWaitMs;
+  let lease: Lease;
+  let preloaded: PreloadedTurn | undefined;
+  if (options.preload) {
+    const userId = core.owner(options);
+    const last = contextReach(core, undefined);
+    const opened = await openTurn(store, id, { owner: core.scope(userId), lease: { ttlMs, waitMs }, last });
+    lease = opened.lease;
+    preloaded = { userId, session: opened.session, messages: opened.messages, last, summaries: opened.summaries, state: opened.state };
+    try {
+      if (opened.status === "foreign") throw new SessionNotFoundError(id);
+      // As `find` does: an expired session is gone, and this turn starts a new one.
+      if (opened.status === "expired") await store.deleteSession(id);
+    } catch (error) {
+      await lease.release().catch(() => {});
+      throw error;
+    }
+  } else {
+    lease = await store.acquireLease(id, { waitMs, ttlMs });
+  }
+  const kept = keepLease(lease, { ttlMs });
+  const key = keeperKey(id, lease.fence);
+  core.keepers.set(key, kept);
   try {
-    return await fn(lease);
+    return await fn(lease, preloaded);
   } finally {
+    core.keepers.delete(key);
     await kept.release();
   }
 }

@@ -158,6 +158,13 @@ export interface AppendOptions {
   operationId?: string;
   /** Owner-scoped write: see {@link OwnerScope}; the session is not created. */
   owner?: OwnerScope;
+  /**
+   * With `fence`: release that turn lease in the same atomic step once the write applies (it stays
+   * held when the write fails), so a turn's commit and its release are one round trip. The holder's
+   * `Lease.release()` then has nothing left to do. Stores without `capabilities.combinedTurn` ignore
+   * it (the holder's release does the work).
+   */
+  releaseLease?: boolean;
 }
 
 /** How many applied operation ids a session remembers for idempotent writes. */
@@ -326,6 +333,34 @@ export interface Lease {
   release(): Promise<void>;
 }
 
+/** What {@link SessionStore.openTurn} reads once the turn lease is granted. */
+export interface TurnOpening {
+  /** The caller: another owner's session is reported as `foreign` and nothing of it is returned. */
+  owner: OwnerScope;
+  /** How to wait for the lease. */
+  lease?: LeaseOptions;
+  /** How many of the newest messages to read (0: none). */
+  last: number;
+}
+
+/** A turn begun by {@link SessionStore.openTurn}: the held lease and the session as it was when granted. */
+export interface OpenedTurn {
+  /** The session's turn lease, held by the caller (release it, or commit with `releaseLease`). */
+  lease: Lease;
+  /**
+   * `ok`: the owner's active session, read; `missing`: there is none; `foreign`: another owner's;
+   * `expired`: the owner's, inactive since before `owner.activeSince`. Only `ok` reads anything.
+   */
+  status: "ok" | "missing" | "foreign" | "expired";
+  /** The session record when `ok`, else null. */
+  session: Session | null;
+  /** The newest `last` messages, oldest first. */
+  messages: Message[];
+  /** Every summary, ordered by `fromSeq`. */
+  summaries: Summary[];
+  state: SessionState;
+}
+
 /** Options of {@link SessionStore.acquireLease}. */
 export interface LeaseOptions {
   /** How long the lease lasts if not released (a crashed holder blocks no longer). @default 30000 */
@@ -352,6 +387,13 @@ export interface StoreCapabilities {
    * @default false
    */
   ownerScope?: boolean;
+  /**
+   * `openTurn` takes the lease and reads the session, its window, summaries and state in one round
+   * trip (when nobody waits ahead), and `appendMessages` and `replaceAfter` honour `releaseLease`: a proxied turn costs two round
+   * trips. Stores without it get the same results from `openTurn` in `core/open-turn.ts`, call by call.
+   * @default false
+   */
+  combinedTurn?: boolean;
 }
 
 /**
@@ -436,6 +478,13 @@ export interface SessionStore {
 
   /** Waits in line (FIFO) for the session's turn lease. @throws `session_busy` when `waitMs` passes. */
   acquireLease(sessionId: string, options?: LeaseOptions): Promise<Lease>;
+  /**
+   * Optional (with `capabilities.combinedTurn`): waits for the turn lease like `acquireLease`, then
+   * reads what a turn needs in the same round trip; see {@link OpenedTurn}. Use `openTurn` of
+   * `core/open-turn.ts`, which falls back to separate calls for stores without it.
+   * @throws `session_busy` as `acquireLease`; on any other failure no lease is left held.
+   */
+  openTurn?(sessionId: string, opening: TurnOpening): Promise<OpenedTurn>;
 
   /** Releases connections, timers and file handles. Idempotent. */
   close(): Promise<void>;

@@ -112,7 +112,7 @@ async function confirmSave(
   if (!unconfirmed) return;
   const turn: TurnDeps = { memory: deps.memory, metrics: deps.metrics, log: request.log };
   const committed = await withTurnLease(turn, sessionId, (fence) =>
-    commitTurn(turn, sessionId, request.userId, unconfirmed.messages, fence, undefined, operationId, unconfirmed.reconciled),
+    commitTurn(turn, sessionId, request.userId, unconfirmed.messages, fence, { operationId, reconciled: unconfirmed.reconciled, last: true }),
   );
   if (committed !== "saved" || outcome.unconfirmed !== unconfirmed) return;
   outcome.unconfirmed = undefined;
@@ -146,70 +146,75 @@ export async function runTurn(
   const streaming = dialect.stream;
   let outcomeLabel = "error";
   try {
-    return await withTurnLease(turn, sessionId, async (fence) => {
-      const loaded = await loadTurn(turn, sessionId, userId, dialect.input, dialect.model);
-      const headers: Record<string, string> = { [SESSION_HEADER]: sessionId };
-      if (!loaded.contextAvailable) addWarning(headers, "context-unavailable");
-      if (loaded.truncated) addWarning(headers, "input-truncated");
-      for (const warning of loaded.warnings ?? []) addWarning(headers, warning);
-      const upstreamBody = dialect.upstreamBody(loaded.messages);
+    return await withTurnLease(
+      turn,
+      sessionId,
+      async (fence, preloaded) => {
+        const loaded = await loadTurn(turn, sessionId, userId, dialect.input, dialect.model, preloaded);
+        const headers: Record<string, string> = { [SESSION_HEADER]: sessionId };
+        if (!loaded.contextAvailable) addWarning(headers, "context-unavailable");
+        if (loaded.truncated) addWarning(headers, "input-truncated");
+        for (const warning of loaded.warnings ?? []) addWarning(headers, warning);
+        const upstreamBody = dialect.upstreamBody(loaded.messages);
 
-      if (streaming) {
-        const result = await streamTurn({
-          turn,
-          upstream,
-          request,
-          reply,
-          sessionId,
-          userId,
-          loaded,
-          upstreamBody,
+        if (streaming) {
+          const result = await streamTurn({
+            turn,
+            upstream,
+            request,
+            reply,
+            sessionId,
+            userId,
+            loaded,
+            upstreamBody,
+            headers,
+            fence,
+            record,
+            operationId,
+            persist: dialect.persist,
+            dialect: dialect.streamer(loaded),
+          });
+          outcomeLabel = result.label;
+          return result.outcome;
+        }
+
+        const earlier = operationId && dialect.persist !== false ? await committedCompletion(deps.memory, sessionId, userId, operationId) : null;
+        if (earlier) {
+          // An attempt of this request committed on another process: answer with what it stored.
+          const replayed = { ...headers, "idempotent-replayed": "true" };
+          const body = dialect.complete(earlier, loaded).body;
+          outcomeLabel = "ok";
+          reply.code(200).headers(replayed).send(body);
+          return { kind: "json", status: 200, headers: replayed, body };
+        }
+        const upstreamStart = performance.now();
+        let completion: unknown;
+        try {
+          completion = await upstream.chat(upstreamBody, {
+            onHeaders: (upstreamHeaders) => Object.assign(headers, upstreamHeaders),
+          });
+        } finally {
+          deps.metrics.upstreamSeconds.observe(secondsSince(upstreamStart));
+        }
+        const answer = dialect.complete(completion, loaded);
+        const messages = markCommitted([...loaded.toStore, ...answer.reply], operationId);
+        const committed: CommitResult =
+          dialect.persist === false
+            ? "saved"
+            : await commitTurn(turn, sessionId, userId, messages, fence, { session: loaded.session, operationId, reconciled: loaded.reconciled, last: true });
+        if (committed !== "saved") addWarning(headers, committed);
+        outcomeLabel = committed === "saved" ? "ok" : committed.replace("-", "_");
+        reply.code(200).headers(headers).send(answer.body);
+        return {
+          kind: "json",
+          status: 200,
           headers,
-          fence,
-          record,
-          operationId,
-          persist: dialect.persist,
-          dialect: dialect.streamer(loaded),
-        });
-        outcomeLabel = result.label;
-        return result.outcome;
-      }
-
-      const earlier = operationId && dialect.persist !== false ? await committedCompletion(deps.memory, sessionId, userId, operationId) : null;
-      if (earlier) {
-        // An attempt of this request committed on another process: answer with what it stored.
-        const replayed = { ...headers, "idempotent-replayed": "true" };
-        const body = dialect.complete(earlier, loaded).body;
-        outcomeLabel = "ok";
-        reply.code(200).headers(replayed).send(body);
-        return { kind: "json", status: 200, headers: replayed, body };
-      }
-      const upstreamStart = performance.now();
-      let completion: unknown;
-      try {
-        completion = await upstream.chat(upstreamBody, {
-          onHeaders: (upstreamHeaders) => Object.assign(headers, upstreamHeaders),
-        });
-      } finally {
-        deps.metrics.upstreamSeconds.observe(secondsSince(upstreamStart));
-      }
-      const answer = dialect.complete(completion, loaded);
-      const messages = markCommitted([...loaded.toStore, ...answer.reply], operationId);
-      const committed: CommitResult =
-        dialect.persist === false
-          ? "saved"
-          : await commitTurn(turn, sessionId, userId, messages, fence, loaded.session, operationId, loaded.reconciled);
-      if (committed !== "saved") addWarning(headers, committed);
-      outcomeLabel = committed === "saved" ? "ok" : committed.replace("-", "_");
-      reply.code(200).headers(headers).send(answer.body);
-      return {
-        kind: "json",
-        status: 200,
-        headers,
-        body: answer.body,
-        ...(committed === "save-unconfirmed" ? { unconfirmed: { messages, reconciled: loaded.reconciled } } : {}),
-      };
-    });
+          body: answer.body,
+          ...(committed === "save-unconfirmed" ? { unconfirmed: { messages, reconciled: loaded.reconciled } } : {}),
+        };
+      },
+      userId,
+    );
   } catch (error) {
     outcomeLabel = error instanceof UpstreamError ? "upstream_error" : "error";
     throw error;

@@ -177,7 +177,12 @@ export async function streamTurn(input: StreamTurnInput): Promise<StreamTurnResu
   const committed: CommitResult =
     input.persist === false
       ? "saved"
-      : await commitTurn(turn, input.sessionId, input.userId, toCommit, input.fence, loaded.session, input.operationId, loaded.reconciled);
+      : await commitTurn(turn, input.sessionId, input.userId, toCommit, input.fence, {
+          session: loaded.session,
+          operationId: input.operationId,
+          reconciled: loaded.reconciled,
+          last: true,
+        });
   const saved = committed === "saved";
   raw.off("close", onClose);
 

@@ -5,7 +5,7 @@
  */
 import type { FastifyBaseLogger } from "fastify";
 import { isOutcomeUnknown, isThreadkeepError } from "../core/errors.js";
-import type { Memory } from "../core/memory.js";
+import type { Memory, PreloadedTurn } from "../core/memory.js";
 import { isHiddenCarrier } from "../core/items/index.js";
 import { toChatMessage } from "../core/messages.js";
 import { isWholeHistory, planReconcile, type ReconcilePlan, readStoredView, startsLikeStored } from "../core/reconcile.js";
@@ -86,6 +86,7 @@ export async function loadTurn(
   userId: string,
   request: ChatMessage[] | PlannedTurn,
   model: string | undefined,
+  preloaded?: PreloadedTurn,
 ): Promise<LoadedTurn> {
   const planned = Array.isArray(request) ? undefined : request;
   const split = planned ? undefined : splitMessages(request as ChatMessage[]);
@@ -94,13 +95,19 @@ export async function loadTurn(
   try {
     let created = false;
     let session: Session | undefined;
-    try {
-      // Throws session_not_found for another owner's session as for a missing one; buildContext
-      // below tells them apart again, refusing the former and reading the latter as empty.
-      session = await deps.memory.getSession(sessionId, { userId });
-    } catch (error) {
-      if (!isThreadkeepError(error, "session_not_found")) throw error;
-      created = true;
+    if (preloaded) {
+      // Read with the lease (another owner's session was refused there).
+      session = preloaded.session ?? undefined;
+      created = !session;
+    } else {
+      try {
+        // Throws session_not_found for another owner's session as for a missing one; buildContext
+        // below tells them apart again, refusing the former and reading the latter as empty.
+        session = await deps.memory.getSession(sessionId, { userId });
+      } catch (error) {
+        if (!isThreadkeepError(error, "session_not_found")) throw error;
+        created = true;
+      }
     }
     let reconciled: ReconcilePlan | undefined;
     if (split && isWholeHistory(split.conversation, session)) {
@@ -121,6 +128,7 @@ export async function loadTurn(
       input: toStore.filter((m) => !isHiddenCarrier(m)).map(toChatMessage),
       model,
       session,
+      preloaded,
     });
     return {
       messages: context.messages,
@@ -156,6 +164,18 @@ export async function loadTurn(
  */
 export type CommitResult = "saved" | "not-saved" | "save-unconfirmed";
 
+/** What a commit knows of its turn. */
+export interface CommitContext {
+  /** The session record resolved this turn (saves a read). */
+  session?: Session;
+  /** From an `Idempotency-Key`: a retry stores the turn at most once. */
+  operationId?: string;
+  /** How a whole-history request is stored. */
+  reconciled?: ReconcilePlan;
+  /** The commit is the turn's last store call: it may release the lease in the same round trip. */
+  last?: boolean;
+}
+
 /**
  * Stores a turn in one append; with `operationId` (from an `Idempotency-Key`) a retry stores it at
  * most once. Failures are logged and counted, and reported in the result, never thrown.
@@ -166,13 +186,14 @@ export async function commitTurn(
   userId: string,
   messages: MessageInput[],
   fence: number | undefined,
-  session?: Session,
-  operationId?: string,
-  reconciled?: ReconcilePlan,
+  context: CommitContext = {},
 ): Promise<CommitResult> {
+  const { session, operationId, reconciled } = context;
   const start = performance.now();
   try {
-    const options = { userId, fence, session, operationId, branch: reconciled?.branch };
+    // A metadata write follows a reconciled first turn: the lease is released after it, as usual.
+    const releaseLease = context.last && !reconciled?.metadata;
+    const options = { userId, fence, session, operationId, branch: reconciled?.branch, releaseLease };
     if (reconciled?.replaceAfter !== undefined) await deps.memory.replaceAfter(sessionId, reconciled.replaceAfter, messages, options);
     else await deps.memory.addMessages(sessionId, messages, options);
     if (reconciled?.metadata) await deps.memory.updateSessionMetadata(sessionId, reconciled.metadata, { userId });
@@ -197,19 +218,35 @@ export async function commitTurn(
 /**
  * Runs `fn` holding the session's turn lease, so turns of one session run in arrival order. When the
  * lease cannot be taken because the store is down, the turn still runs (unordered), as it does for
- * loading and saving.
+ * loading and saving. With `preloadFor` (the caller's user id) the turn's context is read with the
+ * lease, in one round trip where the store allows, and handed to `fn`.
  */
 export async function withTurnLease<T>(
   deps: TurnDeps,
   sessionId: string,
-  fn: (fence: number | undefined) => Promise<T>,
+  fn: (fence: number | undefined, preloaded?: PreloadedTurn) => Promise<T>,
+  preloadFor?: string,
 ): Promise<T> {
   let entered = false;
+  const run = (options: { preload?: boolean; userId?: string }) =>
+    deps.memory.runTurn(
+      sessionId,
+      (lease, preloaded) => {
+        entered = true;
+        return fn(lease.fence, preloaded);
+      },
+      options,
+    );
   try {
-    return await deps.memory.runTurn(sessionId, (lease) => {
-      entered = true;
-      return fn(lease.fence);
-    });
+    if (preloadFor === undefined) return await run({});
+    try {
+      return await run({ preload: true, userId: preloadFor });
+    } catch (error) {
+      // Stored data that cannot be read costs the turn its history, not its place in line: take the
+      // lease alone, and let loading the context degrade as it does for every unreadable read.
+      if (entered || !isThreadkeepError(error, "store_corrupt")) throw error;
+      return await run({});
+    }
   } catch (error) {
     if (entered || !isThreadkeepError(error, "store_unavailable")) throw error;
     deps.log.warn(

@@ -13,6 +13,7 @@ import type { MessageInput, SessionStore } from "../core/types.js";
 import { describeHistory } from "./conformance-history.js";
 import { describeVectors } from "./conformance-vectors.js";
 import { describeOwnerScope } from "./conformance-owner.js";
+import { describeTurns } from "./conformance-turn.js";
 
 /**
  * Opens the store under test. Called more than once where a second "process" or a reopen is needed:
@@ -585,6 +586,7 @@ export function runStoreConformance(name: string, openStore: OpenStore, options:
 
     describeVectors(() => store, target.name);
     describeOwnerScope(() => store);
+    describeTurns(() => store);
 
     describeHistory(
       () => store,

@@ -10,21 +10,31 @@ import { withRecall } from "./recall.js";
 import { encodingForModel, messageTexts, TokenCounter } from "./tokens.js";
 import type { AssembledContext } from "./types.js";
 
+/**
+ * How many newest messages a context reads: the window, and with summaries on, back to the latest
+ * summary while the next one is due. A window asked for explicitly (a preview) is taken as given.
+ */
+export function contextReach(core: MemoryCore, window: number | undefined): number {
+  const reach = core.compactor.summarizer && window === undefined ? core.settings.compaction.threshold + 2 : 0;
+  return (window ?? core.settings.window) + reach;
+}
+
 /** Memory's `buildContext`: loads what the session keeps and assembles the next turn's context. */
 export async function buildContext(core: MemoryCore, sessionId: string, options: BuildContextOptions): Promise<AssembledContext> {
   const userId = core.owner(options);
   const id = parseSessionId(sessionId);
   // A session that does not exist yet reads as empty: the turn's first append creates it, so a turn
   // that fails before then leaves nothing behind.
-  const session = await core.find(id, userId, options.session);
+  // What the turn read with its lease stands for this owner's session as it was then.
+  const preloaded = options.preloaded?.userId === userId ? options.preloaded : undefined;
+  const session = preloaded ? preloaded.session : await core.find(id, userId, options.session);
   const store = await core.store;
   const window = options.window ?? core.settings.window;
-  // With summaries on, the window reaches back to the latest summary while the next one is due.
-  // A window asked for explicitly (a preview) is taken as given.
-  const reach = core.compactor.summarizer && options.window === undefined ? core.settings.compaction.threshold + 2 : 0;
+  const reading = contextReach(core, options.window);
+  const reach = reading - window;
   const startSeq = session ? (options.historyStartsAt ?? historyStart(session)) : 1;
   const loaded: LoadedContext = session
-    ? await loadContext(store, session.id, window + reach, options.preferences, { fromSeq: startSeq, upToSeq: options.upToSeq })
+    ? await loadContext(store, session.id, reading, options.preferences, { fromSeq: startSeq, upToSeq: options.upToSeq }, preloaded)
     : { history: [], summaries: [], state: { version: 0, data: {} }, preferences: options.preferences };
   const tokenBudget = options.tokenBudget ?? core.settings.tokenBudget;
   const input = options.input ?? [];

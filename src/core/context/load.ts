@@ -1,3 +1,4 @@
+import type { PreloadedTurn } from "../memory-options.js";
 import type { Message, SessionState, SessionStore, Summary } from "../types.js";
 import { readPreferences } from "./preferences.js";
 import type { ContextPreferences } from "./types.js";
@@ -37,8 +38,9 @@ function pinSpans(pins: readonly number[]): [number, number][] {
 }
 
 /**
- * Reads a session's window, summaries and state at once; when preferences ask for more (a larger
- * window, a focus range, pinned messages) those are read next, so a plain turn costs one round.
+ * Reads a session's window, summaries and state at once (or takes them from what the turn read with
+ * its lease); when preferences ask for more (a larger window, a focus range, pinned messages) those
+ * are read next, so a plain turn costs one round.
  */
 export async function loadContext(
   store: SessionStore,
@@ -46,13 +48,17 @@ export async function loadContext(
   window: number,
   override?: ContextPreferences,
   bounds: HistoryBounds = {},
+  preloaded?: PreloadedTurn,
 ): Promise<LoadedContext> {
   const upTo = bounds.upToSeq === undefined ? {} : { toSeq: bounds.upToSeq };
-  const [recent, allSummaries, state] = await Promise.all([
-    window > 0 ? store.getMessages(sessionId, { last: window, ...upTo }) : Promise.resolve([]),
-    store.listSummaries(sessionId),
-    store.getState(sessionId),
-  ]);
+  const covered = preloaded !== undefined && bounds.upToSeq === undefined && preloaded.last >= window;
+  const [recent, allSummaries, state] = covered
+    ? [window > 0 ? preloaded.messages.slice(-window) : [], preloaded.summaries, preloaded.state]
+    : await Promise.all([
+        window > 0 ? store.getMessages(sessionId, { last: window, ...upTo }) : Promise.resolve([]),
+        preloaded?.summaries ?? store.listSummaries(sessionId),
+        preloaded?.state ?? store.getState(sessionId),
+      ]);
   // Summaries of a superseded line: before the client's first message, or of messages being replaced.
   const summaries = allSummaries.filter(
     (s) => s.toSeq >= (bounds.fromSeq ?? 0) && (bounds.upToSeq === undefined || s.toSeq <= bounds.upToSeq),

@@ -3,6 +3,7 @@ import { parseSessionId } from "../ids.js";
 import type { MemoryCore } from "../memory-core.js";
 import type { ReplaceAfterOptions } from "../memory-options.js";
 import { validateMessages } from "../messages.js";
+import { keeperKey } from "../turn.js";
 import type { Message, MessageInput, SessionStore } from "../types.js";
 
 /** Appends (`seq` undefined) or replaces what follows `seq`: Memory's `addMessages` and `replaceAfter`. */
@@ -11,7 +12,8 @@ export async function writeMessages(core: MemoryCore, sessionId: string, seq: nu
   const store = await core.store;
   const { fence, operationId, expectedLastSeq, branch } = options;
   const summarizing = Boolean(core.compactor.summarizer);
-  const write = { fence, operationId, expectedLastSeq, branch, ...(summarizing ? {} : { maxMessages: core.settings.maxMessages }) };
+  const releaseLease = await releasesLease(core, store, sessionId, options);
+  const write = { fence, operationId, expectedLastSeq, branch, releaseLease, ...(summarizing ? {} : { maxMessages: core.settings.maxMessages }) };
   const userId = core.owner(options);
   if (seq === undefined && !options.session && store.capabilities.ownerScope) {
     // The common case, an append to an existing session of this owner, is one store call that
@@ -36,6 +38,16 @@ export async function writeMessages(core: MemoryCore, sessionId: string, seq: nu
     throw error;
   }
   return afterWrite(core, store, session.id, added);
+}
+
+/**
+ * Whether this write gives the turn lease back itself: asked for, with a fence, on a store that can.
+ * The lease's heartbeat stops first, so no renew lands after the release and takes the lease back.
+ */
+async function releasesLease(core: MemoryCore, store: SessionStore, sessionId: string, options: ReplaceAfterOptions): Promise<boolean | undefined> {
+  if (!options.releaseLease || options.fence === undefined || !store.capabilities.combinedTurn) return undefined;
+  await core.keepers.get(keeperKey(parseSessionId(sessionId), options.fence))?.stop();
+  return true;
 }
 
 /** What follows every committed write: embedding, and compaction when a summarizer is set. */

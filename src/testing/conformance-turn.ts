@@ -1,0 +1,114 @@
+/**
+ * The turn part of the store conformance suite: `openTurn` (the store's own, or the call-by-call one
+ * of `core/open-turn.ts`) holds the lease and reads what the turn needs as of the grant, and on stores
+ * with `capabilities.combinedTurn` a write with `releaseLease` gives the lease back in the same step.
+ */
+import { randomUUID } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import { newSessionId } from "../core/ids.js";
+import { openTurn } from "../core/open-turn.js";
+import type { SessionStore } from "../core/types.js";
+import { expectCode } from "./conformance.js";
+
+const say = (content: string) => ({ role: "user" as const, content });
+
+/** Registers the turn tests; `store()` gives the suite's open store. */
+export function describeTurns(store: () => SessionStore): void {
+  describe("turns", () => {
+    const setup = async (messages = 5) => {
+      const owner = `owner-${randomUUID()}`;
+      const session = await store().createSession({ id: newSessionId(), userId: owner });
+      await store().appendMessages(session.id, Array.from({ length: messages }, (_, i) => say(`m${i + 1}`)));
+      return { owner, id: session.id };
+    };
+    const opening = (userId: string, last = 3) => ({ owner: { userId }, last, lease: { ttlMs: 10_000, waitMs: 5_000 } });
+
+    it("openTurn holds the lease and reads the session, its newest messages, summaries and state", async () => {
+      const { owner, id } = await setup();
+      await store().saveSummary(id, { fromSeq: 1, toSeq: 2, content: "the start" });
+      await store().setState(id, { topic: "tea" }, 0);
+      const opened = await openTurn(store(), id, opening(owner));
+      try {
+        expect(opened.status).toBe("ok");
+        expect(opened.session).toMatchObject({ id, userId: owner });
+        expect(opened.messages.map((m) => [m.seq, m.content])).toEqual([[3, "m3"], [4, "m4"], [5, "m5"]]);
+        expect(opened.summaries.map((s) => [s.fromSeq, s.toSeq, s.content])).toEqual([[1, 2, "the start"]]);
+        expect(opened.state).toEqual({ version: 1, data: { topic: "tea" } });
+        await expectCode(store().acquireLease(id, { waitMs: 50 }), "session_busy");
+        const [added] = await store().appendMessages(id, [say("m6")], { fence: opened.lease.fence });
+        expect(added.seq).toBe(6);
+      } finally {
+        await opened.lease.release();
+      }
+      await (await store().acquireLease(id, { waitMs: 1_000 })).release();
+      const all = await openTurn(store(), id, opening(owner, 100));
+      await all.lease.release();
+      expect(all.messages.map((m) => m.seq)).toEqual([1, 2, 3, 4, 5, 6]);
+    });
+
+    it("openTurn reports a missing, another owner's and an expired session, returning nothing of them", async () => {
+      const { owner, id } = await setup();
+      await store().setState(id, { secret: true }, 0);
+      const missing = newSessionId();
+      const none = await openTurn(store(), missing, opening(owner));
+      expect(none).toMatchObject({ status: "missing", session: null, messages: [], summaries: [] });
+      // The lease of a session about to be created is held all the same.
+      await expectCode(store().acquireLease(missing, { waitMs: 50 }), "session_busy");
+      await none.lease.release();
+      expect(await store().getSession(missing)).toBeNull();
+
+      const foreign = await openTurn(store(), id, opening(`stranger-${randomUUID()}`));
+      await foreign.lease.release();
+      expect(foreign).toMatchObject({ status: "foreign", session: null, messages: [], summaries: [], state: { version: 0, data: {} } });
+
+      const late = await openTurn(store(), id, { ...opening(owner), owner: { userId: owner, activeSince: Date.now() + 60_000 } });
+      await late.lease.release();
+      expect(late).toMatchObject({ status: "expired", session: null, messages: [] });
+      expect(await store().countMessages(id)).toBe(5);
+    });
+
+    it("openTurn waits in line and reads what the turns before it stored", async () => {
+      const { owner, id } = await setup(1);
+      const held = await store().acquireLease(id, { ttlMs: 10_000 });
+      const order: string[] = [];
+      const first = openTurn(store(), id, opening(owner, 10)).then((t) => (order.push("first"), t));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      const second = openTurn(store(), id, opening(owner, 10)).then((t) => (order.push("second"), t));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      await store().appendMessages(id, [say("from the holder")], { fence: held.fence });
+      await held.release();
+      const a = await first;
+      expect(a.messages.map((m) => m.content)).toEqual(["m1", "from the holder"]);
+      await store().appendMessages(id, [say("from the first")], { fence: a.lease.fence });
+      await a.lease.release();
+      const b = await second;
+      await b.lease.release();
+      expect(order).toEqual(["first", "second"]);
+      expect(b.messages.map((m) => m.content)).toEqual(["m1", "from the holder", "from the first"]);
+    });
+
+    it("a write with releaseLease gives the lease back in the same step, and only when it applies", async (ctx) => {
+      if (!store().capabilities.combinedTurn) ctx.skip(`${store().name} releases leases separately (no combinedTurn)`);
+      const { owner, id } = await setup(2);
+      const refused = await openTurn(store(), id, opening(owner));
+      await expectCode(
+        store().replaceAfter(id, 1, [say("edit")], { fence: refused.lease.fence, expectedLastSeq: 1, releaseLease: true }),
+        "history_conflict",
+      );
+      await expectCode(store().acquireLease(id, { waitMs: 50 }), "session_busy");
+      await refused.lease.release();
+
+      const turn = await openTurn(store(), id, opening(owner));
+      await store().appendMessages(id, [say("q"), { role: "assistant", content: "a" }], { fence: turn.lease.fence, releaseLease: true });
+      const next = await store().acquireLease(id, { waitMs: 200, ttlMs: 10_000 });
+      // The first holder's own release, after the commit released it, must not free the next one.
+      await turn.lease.release();
+      expect(await turn.lease.renew(10_000)).toBe(false);
+      await expectCode(store().acquireLease(id, { waitMs: 50 }), "session_busy");
+      await store().replaceAfter(id, 3, [{ role: "assistant", content: "again" }], { fence: next.fence, releaseLease: true });
+      await (await store().acquireLease(id, { waitMs: 200 })).release();
+      await next.release();
+      expect((await store().getMessages(id)).map((m) => m.content)).toEqual(["m1", "m2", "q", "again"]);
+    });
+  });
+}

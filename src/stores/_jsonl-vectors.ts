@@ -11,16 +11,24 @@ import type { StoredVector } from "./_vectors.js";
 export function fileVectorSidecar(dir: string): VectorSidecar {
   const root = join(dir, "vectors");
   const modelsPath = join(root, "models.json");
-  let models: Record<string, number> | undefined;
+  // One load and one writer at a time: two first embeddings at once must not each start from an
+  // empty map, nor rename the same temporary file twice.
+  let models: Promise<Record<string, number>> | undefined;
+  let writing: Promise<unknown> = Promise.resolve();
 
-  const loadModels = async (): Promise<Record<string, number>> => {
-    if (models) return models;
+  const readModels = async (): Promise<Record<string, number>> => {
     try {
-      models = JSON.parse(await readFile(modelsPath, "utf8")) as Record<string, number>;
+      return JSON.parse(await readFile(modelsPath, "utf8")) as Record<string, number>;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
-      models = {};
+      return {};
     }
+  };
+  const loadModels = (): Promise<Record<string, number>> => {
+    models ??= readModels().catch((error: unknown) => {
+      models = undefined;
+      throw error;
+    });
     return models;
   };
 
@@ -51,10 +59,20 @@ export function fileVectorSidecar(dir: string): VectorSidecar {
       const known = await loadModels();
       if (known[model] !== undefined) return known[model];
       known[model] = dims;
-      await mkdir(root, { recursive: true });
-      // Written aside and renamed, so a crash never leaves half a file.
-      await writeFile(`${modelsPath}.tmp`, JSON.stringify(known));
-      await rename(`${modelsPath}.tmp`, modelsPath);
+      const write = writing.then(async () => {
+        await mkdir(root, { recursive: true });
+        // Written aside and renamed, so a crash never leaves half a file.
+        await writeFile(`${modelsPath}.tmp`, JSON.stringify(known));
+        await rename(`${modelsPath}.tmp`, modelsPath);
+      });
+      writing = write.catch(() => {});
+      try {
+        await write;
+      } catch (error) {
+        // Not recorded on disk: forget it, so the next claim writes it again.
+        if (known[model] === dims) delete known[model];
+        throw error;
+      }
       return dims;
     },
   };

@@ -84,5 +84,21 @@ export function describeVectors(store: () => SessionStore, name: string): void {
       await s.deleteSession(a.id);
       expect(await s.searchVectors({ userId: owner, model: m, vector: [1, 0, 0] })).toEqual([]);
     });
+
+    it("records the dimensions of several new models at once (concurrent first embeddings)", async (ctx) => {
+      const s = vectors(ctx);
+      const owner = `user-${randomUUID()}`;
+      const models = [model(), model(), model(), model()];
+      const sessions = await Promise.all(models.map(() => session(s, owner)));
+      const added = await Promise.all(sessions.map((x, i) => s.appendMessages(x.id, [text(`note ${i}`)])));
+      await Promise.all(
+        sessions.map((x, i) => s.putEmbeddings(x.id, models[i], [{ seq: added[i][0].seq, createdAt: added[i][0].createdAt, vector: [i + 1, 1] }])),
+      );
+      for (const [i, m] of models.entries()) {
+        const hits = await s.searchVectors({ userId: owner, model: m, vector: [i + 1, 1] });
+        expect(hits.map((h) => h.message.content)).toEqual([`note ${i}`]);
+        await expectCode(s.searchVectors({ userId: owner, model: m, vector: [1, 1, 1] }), "embedding_dimension_mismatch");
+      }
+    });
   });
 }

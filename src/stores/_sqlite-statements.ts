@@ -2,6 +2,7 @@
  * The SQLite store's prepared statements, made once per open database, and the row shapes they return.
  */
 import type Database from "better-sqlite3";
+import { scopeSql } from "./_sqlite-fulltext.js";
 
 /** A `sessions` row as read back. */
 export interface SessionRow {
@@ -34,6 +35,8 @@ const HIT_COLUMNS = "m.seq, m.created_at, m.body, m.session_id";
 const HIT_JOIN = "JOIN messages m ON m.session_id = t.session_id AND m.seq = t.seq";
 /** How many "last N" statements with a literal LIMIT are kept; callers use a handful of window sizes. */
 const NEWEST_CACHE = 16;
+// bm25 weighs the message column only: the scope tokens are a filter, not a match.
+const RELEVANCE = "bm25(messages_fts, 1.0, 0.0)";
 // Newest first, as the contract orders search hits.
 const SEARCH_ORDER = "ORDER BY m.created_at DESC, m.seq DESC LIMIT ?";
 
@@ -151,6 +154,7 @@ export function prepareStatements(db: Database.Database) {
       `SELECT ${HIT_COLUMNS} FROM message_text t JOIN sessions s ON s.id = t.session_id ${HIT_JOIN}
        WHERE t.session_id = ? AND s.user_id = ? AND instr(t.search_text, ?) > 0 ${SEARCH_ORDER}`,
     ),
+    // The MATCH carries the owner's (and session's) scope tokens; the joins check the owner again.
     searchFullText: rows(
       `SELECT ${HIT_COLUMNS} FROM messages_fts f JOIN message_text t ON t.id = f.rowid
        JOIN sessions s ON s.id = t.session_id ${HIT_JOIN}
@@ -161,23 +165,24 @@ export function prepareStatements(db: Database.Database) {
        JOIN sessions s ON s.id = t.session_id ${HIT_JOIN}
        WHERE messages_fts MATCH ? AND t.session_id = ? AND s.user_id = ? ${SEARCH_ORDER}`,
     ),
-    // Relevance order (bm25, best first) for ranked searches; the query ORs its words.
+    // Relevance order (bm25 of the message column, best first) for ranked searches; the query ORs its words.
     searchFullTextRanked: rows(
       `SELECT ${HIT_COLUMNS} FROM messages_fts f JOIN message_text t ON t.id = f.rowid
        JOIN sessions s ON s.id = t.session_id ${HIT_JOIN}
-       WHERE messages_fts MATCH ? AND s.user_id = ? ORDER BY bm25(messages_fts), m.seq DESC LIMIT ?`,
+       WHERE messages_fts MATCH ? AND s.user_id = ? ORDER BY ${RELEVANCE}, m.seq DESC LIMIT ?`,
     ),
     searchFullTextRankedInSession: rows(
       `SELECT ${HIT_COLUMNS} FROM messages_fts f JOIN message_text t ON t.id = f.rowid
        JOIN sessions s ON s.id = t.session_id ${HIT_JOIN}
-       WHERE messages_fts MATCH ? AND t.session_id = ? AND s.user_id = ? ORDER BY bm25(messages_fts), m.seq DESC LIMIT ?`,
+       WHERE messages_fts MATCH ? AND t.session_id = ? AND s.user_id = ? ORDER BY ${RELEVANCE}, m.seq DESC LIMIT ?`,
     ),
     hasPending: db
       .prepare<unknown[], number>("SELECT 1 FROM fts_pending LIMIT 1")
       .pluck() as SqliteStatement<number>,
     indexPending: q(
-      `INSERT INTO messages_fts (rowid, search_text)
-       SELECT t.id, t.search_text FROM fts_pending p JOIN message_text t ON t.id = p.id`,
+      `INSERT INTO messages_fts (rowid, search_text, scope)
+       SELECT t.id, t.search_text, ${scopeSql("s.user_id", "t.session_id")}
+       FROM fts_pending p JOIN message_text t ON t.id = p.id JOIN sessions s ON s.id = t.session_id`,
     ),
     clearPending: q("DELETE FROM fts_pending"),
 

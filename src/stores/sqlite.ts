@@ -23,6 +23,7 @@ import { checkHistoryOptions, operationDigest } from "./_history.js";
 import { LocalLeases } from "./_lease.js";
 import { SqliteFileLeases, type TurnLeases } from "./_sqlite-lease.js";
 import { type EncodedMessage, openSqliteStoreDb, type SqliteStoreDb } from "./_sqlite-db.js";
+import { scopedMatch } from "./_sqlite-fulltext.js";
 import type { MessageRow } from "./_sqlite-statements.js";
 import {
   checkSearchQuery,
@@ -88,18 +89,6 @@ function storeError(error: unknown): unknown {
     return new StoreUnavailableError(`The SQLite store failed: ${failure.message}`, { cause: error });
   }
   return error;
-}
-
-/**
- * Quotes every word so FTS5 operators and punctuation in user text are searched as text, never parsed.
- * NUL separates words like a space: FTS5 would read it as the end of the query ("unterminated string").
- */
-function ftsQuery(text: string, any = false): string {
-  return text
-    .split(/[\s\u0000]+/)
-    .filter((word) => word.length > 0)
-    .map((word) => `"${word.replaceAll('"', '""')}"`)
-    .join(any ? " OR " : " ");
 }
 
 /** The embedded store: one SQLite file (WAL), full-text search, turn leases held within this process. */
@@ -355,7 +344,7 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
         if (query.mode === "fulltext") {
           db.tx.indexPending();
           const ranked = query.ranking === "relevance";
-          const match = ftsQuery(query.text, ranked);
+          const match = scopedMatch(query.text, query, ranked);
           // Nothing but separators: no word to find.
           if (!match) return [];
           const rows = ranked

@@ -461,6 +461,23 @@ export function runStoreConformance(name: string, openStore: OpenStore, options:
         expect(any.every((h) => h.sessionId === session.id)).toBe(true);
       });
 
+      it("keeps owners apart whose ids differ only in punctuation or case, in every mode", async () => {
+        const tag = randomUUID().slice(0, 8);
+        const owners = [`${tag}-x`, `${tag} x`, `${tag}.X`];
+        for (const owner of owners) await store.appendMessages((await newSession(owner)).id, [text(`lookalike note of ${owner}`)]);
+        for (const owner of owners) {
+          const modes = store.capabilities.fullTextSearch ? (["substring", "fulltext"] as const) : (["substring"] as const);
+          for (const mode of modes) {
+            const hits = await store.search({ userId: owner, text: "lookalike note", mode });
+            expect(hits.map((h) => h.message.content)).toEqual([`lookalike note of ${owner}`]);
+          }
+          if (store.capabilities.fullTextSearch) {
+            const ranked = await store.search({ userId: owner, text: "lookalike note", mode: "fulltext", ranking: "relevance" });
+            expect(ranked.map((h) => h.message.content)).toEqual([`lookalike note of ${owner}`]);
+          }
+        }
+      });
+
       it("refuses full text with not_supported where the backend lacks it", async (ctx) => {
         if (store.capabilities.fullTextSearch) ctx.skip(`${target.name} has full-text search`);
         await expectCode(store.search({ userId: user(), text: "x", mode: "fulltext" }), "not_supported");

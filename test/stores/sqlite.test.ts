@@ -5,6 +5,7 @@ import Database from "better-sqlite3";
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
 import type { SessionStore } from "../../src/core/types.js";
+import { scopedMatch } from "../../src/stores/_sqlite-fulltext.js";
 import { openSqliteDatabase, SQLITE_SCHEMA_VERSION } from "../../src/stores/_sqlite-schema.js";
 import { newestMessagesSql, RANGE_NEWEST_FIRST_SQL } from "../../src/stores/_sqlite-statements.js";
 import { createSqliteStore } from "../../src/stores/sqlite.js";
@@ -208,6 +209,36 @@ describe("sqlite store specifics", () => {
     expect(() =>
       raw.exec("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)"),
     ).not.toThrow();
+    raw.close();
+  });
+
+  it("matches full text inside the index for one owner and session, however alike the owner ids look", async () => {
+    const path = freshPath();
+    const store = storeAt(path);
+    // Ids the tokenizer alone would merge ("a-b", "a b" and "A.B" are all the words a, b).
+    const owners = ["a-b", "a b", "A.B", "a-b-c", "ä-b"];
+    const sessions: Record<string, string[]> = {};
+    for (const owner of owners) {
+      sessions[owner] = [];
+      for (let i = 0; i < 2; i++) {
+        const session = await store.createSession({ id: newSessionId(), userId: owner });
+        await store.appendMessages(session.id, [{ role: "user", content: `shared words for ${owner}` }, { role: "user", content: "shared again" }]);
+        sessions[owner].push(session.id);
+      }
+    }
+    await store.search({ userId: "a-b", text: "shared", mode: "fulltext" });
+    const raw = new Database(path, { readonly: true });
+    const matched = (match: string) => raw.prepare("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?").pluck().get(match);
+    for (const owner of owners) {
+      // The index itself returns the owner's rows only (4 of 20), and the session's only (2).
+      expect(matched(scopedMatch("shared", { userId: owner }))).toBe(4);
+      expect(matched(scopedMatch("shared again", { userId: owner }, true))).toBe(4);
+      expect(matched(scopedMatch("shared", { userId: owner, sessionId: sessions[owner][1] }))).toBe(2);
+      expect(matched(scopedMatch("shared", { userId: owner, sessionId: sessions[owners[0] === owner ? "a b" : "a-b"][0] }))).toBe(0);
+      const hits = await store.search({ userId: owner, text: "shared words", mode: "fulltext", ranking: "relevance" });
+      expect(hits.map((h) => h.message.content).sort()).toEqual([`shared words for ${owner}`, `shared words for ${owner}`, "shared again", "shared again"].sort());
+      expect(hits.every((h) => sessions[owner].includes(h.sessionId))).toBe(true);
+    }
     raw.close();
   });
 

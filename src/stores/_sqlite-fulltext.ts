@@ -1,0 +1,36 @@
+/**
+ * The SQLite store's full-text scope: every indexed message carries its owner and session as two
+ * tokens in a second FTS5 column (`scope`), and every full-text query requires the caller's owner
+ * (and session) token. Ownership is part of the MATCH itself, so FTS5 intersects the words with one
+ * owner's rows before anything is ranked: a search costs what the owner holds, not what the store holds.
+ */
+
+/**
+ * A scope token: a letter, the value's UTF-8 bytes in hex, and a final `0`. Hex keeps any id one
+ * token (the tokenizer splits on punctuation, which would make "a-b" and "a b" the same owner), and
+ * the final digit keeps the porter stemmer off it (every suffix it strips ends in a letter).
+ */
+const token = (kind: "o" | "s", value: string) => `${kind}${Buffer.from(value, "utf8").toString("hex")}0`;
+
+/**
+ * The same tokens in SQL, for the indexer: `owner` and `session` are column expressions. SQLite's
+ * hex() is of the UTF-8 text, as above.
+ */
+export const scopeSql = (owner: string, session: string) =>
+  `'o' || lower(hex(${owner})) || '0 s' || lower(hex(${session})) || '0'`;
+
+/**
+ * The MATCH expression of a search: the owner's (and session's) scope tokens AND the words of
+ * `text` in the message column (all of them, or with `any` any of them). Every word is quoted, so
+ * FTS5 operators and punctuation in user text are searched as text, never parsed; NUL separates
+ * words like a space (FTS5 would read it as the end of the query). Empty when `text` has no word.
+ */
+export function scopedMatch(text: string, scope: { userId: string; sessionId?: string }, any = false): string {
+  const words = text
+    .split(/[\s\u0000]+/)
+    .filter((word) => word.length > 0)
+    .map((word) => `"${word.replaceAll('"', '""')}"`);
+  if (words.length === 0) return "";
+  const tokens = [token("o", scope.userId), ...(scope.sessionId === undefined ? [] : [token("s", scope.sessionId)])];
+  return `scope : (${tokens.map((t) => `"${t}"`).join(" ")}) AND search_text : (${words.join(any ? " OR " : " ")})`;
+}

@@ -1,83 +1,80 @@
 /**
- * `npm run bench -- recall`: (1) search latency per store for fulltext, semantic and hybrid, at two
- * store sizes, searching one owner's 10 sessions; (2) recall@5 on generated questions whose answers
- * lie outside the window, substring vs fulltext vs hybrid; (3) tokens sent per turn over a 200-turn
- * conversation: the whole history, the window alone, and summaries plus the window.
+ * `npm run bench -- recall`: (1) search latency per store (memory, file, SQLite, PostgreSQL, Redis) for
+ * fulltext, semantic and hybrid, at 100K and 1M messages (10K sessions, 1,000 owners), searching a
+ * random owner's 10 sessions; (2) recall@5 on generated questions whose answers lie outside the window,
+ * substring vs fulltext vs semantic vs hybrid; (3) tokens sent per turn over a 200-turn conversation:
+ * the whole history, the window alone, and summaries plus the window.
  * Embeddings come from the test suite's synonym model (in process, no HTTP), so the ranking is real
  * but the vectors are small (16 dimensions); a production model's 768–3072 dimensions cost more per
- * scanned vector.
+ * scanned vector. Stores are filled through their own API in bulk (bench/_recall-data.ts).
+ * `BENCH_RECALL_STORES=sqlite,postgres` and `BENCH_RECALL_SIZES=100000,1000000` narrow a run;
+ * `BENCH_QUICK=1` builds 4K and 20K messages.
  */
 import { randomBytes } from "node:crypto";
 import type { Embedder } from "../src/core/embeddings.js";
-import { createMemory, type Memory } from "../src/core/memory.js";
+import { createMemory } from "../src/core/memory.js";
 import type { SearchMode } from "../src/core/search.js";
-import type { MessageInput, SessionStore } from "../src/core/types.js";
+import type { MessageInput } from "../src/core/types.js";
 import { createMemoryStore } from "../src/stores/memory.js";
 import { createSqliteStore } from "../src/stores/sqlite.js";
 import { fakeEmbedding, SYNONYM_GROUPS } from "../test/_fake-upstream.js";
-import { TEST_POSTGRES_URL, TEST_REDIS_URL, serviceAvailable } from "../test/_services.js";
 import { collectGarbage, formatMicros, measure, printTable, QUICK, seededRandom } from "./_harness.js";
+import { BENCH_EMBEDDING_MODEL, bulkLoad, FILLER, sentences } from "./_recall-data.js";
+import { benchStoreNames, openBenchStore } from "./_recall-stores.js";
 
-const embedder: Embedder = { model: "synonyms-16", embed: async (texts) => texts.map(fakeEmbedding) };
-const random = seededRandom(13);
-const pick = <T>(items: readonly T[]) => items[Math.floor(random() * items.length)];
-const FILLER = ["sounds good", "let me think about it", "thanks for the help", "what else is there", "okay then", "maybe later today"];
-const sentence = () => `${pick(FILLER)} ${pick(pick(SYNONYM_GROUPS))} ${pick(FILLER)} ${randomBytes(3).toString("hex")}`;
+const embedder: Embedder = { model: BENCH_EMBEDDING_MODEL, embed: async (texts) => texts.map(fakeEmbedding) };
+const sentence = sentences(13);
 
-async function fill(memory: Memory, sessions: number, perSession: number, owner: (i: number) => string): Promise<void> {
-  for (let s = 0; s < sessions; s++) {
-    const session = await memory.startSession({ userId: owner(s) });
-    const messages: MessageInput[] = Array.from({ length: perSession }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: sentence() }));
-    await memory.addMessages(session.id, messages, { userId: owner(s) });
-    if (s % 50 === 49) await memory.idle();
-  }
-  await memory.idle();
-}
-
-/** (1) Search latency, one owner's 10 sessions, at two store sizes. */
+/**
+ * (1) Search latency at two store sizes, built one after the other (100K, then 1M messages; BENCH_QUICK:
+ * 4K, then 20K): sessions of 100 messages, 10 sessions an owner, so every owner holds 1,000 messages at
+ * every size and only the store grows. Each search is by a random owner across their 10 sessions.
+ */
 async function latency(): Promise<void> {
-  const sizes = QUICK ? [1_000, 4_000] : [10_000, 40_000];
   const perSession = 100;
-  const stores: [string, () => Promise<SessionStore>][] = [
-    ["memory", async () => createMemoryStore({ maxSessions: 1_000_000, ttlMs: 0 })],
-    ["sqlite", async () => createSqliteStore({ path: ":memory:" })],
-  ];
-  if ((await serviceAvailable("postgres")) === true) {
-    const { createPostgresStore } = await import("../src/stores/postgres.js");
-    stores.push(["postgres", async () => createPostgresStore({ url: TEST_POSTGRES_URL, schema: `tk_bench_${randomBytes(4).toString("hex")}` })]);
-  }
-  if ((await serviceAvailable("redis")) === true) {
-    const { createRedisStore } = await import("../src/stores/redis.js");
-    stores.push(["redis", async () => createRedisStore({ url: TEST_REDIS_URL, keyPrefix: `tkbench${randomBytes(4).toString("hex")}:`, ttlMs: 3_600_000 })]);
-  }
+  const sessionsPerOwner = 10;
+  const sizes = process.env.BENCH_RECALL_SIZES?.split(",").map(Number) ?? (QUICK ? [4_000, 20_000] : [100_000, 1_000_000]);
+  const iterations = QUICK ? 20 : 200;
   const rows: string[][] = [];
-  for (const [name, open] of stores) {
-    const store = await open();
-    const memory = createMemory({ store, embedder, ttlMs: 0 });
-    let built = 0;
-    for (const size of sizes) {
-      const sessions = size / perSession;
-      const started = performance.now();
-      // Owner "bench-owner" holds 10 sessions; the rest belong to others.
-      await fill(memory, sessions - built, perSession, (i) => (built + i < 10 ? "bench-owner" : `other-${(built + i) % 997}`));
-      built = sessions;
-      const buildSeconds = ((performance.now() - started) / 1000).toFixed(0);
-      const cells = [name, size.toLocaleString("en"), `${buildSeconds} s`];
-      for (const mode of ["fulltext", "semantic", "hybrid"] as SearchMode[]) {
-        if (mode === "fulltext" && !store.capabilities.fullTextSearch) {
-          cells.push("–");
-          continue;
-        }
-        const query = () => `${pick(pick(SYNONYM_GROUPS))} ${pick(FILLER).split(" ")[0]}`;
-        const m = await measure(`${name} ${mode}`, () => memory.search(query(), { userId: "bench-owner", mode, limit: 5 }), QUICK ? 20 : 100, { warmup: 10 });
-        cells.push(`${formatMicros(m.p50)} / ${formatMicros(m.p99)}`);
-      }
-      rows.push(cells);
+  for (const name of benchStoreNames()) {
+    const opened = await openBenchStore(name);
+    if (typeof opened === "string") {
+      console.log(`Skipping ${name}: ${opened}`);
+      continue;
     }
-    await memory.close();
-    collectGarbage();
+    const { store } = opened;
+    const memory = createMemory({ store, embedder, ttlMs: 0 });
+    const queryRandom = seededRandom(1313);
+    const qpick = <T>(items: readonly T[]) => items[Math.floor(queryRandom() * items.length)];
+    let built = 0;
+    try {
+      for (const size of sizes) {
+        const to = size / perSession;
+        const seconds = await bulkLoad(store, { from: built, to, perSession, sessionsPerOwner }, { concurrency: opened.concurrency });
+        built = to;
+        await opened.settle?.();
+        const owners = to / sessionsPerOwner;
+        const cells = [name, size.toLocaleString("en"), `${seconds.toFixed(0)} s`];
+        for (const mode of ["fulltext", "semantic", "hybrid"] as SearchMode[]) {
+          if (mode === "fulltext" && !store.capabilities.fullTextSearch) {
+            cells.push("–");
+            continue;
+          }
+          const query = () => `${qpick(qpick(SYNONYM_GROUPS))} ${qpick(FILLER).split(" ")[0]}`;
+          const search = () => memory.search(query(), { userId: `owner-${Math.floor(queryRandom() * owners)}`, mode, limit: 5 });
+          const m = await measure(`${name} ${mode}`, search, iterations, { warmup: 20 });
+          cells.push(`${formatMicros(m.p50)} / ${formatMicros(m.p99)}`);
+        }
+        rows.push(cells);
+        console.error(`  ${cells.join(" | ")}`);
+      }
+    } finally {
+      await memory.close();
+      await opened.remove();
+      collectGarbage();
+    }
   }
-  console.log("Search latency, p50 / p99 (one owner's 10 sessions × 100 messages; the store holds the total):\n");
+  console.log("\nSearch latency, p50 / p99, limit 5 (a random owner's 10 sessions × 100 messages; the store holds the total):\n");
   printTable(["store", "messages", "build", "fulltext", "semantic", "hybrid"], rows);
 }
 

@@ -1,4 +1,6 @@
-import type { SessionStore, Summary } from "../types.js";
+import { isThreadkeepError } from "../errors.js";
+import type { Message, SessionStore, Summary } from "../types.js";
+import { CompactionHints, type SessionShape } from "./compaction-hints.js";
 import type { Summarizer } from "./summarize.js";
 
 /** When and how much of a session is summarised (only with a summarizer). */
@@ -46,20 +48,22 @@ export function latestSummary(summaries: readonly Summary[]): Summary | undefine
  * threshold (or the cap needs them gone), folding them into the latest summary; then applies the
  * message cap to messages a summary covers, never to others. A failed summary loses nothing: the
  * error is returned and the messages stay until a later compaction succeeds.
+ * @returns what it did, and what it saw of the session afterwards (none: the session is empty).
  */
 export async function compactSession(
   store: SessionStore,
   sessionId: string,
   summarizer: Summarizer,
   settings: CompactionSettings,
-): Promise<CompactionResult> {
+): Promise<CompactionResult & { shape?: SessionShape }> {
+  // Without a cap the count is not needed: one read fewer.
   const [summaries, newest, oldest, count] = await Promise.all([
     store.listSummaries(sessionId),
     store.getMessages(sessionId, { last: 1 }),
     store.getMessages(sessionId, { limit: 1 }),
-    store.countMessages(sessionId),
+    settings.maxMessages > 0 ? store.countMessages(sessionId) : 0,
   ]);
-  if (newest.length === 0) return { dropped: 0 };
+  if (newest.length === 0 || oldest.length === 0) return { dropped: 0 };
   const lastSeq = newest[0].seq;
   const firstSeq = oldest[0].seq;
   const previous = latestSummary(summaries);
@@ -99,18 +103,57 @@ export async function compactSession(
     await store.appendMessages(sessionId, [], { maxMessages: count - droppable });
     result.dropped = droppable;
   }
-  return result;
+  // Dropping n of the oldest moves the first seq on by at least n (by more where seqs have gaps).
+  return { ...result, shape: { coveredTo, firstSeq: firstSeq + result.dropped, lastSeq } };
 }
 
-/** Runs compactions, one per session at a time, logging failures instead of throwing them. */
+/**
+ * Runs compactions, one per session at a time, logging failures instead of throwing them. After a
+ * write it first asks its {@link CompactionHints}: when what its last check saw shows that the write
+ * cannot have made anything due (the common case: most turns neither push a summary's worth of
+ * messages out of the window nor reach the cap), it reads nothing.
+ */
 export class Compactor {
   readonly summarizer?: Summarizer;
   readonly #settings: CompactionSettings;
   readonly #running = new Map<string, Promise<CompactionResult>>();
+  readonly #hints: CompactionHints;
 
   constructor(summarizer: Summarizer | undefined, settings: CompactionSettings) {
     this.summarizer = summarizer;
     this.#settings = settings;
+    this.#hints = new CompactionHints(settings);
+  }
+
+  /**
+   * What follows a write that stored `added`: nothing, or the cap alone, when the hint shows that no
+   * summary can be due; otherwise a full check. A write that stored nothing (a truncation, a replay)
+   * is checked as before.
+   */
+  afterWrite(store: SessionStore, sessionId: string, added: readonly Message[]): Promise<CompactionResult> {
+    if (!this.summarizer) return Promise.resolve({ dropped: 0 });
+    const running = this.#running.get(sessionId);
+    if (running) return running;
+    if (added.length === 0) return this.run(store, sessionId);
+    const lastSeq = added[added.length - 1].seq;
+    const plan = this.#hints.plan(sessionId, added[0].seq, lastSeq);
+    if (plan === "none") return Promise.resolve({ dropped: 0 });
+    if (plan === "check") return this.run(store, sessionId);
+    return this.#track(sessionId, this.#cap(store, sessionId, lastSeq));
+  }
+
+  /** Keeps the newest `maxMessages`: all it drops is summarised (the hint said so). */
+  async #cap(store: SessionStore, sessionId: string, lastSeq: number): Promise<CompactionResult> {
+    try {
+      await store.appendMessages(sessionId, [], { maxMessages: this.#settings.maxMessages });
+    } catch (error) {
+      this.#hints.forget(sessionId);
+      // Deleted meanwhile: nothing left to cap.
+      if (isThreadkeepError(error, "session_not_found")) return { dropped: 0 };
+      throw error;
+    }
+    // The store does not say how many went; the seqs do.
+    return { dropped: this.#hints.capped(sessionId, lastSeq) };
   }
 
   /** Compacts a session; joins the running compaction if there is one (a later append catches up). */
@@ -119,15 +162,21 @@ export class Compactor {
     if (!summarizer) return Promise.resolve({ dropped: 0 });
     const running = this.#running.get(sessionId);
     if (running) return running;
-    const run = compactSession(store, sessionId, summarizer, this.#settings)
-      .then((result) => {
-        if (result.error)
-          console.warn(
-            `[threadkeep] summarizing session ${sessionId} failed, its messages are kept: ${result.error}`,
-          );
-        return result;
-      })
+    const check = compactSession(store, sessionId, summarizer, this.#settings).then(({ shape, ...result }) => {
+      if (shape) this.#hints.learn(sessionId, shape);
+      else this.#hints.forget(sessionId);
+      if (result.error)
+        console.warn(`[threadkeep] summarizing session ${sessionId} failed, its messages are kept: ${result.error}`);
+      return result;
+    });
+    return this.#track(sessionId, check);
+  }
+
+  /** One compaction per session at a time; failures are logged, not thrown. */
+  #track(sessionId: string, work: Promise<CompactionResult>): Promise<CompactionResult> {
+    const run = work
       .catch((error: unknown): CompactionResult => {
+        this.#hints.forget(sessionId);
         console.warn(`[threadkeep] compacting session ${sessionId} failed: ${error}`);
         return { dropped: 0, error };
       })

@@ -55,7 +55,7 @@ async function afterWrite(core: MemoryCore, store: SessionStore, sessionId: stri
   // Embedding never holds up (or fails) the write: it runs after, and retries by itself.
   core.vectors?.schedule(store, sessionId);
   if (!core.compactor.summarizer) return added;
-  const compaction = core.compactor.run(store, sessionId);
+  const compaction = core.compactor.afterWrite(store, sessionId, added);
   if (!core.settings.compaction.background) await compaction;
   return added;
 }

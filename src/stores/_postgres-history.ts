@@ -118,7 +118,10 @@ export async function migrateHistory(tx: Tx): Promise<void> {
 
 const BRANCH_COLUMNS = "id, at_seq, parent_id, reason, created_at, metadata, messages";
 
-/** An idempotent append (`seq` undefined) or a tail replacement, in one round trip. */
+/**
+ * An idempotent append (`seq` undefined) or a tail replacement, in one round trip, owner-scoped too
+ * (`options.owner`). A replayed operation reads its stored messages in a second one.
+ */
 export async function writeHistory(
   sql: PgSql,
   lang: string,
@@ -131,11 +134,18 @@ export async function writeHistory(
   const bodies = valid.map(bodyOf);
   const texts = valid.map((m) => searchable(messageText(m)));
   const branchMeta = options.branch?.metadata === undefined ? null : JSON.stringify(options.branch.metadata);
+  const owner = options.owner;
+  // An owner-scoped write checks the owner in the same statement: the condition is uncorrelated, so
+  // PostgreSQL evaluates it once, before the function runs, and another owner's session (or an
+  // expired one) gets no row, with nothing written and no operation recorded.
   const [row] = await sql<{ out_status: string; out_first_seq: number; out_last_seq: number; out_created_at: number }[]>`
     SELECT out_status, out_first_seq, out_last_seq, out_created_at FROM threadkeep_write(
       ${id}, ${seq ?? null}::bigint, ${bodies}::text[], ${texts}::text[], ${options.maxMessages || null}::bigint,
       ${options.fence ?? null}::bigint, ${lang}::regconfig, ${options.operationId ?? null}::text, ${digest}::text,
-      ${options.expectedLastSeq ?? null}::bigint, ${options.branch?.reason ?? null}::text, ${branchMeta}::text)`;
+      ${options.expectedLastSeq ?? null}::bigint, ${options.branch?.reason ?? null}::text, ${branchMeta}::text)
+    WHERE ${owner ? sql`EXISTS (SELECT 1 FROM sessions WHERE id = ${id} AND user_id = ${owner.userId}
+      AND last_activity_at >= ${owner.activeSince ?? Number.MIN_SAFE_INTEGER})` : sql`true`}`;
+  if (!row) throw new SessionNotFoundError(id);
   switch (row.out_status) {
     case "not_found":
       throw new SessionNotFoundError(id);

@@ -179,12 +179,6 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
       : { version: row.version, data: JSON.parse(row.data!) };
   };
 
-  /** An idempotent append (`seq` undefined) or a tail replacement, in one round trip. */
-  /** The owner and last activity an owner-scoped call checks. */
-  const ownerRows = (sql: PgSql, id: string) =>
-    sql<{ userId: string; lastActivityAt: number }[]>`
-      SELECT user_id AS "userId", last_activity_at AS "lastActivityAt" FROM sessions WHERE id = ${id}`;
-
   /**
    * An owner-scoped read in one statement: the session row joined with the requested messages, so
    * the owner and expiry are checked on the same snapshot as the read.
@@ -205,6 +199,7 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
     return (newest ? found.reverse() : found).map(toMessage);
   };
 
+  /** An idempotent append (`seq` undefined) or a tail replacement, in one round trip. */
   const writeHistory = async (id: string, seq: number | undefined, inputs: MessageInput[], options: ReplaceOptions) => {
     const valid = validateMessages(inputs);
     checkHistoryOptions(options, seq);
@@ -287,11 +282,8 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
       }),
 
     async appendMessages(id: string, inputs: MessageInput[], append: AppendOptions = {}) {
-      if (append.operationId !== undefined) {
-        // The idempotent path is a transaction of its own; its owner check is one read before it.
-        if (append.owner) await run("appendMessages", async (sql) => checkOwner(id, append.owner, (await ownerRows(sql, id))[0]));
-        return writeHistory(id, undefined, inputs, append);
-      }
+      // The idempotent path is a function of its own, which checks the owner in the same statement.
+      if (append.operationId !== undefined) return writeHistory(id, undefined, inputs, append);
       const valid = validateMessages(inputs);
       const bodies = valid.map(bodyOf);
       const texts = valid.map((m) => searchable(messageText(m)));

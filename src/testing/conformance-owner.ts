@@ -44,6 +44,27 @@ export function describeOwnerScope(store: () => SessionStore): void {
       expect((await store().getMessages(id)).map((m) => m.content)).toEqual(["mine", "yours"]);
     });
 
+    it("apply an idempotent append for the owner once, and refuse another owner's without recording its operation", async (ctx) => {
+      if (!store().capabilities.ownerScope) ctx.skip(`${store().name} does not scope calls by owner (Memory checks)`);
+      const { owner, id } = await setup();
+      const stranger = { userId: `stranger-${randomUUID()}` };
+      const late = { userId: owner, activeSince: Date.now() + 60_000 };
+      const intrusion = [{ role: "user" as const, content: "intrusion" }];
+      await expectCode(store().appendMessages(id, intrusion, { owner: stranger, operationId: "op-1" }), "session_not_found");
+      await expectCode(store().appendMessages(id, intrusion, { owner: late, operationId: "op-1" }), "session_not_found");
+      await expectCode(store().appendMessages(newSessionId(), intrusion, { owner: { userId: owner }, operationId: "op-1" }), "session_not_found");
+      expect(await store().countMessages(id)).toBe(2);
+      // The refused attempts left no trace of op-1: the owner's own op-1, with other content, is new.
+      const turn = [{ role: "user" as const, content: "again" }, { role: "assistant" as const, content: "once" }];
+      const first = await store().appendMessages(id, turn, { owner: { userId: owner }, operationId: "op-1" });
+      expect(first.map((m) => m.seq)).toEqual([3, 4]);
+      const retried = await store().appendMessages(id, turn, { owner: { userId: owner }, operationId: "op-1" });
+      expect(retried.map((m) => [m.seq, m.content])).toEqual([[3, "again"], [4, "once"]]);
+      // Another owner cannot replay (or probe) the owner's operation either.
+      await expectCode(store().appendMessages(id, turn, { owner: stranger, operationId: "op-1" }), "session_not_found");
+      expect((await store().getMessages(id)).map((m) => m.content)).toEqual(["mine", "yours", "again", "once"]);
+    });
+
     it("refuse a missing session and an expired one, and create nothing", async (ctx) => {
       if (!store().capabilities.ownerScope) ctx.skip(`${store().name} does not scope calls by owner (Memory checks)`);
       const { owner, id } = await setup();

@@ -78,11 +78,14 @@ export class RedisConnection {
   #closed = false;
   /** When a command last went unanswered on a connected client; 0 while the server answers. */
   #silentSince = 0;
+  /** The server is a Redis Cluster: a script may only touch keys of one slot. */
+  readonly cluster: boolean;
 
   constructor(options: RedisConnectionOptions) {
     this.#options = options;
     let where = "the configured address";
     const cluster = parseClusterUrl(options.url);
+    this.cluster = cluster !== null;
     try {
       where = cluster ? `cluster ${cluster.rootNodes.map((n) => new URL(n.url).host).join(",")}` : new URL(options.url).host || where;
     } catch {

@@ -8,7 +8,7 @@
  */
 import type { Branch } from "../core/types.js";
 import { OPERATION_HISTORY } from "../core/types.js";
-import { type RedisScript, SESSION, script } from "./_redis-scripts.js";
+import { RECORD, RELEASE, type RedisScript, SESSION, script } from "./_redis-scripts.js";
 
 /** A branch as the Redis store keeps it: `parentId` and `atSeq` first (see above). */
 export function encodeBranch(branch: Branch): string {
@@ -40,17 +40,27 @@ end
 `;
 
 /**
+ * KEYS: the session's data keys, then its lease, queue and wake channel, then (on a single Redis, to
+ * index in the same step) the owner's index and the global activity and id indexes.
  * ARGV: now, ttl, fence ('' none), maxMessages (0 none), after ('' for an append), expectedLastSeq
  * ('' none), operation id ('' none), digest, branch reason ('' none), branch metadata JSON ('' none),
- * owner ('' none: not owner-scoped), activeSince ('' none), then one JSON object per message (with
- * createdAt, without seq).
- * Returns {firstSeq, lastActivityAt, userId}; {-1} missing session (or, owner-scoped, another owner's
- * or an expired one); {-2} stale fence; {-3} operation
- * conflict; {-4, first, last} history conflict; {-5, items…} an operation applied before.
+ * owner ('' none: not owner-scoped), activeSince ('' none), lease token to release once the write
+ * applies ('' none), the owner whose index KEYS names ('' to leave the indexes to the caller), the
+ * session id, then one JSON object per message (with createdAt, without seq).
+ * Returns {firstSeq, lastActivityAt, userId, indexed (1 when the indexes were updated here), the next
+ * waiter's token ('' none) or false when no lease was released}; {-1} missing session (or,
+ * owner-scoped, another owner's or an expired one); {-2} stale fence; {-3} operation conflict;
+ * {-4, first, last} history conflict; {-5, items…} an operation applied before.
+ *
+ * A lease released here also advances the fence: a renew of it landing later finds the lease given
+ * back rather than lapsed, so it cannot take it back (see LEASE_RENEW).
  */
 export const WRITE: RedisScript = script(
   "history-write",
-  `${SESSION}${BRANCH_HEAD}
+  `${SESSION}${BRANCH_HEAD}${RECORD}
+local LEASE, QUEUE = KEYS[9], KEYS[10]
+${RELEASE}
+local M = 16
 if redis.call('EXISTS', META) == 0 then return {-1} end
 if ARGV[11] ~= '' then
   local owner = redis.call('HMGET', META, 'userId', 'lastActivityAt')
@@ -108,31 +118,50 @@ if n == 0 then
 end
 local seq0 = after + 1
 local batch = {}
-for i = 13, #ARGV do
-  batch[#batch + 1] = '{"seq":' .. string.format('%d', seq0 + i - 13) .. ',' .. string.sub(ARGV[i], 2)
+for i = M, #ARGV do
+  batch[#batch + 1] = '{"seq":' .. string.format('%d', seq0 + i - M) .. ',' .. string.sub(ARGV[i], 2)
   if #batch == 1000 then
     redis.call('RPUSH', MSGS, unpack(batch))
     batch = {}
   end
 end
 if #batch > 0 then redis.call('RPUSH', MSGS, unpack(batch)) end
-local total = n + #ARGV - 12
+local total = n + #ARGV - M + 1
 local max = tonumber(ARGV[4])
 if max > 0 and total > max then
   redis.call('LTRIM', MSGS, total - max, -1)
   redis.call('HSET', META, 'first', first + total - max)
 end
 if op ~= '' then
-  redis.call('HSET', OPS, op, ARGV[8] .. ' ' .. string.format('%d', seq0) .. ' ' .. string.format('%d', seq0 + #ARGV - 13))
+  redis.call('HSET', OPS, op, ARGV[8] .. ' ' .. string.format('%d', seq0) .. ' ' .. string.format('%d', seq0 + #ARGV - M))
   redis.call('RPUSH', OPSQ, op)
   if redis.call('LLEN', OPSQ) > ${OPERATION_HISTORY} then redis.call('HDEL', OPS, redis.call('LPOP', OPSQ)) end
   inheritExpiry(OPS)
   inheritExpiry(OPSQ)
 end
+local ttl = tonumber(ARGV[2])
 local at = math.max(tonumber(redis.call('HGET', META, 'lastActivityAt')), now)
 redis.call('HSET', META, 'lastActivityAt', at)
-local result = {seq0, redis.call('HGET', META, 'lastActivityAt'), redis.call('HGET', META, 'userId')}
-expireAt(at, tonumber(ARGV[2]))
+local score, user = redis.call('HGET', META, 'lastActivityAt'), redis.call('HGET', META, 'userId')
+local result = {seq0, score, user, 0, false}
+expireAt(at, ttl)
+if ARGV[14] ~= '' and ARGV[14] == user then
+  local expire, trim = '', ''
+  if ttl > 0 then
+    expire = string.format('%d', math.floor(at + ttl))
+    trim = string.format('%d', now - ttl)
+  end
+  recordOwner(KEYS[12], 'gt', score, ARGV[15], expire, trim)
+  recordGlobal(KEYS[13], KEYS[14], 'gt', score, ARGV[15], trim)
+  result[4] = 1
+end
+if ARGV[13] ~= '' then
+  local next = releaseLease(ARGV[13], KEYS[11])
+  if next then
+    if redis.call('EXISTS', FENCE) == 1 then redis.call('INCR', FENCE) end
+    result[5] = next
+  end
+end
 return result`,
 );
 

@@ -48,6 +48,14 @@ export class RedisIndexes {
   }
 
   /**
+   * The owner's index and the global ones, for a script that records activity in the same step as
+   * the write (a single Redis only: in a Cluster they live in other slots than the session).
+   */
+  keysFor(userId: string): string[] {
+    return [this.owner(userId), this.#activity, this.#ids];
+  }
+
+  /**
    * Records activity. 'gt' never moves a session back, so concurrent appends leave the newest time;
    * 'set' is for creation and explicit touches. Each update also trims a bounded number of members
    * older than the TTL, whose sessions Redis has expired.

@@ -1,12 +1,15 @@
 import { randomUUID } from "node:crypto";
 import { isOutcomeUnknown, isThreadkeepError, ThreadkeepError } from "../core/errors.js";
-import type { Lease, LeaseOptions } from "../core/types.js";
+import type { Lease, LeaseOptions, TurnOpening } from "../core/types.js";
 import { DEFAULT_LEASE_TTL_MS, DEFAULT_LEASE_WAIT_MS } from "./_lease.js";
 
 /** What the lease line needs from the store: the lease scripts and the wake channel, per session. */
 export interface LeaseBackend {
-  /** Joins or stays in line; `granted` with the fence, or the position in line. */
-  poll(sessionId: string, token: string, ttlMs: number): Promise<{ granted: boolean; value: number }>;
+  /**
+   * Joins or stays in line; `granted` with the fence, or the position in line. With `opening`, the
+   * poll that grants also reads what the turn needs (`read`, as the backend encodes it).
+   */
+  poll(sessionId: string, token: string, ttlMs: number, opening?: TurnOpening): Promise<PollReply>;
   leave(sessionId: string, token: string): Promise<void>;
   /** Extends the lease `token` holds (or takes it back if it lapsed untaken); false when another has it. */
   renew(sessionId: string, token: string, ttlMs: number, fence: number): Promise<boolean>;
@@ -17,8 +20,27 @@ export interface LeaseBackend {
   unwatch(sessionId: string): void;
 }
 
+/** A poll's answer: see {@link LeaseBackend.poll}. */
+export interface PollReply {
+  granted: boolean;
+  value: number;
+  read?: unknown[];
+}
+
+/** A lease held through this store, as a write that releases it (`releaseLease`) needs it. */
+interface Held {
+  lease: Lease;
+  token: string;
+  /** The session's owner as read when the lease was granted with the turn's data. */
+  owner?: string;
+  /** Marks the lease released by a write: its own release does nothing then, its renew answers false. */
+  released(): void;
+}
+
 /** How long a waiter whose poll went unanswered keeps trying to leave the line (and give back a lost grant). */
 const LEAVE_RETRY_MS = 30_000;
+
+const heldKey = (sessionId: string, fence: number) => `${sessionId}\n${fence}`;
 
 /** How long a waiter may go without polling before the others drop it from the line. */
 export const LEASE_HEARTBEAT_GRACE_MS = 3_000;
@@ -40,8 +62,8 @@ export class RedisLeases {
   readonly #backend: LeaseBackend;
   /** Sleeping waiters of this store by session and token. */
   readonly #waiting = new Map<string, Map<string, () => void>>();
-  /** Leases held through this store, released on close so the next in line need not wait out the TTL. */
-  readonly #held = new Set<Lease>();
+  /** Leases held through this store by session and fence, released on close so the next in line need not wait out the TTL. */
+  readonly #held = new Map<string, Held>();
   #closed = false;
 
   constructor(backend: LeaseBackend) {
@@ -49,6 +71,42 @@ export class RedisLeases {
   }
 
   async acquire(sessionId: string, options: LeaseOptions = {}): Promise<Lease> {
+    return (await this.#acquire(sessionId, options)).lease;
+  }
+
+  /**
+   * Waits for the lease like {@link acquire}; the poll that grants it reads the turn's data too (one
+   * round trip when nobody is ahead). `owner` of the result, once the caller knows it, is kept with
+   * the lease for the write that releases it.
+   */
+  async open(sessionId: string, opening: TurnOpening): Promise<{ lease: Lease; read: unknown[]; setOwner(userId: string): void }> {
+    const { lease, read } = await this.#acquire(sessionId, opening.lease ?? {}, opening);
+    const held = this.#held.get(heldKey(sessionId, lease.fence));
+    return {
+      lease,
+      read: read ?? [],
+      setOwner: (userId) => {
+        if (held) held.owner = userId;
+      },
+    };
+  }
+
+  /** The token (and owner, when known) of the lease of `fence` held here, for a write that releases it. */
+  holder(sessionId: string, fence: number): { token: string; owner?: string } | undefined {
+    const held = this.#held.get(heldKey(sessionId, fence));
+    return held && { token: held.token, owner: held.owner };
+  }
+
+  /**
+   * A write released the lease of `fence` (see {@link holder}): the holder's release has nothing
+   * left to do and its renew answers false; `next`, the waiter the write woke, may be in this store.
+   */
+  releasedByWrite(sessionId: string, fence: number, next: string | null): void {
+    this.#held.get(heldKey(sessionId, fence))?.released();
+    this.#wake(sessionId, next);
+  }
+
+  async #acquire(sessionId: string, options: LeaseOptions, opening?: TurnOpening): Promise<{ lease: Lease; read?: unknown[] }> {
     const ttlMs = Math.max(1, Math.floor(options.ttlMs ?? DEFAULT_LEASE_TTL_MS));
     const waitMs = options.waitMs ?? DEFAULT_LEASE_WAIT_MS;
     const token = randomUUID();
@@ -64,8 +122,8 @@ export class RedisLeases {
       for (let polls = 0; ; polls++) {
         this.#ensureOpen();
         const sentAt = Date.now();
-        const reply = await this.#backend.poll(sessionId, token, ttlMs);
-        if (reply.granted) return this.#lease(sessionId, token, reply.value, sentAt + ttlMs);
+        const reply = await this.#backend.poll(sessionId, token, ttlMs, opening);
+        if (reply.granted) return { lease: this.#lease(sessionId, token, reply.value, sentAt + ttlMs), read: reply.read };
         if (polls === 0) this.#enlist(sessionId, token, ring);
         const left = deadline - Date.now();
         if (left <= 0) {
@@ -102,7 +160,7 @@ export class RedisLeases {
   async close(): Promise<void> {
     this.#closed = true;
     for (const line of this.#waiting.values()) for (const wake of line.values()) wake();
-    await Promise.allSettled([...this.#held].map((lease) => lease.release()));
+    await Promise.allSettled([...this.#held.values()].map((held) => held.lease.release()));
   }
 
   #leave(sessionId: string, token: string, retry: boolean): void {
@@ -145,6 +203,7 @@ export class RedisLeases {
 
   #lease(sessionId: string, token: string, fence: number, expiresAt: number): Lease {
     let released: Promise<void> | undefined;
+    const key = heldKey(sessionId, fence);
     const lease: Lease = {
       sessionId,
       fence,
@@ -159,7 +218,7 @@ export class RedisLeases {
       release: () => {
         released ??= this.#backend.release(sessionId, token).then(
           (next) => {
-            this.#held.delete(lease);
+            this.#held.delete(key);
             // The next waiter may be in this store: no need to wait for the message to come round.
             this.#wake(sessionId, next);
           },
@@ -172,7 +231,14 @@ export class RedisLeases {
         return released;
       },
     };
-    this.#held.add(lease);
+    this.#held.set(key, {
+      lease,
+      token,
+      released: () => {
+        released = Promise.resolve();
+        this.#held.delete(key);
+      },
+    });
     return lease;
   }
 }

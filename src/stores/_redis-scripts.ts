@@ -202,63 +202,59 @@ redis.call('DEL', META, MSGS, SUMS, STATE, OPS, OPSQ, BRANCHES)
 return {1, v[1]}`,
 );
 
-/** Index scripts share ARGV[1] mode ('gt' never lowers a score, 'set' sets it), [2] score, [3] id. */
-const RECORD = `
-local function record(key)
-  if ARGV[1] == 'gt' then
-    redis.call('ZADD', key, 'GT', ARGV[2], ARGV[3])
-  else
-    redis.call('ZADD', key, ARGV[2], ARGV[3])
+/**
+ * Recording activity in the session indexes, as Lua functions (of USER_INDEX and GLOBAL_INDEX, and of
+ * the history write on a single Redis). mode: 'gt' never lowers a score, 'set' sets it; score and id
+ * are strings; expireAt and trimBelow are '' when unset.
+ * `recordOwner`: one owner's index (session ids by last activity); the key's expiry is only ever extended.
+ * `recordGlobal`: the activity index (for `expire()`) and the id index (all scores 0, so ids come back
+ * in byte order for `listAllSessions`). Trimming drops a bounded number of expired sessions per call,
+ * so the indexes do not grow with sessions that Redis expired by itself.
+ */
+export const RECORD = `
+local function record(key, mode, score, id)
+  if mode == 'gt' then redis.call('ZADD', key, 'GT', score, id) else redis.call('ZADD', key, score, id) end
+end
+local function recordOwner(key, mode, score, id, expireAt, trimBelow)
+  record(key, mode, score, id)
+  if trimBelow ~= '' then redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. trimBelow) end
+  if expireAt ~= '' then
+    local current = redis.call('PEXPIRETIME', key)
+    if current == -1 or (current > 0 and current < tonumber(expireAt)) then redis.call('PEXPIREAT', key, expireAt) end
+  end
+end
+local function recordGlobal(activity, ids, mode, score, id, trimBelow)
+  record(activity, mode, score, id)
+  redis.call('ZADD', ids, 0, id)
+  if trimBelow ~= '' then
+    local old = redis.call('ZRANGE', activity, '-inf', '(' .. trimBelow, 'BYSCORE', 'LIMIT', 0, 100)
+    if #old > 0 then
+      redis.call('ZREM', activity, unpack(old))
+      redis.call('ZREM', ids, unpack(old))
+    end
   end
 end
 `;
 
-/**
- * KEYS: one owner's index (sorted set of session ids by last activity). ARGV: mode ('gt' never lowers
- * a score, 'set' sets it), score, session id, expireAt ('' to leave the key's expiry alone; otherwise
- * only ever extended), trimBelow ('' or the activity under which sessions have expired).
- */
-export const USER_INDEX = script(
-  "user-index",
-  `${RECORD}
-record(KEYS[1])
-if ARGV[5] ~= '' then redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[5]) end
-if ARGV[4] ~= '' then
-  local current = redis.call('PEXPIRETIME', KEYS[1])
-  if current == -1 or (current > 0 and current < tonumber(ARGV[4])) then
-    redis.call('PEXPIREAT', KEYS[1], ARGV[4])
-  end
-end
-return 1`,
-);
+/** KEYS: one owner's index. ARGV: mode, score, session id, expireAt, trimBelow (see {@link RECORD}). */
+export const USER_INDEX = script("user-index", `${RECORD}
+recordOwner(KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5])
+return 1`);
 
 /**
- * KEYS: the global activity index (session ids by last activity, for `expire()`) and the global id
- * index (all scores 0, so ids come back in byte order for `listAllSessions`); both carry one hash tag.
- * ARGV: mode, score, session id, trimBelow. Trimming drops a bounded number of expired sessions per
- * call, so the global indexes do not grow with sessions that Redis expired by itself.
+ * KEYS: the global activity index and the global id index (both carry one hash tag). ARGV: mode,
+ * score, session id, trimBelow (see {@link RECORD}).
  */
-export const GLOBAL_INDEX = script(
-  "global-index",
-  `${RECORD}
-record(KEYS[1])
-redis.call('ZADD', KEYS[2], 0, ARGV[3])
-if ARGV[4] ~= '' then
-  local old = redis.call('ZRANGE', KEYS[1], '-inf', '(' .. ARGV[4], 'BYSCORE', 'LIMIT', 0, 100)
-  if #old > 0 then
-    redis.call('ZREM', KEYS[1], unpack(old))
-    redis.call('ZREM', KEYS[2], unpack(old))
-  end
-end
-return 1`,
-);
+export const GLOBAL_INDEX = script("global-index", `${RECORD}
+recordGlobal(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4])
+return 1`);
 
 /**
  * Lease scripts take KEYS = lease, queue, alive, qseq, fence. The queue is a sorted set of waiter
  * tokens by ticket number (arrival order at the server); `alive` holds each waiter's heartbeat
  * deadline in server time, so a crashed waiter drops out of line instead of blocking it.
  */
-const LEASE = `
+export const LEASE = `
 local LEASE, QUEUE, ALIVE, QSEQ, FENCE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local function housekeeping(ms)
   redis.call('PEXPIRE', QUEUE, ms)
@@ -268,42 +264,52 @@ end
 `;
 
 /**
- * ARGV: token, lease ttl, heartbeat grace, queue housekeeping ttl, fence retention.
- * Joins the line if not in it, refreshes this waiter's heartbeat, drops dead waiters, and grants
- * the lease when this waiter is first in line and nobody holds it. Fences are seeded from the server
- * clock in microseconds, so they keep increasing even after the fence key was deleted or expired.
- * Returns {1, fence} when granted, {0, position} otherwise.
+ * The lease poll as a Lua function, shared by LEASE_POLL and the turn-open script. ARGV: token, lease
+ * ttl, heartbeat grace, queue housekeeping ttl, fence retention. Joins the line if not in it,
+ * refreshes this waiter's heartbeat, drops dead waiters, and grants the lease when this waiter is
+ * first in line and nobody holds it. Fences are seeded from the server clock in microseconds, so they
+ * keep increasing even after the fence key was deleted or expired.
+ * `poll()` returns true and the fence when granted, false and the position in line otherwise.
  */
+export const POLL = `
+local function poll()
+  local token = ARGV[1]
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local cutoff = '(' .. string.format('%d', now)
+  local dead = redis.call('ZRANGEBYSCORE', ALIVE, '-inf', cutoff)
+  if #dead > 0 then
+    for i = 1, #dead do redis.call('ZREM', QUEUE, dead[i]) end
+    redis.call('ZREMRANGEBYSCORE', ALIVE, '-inf', cutoff)
+  end
+  if not redis.call('ZSCORE', QUEUE, token) then
+    redis.call('ZADD', QUEUE, redis.call('INCR', QSEQ), token)
+  end
+  local head = redis.call('ZRANGE', QUEUE, 0, 0)[1]
+  if head == token and redis.call('EXISTS', LEASE) == 0 then
+    redis.call('ZREM', QUEUE, token)
+    redis.call('ZREM', ALIVE, token)
+    redis.call('SET', LEASE, token, 'PX', ARGV[2])
+    local fence = tonumber(redis.call('GET', FENCE) or '0') + 1
+    local micros = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    if fence < micros then fence = micros end
+    redis.call('SET', FENCE, string.format('%d', fence), 'PX', ARGV[5])
+    housekeeping(ARGV[4])
+    return true, fence
+  end
+  redis.call('ZADD', ALIVE, now + tonumber(ARGV[3]), token)
+  housekeeping(ARGV[4])
+  return false, redis.call('ZRANK', QUEUE, token)
+end
+`;
+
+/** ARGV as {@link POLL}. Returns {1, fence} when granted, {0, position} otherwise. */
 export const LEASE_POLL = script(
   "lease-poll",
-  `${LEASE}
-local token = ARGV[1]
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local cutoff = '(' .. string.format('%d', now)
-local dead = redis.call('ZRANGEBYSCORE', ALIVE, '-inf', cutoff)
-if #dead > 0 then
-  for i = 1, #dead do redis.call('ZREM', QUEUE, dead[i]) end
-  redis.call('ZREMRANGEBYSCORE', ALIVE, '-inf', cutoff)
-end
-if not redis.call('ZSCORE', QUEUE, token) then
-  redis.call('ZADD', QUEUE, redis.call('INCR', QSEQ), token)
-end
-local head = redis.call('ZRANGE', QUEUE, 0, 0)[1]
-if head == token and redis.call('EXISTS', LEASE) == 0 then
-  redis.call('ZREM', QUEUE, token)
-  redis.call('ZREM', ALIVE, token)
-  redis.call('SET', LEASE, token, 'PX', ARGV[2])
-  local fence = tonumber(redis.call('GET', FENCE) or '0') + 1
-  local micros = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  if fence < micros then fence = micros end
-  redis.call('SET', FENCE, string.format('%d', fence), 'PX', ARGV[5])
-  housekeeping(ARGV[4])
-  return {1, fence}
-end
-redis.call('ZADD', ALIVE, now + tonumber(ARGV[3]), token)
-housekeeping(ARGV[4])
-return {0, redis.call('ZRANK', QUEUE, token)}`,
+  `${LEASE}${POLL}
+local granted, value = poll()
+if granted then return {1, value} end
+return {0, value}`,
 );
 
 /**
@@ -322,7 +328,8 @@ return 1`,
 /**
  * ARGV: token, lease ttl, fence. The heartbeat of a holder: extends the lease while this token holds
  * it, or takes a lapsed lease back when no other waiter was granted it since (the fence is unchanged).
- * Returns 1 when held, 0 when another holder has it.
+ * A write that released the lease (`releaseLease`) advanced the fence, so a renew landing after it
+ * finds the lease given back, not lapsed. Returns 1 when held, 0 when another holder has it.
  */
 export const LEASE_RENEW = script(
   "lease-renew",
@@ -340,18 +347,30 @@ return 0`,
 );
 
 /**
- * KEYS: lease, queue, alive, qseq, fence, wake channel. ARGV: token. Deletes the lease only if this
- * token still holds it, and names the waiter now first in line on the session's (sharded) wake
- * channel, so that one waiter polls at once instead of every waiter polling all the time.
+ * Releasing as a Lua function over LEASE and QUEUE: `releaseLease(token, channel)` deletes the lease
+ * only if `token` still holds it, and names the waiter now first in line on the session's (sharded)
+ * wake channel, so that one waiter polls at once instead of every waiter polling all the time.
+ * Returns false when `token` did not hold it, else the next waiter's token or ''.
+ */
+export const RELEASE = `
+local function releaseLease(token, channel)
+  if redis.call('GET', LEASE) ~= token then return false end
+  redis.call('DEL', LEASE)
+  local next = redis.call('ZRANGE', QUEUE, 0, 0)[1]
+  if not next then return '' end
+  redis.call('SPUBLISH', channel, next)
+  return next
+end
+`;
+
+/**
+ * KEYS: lease, queue, alive, qseq, fence, wake channel. ARGV: token. See {@link RELEASE}.
  * Returns {1, next waiter's token or ''} when released, {0} otherwise.
  */
 export const LEASE_RELEASE = script(
   "lease-release",
-  `${LEASE}
-if redis.call('GET', LEASE) ~= ARGV[1] then return {0} end
-redis.call('DEL', LEASE)
-local next = redis.call('ZRANGE', QUEUE, 0, 0)[1]
-if not next then return {1, ''} end
-redis.call('SPUBLISH', KEYS[6], next)
+  `${LEASE}${RELEASE}
+local next = releaseLease(ARGV[1], KEYS[6])
+if not next then return {0} end
 return {1, next}`,
 );

@@ -1,14 +1,11 @@
 import { SessionNotFoundError, StateConflictError, ThreadkeepError } from "../core/errors.js";
-import { validateMessages } from "../core/messages.js";
 import type {
   VectorStore,
   AppendOptions,
-  Message,
   MessageInput,
   MessageQuery,
   SearchHit,
   SearchQuery,
-  Session,
   SessionInput,
   SessionState,
   Summary,
@@ -16,12 +13,15 @@ import type {
   Branch,
   ReplaceOptions,
 } from "../core/types.js";
-import { branchFromRecord, branchNotFound, checkHistoryOptions, checkReplaceTarget, historyConflict, operationConflict, operationDigest } from "./_history.js";
+import { branchFromRecord, branchNotFound, checkReplaceTarget, historyConflict } from "./_history.js";
+import { json, parseJson, parseMessages, parseState, parseSummaries, redisKeys, toSession } from "./_redis-codec.js";
 import { RedisConnection } from "./_redis-connection.js";
 import * as H from "./_redis-history.js";
 import { INDEX_BATCH, RedisIndexes } from "./_redis-index.js";
 import { LEASE_HEARTBEAT_GRACE_MS, RedisLeases } from "./_redis-lease.js";
 import * as S from "./_redis-scripts.js";
+import { openRedisTurn, TURN_OPEN, turnOpenArgs } from "./_redis-turn.js";
+import { leaseExpired, writeHistory } from "./_redis-write.js";
 import { decodeStoredVector, encodeStoredVector, sidecarVectors, type VectorSidecar } from "./_vector-sidecar.js";
 import type { StoredVector } from "./_vectors.js";
 import {
@@ -73,44 +73,6 @@ const FENCE_RETENTION_MS = 86_400_000;
 
 type Reply = [number, ...unknown[]];
 
-function corrupt(sessionId: string, what: string, cause?: unknown): ThreadkeepError {
-  return new ThreadkeepError("store_corrupt", `Unreadable ${what} in redis session ${sessionId}`, {
-    cause,
-    details: { sessionId },
-  });
-}
-
-function parseJson<T>(sessionId: string, what: string, text: string): T {
-  try {
-    return JSON.parse(text) as T;
-  } catch (error) {
-    throw corrupt(sessionId, what, error);
-  }
-}
-
-function toSession(id: string, fields: (string | null)[]): Session | null {
-  const [userId, createdAt, lastActivityAt, metadata] = fields;
-  if (userId == null) return null;
-  const session: Session = {
-    id,
-    userId,
-    createdAt: Number(createdAt),
-    lastActivityAt: Number(lastActivityAt),
-    metadata: parseJson(id, "metadata", metadata ?? "{}"),
-  };
-  if (!Number.isFinite(session.createdAt) || !Number.isFinite(session.lastActivityAt))
-    throw corrupt(id, "session");
-  return session;
-}
-
-function json(value: unknown, code: "invalid_message" | "invalid_request", what: string): string {
-  try {
-    return JSON.stringify(value);
-  } catch (error) {
-    throw new ThreadkeepError(code, `${what} must be JSON-serialisable`, { cause: error });
-  }
-}
-
 /**
  * A store on Redis (or Redis Cluster key layout). Keys of session `<id>` share the hash tag `{<id>}`:
  * `…s:{<id>}:meta` (hash), `:msgs` (list of JSON, oldest first, each carrying its seq), `:sums`,
@@ -132,17 +94,8 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
     onError: options.onError,
   });
 
-  const base = (id: string) => `${prefix}s:{${id}}:`;
-  const dataKeys = (id: string) => {
-    const b = base(id);
-    return [`${b}meta`, `${b}msgs`, `${b}sums`, `${b}state`, `${b}fence`, `${b}ops`, `${b}opsq`, `${b}branches`];
-  };
-  const leaseKeys = (id: string) => {
-    const b = base(id);
-    return [`${b}lease`, `${b}queue`, `${b}alive`, `${b}qseq`, `${b}fence`];
-  };
-  // A sharded channel with the session's hash tag: in Cluster it lives on the session's shard.
-  const wakeChannel = (id: string) => `${base(id)}wake`;
+  const keys = redisKeys(prefix);
+  const { base, data: dataKeys, lease: leaseKeys, wake: wakeChannel } = keys;
   const run = (script: S.RedisScript, id: string, args: (string | number)[]) =>
     db.eval<Reply>(script, dataKeys(id), args.map(String));
 
@@ -150,9 +103,6 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
     if (reply[0] === -1) throw new SessionNotFoundError(id);
     return reply;
   };
-
-  const parseMessages = (id: string, items: string[]): Message[] =>
-    items.map((item) => parseJson<Message>(id, "message", item));
 
   const readSessions = (ids: string[]) =>
     Promise.all(
@@ -192,7 +142,7 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
   };
 
   const leases = new RedisLeases({
-    async poll(id, token, leaseTtlMs) {
+    async poll(id, token, leaseTtlMs, opening) {
       const args = [
         token,
         leaseTtlMs,
@@ -200,6 +150,12 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
         QUEUE_HOUSEKEEPING_MS,
         Math.max(FENCE_RETENTION_MS, 2 * leaseTtlMs),
       ];
+      if (opening) {
+        // The turn's reads ride on the poll: the one that grants reads the session's data too.
+        const turnKeys = [...leaseKeys(id), ...dataKeys(id).slice(0, 4)];
+        const reply = await db.eval<unknown[]>(TURN_OPEN, turnKeys, [...args.map(String), ...turnOpenArgs(opening)]);
+        return { granted: reply[0] === 1, value: Number(reply[1]), read: reply.slice(2) };
+      }
       const [granted, value] = await db.eval<[number, number]>(S.LEASE_POLL, leaseKeys(id), args.map(String));
       return { granted: granted === 1, value: Number(value) };
     },
@@ -221,51 +177,7 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
     unwatch: (id) => db.unlisten(wakeChannel(id)),
   });
 
-  const leaseExpired = (id: string) =>
-    new ThreadkeepError("lease_expired", `The turn lease of session ${id} expired and was taken over`);
-
-  /** An append (`seq` undefined) or a tail replacement, idempotent with an operation id: one script. */
-  const writeHistory = async (id: string, seq: number | undefined, inputs: MessageInput[], options: ReplaceOptions) => {
-    const valid = validateMessages(inputs);
-    checkHistoryOptions(options, seq);
-    const now = Date.now();
-    const bodies = valid.map((input) => {
-      const { seq: _seq, createdAt: _createdAt, ...rest } = input as Partial<Message>;
-      return json({ ...rest, createdAt: now }, "invalid_message", "A message");
-    });
-    const digest = options.operationId === undefined ? "" : operationDigest(seq ?? null, valid);
-    const branchMeta = options.branch?.metadata === undefined ? "" : json(options.branch.metadata, "invalid_request", "Branch metadata");
-    const args = [
-      now,
-      ttlMs,
-      options.fence ?? "",
-      Math.max(0, Math.floor(options.maxMessages ?? 0)),
-      seq ?? "",
-      options.expectedLastSeq ?? "",
-      options.operationId ?? "",
-      digest,
-      options.branch?.reason ?? "",
-      branchMeta,
-      options.owner?.userId ?? "",
-      options.owner?.activeSince ?? "",
-      ...bodies,
-    ];
-    const reply = need(id, await run(H.WRITE, id, args));
-    switch (reply[0]) {
-      case -2:
-        throw leaseExpired(id);
-      case -3:
-        throw operationConflict(options.operationId!);
-      case -4:
-        checkReplaceTarget(seq!, Number(reply[1]), Number(reply[2]), options.expectedLastSeq);
-        throw historyConflict(`seq ${seq} cannot be replaced`);
-      case -5:
-        return parseMessages(id, reply.slice(1) as string[]);
-    }
-    const [firstSeq, lastActivityAt, userId] = reply as [number, string, string];
-    await indexes.record(id, userId, Number(lastActivityAt), "gt");
-    return bodies.map((body, i) => ({ seq: firstSeq + i, ...JSON.parse(body) }) as Message);
-  };
+  const writer = { db, keys, indexes, leases, ttlMs };
 
   const store: VectorStore = {
     name: REDIS_STORE_NAME,
@@ -276,6 +188,7 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
       nativeExpiry: ttlMs > 0,
       vectors: true,
       ownerScope: true,
+      combinedTurn: true,
     },
     ...sidecarVectors(() => store, vectorSidecar),
 
@@ -322,9 +235,9 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
       return session;
     },
 
-    appendMessages: (id: string, inputs: MessageInput[], options: AppendOptions = {}) => writeHistory(id, undefined, inputs, options),
+    appendMessages: (id: string, inputs: MessageInput[], options: AppendOptions = {}) => writeHistory(writer, id, undefined, inputs, options),
 
-    replaceAfter: (id: string, seq: number, inputs: MessageInput[], options: ReplaceOptions = {}) => writeHistory(id, seq, inputs, options),
+    replaceAfter: (id: string, seq: number, inputs: MessageInput[], options: ReplaceOptions = {}) => writeHistory(writer, id, seq, inputs, options),
 
     async listBranches(id) {
       const all = await db.send<string[]>(["HVALS", dataKeys(id)[7]]);
@@ -432,15 +345,12 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
     },
 
     async listSummaries(id) {
-      const items = await db.send<string[]>(["LRANGE", dataKeys(id)[2], "0", "-1"]);
-      return items
-        .map((item) => parseJson<Summary>(id, "summary", item))
-        .sort((a, b) => a.fromSeq - b.fromSeq || a.id - b.id);
+      return parseSummaries(id, await db.send<string[]>(["LRANGE", dataKeys(id)[2], "0", "-1"]));
     },
 
     async getState(id): Promise<SessionState> {
       const [, [version, data]] = need(id, await run(S.GET_STATE, id, [])) as [number, (string | null)[]];
-      return { version: Number(version ?? 0), data: data == null ? {} : parseJson(id, "state", data) };
+      return parseState(id, version, data);
     },
 
     async setState(id, data, expectedVersion) {
@@ -488,6 +398,8 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
     async acquireLease(id, leaseOptions) {
       return leases.acquire(id, leaseOptions);
     },
+
+    openTurn: (id, opening) => openRedisTurn(leases, id, opening),
 
     async close() {
       await leases.close();

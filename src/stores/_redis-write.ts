@@ -1,0 +1,97 @@
+/**
+ * History writes of the Redis store (appends and tail replacements), each one script: the write, the
+ * session's activity and expiry, on a single Redis the session indexes when the owner is known, and,
+ * with `releaseLease`, the release of the writer's turn lease once the write applies. A proxied
+ * turn's commit is then one round trip.
+ */
+import { SessionNotFoundError, ThreadkeepError } from "../core/errors.js";
+import { validateMessages } from "../core/messages.js";
+import type { Message, MessageInput, ReplaceOptions } from "../core/types.js";
+import { checkHistoryOptions, checkReplaceTarget, historyConflict, operationConflict, operationDigest } from "./_history.js";
+import { json, parseMessages, type RedisKeys } from "./_redis-codec.js";
+import type { RedisConnection } from "./_redis-connection.js";
+import { WRITE } from "./_redis-history.js";
+import type { RedisIndexes } from "./_redis-index.js";
+import type { RedisLeases } from "./_redis-lease.js";
+
+/** What a history write needs of its store. */
+export interface RedisWriter {
+  db: RedisConnection;
+  keys: RedisKeys;
+  indexes: RedisIndexes;
+  leases: RedisLeases;
+  ttlMs: number;
+}
+
+/** A stale fence: a newer lease was granted on the session. */
+export function leaseExpired(id: string): ThreadkeepError {
+  return new ThreadkeepError("lease_expired", `The turn lease of session ${id} expired and was taken over`);
+}
+
+/**
+ * An append (`seq` undefined) or a tail replacement, idempotent with an operation id: one script,
+ * followed by a second step for the indexes only where the script could not update them (a Cluster,
+ * or an owner not known up front).
+ */
+export async function writeHistory(
+  w: RedisWriter,
+  id: string,
+  seq: number | undefined,
+  inputs: MessageInput[],
+  options: ReplaceOptions,
+): Promise<Message[]> {
+  const valid = validateMessages(inputs);
+  checkHistoryOptions(options, seq);
+  const now = Date.now();
+  const bodies = valid.map((input) => {
+    const { seq: _seq, createdAt: _createdAt, ...rest } = input as Partial<Message>;
+    return json({ ...rest, createdAt: now }, "invalid_message", "A message");
+  });
+  const digest = options.operationId === undefined ? "" : operationDigest(seq ?? null, valid);
+  const branchMeta = options.branch?.metadata === undefined ? "" : json(options.branch.metadata, "invalid_request", "Branch metadata");
+  const fence = options.fence;
+  // The lease this write gives back: only one held here, whose token the script checks.
+  const holder = fence === undefined ? undefined : w.leases.holder(id, fence);
+  const token = options.releaseLease && holder ? holder.token : "";
+  // On a single Redis the script records the activity itself when it knows whose index to name
+  // (it checks the session is that owner's); in a Cluster the indexes live on other slots.
+  const indexOwner = w.db.cluster ? "" : (options.owner?.userId ?? holder?.owner ?? "");
+  const keys = [...w.keys.data(id), w.keys.lease(id)[0], w.keys.lease(id)[1], w.keys.wake(id)];
+  if (indexOwner) keys.push(...w.indexes.keysFor(indexOwner));
+  const args = [
+    now,
+    w.ttlMs,
+    fence ?? "",
+    Math.max(0, Math.floor(options.maxMessages ?? 0)),
+    seq ?? "",
+    options.expectedLastSeq ?? "",
+    options.operationId ?? "",
+    digest,
+    options.branch?.reason ?? "",
+    branchMeta,
+    options.owner?.userId ?? "",
+    options.owner?.activeSince ?? "",
+    token,
+    indexOwner,
+    id,
+    ...bodies,
+  ];
+  const reply = await w.db.eval<[number, ...unknown[]]>(WRITE, keys, args.map(String));
+  switch (reply[0]) {
+    case -1:
+      throw new SessionNotFoundError(id);
+    case -2:
+      throw leaseExpired(id);
+    case -3:
+      throw operationConflict(options.operationId!);
+    case -4:
+      checkReplaceTarget(seq!, Number(reply[1]), Number(reply[2]), options.expectedLastSeq);
+      throw historyConflict(`seq ${seq} cannot be replaced`);
+    case -5:
+      return parseMessages(id, reply.slice(1) as string[]);
+  }
+  const [firstSeq, lastActivityAt, userId, indexed, next] = reply as [number, string, string, number, string | null];
+  if (next !== null) w.leases.releasedByWrite(id, fence!, next || null);
+  if (indexed !== 1) await w.indexes.record(id, userId, Number(lastActivityAt), "gt");
+  return bodies.map((body, i) => ({ seq: firstSeq + i, ...JSON.parse(body) }) as Message);
+}

@@ -120,7 +120,8 @@ const BRANCH_COLUMNS = "id, at_seq, parent_id, reason, created_at, metadata, mes
 
 /**
  * An idempotent append (`seq` undefined) or a tail replacement, in one round trip, owner-scoped too
- * (`options.owner`). A replayed operation reads its stored messages in a second one.
+ * (`options.owner`). A replayed operation reads its stored messages in a second one. With `release`
+ * (a CTE after the write's `w`, see `releaseWithWrite`) the turn lease is given back in the same statement.
  */
 export async function writeHistory(
   sql: PgSql,
@@ -130,6 +131,7 @@ export async function writeHistory(
   valid: MessageInput[],
   digest: string,
   options: ReplaceOptions,
+  release?: (sql: PgSql) => postgres.PendingQuery<postgres.Row[]>,
 ): Promise<Message[]> {
   const bodies = valid.map(bodyOf);
   const texts = valid.map((m) => searchable(messageText(m)));
@@ -139,12 +141,15 @@ export async function writeHistory(
   // PostgreSQL evaluates it once, before the function runs, and another owner's session (or an
   // expired one) gets no row, with nothing written and no operation recorded.
   const [row] = await sql<{ out_status: string; out_first_seq: number; out_last_seq: number; out_created_at: number }[]>`
-    SELECT out_status, out_first_seq, out_last_seq, out_created_at FROM threadkeep_write(
-      ${id}, ${seq ?? null}::bigint, ${bodies}::text[], ${texts}::text[], ${options.maxMessages || null}::bigint,
-      ${options.fence ?? null}::bigint, ${lang}::regconfig, ${options.operationId ?? null}::text, ${digest}::text,
-      ${options.expectedLastSeq ?? null}::bigint, ${options.branch?.reason ?? null}::text, ${branchMeta}::text)
-    WHERE ${owner ? sql`EXISTS (SELECT 1 FROM sessions WHERE id = ${id} AND user_id = ${owner.userId}
-      AND last_activity_at >= ${owner.activeSince ?? Number.MIN_SAFE_INTEGER})` : sql`true`}`;
+    WITH w AS (
+      SELECT out_status, out_first_seq, out_last_seq, out_created_at FROM threadkeep_write(
+        ${id}, ${seq ?? null}::bigint, ${bodies}::text[], ${texts}::text[], ${options.maxMessages || null}::bigint,
+        ${options.fence ?? null}::bigint, ${lang}::regconfig, ${options.operationId ?? null}::text, ${digest}::text,
+        ${options.expectedLastSeq ?? null}::bigint, ${options.branch?.reason ?? null}::text, ${branchMeta}::text)
+      WHERE ${owner ? sql`EXISTS (SELECT 1 FROM sessions WHERE id = ${id} AND user_id = ${owner.userId}
+        AND last_activity_at >= ${owner.activeSince ?? Number.MIN_SAFE_INTEGER})` : sql`true`}
+    )${release ? release(sql) : sql``}
+    SELECT out_status, out_first_seq, out_last_seq, out_created_at FROM w`;
   if (!row) throw new SessionNotFoundError(id);
   switch (row.out_status) {
     case "not_found":

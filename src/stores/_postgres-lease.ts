@@ -11,6 +11,9 @@
  *   so a crashed process stops blocking the line after {@link TICKET_TTL_MS}.
  * - In one process, waiters of a session queue locally and only the first polls the database; a
  *   release NOTIFYs the other processes, and polling remains as the fallback.
+ * - A turn opened with `open(…, read)` reads its session, window, summaries and state in the statement
+ *   that grants the lease (`_postgres-turn.ts`), and a write with `releaseLease` gives the lease back
+ *   in its own statement ({@link PostgresLeases.releasedByWrite} tells this instance).
  * - `set_config('synchronous_commit', 'off', true)` in a statement lets its transaction commit without
  *   waiting for the WAL flush. Only what a server crash may lose harmlessly uses it (a crash fails
  *   every holder and waiter anyway): releases (the lease would lapse) and tickets. Grants stay
@@ -21,6 +24,7 @@ import { ThreadkeepError } from "../core/errors.js";
 import type { Lease, LeaseOptions } from "../core/types.js";
 import { DEFAULT_LEASE_TTL_MS, DEFAULT_LEASE_WAIT_MS } from "./_lease.js";
 import type { PgSql } from "./_postgres-schema.js";
+import { type TurnRead, type TurnReadRow, turnReadCall } from "./_postgres-turn.js";
 
 /** A waiting ticket that was not refreshed for this long no longer holds its place. */
 const TICKET_TTL_MS = 5_000;
@@ -30,12 +34,14 @@ const POLL_MS = 250;
 
 interface Waiter {
   ttlMs: number;
+  /** Read the turn's data in the granting statement (`openTurn`). */
+  read?: TurnRead;
   /** Names this waiter's grant in the `leases` row, so a grant whose answer was lost can be given back. */
   token: string;
   ticket?: number;
   /** Granted, timed out or failed: nothing more may happen to it. */
   done: boolean;
-  resolve: (lease: Lease) => void;
+  resolve: (granted: Granted) => void;
   reject: (error: unknown) => void;
   timer: NodeJS.Timeout;
 }
@@ -48,12 +54,25 @@ interface Line {
   wake: (() => void) | null;
 }
 
-interface Attempt {
+interface Attempt extends Partial<TurnReadRow> {
   fence: number | null;
   expires_at: number | null;
   ticket?: number | null;
   held_until: number | null;
   now: number;
+}
+
+/** A granted lease, and what its grant read when the waiter asked (see {@link TurnRead}). */
+export interface Granted {
+  lease: Lease;
+  read?: TurnReadRow[];
+}
+
+/** A lease this instance was granted and has not seen given back. */
+interface Held {
+  sessionId: string;
+  /** Given back (by its release, or by a write with `releaseLease`): release and renew do nothing. */
+  released: boolean;
 }
 
 /** What the leases need from their store. */
@@ -74,7 +93,7 @@ export interface LeaseHost {
 export class PostgresLeases {
   #host: LeaseHost;
   #lines = new Map<string, Line>();
-  #held = new Map<number, string>();
+  #held = new Map<number, Held>();
   #drivers = new Set<Promise<void>>();
   #heartbeat: NodeJS.Timeout | null = null;
   #listening: Promise<unknown> | null = null;
@@ -85,7 +104,15 @@ export class PostgresLeases {
   }
 
   /** Waits in line for the session's lease. @throws `session_busy` after `waitMs`. */
-  acquire(sessionId: string, options: LeaseOptions = {}): Promise<Lease> {
+  async acquire(sessionId: string, options: LeaseOptions = {}): Promise<Lease> {
+    return (await this.open(sessionId, options)).lease;
+  }
+
+  /**
+   * Waits in line for the session's lease like {@link acquire}; with `read`, the statement that grants
+   * it also reads the turn's data (`threadkeep_turn_read`), so an uncontended turn opens in one round trip.
+   */
+  open(sessionId: string, options: LeaseOptions = {}, read?: TurnRead): Promise<Granted> {
     if (this.#closed) {
       return Promise.reject(new ThreadkeepError("store_unavailable", "The PostgreSQL store is closed"));
     }
@@ -97,9 +124,10 @@ export class PostgresLeases {
       this.#lines.set(sessionId, line);
     }
     const current = line;
-    return new Promise<Lease>((resolve, reject) => {
+    return new Promise<Granted>((resolve, reject) => {
       const waiter: Waiter = {
         ttlMs,
+        read,
         token: randomUUID(),
         done: false,
         resolve,
@@ -142,7 +170,7 @@ export class PostgresLeases {
     await Promise.race([Promise.allSettled(this.#drivers), patience]);
     clearTimeout(timer);
     // Give held turns back so other processes need not wait for the lapse; best effort on the way out.
-    await Promise.allSettled([...this.#held].map(([fence, sessionId]) => this.#release(sessionId, fence)));
+    await Promise.allSettled([...this.#held].map(([fence, held]) => this.#release(held.sessionId, fence)));
   }
 
   #start(sessionId: string, line: Line): void {
@@ -161,14 +189,16 @@ export class PostgresLeases {
         const head = line.queue[0];
         line.dirty = false;
         let attempt: Attempt | null = null;
+        let rows: Attempt[] = [];
         if (head.ticket === undefined || !justFailed) {
-          [attempt] = await this.#host.run(`acquireLease(${sessionId})`, (sql) =>
-            this.#attempt(sql, sessionId, head.ticket ?? null, head.ttlMs, head.token),
+          rows = await this.#host.run(`acquireLease(${sessionId})`, (sql) =>
+            this.#attempt(sql, sessionId, head.ticket ?? null, head),
           );
+          attempt = rows[0];
           if (attempt.ticket != null) head.ticket = attempt.ticket;
         }
         if (attempt?.fence != null) {
-          this.#grant(sessionId, line, head, attempt.fence, attempt.expires_at!);
+          this.#grant(sessionId, line, head, rows);
           // The lease was just taken, so the next waiter cannot have it before a release wakes us.
           justFailed = true;
           heldUntil = attempt.expires_at! - attempt.now + Date.now();
@@ -207,9 +237,11 @@ export class PostgresLeases {
   /**
    * One try for the first waiter, in one round trip. Without a ticket (it just arrived) it takes the
    * lease only if nobody waits, else it joins the line and gets a ticket; with one it takes the lease
-   * if no live ticket is ahead of it, and otherwise keeps its ticket alive.
+   * if no live ticket is ahead of it, and otherwise keeps its ticket alive. With the waiter's `read`,
+   * a grant also reads the turn's data, after the grant holds the row (see `_postgres-turn.ts`).
    */
-  #attempt(sql: PgSql, sessionId: string, ticket: number | null, ttlMs: number, token: string) {
+  #attempt(sql: PgSql, sessionId: string, ticket: number | null, waiter: Waiter) {
+    const { ttlMs, token, read } = waiter;
     return sql<Attempt[]>`
       WITH cur AS (
         SELECT expires_at FROM leases WHERE session_id = ${sessionId}
@@ -235,9 +267,11 @@ export class PostgresLeases {
         UPDATE lease_queue SET alive_until = threadkeep_now_ms() + ${TICKET_TTL_MS}
         WHERE ticket = ${ticket} AND NOT EXISTS (SELECT 1 FROM g)
       )
-      SELECT (SELECT fence FROM g) AS fence, (SELECT expires_at FROM g) AS expires_at,
-             (SELECT ticket FROM joined) AS ticket, (SELECT expires_at FROM cur) AS held_until,
-             threadkeep_now_ms() AS now`;
+      SELECT a.*${read ? sql`, r.*` : sql``} FROM (
+        SELECT (SELECT fence FROM g) AS fence, (SELECT expires_at FROM g) AS expires_at,
+               (SELECT ticket FROM joined) AS ticket, (SELECT expires_at FROM cur) AS held_until,
+               threadkeep_now_ms() AS now
+      ) a ${read ? turnReadCall(sql, sessionId, read) : sql``}`;
   }
 
   /** Gives every later waiter of the line a ticket, in their local order, in one statement. */
@@ -258,34 +292,49 @@ export class PostgresLeases {
     if (abandoned.length > 0) this.#dropTickets(sessionId, abandoned);
   }
 
-  #grant(sessionId: string, line: Line, waiter: Waiter, fence: number, expiresAt: number): void {
+  /** Hands the lease of a granting attempt (its rows carry the turn's read, when asked) to its waiter. */
+  #grant(sessionId: string, line: Line, waiter: Waiter, rows: Attempt[]): void {
+    const attempt = rows[0];
+    const fence = attempt.fence!;
+    const held: Held = { sessionId, released: false };
+    this.#held.set(fence, held);
     if (waiter.done) {
       // Its wait ran out while the grant was on the wire: give the turn straight back (else it lapses).
-      this.#held.set(fence, sessionId);
       void this.#release(sessionId, fence).catch(() => {});
       return;
     }
     this.#settle(sessionId, line, waiter, null);
-    this.#held.set(fence, sessionId);
-    let released = false;
     const lease: Lease = {
       sessionId,
       fence,
-      expiresAt,
+      expiresAt: attempt.expires_at!,
       renew: async (ttlMs) => {
-        if (released) return false;
+        if (held.released) return false;
         const until = await this.#renew(sessionId, fence, ttlMs);
         if (until === null) return false;
         lease.expiresAt = until;
         return true;
       },
       release: async () => {
-        if (released) return;
+        if (held.released) return;
         await this.#release(sessionId, fence);
-        released = true;
+        held.released = true;
       },
     };
-    waiter.resolve(lease);
+    waiter.resolve({ lease, ...(waiter.read ? { read: rows as TurnReadRow[] } : {}) });
+  }
+
+  /**
+   * A write with `releaseLease` gave `fence` back in its own statement (see `releaseWithWrite`): the
+   * holder's lease now does nothing on release and answers false on renew, and this process's waiters
+   * try at once. Leases granted to other instances need nothing here.
+   */
+  releasedByWrite(sessionId: string, fence: number): void {
+    const held = this.#held.get(fence);
+    if (!held || held.sessionId !== sessionId) return;
+    held.released = true;
+    this.#held.delete(fence);
+    this.#signal(sessionId);
   }
 
   /**
@@ -312,6 +361,8 @@ export class PostgresLeases {
         )
         SELECT pg_notify(${this.#host.channel}, session_id), set_config('synchronous_commit', 'off', true) FROM r`,
     );
+    const held = this.#held.get(fence);
+    if (held) held.released = true;
     this.#held.delete(fence);
     this.#signal(sessionId);
   }

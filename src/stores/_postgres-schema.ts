@@ -7,6 +7,7 @@ import type postgres from "postgres";
 import { ThreadkeepError } from "../core/errors.js";
 import type { Message, MessageInput, Session, Summary } from "../core/types.js";
 import { migrateHistory } from "./_postgres-history.js";
+import { migrateTurnRead } from "./_postgres-turn.js";
 import { migrateVectors } from "./_postgres-vectors.js";
 
 /** A connected `postgres` client whose `bigint` columns parse to numbers (see `createPostgresStore`). */
@@ -172,6 +173,7 @@ const MIGRATIONS: Migration[] = [
       await tx`ALTER TABLE lease_queue ADD COLUMN holder text`;
     },
   },
+  { version: 7, up: (tx) => migrateTurnRead(tx) },
 ];
 
 /** The newest schema version this code knows. */

@@ -16,12 +16,15 @@ import type {
   SessionState,
   SummaryInput,
   ReplaceOptions,
+  TurnOpening,
+  OpenedTurn,
 } from "../core/types.js";
 import { checkHistoryOptions, operationDigest } from "./_history.js";
 import * as history from "./_postgres-history.js";
 import { PostgresLeases } from "./_postgres-lease.js";
 import { PgOperations } from "./_postgres-operations.js";
 import { timeoutsOf } from "./_postgres-timeouts.js";
+import { openedTurnOf, releaseWithWrite } from "./_postgres-turn.js";
 import { missingVectors, putVectors, searchVectors } from "./_postgres-vectors.js";
 import {
   bodyOf,
@@ -199,17 +202,35 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
     return (newest ? found.reverse() : found).map(toMessage);
   };
 
+  /** The fence a write gives back with itself (`releaseLease`), if any. */
+  const releasing = (options: AppendOptions) => (options.releaseLease && options.fence !== undefined ? options.fence : undefined);
+  /** After a write that released its lease: the holder's lease object and this process's waiters learn it. */
+  const released = <T>(id: string, fence: number | undefined, result: T): T => {
+    if (fence !== undefined) leases.releasedByWrite(id, fence);
+    return result;
+  };
+
   /** An idempotent append (`seq` undefined) or a tail replacement, in one round trip. */
   const writeHistory = async (id: string, seq: number | undefined, inputs: MessageInput[], options: ReplaceOptions) => {
     const valid = validateMessages(inputs);
     checkHistoryOptions(options, seq);
     const digest = options.operationId === undefined ? "" : operationDigest(seq ?? null, valid);
-    return run("writeHistory", (sql) => history.writeHistory(sql, lang, id, seq, valid, digest, options));
+    const fence = releasing(options);
+    const release = fence === undefined ? undefined : (sql: PgSql) => releaseWithWrite(sql, channel, id, fence);
+    return released(id, fence, await run("writeHistory", (sql) => history.writeHistory(sql, lang, id, seq, valid, digest, options, release)));
   };
 
   return {
     name: POSTGRES_STORE_NAME,
-    capabilities: { persistent: true, fullTextSearch: true, crossProcessLease: true, nativeExpiry: false, vectors: true, ownerScope: true },
+    capabilities: {
+      persistent: true,
+      fullTextSearch: true,
+      crossProcessLease: true,
+      nativeExpiry: false,
+      vectors: true,
+      ownerScope: true,
+      combinedTurn: true,
+    },
 
     putEmbeddings: (id: string, model: string, items: EmbeddingInput[]) =>
       run("putEmbeddings", (sql) => putVectors(sql, id, model, items)),
@@ -288,15 +309,19 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
       const bodies = valid.map(bodyOf);
       const texts = valid.map((m) => searchable(messageText(m)));
       const owner = append.owner;
-      return run("appendMessages", async (sql) => {
+      const fence = releasing(append);
+      const added = await run("appendMessages", async (sql) => {
         // The owner check is an uncorrelated condition: PostgreSQL evaluates it once, before the
         // function runs, so another owner's session gets no row and nothing is written.
         const [row] = await sql<{ out_status: string; out_first_seq: number; out_created_at: number }[]>`
-          SELECT out_status, out_first_seq, out_created_at FROM threadkeep_append_queued(
-            ${id}, ${bodies}::text[], ${texts}::text[], ${append.maxMessages || null}::bigint,
-            ${append.fence ?? null}::bigint, ${lang}::regconfig)
-          WHERE ${owner ? sql`EXISTS (SELECT 1 FROM sessions WHERE id = ${id} AND user_id = ${owner.userId}
-            AND last_activity_at >= ${owner.activeSince ?? Number.MIN_SAFE_INTEGER})` : sql`true`}`;
+          WITH w AS (
+            SELECT out_status, out_first_seq, out_created_at FROM threadkeep_append_queued(
+              ${id}, ${bodies}::text[], ${texts}::text[], ${append.maxMessages || null}::bigint,
+              ${append.fence ?? null}::bigint, ${lang}::regconfig)
+            WHERE ${owner ? sql`EXISTS (SELECT 1 FROM sessions WHERE id = ${id} AND user_id = ${owner.userId}
+              AND last_activity_at >= ${owner.activeSince ?? Number.MIN_SAFE_INTEGER})` : sql`true`}
+          )${fence === undefined ? sql`` : releaseWithWrite(sql, channel, id, fence)}
+          SELECT out_status, out_first_seq, out_created_at FROM w`;
         if (!row || row.out_status === "not_found") throw new SessionNotFoundError(id);
         if (row.out_status === "lease_expired") {
           throw new ThreadkeepError(
@@ -308,6 +333,7 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
           toMessage({ body, seq: row.out_first_seq + i, created_at: row.out_created_at }),
         );
       });
+      return released(id, fence, added);
     },
 
     replaceAfter: (id: string, seq: number, inputs: MessageInput[], replace: ReplaceOptions = {}) =>
@@ -484,6 +510,20 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
     async acquireLease(id, lease) {
       if (closed) throw new ThreadkeepError("store_unavailable", "The PostgreSQL store is closed");
       return leases.acquire(id, lease);
+    },
+
+    async openTurn(id: string, opening: TurnOpening): Promise<OpenedTurn> {
+      if (closed) throw new ThreadkeepError("store_unavailable", "The PostgreSQL store is closed");
+      const { userId, activeSince } = opening.owner;
+      // The statement that grants the lease reads the turn too: one round trip when nobody waits.
+      const { lease, read } = await leases.open(id, opening.lease, { userId, activeSince, last: opening.last });
+      try {
+        return openedTurnOf(id, userId, lease, read!);
+      } catch (error) {
+        // Stored data that cannot be parsed: the caller never sees this lease, so give it back.
+        await lease.release().catch(() => {});
+        throw error;
+      }
     },
 
     close() {

@@ -1,0 +1,143 @@
+/**
+ * The PostgreSQL store's two-round-trip turn (`capabilities.combinedTurn`): the statement that grants
+ * the turn lease also reads the session, its newest messages, summaries and state
+ * (`threadkeep_turn_read`, schema version 7), and the turn's last write gives the lease back in its own
+ * statement ({@link releaseWithWrite}).
+ *
+ * Why the read is a function and not one more part of the grant's CTE: every part of a statement
+ * reads as of the statement's snapshot, but the grant's `ON CONFLICT DO UPDATE` may wait on the
+ * lease row and then take a version newer than that snapshot. A holder that released just after the
+ * snapshot was taken, or a lapsed holder whose append held the row (`FOR SHARE`) while the grant
+ * waited, committed writes the snapshot does not hold. A VOLATILE PL/pgSQL function takes a fresh
+ * snapshot for each statement it runs (READ COMMITTED), and it runs only once the grant holds the row:
+ * its read sees every write committed before the grant, as a separate read after it would.
+ */
+import type postgres from "postgres";
+import type { Lease, Message, OpenedTurn, SessionState, Summary } from "../core/types.js";
+import { type PgSql, toMessage, toSession, toSummary } from "./_postgres-schema.js";
+
+type Tx = postgres.TransactionSql<Record<string, unknown>>;
+
+/** What a grant reads for {@link SessionStore.openTurn}: whose turn it is and how much history. */
+export interface TurnRead {
+  userId: string;
+  /** The owner's session counts as expired when inactive since before this (ms). */
+  activeSince?: number;
+  /** How many of the newest messages to read. */
+  last: number;
+}
+
+/**
+ * The columns `threadkeep_turn_read` adds to a granting attempt: one row of `o_kind` `session` (the
+ * status, and when `ok` the session and its state), one per message and one per summary. All null
+ * when nothing was granted.
+ */
+export interface TurnReadRow {
+  o_kind: "session" | "message" | "summary" | null;
+  o_status: OpenedTurn["status"] | null;
+  o_created_at: number | null;
+  o_last_activity_at: number | null;
+  o_metadata: string | null;
+  o_state_version: number | null;
+  o_state_data: string | null;
+  o_seq: number | null;
+  o_body: string | null;
+  o_id: number | null;
+  o_from_seq: number | null;
+  o_to_seq: number | null;
+  o_content: string | null;
+}
+
+/** Schema version 7: `threadkeep_turn_read`, the read half of a combined turn opening. */
+export async function migrateTurnRead(tx: Tx): Promise<void> {
+  // One statement, so the session, window, summaries and state are one snapshot, taken after the
+  // grant (see the file comment). Rows, not arrays: bodies travel as they are stored, parsed once.
+  // Nothing of another owner's or an expired session is read.
+  await tx.unsafe(`
+    CREATE FUNCTION threadkeep_turn_read(p_fence bigint, p_session text, p_user text, p_since bigint, p_last bigint)
+    RETURNS TABLE (
+      o_kind text, o_status text, o_created_at bigint, o_last_activity_at bigint, o_metadata text,
+      o_state_version integer, o_state_data text, o_seq bigint, o_body text,
+      o_id bigint, o_from_seq bigint, o_to_seq bigint, o_content text
+    ) LANGUAGE plpgsql VOLATILE AS $fn$
+    BEGIN
+      IF p_fence IS NULL THEN
+        RETURN;
+      END IF;
+      RETURN QUERY
+        WITH s AS (
+          SELECT CASE WHEN x.id IS NULL THEN 'missing' WHEN x.user_id <> p_user THEN 'foreign'
+                      WHEN x.last_activity_at < p_since THEN 'expired' ELSE 'ok' END AS status,
+                 x.created_at, x.last_activity_at, x.metadata
+          FROM (SELECT 1) one LEFT JOIN sessions x ON x.id = p_session
+        )
+        SELECT 'session'::text, s.status,
+               CASE WHEN s.status = 'ok' THEN s.created_at END, CASE WHEN s.status = 'ok' THEN s.last_activity_at END,
+               CASE WHEN s.status = 'ok' THEN s.metadata END, st.version, st.data,
+               NULL::bigint, NULL::text, NULL::bigint, NULL::bigint, NULL::bigint, NULL::text
+        FROM s LEFT JOIN session_state st ON st.session_id = p_session AND s.status = 'ok'
+        UNION ALL
+        SELECT 'message'::text, NULL::text, t.created_at, NULL::bigint, NULL::text, NULL::integer, NULL::text,
+               t.seq, t.body, NULL::bigint, NULL::bigint, NULL::bigint, NULL::text
+        FROM (
+          SELECT mm.seq, mm.created_at, mm.body FROM s, messages mm
+          WHERE s.status = 'ok' AND mm.session_id = p_session ORDER BY mm.seq DESC LIMIT p_last
+        ) t
+        UNION ALL
+        SELECT 'summary'::text, NULL::text, x.created_at, NULL::bigint, x.metadata, NULL::integer, NULL::text,
+               NULL::bigint, NULL::text, x.id, x.from_seq, x.to_seq, x.content
+        FROM s, summaries x WHERE s.status = 'ok' AND x.session_id = p_session;
+    END
+    $fn$`);
+}
+
+/** The lateral call a granting attempt appends (`a` is the attempt's own row, with `fence`). */
+export const turnReadCall = (sql: PgSql, sessionId: string, read: TurnRead) => sql`
+  LEFT JOIN LATERAL threadkeep_turn_read(
+    a.fence, ${sessionId}, ${read.userId}, ${read.activeSince === undefined ? null : Math.floor(read.activeSince)}::bigint,
+    ${Math.max(0, Math.floor(read.last))}::bigint) r ON true`;
+
+const EMPTY_STATE: SessionState = { version: 0, data: {} };
+
+/** The opened turn of a grant's rows (see {@link TurnReadRow}). */
+export function openedTurnOf(sessionId: string, userId: string, lease: Lease, rows: readonly TurnReadRow[]): OpenedTurn {
+  const head = rows.find((r) => r.o_kind === "session");
+  const status = head?.o_status ?? "missing";
+  if (!head || status !== "ok") return { lease, status, session: null, messages: [], summaries: [], state: EMPTY_STATE };
+  const session = toSession({
+    id: sessionId,
+    user_id: userId,
+    created_at: head.o_created_at!,
+    last_activity_at: head.o_last_activity_at!,
+    metadata: head.o_metadata!,
+  });
+  const messages: Message[] = [];
+  const summaries: Summary[] = [];
+  for (const r of rows) {
+    if (r.o_kind === "message") messages.push(toMessage({ seq: r.o_seq!, created_at: r.o_created_at!, body: r.o_body! }));
+    else if (r.o_kind === "summary") {
+      summaries.push(
+        toSummary({ id: r.o_id!, from_seq: r.o_from_seq!, to_seq: r.o_to_seq!, created_at: r.o_created_at!, content: r.o_content!, metadata: r.o_metadata }),
+      );
+    }
+  }
+  messages.sort((a, b) => a.seq - b.seq);
+  summaries.sort((a, b) => a.fromSeq - b.fromSeq || a.id - b.id);
+  const state = head.o_state_version === null ? EMPTY_STATE : { version: head.o_state_version, data: JSON.parse(head.o_state_data!) };
+  return { lease, status: "ok", session, messages, summaries, state };
+}
+
+/**
+ * The part of a write statement that gives the turn lease back with it: a CTE after the write's own
+ * `w` (which returns `out_status`), releasing `fence` only when the write applied (or was an applied
+ * write replayed), and notifying the other processes' waiters when the transaction commits. The
+ * write function holds the lease row `FOR SHARE` already and `fence` is re-checked on the newest row
+ * version, so a lease granted to someone else since is never touched.
+ */
+export const releaseWithWrite = (sql: PgSql, channel: string, sessionId: string, fence: number) => sql`,
+  released AS (
+    UPDATE leases SET expires_at = 0
+    WHERE session_id = ${sessionId} AND fence = ${fence} AND expires_at > 0
+      AND EXISTS (SELECT 1 FROM w WHERE w.out_status IN ('ok', 'replayed'))
+    RETURNING pg_notify(${channel}, session_id)
+  )`;

@@ -29,12 +29,19 @@ interface Pair {
   toClient: Buffer[];
 }
 
+/** Options of {@link startTcpProxy}. */
+export interface TcpProxyOptions {
+  /** Sees every chunk a client sends, before it is forwarded (e.g. to count protocol messages). */
+  tap?: (connection: Socket, chunk: Buffer) => void;
+}
+
 /** Starts a proxy to `host:port`. */
-export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
+export async function startTcpProxy(target: { host: string; port: number }, options: TcpProxyOptions = {}): Promise<TcpProxy> {
   const pairs = new Set<Pair>();
   let mode: "open" | "stall" | "reset" = "open";
 
   const forward = (pair: Pair, chunk: Buffer, toUpstream: boolean) => {
+    if (toUpstream) options.tap?.(pair.client, chunk);
     if (mode === "stall") {
       (toUpstream ? pair.toUpstream : pair.toClient).push(chunk);
       return;

@@ -49,3 +49,13 @@ export function startServe(args: string[], upstream: FakeUpstream): ServeProcess
   listening.catch(() => {});
   return { child, listening, exited, output: () => ({ stdout, stderr }) };
 }
+
+/** A thin client's chat turn on `sessionId` (one user message): status, warning header and body. */
+export async function chatTurn(url: string, sessionId: string, content: string) {
+  const res = await fetch(`${url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-session-id": sessionId },
+    body: JSON.stringify({ model: "m", messages: [{ role: "user", content }] }),
+  });
+  return { status: res.status, warning: res.headers.get("x-threadkeep-warning"), body: await res.text() };
+}

@@ -10,7 +10,7 @@ import { createPostgresStore } from "../../src/stores/postgres.js";
 import { createRedisStore } from "../../src/stores/redis.js";
 import { type FakeUpstream, startFakeUpstream } from "../_fake-upstream.js";
 import { serviceAvailable, TEST_POSTGRES_URL, TEST_REDIS_URL } from "../_services.js";
-import { killServeProcesses, startServe } from "./_serve-process.js";
+import { chatTurn as chat, killServeProcesses, startServe } from "./_serve-process.js";
 
 /** Short, so the test is quick; the bound scales with it (10 s by default). */
 const LEASE_TTL_MS = 3_000;
@@ -26,15 +26,6 @@ async function serve(store: string, upstream: FakeUpstream) {
   const run = startServe(["--store", store, "--lease-ttl", `${LEASE_TTL_MS}ms`], upstream);
   return { child: run.child, url: await run.listening };
 }
-
-const chat = async (url: string, sessionId: string, content: string) => {
-  const res = await fetch(`${url}/v1/chat/completions`, {
-    method: "POST",
-    headers: { "content-type": "application/json", "x-session-id": sessionId },
-    body: JSON.stringify({ model: "m", messages: [{ role: "user", content }] }),
-  });
-  return { status: res.status, warning: res.headers.get("x-threadkeep-warning"), body: await res.text() };
-};
 
 const BACKENDS: { name: "postgres" | "redis"; url: string; open: () => SessionStore }[] = [
   { name: "postgres", url: TEST_POSTGRES_URL, open: () => createPostgresStore({ url: TEST_POSTGRES_URL }) },

@@ -29,7 +29,10 @@ async function quiet(counter: PgWireCounter, ms = 500): Promise<void> {
 }
 
 /** `serve` settings a turn is counted under. */
-const SETTINGS = [{ name: "without summaries (--no-summaries)", args: ["--no-summaries"] }];
+const SETTINGS = [
+  { name: "default settings (summaries on, compacting in the background)", args: [] },
+  { name: "without summaries (--no-summaries)", args: ["--no-summaries"] },
+];
 
 describe.each(SETTINGS)("PostgreSQL round trips of a proxied turn, $name", { timeout: 60_000 }, ({ args }) => {
   it("a thin client's chat turn on an existing session is two statements: open the turn, commit it", async (ctx) => {

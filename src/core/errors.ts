@@ -22,6 +22,7 @@ export type ErrorCode =
   | "not_supported"
   | "store_unavailable"
   | "store_corrupt"
+  | "store_misconfigured"
   | "schema_version_unsupported"
   | "missing_dependency"
   | "invalid_api_key"
@@ -49,6 +50,7 @@ export const ERROR_STATUS: Readonly<Record<ErrorCode, number>> = {
   not_supported: 501,
   store_unavailable: 503,
   store_corrupt: 500,
+  store_misconfigured: 503,
   schema_version_unsupported: 500,
   missing_dependency: 500,
   invalid_api_key: 401,
@@ -94,6 +96,15 @@ export function isThreadkeepError(error: unknown, code?: ErrorCode): error is Th
  */
 export function isOutcomeUnknown(error: unknown): boolean {
   return isThreadkeepError(error, "store_unavailable") && error.details?.outcome === "unknown";
+}
+
+/**
+ * True when a store error is not an outage: the store answered and refused the statement for a
+ * reason that retrying will not fix (PostgreSQL: a missing table or column, a permission). An outage
+ * (cannot connect, timed out, connection lost, server shutting down or overloaded) is not a refusal.
+ */
+export function isStoreRefusal(error: unknown): error is ThreadkeepError {
+  return isThreadkeepError(error, "store_unavailable") && error.details?.refused === true;
 }
 
 /** The store could not be reached or failed underneath; retrying later may succeed. */

@@ -17,7 +17,7 @@ const failures = {
   ),
   "401": error("Missing or unknown API key (`invalid_api_key`)"),
   "404": error("No such session for this user (`session_not_found`)"),
-  "503": error("The store is unavailable (`store_unavailable`)"),
+  "503": error("The store is unavailable (`store_unavailable`), or its database refused the turn lease (`store_misconfigured`)"),
 };
 const op = operations(failures);
 const query = (name: string, schema: unknown, description: string, required = false) => ({

@@ -4,7 +4,7 @@
  * (degrading to "not saved"). The decisions to degrade are made here, logged and reported.
  */
 import type { FastifyBaseLogger } from "fastify";
-import { isOutcomeUnknown, isThreadkeepError } from "../core/errors.js";
+import { isOutcomeUnknown, isStoreRefusal, isThreadkeepError, ThreadkeepError } from "../core/errors.js";
 import type { Memory, PreloadedTurn } from "../core/memory.js";
 import { isHiddenCarrier } from "../core/items/index.js";
 import { toChatMessage } from "../core/messages.js";
@@ -218,7 +218,8 @@ export async function commitTurn(
 /**
  * Runs `fn` holding the session's turn lease, so turns of one session run in arrival order. When the
  * lease cannot be taken because the store is down, the turn still runs (unordered), as it does for
- * loading and saving. With `preloadFor` (the caller's user id) the turn's context is read with the
+ * loading and saving; when the store refuses the lease statement (not an outage: its database needs
+ * fixing) the turn fails with `store_misconfigured` (503). With `preloadFor` (the caller's user id) the turn's context is read with the
  * lease, in one round trip where the store allows, and handed to `fn`.
  */
 export async function withTurnLease<T>(
@@ -248,7 +249,14 @@ export async function withTurnLease<T>(
       return await run({});
     }
   } catch (error) {
-    if (entered || !isThreadkeepError(error, "store_unavailable")) throw error;
+    if (entered) throw error;
+    // An outage costs the turn its order; a database that refuses the lease statement (a missing
+    // column, a permission) would cost every turn its order, silently: fail the turn instead (503,
+    // logged with the SQL error and counted by the error handler), before any model call.
+    if (isStoreRefusal(error)) {
+      throw new ThreadkeepError("store_misconfigured", `The turn could not take its lease: ${error.message}. The store's database needs fixing.`, { cause: error });
+    }
+    if (!isThreadkeepError(error, "store_unavailable")) throw error;
     deps.log.warn(
       { err: error, sessionId },
       "store unavailable while taking the turn lease; running the turn without it",

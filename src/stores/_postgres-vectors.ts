@@ -44,14 +44,17 @@ export async function putVectors(sql: PgSql, sessionId: string, model: string, i
     await tx`INSERT INTO embedding_models (model, dims) VALUES (${model}, ${items[0].vector.length}) ON CONFLICT DO NOTHING`;
     const dims = await dimsOf(tx, model);
     for (const item of items) checkDimensions(model, dims, item.vector.length);
-    for (const item of items) {
-      await tx`
-        INSERT INTO message_vectors (session_id, seq, created_at, model, vector)
-        SELECT m.session_id, m.seq, m.created_at, ${model}, ${literal(item.vector)}::real[] FROM messages m
-        WHERE m.session_id = ${sessionId} AND m.seq = ${item.seq} AND m.created_at = ${item.createdAt}
-        ON CONFLICT (session_id, seq) DO UPDATE
-          SET created_at = excluded.created_at, model = excluded.model, vector = excluded.vector`;
-    }
+    // One statement for the batch (the last vector of a seq wins, as one statement may touch a row
+    // once); a vector whose message is not (or no longer) there matches no row.
+    const batch = [...new Map(items.map((item) => [item.seq, item])).values()];
+    await tx`
+      INSERT INTO message_vectors (session_id, seq, created_at, model, vector)
+      SELECT m.session_id, m.seq, m.created_at, ${model}, u.vector::real[]
+      FROM unnest(${batch.map((i) => i.seq)}::bigint[], ${batch.map((i) => i.createdAt)}::bigint[], ${batch.map((i) => literal(i.vector))}::text[])
+        AS u(seq, created_at, vector)
+      JOIN messages m ON m.session_id = ${sessionId} AND m.seq = u.seq AND m.created_at = u.created_at
+      ON CONFLICT (session_id, seq) DO UPDATE
+        SET created_at = excluded.created_at, model = excluded.model, vector = excluded.vector`;
   });
 }
 

@@ -85,6 +85,21 @@ export function describeVectors(store: () => SessionStore, name: string): void {
       expect(await s.searchVectors({ userId: owner, model: m, vector: [1, 0, 0] })).toEqual([]);
     });
 
+    it("keeps the last of several vectors for one message, within a call and across calls", async (ctx) => {
+      const s = vectors(ctx);
+      const owner = `user-${randomUUID()}`;
+      const m = model();
+      const a = await session(s, owner);
+      const [one, two] = await s.appendMessages(a.id, [text("one"), text("two")]);
+      const at = (x: typeof one, vector: number[]) => ({ seq: x.seq, createdAt: x.createdAt, vector });
+      await s.putEmbeddings(a.id, m, [at(one, [1, 0]), at(two, [0, 1]), at(one, [0, 1])]);
+      const near = async (vector: number[]) => (await s.searchVectors({ userId: owner, model: m, vector, limit: 1 }))[0];
+      expect((await near([0, 1])).score).toBeCloseTo(1, 5);
+      expect((await s.searchVectors({ userId: owner, model: m, vector: [1, 0] })).map((h) => h.score.toFixed(3))).toEqual(["0.000", "0.000"]);
+      await s.putEmbeddings(a.id, m, [at(two, [1, 0])]);
+      expect((await near([1, 0])).message.content).toBe("two");
+    });
+
     it("records the dimensions of several new models at once (concurrent first embeddings)", async (ctx) => {
       const s = vectors(ctx);
       const owner = `user-${randomUUID()}`;

@@ -2,7 +2,8 @@
  * The SQLite store's full-text scope: every indexed message carries its owner and session as two
  * tokens in a second FTS5 column (`scope`), and every full-text query requires the caller's owner
  * (and session) token. Ownership is part of the MATCH itself, so FTS5 intersects the words with one
- * owner's rows before anything is ranked: a search costs what the owner holds, not what the store holds.
+ * owner's rows before anything is joined or ranked. (Relevance order still reads store-wide counts:
+ * bm25 weighs each word by how many messages of the whole store hold it.)
  */
 
 /**

@@ -24,6 +24,7 @@ import * as history from "./_postgres-history.js";
 import { PostgresLeases } from "./_postgres-lease.js";
 import { PgOperations } from "./_postgres-operations.js";
 import { timeoutsOf } from "./_postgres-timeouts.js";
+import { searchMessages } from "./_postgres-search.js";
 import { openedTurnOf, releaseWithWrite } from "./_postgres-turn.js";
 import { missingVectors, putVectors, searchVectors } from "./_postgres-vectors.js";
 import {
@@ -45,12 +46,10 @@ import {
   checkOwner,
   checkSearchQuery,
   DEFAULT_LIST_LIMIT,
-  DEFAULT_SEARCH_LIMIT,
   decodeCursor,
   encodeCursor,
   messageText,
   seqBounds,
-  snippetOf,
 } from "./_util.js";
 
 /** The backend name of the PostgreSQL store. */
@@ -90,22 +89,6 @@ const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
 /** A time for a `bigint` column: whole milliseconds, or null for "now". */
 const ms = (at: number | undefined) => (at === undefined ? null : Math.round(at));
-
-/** A snippet around the first query word the text contains (full-text hits need not hold the phrase). */
-function fulltextSnippet(text: string, query: string): string {
-  const lower = text.toLowerCase();
-  const word = query.split(/[^\p{L}\p{N}]+/u).find((w) => w && lower.includes(w.toLowerCase()));
-  return snippetOf(text, word ?? query);
-}
-
-/** A websearch query matching any of the text's words (operators in user text are dropped). */
-function anyWord(text: string): string {
-  return text
-    .split(/[\s"()-]+/)
-    .filter((w) => w && w.toLowerCase() !== "or")
-    .join(" or ");
-}
-
 
 /**
  * A PostgreSQL store: the system of record when several threadkeep processes share sessions.
@@ -445,35 +428,7 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
 
     async search(query: SearchQuery) {
       checkSearchQuery(query);
-      const fulltext = query.mode === "fulltext";
-      const ranked = fulltext && query.ranking === "relevance";
-      return run("search", async (sql) => {
-        const rows = await sql<(MessageRow & { session_id: string })[]>`
-          SELECT m.session_id, m.seq, m.created_at, m.body FROM messages m JOIN sessions s ON s.id = m.session_id
-          WHERE s.user_id = ${query.userId}
-          ${query.sessionId === undefined ? sql`` : sql`AND m.session_id = ${query.sessionId}`}
-          AND ${
-            fulltext
-              ? sql`m.tsv @@ websearch_to_tsquery(${lang}::regconfig, ${ranked ? anyWord(query.text) : query.text})`
-              : sql`strpos(m.search_text, ${searchable(query.text)}) > 0`
-          }
-          ORDER BY ${
-            ranked
-              ? sql`ts_rank(m.tsv, websearch_to_tsquery(${lang}::regconfig, ${anyWord(query.text)})) DESC, m.seq DESC`
-              : sql`m.created_at DESC, m.seq DESC`
-          }
-          LIMIT ${Math.max(0, Math.floor(query.limit ?? DEFAULT_SEARCH_LIMIT))}`;
-        return rows.map((row) => {
-          const message = toMessage(row);
-          const text = messageText(message);
-          return {
-            sessionId: row.session_id,
-            seq: row.seq,
-            snippet: fulltext ? fulltextSnippet(text, query.text) : snippetOf(text, query.text),
-            message,
-          };
-        });
-      });
+      return run("search", (sql) => searchMessages(sql, lang, query));
     },
 
     async expire(olderThan) {

@@ -55,8 +55,9 @@ const openers: Record<string, Opener> = {
       name: "postgres",
       store,
       concurrency: 8,
-      // Statistics as autovacuum would leave them on a settled database, so plans are not guessed.
-      settle: async () => void (await admin.unsafe(`ANALYZE "${schema}".sessions, "${schema}".messages, "${schema}".message_vectors`)),
+      // The database as autovacuum leaves it once it settles (statistics, the full-text index's pending
+      // list merged, visibility set), rather than measured while autovacuum does that work.
+      settle: async () => void (await admin.unsafe(`VACUUM (ANALYZE) "${schema}".sessions, "${schema}".messages, "${schema}".message_vectors`)),
       remove: async () => {
         await store.close();
         await admin.unsafe(`DROP SCHEMA "${schema}" CASCADE`);

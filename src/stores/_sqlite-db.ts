@@ -64,15 +64,26 @@ export interface SqliteStoreDb {
   close(): void;
 }
 
-/** Opens the database at `settings.path` and prepares everything the store runs on it. */
-export function openSqliteStoreDb(settings: SqliteOpenSettings, leases: Pick<TurnLeases, "check">): SqliteStoreDb {
+/**
+ * Opens the database at `settings.path` and prepares everything the store runs on it. `onWrite` is
+ * called after each committed write transaction (the checkpointer counts them).
+ */
+export function openSqliteStoreDb(
+  settings: SqliteOpenSettings,
+  leases: Pick<TurnLeases, "check">,
+  onWrite: () => void = () => {},
+): SqliteStoreDb {
   const db = openSqliteDatabase(settings);
   const st = prepareStatements(db);
   // IMMEDIATE takes the write lock up front: a deferred transaction that reads first would fail with
   // SQLITE_BUSY, without waiting, when another process wrote in between.
   const write = <A extends unknown[], R>(fn: (...args: A) => R) => {
     const transaction = db.transaction(fn);
-    return (...args: A): R => transaction.immediate(...args);
+    return (...args: A): R => {
+      const result = transaction.immediate(...args);
+      onWrite();
+      return result;
+    };
   };
 
   const moveAside = (

@@ -182,6 +182,8 @@ export interface SqliteOpenSettings {
   synchronous: "full" | "normal";
   /** Bytes of the file read through memory mapping; 0 reads with system calls only. */
   mmapSizeBytes?: number;
+  /** Pages of write-ahead log past which a commit checkpoints (SQLite's `wal_autocheckpoint`). @default 1000 */
+  walAutocheckpointPages?: number;
   /** Stop at this version instead of the newest (tests build old databases with it). */
   targetVersion?: number;
 }
@@ -211,6 +213,7 @@ export function openSqliteDatabase(settings: SqliteOpenSettings): Database.Datab
     }
     if (!memory) db.pragma("journal_mode = WAL");
     db.pragma(`synchronous = ${settings.synchronous === "full" ? "FULL" : "NORMAL"}`);
+    if (!memory && settings.walAutocheckpointPages !== undefined) db.pragma(`wal_autocheckpoint = ${Math.max(0, Math.floor(settings.walAutocheckpointPages))}`);
     if (settings.mmapSizeBytes) db.pragma(`mmap_size = ${Math.max(0, Math.floor(settings.mmapSizeBytes))}`);
     migrate(db, settings.targetVersion ?? SQLITE_SCHEMA_VERSION);
     return db;

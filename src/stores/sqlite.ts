@@ -22,6 +22,7 @@ import { missingVectors, putVectors, searchVectors } from "./_sqlite-vectors.js"
 import { checkHistoryOptions, operationDigest } from "./_history.js";
 import { LocalLeases } from "./_lease.js";
 import { SqliteFileLeases, type TurnLeases } from "./_sqlite-lease.js";
+import { BACKSTOP_PAGES, type Checkpointer, createCheckpointer } from "./_sqlite-checkpointer.js";
 import { type EncodedMessage, openSqliteStoreDb, type SqliteStoreDb } from "./_sqlite-db.js";
 import { scopedMatch } from "./_sqlite-fulltext.js";
 import type { MessageRow } from "./_sqlite-statements.js";
@@ -91,11 +92,29 @@ function storeError(error: unknown): unknown {
   return error;
 }
 
-/** The embedded store: one SQLite file (WAL), full-text search, turn leases held within this process. */
+/**
+ * The embedded store: one SQLite file (WAL), full-text search, turn leases held within this process.
+ * The write-ahead log of a file is checkpointed by a worker thread of the store (started after the
+ * first 200 writes), so no commit waits for one; durability is the `synchronous` setting's either way.
+ */
 export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
   let closed = false;
   let opened: SqliteStoreDb | undefined;
   let indexTimer: NodeJS.Timeout | undefined;
+  const synchronous = options.synchronous ?? "normal";
+  // A file's log is checkpointed by a worker thread, not inside a commit (see _sqlite-checkpointer.ts).
+  const checkpointer: Checkpointer | undefined =
+    options.path === ":memory:" || options.path === ""
+      ? undefined
+      : createCheckpointer({
+          path: options.path,
+          synchronous,
+          onLost: (error) => {
+            console.warn(`[threadkeep] sqlite: the checkpoint worker stopped (${error.message}); commits checkpoint again`);
+            if (opened && !closed) opened.db.pragma("wal_autocheckpoint = 1000");
+          },
+        });
+  const wrote = () => checkpointer?.wrote();
 
   /** Runs `fn` on the database, opening it on first use; driver failures become coded errors. */
   function use<T>(fn: (db: SqliteStoreDb) => T): T {
@@ -105,15 +124,24 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
         {
           path: options.path,
           busyTimeoutMs: options.busyTimeoutMs ?? 5000,
-          synchronous: options.synchronous ?? "normal",
+          synchronous,
           mmapSizeBytes: options.mmapSizeBytes ?? 0,
+          walAutocheckpointPages: checkpointer ? BACKSTOP_PAGES : undefined,
         },
         leases,
+        wrote,
       );
       return fn(opened);
     } catch (error) {
       throw storeError(error);
     }
+  }
+
+  /** {@link use} for a write that commits outside the store's transactions (one statement). */
+  function change<T>(fn: (db: SqliteStoreDb) => T): T {
+    const result = use(fn);
+    wrote();
+    return result;
   }
   const leases: TurnLeases = options.crossProcessLease ? new SqliteFileLeases((fn) => use((db) => fn(db.db))) : new LocalLeases();
 
@@ -174,7 +202,7 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
     },
 
     async createSession(input) {
-      return use(({ st }) => {
+      return change(({ st }) => {
         const createdAt = input.createdAt ?? Date.now();
         const lastActivityAt = input.lastActivityAt ?? createdAt;
         const metadata = JSON.stringify(input.metadata ?? {});
@@ -228,13 +256,13 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
     },
 
     async touchSession(id, at = Date.now()) {
-      use(({ st }) => {
+      change(({ st }) => {
         if (st.touch.run(at, id).changes === 0) throw new SessionNotFoundError(id);
       });
     },
 
     async updateSessionMetadata(id, metadata) {
-      return use((db) => {
+      return change((db) => {
         if (db.st.setMetadata.run(JSON.stringify(metadata), id).changes === 0)
           throw new SessionNotFoundError(id);
         return db.session(db.st.getSession.get(id)!);
@@ -293,7 +321,7 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
     },
 
     async truncateAfter(id, seq) {
-      return use((db) => {
+      return change((db) => {
         db.exists(id);
         return db.st.truncateAfter.run(id, seq).changes;
       });
@@ -312,7 +340,7 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
     },
 
     async setState(id, data, expectedVersion) {
-      return use(({ st }) => {
+      return change(({ st }) => {
         const json = JSON.stringify(data);
         if (st.setState.run(json, id, expectedVersion).changes === 0) {
           const row = st.getState.get(id);
@@ -324,7 +352,7 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
     },
 
     async putEmbeddings(id: string, model: string, items: EmbeddingInput[]) {
-      use((db) => putVectors(db, id, model, items));
+      change((db) => putVectors(db, id, model, items));
     },
 
     async missingEmbeddings(id: string, model: string, limit = 1000) {
@@ -381,6 +409,8 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
       closed = true;
       clearTimeout(indexTimer);
       leases.clear();
+      // The worker's connection goes first, so closing the store's own checkpoints and removes the log.
+      await checkpointer?.close();
       try {
         // Leave the file fully indexed for the next process; a failure here must not keep it open.
         opened?.tx.indexPending();

@@ -3,8 +3,12 @@
  * upstream and the threadkeep server each run in their own process; this process drives them over
  * keep-alive HTTP, first straight at the upstream, then through threadkeep, at 1 and 100 concurrent
  * sessions (each session's turns one after another, as a chat client sends them), on SQLite and,
- * when reachable, PostgreSQL (and the in-memory store as a reference). Reports turns/s and added latency (through − direct) at p50 and p99,
- * for chat completions (X-Session-ID) and for the Responses API (each session a previous_response_id chain).
+ * when reachable, PostgreSQL and Redis (and the in-memory store as a reference). Redis runs twice:
+ * as it is (a turn in two round trips: `openTurn` and a commit that releases the lease) and "call by
+ * call" (its `combinedTurn` hidden, so the turn takes the lease, reads, writes and releases in
+ * separate calls, as every store did before), back to back, then compared in alternating rounds
+ * (bench/_proxy-redis.ts). Reports turns/s and added latency (through − direct) at p50 and p99, for
+ * chat completions (X-Session-ID) and for the Responses API (each session a previous_response_id chain).
  *
  * Also the server's CPU per turn (all its processes, from /proc), and SQLite with 2 workers
  * (`serve --workers 2`).
@@ -20,6 +24,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { formatMicros, percentile, printTable, QUICK } from "./_harness.js";
+import { dropRedisPrefix, type Paired, pairedLine, pairedRedis, redisStore, redisUrl } from "./_proxy-redis.js";
 
 const ROLE = process.env.BENCH_PROXY_ROLE;
 const CONCURRENCY = [1, 100];
@@ -56,7 +61,7 @@ async function runServer(): Promise<void> {
   const { createServer } = await import("../src/server/index.js");
   const store = process.env.BENCH_STORE as string;
   const server = await createServer({
-    memory: { store: workers > 1 && store.startsWith("sqlite:") ? `${store}?lease=shared` : store },
+    memory: { store: workers > 1 && store.startsWith("sqlite:") ? `${store}?lease=shared` : await redisStore(store) },
     upstream: process.env.BENCH_UPSTREAM as string,
     port: 0,
   });
@@ -216,7 +221,7 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), "threadkeep-bench-proxy-"));
   const only = process.env.BENCH_PROXY_STORES?.split(",");
   // memory: is the reference: the proxy's own cost, without a store's I/O.
-  const stores: [string, string, number][] = [
+  const stores: [string, string, number, Record<string, string>?][] = [
     ["sqlite", `sqlite:${join(dir, "threadkeep.db")}`, 1],
     ["sqlite ×2 workers", `sqlite:${join(dir, "threadkeep-2.db")}`, 2],
     ["memory", "memory:", 1],
@@ -225,13 +230,20 @@ async function main(): Promise<void> {
     const url = await postgresUrl();
     if (url) stores.push(["postgres", url, 1]);
   }
+  const redisPrefix = `threadkeep-bench-proxy-${randomUUID().slice(0, 8)}:`;
+  const redis = !only || only.some((o) => o.startsWith("redis")) ? await redisUrl() : null;
+  if (redis) {
+    stores.push(["redis call by call", redis, 1, { BENCH_CALL_BY_CALL: "1", BENCH_REDIS_PREFIX: redisPrefix }]);
+    stores.push(["redis", redis, 1, { BENCH_REDIS_PREFIX: redisPrefix }]);
+  }
   const upstream = await startRole("upstream");
   const rows: Row[] = [];
+  let paired: Paired | undefined;
   try {
-    for (const [name, storeUrl, workers] of stores.filter(([n]) => !only || only.some((o) => n.startsWith(o)))) {
+    for (const [name, storeUrl, workers, env] of stores.filter(([n]) => !only || only.some((o) => n.startsWith(o)))) {
       let server: { child: ChildProcess; url: string };
       try {
-        server = await startRole("server", { BENCH_STORE: storeUrl, BENCH_UPSTREAM: upstream.url, BENCH_WORKERS: String(workers) });
+        server = await startRole("server", { BENCH_STORE: storeUrl, BENCH_UPSTREAM: upstream.url, BENCH_WORKERS: String(workers), ...env });
       } catch (error) {
         console.log(`${name}: skipped, ${(error as Error).message}`);
         continue;
@@ -256,14 +268,19 @@ async function main(): Promise<void> {
         server.child.kill("SIGTERM");
       }
     }
+    if (redis) {
+      const p50 = async (base: string, total: number, withSession: boolean) => (await drive(base, 1, total, withSession)).p50;
+      paired = await pairedRedis({ startRole, p50, warmupTurns: WARMUP_TURNS }, upstream.url, redis, redisPrefix);
+    }
   } finally {
     upstream.child.kill("SIGTERM");
     rmSync(dir, { recursive: true, force: true });
+    if (redis) await dropRedisPrefix(redis, redisPrefix).catch((error) => console.log(`redis: keys under ${redisPrefix} left: ${error}`));
   }
-  report(rows);
+  report(rows, paired);
 }
 
-function report(rows: Row[]): void {
+function report(rows: Row[], paired?: Paired): void {
   console.log(
     `\n## Proxy (${TURNS[1].toLocaleString("en")} turns at 1 session, ${TURNS[100].toLocaleString("en")} at 100; zero-latency upstream)\n`,
   );
@@ -312,6 +329,7 @@ function report(rows: Row[]): void {
     const ratio = two.through.turnsPerSecond / many.through.turnsPerSecond;
     console.log(`sqlite 2 workers / 1 worker at 100 sessions: ${ratio.toFixed(2)}× turns/s (target ≥ 1.5×: ${ratio >= 1.5 ? "met" : "MISSED"})`);
   }
+  if (paired) console.log(pairedLine(paired));
   const pg = rows.find((r) => r.api === "chat" && r.store === "postgres" && r.sessions === 1);
   if (pg) {
     const added = (pg.through.p50 - pg.direct.p50) / 1000;

@@ -76,12 +76,18 @@ type Reply = [number, ...unknown[]];
 /**
  * A store on Redis (or Redis Cluster key layout). Keys of session `<id>` share the hash tag `{<id>}`:
  * `…s:{<id>}:meta` (hash), `:msgs` (list of JSON, oldest first, each carrying its seq), `:sums`,
- * `:state`, and the lease keys `:lease`, `:queue`, `:alive`, `:qseq`, `:fence`. Every write is one Lua
- * script on those keys. Two sorted sets index sessions by last activity: `…u:<userId>:sessions` per
- * owner and `…activity` for `expire()`. They live in other hash slots, so they are updated right after
- * the session's script and kept honest by reads: a listing or search drops members whose session is
- * gone (expired keys, or a crash between the two steps), and `expire()` removes what it deletes.
- * Requires Redis 7.0 or newer (PEXPIRETIME, ZADD GT).
+ * `:state`, the lease keys `:lease`, `:queue`, `:alive`, `:qseq`, `:fence`, and the wake channel
+ * `:wake`. Every write is one Lua script on those keys. Two sorted sets index sessions by last
+ * activity: `…u:<userId>:sessions` per owner and `…activity` for `expire()`. They live in other hash
+ * slots: on a single Redis a history write whose owner is known records them in its own script; in a
+ * Cluster (and otherwise) they are updated right after the session's script. Readers keep them honest:
+ * a listing or search drops members whose session is gone (expired keys, or a crash between the two
+ * steps), and `expire()` removes what it deletes.
+ *
+ * A proxied turn is two round trips (`combinedTurn`): `openTurn` is the lease poll that, when it
+ * grants, also reads the session, its window, summaries and state; the commit (`releaseLease`)
+ * appends, refreshes activity and expiry, and releases the lease in one script. Requires Redis 7.0 or
+ * newer (PEXPIRETIME, ZADD GT).
  */
 export function createRedisStore(options: RedisStoreOptions): VectorStore {
   const ttlMs = Math.max(0, options.ttlMs ?? DEFAULT_REDIS_TTL_MS);

@@ -10,7 +10,7 @@
  * (bench/_proxy-redis.ts). Reports turns/s and added latency (through − direct) at p50 and p99, for
  * chat completions (X-Session-ID) and for the Responses API (each session a previous_response_id chain).
  *
- * Also the server's CPU per turn (all its processes, from /proc), and SQLite with 2 workers
+ * Also the server's CPU per turn, chat and Responses (all its processes, from /proc), and SQLite with 2 workers
  * (`serve --workers 2`).
  *
  * `BENCH_QUICK=1` runs fewer turns; `BENCH_PROXY_STORES=sqlite` picks stores (by name prefix).
@@ -205,7 +205,7 @@ interface Row {
   sessions: number;
   direct: Run;
   through: Run;
-  /** Server CPU per chat turn through threadkeep (all its processes), in µs. */
+  /** Server CPU per turn through threadkeep (all its processes), in µs. */
   cpuPerTurn?: number;
 }
 
@@ -257,11 +257,17 @@ async function main(): Promise<void> {
           const cpuBefore = cpuMicros(server.child.pid!);
           const through = await drive(server.url, sessions, TURNS[sessions], true);
           const cpuPerTurn = (cpuMicros(server.child.pid!) - cpuBefore) / TURNS[sessions];
+          const responsesCpuBefore = cpuMicros(server.child.pid!);
           const responses = await driveResponses(server.url, sessions, TURNS[sessions]);
-          rows.push({ api: "chat", store: name, sessions, direct, through, cpuPerTurn }, { api: "responses", store: name, sessions, direct, through: responses });
+          const responsesCpuPerTurn = (cpuMicros(server.child.pid!) - responsesCpuBefore) / TURNS[sessions];
+          rows.push(
+            { api: "chat", store: name, sessions, direct, through, cpuPerTurn },
+            { api: "responses", store: name, sessions, direct, through: responses, cpuPerTurn: responsesCpuPerTurn },
+          );
           console.log(
             `${name} × ${sessions}: ${Math.round(through.turnsPerSecond)} chat turns/s (server CPU ${Math.round(cpuPerTurn)} µs/turn), ` +
-              `${Math.round(responses.turnsPerSecond)} responses turns/s through, ${Math.round(direct.turnsPerSecond)} direct`,
+              `${Math.round(responses.turnsPerSecond)} responses turns/s (server CPU ${Math.round(responsesCpuPerTurn)} µs/turn), ` +
+              `${Math.round(direct.turnsPerSecond)} direct`,
           );
         }
       } finally {
@@ -323,6 +329,8 @@ function report(rows: Row[], paired?: Paired): void {
     );
     const cpu = many.cpuPerTurn ?? Number.NaN;
     console.log(`sqlite server CPU per turn at 100 sessions: ${Math.round(cpu)} µs (target ≤ 500 µs: ${cpu <= 500 ? "met" : "MISSED"})`);
+    const responses = rows.find((r) => r.api === "responses" && r.store === "sqlite" && r.sessions === 100)?.cpuPerTurn;
+    if (responses !== undefined) console.log(`sqlite server CPU per Responses turn at 100 sessions: ${Math.round(responses)} µs`);
   }
   const two = rows.find((r) => r.api === "chat" && r.store === "sqlite ×2 workers" && r.sessions === 100);
   if (many && two) {

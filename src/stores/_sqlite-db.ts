@@ -6,6 +6,7 @@
 import type Database from "better-sqlite3";
 import { SessionNotFoundError } from "../core/errors.js";
 import type { AppendOptions, OwnerScope, Message, Session, SessionState, Summary, SummaryInput } from "../core/types.js";
+import type { BatchOutcome } from "./_sqlite-group-commit.js";
 import { type SqliteHistory, sqliteHistory } from "./_sqlite-history.js";
 import type { TurnLeases } from "./_sqlite-lease.js";
 import { checkOwner } from "./_util.js";
@@ -49,6 +50,11 @@ export interface SqliteStoreDb {
     expire(olderThan: number): string[];
     /** Adds the text waiting in `fts_pending` to the full-text index. */
     indexPending(): void;
+    /**
+     * Runs writes in one transaction, each in a savepoint of its own (a write that throws is undone
+     * alone). @returns each write's result or error. @throws when the transaction itself failed.
+     */
+    batch(writes: readonly (() => unknown)[]): BatchOutcome[];
   };
   /** Idempotent writes, tail replacement and branches. */
   history: SqliteHistory;
@@ -233,6 +239,20 @@ export function openSqliteStoreDb(
       st.indexPending.run();
       st.clearPending.run();
     }),
+
+    batch: write((writes: readonly (() => unknown)[]) =>
+      writes.map((run): BatchOutcome => {
+        try {
+          // Each write is a transaction function: inside this one, better-sqlite3 runs it as a savepoint.
+          return { ok: true, value: run() };
+        } catch (error) {
+          // Some failures (an I/O error, running out of memory) end the whole transaction, and the
+          // writes before this one with it: the batch fails as a whole then.
+          if (!db.inTransaction) throw error;
+          return { ok: false, error };
+        }
+      }),
+    ),
   };
 
   return { db, st, tx, history, messages, session, state, summaries, exists, close: () => db.close() };

@@ -25,6 +25,7 @@ import { SqliteFileLeases, type TurnLeases } from "./_sqlite-lease.js";
 import { BACKSTOP_PAGES, type Checkpointer, createCheckpointer } from "./_sqlite-checkpointer.js";
 import { type EncodedMessage, openSqliteStoreDb, type SqliteStoreDb } from "./_sqlite-db.js";
 import { scopedMatch } from "./_sqlite-fulltext.js";
+import { GroupCommit } from "./_sqlite-group-commit.js";
 import type { MessageRow } from "./_sqlite-statements.js";
 import {
   checkSearchQuery,
@@ -116,8 +117,16 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
         });
   const wrote = () => checkpointer?.wrote();
 
-  /** Runs `fn` on the database, opening it on first use; driver failures become coded errors. */
+  /**
+   * Runs `fn` on the database, opening it on first use; driver failures become coded errors. Appends
+   * still queued for their group commit run first, so every call sees the writes issued before it.
+   */
   function use<T>(fn: (db: SqliteStoreDb) => T): T {
+    appends.flush();
+    return useNow(fn);
+  }
+
+  function useNow<T>(fn: (db: SqliteStoreDb) => T): T {
     if (closed) throw new StoreUnavailableError("The sqlite store is closed");
     try {
       opened ??= openSqliteStoreDb(
@@ -143,6 +152,13 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
     wrote();
     return result;
   }
+
+  const appends = new GroupCommit<SqliteStoreDb>({ use: useNow, batch: (db, writes) => db.tx.batch(writes), toError: storeError });
+  /** Queues a message write for the group commit (a closed store refuses it at once). */
+  const grouped = <T>(fn: (db: SqliteStoreDb) => T): Promise<T> => {
+    if (closed) throw new StoreUnavailableError("The sqlite store is closed");
+    return appends.add(fn);
+  };
   const leases: TurnLeases = options.crossProcessLease ? new SqliteFileLeases((fn) => use((db) => fn(db.db))) : new LocalLeases();
 
   const scheduleIndexing = () => {
@@ -185,7 +201,8 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
     checkHistoryOptions(options, seq);
     const digest = options.operationId === undefined ? "" : operationDigest(seq ?? null, valid);
     const encoded = encode(valid);
-    const stored = use((db) => db.history.write(id, seq, encoded, digest, options, Date.now()));
+    const now = Date.now();
+    const stored = await grouped((db) => db.history.write(id, seq, encoded, digest, options, now));
     scheduleIndexing();
     return stored;
   };
@@ -272,7 +289,8 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
     async appendMessages(id: string, inputs: MessageInput[], append: AppendOptions = {}) {
       if (append.operationId !== undefined) return writeHistory(id, undefined, inputs, append);
       const encoded = encode(validateMessages(inputs));
-      const stored = use((db) => db.tx.append(id, encoded, append, Date.now()));
+      const now = Date.now();
+      const stored = await grouped((db) => db.tx.append(id, encoded, append, now));
       scheduleIndexing();
       return stored;
     },
@@ -406,6 +424,8 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
 
     async close() {
       if (closed) return;
+      // Appends issued before the close are written, as they would have been without the grouping.
+      appends.flush();
       closed = true;
       clearTimeout(indexTimer);
       leases.clear();

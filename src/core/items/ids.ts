@@ -4,9 +4,9 @@
  * `resp_<hex><16 hex>` is a response stored in that session. Ownership is checked where the session
  * is read, as for every session id.
  */
-import { randomBytes } from "node:crypto";
 import { ThreadkeepError } from "../errors.js";
 import { parseSessionId } from "../ids.js";
+import { randomHex } from "./random-hex.js";
 
 const UUID_HEX = /^[0-9a-f]{32}$/;
 const NONCE_HEX = 16;
@@ -54,7 +54,7 @@ export function sessionOfConversation(conversationId: unknown, param = "conversa
 
 /** A new response id in a session. */
 export function newResponseId(sessionId: string): string {
-  return `resp_${sessionToken(sessionId)}${randomBytes(NONCE_HEX / 2).toString("hex")}`;
+  return `resp_${sessionToken(sessionId)}${randomHex(NONCE_HEX / 2)}`;
 }
 
 /** The session a response id names, or null when it is not one of threadkeep's. */

@@ -3,8 +3,8 @@
  * string becomes a user message, an easy message gets its type, parts, status and an id, every
  * item is checked. Bad input is an `invalid_request` naming the field (`input[2].content[0].text`).
  */
-import { randomBytes } from "node:crypto";
 import { ThreadkeepError } from "../errors.js";
+import { randomHex } from "./random-hex.js";
 import type { FunctionCallItem, FunctionCallOutputItem, Item, ItemContentPart, MessageItem } from "./types.js";
 
 const MESSAGE_ROLES = ["user", "assistant", "system", "developer"] as const;
@@ -15,7 +15,7 @@ const REFUSED_TYPES = new Set(["item_reference"]);
 /** A new item id with the prefix OpenAI uses for the type (`msg_`, `fc_`, …) and 48 random hex digits. */
 export function newItemId(type: string): string {
   const prefix = type === "message" ? "msg" : type === "function_call" ? "fc" : type === "function_call_output" ? "fco" : "item";
-  return `${prefix}_${randomBytes(24).toString("hex")}`;
+  return `${prefix}_${randomHex(24)}`;
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

@@ -15,6 +15,8 @@ import type { OwnerScope, Session, SessionStore } from "./types.js";
 export class MemoryCore {
   readonly settings: MemorySettings;
   readonly store: Promise<SessionStore>;
+  /** The store once opened: the hot paths take it without awaiting {@link store} (a microtask turn each). */
+  opened?: SessionStore;
   readonly compactor: Compactor;
   readonly resolver: Resolver;
   readonly vectors?: BackgroundEmbedder;
@@ -29,7 +31,12 @@ export class MemoryCore {
         ? import("../stores/url.js").then(({ createStore }) => createStore(storeOption, { ttlMs: options.ttlMs }))
         : Promise.resolve(storeOption);
     // A failed open is reported by the first call that needs the store, not as an unhandled rejection.
-    this.store.catch(() => {});
+    this.store.then(
+      (store) => {
+        this.opened = store;
+      },
+      () => {},
+    );
     const inMemory = typeof storeOption === "string" ? storeOption.startsWith("memory:") : storeOption.name === "memory";
     this.settings = {
       window: options.window ?? DEFAULTS.window,

@@ -89,7 +89,8 @@ export class Memory {
    * older messages are summarised first and the cap drops only what a summary covers; a failed
    * summary is logged and loses nothing.
    */
-  async addMessages(sessionId: string, messages: MessageInput[], options: AddMessagesOptions = {}): Promise<Message[]> {
+  addMessages(sessionId: string, messages: MessageInput[], options: AddMessagesOptions = {}): Promise<Message[]> {
+    // Not async: writeMessages is, and a second promise around it costs every append microtask turns.
     return writeMessages(this.#core, sessionId, undefined, messages, options);
   }
 
@@ -142,9 +143,9 @@ export class Memory {
   /** Reads messages, oldest first. */
   async getMessages(sessionId: string, query: MessageQuery & OwnerOptions = {}): Promise<Message[]> {
     const { userId, owner: _owner, ...range } = query;
-    const store = await this.#core.store;
+    const store = this.#core.opened ?? (await this.#core.store);
     // One store call where the store checks the owner and expiry in the statement that reads.
-    if (store.capabilities.ownerScope) return store.getMessages(parseSessionId(sessionId), { ...range, owner: this.#core.scope(this.#core.owner({ userId })) });
+    if (store.capabilities.ownerScope) return await store.getMessages(parseSessionId(sessionId), { ...range, owner: this.#core.scope(this.#core.owner({ userId })) });
     const session = await this.#core.resolve(sessionId, this.#core.owner({ userId }), false);
     return store.getMessages(session.id, range);
   }

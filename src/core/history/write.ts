@@ -9,10 +9,11 @@ import type { Message, MessageInput, SessionStore } from "../types.js";
 /** Appends (`seq` undefined) or replaces what follows `seq`: Memory's `addMessages` and `replaceAfter`. */
 export async function writeMessages(core: MemoryCore, sessionId: string, seq: number | undefined, messages: MessageInput[], options: ReplaceAfterOptions): Promise<Message[]> {
   const valid = validateMessages(messages);
-  const store = await core.store;
+  const store = core.opened ?? (await core.store);
   const { fence, operationId, expectedLastSeq, branch } = options;
   const summarizing = Boolean(core.compactor.summarizer);
-  const releaseLease = await releasesLease(core, store, sessionId, options);
+  // Awaited only when asked for: most writes release nothing, and each await is a turn of the microtask queue.
+  const releaseLease = options.releaseLease ? await releasesLease(core, store, sessionId, options) : undefined;
   const write = { fence, operationId, expectedLastSeq, branch, releaseLease, ...(summarizing ? {} : { maxMessages: core.settings.maxMessages }) };
   const userId = core.owner(options);
   if (seq === undefined && !options.session && store.capabilities.ownerScope) {
@@ -51,10 +52,14 @@ async function releasesLease(core: MemoryCore, store: SessionStore, sessionId: s
 }
 
 /** What follows every committed write: embedding, and compaction when a summarizer is set. */
-async function afterWrite(core: MemoryCore, store: SessionStore, sessionId: string, added: Message[]): Promise<Message[]> {
+function afterWrite(core: MemoryCore, store: SessionStore, sessionId: string, added: Message[]): Message[] | Promise<Message[]> {
   // Embedding never holds up (or fails) the write: it runs after, and retries by itself.
   core.vectors?.schedule(store, sessionId);
   if (!core.compactor.summarizer) return added;
+  return compactAfterWrite(core, store, sessionId, added);
+}
+
+async function compactAfterWrite(core: MemoryCore, store: SessionStore, sessionId: string, added: Message[]): Promise<Message[]> {
   const compaction = core.compactor.afterWrite(store, sessionId, added);
   if (!core.settings.compaction.background) await compaction;
   return added;

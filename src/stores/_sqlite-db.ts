@@ -187,20 +187,28 @@ export function openSqliteStoreDb(
 
   const tx: SqliteStoreDb["tx"] = {
     append: write((id: string, encoded: EncodedMessage[], options: AppendOptions, now: number) => {
-      exists(id, options.owner);
+      const head = st.appendHead.get(id);
+      if (!head) throw new SessionNotFoundError(id);
+      const [userId, lastActivityAt, lastSeq, firstSeq] = head;
+      if (options.owner) checkOwner(id, options.owner, { userId, lastActivityAt });
       leases.check(id, options.fence);
-      const first = (st.lastSeq.get(id)?.seq ?? 0) + 1;
-      for (const [i, [body, text]] of encoded.entries()) {
-        st.insertMessage.run(id, first + i, now, body);
-        st.insertText.run(id, first + i, text);
+      const first = (lastSeq ?? 0) + 1;
+      for (let i = 0; i < encoded.length; i++) {
+        st.insertMessage.run(id, first + i, now, encoded[i][0]);
+        st.insertText.run(id, first + i, encoded[i][1]);
       }
       const max = options.maxMessages ?? 0;
       // Seqs have gaps only where a corrupt row was quarantined, so the seq span bounds the count from
       // above: under the cap, the exact (row-walking) cap can be skipped.
-      if (max > 0 && first + encoded.length - (st.firstSeq.get(id) ?? first) > max)
-        st.capMessages.run(id, id, max);
+      if (max > 0 && first + encoded.length - (firstSeq ?? first) > max) st.capMessages.run(id, id, max);
       st.touch.run(now, id);
-      return encoded.map(([body], i) => ({ ...JSON.parse(body), seq: first + i, createdAt: now }) as Message);
+      // The stored JSON read back, as a later read returns it; seq and createdAt set on it, not spread into a copy.
+      return encoded.map(([body], i) => {
+        const message = JSON.parse(body);
+        message.seq = first + i;
+        message.createdAt = now;
+        return message as Message;
+      });
     }),
 
     pop: write((id: string): Message | null => {

@@ -44,6 +44,15 @@ const SEARCH_ORDER = "ORDER BY m.created_at DESC, m.seq DESC LIMIT ?";
 export const newestMessagesSql = (count: number) =>
   `SELECT ${MESSAGE_COLUMNS} FROM messages m WHERE m.session_id = ? ORDER BY m.seq DESC LIMIT ${count}`;
 
+/**
+ * The same read of a session of this owner active since a time: `session_id, user_id, active_since`.
+ * No row when there is no such session, or when it has no messages (the caller tells them apart).
+ */
+export const newestOwnedSql = (count: number) =>
+  `SELECT ${MESSAGE_COLUMNS} FROM messages m WHERE m.session_id = (
+     SELECT id FROM sessions WHERE id = ? AND user_id = ? AND last_activity_at >= ?)
+   ORDER BY m.seq DESC LIMIT ${count}`;
+
 /** The same read within seq bounds: `session_id, from, to, limit`. */
 export const RANGE_NEWEST_FIRST_SQL = `SELECT ${MESSAGE_COLUMNS} FROM messages m
   WHERE m.session_id = ? AND m.seq BETWEEN ? AND ? ORDER BY m.seq DESC LIMIT ?`;
@@ -58,11 +67,15 @@ export interface SqliteStatement<Row = unknown> {
   all(...params: unknown[]): Row[];
 }
 
+/** What an append reads before it writes, in one row: the session's owner and activity, its last and first seq. */
+export type AppendHeadRow = [userId: string, lastActivityAt: number, lastSeq: number | null, firstSeq: number | null];
+
 /** Prepares every statement the store runs. */
 export function prepareStatements(db: Database.Database) {
   const q = <Row = unknown>(sql: string): SqliteStatement<Row> => db.prepare<unknown[], Row>(sql);
   const rows = (sql: string): SqliteStatement<MessageRow> => db.prepare<unknown[], MessageRow>(sql).raw();
   const newestBy = new Map<number, SqliteStatement<MessageRow>>();
+  const newestOwnedBy = new Map<number, SqliteStatement<MessageRow>>();
   const rangeNewestFirst = rows(RANGE_NEWEST_FIRST_SQL);
   return {
     /**
@@ -77,6 +90,19 @@ export function prepareStatements(db: Database.Database) {
       }
       if (statement) return statement.all(sessionId);
       return rangeNewestFirst.all(sessionId, Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, count);
+    },
+    /**
+     * {@link newest} of a session of `userId` active since `activeSince`, in the same statement: an
+     * empty result is a missing, another owner's or an expired session, or one with no messages.
+     * Undefined for a `count` with no cached statement (the caller checks the owner apart).
+     */
+    newestOwned(sessionId: string, userId: string, activeSince: number, count: number): MessageRow[] | undefined {
+      let statement = newestOwnedBy.get(count);
+      if (!statement && newestOwnedBy.size < NEWEST_CACHE && Number.isSafeInteger(count)) {
+        statement = rows(newestOwnedSql(count));
+        newestOwnedBy.set(count, statement);
+      }
+      return statement?.all(sessionId, userId, activeSince);
     },
     rangeNewestFirst,
     insertSession: q(
@@ -106,6 +132,15 @@ export function prepareStatements(db: Database.Database) {
     touch: q("UPDATE sessions SET last_activity_at = ? WHERE id = ?"),
     setMetadata: q("UPDATE sessions SET metadata = ? WHERE id = ?"),
 
+    /** One read for an append, where three statements (owner, last seq, first seq) cost a third of its reads' time. */
+    appendHead: db
+      .prepare<unknown[], AppendHeadRow>(
+        `SELECT s.user_id, s.last_activity_at,
+           (SELECT seq FROM messages WHERE session_id = s.id ORDER BY seq DESC LIMIT 1),
+           (SELECT seq FROM messages WHERE session_id = s.id ORDER BY seq LIMIT 1)
+         FROM sessions s WHERE s.id = ?`,
+      )
+      .raw() as SqliteStatement<AppendHeadRow>,
     lastSeq: q<{ seq: number }>("SELECT seq FROM messages WHERE session_id = ? ORDER BY seq DESC LIMIT 1"),
     firstSeq: db
       .prepare<unknown[], number>("SELECT seq FROM messages WHERE session_id = ? ORDER BY seq LIMIT 1")

@@ -8,6 +8,7 @@ import type { Branch, BranchRecord, Message, MessageInput, ReplaceOptions } from
 import { OPERATION_HISTORY } from "../core/types.js";
 import { type BranchRow, branchFromRecord, branchNotFound, checkReplaceTarget, historyConflict, operationConflict, toBranch } from "./_history.js";
 import { bodyOf, type PgSql, searchable, toMessage } from "./_postgres-schema.js";
+import { releaseWithWrite } from "./_postgres-turn.js";
 import { messageText } from "./_util.js";
 
 type Tx = postgres.TransactionSql<Record<string, unknown>>;
@@ -121,7 +122,8 @@ const BRANCH_COLUMNS = "id, at_seq, parent_id, reason, created_at, metadata, mes
 /**
  * An idempotent append (`seq` undefined) or a tail replacement, in one round trip, owner-scoped too
  * (`options.owner`). A replayed operation reads its stored messages in a second one. With `release`
- * (a CTE after the write's `w`, see `releaseWithWrite`) the turn lease is given back in the same statement.
+ * the turn lease of its fence is given back in the same statement (see `releaseWithWrite`), and
+ * `release.done` hears of it (with the number of waiting tickets) once the write applied.
  */
 export async function writeHistory(
   sql: PgSql,
@@ -131,7 +133,7 @@ export async function writeHistory(
   valid: MessageInput[],
   digest: string,
   options: ReplaceOptions,
-  release?: (sql: PgSql) => postgres.PendingQuery<postgres.Row[]>,
+  release?: { fence: number; done: (waiting: number | null) => void },
 ): Promise<Message[]> {
   const bodies = valid.map(bodyOf);
   const texts = valid.map((m) => searchable(messageText(m)));
@@ -140,7 +142,7 @@ export async function writeHistory(
   // An owner-scoped write checks the owner in the same statement: the condition is uncorrelated, so
   // PostgreSQL evaluates it once, before the function runs, and another owner's session (or an
   // expired one) gets no row, with nothing written and no operation recorded.
-  const [row] = await sql<{ out_status: string; out_first_seq: number; out_last_seq: number; out_created_at: number }[]>`
+  const [row] = await sql<{ out_status: string; out_first_seq: number; out_last_seq: number; out_created_at: number; waiting?: number | null }[]>`
     WITH w AS (
       SELECT out_status, out_first_seq, out_last_seq, out_created_at FROM threadkeep_write(
         ${id}, ${seq ?? null}::bigint, ${bodies}::text[], ${texts}::text[], ${options.maxMessages || null}::bigint,
@@ -148,8 +150,8 @@ export async function writeHistory(
         ${options.expectedLastSeq ?? null}::bigint, ${options.branch?.reason ?? null}::text, ${branchMeta}::text)
       WHERE ${owner ? sql`EXISTS (SELECT 1 FROM sessions WHERE id = ${id} AND user_id = ${owner.userId}
         AND last_activity_at >= ${owner.activeSince ?? Number.MIN_SAFE_INTEGER})` : sql`true`}
-    )${release ? release(sql) : sql``}
-    SELECT out_status, out_first_seq, out_last_seq, out_created_at FROM w`;
+    )
+    SELECT out_status, out_first_seq, out_last_seq, out_created_at${release ? releaseWithWrite(sql, id, release.fence) : sql``} FROM w`;
   if (!row) throw new SessionNotFoundError(id);
   switch (row.out_status) {
     case "not_found":
@@ -162,12 +164,13 @@ export async function writeHistory(
       // The function refused; the same check here words the reason as the other stores do.
       checkReplaceTarget(seq!, row.out_first_seq, row.out_last_seq, options.expectedLastSeq);
       throw historyConflict(`seq ${seq} cannot be replaced`);
-    case "replayed": {
-      const rows = await sql<{ seq: number; created_at: number; body: string }[]>`
-        SELECT seq, created_at, body FROM messages WHERE session_id = ${id} AND seq BETWEEN ${row.out_first_seq} AND ${row.out_last_seq}
-        ORDER BY seq`;
-      return rows.map(toMessage);
-    }
+  }
+  release?.done(row.waiting ?? null);
+  if (row.out_status === "replayed") {
+    const rows = await sql<{ seq: number; created_at: number; body: string }[]>`
+      SELECT seq, created_at, body FROM messages WHERE session_id = ${id} AND seq BETWEEN ${row.out_first_seq} AND ${row.out_last_seq}
+      ORDER BY seq`;
+    return rows.map(toMessage);
   }
   return bodies.map((body, i) => toMessage({ body, seq: row.out_first_seq + i, created_at: row.out_created_at }));
 }

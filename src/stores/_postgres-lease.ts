@@ -327,14 +327,30 @@ export class PostgresLeases {
   /**
    * A write with `releaseLease` gave `fence` back in its own statement (see `releaseWithWrite`): the
    * holder's lease now does nothing on release and answers false on renew, and this process's waiters
-   * try at once. Leases granted to other instances need nothing here.
+   * try at once. `waiting` (the session's live tickets when released) above this process's own
+   * tickets means other processes wait: they are notified, in a statement of its own (see
+   * `threadkeep_release_written` for why not in the write's).
    */
-  releasedByWrite(sessionId: string, fence: number): void {
+  releasedByWrite(sessionId: string, fence: number, waiting: number | null): void {
     const held = this.#held.get(fence);
-    if (!held || held.sessionId !== sessionId) return;
-    held.released = true;
-    this.#held.delete(fence);
+    if (held?.sessionId === sessionId) {
+      held.released = true;
+      this.#held.delete(fence);
+    }
+    const line = this.#lines.get(sessionId);
+    const ours = line ? line.queue.filter((w) => w.ticket !== undefined && !w.done).length : 0;
+    if (waiting !== null && waiting > ours) this.#notify(sessionId);
     this.#signal(sessionId);
+  }
+
+  /** Wakes other processes' waiters of the session; a lost notification costs them one poll. */
+  #notify(sessionId: string): void {
+    void this.#host
+      .run(
+        `notify waiters of ${sessionId}`,
+        (sql) => sql`SELECT pg_notify(${this.#host.channel}, ${sessionId}), set_config('synchronous_commit', 'off', true)`,
+      )
+      .catch(() => {});
   }
 
   /**

@@ -7,7 +7,7 @@ import type postgres from "postgres";
 import { ThreadkeepError } from "../core/errors.js";
 import type { Message, MessageInput, Session, Summary } from "../core/types.js";
 import { migrateHistory } from "./_postgres-history.js";
-import { migrateTurnRead } from "./_postgres-turn.js";
+import { migrateTurnRead, migrateTurnRelease } from "./_postgres-turn.js";
 import { migrateVectors } from "./_postgres-vectors.js";
 
 /** A connected `postgres` client whose `bigint` columns parse to numbers (see `createPostgresStore`). */
@@ -174,6 +174,7 @@ const MIGRATIONS: Migration[] = [
     },
   },
   { version: 7, up: (tx) => migrateTurnRead(tx) },
+  { version: 8, up: (tx) => migrateTurnRelease(tx) },
 ];
 
 /** The newest schema version this code knows. */

@@ -2,7 +2,7 @@
  * The PostgreSQL store's two-round-trip turn (`capabilities.combinedTurn`): the statement that grants
  * the turn lease also reads the session, its newest messages, summaries and state
  * (`threadkeep_turn_read`, schema version 7), and the turn's last write gives the lease back in its own
- * statement ({@link releaseWithWrite}).
+ * statement ({@link releaseWithWrite}, `threadkeep_release_written`, schema version 8).
  *
  * Why the read is a function and not one more part of the grant's CTE: every part of a statement
  * reads as of the statement's snapshot, but the grant's `ON CONFLICT DO UPDATE` may wait on the
@@ -128,16 +128,42 @@ export function openedTurnOf(sessionId: string, userId: string, lease: Lease, ro
 }
 
 /**
- * The part of a write statement that gives the turn lease back with it: a CTE after the write's own
- * `w` (which returns `out_status`), releasing `fence` only when the write applied (or was an applied
- * write replayed), and notifying the other processes' waiters when the transaction commits. The
- * write function holds the lease row `FOR SHARE` already and `fence` is re-checked on the newest row
- * version, so a lease granted to someone else since is never touched.
+ * Schema version 8: `threadkeep_release_written`, the release half of a combined turn commit. It gives
+ * back the lease of `p_fence` (never a lease granted since) and returns how many live tickets wait for
+ * the session (null when nothing was released), counted in a statement of its own: its snapshot is
+ * taken after the UPDATE holds the lease row, so a waiter whose attempt held the row first (and joined
+ * the line in that attempt) is counted. A waiter that comes after the row lock waits for this
+ * transaction and then finds the lease free.
+ *
+ * No NOTIFY here: a transaction that notifies holds one cluster-wide lock from its commit until the
+ * commit is flushed, so a NOTIFY in this durable transaction would put every session's commit in one
+ * line behind the WAL flush (measured: 100 sessions at once fell from ~500 to ~150 turns/s). The
+ * store notifies in a separate, asynchronously committed statement, and only when other processes wait.
  */
-export const releaseWithWrite = (sql: PgSql, channel: string, sessionId: string, fence: number) => sql`,
-  released AS (
-    UPDATE leases SET expires_at = 0
-    WHERE session_id = ${sessionId} AND fence = ${fence} AND expires_at > 0
-      AND EXISTS (SELECT 1 FROM w WHERE w.out_status IN ('ok', 'replayed'))
-    RETURNING pg_notify(${channel}, session_id)
-  )`;
+export async function migrateTurnRelease(tx: Tx): Promise<void> {
+  await tx.unsafe(`
+    CREATE FUNCTION threadkeep_release_written(p_session text, p_fence bigint) RETURNS bigint
+    LANGUAGE plpgsql VOLATILE AS $fn$
+    DECLARE
+      v_waiting bigint;
+    BEGIN
+      UPDATE leases l SET expires_at = 0 WHERE l.session_id = p_session AND l.fence = p_fence AND l.expires_at > 0;
+      IF NOT FOUND THEN
+        RETURN NULL;
+      END IF;
+      SELECT count(*) INTO v_waiting FROM lease_queue q
+        WHERE q.session_id = p_session AND q.alive_until > threadkeep_now_ms();
+      RETURN v_waiting;
+    END
+    $fn$`);
+}
+
+/**
+ * The column a write statement adds (after its own columns, over the write's `w` with `out_status`)
+ * to give the turn lease back with the write: released only when the write applied (or was an
+ * applied write replayed). The write function holds the lease row `FOR SHARE` already, and `fence`
+ * is checked on the newest row version, so a lease granted to someone else since is never touched.
+ * `waiting` is null when nothing was released, else the live tickets of the session.
+ */
+export const releaseWithWrite = (sql: PgSql, sessionId: string, fence: number) => sql`,
+  CASE WHEN w.out_status IN ('ok', 'replayed') THEN threadkeep_release_written(${sessionId}, ${fence}::bigint) END AS waiting`;

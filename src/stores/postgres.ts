@@ -187,11 +187,6 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
 
   /** The fence a write gives back with itself (`releaseLease`), if any. */
   const releasing = (options: AppendOptions) => (options.releaseLease && options.fence !== undefined ? options.fence : undefined);
-  /** After a write that released its lease: the holder's lease object and this process's waiters learn it. */
-  const released = <T>(id: string, fence: number | undefined, result: T): T => {
-    if (fence !== undefined) leases.releasedByWrite(id, fence);
-    return result;
-  };
 
   /** An idempotent append (`seq` undefined) or a tail replacement, in one round trip. */
   const writeHistory = async (id: string, seq: number | undefined, inputs: MessageInput[], options: ReplaceOptions) => {
@@ -199,8 +194,9 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
     checkHistoryOptions(options, seq);
     const digest = options.operationId === undefined ? "" : operationDigest(seq ?? null, valid);
     const fence = releasing(options);
-    const release = fence === undefined ? undefined : (sql: PgSql) => releaseWithWrite(sql, channel, id, fence);
-    return released(id, fence, await run("writeHistory", (sql) => history.writeHistory(sql, lang, id, seq, valid, digest, options, release)));
+    // After a write that released its lease, the holder's lease object and the waiters learn it.
+    const release = fence === undefined ? undefined : { fence, done: (waiting: number | null) => leases.releasedByWrite(id, fence, waiting) };
+    return run("writeHistory", (sql) => history.writeHistory(sql, lang, id, seq, valid, digest, options, release));
   };
 
   return {
@@ -293,18 +289,18 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
       const texts = valid.map((m) => searchable(messageText(m)));
       const owner = append.owner;
       const fence = releasing(append);
-      const added = await run("appendMessages", async (sql) => {
+      return run("appendMessages", async (sql) => {
         // The owner check is an uncorrelated condition: PostgreSQL evaluates it once, before the
         // function runs, so another owner's session gets no row and nothing is written.
-        const [row] = await sql<{ out_status: string; out_first_seq: number; out_created_at: number }[]>`
+        const [row] = await sql<{ out_status: string; out_first_seq: number; out_created_at: number; waiting?: number | null }[]>`
           WITH w AS (
             SELECT out_status, out_first_seq, out_created_at FROM threadkeep_append_queued(
               ${id}, ${bodies}::text[], ${texts}::text[], ${append.maxMessages || null}::bigint,
               ${append.fence ?? null}::bigint, ${lang}::regconfig)
             WHERE ${owner ? sql`EXISTS (SELECT 1 FROM sessions WHERE id = ${id} AND user_id = ${owner.userId}
               AND last_activity_at >= ${owner.activeSince ?? Number.MIN_SAFE_INTEGER})` : sql`true`}
-          )${fence === undefined ? sql`` : releaseWithWrite(sql, channel, id, fence)}
-          SELECT out_status, out_first_seq, out_created_at FROM w`;
+          )
+          SELECT out_status, out_first_seq, out_created_at${fence === undefined ? sql`` : releaseWithWrite(sql, id, fence)} FROM w`;
         if (!row || row.out_status === "not_found") throw new SessionNotFoundError(id);
         if (row.out_status === "lease_expired") {
           throw new ThreadkeepError(
@@ -312,11 +308,11 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
             `The turn lease of session ${id} expired and was taken over`,
           );
         }
+        if (fence !== undefined) leases.releasedByWrite(id, fence, row.waiting ?? null);
         return bodies.map((body, i) =>
           toMessage({ body, seq: row.out_first_seq + i, created_at: row.out_created_at }),
         );
       });
-      return released(id, fence, added);
     },
 
     replaceAfter: (id: string, seq: number, inputs: MessageInput[], replace: ReplaceOptions = {}) =>

@@ -4,7 +4,7 @@
  * grant's statement must survive: a previous holder whose commit-and-release, or whose late append,
  * lands while the grant waits on the lease row (after the grant's statement took its snapshot).
  */
-import { randomBytes, randomUUID } from "node:crypto";
+import { createHash, randomBytes, randomUUID } from "node:crypto";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
@@ -24,7 +24,7 @@ describe.runIf(enabled === true)("postgres combined turn", () => {
   let other: SessionStore;
 
   beforeAll(async () => {
-    admin = postgres(TEST_POSTGRES_URL, { onnotice: () => {}, max: 2, connection: { search_path: schema } });
+    admin = postgres(TEST_POSTGRES_URL, { onnotice: () => {}, max: 3, connection: { search_path: schema } });
     store = open();
     other = open();
     await store.listAllSessions();
@@ -99,6 +99,49 @@ describe.runIf(enabled === true)("postgres combined turn", () => {
       await expect(store.appendMessages(id, [say("too late")], { fence: stale.fence })).rejects.toMatchObject({ code: "lease_expired" });
     } finally {
       reserved.release();
+    }
+  });
+
+  it("a releasing commit notifies other processes' waiters, and only when some wait", async () => {
+    // The stores' NOTIFY channel (one per schema), heard as another process would hear it.
+    const channel = `threadkeep_${createHash("sha256").update(schema).digest("hex").slice(0, 16)}`;
+    const heard: string[] = [];
+    const listening = await admin.listen(channel, (payload) => heard.push(payload));
+    const waitingTickets = async (id: string, n: number) => {
+      const deadline = Date.now() + 5_000;
+      while ((await admin<{ n: number }[]>`SELECT count(*)::int AS n FROM lease_queue WHERE session_id = ${id}`)[0].n < n) {
+        if (Date.now() > deadline) throw new Error("the waiter never joined the line");
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    };
+    const commit = (s: SessionStore, id: string, fence: number, owner: string) =>
+      s.appendMessages(id, [say("q")], { fence, owner: { userId: owner }, releaseLease: true });
+    const settle = () => new Promise((r) => setTimeout(r, 300));
+    try {
+      const { owner, id } = await setup();
+      // Nobody waits: the commit is the turn's last statement.
+      const alone = await store.openTurn!(id, opening(owner));
+      await commit(store, id, alone.lease.fence, owner);
+      // A waiter of the same store is woken in process, without a notification.
+      const first = await store.openTurn!(id, opening(owner));
+      const local = store.openTurn!(id, opening(owner));
+      await waitingTickets(id, 1);
+      await commit(store, id, first.lease.fence, owner);
+      const second = await local;
+      await settle();
+      expect(heard.filter((p) => p === id)).toEqual([]);
+      // A waiter of another store (process) is notified.
+      const remote = other.openTurn!(id, opening(owner));
+      await waitingTickets(id, 1);
+      await commit(store, id, second.lease.fence, owner);
+      const third = await remote;
+      await settle();
+      // Heard before the new holder's own release (which notifies too).
+      expect(heard.filter((p) => p === id).length).toBeGreaterThan(0);
+      await third.lease.release();
+      expect(third.messages.map((m) => m.content)).toEqual(["m1", "q", "q", "q"]);
+    } finally {
+      await listening.unlisten();
     }
   });
 

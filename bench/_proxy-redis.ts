@@ -46,8 +46,8 @@ export interface ProxyDriver {
 }
 
 /** Rounds of the paired Redis comparison, and turns per configuration per round. */
-const PAIRED_ROUNDS = QUICK ? 8 : 20;
-const PAIRED_TURNS = QUICK ? 60 : 200;
+const PAIRED_ROUNDS = QUICK ? 15 : 30;
+const PAIRED_TURNS = QUICK ? 100 : 200;
 
 /** Medians over the rounds of the paired comparison (µs), and of the per-round ratio. */
 export interface Paired {

@@ -73,6 +73,33 @@ describe("OpenAI-compatible upstream client", () => {
     expect(streamError.upstreamStatus).toBe(429);
   });
 
+  it("reports a reply cut off before its end as unreachable, and reads one sent in pieces whole", async () => {
+    const body = JSON.stringify({ choices: [{ message: { role: "assistant", content: "é".repeat(5000) } }] });
+    const bytes = Buffer.from(body);
+    const head = `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${bytes.length}\r\n\r\n`;
+    let cut = true;
+    const server = createNetServer((socket: Socket) => {
+      socket.once("data", () => {
+        socket.write(head);
+        // Split inside a two-byte character: the pieces are decoded together, not one by one.
+        socket.write(bytes.subarray(0, 1001));
+        if (cut) socket.destroy();
+        else setTimeout(() => socket.end(bytes.subarray(1001)), 20);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const upstream = createUpstream({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1` });
+      const error = await upstream.chat({ model: "m", messages: [] }).catch((e) => e);
+      expect(error).toBeInstanceOf(UpstreamError);
+      expect(error.upstreamStatus).toBe(0);
+      cut = false;
+      expect((await upstream.chat({ model: "m", messages: [] })).choices[0].message.content).toBe("é".repeat(5000));
+    } finally {
+      server.close();
+    }
+  });
+
   it("reports an unreachable upstream as a coded error", async () => {
     const upstream = createUpstream({ baseUrl: "http://127.0.0.1:1/v1", timeoutMs: 2000 });
     const error = await upstream.chat({ model: "m", messages: [] }).catch((e) => e);

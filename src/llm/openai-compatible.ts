@@ -1,5 +1,6 @@
 import { Agent as HttpAgent, type IncomingHttpHeaders, type IncomingMessage, request as httpRequest } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import { urlToHttpOptions } from "node:url";
 import { ThreadkeepError } from "../core/errors.js";
 
 /** Where an OpenAI-compatible API lives. */
@@ -86,10 +87,23 @@ interface RawResponse {
   headers: Record<string, string>;
 }
 
-async function readText(body: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of body) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString("utf8");
+/** The whole body as text; fails when the response is cut off before its end. */
+function readText(body: IncomingMessage): Promise<string> {
+  // Listeners rather than `for await`: a stream's async iterator costs several objects and promises
+  // per response, a measurable part of a proxied turn.
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let ended = false;
+    body.on("data", (chunk: Buffer) => chunks.push(chunk));
+    body.once("end", () => {
+      ended = true;
+      resolve(chunks.length === 1 ? chunks[0].toString("utf8") : Buffer.concat(chunks).toString("utf8"));
+    });
+    body.once("error", reject);
+    body.once("close", () => {
+      if (!ended) reject(Object.assign(new Error("aborted"), { code: "ECONNRESET" }));
+    });
+  });
 }
 
 function parseBody(text: string): unknown {
@@ -140,6 +154,17 @@ export function createUpstream(options: UpstreamOptions): Upstream {
   const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json, text/event-stream" };
   if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
 
+  // Each path's request options, parsed once: a URL per call was a measurable part of a turn.
+  const targets = new Map<string, ReturnType<typeof urlToHttpOptions>>();
+  const targetOf = (path: string) => {
+    let target = targets.get(path);
+    if (!target) {
+      target = urlToHttpOptions(new URL(`${base.pathname.replace(/\/+$/, "")}${path}`, base));
+      targets.set(path, target);
+    }
+    return target;
+  };
+
   const unreachable = (reason: string, cause: unknown) =>
     new UpstreamError(
       0,
@@ -162,8 +187,8 @@ export function createUpstream(options: UpstreamOptions): Upstream {
       let responded = false;
       const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
       const req = send(
-        new URL(`${base.pathname.replace(/\/+$/, "")}${path}`, base),
         {
+          ...targetOf(path),
           method,
           // The retry takes a new connection: the other idle sockets in the pool may be as stale.
           agent: retried ? false : agent,

@@ -1,7 +1,9 @@
 /**
  * The cross-process turn-ordering check shared by the backends whose leases hold across processes:
  * two Node processes open the same store and each runs 100 concurrent turns (load the window, think,
- * commit the question, commit the answer) on one session, under the turn lease.
+ * commit the question, commit the answer) on one session, under the turn lease. On a store with
+ * `capabilities.combinedTurn` every other turn is taken as the proxy takes it: `openTurn` (lease and
+ * window in one call) and an answer that releases the lease (`releaseLease`), in line with the others.
  */
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
@@ -23,7 +25,7 @@ const TURN_WORKER = `
 const [recipe, sessionId, name] = process.argv.slice(1);
 const { module, factory, options } = JSON.parse(recipe);
 const store = (await import(new URL(module, "file://" + process.cwd() + "/").href))[factory](options);
-await store.getSession(sessionId);
+const { userId } = await store.getSession(sessionId);
 // Connected: say so, and start when the parent says go (it waits for both processes).
 process.stdout.write("ready\\n");
 await new Promise((resolve) => process.stdin.once("data", resolve));
@@ -31,14 +33,20 @@ await Promise.all(Array.from({ length: 100 }, async (_, i) => {
   // Requests trickle in over 200 ms, as they would from clients, so the two processes' turns interleave
   // even when one of them starts late on a busy machine.
   await new Promise((resolve) => setTimeout(resolve, Math.random() * 200));
-  const lease = await store.acquireLease(sessionId, { waitMs: 60000 });
+  const combined = store.capabilities.combinedTurn && i % 2 === 1;
+  let lease, history;
+  if (combined) {
+    ({ lease, messages: history } = await store.openTurn(sessionId, { owner: { userId }, last: 20, lease: { waitMs: 60000 } }));
+  } else {
+    lease = await store.acquireLease(sessionId, { waitMs: 60000 });
+  }
   try {
-    const history = await store.getMessages(sessionId, { last: 20 });
+    history ??= await store.getMessages(sessionId, { last: 20 });
     await new Promise((resolve) => setTimeout(resolve, Math.random() * 2));
     const turn = name + i;
     await store.appendMessages(sessionId, [{ role: "user", content: turn }], { fence: lease.fence });
     const seen = history.length ? history[history.length - 1].seq : 0;
-    await store.appendMessages(sessionId, [{ role: "assistant", content: turn + " saw " + seen }], { fence: lease.fence });
+    await store.appendMessages(sessionId, [{ role: "assistant", content: turn + " saw " + seen }], { fence: lease.fence, releaseLease: combined });
   } finally {
     await lease.release();
   }

@@ -8,7 +8,8 @@
  */
 import type { Branch } from "../core/types.js";
 import { OPERATION_HISTORY } from "../core/types.js";
-import { RECORD, RELEASE, type RedisScript, SESSION, script } from "./_redis-scripts.js";
+import { RELEASE } from "./_redis-lease-scripts.js";
+import { RECORD, type RedisScript, SESSION, script } from "./_redis-scripts.js";
 
 /** A branch as the Redis store keeps it: `parentId` and `atSeq` first (see above). */
 export function encodeBranch(branch: Branch): string {

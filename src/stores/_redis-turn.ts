@@ -6,7 +6,8 @@
 import type { OpenedTurn, TurnOpening } from "../core/types.js";
 import { parseMessages, parseState, parseSummaries, toSession } from "./_redis-codec.js";
 import type { RedisLeases } from "./_redis-lease.js";
-import { LEASE, POLL, script } from "./_redis-scripts.js";
+import { LEASE, POLL } from "./_redis-lease-scripts.js";
+import { script } from "./_redis-scripts.js";
 
 /**
  * KEYS: lease, queue, alive, qseq, fence, then the session's meta, msgs, sums, state. ARGV: as

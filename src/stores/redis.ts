@@ -19,6 +19,7 @@ import { RedisConnection } from "./_redis-connection.js";
 import * as H from "./_redis-history.js";
 import { INDEX_BATCH, RedisIndexes } from "./_redis-index.js";
 import { LEASE_HEARTBEAT_GRACE_MS, RedisLeases } from "./_redis-lease.js";
+import * as L from "./_redis-lease-scripts.js";
 import * as S from "./_redis-scripts.js";
 import { openRedisTurn, TURN_OPEN, turnOpenArgs } from "./_redis-turn.js";
 import { leaseExpired, writeHistory } from "./_redis-write.js";
@@ -162,18 +163,18 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
         const reply = await db.eval<unknown[]>(TURN_OPEN, turnKeys, [...args.map(String), ...turnOpenArgs(opening)]);
         return { granted: reply[0] === 1, value: Number(reply[1]), read: reply.slice(2) };
       }
-      const [granted, value] = await db.eval<[number, number]>(S.LEASE_POLL, leaseKeys(id), args.map(String));
+      const [granted, value] = await db.eval<[number, number]>(L.LEASE_POLL, leaseKeys(id), args.map(String));
       return { granted: granted === 1, value: Number(value) };
     },
     async leave(id, token) {
-      await db.eval(S.LEASE_LEAVE, leaseKeys(id), [token]);
+      await db.eval(L.LEASE_LEAVE, leaseKeys(id), [token]);
     },
     async renew(id, token, leaseTtlMs, fence) {
-      return (await db.eval<number>(S.LEASE_RENEW, leaseKeys(id), [token, String(leaseTtlMs), String(fence)])) === 1;
+      return (await db.eval<number>(L.LEASE_RENEW, leaseKeys(id), [token, String(leaseTtlMs), String(fence)])) === 1;
     },
     async release(id, token) {
       const [, next] = await db.eval<[number, string?]>(
-        S.LEASE_RELEASE,
+        L.LEASE_RELEASE,
         [...leaseKeys(id), wakeChannel(id)],
         [token],
       );

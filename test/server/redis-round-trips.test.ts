@@ -9,6 +9,7 @@ import { randomUUID } from "node:crypto";
 import { createClient } from "redis";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { WRITE } from "../../src/stores/_redis-history.js";
+import * as L from "../../src/stores/_redis-lease-scripts.js";
 import * as S from "../../src/stores/_redis-scripts.js";
 import { TURN_OPEN } from "../../src/stores/_redis-turn.js";
 import { type FakeUpstream, startFakeUpstream } from "../_fake-upstream.js";
@@ -19,7 +20,7 @@ import { killServeProcesses, startServe } from "./_serve-process.js";
 const redisUp = await serviceAvailable("redis");
 const clusterUp = clusterAvailable();
 const SCRIPT_NAMES = new Map(
-  [TURN_OPEN, WRITE, S.LEASE_POLL, S.LEASE_RELEASE, S.LEASE_RENEW, S.USER_INDEX, S.GLOBAL_INDEX, S.GET_STATE, S.OWNED_RANGE].map((s) => [s.sha, s.name]),
+  [TURN_OPEN, WRITE, L.LEASE_POLL, L.LEASE_RELEASE, L.LEASE_RENEW, S.USER_INDEX, S.GLOBAL_INDEX, S.GET_STATE, S.OWNED_RANGE].map((s) => [s.sha, s.name]),
 );
 
 /** One command a client sent, as MONITOR shows it: `<time> [<db> <addr>] "CMD" "arg" …`. */

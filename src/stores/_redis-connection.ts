@@ -9,6 +9,8 @@ interface RedisClient {
   readonly isReady: boolean;
   readonly isOpen: boolean;
   sendCommand(args: string[]): Promise<unknown>;
+  /** A MULTI/EXEC transaction (on a cluster, on the node of `routing`). */
+  multi(routing?: string): RedisTransaction;
   connect(): Promise<unknown>;
   close(): Promise<void>;
   destroy(): void;
@@ -17,6 +19,12 @@ interface RedisClient {
   sSubscribe(channel: string, listener: (message: string) => void): Promise<void>;
   sUnsubscribe(channel: string): Promise<void>;
   duplicate(overrides: { disableOfflineQueue: boolean }): RedisClient;
+}
+
+/** The part of a node-redis MULTI this store uses. */
+interface RedisTransaction {
+  addCommand(args: string[]): unknown;
+  exec(): Promise<unknown[]>;
 }
 
 /** How the Redis store talks to its server. */
@@ -101,6 +109,22 @@ export class RedisConnection {
     });
   }
 
+  /**
+   * Runs commands as one MULTI/EXEC transaction: one round trip, executed with nothing in between,
+   * and cheaper on the server than a Lua script. On a cluster every key must be in `commands[0][1]`'s slot.
+   * @returns each command's reply. @throws as {@link send}; an error reply of any command fails the whole call.
+   */
+  transaction<T extends unknown[]>(commands: string[][]): Promise<T> {
+    const run = (client: RedisClient) => {
+      const multi = client.multi(commands[0][1]);
+      for (const args of commands) multi.addCommand(args);
+      return multi.exec();
+    };
+    return this.#raw<T>(run).catch((error) => {
+      throw this.#translate(error);
+    });
+  }
+
   /** Runs a script by SHA1, loading it on the server's first NOSCRIPT. */
   async eval<T>(script: RedisScript, keys: string[], args: string[]): Promise<T> {
     try {
@@ -141,7 +165,7 @@ export class RedisConnection {
     else if (client.isOpen) client.destroy();
   }
 
-  #raw<T>(args: string[]): Promise<T> {
+  #raw<T>(args: string[] | ((client: RedisClient) => Promise<unknown>)): Promise<T> {
     // A server that stopped answering (connected but silent): as in a disconnect, a call waits at most
     // the connect timeout counted from the start of the silence, then fails at once until it answers.
     let ms = this.#options.commandTimeoutMs;
@@ -156,14 +180,14 @@ export class RedisConnection {
     return this.#whenReady().then((ready) => this.#timed<T>(ready, args, ms));
   }
 
-  #timed<T>(client: RedisClient, args: string[], ms: number): Promise<T> {
+  #timed<T>(client: RedisClient, args: string[] | ((client: RedisClient) => Promise<unknown>), ms: number): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       // node-redis times out only commands not yet written; a server that stops answering needs this.
       const timer = setTimeout(() => {
         this.#silent(client);
         reject(this.#unknown(this.#unavailable(`Redis at ${this.#where} did not answer within ${ms} ms`)));
       }, ms);
-      client.sendCommand(args).then(
+      (typeof args === "function" ? args(client) : client.sendCommand(args)).then(
         (reply) => {
           clearTimeout(timer);
           this.#silentSince = 0;
@@ -261,6 +285,10 @@ export class RedisConnection {
         return cluster.isOpen;
       },
       sendCommand: (args) => cluster.sendCommand(routingKey(args), false, args),
+      multi: (routing) => {
+        const multi = cluster.multi(routing);
+        return { addCommand: (args: string[]) => multi.addCommand(routing, false, args), exec: () => multi.exec() };
+      },
       connect: () => cluster.connect(),
       close: () => cluster.close(),
       destroy: () => cluster.destroy(),

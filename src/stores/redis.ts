@@ -65,6 +65,16 @@ export interface RedisStoreOptions {
   onError?: (error: Error) => void;
 }
 
+/**
+ * LRANGE bounds of a read without seq bounds: the last N, else the first `limit`, else all. One LRANGE
+ * suffices because every stored message carries its seq.
+ */
+function unrangedWindow(last: number | undefined, limit: number | undefined): [string, string] {
+  if (last !== undefined && Number.isFinite(last)) return [String(-last), "-1"];
+  if (limit !== undefined && Number.isFinite(limit)) return ["0", String(limit - 1)];
+  return ["0", "-1"];
+}
+
 /** Default inactivity expiry of the Redis store: 7 days. */
 export const DEFAULT_REDIS_TTL_MS = 7 * 86_400_000;
 /** How long the waiting line's keys outlive the last waiter's poll. */
@@ -290,8 +300,19 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
       if (last !== undefined && last <= 0) return [];
       if (last === undefined && limit !== undefined && limit <= 0) return [];
       let items: string[];
-      if (query.owner) {
-        // Owner-scoped: the owner and expiry are checked in the script that reads.
+      if (query.owner && !ranged) {
+        // Owner-scoped "last N" (the hot read): the owner and activity and the window in one MULTI on the
+        // session's slot, atomic like a script but cheaper on the server; the owner is checked before
+        // anything read leaves this function.
+        const [meta, read] = await db.transaction<[(string | null)[], string[]]>([
+          ["HMGET", dataKeys(id)[0], "userId", "lastActivityAt"],
+          ["LRANGE", dataKeys(id)[1], ...unrangedWindow(last, limit)],
+        ]);
+        const since = query.owner.activeSince;
+        if (meta[0] !== query.owner.userId || (since !== undefined && !(Number(meta[1]) >= since))) throw new SessionNotFoundError(id);
+        items = read;
+      } else if (query.owner) {
+        // Owner-scoped with seq bounds: the owner and expiry are checked in the script that reads.
         const [from, to] = seqBounds(query);
         const reply = await db.eval<(number | string)[]>(S.OWNED_RANGE, dataKeys(id), [
           query.owner.userId,
@@ -312,14 +333,7 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
           limit === undefined ? "" : String(limit),
         ]);
       } else {
-        // The common case, "the last N", is a single LRANGE: every stored message carries its seq.
-        const [from, to] =
-          last !== undefined && Number.isFinite(last)
-            ? [-last, -1]
-            : limit !== undefined && Number.isFinite(limit)
-              ? [0, limit - 1]
-              : [0, -1];
-        items = await db.send<string[]>(["LRANGE", dataKeys(id)[1], String(from), String(to)]);
+        items = await db.send<string[]>(["LRANGE", dataKeys(id)[1], ...unrangedWindow(last, limit)]);
       }
       return parseMessages(id, items);
     },

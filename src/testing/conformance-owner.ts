@@ -24,6 +24,11 @@ export function describeOwnerScope(store: () => SessionStore): void {
       const { owner, id } = await setup();
       expect((await store().getMessages(id, { last: 1, owner: { userId: owner } })).map((m) => m.content)).toEqual(["yours"]);
       expect((await store().getMessages(id, { fromSeq: 1, toSeq: 1, owner: { userId: owner } })).map((m) => m.content)).toEqual(["mine"]);
+      expect((await store().getMessages(id, { limit: 1, owner: { userId: owner } })).map((m) => m.content)).toEqual(["mine"]);
+      expect((await store().getMessages(id, { owner: { userId: owner } })).map((m) => m.content)).toEqual(["mine", "yours"]);
+      // Active exactly at the bound still counts as active.
+      const { lastActivityAt } = (await store().getSession(id))!;
+      expect(await store().getMessages(id, { last: 20, owner: { userId: owner, activeSince: lastActivityAt } })).toHaveLength(2);
       const [added] = await store().appendMessages(id, [{ role: "user", content: "more" }], { owner: { userId: owner, activeSince: Date.now() - 60_000 } });
       expect(added.seq).toBe(3);
       const empty = await store().createSession({ id: newSessionId(), userId: owner });
@@ -36,6 +41,8 @@ export function describeOwnerScope(store: () => SessionStore): void {
       const stranger = { userId: `stranger-${randomUUID()}` };
       await expectCode(store().getMessages(id, { last: 20, owner: stranger }), "session_not_found");
       await expectCode(store().getMessages(id, { fromSeq: 1, owner: stranger }), "session_not_found");
+      await expectCode(store().getMessages(id, { limit: 5, owner: stranger }), "session_not_found");
+      await expectCode(store().getMessages(id, { owner: stranger }), "session_not_found");
       await expectCode(store().appendMessages(id, [{ role: "user", content: "intrusion" }], { owner: stranger }), "session_not_found");
       await expectCode(
         store().appendMessages(id, [{ role: "user", content: "intrusion" }], { owner: stranger, operationId: "op-x" }),

@@ -94,8 +94,8 @@ export async function openPostgresRaw(url: string, schema: string, pool: number)
 }
 
 /**
- * Redis: one plain list per session holding the same JSON messages, `LRANGE key -20 -1` and `RPUSH`,
- * over the same client package and protocol (RESP2) as the store. Removes every key under `prefix` on close.
+ * Redis: one plain list per session holding the same JSON messages, `LRANGE key -20 -1` (each item
+ * parsed, as a reader of such a list must) and `RPUSH`, over the same client package and protocol (RESP2) as the store. Removes every key under `prefix` on close.
  * @returns a reason when the server is unreachable.
  */
 export async function openRedisRaw(url: string, prefix: string): Promise<RawBaseline | string> {
@@ -110,8 +110,9 @@ export async function openRedisRaw(url: string, prefix: string): Promise<RawBase
   const key = (id: string) => `${prefix}raw:${id}`;
   return {
     subject: {
-      name: "raw node-redis (LRANGE -20 -1; RPUSH)",
-      last20: (id) => raw.lRange(key(id), -20, -1),
+      name: "raw node-redis (LRANGE -20 -1 + JSON.parse; RPUSH)",
+      // Parsed, as a user of a plain list must before using what it read: the store returns objects.
+      last20: async (id) => (await raw.lRange(key(id), -20, -1)).map((item) => JSON.parse(item) as unknown),
       append1: (id, message) => raw.rPush(key(id), JSON.stringify(message)),
     },
     load: async (scale) => {

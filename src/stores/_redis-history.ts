@@ -152,9 +152,12 @@ if ARGV[14] ~= '' and ARGV[14] == user then
     expire = string.format('%d', math.floor(at + ttl))
     trim = string.format('%d', now - ttl)
   end
-  recordOwner(KEYS[12], 'gt', score, ARGV[15], expire, trim)
-  recordGlobal(KEYS[13], KEYS[14], 'gt', score, ARGV[15], trim)
-  result[4] = 1
+  -- The write above has applied: an index that cannot be updated (a key of another type) must not
+  -- fail it. Left unindexed (result[4] = 0), the caller records the activity in a step of its own.
+  if pcall(function()
+    recordOwner(KEYS[12], 'gt', score, ARGV[15], expire, trim)
+    recordGlobal(KEYS[13], KEYS[14], 'gt', score, ARGV[15], trim)
+  end) then result[4] = 1 end
 end
 if ARGV[13] ~= '' then
   local next = releaseLease(ARGV[13], KEYS[11])

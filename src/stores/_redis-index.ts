@@ -6,6 +6,10 @@ import { DEFAULT_LIST_LIMIT, decodeCursor, encodeCursor } from "./_util.js";
 /** Sessions fetched per round trip when listing, searching or expiring. */
 export const INDEX_BATCH = 100;
 
+/** First and longest pause before an index update that failed after its write is tried again. */
+const RETRY_FIRST_MS = 200;
+const RETRY_MAX_MS = 10_000;
+
 /** What `expire()` found for one session: gone already, deleted now, or active after all. */
 export type ExpireOutcome =
   | { outcome: "gone" }
@@ -27,17 +31,25 @@ export class RedisIndexes {
   readonly #read: (ids: string[]) => Promise<(Session | null)[]>;
   readonly #activity: string;
   readonly #ids: string;
+  readonly #warn: (message: string) => void;
+  /** Activity that a session write applied but the indexes did not take yet, retried in the background. */
+  readonly #pending = new Map<string, { userId: string; at: number; mode: "gt" | "set" }>();
+  #retry: NodeJS.Timeout | undefined;
+  #retryMs = RETRY_FIRST_MS;
+  #closed = false;
 
   constructor(
     db: RedisConnection,
     prefix: string,
     ttlMs: number,
     readSessions: (ids: string[]) => Promise<(Session | null)[]>,
+    warn: (message: string) => void,
   ) {
     this.#db = db;
     this.#prefix = prefix;
     this.#ttlMs = ttlMs;
     this.#read = readSessions;
+    this.#warn = warn;
     this.#activity = `${prefix}{index}:activity`;
     this.#ids = `${prefix}{index}:ids`;
   }
@@ -70,6 +82,61 @@ export class RedisIndexes {
       this.#db.eval(S.USER_INDEX, [this.owner(userId)], [mode, String(at), id, expireAt, trimBelow]),
       this.#db.eval(S.GLOBAL_INDEX, [this.#activity, this.#ids], [mode, String(at), id, trimBelow]),
     ]);
+  }
+
+  /**
+   * Records the activity of a session write that has already applied. Never fails: the write's outcome
+   * is the write's, and a caller told it failed would retry (or report "not saved") a stored write. A
+   * failure is reported with the session id and retried in the background until it lands; until then
+   * a listing may place the session by older activity (or miss it, if its member was trimmed as
+   * expired), and `expire()` re-checks each session's own activity before deleting anything.
+   */
+  async recordAfterWrite(id: string, userId: string, at: number, mode: "gt" | "set"): Promise<void> {
+    try {
+      await this.record(id, userId, at, mode);
+      this.#pending.delete(id);
+    } catch (error) {
+      this.#warn(`[threadkeep] redis: session ${id} was written, but its index update failed (retrying in the background): ${(error as Error).message}`);
+      this.#pending.set(id, { userId, at, mode });
+      this.#scheduleRetry();
+    }
+  }
+
+  /** A later write of `id` recorded its activity in its own script: nothing is left to retry. */
+  settled(id: string): void {
+    if (this.#pending.size > 0) this.#pending.delete(id);
+  }
+
+  /** Stops retrying (the store is closing). */
+  close(): void {
+    this.#closed = true;
+    clearTimeout(this.#retry);
+    this.#retry = undefined;
+  }
+
+  #scheduleRetry(): void {
+    if (this.#retry || this.#closed) return;
+    this.#retry = setTimeout(() => {
+      this.#retry = undefined;
+      const due = [...this.#pending];
+      Promise.all(
+        due.map(async ([id, entry]) => {
+          await this.record(id, entry.userId, entry.at, entry.mode);
+          // A newer failure of the same session replaced the entry meanwhile: keep that one.
+          if (this.#pending.get(id) === entry) this.#pending.delete(id);
+        }),
+      ).then(
+        () => {
+          this.#retryMs = RETRY_FIRST_MS;
+          if (this.#pending.size > 0) this.#scheduleRetry();
+        },
+        () => {
+          this.#retryMs = Math.min(this.#retryMs * 2, RETRY_MAX_MS);
+          this.#scheduleRetry();
+        },
+      );
+    }, this.#retryMs);
+    this.#retry.unref();
   }
 
   /** Removes sessions from the global indexes and, when known, from their owner's. */

@@ -92,6 +92,8 @@ export async function writeHistory(
   }
   const [firstSeq, lastActivityAt, userId, indexed, next] = reply as [number, string, string, number, string | null];
   if (next !== null) w.leases.releasedByWrite(id, fence!, next || null);
-  if (indexed !== 1) await w.indexes.record(id, userId, Number(lastActivityAt), "gt");
+  // The write has applied: from here on it succeeds, whatever happens to the index update.
+  if (indexed !== 1) await w.indexes.recordAfterWrite(id, userId, Number(lastActivityAt), "gt");
+  else w.indexes.settled(id);
   return bodies.map((body, i) => ({ seq: firstSeq + i, ...JSON.parse(body) }) as Message);
 }

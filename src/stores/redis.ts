@@ -63,6 +63,11 @@ export interface RedisStoreOptions {
   maxReconnectDelayMs?: number;
   /** Receives connection errors (the client reconnects by itself; calls report outages as errors). @default ignored */
   onError?: (error: Error) => void;
+  /**
+   * Receives warnings: a session index update that failed after its write applied (the write still
+   * succeeds; the update is retried in the background). @default console.warn
+   */
+  onWarning?: (message: string) => void;
 }
 
 /**
@@ -128,7 +133,7 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
       ),
     );
 
-  const indexes = new RedisIndexes(db, prefix, ttlMs, readSessions);
+  const indexes = new RedisIndexes(db, prefix, ttlMs, readSessions, options.onWarning ?? ((message) => console.warn(message)));
 
   // Vectors: a hash per session under its hash tag (seq → vector line), expiring with the session's
   // TTL; a global hash of each model's dimensions.
@@ -215,7 +220,7 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
       const args = [session.userId, session.createdAt, session.lastActivityAt, metadata, ttlMs];
       const created = await db.eval<number>(S.CREATE, dataKeys(session.id), args.map(String));
       if (created !== 1) throw new ThreadkeepError("session_exists", `Session ${input.id} already exists`);
-      await indexes.record(session.id, session.userId, session.lastActivityAt, "set");
+      await indexes.recordAfterWrite(session.id, session.userId, session.lastActivityAt, "set");
       return session;
     },
 
@@ -239,7 +244,7 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
       if (at !== undefined && !Number.isFinite(at))
         throw new ThreadkeepError("invalid_request", "touch time must be a finite number");
       const [, userId, lastActivityAt] = need(id, await run(S.TOUCH, id, [at ?? "", Date.now(), ttlMs]));
-      await indexes.record(id, String(userId), Number(lastActivityAt), at === undefined ? "gt" : "set");
+      await indexes.recordAfterWrite(id, String(userId), Number(lastActivityAt), at === undefined ? "gt" : "set");
     },
 
     async updateSessionMetadata(id, metadata) {
@@ -280,7 +285,7 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
           throw historyConflict(`Branch ${branchId} cannot be switched to`);
         }
         const [, lastActivityAt, userId, ...tail] = reply as [number, string, string, ...string[]];
-        await indexes.record(id, userId, Number(lastActivityAt), "gt");
+        await indexes.recordAfterWrite(id, userId, Number(lastActivityAt), "gt");
         return { ...target, messages: parseMessages(id, tail) };
       }
     },
@@ -423,6 +428,7 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
     openTurn: (id, opening) => openRedisTurn(leases, id, opening),
 
     async close() {
+      indexes.close();
       await leases.close();
       await db.close();
     },

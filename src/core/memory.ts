@@ -141,11 +141,25 @@ export class Memory {
   }
 
   /** Reads messages, oldest first. */
-  async getMessages(sessionId: string, query: MessageQuery & OwnerOptions = {}): Promise<Message[]> {
+  getMessages(sessionId: string, query: MessageQuery & OwnerOptions = {}): Promise<Message[]> {
+    const store = this.#core.opened;
+    // The hot path, not async: one store call (the store checks the owner and expiry where it reads),
+    // without a promise of its own around the store's.
+    if (store?.capabilities.ownerScope) {
+      const { userId, owner: _owner, ...range } = query;
+      try {
+        return store.getMessages(parseSessionId(sessionId), { ...range, owner: this.#core.scope(this.#core.owner({ userId })) });
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
+    return this.#getMessages(sessionId, query);
+  }
+
+  async #getMessages(sessionId: string, query: MessageQuery & OwnerOptions): Promise<Message[]> {
     const { userId, owner: _owner, ...range } = query;
-    const store = this.#core.opened ?? (await this.#core.store);
-    // One store call where the store checks the owner and expiry in the statement that reads.
-    if (store.capabilities.ownerScope) return await store.getMessages(parseSessionId(sessionId), { ...range, owner: this.#core.scope(this.#core.owner({ userId })) });
+    const store = await this.#core.store;
+    if (store.capabilities.ownerScope) return store.getMessages(parseSessionId(sessionId), { ...range, owner: this.#core.scope(this.#core.owner({ userId })) });
     const session = await this.#core.resolve(sessionId, this.#core.owner({ userId }), false);
     return store.getMessages(session.id, range);
   }

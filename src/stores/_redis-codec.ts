@@ -46,7 +46,14 @@ export function parseJson<T>(sessionId: string, what: string, text: string): T {
 
 /** Stored message items (JSON, each carrying its seq). */
 export function parseMessages(sessionId: string, items: string[]): Message[] {
-  return items.map((item) => parseJson<Message>(sessionId, "message", item));
+  const out = new Array<Message>(items.length);
+  // One try around the loop, not one per item: this runs on every read.
+  try {
+    for (let i = 0; i < items.length; i++) out[i] = JSON.parse(items[i]) as Message;
+  } catch (error) {
+    throw corrupt(sessionId, "message", error);
+  }
+  return out;
 }
 
 /** Stored summaries, ordered by `fromSeq` (then id). */

@@ -22,6 +22,8 @@ export interface Measurement {
 export interface MeasureOptions {
   /** Untimed calls first, so JIT compilation and cold caches do not count. @default 10% of iterations, at least 20 */
   warmup?: number;
+  /** Every timed sample (µs) is also appended here, so several calls' samples can be summarised together. */
+  samples?: number[];
 }
 
 /** The `p`-th percentile (0..100) of ascending `sorted` samples, nearest-rank. */
@@ -50,9 +52,15 @@ export async function measure(
     if (result instanceof Promise) await result;
     samples[i] = (performance.now() - start) * 1000;
   }
+  options.samples?.push(...samples);
+  return summarize(name, samples);
+}
+
+/** The percentiles and mean of samples in µs. */
+export function summarize(name: string, samples: ArrayLike<number>): Measurement {
   const sorted = Array.from(samples).sort((a, b) => a - b);
   const mean = sorted.reduce((sum, x) => sum + x, 0) / sorted.length;
-  return { name, iterations, p50: percentile(sorted, 50), p99: percentile(sorted, 99), mean };
+  return { name, iterations: sorted.length, p50: percentile(sorted, 50), p99: percentile(sorted, 99), mean };
 }
 
 /** Microseconds for a table cell: `12.3 µs`, `1.25 ms`. */

@@ -13,6 +13,7 @@ import {
   printTable,
   QUICK,
   seededRandom,
+  summarize,
 } from "./_harness.js";
 import { messageOf, sessionIdOf } from "./_store-data.js";
 
@@ -31,6 +32,8 @@ export interface StoreResult {
   append1?: Measurement;
   /** Why nothing was measured. */
   skipped?: string;
+  /** Every round's appends summarised together: a p99 of all of them, not of one round's 200 or 500. */
+  append1AllRounds?: Measurement;
   /** "load last 20" p50 of each round. */
   last20Rounds?: number[];
   /** The baseline's "load last 20" p50 measured in the same interleaved rounds, when paired with one. */
@@ -143,6 +146,7 @@ export async function measureSubjects(scale: Scale, subjects: Subject[]): Promis
   );
   const reads = subjects.map((): Measurement[] => []);
   const appends = subjects.map((): Measurement[] => []);
+  const appendSamples = subjects.map((): number[] => []);
   for (let round = 0; round < ROUNDS; round++) {
     for (const [k, subject] of subjects.entries()) {
       const ids = idsOf[k];
@@ -156,6 +160,7 @@ export async function measureSubjects(scale: Scale, subjects: Subject[]): Promis
           "append 1",
           (i) => subject.append1(ids[Math.floor(appendRandom() * ids.length)], messageOf(i, offset + i)),
           APPENDS,
+          { samples: appendSamples[k] },
         ),
       );
     }
@@ -165,6 +170,7 @@ export async function measureSubjects(scale: Scale, subjects: Subject[]): Promis
     scale,
     last20: medianRound(reads[k]),
     append1: medianRound(appends[k]),
+    append1AllRounds: summarize("append 1", appendSamples[k]),
     last20Rounds: reads[k].map((m) => m.p50),
   }));
 }

@@ -136,7 +136,7 @@ async function benchBackend(backend: Backend, scale: Scale, root: string): Promi
 
 function printRows(rows: Row[]): void {
   printTable(
-    ["backend", "scale", "subject", "last 20 p50", "last 20 p99", "append 1 p50", "append 1 p99", "load / raw", "append / raw"],
+    ["backend", "scale", "subject", "last 20 p50", "last 20 p99", "append 1 p50", "append 1 p99", "append 1 p99, all rounds", "load / raw", "append / raw"],
     rows.flatMap((row) =>
       row.results.map((r, k) => [
         row.backend,
@@ -146,6 +146,7 @@ function printRows(rows: Row[]): void {
         formatMicros(r.last20?.p99 ?? NaN),
         formatMicros(r.append1?.p50 ?? NaN),
         formatMicros(r.append1?.p99 ?? NaN),
+        formatMicros(r.append1AllRounds?.p99 ?? NaN),
         k === 0 ? "1.00×" : formatRatio(r.ratio ?? NaN),
         k === 0 ? "1.00×" : formatRatio(appendRatioOf(r, row.results[0])),
       ]),
@@ -160,8 +161,10 @@ function printTargets(rows: Row[]): void {
       `${row.backend} ${row.scale.label}: Memory load ${formatRatio(row.loadRatio)} raw (target ≤ 1.3×: ${verdict(row.loadRatio <= 1.3)}), ` +
         `append ${formatRatio(row.appendRatio)} raw (target ≤ 1.6×: ${verdict(row.appendRatio <= 1.6)})`,
     );
-    const p99 = row.results[2].append1?.p99 ?? NaN;
-    if (row.backend === "sqlite") console.log(`  sqlite ${row.scale.label} Memory append p99 ${formatMicros(p99)} (target < 2 ms: ${verdict(p99 < 2000)})`);
+    // Of every round's appends together: one round's p99 is its second-slowest of 200 (quick) or fifth of 500.
+    const p99 = row.results[2].append1AllRounds?.p99 ?? NaN;
+    if (row.backend === "sqlite")
+      console.log(`  sqlite ${row.scale.label} Memory append p99, all rounds ${formatMicros(p99)} (target < 2 ms: ${verdict(p99 < 2000)}; bench/sqlite-tail.ts says why)`);
   }
   const [a, b] = SCALES;
   for (const backend of new Set(rows.map((r) => r.backend))) {

@@ -73,6 +73,13 @@ export interface SqliteStoreOptions {
    * @default false
    */
   crossProcessLease?: boolean;
+  /**
+   * Checkpoint the write-ahead log in a worker thread of the store (started at the 200th write), so no
+   * commit copies the log into the database file. Off, a commit checkpoints whenever the log passes
+   * 1,000 pages (SQLite's default): 10–20 ms in about one append of a hundred (docs/BENCHMARKS.md).
+   * @default true
+   */
+  backgroundCheckpoints?: boolean;
 }
 
 /** Turns driver failures into coded errors; coded errors and programming errors pass through. */
@@ -95,8 +102,8 @@ function storeError(error: unknown): unknown {
 
 /**
  * The embedded store: one SQLite file (WAL), full-text search, turn leases held within this process.
- * The write-ahead log of a file is checkpointed by a worker thread of the store (started after the
- * first 200 writes), so no commit waits for one; durability is the `synchronous` setting's either way.
+ * The write-ahead log of a file is checkpointed by a worker thread of the store (`backgroundCheckpoints`),
+ * so no commit waits for one; durability is the `synchronous` setting's either way.
  */
 export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
   let closed = false;
@@ -105,7 +112,7 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
   const synchronous = options.synchronous ?? "normal";
   // A file's log is checkpointed by a worker thread, not inside a commit (see _sqlite-checkpointer.ts).
   const checkpointer: Checkpointer | undefined =
-    options.path === ":memory:" || options.path === ""
+    options.path === ":memory:" || options.path === "" || options.backgroundCheckpoints === false
       ? undefined
       : createCheckpointer({
           path: options.path,

@@ -60,6 +60,17 @@ describe("sqlite store checkpoints", () => {
     expect(existsSync(`${path}-wal`)).toBe(false);
   }, 60_000);
 
+  it("checkpoints in the commit past 1,000 pages with backgroundCheckpoints off", async () => {
+    const path = join(dir, "commits", "threadkeep.db");
+    const store = createSqliteStore({ path, backgroundCheckpoints: false });
+    const session = await store.createSession({ id: newSessionId(), userId: "u" });
+    for (let i = 0; i < 300; i++) await store.appendMessages(session.id, [{ role: "user", content: `message ${i}` }]);
+    // 300 appends wrote over 2,000 pages, but the log never held much more than 1,000.
+    expect(statSync(`${path}-wal`).size).toBeLessThan(walBytes(1_100));
+    expect(await store.countMessages(session.id)).toBe(300);
+    await store.close();
+  });
+
   it("closes a store whose worker never started, and one that never wrote", async () => {
     const quiet = createSqliteStore({ path: join(dir, "quiet", "threadkeep.db") });
     await quiet.close();

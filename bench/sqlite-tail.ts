@@ -5,6 +5,8 @@
  *   - checkpoint in the commit: the wal-index's backfill count rose during the append, which left the
  *     log past the threshold at which the store's own connection checkpoints after a commit;
  *   - log restart: the log started over in this commit (which writes and syncs its header);
+ *   - full-text indexing: the store's indexing timer ran during the append (an append waits for the
+ *     event loop's check phase, its group commit, and a due timer runs first): the queue emptied;
  *   - preempted: the main thread waited in the run queue (another process had the CPU) for more than
  *     half of the append (Linux `/proc/self/schedstat`);
  *   - other.
@@ -16,6 +18,7 @@
 import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, readSync, rmSync } from "node:fs";
 import { endianness, tmpdir } from "node:os";
 import { join } from "node:path";
+import Database from "better-sqlite3";
 import { createMemory } from "../src/core/memory.js";
 import { BACKSTOP_PAGES } from "../src/stores/_sqlite-checkpointer.js";
 import { createSqliteStore } from "../src/stores/sqlite.js";
@@ -35,6 +38,7 @@ interface Sample {
   waitUs: number;
   checkpointInCommit: boolean;
   restart: boolean;
+  indexed: boolean;
 }
 
 /** The main thread's run-queue wait so far, in µs; 0 where the kernel does not tell. */
@@ -74,6 +78,8 @@ async function measureMode(background: boolean, root: string): Promise<ModeResul
   const memory = createMemory({ store, ttlMs: 0, maxMessages: 200 });
   const raw = openSqliteRaw(scale, join(dir, "raw"));
   const wal = walIndex(path);
+  let side: Database.Database | undefined;
+  const pending = () => (side ??= new Database(path, { readonly: true })).prepare("SELECT count(*) FROM fts_pending").pluck().get() as number;
   // The store's own connection checkpoints past this many pages.
   const threshold = background ? BACKSTOP_PAGES : 1_000;
   try {
@@ -96,6 +102,7 @@ async function measureMode(background: boolean, root: string): Promise<ModeResul
           const id = ids[Math.floor(appends() * ids.length)];
           const message = messageOf(i, 1_000_000 + round * (WARMUP + APPENDS) + i);
           const before = subject === api ? wal.read() : undefined;
+          const queued = subject === api ? pending() : 0;
           const waited = runQueueWaitUs();
           const started = performance.now();
           await subject.append1(id, message);
@@ -106,11 +113,13 @@ async function measureMode(background: boolean, root: string): Promise<ModeResul
             continue;
           }
           const after = wal.read();
+          const indexed = pending() < queued;
           result.memory.push({
             us,
             waitUs: runQueueWaitUs() - waited,
             checkpointInCommit: after.backfilled > before!.backfilled && after.frames >= threshold,
             restart: after.frames < before!.frames,
+            indexed,
           });
         }
       }
@@ -118,6 +127,7 @@ async function measureMode(background: boolean, root: string): Promise<ModeResul
     return result;
   } finally {
     wal.close();
+    side?.close();
     await memory.close();
     await raw.close();
     collectGarbage();
@@ -128,12 +138,13 @@ function report(results: ModeResult[]): void {
   const sorted = (xs: number[]) => [...xs].sort((a, b) => a - b);
   const median = (xs: number[]) => (xs.length === 0 ? Number.NaN : percentile(sorted(xs), 50));
   printTable(
-    ["checkpoints", "appends", "Memory p50", "Memory p99", "> 1 ms", "checkpoint in the commit", "log restart", "preempted", "other", "raw p99, same rounds"],
+    ["checkpoints", "appends", "Memory p50", "Memory p99", "> 1 ms", "checkpoint in the commit", "log restart", "full-text indexing", "preempted", "other", "raw p99, same rounds"],
     results.map(({ mode, memory, raw }) => {
       const slow = memory.filter((s) => s.us > SLOW_US);
       const inCommit = slow.filter((s) => s.checkpointInCommit);
       const restarts = slow.filter((s) => !s.checkpointInCommit && s.restart);
-      const rest = slow.filter((s) => !s.checkpointInCommit && !s.restart);
+      const indexing = slow.filter((s) => !s.checkpointInCommit && !s.restart && s.indexed);
+      const rest = slow.filter((s) => !s.checkpointInCommit && !s.restart && !s.indexed);
       const preempted = rest.filter((s) => s.waitUs > s.us / 2);
       const cell = (xs: Sample[]) => (xs.length === 0 ? "0" : `${xs.length} (median ${formatMicros(median(xs.map((s) => s.us)))})`);
       const us = sorted(memory.map((s) => s.us));
@@ -145,6 +156,7 @@ function report(results: ModeResult[]): void {
         `${slow.length} (${((100 * slow.length) / memory.length).toFixed(1)}%)`,
         cell(inCommit),
         cell(restarts),
+        cell(indexing),
         canAttribute ? cell(preempted) : "–",
         canAttribute ? cell(rest.filter((s) => s.waitUs <= s.us / 2)) : cell(rest),
         formatMicros(percentile(sorted(raw), 99)),

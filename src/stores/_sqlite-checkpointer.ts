@@ -116,7 +116,16 @@ export function createCheckpointer(options: CheckpointerOptions): Checkpointer {
     wrote() {
       if (++writes < CHECKPOINT_EVERY_WRITES || lost || closing) return;
       writes = 0;
-      if (!worker) start();
+      if (!worker) {
+        try {
+          start();
+        } catch (error) {
+          // Called after a commit: a worker that cannot start must not fail the write that woke it.
+          lost = true;
+          options.onLost(error as Error);
+          return;
+        }
+      }
       Atomics.store(control, WAKE, 1);
       Atomics.notify(control, WAKE);
     },

@@ -119,7 +119,11 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
           synchronous,
           onLost: (error) => {
             console.warn(`[threadkeep] sqlite: the checkpoint worker stopped (${error.message}); commits checkpoint again`);
-            if (opened && !closed) opened.db.pragma("wal_autocheckpoint = 1000");
+            try {
+              if (opened && !closed) opened.db.pragma("wal_autocheckpoint = 1000");
+            } catch {
+              // A closing connection: nothing left to checkpoint for.
+            }
           },
         });
   const wrote = () => checkpointer?.wrote();

@@ -1,0 +1,148 @@
+/**
+ * Profiling helper (not part of `npm run bench`): the server CPU of proxied turns at 100 sessions,
+ * chat and/or Responses, in windows one after another (the JIT compiler is busy through the first
+ * few thousand turns, so later windows show the steady cost), split into the main thread and the
+ * others. The same fake upstream and server roles as bench/proxy.ts.
+ *
+ *   npx tsx bench/_cpu-probe.ts                        chat then Responses, 3,000 turns each
+ *   MODE=chat WINDOWS=4 TURNS=2000 npx tsx bench/_cpu-probe.ts
+ *   DIST=dist CPU_PROF_DIR=/tmp/prof npx tsx bench/_cpu-probe.ts
+ *
+ * `DIST=<dir>` runs the server from compiled JavaScript (`npm run build`; a profile then has real
+ * line numbers), `CPU_PROF_DIR` writes a `--cpu-prof` profile of the server there (read it with
+ * `npx tsx bench/_cpuprofile-top.ts`), `SERVER_FLAGS` adds node flags, `STORE` picks the store URL
+ * (default a fresh SQLite file), `THREADS=1` prints the CPU of each server thread.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { Agent, request as httpRequest } from "node:http";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const TURNS = Number(process.env.TURNS ?? 3000);
+const SESSIONS = Number(process.env.SESSIONS ?? 100);
+const MODE = process.env.MODE ?? "both";
+const WINDOWS = Number(process.env.WINDOWS ?? 1);
+const WARMUP = Number(process.env.WARMUP ?? 1000);
+
+/** Child role with DIST: the server from compiled JavaScript, as bench/proxy.ts starts it from source. */
+async function runDistServer(): Promise<void> {
+  const entry = pathToFileURL(resolve(process.env.DIST as string, "server/index.js")).href;
+  const { createServer } = (await import(entry)) as typeof import("../src/server/index.js");
+  const server = await createServer({ memory: { store: process.env.BENCH_STORE as string }, upstream: process.env.BENCH_UPSTREAM, port: 0 });
+  await server.memory.store();
+  process.stdout.write(`READY ${await server.listen()}\n`);
+  process.once("SIGTERM", () => server.close().then(() => process.exit(0)));
+}
+
+/** User and system CPU of each thread of a process, in µs, by thread id (`main` for the main thread). */
+function threadCpu(pid: number): Map<string, number> {
+  const byThread = new Map<string, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      // After "(comm) ": utime and stime are fields 14 and 15 of the line, in ticks of 10 ms.
+      const fields = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8").replace(/^.*\) /s, "").split(" ");
+      byThread.set(tid === String(pid) ? "main" : tid, (Number(fields[11]) + Number(fields[12])) * 10_000);
+    } catch {
+      // The thread ended.
+    }
+  }
+  return byThread;
+}
+
+function startRole(role: string, env: Record<string, string>, flags: string[] = []): Promise<{ child: ChildProcess; url: string }> {
+  const self = fileURLToPath(import.meta.url);
+  const script = role === "server" && process.env.DIST ? [self] : [fileURLToPath(new URL("./proxy.ts", import.meta.url))];
+  const child = spawn(process.execPath, [...flags, "--import", "tsx", ...script], {
+    env: { ...process.env, ...env, BENCH_PROXY_ROLE: role, CPU_PROBE_ROLE: role === "server" && process.env.DIST ? "server" : "" },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  return new Promise((resolve, reject) => {
+    let out = "";
+    child.stdout?.on("data", (d) => {
+      out += d;
+      const match = /READY (\S+)/.exec(out);
+      if (match) resolve({ child, url: match[1] });
+    });
+    child.once("exit", (code) => reject(new Error(`${role} exited with ${code}`)));
+  });
+}
+
+function post(agent: Agent, url: URL, body: string, headers: Record<string, string>): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const headersOut = { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...headers };
+    const req = httpRequest(url, { method: "POST", agent, headers: headersOut }, (res) => {
+      let text = "";
+      res.on("data", (chunk) => (text += chunk));
+      res.on("end", () => (res.statusCode === 200 ? resolve(text) : reject(new Error(`HTTP ${res.statusCode}: ${text.slice(0, 200)}`))));
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+/** `total` turns over SESSIONS new sessions, each session's turns one after another; returns turns/s. */
+async function drive(base: string, total: number, api: "chat" | "responses"): Promise<number> {
+  const agent = new Agent({ keepAlive: true, maxSockets: SESSIONS });
+  const url = new URL(api === "chat" ? `${base}/v1/chat/completions` : `${base}/v1/responses`);
+  const perSession = Math.ceil(total / SESSIONS);
+  const start = performance.now();
+  await Promise.all(
+    Array.from({ length: SESSIONS }, async () => {
+      const session = { "x-session-id": randomUUID() };
+      let previous: string | undefined;
+      for (let i = 0; i < perSession; i++) {
+        const input = `Turn ${i}: what did I say before?`;
+        if (api === "chat") {
+          await post(agent, url, JSON.stringify({ model: "fake", messages: [{ role: "user", content: input }] }), session);
+        } else {
+          const text = await post(agent, url, JSON.stringify({ model: "fake", input, previous_response_id: previous }), {});
+          previous = JSON.parse(text).id;
+        }
+      }
+    }),
+  );
+  agent.destroy();
+  return (perSession * SESSIONS) / ((performance.now() - start) / 1000);
+}
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), "threadkeep-cpu-probe-"));
+  const upstream = await startRole("upstream", {});
+  const flags = [
+    ...(process.env.CPU_PROF_DIR ? ["--cpu-prof", "--cpu-prof-dir", process.env.CPU_PROF_DIR] : []),
+    ...(process.env.SERVER_FLAGS?.split(" ").filter(Boolean) ?? []),
+  ];
+  const store = process.env.STORE ?? `sqlite:${join(dir, "threadkeep.db")}`;
+  const server = await startRole("server", { BENCH_STORE: store, BENCH_UPSTREAM: upstream.url }, flags);
+  const base = server.url.replace(/\/v1$/, "");
+  const pid = server.child.pid!;
+  try {
+    await drive(base, WARMUP, "chat");
+    await drive(base, WARMUP, "responses");
+    const apis = (["chat", "responses"] as const).filter((api) => MODE === "both" || MODE === api);
+    for (const api of Array.from({ length: WINDOWS }, () => apis).flat()) {
+      const before = threadCpu(pid);
+      const rate = await drive(base, TURNS, api);
+      const after = threadCpu(pid);
+      const perTurn = (tid: string) => ((after.get(tid) ?? 0) - (before.get(tid) ?? 0)) / TURNS;
+      const all = [...after.keys()].reduce((sum, tid) => sum + perTurn(tid), 0);
+      const others = [...after.keys()].filter((tid) => tid !== "main" && perTurn(tid) > 0);
+      const threads = process.env.THREADS ? ` [${others.map((tid) => `${tid}: ${Math.round(perTurn(tid))}`).join(", ")}]` : "";
+      console.log(
+        `${api}: ${Math.round(all)} µs/turn (main thread ${Math.round(perTurn("main"))}, others ${Math.round(all - perTurn("main"))}${threads}), ${Math.round(rate)} turns/s`,
+      );
+    }
+  } finally {
+    const exited = new Promise((resolve) => server.child.once("exit", resolve));
+    server.child.kill("SIGTERM");
+    await exited;
+    upstream.child.kill("SIGTERM");
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (process.env.CPU_PROBE_ROLE === "server") await runDistServer();
+else await main();

@@ -12,11 +12,13 @@ import { messageOf, sessionIdOf } from "./_store-data.js";
 /** A baseline: load the scale's data (after the store was loaded, when it reads the store's own data), measure, close. */
 export interface RawBaseline {
   subject: Subject;
+  /** The same baseline whose read also parses the JSON it reads, as a reader of those rows must; measured beside it. */
+  parsed?: Subject;
   load(scale: Scale): Promise<void> | void;
   close(): Promise<void> | void;
 }
 
-/** SQLite: one plain table, one prepared statement per operation, no JSON parsing, no store code. */
+/** SQLite: one plain table, one prepared statement per operation, no store code; `parsed` also parses what it reads. */
 export function openSqliteRaw(_scale: Scale, dir: string): RawBaseline {
   mkdirSync(dir, { recursive: true });
   const db = new Database(join(dir, "raw.db"));
@@ -28,15 +30,22 @@ export function openSqliteRaw(_scale: Scale, dir: string): RawBaseline {
   const last = db.prepare("SELECT seq, body FROM messages WHERE session_id = ? ORDER BY seq DESC LIMIT 20");
   const nextSeq = new Map<string, number>();
   let loaded: Scale | undefined;
+  const append1 = (id: string, message: unknown) => {
+    const seq = nextSeq.get(id) ?? (loaded?.messagesPerSession ?? 0) + 1;
+    nextSeq.set(id, seq + 1);
+    insert.run(id, seq, JSON.stringify(message));
+  };
   return {
-    subject: {
-      name: "raw better-sqlite3",
-      last20: (id) => last.all(id),
-      append1: (id, message) => {
-        const seq = nextSeq.get(id) ?? (loaded?.messagesPerSession ?? 0) + 1;
-        nextSeq.set(id, seq + 1);
-        insert.run(id, seq, JSON.stringify(message));
-      },
+    subject: { name: "raw better-sqlite3", last20: (id) => last.all(id), append1 },
+    parsed: {
+      name: "raw better-sqlite3 + JSON.parse",
+      last20: (id) =>
+        (last.all(id) as { seq: number; body: string }[]).map((row) => {
+          const message = JSON.parse(row.body);
+          message.seq = row.seq;
+          return message as unknown;
+        }),
+      append1,
     },
     load: (scale) => {
       loaded = scale;

@@ -21,6 +21,7 @@ import type {
 import { missingVectors, putVectors, searchVectors } from "./_sqlite-vectors.js";
 import { checkHistoryOptions, operationDigest } from "./_history.js";
 import { LocalLeases } from "./_lease.js";
+import { HeldLeases, readTurn, withLease } from "./_held-leases.js";
 import { SqliteFileLeases, type TurnLeases } from "./_sqlite-lease.js";
 import { BACKSTOP_PAGES, type Checkpointer, createCheckpointer } from "./_sqlite-checkpointer.js";
 import { type EncodedMessage, openSqliteStoreDb, type SqliteStoreDb } from "./_sqlite-db.js";
@@ -171,6 +172,7 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
     return appends.add(fn);
   };
   const leases: TurnLeases = options.crossProcessLease ? new SqliteFileLeases((fn) => use((db) => fn(db.db))) : new LocalLeases();
+  const held = new HeldLeases();
 
   const scheduleIndexing = () => {
     if (indexTimer) return;
@@ -218,6 +220,7 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
     const now = Date.now();
     const stored = await grouped((db) => db.history.write(id, seq, encoded, digest, options, now));
     scheduleIndexing();
+    await held.releaseAfterWrite(id, options);
     return stored;
   };
 
@@ -230,6 +233,7 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
       nativeExpiry: false,
       vectors: true,
       ownerScope: true,
+      combinedTurn: true,
     },
 
     async createSession(input) {
@@ -306,6 +310,7 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
       const now = Date.now();
       const stored = await grouped((db) => db.tx.append(id, encoded, append, now));
       scheduleIndexing();
+      await held.releaseAfterWrite(id, append);
       return stored;
     },
 
@@ -439,7 +444,23 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
 
     async acquireLease(id, lease) {
       if (closed) throw new StoreUnavailableError("The sqlite store is closed");
-      return leases.acquire(id, lease);
+      return held.track(await leases.acquire(id, lease));
+    },
+
+    async openTurn(id, opening) {
+      if (closed) throw new StoreUnavailableError("The sqlite store is closed");
+      const lease = held.track(await leases.acquire(id, opening.lease));
+      // Granted: the owner check and every read in one synchronous step, which nothing interleaves.
+      return withLease(lease, () =>
+        use((db) => {
+          const row = db.st.getSession.get(id);
+          return readTurn(row ? db.session(row) : null, opening, () => ({
+            messages: opening.last > 0 ? db.messages(id, db.st.newest(id, Math.floor(opening.last)).reverse()) : [],
+            summaries: db.summaries(id),
+            state: db.state(id),
+          }));
+        }),
+      );
     },
 
     async close() {

@@ -48,8 +48,11 @@ export interface SqliteStoreDb {
     saveSummary(id: string, input: SummaryInput): Summary;
     deleteSession(id: string): boolean;
     expire(olderThan: number): string[];
-    /** Adds the text waiting in `fts_pending` to the full-text index. */
-    indexPending(): void;
+    /**
+     * Adds the text waiting in `fts_pending` to the full-text index: all of it, or the oldest `limit`
+     * rows. @returns true when text is still waiting.
+     */
+    indexPending(limit?: number): boolean;
     /**
      * Runs writes in one transaction, each in a savepoint of its own (a write that throws is undone
      * alone). @returns each write's result or error. @throws when the transaction itself failed.
@@ -242,10 +245,13 @@ export function openSqliteStoreDb(
       return ids;
     }),
 
-    indexPending: write(() => {
-      if (!st.hasPending.get()) return;
-      st.indexPending.run();
-      st.clearPending.run();
+    indexPending: write((limit?: number) => {
+      if (!st.hasPending.get()) return false;
+      const end = limit === undefined ? Number.MAX_SAFE_INTEGER : st.pendingChunkEnd.get(limit);
+      if (end === null || end === undefined) return false;
+      st.indexPending.run(end);
+      st.clearPending.run(end);
+      return limit !== undefined && st.hasPending.get() !== undefined;
     }),
 
     batch: write((writes: readonly (() => unknown)[]) =>

@@ -214,12 +214,17 @@ export function prepareStatements(db: Database.Database) {
     hasPending: db
       .prepare<unknown[], number>("SELECT 1 FROM fts_pending LIMIT 1")
       .pluck() as SqliteStatement<number>,
+    /** The id that ends the oldest `?` pending rows (a chunk of the queue). */
+    pendingChunkEnd: db
+      .prepare<unknown[], number | null>("SELECT max(id) FROM (SELECT id FROM fts_pending ORDER BY id LIMIT ?)")
+      .pluck() as SqliteStatement<number | null>,
     indexPending: q(
       `INSERT INTO messages_fts (rowid, search_text, scope)
        SELECT t.id, t.search_text, ${scopeSql("s.user_id", "t.session_id")}
-       FROM fts_pending p JOIN message_text t ON t.id = p.id JOIN sessions s ON s.id = t.session_id`,
+       FROM fts_pending p JOIN message_text t ON t.id = p.id JOIN sessions s ON s.id = t.session_id
+       WHERE p.id <= ?`,
     ),
-    clearPending: q("DELETE FROM fts_pending"),
+    clearPending: q("DELETE FROM fts_pending WHERE id <= ?"),
 
     quarantine: q(
       "INSERT INTO quarantine (session_id, seq, record, raw, reason, at) VALUES (?, ?, ?, ?, ?, ?)",

@@ -39,6 +39,9 @@ import {
   snippetOf,
 } from "./_util.js";
 
+/** Queued messages added to the full-text index per step of the background indexer (a few ms each). */
+const INDEX_CHUNK_ROWS = 500;
+
 /** The backend name of the SQLite store. */
 export const SQLITE_STORE_NAME = "sqlite";
 
@@ -174,20 +177,28 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
   const leases: TurnLeases = options.crossProcessLease ? new SqliteFileLeases((fn) => use((db) => fn(db.db))) : new LocalLeases();
   const held = new HeldLeases();
 
+  /**
+   * Indexes the queued text a chunk at a time, the event loop free between chunks: a second of busy
+   * appends indexed in one go held the loop for ~70 ms.
+   */
+  const indexQueued = () => {
+    indexTimer = undefined;
+    if (closed) return;
+    let more = false;
+    try {
+      more = use((db) => db.tx.indexPending(INDEX_CHUNK_ROWS));
+    } catch (error) {
+      // Nothing is lost: the text stays queued and the next append or full-text search retries.
+      console.warn(`[threadkeep] sqlite: full-text indexing failed, will retry: ${(error as Error).message}`);
+    }
+    if (more && !closed) {
+      indexTimer = setTimeout(indexQueued, 0);
+      indexTimer.unref();
+    }
+  };
   const scheduleIndexing = () => {
     if (indexTimer) return;
-    indexTimer = setTimeout(() => {
-      indexTimer = undefined;
-      if (closed) return;
-      try {
-        use((db) => db.tx.indexPending());
-      } catch (error) {
-        // Nothing is lost: the text stays queued and the next append or full-text search retries.
-        console.warn(
-          `[threadkeep] sqlite: full-text indexing failed, will retry: ${(error as Error).message}`,
-        );
-      }
-    }, options.fullTextIndexDelayMs ?? 1000);
+    indexTimer = setTimeout(indexQueued, options.fullTextIndexDelayMs ?? 1000);
     indexTimer.unref();
   };
 

@@ -212,6 +212,29 @@ describe("sqlite store specifics", () => {
     raw.close();
   });
 
+  it("indexes a large backlog in chunks, the event loop free between them, until nothing waits", async () => {
+    const path = freshPath();
+    const store = createSqliteStore({ path, fullTextIndexDelayMs: 10 });
+    open.push(store);
+    const session = await store.createSession({ id: newSessionId(), userId: "u" });
+    const raw = new Database(path);
+    const pending = () => raw.prepare("SELECT count(*) FROM fts_pending").pluck().get() as number;
+    await store.appendMessages(session.id, Array.from({ length: 1_600 }, (_, i) => ({ role: "user" as const, content: `backlog ${i}` })));
+    expect(pending()).toBe(1_600);
+    // Sampled between the indexer's steps: the backlog shrinks a chunk at a time, not all at once.
+    const seen = new Set<number>();
+    const until = Date.now() + 5_000;
+    while (pending() > 0 && Date.now() < until) {
+      seen.add(pending());
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(pending()).toBe(0);
+    expect([...seen].filter((n) => n > 0 && n < 1_600).length).toBeGreaterThan(0);
+    const hits = await store.search({ userId: "u", text: "backlog", mode: "fulltext", limit: 2_000 });
+    expect(hits).toHaveLength(1_600);
+    raw.close();
+  });
+
   it("matches full text inside the index for one owner and session, however alike the owner ids look", async () => {
     const path = freshPath();
     const store = storeAt(path);

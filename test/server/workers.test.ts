@@ -83,13 +83,15 @@ describe("threadkeep serve --workers", { timeout: 90_000 }, () => {
       for (const reply of replies) expect(reply.status).toBe(200);
 
       // Both processes served turns: each worker counts its own, and new connections go round-robin.
-      const counts = new Set<number>();
+      // A worker is told apart by the sum of its turn durations (two workers may count 50 turns each).
+      const counts = new Map<string, number>();
       for (let i = 0; i < 10; i++) {
         const metrics = await getFresh(`${url}/metrics`);
-        counts.add(Number(/threadkeep_turns_total\{outcome="ok",stream="false"\} (\d+)/.exec(metrics)?.[1] ?? 0));
+        const worker = /threadkeep_turn_duration_seconds_sum\S* (\S+)/.exec(metrics)?.[1] ?? "none";
+        counts.set(worker, Number(/threadkeep_turns_total\{outcome="ok",stream="false"\} (\d+)/.exec(metrics)?.[1] ?? 0));
       }
       expect(counts.size).toBe(2);
-      expect([...counts].reduce((a, b) => a + b, 0)).toBe(100);
+      expect([...counts.values()].reduce((a, b) => a + b, 0)).toBe(100);
 
       const store = createSqliteStore({ path });
       try {

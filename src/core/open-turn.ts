@@ -3,9 +3,46 @@
  * state). A store with `capabilities.combinedTurn` does it in one round trip; for the others the same
  * result is put together here from `acquireLease` and the separate reads.
  */
-import type { OpenedTurn, SessionStore, TurnOpening } from "./types.js";
+import type { Lease, OpenedTurn, Session, SessionState, SessionStore, TurnOpening } from "./types.js";
 
-const EMPTY_STATE = { version: 0, data: {} };
+/** What a turn reads besides its lease. */
+export type TurnRead = Omit<OpenedTurn, "lease">;
+
+/** The state of a session whose state was never written (or was not read). */
+export const EMPTY_STATE: SessionState = { version: 0, data: {} };
+
+/** The turn read of a session that is not read: missing, another owner's or expired. */
+export function unread(status: Exclude<OpenedTurn["status"], "ok">): TurnRead {
+  return { status, session: null, messages: [], summaries: [], state: EMPTY_STATE };
+}
+
+/**
+ * The turn read of `session` for `opening`'s owner: only this owner's active session is read
+ * (`read`), anything else is reported with nothing of it returned. Stores that open turns
+ * themselves use it too, so every store reports missing, foreign and expired alike.
+ */
+export function readTurn<T extends TurnRead | Promise<TurnRead>>(
+  session: Session | null,
+  opening: TurnOpening,
+  read: (session: Session) => T,
+): TurnRead | T {
+  if (!session) return unread("missing");
+  if (session.userId !== opening.owner.userId) return unread("foreign");
+  const since = opening.owner.activeSince;
+  if (since !== undefined && session.lastActivityAt < since) return unread("expired");
+  return read(session);
+}
+
+/** Reads with a granted lease; on a failure the lease is given back before the error is thrown. */
+export async function withLease(lease: Lease, read: () => TurnRead | Promise<TurnRead>): Promise<OpenedTurn> {
+  try {
+    return { lease, ...(await read()) };
+  } catch (error) {
+    // The caller never saw this lease: it must not stay held until it lapses.
+    await lease.release().catch(() => {});
+    throw error;
+  }
+}
 
 /**
  * Waits for the session's turn lease and reads the turn's data (see {@link OpenedTurn}). On any
@@ -14,22 +51,14 @@ const EMPTY_STATE = { version: 0, data: {} };
 export async function openTurn(store: SessionStore, sessionId: string, opening: TurnOpening): Promise<OpenedTurn> {
   if (store.capabilities.combinedTurn && store.openTurn) return store.openTurn(sessionId, opening);
   const lease = await store.acquireLease(sessionId, opening.lease);
-  try {
-    const session = await store.getSession(sessionId);
-    const nothing = { lease, session: null, messages: [], summaries: [], state: EMPTY_STATE };
-    if (!session) return { ...nothing, status: "missing" };
-    if (session.userId !== opening.owner.userId) return { ...nothing, status: "foreign" };
-    const since = opening.owner.activeSince;
-    if (since !== undefined && session.lastActivityAt < since) return { ...nothing, status: "expired" };
-    const [messages, summaries, state] = await Promise.all([
-      opening.last > 0 ? store.getMessages(sessionId, { last: opening.last }) : Promise.resolve([]),
-      store.listSummaries(sessionId),
-      store.getState(sessionId),
-    ]);
-    return { lease, status: "ok", session, messages, summaries, state };
-  } catch (error) {
-    // The caller never saw this lease: it must not stay held until it lapses.
-    await lease.release().catch(() => {});
-    throw error;
-  }
+  return withLease(lease, async () =>
+    readTurn(await store.getSession(sessionId), opening, async (session) => {
+      const [messages, summaries, state] = await Promise.all([
+        opening.last > 0 ? store.getMessages(sessionId, { last: opening.last }) : Promise.resolve([]),
+        store.listSummaries(sessionId),
+        store.getState(sessionId),
+      ]);
+      return { status: "ok" as const, session, messages, summaries, state };
+    }),
+  );
 }

@@ -1,4 +1,4 @@
-import type { Lease, OpenedTurn, Session, SessionState, TurnOpening } from "../core/types.js";
+import type { Lease } from "../core/types.js";
 
 /**
  * The leases a store granted and its holders still hold, by session and fence, so that a write with
@@ -44,33 +44,5 @@ export class HeldLeases {
     } catch {
       this.#held.set(`${sessionId}\n${options.fence}`, lease);
     }
-  }
-}
-
-/** What a turn reads besides its lease. */
-export type TurnRead = Omit<OpenedTurn, "lease">;
-
-const EMPTY_STATE: SessionState = { version: 0, data: {} };
-
-/**
- * The turn read of `session` for `opening`'s owner: only this owner's active session is read
- * (`read`), anything else is reported with nothing of it returned.
- */
-export function readTurn(session: Session | null, opening: TurnOpening, read: () => Pick<OpenedTurn, "messages" | "summaries" | "state">): TurnRead {
-  const nothing = { session: null, messages: [], summaries: [], state: EMPTY_STATE };
-  if (!session) return { ...nothing, status: "missing" };
-  if (session.userId !== opening.owner.userId) return { ...nothing, status: "foreign" };
-  const since = opening.owner.activeSince;
-  if (since !== undefined && session.lastActivityAt < since) return { ...nothing, status: "expired" };
-  return { status: "ok", session, ...read() };
-}
-
-/** Reads with a granted lease; on a failure the lease is given back before the error is thrown. */
-export async function withLease(lease: Lease, read: () => TurnRead): Promise<OpenedTurn> {
-  try {
-    return { lease, ...read() };
-  } catch (error) {
-    await lease.release().catch(() => {});
-    throw error;
   }
 }

@@ -24,7 +24,7 @@ import { ThreadkeepError } from "../core/errors.js";
 import type { Lease, LeaseOptions } from "../core/types.js";
 import { DEFAULT_LEASE_TTL_MS, DEFAULT_LEASE_WAIT_MS } from "./_lease.js";
 import type { PgSql } from "./_postgres-schema.js";
-import { type TurnRead, type TurnReadRow, turnReadCall } from "./_postgres-turn.js";
+import { type TurnReadArgs, type TurnReadRow, turnReadCall } from "./_postgres-turn.js";
 
 /** A waiting ticket that was not refreshed for this long no longer holds its place. */
 const TICKET_TTL_MS = 5_000;
@@ -35,7 +35,7 @@ const POLL_MS = 250;
 interface Waiter {
   ttlMs: number;
   /** Read the turn's data in the granting statement (`openTurn`). */
-  read?: TurnRead;
+  read?: TurnReadArgs;
   /** Names this waiter's grant in the `leases` row, so a grant whose answer was lost can be given back. */
   token: string;
   ticket?: number;
@@ -62,7 +62,7 @@ interface Attempt extends Partial<TurnReadRow> {
   now: number;
 }
 
-/** A granted lease, and what its grant read when the waiter asked (see {@link TurnRead}). */
+/** A granted lease, and what its grant read when the waiter asked (see {@link TurnReadArgs}). */
 export interface Granted {
   lease: Lease;
   read?: TurnReadRow[];
@@ -112,7 +112,7 @@ export class PostgresLeases {
    * Waits in line for the session's lease like {@link acquire}; with `read`, the statement that grants
    * it also reads the turn's data (`threadkeep_turn_read`), so an uncontended turn opens in one round trip.
    */
-  open(sessionId: string, options: LeaseOptions = {}, read?: TurnRead): Promise<Granted> {
+  open(sessionId: string, options: LeaseOptions = {}, read?: TurnReadArgs): Promise<Granted> {
     if (this.#closed) {
       return Promise.reject(new ThreadkeepError("store_unavailable", "The PostgreSQL store is closed"));
     }

@@ -13,13 +13,14 @@
  * its read sees every write committed before the grant, as a separate read after it would.
  */
 import type postgres from "postgres";
-import type { Lease, Message, OpenedTurn, SessionState, Summary } from "../core/types.js";
+import { EMPTY_STATE, type TurnRead, unread } from "../core/open-turn.js";
+import type { Message, OpenedTurn, Summary } from "../core/types.js";
 import { type PgSql, toMessage, toSession, toSummary } from "./_postgres-schema.js";
 
 type Tx = postgres.TransactionSql<Record<string, unknown>>;
 
 /** What a grant reads for {@link SessionStore.openTurn}: whose turn it is and how much history. */
-export interface TurnRead {
+export interface TurnReadArgs {
   userId: string;
   /** The owner's session counts as expired when inactive since before this (ms). */
   activeSince?: number;
@@ -92,18 +93,16 @@ export async function migrateTurnRead(tx: Tx): Promise<void> {
 }
 
 /** The lateral call a granting attempt appends (`a` is the attempt's own row, with `fence`). */
-export const turnReadCall = (sql: PgSql, sessionId: string, read: TurnRead) => sql`
+export const turnReadCall = (sql: PgSql, sessionId: string, read: TurnReadArgs) => sql`
   LEFT JOIN LATERAL threadkeep_turn_read(
     a.fence, ${sessionId}, ${read.userId}, ${read.activeSince === undefined ? null : Math.floor(read.activeSince)}::bigint,
     ${Math.max(0, Math.floor(read.last))}::bigint) r ON true`;
 
-const EMPTY_STATE: SessionState = { version: 0, data: {} };
-
-/** The opened turn of a grant's rows (see {@link TurnReadRow}). */
-export function openedTurnOf(sessionId: string, userId: string, lease: Lease, rows: readonly TurnReadRow[]): OpenedTurn {
+/** What a grant's rows read (see {@link TurnReadRow}). */
+export function openedTurnOf(sessionId: string, userId: string, rows: readonly TurnReadRow[]): TurnRead {
   const head = rows.find((r) => r.o_kind === "session");
   const status = head?.o_status ?? "missing";
-  if (!head || status !== "ok") return { lease, status, session: null, messages: [], summaries: [], state: EMPTY_STATE };
+  if (!head || status !== "ok") return unread(status === "ok" ? "missing" : status);
   const session = toSession({
     id: sessionId,
     user_id: userId,
@@ -124,7 +123,7 @@ export function openedTurnOf(sessionId: string, userId: string, lease: Lease, ro
   messages.sort((a, b) => a.seq - b.seq);
   summaries.sort((a, b) => a.fromSeq - b.fromSeq || a.id - b.id);
   const state = head.o_state_version === null ? EMPTY_STATE : { version: head.o_state_version, data: JSON.parse(head.o_state_data!) };
-  return { lease, status: "ok", session, messages, summaries, state };
+  return { status: "ok", session, messages, summaries, state };
 }
 
 /**

@@ -14,7 +14,7 @@ export function redisKeys(prefix: string) {
       const b = base(id);
       return [`${b}meta`, `${b}msgs`, `${b}sums`, `${b}state`, `${b}fence`, `${b}ops`, `${b}opsq`, `${b}branches`];
     },
-    /** KEYS of the lease scripts (see `LEASE` in `_redis-scripts.ts`). */
+    /** KEYS of the lease scripts (see `LEASE` in `_redis-lease-scripts.ts`). */
     lease(id: string): string[] {
       const b = base(id);
       return [`${b}lease`, `${b}queue`, `${b}alive`, `${b}qseq`, `${b}fence`];

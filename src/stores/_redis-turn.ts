@@ -4,6 +4,7 @@
  * the model is asked (the call-by-call way, `openTurn` of `core/open-turn.ts`, costs five).
  */
 import type { OpenedTurn, TurnOpening } from "../core/types.js";
+import { type TurnRead, unread, withLease } from "../core/open-turn.js";
 import { parseMessages, parseState, parseSummaries, toSession } from "./_redis-codec.js";
 import type { RedisLeases } from "./_redis-lease.js";
 import { LEASE, POLL } from "./_redis-lease-scripts.js";
@@ -51,12 +52,10 @@ export function turnOpenArgs(opening: TurnOpening): string[] {
   ];
 }
 
-const NOTHING = { session: null, messages: [], summaries: [], state: { version: 0, data: {} } };
-
 /** What TURN_OPEN read after the fence (the reply from `status` on). @throws `store_corrupt`. */
-function readTurn(id: string, read: unknown[]): Omit<OpenedTurn, "lease"> {
+function decodeTurn(id: string, read: unknown[]): TurnRead {
   const status = String(read[0]) as OpenedTurn["status"];
-  if (status !== "ok") return { status, ...NOTHING };
+  if (status !== "ok") return unread(status);
   const session = toSession(id, read.slice(1, 5) as (string | null)[]);
   let at = 5;
   const take = () => {
@@ -77,13 +76,9 @@ function readTurn(id: string, read: unknown[]): Omit<OpenedTurn, "lease"> {
  */
 export async function openRedisTurn(leases: RedisLeases, id: string, opening: TurnOpening): Promise<OpenedTurn> {
   const { lease, read, setOwner } = await leases.open(id, opening);
-  try {
-    const turn = readTurn(id, read);
+  return withLease(lease, () => {
+    const turn = decodeTurn(id, read);
     if (turn.session) setOwner(turn.session.userId);
-    return { lease, ...turn };
-  } catch (error) {
-    // The caller never sees this lease: it must not stay held until it lapses.
-    await lease.release().catch(() => {});
-    throw error;
-  }
+    return turn;
+  });
 }

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import type postgres from "postgres";
 import { SessionNotFoundError, StateConflictError, ThreadkeepError } from "../core/errors.js";
 import { validateMessages } from "../core/messages.js";
+import { withLease } from "../core/open-turn.js";
 import type {
   EmbeddingInput,
   VectorQuery,
@@ -468,13 +469,7 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
       const { userId, activeSince } = opening.owner;
       // The statement that grants the lease reads the turn too: one round trip when nobody waits.
       const { lease, read } = await leases.open(id, opening.lease, { userId, activeSince, last: opening.last });
-      try {
-        return openedTurnOf(id, userId, lease, read!);
-      } catch (error) {
-        // Stored data that cannot be parsed: the caller never sees this lease, so give it back.
-        await lease.release().catch(() => {});
-        throw error;
-      }
+      return withLease(lease, () => openedTurnOf(id, userId, read!));
     },
 
     close() {

@@ -21,7 +21,8 @@ import type {
 import { missingVectors, putVectors, searchVectors } from "./_sqlite-vectors.js";
 import { checkHistoryOptions, operationDigest } from "./_history.js";
 import { LocalLeases } from "./_lease.js";
-import { HeldLeases, readTurn, withLease } from "./_held-leases.js";
+import { HeldLeases } from "./_held-leases.js";
+import { readTurn, withLease } from "../core/open-turn.js";
 import { SqliteFileLeases, type TurnLeases } from "./_sqlite-lease.js";
 import { BACKSTOP_PAGES, type Checkpointer, createCheckpointer } from "./_sqlite-checkpointer.js";
 import { type EncodedMessage, openSqliteStoreDb, type SqliteStoreDb } from "./_sqlite-db.js";
@@ -465,7 +466,9 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
       return withLease(lease, () =>
         use((db) => {
           const row = db.st.getSession.get(id);
-          return readTurn(row ? db.session(row) : null, opening, () => ({
+          return readTurn(row ? db.session(row) : null, opening, (session) => ({
+            status: "ok" as const,
+            session,
             messages: opening.last > 0 ? db.messages(id, db.st.newest(id, Math.floor(opening.last)).reverse()) : [],
             summaries: db.summaries(id),
             state: db.state(id),

@@ -90,7 +90,8 @@ export function openSqliteStoreDb(
     const transaction = db.transaction(fn);
     return (...args: A): R => {
       const result = transaction.immediate(...args);
-      onWrite();
+      // A write nested in another (a savepoint of a group commit) is counted once, with its transaction.
+      if (!db.inTransaction) onWrite();
       return result;
     };
   };

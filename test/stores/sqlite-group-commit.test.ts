@@ -120,4 +120,23 @@ describe("sqlite group commit", () => {
       db.close();
     }
   });
+
+  it("counts a batch of appends as one committed write (what the checkpointer paces itself by)", () => {
+    let committed = 0;
+    const db = openSqliteStoreDb({ path: freshPath(), busyTimeoutMs: 1000, synchronous: "normal" }, new LocalLeases(), () => committed++);
+    try {
+      const id = newSessionId();
+      db.db.prepare("INSERT INTO sessions (id, user_id, created_at, last_activity_at) VALUES (?, 'u', 0, 0)").run(id);
+      db.tx.append(id, [["{\"role\":\"user\",\"content\":\"alone\"}", "alone"]], {}, 1);
+      expect(committed).toBe(1);
+      const outcomes = db.tx.batch(
+        [1, 2, 3].map((n) => () => db.tx.append(id, [[`{"role":"user","content":"m${n}"}`, `m${n}`]], {}, 1)),
+      );
+      expect(outcomes.every((o) => o.ok)).toBe(true);
+      expect(committed).toBe(2);
+      expect(db.db.prepare("SELECT count(*) FROM messages WHERE session_id = ?").pluck().get(id)).toBe(4);
+    } finally {
+      db.close();
+    }
+  });
 });

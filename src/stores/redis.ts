@@ -26,6 +26,7 @@ import { leaseExpired, writeHistory } from "./_redis-write.js";
 import { decodeStoredVector, encodeStoredVector, sidecarVectors, type VectorSidecar } from "./_vector-sidecar.js";
 import type { StoredVector } from "./_vectors.js";
 import {
+  checkOwner,
   checkSearchQuery,
   DEFAULT_SEARCH_LIMIT,
   rankHits,
@@ -313,8 +314,7 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
           ["HMGET", dataKeys(id)[0], "userId", "lastActivityAt"],
           ["LRANGE", dataKeys(id)[1], ...unrangedWindow(last, limit)],
         ]);
-        const since = query.owner.activeSince;
-        if (meta[0] !== query.owner.userId || (since !== undefined && !(Number(meta[1]) >= since))) throw new SessionNotFoundError(id);
+        checkOwner(id, query.owner, meta[0] == null ? null : { userId: meta[0], lastActivityAt: Number(meta[1]) });
         items = read;
       } else if (query.owner) {
         // Owner-scoped with seq bounds: the owner and expiry are checked in the script that reads.

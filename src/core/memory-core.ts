@@ -119,8 +119,17 @@ export class MemoryCore {
     if (!session) return null;
     if (session.userId !== userId) throw new SessionNotFoundError(id);
     if (!this.#isExpired(session)) return session;
-    await store.deleteSession(id);
+    await this.delete(id);
     return null;
+  }
+
+  /**
+   * Deletes a session, and what this Memory remembers of it (the compaction hint): a session made
+   * again under the same id must not inherit what the old one had summarised.
+   */
+  async delete(id: string): Promise<boolean> {
+    this.compactor.forget(id);
+    return (await this.store).deleteSession(id);
   }
 
   /** The owner scope of a store call: this owner, and sessions active within the TTL. */

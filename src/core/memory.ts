@@ -74,7 +74,7 @@ export class Memory {
   /** Deletes a session with everything in it. */
   async deleteSession(sessionId: string, options: OwnerOptions = {}): Promise<void> {
     const session = await this.#core.resolve(sessionId, this.#core.owner(options), false);
-    await (await this.#core.store).deleteSession(session.id);
+    await this.#core.delete(session.id);
   }
 
   /** Replaces a session's metadata. */
@@ -320,7 +320,9 @@ export class Memory {
   /** Deletes sessions inactive longer than `ttlMs`. @returns their ids. */
   async expire(now = Date.now()): Promise<string[]> {
     if (this.settings.ttlMs <= 0) return [];
-    return (await this.#core.store).expire(now - this.settings.ttlMs);
+    const expired = await (await this.#core.store).expire(now - this.settings.ttlMs);
+    for (const id of expired) this.#core.compactor.forget(id);
+    return expired;
   }
 
   /** Resolves when the background work under way (summaries, embeddings) is done. */

@@ -35,7 +35,7 @@ export async function runTurn<T>(
     try {
       if (opened.status === "foreign") throw new SessionNotFoundError(id);
       // As `find` does: an expired session is gone, and this turn starts a new one.
-      if (opened.status === "expired") await store.deleteSession(id);
+      if (opened.status === "expired") await core.delete(id);
     } catch (error) {
       await lease.release().catch(() => {});
       throw error;

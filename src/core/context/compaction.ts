@@ -185,6 +185,11 @@ export class Compactor {
     return run;
   }
 
+  /** Forgets what it learned of a session (deleted, or cleared). */
+  forget(sessionId: string): void {
+    this.#hints.forget(sessionId);
+  }
+
   /** Resolves when no compaction is running. */
   async idle(): Promise<void> {
     while (this.#running.size > 0) await Promise.all(this.#running.values());

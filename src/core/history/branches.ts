@@ -10,7 +10,7 @@ import type { Branch, BranchInput, Message, Session } from "../types.js";
 export async function clear(core: MemoryCore, sessionId: string, options: OwnerOptions): Promise<void> {
   const session = await core.resolve(sessionId, core.owner(options), false);
   const store = await core.store;
-  await store.deleteSession(session.id);
+  await core.delete(session.id);
   await store.createSession({ id: session.id, userId: session.userId, metadata: session.metadata, createdAt: session.createdAt });
 }
 

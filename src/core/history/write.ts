@@ -35,7 +35,7 @@ export async function writeMessages(core: MemoryCore, sessionId: string, seq: nu
     added = seq === undefined ? await store.appendMessages(session.id, valid, write) : await store.replaceAfter(session.id, seq, valid, write);
   } catch (error) {
     // A refused first write leaves no empty session behind.
-    if (created) await store.deleteSession(session.id).catch(() => {});
+    if (created) await core.delete(session.id).catch(() => false);
     throw error;
   }
   return afterWrite(core, store, session.id, added);

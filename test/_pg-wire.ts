@@ -16,6 +16,8 @@ export interface PgWireCounter {
   counts(): Record<string, number>;
   /** Statements run since the last reset: extended-protocol Executes plus simple Queries. */
   statements(): number;
+  /** Round trips since the last reset: extended-protocol Syncs plus simple Queries. */
+  roundTrips(): number;
   /** Starts counting from zero. */
   reset(): void;
   /** When the last message was seen (performance.now()), to wait for a quiet connection. */
@@ -67,6 +69,7 @@ export function pgWireCounter(): PgWireCounter {
     },
     counts: () => ({ ...counts }),
     statements: () => (counts.execute ?? 0) + (counts.query ?? 0),
+    roundTrips: () => (counts.sync ?? 0) + (counts.query ?? 0),
     reset() {
       counts = {};
     },

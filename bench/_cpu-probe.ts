@@ -13,13 +13,14 @@
  * `npx tsx bench/_cpuprofile-top.ts`), `SERVER_FLAGS` adds node flags, `STORE` picks the store URL
  * (default a fresh SQLite file), `THREADS=1` prints the CPU of each server thread.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { Agent, request as httpRequest } from "node:http";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { Agent } from "node:http";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { post, startChild, statCpuMicros } from "./_child.js";
 
 const TURNS = Number(process.env.TURNS ?? 3000);
 const SESSIONS = Number(process.env.SESSIONS ?? 100);
@@ -40,47 +41,15 @@ async function runDistServer(): Promise<void> {
 /** User and system CPU of each thread of a process, in µs, by thread id (`main` for the main thread). */
 function threadCpu(pid: number): Map<string, number> {
   const byThread = new Map<string, number>();
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      // After "(comm) ": utime and stime are fields 14 and 15 of the line, in ticks of 10 ms.
-      const fields = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8").replace(/^.*\) /s, "").split(" ");
-      byThread.set(tid === String(pid) ? "main" : tid, (Number(fields[11]) + Number(fields[12])) * 10_000);
-    } catch {
-      // The thread ended.
-    }
-  }
+  for (const tid of readdirSync(`/proc/${pid}/task`)) byThread.set(tid === String(pid) ? "main" : tid, statCpuMicros(`/proc/${pid}/task/${tid}/stat`));
   return byThread;
 }
 
+/** The server (this script, with DIST) or the fake upstream (bench/proxy.ts's role) in a child process. */
 function startRole(role: string, env: Record<string, string>, flags: string[] = []): Promise<{ child: ChildProcess; url: string }> {
-  const self = fileURLToPath(import.meta.url);
-  const script = role === "server" && process.env.DIST ? [self] : [fileURLToPath(new URL("./proxy.ts", import.meta.url))];
-  const child = spawn(process.execPath, [...flags, "--import", "tsx", ...script], {
-    env: { ...process.env, ...env, BENCH_PROXY_ROLE: role, CPU_PROBE_ROLE: role === "server" && process.env.DIST ? "server" : "" },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  return new Promise((resolve, reject) => {
-    let out = "";
-    child.stdout?.on("data", (d) => {
-      out += d;
-      const match = /READY (\S+)/.exec(out);
-      if (match) resolve({ child, url: match[1] });
-    });
-    child.once("exit", (code) => reject(new Error(`${role} exited with ${code}`)));
-  });
-}
-
-function post(agent: Agent, url: URL, body: string, headers: Record<string, string>): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const headersOut = { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...headers };
-    const req = httpRequest(url, { method: "POST", agent, headers: headersOut }, (res) => {
-      let text = "";
-      res.on("data", (chunk) => (text += chunk));
-      res.on("end", () => (res.statusCode === 200 ? resolve(text) : reject(new Error(`HTTP ${res.statusCode}: ${text.slice(0, 200)}`))));
-    });
-    req.on("error", reject);
-    req.end(body);
-  });
+  const dist = role === "server" && process.env.DIST;
+  const script = dist ? fileURLToPath(import.meta.url) : fileURLToPath(new URL("./proxy.ts", import.meta.url));
+  return startChild(script, role, { ...env, CPU_PROBE_ROLE: dist ? "server" : "" }, flags);
 }
 
 /** `total` turns over SESSIONS new sessions, each session's turns one after another; returns turns/s. */
@@ -98,8 +67,9 @@ async function drive(base: string, total: number, api: "chat" | "responses"): Pr
         if (api === "chat") {
           await post(agent, url, JSON.stringify({ model: "fake", messages: [{ role: "user", content: input }] }), session);
         } else {
-          const text = await post(agent, url, JSON.stringify({ model: "fake", input, previous_response_id: previous }), {});
-          previous = JSON.parse(text).id;
+          await post(agent, url, JSON.stringify({ model: "fake", input, previous_response_id: previous }), {}, (text) => {
+            previous = JSON.parse(text).id;
+          });
         }
       }
     }),

@@ -15,14 +15,15 @@
  *
  * `BENCH_QUICK=1` runs fewer turns; `BENCH_PROXY_STORES=sqlite` picks stores (by name prefix).
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import cluster from "node:cluster";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { Agent, request as httpRequest } from "node:http";
+import { Agent } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { post, startChild, statCpuMicros } from "./_child.js";
 import { formatMicros, percentile, printTable, QUICK } from "./_harness.js";
 import { dropRedisPrefix, type Paired, pairedLine, pairedRedis, redisStore, redisUrl } from "./_proxy-redis.js";
 
@@ -81,73 +82,17 @@ async function runServer(): Promise<void> {
 
 /** CPU time (user + system, what `process.cpuUsage` reports) of a process and its children, in µs, from /proc. */
 function cpuMicros(pid: number): number {
-  const ticks = (id: number): number => {
-    try {
-      const fields = readFileSync(`/proc/${id}/stat`, "utf8").replace(/^.*\) /s, "").split(" ");
-      // After "(comm) ": state is field 3, utime 14 and stime 15 (1-based over the whole line).
-      const own = Number(fields[11]) + Number(fields[12]);
-      const children = readFileSync(`/proc/${id}/task/${id}/children`, "utf8").trim().split(/\s+/).filter(Boolean);
-      return own + children.reduce((sum, child) => sum + ticks(Number(child)), 0);
-    } catch {
-      return 0;
-    }
-  };
-  // Linux reports in clock ticks of 10 ms (USER_HZ 100).
-  return ticks(pid) * 10_000;
+  let children: string[] = [];
+  try {
+    children = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean);
+  } catch {
+    // The process ended.
+  }
+  return statCpuMicros(`/proc/${pid}/stat`) + children.reduce((sum, child) => sum + cpuMicros(Number(child)), 0);
 }
 
 /** Starts this script in a role and waits for the URL it prints. */
-function startRole(
-  role: string,
-  env: Record<string, string> = {},
-): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ["--import", "tsx", fileURLToPath(import.meta.url)], {
-    env: { ...process.env, ...env, BENCH_PROXY_ROLE: role },
-    stdio: ["ignore", "pipe", "inherit"],
-  });
-  return new Promise((resolve, reject) => {
-    let out = "";
-    child.stdout?.on("data", (d) => {
-      out += d;
-      const match = /READY (\S+)/.exec(out);
-      if (match) resolve({ child, url: match[1] });
-    });
-    child.once("exit", (code) => reject(new Error(`${role} exited with ${code} before it was ready`)));
-  });
-}
-
-/** One POST with a keep-alive agent; resolves with its latency in microseconds (and the body, with `keep`). */
-function post(agent: Agent, url: URL, body: string, headers: Record<string, string>, keep?: (body: string) => void): Promise<number> {
-  const start = performance.now();
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(
-      url,
-      {
-        method: "POST",
-        agent,
-        headers: {
-          "content-type": "application/json",
-          "content-length": Buffer.byteLength(body),
-          ...headers,
-        },
-      },
-      (res) => {
-        let text = "";
-        res.on("data", (chunk) => {
-          if (keep || res.statusCode !== 200) text += chunk;
-        });
-        res.on("end", () => {
-          if (res.statusCode !== 200) return reject(new Error(`HTTP ${res.statusCode}: ${text.slice(0, 300)}`));
-          const micros = (performance.now() - start) * 1000;
-          keep?.(text);
-          resolve(micros);
-        });
-      },
-    );
-    req.on("error", reject);
-    req.end(body);
-  });
-}
+const startRole = (role: string, env: Record<string, string> = {}) => startChild(fileURLToPath(import.meta.url), role, env);
 
 interface Run {
   turnsPerSecond: number;

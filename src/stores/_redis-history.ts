@@ -62,19 +62,22 @@ export const WRITE: RedisScript = script(
 local LEASE, QUEUE = KEYS[9], KEYS[10]
 ${RELEASE}
 local M = 16
-if redis.call('EXISTS', META) == 0 then return {-1} end
-if ARGV[11] ~= '' then
-  local owner = redis.call('HMGET', META, 'userId', 'lastActivityAt')
-  if owner[1] ~= ARGV[11] or (ARGV[12] ~= '' and tonumber(owner[2]) < tonumber(ARGV[12])) then return {-1} end
-end
+-- The meta fields this write needs, in one read: the owner (nil: no session), activity and first seq.
+local meta = redis.call('HMGET', META, 'userId', 'lastActivityAt', 'first')
+local user = meta[1]
+if not user then return {-1} end
+if ARGV[11] ~= '' and (user ~= ARGV[11] or (ARGV[12] ~= '' and tonumber(meta[2]) < tonumber(ARGV[12]))) then return {-1} end
 local now = tonumber(ARGV[1])
+local n = redis.call('LLEN', MSGS)
+local first = 1
+if n > 0 then first = tonumber(meta[3] or '1') end
+local last = first + n - 1
 local op = ARGV[7]
 if op ~= '' then
   local rec = redis.call('HGET', OPS, op)
   if rec then
     local digest, from, to = string.match(rec, '^(%S+) (%-?%d+) (%-?%d+)$')
     if digest ~= ARGV[8] then return {-3} end
-    local n, first, last = bounds()
     local lo, hi = math.max(first, tonumber(from)), math.min(last, tonumber(to))
     local out = {-5}
     if n > 0 and hi >= lo then
@@ -87,7 +90,6 @@ if ARGV[3] ~= '' then
   local current = tonumber(redis.call('GET', FENCE) or '0')
   if current > tonumber(ARGV[3]) then return {-2} end
 end
-local n, first, last = bounds()
 local after = last
 if ARGV[5] ~= '' then
   local seq = tonumber(ARGV[5])
@@ -102,10 +104,10 @@ if ARGV[5] ~= '' then
         local parent, at = branchHead(all[i + 1])
         if parent == 'null' and at > seq then setParent(all[i], all[i + 1], string.format('%d', id)) end
       end
-      local meta = ''
-      if ARGV[10] ~= '' then meta = ',"metadata":' .. ARGV[10] end
+      local extra = ''
+      if ARGV[10] ~= '' then extra = ',"metadata":' .. ARGV[10] end
       redis.call('HSET', BRANCHES, id, '{"parentId":null,"atSeq":' .. string.format('%d', seq) .. ',"id":' ..
-        string.format('%d', id) .. ',"reason":"' .. ARGV[9] .. '","createdAt":' .. string.format('%d', now) .. meta ..
+        string.format('%d', id) .. ',"reason":"' .. ARGV[9] .. '","createdAt":' .. string.format('%d', now) .. extra ..
         ',"messages":[' .. table.concat(redis.call('LRANGE', MSGS, math.max(keep, 0), -1), ',') .. ']}')
       inheritExpiry(BRANCHES)
     end
@@ -113,9 +115,11 @@ if ARGV[5] ~= '' then
     n = math.max(keep, 0)
   end
 end
+-- The new first seq, when it moves: written with the activity below, in one HSET.
+local newFirst = nil
 if n == 0 then
   first = after + 1
-  redis.call('HSET', META, 'first', first)
+  newFirst = first
 end
 local seq0 = after + 1
 local batch = {}
@@ -131,7 +135,7 @@ local total = n + #ARGV - M + 1
 local max = tonumber(ARGV[4])
 if max > 0 and total > max then
   redis.call('LTRIM', MSGS, total - max, -1)
-  redis.call('HSET', META, 'first', first + total - max)
+  newFirst = first + total - max
 end
 if op ~= '' then
   redis.call('HSET', OPS, op, ARGV[8] .. ' ' .. string.format('%d', seq0) .. ' ' .. string.format('%d', seq0 + #ARGV - M))
@@ -140,10 +144,14 @@ if op ~= '' then
   inheritExpiry(OPS)
   inheritExpiry(OPSQ)
 end
+-- Activity never moves back. Kept as a string (the stored one when it is ahead of now), so the reply
+-- and the indexes carry exactly what the meta holds.
+local score = ARGV[1]
+if tonumber(meta[2]) >= now then score = meta[2] end
+if newFirst then redis.call('HSET', META, 'lastActivityAt', score, 'first', newFirst)
+elseif score ~= meta[2] then redis.call('HSET', META, 'lastActivityAt', score) end
 local ttl = tonumber(ARGV[2])
-local at = math.max(tonumber(redis.call('HGET', META, 'lastActivityAt')), now)
-redis.call('HSET', META, 'lastActivityAt', at)
-local score, user = redis.call('HGET', META, 'lastActivityAt'), redis.call('HGET', META, 'userId')
+local at = tonumber(score)
 local result = {seq0, score, user, 0, false}
 expireAt(at, ttl)
 if ARGV[14] ~= '' and ARGV[14] == user then

@@ -103,6 +103,25 @@ describe.skipIf(enabled !== true)("redis store specifics", () => {
     expect(ttl).toBeLessThanOrEqual(2000);
   });
 
+
+  it("never moves activity back on an append, in the session and in its indexes", async () => {
+    const s = store({ ttlMs: 0 });
+    const owner = `ahead-${randomUUID()}`;
+    const session = await s.createSession({ id: newSessionId(), userId: owner });
+    const ahead = Date.now() + 60_000.5;
+    await s.touchSession(session.id, ahead);
+    const [message] = await s.appendMessages(session.id, [{ role: "user", content: "hi" }], { owner: { userId: owner } });
+    expect(message.seq).toBe(1);
+    expect((await s.getSession(session.id))?.lastActivityAt).toBe(ahead);
+    expect(await raw.hGet(`${keyPrefix}s:{${session.id}}:meta`, "lastActivityAt")).toBe(String(ahead));
+    expect(await raw.zScore(`${keyPrefix}u:${owner}:sessions`, session.id)).toBe(ahead);
+    expect(await raw.zScore(`${keyPrefix}{index}:activity`, session.id)).toBe(ahead);
+    await s.touchSession(session.id, 1_000);
+    await s.appendMessages(session.id, [{ role: "user", content: "now" }], { owner: { userId: owner } });
+    const now = (await s.getSession(session.id))!.lastActivityAt;
+    expect(now).toBeGreaterThan(ahead - 120_000);
+    expect(await raw.zScore(`${keyPrefix}{index}:activity`, session.id)).toBe(now);
+  });
   it("heals the indexes where they outlived a session", async () => {
     const s = store({ ttlMs: 0 });
     const owner = `heal-${randomUUID()}`;

@@ -153,7 +153,9 @@ export interface AppendOptions {
    * Makes the write idempotent: a write whose operation id this session already applied changes
    * nothing and returns the messages that operation stored (as they are now). The same id with
    * different content fails with `operation_conflict`. The newest {@link OPERATION_HISTORY} ids of a
-   * session are remembered.
+   * session are remembered. A replay is answered whatever its `fence` (it changes nothing, so a
+   * holder that lost its lease after the write applied still learns it applied); with `releaseLease`
+   * it gives back the lease of its fence as the write did, if that lease is still held.
    */
   operationId?: string;
   /** Owner-scoped write: see {@link OwnerScope}; the session is not created. */

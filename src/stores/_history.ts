@@ -186,15 +186,26 @@ export interface HistoryWritePlan {
 
 /**
  * Plans an append (`seq` undefined) or a tail replacement of an in-process store's history.
- * @throws `history_conflict`, `operation_conflict`.
+ * `checkFence` runs once the write is known not to be a replay: a replay changes nothing, so it is
+ * answered whatever the fence (as on every store; a store whose check is async checks after a plan
+ * that is not a replay).
+ * @throws `history_conflict`, `operation_conflict`, and what `checkFence` throws.
  */
-export function planHistoryWrite(data: HistoryData, seq: number | undefined, valid: MessageInput[], options: ReplaceOptions, now: number): HistoryWritePlan {
+export function planHistoryWrite(
+  data: HistoryData,
+  seq: number | undefined,
+  valid: MessageInput[],
+  options: ReplaceOptions,
+  now: number,
+  checkFence?: () => void,
+): HistoryWritePlan {
   const digest = options.operationId === undefined ? "" : operationDigest(seq ?? null, valid);
   const applied = findOperation(data.operations, options.operationId, digest);
   if (applied) {
     const replayed = data.messages.filter((m) => m.seq >= applied.fromSeq && m.seq <= applied.toSeq);
     return { added: [], moved: [], replayed: structuredClone(replayed) };
   }
+  checkFence?.();
   const first = data.messages[0]?.seq ?? 1;
   const last = data.messages.at(-1)?.seq ?? 0;
   let after = last;

@@ -71,13 +71,14 @@ export function sqliteHistory(ctx: SqliteHistoryContext) {
     /** An idempotent append (`seq` undefined) or a tail replacement. */
     write: write((id: string, seq: number | undefined, encoded: Encoded[], digest: string, options: ReplaceOptions, now: number): Message[] => {
       ctx.exists(id, options.owner);
-      leases.check(id, options.fence);
       const applied = findOperation(
         options.operationId === undefined ? [] : ([h.findOp.get(id, options.operationId)].filter(Boolean) as OperationRecord[]),
         options.operationId,
         digest,
       );
+      // A replay changes nothing: it is answered whatever the fence, as on every store.
       if (applied) return ctx.messages(id, st.rangeOldestFirst.all(id, applied.fromSeq, applied.toSeq, -1));
+      leases.check(id, options.fence);
       const [first, last] = bounds(id);
       let after = last;
       if (seq !== undefined) {

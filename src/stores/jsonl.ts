@@ -110,9 +110,8 @@ export function createFileStore(options: FileStoreOptions): VectorStore {
     checkHistoryOptions(writeOptions, seq);
     return change(id, async (key, entry) => {
       checkOwner(key, writeOptions.owner, entry.session);
-      leases.check(key, writeOptions.fence);
       const now = Date.now();
-      const plan = planHistoryWrite(entry, seq, valid, writeOptions, now);
+      const plan = planHistoryWrite(entry, seq, valid, writeOptions, now, () => leases.check(key, writeOptions.fence));
       if (plan.replayed) return plan.replayed;
       const records: SessionRecord[] = [];
       if (plan.truncateAfter !== undefined && entry.messages.some((m) => m.seq > plan.truncateAfter!)) {

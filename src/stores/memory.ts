@@ -118,9 +118,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): VectorStore
     checkHistoryOptions(options, seq);
     const entry = need(id);
     checkOwner(id, options.owner, entry.session);
-    leases.check(id, options.fence);
     const now = Date.now();
-    const plan = planHistoryWrite(entry, seq, valid, options, now);
+    const plan = planHistoryWrite(entry, seq, valid, options, now, () => leases.check(id, options.fence));
     if (plan.replayed) return plan.replayed;
     applyHistoryWrite(entry, plan);
     activity(id, entry, now);

@@ -42,6 +42,27 @@ export function describeHistory(store: () => SessionStore, reopen: () => Promise
       expect(contents(await store().getMessages(id))).toEqual(["once", "twice"]);
     });
 
+    it("answers a replay whatever its fence, and still refuses a new write with a stale one", async () => {
+      const id = await newSession("hello");
+      const first = await store().acquireLease(id, { ttlMs: 10_000 });
+      const stored = await store().appendMessages(id, [text("a")], { fence: first.fence, operationId: "op-1" });
+      await first.release();
+      const second = await store().acquireLease(id, { ttlMs: 10_000 });
+      try {
+        // The first holder retries a commit whose answer it lost: it applied, so it is not refused.
+        expect(await store().appendMessages(id, [text("a")], { fence: first.fence, operationId: "op-1" })).toEqual(stored);
+        await expectCode(store().appendMessages(id, [text("a")], { fence: first.fence, operationId: "op-2" }), "lease_expired");
+        await expectCode(store().appendMessages(id, [text("b")], { fence: first.fence, operationId: "op-1" }), "operation_conflict");
+        const replaced = await store().replaceAfter(id, 1, [text("b")], { fence: second.fence, operationId: "op-3" });
+        await second.release();
+        await (await store().acquireLease(id, { ttlMs: 10_000 })).release();
+        expect(await store().replaceAfter(id, 1, [text("b")], { fence: second.fence, operationId: "op-3" })).toEqual(replaced);
+        expect(contents(await store().getMessages(id))).toEqual(["hello", "b"]);
+      } finally {
+        await second.release();
+      }
+    });
+
     it("forgets operation ids with their session", async () => {
       const id = await newSession();
       await store().appendMessages(id, [text("x")], { operationId: "op" });

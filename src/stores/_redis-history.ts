@@ -51,7 +51,8 @@ end
  * Returns {firstSeq, lastActivityAt, userId, indexed (1 when the indexes were updated here), the next
  * waiter's token ('' none) or false when no lease was released}; {-1} missing session (or,
  * owner-scoped, another owner's or an expired one); {-2} stale fence; {-3} operation conflict;
- * {-4, first, last} history conflict; {-5, items…} an operation applied before.
+ * {-4, first, last} history conflict; {-5, next waiter's token ('' none) or false when no lease was
+ * released, items…} an operation applied before (its lease released as an applied write's is).
  *
  * A lease released here also advances the fence: a renew of it landing later finds the lease given
  * back rather than lapsed, so it cannot take it back (see LEASE_RENEW).
@@ -79,7 +80,14 @@ if op ~= '' then
     local digest, from, to = string.match(rec, '^(%S+) (%-?%d+) (%-?%d+)$')
     if digest ~= ARGV[8] then return {-3} end
     local lo, hi = math.max(first, tonumber(from)), math.min(last, tonumber(to))
-    local out = {-5}
+    -- A replay changes nothing, but it ends its turn as the write did: the lease goes back (only if
+    -- this writer's token still holds it).
+    local next = false
+    if ARGV[13] ~= '' then
+      next = releaseLease(ARGV[13], KEYS[11])
+      if next and redis.call('EXISTS', FENCE) == 1 then redis.call('INCR', FENCE) end
+    end
+    local out = {-5, next}
     if n > 0 and hi >= lo then
       for _, item in ipairs(redis.call('LRANGE', MSGS, lo - first, hi - first)) do out[#out + 1] = item end
     end

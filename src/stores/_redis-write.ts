@@ -87,8 +87,11 @@ export async function writeHistory(
     case -4:
       checkReplaceTarget(seq!, Number(reply[1]), Number(reply[2]), options.expectedLastSeq);
       throw historyConflict(`seq ${seq} cannot be replaced`);
-    case -5:
-      return parseMessages(id, reply.slice(1) as string[]);
+    case -5: {
+      const next = reply[1] as string | null;
+      if (next !== null) w.leases.releasedByWrite(id, fence!, next || null);
+      return parseMessages(id, reply.slice(2) as string[]);
+    }
   }
   const [firstSeq, lastActivityAt, userId, indexed, next] = reply as [number, string, string, number, string | null];
   if (next !== null) w.leases.releasedByWrite(id, fence!, next || null);

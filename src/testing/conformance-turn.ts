@@ -110,5 +110,42 @@ export function describeTurns(store: () => SessionStore): void {
       await next.release();
       expect((await store().getMessages(id)).map((m) => m.content)).toEqual(["m1", "m2", "q", "again"]);
     });
+
+    it("a replayed write with releaseLease gives back the caller's lease, never another holder's", async (ctx) => {
+      if (!store().capabilities.combinedTurn) ctx.skip(`${store().name} releases leases separately (no combinedTurn)`);
+      const { owner, id } = await setup(1);
+      const turn = [say("q"), { role: "assistant" as const, content: "a" }];
+      const first = await openTurn(store(), id, opening(owner));
+      const stored = await store().appendMessages(id, turn, { fence: first.lease.fence, operationId: "commit", releaseLease: true });
+
+      // A retried commit (its first answer lost) under a new lease: nothing changes, and the turn is
+      // over all the same, so the lease is given back as an applied write would.
+      const retry = await openTurn(store(), id, opening(owner));
+      expect(await store().appendMessages(id, turn, { fence: retry.lease.fence, operationId: "commit", releaseLease: true })).toEqual(stored);
+      const next = await store().acquireLease(id, { waitMs: 200, ttlMs: 10_000 });
+      await retry.lease.release();
+      expect(await retry.lease.renew(10_000)).toBe(false);
+      await expectCode(store().acquireLease(id, { waitMs: 50 }), "session_busy");
+
+      // The same retry with a fence since taken over: an applied operation is still answered with
+      // what it stored, but the lease now held by someone else stays theirs.
+      expect(await store().appendMessages(id, turn, { fence: first.lease.fence, operationId: "commit", releaseLease: true })).toEqual(stored);
+      await expectCode(store().acquireLease(id, { waitMs: 50 }), "session_busy");
+      expect(await next.renew(10_000)).toBe(true);
+
+      // A replacement replayed, and a replay that conflicts (the write fails, so the lease stays held).
+      const edited = await store().replaceAfter(id, 2, [{ role: "assistant", content: "b" }], { fence: next.fence, operationId: "edit", releaseLease: true });
+      const again = await openTurn(store(), id, opening(owner));
+      await expectCode(
+        store().replaceAfter(id, 2, [{ role: "assistant", content: "c" }], { fence: again.lease.fence, operationId: "edit", releaseLease: true }),
+        "operation_conflict",
+      );
+      await expectCode(store().acquireLease(id, { waitMs: 50 }), "session_busy");
+      expect(await store().replaceAfter(id, 2, [{ role: "assistant", content: "b" }], { fence: again.lease.fence, operationId: "edit", releaseLease: true })).toEqual(edited);
+      await (await store().acquireLease(id, { waitMs: 200 })).release();
+      await again.lease.release();
+      await next.release();
+      expect((await store().getMessages(id)).map((m) => m.content)).toEqual(["m1", "q", "b"]);
+    });
   });
 }

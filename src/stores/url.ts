@@ -23,6 +23,29 @@ export function pathOfUrl(url: string, scheme: "file:" | "sqlite:"): string {
 }
 
 /**
+ * Splits a `sqlite:` URL into its location and whether it asks for `?lease=shared` (turn leases in
+ * the file, for several processes on one database), the one parameter it takes. Anything else after
+ * a `?` is refused rather than opened as part of the file name (a `?` in a path is written `%3F`).
+ */
+function sqliteParams(url: string): [location: string, shared: boolean] {
+  const at = url.indexOf("?");
+  if (at < 0) return [url, false];
+  const params = [...new URLSearchParams(url.slice(at + 1))];
+  const unknown = params.find(([name]) => name !== "lease");
+  if (unknown) {
+    throw new ThreadkeepError(
+      "invalid_store_url",
+      `Unknown sqlite: URL parameter "${unknown[0]}": the one parameter is ?lease=shared (write a ? in the path as %3F)`,
+    );
+  }
+  const lease = params.map(([, value]) => value);
+  if (lease.length !== 1 || lease[0] !== "shared") {
+    throw new ThreadkeepError("invalid_store_url", `sqlite: URL parameter lease must be "shared", got "${lease.join(",")}"`);
+  }
+  return [url.slice(0, at), true];
+}
+
+/**
  * Opens the store a URL names: `memory:`, `file:./data/sessions` (JSONL), `sqlite:./data/threadkeep.db`
  * (`?lease=shared` keeps turn leases in the file, for several processes sharing it),
  * `postgres://…`, `redis://…`, `redis+cluster://host:port,host:port` (Redis Cluster). The optional clients (`postgres`, `redis`) are imported only when used.
@@ -43,10 +66,8 @@ export async function createStore(url: string, options: StoreUrlOptions = {}): P
   }
   if (trimmed.startsWith("sqlite:")) {
     const { createSqliteStore } = await importOptional(() => import("./sqlite.js"), "better-sqlite3", "sqlite");
-    // `?lease=shared`: turn leases in the file, for several processes on one database.
-    const shared = /\?lease=shared$/.exec(trimmed);
-    const path = pathOfUrl(shared ? trimmed.slice(0, shared.index) : trimmed, "sqlite:");
-    return createSqliteStore({ path, crossProcessLease: shared !== null });
+    const [location, shared] = sqliteParams(trimmed);
+    return createSqliteStore({ path: pathOfUrl(location, "sqlite:"), crossProcessLease: shared });
   }
   if (trimmed.startsWith("postgres://") || trimmed.startsWith("postgresql://")) {
     const { createPostgresStore } = await import("./postgres.js");

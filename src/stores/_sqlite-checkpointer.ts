@@ -98,14 +98,16 @@ export function createCheckpointer(options: CheckpointerOptions): Checkpointer {
     });
     // A checkpointer never keeps a process alive that has nothing else to do.
     started.unref();
+    // An uncaught error is followed by an exit (code 1): one loss, reported once, with the error.
+    const lose = (error: Error) => {
+      if (lost) return;
+      lost = true;
+      if (!closing) options.onLost(error);
+    };
     exited = new Promise((resolve) => {
-      started.once("error", (error) => {
-        lost = true;
-        if (!closing) options.onLost(error);
-      });
+      started.once("error", lose);
       started.once("exit", (code) => {
-        lost = true;
-        if (!closing && code !== 0) options.onLost(new Error(`the checkpoint worker exited with code ${code}`));
+        lose(new Error(`the checkpoint worker exited with code ${code}`));
         resolve();
       });
     });

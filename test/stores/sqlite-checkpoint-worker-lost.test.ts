@@ -1,0 +1,109 @@
+/**
+ * The SQLite checkpoint worker dying after it started: killed from outside (terminated, exit code 1)
+ * after it has checkpointed, or crashing on an uncaught error. The store warns once, commits
+ * checkpoint past 1,000 pages again (the log does not grow towards the 10,000-page backstop), and every
+ * write and read keeps working. The workers are real; the test only keeps a handle on them, and for
+ * the crash puts a throw in front of the worker's own code.
+ */
+import { mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
+import { newSessionId } from "../../src/core/ids.js";
+import { createSqliteStore } from "../../src/stores/sqlite.js";
+
+const workers = vi.hoisted(() => ({ started: [] as import("node:worker_threads").Worker[], crash: false }));
+vi.mock("node:worker_threads", async (importOriginal) => {
+  const actual = await importOriginal<typeof import("node:worker_threads")>();
+  class Tracked extends actual.Worker {
+    constructor(source: string, options: import("node:worker_threads").WorkerOptions) {
+      super(workers.crash ? `throw new Error("the checkpoint worker crashed");\n${source}` : source, options);
+      workers.started.push(this);
+    }
+  }
+  return { ...actual, Worker: Tracked };
+});
+
+const dir = mkdtempSync(join(tmpdir(), "threadkeep-sqlite-worker-lost-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+afterEach(() => {
+  workers.started.length = 0;
+  workers.crash = false;
+  vi.restoreAllMocks();
+});
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function until(condition: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(10);
+  }
+}
+
+describe("sqlite store whose checkpoint worker dies after it started", () => {
+  it("warns once when the worker is killed, checkpoints in commits again and keeps every write", async () => {
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
+    const path = join(dir, "killed.db");
+    const store = createSqliteStore({ path });
+    try {
+      const session = await store.createSession({ id: newSessionId(), userId: "u" });
+      const append = (content: string) => store.appendMessages(session.id, [{ role: "user", content }]);
+      for (let i = 0; i < 250; i++) await append(`message ${i}`);
+      expect(workers.started).toHaveLength(1);
+      // Let it work a moment (it checkpoints what the first 200 writes logged), then kill it.
+      await sleep(200);
+      const worker = workers.started[0];
+      const exited = new Promise<number>((resolve) => worker.once("exit", resolve));
+      await worker.terminate();
+      expect(await exited).toBe(1);
+      await until(() => warn.mock.calls.length > 0, "the warning");
+      expect(warn).toHaveBeenCalledOnce();
+      expect(String(warn.mock.calls[0][0])).toMatch(/checkpoint worker stopped .*exited with code 1/);
+
+      // ~9 pages an append: 800 appends log about 7,000 pages, far past what the log held so far
+      // (at most the ~1,800 pages of the 200 writes before the first checkpoint). Checkpointing again
+      // at 1,000 pages, the log starts over instead, so the file (as long as the longest log) stays.
+      const longest = statSync(`${path}-wal`).size;
+      for (let i = 0; i < 800; i++) await append(`after ${i}`);
+      expect(statSync(`${path}-wal`).size).toBeLessThanOrEqual(longest);
+      expect(await store.countMessages(session.id)).toBe(1_050);
+      expect((await store.getMessages(session.id, { last: 1 }))[0].content).toBe("after 799");
+      expect(workers.started).toHaveLength(1);
+      expect(warn).toHaveBeenCalledOnce();
+    } finally {
+      await store.close();
+    }
+    // Closed cleanly: the reopened file has everything.
+    const reopened = createSqliteStore({ path, backgroundCheckpoints: false });
+    const [listed] = (await reopened.listSessions("u")).sessions;
+    expect(await reopened.countMessages(listed.id)).toBe(1_050);
+    await reopened.close();
+  }, 60_000);
+
+  it("warns once when the worker crashes on an uncaught error, and keeps every write", async () => {
+    const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
+    workers.crash = true;
+    const path = join(dir, "crashed.db");
+    const store = createSqliteStore({ path });
+    try {
+      const session = await store.createSession({ id: newSessionId(), userId: "u" });
+      for (let i = 0; i < 250; i++) await store.appendMessages(session.id, [{ role: "user", content: `m${i}` }]);
+      expect(workers.started).toHaveLength(1);
+      await new Promise((resolve) => workers.started[0].once("exit", resolve));
+      // The error and the exit that follows it are one loss, reported once.
+      await sleep(50);
+      expect(warn).toHaveBeenCalledOnce();
+      expect(String(warn.mock.calls[0][0])).toContain("the checkpoint worker crashed");
+      // Never checkpointed, the log is past 1,000 pages already: the next commit checkpoints it (a few
+      // pages longer first), and the one after starts it over.
+      for (let i = 0; i < 5; i++) await store.appendMessages(session.id, [{ role: "user", content: `k${i}` }]);
+      const longest = statSync(`${path}-wal`).size;
+      for (let i = 0; i < 800; i++) await store.appendMessages(session.id, [{ role: "user", content: `n${i}` }]);
+      expect(statSync(`${path}-wal`).size).toBeLessThanOrEqual(longest);
+      expect(await store.countMessages(session.id)).toBe(1_055);
+    } finally {
+      await store.close();
+    }
+  }, 60_000);
+});

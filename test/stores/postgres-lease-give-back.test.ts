@@ -78,4 +78,28 @@ describe.skipIf(enabled !== true)("postgres: a grant whose answer was lost", () 
     await again.release();
     expect((await raw`SELECT 1 FROM lease_queue WHERE session_id = ${id}`).length).toBe(0);
   }, 40_000);
+
+  it("takes the lost waiter's place in line back too, so the line does not wait for the ticket to lapse", async () => {
+    const id = newSessionId();
+    await proxied.createSession({ id, userId: "lost-ticket" });
+    const holder = await direct.acquireLease(id, { ttlMs: 60_000 });
+    // The waiter's first try finds the lease held and joins the line; that answer is lost.
+    armed = id;
+    await expect(proxied.acquireLease(id, { waitMs: 10_000 })).rejects.toMatchObject({ code: "store_unavailable" });
+    const tickets = async () =>
+      raw<{ left: string }[]>`SELECT alive_until - threadkeep_now_ms() AS left FROM lease_queue WHERE session_id = ${id}`;
+    const [ticket] = await tickets();
+    expect(Number(ticket.left)).toBeGreaterThan(2_000);
+    proxy.restore();
+    // Gone well before it would have lapsed by itself.
+    const deadline = Date.now() + Number(ticket.left) - 1_000;
+    while ((await tickets()).length > 0) {
+      if (Date.now() > deadline) throw new Error("the lost waiter's ticket was left to lapse");
+      await sleep(50);
+    }
+    await holder.release();
+    const started = Date.now();
+    await (await direct.acquireLease(id, { waitMs: 10_000 })).release();
+    expect(Date.now() - started).toBeLessThan(1_000);
+  }, 40_000);
 });

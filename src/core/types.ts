@@ -147,6 +147,16 @@ export interface AppendOptions {
    * Unset or 0: no cap.
    */
   maxMessages?: number;
+  /**
+   * Bounds the `maxMessages` cap by the session's summaries: it drops the oldest messages beyond
+   * `maxMessages`, but none with a seq past the furthest `toSeq` of the summaries stored when the write
+   * applies (none at all without a summary), so only messages a summary covers are ever dropped. The
+   * store decides this in the same atomic step as the write, so no caller's view of the session,
+   * however stale (another process may have deleted and recreated it), can make it drop more. Only for
+   * stores whose capabilities say `keepUnsummarized`: a store without it would drop unsummarised messages.
+   * @default false
+   */
+  keepUnsummarized?: boolean;
   /** The fence of the turn lease the caller holds; a stale fence makes the append fail with `lease_expired`. */
   fence?: number;
   /**
@@ -396,6 +406,13 @@ export interface StoreCapabilities {
    * @default false
    */
   combinedTurn?: boolean;
+  /**
+   * `appendMessages` and `replaceAfter` honour {@link AppendOptions.keepUnsummarized}: `Memory` with a
+   * summarizer then caps a session in the write that passes the cap (and never otherwise than over
+   * summarised messages). A store without it is given no such cap, and compaction caps it after reading.
+   * @default false
+   */
+  keepUnsummarized?: boolean;
 }
 
 /**
@@ -429,7 +446,8 @@ export interface SessionStore {
 
   /**
    * Appends messages atomically: all or none, with contiguous `seq` after the current last, even
-   * under concurrent appends. Touches the session. Applies `maxMessages` in the same step.
+   * under concurrent appends. Touches the session. Applies `maxMessages` (bounded by `keepUnsummarized`)
+   * in the same step; an empty append applies just that.
    */
   appendMessages(sessionId: string, messages: MessageInput[], options?: AppendOptions): Promise<Message[]>;
   /** Reads messages, oldest first. A missing session reads as empty. */
@@ -443,7 +461,8 @@ export interface SessionStore {
   /**
    * Removes every message with `seq > seq` and appends `messages` after it, in one atomic step: all or
    * nothing, even under concurrent appends (the new messages get seqs from `seq + 1`). Touches the
-   * session; applies `maxMessages`, `fence`, `operationId`, `expectedLastSeq` and `branch` in the same step.
+   * session; applies `maxMessages` (and `keepUnsummarized`), `fence`, `operationId`, `expectedLastSeq` and
+   * `branch` in the same step.
    * @throws `history_conflict` when `seq` is not between the seq before the first stored message and
    * the last one, or the last seq is not `expectedLastSeq`.
    */

@@ -13,6 +13,7 @@ import {
   type MessageInput,
   OPERATION_HISTORY,
   type ReplaceOptions,
+  type Summary,
 } from "../core/types.js";
 import { stampMessages } from "./_util.js";
 
@@ -31,6 +32,15 @@ export interface HistoryData {
   messages: Message[];
   branches: Branch[];
   operations: OperationRecord[];
+  /** The session's summaries: a cap with `keepUnsummarized` drops none past their reach (none without them). */
+  summaries?: readonly Pick<Summary, "toSeq">[];
+}
+
+/** The furthest seq a summary reaches (0: none): a cap with `keepUnsummarized` drops nothing past it. */
+export function summaryReach(summaries: readonly Pick<Summary, "toSeq">[] = []): number {
+  let reach = 0;
+  for (const s of summaries) reach = Math.max(reach, s.toSeq);
+  return reach;
 }
 
 /** The longest operation id accepted. */
@@ -221,7 +231,11 @@ export function planHistoryWrite(
   const all = [...data.messages.slice(0, data.messages.length - removed.length), ...added];
   const plan: HistoryWritePlan = { added, moved: [] };
   if (seq !== undefined) plan.truncateAfter = seq;
-  if (cap > 0 && kept > cap) plan.trimBeforeSeq = all[all.length - cap].seq;
+  if (cap > 0 && kept > cap) {
+    let keepFrom = all[all.length - cap].seq;
+    if (options.keepUnsummarized) keepFrom = Math.min(keepFrom, summaryReach(data.summaries) + 1);
+    if (keepFrom > all[0].seq) plan.trimBeforeSeq = keepFrom;
+  }
   if (options.branch && removed.length > 0) {
     const nextId = (data.branches.at(-1)?.id ?? 0) + 1;
     plan.branch = branchFromRecord({ atSeq: after, parentId: null, reason: options.branch.reason, createdAt: now, metadata: options.branch.metadata, messages: removed }, nextId);

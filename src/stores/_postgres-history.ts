@@ -8,6 +8,7 @@ import type { Branch, BranchRecord, Message, MessageInput, ReplaceOptions } from
 import { OPERATION_HISTORY } from "../core/types.js";
 import { type BranchRow, branchFromRecord, branchNotFound, checkReplaceTarget, historyConflict, operationConflict, toBranch } from "./_history.js";
 import { bodyOf, type PgSql, searchable, toMessage } from "./_postgres-schema.js";
+import { capWithWrite } from "./_postgres-cap.js";
 import { releaseWithWrite } from "./_postgres-turn.js";
 import { messageText } from "./_util.js";
 
@@ -139,19 +140,21 @@ export async function writeHistory(
   const texts = valid.map((m) => searchable(messageText(m)));
   const branchMeta = options.branch?.metadata === undefined ? null : JSON.stringify(options.branch.metadata);
   const owner = options.owner;
+  // A cap bounded by the summaries runs after the write function, which is then given none.
+  const bounded = Boolean(options.keepUnsummarized && options.maxMessages);
   // An owner-scoped write checks the owner in the same statement: the condition is uncorrelated, so
   // PostgreSQL evaluates it once, before the function runs, and another owner's session (or an
   // expired one) gets no row, with nothing written and no operation recorded.
   const [row] = await sql<{ out_status: string; out_first_seq: number; out_last_seq: number; out_created_at: number; waiting?: number | null }[]>`
     WITH w AS (
       SELECT out_status, out_first_seq, out_last_seq, out_created_at FROM threadkeep_write(
-        ${id}, ${seq ?? null}::bigint, ${bodies}::text[], ${texts}::text[], ${options.maxMessages || null}::bigint,
+        ${id}, ${seq ?? null}::bigint, ${bodies}::text[], ${texts}::text[], ${(!bounded && options.maxMessages) || null}::bigint,
         ${options.fence ?? null}::bigint, ${lang}::regconfig, ${options.operationId ?? null}::text, ${digest}::text,
         ${options.expectedLastSeq ?? null}::bigint, ${options.branch?.reason ?? null}::text, ${branchMeta}::text)
       WHERE ${owner ? sql`EXISTS (SELECT 1 FROM sessions WHERE id = ${id} AND user_id = ${owner.userId}
         AND last_activity_at >= ${owner.activeSince ?? Number.MIN_SAFE_INTEGER})` : sql`true`}
     )
-    SELECT out_status, out_first_seq, out_last_seq, out_created_at${release ? releaseWithWrite(sql, id, release.fence) : sql``} FROM w`;
+    SELECT out_status, out_first_seq, out_last_seq, out_created_at${bounded ? capWithWrite(sql, id, options.maxMessages!) : sql``}${release ? releaseWithWrite(sql, id, release.fence) : sql``} FROM w`;
   if (!row) throw new SessionNotFoundError(id);
   switch (row.out_status) {
     case "not_found":

@@ -40,6 +40,20 @@ local function bounds()
 end
 `;
 
+/** The furthest seq the session's summaries reach (0: none): `keepUnsummarized` drops nothing past it. */
+const SUMMARY_REACH = `
+-- Summaries are stored as {"id":…,"fromSeq":…,"toSeq":…, (see SUMMARY); one of another shape counts
+-- as reaching nothing, so the cap keeps more rather than less.
+local function summaryReach()
+  local reach = 0
+  for _, item in ipairs(redis.call('LRANGE', SUMS, 0, -1)) do
+    local to = tonumber(string.match(item, '^{"id":%d+,"fromSeq":%-?%d+,"toSeq":(%-?%d+)[,}]'))
+    if to and to > reach then reach = to end
+  end
+  return reach
+end
+`;
+
 /**
  * KEYS: the session's data keys, then its lease, queue and wake channel, then (on a single Redis, to
  * index in the same step) the owner's index and the global activity and id indexes.
@@ -47,7 +61,8 @@ end
  * ('' none), operation id ('' none), digest, branch reason ('' none), branch metadata JSON ('' none),
  * owner ('' none: not owner-scoped), activeSince ('' none), lease token to release once the write
  * applies ('' none), the owner whose index KEYS names ('' to leave the indexes to the caller), the
- * session id, then one JSON object per message (with createdAt, without seq).
+ * session id, '1' when the cap drops nothing past the summaries' reach (keepUnsummarized) else '', then
+ * one JSON object per message (with createdAt, without seq).
  * Returns {firstSeq, lastActivityAt, userId, indexed (1 when the indexes were updated here), the next
  * waiter's token ('' none) or false when no lease was released}; {-1} missing session (or,
  * owner-scoped, another owner's or an expired one); {-2} stale fence; {-3} operation conflict;
@@ -59,10 +74,10 @@ end
  */
 export const WRITE: RedisScript = script(
   "history-write",
-  `${SESSION}${BRANCH_HEAD}${RECORD}
+  `${SESSION}${BRANCH_HEAD}${SUMMARY_REACH}${RECORD}
 local LEASE, QUEUE = KEYS[9], KEYS[10]
 ${RELEASE}
-local M = 16
+local M = 17
 -- The meta fields this write needs, in one read: the owner (nil: no session), activity and first seq.
 local meta = redis.call('HMGET', META, 'userId', 'lastActivityAt', 'first')
 local user = meta[1]
@@ -142,8 +157,12 @@ if #batch > 0 then redis.call('RPUSH', MSGS, unpack(batch)) end
 local total = n + #ARGV - M + 1
 local max = tonumber(ARGV[4])
 if max > 0 and total > max then
-  redis.call('LTRIM', MSGS, total - max, -1)
-  newFirst = first + total - max
+  local drop = total - max
+  if ARGV[16] == '1' then drop = math.min(drop, summaryReach() - first + 1) end
+  if drop > 0 then
+    redis.call('LTRIM', MSGS, drop, -1)
+    newFirst = first + drop
+  end
 end
 if op ~= '' then
   redis.call('HSET', OPS, op, ARGV[8] .. ' ' .. string.format('%d', seq0) .. ' ' .. string.format('%d', seq0 + #ARGV - M))

@@ -74,6 +74,7 @@ export async function writeHistory(
     token,
     indexOwner,
     id,
+    options.keepUnsummarized ? "1" : "",
     ...bodies,
   ];
   const reply = await w.db.eval<[number, ...unknown[]]>(WRITE, keys, args.map(String));

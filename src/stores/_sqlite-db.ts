@@ -204,7 +204,10 @@ export function openSqliteStoreDb(
       const max = options.maxMessages ?? 0;
       // Seqs have gaps only where a corrupt row was quarantined, so the seq span bounds the count from
       // above: under the cap, the exact (row-walking) cap can be skipped.
-      if (max > 0 && first + encoded.length - (firstSeq ?? first) > max) st.capMessages.run(id, id, max);
+      if (max > 0 && first + encoded.length - (firstSeq ?? first) > max) {
+        if (options.keepUnsummarized) st.capSummarized.run(id, id, max, id);
+        else st.capMessages.run(id, id, max);
+      }
       st.touch.run(now, id);
       // The stored JSON read back, as a later read returns it; seq and createdAt set on it, not spread into a copy.
       return encoded.map(([body], i) => {

@@ -94,7 +94,8 @@ export function sqliteHistory(ctx: SqliteHistoryContext) {
       }
       for (const [i, [body, text]] of encoded.entries()) insert(id, after + 1 + i, now, body, text);
       const max = options.maxMessages ?? 0;
-      if (max > 0) st.capMessages.run(id, id, max);
+      if (max > 0 && options.keepUnsummarized) st.capSummarized.run(id, id, max, id);
+      else if (max > 0) st.capMessages.run(id, id, max);
       st.touch.run(now, id);
       if (options.operationId !== undefined) {
         h.insertOp.run(id, options.operationId, digest, after + 1, after + encoded.length, now);

@@ -152,6 +152,13 @@ export function prepareStatements(db: Database.Database) {
       `DELETE FROM messages WHERE session_id = ? AND seq <= (
          SELECT seq FROM messages WHERE session_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?)`,
     ),
+    // The same, but nothing past the furthest seq a summary reaches (keepUnsummarized): min() is
+    // null, and nothing is deleted, when the session has no more than `?` messages.
+    capSummarized: q(
+      `DELETE FROM messages WHERE session_id = ? AND seq <= min(
+         (SELECT seq FROM messages WHERE session_id = ? ORDER BY seq DESC LIMIT 1 OFFSET ?),
+         (SELECT coalesce(max(to_seq), 0) FROM summaries WHERE session_id = ?))`,
+    ),
     rangeOldestFirst: rows(
       `SELECT ${MESSAGE_COLUMNS} FROM messages m WHERE m.session_id = ? AND m.seq BETWEEN ? AND ?
        ORDER BY m.seq LIMIT ?`,

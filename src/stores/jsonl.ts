@@ -134,7 +134,7 @@ export function createFileStore(options: FileStoreOptions): VectorStore {
 
   const store: VectorStore = {
     name: FILE_STORE_NAME,
-    capabilities: { persistent: true, fullTextSearch: false, crossProcessLease: false, nativeExpiry: false, vectors: true, ownerScope: true },
+    capabilities: { persistent: true, fullTextSearch: false, crossProcessLease: false, nativeExpiry: false, vectors: true, ownerScope: true, keepUnsummarized: true },
     ...sidecarVectors(() => store, fileVectorSidecar(dir)),
 
     async createSession(input) {

@@ -128,7 +128,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): VectorStore
 
   return {
     name: MEMORY_STORE_NAME,
-    capabilities: { persistent: false, fullTextSearch: false, crossProcessLease: false, nativeExpiry: true, vectors: true, ownerScope: true },
+    capabilities: { persistent: false, fullTextSearch: false, crossProcessLease: false, nativeExpiry: true, vectors: true, ownerScope: true, keepUnsummarized: true },
 
     async putEmbeddings(id: string, model: string, items: EmbeddingInput[]) {
       const entry = need(id);

@@ -26,6 +26,7 @@ import { PostgresLeases } from "./_postgres-lease.js";
 import { PgOperations } from "./_postgres-operations.js";
 import { timeoutsOf } from "./_postgres-timeouts.js";
 import { searchMessages } from "./_postgres-search.js";
+import { capWithWrite } from "./_postgres-cap.js";
 import { openedTurnOf, releaseWithWrite } from "./_postgres-turn.js";
 import { missingVectors, putVectors, searchVectors } from "./_postgres-vectors.js";
 import {
@@ -210,6 +211,7 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
       vectors: true,
       ownerScope: true,
       combinedTurn: true,
+      keepUnsummarized: true,
     },
 
     putEmbeddings: (id: string, model: string, items: EmbeddingInput[]) =>
@@ -290,18 +292,20 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
       const texts = valid.map((m) => searchable(messageText(m)));
       const owner = append.owner;
       const fence = releasing(append);
+      // A cap bounded by the summaries runs after the append function, which is then given none.
+      const bounded = Boolean(append.keepUnsummarized && append.maxMessages);
       return run("appendMessages", async (sql) => {
         // The owner check is an uncorrelated condition: PostgreSQL evaluates it once, before the
         // function runs, so another owner's session gets no row and nothing is written.
         const [row] = await sql<{ out_status: string; out_first_seq: number; out_created_at: number; waiting?: number | null }[]>`
           WITH w AS (
             SELECT out_status, out_first_seq, out_created_at FROM threadkeep_append_queued(
-              ${id}, ${bodies}::text[], ${texts}::text[], ${append.maxMessages || null}::bigint,
+              ${id}, ${bodies}::text[], ${texts}::text[], ${(!bounded && append.maxMessages) || null}::bigint,
               ${append.fence ?? null}::bigint, ${lang}::regconfig)
             WHERE ${owner ? sql`EXISTS (SELECT 1 FROM sessions WHERE id = ${id} AND user_id = ${owner.userId}
               AND last_activity_at >= ${owner.activeSince ?? Number.MIN_SAFE_INTEGER})` : sql`true`}
           )
-          SELECT out_status, out_first_seq, out_created_at${fence === undefined ? sql`` : releaseWithWrite(sql, id, fence)} FROM w`;
+          SELECT out_status, out_first_seq, out_created_at${bounded ? capWithWrite(sql, id, append.maxMessages!) : sql``}${fence === undefined ? sql`` : releaseWithWrite(sql, id, fence)} FROM w`;
         if (!row || row.out_status === "not_found") throw new SessionNotFoundError(id);
         if (row.out_status === "lease_expired") {
           throw new ThreadkeepError(

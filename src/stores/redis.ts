@@ -212,6 +212,7 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
       vectors: true,
       ownerScope: true,
       combinedTurn: true,
+      keepUnsummarized: true,
     },
     ...sidecarVectors(() => store, vectorSidecar),
 

@@ -246,6 +246,7 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
       vectors: true,
       ownerScope: true,
       combinedTurn: true,
+      keepUnsummarized: true,
     },
 
     async createSession(input) {

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isThreadkeepError, type ErrorCode } from "../core/errors.js";
 import { newSessionId } from "../core/ids.js";
 import type { MessageInput, SessionStore } from "../core/types.js";
+import { describeSummaryBoundedCap } from "./conformance-cap.js";
 import { describeHistory } from "./conformance-history.js";
 import { describeVectors } from "./conformance-vectors.js";
 import { describeOwnerScope } from "./conformance-owner.js";
@@ -604,6 +605,7 @@ export function runStoreConformance(name: string, openStore: OpenStore, options:
     describeVectors(() => store, target.name);
     describeOwnerScope(() => store);
     describeTurns(() => store);
+    describeSummaryBoundedCap(() => store);
 
     describeHistory(
       () => store,

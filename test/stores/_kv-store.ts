@@ -120,7 +120,7 @@ export function createKeyValueStore(db: KeyValue): SessionStore {
 
   return {
     name: "key-value",
-    capabilities: { persistent: true, fullTextSearch: false, crossProcessLease: true, nativeExpiry: false },
+    capabilities: { persistent: true, fullTextSearch: false, crossProcessLease: true, nativeExpiry: false, keepUnsummarized: true },
 
     createSession: (input) =>
       exclusive(async () => {

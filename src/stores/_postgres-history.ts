@@ -122,7 +122,8 @@ const BRANCH_COLUMNS = "id, at_seq, parent_id, reason, created_at, metadata, mes
 
 /**
  * An idempotent append (`seq` undefined) or a tail replacement, in one round trip, owner-scoped too
- * (`options.owner`). A replayed operation reads its stored messages in a second one. With `release`
+ * (`options.owner`). A replayed operation reads its stored messages in a second one. `holder` is the
+ * token of the grant of `options.fence` when known (see `_postgres-fence.ts`). With `release`
  * the turn lease of its fence is given back in the same statement (see `releaseWithWrite`), and
  * `release.done` hears of it (with the number of waiting tickets) once the write applied.
  */
@@ -134,6 +135,7 @@ export async function writeHistory(
   valid: MessageInput[],
   digest: string,
   options: ReplaceOptions,
+  holder: string | null,
   release?: { fence: number; done: (waiting: number | null) => void },
 ): Promise<Message[]> {
   const bodies = valid.map(bodyOf);
@@ -147,9 +149,9 @@ export async function writeHistory(
   // expired one) gets no row, with nothing written and no operation recorded.
   const [row] = await sql<{ out_status: string; out_first_seq: number; out_last_seq: number; out_created_at: number; waiting?: number | null }[]>`
     WITH w AS (
-      SELECT out_status, out_first_seq, out_last_seq, out_created_at FROM threadkeep_write(
+      SELECT out_status, out_first_seq, out_last_seq, out_created_at FROM threadkeep_write_held(
         ${id}, ${seq ?? null}::bigint, ${bodies}::text[], ${texts}::text[], ${(!bounded && options.maxMessages) || null}::bigint,
-        ${options.fence ?? null}::bigint, ${lang}::regconfig, ${options.operationId ?? null}::text, ${digest}::text,
+        ${options.fence ?? null}::bigint, ${holder}::text, ${lang}::regconfig, ${options.operationId ?? null}::text, ${digest}::text,
         ${options.expectedLastSeq ?? null}::bigint, ${options.branch?.reason ?? null}::text, ${branchMeta}::text)
       WHERE ${owner ? sql`EXISTS (SELECT 1 FROM sessions WHERE id = ${id} AND user_id = ${owner.userId}
         AND last_activity_at >= ${owner.activeSince ?? Number.MIN_SAFE_INTEGER})` : sql`true`}
@@ -191,16 +193,26 @@ const upsert = (tx: PgSql | Tx, id: string, b: Branch) => tx`
   ON CONFLICT (session_id, id) DO UPDATE SET at_seq = excluded.at_seq, parent_id = excluded.parent_id,
     reason = excluded.reason, created_at = excluded.created_at, metadata = excluded.metadata, messages = excluded.messages`;
 
-/** Swaps a main-line branch with the tail after its point, in one transaction. */
-export function switchBranch(sql: PgSql, lang: string, id: string, branchId: number, fence: number | undefined): Promise<Branch> {
+/**
+ * Swaps a main-line branch with the tail after its point, in one transaction; with `fence`, only while
+ * that lease (of `holder`, when known) holds the session (`threadkeep_lease_refused`).
+ */
+export function switchBranch(
+  sql: PgSql,
+  lang: string,
+  id: string,
+  branchId: number,
+  fence: number | undefined,
+  holder: string | null,
+): Promise<Branch> {
   return sql.begin(async (tx) => {
     await tx`SELECT pg_advisory_xact_lock(hashtextextended(${id}, 0))`;
-    const [session] = await tx<{ last_seq: number; first: number | null; fence: number | null }[]>`
+    const [session] = await tx<{ last_seq: number; first: number | null; refused: boolean }[]>`
       SELECT s.last_seq, (SELECT min(seq) FROM messages WHERE session_id = s.id) AS first,
-             (SELECT fence FROM leases WHERE session_id = s.id) AS fence
+             ${fence === undefined ? tx`false` : tx`threadkeep_lease_refused(s.id, ${fence}::bigint, ${holder}::text)`} AS refused
       FROM sessions s WHERE s.id = ${id} FOR UPDATE`;
     if (!session) throw new SessionNotFoundError(id);
-    if (fence !== undefined && session.fence !== null && session.fence > fence) {
+    if (session.refused) {
       throw new ThreadkeepError("lease_expired", `The turn lease of session ${id} expired and was taken over`);
     }
     const branches = await listBranches(tx, id);

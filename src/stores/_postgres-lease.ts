@@ -15,9 +15,12 @@
  *   that grants the lease (`_postgres-turn.ts`), and a write with `releaseLease` gives the lease back
  *   in its own statement ({@link PostgresLeases.releasedByWrite} tells this instance).
  * - `set_config('synchronous_commit', 'off', true)` in a statement lets its transaction commit without
- *   waiting for the WAL flush. Only what a server crash may lose harmlessly uses it (a crash fails
- *   every holder and waiter anyway): releases (the lease would lapse) and tickets. Grants stay
- *   durable, so a fence is never handed out twice.
+ *   waiting for the WAL flush. What a server crash may lose harmlessly uses it (a crash fails every
+ *   holder and waiter anyway): releases (the lease would lapse) and tickets; and the grants of turns
+ *   (`open(…, read)`), so that a turn waits for one flush, its write's. A lost grant may see its fence
+ *   handed out again, so every grant names its holder (`leases.holder`, a random token per waiter) and
+ *   a write checks both ({@link PostgresLeases.holder}, `_postgres-fence.ts`). Grants of
+ *   {@link PostgresLeases.acquire} stay durable: a write with their fence is sound by number alone.
  */
 import { randomUUID } from "node:crypto";
 import { ThreadkeepError } from "../core/errors.js";
@@ -71,9 +74,15 @@ export interface Granted {
 /** A lease this instance was granted and has not seen given back. */
 interface Held {
   sessionId: string;
+  fence: number;
+  /** The waiter's token the grant named (`leases.holder`): writes, renew and release present it. */
+  token: string;
   /** Given back (by its release, or by a write with `releaseLease`): release and renew do nothing. */
   released: boolean;
 }
+
+/** One key per grant held here: a fence is unique per session unless a crash lost its first grant. */
+const heldKey = (sessionId: string, fence: number) => `${sessionId}\n${fence}`;
 
 /** What the leases need from their store. */
 export interface LeaseHost {
@@ -93,7 +102,7 @@ export interface LeaseHost {
 export class PostgresLeases {
   #host: LeaseHost;
   #lines = new Map<string, Line>();
-  #held = new Map<number, Held>();
+  #held = new Map<string, Held>();
   #drivers = new Set<Promise<void>>();
   #heartbeat: NodeJS.Timeout | null = null;
   #listening: Promise<unknown> | null = null;
@@ -170,7 +179,7 @@ export class PostgresLeases {
     await Promise.race([Promise.allSettled(this.#drivers), patience]);
     clearTimeout(timer);
     // Give held turns back so other processes need not wait for the lapse; best effort on the way out.
-    await Promise.allSettled([...this.#held].map(([fence, held]) => this.#release(held.sessionId, fence)));
+    await Promise.allSettled([...this.#held.values()].map((held) => this.#release(held)));
   }
 
   #start(sessionId: string, line: Line): void {
@@ -196,6 +205,10 @@ export class PostgresLeases {
           );
           attempt = rows[0];
           if (attempt.ticket != null) head.ticket = attempt.ticket;
+          if (attempt.fence != null && this.#held.has(heldKey(sessionId, attempt.fence))) {
+            attempt.fence = await this.#refence(sessionId, head.token, attempt.fence);
+            if (attempt.fence === null) continue;
+          }
         }
         if (attempt?.fence != null) {
           this.#grant(sessionId, line, head, rows);
@@ -238,7 +251,8 @@ export class PostgresLeases {
    * One try for the first waiter, in one round trip. Without a ticket (it just arrived) it takes the
    * lease only if nobody waits, else it joins the line and gets a ticket; with one it takes the lease
    * if no live ticket is ahead of it, and otherwise keeps its ticket alive. With the waiter's `read`,
-   * a grant also reads the turn's data, after the grant holds the row (see `_postgres-turn.ts`).
+   * a grant also reads the turn's data, after the grant holds the row (see `_postgres-turn.ts`), and
+   * commits without waiting for the WAL flush: the turn's write flushes it (see `_postgres-fence.ts`).
    */
   #attempt(sql: PgSql, sessionId: string, ticket: number | null, waiter: Waiter) {
     const { ttlMs, token, read } = waiter;
@@ -267,11 +281,27 @@ export class PostgresLeases {
         UPDATE lease_queue SET alive_until = threadkeep_now_ms() + ${TICKET_TTL_MS}
         WHERE ticket = ${ticket} AND NOT EXISTS (SELECT 1 FROM g)
       )
-      SELECT a.*${read ? sql`, r.*` : sql``} FROM (
+      SELECT a.*${read ? sql`, set_config('synchronous_commit', 'off', true) AS async_commit, r.*` : sql``} FROM (
         SELECT (SELECT fence FROM g) AS fence, (SELECT expires_at FROM g) AS expires_at,
                (SELECT ticket FROM joined) AS ticket, (SELECT expires_at FROM cur) AS held_until,
                threadkeep_now_ms() AS now
       ) a ${read ? turnReadCall(sql, sessionId, read) : sql``}`;
+  }
+
+  /**
+   * A grant whose fence is held here already: a crash lost that earlier grant (and the sequence's
+   * advance), and the fence came round again. Writes find their holder by session and fence, so the
+   * new grant takes a fresh fence; the earlier holder's writes fail on its own token either way.
+   * @returns the new fence, or null when the grant is gone too.
+   */
+  async #refence(sessionId: string, token: string, fence: number): Promise<number | null> {
+    const [row] = await this.#host.run(
+      `acquireLease(${sessionId})`,
+      (sql) => sql<{ fence: number }[]>`
+        UPDATE leases SET fence = nextval('lease_fence')
+        WHERE session_id = ${sessionId} AND fence = ${fence} AND holder = ${token} RETURNING fence`,
+    );
+    return row?.fence ?? null;
   }
 
   /** Gives every later waiter of the line a ticket, in their local order, in one statement. */
@@ -296,11 +326,11 @@ export class PostgresLeases {
   #grant(sessionId: string, line: Line, waiter: Waiter, rows: Attempt[]): void {
     const attempt = rows[0];
     const fence = attempt.fence!;
-    const held: Held = { sessionId, released: false };
-    this.#held.set(fence, held);
+    const held: Held = { sessionId, fence, token: waiter.token, released: false };
+    this.#held.set(heldKey(sessionId, fence), held);
     if (waiter.done) {
       // Its wait ran out while the grant was on the wire: give the turn straight back (else it lapses).
-      void this.#release(sessionId, fence).catch(() => {});
+      void this.#release(held).catch(() => {});
       return;
     }
     this.#settle(sessionId, line, waiter, null);
@@ -310,14 +340,14 @@ export class PostgresLeases {
       expiresAt: attempt.expires_at!,
       renew: async (ttlMs) => {
         if (held.released) return false;
-        const until = await this.#renew(sessionId, fence, ttlMs);
+        const until = await this.#renew(held, ttlMs);
         if (until === null) return false;
         lease.expiresAt = until;
         return true;
       },
       release: async () => {
         if (held.released) return;
-        await this.#release(sessionId, fence);
+        await this.#release(held);
         held.released = true;
       },
     };
@@ -332,10 +362,10 @@ export class PostgresLeases {
    * `threadkeep_release_written` for why not in the write's).
    */
   releasedByWrite(sessionId: string, fence: number, waiting: number | null): void {
-    const held = this.#held.get(fence);
-    if (held?.sessionId === sessionId) {
+    const held = this.#held.get(heldKey(sessionId, fence));
+    if (held) {
       held.released = true;
-      this.#held.delete(fence);
+      this.#held.delete(heldKey(sessionId, fence));
     }
     const line = this.#lines.get(sessionId);
     const ours = line ? line.queue.filter((w) => w.ticket !== undefined && !w.done).length : 0;
@@ -354,32 +384,41 @@ export class PostgresLeases {
   }
 
   /**
-   * Extends the lease while `fence` is still the session's newest grant: a lapsed lease nobody took
+   * The token of the lease of `fence` held here, for a write fenced by it (see `_postgres-fence.ts`);
+   * undefined for a fence this instance did not grant or has seen given back.
+   */
+  holder(sessionId: string, fence: number): string | undefined {
+    return this.#held.get(heldKey(sessionId, fence))?.token;
+  }
+
+  /**
+   * Extends the lease while its grant is still the session's newest: a lapsed lease nobody took
    * since is taken back, a released one (expires_at 0) is not. @returns the new lapse time, or null.
    */
-  async #renew(sessionId: string, fence: number, ttlMs: number): Promise<number | null> {
+  async #renew({ sessionId, fence, token }: Held, ttlMs: number): Promise<number | null> {
     const [row] = await this.#host.run(
       `renew lease of ${sessionId}`,
       (sql) => sql<{ expires_at: number; now: number }[]>`
         UPDATE leases SET expires_at = threadkeep_now_ms() + ${Math.max(1, Math.floor(ttlMs))}
-        WHERE session_id = ${sessionId} AND fence = ${fence} AND expires_at > 0
+        WHERE session_id = ${sessionId} AND fence = ${fence} AND holder = ${token} AND expires_at > 0
         RETURNING expires_at, threadkeep_now_ms() AS now`,
     );
     return row ? row.expires_at - row.now + Date.now() : null;
   }
 
-  async #release(sessionId: string, fence: number): Promise<void> {
+  async #release(held: Held): Promise<void> {
+    const { sessionId, fence, token } = held;
     await this.#host.run(
       `release lease of ${sessionId}`,
       (sql) => sql`
         WITH r AS (
-          UPDATE leases SET expires_at = 0 WHERE session_id = ${sessionId} AND fence = ${fence} RETURNING session_id
+          UPDATE leases SET expires_at = 0
+          WHERE session_id = ${sessionId} AND fence = ${fence} AND holder = ${token} RETURNING session_id
         )
         SELECT pg_notify(${this.#host.channel}, session_id), set_config('synchronous_commit', 'off', true) FROM r`,
     );
-    const held = this.#held.get(fence);
-    if (held) held.released = true;
-    this.#held.delete(fence);
+    held.released = true;
+    if (this.#held.get(heldKey(sessionId, fence)) === held) this.#held.delete(heldKey(sessionId, fence));
     this.#signal(sessionId);
   }
 

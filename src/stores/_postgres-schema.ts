@@ -7,6 +7,7 @@ import type postgres from "postgres";
 import { ThreadkeepError } from "../core/errors.js";
 import type { Message, MessageInput, Session, Summary } from "../core/types.js";
 import { migrateSummaryCap } from "./_postgres-cap.js";
+import { migrateHeldWrites } from "./_postgres-fence.js";
 import { migrateHistory } from "./_postgres-history.js";
 import { migrateTurnRead, migrateTurnRelease } from "./_postgres-turn.js";
 import { migrateVectors } from "./_postgres-vectors.js";
@@ -177,6 +178,7 @@ const MIGRATIONS: Migration[] = [
   { version: 7, up: (tx) => migrateTurnRead(tx) },
   { version: 8, up: (tx) => migrateTurnRelease(tx) },
   { version: 9, up: (tx) => migrateSummaryCap(tx) },
+  { version: 10, up: (tx) => migrateHeldWrites(tx) },
 ];
 
 /** The newest schema version this code knows. */

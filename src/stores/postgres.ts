@@ -187,6 +187,12 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
     return (newest ? found.reverse() : found).map(toMessage);
   };
 
+  /**
+   * The token of the holder a fenced write comes from, when this instance granted its fence: the write
+   * then applies only while that very grant holds the lease (see `_postgres-fence.ts`).
+   */
+  const holderOf = (id: string, fence: number | undefined) => (fence === undefined ? null : (leases.holder(id, fence) ?? null));
+
   /** The fence a write gives back with itself (`releaseLease`), if any. */
   const releasing = (options: AppendOptions) => (options.releaseLease && options.fence !== undefined ? options.fence : undefined);
 
@@ -198,7 +204,8 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
     const fence = releasing(options);
     // After a write that released its lease, the holder's lease object and the waiters learn it.
     const release = fence === undefined ? undefined : { fence, done: (waiting: number | null) => leases.releasedByWrite(id, fence, waiting) };
-    return run("writeHistory", (sql) => history.writeHistory(sql, lang, id, seq, valid, digest, options, release));
+    const holder = holderOf(id, options.fence);
+    return run("writeHistory", (sql) => history.writeHistory(sql, lang, id, seq, valid, digest, options, holder, release));
   };
 
   return {
@@ -294,14 +301,15 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
       const fence = releasing(append);
       // A cap bounded by the summaries runs after the append function, which is then given none.
       const bounded = Boolean(append.keepUnsummarized && append.maxMessages);
+      const holder = holderOf(id, append.fence);
       return run("appendMessages", async (sql) => {
         // The owner check is an uncorrelated condition: PostgreSQL evaluates it once, before the
         // function runs, so another owner's session gets no row and nothing is written.
         const [row] = await sql<{ out_status: string; out_first_seq: number; out_created_at: number; waiting?: number | null }[]>`
           WITH w AS (
-            SELECT out_status, out_first_seq, out_created_at FROM threadkeep_append_queued(
+            SELECT out_status, out_first_seq, out_created_at FROM threadkeep_append_held(
               ${id}, ${bodies}::text[], ${texts}::text[], ${(!bounded && append.maxMessages) || null}::bigint,
-              ${append.fence ?? null}::bigint, ${lang}::regconfig)
+              ${append.fence ?? null}::bigint, ${holder}::text, ${lang}::regconfig)
             WHERE ${owner ? sql`EXISTS (SELECT 1 FROM sessions WHERE id = ${id} AND user_id = ${owner.userId}
               AND last_activity_at >= ${owner.activeSince ?? Number.MIN_SAFE_INTEGER})` : sql`true`}
           )
@@ -326,7 +334,7 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
     listBranches: (id) => run("listBranches", (sql) => history.listBranches(sql, id)),
 
     switchBranch: (id, branchId, switchOptions = {}) =>
-      run("switchBranch", (sql) => history.switchBranch(sql, lang, id, branchId, switchOptions.fence)),
+      run("switchBranch", (sql) => history.switchBranch(sql, lang, id, branchId, switchOptions.fence, holderOf(id, switchOptions.fence))),
 
     saveBranch: (id, record) => run("saveBranch", (sql) => history.saveBranch(sql, id, record)),
 

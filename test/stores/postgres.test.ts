@@ -203,6 +203,8 @@ describe.runIf(enabled === true)("postgres store specifics", () => {
     const session = await store.createSession({ id: newSessionId(), userId: "u" });
     const other = open();
     try {
+      // Connected first, so the 150 ms below cover the waiter's first try, not the store's opening.
+      await other.listAllSessions({ limit: 1 });
       const order: string[] = [];
       const held = await store.acquireLease(session.id);
       const take = (s: SessionStore, name: string) =>

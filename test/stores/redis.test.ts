@@ -239,10 +239,17 @@ describe.skipIf(enabled !== true)("redis store specifics", () => {
     await s.appendMessages(session.id, [{ role: "user", content: "before" }]);
 
     // A stalled server (paused, or a path that stops delivering): the reply deadline answers for it.
+    // Two commands in flight with deadlines 300 ms apart: each expires by its own.
     for (const sock of sockets) sock.pause();
     const stalled = Date.now();
-    await expectCode(s.getMessages(session.id), "store_unavailable");
+    const first = s.getMessages(session.id);
+    await sleep(300);
+    const secondAt = Date.now();
+    const second = s.countMessages(session.id);
+    await expectCode(first, "store_unavailable");
     expect(Date.now() - stalled).toBeLessThan(1_500);
+    await expectCode(second, "store_unavailable");
+    expect(Date.now() - secondAt).toBeLessThan(1_500);
     for (const sock of sockets) sock.resume();
     expect((await s.getMessages(session.id)).map((m) => m.content)).toEqual(["before"]);
 

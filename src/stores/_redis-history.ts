@@ -54,15 +54,37 @@ local function summaryReach()
 end
 `;
 
+/** The options of a history write after its messages, in the order of {@link WRITE}'s ARGV. */
+export const WRITE_OPTIONS = [
+  "now",
+  "ttl",
+  "maxMessages",
+  "indexOwner",
+  "sessionId",
+  "owner",
+  "activeSince",
+  "fence",
+  "token",
+  "operationId",
+  "digest",
+  "after",
+  "expectedLastSeq",
+  "branchReason",
+  "branchMetadata",
+  "keepUnsummarized",
+] as const;
+
 /**
- * KEYS: the session's data keys, then its lease, queue and wake channel, then (on a single Redis, to
- * index in the same step) the owner's index and the global activity and id indexes.
- * ARGV: now, ttl, fence ('' none), maxMessages (0 none), after ('' for an append), expectedLastSeq
- * ('' none), operation id ('' none), digest, branch reason ('' none), branch metadata JSON ('' none),
- * owner ('' none: not owner-scoped), activeSince ('' none), lease token to release once the write
- * applies ('' none), the owner whose index KEYS names ('' to leave the indexes to the caller), the
- * session id, '1' when the cap drops nothing past the summaries' reach (keepUnsummarized) else '', then
- * one JSON object per message (with createdAt, without seq).
+ * KEYS: the session's data keys; then, on a single Redis when `indexOwner` is set (to index in the
+ * same step), the owner's index and the global activity and id indexes; then, when `token` is set,
+ * the session's lease, queue and wake channel.
+ * ARGV: the number of messages, one JSON object per message (with createdAt, without seq), then the
+ * options of {@link WRITE_OPTIONS}, trailing empty ones left out (so a plain append sends few):
+ * now, ttl, maxMessages (0 none), the owner whose index KEYS names ('' to leave the indexes to the
+ * caller), the session id, owner ('' none: not owner-scoped), activeSince ('' none), fence ('' none),
+ * lease token to release once the write applies ('' none), operation id ('' none), digest, after ('' for
+ * an append), expectedLastSeq ('' none), branch reason ('' none), branch metadata JSON ('' none), '1'
+ * when the cap drops nothing past the summaries' reach (keepUnsummarized) else ''.
  * Returns {firstSeq, lastActivityAt, userId, indexed (1 when the indexes were updated here), the next
  * waiter's token ('' none) or false when no lease was released}; {-1} missing session (or,
  * owner-scoped, another owner's or an expired one); {-2} stale fence; {-3} operation conflict;
@@ -75,31 +97,35 @@ end
 export const WRITE: RedisScript = script(
   "history-write",
   `${SESSION}${BRANCH_HEAD}${SUMMARY_REACH}${RECORD}
-local LEASE, QUEUE = KEYS[9], KEYS[10]
+local count = tonumber(ARGV[1])
+local o = count + 2
+local function opt(i) return ARGV[o + i] or '' end
+local now, ttl, max, indexOwner, sessionId = tonumber(ARGV[o]), tonumber(ARGV[o + 1]), tonumber(ARGV[o + 2]), opt(3), opt(4)
+local owner, activeSince, fence, token, op, digest = opt(5), opt(6), opt(7), opt(8), opt(9), opt(10)
+local L = 9
+if indexOwner ~= '' then L = 12 end
+local LEASE, QUEUE = KEYS[L], KEYS[L + 1]
 ${RELEASE}
-local M = 17
 -- The meta fields this write needs, in one read: the owner (nil: no session), activity and first seq.
 local meta = redis.call('HMGET', META, 'userId', 'lastActivityAt', 'first')
 local user = meta[1]
 if not user then return {-1} end
-if ARGV[11] ~= '' and (user ~= ARGV[11] or (ARGV[12] ~= '' and tonumber(meta[2]) < tonumber(ARGV[12]))) then return {-1} end
-local now = tonumber(ARGV[1])
+if owner ~= '' and (user ~= owner or (activeSince ~= '' and tonumber(meta[2]) < tonumber(activeSince))) then return {-1} end
 local n = redis.call('LLEN', MSGS)
 local first = 1
 if n > 0 then first = tonumber(meta[3] or '1') end
 local last = first + n - 1
-local op = ARGV[7]
 if op ~= '' then
   local rec = redis.call('HGET', OPS, op)
   if rec then
-    local digest, from, to = string.match(rec, '^(%S+) (%-?%d+) (%-?%d+)$')
-    if digest ~= ARGV[8] then return {-3} end
+    local applied, from, to = string.match(rec, '^(%S+) (%-?%d+) (%-?%d+)$')
+    if applied ~= digest then return {-3} end
     local lo, hi = math.max(first, tonumber(from)), math.min(last, tonumber(to))
     -- A replay changes nothing, but it ends its turn as the write did: the lease goes back (only if
     -- this writer's token still holds it).
     local next = false
-    if ARGV[13] ~= '' then
-      next = releaseLease(ARGV[13], KEYS[11])
+    if token ~= '' then
+      next = releaseLease(token, KEYS[L + 2])
       if next and redis.call('EXISTS', FENCE) == 1 then redis.call('INCR', FENCE) end
     end
     local out = {-5, next}
@@ -109,18 +135,18 @@ if op ~= '' then
     return out
   end
 end
-if ARGV[3] ~= '' then
+if fence ~= '' then
   local current = tonumber(redis.call('GET', FENCE) or '0')
-  if current > tonumber(ARGV[3]) then return {-2} end
+  if current > tonumber(fence) then return {-2} end
 end
 local after = last
-if ARGV[5] ~= '' then
-  local seq = tonumber(ARGV[5])
-  if (ARGV[6] ~= '' and tonumber(ARGV[6]) ~= last) or seq < first - 1 or seq > last then return {-4, first, last} end
+if opt(11) ~= '' then
+  local seq, expected, reason = tonumber(opt(11)), opt(12), opt(13)
+  if (expected ~= '' and tonumber(expected) ~= last) or seq < first - 1 or seq > last then return {-4, first, last} end
   after = seq
   local keep = seq - first + 1
   if keep < n then
-    if ARGV[9] ~= '' then
+    if reason ~= '' then
       local id = redis.call('HINCRBY', META, 'branchSeq', 1)
       local all = redis.call('HGETALL', BRANCHES)
       for i = 1, #all, 2 do
@@ -128,9 +154,9 @@ if ARGV[5] ~= '' then
         if parent == 'null' and at > seq then setParent(all[i], all[i + 1], string.format('%d', id)) end
       end
       local extra = ''
-      if ARGV[10] ~= '' then extra = ',"metadata":' .. ARGV[10] end
+      if opt(14) ~= '' then extra = ',"metadata":' .. opt(14) end
       redis.call('HSET', BRANCHES, id, '{"parentId":null,"atSeq":' .. string.format('%d', seq) .. ',"id":' ..
-        string.format('%d', id) .. ',"reason":"' .. ARGV[9] .. '","createdAt":' .. string.format('%d', now) .. extra ..
+        string.format('%d', id) .. ',"reason":"' .. reason .. '","createdAt":' .. string.format('%d', now) .. extra ..
         ',"messages":[' .. table.concat(redis.call('LRANGE', MSGS, math.max(keep, 0), -1), ',') .. ']}')
       inheritExpiry(BRANCHES)
     end
@@ -146,26 +172,25 @@ if n == 0 then
 end
 local seq0 = after + 1
 local batch = {}
-for i = M, #ARGV do
-  batch[#batch + 1] = '{"seq":' .. string.format('%d', seq0 + i - M) .. ',' .. string.sub(ARGV[i], 2)
+for i = 2, count + 1 do
+  batch[#batch + 1] = '{"seq":' .. string.format('%d', seq0 + i - 2) .. ',' .. string.sub(ARGV[i], 2)
   if #batch == 1000 then
     redis.call('RPUSH', MSGS, unpack(batch))
     batch = {}
   end
 end
 if #batch > 0 then redis.call('RPUSH', MSGS, unpack(batch)) end
-local total = n + #ARGV - M + 1
-local max = tonumber(ARGV[4])
+local total = n + count
 if max > 0 and total > max then
   local drop = total - max
-  if ARGV[16] == '1' then drop = math.min(drop, summaryReach() - first + 1) end
+  if opt(15) == '1' then drop = math.min(drop, summaryReach() - first + 1) end
   if drop > 0 then
     redis.call('LTRIM', MSGS, drop, -1)
     newFirst = first + drop
   end
 end
 if op ~= '' then
-  redis.call('HSET', OPS, op, ARGV[8] .. ' ' .. string.format('%d', seq0) .. ' ' .. string.format('%d', seq0 + #ARGV - M))
+  redis.call('HSET', OPS, op, digest .. ' ' .. string.format('%d', seq0) .. ' ' .. string.format('%d', seq0 + count - 1))
   redis.call('RPUSH', OPSQ, op)
   if redis.call('LLEN', OPSQ) > ${OPERATION_HISTORY} then redis.call('HDEL', OPS, redis.call('LPOP', OPSQ)) end
   inheritExpiry(OPS)
@@ -173,15 +198,14 @@ if op ~= '' then
 end
 -- Activity never moves back. Kept as a string (the stored one when it is ahead of now), so the reply
 -- and the indexes carry exactly what the meta holds.
-local score = ARGV[1]
+local score = ARGV[o]
 if tonumber(meta[2]) >= now then score = meta[2] end
 if newFirst then redis.call('HSET', META, 'lastActivityAt', score, 'first', newFirst)
 elseif score ~= meta[2] then redis.call('HSET', META, 'lastActivityAt', score) end
-local ttl = tonumber(ARGV[2])
 local at = tonumber(score)
 local result = {seq0, score, user, 0, false}
 expireAt(at, ttl)
-if ARGV[14] ~= '' and ARGV[14] == user then
+if indexOwner ~= '' and indexOwner == user then
   local expire, trim = '', ''
   if ttl > 0 then
     expire = string.format('%d', math.floor(at + ttl))
@@ -190,12 +214,12 @@ if ARGV[14] ~= '' and ARGV[14] == user then
   -- The write above has applied: an index that cannot be updated (a key of another type) must not
   -- fail it. Left unindexed (result[4] = 0), the caller records the activity in a step of its own.
   if pcall(function()
-    recordOwner(KEYS[12], 'gt', score, ARGV[15], expire, trim)
-    recordGlobal(KEYS[13], KEYS[14], 'gt', score, ARGV[15], trim)
+    recordOwner(KEYS[9], 'gt', score, sessionId, expire, trim)
+    recordGlobal(KEYS[10], KEYS[11], 'gt', score, sessionId, trim)
   end) then result[4] = 1 end
 end
-if ARGV[13] ~= '' then
-  local next = releaseLease(ARGV[13], KEYS[11])
+if token ~= '' then
+  local next = releaseLease(token, KEYS[L + 2])
   if next then
     if redis.call('EXISTS', FENCE) == 1 then redis.call('INCR', FENCE) end
     result[5] = next

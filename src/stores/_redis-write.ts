@@ -56,28 +56,32 @@ export async function writeHistory(
   // On a single Redis the script records the activity itself when it knows whose index to name
   // (it checks the session is that owner's); in a Cluster the indexes live on other slots.
   const indexOwner = w.db.cluster ? "" : (options.owner?.userId ?? holder?.owner ?? "");
-  const keys = [...w.keys.data(id), w.keys.lease(id)[0], w.keys.lease(id)[1], w.keys.wake(id)];
+  const keys = w.keys.data(id);
   if (indexOwner) keys.push(...w.indexes.keysFor(indexOwner));
+  if (token) keys.push(...w.keys.lease(id).slice(0, 2), w.keys.wake(id));
+  // In the order of WRITE_OPTIONS; trailing empty options are left out.
   const args = [
-    now,
-    w.ttlMs,
-    fence ?? "",
-    Math.max(0, Math.floor(options.maxMessages ?? 0)),
-    seq ?? "",
-    options.expectedLastSeq ?? "",
-    options.operationId ?? "",
-    digest,
-    options.branch?.reason ?? "",
-    branchMeta,
-    options.owner?.userId ?? "",
-    options.owner?.activeSince ?? "",
-    token,
+    String(bodies.length),
+    ...bodies,
+    String(now),
+    String(w.ttlMs),
+    String(Math.max(0, Math.floor(options.maxMessages ?? 0))),
     indexOwner,
     id,
+    options.owner?.userId ?? "",
+    options.owner?.activeSince === undefined ? "" : String(options.owner.activeSince),
+    fence === undefined ? "" : String(fence),
+    token,
+    options.operationId ?? "",
+    digest,
+    seq === undefined ? "" : String(seq),
+    options.expectedLastSeq === undefined ? "" : String(options.expectedLastSeq),
+    options.branch?.reason ?? "",
+    branchMeta,
     options.keepUnsummarized ? "1" : "",
-    ...bodies,
   ];
-  const reply = await w.db.eval<[number, ...unknown[]]>(WRITE, keys, args.map(String));
+  while (args[args.length - 1] === "") args.pop();
+  const reply = await w.db.eval<[number, ...unknown[]]>(WRITE, keys, args);
   switch (reply[0]) {
     case -1:
       throw new SessionNotFoundError(id);

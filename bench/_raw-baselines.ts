@@ -63,8 +63,10 @@ export function openSqliteRaw(_scale: Scale, dir: string): RawBaseline {
 }
 
 /**
- * PostgreSQL: reads the store's own `messages` table of `schema` (one prepared `SELECT … LIMIT 20`,
- * no JSON parsing) and appends with a plain INSERT into a table of its own. Dropping `schema` on close.
+ * PostgreSQL: reads the store's own `messages` table of `schema` (one prepared `SELECT … LIMIT 20`;
+ * `parsed` also parses each body and sets its seq, as a reader of those rows must, like SQLite's)
+ * and appends with a plain INSERT into a table of its own. Both prepare their statements, as the
+ * store does (the driver's default). Dropping `schema` on close.
  * @returns a reason when the server is unreachable.
  */
 export async function openPostgresRaw(url: string, schema: string, pool: number): Promise<RawBaseline | string> {
@@ -88,6 +90,16 @@ export async function openPostgresRaw(url: string, schema: string, pool: number)
   };
   return {
     subject,
+    parsed: {
+      name: "raw postgres.js + JSON.parse",
+      last20: async (id) =>
+        (await raw<{ seq: string; body: string }[]>`SELECT seq, body FROM messages WHERE session_id = ${id} ORDER BY seq DESC LIMIT 20`).map((row) => {
+          const message = JSON.parse(row.body);
+          message.seq = Number(row.seq);
+          return message as unknown;
+        }),
+      append1: subject.append1,
+    },
     load: async (scale) => {
       await raw`VACUUM ANALYZE messages`;
       await raw`VACUUM ANALYZE sessions`;

@@ -168,23 +168,32 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
   };
 
   /**
-   * An owner-scoped read in one statement: the session row joined with the requested messages, so
-   * the owner and expiry are checked on the same snapshot as the read.
+   * An owner-scoped read in one statement: the messages of the session id a subquery on `sessions`
+   * returns for this owner and activity, so the owner and expiry are checked on the same snapshot as
+   * the read, and rows carry only their own columns. An empty answer reads the session apart, to tell
+   * "no messages" from `session_not_found`.
    */
   const ownedMessages = async (sql: PgSql, id: string, query: MessageQuery): Promise<Message[]> => {
     const [lo, hi] = seqBounds(query);
     const newest = query.last !== undefined;
     const count = newest ? Math.max(0, Math.floor(query.last!)) : query.limit === undefined ? null : Math.max(0, Math.floor(query.limit));
-    const rows = await sql<({ userId: string; lastActivityAt: number } & Partial<MessageRow>)[]>`
-      SELECT s.user_id AS "userId", s.last_activity_at AS "lastActivityAt", m.seq, m.created_at, m.body
-      FROM sessions s LEFT JOIN LATERAL (
-        SELECT seq, created_at, body FROM messages WHERE session_id = ${id} AND seq BETWEEN ${lo} AND ${hi}
-        ORDER BY ${newest ? sql`seq DESC` : sql`seq`} LIMIT ${count}
-      ) m ON true
-      WHERE s.id = ${id}`;
-    checkOwner(id, query.owner, rows[0]);
-    const found = rows.filter((row) => row.seq !== null && row.seq !== undefined) as unknown as MessageRow[];
-    return (newest ? found.reverse() : found).map(toMessage);
+    const { userId, activeSince } = query.owner!;
+    const rows = await sql<MessageRow[]>`
+      SELECT seq, created_at, body FROM messages
+      WHERE session_id = (SELECT id FROM sessions WHERE id = ${id} AND user_id = ${userId}
+          AND last_activity_at >= ${activeSince ?? Number.MIN_SAFE_INTEGER})
+        AND seq BETWEEN ${lo} AND ${hi}
+      ORDER BY ${newest ? sql`seq DESC` : sql`seq`} LIMIT ${count}`;
+    if (rows.length === 0) {
+      const [session] = await sql<{ userId: string; lastActivityAt: number }[]>`
+        SELECT user_id AS "userId", last_activity_at AS "lastActivityAt" FROM sessions WHERE id = ${id}`;
+      checkOwner(id, query.owner, session);
+      return [];
+    }
+    if (newest) rows.reverse();
+    const messages = new Array<Message>(rows.length);
+    for (let i = 0; i < rows.length; i++) messages[i] = toMessage(rows[i]);
+    return messages;
   };
 
   /**

@@ -95,6 +95,10 @@ const ms = (at: number | undefined) => (at === undefined ? null : Math.round(at)
 /**
  * A PostgreSQL store: the system of record when several threadkeep processes share sessions.
  * The schema is migrated on first use; the turn lease holds across processes (see `_postgres-lease.ts`).
+ * Messages, sessions and state commit durably. The grant of an `openTurn` lease does not wait for its
+ * WAL flush (the turn's durable write flushes it): a crash may lose it, and a fenced write then fails
+ * with `lease_expired`, since writes check the holder with the fence (see `_postgres-fence.ts`).
+ * `acquireLease` grants durably.
  */
 export function createPostgresStore(options: PostgresStoreOptions): VectorStore {
   const schema = options.schema ?? "public";

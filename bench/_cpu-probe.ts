@@ -11,11 +11,13 @@
  * `DIST=<dir>` runs the server from compiled JavaScript (`npm run build`; a profile then has real
  * line numbers), `CPU_PROF_DIR` writes a `--cpu-prof` profile of the server there (read it with
  * `npx tsx bench/_cpuprofile-top.ts`), `SERVER_FLAGS` adds node flags, `STORE` picks the store URL
- * (default a fresh SQLite file), `THREADS=1` prints the CPU of each server thread.
+ * (default a fresh SQLite file), `THREADS=1` prints the CPU of each server thread, `WORKERS=2` runs the
+ * server as `serve --workers 2` does (SQLite with its lease in the file; the CPU is then that of every
+ * server process, the workers' threads listed with THREADS as `<pid>:<tid>`; not with DIST).
  */
 import type { ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { Agent } from "node:http";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -27,6 +29,7 @@ const SESSIONS = Number(process.env.SESSIONS ?? 100);
 const MODE = process.env.MODE ?? "both";
 const WINDOWS = Number(process.env.WINDOWS ?? 1);
 const WARMUP = Number(process.env.WARMUP ?? 1000);
+const WORKERS = Number(process.env.WORKERS ?? 1);
 
 /** Child role with DIST: the server from compiled JavaScript, as bench/proxy.ts starts it from source. */
 async function runDistServer(): Promise<void> {
@@ -38,10 +41,22 @@ async function runDistServer(): Promise<void> {
   process.once("SIGTERM", () => server.close().then(() => process.exit(0)));
 }
 
-/** User and system CPU of each thread of a process, in µs, by thread id (`main` for the main thread). */
-function threadCpu(pid: number): Map<string, number> {
+/**
+ * User and system CPU of each thread of a process and its children, in µs, by thread id (`main` for
+ * the main thread of each process; a child's threads prefixed with its pid).
+ */
+function threadCpu(pid: number, prefix = ""): Map<string, number> {
   const byThread = new Map<string, number>();
-  for (const tid of readdirSync(`/proc/${pid}/task`)) byThread.set(tid === String(pid) ? "main" : tid, statCpuMicros(`/proc/${pid}/task/${tid}/stat`));
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    byThread.set(`${prefix}${tid === String(pid) ? "main" : tid}`, statCpuMicros(`/proc/${pid}/task/${tid}/stat`));
+  }
+  let children: string[] = [];
+  try {
+    children = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean);
+  } catch {
+    // The process ended.
+  }
+  for (const child of children) for (const [tid, micros] of threadCpu(Number(child), `${child}:`)) byThread.set(tid, micros);
   return byThread;
 }
 
@@ -86,7 +101,7 @@ async function main(): Promise<void> {
     ...(process.env.SERVER_FLAGS?.split(" ").filter(Boolean) ?? []),
   ];
   const store = process.env.STORE ?? `sqlite:${join(dir, "threadkeep.db")}`;
-  const server = await startRole("server", { BENCH_STORE: store, BENCH_UPSTREAM: upstream.url }, flags);
+  const server = await startRole("server", { BENCH_STORE: store, BENCH_UPSTREAM: upstream.url, BENCH_WORKERS: String(WORKERS) }, flags);
   const base = server.url.replace(/\/v1$/, "");
   const pid = server.child.pid!;
   try {
@@ -99,10 +114,12 @@ async function main(): Promise<void> {
       const after = threadCpu(pid);
       const perTurn = (tid: string) => ((after.get(tid) ?? 0) - (before.get(tid) ?? 0)) / TURNS;
       const all = [...after.keys()].reduce((sum, tid) => sum + perTurn(tid), 0);
-      const others = [...after.keys()].filter((tid) => tid !== "main" && perTurn(tid) > 0);
+      const mains = [...after.keys()].filter((tid) => tid.endsWith("main"));
+      const mainCpu = mains.reduce((sum, tid) => sum + perTurn(tid), 0);
+      const others = [...after.keys()].filter((tid) => !tid.endsWith("main") && perTurn(tid) > 0);
       const threads = process.env.THREADS ? ` [${others.map((tid) => `${tid}: ${Math.round(perTurn(tid))}`).join(", ")}]` : "";
       console.log(
-        `${api}: ${Math.round(all)} µs/turn (main thread ${Math.round(perTurn("main"))}, others ${Math.round(all - perTurn("main"))}${threads}), ${Math.round(rate)} turns/s`,
+        `${api}: ${Math.round(all)} µs/turn (main thread${mains.length > 1 ? "s" : ""} ${Math.round(mainCpu)}, others ${Math.round(all - mainCpu)}${threads}), ${Math.round(rate)} turns/s`,
       );
     }
   } finally {

@@ -79,7 +79,7 @@ export interface SqliteStoreDb {
  */
 export function openSqliteStoreDb(
   settings: SqliteOpenSettings,
-  leases: Pick<TurnLeases, "check">,
+  leases: Pick<TurnLeases, "check" | "releaseIn">,
   onWrite: () => void = () => {},
 ): SqliteStoreDb {
   const db = openSqliteDatabase(settings);
@@ -195,7 +195,7 @@ export function openSqliteStoreDb(
       if (!head) throw new SessionNotFoundError(id);
       const [userId, lastActivityAt, lastSeq, firstSeq] = head;
       if (options.owner) checkOwner(id, options.owner, { userId, lastActivityAt });
-      leases.check(id, options.fence);
+      leases.check(id, options.fence, options.releaseLease);
       const first = (lastSeq ?? 0) + 1;
       for (let i = 0; i < encoded.length; i++) {
         st.insertMessage.run(id, first + i, now, encoded[i][0]);

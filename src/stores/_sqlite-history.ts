@@ -24,7 +24,7 @@ type Encoded = [body: string, searchText: string];
 export interface SqliteHistoryContext {
   db: Database.Database;
   st: SqliteStatements;
-  leases: Pick<TurnLeases, "check">;
+  leases: Pick<TurnLeases, "check" | "releaseIn">;
   write: <A extends unknown[], R>(fn: (...args: A) => R) => (...args: A) => R;
   messages(sessionId: string, rows: MessageRow[]): Message[];
   exists(id: string, owner?: OwnerScope): void;
@@ -76,9 +76,13 @@ export function sqliteHistory(ctx: SqliteHistoryContext) {
         options.operationId,
         digest,
       );
-      // A replay changes nothing: it is answered whatever the fence, as on every store.
-      if (applied) return ctx.messages(id, st.rangeOldestFirst.all(id, applied.fromSeq, applied.toSeq, -1));
-      leases.check(id, options.fence);
+      // A replay changes nothing: it is answered whatever the fence, as on every store (and gives
+      // back the lease it was asked to, if that is still the session's).
+      if (applied) {
+        if (options.releaseLease && options.fence !== undefined) leases.releaseIn?.(id, options.fence);
+        return ctx.messages(id, st.rangeOldestFirst.all(id, applied.fromSeq, applied.toSeq, -1));
+      }
+      leases.check(id, options.fence, options.releaseLease);
       const [first, last] = bounds(id);
       let after = last;
       if (seq !== undefined) {

@@ -4,6 +4,9 @@
  * session's turns one at a time, in arrival order. SQLite cannot notify another process, so a
  * waiter polls; within a process a release wakes the next waiter at once, and only the first local
  * waiter of a session polls (local tickets are taken in arrival order, so no later one can be first).
+ * A turn costs two write transactions: the grant, which also reads what the turn needs
+ * ({@link SqliteFileLeases.acquireAndRead}), and the commit, which gives the lease back with its
+ * messages (`check` with `release`, then {@link SqliteFileLeases.releasedByWrite}).
  */
 import type Database from "better-sqlite3";
 import { StoreUnavailableError, ThreadkeepError } from "../core/errors.js";
@@ -13,8 +16,18 @@ import { DEFAULT_LEASE_TTL_MS, DEFAULT_LEASE_WAIT_MS } from "./_lease.js";
 /** What the SQLite store needs of a lease keeper: {@link LocalLeases} in one process, this across processes. */
 export interface TurnLeases {
   acquire(sessionId: string, options?: LeaseOptions): Promise<Lease>;
-  /** Inside the append's transaction. @throws `lease_expired` when a newer lease than `fence` was granted. */
-  check(sessionId: string, fence: number | undefined): void;
+  /**
+   * Inside the append's transaction. With `release` (a write with `releaseLease`), leases kept in the
+   * file also give `fence` back in that transaction; the store calls `releasedByWrite` once it committed.
+   * @throws `lease_expired` when a newer lease than `fence` was granted.
+   */
+  check(sessionId: string, fence: number | undefined, release?: boolean): void;
+  /** Inside a write's transaction (a replayed one, not checked): gives `fence` back if it is still the session's lease. */
+  releaseIn?(sessionId: string, fence: number): void;
+  /** After a committed write that released `fence` in its transaction (see `check`): the lease then does nothing on release. */
+  releasedByWrite?(sessionId: string, fence: number): void;
+  /** Waits for the lease like `acquire`, then runs `read` in the grant's transaction. */
+  acquireAndRead?<T>(sessionId: string, options: LeaseOptions | undefined, read: () => T): Promise<Granted<T>>;
   forget(sessionId: string): void;
   clear(): void;
 }
@@ -25,11 +38,21 @@ const TICKET_ALIVE_MS = 2_000;
 const POLL_MIN_MS = 1;
 const POLL_MAX_MS = 20;
 
+/** What a read run in the grant's transaction gave: a failed read leaves the grant standing. */
+export type ReadOutcome<T> = { ok: true; value: T } | { ok: false; error: unknown };
+
+/** A granted lease, and the outcome of the read that ran with its grant. */
+export interface Granted<T> {
+  lease: Lease;
+  read?: ReadOutcome<T>;
+}
+
 interface Waiter {
   ticket: number;
   ttlMs: number;
+  read?: () => unknown;
   deadline: number;
-  resolve: (lease: Lease) => void;
+  resolve: (granted: Granted<any>) => void;
   reject: (error: Error) => void;
 }
 
@@ -69,10 +92,18 @@ type Statements = ReturnType<typeof prepare>;
 /** The prepared statements and the two write transactions of one open database. */
 interface Prepared {
   st: Statements;
-  /** Grants the lease to `ticket` (or, with null, to a caller not in line) if it is free and first. @returns the fence, or null. */
-  take(id: string, ticket: number | null, ttlMs: number): number | null;
-  /** Takes the lease at once if nobody holds it or waits; else a ticket in the line. */
-  enter(id: string, ttlMs: number): { fence: number } | { ticket: number };
+  /**
+   * Grants the lease to `ticket` (or, with null, to a caller not in line) if it is free and first,
+   * and runs `read` in the same transaction. @returns the fence and the read, or null.
+   */
+  take(id: string, ticket: number | null, ttlMs: number, read?: () => unknown): Taken | null;
+  /** Takes the lease at once (with `read`) if nobody holds it or waits; else a ticket in the line. */
+  enter(id: string, ttlMs: number, read?: () => unknown): Taken | { ticket: number };
+}
+
+interface Taken {
+  fence: number;
+  read?: ReadOutcome<unknown>;
 }
 
 const ticketOf = (result: { lastInsertRowid: number | bigint }) => Number(result.lastInsertRowid);
@@ -82,6 +113,8 @@ export class SqliteFileLeases implements TurnLeases {
   readonly #use: <T>(fn: (db: Database.Database) => T) => T;
   readonly #prepared = new WeakMap<Database.Database, Prepared>();
   readonly #lines = new Map<string, Line>();
+  /** Leases granted here and not yet given back, by fence (fences are unique across sessions). */
+  readonly #granted = new Map<number, { sessionId: string; released: boolean }>();
 
   constructor(use: <T>(fn: (db: Database.Database) => T) => T) {
     this.#use = use;
@@ -94,7 +127,8 @@ export class SqliteFileLeases implements TurnLeases {
         const st = prepare(db);
         // The grant: the lease is free (released or lapsed) and `ticket` is first of the live line
         // (or, with no ticket, the line is empty). IMMEDIATE, so two processes never both see it free.
-        const takeTx = db.transaction((id: string, ticket: number | null, ttlMs: number): number | null => {
+        // The turn's read runs in the grant's transaction, so it sees the session as it was when granted.
+        const takeTx = db.transaction((id: string, ticket: number | null, ttlMs: number, read?: () => unknown): Taken | null => {
           const now = Date.now();
           const held = st.lease.get(id);
           if (held && held.expires_at > now) return null;
@@ -104,17 +138,24 @@ export class SqliteFileLeases implements TurnLeases {
           if (ticket !== null) st.dequeue.run(ticket);
           const fence = st.nextFence.get()!;
           st.grant.run(id, fence, now + ttlMs);
-          return fence;
+          if (!read) return { fence };
+          try {
+            return { fence, read: { ok: true, value: read() } };
+          } catch (error) {
+            // A failure that ended the transaction (I/O) took the grant with it: nothing is held.
+            if (!db.inTransaction) throw error;
+            return { fence, read: { ok: false, error } };
+          }
         });
-        const enterTx = db.transaction((id: string, ttlMs: number) => {
-          const fence = takeTx(id, null, ttlMs);
-          if (fence !== null) return { fence };
+        const enterTx = db.transaction((id: string, ttlMs: number, read?: () => unknown) => {
+          const taken = takeTx(id, null, ttlMs, read);
+          if (taken !== null) return taken;
           return { ticket: ticketOf(st.enqueue.run(id, Date.now() + TICKET_ALIVE_MS)) };
         });
         p = {
           st,
-          take: (id, ticket, ttlMs) => takeTx.immediate(id, ticket, ttlMs),
-          enter: (id, ttlMs) => enterTx.immediate(id, ttlMs),
+          take: (id, ticket, ttlMs, read) => takeTx.immediate(id, ticket, ttlMs, read),
+          enter: (id, ttlMs, read) => enterTx.immediate(id, ttlMs, read),
         };
         this.#prepared.set(db, p);
       }
@@ -123,19 +164,27 @@ export class SqliteFileLeases implements TurnLeases {
   }
 
   async acquire(sessionId: string, options: LeaseOptions = {}): Promise<Lease> {
+    return (await this.#acquire(sessionId, options)).lease;
+  }
+
+  acquireAndRead<T>(sessionId: string, options: LeaseOptions = {}, read: () => T): Promise<Granted<T>> {
+    return this.#acquire(sessionId, options, read) as Promise<Granted<T>>;
+  }
+
+  async #acquire(sessionId: string, options: LeaseOptions, read?: () => unknown): Promise<Granted<unknown>> {
     const ttlMs = options.ttlMs ?? DEFAULT_LEASE_TTL_MS;
     const waitMs = options.waitMs ?? DEFAULT_LEASE_WAIT_MS;
     const line = this.#lines.get(sessionId);
     // Behind a local waiter, go straight into the line: the fast path would see its ticket anyway.
-    const entered = line && line.waiters.length > 0 ? { ticket: this.#on((p) => this.#enqueue(p.st, sessionId)) } : this.#on((p) => p.enter(sessionId, ttlMs));
-    if ("fence" in entered) return this.#lease(sessionId, entered.fence, ttlMs);
-    return new Promise<Lease>((resolve, reject) => {
+    const entered = line && line.waiters.length > 0 ? { ticket: this.#on((p) => this.#enqueue(p.st, sessionId)) } : this.#on((p) => p.enter(sessionId, ttlMs, read));
+    if ("fence" in entered) return { lease: this.#lease(sessionId, entered.fence, ttlMs), read: entered.read };
+    return new Promise<Granted<unknown>>((resolve, reject) => {
       let current = this.#lines.get(sessionId);
       if (!current) {
         current = { waiters: [], delayMs: POLL_MIN_MS, refreshedAt: Date.now() };
         this.#lines.set(sessionId, current);
       }
-      current.waiters.push({ ticket: entered.ticket, ttlMs, deadline: Date.now() + waitMs, resolve, reject });
+      current.waiters.push({ ticket: entered.ticket, ttlMs, read, deadline: Date.now() + waitMs, resolve, reject });
       this.#schedule(sessionId, current, 0);
     });
   }
@@ -144,12 +193,28 @@ export class SqliteFileLeases implements TurnLeases {
     return ticketOf(st.enqueue.run(sessionId, Date.now() + TICKET_ALIVE_MS));
   }
 
-  check(sessionId: string, fence: number | undefined): void {
+  check(sessionId: string, fence: number | undefined, release = false): void {
     if (fence === undefined) return;
-    const held = this.#on((p) => p.st.lease.get(sessionId));
-    if (held && held.fence > fence) {
-      throw new ThreadkeepError("lease_expired", `The turn lease of session ${sessionId} expired and was taken over`);
-    }
+    this.#on((p) => {
+      const held = p.st.lease.get(sessionId);
+      if (held && held.fence > fence) {
+        throw new ThreadkeepError("lease_expired", `The turn lease of session ${sessionId} expired and was taken over`);
+      }
+      if (release) p.st.release.run(sessionId, fence);
+    });
+  }
+
+  releaseIn(sessionId: string, fence: number): void {
+    this.#on((p) => p.st.release.run(sessionId, fence));
+  }
+
+  releasedByWrite(sessionId: string, fence: number): void {
+    const granted = this.#granted.get(fence);
+    if (granted?.sessionId !== sessionId) return;
+    granted.released = true;
+    this.#granted.delete(fence);
+    const line = this.#lines.get(sessionId);
+    if (line) this.#schedule(sessionId, line, 0);
   }
 
   forget(sessionId: string): void {
@@ -165,16 +230,18 @@ export class SqliteFileLeases implements TurnLeases {
       }
     }
     this.#lines.clear();
+    this.#granted.clear();
   }
 
   #lease(sessionId: string, fence: number, ttlMs: number): Lease {
-    let released = false;
+    const granted = { sessionId, released: false };
+    this.#granted.set(fence, granted);
     const lease: Lease = {
       sessionId,
       fence,
       expiresAt: Date.now() + ttlMs,
       renew: async (renewMs) => {
-        if (released) return false;
+        if (granted.released) return false;
         const until = Date.now() + renewMs;
         const { changes } = this.#on((p) => p.st.renew.run(until, sessionId, fence)) as { changes: number };
         if (changes === 0) return false;
@@ -182,8 +249,9 @@ export class SqliteFileLeases implements TurnLeases {
         return true;
       },
       release: async () => {
-        if (released) return;
-        released = true;
+        if (granted.released) return;
+        granted.released = true;
+        this.#granted.delete(fence);
         this.#on((p) => p.st.release.run(sessionId, fence));
         const line = this.#lines.get(sessionId);
         if (line) this.#schedule(sessionId, line, 0);
@@ -223,11 +291,11 @@ export class SqliteFileLeases implements TurnLeases {
         // A cheap read first; the write transaction only when the lease looks free.
         const held = p.st.lease.get(sessionId);
         if (held && held.expires_at > now) return;
-        const fence = p.take(sessionId, first.ticket, first.ttlMs);
-        if (fence === null) return;
+        const taken = p.take(sessionId, first.ticket, first.ttlMs, first.read);
+        if (taken === null) return;
         line.waiters.shift();
         line.delayMs = POLL_MIN_MS;
-        first.resolve(this.#lease(sessionId, fence, first.ttlMs));
+        first.resolve({ lease: this.#lease(sessionId, taken.fence, first.ttlMs), read: taken.read });
       });
     } catch (error) {
       for (const waiter of line.waiters.splice(0)) waiter.reject(error as Error);

@@ -74,7 +74,8 @@ export interface SqliteStoreOptions {
   /**
    * Keep turn leases in the database file, so several processes sharing it (`threadkeep serve
    * --workers N`, or several servers on one machine) run a session's turns one at a time, in arrival
-   * order. Costs two small write transactions per turn; off, leases hold within this process only.
+   * order. Costs a proxied turn one small write transaction more (the grant, which also reads the turn;
+   * the release rides on the turn's commit); off, leases hold within this process only.
    * @default false
    */
   crossProcessLease?: boolean;
@@ -177,6 +178,11 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
   };
   const leases: TurnLeases = options.crossProcessLease ? new SqliteFileLeases((fn) => use((db) => fn(db.db))) : new LocalLeases();
   const held = new HeldLeases();
+  /** After a committed write with `releaseLease`: a file lease was given back in its transaction already. */
+  const releaseAfterWrite = (id: string, write: AppendOptions) => {
+    if (write.releaseLease && write.fence !== undefined) leases.releasedByWrite?.(id, write.fence);
+    return held.releaseAfterWrite(id, write);
+  };
 
   /**
    * Indexes the queued text a chunk at a time, the event loop free between chunks: a second of busy
@@ -232,7 +238,7 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
     const now = Date.now();
     const stored = await grouped((db) => db.history.write(id, seq, encoded, digest, options, now));
     scheduleIndexing();
-    await held.releaseAfterWrite(id, options);
+    await releaseAfterWrite(id, options);
     return stored;
   };
 
@@ -323,7 +329,7 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
       const now = Date.now();
       const stored = await grouped((db) => db.tx.append(id, encoded, append, now));
       scheduleIndexing();
-      await held.releaseAfterWrite(id, append);
+      await releaseAfterWrite(id, append);
       return stored;
     },
 
@@ -462,9 +468,9 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
 
     async openTurn(id, opening) {
       if (closed) throw new StoreUnavailableError("The sqlite store is closed");
-      const lease = held.track(await leases.acquire(id, opening.lease));
-      // Granted: the owner check and every read in one synchronous step, which nothing interleaves.
-      return withLease(lease, () =>
+      // The owner check and every read in one synchronous step, which nothing interleaves; with the
+      // lease in the file, in the grant's own transaction.
+      const read = () =>
         use((db) => {
           const row = db.st.getSession.get(id);
           return readTurn(row ? db.session(row) : null, opening, (session) => ({
@@ -474,8 +480,14 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
             summaries: db.summaries(id),
             state: db.state(id),
           }));
-        }),
-      );
+        });
+      if (!leases.acquireAndRead) return withLease(held.track(await leases.acquire(id, opening.lease)), read);
+      const granted = await leases.acquireAndRead(id, opening.lease, read);
+      const outcome = granted.read!;
+      return withLease(held.track(granted.lease), () => {
+        if (!outcome.ok) throw outcome.error;
+        return outcome.value;
+      });
     },
 
     async close() {

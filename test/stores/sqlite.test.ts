@@ -37,6 +37,45 @@ describe("sqlite store with the lease in the file", () => {
     }
   }, 60_000);
 
+  it("gives the lease back in the commit's transaction: the holder's release writes nothing more", async () => {
+    const path = freshPath();
+    const store = createSqliteStore({ path, crossProcessLease: true });
+    try {
+      const id = newSessionId();
+      await store.createSession({ id, userId: "fold" });
+      const raw = new Database(path);
+      raw.exec(`CREATE TABLE lease_releases (fence INTEGER);
+        CREATE TRIGGER count_releases AFTER UPDATE OF expires_at ON turn_leases WHEN new.expires_at = 0
+        BEGIN INSERT INTO lease_releases VALUES (new.fence); END;`);
+      const releases = () => raw.prepare("SELECT count(*) FROM lease_releases").pluck().get();
+      const turn = await store.openTurn!(id, { owner: { userId: "fold" }, lease: { ttlMs: 10_000 }, last: 20 });
+      expect(turn.status).toBe("ok");
+      await store.appendMessages(id, [{ role: "user", content: "q" }], { fence: turn.lease.fence, releaseLease: true });
+      expect(releases()).toBe(1);
+      await turn.lease.release();
+      expect(releases()).toBe(1);
+      // A write that fails keeps the lease: nothing released, and the holder's release still frees it.
+      const next = await store.openTurn!(id, { owner: { userId: "fold" }, lease: { ttlMs: 10_000 }, last: 20 });
+      await expectCode(store.appendMessages(id, [{ role: "user", content: "x" }], { fence: next.lease.fence, releaseLease: true, owner: { userId: "other" } }), "session_not_found");
+      expect(releases()).toBe(1);
+      await next.lease.release();
+      expect(releases()).toBe(2);
+      // A replayed idempotent commit gives its lease back in its transaction too.
+      const opening = { owner: { userId: "fold" }, lease: { ttlMs: 10_000 }, last: 20 };
+      const first = await store.openTurn!(id, opening);
+      await store.appendMessages(id, [{ role: "user", content: "once" }], { fence: first.lease.fence, releaseLease: true, operationId: "op-1" });
+      const retry = await store.openTurn!(id, opening);
+      await store.appendMessages(id, [{ role: "user", content: "once" }], { fence: retry.lease.fence, releaseLease: true, operationId: "op-1" });
+      expect(releases()).toBe(4);
+      await retry.lease.release();
+      expect(releases()).toBe(4);
+      await (await store.acquireLease(id, { waitMs: 100 })).release();
+      raw.close();
+    } finally {
+      await store.close();
+    }
+  });
+
   it("hands the lease on when a holder in another process dies, and skips a dead waiter", async () => {
     const path = freshPath();
     const store = createSqliteStore({ path, crossProcessLease: true });

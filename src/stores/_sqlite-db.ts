@@ -6,7 +6,7 @@
 import type Database from "better-sqlite3";
 import { SessionNotFoundError } from "../core/errors.js";
 import type { AppendOptions, OwnerScope, Message, Session, SessionState, Summary, SummaryInput } from "../core/types.js";
-import type { BatchOutcome } from "./_sqlite-group-commit.js";
+import { type BatchOutcome, BUSY } from "./_sqlite-group-commit.js";
 import { type SqliteHistory, sqliteHistory } from "./_sqlite-history.js";
 import type { TurnLeases } from "./_sqlite-lease.js";
 import { checkOwner } from "./_util.js";
@@ -61,6 +61,11 @@ export interface SqliteStoreDb {
   };
   /** Idempotent writes, tail replacement and branches. */
   history: SqliteHistory;
+  /**
+   * Runs `fn` (a write) without waiting for a write lock another connection holds: {@link BUSY} at once
+   * then, nothing written, so an async caller can try again with the event loop free meanwhile.
+   */
+  tryWrite<T>(fn: () => T): T | typeof BUSY;
   /** The stored messages of one session's rows, skipping (and quarantining) corrupt ones. */
   messages(sessionId: string, rows: MessageRow[]): Message[];
   session(row: SessionRow): Session;
@@ -180,6 +185,22 @@ export function openSqliteStoreDb(
 
   const history = sqliteHistory({ db, st, leases, write, messages, exists });
 
+  // Run with exec, not prepared: SQLite applies this pragma when the statement is compiled (2-3 µs).
+  const noWait = "PRAGMA busy_timeout = 0";
+  const wait = `PRAGMA busy_timeout = ${Math.max(0, Math.floor(settings.busyTimeoutMs))}`;
+  const tryWrite = <T>(fn: () => T): T | typeof BUSY => {
+    db.exec(noWait);
+    try {
+      return fn();
+    } catch (error) {
+      // Only a write that never began (its BEGIN found the lock taken) can simply be tried again.
+      if ((error as { code?: unknown }).code === "SQLITE_BUSY" && !db.inTransaction) return BUSY;
+      throw error;
+    } finally {
+      db.exec(wait);
+    }
+  };
+
   const purge = (id: string) => {
     history.purge(id);
     st.deleteMessages.run(id);
@@ -273,5 +294,5 @@ export function openSqliteStoreDb(
     ),
   };
 
-  return { db, st, tx, history, messages, session, state, summaries, exists, close: () => db.close() };
+  return { db, st, tx, history, tryWrite, messages, session, state, summaries, exists, close: () => db.close() };
 }

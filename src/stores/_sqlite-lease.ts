@@ -12,6 +12,7 @@ import type Database from "better-sqlite3";
 import { StoreUnavailableError, ThreadkeepError } from "../core/errors.js";
 import type { Lease, LeaseOptions } from "../core/types.js";
 import { DEFAULT_LEASE_TTL_MS, DEFAULT_LEASE_WAIT_MS } from "./_lease.js";
+import { BUSY, writeWhenFree } from "./_sqlite-group-commit.js";
 
 /** What the SQLite store needs of a lease keeper: {@link LocalLeases} in one process, this across processes. */
 export interface TurnLeases {
@@ -108,59 +109,77 @@ interface Taken {
 
 const ticketOf = (result: { lastInsertRowid: number | bigint }) => Number(result.lastInsertRowid);
 
-/** Leases in the database file. `use` runs a function on the store's open database (opening it on first use). */
+/** Runs a function on the store's open database (opening it on first use). */
+type Use = <T>(fn: (db: Database.Database) => T) => T;
+
+/**
+ * Leases in the database file. `use` runs a function on the store's open database; `tryUse` runs a
+ * write there without waiting for another process's write lock ({@link BUSY} then), so a grant that
+ * finds the lock taken tries again with the event loop free instead of sleeping in SQLite's busy handler.
+ */
 export class SqliteFileLeases implements TurnLeases {
-  readonly #use: <T>(fn: (db: Database.Database) => T) => T;
+  readonly #use: Use;
+  readonly #tryUse: <T>(fn: (db: Database.Database) => T) => T | typeof BUSY;
   readonly #prepared = new WeakMap<Database.Database, Prepared>();
   readonly #lines = new Map<string, Line>();
   /** Leases granted here and not yet given back, by fence (fences are unique across sessions). */
   readonly #granted = new Map<number, { sessionId: string; released: boolean }>();
+  /** Sessions whose acquire is still trying to enter (the lock was taken): later acquires of the session wait behind it. */
+  readonly #entering = new Map<string, Promise<void>>();
 
-  constructor(use: <T>(fn: (db: Database.Database) => T) => T) {
+  constructor(use: Use, tryUse: <T>(fn: (db: Database.Database) => T) => T | typeof BUSY = use) {
     this.#use = use;
+    this.#tryUse = tryUse;
   }
 
   #on<T>(fn: (p: Prepared) => T): T {
-    return this.#use((db) => {
-      let p = this.#prepared.get(db);
-      if (!p) {
-        const st = prepare(db);
-        // The grant: the lease is free (released or lapsed) and `ticket` is first of the live line
-        // (or, with no ticket, the line is empty). IMMEDIATE, so two processes never both see it free.
-        // The turn's read runs in the grant's transaction, so it sees the session as it was when granted.
-        const takeTx = db.transaction((id: string, ticket: number | null, ttlMs: number, read?: () => unknown): Taken | null => {
-          const now = Date.now();
-          const held = st.lease.get(id);
-          if (held && held.expires_at > now) return null;
-          st.dropDead.run(id, now);
-          const head = st.head.get(id, now);
-          if (head !== undefined && head !== ticket) return null;
-          if (ticket !== null) st.dequeue.run(ticket);
-          const fence = st.nextFence.get()!;
-          st.grant.run(id, fence, now + ttlMs);
-          if (!read) return { fence };
-          try {
-            return { fence, read: { ok: true, value: read() } };
-          } catch (error) {
-            // A failure that ended the transaction (I/O) took the grant with it: nothing is held.
-            if (!db.inTransaction) throw error;
-            return { fence, read: { ok: false, error } };
-          }
-        });
-        const enterTx = db.transaction((id: string, ttlMs: number, read?: () => unknown) => {
-          const taken = takeTx(id, null, ttlMs, read);
-          if (taken !== null) return taken;
-          return { ticket: ticketOf(st.enqueue.run(id, Date.now() + TICKET_ALIVE_MS)) };
-        });
-        p = {
-          st,
-          take: (id, ticket, ttlMs, read) => takeTx.immediate(id, ticket, ttlMs, read),
-          enter: (id, ttlMs, read) => enterTx.immediate(id, ttlMs, read),
-        };
-        this.#prepared.set(db, p);
-      }
-      return fn(p);
-    });
+    return this.#use((db) => fn(this.#prepare(db)));
+  }
+
+  /** {@link #on} for one write transaction or statement, {@link BUSY} when another process holds the lock. */
+  #tryOn<T>(fn: (p: Prepared) => T): T | typeof BUSY {
+    return this.#tryUse((db) => fn(this.#prepare(db)));
+  }
+
+  #prepare(db: Database.Database): Prepared {
+    let p = this.#prepared.get(db);
+    if (!p) {
+      const st = prepare(db);
+      // The grant: the lease is free (released or lapsed) and `ticket` is first of the live line
+      // (or, with no ticket, the line is empty). IMMEDIATE, so two processes never both see it free.
+      // The turn's read runs in the grant's transaction, so it sees the session as it was when granted.
+      const takeTx = db.transaction((id: string, ticket: number | null, ttlMs: number, read?: () => unknown): Taken | null => {
+        const now = Date.now();
+        const held = st.lease.get(id);
+        if (held && held.expires_at > now) return null;
+        st.dropDead.run(id, now);
+        const head = st.head.get(id, now);
+        if (head !== undefined && head !== ticket) return null;
+        if (ticket !== null) st.dequeue.run(ticket);
+        const fence = st.nextFence.get()!;
+        st.grant.run(id, fence, now + ttlMs);
+        if (!read) return { fence };
+        try {
+          return { fence, read: { ok: true, value: read() } };
+        } catch (error) {
+          // A failure that ended the transaction (I/O) took the grant with it: nothing is held.
+          if (!db.inTransaction) throw error;
+          return { fence, read: { ok: false, error } };
+        }
+      });
+      const enterTx = db.transaction((id: string, ttlMs: number, read?: () => unknown) => {
+        const taken = takeTx(id, null, ttlMs, read);
+        if (taken !== null) return taken;
+        return { ticket: ticketOf(st.enqueue.run(id, Date.now() + TICKET_ALIVE_MS)) };
+      });
+      p = {
+        st,
+        take: (id, ticket, ttlMs, read) => takeTx.immediate(id, ticket, ttlMs, read),
+        enter: (id, ttlMs, read) => enterTx.immediate(id, ttlMs, read),
+      };
+      this.#prepared.set(db, p);
+    }
+    return p;
   }
 
   async acquire(sessionId: string, options: LeaseOptions = {}): Promise<Lease> {
@@ -174,9 +193,27 @@ export class SqliteFileLeases implements TurnLeases {
   async #acquire(sessionId: string, options: LeaseOptions, read?: () => unknown): Promise<Granted<unknown>> {
     const ttlMs = options.ttlMs ?? DEFAULT_LEASE_TTL_MS;
     const waitMs = options.waitMs ?? DEFAULT_LEASE_WAIT_MS;
-    const line = this.#lines.get(sessionId);
-    // Behind a local waiter, go straight into the line: the fast path would see its ticket anyway.
-    const entered = line && line.waiters.length > 0 ? { ticket: this.#on((p) => this.#enqueue(p.st, sessionId)) } : this.#on((p) => p.enter(sessionId, ttlMs, read));
+    const before = this.#entering.get(sessionId);
+    let done!: () => void;
+    const mine = new Promise<void>((resolve) => (done = resolve));
+    this.#entering.set(sessionId, mine);
+    try {
+      // An earlier acquire of this session still trying to enter goes first: arrival order holds.
+      if (before) await before;
+      const line = this.#lines.get(sessionId);
+      // Behind a local waiter, go straight into the line: the fast path would see its ticket anyway.
+      const enter = (p: Prepared) => (line && line.waiters.length > 0 ? { ticket: this.#enqueue(p.st, sessionId) } : p.enter(sessionId, ttlMs, read));
+      let entered = this.#tryOn(enter);
+      if (entered === BUSY) entered = await writeWhenFree(() => this.#tryOn(enter), () => this.#on(enter));
+      return this.#entered(sessionId, entered, ttlMs, waitMs, read);
+    } finally {
+      done();
+      if (this.#entering.get(sessionId) === mine) this.#entering.delete(sessionId);
+    }
+  }
+
+  /** The lease when entering granted it; else a place in the local line, which polls for it. */
+  #entered(sessionId: string, entered: Taken | { ticket: number }, ttlMs: number, waitMs: number, read?: () => unknown): Granted<unknown> | Promise<Granted<unknown>> {
     if ("fence" in entered) return { lease: this.#lease(sessionId, entered.fence, ttlMs), read: entered.read };
     return new Promise<Granted<unknown>>((resolve, reject) => {
       let current = this.#lines.get(sessionId);
@@ -291,8 +328,9 @@ export class SqliteFileLeases implements TurnLeases {
         // A cheap read first; the write transaction only when the lease looks free.
         const held = p.st.lease.get(sessionId);
         if (held && held.expires_at > now) return;
-        const taken = p.take(sessionId, first.ticket, first.ttlMs, first.read);
-        if (taken === null) return;
+        // Another process writing now: polled again, the event loop free meanwhile.
+        const taken = this.#tryOn((q) => q.take(sessionId, first.ticket, first.ttlMs, first.read));
+        if (taken === null || taken === BUSY) return;
         line.waiters.shift();
         line.delayMs = POLL_MIN_MS;
         first.resolve({ lease: this.#lease(sessionId, taken.fence, first.ttlMs), read: taken.read });

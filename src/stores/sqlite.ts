@@ -170,13 +170,27 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
     return result;
   }
 
-  const appends = new GroupCommit<SqliteStoreDb>({ use: useNow, batch: (db, writes) => db.tx.batch(writes), toError: storeError });
+  // Processes sharing the file: a write that finds the lock taken is tried again with the event loop
+  // free, instead of the whole process sleeping in SQLite's busy handler (1 ms and up, each time).
+  const shared = options.crossProcessLease === true;
+  const tryNow = <T>(fn: (db: SqliteStoreDb) => T) => useNow((db) => db.tryWrite(() => fn(db)));
+  const appends = new GroupCommit<SqliteStoreDb>({
+    use: useNow,
+    tryUse: shared ? tryNow : undefined,
+    batch: (db, writes) => db.tx.batch(writes),
+    toError: storeError,
+  });
   /** Queues a message write for the group commit (a closed store refuses it at once). */
   const grouped = <T>(fn: (db: SqliteStoreDb) => T): Promise<T> => {
     if (closed) throw new StoreUnavailableError("The sqlite store is closed");
     return appends.add(fn);
   };
-  const leases: TurnLeases = options.crossProcessLease ? new SqliteFileLeases((fn) => use((db) => fn(db.db))) : new LocalLeases();
+  const leases: TurnLeases = shared
+    ? new SqliteFileLeases(
+        (fn) => use((db) => fn(db.db)),
+        (fn) => use((db) => db.tryWrite(() => fn(db.db))),
+      )
+    : new LocalLeases();
   const held = new HeldLeases();
   /** After a committed write with `releaseLease`: a file lease was given back in its transaction already. */
   const releaseAfterWrite = (id: string, write: AppendOptions) => {

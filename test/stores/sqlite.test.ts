@@ -76,6 +76,41 @@ describe("sqlite store with the lease in the file", () => {
     }
   });
 
+  it("waits for another connection's write lock with the event loop free: the grant and the commit try again", async () => {
+    const path = freshPath();
+    const store = createSqliteStore({ path, crossProcessLease: true });
+    const id = newSessionId();
+    await store.createSession({ id, userId: "busy" });
+    const raw = new Database(path);
+    try {
+      const holdLock = async () => {
+        raw.exec("BEGIN IMMEDIATE");
+        // Blocking here (SQLite's busy handler) would keep this timer, and the COMMIT, from running.
+        await new Promise((resolve) => setTimeout(resolve, 30));
+        raw.exec("COMMIT");
+      };
+      const [turn] = await Promise.all([
+        (async () => {
+          await Promise.resolve();
+          return store.openTurn!(id, { owner: { userId: "busy" }, lease: { ttlMs: 10_000 }, last: 20 });
+        })(),
+        holdLock(),
+      ]);
+      expect(turn.status).toBe("ok");
+      const held = holdLock();
+      const [stored] = await Promise.all([
+        store.appendMessages(id, [{ role: "user", content: "after the lock" }], { fence: turn.lease.fence, releaseLease: true }),
+        held,
+      ]);
+      expect(stored.map((m) => m.content)).toEqual(["after the lock"]);
+      await turn.lease.release();
+      expect(raw.prepare("SELECT expires_at FROM turn_leases WHERE session_id = ?").pluck().get(id)).toBe(0);
+    } finally {
+      raw.close();
+      await store.close();
+    }
+  });
+
   it("hands the lease on when a holder in another process dies, and skips a dead waiter", async () => {
     const path = freshPath();
     const store = createSqliteStore({ path, crossProcessLease: true });

@@ -1,15 +1,20 @@
 /**
  * A PostgreSQL database that refuses the turn lease statement — a leases table altered under
- * threadkeep, a role without rights on it — is not an outage: the turn fails with 503
+ * threadkeep, a role without rights on it — (and a SQLite file whose lease table was altered) is not an outage: the turn fails with 503
  * `store_misconfigured` before any model call, logged at error level with the SQL error and counted,
  * instead of running unordered as it does when the store cannot be reached. Fixing the database
  * brings turns back without a restart.
  */
 import { randomBytes, randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
 import { createServer as createTcpServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
 import postgres from "postgres";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createPostgresStore } from "../../src/stores/postgres.js";
+import { createSqliteStore } from "../../src/stores/sqlite.js";
 import { serviceAvailable, TEST_POSTGRES_URL } from "../_services.js";
 import { type Stack, startStack } from "./_stack.js";
 
@@ -119,5 +124,37 @@ describe.skipIf(enabled !== true)("a PostgreSQL database that refuses the turn l
     expect(stack.fake.chatRequests()).toHaveLength(1);
     expect(sink.lines.some((l) => l.level === 40 && l.msg.includes("running the turn without it"))).toBe(true);
     expect(await errorsCounted(stack, "store_misconfigured")).toBe(0);
+  });
+});
+
+describe("a SQLite file that refuses the turn lease (lease in the file)", () => {
+  const dir = mkdtempSync(join(tmpdir(), "threadkeep-lease-refused-"));
+  let stack: Stack | undefined;
+  afterAll(async () => {
+    await stack?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("fails the turn with 503 store_misconfigured when a column of turn_leases is gone, and recovers once it is back", async () => {
+    const path = join(dir, "threadkeep.db");
+    const sink = logSink();
+    stack = await startStack({ store: createSqliteStore({ path, crossProcessLease: true }), logger: sink.logger });
+    expect((await chat(stack)).status).toBe(200);
+    const raw = new Database(path);
+    raw.exec("ALTER TABLE turn_leases RENAME COLUMN expires_at TO expires_gone");
+    try {
+      const refused = await chat(stack);
+      expect(refused.status).toBe(503);
+      expect(refused.body.error).toMatchObject({ code: "store_misconfigured", type: "server_error" });
+      expect(refused.body.error.message).toContain("SQLITE_ERROR");
+      expect(stack.fake.chatRequests()).toHaveLength(1);
+      expect(await errorsCounted(stack, "store_misconfigured")).toBe(1);
+    } finally {
+      raw.exec("ALTER TABLE turn_leases RENAME COLUMN expires_gone TO expires_at");
+      raw.close();
+    }
+    const fixed = await chat(stack);
+    expect(fixed.status).toBe(200);
+    expect(fixed.warning).toBeNull();
   });
 });

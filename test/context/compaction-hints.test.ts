@@ -10,7 +10,7 @@ import { newSessionId } from "../../src/core/ids.js";
 import { createMemory, type Memory } from "../../src/core/memory.js";
 import { compactSession } from "../../src/core/context/compaction.js";
 import type { Summarizer } from "../../src/core/context/summarize.js";
-import type { MessageInput, SessionStore } from "../../src/core/types.js";
+import type { AppendOptions, MessageInput, SessionStore } from "../../src/core/types.js";
 import { storeKinds } from "../cli/_stores.js";
 
 const kinds = await storeKinds();
@@ -78,6 +78,42 @@ async function expectNothingLeftDue(oracle: Memory, id: string, turnNo: number) 
   expect({ turn: turnNo, summary: result.summary?.toSeq, dropped: result.dropped }).toEqual({ turn: turnNo, summary: undefined, dropped: 0 });
 }
 
+/**
+ * Two processes on one store: this one learns the session's shape (summarised up to some seq); the
+ * other deletes the session, creates it again and writes past the last seq this one saw, while its
+ * summaries fail (nothing of the new session is summarised). This one then writes on: within its
+ * hint's age it must drop none of the new session's messages that no summary covers, and its
+ * compaction must catch up (summarise, then cap) within a few turns.
+ */
+async function recreatedElsewhere(raw: SessionStore) {
+  const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
+  const mine = memoryOver(raw);
+  const down: Summarizer = { summarize: () => Promise.reject(new Error("summary model down")) };
+  const other = createMemory({ store: raw, summarizer: down, ...SETTINGS });
+  const id = newSessionId();
+  for (let i = 1; i <= 25; i++) await mine.addMessages(id, turn(i));
+  const seen = (await shapeOf(raw, id)).last!;
+  expect((await shapeOf(raw, id)).reach).toBeGreaterThan(seen - SETTINGS.maxMessages);
+  await other.deleteSession(id);
+  for (let i = 1; i * 2 <= seen + 2; i++) await other.addMessages(id, turn(100 + i));
+  const before = await shapeOf(raw, id);
+  expect(before).toMatchObject({ reach: 0, first: 1 });
+  await mine.addMessages(id, turn(26));
+  const after = await shapeOf(raw, id);
+  expect(after.last).toBe(before.last! + 2);
+  // Dropped (first moved on) only as far as a summary of the new session reaches.
+  expect({ dropped: after.first - 1, reach: after.reach }, "no unsummarised message is dropped").toEqual({ dropped: Math.min(after.first - 1, after.reach), reach: after.reach });
+  for (let i = 27; i <= 30; i++) {
+    await mine.addMessages(id, turn(i));
+    const now = await shapeOf(raw, id);
+    expect(now.first - 1, `turn ${i}: the cap drops only summarised messages`).toBeLessThanOrEqual(now.reach);
+  }
+  expect((await shapeOf(raw, id)).count).toBeLessThanOrEqual(SETTINGS.maxMessages);
+  warn.mockRestore();
+  await mine.idle();
+  await other.idle();
+}
+
 describe.each(kinds.map((k) => [k.name, k] as const))("compaction after writes on the %s store", (_name, kind) => {
   const skip = kind.enabled === true ? false : kind.enabled;
 
@@ -107,9 +143,10 @@ describe.each(kinds.map((k) => [k.name, k] as const))("compaction after writes o
         turns.summarised++;
         expect(reads.length, `turn ${i} summarised`).toBeGreaterThan(0);
       } else if (before.count > 0 && after.first !== before.first) {
-        // Only the cap was due, over summarised messages: one write keeps the newest, nothing is read.
+        // Only the cap was due, over summarised messages: the append itself kept the newest
+        // (bounded by the summaries, keepUnsummarized), nothing is read and nothing else written.
         turns.capped++;
-        expect({ turn: i, reads, writes }).toEqual({ turn: i, reads: [], writes: ["appendMessages", "appendMessages"] });
+        expect({ turn: i, reads, writes }).toEqual({ turn: i, reads: [], writes: ["appendMessages"] });
       } else {
         turns.quiet++;
         expect({ turn: i, reads, writes }).toEqual({ turn: i, reads: [], writes: ["appendMessages"] });
@@ -181,6 +218,12 @@ describe.each(kinds.map((k) => [k.name, k] as const))("compaction after writes o
     await raw.close();
   });
 
+  it.skipIf(skip)("a session deleted and created again by another process keeps its unsummarised messages when this one writes next", async () => {
+    const raw = await kind.open();
+    await recreatedElsewhere(raw);
+    await raw.close();
+  });
+
   it.skipIf(skip)("a session removed, trimmed or created again elsewhere is checked again", async () => {
     const raw = await kind.open();
     const mine = memoryOver(raw);
@@ -204,5 +247,52 @@ describe.each(kinds.map((k) => [k.name, k] as const))("compaction after writes o
     }
     await mine.idle();
     await raw.close();
+  });
+});
+
+describe("a store that cannot bound the cap by its summaries", () => {
+  /** The memory store without `capabilities.keepUnsummarized`, with the options of every append recorded. */
+  async function plainCapStore() {
+    const { createMemoryStore } = await import("../../src/stores/memory.js");
+    const raw = createMemoryStore({ ttlMs: 0 });
+    const appends: AppendOptions[] = [];
+    const store = new Proxy(raw, {
+      get(target, prop) {
+        if (prop === "capabilities") return { ...target.capabilities, keepUnsummarized: false };
+        if (prop === "appendMessages") {
+          return (id: string, messages: MessageInput[], options: AppendOptions = {}) => {
+            appends.push(options);
+            return target.appendMessages(id, messages, options);
+          };
+        }
+        const value = Reflect.get(target, prop, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    return { store, appends };
+  }
+
+  it("is never given keepUnsummarized: writes carry no cap, and compaction caps after reading", async () => {
+    const { store, appends } = await plainCapStore();
+    const memory = memoryOver(store);
+    const id = newSessionId();
+    for (let i = 1; i <= 40; i++) {
+      await memory.addMessages(id, turn(i));
+      const shape = await shapeOf(store, id);
+      expect(shape.first - 1, `turn ${i}: the cap drops only summarised messages`).toBeLessThanOrEqual(shape.reach);
+      expect(shape.count).toBeLessThanOrEqual(SETTINGS.maxMessages);
+    }
+    expect(appends.filter((o) => o.keepUnsummarized)).toEqual([]);
+    // Only compaction's own cap writes (empty appends) carry a cap.
+    expect(appends.filter((o) => o.maxMessages !== undefined).length).toBeGreaterThan(0);
+    expect(appends.every((o) => o.maxMessages === undefined || o.maxMessages > 0)).toBe(true);
+    await memory.idle();
+    await store.close();
+  });
+
+  it("keeps the unsummarised messages of a session deleted and created again elsewhere", async () => {
+    const { store } = await plainCapStore();
+    await recreatedElsewhere(store);
+    await store.close();
   });
 });

@@ -1,8 +1,17 @@
 /**
  * What a {@link Compactor} remembers of a session between its checks, so that a write after which no
- * summary can be due costs no store read (and one that only reaches the cap, just the cap's write). A hint holds lower bounds of values that only grow while
- * a session lives (the seq the newest summary reaches, the first stored seq), so a hint made stale by
- * another process can only make the next write check sooner, never skip work that is due.
+ * summary can be due costs no store read (and one that only reaches the cap, none either: the write
+ * carries the cap). A hint holds lower bounds of values that only grow while a session lives (the seq
+ * the newest summary reaches, the first stored seq), so another process's summaries and caps can only
+ * make the next write check sooner.
+ *
+ * A session deleted and created again by another process, and grown there past the last seq this one
+ * saw (within {@link HINT_MAX_AGE_MS}), is the exception: the old session's bounds are too high for the
+ * new one. Its next check then comes as late as the old session's would have (once `window` +
+ * `threshold` messages follow what the old summaries reached), but nothing is lost: a hint decides
+ * only whether to read, never what is dropped. The cap drops only what the store's own summaries
+ * cover (`keepUnsummarized`, decided in the write's atomic step); on a store that cannot bound it, a
+ * `cap` plan reads first.
  */
 import type { CompactionSettings } from "./compaction.js";
 
@@ -38,7 +47,7 @@ export const HINT_MAX_AGE_MS = 5 * 60_000;
  * - `none`: no summary is due while at most `window` plus `threshold` messages follow what is
  *   summarised (or capped), and the cap has nothing to drop while at most `maxMessages` seqs are spanned;
  * - `cap`: only the cap is due, and everything it drops is summarised already: keeping the newest
- *   `maxMessages` is the whole compaction, with no read;
+ *   `maxMessages` is the whole compaction, and the write did it (`keepUnsummarized`), with no read;
  * - `check`: read the session and compact (a summary may be due).
  * Every bound only grows with `coveredTo` and `firstSeq`, which is why stale (lower) values of them
  * err towards checking.
@@ -85,21 +94,6 @@ export class CompactionHints {
       this.#hints.set(sessionId, hint);
     }
     return plan;
-  }
-
-  /**
-   * Notes that the newest `maxMessages` up to `lastSeq` were kept. Where seqs have gaps the first kept
-   * seq may be lower, but at most `maxMessages` are stored up to `lastSeq`, which is what the cap's
-   * bound needs; and it stays at most `coveredTo` + 1, so it never raises the summary's bound.
-   * @returns how many seqs the first seq moved on: the messages dropped, where seqs have no gaps.
-   */
-  capped(sessionId: string, lastSeq: number): number {
-    const hint = this.#hints.get(sessionId);
-    if (!hint) return 0;
-    const first = Math.max(hint.firstSeq, lastSeq - this.#settings.maxMessages + 1);
-    const moved = first - hint.firstSeq;
-    hint.firstSeq = first;
-    return moved;
   }
 
   /** Remembers what a full check saw (after its own summary and cap). */

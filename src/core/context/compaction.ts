@@ -1,5 +1,4 @@
-import { isThreadkeepError } from "../errors.js";
-import type { Message, SessionStore, Summary } from "../types.js";
+import type { AppendOptions, Message, SessionStore, Summary } from "../types.js";
 import { CompactionHints, type SessionShape } from "./compaction-hints.js";
 import type { Summarizer } from "./summarize.js";
 
@@ -46,7 +45,9 @@ export function latestSummary(summaries: readonly Summary[]): Summary | undefine
 /**
  * Summarises the oldest unsummarised messages outside the window when there are more than the
  * threshold (or the cap needs them gone), folding them into the latest summary; then applies the
- * message cap to messages a summary covers, never to others. A failed summary loses nothing: the
+ * message cap to messages a summary covers, never to others (on a store with
+ * `capabilities.keepUnsummarized` the store itself bounds the cap by the summaries it holds, so a
+ * session deleted and created again meanwhile loses nothing). A failed summary loses nothing: the
  * error is returned and the messages stay until a later compaction succeeds.
  * @returns what it did, and what it saw of the session afterwards (none: the session is empty).
  */
@@ -99,8 +100,10 @@ export async function compactSession(
   }
   const droppable = Math.min(overflow, Math.max(0, Math.min(coveredTo, lastSeq) - firstSeq + 1));
   if (droppable > 0) {
-    // An empty append applies the cap in the store's one atomic step.
-    await store.appendMessages(sessionId, [], { maxMessages: count - droppable });
+    // An empty append applies the cap in the store's one atomic step; bounded by the summaries where
+    // the store can, since what was read above may be stale by now.
+    const cap = store.capabilities.keepUnsummarized ? { maxMessages: settings.maxMessages, keepUnsummarized: true } : { maxMessages: count - droppable };
+    await store.appendMessages(sessionId, [], cap);
     result.dropped = droppable;
   }
   // Dropping n of the oldest moves the first seq on by at least n (by more where seqs have gaps).
@@ -111,7 +114,8 @@ export async function compactSession(
  * Runs compactions, one per session at a time, logging failures instead of throwing them. After a
  * write it first asks its {@link CompactionHints}: when what its last check saw shows that the write
  * cannot have made anything due (the common case: most turns neither push a summary's worth of
- * messages out of the window nor reach the cap), it reads nothing.
+ * messages out of the window nor reach the cap), it reads nothing. The cap itself rides on the
+ * write ({@link writeCap}) where the store can bound it by its summaries.
  */
 export class Compactor {
   readonly summarizer?: Summarizer;
@@ -126,34 +130,33 @@ export class Compactor {
   }
 
   /**
-   * What follows a write that stored `added`: nothing, or the cap alone, when the hint shows that no
-   * summary can be due; otherwise a full check. A write that stored nothing (a truncation, a replay)
-   * is checked as before.
+   * The cap a write to `store` carries. Without a summarizer, the plain cap (the oldest go). With one,
+   * the cap bounded by the session's summaries where the store can apply it in the write's own step
+   * (`capabilities.keepUnsummarized`): a write past the cap then drops what is summarised already, and
+   * no separate write is needed. Other stores get no cap on a write; the check after it caps.
+   */
+  writeCap(store: SessionStore): Pick<AppendOptions, "maxMessages" | "keepUnsummarized"> {
+    const maxMessages = this.#settings.maxMessages;
+    if (maxMessages <= 0) return {};
+    if (!this.summarizer) return { maxMessages };
+    return store.capabilities.keepUnsummarized ? { maxMessages, keepUnsummarized: true } : {};
+  }
+
+  /**
+   * What follows a write that stored `added` (a write that carried {@link writeCap}): nothing when the
+   * hint shows that no summary can be due, or only the cap, which the write applied already where
+   * the store bounds it by its summaries; otherwise a full check. A write that stored nothing (a
+   * truncation, a replay) is checked as before.
    */
   afterWrite(store: SessionStore, sessionId: string, added: readonly Message[]): Promise<CompactionResult> {
     if (!this.summarizer) return Promise.resolve({ dropped: 0 });
     const running = this.#running.get(sessionId);
     if (running) return running;
     if (added.length === 0) return this.run(store, sessionId);
-    const lastSeq = added[added.length - 1].seq;
-    const plan = this.#hints.plan(sessionId, added[0].seq, lastSeq);
-    if (plan === "none") return Promise.resolve({ dropped: 0 });
-    if (plan === "check") return this.run(store, sessionId);
-    return this.#track(sessionId, this.#cap(store, sessionId, lastSeq));
-  }
-
-  /** Keeps the newest `maxMessages`: all it drops is summarised (the hint said so). */
-  async #cap(store: SessionStore, sessionId: string, lastSeq: number): Promise<CompactionResult> {
-    try {
-      await store.appendMessages(sessionId, [], { maxMessages: this.#settings.maxMessages });
-    } catch (error) {
-      this.#hints.forget(sessionId);
-      // Deleted meanwhile: nothing left to cap.
-      if (isThreadkeepError(error, "session_not_found")) return { dropped: 0 };
-      throw error;
-    }
-    // The store does not say how many went; the seqs do.
-    return { dropped: this.#hints.capped(sessionId, lastSeq) };
+    const plan = this.#hints.plan(sessionId, added[0].seq, added[added.length - 1].seq);
+    if (plan === "none" || (plan === "cap" && store.capabilities.keepUnsummarized)) return Promise.resolve({ dropped: 0 });
+    // A cap the store cannot bound is applied only after reading what the summaries cover.
+    return this.run(store, sessionId);
   }
 
   /** Compacts a session; joins the running compaction if there is one (a later append catches up). */

@@ -11,10 +11,10 @@ export async function writeMessages(core: MemoryCore, sessionId: string, seq: nu
   const valid = validateMessages(messages);
   const store = core.opened ?? (await core.store);
   const { fence, operationId, expectedLastSeq, branch } = options;
-  const summarizing = Boolean(core.compactor.summarizer);
   // Awaited only when asked for: most writes release nothing, and each await is a turn of the microtask queue.
   const releaseLease = options.releaseLease ? await releasesLease(core, store, sessionId, options) : undefined;
-  const write = { fence, operationId, expectedLastSeq, branch, releaseLease, ...(summarizing ? {} : { maxMessages: core.settings.maxMessages }) };
+  // The cap rides on the write: with a summarizer, only over what the store's summaries cover.
+  const write = { fence, operationId, expectedLastSeq, branch, releaseLease, ...core.compactor.writeCap(store) };
   const userId = core.owner(options);
   if (seq === undefined && !options.session && store.capabilities.ownerScope) {
     // The common case, an append to an existing session of this owner, is one store call that

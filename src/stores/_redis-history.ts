@@ -40,16 +40,22 @@ local function bounds()
 end
 `;
 
-/** The furthest seq the session's summaries reach (0: none): `keepUnsummarized` drops nothing past it. */
+/**
+ * The furthest seq the session's summaries reach (0: none): `keepUnsummarized` drops nothing past it.
+ * The meta keeps it as `sumTo` (see SUMMARY), passed in as `known`; a session created before that
+ * field existed has its summaries read once, and the field set.
+ */
 const SUMMARY_REACH = `
 -- Summaries are stored as {"id":…,"fromSeq":…,"toSeq":…, (see SUMMARY); one of another shape counts
 -- as reaching nothing, so the cap keeps more rather than less.
-local function summaryReach()
+local function summaryReach(known)
+  if known then return tonumber(known) end
   local reach = 0
   for _, item in ipairs(redis.call('LRANGE', SUMS, 0, -1)) do
     local to = tonumber(string.match(item, '^{"id":%d+,"fromSeq":%-?%d+,"toSeq":(%-?%d+)[,}]'))
     if to and to > reach then reach = to end
   end
+  redis.call('HSET', META, 'sumTo', string.format('%d', reach))
   return reach
 end
 `;
@@ -106,8 +112,9 @@ local L = 9
 if indexOwner ~= '' then L = 12 end
 local LEASE, QUEUE = KEYS[L], KEYS[L + 1]
 ${RELEASE}
--- The meta fields this write needs, in one read: the owner (nil: no session), activity and first seq.
-local meta = redis.call('HMGET', META, 'userId', 'lastActivityAt', 'first')
+-- The meta fields this write needs, in one read: the owner (nil: no session), activity, first seq and
+-- the summaries' reach.
+local meta = redis.call('HMGET', META, 'userId', 'lastActivityAt', 'first', 'sumTo')
 local user = meta[1]
 if not user then return {-1} end
 if owner ~= '' and (user ~= owner or (activeSince ~= '' and tonumber(meta[2]) < tonumber(activeSince))) then return {-1} end
@@ -183,7 +190,7 @@ if #batch > 0 then redis.call('RPUSH', MSGS, unpack(batch)) end
 local total = n + count
 if max > 0 and total > max then
   local drop = total - max
-  if opt(15) == '1' then drop = math.min(drop, summaryReach() - first + 1) end
+  if opt(15) == '1' then drop = math.min(drop, summaryReach(meta[4]) - first + 1) end
   if drop > 0 then
     redis.call('LTRIM', MSGS, drop, -1)
     newFirst = first + drop

@@ -49,7 +49,7 @@ export const CREATE = script(
 if redis.call('EXISTS', META) == 1 then return 0 end
 redis.call('DEL', MSGS, SUMS, STATE, OPS, OPSQ, BRANCHES)
 redis.call('HSET', META, 'userId', ARGV[1], 'createdAt', ARGV[2], 'lastActivityAt', ARGV[3],
-  'metadata', ARGV[4], 'first', '1', 'sumSeq', '0', 'branchSeq', '0')
+  'metadata', ARGV[4], 'first', '1', 'sumSeq', '0', 'sumTo', '0', 'branchSeq', '0')
 expireAt(tonumber(ARGV[3]), tonumber(ARGV[5]))
 return 1`,
 );
@@ -115,7 +115,12 @@ redis.call('LTRIM', MSGS, 0, keep - 1)
 return {n - keep}`,
 );
 
-/** ARGV: summary JSON object without its id. Returns {id} or {-1}. */
+/**
+ * ARGV: summary JSON object without its id, its toSeq. Returns {id} or {-1}. Keeps the meta's `sumTo`,
+ * the furthest `toSeq` of the session's summaries (what `keepUnsummarized` caps by); a session created
+ * before that field has none until the history write reads its summaries once (`summaryReach` in
+ * `_redis-history.ts`).
+ */
 export const SUMMARY = script(
   "summary",
   `${SESSION}
@@ -123,6 +128,9 @@ if redis.call('EXISTS', META) == 0 then return {-1} end
 local id = redis.call('HINCRBY', META, 'sumSeq', 1)
 redis.call('RPUSH', SUMS, '{"id":' .. string.format('%d', id) .. ',' .. string.sub(ARGV[1], 2))
 inheritExpiry(SUMS)
+local reach = redis.call('HGET', META, 'sumTo')
+local to = tonumber(ARGV[2])
+if reach and to and to > tonumber(reach) then redis.call('HSET', META, 'sumTo', ARGV[2]) end
 return {id}`,
 );
 

@@ -367,7 +367,7 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
         ...(input.metadata ? { metadata: structuredClone(input.metadata) } : {}),
       };
       const body = json(fields, "invalid_request", "A summary");
-      const [summaryId] = need(id, await run(S.SUMMARY, id, [body]));
+      const [summaryId] = need(id, await run(S.SUMMARY, id, [body, String(Math.floor(fields.toSeq))]));
       return { id: summaryId, ...fields };
     },
 

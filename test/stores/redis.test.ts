@@ -122,6 +122,27 @@ describe.skipIf(enabled !== true)("redis store specifics", () => {
     expect(now).toBeGreaterThan(ahead - 120_000);
     expect(await raw.zScore(`${keyPrefix}{index}:activity`, session.id)).toBe(now);
   });
+  it("bounds the cap by the summaries' reach kept in the meta, and reads the summaries once for a session stored without it", async () => {
+    const s = store({ ttlMs: 0 });
+    const meta = (id: string) => `${keyPrefix}s:{${id}}:meta`;
+    const texts = (n: number) => Array.from({ length: n }, (_, i) => ({ role: "user" as const, content: `m${i + 1}` }));
+    const seqs = async (id: string) => (await s.getMessages(id)).map((m) => m.seq);
+    const session = await s.createSession({ id: newSessionId(), userId: "u" });
+    expect(await raw.hGet(meta(session.id), "sumTo")).toBe("0");
+    await s.appendMessages(session.id, texts(10));
+    await s.saveSummary(session.id, { fromSeq: 1, toSeq: 6, content: "1..6" });
+    await s.saveSummary(session.id, { fromSeq: 1, toSeq: 3, content: "1..3" });
+    expect(await raw.hGet(meta(session.id), "sumTo")).toBe("6");
+    // Stored by a version without the field: the write reads the summaries and keeps their reach.
+    await raw.hDel(meta(session.id), "sumTo");
+    await s.appendMessages(session.id, [], { maxMessages: 2, keepUnsummarized: true });
+    expect(await seqs(session.id)).toEqual([7, 8, 9, 10]);
+    expect(await raw.hGet(meta(session.id), "sumTo")).toBe("6");
+    await s.saveSummary(session.id, { fromSeq: 1, toSeq: 8, content: "1..8" });
+    await s.appendMessages(session.id, [], { maxMessages: 1, keepUnsummarized: true });
+    expect(await seqs(session.id)).toEqual([9, 10]);
+  });
+
   it("heals the indexes where they outlived a session", async () => {
     const s = store({ ttlMs: 0 });
     const owner = `heal-${randomUUID()}`;

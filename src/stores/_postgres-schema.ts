@@ -6,6 +6,7 @@
 import type postgres from "postgres";
 import { ThreadkeepError } from "../core/errors.js";
 import type { Message, MessageInput, Session, Summary } from "../core/types.js";
+import { migrateAppendCapGuard } from "./_postgres-append.js";
 import { migrateSummaryCap } from "./_postgres-cap.js";
 import { migrateHeldWrites } from "./_postgres-fence.js";
 import { migrateHistory } from "./_postgres-history.js";
@@ -179,6 +180,7 @@ const MIGRATIONS: Migration[] = [
   { version: 8, up: (tx) => migrateTurnRelease(tx) },
   { version: 9, up: (tx) => migrateSummaryCap(tx) },
   { version: 10, up: (tx) => migrateHeldWrites(tx) },
+  { version: 11, up: (tx) => migrateAppendCapGuard(tx) },
 ];
 
 /** The newest schema version this code knows. */

@@ -147,6 +147,41 @@ describe.runIf(enabled === true)("postgres store specifics", () => {
     }
   });
 
+  it("upgrades a version 10 schema to 11 (the append's cap guard), keeping its data, and caps at the boundary", async () => {
+    const old = `tk_test_${randomBytes(6).toString("hex")}`;
+    extraSchemas.push(old);
+    const before = open({ schema: old });
+    const id = newSessionId();
+    try {
+      await before.createSession({ id, userId: "u" });
+      await before.appendMessages(id, Array.from({ length: 199 }, (_, i) => ({ role: "user" as const, content: `m${i + 1}` })));
+    } finally {
+      await before.close();
+    }
+    // Back to version 10: the version 1 append function (the cap's DELETE unguarded) and no row 11.
+    const [{ def }] = await admin<{ def: string }[]>`
+      SELECT pg_get_functiondef(${`${old}.threadkeep_append`}::regproc) AS def`;
+    expect(def).toContain("v_last - p_max >= 1");
+    await admin.unsafe(def.replace("p_max IS NOT NULL AND v_last - p_max >= 1", "p_max IS NOT NULL"));
+    await admin`DELETE FROM ${admin(old)}.threadkeep_migrations WHERE version = 11`;
+    const after = open({ schema: old });
+    try {
+      await after.appendMessages(id, [{ role: "user", content: "m200" }], { maxMessages: 200 });
+      expect((await after.getMessages(id)).map((m) => m.seq)).toEqual(Array.from({ length: 200 }, (_, i) => i + 1));
+      await after.appendMessages(id, [{ role: "user", content: "m201" }], { maxMessages: 200 });
+      const kept = await after.getMessages(id);
+      expect(kept.map((m) => m.seq)).toEqual(Array.from({ length: 200 }, (_, i) => i + 2));
+      expect(kept[0].content).toBe("m2");
+      const [{ def: upgraded }] = await admin<{ def: string }[]>`
+        SELECT pg_get_functiondef(${`${old}.threadkeep_append`}::regproc) AS def`;
+      expect(upgraded).toContain("v_last - p_max >= 1");
+      const versions = await admin`SELECT version FROM ${admin(old)}.threadkeep_migrations ORDER BY version`;
+      expect(versions.map((v) => v.version)).toEqual(Array.from({ length: SCHEMA_VERSION }, (_, i) => i + 1));
+    } finally {
+      await after.close();
+    }
+  });
+
   it("serialises 2 stores × 100 concurrent turns on one session: contiguous seq, turns adjacent", async () => {
     const second = open();
     try {

@@ -1,0 +1,115 @@
+/**
+ * Search in the store conformance suite: substring search within one owner's sessions, taken
+ * literally, and full-text search (stemmed, ranked) where `capabilities.fullTextSearch` says so.
+ */
+import { randomUUID } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import type { SessionStore } from "../core/types.js";
+import { sessionMaker, text, user } from "./_conformance-fixtures.js";
+import { expectCode } from "./conformance.js";
+
+/** Registers the search tests; `store()` gives the suite's open store, `name` names it in skip reasons. */
+export function describeSearch(store: () => SessionStore, name: string): void {
+  const newSession = sessionMaker(store);
+
+  describe("search", () => {
+    it("finds substrings case-insensitively within one owner's sessions", async () => {
+      const owner = user();
+      const a = await newSession(owner);
+      const b = await newSession(owner);
+      const stranger = await newSession();
+      await store().appendMessages(a.id, [text("Create a task: buy GROCERIES"), { role: "assistant", content: "Done." }]);
+      await store().appendMessages(b.id, [text("Welke producten heb je daarvoor? groceries in het Nederlands")]);
+      await store().appendMessages(stranger.id, [text("my groceries are secret")]);
+      const hits = await store().search({ userId: owner, text: "groceries" });
+      expect(hits.map((h) => h.sessionId).sort()).toEqual([a.id, b.id].sort());
+      for (const hit of hits) {
+        expect(hit.snippet.toLowerCase()).toContain("groceries");
+        expect(hit.message.seq).toBe(hit.seq);
+      }
+      const inA = await store().search({ userId: owner, sessionId: a.id, text: "GROCERIES" });
+      expect(inA.map((h) => h.seq)).toEqual([1]);
+      expect(await store().search({ userId: owner, sessionId: stranger.id, text: "groceries" })).toEqual([]);
+      expect(await store().search({ userId: owner, text: "daarvoor?" })).toHaveLength(1);
+      expect(await store().search({ userId: owner, text: "nothing like this" })).toEqual([]);
+    });
+
+    it("treats search text literally and honours the limit", async () => {
+      const session = await newSession();
+      await store().appendMessages(session.id, [
+        text("100% sure"),
+        text("under_score"),
+        text("it's 'quoted'"),
+        ...Array.from({ length: 10 }, (_, i) => text(`repeat ${i}`)),
+      ]);
+      const q = (t: string, limit?: number) => store().search({ userId: session.userId, sessionId: session.id, text: t, limit });
+      expect((await q("%")).map((h) => h.seq)).toEqual([1]);
+      expect((await q("_")).map((h) => h.seq)).toEqual([2]);
+      expect((await q("'quoted'")).map((h) => h.seq)).toEqual([3]);
+      const limited = await q("repeat", 4);
+      expect(limited).toHaveLength(4);
+      expect(limited.map((h) => h.seq)).toEqual([13, 12, 11, 10]);
+    });
+
+    it("rejects empty search text", async () => {
+      await expectCode(store().search({ userId: user(), text: "  " }), "invalid_request");
+    });
+
+    it("searches full text where the backend has it", async (ctx) => {
+      if (!store().capabilities.fullTextSearch) ctx.skip(`${name} has no full-text search`);
+      const session = await newSession();
+      await store().appendMessages(session.id, [
+        text("The quick brown fox jumps over the lazy dog"),
+        text("Ik wil boodschappen doen voor morgen"),
+        text("nothing relevant"),
+      ]);
+      const q = (t: string) => store().search({ userId: session.userId, sessionId: session.id, text: t, mode: "fulltext" });
+      expect((await q("fox dog")).map((h) => h.seq)).toEqual([1]);
+      expect((await q("boodschappen")).map((h) => h.seq)).toEqual([2]);
+      expect(await q("elephant")).toEqual([]);
+      expect(await q('"unbalanced AND OR (')).toBeInstanceOf(Array);
+    });
+
+    it("stems full text (grocery finds groceries) and ranks any-word matches by relevance", async (ctx) => {
+      if (!store().capabilities.fullTextSearch) ctx.skip(`${name} has no full-text search`);
+      const owner = user();
+      const session = await newSession(owner);
+      const stranger = await newSession();
+      await store().appendMessages(session.id, [
+        text("I need to buy groceries today"),
+        text("walked the dog in the park"),
+        text("grocery list: a grocery store run for the groceries"),
+      ]);
+      await store().appendMessages(stranger.id, [text("grocery secrets of another owner")]);
+      const stemmed = await store().search({ userId: owner, text: "grocery", mode: "fulltext" });
+      expect(stemmed.map((h) => h.seq).sort()).toEqual([1, 3]);
+      const ranked = await store().search({ userId: owner, text: "grocery list", mode: "fulltext", ranking: "relevance" });
+      expect(ranked.map((h) => h.seq)).toEqual([3, 1]);
+      const any = await store().search({ userId: owner, text: "grocery dog", mode: "fulltext", ranking: "relevance" });
+      expect(any.map((h) => h.seq).sort()).toEqual([1, 2, 3]);
+      expect(any.every((h) => h.sessionId === session.id)).toBe(true);
+    });
+
+    it("keeps owners apart whose ids differ only in punctuation or case, in every mode", async () => {
+      const tag = randomUUID().slice(0, 8);
+      const owners = [`${tag}-x`, `${tag} x`, `${tag}.X`];
+      for (const owner of owners) await store().appendMessages((await newSession(owner)).id, [text(`lookalike note of ${owner}`)]);
+      for (const owner of owners) {
+        const modes = store().capabilities.fullTextSearch ? (["substring", "fulltext"] as const) : (["substring"] as const);
+        for (const mode of modes) {
+          const hits = await store().search({ userId: owner, text: "lookalike note", mode });
+          expect(hits.map((h) => h.message.content)).toEqual([`lookalike note of ${owner}`]);
+        }
+        if (store().capabilities.fullTextSearch) {
+          const ranked = await store().search({ userId: owner, text: "lookalike note", mode: "fulltext", ranking: "relevance" });
+          expect(ranked.map((h) => h.message.content)).toEqual([`lookalike note of ${owner}`]);
+        }
+      }
+    });
+
+    it("refuses full text with not_supported where the backend lacks it", async (ctx) => {
+      if (store().capabilities.fullTextSearch) ctx.skip(`${name} has full-text search`);
+      await expectCode(store().search({ userId: user(), text: "x", mode: "fulltext" }), "not_supported");
+    });
+  });
+}

@@ -18,6 +18,28 @@ export const operations =
     responses: { ...responses, ...failures },
   });
 
+/** The path parameter of a session id. */
+export const sessionId = { name: "id", in: "path", required: true, schema: ref("SessionId") };
+
+/** A query parameter. */
+export const query = (name: string, schema: unknown, description: string, required = false) => ({
+  name,
+  in: "query",
+  required,
+  schema,
+  description,
+});
+
+/** The failures every chat and session operation can answer with. */
+export const sessionFailures = {
+  "400": error(
+    "Invalid request, message or session id (`invalid_request`, `invalid_message`, `invalid_session_id`)",
+  ),
+  "401": error("Missing or unknown API key (`invalid_api_key`)"),
+  "404": error("No such session for this user (`session_not_found`)"),
+  "503": error("The store is unavailable (`store_unavailable`), or its database refused the turn lease (`store_misconfigured`)"),
+};
+
 /** Shapes shared by the routes: sessions, messages, state, preferences, errors. */
 export const schemas = {
   SessionId: {

@@ -19,19 +19,18 @@ import {
   quarantineLines,
   writeAtomically,
 } from "./_jsonl-io.js";
+import { applyRecord, recordProblem } from "./_jsonl-apply.js";
 import {
-  applyRecord,
   compactRecords,
   emptyData,
   encodeLines,
   type HeaderRecord,
   headerOf,
   liveRecordCount,
-  recordProblem,
-  replaySession,
   type SessionData,
   type SessionRecord,
 } from "./_jsonl-records.js";
+import { replaySession } from "./_jsonl-replay.js";
 
 /** A loaded session and what its file holds. */
 export interface Entry extends SessionData {

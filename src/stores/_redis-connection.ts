@@ -1,5 +1,6 @@
 import { ThreadkeepError } from "../core/errors.js";
 import type { RedisScript } from "./_redis-scripts.js";
+import { parseRedisUrl, type RedisClusterSeeds, type RedisUrl } from "./_redis-url.js";
 import { importOptional } from "./_util.js";
 
 type RedisModule = typeof import("redis");
@@ -37,19 +38,6 @@ export interface RedisConnectionOptions {
   onError?: (error: Error) => void;
 }
 
-/** The seed nodes and shared credentials of a `redis+cluster://[user:pass@]host:port,host:port` URL. */
-export function parseClusterUrl(url: string): { rootNodes: { url: string }[]; username?: string; password?: string } | null {
-  const match = /^(rediss?)\+cluster:\/\/(?:([^@/]*)@)?([^/?#]+)\/?$/i.exec(url.trim());
-  if (!match) return null;
-  const [, scheme, auth, hosts] = match;
-  const [username, password] = auth === undefined ? [] : auth.includes(":") ? auth.split(/:(.*)/s, 2) : [undefined, auth];
-  return {
-    rootNodes: hosts.split(",").filter(Boolean).map((host) => ({ url: `${scheme.toLowerCase()}://${host.trim()}` })),
-    ...(username ? { username: decodeURIComponent(username) } : {}),
-    ...(password ? { password: decodeURIComponent(password) } : {}),
-  };
-}
-
 /** The key a command is routed by in a cluster: the first key of a script, else the command's first argument. */
 function routingKey(args: string[]): string | undefined {
   const command = args[0]?.toUpperCase();
@@ -72,6 +60,7 @@ const TRANSIENT_REPLIES =
  */
 export class RedisConnection {
   readonly #options: RedisConnectionOptions;
+  readonly #url: RedisUrl;
   /** Host and port only: the URL may carry a password. */
   readonly #where: string;
   #opening: Promise<RedisClient> | undefined;
@@ -80,6 +69,8 @@ export class RedisConnection {
   /** When the current outage began (or the first connection attempt); 0 while connected. */
   #downSince = 0;
   #lastError: unknown;
+  /** The server's refusal of the connection's setup (a database out of range), which reconnecting will not lift. */
+  #refusal: Error | undefined;
   readonly #readyWaiters = new Set<() => void>();
   /** A second client for wake messages (a RESP2 connection that subscribes can do nothing else). */
   #subscriber: Promise<RedisClient> | undefined;
@@ -89,17 +80,12 @@ export class RedisConnection {
   /** The server is a Redis Cluster: a script may only touch keys of one slot. */
   readonly cluster: boolean;
 
+  /** @throws `invalid_store_url` for a malformed URL, before anything connects. */
   constructor(options: RedisConnectionOptions) {
     this.#options = options;
-    let where = "the configured address";
-    const cluster = parseClusterUrl(options.url);
-    this.cluster = cluster !== null;
-    try {
-      where = cluster ? `cluster ${cluster.rootNodes.map((n) => new URL(n.url).host).join(",")}` : new URL(options.url).host || where;
-    } catch {
-      // node-redis reports a malformed URL itself on first use.
-    }
-    this.#where = where;
+    this.#url = parseRedisUrl(options.url);
+    this.cluster = this.#url.cluster !== undefined;
+    this.#where = this.#url.where;
   }
 
   /** Runs one command and returns its raw reply. @throws `store_unavailable`, `store_corrupt`. */
@@ -209,9 +195,10 @@ export class RedisConnection {
     const client = this.#client ?? (await this.#open());
     if (client.isReady) return client;
     const waitMs = this.#downSince + this.#options.connectTimeoutMs - Date.now();
-    if (waitMs > 0) await this.#readyWithin(waitMs);
+    if (waitMs > 0 && !this.#refusal) await this.#readyWithin(waitMs);
     if (this.#closed) throw this.#unavailable("The redis store is closed");
     if (client.isReady) return client;
+    if (this.#refusal) throw this.#refused(this.#refusal);
     throw this.#unavailable(`Redis at ${this.#where} is unreachable`);
   }
 
@@ -219,16 +206,21 @@ export class RedisConnection {
     this.#opening ??= (async () => {
       const redis = await importOptional(() => import("redis"), "redis", "redis://");
       if (this.#closed) throw this.#unavailable("The redis store is closed");
-      const cluster = parseClusterUrl(this.#options.url);
+      const cluster = this.#url.cluster;
       const client: RedisClient = cluster ? this.#clusterClient(redis, cluster) : redis.createClient(this.#clientOptions());
       // Without an 'error' listener an outage would crash the process; calls report it instead.
       client.on("error", (error: Error) => {
         this.#lastError = error;
         if (!this.#downSince) this.#downSince = Date.now();
+        // The server answered the connection's setup with an error that retrying will not change:
+        // calls fail at once, saying so, instead of waiting out the connect timeout as in an outage.
+        this.#refusal = error instanceof redis.ErrorReply && !TRANSIENT_REPLIES.test(error.message) ? error : undefined;
+        if (this.#refusal) for (const wake of this.#readyWaiters) wake();
         this.#report(error);
       });
       client.on("ready", () => {
         this.#downSince = 0;
+        this.#refusal = undefined;
         for (const wake of this.#readyWaiters) wake();
       });
       this.#module = redis;
@@ -268,7 +260,7 @@ export class RedisConnection {
    * owning its first key (a session's keys share one hash tag, so each script runs on one node), and
    * sharded wake channels are subscribed on the channel's node by the cluster client itself.
    */
-  #clusterClient(redis: RedisModule, seeds: NonNullable<ReturnType<typeof parseClusterUrl>>): RedisClient {
+  #clusterClient(redis: RedisModule, seeds: RedisClusterSeeds): RedisClient {
     const { url: _url, ...defaults } = this.#clientOptions();
     const cluster = redis.createCluster({
       rootNodes: seeds.rootNodes,
@@ -361,6 +353,19 @@ export class RedisConnection {
   /** The same failure, marked as one whose command may or may not have run. */
   #unknown(error: ThreadkeepError): ThreadkeepError {
     return new ThreadkeepError(error.code, error.message, { cause: error.cause, details: { outcome: "unknown" } });
+  }
+
+  /** A refusal of the connection's setup, as a store error that is not an outage (`isStoreRefusal`). */
+  #refused(error: Error): ThreadkeepError {
+    const database = this.#url.database;
+    const hint =
+      database !== undefined && /DB index/i.test(error.message)
+        ? ` (the URL selects database ${database}; a server has databases 0-15 unless its "databases" setting says otherwise)`
+        : "";
+    return new ThreadkeepError("store_unavailable", `Redis at ${this.#where} refused the connection: ${error.message}${hint}`, {
+      cause: error,
+      details: { refused: true },
+    });
   }
 
   #unavailable(message: string, cause: unknown = this.#lastError): ThreadkeepError {

@@ -1,0 +1,82 @@
+/**
+ * Redis store URLs: a malformed one is refused when the store is opened (`invalid_store_url`, naming
+ * what is wrong), as SQLite and PostgreSQL refuse their bad parameters; one the server refuses (a
+ * database it does not have, a cluster URL naming a server without cluster support) fails the first
+ * operation at once with the server's words, as PostgreSQL does for a missing database, instead of
+ * waiting out the connect timeout and calling the server unreachable.
+ */
+import { createClient } from "redis";
+import { describe, expect, it } from "vitest";
+import { isStoreRefusal, isThreadkeepError } from "../../src/core/errors.js";
+import { newSessionId } from "../../src/core/ids.js";
+import { createRedisStore } from "../../src/stores/redis.js";
+import { createStore } from "../../src/stores/url.js";
+import { serviceAvailable, TEST_REDIS_URL } from "../_services.js";
+
+const enabled = await serviceAvailable("redis");
+
+/** What `fn` failed with, and how long it took. */
+async function failure(fn: () => Promise<unknown>): Promise<{ error: Error; ms: number }> {
+  const started = Date.now();
+  try {
+    await fn();
+  } catch (error) {
+    return { error: error as Error, ms: Date.now() - started };
+  }
+  throw new Error("expected a failure");
+}
+
+describe("redis store URLs: malformed ones are refused at open", () => {
+  it.each([
+    ["redis+cluster://127.0.0.1:7000/0", '/db path, got "/0"'],
+    ["redis+cluster://127.0.0.1:7000,127.0.0.1:7001?x=1", "no parameters, got ?x"],
+    ["redis://127.0.0.1:6379?x=1", "no parameters, got ?x"],
+    ["redis://127.0.0.1:6379/zero", 'database number (e.g. /0), got "/zero"'],
+    ["redis://127.0.0.1:65536", "Not a valid Redis URL"],
+  ])("%s: invalid_store_url naming what is wrong", async (url, says) => {
+    for (const open of [() => createStore(url), async () => createRedisStore({ url })]) {
+      const { error } = await failure(open);
+      expect(isThreadkeepError(error, "invalid_store_url"), String(error)).toBe(true);
+      expect(error.message).toContain(says);
+    }
+  });
+});
+
+describe.skipIf(enabled !== true)("redis store URLs the server refuses", () => {
+  it("fails the first operation at once on a database number out of range, saying which", async () => {
+    const raw = createClient({ url: TEST_REDIS_URL });
+    await raw.connect();
+    const { databases } = await raw.configGet("databases");
+    await raw.close();
+    const url = new URL(TEST_REDIS_URL);
+    url.pathname = `/${databases}`;
+    // A connect timeout long enough that waiting it out could not pass for failing at once.
+    const store = createRedisStore({ url: url.toString(), connectTimeoutMs: 10_000 });
+    try {
+      for (const call of [() => store.getSession(newSessionId()), () => store.createSession({ id: newSessionId(), userId: "u" })]) {
+        const { error, ms } = await failure(call);
+        expect(isThreadkeepError(error, "store_unavailable"), String(error)).toBe(true);
+        // Not an outage: the server turns a proxied turn into store_misconfigured, not a degraded answer.
+        expect(isStoreRefusal(error)).toBe(true);
+        expect(error.message).toContain("DB index is out of range");
+        expect(error.message).toContain(`database ${databases}`);
+        expect(ms).toBeLessThan(3_000);
+      }
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("fails the first operation at once on a cluster URL naming a server without cluster support", async () => {
+    const { host } = new URL(TEST_REDIS_URL);
+    const store = await createStore(`redis+cluster://${host}`);
+    try {
+      const { error, ms } = await failure(() => store.getSession(newSessionId()));
+      expect(isStoreRefusal(error), String(error)).toBe(true);
+      expect(error.message).toContain("cluster support disabled");
+      expect(ms).toBeLessThan(3_000);
+    } finally {
+      await store.close();
+    }
+  });
+});

@@ -32,8 +32,8 @@ export class RedisIndexes {
   readonly #activity: string;
   readonly #ids: string;
   readonly #warn: (message: string) => void;
-  /** Activity that a session write applied but the indexes did not take yet, retried in the background. */
-  readonly #pending = new Map<string, { userId: string; at: number; mode: "gt" | "set" }>();
+  /** Sessions (and their owner when written) whose index update failed after the write, retried in the background. */
+  readonly #pending = new Map<string, { userId: string }>();
   #retry: NodeJS.Timeout | undefined;
   #retryMs = RETRY_FIRST_MS;
   #closed = false;
@@ -72,24 +72,30 @@ export class RedisIndexes {
    * 'set' is for creation and explicit touches. Each update also trims a bounded number of members
    * older than the TTL, whose sessions Redis has expired.
    */
-  async record(id: string, userId: string, at: number, mode: "gt" | "set"): Promise<void> {
+  record(id: string, userId: string, at: number, mode: "gt" | "set"): Promise<void> {
+    return this.#record(id, userId, at, mode, mode);
+  }
+
+  /** {@link record} with a mode per script, which may also be '=' and the score the caller read (see `_redis-scripts.ts`). */
+  async #record(id: string, userId: string, at: number, ownerMode: string, globalMode: string): Promise<void> {
     const now = Date.now();
     const ttl = this.#ttlMs;
     if (ttl > 0 && at + ttl <= now) return;
     const expireAt = ttl > 0 ? String(Math.floor(at + ttl)) : "";
     const trimBelow = ttl > 0 ? String(now - ttl) : "";
     await Promise.all([
-      this.#db.eval(S.USER_INDEX, [this.owner(userId)], [mode, String(at), id, expireAt, trimBelow]),
-      this.#db.eval(S.GLOBAL_INDEX, [this.#activity, this.#ids], [mode, String(at), id, trimBelow]),
+      this.#db.eval(S.USER_INDEX, [this.owner(userId)], [ownerMode, String(at), id, expireAt, trimBelow]),
+      this.#db.eval(S.GLOBAL_INDEX, [this.#activity, this.#ids], [globalMode, String(at), id, trimBelow]),
     ]);
   }
 
   /**
    * Records the activity of a session write that has already applied. Never fails: the write's outcome
    * is the write's, and a caller told it failed would retry (or report "not saved") a stored write. A
-   * failure is reported with the session id and retried in the background until it lands; until then
-   * a listing may place the session by older activity (or miss it, if its member was trimmed as
-   * expired), and `expire()` re-checks each session's own activity before deleting anything.
+   * failure is reported with the session id and retried in the background until it lands (from the
+   * session's activity at that time, see {@link #repair}); until then a listing may place the session
+   * by older activity (or miss it, if its member was trimmed as expired), and `expire()` re-checks each
+   * session's own activity before deleting anything.
    */
   async recordAfterWrite(id: string, userId: string, at: number, mode: "gt" | "set"): Promise<void> {
     try {
@@ -97,7 +103,7 @@ export class RedisIndexes {
       this.#pending.delete(id);
     } catch (error) {
       this.#warn(`[threadkeep] redis: session ${id} was written, but its index update failed (retrying in the background): ${(error as Error).message}`);
-      this.#pending.set(id, { userId, at, mode });
+      this.#pending.set(id, { userId });
       this.#scheduleRetry();
     }
   }
@@ -121,9 +127,9 @@ export class RedisIndexes {
       const due = [...this.#pending];
       Promise.all(
         due.map(async ([id, entry]) => {
-          await this.record(id, entry.userId, entry.at, entry.mode);
+          const settled = await this.#repair(id, entry.userId);
           // A newer failure of the same session replaced the entry meanwhile: keep that one.
-          if (this.#pending.get(id) === entry) this.#pending.delete(id);
+          if (settled && this.#pending.get(id) === entry) this.#pending.delete(id);
         }),
       ).then(
         () => {
@@ -137,6 +143,33 @@ export class RedisIndexes {
       );
     }, this.#retryMs);
     this.#retry.unref();
+  }
+
+  /**
+   * Brings a session's index entries to what its meta holds now. The activity the failed update
+   * carried may have been overtaken by a newer write (of any process) whose own update landed since;
+   * re-applying it would move the session back in its owner's listing, or bring back a deleted one.
+   * So the entries are read first, then the meta, and an entry is set to the meta's activity only while
+   * it is still what was read (an update landing in between wins: the entry is then never lowered); a
+   * session that is gone is removed. Writes update the indexes after their meta, so reading the meta
+   * again tells whether one came in between: then the entry is not settled (false) and the next round
+   * repairs it from the newer meta.
+   */
+  async #repair(id: string, userId: string): Promise<boolean> {
+    const [ownerScore, activityScore] = await Promise.all([
+      this.#db.send<string | null>(["ZSCORE", this.owner(userId), id]),
+      this.#db.send<string | null>(["ZSCORE", this.#activity, id]),
+    ]);
+    const [before] = await this.#read([id]);
+    if (!before) await this.forget([id], userId);
+    else if (before.userId !== userId) await this.record(id, before.userId, before.lastActivityAt, "gt");
+    else await this.#record(id, userId, before.lastActivityAt, `=${ownerScore ?? ""}`, `=${activityScore ?? ""}`);
+    const [after] = await this.#read([id]);
+    return (
+      before?.userId === after?.userId &&
+      before?.createdAt === after?.createdAt &&
+      before?.lastActivityAt === after?.lastActivityAt
+    );
   }
 
   /** Removes sessions from the global indexes and, when known, from their owner's. */
@@ -256,8 +289,9 @@ export class RedisIndexes {
         ids.map(async (id) => {
           const found = await expireOne(id);
           if (found.outcome === "active") {
-            // The index lagged: correct its score so the loop does not meet the session again.
-            await this.#db.send(["ZADD", this.#activity, String(found.lastActivityAt), id]);
+            // The index lagged: correct its score so the loop does not meet the session again (GT: a
+            // newer write's own update may have landed since the session was checked).
+            await this.#db.send(["ZADD", this.#activity, "GT", String(found.lastActivityAt), id]);
             return;
           }
           removed.push(id);

@@ -246,15 +246,27 @@ local function recordGlobal(activity, ids, mode, score, id, trimBelow)
 end
 `;
 
-/** KEYS: one owner's index. ARGV: mode, score, session id, expireAt, trimBelow (see {@link RECORD}). */
-export const USER_INDEX = script("user-index", `${RECORD}
-recordOwner(KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5])
+/**
+ * A third mode for the two scripts below, '=' .. a score ('=' alone: no entry): 'set' while the entry
+ * (of KEYS[1]) is still what the caller read, else 'gt', so an update that landed since is never undone.
+ */
+const EXPECTED = `
+local function expected(key, mode, id)
+  if string.sub(mode, 1, 1) ~= '=' then return mode end
+  if (redis.call('ZSCORE', key, id) or '') == string.sub(mode, 2) then return 'set' end
+  return 'gt'
+end
+`;
+
+/** KEYS: one owner's index. ARGV: mode, score, session id, expireAt, trimBelow (see {@link RECORD}, {@link EXPECTED}). */
+export const USER_INDEX = script("user-index", `${RECORD}${EXPECTED}
+recordOwner(KEYS[1], expected(KEYS[1], ARGV[1], ARGV[3]), ARGV[2], ARGV[3], ARGV[4], ARGV[5])
 return 1`);
 
 /**
  * KEYS: the global activity index and the global id index (both carry one hash tag). ARGV: mode,
- * score, session id, trimBelow (see {@link RECORD}).
+ * score, session id, trimBelow (see {@link RECORD}, {@link EXPECTED}: of the activity index).
  */
-export const GLOBAL_INDEX = script("global-index", `${RECORD}
-recordGlobal(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3], ARGV[4])
+export const GLOBAL_INDEX = script("global-index", `${RECORD}${EXPECTED}
+recordGlobal(KEYS[1], KEYS[2], expected(KEYS[1], ARGV[1], ARGV[3]), ARGV[2], ARGV[3], ARGV[4])
 return 1`);

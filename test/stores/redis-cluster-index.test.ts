@@ -11,6 +11,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
 import { createRedisStore } from "../../src/stores/redis.js";
 import { clusterAvailable, type RedisCluster, startRedisCluster } from "../_redis-cluster.js";
+import { expectRetryNeverMovesBack } from "./_redis-index-retry.js";
 
 const enabled = clusterAvailable();
 const cluster: RedisCluster | undefined = enabled === true ? await startRedisCluster() : undefined;
@@ -95,6 +96,54 @@ describe.skipIf(enabled !== true)("redis cluster: the index node refuses writes 
       }
     } finally {
       await store.close();
+      await Promise.all(nodes.map((node) => node.close()));
+    }
+  }, 60_000);
+
+  it("retries without moving a session back behind another process's newer write, or bringing back a deleted one", async () => {
+    const keyPrefix = `tk-test-${randomUUID()}:`;
+    const warnings: string[] = [];
+    const a = createRedisStore({ url: cluster!.url, keyPrefix, ttlMs: 0, onWarning: (m) => warnings.push(m) });
+    const b = createRedisStore({ url: cluster!.url, keyPrefix, ttlMs: 0 });
+    const nodes = cluster!.ports.map((port) => createClient({ url: `redis://127.0.0.1:${port}` }) as RedisClientType);
+    let refusing: RedisClientType | undefined;
+    try {
+      await Promise.all(nodes.map((node) => node.connect()));
+      const slotOwners = (await nodes[0].sendCommand(["CLUSTER", "SLOTS"])) as [number, number, [string, number]][];
+      const nodeOf = async (key: string) => {
+        const slot = Number(await nodes[0].sendCommand(["CLUSTER", "KEYSLOT", key]));
+        const port = slotOwners.find(([from, to]) => slot >= from && slot <= to)![2][1];
+        return nodes[cluster!.ports.indexOf(port)];
+      };
+      let indexNode: RedisClientType | undefined;
+      await expectRetryNeverMovesBack({
+        a,
+        b,
+        keyPrefix,
+        warnings,
+        // Sessions held by the other masters, so that only their index step meets the refusal.
+        newId: async () => {
+          for (;;) {
+            const id = newSessionId();
+            if ((await nodeOf(`{${id}}`)) !== indexNode) return id;
+          }
+        },
+        refuse: async (key) => {
+          refusing = await nodeOf(key);
+          await refusing.configSet("min-replicas-to-write", "1");
+        },
+        allow: async () => {
+          await refusing!.configSet("min-replicas-to-write", "0");
+          refusing = undefined;
+        },
+        zScore: async (key, member) => (await nodeOf(key)).zScore(key, member),
+        ownerIndexKnown: async (key) => {
+          indexNode = await nodeOf(key);
+        },
+      });
+    } finally {
+      if (refusing) await refusing.configSet("min-replicas-to-write", "0");
+      await Promise.all([a.close(), b.close()]);
       await Promise.all(nodes.map((node) => node.close()));
     }
   }, 60_000);

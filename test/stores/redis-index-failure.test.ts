@@ -11,6 +11,7 @@ import { createMemory } from "../../src/core/memory.js";
 import { newSessionId } from "../../src/core/ids.js";
 import { createRedisStore } from "../../src/stores/redis.js";
 import { serviceAvailable, TEST_REDIS_URL } from "../_services.js";
+import { expectRetryNeverMovesBack } from "./_redis-index-retry.js";
 
 const enabled = await serviceAvailable("redis");
 const keyPrefix = `tk-test-${randomUUID()}:`;
@@ -60,4 +61,28 @@ describe.skipIf(enabled !== true)("redis: an index update that fails after its w
     const session = await memory.getSession(id, { userId: owner });
     expect(Number(await raw.zScore(ownerIndex, id))).toBe(session.lastActivityAt);
   });
+
+  it("retries without moving a session back behind another process's newer write, or bringing back a deleted one", async () => {
+    const a = createRedisStore({ url: TEST_REDIS_URL, keyPrefix, ttlMs: 0, onWarning: (m) => warnings.push(m) });
+    const b = createRedisStore({ url: TEST_REDIS_URL, keyPrefix, ttlMs: 0 });
+    try {
+      await expectRetryNeverMovesBack({
+        a,
+        b,
+        keyPrefix,
+        warnings,
+        newId: async () => newSessionId(),
+        refuse: async (key) => {
+          await raw.del(key);
+          await raw.set(key, "not a sorted set");
+        },
+        allow: async (key) => {
+          await raw.del(key);
+        },
+        zScore: (key, member) => raw.zScore(key, member),
+      });
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+    }
+  }, 30_000);
 });

@@ -1,12 +1,11 @@
 import type { CompactionResult } from "./context/compaction.js";
 import { buildContext } from "./context/build.js";
 import type { AssembledContext, ContextPreferences } from "./context/types.js";
-import type { ConversationState, EntityRef, PendingConfirmation, PendingInput } from "./state/conversation.js";
-import type { Resolution } from "./state/references.js";
 import * as state from "./state/memory-state.js";
 import { branchAt, clear, fork, getBranch, listBranches, pop, switchBranch, undoTurn } from "./history/branches.js";
 import { writeMessages } from "./history/write.js";
 import { SessionHandle } from "./session-handle.js";
+import { MemoryConversation } from "./memory-conversation.js";
 import { MemoryCore } from "./memory-core.js";
 import type { AddMessagesOptions, BuildContextOptions, MemoryOptions, MemorySettings, OwnerOptions, PreloadedTurn, ReplaceAfterOptions, RunTurnOptions } from "./memory-options.js";
 import { ThreadkeepError } from "./errors.js";
@@ -24,13 +23,15 @@ export { SessionHandle } from "./session-handle.js";
  * The one object that keeps conversations: the library's entry point, and what the server and the
  * CLI wrap. Every method checks ownership: another owner's session is `session_not_found`.
  */
-export class Memory {
+export class Memory extends MemoryConversation {
   readonly settings: MemorySettings;
   #core: MemoryCore;
   #sweep?: NodeJS.Timeout;
 
   constructor(options: MemoryOptions) {
-    this.#core = new MemoryCore(options);
+    const core = new MemoryCore(options);
+    super(core);
+    this.#core = core;
     this.settings = this.#core.settings;
     if (options.sweepIntervalMs) {
       this.#sweep = setInterval(() => {
@@ -268,53 +269,6 @@ export class Memory {
     options: OwnerOptions & { mode?: "substring" | "fulltext"; around?: number; sticky?: boolean } = {},
   ): Promise<SearchHit | null> {
     return state.recall(this.#core, (t, o) => this.search(t, o), sessionId, text, options);
-  }
-
-  /** The conversational state: last intent, referenced entities, pending confirmation. */
-  async getConversation(sessionId: string, options: OwnerOptions = {}): Promise<ConversationState> {
-    return state.getConversation(this.#core, sessionId, options);
-  }
-
-  /** Changes the conversational state: given fields replace, `null` clears. @throws `invalid_request` naming the field. */
-  async patchConversation(sessionId: string, patch: unknown, options: OwnerOptions = {}): Promise<ConversationState> {
-    return state.patchConversation(this.#core, sessionId, patch, options);
-  }
-
-  /** Records an entity the conversation just referenced; "that task" resolves to the latest task. */
-  async addReference(sessionId: string, entity: Omit<EntityRef, "at">, options: OwnerOptions = {}): Promise<ConversationState> {
-    return state.addReference(this.#core, sessionId, entity, options);
-  }
-
-  /** Records the user's last intent, as the application names it. */
-  async setIntent(sessionId: string, name: string, options: OwnerOptions = {}): Promise<ConversationState> {
-    return state.setIntent(this.#core, sessionId, name, options);
-  }
-
-  /** Asks for a confirmation: the action waits (replacing any earlier one) until confirmed, cancelled or expired. */
-  async setPendingConfirmation(sessionId: string, input: PendingInput, options: OwnerOptions = {}): Promise<PendingConfirmation> {
-    return state.setPendingConfirmation(this.#core, sessionId, input, options);
-  }
-
-  /**
-   * Takes the pending confirmation to execute it: returned to exactly one caller, and null when there
-   * is none, it expired, or it is not the one with `id`.
-   */
-  async confirmPending(sessionId: string, options: OwnerOptions & { id?: string; now?: number } = {}): Promise<PendingConfirmation | null> {
-    return state.takePendingConfirmation(this.#core, sessionId, options);
-  }
-
-  /** Drops the pending confirmation. @returns it, or null when there was none (or it had expired). */
-  async cancelPending(sessionId: string, options: OwnerOptions & { now?: number } = {}): Promise<PendingConfirmation | null> {
-    return state.takePendingConfirmation(this.#core, sessionId, options);
-  }
-
-  /**
-   * What a user message means for the conversational state, without a model call: a yes or no to
-   * the pending confirmation (`expired` when it lapsed), a reference to the latest entity, or none.
-   * It changes nothing: call {@link confirmPending} or {@link cancelPending} to act on it.
-   */
-  async resolve(sessionId: string, text: string, options: OwnerOptions & { now?: number } = {}): Promise<Resolution> {
-    return state.resolve(this.#core, sessionId, text, options);
   }
 
   /** Deletes sessions inactive longer than `ttlMs`. @returns their ids. */

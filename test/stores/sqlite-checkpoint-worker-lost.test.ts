@@ -12,13 +12,19 @@ import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
 import { createSqliteStore } from "../../src/stores/sqlite.js";
 
-const workers = vi.hoisted(() => ({ started: [] as import("node:worker_threads").Worker[], crash: false }));
+const workers = vi.hoisted(() => ({
+  started: [] as import("node:worker_threads").Worker[],
+  /** Per worker, settled once its thread runs ("online"): a worker terminated before that exits with 0, not 1. */
+  online: new Map<object, Promise<unknown>>(),
+  crash: false,
+}));
 vi.mock("node:worker_threads", async (importOriginal) => {
   const actual = await importOriginal<typeof import("node:worker_threads")>();
   class Tracked extends actual.Worker {
     constructor(source: string, options: import("node:worker_threads").WorkerOptions) {
       super(workers.crash ? `throw new Error("the checkpoint worker crashed");\n${source}` : source, options);
       workers.started.push(this);
+      workers.online.set(this, new Promise((resolve) => this.once("online", resolve)));
     }
   }
   return { ...actual, Worker: Tracked };
@@ -28,6 +34,7 @@ const dir = mkdtempSync(join(tmpdir(), "threadkeep-sqlite-worker-lost-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 afterEach(() => {
   workers.started.length = 0;
+  workers.online.clear();
   workers.crash = false;
   vi.restoreAllMocks();
 });
@@ -51,9 +58,11 @@ describe("sqlite store whose checkpoint worker dies after it started", () => {
       const append = (content: string) => store.appendMessages(session.id, [{ role: "user", content }]);
       for (let i = 0; i < 250; i++) await append(`message ${i}`);
       expect(workers.started).toHaveLength(1);
-      // Let it work a moment (it checkpoints what the first 200 writes logged), then kill it.
-      await sleep(200);
+      // Let it work a moment (it checkpoints what the first 200 writes logged), then kill it. Under
+      // load its thread can take longer than that to start, so wait for it to run first.
       const worker = workers.started[0];
+      await workers.online.get(worker);
+      await sleep(200);
       const exited = new Promise<number>((resolve) => worker.once("exit", resolve));
       await worker.terminate();
       expect(await exited).toBe(1);

@@ -101,6 +101,15 @@ export interface SummaryInput {
   content: string;
   createdAt?: number;
   metadata?: Record<string, unknown>;
+  /**
+   * The `createdAt` of the session the summary was made from, as read before making it. A store with
+   * `capabilities.guardedSummaries` saves the summary only while the stored session still has this
+   * `createdAt`, checked in the save's own atomic step, and otherwise throws `session_not_found`: the
+   * session was deleted (and perhaps created again under its id) meanwhile, so the summary covers
+   * messages of a session that is gone. Not stored with the summary. A session deleted and created
+   * again within the same millisecond is not told apart. Stores without the capability ignore it.
+   */
+  sessionCreatedAt?: number;
 }
 
 /** Small JSON object kept per session, changed only by compare-and-set on `version`. */

@@ -45,6 +45,15 @@ export interface StoreCapabilities {
    * @default false
    */
   keepUnsummarized?: boolean;
+  /**
+   * `saveSummary` honours {@link SummaryInput.sessionCreatedAt}: it refuses (`session_not_found`), in the
+   * save's own step, a summary made from a session that was deleted and created again under its id
+   * meanwhile. Compaction then passes it. A store without it is given no such field; compaction then
+   * re-reads the session just before saving, which narrows the race to that last round trip but
+   * cannot close it.
+   * @default false
+   */
+  guardedSummaries?: boolean;
 }
 
 /**
@@ -114,6 +123,11 @@ export interface SessionStore {
   /** Stores a whole branch record (imports, migration); a given `id` is kept. */
   saveBranch(sessionId: string, branch: BranchRecord): Promise<Branch>;
 
+  /**
+   * Saves a summary. With `capabilities.guardedSummaries` and `summary.sessionCreatedAt`, only into the
+   * session of that `createdAt` (see {@link SummaryInput.sessionCreatedAt}).
+   * @throws `session_not_found` when there is no session, or (guarded) it is another one than the summary's.
+   */
   saveSummary(sessionId: string, summary: SummaryInput): Promise<Summary>;
   /** Summaries ordered by `fromSeq` (empty for a missing session). */
   listSummaries(sessionId: string): Promise<Summary[]>;

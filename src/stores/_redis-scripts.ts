@@ -116,7 +116,8 @@ return {n - keep}`,
 );
 
 /**
- * ARGV: summary JSON object without its id, its toSeq. Returns {id} or {-1}. Keeps the meta's `sumTo`,
+ * ARGV: summary JSON object without its id, its toSeq, the session's expected createdAt ('' unset:
+ * any). Returns {id} or {-1} (no session, or another incarnation than the expected one). Keeps the meta's `sumTo`,
  * the furthest `toSeq` of the session's summaries (what `keepUnsummarized` caps by); a session created
  * before that field has none until the history write reads its summaries once (`summaryReach` in
  * `_redis-history.ts`).
@@ -125,6 +126,7 @@ export const SUMMARY = script(
   "summary",
   `${SESSION}
 if redis.call('EXISTS', META) == 0 then return {-1} end
+if ARGV[3] ~= '' and tonumber(redis.call('HGET', META, 'createdAt')) ~= tonumber(ARGV[3]) then return {-1} end
 local id = redis.call('HINCRBY', META, 'sumSeq', 1)
 redis.call('RPUSH', SUMS, '{"id":' .. string.format('%d', id) .. ',' .. string.sub(ARGV[1], 2))
 inheritExpiry(SUMS)

@@ -9,7 +9,7 @@ import type { AppendOptions, OwnerScope, Message, Session, SessionState, Summary
 import { type BatchOutcome, BUSY } from "./_sqlite-group-commit.js";
 import { type SqliteHistory, sqliteHistory } from "./_sqlite-history.js";
 import type { TurnLeases } from "./_sqlite-lease.js";
-import { checkOwner } from "./_util.js";
+import { checkOwner, checkSummarySession } from "./_util.js";
 import { openSqliteDatabase, type SqliteOpenSettings } from "./_sqlite-schema.js";
 import {
   type MessageRow,
@@ -252,7 +252,9 @@ export function openSqliteStoreDb(
     }),
 
     saveSummary: write((id: string, input: SummaryInput): Summary => {
-      exists(id);
+      const session = st.getSession.get(id);
+      if (!session) throw new SessionNotFoundError(id);
+      checkSummarySession(id, { createdAt: session.created_at }, input);
       const { fromSeq, toSeq, content, metadata } = input;
       const summaryId = st.nextSummaryId.get(id)!.next;
       const createdAt = input.createdAt ?? Date.now();

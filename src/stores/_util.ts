@@ -11,6 +11,7 @@ import type {
   Session,
   SessionInput,
   SessionPage,
+  SummaryInput,
 } from "../core/types.js";
 
 /** Default page size of session listings. */
@@ -200,4 +201,13 @@ export function checkOwner(
   if (!found || found.userId !== owner.userId || (owner.activeSince !== undefined && found.lastActivityAt < owner.activeSince)) {
     throw new SessionNotFoundError(id);
   }
+}
+
+/**
+ * Refuses a summary made from another incarnation of the session (`SummaryInput.sessionCreatedAt`
+ * given and not the stored session's `createdAt`): the one it was made from was deleted meanwhile.
+ * @throws `session_not_found` then.
+ */
+export function checkSummarySession(id: string, session: Pick<Session, "createdAt">, input: SummaryInput): void {
+  if (input.sessionCreatedAt !== undefined && session.createdAt !== input.sessionCreatedAt) throw new SessionNotFoundError(id);
 }

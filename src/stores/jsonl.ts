@@ -30,6 +30,7 @@ import { LocalLeases } from "./_lease.js";
 import { sidecarVectors } from "./_vector-sidecar.js";
 import {
   checkOwner,
+  checkSummarySession,
   applyMessageQuery,
   checkSearchQuery,
   copySession,
@@ -134,7 +135,7 @@ export function createFileStore(options: FileStoreOptions): VectorStore {
 
   const store: VectorStore = {
     name: FILE_STORE_NAME,
-    capabilities: { persistent: true, fullTextSearch: false, crossProcessLease: false, nativeExpiry: false, vectors: true, ownerScope: true, keepUnsummarized: true },
+    capabilities: { persistent: true, fullTextSearch: false, crossProcessLease: false, nativeExpiry: false, vectors: true, ownerScope: true, keepUnsummarized: true, guardedSummaries: true },
     ...sidecarVectors(() => store, fileVectorSidecar(dir)),
 
     async createSession(input) {
@@ -255,6 +256,7 @@ export function createFileStore(options: FileStoreOptions): VectorStore {
 
     async saveSummary(id: string, input: SummaryInput) {
       return change(id, async (key, entry) => {
+        checkSummarySession(id, entry.session, input);
         const summary = {
           id: entry.nextSummaryId,
           fromSeq: input.fromSeq,

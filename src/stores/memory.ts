@@ -25,6 +25,7 @@ import { applyBranchSwitch, applyHistoryWrite, branchFromRecord, checkHistoryOpt
 import { LocalLeases } from "./_lease.js";
 import {
   checkOwner,
+  checkSummarySession,
   applyMessageQuery,
   checkSearchQuery,
   copySession,
@@ -128,7 +129,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): VectorStore
 
   return {
     name: MEMORY_STORE_NAME,
-    capabilities: { persistent: false, fullTextSearch: false, crossProcessLease: false, nativeExpiry: true, vectors: true, ownerScope: true, keepUnsummarized: true },
+    capabilities: { persistent: false, fullTextSearch: false, crossProcessLease: false, nativeExpiry: true, vectors: true, ownerScope: true, keepUnsummarized: true, guardedSummaries: true },
 
     async putEmbeddings(id: string, model: string, items: EmbeddingInput[]) {
       const entry = need(id);
@@ -272,6 +273,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): VectorStore
 
     async saveSummary(id: string, input: SummaryInput) {
       const entry = need(id);
+      checkSummarySession(id, entry.session, input);
       const summary: Summary = {
         id: entry.nextSummaryId++,
         fromSeq: input.fromSeq,

@@ -232,6 +232,7 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
       ownerScope: true,
       combinedTurn: true,
       keepUnsummarized: true,
+      guardedSummaries: true,
     },
 
     putEmbeddings: (id: string, model: string, items: EmbeddingInput[]) =>
@@ -406,12 +407,17 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
 
     saveSummary: (id: string, input: SummaryInput) =>
       run("saveSummary", async (sql) => {
-        // A missing session fails the foreign key, which maps to session_not_found.
+        // Only into the session row it names (and of the incarnation it was made from, when given):
+        // the row lock re-reads the latest version, so a session deleted meanwhile gives no row.
         const [row] = await sql<SummaryRow[]>`
           INSERT INTO summaries (session_id, from_seq, to_seq, created_at, content, metadata)
-          VALUES (${id}, ${input.fromSeq}, ${input.toSeq}, coalesce(${ms(input.createdAt)}::bigint, threadkeep_now_ms()),
-                  ${input.content}, ${input.metadata === undefined ? null : JSON.stringify(input.metadata)})
+          SELECT s.id, ${input.fromSeq}, ${input.toSeq}, coalesce(${ms(input.createdAt)}::bigint, threadkeep_now_ms()),
+                 ${input.content}, ${input.metadata === undefined ? null : JSON.stringify(input.metadata)}
+          FROM sessions s
+          WHERE s.id = ${id} AND (${ms(input.sessionCreatedAt)}::bigint IS NULL OR s.created_at = ${ms(input.sessionCreatedAt)}::bigint)
+          FOR KEY SHARE
           RETURNING id, from_seq, to_seq, created_at, content, metadata`;
+        if (!row) throw new SessionNotFoundError(id);
         return toSummary(row);
       }),
 

@@ -213,6 +213,7 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
       ownerScope: true,
       combinedTurn: true,
       keepUnsummarized: true,
+      guardedSummaries: true,
     },
     ...sidecarVectors(() => store, vectorSidecar),
 
@@ -367,7 +368,7 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
         ...(input.metadata ? { metadata: structuredClone(input.metadata) } : {}),
       };
       const body = json(fields, "invalid_request", "A summary");
-      const [summaryId] = need(id, await run(S.SUMMARY, id, [body, String(Math.floor(fields.toSeq))]));
+      const [summaryId] = need(id, await run(S.SUMMARY, id, [body, String(Math.floor(fields.toSeq)), input.sessionCreatedAt === undefined ? "" : String(input.sessionCreatedAt)]));
       return { id: summaryId, ...fields };
     },
 

@@ -278,6 +278,7 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
       ownerScope: true,
       combinedTurn: true,
       keepUnsummarized: true,
+      guardedSummaries: true,
     },
 
     async createSession(input) {

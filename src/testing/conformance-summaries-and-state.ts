@@ -1,5 +1,6 @@
 /**
- * Summaries and conversational state in the store conformance suite: summaries listed in seq order,
+ * Summaries and conversational state in the store conformance suite: summaries listed in seq order
+ * (and, with `capabilities.guardedSummaries`, saved only into the session incarnation they name),
  * state written by compare-and-set on its version.
  */
 import { describe, expect, it } from "vitest";
@@ -23,6 +24,22 @@ export function describeSummariesAndState(store: () => SessionStore): void {
         [11, 20, "second part"],
       ]);
       expect(list[0].metadata).toEqual({ model: "m" });
+    });
+
+    it("refuses a summary made from a session deleted and created again under its id", async (ctx) => {
+      if (!store().capabilities.guardedSummaries) ctx.skip(`${store().name} does not guard summaries by session`);
+      const old = await newSession();
+      const kept = await store().saveSummary(old.id, { fromSeq: 1, toSeq: 2, content: "same session", sessionCreatedAt: old.createdAt });
+      expect(kept.content).toBe("same session");
+      expect(kept).not.toHaveProperty("sessionCreatedAt");
+      await store().deleteSession(old.id);
+      await expectCode(store().saveSummary(old.id, { fromSeq: 1, toSeq: 5, content: "gone", sessionCreatedAt: old.createdAt }), "session_not_found");
+      const again = await store().createSession({ id: old.id, userId: old.userId, createdAt: old.createdAt + 1 });
+      await store().appendMessages(again.id, [{ role: "user", content: "new" }]);
+      await expectCode(store().saveSummary(again.id, { fromSeq: 1, toSeq: 5, content: "old text", sessionCreatedAt: old.createdAt }), "session_not_found");
+      expect(await store().listSummaries(again.id)).toEqual([]);
+      const saved = await store().saveSummary(again.id, { fromSeq: 1, toSeq: 1, content: "new text", sessionCreatedAt: again.createdAt });
+      expect((await store().listSummaries(again.id)).map((s) => [s.id, s.content])).toEqual([[saved.id, "new text"]]);
     });
 
     it("compares and sets state by version", async () => {

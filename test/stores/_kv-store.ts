@@ -120,7 +120,7 @@ export function createKeyValueStore(db: KeyValue): SessionStore {
 
   return {
     name: "key-value",
-    capabilities: { persistent: true, fullTextSearch: false, crossProcessLease: true, nativeExpiry: false, keepUnsummarized: true },
+    capabilities: { persistent: true, fullTextSearch: false, crossProcessLease: true, nativeExpiry: false, keepUnsummarized: true, guardedSummaries: true },
 
     createSession: (input) =>
       exclusive(async () => {
@@ -227,7 +227,10 @@ export function createKeyValueStore(db: KeyValue): SessionStore {
     saveSummary: (id, input) =>
       exclusive(async () => {
         const doc = await need(id);
-        const summary = { ...input, id: Math.max(0, ...doc.summaries.map((s) => s.id)) + 1, createdAt: input.createdAt ?? Date.now() };
+        // The guard: a summary made from a session deleted (and created again) meanwhile is refused.
+        const { sessionCreatedAt, ...fields } = input;
+        if (sessionCreatedAt !== undefined && doc.session.createdAt !== sessionCreatedAt) throw new SessionNotFoundError(id);
+        const summary = { ...fields, id: Math.max(0, ...doc.summaries.map((s) => s.id)) + 1, createdAt: input.createdAt ?? Date.now() };
         doc.summaries.push(summary);
         doc.summaries.sort((a, b) => a.fromSeq - b.fromSeq || a.id - b.id);
         await write(doc);

@@ -1,4 +1,5 @@
-import type { AppendOptions, Message, SessionStore, Summary } from "../types.js";
+import { SessionNotFoundError } from "../errors.js";
+import type { AppendOptions, Message, SessionStore, Summary, SummaryInput } from "../types.js";
 import { CompactionHints, type SessionShape } from "./compaction-hints.js";
 import type { Summarizer } from "./summarize.js";
 
@@ -49,6 +50,14 @@ export function latestSummary(summaries: readonly Summary[]): Summary | undefine
  * `capabilities.keepUnsummarized` the store itself bounds the cap by the summaries it holds, so a
  * session deleted and created again meanwhile loses nothing). A failed summary loses nothing: the
  * error is returned and the messages stay until a later compaction succeeds.
+ *
+ * The summary is saved only into the session it was made from: the session is read before its
+ * messages, and the save names its `createdAt` ({@link SummaryInput.sessionCreatedAt}). If the
+ * session was deleted, or deleted and created again under its id, while the summarizer ran, a store
+ * with `capabilities.guardedSummaries` refuses the save in its own atomic step (`session_not_found`,
+ * returned as `error`), so the new session gets neither the old one's text nor a summary `toSeq`
+ * that would let the cap drop its messages. Other stores: the session is read again just before the
+ * save, which narrows that race to one round trip but cannot close it.
  * @returns what it did, and what it saw of the session afterwards (none: the session is empty).
  */
 export async function compactSession(
@@ -57,6 +66,9 @@ export async function compactSession(
   summarizer: Summarizer,
   settings: CompactionSettings,
 ): Promise<CompactionResult & { shape?: SessionShape }> {
+  // The session first: messages read after it are of this incarnation or a later one (refused below).
+  const session = await store.getSession(sessionId);
+  if (!session) return { dropped: 0 };
   // Without a cap the count is not needed: one read fewer.
   const [summaries, newest, oldest, count] = await Promise.all([
     store.listSummaries(sessionId),
@@ -86,12 +98,15 @@ export async function compactSession(
     if (batch.length > 0) {
       try {
         const content = await summarizer.summarize({ sessionId, messages: batch, previous });
-        result.summary = await store.saveSummary(sessionId, {
+        const input: SummaryInput = {
           fromSeq: previous?.fromSeq ?? batch[0].seq,
           toSeq: batch[batch.length - 1].seq,
           content,
           metadata: { messages: batch.length, ...(previous ? { previousSummaryId: previous.id } : {}) },
-        });
+        };
+        if (store.capabilities.guardedSummaries) input.sessionCreatedAt = session.createdAt;
+        else if ((await store.getSession(sessionId))?.createdAt !== session.createdAt) throw new SessionNotFoundError(sessionId);
+        result.summary = await store.saveSummary(sessionId, input);
         coveredTo = result.summary.toSeq;
       } catch (error) {
         result.error = error;

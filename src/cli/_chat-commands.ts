@@ -2,6 +2,7 @@
  * The slash commands of `threadkeep chat`. Each works through `Memory` (owner checks included), so
  * what the chat shows is what the server and the library would see.
  */
+import { saveSummaryOf } from "../core/context/compaction.js";
 import { isThreadkeepError } from "../core/errors.js";
 import { newSessionId } from "../core/ids.js";
 import type { Memory } from "../core/memory.js";
@@ -87,7 +88,9 @@ async function resume(state: ChatState, arg: string): Promise<void> {
 
 async function summarize(state: ChatState): Promise<void> {
   if (!state.upstream) return state.warn("/summary needs a model: set --upstream and --model (see /help)");
-  if (!(await stored(state))) return state.print("nothing to summarise yet");
+  // The session first: the summary is saved only into this incarnation of it (see saveSummaryOf).
+  const session = await stored(state);
+  if (!session) return state.print("nothing to summarise yet");
   const summaries = await state.memory.listSummaries(state.sessionId, { userId: state.userId });
   // The rolling summary covers everything before it: fold in only what came after.
   const previous = summaries.reduce<(typeof summaries)[number] | undefined>(
@@ -109,7 +112,7 @@ async function summarize(state: ChatState): Promise<void> {
   const content = await createSummarizer({ baseUrl: state.upstream.baseUrl, upstream: state.upstream, model })
     .summarize({ sessionId: state.sessionId, messages, previous });
   const store = await state.memory.store();
-  const saved = await store.saveSummary(state.sessionId, {
+  const saved = await saveSummaryOf(store, session, {
     fromSeq: previous?.fromSeq ?? messages[0].seq,
     toSeq: messages[messages.length - 1].seq,
     content,
@@ -118,7 +121,15 @@ async function summarize(state: ChatState): Promise<void> {
       requestedBy: "chat",
       ...(previous ? { previousSummaryId: previous.id } : {}),
     },
+  }).catch((error) => {
+    if (!isThreadkeepError(error, "session_not_found")) throw error;
+    return null;
   });
+  if (!saved) {
+    state.warn("/summary: the session was deleted or replaced while the summary was written; nothing was saved");
+    state.failures++;
+    return;
+  }
   state.print(`summary (messages ${saved.fromSeq}–${saved.toSeq}):\n${content}`);
 }
 

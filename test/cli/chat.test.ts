@@ -177,6 +177,25 @@ describe("threadkeep chat", () => {
     expect(await d.end()).toBe(0);
   });
 
+  it("/summary saves nothing into a session deleted and created again while the model summarised", async () => {
+    const d = chatWith();
+    const id = ID.exec(await d.waitFor(/\(new\)/))![1];
+    await d.say("I am Ada", /echo: I am Ada\n/);
+    await d.say("I live in Leiden", /echo: I live in Leiden\n/);
+    // Another client replaces the session under the same id while the summary is being written.
+    fake.setReply(async () => {
+      await memory.deleteSession(id, { userId });
+      await new Promise((resolve) => setTimeout(resolve, 5)); // a createdAt of its own
+      await memory.addMessages(id, [{ role: "user", content: "a new conversation" }], { userId });
+      return { content: "Ada lives in Leiden." };
+    });
+    await d.say("/summary", /nothing was saved/);
+    expect(d.err()).toContain("the session was deleted or replaced while the summary was written");
+    expect(await memory.listSummaries(id, { userId })).toEqual([]);
+    expect((await memory.getMessages(id, { userId })).map((m) => m.content)).toEqual(["a new conversation"]);
+    expect(await d.end()).toBe(1);
+  });
+
   it("reports a failing model and stores nothing of that turn", async () => {
     fake.setReply(() => ({ status: 500, error: { message: "model overloaded" } }));
     const d = chatWith();

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { isOutcomeUnknown, isStoreRefusal, isThreadkeepError } from "../core/errors.js";
-import { toStoreError } from "./_postgres-schema.js";
+import { toStoreError } from "./_postgres-errors.js";
 
 /** A driver error as `postgres` raises it: a server error carries its SQLSTATE as `code`. */
 const failure = (code: string, message = "failed") => Object.assign(new Error(message), { code });

@@ -5,7 +5,7 @@
  */
 import { ThreadkeepError } from "../core/errors.js";
 import type { PgSql } from "./_postgres-schema.js";
-import { isConnectionError, toStoreError } from "./_postgres-schema.js";
+import { isConnectionError, toStoreError } from "./_postgres-errors.js";
 
 /** How often the deadlines of operations under way are checked. */
 const WATCHDOG_MS = 250;

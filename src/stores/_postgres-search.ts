@@ -10,7 +10,8 @@
  * without API keys) is better served by the GIN index, so the planner keeps that choice there.
  */
 import type { SearchHit, SearchQuery } from "../core/types.js";
-import { type MessageRow, type PgSql, searchable, toMessage } from "./_postgres-schema.js";
+import { type MessageRow, searchable, toMessage } from "./_postgres-rows.js";
+import type { PgSql } from "./_postgres-schema.js";
 import { DEFAULT_SEARCH_LIMIT, messageText, snippetOf } from "./_util.js";
 
 /** Messages an owner (or session) may hold for full text to scan them rather than use the GIN index. */

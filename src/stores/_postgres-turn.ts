@@ -15,7 +15,8 @@
 import type postgres from "postgres";
 import { EMPTY_STATE, type TurnRead, unread } from "../core/open-turn.js";
 import type { Message, OpenedTurn, Summary } from "../core/types.js";
-import { type PgSql, toMessage, toSession, toSummary } from "./_postgres-schema.js";
+import { toMessage, toSession, toSummary } from "./_postgres-rows.js";
+import type { PgSql } from "./_postgres-schema.js";
 
 type Tx = postgres.TransactionSql<Record<string, unknown>>;
 

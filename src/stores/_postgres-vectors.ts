@@ -6,7 +6,8 @@
 import type postgres from "postgres";
 import { SessionNotFoundError } from "../core/errors.js";
 import type { EmbeddingInput, VectorHit, VectorQuery } from "../core/types.js";
-import { type MessageRow, type PgSql, toMessage } from "./_postgres-schema.js";
+import { type MessageRow, toMessage } from "./_postgres-rows.js";
+import type { PgSql } from "./_postgres-schema.js";
 import { DEFAULT_SEARCH_LIMIT } from "./_util.js";
 import { checkDimensions, dimensionMismatch, normalize, vectorHit } from "./_vectors.js";
 

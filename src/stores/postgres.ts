@@ -29,21 +29,19 @@ import { searchMessages } from "./_postgres-search.js";
 import { capWithWrite } from "./_postgres-cap.js";
 import { openedTurnOf, releaseWithWrite } from "./_postgres-turn.js";
 import { missingVectors, putVectors, searchVectors } from "./_postgres-vectors.js";
+import { openClient } from "./_postgres-client.js";
+import { toStoreError } from "./_postgres-errors.js";
 import {
   bodyOf,
-  useTextSearchConfig,
   type MessageRow,
-  migrate,
-  openClient,
-  type PgSql,
   type SessionRow,
   type SummaryRow,
   searchable,
   toMessage,
   toSession,
-  toStoreError,
   toSummary,
-} from "./_postgres-schema.js";
+} from "./_postgres-rows.js";
+import { migrate, type PgSql, useTextSearchConfig } from "./_postgres-schema.js";
 import {
   checkOwner,
   checkSearchQuery,

@@ -1,4 +1,3 @@
-import Database from "better-sqlite3";
 import {
   SessionNotFoundError,
   StateConflictError,
@@ -11,7 +10,6 @@ import type {
   Message,
   MessageInput,
   MessageQuery,
-  SearchHit,
   SearchQuery,
   ReplaceOptions,
   EmbeddingInput,
@@ -25,97 +23,19 @@ import { HeldLeases } from "./_held-leases.js";
 import { readTurn, withLease } from "../core/open-turn.js";
 import { SqliteFileLeases, type TurnLeases } from "./_sqlite-lease.js";
 import { BACKSTOP_PAGES, type Checkpointer, createCheckpointer } from "./_sqlite-checkpointer.js";
-import { type EncodedMessage, openSqliteStoreDb, type SqliteStoreDb } from "./_sqlite-db.js";
-import { scopedMatch } from "./_sqlite-fulltext.js";
+import { openSqliteStoreDb, type SqliteStoreDb } from "./_sqlite-db.js";
+import { storeError } from "./_sqlite-errors.js";
 import { GroupCommit } from "./_sqlite-group-commit.js";
-import type { MessageRow } from "./_sqlite-statements.js";
-import {
-  checkSearchQuery,
-  DEFAULT_LIST_LIMIT,
-  DEFAULT_SEARCH_LIMIT,
-  decodeCursor,
-  encodeCursor,
-  messageText,
-  seqBounds,
-  snippetOf,
-} from "./_util.js";
+import { createSqliteIndexer } from "./_sqlite-indexer.js";
+import { encodeMessages as encode, readMessages } from "./_sqlite-messages.js";
+import type { SqliteStoreOptions } from "./_sqlite-options.js";
+import { searchMessages } from "./_sqlite-search.js";
+import { checkSearchQuery, DEFAULT_LIST_LIMIT, DEFAULT_SEARCH_LIMIT, decodeCursor, encodeCursor, messageText } from "./_util.js";
 
-/** Queued messages added to the full-text index per step of the background indexer (a few ms each). */
-const INDEX_CHUNK_ROWS = 500;
+export type { SqliteStoreOptions } from "./_sqlite-options.js";
 
 /** The backend name of the SQLite store. */
 export const SQLITE_STORE_NAME = "sqlite";
-
-/** Options of {@link createSqliteStore}. */
-export interface SqliteStoreOptions {
-  /** The database file; missing parent directories are created. `:memory:` keeps the data in this process only. */
-  path: string;
-  /** How long a write waits for another connection's lock before failing with `store_unavailable`. @default 5000 */
-  busyTimeoutMs?: number;
-  /**
-   * `normal`: with WAL, a commit survives a process crash but the last ones may be lost on power loss;
-   * `full`: every commit is synced to disk first (slower appends).
-   * @default "normal"
-   */
-  synchronous?: "normal" | "full";
-  /**
-   * Bytes of the file to read through memory mapping (SQLite `mmap_size`): about 10% faster reads of
-   * large databases (docs/BENCHMARKS.md), but a disk read error then crashes the process with SIGBUS
-   * instead of failing one call with `store_unavailable`. 0 turns it off.
-   * @default 0
-   */
-  mmapSizeBytes?: number;
-  /**
-   * New messages reach the full-text index in batches, this long after an append (a full-text search
-   * indexes whatever is waiting first, so it never misses a message).
-   * @default 1000
-   */
-  fullTextIndexDelayMs?: number;
-  /**
-   * Keep turn leases in the database file, so several processes sharing it (`threadkeep serve
-   * --workers N`, or several servers on one machine) run a session's turns one at a time, in arrival
-   * order. Costs a proxied turn one small write transaction more (the grant, which also reads the turn;
-   * the release rides on the turn's commit); off, leases hold within this process only.
-   * @default false
-   */
-  crossProcessLease?: boolean;
-  /**
-   * Checkpoint the write-ahead log in a worker thread of the store (started at the 200th write), so no
-   * commit copies the log into the database file. Off, a commit checkpoints whenever the log passes
-   * 1,000 pages (SQLite's default): 10–20 ms in about one append of a hundred (docs/BENCHMARKS.md).
-   * @default true
-   */
-  backgroundCheckpoints?: boolean;
-}
-
-/** Result codes (and their extended codes) of a statement the database refuses, which retrying will not fix. */
-const REFUSALS = /^SQLITE_(ERROR|READONLY|PERM|AUTH)(_|$)/;
-/** Extended codes of those that are passing: a snapshot to retry, a log being recovered. */
-const TRANSIENT = new Set(["SQLITE_ERROR_RETRY", "SQLITE_ERROR_SNAPSHOT", "SQLITE_READONLY_RECOVERY", "SQLITE_READONLY_CANTINIT"]);
-
-/** Turns driver failures into coded errors; coded errors and programming errors pass through. */
-function storeError(error: unknown): unknown {
-  if (error instanceof ThreadkeepError) return error;
-  if (error instanceof Database.SqliteError) {
-    if (error.code.startsWith("SQLITE_CORRUPT") || error.code === "SQLITE_NOTADB") {
-      return new ThreadkeepError("store_corrupt", `The SQLite database is damaged: ${error.message}`, {
-        cause: error,
-      });
-    }
-    // A statement the database refuses (a table or column altered under threadkeep, a read-only file)
-    // fails the same way every time: flagged, so a turn lease refused is not taken for an outage.
-    const refused = REFUSALS.test(error.code) && !TRANSIENT.has(error.code);
-    return new StoreUnavailableError(`The SQLite store failed (${error.code}): ${error.message}`, {
-      cause: error,
-      ...(refused ? { details: { refused: true, sqliteCode: error.code } } : {}),
-    });
-  }
-  const failure = error as NodeJS.ErrnoException;
-  if (failure?.syscall !== undefined || /database connection is not open/.test(String(failure?.message))) {
-    return new StoreUnavailableError(`The SQLite store failed: ${failure.message}`, { cause: error });
-  }
-  return error;
-}
 
 /**
  * The embedded store: one SQLite file (WAL), full-text search, turn leases held within this process.
@@ -125,7 +45,6 @@ function storeError(error: unknown): unknown {
 export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
   let closed = false;
   let opened: SqliteStoreDb | undefined;
-  let indexTimer: NodeJS.Timeout | undefined;
   const synchronous = options.synchronous ?? "normal";
   // A file's log is checkpointed by a worker thread, not inside a commit (see _sqlite-checkpointer.ts).
   const checkpointer: Checkpointer | undefined =
@@ -209,50 +128,12 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
     return held.releaseAfterWrite(id, write);
   };
 
-  /**
-   * Indexes the queued text a chunk at a time, the event loop free between chunks: a second of busy
-   * appends indexed in one go held the loop for ~70 ms.
-   */
-  const indexQueued = () => {
-    indexTimer = undefined;
-    if (closed) return;
-    let more = false;
-    try {
-      more = use((db) => db.tx.indexPending(INDEX_CHUNK_ROWS));
-    } catch (error) {
-      // Nothing is lost: the text stays queued and the next append or full-text search retries.
-      console.warn(`[threadkeep] sqlite: full-text indexing failed, will retry: ${(error as Error).message}`);
-    }
-    if (more && !closed) {
-      indexTimer = setTimeout(indexQueued, 0);
-      indexTimer.unref();
-    }
-  };
-  const scheduleIndexing = () => {
-    if (indexTimer) return;
-    indexTimer = setTimeout(indexQueued, options.fullTextIndexDelayMs ?? 1000);
-    indexTimer.unref();
-  };
-
-  const hits = (db: SqliteStoreDb, rows: MessageRow[], needle: (text: string) => string): SearchHit[] =>
-    rows.flatMap((row) => {
-      const sessionId = row[3]!;
-      return db.messages(sessionId, [row]).map((message) => {
-        const text = messageText(message);
-        return { sessionId, seq: message.seq, snippet: snippetOf(text, needle(text)), message };
-      });
-    });
-
-  const encode = (valid: MessageInput[]) =>
-    valid.map((input): EncodedMessage => {
-      // Lowercased here because SQLite's lower() folds ASCII only.
-      const text = messageText(input).toLowerCase();
-      // The store assigns seq and createdAt; an input that carries them (a re-import) does not keep them.
-      // Only such an input is copied without them: a copy of every message costs an append about a microsecond.
-      if (!("seq" in input) && !("createdAt" in input)) return [JSON.stringify(input), text];
-      const { seq: _seq, createdAt: _createdAt, ...stored } = input as Partial<Message> & MessageInput;
-      return [JSON.stringify(stored), text];
-    });
+  const indexer = createSqliteIndexer(
+    (rows) => use((db) => db.tx.indexPending(rows)),
+    () => closed,
+    options.fullTextIndexDelayMs ?? 1000,
+  );
+  const scheduleIndexing = indexer.schedule;
 
   /** An idempotent append (`seq` undefined) or a tail replacement, as one transaction. */
   const writeHistory = async (id: string, seq: number | undefined, inputs: MessageInput[], options: ReplaceOptions) => {
@@ -379,25 +260,7 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
     },
 
     async getMessages(id: string, query: MessageQuery = {}) {
-      return use((db) => {
-        const { owner } = query;
-        const [from, to] = seqBounds(query);
-        const bounded = from !== Number.MIN_SAFE_INTEGER || to !== Number.MAX_SAFE_INTEGER;
-        if (owner && query.last !== undefined && query.last > 0 && !bounded) {
-          // The context window, owner-scoped: one statement; only an empty answer needs the owner read.
-          const rows = db.st.newestOwned(id, owner.userId, owner.activeSince ?? Number.MIN_SAFE_INTEGER, Math.floor(query.last));
-          if (rows && rows.length > 0) return db.messages(id, rows.reverse());
-        }
-        if (owner) db.exists(id, owner);
-        if (query.last !== undefined) {
-          if (query.last <= 0) return [];
-          const count = Math.floor(query.last);
-          const rows = bounded ? db.st.rangeNewestFirst.all(id, from, to, count) : db.st.newest(id, count);
-          return db.messages(id, rows.reverse());
-        }
-        const limit = query.limit === undefined ? -1 : Math.max(0, Math.floor(query.limit));
-        return db.messages(id, db.st.rangeOldestFirst.all(id, from, to, limit));
-      });
+      return use((db) => readMessages(db, id, query));
     },
 
     async countMessages(id) {
@@ -454,31 +317,7 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
     async search(query: SearchQuery) {
       checkSearchQuery(query);
       const limit = Math.max(0, Math.floor(query.limit ?? DEFAULT_SEARCH_LIMIT));
-      const { userId, sessionId } = query;
-      return use((db) => {
-        const { st } = db;
-        if (query.mode === "fulltext") {
-          db.tx.indexPending();
-          const ranked = query.ranking === "relevance";
-          const match = scopedMatch(query.text, query, ranked);
-          // Nothing but separators: no word to find.
-          if (!match) return [];
-          const rows = ranked
-            ? sessionId
-              ? st.searchFullTextRankedInSession.all(match, sessionId, userId, limit)
-              : st.searchFullTextRanked.all(match, userId, limit)
-            : sessionId
-              ? st.searchFullTextInSession.all(match, sessionId, userId, limit)
-              : st.searchFullText.all(match, userId, limit);
-          const words = query.text.toLowerCase().trim().split(/\s+/);
-          return hits(db, rows, (text) => words.find((w) => text.toLowerCase().includes(w)) ?? "");
-        }
-        const needle = query.text.toLowerCase();
-        const rows = sessionId
-          ? st.searchSubstringInSession.all(sessionId, userId, needle, limit)
-          : st.searchSubstring.all(userId, needle, limit);
-        return hits(db, rows, () => query.text);
-      });
+      return use((db) => searchMessages(db, query, limit));
     },
 
     async expire(olderThan) {
@@ -521,7 +360,7 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
       // Appends issued before the close are written, as they would have been without the grouping.
       appends.flush();
       closed = true;
-      clearTimeout(indexTimer);
+      indexer.cancel();
       leases.clear();
       // The worker's connection goes first, so closing the store's own checkpoints and removes the log.
       await checkpointer?.close();

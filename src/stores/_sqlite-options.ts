@@ -1,0 +1,41 @@
+/** Options of {@link createSqliteStore}. */
+export interface SqliteStoreOptions {
+  /** The database file; missing parent directories are created. `:memory:` keeps the data in this process only. */
+  path: string;
+  /** How long a write waits for another connection's lock before failing with `store_unavailable`. @default 5000 */
+  busyTimeoutMs?: number;
+  /**
+   * `normal`: with WAL, a commit survives a process crash but the last ones may be lost on power loss;
+   * `full`: every commit is synced to disk first (slower appends).
+   * @default "normal"
+   */
+  synchronous?: "normal" | "full";
+  /**
+   * Bytes of the file to read through memory mapping (SQLite `mmap_size`): about 10% faster reads of
+   * large databases (docs/BENCHMARKS.md), but a disk read error then crashes the process with SIGBUS
+   * instead of failing one call with `store_unavailable`. 0 turns it off.
+   * @default 0
+   */
+  mmapSizeBytes?: number;
+  /**
+   * New messages reach the full-text index in batches, this long after an append (a full-text search
+   * indexes whatever is waiting first, so it never misses a message).
+   * @default 1000
+   */
+  fullTextIndexDelayMs?: number;
+  /**
+   * Keep turn leases in the database file, so several processes sharing it (`threadkeep serve
+   * --workers N`, or several servers on one machine) run a session's turns one at a time, in arrival
+   * order. Costs a proxied turn one small write transaction more (the grant, which also reads the turn;
+   * the release rides on the turn's commit); off, leases hold within this process only.
+   * @default false
+   */
+  crossProcessLease?: boolean;
+  /**
+   * Checkpoint the write-ahead log in a worker thread of the store (started at the 200th write), so no
+   * commit copies the log into the database file. Off, a commit checkpoints whenever the log passes
+   * 1,000 pages (SQLite's default): 10–20 ms in about one append of a hundred (docs/BENCHMARKS.md).
+   * @default true
+   */
+  backgroundCheckpoints?: boolean;
+}

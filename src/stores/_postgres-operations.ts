@@ -20,6 +20,9 @@ interface Operation {
 }
 
 /** Settings of {@link PgOperations}. */
+/** Runs `fn` as the operation `what`, with the store's deadline and error mapping (see {@link PgOperations.run}). */
+export type PgRun = <T>(what: string, fn: (sql: PgSql) => Promise<T>) => Promise<T>;
+
 export interface PgOperationsOptions {
   /** The migrated client (connected on first use; a failed start is retried). */
   connected: () => Promise<PgSql>;

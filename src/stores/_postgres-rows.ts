@@ -62,3 +62,6 @@ export function bodyOf(message: MessageInput): string {
 
 /** Lower-cased as the other stores compare; U+0000 dropped because PostgreSQL text cannot hold it. */
 export const searchable = (text: string) => text.toLowerCase().replaceAll("\u0000", "");
+
+/** A time for a `bigint` column: whole milliseconds, or null for "now". */
+export const ms = (at: number | undefined) => (at === undefined ? null : Math.round(at));

@@ -1,6 +1,5 @@
 import { createHash } from "node:crypto";
-import type postgres from "postgres";
-import { SessionNotFoundError, StateConflictError, ThreadkeepError } from "../core/errors.js";
+import { SessionNotFoundError, ThreadkeepError } from "../core/errors.js";
 import { validateMessages } from "../core/messages.js";
 import { withLease } from "../core/open-turn.js";
 import type {
@@ -8,14 +7,8 @@ import type {
   VectorQuery,
   VectorStore,
   AppendOptions,
-  ListOptions,
-  Message,
   MessageInput,
-  MessageQuery,
   SearchQuery,
-  SessionInput,
-  SessionState,
-  SummaryInput,
   ReplaceOptions,
   TurnOpening,
   OpenedTurn,
@@ -24,6 +17,10 @@ import { checkHistoryOptions, operationDigest } from "./_history.js";
 import * as history from "./_postgres-history.js";
 import { PostgresLeases } from "./_postgres-lease.js";
 import { PgOperations } from "./_postgres-operations.js";
+import { messageReads } from "./_postgres-messages.js";
+import { sessionMethods } from "./_postgres-sessions.js";
+import { stateMethods } from "./_postgres-state.js";
+import { summaryMethods } from "./_postgres-summaries.js";
 import { timeoutsOf } from "./_postgres-timeouts.js";
 import { searchMessages } from "./_postgres-search.js";
 import { capWithWrite } from "./_postgres-cap.js";
@@ -31,26 +28,9 @@ import { openedTurnOf, releaseWithWrite } from "./_postgres-turn.js";
 import { missingVectors, putVectors, searchVectors } from "./_postgres-vectors.js";
 import { openClient } from "./_postgres-client.js";
 import { toStoreError } from "./_postgres-errors.js";
-import {
-  bodyOf,
-  type MessageRow,
-  type SessionRow,
-  type SummaryRow,
-  searchable,
-  toMessage,
-  toSession,
-  toSummary,
-} from "./_postgres-rows.js";
+import { bodyOf, searchable, toMessage } from "./_postgres-rows.js";
 import { migrate, type PgSql, useTextSearchConfig } from "./_postgres-schema.js";
-import {
-  checkOwner,
-  checkSearchQuery,
-  DEFAULT_LIST_LIMIT,
-  decodeCursor,
-  encodeCursor,
-  messageText,
-  seqBounds,
-} from "./_util.js";
+import { checkSearchQuery, messageText } from "./_util.js";
 
 /** The backend name of the PostgreSQL store. */
 export const POSTGRES_STORE_NAME = "postgres";
@@ -86,9 +66,6 @@ export interface PostgresStoreOptions {
 }
 
 const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
-
-/** A time for a `bigint` column: whole milliseconds, or null for "now". */
-const ms = (at: number | undefined) => (at === undefined ? null : Math.round(at));
 
 /**
  * A PostgreSQL store: the system of record when several threadkeep processes share sessions.
@@ -152,52 +129,6 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
     patienceMs: queryTimeoutMs,
   });
 
-  /** Locks the session row for a change of its messages; the seq lock appends also take. */
-  const lockSession = async (tx: postgres.TransactionSql<Record<string, unknown>>, id: string) => {
-    const [row] = await tx`SELECT id FROM sessions WHERE id = ${id} FOR UPDATE`;
-    if (!row) throw new SessionNotFoundError(id);
-  };
-  const resetLastSeq = (tx: postgres.TransactionSql<Record<string, unknown>>, id: string) =>
-    tx`UPDATE sessions SET last_seq = coalesce((SELECT max(seq) FROM messages WHERE session_id = ${id}), 0) WHERE id = ${id}`;
-
-  const stateOf = async (sql: PgSql, id: string): Promise<SessionState | null> => {
-    const [row] = await sql<{ version: number | null; data: string | null }[]>`
-      SELECT st.version, st.data FROM sessions s LEFT JOIN session_state st ON st.session_id = s.id WHERE s.id = ${id}`;
-    if (!row) return null;
-    return row.version === null
-      ? { version: 0, data: {} }
-      : { version: row.version, data: JSON.parse(row.data!) };
-  };
-
-  /**
-   * An owner-scoped read in one statement: the messages of the session id a subquery on `sessions`
-   * returns for this owner and activity, so the owner and expiry are checked on the same snapshot as
-   * the read, and rows carry only their own columns. An empty answer reads the session apart, to tell
-   * "no messages" from `session_not_found`.
-   */
-  const ownedMessages = async (sql: PgSql, id: string, query: MessageQuery): Promise<Message[]> => {
-    const [lo, hi] = seqBounds(query);
-    const newest = query.last !== undefined;
-    const count = newest ? Math.max(0, Math.floor(query.last!)) : query.limit === undefined ? null : Math.max(0, Math.floor(query.limit));
-    const { userId, activeSince } = query.owner!;
-    const rows = await sql<MessageRow[]>`
-      SELECT seq, created_at, body FROM messages
-      WHERE session_id = (SELECT id FROM sessions WHERE id = ${id} AND user_id = ${userId}
-          AND last_activity_at >= ${activeSince ?? Number.MIN_SAFE_INTEGER})
-        AND seq BETWEEN ${lo} AND ${hi}
-      ORDER BY ${newest ? sql`seq DESC` : sql`seq`} LIMIT ${count}`;
-    if (rows.length === 0) {
-      const [session] = await sql<{ userId: string; lastActivityAt: number }[]>`
-        SELECT user_id AS "userId", last_activity_at AS "lastActivityAt" FROM sessions WHERE id = ${id}`;
-      checkOwner(id, query.owner, session);
-      return [];
-    }
-    if (newest) rows.reverse();
-    const messages = new Array<Message>(rows.length);
-    for (let i = 0; i < rows.length; i++) messages[i] = toMessage(rows[i]);
-    return messages;
-  };
-
   /**
    * The token of the holder a fenced write comes from, when this instance granted its fence: the write
    * then applies only while that very grant holds the lease (see `_postgres-fence.ts`).
@@ -239,69 +170,7 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
       run("missingEmbeddings", (sql) => missingVectors(sql, id, model, limit)),
     searchVectors: (query: VectorQuery) => run("searchVectors", (sql) => searchVectors(sql, query)),
 
-    createSession: (input: SessionInput) =>
-      run("createSession", async (sql) => {
-        const [row] = await sql<SessionRow[]>`
-          WITH t AS (SELECT coalesce(${ms(input.createdAt)}::bigint, threadkeep_now_ms()) AS created)
-          INSERT INTO sessions (id, user_id, created_at, last_activity_at, metadata)
-          SELECT ${input.id}, ${input.userId}, t.created, coalesce(${ms(input.lastActivityAt)}::bigint, t.created),
-                 ${JSON.stringify(input.metadata ?? {})}
-          FROM t
-          RETURNING id, user_id, created_at, last_activity_at, metadata`;
-        return toSession(row);
-      }),
-
-    getSession: (id) =>
-      run("getSession", async (sql) => {
-        const [row] = await sql<SessionRow[]>`
-          SELECT id, user_id, created_at, last_activity_at, metadata FROM sessions WHERE id = ${id}`;
-        return row ? toSession(row) : null;
-      }),
-
-    listSessions: (userId: string, list: ListOptions = {}) =>
-      run("listSessions", async (sql) => {
-        const limit = list.limit ?? DEFAULT_LIST_LIMIT;
-        const cursor = list.cursor ? decodeCursor(list.cursor) : null;
-        const rows = await sql<SessionRow[]>`
-          SELECT id, user_id, created_at, last_activity_at, metadata FROM sessions
-          WHERE user_id = ${userId}
-          ${cursor ? sql`AND (last_activity_at, id) < (${cursor.lastActivityAt}::bigint, ${cursor.id}::text)` : sql``}
-          ORDER BY last_activity_at DESC, id DESC LIMIT ${Math.max(0, limit) + 1}`;
-        const sessions = rows.slice(0, limit).map(toSession);
-        const last = sessions.at(-1);
-        return { sessions, nextCursor: rows.length > limit && last ? encodeCursor(last) : null };
-      }),
-
-    listAllSessions: (list: ListOptions = {}) =>
-      run("listAllSessions", async (sql) => {
-        const limit = list.limit ?? DEFAULT_LIST_LIMIT;
-        // Ids compare in byte order (COLLATE "C"), the order the other stores give.
-        const rows = await sql<SessionRow[]>`
-          SELECT id, user_id, created_at, last_activity_at, metadata FROM sessions
-          WHERE id > ${list.cursor ?? ""} ORDER BY id LIMIT ${Math.max(0, limit) + 1}`;
-        const sessions = rows.slice(0, limit).map(toSession);
-        const last = sessions.at(-1);
-        return { sessions, nextCursor: rows.length > limit && last ? last.id : null };
-      }),
-
-    deleteSession: (id) =>
-      run("deleteSession", async (sql) => (await sql`DELETE FROM sessions WHERE id = ${id}`).count > 0),
-
-    touchSession: (id, at) =>
-      run("touchSession", async (sql) => {
-        const result = await sql`
-          UPDATE sessions SET last_activity_at = coalesce(${ms(at)}::bigint, threadkeep_now_ms()) WHERE id = ${id}`;
-        if (result.count === 0) throw new SessionNotFoundError(id);
-      }),
-
-    updateSessionMetadata: (id, metadata) =>
-      run("updateSessionMetadata", async (sql) => {
-        const [row] = await sql<SessionRow[]>`
-          UPDATE sessions SET metadata = ${JSON.stringify(metadata)} WHERE id = ${id}
-          RETURNING id, user_id, created_at, last_activity_at, metadata`;
-        if (!row) throw new SessionNotFoundError(id);
-        return toSession(row);
-      }),
+    ...sessionMethods(run),
 
     async appendMessages(id: string, inputs: MessageInput[], append: AppendOptions = {}) {
       // The idempotent path is a function of its own, which checks the owner in the same statement.
@@ -350,107 +219,9 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
 
     saveBranch: (id, record) => run("saveBranch", (sql) => history.saveBranch(sql, id, record)),
 
-    getMessages: (id: string, query: MessageQuery = {}) =>
-      run("getMessages", async (sql) => {
-        if (query.owner) return ownedMessages(sql, id, query);
-        if (query.last !== undefined && query.last <= 0) return [];
-        // Every filter folds into one seq range, so each read is a single index range scan.
-        const [lo, hi] = seqBounds(query);
-        if (query.last !== undefined) {
-          // Keep the range even when it is unbounded: with it PostgreSQL's generic plan is cheap, so the
-          // prepared statement is planned once; `LIMIT $n` alone makes it re-plan on every call.
-          const rows = await sql<MessageRow[]>`
-            SELECT seq, created_at, body FROM messages WHERE session_id = ${id} AND seq BETWEEN ${lo} AND ${hi}
-            ORDER BY seq DESC LIMIT ${Math.floor(query.last)}`;
-          return rows.reverse().map(toMessage);
-        }
-        const rows = await sql<MessageRow[]>`
-          SELECT seq, created_at, body FROM messages WHERE session_id = ${id} AND seq BETWEEN ${lo} AND ${hi}
-          ORDER BY seq LIMIT ${query.limit === undefined ? null : Math.max(0, Math.floor(query.limit))}`;
-        return rows.map(toMessage);
-      }),
-
-    countMessages: (id) =>
-      run("countMessages", async (sql) => {
-        const [row] = await sql<
-          { n: number }[]
-        >`SELECT count(*)::integer AS n FROM messages WHERE session_id = ${id}`;
-        return row.n;
-      }),
-
-    popMessage: (id) =>
-      run("popMessage", (sql) =>
-        sql.begin(async (tx) => {
-          await lockSession(tx, id);
-          const [row] = await tx<MessageRow[]>`
-            DELETE FROM messages WHERE session_id = ${id}
-              AND seq = (SELECT max(seq) FROM messages WHERE session_id = ${id})
-            RETURNING seq, created_at, body`;
-          if (!row) return null;
-          await resetLastSeq(tx, id);
-          return toMessage(row);
-        }),
-      ),
-
-    truncateAfter: (id, seq) =>
-      run("truncateAfter", (sql) =>
-        sql.begin(async (tx) => {
-          await lockSession(tx, id);
-          const result =
-            await tx`DELETE FROM messages WHERE session_id = ${id} AND seq > ${seqBounds({ toSeq: seq })[1]}`;
-          if (result.count > 0) await resetLastSeq(tx, id);
-          return result.count;
-        }),
-      ),
-
-    saveSummary: (id: string, input: SummaryInput) =>
-      run("saveSummary", async (sql) => {
-        // Only into the session row it names (and of the incarnation it was made from, when given):
-        // the row lock re-reads the latest version, so a session deleted meanwhile gives no row.
-        const [row] = await sql<SummaryRow[]>`
-          INSERT INTO summaries (session_id, from_seq, to_seq, created_at, content, metadata)
-          SELECT s.id, ${input.fromSeq}, ${input.toSeq}, coalesce(${ms(input.createdAt)}::bigint, threadkeep_now_ms()),
-                 ${input.content}, ${input.metadata === undefined ? null : JSON.stringify(input.metadata)}
-          FROM sessions s
-          WHERE s.id = ${id} AND (${ms(input.sessionCreatedAt)}::bigint IS NULL OR s.created_at = ${ms(input.sessionCreatedAt)}::bigint)
-          FOR KEY SHARE
-          RETURNING id, from_seq, to_seq, created_at, content, metadata`;
-        if (!row) throw new SessionNotFoundError(id);
-        return toSummary(row);
-      }),
-
-    listSummaries: (id) =>
-      run("listSummaries", async (sql) => {
-        const rows = await sql<SummaryRow[]>`
-          SELECT id, from_seq, to_seq, created_at, content, metadata FROM summaries
-          WHERE session_id = ${id} ORDER BY from_seq, id`;
-        return rows.map(toSummary);
-      }),
-
-    getState: (id) =>
-      run("getState", async (sql) => {
-        const state = await stateOf(sql, id);
-        if (!state) throw new SessionNotFoundError(id);
-        return state;
-      }),
-
-    setState: (id, data, expectedVersion) =>
-      run("setState", async (sql) => {
-        const json = JSON.stringify(data);
-        // Version 0 means "no row yet": the insert that wins the primary key is the one CAS that succeeds.
-        const rows =
-          expectedVersion === 0
-            ? await sql<{ version: number }[]>`
-                INSERT INTO session_state (session_id, version, data) VALUES (${id}, 1, ${json})
-                ON CONFLICT (session_id) DO NOTHING RETURNING version`
-            : await sql<{ version: number }[]>`
-                UPDATE session_state SET version = version + 1, data = ${json}
-                WHERE session_id = ${id} AND version = ${expectedVersion} RETURNING version`;
-        if (rows.length > 0) return { version: rows[0].version, data: JSON.parse(json) };
-        const actual = await stateOf(sql, id);
-        if (!actual) throw new SessionNotFoundError(id);
-        throw new StateConflictError(expectedVersion, actual.version);
-      }),
+    ...messageReads(run),
+    ...summaryMethods(run),
+    ...stateMethods(run),
 
     async search(query: SearchQuery) {
       checkSearchQuery(query);

@@ -4,7 +4,6 @@ import type {
   AppendOptions,
   MessageInput,
   MessageQuery,
-  SearchHit,
   SearchQuery,
   SessionInput,
   SessionState,
@@ -17,69 +16,23 @@ import { branchFromRecord, branchNotFound, checkReplaceTarget, historyConflict }
 import { json, parseJson, parseMessages, parseState, parseSummaries, redisKeys, toSession } from "./_redis-codec.js";
 import { RedisConnection } from "./_redis-connection.js";
 import * as H from "./_redis-history.js";
-import { INDEX_BATCH, RedisIndexes } from "./_redis-index.js";
+import { RedisIndexes } from "./_redis-index.js";
 import { LEASE_HEARTBEAT_GRACE_MS, RedisLeases } from "./_redis-lease.js";
 import * as L from "./_redis-lease-scripts.js";
+import type { RedisStoreOptions } from "./_redis-options.js";
+import { readMessages } from "./_redis-read.js";
 import * as S from "./_redis-scripts.js";
+import { searchMessages } from "./_redis-search.js";
 import { openRedisTurn, TURN_OPEN, turnOpenArgs } from "./_redis-turn.js";
+import { redisVectorSidecar } from "./_redis-vectors.js";
 import { leaseExpired, writeHistory } from "./_redis-write.js";
-import { decodeStoredVector, encodeStoredVector, sidecarVectors, type VectorSidecar } from "./_vector-sidecar.js";
-import type { StoredVector } from "./_vectors.js";
-import {
-  checkOwner,
-  checkSearchQuery,
-  DEFAULT_SEARCH_LIMIT,
-  rankHits,
-  seqBounds,
-  sessionFromInput,
-  substringHits,
-} from "./_util.js";
+import { sidecarVectors } from "./_vector-sidecar.js";
+import { sessionFromInput } from "./_util.js";
+
+export type { RedisStoreOptions } from "./_redis-options.js";
 
 /** The backend name of the Redis store. */
 export const REDIS_STORE_NAME = "redis";
-
-/** Options of {@link createRedisStore}. */
-export interface RedisStoreOptions {
-  /**
-   * `redis://[[user][:password]@]host[:port][/db]` or `rediss://…`; for a Redis Cluster,
-   * `redis+cluster://[[user]:password@]host:port,host:port` (any reachable nodes: the rest are discovered).
-   */
-  url: string;
-  /**
-   * Sessions inactive this long expire by themselves: every key of a session expires at
-   * `lastActivityAt + ttlMs`, moved on every append and touch. 0 keeps sessions until deleted or
-   * `expire()`d. @default 604800000 (7 days)
-   */
-  ttlMs?: number;
-  /** Prepended to every key, so several applications (or test files) can share one server. @default "threadkeep:" */
-  keyPrefix?: string;
-  /** Longest wait for one reply before the call fails with `store_unavailable`. @default 5000 */
-  commandTimeoutMs?: number;
-  /**
-   * Longest wait for a (re)connection, counted from the start of an outage; after it, calls fail with
-   * `store_unavailable` at once until the server is back. @default 2000
-   */
-  connectTimeoutMs?: number;
-  /** Longest pause between reconnection attempts (the backoff doubles from 50 ms). @default 1000 */
-  maxReconnectDelayMs?: number;
-  /** Receives connection errors (the client reconnects by itself; calls report outages as errors). @default ignored */
-  onError?: (error: Error) => void;
-  /**
-   * Receives warnings: a session index update that failed after its write applied (the write still
-   * succeeds; the update is retried in the background). @default console.warn
-   */
-  onWarning?: (message: string) => void;
-}
-
-/**
- * LRANGE bounds of a read without seq bounds: the last N, else the first `limit`, else all. One LRANGE
- * suffices because every stored message carries its seq.
- */
-function unrangedWindow(last: number | undefined, limit: number | undefined): [string, string] {
-  if (last !== undefined && Number.isFinite(last)) return [String(-last), "-1"];
-  if (limit !== undefined && Number.isFinite(limit)) return ["0", String(limit - 1)];
-  return ["0", "-1"];
-}
 
 /** Default inactivity expiry of the Redis store: 7 days. */
 export const DEFAULT_REDIS_TTL_MS = 7 * 86_400_000;
@@ -135,34 +88,7 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
     );
 
   const indexes = new RedisIndexes(db, prefix, ttlMs, readSessions, options.onWarning ?? ((message) => console.warn(message)));
-
-  // Vectors: a hash per session under its hash tag (seq → vector line), expiring with the session's
-  // TTL; a global hash of each model's dimensions.
-  const modelsKey = `${prefix}embedding-models`;
-  const vectorSidecar: VectorSidecar = {
-    async read(id) {
-      const fields = await db.send<string[]>(["HGETALL", `${base(id)}vec`]);
-      const out: StoredVector[] = [];
-      for (let i = 1; i < fields.length; i += 2) {
-        const v = decodeStoredVector(fields[i]);
-        if (v) out.push(v);
-      }
-      return out;
-    },
-    async write(id, vectors) {
-      const key = `${base(id)}vec`;
-      await db.send(["HSET", key, ...vectors.flatMap((v) => [String(v.seq), encodeStoredVector(v)])]);
-      if (ttlMs > 0) await db.send(["PEXPIRE", key, String(ttlMs)]);
-    },
-    async dims(model) {
-      const dims = await db.send<string | null>(["HGET", modelsKey, model]);
-      return dims === null ? undefined : Number(dims);
-    },
-    async claimDims(model, dims) {
-      await db.send(["HSETNX", modelsKey, model, String(dims)]);
-      return Number(await db.send<string>(["HGET", modelsKey, model]));
-    },
-  };
+  const vectorSidecar = redisVectorSidecar(db, base, prefix, ttlMs);
 
   const leases = new RedisLeases({
     async poll(id, token, leaseTtlMs, opening) {
@@ -299,51 +225,7 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
       return { ...branch, id: reply[0] };
     },
 
-    async getMessages(id: string, query: MessageQuery = {}) {
-      const ranged = [query.afterSeq, query.beforeSeq, query.fromSeq, query.toSeq].some(
-        (b) => b !== undefined,
-      );
-      const last = query.last === undefined ? undefined : Math.trunc(query.last);
-      const limit = query.limit === undefined ? undefined : Math.trunc(query.limit);
-      if (last !== undefined && last <= 0) return [];
-      if (last === undefined && limit !== undefined && limit <= 0) return [];
-      let items: string[];
-      if (query.owner && !ranged) {
-        // Owner-scoped "last N" (the hot read): the owner and activity and the window in one MULTI on the
-        // session's slot, atomic like a script but cheaper on the server; the owner is checked before
-        // anything read leaves this function.
-        const [meta, read] = await db.transaction<[(string | null)[], string[]]>([
-          ["HMGET", dataKeys(id)[0], "userId", "lastActivityAt"],
-          ["LRANGE", dataKeys(id)[1], ...unrangedWindow(last, limit)],
-        ]);
-        checkOwner(id, query.owner, meta[0] == null ? null : { userId: meta[0], lastActivityAt: Number(meta[1]) });
-        items = read;
-      } else if (query.owner) {
-        // Owner-scoped with seq bounds: the owner and expiry are checked in the script that reads.
-        const [from, to] = seqBounds(query);
-        const reply = await db.eval<(number | string)[]>(S.OWNED_RANGE, dataKeys(id), [
-          query.owner.userId,
-          query.owner.activeSince === undefined ? "" : String(query.owner.activeSince),
-          ranged ? String(from) : "",
-          ranged ? String(to) : "",
-          last === undefined ? "" : String(last),
-          limit === undefined ? "" : String(limit),
-        ]);
-        if (reply[0] === -1) throw new SessionNotFoundError(id);
-        items = reply.slice(1) as string[];
-      } else if (ranged) {
-        const [from, to] = seqBounds(query);
-        items = await db.eval<string[]>(S.RANGE, dataKeys(id), [
-          String(from),
-          String(to),
-          last === undefined ? "" : String(last),
-          limit === undefined ? "" : String(limit),
-        ]);
-      } else {
-        items = await db.send<string[]>(["LRANGE", dataKeys(id)[1], ...unrangedWindow(last, limit)]);
-      }
-      return parseMessages(id, items);
-    },
+    getMessages: (id: string, query: MessageQuery = {}) => readMessages(db, keys, id, query),
 
     async countMessages(id) {
       return db.send<number>(["LLEN", dataKeys(id)[1]]);
@@ -388,32 +270,7 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
       return { version: reply[0], data: JSON.parse(body) };
     },
 
-    async search(query: SearchQuery) {
-      checkSearchQuery(query);
-      if (query.mode === "fulltext") {
-        throw new ThreadkeepError("not_supported", "The redis store has no full-text search; use substring");
-      }
-      const ids = query.sessionId ? [query.sessionId] : await indexes.ownedIds(query.userId);
-      const hits: SearchHit[] = [];
-      const stale: string[] = [];
-      for (let at = 0; at < ids.length; at += INDEX_BATCH) {
-        const batch = ids.slice(at, at + INDEX_BATCH);
-        const owners = await Promise.all(
-          batch.map((id) => db.send<string | null>(["HGET", dataKeys(id)[0], "userId"])),
-        );
-        const mine = batch.filter((_, i) => owners[i] === query.userId);
-        // Members of the owner's index that are gone, or whose id now belongs to someone else.
-        if (!query.sessionId) stale.push(...batch.filter((_, i) => owners[i] !== query.userId));
-        const lists = await Promise.all(
-          mine.map((id) => db.send<string[]>(["LRANGE", dataKeys(id)[1], "0", "-1"])),
-        );
-        mine.forEach((sessionId, i) => {
-          hits.push(...substringHits(sessionId, parseMessages(sessionId, lists[i]), query.text));
-        });
-      }
-      await indexes.dropFromOwner(query.userId, stale);
-      return rankHits(hits, query.limit ?? DEFAULT_SEARCH_LIMIT);
-    },
+    search: (query: SearchQuery) => searchMessages(db, keys, indexes, query),
 
     expire: (olderThan) =>
       indexes.expire(olderThan, async (id) => {

@@ -1,32 +1,8 @@
 import { ThreadkeepError } from "../core/errors.js";
+import { clientOptions, clusterClient, type RedisClient, type RedisModule } from "./_redis-client.js";
 import type { RedisScript } from "./_redis-scripts.js";
-import { parseRedisUrl, type RedisClusterSeeds, type RedisUrl } from "./_redis-url.js";
+import { parseRedisUrl, type RedisUrl } from "./_redis-url.js";
 import { importOptional } from "./_util.js";
-
-type RedisModule = typeof import("redis");
-
-/** The part of a node-redis client this store uses. */
-interface RedisClient {
-  readonly isReady: boolean;
-  readonly isOpen: boolean;
-  sendCommand(args: string[]): Promise<unknown>;
-  /** A MULTI/EXEC transaction (on a cluster, on the node of `routing`). */
-  multi(routing?: string): RedisTransaction;
-  connect(): Promise<unknown>;
-  close(): Promise<void>;
-  destroy(): void;
-  on(event: "error", listener: (error: Error) => void): unknown;
-  on(event: "ready", listener: () => void): unknown;
-  sSubscribe(channel: string, listener: (message: string) => void): Promise<void>;
-  sUnsubscribe(channel: string): Promise<void>;
-  duplicate(overrides: { disableOfflineQueue: boolean }): RedisClient;
-}
-
-/** The part of a node-redis MULTI this store uses. */
-interface RedisTransaction {
-  addCommand(args: string[]): unknown;
-  exec(): Promise<unknown[]>;
-}
 
 /** How the Redis store talks to its server. */
 export interface RedisConnectionOptions {
@@ -36,13 +12,6 @@ export interface RedisConnectionOptions {
   connectTimeoutMs: number;
   maxReconnectDelayMs: number;
   onError?: (error: Error) => void;
-}
-
-/** The key a command is routed by in a cluster: the first key of a script, else the command's first argument. */
-function routingKey(args: string[]): string | undefined {
-  const command = args[0]?.toUpperCase();
-  if (command === "EVALSHA" || command === "EVAL") return Number(args[2]) > 0 ? args[3] : undefined;
-  return args[1];
 }
 
 /** How often a silent server is probed. */
@@ -207,7 +176,7 @@ export class RedisConnection {
       const redis = await importOptional(() => import("redis"), "redis", "redis://");
       if (this.#closed) throw this.#unavailable("The redis store is closed");
       const cluster = this.#url.cluster;
-      const client: RedisClient = cluster ? this.#clusterClient(redis, cluster) : redis.createClient(this.#clientOptions());
+      const client: RedisClient = cluster ? clusterClient(redis, cluster, this.#options) : redis.createClient(clientOptions(this.#options));
       // Without an 'error' listener an outage would crash the process; calls report it instead.
       client.on("error", (error: Error) => {
         this.#lastError = error;
@@ -253,67 +222,6 @@ export class RedisConnection {
   /** Passes a background error on, unless it only says that this connection is being closed. */
   #report(error: Error): void {
     if (!this.#closed) this.#options.onError?.(error);
-  }
-
-  /**
-   * A Redis Cluster client behind the same face as a single client: each command goes to the node
-   * owning its first key (a session's keys share one hash tag, so each script runs on one node), and
-   * sharded wake channels are subscribed on the channel's node by the cluster client itself.
-   */
-  #clusterClient(redis: RedisModule, seeds: RedisClusterSeeds): RedisClient {
-    const { url: _url, ...defaults } = this.#clientOptions();
-    const cluster = redis.createCluster({
-      rootNodes: seeds.rootNodes,
-      defaults: { ...defaults, username: seeds.username, password: seeds.password },
-      RESP: 2,
-      useReplicas: false,
-    });
-    const face: RedisClient = {
-      get isReady() {
-        return cluster.isReady;
-      },
-      get isOpen() {
-        return cluster.isOpen;
-      },
-      sendCommand: (args) => cluster.sendCommand(routingKey(args), false, args),
-      multi: (routing) => {
-        const multi = cluster.multi(routing);
-        return { addCommand: (args: string[]) => multi.addCommand(routing, false, args), exec: () => multi.exec() };
-      },
-      connect: () => cluster.connect(),
-      close: () => cluster.close(),
-      destroy: () => cluster.destroy(),
-      on: (event: "error" | "ready", listener: ((error: Error) => void) | (() => void)) => {
-        // The cluster says "connect" once its slots are known; a node's failure is a "node-error".
-        if (event === "ready") cluster.on("connect", listener as () => void);
-        else {
-          cluster.on("error", listener);
-          cluster.on("node-error", listener);
-        }
-        return face;
-      },
-      sSubscribe: (channel, listener) => cluster.sSubscribe(channel, listener),
-      sUnsubscribe: (channel) => cluster.sUnsubscribe(channel),
-      // The cluster client subscribes on connections of its own, so it can serve as its own subscriber.
-      duplicate: () => face,
-    };
-    return face;
-  }
-
-  #clientOptions() {
-    const { url, connectTimeoutMs, maxReconnectDelayMs } = this.#options;
-    return {
-      url,
-      // Flat RESP2 replies: the store reads arrays, strings and integers only.
-      RESP: 2 as const,
-      // Refuse instead of queueing while disconnected: an outage must surface, not pile up.
-      disableOfflineQueue: true,
-      socket: {
-        connectTimeout: connectTimeoutMs,
-        reconnectStrategy: (retries: number) =>
-          Math.min(50 * 2 ** Math.min(retries, 10), maxReconnectDelayMs) + Math.floor(Math.random() * 50),
-      },
-    };
   }
 
   #readyWithin(ms: number): Promise<void> {

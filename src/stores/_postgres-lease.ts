@@ -27,10 +27,21 @@ import { ThreadkeepError } from "../core/errors.js";
 import type { Lease, LeaseOptions } from "../core/types.js";
 import { DEFAULT_LEASE_TTL_MS, DEFAULT_LEASE_WAIT_MS } from "./_lease.js";
 import type { PgSql } from "./_postgres-schema.js";
-import { type TurnReadArgs, type TurnReadRow, turnReadCall } from "./_postgres-turn.js";
+import {
+  type Attempt,
+  attemptLease,
+  beatTickets,
+  dropTickets,
+  giveBackLeases,
+  insertTickets,
+  notifyWaiters,
+  refenceLease,
+  releaseLease,
+  renewLease,
+  TICKET_TTL_MS,
+} from "./_postgres-lease-statements.js";
+import type { TurnReadArgs, TurnReadRow } from "./_postgres-turn.js";
 
-/** A waiting ticket that was not refreshed for this long no longer holds its place. */
-const TICKET_TTL_MS = 5_000;
 const HEARTBEAT_MS = 1_000;
 /** Longest sleep between two tries of the first waiter when no notification comes. */
 const POLL_MS = 250;
@@ -55,14 +66,6 @@ interface Line {
   /** Something happened (release, notification, arrival) since the driver last asked the database. */
   dirty: boolean;
   wake: (() => void) | null;
-}
-
-interface Attempt extends Partial<TurnReadRow> {
-  fence: number | null;
-  expires_at: number | null;
-  ticket?: number | null;
-  held_until: number | null;
-  now: number;
 }
 
 /** A granted lease, and what its grant read when the waiter asked (see {@link TurnReadArgs}). */
@@ -201,7 +204,7 @@ export class PostgresLeases {
         let rows: Attempt[] = [];
         if (head.ticket === undefined || !justFailed) {
           rows = await this.#host.run(`acquireLease(${sessionId})`, (sql) =>
-            this.#attempt(sql, sessionId, head.ticket ?? null, head),
+            attemptLease(sql, sessionId, head.ticket ?? null, head),
           );
           attempt = rows[0];
           if (attempt.ticket != null) head.ticket = attempt.ticket;
@@ -248,47 +251,6 @@ export class PostgresLeases {
   }
 
   /**
-   * One try for the first waiter, in one round trip. Without a ticket (it just arrived) it takes the
-   * lease only if nobody waits, else it joins the line and gets a ticket; with one it takes the lease
-   * if no live ticket is ahead of it, and otherwise keeps its ticket alive. With the waiter's `read`,
-   * a grant also reads the turn's data, after the grant holds the row (see `_postgres-turn.ts`), and
-   * commits without waiting for the WAL flush: the turn's write flushes it (see `_postgres-fence.ts`).
-   */
-  #attempt(sql: PgSql, sessionId: string, ticket: number | null, waiter: Waiter) {
-    const { ttlMs, token, read } = waiter;
-    return sql<Attempt[]>`
-      WITH cur AS (
-        SELECT expires_at FROM leases WHERE session_id = ${sessionId}
-      ), g AS (
-        INSERT INTO leases AS l (session_id, fence, expires_at, holder)
-        SELECT ${sessionId}, nextval('lease_fence'), threadkeep_now_ms() + ${ttlMs}, ${token}
-        WHERE NOT EXISTS (
-          SELECT 1 FROM lease_queue q
-          WHERE q.session_id = ${sessionId} AND q.alive_until > threadkeep_now_ms()
-            AND (${ticket}::bigint IS NULL OR q.ticket < ${ticket})
-        )
-        ON CONFLICT (session_id) DO UPDATE SET fence = excluded.fence, expires_at = excluded.expires_at, holder = excluded.holder
-          WHERE l.expires_at <= threadkeep_now_ms()
-        RETURNING l.fence, l.expires_at
-      ), joined AS (
-        INSERT INTO lease_queue (session_id, alive_until, holder)
-        SELECT ${sessionId}, threadkeep_now_ms() + ${TICKET_TTL_MS}, ${token}
-        WHERE ${ticket}::bigint IS NULL AND NOT EXISTS (SELECT 1 FROM g)
-        RETURNING ticket
-      ), served AS (
-        DELETE FROM lease_queue WHERE ticket = ${ticket} AND EXISTS (SELECT 1 FROM g)
-      ), beat AS (
-        UPDATE lease_queue SET alive_until = threadkeep_now_ms() + ${TICKET_TTL_MS}
-        WHERE ticket = ${ticket} AND NOT EXISTS (SELECT 1 FROM g)
-      )
-      SELECT a.*${read ? sql`, set_config('synchronous_commit', 'off', true) AS async_commit, r.*` : sql``} FROM (
-        SELECT (SELECT fence FROM g) AS fence, (SELECT expires_at FROM g) AS expires_at,
-               (SELECT ticket FROM joined) AS ticket, (SELECT expires_at FROM cur) AS held_until,
-               threadkeep_now_ms() AS now
-      ) a ${read ? turnReadCall(sql, sessionId, read) : sql``}`;
-  }
-
-  /**
    * A grant whose fence is held here already: a crash lost that earlier grant (and the sequence's
    * advance), and the fence came round again. Writes find their holder by session and fence, so the
    * new grant takes a fresh fence; the earlier holder's writes fail on its own token either way.
@@ -297,9 +259,7 @@ export class PostgresLeases {
   async #refence(sessionId: string, token: string, fence: number): Promise<number | null> {
     const [row] = await this.#host.run(
       `acquireLease(${sessionId})`,
-      (sql) => sql<{ fence: number }[]>`
-        UPDATE leases SET fence = nextval('lease_fence')
-        WHERE session_id = ${sessionId} AND fence = ${fence} AND holder = ${token} RETURNING fence`,
+      (sql) => refenceLease(sql, sessionId, token, fence),
     );
     return row?.fence ?? null;
   }
@@ -308,11 +268,7 @@ export class PostgresLeases {
   async #ticketFollowers(sql: PgSql, sessionId: string, line: Line): Promise<void> {
     const missing = line.queue.filter((w) => w.ticket === undefined && !w.done);
     if (missing.length === 0) return;
-    const rows = await sql<{ ticket: number }[]>`
-      INSERT INTO lease_queue (session_id, alive_until, holder)
-      SELECT ${sessionId}, threadkeep_now_ms() + ${TICKET_TTL_MS}, t.holder
-      FROM unnest(${missing.map((w) => w.token)}::text[]) WITH ORDINALITY AS t(holder, n) ORDER BY t.n
-      RETURNING ticket, set_config('synchronous_commit', 'off', true)`;
+    const rows = await insertTickets(sql, sessionId, missing);
     // Tickets are handed out in order (the holder names only serve giving tickets back after an outage).
     const tickets = rows.map((r) => r.ticket).sort((a, b) => a - b);
     missing.forEach((w, i) => {
@@ -378,7 +334,7 @@ export class PostgresLeases {
     void this.#host
       .run(
         `notify waiters of ${sessionId}`,
-        (sql) => sql`SELECT pg_notify(${this.#host.channel}, ${sessionId}), set_config('synchronous_commit', 'off', true)`,
+        (sql) => notifyWaiters(sql, this.#host.channel, sessionId),
       )
       .catch(() => {});
   }
@@ -398,10 +354,7 @@ export class PostgresLeases {
   async #renew({ sessionId, fence, token }: Held, ttlMs: number): Promise<number | null> {
     const [row] = await this.#host.run(
       `renew lease of ${sessionId}`,
-      (sql) => sql<{ expires_at: number; now: number }[]>`
-        UPDATE leases SET expires_at = threadkeep_now_ms() + ${Math.max(1, Math.floor(ttlMs))}
-        WHERE session_id = ${sessionId} AND fence = ${fence} AND holder = ${token} AND expires_at > 0
-        RETURNING expires_at, threadkeep_now_ms() AS now`,
+      (sql) => renewLease(sql, sessionId, fence, token, ttlMs),
     );
     return row ? row.expires_at - row.now + Date.now() : null;
   }
@@ -410,12 +363,7 @@ export class PostgresLeases {
     const { sessionId, fence, token } = held;
     await this.#host.run(
       `release lease of ${sessionId}`,
-      (sql) => sql`
-        WITH r AS (
-          UPDATE leases SET expires_at = 0
-          WHERE session_id = ${sessionId} AND fence = ${fence} AND holder = ${token} RETURNING session_id
-        )
-        SELECT pg_notify(${this.#host.channel}, session_id), set_config('synchronous_commit', 'off', true) FROM r`,
+      (sql) => releaseLease(sql, this.#host.channel, sessionId, fence, token),
     );
     held.released = true;
     if (this.#held.get(heldKey(sessionId, fence)) === held) this.#held.delete(heldKey(sessionId, fence));
@@ -436,14 +384,7 @@ export class PostgresLeases {
       this.#host
         .run(
           `give back lease of ${sessionId}`,
-          (sql) => sql`
-            WITH r AS (
-              UPDATE leases SET expires_at = 0
-              WHERE session_id = ${sessionId} AND holder = ANY(${tokens}::text[]) AND expires_at > 0 RETURNING session_id
-            ), d AS (
-              DELETE FROM lease_queue WHERE session_id = ${sessionId} AND holder = ANY(${tokens}::text[]) RETURNING session_id
-            )
-            SELECT pg_notify(${this.#host.channel}, ${sessionId}) WHERE EXISTS (SELECT 1 FROM r) OR EXISTS (SELECT 1 FROM d)`,
+          (sql) => giveBackLeases(sql, this.#host.channel, sessionId, tokens),
         )
         .catch(() => {})
         .finally(() => {
@@ -471,9 +412,7 @@ export class PostgresLeases {
     void this.#host
       .run(
         `drop tickets of ${sessionId}`,
-        (sql) => sql`
-          WITH d AS (DELETE FROM lease_queue WHERE ticket = ANY(${tickets}::bigint[]))
-          SELECT pg_notify(${this.#host.channel}, ${sessionId}), set_config('synchronous_commit', 'off', true)`,
+        (sql) => dropTickets(sql, this.#host.channel, sessionId, tickets),
       )
       // A ticket left behind lapses after TICKET_TTL_MS; nothing waits on this cleanup.
       .catch(() => {});
@@ -525,9 +464,7 @@ export class PostgresLeases {
       void this.#host
         .sql()
         .then(
-          (sql) => sql`
-            UPDATE lease_queue SET alive_until = threadkeep_now_ms() + ${TICKET_TTL_MS}
-            WHERE ticket = ANY(${tickets}::bigint[]) RETURNING set_config('synchronous_commit', 'off', true)`,
+          (sql) => beatTickets(sql, tickets),
         )
         // A missed beat only risks the place in line, not the lease; the next beat or try reports outages.
         .catch(() => {});

@@ -4,7 +4,7 @@
  */
 import type postgres from "postgres";
 import { SessionNotFoundError, ThreadkeepError } from "../core/errors.js";
-import type { Branch, BranchRecord, Message, MessageInput, ReplaceOptions } from "../core/types.js";
+import type { Branch, BranchRecord, Message, MessageInput, OwnerScope, ReplaceOptions } from "../core/types.js";
 import { OPERATION_HISTORY } from "../core/types.js";
 import { type BranchRow, branchFromRecord, branchNotFound, checkReplaceTarget, historyConflict, operationConflict, toBranch } from "./_history.js";
 import { bodyOf, searchable, toMessage } from "./_postgres-rows.js";
@@ -122,6 +122,17 @@ export async function migrateHistory(tx: Tx): Promise<void> {
 const BRANCH_COLUMNS = "id, at_seq, parent_id, reason, created_at, metadata, messages";
 
 /**
+ * The owner condition of an owner-scoped write, for the write statement's `WHERE`: uncorrelated, so
+ * PostgreSQL evaluates it once, before the write function runs, and another owner's session (or an
+ * expired one) gets no row, with nothing written and no operation recorded. Without an owner: `true`.
+ */
+export const ownedBy = (sql: PgSql, id: string, owner: OwnerScope | undefined) =>
+  owner
+    ? sql`EXISTS (SELECT 1 FROM sessions WHERE id = ${id} AND user_id = ${owner.userId}
+        AND last_activity_at >= ${owner.activeSince ?? Number.MIN_SAFE_INTEGER})`
+    : sql`true`;
+
+/**
  * An idempotent append (`seq` undefined) or a tail replacement, in one round trip, owner-scoped too
  * (`options.owner`). A replayed operation reads its stored messages in a second one. `holder` is the
  * token of the grant of `options.fence` when known (see `_postgres-fence.ts`). With `release`
@@ -145,17 +156,14 @@ export async function writeHistory(
   const owner = options.owner;
   // A cap bounded by the summaries runs after the write function, which is then given none.
   const bounded = Boolean(options.keepUnsummarized && options.maxMessages);
-  // An owner-scoped write checks the owner in the same statement: the condition is uncorrelated, so
-  // PostgreSQL evaluates it once, before the function runs, and another owner's session (or an
-  // expired one) gets no row, with nothing written and no operation recorded.
+  // An owner-scoped write checks the owner in the same statement (ownedBy).
   const [row] = await sql<{ out_status: string; out_first_seq: number; out_last_seq: number; out_created_at: number; waiting?: number | null }[]>`
     WITH w AS (
       SELECT out_status, out_first_seq, out_last_seq, out_created_at FROM threadkeep_write_held(
         ${id}, ${seq ?? null}::bigint, ${bodies}::text[], ${texts}::text[], ${(!bounded && options.maxMessages) || null}::bigint,
         ${options.fence ?? null}::bigint, ${holder}::text, ${lang}::regconfig, ${options.operationId ?? null}::text, ${digest}::text,
         ${options.expectedLastSeq ?? null}::bigint, ${options.branch?.reason ?? null}::text, ${branchMeta}::text)
-      WHERE ${owner ? sql`EXISTS (SELECT 1 FROM sessions WHERE id = ${id} AND user_id = ${owner.userId}
-        AND last_activity_at >= ${owner.activeSince ?? Number.MIN_SAFE_INTEGER})` : sql`true`}
+      WHERE ${ownedBy(sql, id, owner)}
     )
     SELECT out_status, out_first_seq, out_last_seq, out_created_at${bounded ? capWithWrite(sql, id, options.maxMessages!) : sql``}${release ? releaseWithWrite(sql, id, release.fence) : sql``} FROM w`;
   if (!row) throw new SessionNotFoundError(id);

@@ -184,15 +184,13 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
       const bounded = Boolean(append.keepUnsummarized && append.maxMessages);
       const holder = holderOf(id, append.fence);
       return run("appendMessages", async (sql) => {
-        // The owner check is an uncorrelated condition: PostgreSQL evaluates it once, before the
-        // function runs, so another owner's session gets no row and nothing is written.
+        // The owner is checked in the same statement (history.ownedBy): another owner's session gets no row.
         const [row] = await sql<{ out_status: string; out_first_seq: number; out_created_at: number; waiting?: number | null }[]>`
           WITH w AS (
             SELECT out_status, out_first_seq, out_created_at FROM threadkeep_append_held(
               ${id}, ${bodies}::text[], ${texts}::text[], ${(!bounded && append.maxMessages) || null}::bigint,
               ${append.fence ?? null}::bigint, ${holder}::text, ${lang}::regconfig)
-            WHERE ${owner ? sql`EXISTS (SELECT 1 FROM sessions WHERE id = ${id} AND user_id = ${owner.userId}
-              AND last_activity_at >= ${owner.activeSince ?? Number.MIN_SAFE_INTEGER})` : sql`true`}
+            WHERE ${history.ownedBy(sql, id, owner)}
           )
           SELECT out_status, out_first_seq, out_created_at${bounded ? capWithWrite(sql, id, append.maxMessages!) : sql``}${fence === undefined ? sql`` : releaseWithWrite(sql, id, fence)} FROM w`;
         if (!row || row.out_status === "not_found") throw new SessionNotFoundError(id);

@@ -12,6 +12,7 @@ import type { TurnLeases } from "./_sqlite-lease.js";
 import { checkOwner, checkSummarySession } from "./_util.js";
 import { openSqliteDatabase, type SqliteOpenSettings } from "./_sqlite-schema.js";
 import {
+  applyCap,
   type MessageRow,
   prepareStatements,
   type SessionRow,
@@ -222,13 +223,7 @@ export function openSqliteStoreDb(
         st.insertMessage.run(id, first + i, now, encoded[i][0]);
         st.insertText.run(id, first + i, encoded[i][1]);
       }
-      const max = options.maxMessages ?? 0;
-      // Seqs have gaps only where a corrupt row was quarantined, so the seq span bounds the count from
-      // above: under the cap, the exact (row-walking) cap can be skipped.
-      if (max > 0 && first + encoded.length - (firstSeq ?? first) > max) {
-        if (options.keepUnsummarized) st.capSummarized.run(id, id, max, id);
-        else st.capMessages.run(id, id, max);
-      }
+      applyCap(st, id, firstSeq ?? first, first + encoded.length - 1, options);
       st.touch.run(now, id);
       // The stored JSON read back, as a later read returns it; seq and createdAt set on it, not spread into a copy.
       return encoded.map(([body], i) => {

@@ -15,7 +15,7 @@ import {
   toBranch,
 } from "./_history.js";
 import type { TurnLeases } from "./_sqlite-lease.js";
-import type { MessageRow, SqliteStatements } from "./_sqlite-statements.js";
+import { applyCap, type MessageRow, type SqliteStatements } from "./_sqlite-statements.js";
 
 /** A message ready to insert: its stored JSON and its lowercased searchable text. */
 type Encoded = [body: string, searchText: string];
@@ -97,9 +97,7 @@ export function sqliteHistory(ctx: SqliteHistoryContext) {
         st.truncateAfter.run(id, seq);
       }
       for (const [i, [body, text]] of encoded.entries()) insert(id, after + 1 + i, now, body, text);
-      const max = options.maxMessages ?? 0;
-      if (max > 0 && options.keepUnsummarized) st.capSummarized.run(id, id, max, id);
-      else if (max > 0) st.capMessages.run(id, id, max);
+      applyCap(st, id, first, after + encoded.length, options);
       st.touch.run(now, id);
       if (options.operationId !== undefined) {
         h.insertOp.run(id, options.operationId, digest, after + 1, after + encoded.length, now);

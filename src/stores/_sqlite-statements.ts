@@ -68,6 +68,25 @@ export interface SqliteStatement<Row = unknown> {
 }
 
 /** What an append reads before it writes, in one row: the session's owner and activity, its last and first seq. */
+/**
+ * Applies the cap of a write that left seqs `firstSeq..lastSeq` in session `id`: keeps the newest
+ * `maxMessages` (none past the summaries' reach with `keepUnsummarized`). Seqs have gaps only where a
+ * corrupt row was quarantined, so the seq span bounds the count from above: under the cap, the exact
+ * (row-walking) DELETE is skipped.
+ */
+export function applyCap(
+  st: Pick<SqliteStatements, "capMessages" | "capSummarized">,
+  id: string,
+  firstSeq: number,
+  lastSeq: number,
+  options: { maxMessages?: number; keepUnsummarized?: boolean },
+): void {
+  const max = options.maxMessages ?? 0;
+  if (max <= 0 || lastSeq - firstSeq + 1 <= max) return;
+  if (options.keepUnsummarized) st.capSummarized.run(id, id, max, id);
+  else st.capMessages.run(id, id, max);
+}
+
 export type AppendHeadRow = [userId: string, lastActivityAt: number, lastSeq: number | null, firstSeq: number | null];
 
 /** Prepares every statement the store runs. */

@@ -28,12 +28,15 @@ interface Run {
 }
 
 /** `threadkeep …args` in a child process with `input` on its standard input. */
-function threadkeep(args: string[], input = "", env: Record<string, string> = {}): Promise<Run> {
+function threadkeep(args: string[], input = "", env: Record<string, string> = {}, killAfterMs?: number): Promise<Run> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ["--import", "tsx", BIN, ...args], {
       env: { ...process.env, NO_COLOR: "1", THREADKEEP_STORE: "", THREADKEEP_UPSTREAM_URL: "", ...env },
       stdio: ["pipe", "pipe", "pipe"],
     });
+    // A server that started instead of refusing would run until stopped.
+    const timer = killAfterMs === undefined ? undefined : setTimeout(() => child.kill("SIGKILL"), killAfterMs);
+    child.on("exit", () => clearTimeout(timer));
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (d) => (stdout += d));
@@ -105,4 +108,18 @@ describe("threadkeep (child process)", () => {
     );
     for (const run of [slash, scheme, flag, broken, bare]) noStackTrace(run);
   });
+
+  it("refuses a malformed PostgreSQL URL at start (serve) and at open (commands), saying what is wrong", async () => {
+    const [port, param, database] = await Promise.all([
+      threadkeep(["serve", "--port", "0", "--store", "postgres://u:secret@127.0.0.1:99999/db"], "", {}, 15_000),
+      threadkeep(["sessions", "list", "--store", "postgres://u@127.0.0.1:5432/db?foo=1"], "", {}, 15_000),
+      threadkeep(["export", "--store", "postgres://u@127.0.0.1:5432"], "", {}, 15_000),
+    ]);
+    expect(port).toMatchObject({ code: 2, stderr: expect.stringMatching(/^threadkeep: Not a host\[:port\] in a PostgreSQL URL/) });
+    expect(port.stdout).not.toContain("listening");
+    expect(port.stderr).not.toContain("secret");
+    expect(param).toMatchObject({ code: 2, stderr: expect.stringMatching(/^threadkeep: Unknown PostgreSQL URL parameter "foo"/) });
+    expect(database).toMatchObject({ code: 2, stderr: expect.stringMatching(/^threadkeep: A PostgreSQL URL names its database/) });
+    for (const run of [port, param, database]) noStackTrace(run);
+  }, 30_000);
 });

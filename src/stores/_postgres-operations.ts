@@ -4,6 +4,7 @@
  * timeout, operations fail at once (as on Redis) while one probe at a time finds out when it is back.
  */
 import { ThreadkeepError } from "../core/errors.js";
+import type { PgClients } from "./_postgres-client.js";
 import type { PgSql } from "./_postgres-schema.js";
 import { isConnectionError, toStoreError } from "./_postgres-errors.js";
 
@@ -24,8 +25,8 @@ interface Operation {
 export type PgRun = <T>(what: string, fn: (sql: PgSql) => Promise<T>) => Promise<T>;
 
 export interface PgOperationsOptions {
-  /** The migrated client (connected on first use; a failed start is retried). */
-  connected: () => Promise<PgSql>;
+  /** The migrated clients (connected on first use; a failed start is retried). */
+  connected: () => Promise<PgClients>;
   queryTimeoutMs: number;
   connectTimeoutMs: number;
 }
@@ -49,6 +50,8 @@ export class PgOperations {
   #probe: NodeJS.Timeout | null = null;
   #probing = false;
   #closed = false;
+  /** Operations under way on the main connection: while there is one, the next goes to the spill pool. */
+  #onMain = 0;
 
   constructor(options: PgOperationsOptions) {
     this.#options = options;
@@ -78,16 +81,24 @@ export class PgOperations {
       const op: Operation = { deadline, what, reject, work: null };
       this.pending.add(op);
       this.#watch();
+      let onMain = false;
       op.work = this.#options
         .connected()
-        .then(fn)
+        .then((clients) => {
+          if (this.#onMain > 0 && clients.spill) return fn(clients.spill);
+          onMain = true;
+          this.#onMain++;
+          return fn(clients.main);
+        })
         .then(
           (value) => {
+            if (onMain) this.#onMain--;
             this.pending.delete(op);
             this.#up();
             resolve(value);
           },
           (error) => {
+            if (onMain) this.#onMain--;
             this.pending.delete(op);
             const coded = toStoreError(error, what);
             if (isConnectionError(error)) this.#down();
@@ -129,7 +140,7 @@ export class PgOperations {
       const limit = new Promise<void>((_, reject) => {
         timer = setTimeout(() => reject(new Error("probe timed out")), this.#options.connectTimeoutMs);
       });
-      Promise.race([this.#options.connected().then((sql) => sql`SELECT 1`), limit])
+      Promise.race([this.#options.connected().then(({ main }) => main`SELECT 1`), limit])
         .then(
           () => this.#up(),
           () => {},

@@ -26,7 +26,7 @@ import { searchMessages } from "./_postgres-search.js";
 import { capWithWrite } from "./_postgres-cap.js";
 import { openedTurnOf, releaseWithWrite } from "./_postgres-turn.js";
 import { missingVectors, putVectors, searchVectors } from "./_postgres-vectors.js";
-import { openClient } from "./_postgres-client.js";
+import { openClient, type PgClients } from "./_postgres-client.js";
 import { toStoreError } from "./_postgres-errors.js";
 import { bodyOf, searchable, toMessage } from "./_postgres-rows.js";
 import { migrate, type PgSql, useTextSearchConfig } from "./_postgres-schema.js";
@@ -89,25 +89,25 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
   const batchSize = Math.max(1, options.expireBatchSize ?? 500);
   // A short, valid channel name per schema, so stores of different schemas do not wake each other.
   const channel = `threadkeep_${createHash("sha256").update(schema).digest("hex").slice(0, 16)}`;
-  let client: PgSql | null = null;
-  let ready: Promise<PgSql> | null = null;
+  let client: PgClients | null = null;
+  let ready: Promise<PgClients> | null = null;
   let closing: Promise<void> | null = null;
   let closed = false;
 
-  const open = async (): Promise<PgSql> => {
+  const open = async (): Promise<PgClients> => {
     client ??= await openClient(settings.url, {
       poolSize: options.poolSize ?? 10,
       connectTimeoutSeconds: connectTimeoutMs / 1000,
       schema,
       queryTimeoutMs,
     });
-    await migrate(client, schema);
-    await useTextSearchConfig(client, lang, schema);
+    await migrate(client.main, schema);
+    await useTextSearchConfig(client.main, lang, schema);
     return client;
   };
 
   /** The migrated client; a failed start is retried on the next call, so the store recovers by itself. */
-  const connected = (): Promise<PgSql> => {
+  const connected = (): Promise<PgClients> => {
     if (closed)
       return Promise.reject(new ThreadkeepError("store_unavailable", "The PostgreSQL store is closed"));
     ready ??= open().catch((error) => {
@@ -122,7 +122,7 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
   const pending = operations.pending;
 
   const leases = new PostgresLeases({
-    sql: connected,
+    sql: () => connected().then((c) => c.main),
     run,
     channel,
     fail: toStoreError,

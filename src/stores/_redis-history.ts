@@ -9,7 +9,7 @@
 import type { Branch } from "../core/types.js";
 import { OPERATION_HISTORY } from "../core/types.js";
 import { RELEASE } from "./_redis-lease-scripts.js";
-import { RECORD, type RedisScript, SESSION, script } from "./_redis-scripts.js";
+import { EXPIRY_DUE, RECORD, type RedisScript, SESSION, script } from "./_redis-scripts.js";
 
 /** A branch as the Redis store keeps it: `parentId` and `atSeq` first (see above). */
 export function encodeBranch(branch: Branch): string {
@@ -45,7 +45,7 @@ end
  * The meta keeps it as `sumTo` (see SUMMARY), passed in as `known`; a session created before that
  * field existed has its summaries read once, and the field set.
  */
-const SUMMARY_REACH = `
+export const SUMMARY_REACH = `
 -- Summaries are stored as {"id":…,"fromSeq":…,"toSeq":…, (see SUMMARY); one of another shape counts
 -- as reaching nothing, so the cap keeps more rather than less.
 local function summaryReach(known)
@@ -102,7 +102,7 @@ export const WRITE_OPTIONS = [
  */
 export const WRITE: RedisScript = script(
   "history-write",
-  `${SESSION}${BRANCH_HEAD}${SUMMARY_REACH}${RECORD}
+  `${SESSION}${EXPIRY_DUE}${BRANCH_HEAD}${SUMMARY_REACH}${RECORD}
 local count = tonumber(ARGV[1])
 local o = count + 2
 local function opt(i) return ARGV[o + i] or '' end
@@ -112,9 +112,9 @@ local L = 9
 if indexOwner ~= '' then L = 12 end
 local LEASE, QUEUE = KEYS[L], KEYS[L + 1]
 ${RELEASE}
--- The meta fields this write needs, in one read: the owner (nil: no session), activity, first seq and
--- the summaries' reach.
-local meta = redis.call('HMGET', META, 'userId', 'lastActivityAt', 'first', 'sumTo')
+-- The meta fields this write needs, in one read: the owner (nil: no session), activity, first seq,
+-- the summaries' reach and the keys' expiry.
+local meta = redis.call('HMGET', META, 'userId', 'lastActivityAt', 'first', 'sumTo', 'expiresAt')
 local user = meta[1]
 if not user then return {-1} end
 if owner ~= '' and (user ~= owner or (activeSince ~= '' and tonumber(meta[2]) < tonumber(activeSince))) then return {-1} end
@@ -211,17 +211,24 @@ if newFirst then redis.call('HSET', META, 'lastActivityAt', score, 'first', newF
 elseif score ~= meta[2] then redis.call('HSET', META, 'lastActivityAt', score) end
 local at = tonumber(score)
 local result = {seq0, score, user, 0, false}
-expireAt(at, ttl)
+-- The keys' expiry moves once per margin of activity (see SESSION); a list this write made anew
+-- takes the session's.
+local due = expiryDue(meta[5], at, ttl)
+local keysExpire = meta[5] or ''
+if due then keysExpire = expireAt(at, ttl)
+elseif ttl > 0 and count > 0 and n == 0 then redis.call('PEXPIREAT', MSGS, keysExpire) end
 if indexOwner ~= '' and indexOwner == user then
-  local expire, trim = '', ''
-  if ttl > 0 then
-    expire = string.format('%d', math.floor(at + ttl))
-    trim = string.format('%d', now - ttl)
-  end
+  -- The indexes' housekeeping (the owner index's expiry, trimming expired sessions) rides on the
+  -- writes that move the keys' expiry.
+  local trim = ''
+  if due then trim = string.format('%d', now - ttl) end
+  if ttl == 0 then keysExpire = '' end
   -- The write above has applied: an index that cannot be updated (a key of another type) must not
   -- fail it. Left unindexed (result[4] = 0), the caller records the activity in a step of its own.
   if pcall(function()
-    recordOwner(KEYS[9], 'gt', score, sessionId, expire, trim)
+    -- A session new to the index (or the key made anew) needs the key to outlive it.
+    local added = recordOwner(KEYS[9], 'gt', score, sessionId, '', trim)
+    if keysExpire ~= '' and (added == 1 or due) then extendExpiry(KEYS[9], keysExpire) end
     recordGlobal(KEYS[10], KEYS[11], 'gt', score, sessionId, trim)
   end) then result[4] = 1 end
 end

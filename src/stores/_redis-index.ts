@@ -81,7 +81,8 @@ export class RedisIndexes {
     const now = Date.now();
     const ttl = this.#ttlMs;
     if (ttl > 0 && at + ttl <= now) return;
-    const expireAt = ttl > 0 ? String(Math.floor(at + ttl)) : "";
+    // The owner index outlives the keys of every session in it (see `keysExpireAt`).
+    const expireAt = ttl > 0 ? String(S.keysExpireAt(at, ttl)) : "";
     const trimBelow = ttl > 0 ? String(now - ttl) : "";
     await Promise.all([
       this.#db.eval(S.USER_INDEX, [this.owner(userId)], [ownerMode, String(at), id, expireAt, trimBelow]),
@@ -176,8 +177,11 @@ export class RedisIndexes {
   async forget(ids: string[], userId: string | null): Promise<void> {
     if (ids.length === 0) return;
     await Promise.all([
-      this.#db.send(["ZREM", this.#activity, ...ids]),
-      this.#db.send(["ZREM", this.#ids, ...ids]),
+      // Together (one hash tag): a session is in both global indexes or in neither (see RECORD).
+      this.#db.transaction([
+        ["ZREM", this.#activity, ...ids],
+        ["ZREM", this.#ids, ...ids],
+      ]),
       userId === null ? undefined : this.#db.send(["ZREM", this.owner(userId), ...ids]),
     ]);
   }
@@ -290,8 +294,9 @@ export class RedisIndexes {
           const found = await expireOne(id);
           if (found.outcome === "active") {
             // The index lagged: correct its score so the loop does not meet the session again (GT: a
-            // newer write's own update may have landed since the session was checked).
-            await this.#db.send(["ZADD", this.#activity, "GT", String(found.lastActivityAt), id]);
+            // newer write's own update may have landed since the session was checked; XX: nor bring
+            // back one forgotten since, which would be in one global index without the other).
+            await this.#db.send(["ZADD", this.#activity, "XX", "GT", String(found.lastActivityAt), id]);
             return;
           }
           removed.push(id);

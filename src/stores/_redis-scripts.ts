@@ -23,22 +23,47 @@ export function script(name: string, lua: string): RedisScript {
 }
 
 /**
+ * How long a session's keys outlive its inactivity expiry (`lastActivityAt + ttl`): a tenth of the
+ * TTL, at most an hour. Within that margin a write leaves the keys' expiry as it is, so moving the
+ * expiry of every key of a session costs one write per margin of activity, not every write.
+ */
+export const EXPIRY_MARGIN_MS = 3_600_000;
+
+/** When Redis removes the keys of a session last active at `at` (see {@link EXPIRY_MARGIN_MS} and `SESSION`). */
+export function keysExpireAt(at: number, ttlMs: number): number {
+  return Math.floor(at + ttlMs + Math.min(Math.floor(ttlMs / 10), EXPIRY_MARGIN_MS));
+}
+
+/**
  * Session data scripts take KEYS = meta, msgs, sums, state, fence, ops, opsq, branches. Expiry: the data
- * keys of a session (all but the fence) share one absolute expiry (`lastActivityAt + ttl`); keys
- * created later inherit the meta's.
+ * keys of a session (all but the fence) share one absolute expiry, which the meta also holds in its
+ * `expiresAt` field (so a write reads it with the meta, at no cost); keys created later inherit the
+ * meta's. `expireAt(at, ttl)` sets it to {@link keysExpireAt} (`exact`: to `at + ttl`, an explicit
+ * touch); a write moves it only when it would fall before `lastActivityAt + ttl` (`expiryDue`), so no
+ * key of a session expires before the session does, and none outlives it by more than the margin.
  */
 export const SESSION = `
 local META, MSGS, SUMS, STATE, FENCE = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local OPS, OPSQ, BRANCHES = KEYS[6], KEYS[7], KEYS[8]
-local function expireAt(at, ttl)
+local function expireAt(at, ttl, exact)
   if ttl > 0 then
     local t = math.floor(at + ttl)
+    if not exact then t = math.floor(at + ttl + math.min(math.floor(ttl / 10), ${EXPIRY_MARGIN_MS})) end
     for _, i in ipairs({1, 2, 3, 4, 6, 7, 8}) do redis.call('PEXPIREAT', KEYS[i], t) end
+    redis.call('HSET', META, 'expiresAt', t)
+    return string.format('%d', t)
   end
 end
 local function inheritExpiry(key)
   local t = redis.call('PEXPIRETIME', META)
   if t > 0 then redis.call('PEXPIREAT', key, t) end
+end
+`;
+
+/** Whether a write with activity \`at\` must move the keys' expiry (\`expiresAt\`: the meta's field, or nil). */
+export const EXPIRY_DUE = `
+local function expiryDue(expiresAt, at, ttl)
+  return ttl > 0 and (not expiresAt or tonumber(expiresAt) < at + ttl)
 end
 `;
 
@@ -185,7 +210,8 @@ else
 end
 redis.call('HSET', META, 'lastActivityAt', at)
 local result = {1, redis.call('HGET', META, 'userId'), redis.call('HGET', META, 'lastActivityAt')}
-expireAt(at, tonumber(ARGV[3]))
+-- An explicit time is taken as it is: a past one may expire the session's keys now.
+expireAt(at, tonumber(ARGV[3]), ARGV[1] ~= '')
 return result`,
 );
 
@@ -216,28 +242,34 @@ return {1, v[1]}`,
 
 /**
  * Recording activity in the session indexes, as Lua functions (of USER_INDEX and GLOBAL_INDEX, and of
- * the history write on a single Redis). mode: 'gt' never lowers a score, 'set' sets it; score and id
+ * the history writes on a single Redis). mode: 'gt' never lowers a score, 'set' sets it; score and id
  * are strings; expireAt and trimBelow are '' when unset.
- * `recordOwner`: one owner's index (session ids by last activity); the key's expiry is only ever extended.
+ * `recordOwner`: one owner's index (session ids by last activity); the key's expiry is only ever
+ * extended, and kept at or past that of the keys of every session in it. Returns 1 when the session
+ * was not in it.
  * `recordGlobal`: the activity index (for `expire()`) and the id index (all scores 0, so ids come back
- * in byte order for `listAllSessions`). Trimming drops a bounded number of expired sessions per call,
- * so the indexes do not grow with sessions that Redis expired by itself.
+ * in byte order for `listAllSessions`). A session is in both or in neither (they change together, in
+ * one script or one MULTI), so an activity update ('gt') adds to the id index only when it added to
+ * the activity index. Trimming drops a bounded number of expired sessions per call, so the indexes do
+ * not grow with sessions that Redis expired by itself.
  */
 export const RECORD = `
 local function record(key, mode, score, id)
-  if mode == 'gt' then redis.call('ZADD', key, 'GT', score, id) else redis.call('ZADD', key, score, id) end
+  if mode == 'gt' then return redis.call('ZADD', key, 'GT', score, id) end
+  return redis.call('ZADD', key, score, id)
+end
+local function extendExpiry(key, expireAt)
+  local current = redis.call('PEXPIRETIME', key)
+  if current == -1 or (current > 0 and current < tonumber(expireAt)) then redis.call('PEXPIREAT', key, expireAt) end
 end
 local function recordOwner(key, mode, score, id, expireAt, trimBelow)
-  record(key, mode, score, id)
+  local added = record(key, mode, score, id)
   if trimBelow ~= '' then redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. trimBelow) end
-  if expireAt ~= '' then
-    local current = redis.call('PEXPIRETIME', key)
-    if current == -1 or (current > 0 and current < tonumber(expireAt)) then redis.call('PEXPIREAT', key, expireAt) end
-  end
+  if expireAt ~= '' then extendExpiry(key, expireAt) end
+  return added
 end
 local function recordGlobal(activity, ids, mode, score, id, trimBelow)
-  record(activity, mode, score, id)
-  redis.call('ZADD', ids, 0, id)
+  if record(activity, mode, score, id) == 1 or mode ~= 'gt' then redis.call('ZADD', ids, 0, id) end
   if trimBelow ~= '' then
     local old = redis.call('ZRANGE', activity, '-inf', '(' .. trimBelow, 'BYSCORE', 'LIMIT', 0, 100)
     if #old > 0 then

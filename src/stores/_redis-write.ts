@@ -8,6 +8,7 @@ import { SessionNotFoundError, ThreadkeepError } from "../core/errors.js";
 import { validateMessages } from "../core/messages.js";
 import type { Message, MessageInput, ReplaceOptions } from "../core/types.js";
 import { checkHistoryOptions, checkReplaceTarget, historyConflict, operationConflict, operationDigest } from "./_history.js";
+import { APPEND, APPEND_HANDOVER } from "./_redis-append.js";
 import { json, parseMessages, type RedisKeys } from "./_redis-codec.js";
 import type { RedisConnection } from "./_redis-connection.js";
 import { WRITE } from "./_redis-history.js";
@@ -23,15 +24,32 @@ export interface RedisWriter {
   ttlMs: number;
 }
 
+type Reply = [number, ...unknown[]];
+
+/** Trailing empty options are left out: a plain append sends few. */
+function trimmed(args: string[]): string[] {
+  while (args[args.length - 1] === "") args.pop();
+  return args;
+}
+
+/** KEYS of APPEND: meta and msgs, the indexes when it records them, then sums and fence when asked for. */
+function appendKeys(w: RedisWriter, id: string, indexOwner: string, extra: boolean): string[] {
+  const base = w.keys.base(id);
+  const keys = [`${base}meta`, `${base}msgs`];
+  if (indexOwner) keys.push(...w.indexes.keysFor(indexOwner));
+  if (extra) keys.push(`${base}sums`, `${base}fence`);
+  return keys;
+}
+
 /** A stale fence: a newer lease was granted on the session. */
 export function leaseExpired(id: string): ThreadkeepError {
   return new ThreadkeepError("lease_expired", `The turn lease of session ${id} expired and was taken over`);
 }
 
 /**
- * An append (`seq` undefined) or a tail replacement, idempotent with an operation id: one script,
- * followed by a second step for the indexes only where the script could not update them (a Cluster,
- * or an owner not known up front).
+ * An append (`seq` undefined) or a tail replacement, idempotent with an operation id: one script (a
+ * plain append the lean APPEND, anything else WRITE), followed by a second step for the indexes only
+ * where the script could not update them (a Cluster, or an owner not known up front).
  */
 export async function writeHistory(
   w: RedisWriter,
@@ -56,10 +74,7 @@ export async function writeHistory(
   // On a single Redis the script records the activity itself when it knows whose index to name
   // (it checks the session is that owner's); in a Cluster the indexes live on other slots.
   const indexOwner = w.db.cluster ? "" : (options.owner?.userId ?? holder?.owner ?? "");
-  const keys = w.keys.data(id);
-  if (indexOwner) keys.push(...w.indexes.keysFor(indexOwner));
-  if (token) keys.push(...w.keys.lease(id).slice(0, 2), w.keys.wake(id));
-  // In the order of WRITE_OPTIONS; trailing empty options are left out.
+  // In the order of APPEND_OPTIONS and WRITE_OPTIONS, which share their first eight.
   const args = [
     String(bodies.length),
     ...bodies,
@@ -71,17 +86,29 @@ export async function writeHistory(
     options.owner?.userId ?? "",
     options.owner?.activeSince === undefined ? "" : String(options.owner.activeSince),
     fence === undefined ? "" : String(fence),
-    token,
-    options.operationId ?? "",
-    digest,
-    seq === undefined ? "" : String(seq),
-    options.expectedLastSeq === undefined ? "" : String(options.expectedLastSeq),
-    options.branch?.reason ?? "",
-    branchMeta,
-    options.keepUnsummarized ? "1" : "",
   ];
-  while (args[args.length - 1] === "") args.pop();
-  const reply = await w.db.eval<[number, ...unknown[]]>(WRITE, keys, args);
+  let reply: Reply | undefined;
+  if (seq === undefined && !options.operationId && !token) {
+    // A plain append: the lean script, unless it hands the write over (see `_redis-append.ts`).
+    reply = await w.db.eval<Reply>(APPEND, appendKeys(w, id, indexOwner, fence !== undefined || !!options.keepUnsummarized), trimmed([...args, options.keepUnsummarized ? "1" : ""]));
+    if (reply[0] === APPEND_HANDOVER) reply = undefined;
+  }
+  if (!reply) {
+    const keys = w.keys.data(id);
+    if (indexOwner) keys.push(...w.indexes.keysFor(indexOwner));
+    if (token) keys.push(...w.keys.lease(id).slice(0, 2), w.keys.wake(id));
+    args.push(
+      token,
+      options.operationId ?? "",
+      digest,
+      seq === undefined ? "" : String(seq),
+      options.expectedLastSeq === undefined ? "" : String(options.expectedLastSeq),
+      options.branch?.reason ?? "",
+      branchMeta,
+      options.keepUnsummarized ? "1" : "",
+    );
+    reply = await w.db.eval<Reply>(WRITE, keys, trimmed(args));
+  }
   switch (reply[0]) {
     case -1:
       throw new SessionNotFoundError(id);
@@ -98,8 +125,9 @@ export async function writeHistory(
       return parseMessages(id, reply.slice(2) as string[]);
     }
   }
-  const [firstSeq, lastActivityAt, userId, indexed, next] = reply as [number, string, string, number, string | null];
-  if (next !== null) w.leases.releasedByWrite(id, fence!, next || null);
+  // `next`: the next waiter's token ('' none), null when no lease was released (absent from APPEND's reply).
+  const [firstSeq, lastActivityAt, userId, indexed, next] = reply as [number, string, string, number, string | null | undefined];
+  if (next != null) w.leases.releasedByWrite(id, fence!, next || null);
   // The write has applied: from here on it succeeds, whatever happens to the index update.
   if (indexed !== 1) await w.indexes.recordAfterWrite(id, userId, Number(lastActivityAt), "gt");
   else w.indexes.settled(id);

@@ -100,7 +100,41 @@ describe.skipIf(enabled !== true)("redis store specifics", () => {
     expect((await s.listSessions(owner)).sessions.map((x) => x.id)).toEqual([session.id]);
     const ttl = await raw.pTTL(`${keyPrefix}s:{${session.id}}:msgs`);
     expect(ttl).toBeGreaterThan(1000);
-    expect(ttl).toBeLessThanOrEqual(2000);
+    // The TTL and its margin (a tenth of it, see keysExpireAt).
+    expect(ttl).toBeLessThanOrEqual(2200);
+  });
+
+  it("moves the keys' expiry once per margin of activity, never letting a key of a live session expire", async () => {
+    const ttlMs = 1000;
+    const s = store({ ttlMs });
+    const owner = `margin-${randomUUID()}`;
+    const session = await s.createSession({ id: newSessionId(), userId: owner });
+    const key = (name: string) => `${keyPrefix}s:{${session.id}}:${name}`;
+    const ownerIndex = `${keyPrefix}u:${owner}:sessions`;
+    await s.appendMessages(session.id, [{ role: "user", content: "first" }], { owner: { userId: owner } });
+    const set = await raw.pExpireTime(key("meta"));
+    // Within the margin (a tenth of the TTL) the keys keep their expiry: the write does not move it.
+    await s.appendMessages(session.id, [{ role: "user", content: "second" }], { owner: { userId: owner } });
+    expect(await raw.pExpireTime(key("meta"))).toBe(set);
+    expect(await raw.hGet(key("meta"), "expiresAt")).toBe(String(set));
+    // Emptied, the list is made anew by the next append, and takes the session's expiry.
+    await s.truncateAfter(session.id, 0);
+    await s.appendMessages(session.id, [{ role: "user", content: "again" }], { owner: { userId: owner } });
+    await s.setState(session.id, { k: 1 }, 0);
+    let sent = 1;
+    const started = Date.now();
+    while (Date.now() - started < 1800) {
+      // Every key of the session outlives its activity by the TTL, and its owner's index outlives the keys.
+      const at = (await s.getSession(session.id))!.lastActivityAt;
+      const expiries = await Promise.all(["meta", "msgs", "state"].map((name) => raw.pExpireTime(key(name))));
+      for (const t of expiries) expect(t).toBeGreaterThanOrEqual(at + ttlMs);
+      expect(await raw.pExpireTime(ownerIndex)).toBeGreaterThanOrEqual(Math.max(...expiries));
+      await sleep(40);
+      await s.appendMessages(session.id, [{ role: "user", content: `still here ${sent++}` }], { owner: { userId: owner } });
+    }
+    expect(await s.countMessages(session.id)).toBe(sent);
+    expect((await s.getState(session.id)).data).toEqual({ k: 1 });
+    expect((await s.listSessions(owner)).sessions.map((x) => x.id)).toEqual([session.id]);
   });
 
 

@@ -1,0 +1,92 @@
+/**
+ * The Redis store's plain append (no operation id, no lease to release, not a replacement) as a script
+ * of its own: the commonest write, made of the calls it needs and nothing else. It names only the keys
+ * it touches, defines almost no Lua functions (each is a closure made on every call), and leaves the
+ * rare work to the full history write (`WRITE` in `_redis-history.ts`), which it hands over to by
+ * refusing before it changes anything: a write that must move the keys' expiry (once per margin of
+ * activity, see `SESSION` in `_redis-scripts.ts`). Both scripts keep the same data the same way.
+ */
+import { SUMMARY_REACH } from "./_redis-history.js";
+import { type RedisScript, script } from "./_redis-scripts.js";
+
+/** The options of a plain append after its messages, in the order of {@link APPEND}'s ARGV. */
+export const APPEND_OPTIONS = ["now", "ttl", "maxMessages", "indexOwner", "sessionId", "owner", "activeSince", "fence", "keepUnsummarized"] as const;
+
+/** What {@link APPEND} answers when the full history write must do the append instead. */
+export const APPEND_HANDOVER = -7;
+
+/**
+ * KEYS: meta, msgs; then, on a single Redis when `indexOwner` is set, the owner's index and the global
+ * activity and id indexes; then, when a fence or keepUnsummarized is given, sums and fence.
+ * ARGV: the number of messages, one JSON object per message (with createdAt, without seq), then the
+ * options of {@link APPEND_OPTIONS}, trailing empty ones left out (as in `WRITE`).
+ * Returns {firstSeq, lastActivityAt, userId, indexed (1 when the indexes were updated here)}; {-1}
+ * missing session (or, owner-scoped, another owner's or an expired one); {-2} stale fence;
+ * {APPEND_HANDOVER} nothing done: the keys' expiry is due to move (the full write does that).
+ */
+export const APPEND: RedisScript = script(
+  "append",
+  `local count = tonumber(ARGV[1])
+local o = count + 2
+local now, ttl, max = tonumber(ARGV[o]), tonumber(ARGV[o + 1]), tonumber(ARGV[o + 2])
+local indexOwner, sessionId, owner = ARGV[o + 3] or '', ARGV[o + 4] or '', ARGV[o + 5] or ''
+local activeSince, fence, keep = ARGV[o + 6] or '', ARGV[o + 7] or '', ARGV[o + 8] or ''
+local META, MSGS = KEYS[1], KEYS[2]
+local X = 3
+if indexOwner ~= '' then X = 6 end
+local SUMS = KEYS[X]
+local meta = redis.call('HMGET', META, 'userId', 'lastActivityAt', 'first', 'sumTo', 'expiresAt')
+local user = meta[1]
+if not user then return {-1} end
+if owner ~= '' and (user ~= owner or (activeSince ~= '' and tonumber(meta[2]) < tonumber(activeSince))) then return {-1} end
+-- Activity never moves back (kept as the meta's string when it is ahead of now).
+local score = ARGV[o]
+if tonumber(meta[2]) >= now then score = meta[2] end
+if ttl > 0 and (not meta[5] or tonumber(meta[5]) < tonumber(score) + ttl) then return {${APPEND_HANDOVER}} end
+if fence ~= '' and tonumber(redis.call('GET', KEYS[X + 1]) or '0') > tonumber(fence) then return {-2} end
+local n = redis.call('LLEN', MSGS)
+local first = 1
+if n > 0 then first = tonumber(meta[3] or '1') end
+local newFirst = nil
+if n == 0 then newFirst = first end
+local seq0 = first + n
+local batch = {}
+for i = 2, count + 1 do
+  batch[#batch + 1] = '{"seq":' .. string.format('%d', seq0 + i - 2) .. ',' .. string.sub(ARGV[i], 2)
+  if #batch == 1000 then
+    redis.call('RPUSH', MSGS, unpack(batch))
+    batch = {}
+  end
+end
+if #batch > 0 then redis.call('RPUSH', MSGS, unpack(batch)) end
+local total = n + count
+if max > 0 and total > max then
+  local drop = total - max
+  if keep == '1' then
+    ${SUMMARY_REACH}
+    drop = math.min(drop, summaryReach(meta[4]) - first + 1)
+  end
+  if drop > 0 then
+    redis.call('LTRIM', MSGS, drop, -1)
+    newFirst = first + drop
+  end
+end
+if newFirst then redis.call('HSET', META, 'lastActivityAt', score, 'first', newFirst)
+elseif score ~= meta[2] then redis.call('HSET', META, 'lastActivityAt', score) end
+-- A list made anew takes the session's expiry.
+if ttl > 0 and n == 0 then redis.call('PEXPIREAT', MSGS, meta[5]) end
+local indexed = 0
+if indexOwner ~= '' and indexOwner == user then
+  -- As in WRITE: the write has applied, so an index that cannot be updated must not fail it.
+  if pcall(function()
+    if redis.call('ZADD', KEYS[3], 'GT', score, sessionId) == 1 and ttl > 0 then
+      -- New to the index (or the key made anew): the key must outlive the session's keys.
+      local current = redis.call('PEXPIRETIME', KEYS[3])
+      if current == -1 or (current > 0 and current < tonumber(meta[5])) then redis.call('PEXPIREAT', KEYS[3], meta[5]) end
+    end
+    -- In both global indexes or in neither (see RECORD in _redis-scripts.ts).
+    if redis.call('ZADD', KEYS[4], 'GT', score, sessionId) == 1 then redis.call('ZADD', KEYS[5], 0, sessionId) end
+  end) then indexed = 1 end
+end
+return {seq0, score, user, indexed}`,
+);

@@ -68,12 +68,14 @@ export class RedisIndexes {
   }
 
   /**
-   * Records activity. 'gt' never moves a session back, so concurrent appends leave the newest time;
-   * 'set' is for creation and explicit touches. Each update also trims a bounded number of members
-   * older than the TTL, whose sessions Redis has expired.
+   * Records activity. 'gt' never moves a session back, so concurrent writes leave the newest time;
+   * 'new' sets the entries of a session that has none and is 'gt' otherwise (a creation: the update
+   * of a write to the new session, landed first, is newer). Each update also trims a bounded number
+   * of members older than the TTL, whose sessions Redis has expired.
    */
-  record(id: string, userId: string, at: number, mode: "gt" | "set"): Promise<void> {
-    return this.#record(id, userId, at, mode, mode);
+  record(id: string, userId: string, at: number, mode: "gt" | "new"): Promise<void> {
+    const m = mode === "new" ? "=" : mode;
+    return this.#record(id, userId, at, m, m);
   }
 
   /** {@link record} with a mode per script, which may also be '=' and the score the caller read (see `_redis-scripts.ts`). */
@@ -96,11 +98,19 @@ export class RedisIndexes {
    * failure is reported with the session id and retried in the background until it lands (from the
    * session's activity at that time, see {@link #repair}); until then a listing may place the session
    * by older activity (or miss it, if its member was trimmed as expired), and `expire()` re-checks each
-   * session's own activity before deleting anything.
+   * session's own activity before deleting anything. Modes as in {@link record}, and 'meta' for a
+   * write that may move activity back (an explicit touch): the entries are brought to what the
+   * session's meta holds, without undoing an update that lands meanwhile (see {@link #repair}).
    */
-  async recordAfterWrite(id: string, userId: string, at: number, mode: "gt" | "set"): Promise<void> {
+  async recordAfterWrite(id: string, userId: string, at: number, mode: "gt" | "new" | "meta"): Promise<void> {
     try {
-      await this.record(id, userId, at, mode);
+      if (mode !== "meta") await this.record(id, userId, at, mode);
+      else if (!(await this.#repair(id, userId))) {
+        // A write came in between: the next round brings the entries to the newer meta.
+        this.#pending.set(id, { userId });
+        this.#scheduleRetry();
+        return;
+      }
       this.#pending.delete(id);
     } catch (error) {
       this.#warn(`[threadkeep] redis: session ${id} was written, but its index update failed (retrying in the background): ${(error as Error).message}`);

@@ -149,7 +149,7 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
       const args = [session.userId, session.createdAt, session.lastActivityAt, metadata, ttlMs];
       const created = await db.eval<number>(S.CREATE, dataKeys(session.id), args.map(String));
       if (created !== 1) throw new ThreadkeepError("session_exists", `Session ${input.id} already exists`);
-      await indexes.recordAfterWrite(session.id, session.userId, session.lastActivityAt, "set");
+      await indexes.recordAfterWrite(session.id, session.userId, session.lastActivityAt, "new");
       return session;
     },
 
@@ -173,7 +173,9 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
       if (at !== undefined && !Number.isFinite(at))
         throw new ThreadkeepError("invalid_request", "touch time must be a finite number");
       const [, userId, lastActivityAt] = need(id, await run(S.TOUCH, id, [at ?? "", Date.now(), ttlMs]));
-      await indexes.recordAfterWrite(id, String(userId), Number(lastActivityAt), at === undefined ? "gt" : "set");
+      // An explicit time may move activity back, which 'gt' would not; 'meta' does, and still never
+      // undoes a newer write's update.
+      await indexes.recordAfterWrite(id, String(userId), Number(lastActivityAt), at === undefined ? "gt" : "meta");
     },
 
     async updateSessionMetadata(id, metadata) {

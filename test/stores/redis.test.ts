@@ -138,6 +138,43 @@ describe.skipIf(enabled !== true)("redis store specifics", () => {
   });
 
 
+  it("never undoes a newer write's index update with a creation's or an explicit touch's", async () => {
+    const a = store({ ttlMs: 0 });
+    const b = store({ ttlMs: 0 });
+    const owner = `monotonic-${randomUUID()}`;
+    const ownerIndex = `${keyPrefix}u:${owner}:sessions`;
+    const activityIndex = `${keyPrefix}{index}:activity`;
+    const scores = async (id: string) => [await raw.zScore(ownerIndex, id), await raw.zScore(activityIndex, id)];
+    // A write to the new session whose own index update landed before the creation's.
+    const id = newSessionId();
+    const newer = Date.now() + 60_000;
+    await raw.zAdd(ownerIndex, { score: newer, value: id });
+    await raw.zAdd(activityIndex, { score: newer, value: id });
+    await raw.zAdd(`${keyPrefix}{index}:ids`, { score: 0, value: id });
+    await a.createSession({ id, userId: owner });
+    expect(await scores(id)).toEqual([newer, newer]);
+    // An explicit touch into the past racing another process's append: the entries end at what the
+    // session's meta holds, whichever lands last.
+    const raced = await a.createSession({ id: newSessionId(), userId: owner });
+    for (let i = 0; i < 10; i++) {
+      await Promise.all([
+        a.touchSession(raced.id, Date.now() - 1000 - i),
+        b.appendMessages(raced.id, [{ role: "user", content: `race ${i}` }], { owner: { userId: owner } }),
+      ]);
+      const deadline = Date.now() + 3000;
+      let meta = (await b.getSession(raced.id))!.lastActivityAt;
+      while ((await scores(raced.id)).some((score) => score !== meta) && Date.now() < deadline) {
+        await sleep(50);
+        meta = (await b.getSession(raced.id))!.lastActivityAt;
+      }
+      expect(await scores(raced.id)).toEqual([meta, meta]);
+    }
+    // Alone, an explicit touch still moves the session back in its indexes.
+    const past = Date.now() - 5000;
+    await a.touchSession(raced.id, past);
+    expect(await scores(raced.id)).toEqual([past, past]);
+  });
+
   it("never moves activity back on an append, in the session and in its indexes", async () => {
     const s = store({ ttlMs: 0 });
     const owner = `ahead-${randomUUID()}`;

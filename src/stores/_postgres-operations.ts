@@ -20,10 +20,19 @@ interface Operation {
   work: Promise<void> | null;
 }
 
-/** Settings of {@link PgOperations}. */
+/** `fn(arg)` as a promise, a synchronous throw included. */
+function callNow<A, T>(fn: (arg: A) => Promise<T>, arg: A): Promise<T> {
+  try {
+    return fn(arg);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
 /** Runs `fn` as the operation `what`, with the store's deadline and error mapping (see {@link PgOperations.run}). */
 export type PgRun = <T>(what: string, fn: (sql: PgSql) => Promise<T>) => Promise<T>;
 
+/** Settings of {@link PgOperations}. */
 export interface PgOperationsOptions {
   /** The migrated clients (connected on first use; a failed start is retried). */
   connected: () => Promise<PgClients>;
@@ -52,6 +61,8 @@ export class PgOperations {
   #closed = false;
   /** Operations under way on the main connection: while there is one, the next goes to the spill pool. */
   #onMain = 0;
+  /** The clients once connected (the store opens them once; a failed start leaves this null). */
+  #clients: PgClients | null = null;
 
   constructor(options: PgOperationsOptions) {
     this.#options = options;
@@ -82,14 +93,15 @@ export class PgOperations {
       this.pending.add(op);
       this.#watch();
       let onMain = false;
-      op.work = this.#options
-        .connected()
-        .then((clients) => {
-          if (this.#onMain > 0 && clients.spill) return fn(clients.spill);
-          onMain = true;
-          this.#onMain++;
-          return fn(clients.main);
-        })
+      const start = (clients: PgClients) => {
+        this.#clients = clients;
+        if (this.#onMain > 0 && clients.spill) return fn(clients.spill);
+        onMain = true;
+        this.#onMain++;
+        return fn(clients.main);
+      };
+      // Once connected, the statement is sent now rather than a promise's turn later.
+      op.work = (this.#clients ? callNow(start, this.#clients) : this.#options.connected().then(start))
         .then(
           (value) => {
             if (onMain) this.#onMain--;
@@ -111,6 +123,7 @@ export class PgOperations {
   /** Stops the probe and the watchdog (the store is closing). */
   close(): void {
     this.#closed = true;
+    this.#clients = null;
     if (this.#probe) clearTimeout(this.#probe);
     this.#probe = null;
   }

@@ -1,6 +1,7 @@
 /** Opening the PostgreSQL client: the optional driver, loaded on first use, and the pool's settings. */
 import type postgres from "postgres";
 import { ThreadkeepError } from "../core/errors.js";
+import { isConnectionError } from "./_postgres-errors.js";
 import type { PgSql } from "./_postgres-schema.js";
 
 /** Imports the optional `postgres` package. @throws `missing_dependency` when it is not installed. */
@@ -71,4 +72,30 @@ export async function openClient(url: string, options: ClientOptions): Promise<P
       await Promise.all([main.end(how), spill?.end(how)]);
     },
   };
+}
+
+/**
+ * Whether the server answers a new connection within `timeoutMs` (`SELECT 1`, or any error of its own). Apart
+ * from the pool on purpose: the pool's connections may all be busy with statements that wait on a
+ * lock, which says nothing about whether the server can be reached.
+ */
+export async function answersNewConnection(url: string, timeoutMs: number): Promise<boolean> {
+  const driver = await loadDriver();
+  const sql = driver(url, {
+    max: 1,
+    connect_timeout: timeoutMs / 1000,
+    onnotice: () => {},
+    connection: { application_name: "threadkeep" },
+  });
+  let timer: NodeJS.Timeout | undefined;
+  const limit = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), timeoutMs);
+  });
+  try {
+    // Any answer of the server counts, a refusal too ("too many connections"): it is there.
+    return await Promise.race([sql`SELECT 1`.then(() => true, (error: unknown) => !isConnectionError(error)), limit]);
+  } finally {
+    clearTimeout(timer);
+    await sql.end({ timeout: 0 }).catch(() => {});
+  }
 }

@@ -2,6 +2,8 @@
  * How the PostgreSQL store runs its operations so that an outage costs a turn milliseconds, not
  * seconds: every operation has a deadline, and once the server has been unreachable for the connect
  * timeout, operations fail at once (as on Redis) while one probe at a time finds out when it is back.
+ * A statement that runs out of time (statement_timeout, a lock wait, a pool busy with those) is not an
+ * outage: a missed deadline marks the server down only when a new connection cannot reach it either.
  */
 import { ThreadkeepError } from "../core/errors.js";
 import type { PgClients } from "./_postgres-client.js";
@@ -14,6 +16,7 @@ const WATCHDOG_MS = 250;
 const PROBE_MS = 250;
 
 interface Operation {
+  started: number;
   deadline: number;
   what: string;
   reject: (error: unknown) => void;
@@ -36,6 +39,8 @@ export type PgRun = <T>(what: string, fn: (sql: PgSql) => Promise<T>) => Promise
 export interface PgOperationsOptions {
   /** The migrated clients (connected on first use; a failed start is retried). */
   connected: () => Promise<PgClients>;
+  /** Whether the server answers on a connection of its own, within the connect timeout. */
+  reachable: () => Promise<boolean>;
   queryTimeoutMs: number;
   connectTimeoutMs: number;
 }
@@ -56,8 +61,12 @@ export class PgOperations {
   #watchdog: NodeJS.Timeout | null = null;
   /** When the server was first found unreachable in the current outage; 0 while it answers. */
   #downSince = 0;
+  /** When an operation last succeeded. */
+  #answeredAt = 0;
   #probe: NodeJS.Timeout | null = null;
   #probing = false;
+  /** When the check of a missed deadline under way began (see #missed); 0 when none is. */
+  #checkingSince = 0;
   #closed = false;
   /** Operations under way on the main connection: while there is one, the next goes to the spill pool. */
   #onMain = 0;
@@ -85,11 +94,11 @@ export class PgOperations {
     }
     const { queryTimeoutMs, connectTimeoutMs } = this.#options;
     // In an outage that began just now, wait only what is left of its connect timeout.
-    const deadline = this.#downSince
-      ? Math.min(Date.now() + queryTimeoutMs, this.#downSince + connectTimeoutMs)
-      : Date.now() + queryTimeoutMs;
+    // While a missed deadline is being checked, as if the outage had begun with it.
+    const since = this.#downSince || this.#checkingSince;
+    const deadline = since ? Math.min(Date.now() + queryTimeoutMs, since + connectTimeoutMs) : Date.now() + queryTimeoutMs;
     return new Promise<T>((resolve, reject) => {
-      const op: Operation = { deadline, what, reject, work: null };
+      const op: Operation = { started: Date.now(), deadline, what, reject, work: null };
       this.pending.add(op);
       this.#watch();
       let onMain = false;
@@ -106,6 +115,7 @@ export class PgOperations {
           (value) => {
             if (onMain) this.#onMain--;
             this.pending.delete(op);
+            this.#answeredAt = Date.now();
             this.#up();
             resolve(value);
           },
@@ -132,10 +142,35 @@ export class PgOperations {
     return this.#downSince > 0 && Date.now() - this.#downSince >= this.#options.connectTimeoutMs;
   }
 
-  #down(): void {
-    if (this.#downSince) return;
-    this.#downSince = Date.now();
+  /**
+   * Enters the outage, counted from `since`, or from the missed deadline whose check is under way:
+   * an outage found by both is as old as the first sign of it.
+   */
+  #down(since = this.#checkingSince || Date.now()): void {
+    if (this.#downSince) {
+      this.#downSince = Math.min(this.#downSince, since);
+      return;
+    }
+    this.#downSince = since;
     this.#scheduleProbe();
+  }
+
+  /**
+   * An operation had no answer in time. A server that is away, or a statement the server is still
+   * running (it stops it at statement_timeout, and the pool's other users queue meanwhile): a new
+   * connection of its own tells the two apart, one check at a time.
+   */
+  #missed(): void {
+    if (this.#downSince || this.#checkingSince || this.#closed) return;
+    const since = Date.now();
+    this.#checkingSince = since;
+    this.#options
+      .reachable()
+      .catch(() => false)
+      .then((reachable) => {
+        this.#checkingSince = 0;
+        if (!reachable && !this.#closed && this.#answeredAt < since) this.#down(since);
+      });
   }
 
   #up(): void {
@@ -176,7 +211,7 @@ export class PgOperations {
         this.pending.delete(op);
         // Sent or still queued in the driver, nobody can tell: a write may yet land.
         op.reject(outcomeUnknown(op.what, "no answer from PostgreSQL in time"));
-        this.#down();
+        this.#missed();
       }
       if (this.pending.size === 0 && this.#watchdog) {
         clearInterval(this.#watchdog);

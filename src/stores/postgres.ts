@@ -26,7 +26,7 @@ import { searchMessages } from "./_postgres-search.js";
 import { capWithWrite } from "./_postgres-cap.js";
 import { openedTurnOf, releaseWithWrite } from "./_postgres-turn.js";
 import { missingVectors, putVectors, searchVectors } from "./_postgres-vectors.js";
-import { openClient, type PgClients } from "./_postgres-client.js";
+import { answersNewConnection, openClient, type PgClients } from "./_postgres-client.js";
 import { toStoreError } from "./_postgres-errors.js";
 import { bodyOf, searchable, toMessage } from "./_postgres-rows.js";
 import { migrate, type PgSql, useTextSearchConfig } from "./_postgres-schema.js";
@@ -117,7 +117,12 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
     return ready;
   };
 
-  const operations = new PgOperations({ connected, queryTimeoutMs, connectTimeoutMs });
+  const operations = new PgOperations({
+    connected,
+    reachable: () => answersNewConnection(settings.url, connectTimeoutMs),
+    queryTimeoutMs,
+    connectTimeoutMs,
+  });
   const run = <T>(what: string, fn: (sql: PgSql) => Promise<T>): Promise<T> => operations.run(what, fn);
   const pending = operations.pending;
 

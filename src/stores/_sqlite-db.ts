@@ -22,8 +22,8 @@ import {
 /** What kind of stored record was quarantined. */
 type RecordKind = "message" | "summary" | "metadata" | "state";
 
-/** A message ready to insert: its stored JSON and its lowercased searchable text. */
-export type EncodedMessage = [body: string, searchText: string];
+/** A message ready to insert: its stored JSON (the full-text indexer reads its text from it later). */
+export type EncodedMessage = string;
 
 /** The parsed JSON object, or why `raw` is not one. */
 function parseObject(raw: string | null): Record<string, unknown> | string {
@@ -50,8 +50,8 @@ export interface SqliteStoreDb {
     deleteSession(id: string): boolean;
     expire(olderThan: number): string[];
     /**
-     * Adds the text waiting in `fts_pending` to the full-text index: all of it, or the oldest `limit`
-     * rows. @returns true when text is still waiting.
+     * Adds the messages waiting for the full-text index to it: all of them, or at most `limit`
+     * (a session at a time, each from its oldest). @returns true when messages still wait.
      */
     indexPending(limit?: number): boolean;
     /**
@@ -215,18 +215,17 @@ export function openSqliteStoreDb(
     append: write((id: string, encoded: EncodedMessage[], options: AppendOptions, now: number) => {
       const head = st.appendHead.get(id);
       if (!head) throw new SessionNotFoundError(id);
-      const [userId, lastActivityAt, lastSeq, firstSeq] = head;
+      const [userId, lastActivityAt, lastSeq, firstSeq, ftsPending, ftsSeq] = head;
       if (options.owner) checkOwner(id, options.owner, { userId, lastActivityAt });
       leases.check(id, options.fence, options.releaseLease);
       const first = (lastSeq ?? 0) + 1;
-      for (let i = 0; i < encoded.length; i++) {
-        st.insertMessage.run(id, first + i, now, encoded[i][0]);
-        st.insertText.run(id, first + i, encoded[i][1]);
-      }
+      for (let i = 0; i < encoded.length; i++) st.insertMessage.run(id, first + i, now, encoded[i]);
       applyCap(st, id, firstSeq ?? first, first + encoded.length - 1, options);
-      st.touch.run(now, id);
+      // The session row is written anyway; it is marked for the indexer only when it was not already.
+      if (ftsPending === 0 || first <= ftsSeq) st.touchUnindexed.run(now, first - 1, id);
+      else st.touch.run(now, id);
       // The stored JSON read back, as a later read returns it; seq and createdAt set on it, not spread into a copy.
-      return encoded.map(([body], i) => {
+      return encoded.map((body, i) => {
         const message = JSON.parse(body);
         message.seq = first + i;
         message.createdAt = now;
@@ -268,12 +267,22 @@ export function openSqliteStoreDb(
     }),
 
     indexPending: write((limit?: number) => {
-      if (!st.hasPending.get()) return false;
-      const end = limit === undefined ? Number.MAX_SAFE_INTEGER : st.pendingChunkEnd.get(limit);
-      if (end === null || end === undefined) return false;
-      st.indexPending.run(end);
-      st.clearPending.run(end);
-      return limit !== undefined && st.hasPending.get() !== undefined;
+      let budget = limit ?? Number.POSITIVE_INFINITY;
+      const sessions = st.pendingSessions.all(limit === undefined ? -1 : Math.max(1, limit));
+      for (const { key, id, fts_seq: from } of sessions) {
+        if (budget <= 0) return true;
+        const end = st.pendingEnd.get(id, from, Number.isFinite(budget) ? budget : -1);
+        if (end === null || end === undefined) {
+          st.indexedTo.run(from, 0, key);
+          continue;
+        }
+        const indexed = st.indexSession.run(key, end).changes;
+        // Fewer than the budget allowed: nothing of this session is left above `end`.
+        const done = indexed < budget;
+        budget -= indexed;
+        st.indexedTo.run(end, done ? 0 : 1, key);
+      }
+      return limit !== undefined && st.pendingSessions.all(1).length > 0;
     }),
 
     batch: write((writes: readonly (() => unknown)[]) =>

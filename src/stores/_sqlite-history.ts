@@ -14,11 +14,10 @@ import {
   type OperationRecord,
   toBranch,
 } from "./_history.js";
+import type { EncodedMessage } from "./_sqlite-db.js";
 import type { TurnLeases } from "./_sqlite-lease.js";
 import { applyCap, type MessageRow, type SqliteStatements } from "./_sqlite-statements.js";
 
-/** A message ready to insert: its stored JSON and its lowercased searchable text. */
-type Encoded = [body: string, searchText: string];
 
 /** What the history steps need of the open database. */
 export interface SqliteHistoryContext {
@@ -62,14 +61,16 @@ export function sqliteHistory(ctx: SqliteHistoryContext) {
   const tail = (id: string, after: number) => ctx.messages(id, st.rangeOldestFirst.all(id, after + 1, Number.MAX_SAFE_INTEGER, -1));
   const saveBranch = (id: string, b: Branch) =>
     h.upsertBranch.run(id, b.id, b.atSeq, b.parentId, b.reason, b.createdAt, b.metadata ? JSON.stringify(b.metadata) : null, JSON.stringify(b.messages));
-  const insert = (id: string, seq: number, createdAt: number, body: string, text: string) => {
-    h.insertMessageAt.run(id, seq, createdAt, body);
-    st.insertText.run(id, seq, text);
+  // Messages go in above the session's last seq (after any truncation): the full-text index takes
+  // them from `first` on.
+  const insertFrom = (id: string, first: number, rows: [createdAt: number, body: string][]) => {
+    for (const [i, [createdAt, body]] of rows.entries()) h.insertMessageAt.run(id, first + i, createdAt, body);
+    if (rows.length > 0) st.markUnindexed.run(first - 1, id);
   };
 
   return {
     /** An idempotent append (`seq` undefined) or a tail replacement. */
-    write: write((id: string, seq: number | undefined, encoded: Encoded[], digest: string, options: ReplaceOptions, now: number): Message[] => {
+    write: write((id: string, seq: number | undefined, encoded: EncodedMessage[], digest: string, options: ReplaceOptions, now: number): Message[] => {
       ctx.exists(id, options.owner);
       const applied = findOperation(
         options.operationId === undefined ? [] : ([h.findOp.get(id, options.operationId)].filter(Boolean) as OperationRecord[]),
@@ -96,19 +97,19 @@ export function sqliteHistory(ctx: SqliteHistoryContext) {
         }
         st.truncateAfter.run(id, seq);
       }
-      for (const [i, [body, text]] of encoded.entries()) insert(id, after + 1 + i, now, body, text);
+      insertFrom(id, after + 1, encoded.map((body) => [now, body]));
       applyCap(st, id, first, after + encoded.length, options);
       st.touch.run(now, id);
       if (options.operationId !== undefined) {
         h.insertOp.run(id, options.operationId, digest, after + 1, after + encoded.length, now);
         h.pruneOps.run(id, id);
       }
-      return encoded.map(([body], i) => ({ ...JSON.parse(body), seq: after + 1 + i, createdAt: now }) as Message);
+      return encoded.map((body, i) => ({ ...JSON.parse(body), seq: after + 1 + i, createdAt: now }) as Message);
     }),
 
     listBranches: (id: string): Branch[] => (h.listBranches.all(id) as BranchRow[]).map(toBranch),
 
-    switchBranch: write((id: string, branchId: number, fence: number | undefined, now: number, texts: (m: Message) => string): Branch => {
+    switchBranch: write((id: string, branchId: number, fence: number | undefined, now: number): Branch => {
       ctx.exists(id);
       leases.check(id, fence);
       const branches = (h.listBranches.all(id) as BranchRow[]).map(toBranch);
@@ -126,8 +127,9 @@ export function sqliteHistory(ctx: SqliteHistoryContext) {
       st.truncateAfter.run(id, target.atSeq);
       for (const message of target.messages) {
         const { seq, createdAt, ...body } = message;
-        insert(id, seq, createdAt, JSON.stringify(body), texts(message));
+        h.insertMessageAt.run(id, seq, createdAt, JSON.stringify(body));
       }
+      if (target.messages.length > 0) st.markUnindexed.run(target.atSeq, id);
       saveBranch(id, swapped);
       st.touch.run(now, id);
       return swapped;

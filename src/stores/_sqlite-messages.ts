@@ -1,17 +1,15 @@
 import type { Message, MessageInput, MessageQuery } from "../core/types.js";
 import type { EncodedMessage, SqliteStoreDb } from "./_sqlite-db.js";
-import { messageText, seqBounds } from "./_util.js";
+import { seqBounds } from "./_util.js";
 
-/** Messages as stored rows: their JSON and the lowercased text the full-text index reads. */
+/** Messages as stored rows: their JSON (the full-text indexer reads the text from it). */
 export const encodeMessages = (valid: MessageInput[]) =>
   valid.map((input): EncodedMessage => {
-    // Lowercased here because SQLite's lower() folds ASCII only.
-    const text = messageText(input).toLowerCase();
     // The store assigns seq and createdAt; an input that carries them (a re-import) does not keep them.
     // Only such an input is copied without them: a copy of every message costs an append about a microsecond.
-    if (!("seq" in input) && !("createdAt" in input)) return [JSON.stringify(input), text];
+    if (!("seq" in input) && !("createdAt" in input)) return JSON.stringify(input);
     const { seq: _seq, createdAt: _createdAt, ...stored } = input as Partial<Message> & MessageInput;
-    return [JSON.stringify(stored), text];
+    return JSON.stringify(stored);
   });
 
 /** A session's messages that `query` selects (the newest `last`, or a seq range), oldest first. */

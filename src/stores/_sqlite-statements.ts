@@ -2,6 +2,7 @@
  * The SQLite store's prepared statements, made once per open database, and the row shapes they return.
  */
 import type Database from "better-sqlite3";
+import { contentText } from "../core/messages.js";
 import { scopeSql } from "./_sqlite-fulltext.js";
 
 /** A `sessions` row as read back. */
@@ -32,7 +33,31 @@ export interface SummaryRow {
 const SESSION_COLUMNS = "id, user_id, created_at, last_activity_at, metadata";
 const MESSAGE_COLUMNS = "m.seq, m.created_at, m.body";
 const HIT_COLUMNS = "m.seq, m.created_at, m.body, m.session_id";
-const HIT_JOIN = "JOIN messages m ON m.session_id = t.session_id AND m.seq = t.seq";
+/**
+ * A full-text row's message: its rowid is the session's key times 2^32 plus the seq (see schema v8),
+ * so both joins are primary-key lookups.
+ */
+const FULL_TEXT_JOIN = `JOIN sessions s ON s.key = f.rowid >> 32
+  JOIN messages m ON m.session_id = s.id AND m.seq = (f.rowid & ${2 ** 32 - 1})`;
+/** A message's full-text rowid, from its session's key and its seq. */
+const FULL_TEXT_ROWID = (key: string, seq: string) => `${key} * ${2 ** 32} + ${seq}`;
+/** Sessions in one bucket of `active_hour` (schema v8): the activity indexes' key. */
+export const ACTIVE_HOUR_MS = 3_600_000;
+/** The `active_hour` of a time, as the schema's triggers compute it. */
+const hourOf = (ms: number) => Math.trunc(Math.trunc(ms) / ACTIVE_HOUR_MS);
+
+/**
+ * The searchable text of a stored message body: its text content, lowercased here because SQLite's
+ * lower() folds ASCII only. A body that is not a message's JSON has none (reads quarantine it).
+ */
+export function searchTextOf(body: string): string {
+  try {
+    const message = JSON.parse(body) as { content?: unknown };
+    return contentText(message?.content as never).toLowerCase();
+  } catch {
+    return "";
+  }
+}
 /** How many "last N" statements with a literal LIMIT are kept; callers use a handful of window sizes. */
 const NEWEST_CACHE = 16;
 // bm25 weighs the message column only: the scope tokens are a filter, not a match.
@@ -67,7 +92,6 @@ export interface SqliteStatement<Row = unknown> {
   all(...params: unknown[]): Row[];
 }
 
-/** What an append reads before it writes, in one row: the session's owner and activity, its last and first seq. */
 /**
  * Applies the cap of a write that left seqs `firstSeq..lastSeq` in session `id`: keeps the newest
  * `maxMessages` (none past the summaries' reach with `keepUnsummarized`). Seqs have gaps only where a
@@ -87,15 +111,41 @@ export function applyCap(
   else st.capMessages.run(id, id, max);
 }
 
-export type AppendHeadRow = [userId: string, lastActivityAt: number, lastSeq: number | null, firstSeq: number | null];
+/**
+ * What an append reads before it writes, in one row: the session's owner and activity, its last and
+ * first seq, and how far the full-text index has it (whether messages wait, the highest indexed seq).
+ */
+export type AppendHeadRow = [
+  userId: string,
+  lastActivityAt: number,
+  lastSeq: number | null,
+  firstSeq: number | null,
+  ftsPending: number,
+  ftsSeq: number,
+];
+
+/** A session whose messages wait for the full-text index. */
+export interface PendingSessionRow {
+  key: number;
+  id: string;
+  fts_seq: number;
+}
 
 /** Prepares every statement the store runs. */
 export function prepareStatements(db: Database.Database) {
+  // The indexer and the substring search read the text from the bodies; deterministic, so SQLite may
+  // evaluate it once per row.
+  db.function("threadkeep_search_text", { deterministic: true }, (body: unknown) => (typeof body === "string" ? searchTextOf(body) : ""));
   const q = <Row = unknown>(sql: string): SqliteStatement<Row> => db.prepare<unknown[], Row>(sql);
   const rows = (sql: string): SqliteStatement<MessageRow> => db.prepare<unknown[], MessageRow>(sql).raw();
   const newestBy = new Map<number, SqliteStatement<MessageRow>>();
   const newestOwnedBy = new Map<number, SqliteStatement<MessageRow>>();
   const rangeNewestFirst = rows(RANGE_NEWEST_FIRST_SQL);
+  const listAfter = q<SessionRow>(
+    `SELECT ${SESSION_COLUMNS} FROM sessions WHERE user_id = ? AND active_hour <= ? AND (last_activity_at, id) < (?, ?)
+     ORDER BY active_hour DESC, last_activity_at DESC, id DESC LIMIT ?`,
+  );
+  const inactiveSessions = q<{ id: string }>("SELECT id FROM sessions WHERE active_hour <= ? AND last_activity_at < ?");
   return {
     /**
      * The newest `count` messages of a session, newest first. The LIMIT is a literal: SQLite answers
@@ -134,21 +184,33 @@ export function prepareStatements(db: Database.Database) {
     getSession: q<SessionRow>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = ?`),
     /** What an owner-scoped call checks. */
     owner: q<{ userId: string; lastActivityAt: number }>("SELECT user_id AS userId, last_activity_at AS lastActivityAt FROM sessions WHERE id = ?"),
+    // The index orders by the hour of the last activity, and the hour follows the time, so ordering by
+    // it first changes nothing: SQLite walks the index and sorts within each hour.
     listFirst: q<SessionRow>(
       `SELECT ${SESSION_COLUMNS} FROM sessions WHERE user_id = ?
-       ORDER BY last_activity_at DESC, id DESC LIMIT ?`,
+       ORDER BY active_hour DESC, last_activity_at DESC, id DESC LIMIT ?`,
     ),
-    listAfter: q<SessionRow>(
-      `SELECT ${SESSION_COLUMNS} FROM sessions WHERE user_id = ? AND (last_activity_at, id) < (?, ?)
-       ORDER BY last_activity_at DESC, id DESC LIMIT ?`,
-    ),
+    /** After a cursor: `user_id, last_activity_at, id, limit`. */
+    listAfter: {
+      all: (userId: string, lastActivityAt: number, id: string, limit: number) =>
+        listAfter.all(userId, hourOf(lastActivityAt), lastActivityAt, id, limit),
+    },
     listAll: q<SessionRow>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id > ? ORDER BY id LIMIT ?`),
     deleteSession: q("DELETE FROM sessions WHERE id = ?"),
     deleteMessages: q("DELETE FROM messages WHERE session_id = ?"),
     deleteSummaries: q("DELETE FROM summaries WHERE session_id = ?"),
     deleteQuarantine: q("DELETE FROM quarantine WHERE session_id = ?"),
-    inactiveSessions: q<{ id: string }>("SELECT id FROM sessions WHERE last_activity_at < ?"),
+    /** Sessions last active before a time. */
+    inactiveSessions: {
+      all: (olderThan: number) => inactiveSessions.all(hourOf(olderThan), olderThan),
+    },
     touch: q("UPDATE sessions SET last_activity_at = ? WHERE id = ?"),
+    /**
+     * {@link touch} for a write that added messages from seq `?2 + 1` on, when the session was not yet
+     * waiting for the full-text index or the new seqs are not above what it indexed (after a
+     * truncation): `last_activity_at, first seq - 1, id`.
+     */
+    touchUnindexed: q("UPDATE sessions SET last_activity_at = ?, fts_pending = 1, fts_seq = min(fts_seq, ?) WHERE id = ?"),
     setMetadata: q("UPDATE sessions SET metadata = ? WHERE id = ?"),
 
     /** One read for an append, where three statements (owner, last seq, first seq) cost a third of its reads' time. */
@@ -156,7 +218,8 @@ export function prepareStatements(db: Database.Database) {
       .prepare<unknown[], AppendHeadRow>(
         `SELECT s.user_id, s.last_activity_at,
            (SELECT seq FROM messages WHERE session_id = s.id ORDER BY seq DESC LIMIT 1),
-           (SELECT seq FROM messages WHERE session_id = s.id ORDER BY seq LIMIT 1)
+           (SELECT seq FROM messages WHERE session_id = s.id ORDER BY seq LIMIT 1),
+           s.fts_pending, s.fts_seq
          FROM sessions s WHERE s.id = ?`,
       )
       .raw() as SqliteStatement<AppendHeadRow>,
@@ -165,7 +228,6 @@ export function prepareStatements(db: Database.Database) {
       .prepare<unknown[], number>("SELECT seq FROM messages WHERE session_id = ? ORDER BY seq LIMIT 1")
       .pluck() as SqliteStatement<number>,
     insertMessage: q("INSERT INTO messages (session_id, seq, created_at, body) VALUES (?, ?, ?, ?)"),
-    insertText: q("INSERT INTO message_text (session_id, seq, search_text) VALUES (?, ?, ?)"),
     // Drops everything older than the newest `?` messages; robust to gaps a quarantine leaves.
     capMessages: q(
       `DELETE FROM messages WHERE session_id = ? AND seq <= (
@@ -208,49 +270,50 @@ export function prepareStatements(db: Database.Database) {
     resetState: q("UPDATE sessions SET state = '{}' WHERE id = ?"),
 
     searchSubstring: rows(
-      `SELECT ${HIT_COLUMNS} FROM message_text t JOIN sessions s ON s.id = t.session_id ${HIT_JOIN}
-       WHERE s.user_id = ? AND instr(t.search_text, ?) > 0 ${SEARCH_ORDER}`,
+      `SELECT ${HIT_COLUMNS} FROM sessions s JOIN messages m ON m.session_id = s.id
+       WHERE s.user_id = ? AND instr(threadkeep_search_text(m.body), ?) > 0 ${SEARCH_ORDER}`,
     ),
     searchSubstringInSession: rows(
-      `SELECT ${HIT_COLUMNS} FROM message_text t JOIN sessions s ON s.id = t.session_id ${HIT_JOIN}
-       WHERE t.session_id = ? AND s.user_id = ? AND instr(t.search_text, ?) > 0 ${SEARCH_ORDER}`,
+      `SELECT ${HIT_COLUMNS} FROM sessions s JOIN messages m ON m.session_id = s.id
+       WHERE s.id = ? AND s.user_id = ? AND instr(threadkeep_search_text(m.body), ?) > 0 ${SEARCH_ORDER}`,
     ),
     // The MATCH carries the owner's (and session's) scope tokens; the joins check the owner again.
     searchFullText: rows(
-      `SELECT ${HIT_COLUMNS} FROM messages_fts f JOIN message_text t ON t.id = f.rowid
-       JOIN sessions s ON s.id = t.session_id ${HIT_JOIN}
+      `SELECT ${HIT_COLUMNS} FROM messages_fts f ${FULL_TEXT_JOIN}
        WHERE messages_fts MATCH ? AND s.user_id = ? ${SEARCH_ORDER}`,
     ),
     searchFullTextInSession: rows(
-      `SELECT ${HIT_COLUMNS} FROM messages_fts f JOIN message_text t ON t.id = f.rowid
-       JOIN sessions s ON s.id = t.session_id ${HIT_JOIN}
-       WHERE messages_fts MATCH ? AND t.session_id = ? AND s.user_id = ? ${SEARCH_ORDER}`,
+      `SELECT ${HIT_COLUMNS} FROM messages_fts f ${FULL_TEXT_JOIN}
+       WHERE messages_fts MATCH ? AND s.id = ? AND s.user_id = ? ${SEARCH_ORDER}`,
     ),
     // Relevance order (bm25 of the message column, best first) for ranked searches; the query ORs its words.
     searchFullTextRanked: rows(
-      `SELECT ${HIT_COLUMNS} FROM messages_fts f JOIN message_text t ON t.id = f.rowid
-       JOIN sessions s ON s.id = t.session_id ${HIT_JOIN}
+      `SELECT ${HIT_COLUMNS} FROM messages_fts f ${FULL_TEXT_JOIN}
        WHERE messages_fts MATCH ? AND s.user_id = ? ORDER BY ${RELEVANCE}, m.seq DESC LIMIT ?`,
     ),
     searchFullTextRankedInSession: rows(
-      `SELECT ${HIT_COLUMNS} FROM messages_fts f JOIN message_text t ON t.id = f.rowid
-       JOIN sessions s ON s.id = t.session_id ${HIT_JOIN}
-       WHERE messages_fts MATCH ? AND t.session_id = ? AND s.user_id = ? ORDER BY ${RELEVANCE}, m.seq DESC LIMIT ?`,
+      `SELECT ${HIT_COLUMNS} FROM messages_fts f ${FULL_TEXT_JOIN}
+       WHERE messages_fts MATCH ? AND s.id = ? AND s.user_id = ? ORDER BY ${RELEVANCE}, m.seq DESC LIMIT ?`,
     ),
-    hasPending: db
-      .prepare<unknown[], number>("SELECT 1 FROM fts_pending LIMIT 1")
-      .pluck() as SqliteStatement<number>,
-    /** The id that ends the oldest `?` pending rows (a chunk of the queue). */
-    pendingChunkEnd: db
-      .prepare<unknown[], number | null>("SELECT max(id) FROM (SELECT id FROM fts_pending ORDER BY id LIMIT ?)")
+    /** Sessions whose messages wait for the full-text index (through the partial index), at most `?`. */
+    pendingSessions: q<PendingSessionRow>("SELECT key, id, fts_seq FROM sessions WHERE fts_pending = 1 LIMIT ?"),
+    /** The seq that ends a session's next `?` unindexed messages: `session_id, fts_seq, limit`. */
+    pendingEnd: db
+      .prepare<unknown[], number | null>(
+        "SELECT max(seq) FROM (SELECT seq FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?)",
+      )
       .pluck() as SqliteStatement<number | null>,
-    indexPending: q(
+    /** Indexes a session's messages above its fts_seq up to a seq: `key, to`. */
+    indexSession: q(
       `INSERT INTO messages_fts (rowid, search_text, scope)
-       SELECT t.id, t.search_text, ${scopeSql("s.user_id", "t.session_id")}
-       FROM fts_pending p JOIN message_text t ON t.id = p.id JOIN sessions s ON s.id = t.session_id
-       WHERE p.id <= ?`,
+       SELECT ${FULL_TEXT_ROWID("s.key", "m.seq")}, threadkeep_search_text(m.body), ${scopeSql("s.user_id", "s.id")}
+       FROM sessions s JOIN messages m ON m.session_id = s.id
+       WHERE s.key = ? AND m.seq > s.fts_seq AND m.seq <= ?`,
     ),
-    clearPending: q("DELETE FROM fts_pending WHERE id <= ?"),
+    /** Records how far a session is indexed and whether more waits: `fts_seq, fts_pending, key`. */
+    indexedTo: q("UPDATE sessions SET fts_seq = ?, fts_pending = ? WHERE key = ?"),
+    /** After messages were inserted from seq `?1 + 1` on by a history write: `first seq - 1, id`. */
+    markUnindexed: q("UPDATE sessions SET fts_pending = 1, fts_seq = min(fts_seq, ?) WHERE id = ?"),
 
     quarantine: q(
       "INSERT INTO quarantine (session_id, seq, record, raw, reason, at) VALUES (?, ?, ?, ?, ?, ?)",

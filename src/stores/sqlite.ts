@@ -7,7 +7,6 @@ import {
 import { validateMessages } from "../core/messages.js";
 import type {
   AppendOptions,
-  Message,
   MessageInput,
   MessageQuery,
   SearchQuery,
@@ -30,7 +29,7 @@ import { createSqliteIndexer } from "./_sqlite-indexer.js";
 import { encodeMessages as encode, readMessages } from "./_sqlite-messages.js";
 import type { SqliteStoreOptions } from "./_sqlite-options.js";
 import { searchMessages } from "./_sqlite-search.js";
-import { checkSearchQuery, DEFAULT_LIST_LIMIT, DEFAULT_SEARCH_LIMIT, decodeCursor, encodeCursor, messageText } from "./_util.js";
+import { checkSearchQuery, DEFAULT_LIST_LIMIT, DEFAULT_SEARCH_LIMIT, decodeCursor, encodeCursor } from "./_util.js";
 
 export type { SqliteStoreOptions } from "./_sqlite-options.js";
 
@@ -249,7 +248,7 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
 
     async switchBranch(id, branchId, switchOptions = {}) {
       const branch = use((db) =>
-        db.history.switchBranch(id, branchId, switchOptions.fence, Date.now(), (m: Message) => messageText(m).toLowerCase()),
+        db.history.switchBranch(id, branchId, switchOptions.fence, Date.now()),
       );
       scheduleIndexing();
       return branch;

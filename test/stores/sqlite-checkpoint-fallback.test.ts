@@ -5,6 +5,12 @@ import { afterAll, describe, expect, it, vi } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
 import { createSqliteStore } from "../../src/stores/sqlite.js";
 
+/**
+ * A message of about 24 KB: its overflow pages make an append write about eight pages of log, as a short
+ * message did before the schema wrote two (v8), so the page counts below hold.
+ */
+const padded = (content: string) => `${content} ${"x".repeat(24_000)}`;
+
 // A host where worker threads cannot start.
 vi.mock("node:worker_threads", () => ({
   Worker: class {
@@ -23,7 +29,7 @@ describe("sqlite store without a checkpoint worker", () => {
     const path = join(dir, "threadkeep.db");
     const store = createSqliteStore({ path });
     const session = await store.createSession({ id: newSessionId(), userId: "u" });
-    const append = (content: string) => store.appendMessages(session.id, [{ role: "user", content }]);
+    const append = (content: string) => store.appendMessages(session.id, [{ role: "user", content: padded(content) }]);
     // The 200th write tries to start the worker; that write and all after it still succeed.
     for (let i = 0; i < 250; i++) await append(`message ${i}`);
     expect(warn).toHaveBeenCalledOnce();

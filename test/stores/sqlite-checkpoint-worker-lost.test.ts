@@ -12,6 +12,12 @@ import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
 import { createSqliteStore } from "../../src/stores/sqlite.js";
 
+/**
+ * A message of about 24 KB: its overflow pages make an append write about eight pages of log, as a short
+ * message did before the schema wrote two (v8), so the page counts below hold.
+ */
+const padded = (content: string) => `${content} ${"x".repeat(24_000)}`;
+
 const workers = vi.hoisted(() => ({
   started: [] as import("node:worker_threads").Worker[],
   /** Per worker, settled once its thread runs ("online"): a worker terminated before that exits with 0, not 1. */
@@ -55,7 +61,7 @@ describe("sqlite store whose checkpoint worker dies after it started", () => {
     const store = createSqliteStore({ path });
     try {
       const session = await store.createSession({ id: newSessionId(), userId: "u" });
-      const append = (content: string) => store.appendMessages(session.id, [{ role: "user", content }]);
+      const append = (content: string) => store.appendMessages(session.id, [{ role: "user", content: padded(content) }]);
       for (let i = 0; i < 250; i++) await append(`message ${i}`);
       expect(workers.started).toHaveLength(1);
       // Let it work a moment (it checkpoints what the first 200 writes logged), then kill it. Under
@@ -77,7 +83,7 @@ describe("sqlite store whose checkpoint worker dies after it started", () => {
       for (let i = 0; i < 800; i++) await append(`after ${i}`);
       expect(statSync(`${path}-wal`).size).toBeLessThanOrEqual(longest);
       expect(await store.countMessages(session.id)).toBe(1_050);
-      expect((await store.getMessages(session.id, { last: 1 }))[0].content).toBe("after 799");
+      expect((await store.getMessages(session.id, { last: 1 }))[0].content).toBe(padded("after 799"));
       expect(workers.started).toHaveLength(1);
       expect(warn).toHaveBeenCalledOnce();
     } finally {
@@ -97,7 +103,7 @@ describe("sqlite store whose checkpoint worker dies after it started", () => {
     const store = createSqliteStore({ path });
     try {
       const session = await store.createSession({ id: newSessionId(), userId: "u" });
-      for (let i = 0; i < 250; i++) await store.appendMessages(session.id, [{ role: "user", content: `m${i}` }]);
+      for (let i = 0; i < 250; i++) await store.appendMessages(session.id, [{ role: "user", content: padded(`m${i}`) }]);
       expect(workers.started).toHaveLength(1);
       await new Promise((resolve) => workers.started[0].once("exit", resolve));
       // The error and the exit that follows it are one loss, reported once.
@@ -106,9 +112,9 @@ describe("sqlite store whose checkpoint worker dies after it started", () => {
       expect(String(warn.mock.calls[0][0])).toContain("the checkpoint worker crashed");
       // Never checkpointed, the log is past 1,000 pages already: the next commit checkpoints it (a few
       // pages longer first), and the one after starts it over.
-      for (let i = 0; i < 5; i++) await store.appendMessages(session.id, [{ role: "user", content: `k${i}` }]);
+      for (let i = 0; i < 5; i++) await store.appendMessages(session.id, [{ role: "user", content: padded(`k${i}`) }]);
       const longest = statSync(`${path}-wal`).size;
-      for (let i = 0; i < 800; i++) await store.appendMessages(session.id, [{ role: "user", content: `n${i}` }]);
+      for (let i = 0; i < 800; i++) await store.appendMessages(session.id, [{ role: "user", content: padded(`n${i}`) }]);
       expect(statSync(`${path}-wal`).size).toBeLessThanOrEqual(longest);
       expect(await store.countMessages(session.id)).toBe(1_055);
     } finally {

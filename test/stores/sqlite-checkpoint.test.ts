@@ -7,6 +7,12 @@ import { newSessionId } from "../../src/core/ids.js";
 import { BACKSTOP_PAGES } from "../../src/stores/_sqlite-checkpointer.js";
 import { createSqliteStore } from "../../src/stores/sqlite.js";
 
+/**
+ * A message of about 24 KB: its overflow pages make an append write about eight pages of log, as a short
+ * message did before the schema wrote two (v8), so the page counts below hold.
+ */
+const padded = (content: string) => `${content} ${"x".repeat(24_000)}`;
+
 const dir = mkdtempSync(join(tmpdir(), "threadkeep-sqlite-checkpoint-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -30,7 +36,7 @@ describe("sqlite store checkpoints", () => {
     let appended = 0;
     const append = (content: string) => {
       appended++;
-      return store.appendMessages(session.id, [{ role: "user", content }]);
+      return store.appendMessages(session.id, [{ role: "user", content: padded(content) }]);
     };
     // The 200th write wakes (and first starts) the worker; about 8 pages per append.
     for (let i = 0; i < 250; i++) await append(`message ${i}`);
@@ -46,10 +52,15 @@ describe("sqlite store checkpoints", () => {
       await append("after a pause");
     }
     expect(walSalt(path).equals(first)).toBe(false);
-    // From then on, bursts with pauses between them (as between chat turns) keep the log short: 2,000
-    // appends, 16,000 pages if nothing but the backstop checkpointed.
+    // From then on, bursts with pauses between them (as between chat turns) keep the log short: 10,000
+    // short appends, about 15,000 pages if nothing but the backstop checkpointed. (Short ones: they
+    // rewrite the same few pages, as chat turns do, where the padded ones would each add new pages
+    // for the worker to copy.)
     for (let burst = 0; burst < 40; burst++) {
-      for (let i = 0; i < 50; i++) await append(`burst ${burst} message ${i}`);
+      for (let i = 0; i < 250; i++) {
+        appended++;
+        await store.appendMessages(session.id, [{ role: "user", content: `burst ${burst} message ${i}` }]);
+      }
       await sleep(40);
     }
     // A WAL file is reused from its start, so its size is the longest the log got.
@@ -64,7 +75,7 @@ describe("sqlite store checkpoints", () => {
     const path = join(dir, "commits", "threadkeep.db");
     const store = createSqliteStore({ path, backgroundCheckpoints: false });
     const session = await store.createSession({ id: newSessionId(), userId: "u" });
-    for (let i = 0; i < 300; i++) await store.appendMessages(session.id, [{ role: "user", content: `message ${i}` }]);
+    for (let i = 0; i < 300; i++) await store.appendMessages(session.id, [{ role: "user", content: padded(`message ${i}`) }]);
     // 300 appends wrote over 2,000 pages, but the log never held much more than 1,000.
     expect(statSync(`${path}-wal`).size).toBeLessThan(walBytes(1_100));
     expect(await store.countMessages(session.id)).toBe(300);

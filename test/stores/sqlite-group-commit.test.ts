@@ -127,10 +127,10 @@ describe("sqlite group commit", () => {
     try {
       const id = newSessionId();
       db.db.prepare("INSERT INTO sessions (id, user_id, created_at, last_activity_at) VALUES (?, 'u', 0, 0)").run(id);
-      db.tx.append(id, [["{\"role\":\"user\",\"content\":\"alone\"}", "alone"]], {}, 1);
+      db.tx.append(id, ["{\"role\":\"user\",\"content\":\"alone\"}"], {}, 1);
       expect(committed).toBe(1);
       const outcomes = db.tx.batch(
-        [1, 2, 3].map((n) => () => db.tx.append(id, [[`{"role":"user","content":"m${n}"}`, `m${n}`]], {}, 1)),
+        [1, 2, 3].map((n) => () => db.tx.append(id, [`{"role":"user","content":"m${n}"}`], {}, 1)),
       );
       expect(outcomes.every((o) => o.ok)).toBe(true);
       expect(committed).toBe(2);

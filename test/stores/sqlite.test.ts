@@ -16,6 +16,9 @@ const dir = mkdtempSync(join(tmpdir(), "threadkeep-sqlite-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 let files = 0;
 const freshPath = () => join(dir, `case-${++files}`, "threadkeep.db");
+/** Messages not yet in the full-text index: above their session's indexed seq. */
+const unindexed = (db: Database.Database) =>
+  db.prepare("SELECT count(*) FROM messages m JOIN sessions s ON s.id = m.session_id WHERE m.seq > s.fts_seq").pluck().get() as number;
 
 // One file for the whole suite, so its persistence test reopens the same database.
 const suitePath = join(dir, "conformance", "threadkeep.db");
@@ -192,6 +195,50 @@ describe("sqlite store specifics", () => {
     db.close();
   });
 
+  it("migrates a version 7 file (search text apart, a full-text queue): data, listing, expiry and search work", async () => {
+    const path = freshPath();
+    const old = openSqliteDatabase({ path, busyTimeoutMs: 100, synchronous: "normal", targetVersion: 7 });
+    const [a, b, c] = [newSessionId(), newSessionId(), newSessionId()];
+    const session = old.prepare("INSERT INTO sessions (id, user_id, created_at, last_activity_at) VALUES (?, ?, ?, ?)");
+    const message = old.prepare("INSERT INTO messages (session_id, seq, created_at, body) VALUES (?, ?, 1, ?)");
+    const text = old.prepare("INSERT INTO message_text (session_id, seq, search_text) VALUES (?, ?, ?)");
+    const hour = 3_600_000;
+    session.run(a, "u", 1, 10 * hour + 5);
+    session.run(b, "u", 1, 10 * hour + 9);
+    session.run(c, "u", 1, 1);
+    const say = (id: string, seq: number, content: string) => {
+      message.run(id, seq, JSON.stringify({ role: "user", content }));
+      text.run(id, seq, content.toLowerCase());
+    };
+    say(a, 1, "Indexed Zebra");
+    say(b, 1, "indexed zebra too");
+    // Indexed as version 7 did (the queue emptied), then one more message left waiting in the queue.
+    old.exec(`INSERT INTO messages_fts (rowid, search_text, scope)
+      SELECT t.id, t.search_text, 'o' || lower(hex(s.user_id)) || '0 s' || lower(hex(t.session_id)) || '0'
+      FROM fts_pending p JOIN message_text t ON t.id = p.id JOIN sessions s ON s.id = t.session_id;
+      DELETE FROM fts_pending;`);
+    say(a, 2, "queued zebra");
+    old.close();
+
+    const store = storeAt(path);
+    expect((await store.getMessages(a)).map((m) => m.content)).toEqual(["Indexed Zebra", "queued zebra"]);
+    const hits = await store.search({ userId: "u", text: "zebra", mode: "fulltext" });
+    expect(hits.map((h) => [h.sessionId, h.seq]).sort()).toEqual([[a, 1], [a, 2], [b, 1]].sort());
+    expect((await store.search({ userId: "u", text: "ZEBRA TOO", mode: "substring" })).map((h) => h.sessionId)).toEqual([b]);
+    expect((await store.listSessions("u")).sessions.map((s) => s.id)).toEqual([b, a, c]);
+    expect(await store.expire(2)).toEqual([c]);
+    // Written after the migration: appended, indexed, deleted from the index with its message.
+    await store.appendMessages(b, [{ role: "user", content: "fresh zebra" }]);
+    expect((await store.listSessions("u")).sessions.map((s) => s.id)).toEqual([b, a]);
+    expect((await store.search({ userId: "u", text: "fresh", mode: "fulltext" })).map((h) => [h.sessionId, h.seq])).toEqual([[b, 2]]);
+    await store.popMessage(b);
+    expect(await store.search({ userId: "u", text: "fresh", mode: "fulltext" })).toEqual([]);
+    const db = new Database(path, { readonly: true });
+    expect(db.pragma("user_version", { simple: true })).toBe(SQLITE_SCHEMA_VERSION);
+    expect(db.prepare("SELECT name FROM sqlite_schema WHERE name IN ('message_text', 'fts_pending')").all()).toEqual([]);
+    db.close();
+  });
+
   it("quarantines a corrupt message and keeps reading the rest", async () => {
     const path = freshPath();
     const store = storeAt(path);
@@ -265,7 +312,7 @@ describe("sqlite store specifics", () => {
     const b = await store.createSession({ id: newSessionId(), userId: "u" });
     // Opened once the store has created the file.
     const raw = new Database(path);
-    const pending = () => raw.prepare("SELECT count(*) FROM fts_pending").pluck().get();
+    const pending = () => unindexed(raw);
     await store.appendMessages(a.id, ["alpha one", "alpha two", "alpha three"].map(say));
     expect(pending()).toBe(3);
     await new Promise((resolve) => setTimeout(resolve, 80));
@@ -292,7 +339,7 @@ describe("sqlite store specifics", () => {
     open.push(store);
     const session = await store.createSession({ id: newSessionId(), userId: "u" });
     const raw = new Database(path);
-    const pending = () => raw.prepare("SELECT count(*) FROM fts_pending").pluck().get() as number;
+    const pending = () => unindexed(raw);
     await store.appendMessages(session.id, Array.from({ length: 1_600 }, (_, i) => ({ role: "user" as const, content: `backlog ${i}` })));
     expect(pending()).toBe(1_600);
     // Sampled between the indexer's steps: the backlog shrinks a chunk at a time, not all at once.
@@ -371,19 +418,25 @@ describe("sqlite store specifics", () => {
     db.close();
   });
 
-  it("lists by owner through its index", () => {
+  it("lists by owner and expires through the hour indexes, sorting only within an hour", () => {
     const db = openSqliteDatabase({ path: ":memory:", busyTimeoutMs: 100, synchronous: "normal" });
-    const plan = db
-      .prepare(
-        `EXPLAIN QUERY PLAN SELECT id FROM sessions WHERE user_id = ? AND (last_activity_at, id) < (?, ?)
-         ORDER BY last_activity_at DESC, id DESC LIMIT ?`,
-      )
-      .all("u", 1, "x", 10)
-      .map((row) => (row as { detail: string }).detail)
-      .join("\n");
+    const plan = (sql: string, ...params: unknown[]) =>
+      db
+        .prepare(`EXPLAIN QUERY PLAN ${sql}`)
+        .all(...params)
+        .map((row) => (row as { detail: string }).detail)
+        .join("\n");
+    const list = plan(
+      `SELECT id FROM sessions WHERE user_id = ? AND active_hour <= ? AND (last_activity_at, id) < (?, ?)
+       ORDER BY active_hour DESC, last_activity_at DESC, id DESC LIMIT ?`,
+      "u", 1, 1, "x", 10,
+    );
+    const expire = plan("SELECT id FROM sessions WHERE active_hour <= ? AND last_activity_at < ?", 1, 1);
     db.close();
-    expect(plan).toMatch(/SEARCH sessions USING (COVERING )?INDEX sessions_by_owner/);
-    expect(plan).not.toMatch(/TEMP B-TREE/);
+    expect(list).toMatch(/SEARCH sessions USING INDEX sessions_by_owner \(user_id=\? AND active_hour<\?\)/);
+    expect(list).toMatch(/TEMP B-TREE FOR LAST 2 TERMS OF ORDER BY/);
+    expect(list).not.toMatch(/TEMP B-TREE FOR ORDER BY/);
+    expect(expire).toMatch(/SEARCH sessions USING (COVERING )?INDEX sessions_by_activity \(active_hour<\?\)/);
   });
 
   it("turns driver failures into store_unavailable and refuses work after close", async () => {

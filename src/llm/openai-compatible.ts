@@ -1,7 +1,6 @@
-import { Agent as HttpAgent, type IncomingHttpHeaders, type IncomingMessage, request as httpRequest } from "node:http";
-import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
-import { urlToHttpOptions } from "node:url";
+import type { IncomingHttpHeaders } from "node:http";
 import { ThreadkeepError } from "../core/errors.js";
+import { createSender, type RawResponse } from "./_upstream-http.js";
 
 /** Where an OpenAI-compatible API lives. */
 export interface UpstreamOptions {
@@ -79,33 +78,6 @@ export interface Upstream {
   models(options?: { signal?: AbortSignal }): Promise<any>;
 }
 
-interface RawResponse {
-  status: number;
-  ok: boolean;
-  body: IncomingMessage;
-  /** The client headers of the response. */
-  headers: Record<string, string>;
-}
-
-/** The whole body as text; fails when the response is cut off before its end. */
-function readText(body: IncomingMessage): Promise<string> {
-  // Listeners rather than `for await`: a stream's async iterator costs several objects and promises
-  // per response, a measurable part of a proxied turn.
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let ended = false;
-    body.on("data", (chunk: Buffer) => chunks.push(chunk));
-    body.once("end", () => {
-      ended = true;
-      resolve(chunks.length === 1 ? chunks[0].toString("utf8") : Buffer.concat(chunks).toString("utf8"));
-    });
-    body.once("error", reject);
-    body.once("close", () => {
-      if (!ended) reject(Object.assign(new Error("aborted"), { code: "ECONNRESET" }));
-    });
-  });
-}
-
 function parseBody(text: string): unknown {
   try {
     return JSON.parse(text);
@@ -146,25 +118,8 @@ async function* sseData(body: AsyncIterable<Buffer>): AsyncIterable<string> {
 export function createUpstream(options: UpstreamOptions): Upstream {
   const baseUrl = options.baseUrl.replace(/\/+$/, "");
   const timeoutMs = options.timeoutMs ?? 120_000;
-  const base = new URL(baseUrl);
-  const secure = base.protocol === "https:";
-  // node:http with a keep-alive agent: per call it costs a fraction of fetch's Request/stream objects.
-  const agent = secure ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
-  const send = secure ? httpsRequest : httpRequest;
   const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json, text/event-stream" };
   if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
-
-  // Each path's request options, parsed once: a URL per call was a measurable part of a turn.
-  const targets = new Map<string, ReturnType<typeof urlToHttpOptions>>();
-  const targetOf = (path: string) => {
-    let target = targets.get(path);
-    if (!target) {
-      target = urlToHttpOptions(new URL(`${base.pathname.replace(/\/+$/, "")}${path}`, base));
-      targets.set(path, target);
-    }
-    return target;
-  };
-
   const unreachable = (reason: string, cause: unknown) =>
     new UpstreamError(
       0,
@@ -172,70 +127,14 @@ export function createUpstream(options: UpstreamOptions): Upstream {
       `Upstream ${baseUrl} unreachable: ${reason}`,
       { cause },
     );
+  const request = createSender({ base: new URL(baseUrl), headers, timeoutMs, clientHeader: CLIENT_HEADER, unreachable });
 
-  /** Sends a request; the timeout covers the wait for the response head (and, for `whole`, the body). */
-  const request = (
-    method: string,
-    path: string,
-    body: unknown,
-    signal: AbortSignal | undefined,
-    whole: boolean,
-    retried = false,
-  ): Promise<RawResponse & { text?: string }> =>
-    new Promise<RawResponse & { text?: string }>((resolve, reject) => {
-      if (signal?.aborted) return reject(signal.reason);
-      let responded = false;
-      const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-      const req = send(
-        {
-          ...targetOf(path),
-          method,
-          // The retry takes a new connection: the other idle sockets in the pool may be as stale.
-          agent: retried ? false : agent,
-          headers: payload ? { ...headers, "content-length": String(payload.length) } : headers,
-        },
-        (res) => {
-          responded = true;
-          const status = res.statusCode ?? 0;
-          const done = (text?: string) => {
-            clearTimeout(timer);
-            resolve({ status, ok: status >= 200 && status < 300, body: res, text, headers: clientHeaders(res.headers) });
-          };
-          if (whole || status < 200 || status >= 300) readText(res).then(done, fail);
-          else done();
-        },
-      );
-      const fail = (error: unknown) => {
-        clearTimeout(timer);
-        signal?.removeEventListener("abort", onAbort);
-        // A kept-alive socket the upstream closed while idle fails before any answer: the request
-        // never reached it, so it is sent once more on a fresh socket.
-        if (!retried && !responded && !timedOut && !signal?.aborted && req.reusedSocket && (error as NodeJS.ErrnoException)?.code === "ECONNRESET") {
-          request(method, path, body, signal, whole, true).then(resolve, reject);
-          return;
-        }
-        if (signal?.aborted) reject(signal.reason);
-        else if (timedOut) reject(unreachable(`timed out after ${timeoutMs} ms`, error));
-        else reject(unreachable(String((error as Error)?.message ?? error), error));
-      };
-      let timedOut = false;
-      const timer = setTimeout(() => {
-        timedOut = true;
-        req.destroy(new Error("timeout"));
-      }, timeoutMs);
-      const onAbort = () => req.destroy(signal?.reason instanceof Error ? signal.reason : new Error("aborted"));
-      signal?.addEventListener("abort", onAbort, { once: true });
-      req.on("error", fail);
-      req.on("close", () => signal?.removeEventListener("abort", onAbort));
-      req.end(payload);
-    });
-
-  const refused = (response: RawResponse & { text?: string }) => {
+  const refused = (response: RawResponse) => {
     const parsed = parseBody(response.text ?? "");
     return new UpstreamError(response.status, parsed, errorMessage(response.status, parsed), { headers: response.headers });
   };
 
-  const json = async (method: string, path: string, body?: unknown, opts: UpstreamCallOptions = {}) => {
+  const json = async (method: "GET" | "POST", path: string, body?: unknown, opts: UpstreamCallOptions = {}) => {
     const response = await request(method, path, body, opts.signal, true);
     if (!response.ok) throw refused(response);
     opts.onHeaders?.(response.headers);
@@ -249,7 +148,7 @@ export function createUpstream(options: UpstreamOptions): Upstream {
       const response = await request("POST", "/chat/completions", { ...body, stream: true }, opts.signal, false);
       if (!response.ok) throw refused(response);
       opts.onHeaders?.(response.headers);
-      const stream = response.body;
+      const stream = response.body as AsyncIterable<Buffer>;
       return (async function* () {
         for await (const data of sseData(stream)) {
           let chunk: any = null;

@@ -10,8 +10,10 @@
  * (bench/_proxy-redis.ts). Reports turns/s and added latency (through − direct) at p50 and p99, for
  * chat completions (X-Session-ID) and for the Responses API (each session a previous_response_id chain).
  *
- * Also the server's CPU per turn, chat and Responses (all its processes, from /proc), and SQLite with 2 workers
- * (`serve --workers 2`).
+ * Also the server's CPU per turn, chat and Responses (all its processes, from /proc), the load
+ * generator's and the fake upstream's (they share the machine with the server), and SQLite with 2
+ * workers (`serve --workers 2`). The load generator and the upstream are lean (bench/_raw-http.ts), so
+ * the server gets as much of the machine as it can.
  *
  * `BENCH_QUICK=1` runs fewer turns; `BENCH_PROXY_STORES=sqlite` picks stores (by name prefix).
  */
@@ -19,12 +21,12 @@ import type { ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import cluster from "node:cluster";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { Agent } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { post, startChild, statCpuMicros } from "./_child.js";
+import { startChild, statCpuMicros } from "./_child.js";
 import { formatMicros, percentile, printTable, QUICK } from "./_harness.js";
+import { RawConnection, startLeanUpstream } from "./_raw-http.js";
 import { dropRedisPrefix, type Paired, pairedLine, pairedRedis, redisStore, redisUrl } from "./_proxy-redis.js";
 
 const ROLE = process.env.BENCH_PROXY_ROLE;
@@ -39,8 +41,18 @@ const WARMUP_TURNS = QUICK ? 200 : 1000;
  */
 const WARM_100_TURNS = process.env.BENCH_PROXY_WARM === "0" ? 0 : QUICK ? 2000 : 5000;
 
+/**
+ * `BENCH_PROXY_LEAN=0`: the fake upstream of the tests (`node:http`) instead of the lean one; the load
+ * generator is the lean client either way.
+ */
+const LEAN_UPSTREAM = process.env.BENCH_PROXY_LEAN !== "0";
+
 /** Child role: the fake upstream (requests are not kept, so memory stays flat). */
 async function runUpstream(): Promise<void> {
+  if (LEAN_UPSTREAM) {
+    process.stdout.write(`READY ${(await startLeanUpstream()).url}\n`);
+    return;
+  }
   const { startFakeUpstream } = await import("../test/_fake-upstream.js");
   const fake = await startFakeUpstream();
   setInterval(() => fake.requests.splice(0), 500).unref();
@@ -100,56 +112,43 @@ interface Run {
   p99: number;
 }
 
-/** `sessions` workers, each sending its turns one after another, `total` turns in all. */
-async function drive(base: string, sessions: number, total: number, withSession: boolean): Promise<Run> {
-  const agent = new Agent({ keepAlive: true, maxSockets: sessions });
-  const url = new URL(`${base.replace(/\/v1$/, "")}/v1/chat/completions`);
+/**
+ * `sessions` sessions, each on its own keep-alive connection sending its turns one after another,
+ * `total` turns in all, through the lean client of bench/_raw-http.ts; chat completions (with an
+ * `X-Session-ID` when `withSession`) or Responses (each session a previous_response_id chain).
+ */
+async function drive(base: string, sessions: number, total: number, withSession: boolean, api: "chat" | "responses" = "chat"): Promise<Run> {
+  const url = new URL(base);
+  const path = `${url.pathname.replace(/\/?(v1)?\/?$/, "")}/v1/${api === "chat" ? "chat/completions" : "responses"}`;
+  const connections = await Promise.all(Array.from({ length: sessions }, () => RawConnection.open(url)));
   const samples: number[] = [];
-  const perWorker = Math.ceil(total / sessions);
+  const perSession = Math.ceil(total / sessions);
   const start = performance.now();
   await Promise.all(
-    Array.from({ length: sessions }, async () => {
-      const headers: Record<string, string> = withSession ? { "x-session-id": randomUUID() } : {};
-      for (let i = 0; i < perWorker; i++) {
-        const body = JSON.stringify({
-          model: "fake",
-          messages: [{ role: "user", content: `Turn ${i}: what did I say before?` }],
-        });
-        samples.push(await post(agent, url, body, headers));
+    connections.map(async (connection) => {
+      const headers = withSession && api === "chat" ? `X-Session-ID: ${randomUUID()}\r\n` : "";
+      let previous = "";
+      for (let i = 0; i < perSession; i++) {
+        const body =
+          api === "chat"
+            ? `{"model":"fake","messages":[{"role":"user","content":"Turn ${i}: what did I say before?"}]}`
+            : `{"model":"fake","input":"Turn ${i}: what did I say before?"${previous ? `,"previous_response_id":"${previous}"` : ""}}`;
+        const sent = performance.now();
+        const response = await connection.post(path, body, headers, api === "responses");
+        samples.push((performance.now() - sent) * 1000);
+        if (response.status !== 200) throw new Error(`HTTP ${response.status}: ${response.body?.slice(0, 300)}`);
+        if (api === "responses") previous = JSON.parse(response.body!).id;
       }
     }),
   );
   const seconds = (performance.now() - start) / 1000;
-  agent.destroy();
-  samples.sort((a, b) => a - b);
-  return {
-    turnsPerSecond: samples.length / seconds,
-    p50: percentile(samples, 50),
-    p99: percentile(samples, 99),
-  };
-}
-
-/** Like {@link drive}, through `POST /v1/responses`: each session chains its responses by previous_response_id. */
-async function driveResponses(base: string, sessions: number, total: number): Promise<Run> {
-  const agent = new Agent({ keepAlive: true, maxSockets: sessions });
-  const url = new URL(`${base}/v1/responses`);
-  const samples: number[] = [];
-  const perWorker = Math.ceil(total / sessions);
-  const start = performance.now();
-  await Promise.all(
-    Array.from({ length: sessions }, async () => {
-      let previous: string | undefined;
-      for (let i = 0; i < perWorker; i++) {
-        const body = JSON.stringify({ model: "fake", input: `Turn ${i}: what did I say before?`, previous_response_id: previous });
-        samples.push(await post(agent, url, body, {}, (text) => (previous = JSON.parse(text).id)));
-      }
-    }),
-  );
-  const seconds = (performance.now() - start) / 1000;
-  agent.destroy();
+  for (const connection of connections) connection.close();
   samples.sort((a, b) => a - b);
   return { turnsPerSecond: samples.length / seconds, p50: percentile(samples, 50), p99: percentile(samples, 99) };
 }
+
+/** {@link drive} for the Responses API. */
+const driveResponses = (base: string, sessions: number, total: number) => drive(base, sessions, total, true, "responses");
 
 interface Row {
   api: "chat" | "responses";
@@ -159,6 +158,26 @@ interface Row {
   through: Run;
   /** Server CPU per turn through threadkeep (all its processes), in µs. */
   cpuPerTurn?: number;
+  /** CPU per turn through threadkeep of the load generator (this process) and of the fake upstream, in µs. */
+  benchCpu?: { client: number; upstream: number };
+}
+
+/** CPU time so far of the server (all its processes), this process (the load generator) and the fake upstream, in µs. */
+function cpuNow(server: number, upstream: number): { server: number; client: number; upstream: number } {
+  const own = process.cpuUsage();
+  return { server: cpuMicros(server), client: own.user + own.system, upstream: cpuMicros(upstream) };
+}
+
+/** Runs `run` (`turns` turns) and returns its result with the CPU per turn of each process. */
+async function measuredCpu<T>(server: number, upstream: number, turns: number, run: () => Promise<T>) {
+  const before = cpuNow(server, upstream);
+  const value = await run();
+  const after = cpuNow(server, upstream);
+  return {
+    value,
+    server: (after.server - before.server) / turns,
+    bench: { client: (after.client - before.client) / turns, upstream: (after.upstream - before.upstream) / turns },
+  };
 }
 
 async function postgresUrl(): Promise<string | null> {
@@ -205,27 +224,28 @@ async function main(): Promise<void> {
         await driveResponses(server.url, 10, WARMUP_TURNS);
         await drive(upstream.url, 10, WARMUP_TURNS, false);
         for (const sessions of CONCURRENCY) {
-          if (sessions === 100 && WARM_100_TURNS > 0) {
+          // Each worker compiles its own hot paths and sees 1/N of the turns: warmed N times as long,
+          // each worker gets the warm-up a single server gets.
+          const warm = WARM_100_TURNS * workers;
+          if (sessions === 100 && warm > 0) {
             const cpuBefore = cpuMicros(server.child.pid!);
-            await drive(server.url, sessions, WARM_100_TURNS, true);
-            await driveResponses(server.url, sessions, WARM_100_TURNS);
-            const warmCpu = (cpuMicros(server.child.pid!) - cpuBefore) / (2 * WARM_100_TURNS);
-            console.log(`${name} × ${sessions}: warm-up, ${WARM_100_TURNS} turns of each API: server CPU ${Math.round(warmCpu)} µs/turn`);
+            await drive(server.url, sessions, warm, true);
+            await driveResponses(server.url, sessions, warm);
+            const warmCpu = (cpuMicros(server.child.pid!) - cpuBefore) / (2 * warm);
+            console.log(`${name} × ${sessions}: warm-up, ${warm} turns of each API: server CPU ${Math.round(warmCpu)} µs/turn`);
           }
           const direct = await drive(upstream.url, sessions, TURNS[sessions], false);
-          const cpuBefore = cpuMicros(server.child.pid!);
-          const through = await drive(server.url, sessions, TURNS[sessions], true);
-          const cpuPerTurn = (cpuMicros(server.child.pid!) - cpuBefore) / TURNS[sessions];
-          const responsesCpuBefore = cpuMicros(server.child.pid!);
-          const responses = await driveResponses(server.url, sessions, TURNS[sessions]);
-          const responsesCpuPerTurn = (cpuMicros(server.child.pid!) - responsesCpuBefore) / TURNS[sessions];
+          const pid = server.child.pid!;
+          const chat = await measuredCpu(pid, upstream.child.pid!, TURNS[sessions], () => drive(server.url, sessions, TURNS[sessions], true));
+          const responses = await measuredCpu(pid, upstream.child.pid!, TURNS[sessions], () => driveResponses(server.url, sessions, TURNS[sessions]));
           rows.push(
-            { api: "chat", store: name, sessions, direct, through, cpuPerTurn },
-            { api: "responses", store: name, sessions, direct, through: responses, cpuPerTurn: responsesCpuPerTurn },
+            { api: "chat", store: name, sessions, direct, through: chat.value, cpuPerTurn: chat.server, benchCpu: chat.bench },
+            { api: "responses", store: name, sessions, direct, through: responses.value, cpuPerTurn: responses.server, benchCpu: responses.bench },
           );
           console.log(
-            `${name} × ${sessions}: ${Math.round(through.turnsPerSecond)} chat turns/s (server CPU ${Math.round(cpuPerTurn)} µs/turn), ` +
-              `${Math.round(responses.turnsPerSecond)} responses turns/s (server CPU ${Math.round(responsesCpuPerTurn)} µs/turn), ` +
+            `${name} × ${sessions}: ${Math.round(chat.value.turnsPerSecond)} chat turns/s (server CPU ${Math.round(chat.server)} µs/turn, ` +
+              `load generator ${Math.round(chat.bench.client)}, upstream ${Math.round(chat.bench.upstream)}), ` +
+              `${Math.round(responses.value.turnsPerSecond)} responses turns/s (server CPU ${Math.round(responses.server)} µs/turn), ` +
               `${Math.round(direct.turnsPerSecond)} direct`,
           );
         }
@@ -261,6 +281,7 @@ function report(rows: Row[], paired?: Paired): void {
       "added p50",
       "added p99",
       "server CPU / turn",
+      "client + upstream CPU / turn",
     ],
     rows.map((r) => [
       r.api,
@@ -273,6 +294,7 @@ function report(rows: Row[], paired?: Paired): void {
       formatMicros(r.through.p50 - r.direct.p50),
       formatMicros(r.through.p99 - r.direct.p99),
       r.cpuPerTurn === undefined ? "–" : formatMicros(r.cpuPerTurn),
+      r.benchCpu === undefined ? "–" : `${formatMicros(r.benchCpu.client)} + ${formatMicros(r.benchCpu.upstream)}`,
     ]),
   );
   const single = rows.find((r) => r.api === "chat" && r.store === "sqlite" && r.sessions === 1);

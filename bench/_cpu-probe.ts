@@ -13,16 +13,17 @@
  * `npx tsx bench/_cpuprofile-top.ts`), `SERVER_FLAGS` adds node flags, `STORE` picks the store URL
  * (default a fresh SQLite file), `THREADS=1` prints the CPU of each server thread, `WORKERS=2` runs the
  * server as `serve --workers 2` does (SQLite with its lease in the file; the CPU is then that of every
- * server process, the workers' threads listed with THREADS as `<pid>:<tid>`; not with DIST).
+ * server process, the workers' threads listed with THREADS as `<pid>:<tid>`; not with DIST), warmed
+ * WORKERS times as long (`WARMUP` turns of each API per worker).
  */
 import type { ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { Agent } from "node:http";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { post, startChild, statCpuMicros } from "./_child.js";
+import { startChild, statCpuMicros } from "./_child.js";
+import { RawConnection } from "./_raw-http.js";
 
 const TURNS = Number(process.env.TURNS ?? 3000);
 const SESSIONS = Number(process.env.SESSIONS ?? 100);
@@ -67,29 +68,29 @@ function startRole(role: string, env: Record<string, string>, flags: string[] = 
   return startChild(script, role, { ...env, CPU_PROBE_ROLE: dist ? "server" : "" }, flags);
 }
 
-/** `total` turns over SESSIONS new sessions, each session's turns one after another; returns turns/s. */
+/** `total` turns over SESSIONS new sessions, each session's turns one after another (bench/proxy.ts's lean client); returns turns/s. */
 async function drive(base: string, total: number, api: "chat" | "responses"): Promise<number> {
-  const agent = new Agent({ keepAlive: true, maxSockets: SESSIONS });
-  const url = new URL(api === "chat" ? `${base}/v1/chat/completions` : `${base}/v1/responses`);
+  const url = new URL(base);
+  const path = `${url.pathname.replace(/\/$/, "")}/v1/${api === "chat" ? "chat/completions" : "responses"}`;
+  const connections = await Promise.all(Array.from({ length: SESSIONS }, () => RawConnection.open(url)));
   const perSession = Math.ceil(total / SESSIONS);
   const start = performance.now();
   await Promise.all(
-    Array.from({ length: SESSIONS }, async () => {
-      const session = { "x-session-id": randomUUID() };
-      let previous: string | undefined;
+    connections.map(async (connection) => {
+      const session = `X-Session-ID: ${randomUUID()}\r\n`;
+      let previous = "";
       for (let i = 0; i < perSession; i++) {
         const input = `Turn ${i}: what did I say before?`;
-        if (api === "chat") {
-          await post(agent, url, JSON.stringify({ model: "fake", messages: [{ role: "user", content: input }] }), session);
-        } else {
-          await post(agent, url, JSON.stringify({ model: "fake", input, previous_response_id: previous }), {}, (text) => {
-            previous = JSON.parse(text).id;
-          });
-        }
+        const response =
+          api === "chat"
+            ? await connection.post(path, `{"model":"fake","messages":[{"role":"user","content":"${input}"}]}`, session)
+            : await connection.post(path, `{"model":"fake","input":"${input}"${previous ? `,"previous_response_id":"${previous}"` : ""}}`, "", true);
+        if (response.status !== 200) throw new Error(`HTTP ${response.status}: ${response.body?.slice(0, 300)}`);
+        if (api === "responses") previous = JSON.parse(response.body!).id;
       }
     }),
   );
-  agent.destroy();
+  for (const connection of connections) connection.close();
   return (perSession * SESSIONS) / ((performance.now() - start) / 1000);
 }
 
@@ -105,8 +106,9 @@ async function main(): Promise<void> {
   const base = server.url.replace(/\/v1$/, "");
   const pid = server.child.pid!;
   try {
-    await drive(base, WARMUP, "chat");
-    await drive(base, WARMUP, "responses");
+    // Each worker sees 1/WORKERS of the turns: WORKERS times the warm-up warms each as one server.
+    await drive(base, WARMUP * WORKERS, "chat");
+    await drive(base, WARMUP * WORKERS, "responses");
     const apis = (["chat", "responses"] as const).filter((api) => MODE === "both" || MODE === api);
     for (const api of Array.from({ length: WINDOWS }, () => apis).flat()) {
       const before = threadCpu(pid);

@@ -118,6 +118,7 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
     ? new SqliteFileLeases(
         (fn) => use((db) => fn(db.db)),
         (fn) => use((db) => db.tryWrite(() => fn(db.db))),
+        (fn) => grouped((db) => fn(db.db)),
       )
     : new LocalLeases();
   const held = new HeldLeases();

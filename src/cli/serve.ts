@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { isThreadkeepError, ThreadkeepError } from "../core/errors.js";
+import { isStoreRefusal, isThreadkeepError, ThreadkeepError } from "../core/errors.js";
 import { createUpstream } from "../llm/openai-compatible.js";
 import { createServer, isLoopbackHost, type ThreadkeepServer } from "../server/index.js";
 import { addEmbeddingOptions, addRecallOptions, type RecallConfig, type RecallFlags, recallMemoryOptions, resolveRecallConfig } from "./_recall-options.js";
@@ -68,8 +68,12 @@ export async function startServe(
     const store = await server.memory.store();
     await store.getSession(PROBE_SESSION_ID).catch((error) => {
       if (!isThreadkeepError(error, "store_unavailable")) throw error;
+      // A refusal (a wrong password, a missing database) needs fixing, not waiting: say so.
+      const refused: boolean = isStoreRefusal(error);
       process.stderr.write(
-        `threadkeep: warning: the store is unreachable for now (${error.message}); serving without history\n`,
+        refused
+          ? `threadkeep: error: the store refused the connection (${error.message}); turns answer 503 store_misconfigured until it is fixed\n`
+          : `threadkeep: warning: the store is unreachable for now (${error.message}); serving without history\n`,
       );
     });
     const url = await server.listen();

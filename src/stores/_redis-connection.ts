@@ -19,7 +19,12 @@ const SILENT_PROBE_MS = 250;
 
 /** Server replies that mean "not now" rather than "your data is wrong". */
 const TRANSIENT_REPLIES =
-  /^(OOM|BUSY|LOADING|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|MOVED|ASK|NOAUTH|WRONGPASS|NOPERM|ERR max number of clients)/;
+  /^(OOM|BUSY|LOADING|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|MOVED|ASK|ERR max number of clients)/;
+/**
+ * Replies that refuse the credentials (none given, wrong ones, a user without the rights; a long
+ * command before AUTH is a protocol error): the URL needs fixing.
+ */
+const AUTH_REPLIES = /^(NOAUTH|WRONGPASS|NOPERM|ERR Protocol error: unauthenticated)/;
 
 /**
  * One node-redis client, opened on first use, that never hangs a caller: every command has a reply
@@ -184,6 +189,7 @@ export class RedisConnection {
         // The server answered the connection's setup with an error that retrying will not change:
         // calls fail at once, saying so, instead of waiting out the connect timeout as in an outage.
         this.#refusal = error instanceof redis.ErrorReply && !TRANSIENT_REPLIES.test(error.message) ? error : undefined;
+        // Without a password, the setup's first command (SELECT) gets NOAUTH; a wrong one, WRONGPASS.
         if (this.#refusal) for (const wake of this.#readyWaiters) wake();
         this.#report(error);
       });
@@ -269,7 +275,9 @@ export class RedisConnection {
     const hint =
       database !== undefined && /DB index/i.test(error.message)
         ? ` (the URL selects database ${database}; a server has databases 0-15 unless its "databases" setting says otherwise)`
-        : "";
+        : AUTH_REPLIES.test(error.message)
+          ? " (check the user name and password in the store URL: redis://[user]:password@host:port, percent-encoded)"
+          : "";
     return new ThreadkeepError("store_unavailable", `Redis at ${this.#where} refused the connection: ${error.message}${hint}`, {
       cause: error,
       details: { refused: true },
@@ -283,6 +291,7 @@ export class RedisConnection {
   #translate(error: unknown): ThreadkeepError {
     if (error instanceof ThreadkeepError) return error;
     const message = String((error as Error)?.message ?? error);
+    if (this.#module && error instanceof this.#module.ErrorReply && AUTH_REPLIES.test(message)) return this.#refused(error);
     if (this.#module && error instanceof this.#module.ErrorReply && !TRANSIENT_REPLIES.test(message)) {
       // WRONGTYPE or a script tripping over a malformed value: the keys hold something unexpected.
       return new ThreadkeepError("store_corrupt", `Redis refused an operation on session data: ${message}`, {

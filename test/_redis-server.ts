@@ -1,0 +1,92 @@
+/**
+ * `redis-server` processes of a test's own on free 127.0.0.1 ports. A port found free can be taken
+ * before the server binds it (by another test starting servers too): a server that cannot bind exits,
+ * and all of them are started again on new ports.
+ */
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { createServer } from "node:net";
+
+/** Servers that are up and listening. */
+export interface RedisServers {
+  ports: number[];
+  stop(): Promise<void>;
+}
+
+/** `true` when `redis-server` (and `redis-cli`, when asked) run; otherwise why not (thrown under CI=true). */
+export function redisServerAvailable(what: string, bins: string[] = ["redis-server"]): true | string {
+  const missing = bins.filter((bin) => spawnSync(bin, ["--version"]).status !== 0);
+  if (missing.length === 0) return true;
+  const reason = `${missing.join(" and ")} not found on PATH (install Redis 7 to run ${what})`;
+  if (process.env.CI === "true") throw new Error(`CI=true and ${reason}`);
+  return reason;
+}
+
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
+  });
+}
+
+/** `count` consecutive ports that are free now, with their cluster bus ports (port + 10000) when `bus`. */
+async function freePorts(count: number, bus: boolean): Promise<number[]> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const base = 21_000 + Math.floor(Math.random() * 8_000);
+    const ports = Array.from({ length: count }, (_, i) => base + i);
+    const all = bus ? [...ports, ...ports.map((p) => p + 10_000)] : ports;
+    if ((await Promise.all(all.map(portFree))).every(Boolean)) return ports;
+  }
+  throw new Error(`no ${count} free ports for redis-server`);
+}
+
+function stopAll(servers: ChildProcess[]): Promise<void> {
+  return Promise.all(
+    servers.map(
+      (server) =>
+        new Promise<void>((resolve) => {
+          if (server.exitCode !== null || server.signalCode !== null) return resolve();
+          server.once("exit", () => resolve());
+          server.kill("SIGTERM");
+        }),
+    ),
+  ).then(() => {});
+}
+
+/** Resolves true once the server says it accepts connections, false when it exits first. */
+function listening(server: ChildProcess, port: number): Promise<boolean> {
+  return new Promise((resolve, reject) => {
+    let output = "";
+    const timer = setTimeout(() => reject(new Error(`redis-server on port ${port} did not start: ${output.slice(-500)}`)), 10_000);
+    const done = (ok: boolean) => {
+      clearTimeout(timer);
+      resolve(ok);
+    };
+    server.stdout!.on("data", (chunk) => {
+      output += chunk;
+      if (output.includes("Ready to accept connections")) done(true);
+    });
+    server.once("exit", () => done(false));
+  });
+}
+
+/**
+ * Starts `count` servers, `args(port)` each (`--port` and `--bind 127.0.0.1` are added), on free
+ * ports (consecutive; with their bus ports free too when `bus`), trying new ports up to 5 times when
+ * one of them cannot bind.
+ */
+export async function startRedisServers(count: number, args: (port: number) => string[], bus = false): Promise<RedisServers> {
+  for (let attempt = 1; ; attempt++) {
+    const ports = await freePorts(count, bus);
+    const servers = ports.map((port) =>
+      spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", ...args(port)], { stdio: ["ignore", "pipe", "ignore"] }),
+    );
+    const up = await Promise.all(servers.map((server, i) => listening(server, ports[i]))).catch(async (error) => {
+      await stopAll(servers);
+      throw error;
+    });
+    if (up.every(Boolean)) return { ports, stop: () => stopAll(servers) };
+    await stopAll(servers);
+    if (attempt === 5) throw new Error(`redis-server could not bind free ports 5 times (last ${ports.join(", ")})`);
+  }
+}

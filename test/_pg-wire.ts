@@ -1,7 +1,9 @@
 /**
  * Counts what a PostgreSQL client sends, from the raw bytes of its connections (see the `tap` of
  * `_tcp-proxy.ts`): the frontend protocol's messages by type, so a test can tell how many statements
- * (Execute, or simple Query) and round trips (Sync, or simple Query) an operation cost.
+ * (Execute, or simple Query) and round trips (Sync, or simple Query) an operation cost. Statements
+ * whose SQL matches `aside` (background work such as the store's search-index drain) are counted
+ * apart, in {@link PgWireCounter.setAside}, with every message up to their Sync.
  */
 import type { Socket } from "node:net";
 
@@ -22,29 +24,69 @@ export interface PgWireCounter {
   reset(): void;
   /** When the last message was seen (performance.now()), to wait for a quiet connection. */
   lastSeenAt(): number;
+  /** Statements since the last reset whose SQL matched `aside` (not in the other counts). */
+  setAside(): number;
 }
 
 interface Stream {
   buffered: Buffer;
   /** The first message (startup or SSL request) has no type byte. */
   started: boolean;
+  /** The SQL of the connection's prepared statements, by name. */
+  prepared: Map<string, string>;
+  /** Inside an extended query set aside (until its Sync). */
+  aside: boolean;
+}
+
+/** The NUL-terminated strings at the start of a message body. */
+function cstrings(body: Buffer, n: number): string[] {
+  const out: string[] = [];
+  let at = 0;
+  for (let i = 0; i < n; i++) {
+    const end = body.indexOf(0, at);
+    if (end < 0) break;
+    out.push(body.toString("utf8", at, end));
+    at = end + 1;
+  }
+  return out;
 }
 
 /** Parses each connection's byte stream into frontend messages and counts them. */
-export function pgWireCounter(): PgWireCounter {
+export function pgWireCounter(options: { aside?: RegExp } = {}): PgWireCounter {
   const streams = new WeakMap<Socket, Stream>();
   let counts: Record<string, number> = {};
+  let setAside = 0;
   let last = performance.now();
   const count = (type: string) => {
     const name = NAMES[type] ?? type;
     counts[name] = (counts[name] ?? 0) + 1;
     last = performance.now();
   };
+  /** Whether the message of `type` with `body` on `stream` is set aside rather than counted. */
+  const isAside = (stream: Stream, type: string, body: Buffer): boolean => {
+    const aside = options.aside;
+    if (!aside) return false;
+    if (type === "Q") {
+      if (!aside.test(cstrings(body, 1)[0] ?? "")) return false;
+      setAside++;
+      return true;
+    }
+    if (type === "P") {
+      const [name, text] = cstrings(body, 2);
+      stream.prepared.set(name, text);
+      if (aside.test(text)) stream.aside = true;
+    } else if (type === "B") {
+      if (aside.test(stream.prepared.get(cstrings(body, 2)[1]) ?? "")) stream.aside = true;
+    } else if (type === "E" && stream.aside) setAside++;
+    const skipped = stream.aside;
+    if (type === "S") stream.aside = false;
+    return skipped;
+  };
   return {
     feed(connection, chunk) {
       let stream = streams.get(connection);
       if (!stream) {
-        stream = { buffered: Buffer.alloc(0), started: false };
+        stream = { buffered: Buffer.alloc(0), started: false, prepared: new Map(), aside: false };
         streams.set(connection, stream);
       }
       let data = Buffer.concat([stream.buffered, chunk]);
@@ -62,7 +104,9 @@ export function pgWireCounter(): PgWireCounter {
         if (data.length < 5) break;
         const length = data.readInt32BE(1);
         if (data.length < 1 + length) break;
-        count(String.fromCharCode(data[0]));
+        const type = String.fromCharCode(data[0]);
+        if (isAside(stream, type, data.subarray(5, 1 + length))) last = performance.now();
+        else count(type);
         data = data.subarray(1 + length);
       }
       stream.buffered = Buffer.from(data);
@@ -72,7 +116,9 @@ export function pgWireCounter(): PgWireCounter {
     roundTrips: () => (counts.sync ?? 0) + (counts.query ?? 0),
     reset() {
       counts = {};
+      setAside = 0;
     },
     lastSeenAt: () => last,
+    setAside: () => setAside,
   };
 }

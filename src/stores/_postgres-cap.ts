@@ -42,3 +42,34 @@ export async function migrateSummaryCap(tx: Tx): Promise<void> {
  */
 export const capWithWrite = (sql: PgSql, sessionId: string, maxMessages: number) => sql`,
   CASE WHEN w.out_status = 'ok' THEN threadkeep_cap_summarized(${sessionId}, ${maxMessages}::bigint) END AS capped`;
+
+/**
+ * Schema version 12, part 3: `threadkeep_cap_summarized` returns before reading the summaries when
+ * the cap cannot drop anything (the session's last seq at most the cap: seqs start at 1), as the
+ * append's own cap does since version 11. Before, every write of `Memory` with a summarizer read the
+ * session's summaries for their furthest seq under the cap too. Same signature; otherwise the
+ * version 9 function.
+ */
+export async function migrateSummaryCapGuard(tx: Tx): Promise<void> {
+  await tx.unsafe(`
+    CREATE OR REPLACE FUNCTION threadkeep_cap_summarized(p_session text, p_max bigint) RETURNS bigint
+    LANGUAGE plpgsql VOLATILE AS $fn$
+    DECLARE
+      v_last bigint;
+      v_upto bigint;
+      v_dropped bigint;
+    BEGIN
+      SELECT s.last_seq INTO v_last FROM sessions s WHERE s.id = p_session;
+      IF v_last IS NULL OR v_last - p_max < 1 THEN
+        RETURN 0;
+      END IF;
+      SELECT least(v_last - p_max, coalesce(max(m.to_seq), 0)) INTO v_upto FROM summaries m WHERE m.session_id = p_session;
+      IF v_upto < 1 THEN
+        RETURN 0;
+      END IF;
+      DELETE FROM messages m WHERE m.session_id = p_session AND m.seq <= v_upto;
+      GET DIAGNOSTICS v_dropped = ROW_COUNT;
+      RETURN v_dropped;
+    END
+    $fn$`);
+}

@@ -141,7 +141,7 @@ export const ownedBy = (sql: PgSql, id: string, owner: OwnerScope | undefined) =
  */
 export async function writeHistory(
   sql: PgSql,
-  lang: string,
+  lang: string | null,
   id: string,
   seq: number | undefined,
   valid: MessageInput[],

@@ -7,9 +7,11 @@
 import type postgres from "postgres";
 import { ThreadkeepError } from "../core/errors.js";
 import { migrateAppendCapGuard } from "./_postgres-append.js";
-import { migrateSummaryCap } from "./_postgres-cap.js";
+import { migrateActivityFloor } from "./_postgres-activity.js";
+import { migrateSummaryCap, migrateSummaryCapGuard } from "./_postgres-cap.js";
 import { migrateHeldWrites } from "./_postgres-fence.js";
 import { migrateHistory } from "./_postgres-history.js";
+import { migrateDeferredIndexing } from "./_postgres-indexing.js";
 import { migrateAppendQueue, migrateInitial, migrateLeaseHolders, migrateSettings } from "./_postgres-schema-early.js";
 import { migrateTurnRead, migrateTurnRelease } from "./_postgres-turn.js";
 import { migrateVectors } from "./_postgres-vectors.js";
@@ -44,17 +46,26 @@ const MIGRATIONS: Migration[] = [
   { version: 9, up: (tx) => migrateSummaryCap(tx) },
   { version: 10, up: (tx) => migrateHeldWrites(tx) },
   { version: 11, up: (tx) => migrateAppendCapGuard(tx) },
+  {
+    version: 12,
+    up: async (tx) => {
+      await migrateDeferredIndexing(tx);
+      await migrateActivityFloor(tx);
+      await migrateSummaryCapGuard(tx);
+    },
+  },
 ];
 
 /** The newest schema version this code knows. */
 export const SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;
 
 /**
- * Brings `schema` up to {@link SCHEMA_VERSION}. Concurrent starters serialise on an advisory lock held
- * for the migrating transaction, so exactly one applies each step and the others find it done.
+ * Brings `schema` up to {@link SCHEMA_VERSION} (or only up to `upTo`, as tests build an older schema).
+ * Concurrent starters serialise on an advisory lock held for the migrating transaction, so exactly one
+ * applies each step and the others find it done.
  * @throws `schema_version_unsupported` when the database is newer than this code.
  */
-export async function migrate(sql: PgSql, schema: string): Promise<void> {
+export async function migrate(sql: PgSql, schema: string, upTo = SCHEMA_VERSION): Promise<void> {
   await sql.begin(async (tx) => {
     await tx`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY}, hashtext(${schema}))`;
     const [exists] = await tx`SELECT 1 FROM pg_namespace WHERE nspname = ${schema}`;
@@ -69,7 +80,7 @@ export async function migrate(sql: PgSql, schema: string): Promise<void> {
       );
     }
     for (const migration of MIGRATIONS) {
-      if (migration.version <= version) continue;
+      if (migration.version <= version || migration.version > upTo) continue;
       await migration.up(tx);
       await tx`
         INSERT INTO threadkeep_migrations (version, applied_at)

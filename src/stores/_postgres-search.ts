@@ -8,6 +8,10 @@
  * scan of a common word walks that word's postings across every owner: 0.6 ms became 40 ms per
  * search at 1M messages (docs/BENCHMARKS.md). A large owner (the single "default" user of a server
  * without API keys) is better served by the GIN index, so the planner keeps that choice there.
+ *
+ * A message whose tsvector the background drain has not built yet (`tsv` NULL, `_postgres-indexing.ts`)
+ * is matched by the tsvector computed here, so a search right after an append finds it; the GIN path
+ * reaches those rows through the partial index of pending rows, which the drain keeps short.
  */
 import type { SearchHit, SearchQuery } from "../core/types.js";
 import { type MessageRow, searchable, toMessage } from "./_postgres-rows.js";
@@ -57,16 +61,20 @@ export async function searchMessages(sql: PgSql, lang: string, query: SearchQuer
   // bound query text is parsed again for every row tested (17 ms instead of 0.7 ms for 1,000 rows).
   const queries = sql`(SELECT websearch_to_tsquery(${lang}::regconfig, ${ranked ? anyWord(query.text) : query.text}) AS match,
     websearch_to_tsquery(${lang}::regconfig, ${anyWord(query.text)}) AS any OFFSET 0) q`;
+  // The row's tsvector, built here while the row is pending.
+  const tsv = sql`coalesce(m.tsv, to_tsvector(${lang}::regconfig, left(m.search_text, 100000)))`;
   let source;
-  let filter = fulltext ? sql`AND m.tsv @@ q.match` : sql`AND strpos(m.search_text, ${searchable(query.text)}) > 0`;
+  let filter = fulltext
+    ? sql`AND (m.tsv @@ q.match OR (m.tsv IS NULL AND to_tsvector(${lang}::regconfig, left(m.search_text, 100000)) @@ q.match))`
+    : sql`AND strpos(m.search_text, ${searchable(query.text)}) > 0`;
   if (!fulltext) source = sql`messages m JOIN sessions s ON s.id = m.session_id`;
   else if (await isSmallOwner(sql, query)) {
     // Owner first, pinned: each of the owner's sessions read by primary key (the LATERAL with OFFSET 0
     // cannot be flattened into a join, which in a mid-sized store became a scan of every message),
     // each row tested with ts_match_vq, which is what @@ runs but called by name, so no index serves it.
     source = sql`sessions s CROSS JOIN ${queries} CROSS JOIN LATERAL (
-      SELECT m.session_id, m.seq, m.created_at, m.body, m.tsv FROM messages m
-      WHERE m.session_id = s.id AND ts_match_vq(m.tsv, q.match) OFFSET 0) m`;
+      SELECT m.session_id, m.seq, m.created_at, m.body, m.search_text, m.tsv FROM messages m
+      WHERE m.session_id = s.id AND ts_match_vq(${tsv}, q.match) OFFSET 0) m`;
     filter = sql``;
   } else source = sql`messages m JOIN sessions s ON s.id = m.session_id CROSS JOIN ${queries}`;
   const rows = await sql<(MessageRow & { session_id: string })[]>`
@@ -74,7 +82,7 @@ export async function searchMessages(sql: PgSql, lang: string, query: SearchQuer
     WHERE s.user_id = ${query.userId}
     ${query.sessionId === undefined ? sql`` : sql`AND s.id = ${query.sessionId}`}
     ${filter}
-    ORDER BY ${ranked ? sql`ts_rank(m.tsv, q.any) DESC, m.seq DESC` : sql`m.created_at DESC, m.seq DESC`}
+    ORDER BY ${ranked ? sql`ts_rank(${tsv}, q.any) DESC, m.seq DESC` : sql`m.created_at DESC, m.seq DESC`}
     LIMIT ${Math.max(0, Math.floor(query.limit ?? DEFAULT_SEARCH_LIMIT))}`;
   return rows.map((row) => {
     const message = toMessage(row);

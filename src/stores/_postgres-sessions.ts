@@ -2,6 +2,7 @@
 import { SessionNotFoundError } from "../core/errors.js";
 import type { ListOptions, SessionInput, SessionStore } from "../core/types.js";
 import type { PgRun } from "./_postgres-operations.js";
+import { listByActivity } from "./_postgres-activity.js";
 import { ms, type SessionRow, toSession } from "./_postgres-rows.js";
 import { DEFAULT_LIST_LIMIT, decodeCursor, encodeCursor } from "./_util.js";
 
@@ -31,11 +32,7 @@ export function sessionMethods(run: PgRun): Pick<SessionStore, "createSession" |
       run("listSessions", async (sql) => {
         const limit = list.limit ?? DEFAULT_LIST_LIMIT;
         const cursor = list.cursor ? decodeCursor(list.cursor) : null;
-        const rows = await sql<SessionRow[]>`
-          SELECT id, user_id, created_at, last_activity_at, metadata FROM sessions
-          WHERE user_id = ${userId}
-          ${cursor ? sql`AND (last_activity_at, id) < (${cursor.lastActivityAt}::bigint, ${cursor.id}::text)` : sql``}
-          ORDER BY last_activity_at DESC, id DESC LIMIT ${Math.max(0, limit) + 1}`;
+        const rows = await listByActivity(sql, userId, Math.max(0, limit) + 1, cursor);
         const sessions = rows.slice(0, limit).map(toSession);
         const last = sessions.at(-1);
         return { sessions, nextCursor: rows.length > limit && last ? encodeCursor(last) : null };

@@ -24,6 +24,7 @@ import { summaryMethods } from "./_postgres-summaries.js";
 import { timeoutsOf } from "./_postgres-timeouts.js";
 import { searchMessages } from "./_postgres-search.js";
 import { capWithWrite } from "./_postgres-cap.js";
+import { SearchIndexer } from "./_postgres-indexing.js";
 import { openedTurnOf, releaseWithWrite } from "./_postgres-turn.js";
 import { missingVectors, putVectors, searchVectors } from "./_postgres-vectors.js";
 import { answersNewConnection, openClient, type PgClients } from "./_postgres-client.js";
@@ -63,6 +64,11 @@ export interface PostgresStoreOptions {
   queryTimeoutMs?: number;
   /** Sessions deleted per statement by `expire()`, so a large cleanup never holds one giant lock. @default 500 */
   expireBatchSize?: number;
+  /**
+   * How long after a write its text is indexed for full-text search, in the background (ms); search
+   * finds it meanwhile too, only dearer. @default 200
+   */
+  searchIndexDelayMs?: number;
 }
 
 const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
@@ -103,6 +109,8 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
     });
     await migrate(client.main, schema);
     await useTextSearchConfig(client.main, lang, schema);
+    // Rows a stopped process left pending are indexed too.
+    indexer.poke();
     return client;
   };
 
@@ -125,6 +133,8 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
   });
   const run = <T>(what: string, fn: (sql: PgSql) => Promise<T>): Promise<T> => operations.run(what, fn);
   const pending = operations.pending;
+  // Appends store their text unindexed; this indexes it in the background (see _postgres-indexing.ts).
+  const indexer = new SearchIndexer(run, lang, options.searchIndexDelayMs);
 
   const leases = new PostgresLeases({
     sql: () => connected().then((c) => c.main),
@@ -152,7 +162,9 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
     // After a write that released its lease, the holder's lease object and the waiters learn it.
     const release = fence === undefined ? undefined : { fence, done: (waiting: number | null) => leases.releasedByWrite(id, fence, waiting) };
     const holder = holderOf(id, options.fence);
-    return run("writeHistory", (sql) => history.writeHistory(sql, lang, id, seq, valid, digest, options, holder, release));
+    const written = await run("writeHistory", (sql) => history.writeHistory(sql, null, id, seq, valid, digest, options, holder, release));
+    indexer.poke();
+    return written;
   };
 
   return {
@@ -194,7 +206,7 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
           WITH w AS (
             SELECT out_status, out_first_seq, out_created_at FROM threadkeep_append_held(
               ${id}, ${bodies}::text[], ${texts}::text[], ${(!bounded && append.maxMessages) || null}::bigint,
-              ${append.fence ?? null}::bigint, ${holder}::text, ${lang}::regconfig)
+              ${append.fence ?? null}::bigint, ${holder}::text, NULL::regconfig)
             WHERE ${history.ownedBy(sql, id, owner)}
           )
           SELECT out_status, out_first_seq, out_created_at${bounded ? capWithWrite(sql, id, append.maxMessages!) : sql``}${fence === undefined ? sql`` : releaseWithWrite(sql, id, fence)} FROM w`;
@@ -206,6 +218,7 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
           );
         }
         if (fence !== undefined) leases.releasedByWrite(id, fence, row.waiting ?? null);
+        if (bodies.length > 0) indexer.poke();
         return bodies.map((body, i) =>
           toMessage({ body, seq: row.out_first_seq + i, created_at: row.out_created_at }),
         );
@@ -239,8 +252,8 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
           "expire",
           (sql) => sql<{ id: string }[]>`
           WITH victims AS (
-            SELECT id FROM sessions WHERE last_activity_at < ${Math.ceil(olderThan)}
-            ORDER BY last_activity_at LIMIT ${batchSize} FOR UPDATE SKIP LOCKED
+            SELECT id FROM sessions WHERE activity_floor < ${Math.ceil(olderThan)} AND last_activity_at < ${Math.ceil(olderThan)}
+            ORDER BY activity_floor LIMIT ${batchSize} FOR UPDATE SKIP LOCKED
           ), gone AS (
             DELETE FROM sessions s USING victims v WHERE s.id = v.id RETURNING s.id
           ), unleased AS (
@@ -279,6 +292,7 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
       closing ??= (async () => {
         // Held turns are given back first, while the pool still answers.
         await leases.close();
+        await indexer.close();
         closed = true;
         operations.close();
         // Bounded like every operation, so a connection that went silent cannot hold close() up.

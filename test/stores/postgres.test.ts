@@ -8,6 +8,7 @@ import { isThreadkeepError } from "../../src/core/errors.js";
 import { newSessionId } from "../../src/core/ids.js";
 import type { Message, SessionStore } from "../../src/core/types.js";
 import { SCHEMA_VERSION } from "../../src/stores/_postgres-schema.js";
+import { atSchemaVersion } from "./_postgres-old-schema.js";
 import { createPostgresStore, type PostgresStoreOptions } from "../../src/stores/postgres.js";
 import { serviceAvailable, TEST_POSTGRES_URL } from "../_services.js";
 import { expectCode, runStoreConformance } from "../../src/testing/index.js";
@@ -150,20 +151,16 @@ describe.runIf(enabled === true)("postgres store specifics", () => {
   it("upgrades a version 10 schema to 11 (the append's cap guard), keeping its data, and caps at the boundary", async () => {
     const old = `tk_test_${randomBytes(6).toString("hex")}`;
     extraSchemas.push(old);
-    const before = open({ schema: old });
     const id = newSessionId();
-    try {
-      await before.createSession({ id, userId: "u" });
-      await before.appendMessages(id, Array.from({ length: 199 }, (_, i) => ({ role: "user" as const, content: `m${i + 1}` })));
-    } finally {
-      await before.close();
-    }
-    // Back to version 10: the version 1 append function (the cap's DELETE unguarded) and no row 11.
-    const [{ def }] = await admin<{ def: string }[]>`
-      SELECT pg_get_functiondef(${`${old}.threadkeep_append`}::regproc) AS def`;
-    expect(def).toContain("v_last - p_max >= 1");
-    await admin.unsafe(def.replace("p_max IS NOT NULL AND v_last - p_max >= 1", "p_max IS NOT NULL"));
-    await admin`DELETE FROM ${admin(old)}.threadkeep_migrations WHERE version = 11`;
+    // A version 10 schema (the version 1 append function: the cap's DELETE unguarded), written to as
+    // a process of that version does.
+    await atSchemaVersion(old, 10, async (sql) => {
+      const [{ def }] = await sql<{ def: string }[]>`SELECT pg_get_functiondef('threadkeep_append'::regproc) AS def`;
+      expect(def).not.toContain("v_last - p_max >= 1");
+      await sql`INSERT INTO sessions (id, user_id, created_at, last_activity_at) VALUES (${id}, 'u', 0, threadkeep_now_ms())`;
+      const bodies = Array.from({ length: 199 }, (_, i) => JSON.stringify({ role: "user", content: `m${i + 1}` }));
+      await sql`SELECT * FROM threadkeep_append_queued(${id}, ${bodies}::text[], ${bodies}::text[], NULL, NULL, 'english')`;
+    });
     const after = open({ schema: old });
     try {
       await after.appendMessages(id, [{ role: "user", content: "m200" }], { maxMessages: 200 });

@@ -12,17 +12,27 @@
  *
  * The append functions of earlier versions are unchanged: given a text search configuration they
  * index as before (a process of the previous version keeps doing so during an upgrade); this
- * version's store passes none, and `to_tsvector` being strict, the row's `tsv` is then NULL.
+ * version's store passes none for appends of up to {@link DEFER_UP_TO} messages, and `to_tsvector`
+ * being strict, the row's `tsv` is then NULL.
  */
 import type postgres from "postgres";
 import type { PgRun } from "./_postgres-operations.js";
 
 type Tx = postgres.TransactionSql<Record<string, unknown>>;
 
+/**
+ * Most messages an append leaves pending; a larger one (an import, a migration, a whole history) is
+ * indexed in its own statement as before: its latency is not a turn's, and a backlog that large would
+ * make searches compute many tsvectors until the drain caught up.
+ */
+export const DEFER_UP_TO = 16;
 /** Pending messages indexed per drain statement: a bound on the work (and row locks) of one. */
 export const INDEX_BATCH = 200;
 /** How long after an append the drain starts by default, so a burst of appends is indexed in few statements. */
 export const INDEX_DELAY_MS = 200;
+
+/** The text search configuration an append of `count` messages passes: none (pending) when small. */
+export const appendLang = (count: number, lang: string): string | null => (count <= DEFER_UP_TO ? null : lang);
 
 /** Schema version 12, part 1: `tsv` may be NULL (pending), the pending index, and the drain. */
 export async function migrateDeferredIndexing(tx: Tx): Promise<void> {

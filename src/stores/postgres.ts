@@ -24,7 +24,7 @@ import { summaryMethods } from "./_postgres-summaries.js";
 import { timeoutsOf } from "./_postgres-timeouts.js";
 import { searchMessages } from "./_postgres-search.js";
 import { capWithWrite } from "./_postgres-cap.js";
-import { SearchIndexer } from "./_postgres-indexing.js";
+import { appendLang, SearchIndexer } from "./_postgres-indexing.js";
 import { openedTurnOf, releaseWithWrite } from "./_postgres-turn.js";
 import { missingVectors, putVectors, searchVectors } from "./_postgres-vectors.js";
 import { answersNewConnection, openClient, type PgClients } from "./_postgres-client.js";
@@ -162,8 +162,9 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
     // After a write that released its lease, the holder's lease object and the waiters learn it.
     const release = fence === undefined ? undefined : { fence, done: (waiting: number | null) => leases.releasedByWrite(id, fence, waiting) };
     const holder = holderOf(id, options.fence);
-    const written = await run("writeHistory", (sql) => history.writeHistory(sql, null, id, seq, valid, digest, options, holder, release));
-    indexer.poke();
+    const indexLang = appendLang(valid.length, lang);
+    const written = await run("writeHistory", (sql) => history.writeHistory(sql, indexLang, id, seq, valid, digest, options, holder, release));
+    if (indexLang === null && valid.length > 0) indexer.poke();
     return written;
   };
 
@@ -206,7 +207,7 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
           WITH w AS (
             SELECT out_status, out_first_seq, out_created_at FROM threadkeep_append_held(
               ${id}, ${bodies}::text[], ${texts}::text[], ${(!bounded && append.maxMessages) || null}::bigint,
-              ${append.fence ?? null}::bigint, ${holder}::text, NULL::regconfig)
+              ${append.fence ?? null}::bigint, ${holder}::text, ${appendLang(bodies.length, lang)}::regconfig)
             WHERE ${history.ownedBy(sql, id, owner)}
           )
           SELECT out_status, out_first_seq, out_created_at${bounded ? capWithWrite(sql, id, append.maxMessages!) : sql``}${fence === undefined ? sql`` : releaseWithWrite(sql, id, fence)} FROM w`;
@@ -218,7 +219,7 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
           );
         }
         if (fence !== undefined) leases.releasedByWrite(id, fence, row.waiting ?? null);
-        if (bodies.length > 0) indexer.poke();
+        if (bodies.length > 0 && appendLang(bodies.length, lang) === null) indexer.poke();
         return bodies.map((body, i) =>
           toMessage({ body, seq: row.out_first_seq + i, created_at: row.out_created_at }),
         );

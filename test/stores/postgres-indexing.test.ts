@@ -8,7 +8,7 @@ import { randomBytes } from "node:crypto";
 import postgres from "postgres";
 import { afterAll, describe, expect, it } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
-import { INDEX_BATCH } from "../../src/stores/_postgres-indexing.js";
+import { DEFER_UP_TO, INDEX_BATCH } from "../../src/stores/_postgres-indexing.js";
 import { OWNER_SCAN_LIMIT } from "../../src/stores/_postgres-search.js";
 import { createPostgresStore } from "../../src/stores/postgres.js";
 import { serviceAvailable, TEST_POSTGRES_URL } from "../_services.js";
@@ -69,10 +69,14 @@ describe.skipIf(enabled !== true)("postgres full-text indexing off the append", 
   }, 120_000);
 
   it("indexes at most one batch per drain statement, and the background drain empties the backlog", async () => {
-    const session = await store.createSession({ id: newSessionId(), userId: "drain" });
+    const session = await slow.createSession({ id: newSessionId(), userId: "drain" });
     const count = 3 * INDEX_BATCH + 7;
-    await slow.appendMessages(session.id, Array.from({ length: count }, (_, i) => ({ role: "user" as const, content: `word${i}` })));
+    for (let i = 0; i < count; i += DEFER_UP_TO) {
+      const n = Math.min(DEFER_UP_TO, count - i);
+      await slow.appendMessages(session.id, Array.from({ length: n }, (_, k) => ({ role: "user" as const, content: `word${i + k}` })));
+    }
     const before = await pending();
+    expect(before).toBeGreaterThanOrEqual(count);
     const [{ n }] = await admin<{ n: number }[]>`SELECT threadkeep_index_pending('english', ${INDEX_BATCH}) AS n`;
     expect(n).toBe(INDEX_BATCH);
     expect(await pending()).toBe(before - INDEX_BATCH);
@@ -82,6 +86,16 @@ describe.skipIf(enabled !== true)("postgres full-text indexing off the append", 
     const [{ indexed }] = await admin<{ indexed: number }[]>`
       SELECT count(*)::int AS indexed FROM messages WHERE session_id = ${session.id} AND tsv = to_tsvector('english', search_text)`;
     expect(indexed).toBe(count + 1);
+  });
+
+  it("indexes a large append (an import, a migration) in the append itself", async () => {
+    const session = await slow.createSession({ id: newSessionId(), userId: "bulk" });
+    await slow.appendMessages(session.id, Array.from({ length: DEFER_UP_TO + 1 }, (_, i) => ({ role: "user" as const, content: `bulk ${i}` })));
+    expect(await pending(session.id)).toBe(0);
+    await slow.replaceAfter(session.id, 0, Array.from({ length: DEFER_UP_TO + 1 }, (_, i) => ({ role: "user" as const, content: `again ${i}` })));
+    expect(await pending(session.id)).toBe(0);
+    await slow.replaceAfter(session.id, DEFER_UP_TO, [{ role: "user", content: "small" }]);
+    expect(await pending(session.id)).toBe(1);
   });
 
   it("keeps an older process's appends indexed as it writes them, and finds theirs and its own", async () => {

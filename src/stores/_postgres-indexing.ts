@@ -121,7 +121,7 @@ export class SearchIndexer {
         const done = await this.#run("indexPending", async (sql) => {
           const [row] = await sql<{ n: number }[]>`SELECT threadkeep_index_pending(${this.#lang}::regconfig, ${INDEX_BATCH}) AS n`;
           return row.n;
-        });
+        }, { background: true });
         if (done < INDEX_BATCH) return;
       }
     } catch {

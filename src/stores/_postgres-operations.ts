@@ -33,7 +33,16 @@ function callNow<A, T>(fn: (arg: A) => Promise<T>, arg: A): Promise<T> {
 }
 
 /** Runs `fn` as the operation `what`, with the store's deadline and error mapping (see {@link PgOperations.run}). */
-export type PgRun = <T>(what: string, fn: (sql: PgSql) => Promise<T>) => Promise<T>;
+export type PgRun = <T>(what: string, fn: (sql: PgSql) => Promise<T>, how?: RunOptions) => Promise<T>;
+
+/** How {@link PgOperations.run} runs an operation. */
+export interface RunOptions {
+  /**
+   * Work on no caller's path (the search-index drain): it runs on the spill pool when there is one,
+   * so it never holds the main connection a caller's next operation expects to find free.
+   */
+  background?: boolean;
+}
 
 /** Settings of {@link PgOperations}. */
 export interface PgOperationsOptions {
@@ -83,7 +92,7 @@ export class PgOperations {
    * JavaScript); it overshoots a deadline by at most WATCHDOG_MS. While the server has been
    * unreachable longer than the connect timeout, the operation is refused without being sent.
    */
-  run<T>(what: string, fn: (sql: PgSql) => Promise<T>): Promise<T> {
+  run<T>(what: string, fn: (sql: PgSql) => Promise<T>, how: RunOptions = {}): Promise<T> {
     if (this.#refusing()) {
       return Promise.reject(
         new ThreadkeepError(
@@ -104,7 +113,7 @@ export class PgOperations {
       let onMain = false;
       const start = (clients: PgClients) => {
         this.#clients = clients;
-        if (this.#onMain > 0 && clients.spill) return fn(clients.spill);
+        if ((this.#onMain > 0 || how.background) && clients.spill) return fn(clients.spill);
         onMain = true;
         this.#onMain++;
         return fn(clients.main);

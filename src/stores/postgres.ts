@@ -16,7 +16,7 @@ import type {
 import { checkHistoryOptions, operationDigest } from "./_history.js";
 import * as history from "./_postgres-history.js";
 import { PostgresLeases } from "./_postgres-lease.js";
-import { PgOperations } from "./_postgres-operations.js";
+import { PgOperations, type PgRun } from "./_postgres-operations.js";
 import { messageReads } from "./_postgres-messages.js";
 import { sessionMethods } from "./_postgres-sessions.js";
 import { stateMethods } from "./_postgres-state.js";
@@ -131,7 +131,7 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
     queryTimeoutMs,
     connectTimeoutMs,
   });
-  const run = <T>(what: string, fn: (sql: PgSql) => Promise<T>): Promise<T> => operations.run(what, fn);
+  const run: PgRun = (what, fn, how) => operations.run(what, fn, how);
   const pending = operations.pending;
   // Appends store their text unindexed; this indexes it in the background (see _postgres-indexing.ts).
   const indexer = new SearchIndexer(run, lang, options.searchIndexDelayMs);

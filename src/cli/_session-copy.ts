@@ -6,6 +6,7 @@
  *   ranges are shifted by the same offset;
  * - each message keeps its original time in `metadata.importedCreatedAt`.
  */
+import { saveSummaryOf } from "../core/context/compaction.js";
 import type { Branch, Message, MessageInput, Session, SessionStore } from "../core/types.js";
 import { canonical, type ExportedSummary, exportedMessage, type SessionBundle } from "./_jsonl-format.js";
 
@@ -181,7 +182,8 @@ export async function importSessionBundle(
   );
   for (const summary of bundle.summaries) {
     if (stored.has(summaryKey(summary))) continue;
-    await store.saveSummary(target.id, {
+    // Only into the session copied to: one deleted and created again meanwhile refuses it.
+    await saveSummaryOf(store, target, {
       ...summary,
       fromSeq: summary.fromSeq - targetOffset,
       toSeq: summary.toSeq - targetOffset,

@@ -1,3 +1,4 @@
+import { saveSummaryOf } from "../context/compaction.js";
 import { ThreadkeepError } from "../errors.js";
 import { newSessionId, parseSessionId } from "../ids.js";
 import type { MemoryCore } from "../memory-core.js";
@@ -43,8 +44,9 @@ export async function fork(core: MemoryCore, sessionId: string, options: OwnerOp
   const lastCopied = messages.at(-1)?.seq ?? 0;
   for (const summary of await store.listSummaries(source.id)) {
     if (summary.toSeq > lastCopied) continue;
-    // Summaries of dropped messages describe what came "before seq 1" of the copy.
-    await store.saveSummary(id, {
+    // Summaries of dropped messages describe what came "before seq 1" of the copy; saved only into
+    // this fork, not into a session deleted and created again under its id meanwhile.
+    await saveSummaryOf(store, fork, {
       fromSeq: Math.max(0, summary.fromSeq - offset),
       toSeq: Math.max(0, summary.toSeq - offset),
       content: summary.content,

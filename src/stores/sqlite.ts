@@ -75,17 +75,22 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
   function useNow<T>(fn: (db: SqliteStoreDb) => T): T {
     if (closed) throw new StoreUnavailableError("The sqlite store is closed");
     try {
-      opened ??= openSqliteStoreDb(
-        {
-          path: options.path,
-          busyTimeoutMs: options.busyTimeoutMs ?? 5000,
-          synchronous,
-          mmapSizeBytes: options.mmapSizeBytes ?? 0,
-          walAutocheckpointPages: checkpointer ? BACKSTOP_PAGES : undefined,
-        },
-        leases,
-        wrote,
-      );
+      if (!opened) {
+        opened = openSqliteStoreDb(
+          {
+            path: options.path,
+            busyTimeoutMs: options.busyTimeoutMs ?? 5000,
+            synchronous,
+            mmapSizeBytes: options.mmapSizeBytes ?? 0,
+            walAutocheckpointPages: checkpointer ? BACKSTOP_PAGES : undefined,
+          },
+          leases,
+          wrote,
+        );
+        // Messages a previous process left unindexed (or a migration that rebuilds the index) are
+        // indexed in the background, a chunk at a time, rather than all by the first search.
+        if (opened.st.pendingSessions.all(1).length > 0) indexer.schedule();
+      }
       return fn(opened);
     } catch (error) {
       throw storeError(error);

@@ -10,6 +10,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
 import { LocalLeases } from "../../src/stores/_lease.js";
 import { openSqliteStoreDb } from "../../src/stores/_sqlite-db.js";
+import { openSqliteDatabase } from "../../src/stores/_sqlite-schema.js";
 import { createSqliteStore } from "../../src/stores/sqlite.js";
 
 const dir = mkdtempSync(join(tmpdir(), "threadkeep-sqlite-fulltext-"));
@@ -89,6 +90,31 @@ describe("sqlite full-text index", () => {
     // Closing indexed everything: one row per message left.
     expect(rowsIn(raw)).toBe(raw.prepare("SELECT count(*) FROM messages").pluck().get());
     raw.close();
+  });
+
+  it("indexes what an older file left waiting in the background after opening, before any search", async () => {
+    const path = freshPath();
+    const old = openSqliteDatabase({ path, busyTimeoutMs: 100, synchronous: "normal", targetVersion: 7 });
+    const id = newSessionId();
+    old.prepare("INSERT INTO sessions (id, user_id, created_at, last_activity_at) VALUES (?, 'u', 1, 1)").run(id);
+    for (let seq = 1; seq <= 1_200; seq++) {
+      old.prepare("INSERT INTO messages (session_id, seq, created_at, body) VALUES (?, ?, 1, ?)").run(id, seq, JSON.stringify(say(`waiting ${seq}`)));
+      old.prepare("INSERT INTO message_text (session_id, seq, search_text) VALUES (?, ?, ?)").run(id, seq, `waiting ${seq}`);
+    }
+    old.close();
+    const store = createSqliteStore({ path, fullTextIndexDelayMs: 10 });
+    try {
+      expect(await store.countMessages(id)).toBe(1_200);
+      const raw = new Database(path, { readonly: true });
+      const indexed = () => raw.prepare("SELECT fts_seq FROM sessions").pluck().get() as number;
+      const deadline = Date.now() + 10_000;
+      while (indexed() < 1_200 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(indexed()).toBe(1_200);
+      expect(rowsIn(raw)).toBe(1_200);
+      raw.close();
+    } finally {
+      await store.close();
+    }
   });
 
   it("gives a new session a key never used before, even after the newest session is deleted", async () => {

@@ -2,9 +2,9 @@
  * WAL checkpoints off the commit path. By default SQLite checkpoints inside the commit that takes
  * the write-ahead log past 1,000 pages: that one append copies every page the log holds back into the
  * database file and syncs it, 10–20 ms where an append takes 60 µs, about once per hundred appends
- * (an append writes about nine pages: message, text, its index, the full-text queue, the session row
- * and its two indexes), so it was the SQLite append's p99 (docs/BENCHMARKS.md, "Public API vs raw
- * drivers"). Here a worker thread with its own connection runs `PRAGMA wal_checkpoint(PASSIVE)`
+ * (an append wrote about nine pages then: message, text, its index, the full-text queue, the session
+ * row and its two indexes; two to four since schema v8), so it was the SQLite append's p99
+ * (docs/BENCHMARKS.md, "Public API vs raw drivers"). Here a worker thread with its own connection runs `PRAGMA wal_checkpoint(PASSIVE)`
  * after every {@link CHECKPOINT_EVERY_WRITES} writes, which never waits for, nor blocks, the store's
  * readers and writer; the store's own connection checkpoints only past {@link BACKSTOP_PAGES}, when
  * the worker cannot keep up (writes with no pause at all) or is gone.
@@ -16,7 +16,7 @@
 import { createRequire } from "node:module";
 import { Worker } from "node:worker_threads";
 
-/** Writes (transactions) between two checkpoints by the worker; the log then holds about 9 × this many pages. */
+/** Writes (transactions) between two checkpoints by the worker; the log then holds a few times this many pages. */
 export const CHECKPOINT_EVERY_WRITES = 200;
 /** Pages past which the store's connection checkpoints in a commit itself (SQLite's default is 1,000). */
 export const BACKSTOP_PAGES = 10_000;

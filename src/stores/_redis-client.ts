@@ -48,6 +48,7 @@ export function clusterClient(redis: RedisModule, seeds: RedisClusterSeeds, opti
     defaults: { ...defaults, username: seeds.username, password: seeds.password },
     RESP: 2,
     useReplicas: false,
+    commandOptions: { timeout: 0 },
   });
   const face: RedisClient = {
     get isReady() {
@@ -90,6 +91,10 @@ export function clientOptions(options: ClientSettings) {
     RESP: 2 as const,
     // Refuse instead of queueing while disconnected: an outage must surface, not pile up.
     disableOfflineQueue: true,
+    // No node-redis command timeout: it covers only commands not yet written, and costs every command
+    // an AbortSignal.timeout (a DOMException and two listeners: ~10% of a store call's client CPU). The
+    // connection's own reply deadline covers every command, written or not (`_redis-connection.ts`).
+    commandOptions: { timeout: 0 },
     socket: {
       connectTimeout: connectTimeoutMs,
       reconnectStrategy: (retries: number) =>

@@ -7,7 +7,36 @@ import { keeperKey } from "../turn.js";
 import type { Message, MessageInput, SessionStore } from "../types.js";
 
 /** Appends (`seq` undefined) or replaces what follows `seq`: Memory's `addMessages` and `replaceAfter`. */
-export async function writeMessages(core: MemoryCore, sessionId: string, seq: number | undefined, messages: MessageInput[], options: ReplaceAfterOptions): Promise<Message[]> {
+export function writeMessages(core: MemoryCore, sessionId: string, seq: number | undefined, messages: MessageInput[], options: ReplaceAfterOptions): Promise<Message[]> {
+  const store = core.opened;
+  if (!store || seq !== undefined || options.session || options.releaseLease || !store.capabilities.ownerScope) {
+    return write(core, sessionId, seq, messages, options, true);
+  }
+  // The hot path, not async (each promise layer costs an append microtask turns): an append to an
+  // existing session of this owner is one store call, which checks the owner and expiry itself.
+  let id: string;
+  let appended: Promise<Message[]>;
+  try {
+    const valid = validateMessages(messages);
+    id = parseSessionId(sessionId);
+    const { fence, operationId, expectedLastSeq, branch } = options;
+    const append = { fence, operationId, expectedLastSeq, branch, ...core.compactor.writeCap(store), owner: core.scope(core.owner(options)) };
+    appended = store.appendMessages(id, valid, append);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  return appended.then(
+    (added) => afterWrite(core, store, id, added),
+    (error: unknown) => {
+      // New, expired or another owner's: the path that creates, deletes or refuses.
+      if (!isThreadkeepError(error, "session_not_found")) throw error;
+      return write(core, sessionId, seq, messages, options, false);
+    },
+  );
+}
+
+/** {@link writeMessages} in full; `ownerScoped`: try the owner-scoped append first. */
+async function write(core: MemoryCore, sessionId: string, seq: number | undefined, messages: MessageInput[], options: ReplaceAfterOptions, ownerScoped: boolean): Promise<Message[]> {
   const valid = validateMessages(messages);
   const store = core.opened ?? (await core.store);
   const { fence, operationId, expectedLastSeq, branch } = options;
@@ -16,7 +45,7 @@ export async function writeMessages(core: MemoryCore, sessionId: string, seq: nu
   // The cap rides on the write: with a summarizer, only over what the store's summaries cover.
   const write = { fence, operationId, expectedLastSeq, branch, releaseLease, ...core.compactor.writeCap(store) };
   const userId = core.owner(options);
-  if (seq === undefined && !options.session && store.capabilities.ownerScope) {
+  if (ownerScoped && seq === undefined && !options.session && store.capabilities.ownerScope) {
     // The common case, an append to an existing session of this owner, is one store call that
     // checks the owner and expiry itself; anything else (new, expired, another owner's) takes the
     // path below, which creates, deletes or refuses as before.

@@ -14,7 +14,8 @@
  * (default a fresh SQLite file), `THREADS=1` prints the CPU of each server thread, `WORKERS=2` runs the
  * server as `serve --workers 2` does (SQLite with its lease in the file; the CPU is then that of every
  * server process, the workers' threads listed with THREADS as `<pid>:<tid>`; not with DIST), warmed
- * WORKERS times as long (`WARMUP` turns of each API per worker).
+ * WORKERS times as long (`WARMUP` turns of each API per worker, default 4,000: on a 2-vCPU VM the
+ * windows settle only after ~8,000 turns, see docs/BENCHMARKS.md "Server CPU per SQLite turn").
  */
 import type { ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
@@ -29,7 +30,7 @@ const TURNS = Number(process.env.TURNS ?? 3000);
 const SESSIONS = Number(process.env.SESSIONS ?? 100);
 const MODE = process.env.MODE ?? "both";
 const WINDOWS = Number(process.env.WINDOWS ?? 1);
-const WARMUP = Number(process.env.WARMUP ?? 1000);
+const WARMUP = Number(process.env.WARMUP ?? 4000);
 const WORKERS = Number(process.env.WORKERS ?? 1);
 
 /** Child role with DIST: the server from compiled JavaScript, as bench/proxy.ts starts it from source. */

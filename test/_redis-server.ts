@@ -70,14 +70,23 @@ function listening(server: ChildProcess, port: number): Promise<boolean> {
   });
 }
 
+/** How {@link startRedisServers} finds its ports. */
+export interface PortOptions {
+  /** The cluster bus ports (port + 10000) must be free too. @default false */
+  bus?: boolean;
+  /** Picks `count` ports; tests of this helper hand out a taken one. @default free consecutive ports */
+  pick?: (count: number) => Promise<number[]>;
+}
+
 /**
  * Starts `count` servers, `args(port)` each (`--port` and `--bind 127.0.0.1` are added), on free
  * ports (consecutive; with their bus ports free too when `bus`), trying new ports up to 5 times when
  * one of them cannot bind.
  */
-export async function startRedisServers(count: number, args: (port: number) => string[], bus = false): Promise<RedisServers> {
+export async function startRedisServers(count: number, args: (port: number) => string[], options: PortOptions = {}): Promise<RedisServers> {
+  const pick = options.pick ?? ((n: number) => freePorts(n, options.bus ?? false));
   for (let attempt = 1; ; attempt++) {
-    const ports = await freePorts(count, bus);
+    const ports = await pick(count);
     const servers = ports.map((port) =>
       spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", ...args(port)], { stdio: ["ignore", "pipe", "ignore"] }),
     );

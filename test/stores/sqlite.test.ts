@@ -5,7 +5,6 @@ import Database from "better-sqlite3";
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
 import type { SessionStore } from "../../src/core/types.js";
-import { scopedMatch } from "../../src/stores/_sqlite-fulltext.js";
 import { openSqliteDatabase, SQLITE_SCHEMA_VERSION } from "../../src/stores/_sqlite-schema.js";
 import { newestMessagesSql, RANGE_NEWEST_FIRST_SQL } from "../../src/stores/_sqlite-statements.js";
 import { createSqliteStore } from "../../src/stores/sqlite.js";
@@ -16,9 +15,6 @@ const dir = mkdtempSync(join(tmpdir(), "threadkeep-sqlite-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 let files = 0;
 const freshPath = () => join(dir, `case-${++files}`, "threadkeep.db");
-/** Messages not yet in the full-text index: above their session's indexed seq. */
-const unindexed = (db: Database.Database) =>
-  db.prepare("SELECT count(*) FROM messages m JOIN sessions s ON s.id = m.session_id WHERE m.seq > s.fts_seq").pluck().get() as number;
 
 // One file for the whole suite, so its persistence test reopens the same database.
 const suitePath = join(dir, "conformance", "threadkeep.db");
@@ -282,107 +278,6 @@ describe("sqlite store specifics", () => {
       "metadata",
       "state",
     ]);
-    raw.close();
-  });
-
-  it("searches full text with ranking-free newest-first order and FTS syntax taken literally", async () => {
-    const store = storeAt(freshPath());
-    const session = await store.createSession({ id: newSessionId(), userId: "u" });
-    await store.appendMessages(session.id, [
-      { role: "user", content: "Buy groceries: apples AND pears" },
-      { role: "assistant", content: "Added apples and pears (NEAR the milk)." },
-      { role: "user", content: [{ type: "text", text: "Zoek mijn boodschappenlijst" }] },
-    ]);
-    const q = (text: string) => store.search({ userId: "u", text, mode: "fulltext" });
-    expect((await q("apples pears")).map((h) => h.seq)).toEqual([2, 1]);
-    expect((await q("NEAR(")).map((h) => h.seq)).toEqual([2]);
-    expect((await q("boodschappenlijst")).map((h) => h.snippet)).toEqual(["Zoek mijn boodschappenlijst"]);
-    expect(await q('apples "pears')).toHaveLength(2);
-    expect(await q("-apples* ^ :")).toBeInstanceOf(Array);
-    await store.popMessage(session.id);
-    expect(await q("boodschappenlijst")).toEqual([]);
-  });
-
-  it("indexes new text in batches and keeps the full-text index exact through every kind of delete", async () => {
-    const path = freshPath();
-    const store = createSqliteStore({ path, fullTextIndexDelayMs: 20 });
-    open.push(store);
-    const say = (content: string) => ({ role: "user" as const, content });
-    const a = await store.createSession({ id: newSessionId(), userId: "u" });
-    const b = await store.createSession({ id: newSessionId(), userId: "u" });
-    // Opened once the store has created the file.
-    const raw = new Database(path);
-    const pending = () => unindexed(raw);
-    await store.appendMessages(a.id, ["alpha one", "alpha two", "alpha three"].map(say));
-    expect(pending()).toBe(3);
-    await new Promise((resolve) => setTimeout(resolve, 80));
-    expect(pending()).toBe(0);
-    // Deletes of indexed text (pop, truncate, cap, session delete) and of text still waiting.
-    await store.appendMessages(a.id, ["alpha four", "alpha five"].map(say));
-    await store.appendMessages(b.id, ["alpha in b"].map(say));
-    await store.popMessage(a.id);
-    await store.truncateAfter(a.id, 3);
-    await store.appendMessages(a.id, ["alpha six", "alpha seven"].map(say), { maxMessages: 2 });
-    await store.deleteSession(b.id);
-    const hits = await store.search({ userId: "u", text: "alpha", mode: "fulltext" });
-    expect(hits.map((h) => h.message.content)).toEqual(["alpha seven", "alpha six"]);
-    expect(pending()).toBe(0);
-    expect(() =>
-      raw.exec("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)"),
-    ).not.toThrow();
-    raw.close();
-  });
-
-  it("indexes a large backlog in chunks, the event loop free between them, until nothing waits", async () => {
-    const path = freshPath();
-    const store = createSqliteStore({ path, fullTextIndexDelayMs: 10 });
-    open.push(store);
-    const session = await store.createSession({ id: newSessionId(), userId: "u" });
-    const raw = new Database(path);
-    const pending = () => unindexed(raw);
-    await store.appendMessages(session.id, Array.from({ length: 1_600 }, (_, i) => ({ role: "user" as const, content: `backlog ${i}` })));
-    expect(pending()).toBe(1_600);
-    // Sampled between the indexer's steps: the backlog shrinks a chunk at a time, not all at once.
-    const seen = new Set<number>();
-    const until = Date.now() + 5_000;
-    while (pending() > 0 && Date.now() < until) {
-      seen.add(pending());
-      await new Promise((resolve) => setImmediate(resolve));
-    }
-    expect(pending()).toBe(0);
-    expect([...seen].filter((n) => n > 0 && n < 1_600).length).toBeGreaterThan(0);
-    const hits = await store.search({ userId: "u", text: "backlog", mode: "fulltext", limit: 2_000 });
-    expect(hits).toHaveLength(1_600);
-    raw.close();
-  });
-
-  it("matches full text inside the index for one owner and session, however alike the owner ids look", async () => {
-    const path = freshPath();
-    const store = storeAt(path);
-    // Ids the tokenizer alone would merge ("a-b", "a b" and "A.B" are all the words a, b).
-    const owners = ["a-b", "a b", "A.B", "a-b-c", "ä-b"];
-    const sessions: Record<string, string[]> = {};
-    for (const owner of owners) {
-      sessions[owner] = [];
-      for (let i = 0; i < 2; i++) {
-        const session = await store.createSession({ id: newSessionId(), userId: owner });
-        await store.appendMessages(session.id, [{ role: "user", content: `shared words for ${owner}` }, { role: "user", content: "shared again" }]);
-        sessions[owner].push(session.id);
-      }
-    }
-    await store.search({ userId: "a-b", text: "shared", mode: "fulltext" });
-    const raw = new Database(path, { readonly: true });
-    const matched = (match: string) => raw.prepare("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?").pluck().get(match);
-    for (const owner of owners) {
-      // The index itself returns the owner's rows only (4 of 20), and the session's only (2).
-      expect(matched(scopedMatch("shared", { userId: owner }))).toBe(4);
-      expect(matched(scopedMatch("shared again", { userId: owner }, true))).toBe(4);
-      expect(matched(scopedMatch("shared", { userId: owner, sessionId: sessions[owner][1] }))).toBe(2);
-      expect(matched(scopedMatch("shared", { userId: owner, sessionId: sessions[owners[0] === owner ? "a b" : "a-b"][0] }))).toBe(0);
-      const hits = await store.search({ userId: owner, text: "shared words", mode: "fulltext", ranking: "relevance" });
-      expect(hits.map((h) => h.message.content).sort()).toEqual([`shared words for ${owner}`, `shared words for ${owner}`, "shared again", "shared again"].sort());
-      expect(hits.every((h) => sessions[owner].includes(h.sessionId))).toBe(true);
-    }
     raw.close();
   });
 

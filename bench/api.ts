@@ -62,7 +62,10 @@ const BACKENDS: Backend[] = [
         process.env.THREADKEEP_TEST_POSTGRES_URL ??
         "postgres://postgres@127.0.0.1:5432/test";
       const schema = `tk_bench_api_${Math.random().toString(36).slice(2, 8)}_${scale.label.toLowerCase()}`;
-      const raw = await openPostgresRaw(url, schema, 10);
+      // One connection: what a sequential raw caller runs best on (postgres.js hands out the connection
+      // idle longest, so a pool of ten rotates a sequential caller over ten cold backends), and what the
+      // store's own sequential operations run on (its `main` connection).
+      const raw = await openPostgresRaw(url, schema, 1);
       if (typeof raw === "string") return raw;
       return { store: createPostgresStore({ url, schema, poolSize: 10 }), raw };
     },

@@ -67,6 +67,9 @@ export const SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;
  */
 export async function migrate(sql: PgSql, schema: string, upTo = SCHEMA_VERSION): Promise<void> {
   await sql.begin(async (tx) => {
+    // A migration may rebuild an index or rewrite a table (v12: ~13 s per million messages): the
+    // connection's statement_timeout (the store's query timeout) would cancel it on every start.
+    await tx`SET LOCAL statement_timeout = 0`;
     await tx`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY}, hashtext(${schema}))`;
     const [exists] = await tx`SELECT 1 FROM pg_namespace WHERE nspname = ${schema}`;
     if (!exists) await tx`CREATE SCHEMA ${tx(schema)}`;
@@ -112,6 +115,8 @@ export async function useTextSearchConfig(sql: PgSql, lang: string, schema: stri
     (await q<{ value: string }[]>`SELECT value FROM threadkeep_settings WHERE key = 'fts_language'`)[0]?.value;
   if ((await current(sql)) === lang) return;
   await sql.begin(async (tx) => {
+    // Re-indexing every message outlasts the query timeout on a large table (see migrate).
+    await tx`SET LOCAL statement_timeout = 0`;
     await tx`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY + 1}, hashtext(${schema}))`;
     if ((await current(tx)) === lang) return;
     await tx`UPDATE messages SET tsv = to_tsvector(${lang}::regconfig, left(search_text, 100000))`;

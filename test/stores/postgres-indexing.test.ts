@@ -98,6 +98,34 @@ describe.skipIf(enabled !== true)("postgres full-text indexing off the append", 
     expect(await pending(session.id)).toBe(1);
   });
 
+  it("upgrades a table whose re-indexing outlasts the query timeout (the migration is not cut off)", async () => {
+    const old = `tk_test_${randomBytes(6).toString("hex")}`;
+    extraSchemas.push(old);
+    const id = newSessionId();
+    await atSchemaVersion(old, 11, async (sql) => {
+      await sql`INSERT INTO sessions (id, user_id, created_at, last_activity_at) VALUES (${id}, 'big', 0, threadkeep_now_ms())`;
+      await sql`INSERT INTO messages (session_id, seq, body, search_text, tsv, created_at)
+        SELECT ${id}, g, '{"role":"user","content":"m"}', t, to_tsvector('english', t), 0
+        FROM generate_series(1, 150000) AS g, LATERAL (SELECT 'message number ' || g || ' about ' || md5(g::text) AS t) AS x`;
+    });
+    // v12 rebuilds the full-text index over 150,000 rows: far longer than a 20 ms statement.
+    const upgraded = createPostgresStore({ url: `${TEST_POSTGRES_URL}?query_timeout=20`, schema: old, poolSize: 2 });
+    try {
+      let session = null;
+      const deadline = Date.now() + 60_000;
+      while (session === null && Date.now() < deadline) {
+        // Operations that wait on the migration miss their 20 ms deadline; the migration goes on.
+        session = await upgraded.getSession(id).catch(() => null);
+        if (session === null) await new Promise((r) => setTimeout(r, 200));
+      }
+      expect(session?.userId).toBe("big");
+      const [{ version }] = await admin<{ version: number }[]>`SELECT max(version)::int AS version FROM ${admin(old)}.threadkeep_migrations`;
+      expect(version).toBeGreaterThanOrEqual(12);
+    } finally {
+      await upgraded.close();
+    }
+  }, 90_000);
+
   it("keeps an older process's appends indexed as it writes them, and finds theirs and its own", async () => {
     const old = `tk_test_${randomBytes(6).toString("hex")}`;
     extraSchemas.push(old);

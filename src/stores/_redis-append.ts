@@ -42,7 +42,9 @@ if owner ~= '' and (user ~= owner or (activeSince ~= '' and tonumber(meta[2]) < 
 -- Activity never moves back (kept as the meta's string when it is ahead of now).
 local score = ARGV[o]
 if tonumber(meta[2]) >= now then score = meta[2] end
-if ttl > 0 and (not meta[5] or tonumber(meta[5]) < tonumber(score) + ttl) then return {${APPEND_HANDOVER}} end
+-- As expiryDue (_redis-scripts.ts): also when the keys expire earlier than the field says (a write of
+-- an earlier version during an upgrade sets them to its activity + ttl).
+if ttl > 0 and (not meta[5] or tonumber(meta[5]) < tonumber(score) + ttl or redis.call('PEXPIRETIME', META) < tonumber(meta[5])) then return {${APPEND_HANDOVER}} end
 if fence ~= '' and tonumber(redis.call('GET', KEYS[X + 1]) or '0') > tonumber(fence) then return {-2} end
 local n = redis.call('LLEN', MSGS)
 local first = 1

@@ -60,10 +60,14 @@ local function inheritExpiry(key)
 end
 `;
 
-/** Whether a write with activity \`at\` must move the keys' expiry (\`expiresAt\`: the meta's field, or nil). */
+/**
+ * Whether a write with activity \`at\` must move the keys' expiry (\`expiresAt\`: the meta's field, or nil):
+ * also when the meta's real expiry is earlier than the field says, as after a write of a process of an
+ * earlier version (which sets the keys' expiry to \`at + ttl\` and knows no field) during an upgrade.
+ */
 export const EXPIRY_DUE = `
 local function expiryDue(expiresAt, at, ttl)
-  return ttl > 0 and (not expiresAt or tonumber(expiresAt) < at + ttl)
+  return ttl > 0 and (not expiresAt or tonumber(expiresAt) < at + ttl or redis.call('PEXPIRETIME', META) < tonumber(expiresAt))
 end
 `;
 

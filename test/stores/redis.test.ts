@@ -137,6 +137,26 @@ describe.skipIf(enabled !== true)("redis store specifics", () => {
     expect((await s.listSessions(owner)).sessions.map((x) => x.id)).toEqual([session.id]);
   });
 
+  it("moves the keys' expiry again after an earlier version's write set it short of the margin (an upgrade)", async () => {
+    const ttlMs = 60_000;
+    const s = store({ ttlMs });
+    const owner = `upgrade-${randomUUID()}`;
+    const session = await s.createSession({ id: newSessionId(), userId: owner });
+    const key = (name: string) => `${keyPrefix}s:{${session.id}}:${name}`;
+    await s.appendMessages(session.id, [{ role: "user", content: "by this version" }], { owner: { userId: owner } });
+    // A process of the earlier version writes: it sets every key to its activity + ttl, and no expiresAt.
+    const oldWrite = (await s.getSession(session.id))!.lastActivityAt + ttlMs;
+    for (const name of ["meta", "msgs"]) await raw.pExpireAt(key(name), oldWrite);
+    await sleep(5);
+    for (const plain of [true, false]) {
+      // The lean append and the full write (an operation id) alike see the keys expire too soon.
+      await s.appendMessages(session.id, [{ role: "user", content: "later" }], plain ? { owner: { userId: owner } } : { owner: { userId: owner }, operationId: randomUUID() });
+      const at = (await s.getSession(session.id))!.lastActivityAt;
+      for (const name of ["meta", "msgs"]) expect(await raw.pExpireTime(key(name))).toBeGreaterThanOrEqual(at + ttlMs);
+      for (const name of ["meta", "msgs"]) await raw.pExpireAt(key(name), at + ttlMs - 1);
+      await sleep(5);
+    }
+  });
 
   it("never undoes a newer write's index update with a creation's or an explicit touch's", async () => {
     const a = store({ ttlMs: 0 });

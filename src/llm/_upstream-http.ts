@@ -160,9 +160,10 @@ export function createSender(options: SenderOptions): SendRequest {
         const code = (error as { code?: string } | undefined)?.code;
         // A request that failed on a connection which had answered before (its socket had read
         // bytes), with no answer to it, never reached the upstream: it is sent once more on a new
-        // connection, as the other idle ones may be just as stale.
+        // connection, as the other idle ones may be just as stale. An error that says nothing of its
+        // socket (a reset of a fresh connection) is not retried: the upstream may have the request.
         const socket = (error as { socket?: { bytesRead?: number } } | undefined)?.socket;
-        if (!retried && !responded && !timedOut && !signal?.aborted && code && STALE.has(code) && socket?.bytesRead !== 0) {
+        if (!retried && !responded && !timedOut && !signal?.aborted && code && STALE.has(code) && (socket?.bytesRead ?? 0) > 0) {
           send(method, path, body, signal, whole, true).then(resolve, reject);
           return;
         }

@@ -7,8 +7,18 @@ import { ThreadkeepError } from "../core/errors.js";
 
 /** threadkeep's own parameters (read and taken out in `_postgres-timeouts.ts`). */
 const OWN_PARAMS = ["connect_timeout", "query_timeout"];
-/** The libpq parameters the driver reads from a URL. */
+/**
+ * The parameters the driver reads from a URL: libpq's, and the driver's own connection settings
+ * (`prepare=false` is what a transaction-mode PgBouncer needs).
+ */
 const DRIVER_PARAMS = ["sslmode", "ssl", "sslrootcert", "sslnegotiation", "target_session_attrs", "application_name"];
+/**
+ * Server settings the driver sends at connect for the connection's session (the server checks their
+ * values then): the common per-connection ones; any other name is more likely a typo.
+ */
+const SERVER_SETTINGS = ["synchronous_commit", "lock_timeout", "idle_in_transaction_session_timeout", "work_mem", "jit", "timezone"];
+/** The driver's own settings that it reads from a URL; each takes a number, or true/false. */
+const DRIVER_SETTINGS = ["prepare", "fetch_types", "idle_timeout", "max_lifetime", "keep_alive", "max_pipeline"];
 const SSL_MODES = ["disable", "allow", "prefer", "require", "verify-ca", "verify-full", "true", "false"];
 const SESSION_ATTRS = ["read-write", "read-only", "primary", "standby", "prefer-standby"];
 
@@ -18,6 +28,7 @@ const REPLACED: Record<string, string> = {
   statement_timeout: "?query_timeout= (ms)",
   options: "the store's options",
   host: "a host in the URL's authority (postgres://user@host:port/db)",
+  max: "the poolSize option",
 };
 
 function invalid(message: string): ThreadkeepError {
@@ -85,8 +96,15 @@ function checkParams(params: URLSearchParams): void {
     if (seen.has(name)) throw invalid(`PostgreSQL URL parameter "${name}" is given twice`);
     seen.add(name);
     if (name in REPLACED) throw invalid(`PostgreSQL URL parameter "${name}" is not taken here: use ${REPLACED[name]}`);
-    if (!OWN_PARAMS.includes(name) && !DRIVER_PARAMS.includes(name)) {
-      throw invalid(`Unknown PostgreSQL URL parameter "${name}": the parameters are ${[...OWN_PARAMS, ...DRIVER_PARAMS].join(", ")}`);
+    if (DRIVER_SETTINGS.includes(name)) {
+      if (!/^(\d+|true|false)$/.test(value)) {
+        throw invalid(`PostgreSQL URL parameter ${name} takes a whole number, true or false, got "${value}"`);
+      }
+      continue;
+    }
+    if (!OWN_PARAMS.includes(name) && !DRIVER_PARAMS.includes(name) && !SERVER_SETTINGS.includes(name)) {
+      const known = [...OWN_PARAMS, ...DRIVER_PARAMS, ...DRIVER_SETTINGS, ...SERVER_SETTINGS];
+      throw invalid(`Unknown PostgreSQL URL parameter "${name}": the parameters are ${known.join(", ")}`);
     }
     if ((name === "sslmode" || name === "ssl") && !SSL_MODES.includes(value)) {
       throw invalid(`PostgreSQL URL parameter ${name} must be one of ${SSL_MODES.join(", ")}, got "${value}"`);

@@ -4,9 +4,10 @@
  * it touches, defines almost no Lua functions (each is a closure made on every call), and leaves the
  * rare work to the full history write (`WRITE` in `_redis-history.ts`), which it hands over to by
  * refusing before it changes anything: a write that must move the keys' expiry (once per margin of
- * activity, see `SESSION` in `_redis-scripts.ts`). Both scripts keep the same data the same way.
+ * activity, see `SESSION` in `_redis-scripts.ts`). Both scripts keep the same data the same way: what
+ * they share is the inline Lua of `_redis-push.ts`.
  */
-import { SUMMARY_REACH } from "./_redis-history.js";
+import { ACTIVITY, NEW_LIST_EXPIRY, PUSH_AND_CAP, recordIndexes, SAVE_META } from "./_redis-push.js";
 import { type RedisScript, script } from "./_redis-scripts.js";
 
 /** The options of a plain append after its messages, in the order of {@link APPEND}'s ARGV. */
@@ -30,7 +31,7 @@ export const APPEND: RedisScript = script(
 local o = count + 2
 local now, ttl, max = tonumber(ARGV[o]), tonumber(ARGV[o + 1]), tonumber(ARGV[o + 2])
 local indexOwner, sessionId, owner = ARGV[o + 3] or '', ARGV[o + 4] or '', ARGV[o + 5] or ''
-local activeSince, fence, keep = ARGV[o + 6] or '', ARGV[o + 7] or '', ARGV[o + 8] or ''
+local activeSince, fence, unsummarized = ARGV[o + 6] or '', ARGV[o + 7] or '', ARGV[o + 8] or ''
 local META, MSGS = KEYS[1], KEYS[2]
 local X = 3
 if indexOwner ~= '' then X = 6 end
@@ -39,9 +40,7 @@ local meta = redis.call('HMGET', META, 'userId', 'lastActivityAt', 'first', 'sum
 local user = meta[1]
 if not user then return {-1} end
 if owner ~= '' and (user ~= owner or (activeSince ~= '' and tonumber(meta[2]) < tonumber(activeSince))) then return {-1} end
--- Activity never moves back (kept as the meta's string when it is ahead of now).
-local score = ARGV[o]
-if tonumber(meta[2]) >= now then score = meta[2] end
+${ACTIVITY}
 -- As expiryDue (_redis-scripts.ts): also when the keys expire earlier than the field says (a write of
 -- an earlier version during an upgrade sets them to its activity + ttl).
 if ttl > 0 and (not meta[5] or tonumber(meta[5]) < tonumber(score) + ttl or redis.call('PEXPIRETIME', META) < tonumber(meta[5])) then return {${APPEND_HANDOVER}} end
@@ -52,43 +51,11 @@ if n > 0 then first = tonumber(meta[3] or '1') end
 local newFirst = nil
 if n == 0 then newFirst = first end
 local seq0 = first + n
-local batch = {}
-for i = 2, count + 1 do
-  batch[#batch + 1] = '{"seq":' .. string.format('%d', seq0 + i - 2) .. ',' .. string.sub(ARGV[i], 2)
-  if #batch == 1000 then
-    redis.call('RPUSH', MSGS, unpack(batch))
-    batch = {}
-  end
-end
-if #batch > 0 then redis.call('RPUSH', MSGS, unpack(batch)) end
-local total = n + count
-if max > 0 and total > max then
-  local drop = total - max
-  if keep == '1' then
-    ${SUMMARY_REACH}
-    drop = math.min(drop, summaryReach(meta[4]) - first + 1)
-  end
-  if drop > 0 then
-    redis.call('LTRIM', MSGS, drop, -1)
-    newFirst = first + drop
-  end
-end
-if newFirst then redis.call('HSET', META, 'lastActivityAt', score, 'first', newFirst)
-elseif score ~= meta[2] then redis.call('HSET', META, 'lastActivityAt', score) end
--- A list made anew takes the session's expiry.
-if ttl > 0 and n == 0 then redis.call('PEXPIREAT', MSGS, meta[5]) end
+${PUSH_AND_CAP}${SAVE_META}${NEW_LIST_EXPIRY}
 local indexed = 0
 if indexOwner ~= '' and indexOwner == user then
   -- As in WRITE: the write has applied, so an index that cannot be updated must not fail it.
-  if pcall(function()
-    if redis.call('ZADD', KEYS[3], 'GT', score, sessionId) == 1 and ttl > 0 then
-      -- New to the index (or the key made anew): the key must outlive the session's keys.
-      local current = redis.call('PEXPIRETIME', KEYS[3])
-      if current == -1 or (current > 0 and current < tonumber(meta[5])) then redis.call('PEXPIREAT', KEYS[3], meta[5]) end
-    end
-    -- In both global indexes or in neither (see RECORD in _redis-scripts.ts).
-    if redis.call('ZADD', KEYS[4], 'GT', score, sessionId) == 1 then redis.call('ZADD', KEYS[5], 0, sessionId) end
-  end) then indexed = 1 end
+  if pcall(function()${recordIndexes(3, "meta[5]")}  end) then indexed = 1 end
 end
 return {seq0, score, user, indexed}`,
 );

@@ -9,6 +9,7 @@
 import type { Branch } from "../core/types.js";
 import { OPERATION_HISTORY } from "../core/types.js";
 import { RELEASE } from "./_redis-lease-scripts.js";
+import { ACTIVITY, NEW_LIST_EXPIRY, PUSH_AND_CAP, recordIndexes, SAVE_META } from "./_redis-push.js";
 import { EXPIRY_DUE, RECORD, type RedisScript, SESSION, script } from "./_redis-scripts.js";
 
 /** A branch as the Redis store keeps it: `parentId` and `atSeq` first (see above). */
@@ -37,26 +38,6 @@ local function bounds()
   local first = 1
   if n > 0 then first = tonumber(redis.call('HGET', META, 'first') or '1') end
   return n, first, first + n - 1
-end
-`;
-
-/**
- * The furthest seq the session's summaries reach (0: none): `keepUnsummarized` drops nothing past it.
- * The meta keeps it as `sumTo` (see SUMMARY), passed in as `known`; a session created before that
- * field existed has its summaries read once, and the field set.
- */
-export const SUMMARY_REACH = `
--- Summaries are stored as {"id":…,"fromSeq":…,"toSeq":…, (see SUMMARY); one of another shape counts
--- as reaching nothing, so the cap keeps more rather than less.
-local function summaryReach(known)
-  if known then return tonumber(known) end
-  local reach = 0
-  for _, item in ipairs(redis.call('LRANGE', SUMS, 0, -1)) do
-    local to = tonumber(string.match(item, '^{"id":%d+,"fromSeq":%-?%d+,"toSeq":(%-?%d+)[,}]'))
-    if to and to > reach then reach = to end
-  end
-  redis.call('HSET', META, 'sumTo', string.format('%d', reach))
-  return reach
 end
 `;
 
@@ -102,7 +83,7 @@ export const WRITE_OPTIONS = [
  */
 export const WRITE: RedisScript = script(
   "history-write",
-  `${SESSION}${EXPIRY_DUE}${BRANCH_HEAD}${SUMMARY_REACH}${RECORD}
+  `${SESSION}${EXPIRY_DUE}${BRANCH_HEAD}${RECORD}
 local count = tonumber(ARGV[1])
 local o = count + 2
 local function opt(i) return ARGV[o + i] or '' end
@@ -178,24 +159,8 @@ if n == 0 then
   newFirst = first
 end
 local seq0 = after + 1
-local batch = {}
-for i = 2, count + 1 do
-  batch[#batch + 1] = '{"seq":' .. string.format('%d', seq0 + i - 2) .. ',' .. string.sub(ARGV[i], 2)
-  if #batch == 1000 then
-    redis.call('RPUSH', MSGS, unpack(batch))
-    batch = {}
-  end
-end
-if #batch > 0 then redis.call('RPUSH', MSGS, unpack(batch)) end
-local total = n + count
-if max > 0 and total > max then
-  local drop = total - max
-  if opt(15) == '1' then drop = math.min(drop, summaryReach(meta[4]) - first + 1) end
-  if drop > 0 then
-    redis.call('LTRIM', MSGS, drop, -1)
-    newFirst = first + drop
-  end
-end
+local unsummarized = opt(15)
+${PUSH_AND_CAP}
 if op ~= '' then
   redis.call('HSET', OPS, op, digest .. ' ' .. string.format('%d', seq0) .. ' ' .. string.format('%d', seq0 + count - 1))
   redis.call('RPUSH', OPSQ, op)
@@ -203,33 +168,24 @@ if op ~= '' then
   inheritExpiry(OPS)
   inheritExpiry(OPSQ)
 end
--- Activity never moves back. Kept as a string (the stored one when it is ahead of now), so the reply
--- and the indexes carry exactly what the meta holds.
-local score = ARGV[o]
-if tonumber(meta[2]) >= now then score = meta[2] end
-if newFirst then redis.call('HSET', META, 'lastActivityAt', score, 'first', newFirst)
-elseif score ~= meta[2] then redis.call('HSET', META, 'lastActivityAt', score) end
+${ACTIVITY}${SAVE_META}
 local at = tonumber(score)
 local result = {seq0, score, user, 0, false}
--- The keys' expiry moves once per margin of activity (see SESSION); a list this write made anew
--- takes the session's.
+-- The keys' expiry moves once per margin of activity (see SESSION).
 local due = expiryDue(meta[5], at, ttl)
-local keysExpire = meta[5] or ''
-if due then keysExpire = expireAt(at, ttl)
-elseif ttl > 0 and count > 0 and n == 0 then redis.call('PEXPIREAT', MSGS, keysExpire) end
+local keysExpire = meta[5]
+if due then keysExpire = expireAt(at, ttl) else ${NEW_LIST_EXPIRY}end
 if indexOwner ~= '' and indexOwner == user then
-  -- The indexes' housekeeping (the owner index's expiry, trimming expired sessions) rides on the
-  -- writes that move the keys' expiry.
-  local trim = ''
-  if due then trim = string.format('%d', now - ttl) end
-  if ttl == 0 then keysExpire = '' end
   -- The write above has applied: an index that cannot be updated (a key of another type) must not
   -- fail it. Left unindexed (result[4] = 0), the caller records the activity in a step of its own.
-  if pcall(function()
-    -- A session new to the index (or the key made anew) needs the key to outlive it.
-    local added = recordOwner(KEYS[9], 'gt', score, sessionId, '', trim)
-    if keysExpire ~= '' and (added == 1 or due) then extendExpiry(KEYS[9], keysExpire) end
-    recordGlobal(KEYS[10], KEYS[11], 'gt', score, sessionId, trim)
+  -- The indexes' housekeeping (the owner index's expiry, trimming expired sessions) rides on the
+  -- writes that move the keys' expiry.
+  if pcall(function()${recordIndexes(9, "keysExpire", "due")}
+    if due then
+      local below = string.format('%d', now - ttl)
+      trimOwner(KEYS[9], below)
+      trimGlobal(KEYS[10], KEYS[11], below)
+    end
   end) then result[4] = 1 end
 end
 if token ~= '' then

@@ -266,21 +266,25 @@ local function extendExpiry(key, expireAt)
   local current = redis.call('PEXPIRETIME', key)
   if current == -1 or (current > 0 and current < tonumber(expireAt)) then redis.call('PEXPIREAT', key, expireAt) end
 end
+local function trimOwner(key, below)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. below)
+end
+local function trimGlobal(activity, ids, below)
+  local old = redis.call('ZRANGE', activity, '-inf', '(' .. below, 'BYSCORE', 'LIMIT', 0, 100)
+  if #old > 0 then
+    redis.call('ZREM', activity, unpack(old))
+    redis.call('ZREM', ids, unpack(old))
+  end
+end
 local function recordOwner(key, mode, score, id, expireAt, trimBelow)
   local added = record(key, mode, score, id)
-  if trimBelow ~= '' then redis.call('ZREMRANGEBYSCORE', key, '-inf', '(' .. trimBelow) end
+  if trimBelow ~= '' then trimOwner(key, trimBelow) end
   if expireAt ~= '' then extendExpiry(key, expireAt) end
   return added
 end
 local function recordGlobal(activity, ids, mode, score, id, trimBelow)
   if record(activity, mode, score, id) == 1 or mode ~= 'gt' then redis.call('ZADD', ids, 0, id) end
-  if trimBelow ~= '' then
-    local old = redis.call('ZRANGE', activity, '-inf', '(' .. trimBelow, 'BYSCORE', 'LIMIT', 0, 100)
-    if #old > 0 then
-      redis.call('ZREM', activity, unpack(old))
-      redis.call('ZREM', ids, unpack(old))
-    end
-  end
+  if trimBelow ~= '' then trimGlobal(activity, ids, trimBelow) end
 end
 `;
 

@@ -1,6 +1,7 @@
 import type { SearchHit, SearchQuery } from "../core/types.js";
 import type { SqliteStoreDb } from "./_sqlite-db.js";
 import { scopedMatch } from "./_sqlite-fulltext.js";
+import { INDEX_CHUNK_ROWS } from "./_sqlite-indexer.js";
 import type { MessageRow } from "./_sqlite-statements.js";
 import { messageText, snippetOf } from "./_util.js";
 
@@ -13,12 +14,34 @@ const hits = (db: SqliteStoreDb, rows: MessageRow[], needle: (text: string) => s
     });
   });
 
-/** A checked search, its limit settled: full-text (indexing the queued text first) or substring. */
-export function searchMessages(db: SqliteStoreDb, query: SearchQuery, limit: number): SearchHit[] {
+/**
+ * A checked search, its limit settled: full-text or substring. `use` runs a step on the open
+ * database (writing the queued appends first). A full-text search first indexes the queued text a
+ * chunk at a time, the event loop free between chunks: after an upgrade the whole file waits, and
+ * indexing it in one call held the loop ~11 s per million messages. The background indexer may run
+ * between the chunks; each chunk is one transaction that reads how far every session is indexed,
+ * so neither indexes a row twice.
+ */
+export async function searchMessages(
+  use: <T>(fn: (db: SqliteStoreDb) => T) => T,
+  query: SearchQuery,
+  limit: number,
+): Promise<SearchHit[]> {
+  if (query.mode !== "fulltext") return use((db) => searchText(db, query, limit));
+  for (;;) {
+    // The step that finds nothing left waiting searches in the same synchronous call, so a message
+    // written between the chunks is indexed before the search reads the index.
+    const hits = use((db) => (db.tx.indexPending(INDEX_CHUNK_ROWS) ? undefined : searchText(db, query, limit)));
+    if (hits) return hits;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+/** One synchronous search; a full-text one reads the index as it is. */
+function searchText(db: SqliteStoreDb, query: SearchQuery, limit: number): SearchHit[] {
   const { userId, sessionId } = query;
   const { st } = db;
   if (query.mode === "fulltext") {
-    db.tx.indexPending();
     const ranked = query.ranking === "relevance";
     const match = scopedMatch(query.text, query, ranked);
     // Nothing but separators: no word to find.

@@ -322,7 +322,7 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
     async search(query: SearchQuery) {
       checkSearchQuery(query);
       const limit = Math.max(0, Math.floor(query.limit ?? DEFAULT_SEARCH_LIMIT));
-      return use((db) => searchMessages(db, query, limit));
+      return searchMessages(use, query, limit);
     },
 
     async expire(olderThan) {

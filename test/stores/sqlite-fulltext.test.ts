@@ -26,6 +26,24 @@ const rowsIn = (db: Database.Database) => db.prepare("SELECT count(*) FROM messa
 const unindexed = (db: Database.Database) =>
   db.prepare("SELECT count(*) FROM messages m JOIN sessions s ON s.id = m.session_id WHERE m.seq > s.fts_seq").pluck().get() as number;
 
+/** A schema v7 file (its upgrade leaves every message waiting): `perSession` messages in each session. */
+const olderFile = (path: string, sessions: { id: string; userId: string }[], perSession: number) => {
+  const old = openSqliteDatabase({ path, busyTimeoutMs: 100, synchronous: "normal", targetVersion: 7 });
+  const session = old.prepare("INSERT INTO sessions (id, user_id, created_at, last_activity_at) VALUES (?, ?, 1, 1)");
+  const message = old.prepare("INSERT INTO messages (session_id, seq, created_at, body) VALUES (?, ?, 1, ?)");
+  const text = old.prepare("INSERT INTO message_text (session_id, seq, search_text) VALUES (?, ?, ?)");
+  old.transaction(() => {
+    for (const { id, userId } of sessions) {
+      session.run(id, userId);
+      for (let seq = 1; seq <= perSession; seq++) {
+        message.run(id, seq, JSON.stringify(say(`waiting ${seq}`)));
+        text.run(id, seq, `waiting ${seq}`);
+      }
+    }
+  })();
+  old.close();
+};
+
 describe("sqlite full-text index", () => {
   const open: SessionStore[] = [];
   const storeAt = (path: string) => {
@@ -211,14 +229,8 @@ describe("sqlite full-text index", () => {
 
   it("indexes what an older file left waiting in the background after opening, before any search", async () => {
     const path = freshPath();
-    const old = openSqliteDatabase({ path, busyTimeoutMs: 100, synchronous: "normal", targetVersion: 7 });
     const id = newSessionId();
-    old.prepare("INSERT INTO sessions (id, user_id, created_at, last_activity_at) VALUES (?, 'u', 1, 1)").run(id);
-    for (let seq = 1; seq <= 1_200; seq++) {
-      old.prepare("INSERT INTO messages (session_id, seq, created_at, body) VALUES (?, ?, 1, ?)").run(id, seq, JSON.stringify(say(`waiting ${seq}`)));
-      old.prepare("INSERT INTO message_text (session_id, seq, search_text) VALUES (?, ?, ?)").run(id, seq, `waiting ${seq}`);
-    }
-    old.close();
+    olderFile(path, [{ id, userId: "u" }], 1_200);
     const store = createSqliteStore({ path, fullTextIndexDelayMs: 10 });
     try {
       expect(await store.countMessages(id)).toBe(1_200);
@@ -232,6 +244,67 @@ describe("sqlite full-text index", () => {
     } finally {
       await store.close();
     }
+  });
+
+  it("indexes a backlog before a search in chunks, the event loop free between them, and finds all of it", async () => {
+    const path = freshPath();
+    const sessions = Array.from({ length: 8 }, (_, i) => ({ id: newSessionId(), userId: i % 2 ? "u" : "other" }));
+    olderFile(path, sessions, 500);
+    // The background indexer would not start for a minute: the search meets the whole backlog.
+    const store = createSqliteStore({ path, fullTextIndexDelayMs: 60_000 });
+    const raw = new Database(path, { readonly: true });
+    try {
+      await store.appendMessages(sessions[1]!.id, [say("waiting latest")]);
+      const seen = new Set<number>([unindexed(raw)]);
+      let last = performance.now();
+      let maxGap = 0;
+      const timer = setInterval(() => {
+        const now = performance.now();
+        maxGap = Math.max(maxGap, now - last);
+        last = now;
+        seen.add(unindexed(raw));
+      }, 5);
+      const hits = await store.search({ userId: "u", text: "waiting", mode: "fulltext", limit: 5_000 });
+      maxGap = Math.max(maxGap, performance.now() - last);
+      clearInterval(timer);
+      expect(hits).toHaveLength(4 * 500 + 1);
+      expect(hits[0]!.message.content).toBe("waiting latest");
+      // The timer ran while the search indexed: it saw the backlog partly indexed.
+      expect([...seen].filter((n) => n > 0 && n < 4_001).length).toBeGreaterThan(0);
+      expect(maxGap).toBeLessThan(200);
+      expect(unindexed(raw)).toBe(0);
+    } finally {
+      raw.close();
+      await store.close();
+    }
+  });
+
+  it("indexes each message once when searches and the background indexer take turns", async () => {
+    const path = freshPath();
+    const sessions = Array.from({ length: 6 }, () => ({ id: newSessionId(), userId: "u" }));
+    olderFile(path, sessions, 700);
+    const store = createSqliteStore({ path, fullTextIndexDelayMs: 0 });
+    try {
+      await store.countMessages(sessions[0]!.id);
+      const searches = await Promise.all(
+        [0, 1, 2].map(async (i) => {
+          await store.appendMessages(sessions[i]!.id, [say(`waiting extra ${i}`)]);
+          return store.search({ userId: "u", text: "waiting", mode: "fulltext", limit: 5_000 });
+        }),
+      );
+      // Each search finds all of the backlog and what was appended before it started (maybe more).
+      searches.forEach((hits, i) => {
+        const extras = hits.map((h) => h.message.content as string).filter((text) => text.startsWith("waiting extra"));
+        expect(hits.length - extras.length).toBe(6 * 700);
+        expect(extras).toContain(`waiting extra ${i}`);
+      });
+    } finally {
+      await store.close();
+    }
+    const raw = new Database(path);
+    expect(rowsIn(raw)).toBe(6 * 700 + 3);
+    expect(() => raw.exec("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)")).not.toThrow();
+    raw.close();
   });
 
   it("gives a new session a key never used before, even after the newest session is deleted", async () => {

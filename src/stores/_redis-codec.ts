@@ -90,3 +90,11 @@ export function json(value: unknown, code: "invalid_message" | "invalid_request"
     throw new ThreadkeepError(code, `${what} must be JSON-serialisable`, { cause: error });
   }
 }
+
+/**
+ * Whether a session is past its TTL at `now` (`lastActivityAt < now - ttlMs`, as the memory store
+ * decides): gone to every read and write, though Redis keeps its keys for the expiry margin.
+ */
+export function isExpired(session: Session, ttlMs: number, now: number): boolean {
+  return ttlMs > 0 && session.lastActivityAt < now - ttlMs;
+}

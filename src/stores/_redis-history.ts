@@ -73,8 +73,8 @@ export const WRITE_OPTIONS = [
  * an append), expectedLastSeq ('' none), branch reason ('' none), branch metadata JSON ('' none), '1'
  * when the cap drops nothing past the summaries' reach (keepUnsummarized) else ''.
  * Returns {firstSeq, lastActivityAt, userId, indexed (1 when the indexes were updated here), the next
- * waiter's token ('' none) or false when no lease was released}; {-1} missing session (or,
- * owner-scoped, another owner's or an expired one); {-2} stale fence; {-3} operation conflict;
+ * waiter's token ('' none) or false when no lease was released}; {-1} missing or expired
+ * session (or, owner-scoped, another owner's or one inactive since activeSince); {-2} stale fence; {-3} operation conflict;
  * {-4, first, last} history conflict; {-5, next waiter's token ('' none) or false when no lease was
  * released, items…} an operation applied before (its lease released as an applied write's is).
  *
@@ -99,6 +99,9 @@ local meta = redis.call('HMGET', META, 'userId', 'lastActivityAt', 'first', 'sum
 local user = meta[1]
 if not user then return {-1} end
 if owner ~= '' and (user ~= owner or (activeSince ~= '' and tonumber(meta[2]) < tonumber(activeSince))) then return {-1} end
+-- Past its TTL a session is gone (its keys outlive it by the margin): a write must not revive it. APPEND
+-- hands such a write over here (its expiry is due), so the check costs the lean script nothing.
+if ttl > 0 and tonumber(meta[2]) < now - ttl then return {-1} end
 local n = redis.call('LLEN', MSGS)
 local first = 1
 if n > 0 then first = tonumber(meta[3] or '1') end

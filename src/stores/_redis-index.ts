@@ -1,4 +1,5 @@
 import type { ListOptions, Session, SessionPage } from "../core/types.js";
+import { isExpired } from "./_redis-codec.js";
 import type { RedisConnection } from "./_redis-connection.js";
 import * as S from "./_redis-scripts.js";
 import { DEFAULT_LIST_LIMIT, decodeCursor, encodeCursor } from "./_util.js";
@@ -213,6 +214,7 @@ export class RedisIndexes {
     const max = cursor ? String(cursor.lastActivityAt) : "+inf";
     const found: { session: Session; score: number }[] = [];
     const stale: string[] = [];
+    const now = Date.now();
     for (let offset = 0; found.length <= limit; offset += INDEX_BATCH) {
       const flat = await this.#db.send<string[]>([
         "ZRANGE",
@@ -235,8 +237,8 @@ export class RedisIndexes {
       const sessions = await this.#read(members.map((m) => m.id));
       members.forEach((member, i) => {
         const session = sessions[i];
-        if (session?.userId === userId) found.push({ session, score: member.score });
-        else stale.push(member.id);
+        if (session?.userId !== userId) stale.push(member.id);
+        else if (!isExpired(session, this.#ttlMs, now)) found.push({ session, score: member.score });
       });
       if (flat.length < 2 * INDEX_BATCH) break;
     }
@@ -254,6 +256,7 @@ export class RedisIndexes {
     const limit = Math.max(0, options.limit ?? DEFAULT_LIST_LIMIT);
     const found: Session[] = [];
     const stale: string[] = [];
+    const now = Date.now();
     let from = options.cursor ? `(${options.cursor}` : "-";
     while (found.length <= limit) {
       const ids = await this.#db.send<string[]>([
@@ -268,8 +271,8 @@ export class RedisIndexes {
       ]);
       const sessions = await this.#read(ids);
       sessions.forEach((session, i) => {
-        if (session) found.push(session);
-        else stale.push(ids[i]);
+        if (!session) stale.push(ids[i]);
+        else if (!isExpired(session, this.#ttlMs, now)) found.push(session);
       });
       if (ids.length < INDEX_BATCH) break;
       from = `(${ids[ids.length - 1]}`;

@@ -13,7 +13,7 @@ import type {
   ReplaceOptions,
 } from "../core/types.js";
 import { branchFromRecord, branchNotFound, checkReplaceTarget, historyConflict } from "./_history.js";
-import { json, parseJson, parseMessages, parseState, parseSummaries, redisKeys, toSession } from "./_redis-codec.js";
+import { isExpired, json, parseJson, parseMessages, parseState, parseSummaries, redisKeys, toSession } from "./_redis-codec.js";
 import { RedisConnection } from "./_redis-connection.js";
 import * as H from "./_redis-history.js";
 import { RedisIndexes } from "./_redis-index.js";
@@ -155,7 +155,8 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
 
     async getSession(id) {
       const [session] = await readSessions([id]);
-      return session;
+      // Past its TTL a session is gone, as on the other stores, though Redis keeps its keys for the margin.
+      return session && !isExpired(session, ttlMs, Date.now()) ? session : null;
     },
 
     listSessions: (userId, listOptions) => indexes.page(userId, listOptions),

@@ -84,6 +84,25 @@ describe.skipIf(enabled !== true)("redis store specifics", () => {
     expect(await s.search({ userId: owner, text: "forgotten" })).toEqual([]);
   });
 
+  it("hides a session past its TTL while Redis keeps its keys for the margin, and does not revive it", async () => {
+    const ttlMs = 60_000;
+    const s = store({ ttlMs });
+    const owner = `lapsed-${randomUUID()}`;
+    // Inactive just past the TTL: its keys expire a tenth of the TTL later (about 5 s from now).
+    const lapsed = await s.createSession({ id: newSessionId(), userId: owner, lastActivityAt: Date.now() - ttlMs - 1_000 });
+    const live = await s.createSession({ id: newSessionId(), userId: owner });
+    expect(await raw.exists(`${keyPrefix}s:{${lapsed.id}}:meta`)).toBe(1);
+    expect(await s.getSession(lapsed.id)).toBeNull();
+    expect((await s.listSessions(owner)).sessions.map((x) => x.id)).toEqual([live.id]);
+    const all = (await s.listAllSessions({ limit: 10_000 })).sessions.map((x) => x.id);
+    expect(all).toContain(live.id);
+    expect(all).not.toContain(lapsed.id);
+    await expectCode(s.appendMessages(lapsed.id, [{ role: "user", content: "too late" }]), "session_not_found");
+    expect(await s.getSession(lapsed.id)).toBeNull();
+    expect(await raw.exists(`${keyPrefix}s:{${lapsed.id}}:msgs`)).toBe(0);
+    expect(await s.appendMessages(live.id, [{ role: "user", content: "in time" }])).toHaveLength(1);
+  });
+
   it("refreshes the TTL on activity", async () => {
     const s = store({ ttlMs: 2000 });
     const owner = `active-${randomUUID()}`;

@@ -22,6 +22,8 @@ const workers = vi.hoisted(() => ({
   started: [] as import("node:worker_threads").Worker[],
   /** Per worker, settled once its thread runs ("online"): a worker terminated before that exits with 0, not 1. */
   online: new Map<object, Promise<unknown>>(),
+  /** Per worker, settled when it exits: a crashing worker may exit before a test gets to listen. */
+  exited: new Map<object, Promise<unknown>>(),
   crash: false,
 }));
 vi.mock("node:worker_threads", async (importOriginal) => {
@@ -31,6 +33,7 @@ vi.mock("node:worker_threads", async (importOriginal) => {
       super(workers.crash ? `throw new Error("the checkpoint worker crashed");\n${source}` : source, options);
       workers.started.push(this);
       workers.online.set(this, new Promise((resolve) => this.once("online", resolve)));
+      workers.exited.set(this, new Promise((resolve) => this.once("exit", resolve)));
     }
   }
   return { ...actual, Worker: Tracked };
@@ -41,6 +44,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 afterEach(() => {
   workers.started.length = 0;
   workers.online.clear();
+  workers.exited.clear();
   workers.crash = false;
   vi.restoreAllMocks();
 });
@@ -105,7 +109,7 @@ describe("sqlite store whose checkpoint worker dies after it started", () => {
       const session = await store.createSession({ id: newSessionId(), userId: "u" });
       for (let i = 0; i < 250; i++) await store.appendMessages(session.id, [{ role: "user", content: padded(`m${i}`) }]);
       expect(workers.started).toHaveLength(1);
-      await new Promise((resolve) => workers.started[0].once("exit", resolve));
+      await workers.exited.get(workers.started[0]);
       // The error and the exit that follows it are one loss, reported once.
       await sleep(50);
       expect(warn).toHaveBeenCalledOnce();

@@ -1,8 +1,5 @@
-/**
- * Queued messages added to the full-text index per step (a few ms each), by the background indexer
- * and by a full-text search that finds text still waiting.
- */
-export const INDEX_CHUNK_ROWS = 500;
+/** Queued messages added to the full-text index per step of the background indexer (a few ms each). */
+const INDEX_CHUNK_ROWS = 500;
 
 /** The background full-text indexer of a SQLite store: new messages reach the index in batches. */
 export interface SqliteIndexer {

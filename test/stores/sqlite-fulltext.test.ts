@@ -249,7 +249,7 @@ describe("sqlite full-text index", () => {
   it("indexes a backlog before a search in chunks, the event loop free between them, and finds all of it", async () => {
     const path = freshPath();
     const sessions = Array.from({ length: 8 }, (_, i) => ({ id: newSessionId(), userId: i % 2 ? "u" : "other" }));
-    olderFile(path, sessions, 500);
+    olderFile(path, sessions, 1_000);
     // The background indexer would not start for a minute: the search meets the whole backlog.
     const store = createSqliteStore({ path, fullTextIndexDelayMs: 60_000 });
     const raw = new Database(path, { readonly: true });
@@ -267,10 +267,10 @@ describe("sqlite full-text index", () => {
       const hits = await store.search({ userId: "u", text: "waiting", mode: "fulltext", limit: 5_000 });
       maxGap = Math.max(maxGap, performance.now() - last);
       clearInterval(timer);
-      expect(hits).toHaveLength(4 * 500 + 1);
+      expect(hits).toHaveLength(4 * 1_000 + 1);
       expect(hits[0]!.message.content).toBe("waiting latest");
       // The timer ran while the search indexed: it saw the backlog partly indexed.
-      expect([...seen].filter((n) => n > 0 && n < 4_001).length).toBeGreaterThan(0);
+      expect([...seen].filter((n) => n > 0 && n < 8_001).length).toBeGreaterThan(0);
       expect(maxGap).toBeLessThan(200);
       expect(unindexed(raw)).toBe(0);
     } finally {

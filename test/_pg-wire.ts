@@ -3,7 +3,8 @@
  * `_tcp-proxy.ts`): the frontend protocol's messages by type, so a test can tell how many statements
  * (Execute, or simple Query) and round trips (Sync, or simple Query) an operation cost. Statements
  * whose SQL matches `aside` (background work such as the store's search-index drain) are counted
- * apart, in {@link PgWireCounter.setAside}, with every message up to their Sync.
+ * apart, in {@link PgWireCounter.setAside}, with every message up to their Sync. `onStatement` sees
+ * each statement's SQL with the connection it went to, so a test can tell which pool ran it.
  */
 import type { Socket } from "node:net";
 
@@ -36,6 +37,8 @@ interface Stream {
   prepared: Map<string, string>;
   /** Inside an extended query set aside (until its Sync). */
   aside: boolean;
+  /** The SQL of the statement last bound (or parsed unnamed), for `onStatement`. */
+  bound: string;
 }
 
 /** The NUL-terminated strings at the start of a message body. */
@@ -52,7 +55,9 @@ function cstrings(body: Buffer, n: number): string[] {
 }
 
 /** Parses each connection's byte stream into frontend messages and counts them. */
-export function pgWireCounter(options: { aside?: RegExp } = {}): PgWireCounter {
+export function pgWireCounter(
+  options: { aside?: RegExp; onStatement?: (connection: Socket, sql: string) => void } = {},
+): PgWireCounter {
   const streams = new WeakMap<Socket, Stream>();
   let counts: Record<string, number> = {};
   let setAside = 0;
@@ -82,11 +87,20 @@ export function pgWireCounter(options: { aside?: RegExp } = {}): PgWireCounter {
     if (type === "S") stream.aside = false;
     return skipped;
   };
+  /** Tells `onStatement` of a simple Query or an Execute, with its SQL. */
+  const statementOf = (connection: Socket, stream: Stream, type: string, body: Buffer) => {
+    if (type === "Q") options.onStatement!(connection, cstrings(body, 1)[0] ?? "");
+    else if (type === "P") {
+      const [name, text] = cstrings(body, 2);
+      stream.prepared.set(name, text);
+    } else if (type === "B") stream.bound = stream.prepared.get(cstrings(body, 2)[1]) ?? "";
+    else if (type === "E") options.onStatement!(connection, stream.bound);
+  };
   return {
     feed(connection, chunk) {
       let stream = streams.get(connection);
       if (!stream) {
-        stream = { buffered: Buffer.alloc(0), started: false, prepared: new Map(), aside: false };
+        stream = { buffered: Buffer.alloc(0), started: false, prepared: new Map(), aside: false, bound: "" };
         streams.set(connection, stream);
       }
       let data = Buffer.concat([stream.buffered, chunk]);
@@ -105,6 +119,7 @@ export function pgWireCounter(options: { aside?: RegExp } = {}): PgWireCounter {
         const length = data.readInt32BE(1);
         if (data.length < 1 + length) break;
         const type = String.fromCharCode(data[0]);
+        if (options.onStatement) statementOf(connection, stream, type, data.subarray(5, 1 + length));
         if (isAside(stream, type, data.subarray(5, 1 + length))) last = performance.now();
         else count(type);
         data = data.subarray(1 + length);

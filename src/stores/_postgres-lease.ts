@@ -26,6 +26,7 @@ import { randomUUID } from "node:crypto";
 import { ThreadkeepError } from "../core/errors.js";
 import type { Lease, LeaseOptions } from "../core/types.js";
 import { DEFAULT_LEASE_TTL_MS, DEFAULT_LEASE_WAIT_MS } from "./_lease.js";
+import type { RunOptions } from "./_postgres-operations.js";
 import type { PgSql } from "./_postgres-schema.js";
 import {
   type Attempt,
@@ -89,10 +90,14 @@ const heldKey = (sessionId: string, fence: number) => `${sessionId}\n${fence}`;
 
 /** What the leases need from their store. */
 export interface LeaseHost {
-  /** The ready client (connected and migrated), for the notification listener. */
+  /** The ready client (connected and migrated), for the notification listener (the driver's own connection). */
   sql: () => Promise<PgSql>;
-  /** Runs statements with the store's deadline and error mapping, so no lease step can hang a turn. */
-  run: <T>(what: string, fn: (sql: PgSql) => Promise<T>) => Promise<T>;
+  /**
+   * Runs statements with the store's deadline and error mapping, so no lease step can hang a turn.
+   * Upkeep nobody awaits (heartbeats, dropped tickets, notifications, give-backs) runs as
+   * `background`, so it never holds the main connection a caller's next operation expects to find free.
+   */
+  run: <T>(what: string, fn: (sql: PgSql) => Promise<T>, how?: RunOptions) => Promise<T>;
   /** The NOTIFY channel of this schema. */
   channel: string;
   /** Maps a driver error to a coded error (see `toStoreError`). */
@@ -335,6 +340,7 @@ export class PostgresLeases {
       .run(
         `notify waiters of ${sessionId}`,
         (sql) => notifyWaiters(sql, this.#host.channel, sessionId),
+        { background: true },
       )
       .catch(() => {});
   }
@@ -385,6 +391,7 @@ export class PostgresLeases {
         .run(
           `give back lease of ${sessionId}`,
           (sql) => giveBackLeases(sql, this.#host.channel, sessionId, tokens),
+          { background: true },
         )
         .catch(() => {})
         .finally(() => {
@@ -413,6 +420,7 @@ export class PostgresLeases {
       .run(
         `drop tickets of ${sessionId}`,
         (sql) => dropTickets(sql, this.#host.channel, sessionId, tickets),
+        { background: true },
       )
       // A ticket left behind lapses after TICKET_TTL_MS; nothing waits on this cleanup.
       .catch(() => {});
@@ -461,13 +469,10 @@ export class PostgresLeases {
         this.#heartbeat = null;
       }
       if (tickets.length === 0) return;
-      void this.#host
-        .sql()
-        .then(
-          (sql) => beatTickets(sql, tickets),
-        )
-        // A missed beat only risks the place in line, not the lease; the next beat or try reports outages.
-        .catch(() => {});
+      // Through run(): a deadline (a beat can no longer queue unbounded on a silent connection) and, in
+      // an outage, refused unsent like every operation. A missed beat only risks the place in line, not
+      // the lease; the next beat or try reports outages.
+      void this.#host.run("lease heartbeat", (sql) => beatTickets(sql, tickets), { background: true }).catch(() => {});
     }, HEARTBEAT_MS);
     this.#heartbeat.unref?.();
   }

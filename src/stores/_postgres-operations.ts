@@ -38,7 +38,7 @@ export type PgRun = <T>(what: string, fn: (sql: PgSql) => Promise<T>, how?: RunO
 /** How {@link PgOperations.run} runs an operation. */
 export interface RunOptions {
   /**
-   * Work on no caller's path (the search-index drain): it runs on the spill pool when there is one,
+   * Work on no caller's path (the search-index drain, the lease's heartbeat and cleanup): it runs on the spill pool when there is one,
    * so it never holds the main connection a caller's next operation expects to find free.
    */
   background?: boolean;

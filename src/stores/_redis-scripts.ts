@@ -200,15 +200,18 @@ return {1, redis.call('HMGET', META, ${META_FIELDS.map((f) => `'${f}'`).join(", 
 /**
  * ARGV: at ('' for "now, never backwards"), now, ttl. An explicit past `at` may expire the session
  * on the spot, as it would on any store measuring expiry from the last activity.
- * Returns {1, userId, lastActivityAt} or {-1}.
+ * Returns {1, userId, lastActivityAt} or {-1} (missing, or past its TTL).
  */
 export const TOUCH = script(
   "touch",
   `${SESSION}
-if redis.call('EXISTS', META) == 0 then return {-1} end
+local last = redis.call('HGET', META, 'lastActivityAt')
+if not last then return {-1} end
+-- Past its TTL a session is gone (its keys outlive it by the margin): a touch must not revive it.
+if tonumber(ARGV[3]) > 0 and tonumber(last) < tonumber(ARGV[2]) - tonumber(ARGV[3]) then return {-1} end
 local at
 if ARGV[1] == '' then
-  at = math.max(tonumber(redis.call('HGET', META, 'lastActivityAt')), tonumber(ARGV[2]))
+  at = math.max(tonumber(last), tonumber(ARGV[2]))
 else
   at = tonumber(ARGV[1])
 end

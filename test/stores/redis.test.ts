@@ -98,6 +98,7 @@ describe.skipIf(enabled !== true)("redis store specifics", () => {
     expect(all).toContain(live.id);
     expect(all).not.toContain(lapsed.id);
     await expectCode(s.appendMessages(lapsed.id, [{ role: "user", content: "too late" }]), "session_not_found");
+    await expectCode(s.touchSession(lapsed.id), "session_not_found");
     expect(await s.getSession(lapsed.id)).toBeNull();
     expect(await raw.exists(`${keyPrefix}s:{${lapsed.id}}:msgs`)).toBe(0);
     expect(await s.appendMessages(live.id, [{ role: "user", content: "in time" }])).toHaveLength(1);

@@ -16,7 +16,7 @@
 import { readFileSync } from "node:fs";
 import postgres from "postgres";
 import { createMemory } from "../src/core/memory.js";
-import { createPostgresStore } from "../src/stores/postgres.js";
+import { createPostgresStore } from "../src/stores/postgres/index.js";
 import { messageOf, sessionIdOf } from "./_store-data.js";
 import { seededRandom } from "./_harness.js";
 

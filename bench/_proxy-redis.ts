@@ -13,7 +13,7 @@ import { formatMicros, percentile, QUICK } from "./_harness.js";
  */
 export async function redisStore(url: string): Promise<SessionStore | string> {
   if (!/^redis(\+cluster)?:/.test(url)) return url;
-  const { createRedisStore } = await import("../src/stores/redis.js");
+  const { createRedisStore } = await import("../src/stores/redis/index.js");
   const store = createRedisStore({ url, keyPrefix: process.env.BENCH_REDIS_PREFIX });
   if (process.env.BENCH_CALL_BY_CALL !== "1") return store;
   return { ...store, capabilities: { ...store.capabilities, combinedTurn: false } };

@@ -9,9 +9,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { VectorStore } from "../src/core/types.js";
-import { createFileStore } from "../src/stores/jsonl.js";
+import { createFileStore } from "../src/stores/file/index.js";
 import { createMemoryStore } from "../src/stores/memory.js";
-import { createSqliteStore } from "../src/stores/sqlite.js";
+import { createSqliteStore } from "../src/stores/sqlite/index.js";
 import { TEST_POSTGRES_URL, TEST_REDIS_URL, serviceAvailable } from "../test/_services.js";
 
 /** A store under test and how to remove what it wrote. */
@@ -46,7 +46,7 @@ const openers: Record<string, Opener> = {
   async postgres() {
     const available = await serviceAvailable("postgres");
     if (available !== true) return available;
-    const { createPostgresStore } = await import("../src/stores/postgres.js");
+    const { createPostgresStore } = await import("../src/stores/postgres/index.js");
     const { default: postgres } = await import("postgres");
     const schema = `tk_recall_${randomBytes(4).toString("hex")}`;
     const store = createPostgresStore({ url: TEST_POSTGRES_URL, schema });
@@ -68,7 +68,7 @@ const openers: Record<string, Opener> = {
   async redis() {
     const available = await serviceAvailable("redis");
     if (available !== true) return available;
-    const { createRedisStore } = await import("../src/stores/redis.js");
+    const { createRedisStore } = await import("../src/stores/redis/index.js");
     const { createClient } = await import("redis");
     const keyPrefix = `tkrecall${randomBytes(4).toString("hex")}:`;
     const store = createRedisStore({ url: TEST_REDIS_URL, keyPrefix, ttlMs: 0 });

@@ -16,7 +16,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createMemory, type Memory } from "../src/core/memory.js";
 import type { SessionStore } from "../src/core/types.js";
-import { createSqliteStore } from "../src/stores/sqlite.js";
+import { createSqliteStore } from "../src/stores/sqlite/index.js";
 import { collectGarbage, formatMicros, formatRatio, printTable } from "./_harness.js";
 import { openPostgresRaw, openRedisRaw, openSqliteRaw, type RawBaseline } from "./_raw-baselines.js";
 import {
@@ -56,7 +56,7 @@ const BACKENDS: Backend[] = [
     name: "postgres",
     loadConcurrency: 16,
     open: async (scale) => {
-      const { createPostgresStore } = await import("../src/stores/postgres.js");
+      const { createPostgresStore } = await import("../src/stores/postgres/index.js");
       const url =
         process.env.THREADKEEP_BENCH_POSTGRES_URL ??
         process.env.THREADKEEP_TEST_POSTGRES_URL ??
@@ -74,7 +74,7 @@ const BACKENDS: Backend[] = [
     name: "redis",
     loadConcurrency: 32,
     open: async () => {
-      const { createRedisStore } = await import("../src/stores/redis.js");
+      const { createRedisStore } = await import("../src/stores/redis/index.js");
       const url =
         process.env.THREADKEEP_BENCH_REDIS_URL ?? process.env.THREADKEEP_TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
       const prefix = `threadkeep-bench-api-${Math.random().toString(36).slice(2, 8)}:`;

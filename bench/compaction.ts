@@ -70,11 +70,11 @@ async function run(name: string, store: SessionStore): Promise<string[][]> {
 }
 
 const rows: string[][] = [];
-const { createSqliteStore } = await import("../src/stores/sqlite.js");
+const { createSqliteStore } = await import("../src/stores/sqlite/index.js");
 rows.push(...(await run("sqlite", createSqliteStore({ path: ":memory:" }))));
 const { serviceAvailable, TEST_POSTGRES_URL } = await import("../test/_services.js");
 if ((await serviceAvailable("postgres")) === true) {
-  const { createPostgresStore } = await import("../src/stores/postgres.js");
+  const { createPostgresStore } = await import("../src/stores/postgres/index.js");
   const schema = `tk_bench_${randomBytes(6).toString("hex")}`;
   try {
     rows.push(...(await run("postgres", createPostgresStore({ url: TEST_POSTGRES_URL, schema }))));

@@ -14,7 +14,7 @@
 import { randomBytes } from "node:crypto";
 import postgres from "postgres";
 import type { SessionStore } from "../src/core/types.js";
-import { createPostgresStore } from "../src/stores/postgres.js";
+import { createPostgresStore } from "../src/stores/postgres/index.js";
 import { formatMicros, percentile, printTable, QUICK } from "./_harness.js";
 
 const URL_ =

@@ -16,7 +16,7 @@ import { createMemory } from "../src/core/memory.js";
 import type { SearchMode } from "../src/core/search.js";
 import type { MessageInput } from "../src/core/types.js";
 import { createMemoryStore } from "../src/stores/memory.js";
-import { createSqliteStore } from "../src/stores/sqlite.js";
+import { createSqliteStore } from "../src/stores/sqlite/index.js";
 import { fakeEmbedding, SYNONYM_GROUPS } from "../test/_fake-upstream.js";
 import { collectGarbage, formatMicros, measure, printTable, QUICK, seededRandom } from "./_harness.js";
 import { BENCH_EMBEDDING_MODEL, bulkLoad, FILLER, sentences } from "./_recall-data.js";

@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { createMemory } from "../src/core/memory.js";
-import { createSqliteStore } from "../src/stores/sqlite.js";
+import { createSqliteStore } from "../src/stores/sqlite/index.js";
 import { QUICK, seededRandom } from "./_harness.js";
 import { openSqliteRaw } from "./_raw-baselines.js";
 import { loadStore, MAX_MESSAGES, type Scale } from "./_store-bench.js";

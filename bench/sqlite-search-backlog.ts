@@ -8,8 +8,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { openSqliteDatabase } from "../src/stores/_sqlite-schema.js";
-import { createSqliteStore } from "../src/stores/sqlite.js";
+import { openSqliteDatabase } from "../src/stores/sqlite/_schema.js";
+import { createSqliteStore } from "../src/stores/sqlite/index.js";
 
 const n = Number(process.env.BENCH_BACKLOG ?? 200_000);
 const dir = mkdtempSync(join(tmpdir(), "threadkeep-bench-backlog-"));

@@ -17,7 +17,7 @@
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import postgres from "postgres";
-import { createPostgresStore } from "../src/stores/postgres.js";
+import { createPostgresStore } from "../src/stores/postgres/index.js";
 import { collectGarbage, formatMicros, percentile, printTable, QUICK } from "./_harness.js";
 import {
   loadStore,

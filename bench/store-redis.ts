@@ -9,7 +9,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { createClient } from "redis";
-import { createRedisStore } from "../src/stores/redis.js";
+import { createRedisStore } from "../src/stores/redis/index.js";
 import { collectGarbage, elapsedMs } from "./_harness.js";
 import {
   loadStore,

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { SessionStore } from "../src/core/types.js";
 import { createMemoryStore } from "../src/stores/memory.js";
-import { createSqliteStore } from "../src/stores/sqlite.js";
+import { createSqliteStore } from "../src/stores/sqlite/index.js";
 import { collectGarbage } from "./_harness.js";
 import { openSqliteRaw } from "./_raw-baselines.js";
 import {
@@ -56,7 +56,7 @@ export const STORE_ENTRIES: StoreEntry[] = [
     name: "file",
     open: async (dir) => {
       try {
-        const { createFileStore } = await import("../src/stores/jsonl.js");
+        const { createFileStore } = await import("../src/stores/file/index.js");
         return createFileStore({ dir: join(dir, "sessions") });
       } catch (error) {
         return `the file store could not be loaded (${(error as Error).message.split("\n")[0]})`;

@@ -61,20 +61,20 @@ export async function createStore(url: string, options: StoreUrlOptions = {}): P
     return createMemoryStore({ ttlMs: options.ttlMs });
   }
   if (trimmed.startsWith("file:")) {
-    const { createFileStore } = await import("./jsonl.js");
+    const { createFileStore } = await import("./file/index.js");
     return createFileStore({ dir: pathOfUrl(trimmed, "file:") });
   }
   if (trimmed.startsWith("sqlite:")) {
-    const { createSqliteStore } = await importOptional(() => import("./sqlite.js"), "better-sqlite3", "sqlite");
+    const { createSqliteStore } = await importOptional(() => import("./sqlite/index.js"), "better-sqlite3", "sqlite");
     const [location, shared] = sqliteParams(trimmed);
     return createSqliteStore({ path: pathOfUrl(location, "sqlite:"), crossProcessLease: shared });
   }
   if (trimmed.startsWith("postgres://") || trimmed.startsWith("postgresql://")) {
-    const { createPostgresStore } = await import("./postgres.js");
+    const { createPostgresStore } = await import("./postgres/index.js");
     return createPostgresStore({ url: trimmed });
   }
   if (/^rediss?(\+cluster)?:\/\//.test(trimmed)) {
-    const { createRedisStore } = await import("./redis.js");
+    const { createRedisStore } = await import("./redis/index.js");
     return createRedisStore({ url: trimmed, ttlMs: options.ttlMs });
   }
   const scheme = /^[a-z][a-z0-9+.-]*:/i.exec(trimmed)?.[0] ?? trimmed;

@@ -61,14 +61,14 @@ export async function storeKinds(): Promise<StoreKind[]> {
       name: "file",
       enabled: missing("jsonl") ?? true,
       open: async () =>
-        (await import("../../src/stores/jsonl.js")).createFileStore({ dir: dirs.make("tk-cli-file-") }),
+        (await import("../../src/stores/file/index.js")).createFileStore({ dir: dirs.make("tk-cli-file-") }),
       cleanup: dirs.remove,
     },
     {
       name: "sqlite",
       enabled: missing("sqlite") ?? true,
       open: async () =>
-        (await import("../../src/stores/sqlite.js")).createSqliteStore({
+        (await import("../../src/stores/sqlite/index.js")).createSqliteStore({
           path: join(dirs.make("tk-cli-sqlite-"), "t.db"),
         }),
       cleanup: dirs.remove,
@@ -79,7 +79,7 @@ export async function storeKinds(): Promise<StoreKind[]> {
       open: async () => {
         const schema = `tk_cli_${randomUUID().replaceAll("-", "").slice(0, 12)}`;
         schemas.push(schema);
-        return (await import("../../src/stores/postgres.js")).createPostgresStore({
+        return (await import("../../src/stores/postgres/index.js")).createPostgresStore({
           url: TEST_POSTGRES_URL,
           schema,
         });
@@ -98,7 +98,7 @@ export async function storeKinds(): Promise<StoreKind[]> {
       open: async () => {
         const keyPrefix = `tk-cli-${randomUUID().slice(0, 8)}:`;
         prefixes.push(keyPrefix);
-        return (await import("../../src/stores/redis.js")).createRedisStore({
+        return (await import("../../src/stores/redis/index.js")).createRedisStore({
           url: TEST_REDIS_URL,
           keyPrefix,
         });

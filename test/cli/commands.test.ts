@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createSqliteStore } from "../../src/stores/sqlite.js";
+import { createSqliteStore } from "../../src/stores/sqlite/index.js";
 import { runCli } from "./_run.js";
 import { seedVaried } from "./_seed.js";
 

@@ -13,7 +13,7 @@ import { newSessionId } from "../../src/core/ids.js";
 import { createMemory } from "../../src/core/memory.js";
 import type { SessionStore } from "../../src/core/types.js";
 import { createMemoryStore } from "../../src/stores/memory.js";
-import { createSqliteStore } from "../../src/stores/sqlite.js";
+import { createSqliteStore } from "../../src/stores/sqlite/index.js";
 import { exportAll } from "./_seed.js";
 
 const dir = mkdtempSync(join(tmpdir(), "tk-summary-guard-"));

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeUpstream, startFakeUpstream } from "../_fake-upstream.js";
 import { newSessionId } from "../../src/core/ids.js";
-import { createSqliteStore } from "../../src/stores/sqlite.js";
+import { createSqliteStore } from "../../src/stores/sqlite/index.js";
 import { runCli } from "./_run.js";
 
 const dir = mkdtempSync(join(tmpdir(), "tk-cli-search-"));

@@ -6,8 +6,8 @@
 import { randomUUID } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
 import type { SessionStore } from "../../src/core/types.js";
-import { createPostgresStore } from "../../src/stores/postgres.js";
-import { createRedisStore } from "../../src/stores/redis.js";
+import { createPostgresStore } from "../../src/stores/postgres/index.js";
+import { createRedisStore } from "../../src/stores/redis/index.js";
 import { type FakeUpstream, startFakeUpstream } from "../_fake-upstream.js";
 import { serviceAvailable, TEST_POSTGRES_URL, TEST_REDIS_URL } from "../_services.js";
 import { chatTurn as chat, killServeProcesses, startServe } from "./_serve-process.js";

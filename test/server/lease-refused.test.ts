@@ -13,8 +13,8 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import postgres from "postgres";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { createPostgresStore } from "../../src/stores/postgres.js";
-import { createSqliteStore } from "../../src/stores/sqlite.js";
+import { createPostgresStore } from "../../src/stores/postgres/index.js";
+import { createSqliteStore } from "../../src/stores/sqlite/index.js";
 import { serviceAvailable, TEST_POSTGRES_URL } from "../_services.js";
 import { type Stack, startStack } from "./_stack.js";
 

@@ -7,8 +7,8 @@
 import { randomUUID } from "node:crypto";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { SessionStore } from "../../src/core/types.js";
-import { createPostgresStore } from "../../src/stores/postgres.js";
-import { createRedisStore } from "../../src/stores/redis.js";
+import { createPostgresStore } from "../../src/stores/postgres/index.js";
+import { createRedisStore } from "../../src/stores/redis/index.js";
 import { serviceAvailable, TEST_POSTGRES_URL, TEST_REDIS_URL } from "../_services.js";
 import { startTcpProxy, type TcpProxy } from "../_tcp-proxy.js";
 import { type Stack, startStack } from "./_stack.js";

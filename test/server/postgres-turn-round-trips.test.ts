@@ -6,7 +6,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
-import { createPostgresStore } from "../../src/stores/postgres.js";
+import { createPostgresStore } from "../../src/stores/postgres/index.js";
 import { startFakeUpstream } from "../_fake-upstream.js";
 import { type PgWireCounter, pgWireCounter } from "../_pg-wire.js";
 import { serviceAvailable, TEST_POSTGRES_URL } from "../_services.js";
@@ -40,7 +40,7 @@ describe.each(SETTINGS)("PostgreSQL round trips of a proxied turn, $name", { tim
     if (available !== true) ctx.skip(available);
     const fake = await startFakeUpstream();
     cleanups.push(() => fake.close());
-    // The search-index drain (_postgres-indexing.ts) is counted apart: background work, not the turn's.
+    // The search-index drain (postgres/_indexing.ts) is counted apart: background work, not the turn's.
     const counter = pgWireCounter({ aside: /threadkeep_index_pending/ });
     const target = new URL(TEST_POSTGRES_URL);
     const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) }, { tap: counter.feed });

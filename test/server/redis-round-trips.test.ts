@@ -8,10 +8,10 @@
 import { randomUUID } from "node:crypto";
 import { createClient } from "redis";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { WRITE } from "../../src/stores/_redis-history.js";
-import * as L from "../../src/stores/_redis-lease-scripts.js";
-import * as S from "../../src/stores/_redis-scripts.js";
-import { TURN_OPEN } from "../../src/stores/_redis-turn.js";
+import { WRITE } from "../../src/stores/redis/_history.js";
+import * as L from "../../src/stores/redis/_lease-scripts.js";
+import * as S from "../../src/stores/redis/_scripts.js";
+import { TURN_OPEN } from "../../src/stores/redis/_turn.js";
 import { type FakeUpstream, startFakeUpstream } from "../_fake-upstream.js";
 import { clusterAvailable, type RedisCluster, startRedisCluster } from "../_redis-cluster.js";
 import { serviceAvailable, TEST_REDIS_URL } from "../_services.js";

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { type Stack, startStack, transcript } from "./_stack.js";
 
-const sqliteReady = existsSync(new URL("../../src/stores/sqlite.ts", import.meta.url));
+const sqliteReady = existsSync(new URL("../../src/stores/sqlite/index.ts", import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), "threadkeep-restart-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

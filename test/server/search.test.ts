@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createSqliteStore } from "../../src/stores/sqlite.js";
+import { createSqliteStore } from "../../src/stores/sqlite/index.js";
 import { type Stack, startStack } from "./_stack.js";
 
 let stack: Stack;

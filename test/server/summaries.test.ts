@@ -10,7 +10,7 @@ import { createMemory, type Memory } from "../../src/core/memory.js";
 import type { ChatMessage } from "../../src/core/types.js";
 import { createSummarizer, DEFAULT_SUMMARY_INSTRUCTIONS } from "../../src/llm/summarizer.js";
 import { createServer, type ThreadkeepServer } from "../../src/server/index.js";
-import { createSqliteStore } from "../../src/stores/sqlite.js";
+import { createSqliteStore } from "../../src/stores/sqlite/index.js";
 import { type FakeUpstream, startFakeUpstream } from "../_fake-upstream.js";
 
 let fake: FakeUpstream;

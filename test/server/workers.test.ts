@@ -8,7 +8,7 @@ import { get, request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { createSqliteStore } from "../../src/stores/sqlite.js";
+import { createSqliteStore } from "../../src/stores/sqlite/index.js";
 import { type FakeUpstream, startFakeUpstream } from "../_fake-upstream.js";
 import { killServeProcesses, startServe } from "./_serve-process.js";
 

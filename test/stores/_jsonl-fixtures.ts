@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { newSessionId } from "../../src/core/ids.js";
 import type { MessageInput } from "../../src/core/types.js";
-import { createFileStore, type FileStoreOptions } from "../../src/stores/jsonl.js";
+import { createFileStore, type FileStoreOptions } from "../../src/stores/file/index.js";
 
 /** A user message with `content`. */
 export const text = (content: string): MessageInput => ({ role: "user", content });

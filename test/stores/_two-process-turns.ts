@@ -12,7 +12,7 @@ import type { SessionStore } from "../../src/core/types.js";
 
 /** How a child process opens the store: `(await import(module))[factory](options)`. */
 export interface StoreRecipe {
-  /** A module path relative to the repository root, e.g. `src/stores/redis.ts`. */
+  /** A module path relative to the repository root, e.g. `src/stores/redis/index.ts`. */
   module: string;
   factory: string;
   options: Record<string, unknown>;

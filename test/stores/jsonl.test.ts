@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
-import { createFileStore } from "../../src/stores/jsonl.js";
+import { createFileStore } from "../../src/stores/file/index.js";
 import { expectCode, runStoreConformance } from "../../src/testing/index.js";
 import { linesOf, open, quarantined, seeded, sessionFile, text } from "./_jsonl-fixtures.js";
 

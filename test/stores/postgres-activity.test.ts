@@ -1,14 +1,14 @@
 /**
  * The activity time off the session row's indexes (PostgreSQL schema version 12,
- * `_postgres-activity.ts`): the indexes hold `activity_floor`, which lags the exact time by less than
+ * `postgres/_activity.ts`): the indexes hold `activity_floor`, which lags the exact time by less than
  * a step; listing and expiry still follow the exact time, and every writer keeps the floor right.
  */
 import { randomBytes } from "node:crypto";
 import postgres from "postgres";
 import { afterAll, describe, expect, it } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
-import { ACTIVITY_FLOOR_STEP_MS } from "../../src/stores/_postgres-activity.js";
-import { createPostgresStore } from "../../src/stores/postgres.js";
+import { ACTIVITY_FLOOR_STEP_MS } from "../../src/stores/postgres/_activity.js";
+import { createPostgresStore } from "../../src/stores/postgres/index.js";
 import { serviceAvailable, TEST_POSTGRES_URL } from "../_services.js";
 import { atSchemaVersion } from "./_postgres-old-schema.js";
 

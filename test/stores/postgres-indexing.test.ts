@@ -1,5 +1,5 @@
 /**
- * Full-text indexing off the append (PostgreSQL schema version 12, `_postgres-indexing.ts`): a message
+ * Full-text indexing off the append (PostgreSQL schema version 12, `postgres/_indexing.ts`): a message
  * is found the moment its append returns, whether or not the background drain has indexed it, on both
  * search paths; the drain indexes a bounded batch per statement and empties the backlog by itself; a
  * process of the previous version keeps indexing its own appends during an upgrade.
@@ -8,9 +8,9 @@ import { randomBytes } from "node:crypto";
 import postgres from "postgres";
 import { afterAll, describe, expect, it } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
-import { DEFER_UP_TO, INDEX_BATCH } from "../../src/stores/_postgres-indexing.js";
-import { OWNER_SCAN_LIMIT } from "../../src/stores/_postgres-search.js";
-import { createPostgresStore } from "../../src/stores/postgres.js";
+import { DEFER_UP_TO, INDEX_BATCH } from "../../src/stores/postgres/_indexing.js";
+import { OWNER_SCAN_LIMIT } from "../../src/stores/postgres/_search.js";
+import { createPostgresStore } from "../../src/stores/postgres/index.js";
 import { serviceAvailable, TEST_POSTGRES_URL } from "../_services.js";
 import { atSchemaVersion } from "./_postgres-old-schema.js";
 

@@ -10,7 +10,7 @@ import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isThreadkeepError } from "../../src/core/errors.js";
 import type { SessionStore } from "../../src/core/types.js";
-import { createPostgresStore } from "../../src/stores/postgres.js";
+import { createPostgresStore } from "../../src/stores/postgres/index.js";
 import { serviceAvailable, TEST_POSTGRES_URL } from "../_services.js";
 import { startTcpProxy, type TcpProxy } from "../_tcp-proxy.js";
 

@@ -1,7 +1,7 @@
 /**
  * Where the PostgreSQL lease's upkeep goes on the wire: the heartbeat that keeps a waiter's ticket
  * alive is on no caller's path, so it runs on the spill pool, never on the main connection (see
- * `_postgres-client.ts`), where a sequential caller's next operation would queue behind it. A TCP
+ * `postgres/_client.ts`), where a sequential caller's next operation would queue behind it. A TCP
  * proxy feeds every statement, with the connection it went to, to test/_pg-wire.ts.
  */
 import { randomBytes } from "node:crypto";
@@ -10,7 +10,7 @@ import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
 import type { SessionStore } from "../../src/core/types.js";
-import { createPostgresStore } from "../../src/stores/postgres.js";
+import { createPostgresStore } from "../../src/stores/postgres/index.js";
 import { pgWireCounter } from "../_pg-wire.js";
 import { serviceAvailable, TEST_POSTGRES_URL } from "../_services.js";
 import { startTcpProxy, type TcpProxy } from "../_tcp-proxy.js";

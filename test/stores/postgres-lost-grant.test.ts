@@ -3,14 +3,14 @@
  * it), so a database crash can lose it and hand its fence to the next waiter. These tests play the
  * crash by putting the lease row and the fence sequence back as they were before the grant, and check
  * that the holder whose grant was lost cannot write, while the next holder, given the same fence
- * number, can: writes are fenced by fence and holder together (`src/stores/_postgres-fence.ts`).
+ * number, can: writes are fenced by fence and holder together (`src/stores/postgres/_fence.ts`).
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
 import type { SessionStore } from "../../src/core/types.js";
-import { createPostgresStore } from "../../src/stores/postgres.js";
+import { createPostgresStore } from "../../src/stores/postgres/index.js";
 import { expectCode } from "../../src/testing/conformance.js";
 import { serviceAvailable, TEST_POSTGRES_URL } from "../_services.js";
 

@@ -3,14 +3,14 @@
  * 127.0.0.1 (test/_tcp-proxy.ts) feeds the protocol messages the client sends to test/_pg-wire.ts, which
  * counts the round trips (each extended query ends with a Sync, a simple query is one Query message). An owner-scoped append, plain or
  * idempotent, is one statement; so is an owner-scoped read. The background drain that indexes appended
- * text for search (`_postgres-indexing.ts`) is on no call's path and is counted apart.
+ * text for search (`postgres/_indexing.ts`) is on no call's path and is counted apart.
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
 import type { SessionStore } from "../../src/core/types.js";
-import { createPostgresStore } from "../../src/stores/postgres.js";
+import { createPostgresStore } from "../../src/stores/postgres/index.js";
 import { expectCode } from "../../src/testing/index.js";
 import { pgWireCounter } from "../_pg-wire.js";
 import { serviceAvailable, TEST_POSTGRES_URL } from "../_services.js";

@@ -2,8 +2,8 @@ import { randomBytes } from "node:crypto";
 import postgres from "postgres";
 import { afterAll, describe, expect, it } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
-import { OWNER_SCAN_LIMIT } from "../../src/stores/_postgres-search.js";
-import { createPostgresStore } from "../../src/stores/postgres.js";
+import { OWNER_SCAN_LIMIT } from "../../src/stores/postgres/_search.js";
+import { createPostgresStore } from "../../src/stores/postgres/index.js";
 import { serviceAvailable, TEST_POSTGRES_URL } from "../_services.js";
 
 const enabled = await serviceAvailable("postgres");

@@ -7,9 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isThreadkeepError } from "../../src/core/errors.js";
 import { newSessionId } from "../../src/core/ids.js";
 import type { Message, SessionStore } from "../../src/core/types.js";
-import { SCHEMA_VERSION } from "../../src/stores/_postgres-schema.js";
+import { SCHEMA_VERSION } from "../../src/stores/postgres/_schema.js";
 import { atSchemaVersion } from "./_postgres-old-schema.js";
-import { createPostgresStore, type PostgresStoreOptions } from "../../src/stores/postgres.js";
+import { createPostgresStore, type PostgresStoreOptions } from "../../src/stores/postgres/index.js";
 import { serviceAvailable, TEST_POSTGRES_URL } from "../_services.js";
 import { expectCode, runStoreConformance } from "../../src/testing/index.js";
 
@@ -22,7 +22,7 @@ const open = (extra: Partial<PostgresStoreOptions> = {}) =>
 
 runStoreConformance("postgres", () => open(), { enabled });
 
-const storeModule = fileURLToPath(new URL("../../src/stores/postgres.ts", import.meta.url));
+const storeModule = fileURLToPath(new URL("../../src/stores/postgres/index.ts", import.meta.url));
 
 /** Asserts the messages are turns of a user message followed by its assistant reply, seq 1..n. */
 function expectAdjacentTurns(all: Message[], turns: number): void {

@@ -9,7 +9,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isStoreRefusal, isThreadkeepError } from "../../src/core/errors.js";
 import { newSessionId } from "../../src/core/ids.js";
-import { createRedisStore } from "../../src/stores/redis.js";
+import { createRedisStore } from "../../src/stores/redis/index.js";
 import { type RedisServers, redisServerAvailable, startRedisServers } from "../_redis-server.js";
 import { startServe } from "../../src/cli/serve.js";
 import { resolveConfig } from "../../src/cli/options.js";

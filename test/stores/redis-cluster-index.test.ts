@@ -9,7 +9,7 @@ import { randomUUID } from "node:crypto";
 import { createClient, type RedisClientType } from "redis";
 import { afterAll, describe, expect, it } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
-import { createRedisStore } from "../../src/stores/redis.js";
+import { createRedisStore } from "../../src/stores/redis/index.js";
 import { clusterAvailable, type RedisCluster, startRedisCluster } from "../_redis-cluster.js";
 import { expectRetryNeverMovesBack } from "./_redis-index-retry.js";
 

@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto";
 import { createClient } from "redis";
 import { afterAll, describe, expect, it } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
-import { createRedisStore } from "../../src/stores/redis.js";
+import { createRedisStore } from "../../src/stores/redis/index.js";
 import { createStore } from "../../src/stores/url.js";
 import { runStoreConformance } from "../../src/testing/index.js";
 import { clusterAvailable, type RedisCluster, startRedisCluster } from "../_redis-cluster.js";
@@ -58,7 +58,7 @@ describe.skipIf(enabled !== true)("redis store on a Redis Cluster", () => {
     const store = open();
     try {
       const session = await store.createSession({ id: newSessionId(), userId: "hammer" });
-      const recipe = { module: "src/stores/redis.ts", factory: "createRedisStore", options: { url: cluster!.url, keyPrefix, ttlMs: 0 } };
+      const recipe = { module: "src/stores/redis/index.ts", factory: "createRedisStore", options: { url: cluster!.url, keyPrefix, ttlMs: 0 } };
       await expectTwoProcessTurnOrder(store, recipe, session.id);
     } finally {
       await store.close();

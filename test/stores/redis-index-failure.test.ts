@@ -9,7 +9,7 @@ import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createMemory } from "../../src/core/memory.js";
 import { newSessionId } from "../../src/core/ids.js";
-import { createRedisStore } from "../../src/stores/redis.js";
+import { createRedisStore } from "../../src/stores/redis/index.js";
 import { serviceAvailable, TEST_REDIS_URL } from "../_services.js";
 import { expectRetryNeverMovesBack } from "./_redis-index-retry.js";
 

@@ -8,8 +8,8 @@ import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
 import type { SessionStore, TurnOpening } from "../../src/core/types.js";
-import { createRedisStore, type RedisStoreOptions } from "../../src/stores/redis.js";
-import { keysExpireAt } from "../../src/stores/_redis-scripts.js";
+import { createRedisStore, type RedisStoreOptions } from "../../src/stores/redis/index.js";
+import { keysExpireAt } from "../../src/stores/redis/_scripts.js";
 import { serviceAvailable, TEST_REDIS_URL } from "../_services.js";
 
 const enabled = await serviceAvailable("redis");

@@ -9,7 +9,7 @@ import { createClient } from "redis";
 import { describe, expect, it } from "vitest";
 import { isStoreRefusal, isThreadkeepError } from "../../src/core/errors.js";
 import { newSessionId } from "../../src/core/ids.js";
-import { createRedisStore } from "../../src/stores/redis.js";
+import { createRedisStore } from "../../src/stores/redis/index.js";
 import { createStore } from "../../src/stores/url.js";
 import { serviceAvailable, TEST_REDIS_URL } from "../_services.js";
 

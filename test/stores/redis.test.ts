@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isThreadkeepError } from "../../src/core/errors.js";
 import { newSessionId } from "../../src/core/ids.js";
 import type { SessionStore } from "../../src/core/types.js";
-import { createRedisStore, type RedisStoreOptions } from "../../src/stores/redis.js";
+import { createRedisStore, type RedisStoreOptions } from "../../src/stores/redis/index.js";
 import { serviceAvailable, TEST_REDIS_URL } from "../_services.js";
 import { expectTwoProcessTurnOrder } from "./_two-process-turns.js";
 import { expectCode, runStoreConformance } from "../../src/testing/index.js";
@@ -309,7 +309,7 @@ describe.skipIf(enabled !== true)("redis store specifics", () => {
   it("serialises 2 processes × 100 concurrent turns: contiguous seq, each turn adjacent, none lost or duplicated", async () => {
     const s = store({ ttlMs: 0 });
     const session = await s.createSession({ id: newSessionId(), userId: "hammer" });
-    const recipe = { module: "src/stores/redis.ts", factory: "createRedisStore", options: { url: TEST_REDIS_URL, keyPrefix, ttlMs: 0 } };
+    const recipe = { module: "src/stores/redis/index.ts", factory: "createRedisStore", options: { url: TEST_REDIS_URL, keyPrefix, ttlMs: 0 } };
     await expectTwoProcessTurnOrder(s, recipe, session.id);
   }, 60_000);
 

@@ -4,8 +4,8 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, describe, expect, it } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
-import { BACKSTOP_PAGES } from "../../src/stores/_sqlite-checkpointer.js";
-import { createSqliteStore } from "../../src/stores/sqlite.js";
+import { BACKSTOP_PAGES } from "../../src/stores/sqlite/_checkpointer.js";
+import { createSqliteStore } from "../../src/stores/sqlite/index.js";
 
 /**
  * A message of about 24 KB: its overflow pages make an append write about eight pages of log, as a short

@@ -11,10 +11,10 @@ import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
 import type { SessionStore } from "../../src/core/types.js";
 import { LocalLeases } from "../../src/stores/_lease.js";
-import { openSqliteStoreDb } from "../../src/stores/_sqlite-db.js";
-import { scopedMatch } from "../../src/stores/_sqlite-fulltext.js";
-import { openSqliteDatabase } from "../../src/stores/_sqlite-schema.js";
-import { createSqliteStore } from "../../src/stores/sqlite.js";
+import { openSqliteStoreDb } from "../../src/stores/sqlite/_db.js";
+import { scopedMatch } from "../../src/stores/sqlite/_fulltext.js";
+import { openSqliteDatabase } from "../../src/stores/sqlite/_schema.js";
+import { createSqliteStore } from "../../src/stores/sqlite/index.js";
 
 const dir = mkdtempSync(join(tmpdir(), "threadkeep-sqlite-fulltext-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

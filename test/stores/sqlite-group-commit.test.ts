@@ -10,8 +10,8 @@ import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
 import { LocalLeases } from "../../src/stores/_lease.js";
-import { openSqliteStoreDb } from "../../src/stores/_sqlite-db.js";
-import { createSqliteStore } from "../../src/stores/sqlite.js";
+import { openSqliteStoreDb } from "../../src/stores/sqlite/_db.js";
+import { createSqliteStore } from "../../src/stores/sqlite/index.js";
 import { expectCode } from "../../src/testing/index.js";
 
 const dir = mkdtempSync(join(tmpdir(), "threadkeep-sqlite-group-"));

@@ -5,9 +5,9 @@ import Database from "better-sqlite3";
 import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
 import type { SessionStore } from "../../src/core/types.js";
-import { openSqliteDatabase, SQLITE_SCHEMA_VERSION } from "../../src/stores/_sqlite-schema.js";
-import { newestMessagesSql, RANGE_NEWEST_FIRST_SQL } from "../../src/stores/_sqlite-statements.js";
-import { createSqliteStore } from "../../src/stores/sqlite.js";
+import { openSqliteDatabase, SQLITE_SCHEMA_VERSION } from "../../src/stores/sqlite/_schema.js";
+import { newestMessagesSql, RANGE_NEWEST_FIRST_SQL } from "../../src/stores/sqlite/_statements.js";
+import { createSqliteStore } from "../../src/stores/sqlite/index.js";
 import { expectTwoProcessTurnOrder } from "./_two-process-turns.js";
 import { expectCode, runStoreConformance } from "../../src/testing/index.js";
 
@@ -29,7 +29,7 @@ describe("sqlite store with the lease in the file", () => {
     const store = createSqliteStore({ path, crossProcessLease: true });
     try {
       const session = await store.createSession({ id: newSessionId(), userId: "hammer" });
-      const recipe = { module: "src/stores/sqlite.ts", factory: "createSqliteStore", options: { path, crossProcessLease: true } };
+      const recipe = { module: "src/stores/sqlite/index.ts", factory: "createSqliteStore", options: { path, crossProcessLease: true } };
       await expectTwoProcessTurnOrder(store, recipe, session.id);
     } finally {
       await store.close();

@@ -1,0 +1,101 @@
+/** Opening the PostgreSQL client: the optional driver, loaded on first use, and the pool's settings. */
+import type postgres from "postgres";
+import { ThreadkeepError } from "../../core/errors.js";
+import { isConnectionError } from "./_errors.js";
+import type { PgSql } from "./_schema.js";
+
+/** Imports the optional `postgres` package. @throws `missing_dependency` when it is not installed. */
+export async function loadDriver(): Promise<typeof postgres> {
+  try {
+    return (await import("postgres")).default;
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code === "ERR_MODULE_NOT_FOUND" && String((error as Error).message).includes("'postgres'")) {
+      throw new ThreadkeepError(
+        "missing_dependency",
+        'The postgres:// store needs the optional package "postgres": run npm install postgres',
+        { cause: error },
+      );
+    }
+    throw error;
+  }
+}
+
+/** What {@link openClient} needs besides the URL. */
+export interface ClientOptions {
+  poolSize: number;
+  connectTimeoutSeconds: number;
+  /** A validated identifier: it becomes the connections' search_path. */
+  schema: string;
+  /** The server stops a statement running longer (statement_timeout). */
+  queryTimeoutMs: number;
+}
+
+/**
+ * The store's connections: `main`, one connection, takes every operation that starts while it has none
+ * under way; `spill`, the rest of the pool, takes the operations that overlap one on `main` (null for a
+ * pool of one, when overlapping statements queue on `main`). The driver hands out the connection idle
+ * longest, so a caller making one call after another rotated over every connection a burst had opened;
+ * one warm connection answers such a caller faster (client and server) and costs the server less CPU.
+ */
+export interface PgClients {
+  main: PgSql;
+  spill: PgSql | null;
+  /** Ends both (see the driver's `end`). */
+  end(options: { timeout: number }): Promise<void>;
+}
+
+/** The store's connections (opened lazily) whose unqualified table names resolve in `schema`. */
+export async function openClient(url: string, options: ClientOptions): Promise<PgClients> {
+  const driver = await loadDriver();
+  const settings = (max: number) => ({
+    max,
+    connect_timeout: options.connectTimeoutSeconds,
+    onnotice: () => {},
+    // Quoting keeps the schema's case.
+    connection: {
+      application_name: "threadkeep",
+      search_path: `"${options.schema}"`,
+      statement_timeout: options.queryTimeoutMs,
+    },
+    // Every bigint here is a time in ms, a seq, a fence or a ticket: all far below 2^53.
+    types: {
+      bigint: { to: 20, from: [20], serialize: (x: number) => String(x), parse: (x: string) => Number(x) },
+    },
+  });
+  const main = driver(url, settings(1)) as unknown as PgSql;
+  const spill = options.poolSize > 1 ? (driver(url, settings(options.poolSize - 1)) as unknown as PgSql) : null;
+  return {
+    main,
+    spill,
+    end: async (how) => {
+      await Promise.all([main.end(how), spill?.end(how)]);
+    },
+  };
+}
+
+/**
+ * Whether the server answers a new connection within `timeoutMs` (`SELECT 1`, or any error of its own). Apart
+ * from the pool on purpose: the pool's connections may all be busy with statements that wait on a
+ * lock, which says nothing about whether the server can be reached.
+ */
+export async function answersNewConnection(url: string, timeoutMs: number): Promise<boolean> {
+  const driver = await loadDriver();
+  const sql = driver(url, {
+    max: 1,
+    connect_timeout: timeoutMs / 1000,
+    onnotice: () => {},
+    connection: { application_name: "threadkeep" },
+  });
+  let timer: NodeJS.Timeout | undefined;
+  const limit = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), timeoutMs);
+  });
+  try {
+    // Any answer of the server counts, a refusal too ("too many connections"): it is there.
+    return await Promise.race([sql`SELECT 1`.then(() => true, (error: unknown) => !isConnectionError(error)), limit]);
+  } finally {
+    clearTimeout(timer);
+    await sql.end({ timeout: 0 }).catch(() => {});
+  }
+}

@@ -1,0 +1,264 @@
+/**
+ * The PostgreSQL store's history changes: idempotent writes and tail replacement in one round trip
+ * (`threadkeep_write`), and branches. Schema version 4 adds them.
+ */
+import type postgres from "postgres";
+import { SessionNotFoundError, ThreadkeepError } from "../../core/errors.js";
+import type { Branch, BranchRecord, Message, MessageInput, OwnerScope, ReplaceOptions } from "../../core/types.js";
+import { OPERATION_HISTORY } from "../../core/types.js";
+import { type BranchRow, branchFromRecord, branchNotFound, checkReplaceTarget, historyConflict, operationConflict, toBranch } from "../_history.js";
+import { bodyOf, searchable, toMessage } from "./_rows.js";
+import type { PgSql } from "./_schema.js";
+import { capWithWrite } from "./_cap.js";
+import { releaseWithWrite } from "./_turn.js";
+import { messageText } from "../_util.js";
+
+type Tx = postgres.TransactionSql<Record<string, unknown>>;
+
+/** Schema version 4: branches, operations, and `threadkeep_write`. */
+export async function migrateHistory(tx: Tx): Promise<void> {
+  await tx`
+    CREATE TABLE branches (
+      session_id text COLLATE "C" NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+      id bigint NOT NULL,
+      at_seq bigint NOT NULL,
+      parent_id bigint,
+      reason text NOT NULL,
+      created_at bigint NOT NULL,
+      metadata text,
+      messages text NOT NULL,
+      PRIMARY KEY (session_id, id)
+    )`;
+  await tx`
+    CREATE TABLE operations (
+      session_id text COLLATE "C" NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+      id text NOT NULL,
+      n bigint GENERATED ALWAYS AS IDENTITY,
+      digest text NOT NULL,
+      from_seq bigint NOT NULL,
+      to_seq bigint NOT NULL,
+      at bigint NOT NULL,
+      PRIMARY KEY (session_id, id)
+    )`;
+  await tx`CREATE INDEX operations_age ON operations (session_id, n)`;
+  // One round trip for an idempotent append or a tail replacement. It queues on the same advisory lock
+  // as appends, so a concurrent append lands wholly before or after it; the tail it removes is kept as
+  // a branch in the same transaction. Statuses: ok, replayed, not_found, lease_expired,
+  // operation_conflict, history_conflict (with the stored first and last seq).
+  await tx.unsafe(`
+    CREATE FUNCTION threadkeep_write(
+      p_session text, p_after bigint, p_bodies text[], p_texts text[], p_max bigint, p_fence bigint,
+      p_lang regconfig, p_op text, p_digest text, p_expected bigint, p_reason text, p_branch_meta text
+    ) RETURNS TABLE (out_status text, out_first_seq bigint, out_last_seq bigint, out_created_at bigint)
+    LANGUAGE plpgsql VOLATILE AS $fn$
+    DECLARE
+      v_n bigint := coalesce(cardinality(p_bodies), 0);
+      v_now bigint := threadkeep_now_ms();
+      v_fence bigint;
+      v_first bigint;
+      v_last bigint;
+      v_after bigint;
+      v_branch bigint;
+      v_op record;
+      v_status text;
+      v_created bigint;
+    BEGIN
+      PERFORM pg_advisory_xact_lock(hashtextextended(p_session, 0));
+      SELECT s.last_seq INTO v_last FROM sessions s WHERE s.id = p_session FOR UPDATE;
+      IF NOT FOUND THEN
+        RETURN QUERY SELECT 'not_found'::text, NULL::bigint, NULL::bigint, NULL::bigint;
+        RETURN;
+      END IF;
+      IF p_op IS NOT NULL THEN
+        SELECT o.digest, o.from_seq, o.to_seq INTO v_op FROM operations o WHERE o.session_id = p_session AND o.id = p_op;
+        IF FOUND THEN
+          IF v_op.digest <> p_digest THEN
+            RETURN QUERY SELECT 'operation_conflict'::text, NULL::bigint, NULL::bigint, NULL::bigint;
+          ELSE
+            RETURN QUERY SELECT 'replayed'::text, v_op.from_seq, v_op.to_seq, NULL::bigint;
+          END IF;
+          RETURN;
+        END IF;
+      END IF;
+      IF p_fence IS NOT NULL THEN
+        SELECT l.fence INTO v_fence FROM leases l WHERE l.session_id = p_session FOR SHARE;
+        IF v_fence > p_fence THEN
+          RETURN QUERY SELECT 'lease_expired'::text, NULL::bigint, NULL::bigint, NULL::bigint;
+          RETURN;
+        END IF;
+      END IF;
+      v_after := v_last;
+      IF p_after IS NOT NULL THEN
+        SELECT coalesce(min(m.seq), 1) INTO v_first FROM messages m WHERE m.session_id = p_session;
+        IF (p_expected IS NOT NULL AND v_last <> p_expected) OR p_after < v_first - 1 OR p_after > v_last THEN
+          RETURN QUERY SELECT 'history_conflict'::text, v_first, v_last, NULL::bigint;
+          RETURN;
+        END IF;
+        v_after := p_after;
+        IF p_reason IS NOT NULL AND v_last > p_after THEN
+          SELECT coalesce(max(b.id), 0) + 1 INTO v_branch FROM branches b WHERE b.session_id = p_session;
+          UPDATE branches b SET parent_id = v_branch
+            WHERE b.session_id = p_session AND b.parent_id IS NULL AND b.at_seq > p_after;
+          INSERT INTO branches (session_id, id, at_seq, parent_id, reason, created_at, metadata, messages)
+            SELECT p_session, v_branch, p_after, NULL, p_reason, v_now, p_branch_meta,
+                   '[' || string_agg('{"seq":' || m.seq || ',"createdAt":' || m.created_at || ',' || substr(m.body, 2), ',' ORDER BY m.seq) || ']'
+            FROM messages m WHERE m.session_id = p_session AND m.seq > p_after;
+        END IF;
+        DELETE FROM messages m WHERE m.session_id = p_session AND m.seq > p_after;
+        UPDATE sessions s SET last_seq = p_after WHERE s.id = p_session;
+      END IF;
+      SELECT a.out_status, a.out_created_at INTO v_status, v_created FROM threadkeep_append(p_session, p_bodies, p_texts, p_max, NULL, p_lang) a;
+      IF p_op IS NOT NULL THEN
+        INSERT INTO operations (session_id, id, digest, from_seq, to_seq, at)
+          VALUES (p_session, p_op, p_digest, v_after + 1, v_after + v_n, v_created);
+        DELETE FROM operations o WHERE o.session_id = p_session AND o.n <= (
+          SELECT o2.n FROM operations o2 WHERE o2.session_id = p_session ORDER BY o2.n DESC OFFSET ${OPERATION_HISTORY} LIMIT 1);
+      END IF;
+      RETURN QUERY SELECT v_status, v_after + 1, v_after + v_n, v_created;
+    END
+    $fn$`);
+}
+
+const BRANCH_COLUMNS = "id, at_seq, parent_id, reason, created_at, metadata, messages";
+
+/**
+ * The owner condition of an owner-scoped write, for the write statement's `WHERE`: uncorrelated, so
+ * PostgreSQL evaluates it once, before the write function runs, and another owner's session (or an
+ * expired one) gets no row, with nothing written and no operation recorded. Without an owner: `true`.
+ */
+export const ownedBy = (sql: PgSql, id: string, owner: OwnerScope | undefined) =>
+  owner
+    ? sql`EXISTS (SELECT 1 FROM sessions WHERE id = ${id} AND user_id = ${owner.userId}
+        AND last_activity_at >= ${owner.activeSince ?? Number.MIN_SAFE_INTEGER})`
+    : sql`true`;
+
+/**
+ * An idempotent append (`seq` undefined) or a tail replacement, in one round trip, owner-scoped too
+ * (`options.owner`). A replayed operation reads its stored messages in a second one. `holder` is the
+ * token of the grant of `options.fence` when known (see `postgres/_fence.ts`). With `release`
+ * the turn lease of its fence is given back in the same statement (see `releaseWithWrite`), and
+ * `release.done` hears of it (with the number of waiting tickets) once the write applied.
+ */
+export async function writeHistory(
+  sql: PgSql,
+  lang: string | null,
+  id: string,
+  seq: number | undefined,
+  valid: MessageInput[],
+  digest: string,
+  options: ReplaceOptions,
+  holder: string | null,
+  release?: { fence: number; done: (waiting: number | null) => void },
+): Promise<Message[]> {
+  const bodies = valid.map(bodyOf);
+  const texts = valid.map((m) => searchable(messageText(m)));
+  const branchMeta = options.branch?.metadata === undefined ? null : JSON.stringify(options.branch.metadata);
+  const owner = options.owner;
+  // A cap bounded by the summaries runs after the write function, which is then given none.
+  const bounded = Boolean(options.keepUnsummarized && options.maxMessages);
+  // An owner-scoped write checks the owner in the same statement (ownedBy).
+  const [row] = await sql<{ out_status: string; out_first_seq: number; out_last_seq: number; out_created_at: number; waiting?: number | null }[]>`
+    WITH w AS (
+      SELECT out_status, out_first_seq, out_last_seq, out_created_at FROM threadkeep_write_held(
+        ${id}, ${seq ?? null}::bigint, ${bodies}::text[], ${texts}::text[], ${(!bounded && options.maxMessages) || null}::bigint,
+        ${options.fence ?? null}::bigint, ${holder}::text, ${lang}::regconfig, ${options.operationId ?? null}::text, ${digest}::text,
+        ${options.expectedLastSeq ?? null}::bigint, ${options.branch?.reason ?? null}::text, ${branchMeta}::text)
+      WHERE ${ownedBy(sql, id, owner)}
+    )
+    SELECT out_status, out_first_seq, out_last_seq, out_created_at${bounded ? capWithWrite(sql, id, options.maxMessages!) : sql``}${release ? releaseWithWrite(sql, id, release.fence) : sql``} FROM w`;
+  if (!row) throw new SessionNotFoundError(id);
+  switch (row.out_status) {
+    case "not_found":
+      throw new SessionNotFoundError(id);
+    case "lease_expired":
+      throw new ThreadkeepError("lease_expired", `The turn lease of session ${id} expired and was taken over`);
+    case "operation_conflict":
+      throw operationConflict(options.operationId!);
+    case "history_conflict":
+      // The function refused; the same check here words the reason as the other stores do.
+      checkReplaceTarget(seq!, row.out_first_seq, row.out_last_seq, options.expectedLastSeq);
+      throw historyConflict(`seq ${seq} cannot be replaced`);
+  }
+  release?.done(row.waiting ?? null);
+  if (row.out_status === "replayed") {
+    const rows = await sql<{ seq: number; created_at: number; body: string }[]>`
+      SELECT seq, created_at, body FROM messages WHERE session_id = ${id} AND seq BETWEEN ${row.out_first_seq} AND ${row.out_last_seq}
+      ORDER BY seq`;
+    return rows.map(toMessage);
+  }
+  return bodies.map((body, i) => toMessage({ body, seq: row.out_first_seq + i, created_at: row.out_created_at }));
+}
+
+/** The session's branches by id. */
+export async function listBranches(sql: PgSql | Tx, id: string): Promise<Branch[]> {
+  const rows = await sql<BranchRow[]>`SELECT ${sql.unsafe(BRANCH_COLUMNS)} FROM branches WHERE session_id = ${id} ORDER BY id`;
+  return rows.map(toBranch);
+}
+
+const upsert = (tx: PgSql | Tx, id: string, b: Branch) => tx`
+  INSERT INTO branches (session_id, id, at_seq, parent_id, reason, created_at, metadata, messages)
+  VALUES (${id}, ${b.id}, ${b.atSeq}, ${b.parentId}, ${b.reason}, ${b.createdAt},
+          ${b.metadata === undefined ? null : JSON.stringify(b.metadata)}, ${JSON.stringify(b.messages)})
+  ON CONFLICT (session_id, id) DO UPDATE SET at_seq = excluded.at_seq, parent_id = excluded.parent_id,
+    reason = excluded.reason, created_at = excluded.created_at, metadata = excluded.metadata, messages = excluded.messages`;
+
+/**
+ * Swaps a main-line branch with the tail after its point, in one transaction; with `fence`, only while
+ * that lease (of `holder`, when known) holds the session (`threadkeep_lease_refused`).
+ */
+export function switchBranch(
+  sql: PgSql,
+  lang: string,
+  id: string,
+  branchId: number,
+  fence: number | undefined,
+  holder: string | null,
+): Promise<Branch> {
+  return sql.begin(async (tx) => {
+    await tx`SELECT pg_advisory_xact_lock(hashtextextended(${id}, 0))`;
+    const [session] = await tx<{ last_seq: number; first: number | null; refused: boolean }[]>`
+      SELECT s.last_seq, (SELECT min(seq) FROM messages WHERE session_id = s.id) AS first,
+             ${fence === undefined ? tx`false` : tx`threadkeep_lease_refused(s.id, ${fence}::bigint, ${holder}::text)`} AS refused
+      FROM sessions s WHERE s.id = ${id} FOR UPDATE`;
+    if (!session) throw new SessionNotFoundError(id);
+    if (session.refused) {
+      throw new ThreadkeepError("lease_expired", `The turn lease of session ${id} expired and was taken over`);
+    }
+    const branches = await listBranches(tx, id);
+    const target = branches.find((b) => b.id === branchId);
+    if (!target) throw branchNotFound(branchId);
+    if (target.parentId !== null) throw historyConflict(`Branch ${branchId} splits from branch ${target.parentId}: switch to that one first`);
+    checkReplaceTarget(target.atSeq, session.first ?? 1, session.last_seq);
+    const tail = await tx<{ seq: number; created_at: number; body: string }[]>`
+      DELETE FROM messages WHERE session_id = ${id} AND seq > ${target.atSeq} RETURNING seq, created_at, body`;
+    const swapped: Branch = { ...target, messages: tail.sort((a, b) => a.seq - b.seq).map(toMessage) };
+    const toMain = branches.filter((b) => b.parentId === branchId).map((b) => b.id);
+    const toBranch = branches.filter((b) => b.parentId === null && b.id !== branchId && b.atSeq > target.atSeq).map((b) => b.id);
+    if (toMain.length) await tx`UPDATE branches SET parent_id = NULL WHERE session_id = ${id} AND id IN ${tx(toMain)}`;
+    if (toBranch.length) await tx`UPDATE branches SET parent_id = ${branchId} WHERE session_id = ${id} AND id IN ${tx(toBranch)}`;
+    const restored = target.messages;
+    if (restored.length > 0) {
+      await tx`
+        INSERT INTO messages (session_id, seq, created_at, body, search_text, tsv)
+        SELECT ${id}, u.seq, u.created_at, u.body, u.txt, to_tsvector(${lang}::regconfig, left(u.txt, 100000))
+        FROM unnest(${restored.map((m) => m.seq)}::bigint[], ${restored.map((m) => m.createdAt)}::bigint[],
+                    ${restored.map(bodyOf)}::text[], ${restored.map((m) => searchable(messageText(m)))}::text[])
+             AS u(seq, created_at, body, txt)`;
+    }
+    await upsert(tx, id, swapped);
+    await tx`
+      UPDATE sessions SET last_seq = coalesce((SELECT max(seq) FROM messages WHERE session_id = ${id}), 0),
+        last_activity_at = threadkeep_now_ms() WHERE id = ${id}`;
+    return swapped;
+  }) as Promise<Branch>;
+}
+
+/** Stores a whole branch record; a missing session fails its foreign key. */
+export async function saveBranch(sql: PgSql, id: string, record: BranchRecord): Promise<Branch> {
+  return sql.begin(async (tx) => {
+    const [{ next }] = await tx<{ next: number }[]>`SELECT coalesce(max(id), 0) + 1 AS next FROM branches WHERE session_id = ${id}`;
+    const branch = branchFromRecord(record, next);
+    await upsert(tx, id, branch);
+    return branch;
+  }) as Promise<Branch>;
+}

@@ -1,0 +1,111 @@
+/** The PostgreSQL store's message reads and deletions that are no append: read, count, pop, truncate. */
+import type postgres from "postgres";
+import { SessionNotFoundError } from "../../core/errors.js";
+import type { Message, MessageQuery, SessionStore } from "../../core/types.js";
+import type { PgRun } from "./_operations.js";
+import { type MessageRow, toMessage } from "./_rows.js";
+import type { PgSql } from "./_schema.js";
+import { checkOwner, seqBounds } from "../_util.js";
+
+/** The message methods of the store besides writes of history. */
+export function messageReads(run: PgRun): Pick<SessionStore, "getMessages" | "countMessages" | "popMessage" | "truncateAfter"> {
+  /** Locks the session row for a change of its messages; the seq lock appends also take. */
+  const lockSession = async (tx: postgres.TransactionSql<Record<string, unknown>>, id: string) => {
+    const [row] = await tx`SELECT id FROM sessions WHERE id = ${id} FOR UPDATE`;
+    if (!row) throw new SessionNotFoundError(id);
+  };
+  const resetLastSeq = (tx: postgres.TransactionSql<Record<string, unknown>>, id: string) =>
+    tx`UPDATE sessions SET last_seq = coalesce((SELECT max(seq) FROM messages WHERE session_id = ${id}), 0) WHERE id = ${id}`;
+
+  /**
+   * An owner-scoped read in one statement: the messages of the session id a subquery on `sessions`
+   * returns for this owner and activity, so the owner and expiry are checked on the same snapshot as
+   * the read, and rows carry only their own columns. An empty answer reads the session apart, to tell
+   * "no messages" from `session_not_found`.
+   */
+  const ownedMessages = async (sql: PgSql, id: string, query: MessageQuery): Promise<Message[]> => {
+    const [lo, hi] = seqBounds(query);
+    const newest = query.last !== undefined;
+    const count = newest ? Math.max(0, Math.floor(query.last!)) : query.limit === undefined ? null : Math.max(0, Math.floor(query.limit));
+    const { userId, activeSince } = query.owner!;
+    const since = activeSince ?? Number.MIN_SAFE_INTEGER;
+    // Two whole statements rather than one with an ORDER BY fragment: a fragment is one more query
+    // object to build and stringify on every read.
+    const rows = newest
+      ? await sql<MessageRow[]>`
+      SELECT seq, created_at, body FROM messages
+      WHERE session_id = (SELECT id FROM sessions WHERE id = ${id} AND user_id = ${userId} AND last_activity_at >= ${since})
+        AND seq BETWEEN ${lo} AND ${hi}
+      ORDER BY seq DESC LIMIT ${count}`
+      : await sql<MessageRow[]>`
+      SELECT seq, created_at, body FROM messages
+      WHERE session_id = (SELECT id FROM sessions WHERE id = ${id} AND user_id = ${userId} AND last_activity_at >= ${since})
+        AND seq BETWEEN ${lo} AND ${hi}
+      ORDER BY seq LIMIT ${count}`;
+    if (rows.length === 0) {
+      const [session] = await sql<{ userId: string; lastActivityAt: number }[]>`
+        SELECT user_id AS "userId", last_activity_at AS "lastActivityAt" FROM sessions WHERE id = ${id}`;
+      checkOwner(id, query.owner, session);
+      return [];
+    }
+    if (newest) rows.reverse();
+    const messages = new Array<Message>(rows.length);
+    for (let i = 0; i < rows.length; i++) messages[i] = toMessage(rows[i]);
+    return messages;
+  };
+
+  return {
+    getMessages: (id: string, query: MessageQuery = {}) =>
+      run("getMessages", async (sql) => {
+        if (query.owner) return ownedMessages(sql, id, query);
+        if (query.last !== undefined && query.last <= 0) return [];
+        // Every filter folds into one seq range, so each read is a single index range scan.
+        const [lo, hi] = seqBounds(query);
+        if (query.last !== undefined) {
+          // Keep the range even when it is unbounded: with it PostgreSQL's generic plan is cheap, so the
+          // prepared statement is planned once; `LIMIT $n` alone makes it re-plan on every call.
+          const rows = await sql<MessageRow[]>`
+            SELECT seq, created_at, body FROM messages WHERE session_id = ${id} AND seq BETWEEN ${lo} AND ${hi}
+            ORDER BY seq DESC LIMIT ${Math.floor(query.last)}`;
+          return rows.reverse().map(toMessage);
+        }
+        const rows = await sql<MessageRow[]>`
+          SELECT seq, created_at, body FROM messages WHERE session_id = ${id} AND seq BETWEEN ${lo} AND ${hi}
+          ORDER BY seq LIMIT ${query.limit === undefined ? null : Math.max(0, Math.floor(query.limit))}`;
+        return rows.map(toMessage);
+      }),
+
+    countMessages: (id) =>
+      run("countMessages", async (sql) => {
+        const [row] = await sql<
+          { n: number }[]
+        >`SELECT count(*)::integer AS n FROM messages WHERE session_id = ${id}`;
+        return row.n;
+      }),
+
+    popMessage: (id) =>
+      run("popMessage", (sql) =>
+        sql.begin(async (tx) => {
+          await lockSession(tx, id);
+          const [row] = await tx<MessageRow[]>`
+            DELETE FROM messages WHERE session_id = ${id}
+              AND seq = (SELECT max(seq) FROM messages WHERE session_id = ${id})
+            RETURNING seq, created_at, body`;
+          if (!row) return null;
+          await resetLastSeq(tx, id);
+          return toMessage(row);
+        }),
+      ),
+
+    truncateAfter: (id, seq) =>
+      run("truncateAfter", (sql) =>
+        sql.begin(async (tx) => {
+          await lockSession(tx, id);
+          const result =
+            await tx`DELETE FROM messages WHERE session_id = ${id} AND seq > ${seqBounds({ toSeq: seq })[1]}`;
+          if (result.count > 0) await resetLastSeq(tx, id);
+          return result.count;
+        }),
+      ),
+  };
+}

@@ -1,0 +1,97 @@
+/**
+ * The PostgreSQL store's message search (substring and full text), one owner's sessions at a time.
+ *
+ * Full text goes owner first when the owner (or the one session searched) is small: their messages are
+ * read through the primary key and each tsvector tested, so the cost is what the owner holds, whatever
+ * the store holds. Left to itself the planner prefers, once VACUUM has filled in the GIN index's
+ * statistics, to intersect the primary key with a GIN scan once per session of the owner, and a GIN
+ * scan of a common word walks that word's postings across every owner: 0.6 ms became 40 ms per
+ * search at 1M messages (docs/BENCHMARKS.md). A large owner (the single "default" user of a server
+ * without API keys) is better served by the GIN index, so the planner keeps that choice there.
+ *
+ * A message whose tsvector the background drain has not built yet (`tsv` NULL, `postgres/_indexing.ts`)
+ * is matched by the tsvector computed here, so a search right after an append finds it; the GIN path
+ * reaches those rows through the partial index of pending rows, which the drain keeps short.
+ */
+import type { SearchHit, SearchQuery } from "../../core/types.js";
+import { type MessageRow, searchable, toMessage } from "./_rows.js";
+import type { PgSql } from "./_schema.js";
+import { DEFAULT_SEARCH_LIMIT, messageText, snippetOf } from "../_util.js";
+
+/** Messages an owner (or session) may hold for full text to scan them rather than use the GIN index. */
+export const OWNER_SCAN_LIMIT = 20_000;
+/** Sessions read to size an owner: one more than this, and the owner counts as large anyway. */
+const SIZING_SESSIONS = 1_000;
+
+/** A snippet around the first query word the text contains (full-text hits need not hold the phrase). */
+function fulltextSnippet(text: string, query: string): string {
+  const lower = text.toLowerCase();
+  const word = query.split(/[^\p{L}\p{N}]+/u).find((w) => w && lower.includes(w.toLowerCase()));
+  return snippetOf(text, word ?? query);
+}
+
+/** A websearch query matching any of the text's words (operators in user text are dropped). */
+function anyWord(text: string): string {
+  return text
+    .split(/[\s"()-]+/)
+    .filter((w) => w && w.toLowerCase() !== "or")
+    .join(" or ");
+}
+
+/**
+ * True when the owner's sessions (or the one session) hold at most {@link OWNER_SCAN_LIMIT} messages,
+ * counted from the sessions' last seqs (an upper bound: trimmed messages still count) over at most
+ * {@link SIZING_SESSIONS} sessions, so sizing a large owner stays cheap.
+ */
+async function isSmallOwner(sql: PgSql, query: SearchQuery): Promise<boolean> {
+  const [row] = await sql<{ sessions: number; messages: number }[]>`
+    SELECT count(*)::int AS sessions, coalesce(sum(last_seq), 0)::float8 AS messages FROM (
+      SELECT last_seq FROM sessions WHERE user_id = ${query.userId}
+      ${query.sessionId === undefined ? sql`` : sql`AND id = ${query.sessionId}`}
+      LIMIT ${SIZING_SESSIONS + 1}
+    ) owned`;
+  return row.sessions <= SIZING_SESSIONS && row.messages <= OWNER_SCAN_LIMIT;
+}
+
+/** Searches one owner's messages; `lang` is the text search configuration. */
+export async function searchMessages(sql: PgSql, lang: string, query: SearchQuery): Promise<SearchHit[]> {
+  const fulltext = query.mode === "fulltext";
+  const ranked = fulltext && query.ranking === "relevance";
+  // Parsed once: OFFSET 0 keeps the planner from inlining the calls into the per-row filter, where a
+  // bound query text is parsed again for every row tested (17 ms instead of 0.7 ms for 1,000 rows).
+  const queries = sql`(SELECT websearch_to_tsquery(${lang}::regconfig, ${ranked ? anyWord(query.text) : query.text}) AS match,
+    websearch_to_tsquery(${lang}::regconfig, ${anyWord(query.text)}) AS any OFFSET 0) q`;
+  // The row's tsvector, built here while the row is pending.
+  const tsv = sql`coalesce(m.tsv, to_tsvector(${lang}::regconfig, left(m.search_text, 100000)))`;
+  let source;
+  let filter = fulltext
+    ? sql`AND (m.tsv @@ q.match OR (m.tsv IS NULL AND to_tsvector(${lang}::regconfig, left(m.search_text, 100000)) @@ q.match))`
+    : sql`AND strpos(m.search_text, ${searchable(query.text)}) > 0`;
+  if (!fulltext) source = sql`messages m JOIN sessions s ON s.id = m.session_id`;
+  else if (await isSmallOwner(sql, query)) {
+    // Owner first, pinned: each of the owner's sessions read by primary key (the LATERAL with OFFSET 0
+    // cannot be flattened into a join, which in a mid-sized store became a scan of every message),
+    // each row tested with ts_match_vq, which is what @@ runs but called by name, so no index serves it.
+    source = sql`sessions s CROSS JOIN ${queries} CROSS JOIN LATERAL (
+      SELECT m.session_id, m.seq, m.created_at, m.body, m.search_text, m.tsv FROM messages m
+      WHERE m.session_id = s.id AND ts_match_vq(${tsv}, q.match) OFFSET 0) m`;
+    filter = sql``;
+  } else source = sql`messages m JOIN sessions s ON s.id = m.session_id CROSS JOIN ${queries}`;
+  const rows = await sql<(MessageRow & { session_id: string })[]>`
+    SELECT m.session_id, m.seq, m.created_at, m.body FROM ${source}
+    WHERE s.user_id = ${query.userId}
+    ${query.sessionId === undefined ? sql`` : sql`AND s.id = ${query.sessionId}`}
+    ${filter}
+    ORDER BY ${ranked ? sql`ts_rank(${tsv}, q.any) DESC, m.seq DESC` : sql`m.created_at DESC, m.seq DESC`}
+    LIMIT ${Math.max(0, Math.floor(query.limit ?? DEFAULT_SEARCH_LIMIT))}`;
+  return rows.map((row) => {
+    const message = toMessage(row);
+    const text = messageText(message);
+    return {
+      sessionId: row.session_id,
+      seq: row.seq,
+      snippet: fulltext ? fulltextSnippet(text, query.text) : snippetOf(text, query.text),
+      message,
+    };
+  });
+}

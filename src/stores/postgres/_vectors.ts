@@ -1,0 +1,90 @@
+/**
+ * The PostgreSQL store's embeddings (schema version 5): `real[]` beside the messages, dropped with
+ * them (foreign key), and an exact cosine scan in SQL over the owner's own vectors, so only the best
+ * few rows travel. pgvector is not required (nor used): the scan is bounded by one owner's messages.
+ */
+import type postgres from "postgres";
+import { SessionNotFoundError } from "../../core/errors.js";
+import type { EmbeddingInput, VectorHit, VectorQuery } from "../../core/types.js";
+import { type MessageRow, toMessage } from "./_rows.js";
+import type { PgSql } from "./_schema.js";
+import { DEFAULT_SEARCH_LIMIT } from "../_util.js";
+import { checkDimensions, dimensionMismatch, normalize, vectorHit } from "../_vectors.js";
+
+type Tx = postgres.TransactionSql<Record<string, unknown>>;
+
+/** Schema version 5: message_vectors and embedding_models. */
+export async function migrateVectors(tx: Tx): Promise<void> {
+  await tx`
+    CREATE TABLE message_vectors (
+      session_id text COLLATE "C" NOT NULL,
+      seq bigint NOT NULL,
+      created_at bigint NOT NULL,
+      model text NOT NULL,
+      vector real[] NOT NULL,
+      PRIMARY KEY (session_id, seq),
+      FOREIGN KEY (session_id, seq) REFERENCES messages (session_id, seq) ON DELETE CASCADE
+    )`;
+  await tx`CREATE TABLE embedding_models (model text PRIMARY KEY, dims integer NOT NULL)`;
+}
+
+/** A vector as a PostgreSQL array literal (normalised: cosine similarity is then a dot product). */
+const literal = (vector: ArrayLike<number>) => `{${Array.from(normalize(vector)).join(",")}}`;
+
+async function dimsOf(sql: PgSql | Tx, model: string): Promise<number | undefined> {
+  const [row] = await sql<{ dims: number }[]>`SELECT dims FROM embedding_models WHERE model = ${model}`;
+  return row?.dims;
+}
+
+/** Stores embeddings in one transaction. @throws `embedding_dimension_mismatch`. */
+export async function putVectors(sql: PgSql, sessionId: string, model: string, items: EmbeddingInput[]): Promise<void> {
+  await sql.begin(async (tx) => {
+    const [session] = await tx`SELECT 1 FROM sessions WHERE id = ${sessionId}`;
+    if (!session) throw new SessionNotFoundError(sessionId);
+    if (items.length === 0) return;
+    await tx`INSERT INTO embedding_models (model, dims) VALUES (${model}, ${items[0].vector.length}) ON CONFLICT DO NOTHING`;
+    const dims = await dimsOf(tx, model);
+    for (const item of items) checkDimensions(model, dims, item.vector.length);
+    // One statement for the batch (the last vector of a seq wins, as one statement may touch a row
+    // once); a vector whose message is not (or no longer) there matches no row.
+    const batch = [...new Map(items.map((item) => [item.seq, item])).values()];
+    await tx`
+      INSERT INTO message_vectors (session_id, seq, created_at, model, vector)
+      SELECT m.session_id, m.seq, m.created_at, ${model}, u.vector::real[]
+      FROM unnest(${batch.map((i) => i.seq)}::bigint[], ${batch.map((i) => i.createdAt)}::bigint[], ${batch.map((i) => literal(i.vector))}::text[])
+        AS u(seq, created_at, vector)
+      JOIN messages m ON m.session_id = ${sessionId} AND m.seq = u.seq AND m.created_at = u.created_at
+      ON CONFLICT (session_id, seq) DO UPDATE
+        SET created_at = excluded.created_at, model = excluded.model, vector = excluded.vector`;
+  });
+}
+
+/** Seqs without a current embedding of `model`, oldest first. */
+export async function missingVectors(sql: PgSql, sessionId: string, model: string, limit: number): Promise<number[]> {
+  const rows = await sql<{ seq: number }[]>`
+    SELECT m.seq FROM messages m LEFT JOIN message_vectors v ON v.session_id = m.session_id AND v.seq = m.seq
+    WHERE m.session_id = ${sessionId} AND (v.seq IS NULL OR v.model <> ${model} OR v.created_at <> m.created_at)
+    ORDER BY m.seq LIMIT ${limit}`;
+  return rows.map((r) => r.seq);
+}
+
+/** The nearest messages of one owner, best first; ownership is part of the query. */
+export async function searchVectors(sql: PgSql, query: VectorQuery): Promise<VectorHit[]> {
+  const dims = await dimsOf(sql, query.model);
+  if (dims === undefined) return [];
+  if (dims !== query.vector.length) throw dimensionMismatch(query.model, dims, query.vector.length);
+  const q = literal(query.vector);
+  const rows = await sql<(MessageRow & { session_id: string; score: number })[]>`
+    SELECT m.session_id, m.seq, m.created_at, m.body, s.score FROM (
+      SELECT v.session_id, v.seq, v.created_at,
+             (SELECT sum(a * b) FROM unnest(v.vector, ${q}::real[]) AS t(a, b))::float8 AS score
+      FROM sessions o JOIN message_vectors v ON v.session_id = o.id
+      WHERE o.user_id = ${query.userId} AND v.model = ${query.model}
+      ${query.sessionId === undefined ? sql`` : sql`AND o.id = ${query.sessionId}`}
+      ${query.afterSeq === undefined ? sql`` : sql`AND v.seq > ${query.afterSeq}`}
+      ${query.beforeSeq === undefined ? sql`` : sql`AND v.seq < ${query.beforeSeq}`}
+      ORDER BY score DESC, v.seq DESC LIMIT ${Math.max(0, Math.floor(query.limit ?? DEFAULT_SEARCH_LIMIT))}
+    ) s JOIN messages m ON m.session_id = s.session_id AND m.seq = s.seq AND m.created_at = s.created_at
+    ORDER BY s.score DESC, m.seq DESC`;
+  return rows.map((row) => vectorHit(row.session_id, toMessage(row), row.score));
+}

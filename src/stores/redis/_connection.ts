@@ -1,0 +1,303 @@
+import { ThreadkeepError } from "../../core/errors.js";
+import { clientOptions, clusterClient, type RedisClient, type RedisModule } from "./_client.js";
+import type { RedisScript } from "./_scripts.js";
+import { parseRedisUrl, type RedisUrl } from "./_url.js";
+import { importOptional } from "../_util.js";
+
+/** How the Redis store talks to its server. */
+export interface RedisConnectionOptions {
+  /** `redis://…`, `rediss://…`, or `redis+cluster://host:port,host:port` (`rediss+cluster://` with TLS) for a Redis Cluster. */
+  url: string;
+  commandTimeoutMs: number;
+  connectTimeoutMs: number;
+  maxReconnectDelayMs: number;
+  onError?: (error: Error) => void;
+}
+
+/** How often a silent server is probed. */
+const SILENT_PROBE_MS = 250;
+
+/** Server replies that mean "not now" rather than "your data is wrong". */
+const TRANSIENT_REPLIES =
+  /^(OOM|BUSY|LOADING|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|MOVED|ASK|ERR max number of clients)/;
+/**
+ * Replies that refuse the credentials (none given, wrong ones, a user without the rights; a long
+ * command before AUTH is a protocol error): the URL needs fixing.
+ */
+const AUTH_REPLIES = /^(NOAUTH|WRONGPASS|NOPERM|ERR Protocol error: unauthenticated)/;
+
+/**
+ * One node-redis client, opened on first use, that never hangs a caller: every command has a reply
+ * deadline, commands are refused (not queued) while the server is away, and a call arriving during
+ * an outage waits at most `connectTimeoutMs` counted from the start of the outage. The client keeps
+ * reconnecting with capped backoff, so the store recovers by itself when the server is back.
+ */
+export class RedisConnection {
+  readonly #options: RedisConnectionOptions;
+  readonly #url: RedisUrl;
+  /** Host and port only: the URL may carry a password. */
+  readonly #where: string;
+  #opening: Promise<RedisClient> | undefined;
+  #client: RedisClient | undefined;
+  #module: RedisModule | undefined;
+  /** When the current outage began (or the first connection attempt); 0 while connected. */
+  #downSince = 0;
+  #lastError: unknown;
+  /** The server's refusal of the connection's setup (a database out of range), which reconnecting will not lift. */
+  #refusal: Error | undefined;
+  readonly #readyWaiters = new Set<() => void>();
+  /** A second client for wake messages (a RESP2 connection that subscribes can do nothing else). */
+  #subscriber: Promise<RedisClient> | undefined;
+  #closed = false;
+  /** When a command last went unanswered on a connected client; 0 while the server answers. */
+  #silentSince = 0;
+  /** The server is a Redis Cluster: a script may only touch keys of one slot. */
+  readonly cluster: boolean;
+
+  /** @throws `invalid_store_url` for a malformed URL, before anything connects. */
+  constructor(options: RedisConnectionOptions) {
+    this.#options = options;
+    this.#url = parseRedisUrl(options.url);
+    this.cluster = this.#url.cluster !== undefined;
+    this.#where = this.#url.where;
+  }
+
+  /** Runs one command and returns its raw reply. @throws `store_unavailable`, `store_corrupt`. */
+  send<T>(args: string[]): Promise<T> {
+    return this.#raw<T>(args).catch((error) => {
+      throw this.#translate(error);
+    });
+  }
+
+  /**
+   * Runs commands as one MULTI/EXEC transaction: one round trip, executed with nothing in between,
+   * and cheaper on the server than a Lua script. On a cluster every key must be in `commands[0][1]`'s slot.
+   * @returns each command's reply. @throws as {@link send}; an error reply of any command fails the whole call.
+   */
+  transaction<T extends unknown[]>(commands: string[][]): Promise<T> {
+    const run = (client: RedisClient) => {
+      const multi = client.multi(commands[0][1]);
+      for (const args of commands) multi.addCommand(args);
+      return multi.exec();
+    };
+    return this.#raw<T>(run).catch((error) => {
+      throw this.#translate(error);
+    });
+  }
+
+  /** Runs a script by SHA1, loading it on the server's first NOSCRIPT. */
+  eval<T>(script: RedisScript, keys: string[], args: string[]): Promise<T> {
+    // Not async: every write is a script, and an async wrapper costs each one microtask turns.
+    return this.#raw<T>(["EVALSHA", script.sha, String(keys.length), ...keys, ...args]).catch((error) => {
+      if (!String((error as Error)?.message).startsWith("NOSCRIPT")) throw this.#translate(error);
+      return this.send<T>(["EVAL", script.lua, String(keys.length), ...keys, ...args]);
+    });
+  }
+
+  /**
+   * Delivers messages of a sharded channel to `listener`. Best effort and never blocking: messages are
+   * hints that save a poll, so a subscription that fails (or lags) only makes waiters a little slower.
+   */
+  listen(channel: string, listener: (message: string) => void): void {
+    this.#subscribed()
+      .then((subscriber) => subscriber.sSubscribe(channel, listener))
+      .catch((error) => this.#report(error));
+  }
+
+  /** Stops {@link listen}ing to a channel. */
+  unlisten(channel: string): void {
+    this.#subscribed()
+      .then((subscriber) => subscriber.sUnsubscribe(channel))
+      .catch((error) => this.#report(error));
+  }
+
+  /** Closes the client (waiting for replies in flight when connected). Idempotent. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const wake of this.#readyWaiters) wake();
+    const subscriber = await this.#subscriber?.catch(() => undefined);
+    if (subscriber?.isOpen && subscriber !== this.#client) subscriber.destroy();
+    const client = this.#client ?? (await this.#opening?.catch(() => undefined));
+    if (!client) return;
+    if (client.isReady) await client.close().catch(() => client.destroy());
+    else if (client.isOpen) client.destroy();
+  }
+
+  #raw<T>(args: string[] | ((client: RedisClient) => Promise<unknown>)): Promise<T> {
+    // A server that stopped answering (connected but silent): as in a disconnect, a call waits at most
+    // the connect timeout counted from the start of the silence, then fails at once until it answers.
+    let ms = this.#options.commandTimeoutMs;
+    if (this.#silentSince) {
+      const left = this.#silentSince + this.#options.connectTimeoutMs - Date.now();
+      if (left <= 0) return Promise.reject(this.#unavailable(`Redis at ${this.#where} is not answering`));
+      ms = Math.min(ms, left);
+    }
+    const client = this.#client;
+    // The hot path stays synchronous up to sendCommand, so calls reach the server in call order.
+    if (client?.isReady) return this.#timed<T>(client, args, ms);
+    return this.#whenReady().then((ready) => this.#timed<T>(ready, args, ms));
+  }
+
+  #timed<T>(client: RedisClient, args: string[] | ((client: RedisClient) => Promise<unknown>), ms: number): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      // node-redis times out only commands not yet written; a server that stops answering needs this.
+      const timer = setTimeout(() => {
+        this.#silent(client);
+        reject(this.#unknown(this.#unavailable(`Redis at ${this.#where} did not answer within ${ms} ms`)));
+      }, ms);
+      (typeof args === "function" ? args(client) : client.sendCommand(args)).then(
+        (reply) => {
+          clearTimeout(timer);
+          this.#silentSince = 0;
+          resolve(reply as T);
+        },
+        (error) => {
+          clearTimeout(timer);
+          // A reply, or a refusal while offline, says what happened; a connection that broke with the
+          // command on it does not: it may have run.
+          const m = this.#module;
+          const known = !m || error instanceof m.ErrorReply || error instanceof m.ClientOfflineError || error instanceof m.ClientClosedError;
+          reject(known ? error : this.#unknown(this.#translate(error)));
+        },
+      );
+    });
+  }
+
+  async #whenReady(): Promise<RedisClient> {
+    if (this.#closed) throw this.#unavailable("The redis store is closed");
+    const client = this.#client ?? (await this.#open());
+    if (client.isReady) return client;
+    const waitMs = this.#downSince + this.#options.connectTimeoutMs - Date.now();
+    if (waitMs > 0 && !this.#refusal) await this.#readyWithin(waitMs);
+    if (this.#closed) throw this.#unavailable("The redis store is closed");
+    if (client.isReady) return client;
+    if (this.#refusal) throw this.#refused(this.#refusal);
+    throw this.#unavailable(`Redis at ${this.#where} is unreachable`);
+  }
+
+  #open(): Promise<RedisClient> {
+    this.#opening ??= (async () => {
+      const redis = await importOptional(() => import("redis"), "redis", "redis://");
+      if (this.#closed) throw this.#unavailable("The redis store is closed");
+      const cluster = this.#url.cluster;
+      const client: RedisClient = cluster ? clusterClient(redis, cluster, this.#options) : redis.createClient(clientOptions(this.#options));
+      // Without an 'error' listener an outage would crash the process; calls report it instead.
+      client.on("error", (error: Error) => {
+        this.#lastError = error;
+        if (!this.#downSince) this.#downSince = Date.now();
+        // The server answered the connection's setup with an error that retrying will not change:
+        // calls fail at once, saying so, instead of waiting out the connect timeout as in an outage.
+        this.#refusal = error instanceof redis.ErrorReply && !TRANSIENT_REPLIES.test(error.message) ? error : undefined;
+        // Without a password, the setup's first command (SELECT) gets NOAUTH; a wrong one, WRONGPASS.
+        if (this.#refusal) for (const wake of this.#readyWaiters) wake();
+        this.#report(error);
+      });
+      client.on("ready", () => {
+        this.#downSince = 0;
+        this.#refusal = undefined;
+        for (const wake of this.#readyWaiters) wake();
+      });
+      this.#module = redis;
+      this.#downSince = Date.now();
+      this.#client = client;
+      // Resolves on the first ready; rejects only when closed. Outages in between are retried.
+      client.connect().catch((error: unknown) => {
+        this.#lastError = error;
+      });
+      return client;
+    })();
+    return this.#opening;
+  }
+
+  #subscribed(): Promise<RedisClient> {
+    this.#subscriber ??= this.#open().then((main) => {
+      if (this.#closed) throw this.#unavailable("The redis store is closed");
+      // duplicate() reuses the client class; a second createClient() would build it again, blocking
+      // the event loop for ~100 ms. Subscriptions may queue while disconnected: node-redis sends
+      // them, and restores them, on connect.
+      const subscriber = main.duplicate({ disableOfflineQueue: false });
+      if (subscriber === main) return main;
+      subscriber.on("error", (error) => this.#report(error));
+      subscriber.connect().catch(() => {});
+      return subscriber;
+    });
+    return this.#subscriber;
+  }
+
+  /** Passes a background error on, unless it only says that this connection is being closed. */
+  #report(error: Error): void {
+    if (!this.#closed) this.#options.onError?.(error);
+  }
+
+  #readyWithin(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.#readyWaiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.#readyWaiters.add(done);
+    });
+  }
+
+  /** Enters the silent state and probes with PING until the server answers again. */
+  #silent(client: RedisClient): void {
+    if (this.#silentSince || this.#closed) return;
+    this.#silentSince = Date.now();
+    const probe = () => {
+      if (this.#closed) return;
+      let timer: NodeJS.Timeout | undefined;
+      const limit = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error("probe timed out")), this.#options.commandTimeoutMs);
+      });
+      Promise.race([client.sendCommand(["PING"]), limit])
+        .then(
+          () => {
+            this.#silentSince = 0;
+          },
+          () => setTimeout(probe, SILENT_PROBE_MS).unref(),
+        )
+        .finally(() => clearTimeout(timer));
+    };
+    setTimeout(probe, SILENT_PROBE_MS).unref();
+  }
+
+  /** The same failure, marked as one whose command may or may not have run. */
+  #unknown(error: ThreadkeepError): ThreadkeepError {
+    return new ThreadkeepError(error.code, error.message, { cause: error.cause, details: { outcome: "unknown" } });
+  }
+
+  /** A refusal of the connection's setup, as a store error that is not an outage (`isStoreRefusal`). */
+  #refused(error: Error): ThreadkeepError {
+    const database = this.#url.database;
+    const hint =
+      database !== undefined && /DB index/i.test(error.message)
+        ? ` (the URL selects database ${database}; a server has databases 0-15 unless its "databases" setting says otherwise)`
+        : AUTH_REPLIES.test(error.message)
+          ? " (check the user name and password in the store URL: redis://[user]:password@host:port, percent-encoded)"
+          : "";
+    return new ThreadkeepError("store_unavailable", `Redis at ${this.#where} refused the connection: ${error.message}${hint}`, {
+      cause: error,
+      details: { refused: true },
+    });
+  }
+
+  #unavailable(message: string, cause: unknown = this.#lastError): ThreadkeepError {
+    return new ThreadkeepError("store_unavailable", message, cause === undefined ? {} : { cause });
+  }
+
+  #translate(error: unknown): ThreadkeepError {
+    if (error instanceof ThreadkeepError) return error;
+    const message = String((error as Error)?.message ?? error);
+    if (this.#module && error instanceof this.#module.ErrorReply && AUTH_REPLIES.test(message)) return this.#refused(error);
+    if (this.#module && error instanceof this.#module.ErrorReply && !TRANSIENT_REPLIES.test(message)) {
+      // WRONGTYPE or a script tripping over a malformed value: the keys hold something unexpected.
+      return new ThreadkeepError("store_corrupt", `Redis refused an operation on session data: ${message}`, {
+        cause: error,
+      });
+    }
+    return this.#unavailable(`Redis at ${this.#where} failed: ${message}`, error);
+  }
+}

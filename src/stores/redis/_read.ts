@@ -1,0 +1,64 @@
+import { SessionNotFoundError } from "../../core/errors.js";
+import type { Message, MessageQuery } from "../../core/types.js";
+import { parseMessages, type RedisKeys } from "./_codec.js";
+import type { RedisConnection } from "./_connection.js";
+import * as S from "./_scripts.js";
+import { checkOwner, seqBounds } from "../_util.js";
+
+/**
+ * LRANGE bounds of a read without seq bounds: the last N, else the first `limit`, else all. One LRANGE
+ * suffices because every stored message carries its seq.
+ */
+function unrangedWindow(last: number | undefined, limit: number | undefined): [string, string] {
+  if (last !== undefined && Number.isFinite(last)) return [String(-last), "-1"];
+  if (limit !== undefined && Number.isFinite(limit)) return ["0", String(limit - 1)];
+  return ["0", "-1"];
+}
+
+/** A session's messages that `query` selects: one LRANGE, one MULTI or one script, by the query's shape. */
+export async function readMessages(db: RedisConnection, keys: RedisKeys, id: string, query: MessageQuery): Promise<Message[]> {
+  const { data: dataKeys } = keys;
+  const ranged = [query.afterSeq, query.beforeSeq, query.fromSeq, query.toSeq].some(
+    (b) => b !== undefined,
+  );
+  const last = query.last === undefined ? undefined : Math.trunc(query.last);
+  const limit = query.limit === undefined ? undefined : Math.trunc(query.limit);
+  if (last !== undefined && last <= 0) return [];
+  if (last === undefined && limit !== undefined && limit <= 0) return [];
+  let items: string[];
+  if (query.owner && !ranged) {
+    // Owner-scoped "last N" (the hot read): the owner and activity and the window in one MULTI on the
+    // session's slot, atomic like a script but cheaper on the server; the owner is checked before
+    // anything read leaves this function.
+    const [meta, read] = await db.transaction<[(string | null)[], string[]]>([
+      ["HMGET", dataKeys(id)[0], "userId", "lastActivityAt"],
+      ["LRANGE", dataKeys(id)[1], ...unrangedWindow(last, limit)],
+    ]);
+    checkOwner(id, query.owner, meta[0] == null ? null : { userId: meta[0], lastActivityAt: Number(meta[1]) });
+    items = read;
+  } else if (query.owner) {
+    // Owner-scoped with seq bounds: the owner and expiry are checked in the script that reads.
+    const [from, to] = seqBounds(query);
+    const reply = await db.eval<(number | string)[]>(S.OWNED_RANGE, dataKeys(id), [
+      query.owner.userId,
+      query.owner.activeSince === undefined ? "" : String(query.owner.activeSince),
+      ranged ? String(from) : "",
+      ranged ? String(to) : "",
+      last === undefined ? "" : String(last),
+      limit === undefined ? "" : String(limit),
+    ]);
+    if (reply[0] === -1) throw new SessionNotFoundError(id);
+    items = reply.slice(1) as string[];
+  } else if (ranged) {
+    const [from, to] = seqBounds(query);
+    items = await db.eval<string[]>(S.RANGE, dataKeys(id), [
+      String(from),
+      String(to),
+      last === undefined ? "" : String(last),
+      limit === undefined ? "" : String(limit),
+    ]);
+  } else {
+    items = await db.send<string[]>(["LRANGE", dataKeys(id)[1], ...unrangedWindow(last, limit)]);
+  }
+  return parseMessages(id, items);
+}

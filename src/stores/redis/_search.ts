@@ -1,0 +1,38 @@
+import { ThreadkeepError } from "../../core/errors.js";
+import type { SearchHit, SearchQuery } from "../../core/types.js";
+import { parseMessages, type RedisKeys } from "./_codec.js";
+import type { RedisConnection } from "./_connection.js";
+import { INDEX_BATCH, type RedisIndexes } from "./_session-index.js";
+import { checkSearchQuery, DEFAULT_SEARCH_LIMIT, rankHits, substringHits } from "../_util.js";
+
+/**
+ * A substring search over the owner's sessions (or one session), a batch of sessions at a time; members
+ * of the owner's index found stale on the way are dropped from it.
+ */
+export async function searchMessages(db: RedisConnection, keys: RedisKeys, indexes: RedisIndexes, query: SearchQuery): Promise<SearchHit[]> {
+  const { data: dataKeys } = keys;
+  checkSearchQuery(query);
+  if (query.mode === "fulltext") {
+    throw new ThreadkeepError("not_supported", "The redis store has no full-text search; use substring");
+  }
+  const ids = query.sessionId ? [query.sessionId] : await indexes.ownedIds(query.userId);
+  const hits: SearchHit[] = [];
+  const stale: string[] = [];
+  for (let at = 0; at < ids.length; at += INDEX_BATCH) {
+    const batch = ids.slice(at, at + INDEX_BATCH);
+    const owners = await Promise.all(
+      batch.map((id) => db.send<string | null>(["HGET", dataKeys(id)[0], "userId"])),
+    );
+    const mine = batch.filter((_, i) => owners[i] === query.userId);
+    // Members of the owner's index that are gone, or whose id now belongs to someone else.
+    if (!query.sessionId) stale.push(...batch.filter((_, i) => owners[i] !== query.userId));
+    const lists = await Promise.all(
+      mine.map((id) => db.send<string[]>(["LRANGE", dataKeys(id)[1], "0", "-1"])),
+    );
+    mine.forEach((sessionId, i) => {
+      hits.push(...substringHits(sessionId, parseMessages(sessionId, lists[i]), query.text));
+    });
+  }
+  await indexes.dropFromOwner(query.userId, stale);
+  return rankHits(hits, query.limit ?? DEFAULT_SEARCH_LIMIT);
+}

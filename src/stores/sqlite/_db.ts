@@ -1,0 +1,304 @@
+/**
+ * An open database of the SQLite store: its statements, the steps that take several statements
+ * (each one transaction), and the decoding of rows, where a corrupt record is moved to the
+ * `quarantine` table with a warning instead of failing the read.
+ */
+import type Database from "better-sqlite3";
+import { SessionNotFoundError } from "../../core/errors.js";
+import type { AppendOptions, OwnerScope, Message, Session, SessionState, Summary, SummaryInput } from "../../core/types.js";
+import { type BatchOutcome, BUSY } from "./_group-commit.js";
+import { type SqliteHistory, sqliteHistory } from "./_history.js";
+import type { TurnLeases } from "./_lease.js";
+import { checkOwner, checkSummarySession } from "../_util.js";
+import { openSqliteDatabase, type SqliteOpenSettings } from "./_schema.js";
+import {
+  applyCap,
+  type MessageRow,
+  prepareStatements,
+  type SessionRow,
+  type SqliteStatements,
+} from "./_statements.js";
+
+/** What kind of stored record was quarantined. */
+type RecordKind = "message" | "summary" | "metadata" | "state";
+
+/** A message ready to insert: its stored JSON (the full-text indexer reads its text from it later). */
+export type EncodedMessage = string;
+
+/** The parsed JSON object, or why `raw` is not one. */
+function parseObject(raw: string | null): Record<string, unknown> | string {
+  try {
+    const value: unknown = JSON.parse(raw ?? "");
+    return typeof value === "object" && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : "not a JSON object";
+  } catch (error) {
+    return (error as Error).message;
+  }
+}
+
+/** An open SQLite store database. */
+export interface SqliteStoreDb {
+  /** The connection, for parts of the store that prepare their own statements (the file lease). */
+  db: Database.Database;
+  st: SqliteStatements;
+  /** The steps of several statements, each one transaction. */
+  tx: {
+    append(id: string, encoded: EncodedMessage[], options: AppendOptions, now: number): Message[];
+    pop(id: string): Message | null;
+    saveSummary(id: string, input: SummaryInput): Summary;
+    deleteSession(id: string): boolean;
+    expire(olderThan: number): string[];
+    /**
+     * Adds the messages waiting for the full-text index to it: all of them, or at most `limit`
+     * (a session at a time, each from its oldest). @returns true when messages still wait.
+     */
+    indexPending(limit?: number): boolean;
+    /**
+     * Runs writes in one transaction, each in a savepoint of its own (a write that throws is undone
+     * alone). @returns each write's result or error. @throws when the transaction itself failed.
+     */
+    batch(writes: readonly (() => unknown)[]): BatchOutcome[];
+  };
+  /** Idempotent writes, tail replacement and branches. */
+  history: SqliteHistory;
+  /**
+   * Runs `fn` (a write) without waiting for a write lock another connection holds: {@link BUSY} at once
+   * then, nothing written, so an async caller can try again with the event loop free meanwhile.
+   */
+  tryWrite<T>(fn: () => T): T | typeof BUSY;
+  /** The stored messages of one session's rows, skipping (and quarantining) corrupt ones. */
+  messages(sessionId: string, rows: MessageRow[]): Message[];
+  session(row: SessionRow): Session;
+  /** @throws `session_not_found`. */
+  state(id: string): SessionState;
+  summaries(id: string): Summary[];
+  /** @throws `session_not_found`. */
+  /** With `owner`, also its owner check (see `OwnerScope`). */
+  exists(id: string, owner?: OwnerScope): void;
+  close(): void;
+}
+
+/**
+ * Opens the database at `settings.path` and prepares everything the store runs on it. `onWrite` is
+ * called after each committed write transaction (the checkpointer counts them).
+ */
+export function openSqliteStoreDb(
+  settings: SqliteOpenSettings,
+  leases: Pick<TurnLeases, "check" | "releaseIn">,
+  onWrite: () => void = () => {},
+): SqliteStoreDb {
+  const db = openSqliteDatabase(settings);
+  const st = prepareStatements(db);
+  // IMMEDIATE takes the write lock up front: a deferred transaction that reads first would fail with
+  // SQLITE_BUSY, without waiting, when another process wrote in between.
+  const write = <A extends unknown[], R>(fn: (...args: A) => R) => {
+    const transaction = db.transaction(fn);
+    return (...args: A): R => {
+      const result = transaction.immediate(...args);
+      // A write nested in another (a savepoint of a group commit) is counted once, with its transaction.
+      if (!db.inTransaction) onWrite();
+      return result;
+    };
+  };
+
+  const moveAside = (
+    kind: RecordKind,
+    sessionId: string,
+    seq: number | null,
+    raw: unknown,
+    reason: string,
+  ) => {
+    const text = typeof raw === "string" ? raw : JSON.stringify(raw);
+    st.quarantine.run(sessionId, seq, kind, text, reason, Date.now());
+    const where = seq === null ? "" : ` (seq ${seq})`;
+    console.warn(
+      `[threadkeep] sqlite: moved a corrupt ${kind} of session ${sessionId}${where} to quarantine: ${reason}`,
+    );
+  };
+  const quarantine = write(
+    (
+      kind: RecordKind,
+      sessionId: string,
+      seq: number | null,
+      raw: unknown,
+      reason: string,
+      cleanUp: () => void,
+    ) => {
+      moveAside(kind, sessionId, seq, raw, reason);
+      cleanUp();
+    },
+  );
+
+  const messages = (sessionId: string, rows: MessageRow[]): Message[] => {
+    const result: Message[] = [];
+    for (const [seq, createdAt, body] of rows) {
+      const message = parseObject(body);
+      if (typeof message === "string" || typeof message.role !== "string") {
+        const reason = typeof message === "string" ? message : "no role";
+        quarantine("message", sessionId, seq, body, reason, () => st.deleteMessage.run(sessionId, seq));
+        continue;
+      }
+      message.seq = seq;
+      message.createdAt = createdAt;
+      result.push(message as unknown as Message);
+    }
+    return result;
+  };
+
+  const session = (row: SessionRow): Session => {
+    let metadata = parseObject(row.metadata);
+    if (typeof metadata === "string") {
+      quarantine("metadata", row.id, null, row.metadata, metadata, () => st.setMetadata.run("{}", row.id));
+      metadata = {};
+    }
+    const { id, user_id: userId, created_at: createdAt, last_activity_at: lastActivityAt } = row;
+    return { id, userId, createdAt, lastActivityAt, metadata };
+  };
+
+  const state = (id: string): SessionState => {
+    const row = st.getState.get(id);
+    if (!row) throw new SessionNotFoundError(id);
+    let data = parseObject(row.state);
+    if (typeof data === "string") {
+      // The version stays, so a writer that read it can still replace the lost data.
+      quarantine("state", id, null, row.state, data, () => st.resetState.run(id));
+      data = {};
+    }
+    return { version: row.state_version, data };
+  };
+
+  const summaries = (id: string): Summary[] =>
+    st.listSummaries.all(id).flatMap((row): Summary[] => {
+      const metadata = row.metadata === null ? undefined : parseObject(row.metadata);
+      if (typeof metadata === "string") {
+        quarantine("summary", id, null, row, metadata, () => st.deleteSummary.run(id, row.id));
+        return [];
+      }
+      const { from_seq: fromSeq, to_seq: toSeq, content, created_at: createdAt } = row;
+      return [{ id: row.id, fromSeq, toSeq, content, createdAt, ...(metadata ? { metadata } : {}) }];
+    });
+
+  const exists = (id: string, owner?: OwnerScope) => {
+    if (owner) checkOwner(id, owner, st.owner.get(id));
+    else if (!st.sessionExists.get(id)) throw new SessionNotFoundError(id);
+  };
+
+  const history = sqliteHistory({ db, st, leases, write, messages, exists });
+
+  // Run with exec, not prepared: SQLite applies this pragma when the statement is compiled (2-3 µs).
+  const noWait = "PRAGMA busy_timeout = 0";
+  const wait = `PRAGMA busy_timeout = ${Math.max(0, Math.floor(settings.busyTimeoutMs))}`;
+  const tryWrite = <T>(fn: () => T): T | typeof BUSY => {
+    db.exec(noWait);
+    try {
+      return fn();
+    } catch (error) {
+      // Only a write that never began (its BEGIN found the lock taken) can simply be tried again.
+      if ((error as { code?: unknown }).code === "SQLITE_BUSY" && !db.inTransaction) return BUSY;
+      throw error;
+    } finally {
+      db.exec(wait);
+    }
+  };
+
+  const purge = (id: string) => {
+    history.purge(id);
+    st.deleteMessages.run(id);
+    st.deleteSummaries.run(id);
+    // Quarantined records go with their session: a deleted conversation must leave nothing behind.
+    st.deleteQuarantine.run(id);
+    return st.deleteSession.run(id).changes > 0;
+  };
+
+  const tx: SqliteStoreDb["tx"] = {
+    append: write((id: string, encoded: EncodedMessage[], options: AppendOptions, now: number) => {
+      const head = st.appendHead.get(id);
+      if (!head) throw new SessionNotFoundError(id);
+      const [userId, lastActivityAt, lastSeq, firstSeq, ftsPending, ftsSeq] = head;
+      if (options.owner) checkOwner(id, options.owner, { userId, lastActivityAt });
+      leases.check(id, options.fence, options.releaseLease);
+      const first = (lastSeq ?? 0) + 1;
+      for (let i = 0; i < encoded.length; i++) st.insertMessage.run(id, first + i, now, encoded[i]);
+      applyCap(st, id, firstSeq ?? first, first + encoded.length - 1, options);
+      // The session row is written anyway; it is marked for the indexer only when it was not already.
+      if (ftsPending === 0 || first <= ftsSeq) st.touchUnindexed.run(now, first - 1, id);
+      else st.touch.run(now, id);
+      // The stored JSON read back, as a later read returns it; seq and createdAt set on it, not spread into a copy.
+      return encoded.map((body, i) => {
+        const message = JSON.parse(body);
+        message.seq = first + i;
+        message.createdAt = now;
+        return message as Message;
+      });
+    }),
+
+    pop: write((id: string): Message | null => {
+      exists(id);
+      for (;;) {
+        const row = st.newest(id, 1)[0];
+        if (!row) return null;
+        const [message] = messages(id, [row]);
+        if (!message) continue;
+        st.deleteMessage.run(id, message.seq);
+        return message;
+      }
+    }),
+
+    saveSummary: write((id: string, input: SummaryInput): Summary => {
+      const session = st.getSession.get(id);
+      if (!session) throw new SessionNotFoundError(id);
+      checkSummarySession(id, { createdAt: session.created_at }, input);
+      const { fromSeq, toSeq, content, metadata } = input;
+      const summaryId = st.nextSummaryId.get(id)!.next;
+      const createdAt = input.createdAt ?? Date.now();
+      const json = metadata ? JSON.stringify(metadata) : null;
+      st.insertSummary.run(id, summaryId, fromSeq, toSeq, content, createdAt, json);
+      const stored = json ? { metadata: JSON.parse(json) } : {};
+      return { id: summaryId, fromSeq, toSeq, content, createdAt, ...stored };
+    }),
+
+    deleteSession: write(purge),
+
+    expire: write((olderThan: number) => {
+      const ids = st.inactiveSessions.all(olderThan).map((row) => row.id);
+      for (const id of ids) purge(id);
+      return ids;
+    }),
+
+    indexPending: write((limit?: number) => {
+      let budget = limit ?? Number.POSITIVE_INFINITY;
+      const sessions = st.pendingSessions.all(limit === undefined ? -1 : Math.max(1, limit));
+      for (const { key, id, fts_seq: from } of sessions) {
+        if (budget <= 0) return true;
+        const end = st.pendingEnd.get(id, from, Number.isFinite(budget) ? budget : -1);
+        if (end === null || end === undefined) {
+          st.indexedTo.run(from, 0, key);
+          continue;
+        }
+        const indexed = st.indexSession.run(key, end).changes;
+        // Fewer than the budget allowed: nothing of this session is left above `end`.
+        const done = indexed < budget;
+        budget -= indexed;
+        st.indexedTo.run(end, done ? 0 : 1, key);
+      }
+      return limit !== undefined && st.pendingSessions.all(1).length > 0;
+    }),
+
+    batch: write((writes: readonly (() => unknown)[]) =>
+      writes.map((run): BatchOutcome => {
+        try {
+          // Each write is a transaction function: inside this one, better-sqlite3 runs it as a savepoint.
+          return { ok: true, value: run() };
+        } catch (error) {
+          // Some failures (an I/O error, running out of memory) end the whole transaction, and the
+          // writes before this one with it: the batch fails as a whole then.
+          if (!db.inTransaction) throw error;
+          return { ok: false, error };
+        }
+      }),
+    ),
+  };
+
+  return { db, st, tx, history, tryWrite, messages, session, state, summaries, exists, close: () => db.close() };
+}

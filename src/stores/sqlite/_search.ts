@@ -1,0 +1,70 @@
+import type { SearchHit, SearchQuery } from "../../core/types.js";
+import type { SqliteStoreDb } from "./_db.js";
+import { scopedMatch } from "./_fulltext.js";
+import type { MessageRow } from "./_statements.js";
+import { messageText, snippetOf } from "../_util.js";
+
+/**
+ * Queued messages a full-text search indexes per step (~20 ms each at ~11 s per million): larger than the background
+ * indexer's steps, since a search waits for them, and each step's transaction has a fixed cost
+ * (a 200,000-message backlog: ~1.5 s of CPU in steps of 2,000, ~2.1 s in steps of 500, ~1.2 s in one).
+ */
+const SEARCH_INDEX_CHUNK_ROWS = 2_000;
+
+const hits = (db: SqliteStoreDb, rows: MessageRow[], needle: (text: string) => string): SearchHit[] =>
+  rows.flatMap((row) => {
+    const sessionId = row[3]!;
+    return db.messages(sessionId, [row]).map((message) => {
+      const text = messageText(message);
+      return { sessionId, seq: message.seq, snippet: snippetOf(text, needle(text)), message };
+    });
+  });
+
+/**
+ * A checked search, its limit settled: full-text or substring. `use` runs a step on the open
+ * database (writing the queued appends first). A full-text search first indexes the queued text in
+ * bounded steps, the event loop free between them: after an upgrade the whole file waits, and
+ * indexing it in one call held the loop ~11 s per million messages. The background indexer may run
+ * between the steps; each step is one transaction that reads how far every session is indexed,
+ * so neither indexes a row twice.
+ */
+export async function searchMessages(
+  use: <T>(fn: (db: SqliteStoreDb) => T) => T,
+  query: SearchQuery,
+  limit: number,
+): Promise<SearchHit[]> {
+  if (query.mode !== "fulltext") return use((db) => searchText(db, query, limit));
+  for (;;) {
+    // The step that finds nothing left waiting searches in the same synchronous call, so a message
+    // written between the steps is indexed before the search reads the index.
+    const hits = use((db) => (db.tx.indexPending(SEARCH_INDEX_CHUNK_ROWS) ? undefined : searchText(db, query, limit)));
+    if (hits) return hits;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+/** One synchronous search; a full-text one reads the index as it is. */
+function searchText(db: SqliteStoreDb, query: SearchQuery, limit: number): SearchHit[] {
+  const { userId, sessionId } = query;
+  const { st } = db;
+  if (query.mode === "fulltext") {
+    const ranked = query.ranking === "relevance";
+    const match = scopedMatch(query.text, query, ranked);
+    // Nothing but separators: no word to find.
+    if (!match) return [];
+    const rows = ranked
+      ? sessionId
+        ? st.searchFullTextRankedInSession.all(match, sessionId, userId, limit)
+        : st.searchFullTextRanked.all(match, userId, limit)
+      : sessionId
+        ? st.searchFullTextInSession.all(match, sessionId, userId, limit)
+        : st.searchFullText.all(match, userId, limit);
+    const words = query.text.toLowerCase().trim().split(/\s+/);
+    return hits(db, rows, (text) => words.find((w) => text.toLowerCase().includes(w)) ?? "");
+  }
+  const needle = query.text.toLowerCase();
+  const rows = sessionId
+    ? st.searchSubstringInSession.all(sessionId, userId, needle, limit)
+    : st.searchSubstring.all(userId, needle, limit);
+  return hits(db, rows, () => query.text);
+}

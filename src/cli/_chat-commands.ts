@@ -2,7 +2,7 @@
  * The slash commands of `threadkeep chat`. Each works through `Memory` (owner checks included), so
  * what the chat shows is what the server and the library would see.
  */
-import { saveSummaryOf } from "../core/context/compaction.js";
+import { saveSummaryOf } from "../core/incarnation.js";
 import { isThreadkeepError } from "../core/errors.js";
 import { newSessionId } from "../core/ids.js";
 import type { Memory } from "../core/memory.js";

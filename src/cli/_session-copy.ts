@@ -6,7 +6,7 @@
  *   ranges are shifted by the same offset;
  * - each message keeps its original time in `metadata.importedCreatedAt`.
  */
-import { saveSummaryOf } from "../core/context/compaction.js";
+import { appendMessagesOf, saveSummaryOf } from "../core/incarnation.js";
 import type { Branch, Message, MessageInput, Session, SessionStore } from "../core/types.js";
 import { canonical, type ExportedSummary, exportedMessage, type SessionBundle } from "./_jsonl-format.js";
 
@@ -101,10 +101,15 @@ function storedInput(message: Message): MessageInput {
 const same = (a: unknown, b: unknown) => JSON.stringify(canonical(a)) === JSON.stringify(canonical(b));
 const summaryKey = (s: ExportedSummary) => JSON.stringify(canonical({ ...s, metadata: s.metadata ?? {} }));
 
-async function appendAll(store: SessionStore, id: string, messages: Message[]): Promise<void> {
+/**
+ * Appends `messages` to `target` in batches, each only into the session copied to: one deleted and
+ * created again under its id meanwhile refuses the batch (`session_not_found`) instead of taking the
+ * rest of the copy.
+ */
+async function appendAll(store: SessionStore, target: Session, messages: Message[]): Promise<void> {
   for (let i = 0; i < messages.length; i += APPEND_BATCH) {
     // No maxMessages: an import keeps exactly what the source kept.
-    await store.appendMessages(id, messages.slice(i, i + APPEND_BATCH).map(storedInput));
+    await appendMessagesOf(store, target, messages.slice(i, i + APPEND_BATCH).map(storedInput));
   }
 }
 
@@ -173,7 +178,7 @@ export async function importSessionBundle(
   if (bundle.state && state.version > 0 && !same(state.data, bundle.state)) {
     return { status: "diverged", messagesAdded: 0, reason: "its state differs from the source's" };
   }
-  await appendAll(store, target.id, tail);
+  await appendAll(store, target, tail);
 
   const stored = new Set(
     (fresh ? [] : await store.listSummaries(target.id)).map(({ id: _id, ...s }) =>

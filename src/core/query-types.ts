@@ -65,6 +65,15 @@ export interface AppendOptions {
   /** Owner-scoped write: see {@link OwnerScope}; the session is not created. */
   owner?: OwnerScope;
   /**
+   * The `createdAt` of the session the caller means to write into, as it read it (copies of a session:
+   * import, migrate, fork). A store with `capabilities.guardedAppends` applies the write only while the
+   * stored session still has this `createdAt`, checked in the write's own atomic step, and otherwise
+   * throws `session_not_found` and writes nothing: the session was deleted (and perhaps created again
+   * under its id) meanwhile, so the write belongs to a session that is gone. A session deleted and
+   * created again within the same millisecond is not told apart. Stores without the capability ignore it.
+   */
+  sessionCreatedAt?: number;
+  /**
    * With `fence`: release that turn lease in the same atomic step once the write applies (it stays
    * held when the write fails), so a turn's commit and its release are one round trip. The holder's
    * `Lease.release()` then has nothing left to do. Stores without `capabilities.combinedTurn` ignore

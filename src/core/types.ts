@@ -54,6 +54,15 @@ export interface StoreCapabilities {
    * @default false
    */
   guardedSummaries?: boolean;
+  /**
+   * `appendMessages` and `replaceAfter` honour {@link AppendOptions.sessionCreatedAt}: they refuse
+   * (`session_not_found`), in the write's own step, a write meant for a session that was deleted and
+   * created again under its id meanwhile. The copies of a session (`fork`, import, migrate) then pass
+   * it with each batch. A store without it is given no such field; the copies then re-read the session
+   * before each batch, which narrows the race to that round trip but cannot close it.
+   * @default false
+   */
+  guardedAppends?: boolean;
 }
 
 /**

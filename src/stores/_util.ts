@@ -209,5 +209,14 @@ export function checkOwner(
  * @throws `session_not_found` then.
  */
 export function checkSummarySession(id: string, session: Pick<Session, "createdAt">, input: SummaryInput): void {
-  if (input.sessionCreatedAt !== undefined && session.createdAt !== input.sessionCreatedAt) throw new SessionNotFoundError(id);
+  checkIncarnation(id, session, input.sessionCreatedAt);
+}
+
+/**
+ * Refuses a write meant for another incarnation of the session (`sessionCreatedAt` given and not the
+ * stored session's `createdAt`: the one it was meant for was deleted meanwhile).
+ * @throws `session_not_found` then.
+ */
+export function checkIncarnation(id: string, session: Pick<Session, "createdAt">, sessionCreatedAt: number | undefined): void {
+  if (sessionCreatedAt !== undefined && session.createdAt !== sessionCreatedAt) throw new SessionNotFoundError(id);
 }

@@ -24,6 +24,7 @@ import { checkDimensions, missingSeqs, normalize, scanSession, type StoredVector
 import { applyBranchSwitch, applyHistoryWrite, branchFromRecord, checkHistoryOptions, type OperationRecord, planBranchSwitch, planHistoryWrite, upsertBranch } from "./_history.js";
 import { LocalLeases } from "./_lease.js";
 import {
+  checkIncarnation,
   checkOwner,
   checkSummarySession,
   applyMessageQuery,
@@ -119,6 +120,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): VectorStore
     checkHistoryOptions(options, seq);
     const entry = need(id);
     checkOwner(id, options.owner, entry.session);
+    checkIncarnation(id, entry.session, options.sessionCreatedAt);
     const now = Date.now();
     const plan = planHistoryWrite(entry, seq, valid, options, now, () => leases.check(id, options.fence));
     if (plan.replayed) return plan.replayed;
@@ -129,7 +131,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): VectorStore
 
   return {
     name: MEMORY_STORE_NAME,
-    capabilities: { persistent: false, fullTextSearch: false, crossProcessLease: false, nativeExpiry: true, vectors: true, ownerScope: true, keepUnsummarized: true, guardedSummaries: true },
+    capabilities: { persistent: false, fullTextSearch: false, crossProcessLease: false, nativeExpiry: true, vectors: true, ownerScope: true, keepUnsummarized: true, guardedSummaries: true, guardedAppends: true },
 
     async putEmbeddings(id: string, model: string, items: EmbeddingInput[]) {
       const entry = need(id);

@@ -1,6 +1,7 @@
 /**
  * Messages in the store conformance suite: contiguous seq, lossless round trips, reads by range,
- * whole-batch validation, concurrent appends, pop and truncate, unicode and large messages.
+ * whole-batch validation, concurrent appends, pop and truncate, (with `capabilities.guardedAppends`)
+ * writes only into the session incarnation they name, unicode and large messages.
  */
 import { describe, expect, it } from "vitest";
 import type { MessageInput, SessionStore } from "../core/types.js";
@@ -118,6 +119,27 @@ export function describeMessages(store: () => SessionStore): void {
       expect((await store().getMessages(session.id)).map((m) => m.seq)).toEqual([1, 2]);
       const [next] = await store().appendMessages(session.id, [text("again")]);
       expect(next.seq).toBe(3);
+    });
+
+    it("refuses a write meant for a session deleted and created again under its id", async (ctx) => {
+      if (!store().capabilities.guardedAppends) ctx.skip(`${store().name} does not guard appends by session`);
+      const old = await newSession();
+      const guard = { sessionCreatedAt: old.createdAt };
+      expect((await store().appendMessages(old.id, [text("1")], guard)).map((m) => m.seq)).toEqual([1]);
+      expect((await store().replaceAfter(old.id, 1, [text("2")], guard)).map((m) => m.seq)).toEqual([2]);
+      await store().deleteSession(old.id);
+      await expectCode(store().appendMessages(old.id, [text("gone")], guard), "session_not_found");
+      const again = await store().createSession({ id: old.id, userId: old.userId, createdAt: old.createdAt + 1 });
+      await store().appendMessages(again.id, [text("new")]);
+      // Every write path refuses: the plain append, an idempotent one, a replacement, a capped one.
+      await expectCode(store().appendMessages(again.id, [text("old")], guard), "session_not_found");
+      await expectCode(store().appendMessages(again.id, [text("old")], { ...guard, operationId: "op-guard" }), "session_not_found");
+      await expectCode(store().appendMessages(again.id, [text("old")], { ...guard, maxMessages: 1, keepUnsummarized: true }), "session_not_found");
+      await expectCode(store().replaceAfter(again.id, 0, [text("old")], guard), "session_not_found");
+      await expectCode(store().appendMessages(again.id, [], guard), "session_not_found");
+      expect((await store().getMessages(again.id)).map((m) => [m.seq, m.content])).toEqual([[1, "new"]]);
+      const [added] = await store().appendMessages(again.id, [text("same session")], { sessionCreatedAt: again.createdAt, operationId: "op-guard" });
+      expect([added.seq, added.content]).toEqual([2, "same session"]);
     });
 
     it("keeps unicode and 1 MB messages intact", async () => {

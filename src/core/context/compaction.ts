@@ -1,5 +1,5 @@
-import { SessionNotFoundError } from "../errors.js";
-import type { AppendOptions, Message, Session, SessionStore, Summary, SummaryInput } from "../types.js";
+import { saveSummaryOf } from "../incarnation.js";
+import type { AppendOptions, Message, SessionStore, Summary, SummaryInput } from "../types.js";
 import { CompactionHints, type SessionShape } from "./compaction-hints.js";
 import type { Summarizer } from "./summarize.js";
 
@@ -41,19 +41,6 @@ export function latestSummary(summaries: readonly Summary[]): Summary | undefine
   for (const s of summaries)
     if (!latest || s.toSeq > latest.toSeq || (s.toSeq === latest.toSeq && s.id > latest.id)) latest = s;
   return latest;
-}
-
-/**
- * Saves a summary made from `session` (as read before its messages) into that session only: with
- * `capabilities.guardedSummaries` the store refuses it in the save's own atomic step if the session
- * was deleted, or deleted and created again under its id, meanwhile; other stores get the session read
- * again just before the save (a narrower race, not closed).
- * @throws `session_not_found` when the session is gone or is another one now.
- */
-export async function saveSummaryOf(store: SessionStore, session: Session, input: SummaryInput): Promise<Summary> {
-  if (store.capabilities.guardedSummaries) return store.saveSummary(session.id, { ...input, sessionCreatedAt: session.createdAt });
-  if ((await store.getSession(session.id))?.createdAt !== session.createdAt) throw new SessionNotFoundError(session.id);
-  return store.saveSummary(session.id, input);
 }
 
 /**

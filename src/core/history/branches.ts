@@ -1,4 +1,4 @@
-import { saveSummaryOf } from "../context/compaction.js";
+import { appendMessagesOf, saveSummaryOf } from "../incarnation.js";
 import { ThreadkeepError } from "../errors.js";
 import { newSessionId, parseSessionId } from "../ids.js";
 import type { MemoryCore } from "../memory-core.js";
@@ -39,7 +39,8 @@ export async function fork(core: MemoryCore, sessionId: string, options: OwnerOp
   });
   for (let i = 0; i < messages.length; i += 100) {
     const batch = messages.slice(i, i + 100).map(({ seq: _s, createdAt: _c, ...input }) => input);
-    await store.appendMessages(id, batch);
+    // Only into this fork: a session deleted and created again under its id meanwhile refuses it.
+    await appendMessagesOf(store, fork, batch);
   }
   const lastCopied = messages.at(-1)?.seq ?? 0;
   for (const summary of await store.listSummaries(source.id)) {

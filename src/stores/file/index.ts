@@ -29,6 +29,7 @@ import { fileVectorSidecar } from "./_vectors.js";
 import { LocalLeases } from "../_lease.js";
 import { sidecarVectors } from "../_vector-sidecar.js";
 import {
+  checkIncarnation,
   checkOwner,
   checkSummarySession,
   applyMessageQuery,
@@ -111,6 +112,7 @@ export function createFileStore(options: FileStoreOptions): VectorStore {
     checkHistoryOptions(writeOptions, seq);
     return change(id, async (key, entry) => {
       checkOwner(key, writeOptions.owner, entry.session);
+      checkIncarnation(key, entry.session, writeOptions.sessionCreatedAt);
       const now = Date.now();
       const plan = planHistoryWrite(entry, seq, valid, writeOptions, now, () => leases.check(key, writeOptions.fence));
       if (plan.replayed) return plan.replayed;
@@ -135,7 +137,7 @@ export function createFileStore(options: FileStoreOptions): VectorStore {
 
   const store: VectorStore = {
     name: FILE_STORE_NAME,
-    capabilities: { persistent: true, fullTextSearch: false, crossProcessLease: false, nativeExpiry: false, vectors: true, ownerScope: true, keepUnsummarized: true, guardedSummaries: true },
+    capabilities: { persistent: true, fullTextSearch: false, crossProcessLease: false, nativeExpiry: false, vectors: true, ownerScope: true, keepUnsummarized: true, guardedSummaries: true, guardedAppends: true },
     ...sidecarVectors(() => store, fileVectorSidecar(dir)),
 
     async createSession(input) {

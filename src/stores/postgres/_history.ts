@@ -7,7 +7,7 @@ import { SessionNotFoundError, ThreadkeepError } from "../../core/errors.js";
 import type { Branch, BranchRecord, Message, MessageInput, OwnerScope, ReplaceOptions } from "../../core/types.js";
 import { OPERATION_HISTORY } from "../../core/types.js";
 import { type BranchRow, branchFromRecord, branchNotFound, checkReplaceTarget, historyConflict, operationConflict, toBranch } from "../_history.js";
-import { bodyOf, searchable, toMessage } from "./_rows.js";
+import { bodyOf, ms, searchable, toMessage } from "./_rows.js";
 import type { PgSql } from "./_schema.js";
 import { capWithWrite } from "./_cap.js";
 import { releaseWithWrite } from "./_turn.js";
@@ -133,6 +133,20 @@ export const ownedBy = (sql: PgSql, id: string, owner: OwnerScope | undefined) =
     : sql`true`;
 
 /**
+ * The incarnation condition of a guarded write (`AppendOptions.sessionCreatedAt`), for the write
+ * statement's `WHERE` beside {@link ownedBy}: the session row of that `createdAt`, locked `FOR KEY SHARE`
+ * before the write function runs. The lock is what closes the race: a delete that committed after the
+ * statement's snapshot leaves no row to lock (no row: nothing written), and one that comes later waits
+ * for this write's commit, so the write function (which reads afresh) finds the same row, and no session
+ * can be created again under the id meanwhile. KEY SHARE does not conflict with the function's own
+ * update of the row, nor with other appends'. Without `createdAt`: `true`.
+ */
+export const sameIncarnation = (sql: PgSql, id: string, createdAt: number | undefined) =>
+  createdAt === undefined
+    ? sql`true`
+    : sql`EXISTS (SELECT 1 FROM sessions WHERE id = ${id} AND created_at = ${ms(createdAt)}::bigint FOR KEY SHARE)`;
+
+/**
  * An idempotent append (`seq` undefined) or a tail replacement, in one round trip, owner-scoped too
  * (`options.owner`). A replayed operation reads its stored messages in a second one. `holder` is the
  * token of the grant of `options.fence` when known (see `postgres/_fence.ts`). With `release`
@@ -163,7 +177,7 @@ export async function writeHistory(
         ${id}, ${seq ?? null}::bigint, ${bodies}::text[], ${texts}::text[], ${(!bounded && options.maxMessages) || null}::bigint,
         ${options.fence ?? null}::bigint, ${holder}::text, ${lang}::regconfig, ${options.operationId ?? null}::text, ${digest}::text,
         ${options.expectedLastSeq ?? null}::bigint, ${options.branch?.reason ?? null}::text, ${branchMeta}::text)
-      WHERE ${ownedBy(sql, id, owner)}
+      WHERE ${ownedBy(sql, id, owner)} AND ${sameIncarnation(sql, id, options.sessionCreatedAt)}
     )
     SELECT out_status, out_first_seq, out_last_seq, out_created_at${bounded ? capWithWrite(sql, id, options.maxMessages!) : sql``}${release ? releaseWithWrite(sql, id, release.fence) : sql``} FROM w`;
   if (!row) throw new SessionNotFoundError(id);

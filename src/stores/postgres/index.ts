@@ -180,6 +180,7 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
       combinedTurn: true,
       keepUnsummarized: true,
       guardedSummaries: true,
+      guardedAppends: true,
     },
 
     putEmbeddings: (id: string, model: string, items: EmbeddingInput[]) =>
@@ -208,7 +209,7 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
             SELECT out_status, out_first_seq, out_created_at FROM threadkeep_append_held(
               ${id}, ${bodies}::text[], ${texts}::text[], ${(!bounded && append.maxMessages) || null}::bigint,
               ${append.fence ?? null}::bigint, ${holder}::text, ${appendLang(bodies.length, lang)}::regconfig)
-            WHERE ${history.ownedBy(sql, id, owner)}
+            WHERE ${history.ownedBy(sql, id, owner)} AND ${history.sameIncarnation(sql, id, append.sessionCreatedAt)}
           )
           SELECT out_status, out_first_seq, out_created_at${bounded ? capWithWrite(sql, id, append.maxMessages!) : sql``}${fence === undefined ? sql`` : releaseWithWrite(sql, id, fence)} FROM w`;
         if (!row || row.out_status === "not_found") throw new SessionNotFoundError(id);

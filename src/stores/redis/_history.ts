@@ -59,6 +59,7 @@ export const WRITE_OPTIONS = [
   "branchReason",
   "branchMetadata",
   "keepUnsummarized",
+  "sessionCreatedAt",
 ] as const;
 
 /**
@@ -71,7 +72,8 @@ export const WRITE_OPTIONS = [
  * caller), the session id, owner ('' none: not owner-scoped), activeSince ('' none), fence ('' none),
  * lease token to release once the write applies ('' none), operation id ('' none), digest, after ('' for
  * an append), expectedLastSeq ('' none), branch reason ('' none), branch metadata JSON ('' none), '1'
- * when the cap drops nothing past the summaries' reach (keepUnsummarized) else ''.
+ * when the cap drops nothing past the summaries' reach (keepUnsummarized) else '', the createdAt of the
+ * session incarnation written to ('' any: see `AppendOptions.sessionCreatedAt`).
  * Returns {firstSeq, lastActivityAt, userId, indexed (1 when the indexes were updated here), the next
  * waiter's token ('' none) or false when no lease was released}; {-1} missing or expired
  * session (or, owner-scoped, another owner's or one inactive since activeSince); {-2} stale fence; {-3} operation conflict;
@@ -99,6 +101,8 @@ local meta = redis.call('HMGET', META, 'userId', 'lastActivityAt', 'first', 'sum
 local user = meta[1]
 if not user then return {-1} end
 if owner ~= '' and (user ~= owner or (activeSince ~= '' and tonumber(meta[2]) < tonumber(activeSince))) then return {-1} end
+-- A guarded write: only into the incarnation of the session it names.
+if opt(16) ~= '' and tonumber(redis.call('HGET', META, 'createdAt')) ~= tonumber(opt(16)) then return {-1} end
 -- Past its TTL a session is gone (its keys outlive it by the margin): a write must not revive it. APPEND
 -- hands such a write over here (its expiry is due), so the check costs the lean script nothing.
 if ttl > 0 and tonumber(meta[2]) < now - ttl then return {-1} end

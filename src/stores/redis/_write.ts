@@ -99,7 +99,8 @@ export async function writeHistory(
     fence === undefined ? "" : String(fence),
   ];
   let reply: Reply | undefined;
-  if (seq === undefined && !options.operationId && !token) {
+  // A guarded write (sessionCreatedAt) is WRITE's too: the lean script checks no incarnation.
+  if (seq === undefined && !options.operationId && !token && options.sessionCreatedAt === undefined) {
     // A plain append: the lean script, unless it hands the write over (see `redis/_append.ts`).
     reply = await w.db.eval<Reply>(APPEND, appendKeys(w, id, indexOwner, fence !== undefined || !!options.keepUnsummarized), trimmed([...args, options.keepUnsummarized ? "1" : ""]));
     if (reply[0] === APPEND_HANDOVER) reply = undefined;
@@ -117,6 +118,7 @@ export async function writeHistory(
       options.branch?.reason ?? "",
       branchMeta,
       options.keepUnsummarized ? "1" : "",
+      options.sessionCreatedAt === undefined ? "" : String(options.sessionCreatedAt),
     );
     reply = await w.db.eval<Reply>(WRITE, keys, trimmed(args));
   }

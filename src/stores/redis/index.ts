@@ -140,6 +140,7 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
       combinedTurn: true,
       keepUnsummarized: true,
       guardedSummaries: true,
+      guardedAppends: true,
     },
     ...sidecarVectors(() => store, vectorSidecar),
 

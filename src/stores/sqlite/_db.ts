@@ -9,7 +9,7 @@ import type { AppendOptions, OwnerScope, Message, Session, SessionState, Summary
 import { type BatchOutcome, BUSY } from "./_group-commit.js";
 import { type SqliteHistory, sqliteHistory } from "./_history.js";
 import type { TurnLeases } from "./_lease.js";
-import { checkOwner, checkSummarySession } from "../_util.js";
+import { checkIncarnation, checkOwner, checkSummarySession } from "../_util.js";
 import { openSqliteDatabase, type SqliteOpenSettings } from "./_schema.js";
 import {
   applyCap,
@@ -73,9 +73,11 @@ export interface SqliteStoreDb {
   /** @throws `session_not_found`. */
   state(id: string): SessionState;
   summaries(id: string): Summary[];
-  /** @throws `session_not_found`. */
-  /** With `owner`, also its owner check (see `OwnerScope`). */
-  exists(id: string, owner?: OwnerScope): void;
+  /**
+   * @throws `session_not_found`. With `owner`, also its owner check (see `OwnerScope`); with
+   * `sessionCreatedAt`, also that it is that incarnation (see `AppendOptions.sessionCreatedAt`).
+   */
+  exists(id: string, owner?: OwnerScope, sessionCreatedAt?: number): void;
   close(): void;
 }
 
@@ -179,9 +181,15 @@ export function openSqliteStoreDb(
       return [{ id: row.id, fromSeq, toSeq, content, createdAt, ...(metadata ? { metadata } : {}) }];
     });
 
-  const exists = (id: string, owner?: OwnerScope) => {
-    if (owner) checkOwner(id, owner, st.owner.get(id));
-    else if (!st.sessionExists.get(id)) throw new SessionNotFoundError(id);
+  const exists = (id: string, owner?: OwnerScope, sessionCreatedAt?: number) => {
+    if (!owner && sessionCreatedAt === undefined) {
+      if (!st.sessionExists.get(id)) throw new SessionNotFoundError(id);
+      return;
+    }
+    const found = st.owner.get(id);
+    if (!found) throw new SessionNotFoundError(id);
+    checkOwner(id, owner, found);
+    checkIncarnation(id, found, sessionCreatedAt);
   };
 
   const history = sqliteHistory({ db, st, leases, write, messages, exists });
@@ -215,8 +223,9 @@ export function openSqliteStoreDb(
     append: write((id: string, encoded: EncodedMessage[], options: AppendOptions, now: number) => {
       const head = st.appendHead.get(id);
       if (!head) throw new SessionNotFoundError(id);
-      const [userId, lastActivityAt, lastSeq, firstSeq, ftsPending, ftsSeq] = head;
+      const [userId, lastActivityAt, lastSeq, firstSeq, ftsPending, ftsSeq, createdAt] = head;
       if (options.owner) checkOwner(id, options.owner, { userId, lastActivityAt });
+      checkIncarnation(id, { createdAt }, options.sessionCreatedAt);
       leases.check(id, options.fence, options.releaseLease);
       const first = (lastSeq ?? 0) + 1;
       for (let i = 0; i < encoded.length; i++) st.insertMessage.run(id, first + i, now, encoded[i]);

@@ -26,7 +26,7 @@ export interface SqliteHistoryContext {
   leases: Pick<TurnLeases, "check" | "releaseIn">;
   write: <A extends unknown[], R>(fn: (...args: A) => R) => (...args: A) => R;
   messages(sessionId: string, rows: MessageRow[]): Message[];
-  exists(id: string, owner?: OwnerScope): void;
+  exists(id: string, owner?: OwnerScope, sessionCreatedAt?: number): void;
 }
 
 /** The history steps of one open database. */
@@ -71,7 +71,7 @@ export function sqliteHistory(ctx: SqliteHistoryContext) {
   return {
     /** An idempotent append (`seq` undefined) or a tail replacement. */
     write: write((id: string, seq: number | undefined, encoded: EncodedMessage[], digest: string, options: ReplaceOptions, now: number): Message[] => {
-      ctx.exists(id, options.owner);
+      ctx.exists(id, options.owner, options.sessionCreatedAt);
       const applied = findOperation(
         options.operationId === undefined ? [] : ([h.findOp.get(id, options.operationId)].filter(Boolean) as OperationRecord[]),
         options.operationId,

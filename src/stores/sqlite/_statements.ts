@@ -113,7 +113,8 @@ export function applyCap(
 
 /**
  * What an append reads before it writes, in one row: the session's owner and activity, its last and
- * first seq, and how far the full-text index has it (whether messages wait, the highest indexed seq).
+ * first seq, how far the full-text index has it (whether messages wait, the highest indexed seq), and
+ * its creation time (which incarnation of the id it is).
  */
 export type AppendHeadRow = [
   userId: string,
@@ -122,6 +123,7 @@ export type AppendHeadRow = [
   firstSeq: number | null,
   ftsPending: number,
   ftsSeq: number,
+  createdAt: number,
 ];
 
 /** A session whose messages wait for the full-text index. */
@@ -183,7 +185,9 @@ export function prepareStatements(db: Database.Database) {
       .pluck() as SqliteStatement<number>,
     getSession: q<SessionRow>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = ?`),
     /** What an owner-scoped call checks. */
-    owner: q<{ userId: string; lastActivityAt: number }>("SELECT user_id AS userId, last_activity_at AS lastActivityAt FROM sessions WHERE id = ?"),
+    owner: q<{ userId: string; lastActivityAt: number; createdAt: number }>(
+      "SELECT user_id AS userId, last_activity_at AS lastActivityAt, created_at AS createdAt FROM sessions WHERE id = ?",
+    ),
     // The index orders by the hour of the last activity, and the hour follows the time, so ordering by
     // it first changes nothing: SQLite walks the index and sorts within each hour.
     listFirst: q<SessionRow>(
@@ -219,7 +223,7 @@ export function prepareStatements(db: Database.Database) {
         `SELECT s.user_id, s.last_activity_at,
            (SELECT seq FROM messages WHERE session_id = s.id ORDER BY seq DESC LIMIT 1),
            (SELECT seq FROM messages WHERE session_id = s.id ORDER BY seq LIMIT 1),
-           s.fts_pending, s.fts_seq
+           s.fts_pending, s.fts_seq, s.created_at
          FROM sessions s WHERE s.id = ?`,
       )
       .raw() as SqliteStatement<AppendHeadRow>,

@@ -165,6 +165,7 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
       combinedTurn: true,
       keepUnsummarized: true,
       guardedSummaries: true,
+      guardedAppends: true,
     },
 
     async createSession(input) {

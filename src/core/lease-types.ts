@@ -38,8 +38,9 @@ export interface OpenedTurn {
   /** The session's turn lease, held by the caller (release it, or commit with `releaseLease`). */
   lease: Lease;
   /**
-   * `ok`: the owner's active session, read; `missing`: there is none; `foreign`: another owner's;
-   * `expired`: the owner's, inactive since before `owner.activeSince`. Only `ok` reads anything.
+   * `ok`: the owner's active session, read; `missing`: there is none (or it is past the store's own
+   * TTL); `foreign`: another owner's; `expired`: the owner's, inactive since before `owner.activeSince`.
+   * Only `ok` reads anything.
    */
   status: "ok" | "missing" | "foreign" | "expired";
   /** The session record when `ok`, else null. */

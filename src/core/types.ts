@@ -21,7 +21,11 @@ export interface StoreCapabilities {
   fullTextSearch: boolean;
   /** The turn lease holds across processes sharing the store, not only within one process. */
   crossProcessLease: boolean;
-  /** The backend expires sessions by itself (e.g. key TTLs); `expire()` still works. */
+  /**
+   * The backend removes sessions past the store's TTL by itself (e.g. key TTLs); `expire()` still works.
+   * Such a session is gone for every call from the moment it passes the TTL, not from its removal (see
+   * {@link SessionStore}).
+   */
   nativeExpiry: boolean;
   /** Message embeddings are kept and searched ({@link VectorStore}). */
   vectors?: boolean;
@@ -70,15 +74,27 @@ export interface StoreCapabilities {
  * Writes on a missing session throw `session_not_found`; reads of one (`getMessages`, `countMessages`,
  * `listSummaries`) return empty. Session ids reach a store in canonical (lower-case) form: `Memory`
  * validates them with `parseSessionId`. Ownership is checked by `Memory`, not here: a store is trusted code.
+ *
+ * Expiry. A store with an inactivity TTL of its own (the memory and Redis stores' `ttlMs`) treats a
+ * session whose last activity is older than the TTL as gone, for every call: reads and writes,
+ * owner-scoped or not, whether or not anything (`expire()`, a sweep, the backend's own key expiry) has
+ * removed its data yet. Every call answers as for a session that never existed: `getSession` null, the
+ * listings and searches leave it out, reads are empty, writes (`touchSession` included) throw
+ * `session_not_found` and never revive it, `openTurn` says `missing`, `deleteSession` false (its data
+ * goes all the same), and `createSession` takes its id for a new, empty session. The conformance suite
+ * checks this when given `withTtl`. A store without a TTL (file, SQLite, PostgreSQL) keeps a session
+ * until `expire()` or a delete; `Memory` applies its own TTL there: owner-scoped calls carry
+ * `owner.activeSince` (the same rule, checked by the store in the same step), and the others find the
+ * session first and delete it when it is past the TTL.
  */
 export interface SessionStore {
   /** The backend's name (`memory`, `file`, `sqlite`, `postgres`, `redis`). */
   readonly name: string;
   readonly capabilities: StoreCapabilities;
 
-  /** Creates a session. @throws `session_exists` when the id is taken. */
+  /** Creates a session. @throws `session_exists` when the id is taken (a session past the store's TTL takes none). */
   createSession(input: SessionInput): Promise<Session>;
-  /** The session, or null. */
+  /** The session, or null (also when it is past the store's TTL). */
   getSession(sessionId: string): Promise<Session | null>;
   /** One owner's sessions, most recent activity first. */
   listSessions(userId: string, options?: ListOptions): Promise<SessionPage>;
@@ -87,9 +103,15 @@ export interface SessionStore {
    * export and migration. The cursor is opaque.
    */
   listAllSessions(options?: ListOptions): Promise<SessionPage>;
-  /** Deletes a session with its messages, summaries and state. @returns false if there was none. */
+  /**
+   * Deletes a session with its messages, summaries and state. @returns false if there was none (a
+   * session past the store's TTL is none; what is left of it is deleted all the same).
+   */
   deleteSession(sessionId: string): Promise<boolean>;
-  /** Sets the last activity to now, or exactly to `at` (imports and tests set past times). */
+  /**
+   * Sets the last activity to now, or exactly to `at` (imports and tests set past times).
+   * @throws `session_not_found` for a missing session, and for one past the store's TTL (a touch never revives).
+   */
   touchSession(sessionId: string, at?: number): Promise<void>;
   /** Replaces the session's metadata. */
   updateSessionMetadata(sessionId: string, metadata: Record<string, unknown>): Promise<Session>;

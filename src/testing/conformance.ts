@@ -14,6 +14,7 @@ import { describeHistory } from "./conformance-history.js";
 import { describeTurnLease } from "./conformance-lease.js";
 import { describeMessages } from "./conformance-messages.js";
 import { describeRetention } from "./conformance-retention.js";
+import { describeExpiry, type OpenStoreWithTtl } from "./conformance-expiry.js";
 import { describeSearch } from "./conformance-search.js";
 import { describeSessions } from "./conformance-sessions.js";
 import { describeSummariesAndState } from "./conformance-summaries-and-state.js";
@@ -31,6 +32,12 @@ export type OpenStore = () => Promise<SessionStore> | SessionStore;
 export interface ConformanceOptions {
   /** True to run; a string is the reason the suite is skipped (printed). @default true */
   enabled?: true | string;
+  /**
+   * Opens the store with an inactivity TTL of its own (`ttlMs` of the memory and Redis stores), for the
+   * tests of a session past it (`conformance-expiry.ts`). Leave it out for a store that keeps every
+   * session until `expire()` or a delete: those tests are then skipped.
+   */
+  withTtl?: OpenStoreWithTtl;
 }
 
 /** Asserts that `promise` rejects with a ThreadkeepError of `code`. */
@@ -75,6 +82,7 @@ export function runStoreConformance(name: string, openStore: OpenStore, options:
     describeSessions(() => store);
     describeMessages(() => store);
     describeRetention(() => store);
+    describeExpiry(target.name, options.withTtl);
     describeSummariesAndState(() => store);
     describeSearch(() => store, target.name);
     describeTurnLease(() => store, target);

@@ -5,4 +5,5 @@
  */
 export { expectCode, runStoreConformance } from "./conformance.js";
 export type { ConformanceOptions, OpenStore } from "./conformance.js";
+export type { OpenStoreWithTtl } from "./conformance-expiry.js";
 export type { SessionStore } from "../core/types.js";

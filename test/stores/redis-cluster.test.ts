@@ -21,7 +21,7 @@ afterAll(async () => {
 const keyPrefix = `tk-test-${randomUUID()}:`;
 const open = () => createRedisStore({ url: cluster!.url, keyPrefix, ttlMs: 0 });
 
-runStoreConformance("redis cluster", open, { enabled });
+runStoreConformance("redis cluster", open, { enabled, withTtl: (ttlMs) => createRedisStore({ url: cluster!.url, keyPrefix, ttlMs }) });
 
 describe.skipIf(enabled !== true)("redis store on a Redis Cluster", () => {
   it("spreads sessions over the masters and keeps each session's keys on one of them", async () => {

@@ -19,7 +19,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // TTL off for the shared suite: it plants sessions with activity times days (or decades) in the past,
 // which a store measuring expiry from the last activity drops at once. Native expiry is tested below.
-runStoreConformance("redis", () => open({ ttlMs: 0 }), { enabled });
+runStoreConformance("redis", () => open({ ttlMs: 0 }), { enabled, withTtl: (ttlMs) => open({ ttlMs }) });
 
 describe.skipIf(enabled !== true)("redis store specifics", () => {
   const raw = createClient({ url: TEST_REDIS_URL });

@@ -10,7 +10,7 @@ import type { Branch } from "../../core/types.js";
 import { OPERATION_HISTORY } from "../../core/types.js";
 import { RELEASE } from "./_lease-scripts.js";
 import { ACTIVITY, NEW_LIST_EXPIRY, PUSH_AND_CAP, recordIndexes, SAVE_META } from "./_push.js";
-import { EXPIRY_DUE, RECORD, type RedisScript, SESSION, script } from "./_scripts.js";
+import { EXPIRY_DUE, GONE, RECORD, type RedisScript, SESSION, script } from "./_scripts.js";
 
 /** A branch as the Redis store keeps it: `parentId` and `atSeq` first (see above). */
 export function encodeBranch(branch: Branch): string {
@@ -209,12 +209,12 @@ return result`,
  * ARGV: now, ttl, fence ('' none), branch id, the branch's stored JSON as read (the switch applies
  * only if it is unchanged), the head of its new JSON (everything before the messages), then its
  * messages as `:msgs` items. Returns {1, lastActivityAt, userId, items of the former tail…};
- * {-1} missing session; {-2} stale fence; {-4, first, last} history conflict; {-6} the branch changed.
+ * {-1} missing session (or past its TTL); {-2} stale fence; {-4, first, last} history conflict; {-6} the branch changed.
  */
 export const SWITCH: RedisScript = script(
   "history-switch",
-  `${SESSION}${BRANCH_HEAD}
-if redis.call('EXISTS', META) == 0 then return {-1} end
+  `${SESSION}${GONE}${BRANCH_HEAD}
+if gone(tonumber(ARGV[2]) > 0 and tonumber(ARGV[1]) - tonumber(ARGV[2]) or nil) then return {-1} end
 if ARGV[3] ~= '' then
   local current = tonumber(redis.call('GET', FENCE) or '0')
   if current > tonumber(ARGV[3]) then return {-2} end
@@ -245,11 +245,14 @@ expireAt(now, tonumber(ARGV[2]))
 return result`,
 );
 
-/** ARGV: branch id ('' for the next), its JSON built by the caller around the id placeholder. Returns {id} or {-1}. */
+/**
+ * ARGV: branch id ('' for the next), its JSON built by the caller around the id placeholder, since
+ * (see {@link GONE}). Returns {id} or {-1}.
+ */
 export const SAVE_BRANCH: RedisScript = script(
   "history-save-branch",
-  `${SESSION}
-if redis.call('EXISTS', META) == 0 then return {-1} end
+  `${SESSION}${GONE}
+if gone(ARGV[3]) then return {-1} end
 local id
 if ARGV[1] == '' then
   id = redis.call('HINCRBY', META, 'branchSeq', 1)

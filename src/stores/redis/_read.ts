@@ -15,8 +15,11 @@ function unrangedWindow(last: number | undefined, limit: number | undefined): [s
   return ["0", "-1"];
 }
 
-/** A session's messages that `query` selects: one LRANGE, one MULTI or one script, by the query's shape. */
-export async function readMessages(db: RedisConnection, keys: RedisKeys, id: string, query: MessageQuery): Promise<Message[]> {
+/**
+ * A session's messages that `query` selects: one LRANGE, one MULTI or one script, by the query's shape.
+ * A session past the store's TTL (`ttlMs`; its keys kept for the margin) reads as a missing one.
+ */
+export async function readMessages(db: RedisConnection, keys: RedisKeys, ttlMs: number, id: string, query: MessageQuery): Promise<Message[]> {
   const { data: dataKeys } = keys;
   const ranged = [query.afterSeq, query.beforeSeq, query.fromSeq, query.toSeq].some(
     (b) => b !== undefined,
@@ -25,8 +28,11 @@ export async function readMessages(db: RedisConnection, keys: RedisKeys, id: str
   const limit = query.limit === undefined ? undefined : Math.trunc(query.limit);
   if (last !== undefined && last <= 0) return [];
   if (last === undefined && limit !== undefined && limit <= 0) return [];
+  const since = S.goneBefore(ttlMs);
+  // Owner-scoped, the TTL is one more bound on the activity the read checks anyway.
+  const owner = query.owner && since !== "" ? { userId: query.owner.userId, activeSince: Math.max(query.owner.activeSince ?? -Infinity, Number(since)) } : query.owner;
   let items: string[];
-  if (query.owner && !ranged) {
+  if (owner && !ranged) {
     // Owner-scoped "last N" (the hot read): the owner and activity and the window in one MULTI on the
     // session's slot, atomic like a script but cheaper on the server; the owner is checked before
     // anything read leaves this function.
@@ -34,14 +40,14 @@ export async function readMessages(db: RedisConnection, keys: RedisKeys, id: str
       ["HMGET", dataKeys(id)[0], "userId", "lastActivityAt"],
       ["LRANGE", dataKeys(id)[1], ...unrangedWindow(last, limit)],
     ]);
-    checkOwner(id, query.owner, meta[0] == null ? null : { userId: meta[0], lastActivityAt: Number(meta[1]) });
+    checkOwner(id, owner, meta[0] == null ? null : { userId: meta[0], lastActivityAt: Number(meta[1]) });
     items = read;
-  } else if (query.owner) {
+  } else if (owner) {
     // Owner-scoped with seq bounds: the owner and expiry are checked in the script that reads.
     const [from, to] = seqBounds(query);
     const reply = await db.eval<(number | string)[]>(S.OWNED_RANGE, dataKeys(id), [
-      query.owner.userId,
-      query.owner.activeSince === undefined ? "" : String(query.owner.activeSince),
+      owner.userId,
+      owner.activeSince === undefined ? "" : String(owner.activeSince),
       ranged ? String(from) : "",
       ranged ? String(to) : "",
       last === undefined ? "" : String(last),
@@ -56,9 +62,16 @@ export async function readMessages(db: RedisConnection, keys: RedisKeys, id: str
       String(to),
       last === undefined ? "" : String(last),
       limit === undefined ? "" : String(limit),
+      since,
     ]);
-  } else {
+  } else if (since === "") {
     items = await db.send<string[]>(["LRANGE", dataKeys(id)[1], ...unrangedWindow(last, limit)]);
+  } else {
+    const [lastActivityAt, read] = await db.transaction<[string | null, string[]]>([
+      ["HGET", dataKeys(id)[0], "lastActivityAt"],
+      ["LRANGE", dataKeys(id)[1], ...unrangedWindow(last, limit)],
+    ]);
+    items = lastActivityAt === null || Number(lastActivityAt) < Number(since) ? [] : read;
   }
   return parseMessages(id, items);
 }

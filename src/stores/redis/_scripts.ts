@@ -71,11 +71,32 @@ local function expiryDue(expiresAt, at, ttl)
 end
 `;
 
-/** ARGV: userId, createdAt, lastActivityAt, metadata JSON, ttl. Returns 0 when the id is taken. */
+/**
+ * `gone(since)`: whether the session is missing or past its TTL, its last activity before `since` (the
+ * caller's now - ttl; '' or nil when the store keeps sessions without one). Its keys outlive the TTL by
+ * the margin, and no call may see or revive it meanwhile: every script that reads or writes a session
+ * asks this (or checks the activity it reads anyway) before anything else, and answers as for a missing one.
+ */
+export const GONE = `
+local function gone(since)
+  local last = redis.call('HGET', META, 'lastActivityAt')
+  return not last or (since ~= nil and since ~= '' and tonumber(last) < tonumber(since))
+end
+`;
+
+/** The `since` argument of {@link GONE} at this moment for a store of `ttlMs`. */
+export function goneBefore(ttlMs: number): string {
+  return ttlMs > 0 ? String(Date.now() - ttlMs) : "";
+}
+
+/**
+ * ARGV: userId, createdAt, lastActivityAt, metadata JSON, ttl, since (see {@link GONE}). Returns 0 when
+ * the id is taken; a session past its TTL is replaced (its keys deleted) like a missing one.
+ */
 export const CREATE = script(
   "create",
-  `${SESSION}
-if redis.call('EXISTS', META) == 1 then return 0 end
+  `${SESSION}${GONE}
+if not gone(ARGV[6]) then return 0 end
 redis.call('DEL', MSGS, SUMS, STATE, OPS, OPSQ, BRANCHES)
 redis.call('HSET', META, 'userId', ARGV[1], 'createdAt', ARGV[2], 'lastActivityAt', ARGV[3],
   'metadata', ARGV[4], 'first', '1', 'sumSeq', '0', 'sumTo', '0', 'branchSeq', '0')
@@ -99,8 +120,9 @@ local function readRange(a)
 end
 `;
 
-/** ARGV: lowest seq, highest seq, last, limit ('' for unset). Returns the stored message strings. */
-export const RANGE = script("range", `${SESSION}${READ_RANGE}
+/** ARGV: lowest seq, highest seq, last, limit ('' for unset), since (see {@link GONE}). Returns the stored message strings. */
+export const RANGE = script("range", `${SESSION}${GONE}${READ_RANGE}
+if gone(ARGV[5]) then return {} end
 return readRange(1)`);
 
 /**
@@ -117,21 +139,21 @@ table.insert(out, 1, 1)
 return out`,
 );
 
-/** Returns {1, message}, {0} when there is none, {-1} for a missing session. */
+/** ARGV: since (see {@link GONE}). Returns {1, message}, {0} when there is none, {-1} for a missing session. */
 export const POP = script(
   "pop",
-  `${SESSION}
-if redis.call('EXISTS', META) == 0 then return {-1} end
+  `${SESSION}${GONE}
+if gone(ARGV[1]) then return {-1} end
 local last = redis.call('RPOP', MSGS)
 if not last then return {0} end
 return {1, last}`,
 );
 
-/** ARGV: seq. Returns {removed} or {-1} for a missing session. */
+/** ARGV: seq, since (see {@link GONE}). Returns {removed} or {-1} for a missing session. */
 export const TRUNCATE = script(
   "truncate",
-  `${SESSION}
-if redis.call('EXISTS', META) == 0 then return {-1} end
+  `${SESSION}${GONE}
+if gone(ARGV[2]) then return {-1} end
 local n = redis.call('LLEN', MSGS)
 if n == 0 then return {0} end
 local keep = math.floor(tonumber(ARGV[1])) - tonumber(redis.call('HGET', META, 'first') or '1') + 1
@@ -146,15 +168,15 @@ return {n - keep}`,
 
 /**
  * ARGV: summary JSON object without its id, its toSeq, the session's expected createdAt ('' unset:
- * any). Returns {id} or {-1} (no session, or another incarnation than the expected one). Keeps the meta's `sumTo`,
+ * any), since (see {@link GONE}). Returns {id} or {-1} (no session, or another incarnation than the expected one). Keeps the meta's `sumTo`,
  * the furthest `toSeq` of the session's summaries (what `keepUnsummarized` caps by); a session created
  * before that field has none until the history write reads its summaries once (`summaryReach` in
  * `redis/_history.ts`).
  */
 export const SUMMARY = script(
   "summary",
-  `${SESSION}
-if redis.call('EXISTS', META) == 0 then return {-1} end
+  `${SESSION}${GONE}
+if gone(ARGV[4]) then return {-1} end
 if ARGV[3] ~= '' and tonumber(redis.call('HGET', META, 'createdAt')) ~= tonumber(ARGV[3]) then return {-1} end
 local id = redis.call('HINCRBY', META, 'sumSeq', 1)
 redis.call('RPUSH', SUMS, '{"id":' .. string.format('%d', id) .. ',' .. string.sub(ARGV[1], 2))
@@ -165,19 +187,19 @@ if reach and to and to > tonumber(reach) then redis.call('HSET', META, 'sumTo', 
 return {id}`,
 );
 
-/** Returns {1, {version, data}} or {-1}. */
+/** ARGV: since (see {@link GONE}). Returns {1, {version, data}} or {-1}. */
 export const GET_STATE = script(
   "get-state",
-  `${SESSION}
-if redis.call('EXISTS', META) == 0 then return {-1} end
+  `${SESSION}${GONE}
+if gone(ARGV[1]) then return {-1} end
 return {1, redis.call('HMGET', STATE, 'v', 'd')}`,
 );
 
-/** ARGV: expected version, data JSON. Returns {newVersion}, {-1}, or {-2, actualVersion}. */
+/** ARGV: expected version, data JSON, since (see {@link GONE}). Returns {newVersion}, {-1}, or {-2, actualVersion}. */
 export const SET_STATE = script(
   "set-state",
-  `${SESSION}
-if redis.call('EXISTS', META) == 0 then return {-1} end
+  `${SESSION}${GONE}
+if gone(ARGV[3]) then return {-1} end
 local current = tonumber(redis.call('HGET', STATE, 'v') or '0')
 if current ~= tonumber(ARGV[1]) then return {-2, current} end
 redis.call('HSET', STATE, 'v', current + 1, 'd', ARGV[2])
@@ -188,11 +210,11 @@ return {current + 1}`,
 /** The meta fields a session is read from, in this order. */
 export const META_FIELDS = ["userId", "createdAt", "lastActivityAt", "metadata"] as const;
 
-/** ARGV: metadata JSON. Returns {1, meta fields} or {-1}. */
+/** ARGV: metadata JSON, since (see {@link GONE}). Returns {1, meta fields} or {-1}. */
 export const SET_METADATA = script(
   "set-metadata",
-  `${SESSION}
-if redis.call('EXISTS', META) == 0 then return {-1} end
+  `${SESSION}${GONE}
+if gone(ARGV[2]) then return {-1} end
 redis.call('HSET', META, 'metadata', ARGV[1])
 return {1, redis.call('HMGET', META, ${META_FIELDS.map((f) => `'${f}'`).join(", ")})}`,
 );
@@ -222,14 +244,20 @@ expireAt(at, tonumber(ARGV[3]), ARGV[1] ~= '')
 return result`,
 );
 
-/** Returns the owner of the deleted session, or nil when there was none. The fence key stays. */
+/**
+ * ARGV: since (see {@link GONE}). Returns {owner, 1} of the deleted session, {owner, 0} when its keys
+ * were there but it was past its TTL (gone already: they are deleted all the same), or nil when there
+ * was none. The fence key stays.
+ */
 export const DELETE = script(
   "delete",
-  `${SESSION}
+  `${SESSION}${GONE}
 local user = redis.call('HGET', META, 'userId')
 if not user then return false end
+local live = 1
+if gone(ARGV[1]) then live = 0 end
 redis.call('DEL', META, MSGS, SUMS, STATE, OPS, OPSQ, BRANCHES)
-return user`,
+return {user, live}`,
 );
 
 /**

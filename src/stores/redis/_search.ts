@@ -9,7 +9,7 @@ import { checkSearchQuery, DEFAULT_SEARCH_LIMIT, rankHits, substringHits } from 
  * A substring search over the owner's sessions (or one session), a batch of sessions at a time; members
  * of the owner's index found stale on the way are dropped from it.
  */
-export async function searchMessages(db: RedisConnection, keys: RedisKeys, indexes: RedisIndexes, query: SearchQuery): Promise<SearchHit[]> {
+export async function searchMessages(db: RedisConnection, keys: RedisKeys, indexes: RedisIndexes, ttlMs: number, query: SearchQuery): Promise<SearchHit[]> {
   const { data: dataKeys } = keys;
   checkSearchQuery(query);
   if (query.mode === "fulltext") {
@@ -20,12 +20,14 @@ export async function searchMessages(db: RedisConnection, keys: RedisKeys, index
   const stale: string[] = [];
   for (let at = 0; at < ids.length; at += INDEX_BATCH) {
     const batch = ids.slice(at, at + INDEX_BATCH);
-    const owners = await Promise.all(
-      batch.map((id) => db.send<string | null>(["HGET", dataKeys(id)[0], "userId"])),
+    const metas = await Promise.all(
+      batch.map((id) => db.send<(string | null)[]>(["HMGET", dataKeys(id)[0], "userId", "lastActivityAt"])),
     );
-    const mine = batch.filter((_, i) => owners[i] === query.userId);
+    const now = Date.now();
+    // A session past its TTL (its keys kept for the margin) is searched as little as a missing one.
+    const mine = batch.filter((_, i) => metas[i][0] === query.userId && !(ttlMs > 0 && Number(metas[i][1]) < now - ttlMs));
     // Members of the owner's index that are gone, or whose id now belongs to someone else.
-    if (!query.sessionId) stale.push(...batch.filter((_, i) => owners[i] !== query.userId));
+    if (!query.sessionId) stale.push(...batch.filter((_, i) => metas[i][0] !== query.userId));
     const lists = await Promise.all(
       mine.map((id) => db.send<string[]>(["LRANGE", dataKeys(id)[1], "0", "-1"])),
     );

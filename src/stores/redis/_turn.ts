@@ -12,7 +12,8 @@ import { script } from "./_scripts.js";
 
 /**
  * KEYS: lease, queue, alive, qseq, fence, then the session's meta, msgs, sums, state. ARGV: as
- * LEASE_POLL, then owner, activeSince ('' none), last ('' all). Returns {0, position} while waiting;
+ * LEASE_POLL, then owner, activeSince ('' none), last ('' all), the store's TTL bound (the `since` of
+ * `GONE` in `redis/_scripts.ts`: a session past its TTL is 'missing', whoever asks). Returns {0, position} while waiting;
  * when granted {1, fence, status} and, for 'ok', the meta fields (userId, createdAt, lastActivityAt,
  * metadata), the number of messages and the messages, the number of summaries and the summaries, and
  * the state's version and data.
@@ -24,7 +25,7 @@ local META, MSGS, SUMS, STATE = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
 local granted, value = poll()
 if not granted then return {0, value} end
 local s = redis.call('HMGET', META, 'userId', 'createdAt', 'lastActivityAt', 'metadata')
-if not s[1] then return {1, value, 'missing'} end
+if not s[1] or (ARGV[9] ~= '' and tonumber(s[3]) < tonumber(ARGV[9])) then return {1, value, 'missing'} end
 if s[1] ~= ARGV[6] then return {1, value, 'foreign'} end
 if ARGV[7] ~= '' and tonumber(s[3]) < tonumber(ARGV[7]) then return {1, value, 'expired'} end
 local out = {1, value, 'ok', s[1], s[2], s[3], s[4]}
@@ -42,13 +43,14 @@ out[#out + 1] = state[2]
 return out`,
 );
 
-/** TURN_OPEN's ARGV after the poll's: owner, activeSince, last. */
-export function turnOpenArgs(opening: TurnOpening): string[] {
+/** TURN_OPEN's ARGV after the poll's: owner, activeSince, last, the TTL bound (`since`, '' none). */
+export function turnOpenArgs(opening: TurnOpening, since: string): string[] {
   const last = opening.last;
   return [
     opening.owner.userId,
     opening.owner.activeSince === undefined ? "" : String(opening.owner.activeSince),
     Number.isFinite(last) ? String(Math.max(0, Math.trunc(last))) : "",
+    since,
   ];
 }
 

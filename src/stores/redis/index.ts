@@ -75,6 +75,18 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
   const run = (script: S.RedisScript, id: string, args: (string | number)[]) =>
     db.eval<Reply>(script, dataKeys(id), args.map(String));
 
+  // Where a session past its TTL is checked for (see GONE): what each script or read is given.
+  const since = () => S.goneBefore(ttlMs);
+  /**
+   * `command` on a session's keys, read with its activity in one MULTI: a session past its TTL (its keys
+   * still there for the margin) reads as a missing one, `empty`. Without a TTL, the command alone.
+   */
+  const liveRead = async <T>(id: string, command: string[], empty: T): Promise<T> => {
+    if (ttlMs <= 0) return db.send<T>(command);
+    const [last, read] = await db.transaction<[string | null, T]>([["HGET", dataKeys(id)[0], "lastActivityAt"], command]);
+    return last === null || Number(last) < Date.now() - ttlMs ? empty : read;
+  };
+
   const need = (id: string, reply: Reply): Reply => {
     if (reply[0] === -1) throw new SessionNotFoundError(id);
     return reply;
@@ -102,7 +114,7 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
       if (opening) {
         // The turn's reads ride on the poll: the one that grants reads the session's data too.
         const turnKeys = [...leaseKeys(id), ...dataKeys(id).slice(0, 4)];
-        const reply = await db.eval<unknown[]>(TURN_OPEN, turnKeys, [...args.map(String), ...turnOpenArgs(opening)]);
+        const reply = await db.eval<unknown[]>(TURN_OPEN, turnKeys, [...args.map(String), ...turnOpenArgs(opening, since())]);
         return { granted: reply[0] === 1, value: Number(reply[1]), read: reply.slice(2) };
       }
       const [granted, value] = await db.eval<[number, number]>(L.LEASE_POLL, leaseKeys(id), args.map(String));
@@ -147,7 +159,7 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
     async createSession(input: SessionInput) {
       const session = sessionFromInput(input);
       const metadata = json(session.metadata, "invalid_request", "Session metadata");
-      const args = [session.userId, session.createdAt, session.lastActivityAt, metadata, ttlMs];
+      const args = [session.userId, session.createdAt, session.lastActivityAt, metadata, ttlMs, since()];
       const created = await db.eval<number>(S.CREATE, dataKeys(session.id), args.map(String));
       if (created !== 1) throw new ThreadkeepError("session_exists", `Session ${input.id} already exists`);
       await indexes.recordAfterWrite(session.id, session.userId, session.lastActivityAt, "new");
@@ -165,10 +177,11 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
     listAllSessions: (listOptions) => indexes.pageAll(listOptions),
 
     async deleteSession(id) {
-      const userId = await db.eval<string | null>(S.DELETE, dataKeys(id), []);
-      if (userId === null) return false;
-      await indexes.forget([id], userId);
-      return true;
+      const deleted = await db.eval<[string, number] | null>(S.DELETE, dataKeys(id), [since()]);
+      if (deleted === null) return false;
+      await indexes.forget([id], deleted[0]);
+      // Past its TTL it was gone already: its keys are deleted all the same, but no session was.
+      return deleted[1] === 1;
     },
 
     async touchSession(id, at) {
@@ -183,7 +196,7 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
     async updateSessionMetadata(id, metadata) {
       const reply = need(
         id,
-        await run(S.SET_METADATA, id, [json(metadata, "invalid_request", "Session metadata")]),
+        await run(S.SET_METADATA, id, [json(metadata, "invalid_request", "Session metadata"), since()]),
       );
       const session = toSession(id, reply[1] as (string | null)[]);
       if (!session) throw new SessionNotFoundError(id);
@@ -195,7 +208,7 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
     replaceAfter: (id: string, seq: number, inputs: MessageInput[], options: ReplaceOptions = {}) => writeHistory(writer, id, seq, inputs, options),
 
     async listBranches(id) {
-      const all = await db.send<string[]>(["HVALS", dataKeys(id)[7]]);
+      const all = await liveRead<string[]>(id, ["HVALS", dataKeys(id)[7]], []);
       return all.map((item) => parseJson<Branch>(id, "branch", item)).sort((a, b) => a.id - b.id);
     },
 
@@ -203,7 +216,7 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
       for (;;) {
         const stored = await db.send<string | null>(["HGET", dataKeys(id)[7], String(branchId)]);
         if (stored === null) {
-          if (!(await db.send<number>(["EXISTS", dataKeys(id)[0]]))) throw new SessionNotFoundError(id);
+          if (!(await store.getSession(id))) throw new SessionNotFoundError(id);
           throw branchNotFound(branchId);
         }
         const target = parseJson<Branch>(id, "branch", stored);
@@ -225,24 +238,24 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
 
     async saveBranch(id, record) {
       const branch = branchFromRecord(record, 0);
-      const reply = need(id, await run(H.SAVE_BRANCH, id, [record.id ?? "", H.encodeBranch(branch)]));
+      const reply = need(id, await run(H.SAVE_BRANCH, id, [record.id ?? "", H.encodeBranch(branch), since()]));
       return { ...branch, id: reply[0] };
     },
 
-    getMessages: (id: string, query: MessageQuery = {}) => readMessages(db, keys, id, query),
+    getMessages: (id: string, query: MessageQuery = {}) => readMessages(db, keys, ttlMs, id, query),
 
     async countMessages(id) {
-      return db.send<number>(["LLEN", dataKeys(id)[1]]);
+      return liveRead(id, ["LLEN", dataKeys(id)[1]], 0);
     },
 
     async popMessage(id) {
-      const reply = need(id, await run(S.POP, id, []));
+      const reply = need(id, await run(S.POP, id, [since()]));
       return reply[0] === 1 ? parseMessages(id, [reply[1] as string])[0] : null;
     },
 
     async truncateAfter(id, seq) {
       if (!Number.isFinite(seq)) throw new ThreadkeepError("invalid_request", "seq must be a finite number");
-      return need(id, await run(S.TRUNCATE, id, [seq]))[0];
+      return need(id, await run(S.TRUNCATE, id, [seq, since()]))[0];
     },
 
     async saveSummary(id: string, input: SummaryInput) {
@@ -254,27 +267,27 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
         ...(input.metadata ? { metadata: structuredClone(input.metadata) } : {}),
       };
       const body = json(fields, "invalid_request", "A summary");
-      const [summaryId] = need(id, await run(S.SUMMARY, id, [body, String(Math.floor(fields.toSeq)), input.sessionCreatedAt === undefined ? "" : String(input.sessionCreatedAt)]));
+      const [summaryId] = need(id, await run(S.SUMMARY, id, [body, String(Math.floor(fields.toSeq)), input.sessionCreatedAt === undefined ? "" : String(input.sessionCreatedAt), since()]));
       return { id: summaryId, ...fields };
     },
 
     async listSummaries(id) {
-      return parseSummaries(id, await db.send<string[]>(["LRANGE", dataKeys(id)[2], "0", "-1"]));
+      return parseSummaries(id, await liveRead<string[]>(id, ["LRANGE", dataKeys(id)[2], "0", "-1"], []));
     },
 
     async getState(id): Promise<SessionState> {
-      const [, [version, data]] = need(id, await run(S.GET_STATE, id, [])) as [number, (string | null)[]];
+      const [, [version, data]] = need(id, await run(S.GET_STATE, id, [since()])) as [number, (string | null)[]];
       return parseState(id, version, data);
     },
 
     async setState(id, data, expectedVersion) {
       const body = json(data, "invalid_request", "Session state");
-      const reply = need(id, await run(S.SET_STATE, id, [expectedVersion, body]));
+      const reply = need(id, await run(S.SET_STATE, id, [expectedVersion, body, since()]));
       if (reply[0] === -2) throw new StateConflictError(expectedVersion, Number(reply[1]));
       return { version: reply[0], data: JSON.parse(body) };
     },
 
-    search: (query: SearchQuery) => searchMessages(db, keys, indexes, query),
+    search: (query: SearchQuery) => searchMessages(db, keys, indexes, ttlMs, query),
 
     expire: (olderThan) =>
       indexes.expire(olderThan, async (id) => {

@@ -8,27 +8,20 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { openSqliteDatabase } from "../src/stores/sqlite/_schema.js";
 import { createSqliteStore } from "../src/stores/sqlite/index.js";
+import { sqliteV7File } from "../test/_sqlite-v7-file.js";
 
 const n = Number(process.env.BENCH_BACKLOG ?? 200_000);
 const dir = mkdtempSync(join(tmpdir(), "threadkeep-bench-backlog-"));
 const path = join(dir, "threadkeep.db");
-const old = openSqliteDatabase({ path, busyTimeoutMs: 100, synchronous: "normal", targetVersion: 7 });
-const session = old.prepare("INSERT INTO sessions (id, user_id, created_at, last_activity_at) VALUES (?, ?, 1, 1)");
-const message = old.prepare("INSERT INTO messages (session_id, seq, created_at, body) VALUES (?, ?, 1, ?)");
-const text = old.prepare("INSERT INTO message_text (session_id, seq, search_text) VALUES (?, ?, ?)");
+const old = sqliteV7File(path);
 old.transaction(() => {
   for (let s = 0; s < n / 100; s++) {
     const id = crypto.randomUUID();
-    session.run(id, s % 10 ? "others" : "owner");
-    for (let seq = 1; seq <= 100; seq++) {
-      const words = `waiting word${seq} in session ${s}`;
-      message.run(id, seq, JSON.stringify({ role: "user", content: words }));
-      text.run(id, seq, words);
-    }
+    old.session(id, s % 10 ? "others" : "owner");
+    for (let seq = 1; seq <= 100; seq++) old.message(id, seq, `waiting word${seq} in session ${s}`);
   }
-})();
+});
 old.close();
 
 const store = createSqliteStore({ path, fullTextIndexDelayMs: 600_000 });

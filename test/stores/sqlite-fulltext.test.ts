@@ -3,23 +3,17 @@
  * records how far it is indexed (`fts_seq`) and whether messages wait (`fts_pending`); the indexer
  * works in bounded steps.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import Database from "better-sqlite3";
-import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
-import type { SessionStore } from "../../src/core/types.js";
 import { LocalLeases } from "../../src/stores/_lease.js";
 import { openSqliteStoreDb } from "../../src/stores/sqlite/_db.js";
 import { scopedMatch } from "../../src/stores/sqlite/_fulltext.js";
-import { openSqliteDatabase } from "../../src/stores/sqlite/_schema.js";
 import { createSqliteStore } from "../../src/stores/sqlite/index.js";
+import { sqliteV7File } from "../_sqlite-v7-file.js";
+import { sqliteStoresPerTest, sqliteTempFiles } from "./_sqlite-files.js";
 
-const dir = mkdtempSync(join(tmpdir(), "threadkeep-sqlite-fulltext-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
-let files = 0;
-const freshPath = () => join(dir, `case-${++files}`, "threadkeep.db");
+const { freshPath } = sqliteTempFiles("threadkeep-sqlite-fulltext-");
 const say = (content: string) => ({ role: "user" as const, content });
 const rowsIn = (db: Database.Database) => db.prepare("SELECT count(*) FROM messages_fts").pluck().get() as number;
 /** Messages not yet in the full-text index: above their session's indexed seq. */
@@ -28,32 +22,18 @@ const unindexed = (db: Database.Database) =>
 
 /** A schema v7 file (its upgrade leaves every message waiting): `perSession` messages in each session. */
 const olderFile = (path: string, sessions: { id: string; userId: string }[], perSession: number) => {
-  const old = openSqliteDatabase({ path, busyTimeoutMs: 100, synchronous: "normal", targetVersion: 7 });
-  const session = old.prepare("INSERT INTO sessions (id, user_id, created_at, last_activity_at) VALUES (?, ?, 1, 1)");
-  const message = old.prepare("INSERT INTO messages (session_id, seq, created_at, body) VALUES (?, ?, 1, ?)");
-  const text = old.prepare("INSERT INTO message_text (session_id, seq, search_text) VALUES (?, ?, ?)");
+  const old = sqliteV7File(path);
   old.transaction(() => {
     for (const { id, userId } of sessions) {
-      session.run(id, userId);
-      for (let seq = 1; seq <= perSession; seq++) {
-        message.run(id, seq, JSON.stringify(say(`waiting ${seq}`)));
-        text.run(id, seq, `waiting ${seq}`);
-      }
+      old.session(id, userId);
+      for (let seq = 1; seq <= perSession; seq++) old.message(id, seq, `waiting ${seq}`);
     }
-  })();
+  });
   old.close();
 };
 
 describe("sqlite full-text index", () => {
-  const open: SessionStore[] = [];
-  const storeAt = (path: string) => {
-    const store = createSqliteStore({ path });
-    open.push(store);
-    return store;
-  };
-  afterEach(async () => {
-    await Promise.all(open.splice(0).map((s) => s.close()));
-  });
+  const { storeAt } = sqliteStoresPerTest();
 
   it("searches full text with ranking-free newest-first order and FTS syntax taken literally", async () => {
     const store = storeAt(freshPath());
@@ -75,8 +55,7 @@ describe("sqlite full-text index", () => {
 
   it("indexes new text in batches and keeps the full-text index exact through every kind of delete", async () => {
     const path = freshPath();
-    const store = createSqliteStore({ path, fullTextIndexDelayMs: 20 });
-    open.push(store);
+    const store = storeAt(path, { fullTextIndexDelayMs: 20 });
     const say = (content: string) => ({ role: "user" as const, content });
     const a = await store.createSession({ id: newSessionId(), userId: "u" });
     const b = await store.createSession({ id: newSessionId(), userId: "u" });
@@ -105,8 +84,7 @@ describe("sqlite full-text index", () => {
 
   it("indexes a large backlog in chunks, the event loop free between them, until nothing waits", async () => {
     const path = freshPath();
-    const store = createSqliteStore({ path, fullTextIndexDelayMs: 10 });
-    open.push(store);
+    const store = storeAt(path, { fullTextIndexDelayMs: 10 });
     const session = await store.createSession({ id: newSessionId(), userId: "u" });
     const raw = new Database(path);
     const pending = () => unindexed(raw);

@@ -3,21 +3,16 @@
  * transaction, each in a savepoint of its own. What a caller can see must not change: every append
  * is stored or refused on its own, calls see the appends issued before them, close keeps them.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import Database from "better-sqlite3";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
 import { LocalLeases } from "../../src/stores/_lease.js";
 import { openSqliteStoreDb } from "../../src/stores/sqlite/_db.js";
 import { createSqliteStore } from "../../src/stores/sqlite/index.js";
 import { expectCode } from "../../src/testing/index.js";
+import { sqliteTempFiles } from "./_sqlite-files.js";
 
-const dir = mkdtempSync(join(tmpdir(), "threadkeep-sqlite-group-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
-let files = 0;
-const freshPath = () => join(dir, `case-${++files}`, "threadkeep.db");
+const { freshPath } = sqliteTempFiles("threadkeep-sqlite-group-");
 const say = (content: string) => [{ role: "user" as const, content }];
 
 describe("sqlite group commit", () => {

@@ -1,20 +1,17 @@
-import { mkdtempSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { statSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { afterAll, afterEach, describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
-import type { SessionStore } from "../../src/core/types.js";
 import { openSqliteDatabase, SQLITE_SCHEMA_VERSION } from "../../src/stores/sqlite/_schema.js";
 import { newestMessagesSql, RANGE_NEWEST_FIRST_SQL } from "../../src/stores/sqlite/_statements.js";
 import { createSqliteStore } from "../../src/stores/sqlite/index.js";
 import { expectTwoProcessTurnOrder } from "./_two-process-turns.js";
+import { sqliteV7File } from "../_sqlite-v7-file.js";
 import { expectCode, runStoreConformance } from "../../src/testing/index.js";
+import { sqliteStoresPerTest, sqliteTempFiles } from "./_sqlite-files.js";
 
-const dir = mkdtempSync(join(tmpdir(), "threadkeep-sqlite-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
-let files = 0;
-const freshPath = () => join(dir, `case-${++files}`, "threadkeep.db");
+const { dir, freshPath } = sqliteTempFiles("threadkeep-sqlite-");
 
 // One file for the whole suite, so its persistence test reopens the same database.
 const suitePath = join(dir, "conformance", "threadkeep.db");
@@ -134,14 +131,8 @@ describe("sqlite store with the lease in the file", () => {
 });
 
 describe("sqlite store specifics", () => {
-  const open: SessionStore[] = [];
-  const storeAt = (path: string) => {
-    const store = createSqliteStore({ path });
-    open.push(store);
-    return store;
-  };
+  const { storeAt } = sqliteStoresPerTest();
   afterEach(async () => {
-    await Promise.all(open.splice(0).map((s) => s.close()));
     vi.restoreAllMocks();
   });
 
@@ -193,27 +184,20 @@ describe("sqlite store specifics", () => {
 
   it("migrates a version 7 file (search text apart, a full-text queue): data, listing, expiry and search work", async () => {
     const path = freshPath();
-    const old = openSqliteDatabase({ path, busyTimeoutMs: 100, synchronous: "normal", targetVersion: 7 });
+    const old = sqliteV7File(path);
     const [a, b, c] = [newSessionId(), newSessionId(), newSessionId()];
-    const session = old.prepare("INSERT INTO sessions (id, user_id, created_at, last_activity_at) VALUES (?, ?, ?, ?)");
-    const message = old.prepare("INSERT INTO messages (session_id, seq, created_at, body) VALUES (?, ?, 1, ?)");
-    const text = old.prepare("INSERT INTO message_text (session_id, seq, search_text) VALUES (?, ?, ?)");
     const hour = 3_600_000;
-    session.run(a, "u", 1, 10 * hour + 5);
-    session.run(b, "u", 1, 10 * hour + 9);
-    session.run(c, "u", 1, 1);
-    const say = (id: string, seq: number, content: string) => {
-      message.run(id, seq, JSON.stringify({ role: "user", content }));
-      text.run(id, seq, content.toLowerCase());
-    };
-    say(a, 1, "Indexed Zebra");
-    say(b, 1, "indexed zebra too");
+    old.session(a, "u", 10 * hour + 5);
+    old.session(b, "u", 10 * hour + 9);
+    old.session(c, "u", 1);
+    old.message(a, 1, "Indexed Zebra");
+    old.message(b, 1, "indexed zebra too");
     // Indexed as version 7 did (the queue emptied), then one more message left waiting in the queue.
-    old.exec(`INSERT INTO messages_fts (rowid, search_text, scope)
+    old.db.exec(`INSERT INTO messages_fts (rowid, search_text, scope)
       SELECT t.id, t.search_text, 'o' || lower(hex(s.user_id)) || '0 s' || lower(hex(t.session_id)) || '0'
       FROM fts_pending p JOIN message_text t ON t.id = p.id JOIN sessions s ON s.id = t.session_id;
       DELETE FROM fts_pending;`);
-    say(a, 2, "queued zebra");
+    old.message(a, 2, "queued zebra");
     old.close();
 
     const store = storeAt(path);
@@ -340,8 +324,7 @@ describe("sqlite store specifics", () => {
     const session = await store.createSession({ id: newSessionId(), userId: "u" });
     const locker = new Database(path);
     locker.exec("BEGIN EXCLUSIVE");
-    const busy = createSqliteStore({ path, busyTimeoutMs: 50 });
-    open.push(busy);
+    const busy = storeAt(path, { busyTimeoutMs: 50 });
     await expectCode(busy.appendMessages(session.id, [{ role: "user", content: "x" }]), "store_unavailable");
     locker.exec("ROLLBACK");
     locker.close();

@@ -5,39 +5,19 @@
  * that the holder whose grant was lost cannot write, while the next holder, given the same fence
  * number, can: writes are fenced by fence and holder together (`src/stores/postgres/_fence.ts`).
  */
-import { randomBytes, randomUUID } from "node:crypto";
-import postgres from "postgres";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { randomUUID } from "node:crypto";
+import { describe, expect, it } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
-import type { SessionStore } from "../../src/core/types.js";
-import { createPostgresStore } from "../../src/stores/postgres/index.js";
 import { expectCode } from "../../src/testing/conformance.js";
-import { serviceAvailable, TEST_POSTGRES_URL } from "../_services.js";
+import { serviceAvailable } from "../_services.js";
+import { postgresStoresInSchema } from "./_postgres-stores.js";
 
 const enabled = await serviceAvailable("postgres");
-const schema = `tk_test_${randomBytes(6).toString("hex")}`;
-const open = () => createPostgresStore({ url: TEST_POSTGRES_URL, schema, poolSize: 4 });
 const say = (content: string) => ({ role: "user" as const, content });
 const opening = (userId: string) => ({ owner: { userId }, last: 20, lease: { ttlMs: 10_000, waitMs: 2_000 } });
 
 describe.runIf(enabled === true)("postgres: a turn's grant lost in a crash", () => {
-  let admin: postgres.Sql;
-  let store: SessionStore;
-  let other: SessionStore;
-
-  beforeAll(async () => {
-    admin = postgres(TEST_POSTGRES_URL, { onnotice: () => {}, max: 2, connection: { search_path: schema } });
-    store = open();
-    other = open();
-    await store.listAllSessions();
-  });
-
-  afterAll(async () => {
-    await store?.close();
-    await other?.close();
-    await admin`DROP SCHEMA IF EXISTS ${admin(schema)} CASCADE`;
-    await admin?.end();
-  });
+  const { admin, store, other } = postgresStoresInSchema();
 
   /** A session with one message and one finished turn, so its lease row has a state to go back to. */
   const setup = async () => {

@@ -4,38 +4,20 @@
  * grant's statement must survive: a previous holder whose commit-and-release, or whose late append,
  * lands while the grant waits on the lease row (after the grant's statement took its snapshot).
  */
-import { createHash, randomBytes, randomUUID } from "node:crypto";
-import postgres from "postgres";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createHash, randomUUID } from "node:crypto";
+import type postgres from "postgres";
+import { describe, expect, it } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
 import type { SessionStore } from "../../src/core/types.js";
-import { createPostgresStore } from "../../src/stores/postgres/index.js";
-import { serviceAvailable, TEST_POSTGRES_URL } from "../_services.js";
+import { serviceAvailable } from "../_services.js";
+import { postgresStoresInSchema } from "./_postgres-stores.js";
 
 const enabled = await serviceAvailable("postgres");
-const schema = `tk_test_${randomBytes(6).toString("hex")}`;
-const open = () => createPostgresStore({ url: TEST_POSTGRES_URL, schema, poolSize: 4 });
 const say = (content: string) => ({ role: "user" as const, content });
 const opening = (userId: string, last = 20) => ({ owner: { userId }, last, lease: { ttlMs: 10_000, waitMs: 10_000 } });
 
 describe.runIf(enabled === true)("postgres combined turn", () => {
-  let admin: postgres.Sql;
-  let store: SessionStore;
-  let other: SessionStore;
-
-  beforeAll(async () => {
-    admin = postgres(TEST_POSTGRES_URL, { onnotice: () => {}, max: 3, connection: { search_path: schema } });
-    store = open();
-    other = open();
-    await store.listAllSessions();
-  });
-
-  afterAll(async () => {
-    await store?.close();
-    await other?.close();
-    await admin`DROP SCHEMA IF EXISTS ${admin(schema)} CASCADE`;
-    await admin?.end();
-  });
+  const { schema, admin, store, other } = postgresStoresInSchema({ adminConnections: 3 });
 
   /** Resolves once a statement waits for the transaction of `blocker` (the grant, on the lease row). */
   const grantWaitsFor = async (blocker: postgres.ReservedSql) => {

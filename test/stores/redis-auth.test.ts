@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isStoreRefusal, isThreadkeepError } from "../../src/core/errors.js";
 import { newSessionId } from "../../src/core/ids.js";
 import { createRedisStore } from "../../src/stores/redis/index.js";
+import { timedFailure } from "../_timed-failure.js";
 import { type RedisServers, redisServerAvailable, startRedisServers } from "../_redis-server.js";
 import { startServe } from "../../src/cli/serve.js";
 import { resolveConfig } from "../../src/cli/options.js";
@@ -18,17 +19,6 @@ import { startStack } from "../server/_stack.js";
 const available = redisServerAvailable("the Redis password tests");
 if (available !== true) console.warn(`skipping the Redis password tests: ${available}`);
 const PASSWORD = "s3cret-Pa55";
-
-/** What `fn` failed with, and how long it took. */
-async function failure(fn: () => Promise<unknown>): Promise<{ error: Error; ms: number }> {
-  const started = Date.now();
-  try {
-    await fn();
-  } catch (error) {
-    return { error: error as Error, ms: Date.now() - started };
-  }
-  throw new Error("expected a failure");
-}
 
 describe.skipIf(available !== true)("a Redis server that requires a password", () => {
   let server: RedisServers;
@@ -52,9 +42,9 @@ describe.skipIf(available !== true)("a Redis server that requires a password", (
     const store = createRedisStore({ url: url(auth, path), connectTimeoutMs: 10_000 });
     try {
       // Once to load the client, then at once.
-      await failure(() => store.getSession(newSessionId()));
+      await timedFailure(() => store.getSession(newSessionId()));
       for (const call of [() => store.getSession(newSessionId()), () => store.createSession({ id: newSessionId(), userId: "u" })]) {
-        const { error, ms } = await failure(call);
+        const { error, ms } = await timedFailure(call);
         expect(isThreadkeepError(error, "store_unavailable"), String(error)).toBe(true);
         expect(isStoreRefusal(error), String(error)).toBe(true);
         expect(error.message).toMatch(reply);

@@ -10,21 +10,11 @@ import { describe, expect, it } from "vitest";
 import { isStoreRefusal, isThreadkeepError } from "../../src/core/errors.js";
 import { newSessionId } from "../../src/core/ids.js";
 import { createRedisStore } from "../../src/stores/redis/index.js";
+import { timedFailure } from "../_timed-failure.js";
 import { createStore } from "../../src/stores/url.js";
 import { serviceAvailable, TEST_REDIS_URL } from "../_services.js";
 
 const enabled = await serviceAvailable("redis");
-
-/** What `fn` failed with, and how long it took. */
-async function failure(fn: () => Promise<unknown>): Promise<{ error: Error; ms: number }> {
-  const started = Date.now();
-  try {
-    await fn();
-  } catch (error) {
-    return { error: error as Error, ms: Date.now() - started };
-  }
-  throw new Error("expected a failure");
-}
 
 describe("redis store URLs: malformed ones are refused at open", () => {
   it.each([
@@ -35,7 +25,7 @@ describe("redis store URLs: malformed ones are refused at open", () => {
     ["redis://127.0.0.1:65536", "Not a valid Redis URL"],
   ])("%s: invalid_store_url naming what is wrong", async (url, says) => {
     for (const open of [() => createStore(url), async () => createRedisStore({ url })]) {
-      const { error } = await failure(open);
+      const { error } = await timedFailure(open);
       expect(isThreadkeepError(error, "invalid_store_url"), String(error)).toBe(true);
       expect(error.message).toContain(says);
     }
@@ -54,7 +44,7 @@ describe.skipIf(enabled !== true)("redis store URLs the server refuses", () => {
     const store = createRedisStore({ url: url.toString(), connectTimeoutMs: 10_000 });
     try {
       for (const call of [() => store.getSession(newSessionId()), () => store.createSession({ id: newSessionId(), userId: "u" })]) {
-        const { error, ms } = await failure(call);
+        const { error, ms } = await timedFailure(call);
         expect(isThreadkeepError(error, "store_unavailable"), String(error)).toBe(true);
         // Not an outage: the server turns a proxied turn into store_misconfigured, not a degraded answer.
         expect(isStoreRefusal(error)).toBe(true);
@@ -71,7 +61,7 @@ describe.skipIf(enabled !== true)("redis store URLs the server refuses", () => {
     const { host } = new URL(TEST_REDIS_URL);
     const store = await createStore(`redis+cluster://${host}`);
     try {
-      const { error, ms } = await failure(() => store.getSession(newSessionId()));
+      const { error, ms } = await timedFailure(() => store.getSession(newSessionId()));
       expect(isStoreRefusal(error), String(error)).toBe(true);
       expect(error.message).toContain("cluster support disabled");
       expect(ms).toBeLessThan(3_000);

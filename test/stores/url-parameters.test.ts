@@ -16,23 +16,13 @@ import { createStore } from "../../src/stores/url.js";
 import { expectCode } from "../../src/testing/index.js";
 import { serviceAvailable, TEST_POSTGRES_URL } from "../_services.js";
 import { startTcpProxy } from "../_tcp-proxy.js";
+import { timedFailure } from "../_timed-failure.js";
 
 const enabled = await serviceAvailable("postgres");
 const dir = mkdtempSync(join(tmpdir(), "threadkeep-url-params-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const withParams = (url: string, params: string) => `${url}${url.includes("?") ? "&" : "?"}${params}`;
-
-/** How long `fn` took to fail, and with which code. */
-async function failure(fn: () => Promise<unknown>): Promise<{ code: unknown; ms: number }> {
-  const started = Date.now();
-  try {
-    await fn();
-  } catch (error) {
-    return { code: isThreadkeepError(error) ? error.code : error, ms: Date.now() - started };
-  }
-  throw new Error("expected a failure");
-}
 
 /**
  * Holds a session row locked in a transaction of `raw` until `release()`; `blocked()` counts the
@@ -103,8 +93,8 @@ describe.skipIf(enabled !== true)("postgres URL parameters on a real server", ()
     try {
       // Another transaction holds the session row, so the append waits on its lock.
       const lock = await lockRow(raw, id);
-      const late = await failure(() => store.appendMessages(id, [{ role: "user", content: "late" }]));
-      expect(late.code).toBe("store_unavailable");
+      const late = await timedFailure(() => store.appendMessages(id, [{ role: "user", content: "late" }]));
+      expect(late.code, String(late.error)).toBe("store_unavailable");
       expect(late.ms).toBeGreaterThanOrEqual(950);
       expect(late.ms).toBeLessThan(4_000);
       // The server cancelled it (statement_timeout): nothing waits on the lock, and once it is free
@@ -140,7 +130,7 @@ describe.skipIf(enabled !== true)("postgres URL parameters on a real server", ()
       proxy.cut("stall");
       const quick = await open(withParams(proxy.url(TEST_POSTGRES_URL), "connect_timeout=0.5&query_timeout=10000"));
       const slow = await open(withParams(proxy.url(TEST_POSTGRES_URL), "connect_timeout=2&query_timeout=10000"));
-      const [a, b] = await Promise.all([failure(() => quick.getSession(newSessionId())), failure(() => slow.getSession(newSessionId()))]);
+      const [a, b] = await Promise.all([timedFailure(() => quick.getSession(newSessionId())), timedFailure(() => slow.getSession(newSessionId()))]);
       expect([a.code, b.code]).toEqual(["store_unavailable", "store_unavailable"]);
       expect(a.ms).toBeGreaterThanOrEqual(400);
       expect(b.ms).toBeGreaterThanOrEqual(1_900);

@@ -121,8 +121,8 @@ async function run(admin: postgres.Sql, raw: postgres.Sql, rawPid: number): Prom
     };
     const body = JSON.stringify(messageOf(1, 999));
     const storeWal = await wal(admin`
-      EXPLAIN (ANALYZE, WAL, FORMAT JSON) SELECT * FROM threadkeep_append_held(${sessionIdOf(1)}, ${[body]}::text[], ${[body.toLowerCase()]}::text[],
-        200, NULL, NULL, ${drainable ? null : "english"}::regconfig)`);
+      EXPLAIN (ANALYZE, WAL, FORMAT JSON) SELECT * FROM threadkeep_append_fenced(${sessionIdOf(1)}, ${[body]}::text[], ${[body.toLowerCase()]}::text[],
+        200, false, NULL, NULL, false, NULL::regconfig)`);
     const rawWal = await wal(raw`EXPLAIN (ANALYZE, WAL, FORMAT JSON) INSERT INTO raw_messages (session_id, seq, body) VALUES ('x', 1, ${body})`);
     printTable(
       ["subject", "server CPU µs per append, median / min of rounds", "WAL records / bytes of one"],

@@ -179,6 +179,53 @@ describe.runIf(enabled === true)("postgres store specifics", () => {
     }
   });
 
+  it("upgrades a version 12 schema to 13 (one append function), and a version 12 process appends beside it", async () => {
+    const old = `tk_test_${randomBytes(6).toString("hex")}`;
+    extraSchemas.push(old);
+    const id = newSessionId();
+    const say = (content: string) => JSON.stringify({ role: "user", content });
+    // What a version 12 process sends for a plain append (postgres/_fence.ts).
+    const oldAppend = (sql: postgres.Sql, content: string, fence: number | null = null, holder: string | null = null) => sql<{ out_status: string }[]>`
+      SELECT out_status FROM threadkeep_append_held(${id}, ${[say(content)]}::text[], ${[content]}::text[], 200::bigint, ${fence}::bigint, ${holder}::text, NULL::regconfig)`;
+    await atSchemaVersion(old, 12, async (sql) => {
+      expect(await sql`SELECT 1 FROM pg_proc WHERE proname = 'threadkeep_append_fenced' AND pronamespace = current_schema()::regnamespace`).toHaveLength(0);
+      await sql`INSERT INTO sessions (id, user_id, created_at, last_activity_at) VALUES (${id}, 'u', 0, threadkeep_now_ms())`;
+      for (let i = 1; i <= 3; i++) expect((await oldAppend(sql, `old ${i}`))[0].out_status).toBe("ok");
+    });
+    const after = open({ schema: old });
+    const v12 = postgres(TEST_POSTGRES_URL, { max: 4, onnotice: () => {}, connection: { search_path: old } });
+    try {
+      await after.appendMessages(id, [{ role: "user", content: "new 1" }], { maxMessages: 200, owner: { userId: "u" } });
+      expect(await admin`SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+        WHERE p.proname = 'threadkeep_append_fenced' AND n.nspname = ${old}`).toHaveLength(1);
+      // Both versions' appends at once on one session: they queue on the same locks, seqs stay contiguous.
+      await Promise.all(
+        Array.from({ length: 40 }, (_, i) =>
+          i % 2 === 0
+            ? oldAppend(v12, `old ${4 + i}`).then(([row]) => expect(row.out_status).toBe("ok"))
+            : after.appendMessages(id, [{ role: "user", content: `new ${2 + i}` }], { maxMessages: 200 }),
+        ),
+      );
+      const all = await after.getMessages(id);
+      expect(all.map((m) => m.seq)).toEqual(Array.from({ length: 44 }, (_, i) => i + 1));
+      // A turn of this version fences a version 12 writer out: an older fence, or the same fence with
+      // another holder, is refused by the old function, as a stale holder of this version is by the new.
+      const turn = await after.openTurn!(id, { owner: { userId: "u" }, last: 20, lease: { ttlMs: 10_000 } });
+      expect((await oldAppend(v12, "stale", turn.lease.fence - 1))[0].out_status).toBe("lease_expired");
+      expect((await oldAppend(v12, "other holder", turn.lease.fence, "not-the-holder"))[0].out_status).toBe("lease_expired");
+      await after.appendMessages(id, [{ role: "user", content: "committed" }], { fence: turn.lease.fence, releaseLease: true, owner: { userId: "u" } });
+      // Released by the new function: a version 12 grant (the same statement) takes the lease at once.
+      const [lease] = await admin<{ expires_at: number }[]>`SELECT expires_at::float8 AS expires_at FROM ${admin(old)}.leases WHERE session_id = ${id}`;
+      expect(lease.expires_at).toBe(0);
+      expect((await after.getMessages(id, { last: 1 }))[0]).toMatchObject({ seq: 45, content: "committed" });
+      const versions = await admin`SELECT version FROM ${admin(old)}.threadkeep_migrations ORDER BY version`;
+      expect(versions.map((v) => v.version)).toEqual(Array.from({ length: SCHEMA_VERSION }, (_, i) => i + 1));
+    } finally {
+      await v12.end();
+      await after.close();
+    }
+  });
+
   it("serialises 2 stores × 100 concurrent turns on one session: contiguous seq, turns adjacent", async () => {
     const second = open();
     try {

@@ -6,7 +6,7 @@
  */
 import type postgres from "postgres";
 import { ThreadkeepError } from "../../core/errors.js";
-import { migrateAppendCapGuard } from "./_append.js";
+import { migrateAppendCapGuard, migrateFencedAppend } from "./_append.js";
 import { migrateActivityFloor } from "./_activity.js";
 import { migrateSummaryCap, migrateSummaryCapGuard } from "./_cap.js";
 import { migrateHeldWrites } from "./_fence.js";
@@ -54,6 +54,7 @@ const MIGRATIONS: Migration[] = [
       await migrateSummaryCapGuard(tx);
     },
   },
+  { version: 13, up: (tx) => migrateFencedAppend(tx) },
 ];
 
 /** The newest schema version this code knows. */

@@ -23,9 +23,8 @@ import { stateMethods } from "./_state.js";
 import { summaryMethods } from "./_summaries.js";
 import { timeoutsOf } from "./_timeouts.js";
 import { searchMessages } from "./_search.js";
-import { capWithWrite } from "./_cap.js";
 import { appendLang, SearchIndexer } from "./_indexing.js";
-import { openedTurnOf, releaseWithWrite } from "./_turn.js";
+import { openedTurnOf } from "./_turn.js";
 import { missingVectors, putVectors, searchVectors } from "./_vectors.js";
 import { answersNewConnection, openClient, type PgClients } from "./_client.js";
 import { toStoreError } from "./_errors.js";
@@ -199,19 +198,16 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
       const texts = valid.map((m) => searchable(messageText(m)));
       const owner = append.owner;
       const fence = releasing(append);
-      // A cap bounded by the summaries runs after the append function, which is then given none.
-      const bounded = Boolean(append.keepUnsummarized && append.maxMessages);
+      // A cap bounded by the summaries keeps what they do not reach (`threadkeep_append_fenced`).
+      const keepSummarized = Boolean(append.keepUnsummarized && append.maxMessages);
       const holder = holderOf(id, append.fence);
       return run("appendMessages", async (sql) => {
         // The owner is checked in the same statement (history.ownedBy): another owner's session gets no row.
-        const [row] = await sql<{ out_status: string; out_first_seq: number; out_created_at: number; waiting?: number | null }[]>`
-          WITH w AS (
-            SELECT out_status, out_first_seq, out_created_at FROM threadkeep_append_held(
-              ${id}, ${bodies}::text[], ${texts}::text[], ${(!bounded && append.maxMessages) || null}::bigint,
-              ${append.fence ?? null}::bigint, ${holder}::text, ${appendLang(bodies.length, lang)}::regconfig)
-            WHERE ${history.ownedBy(sql, id, owner)} AND ${history.sameIncarnation(sql, id, append.sessionCreatedAt)}
-          )
-          SELECT out_status, out_first_seq, out_created_at${bounded ? capWithWrite(sql, id, append.maxMessages!) : sql``}${fence === undefined ? sql`` : releaseWithWrite(sql, id, fence)} FROM w`;
+        const [row] = await sql<{ out_status: string; out_first_seq: number; out_created_at: number; out_waiting: number | null }[]>`
+          SELECT out_status, out_first_seq, out_created_at, out_waiting FROM threadkeep_append_fenced(
+            ${id}, ${bodies}::text[], ${texts}::text[], ${append.maxMessages || null}::bigint, ${keepSummarized},
+            ${append.fence ?? null}::bigint, ${holder}::text, ${fence !== undefined}, ${appendLang(bodies.length, lang)}::regconfig)
+          WHERE ${history.ownedBy(sql, id, owner)} AND ${history.sameIncarnation(sql, id, append.sessionCreatedAt)}`;
         if (!row || row.out_status === "not_found") throw new SessionNotFoundError(id);
         if (row.out_status === "lease_expired") {
           throw new ThreadkeepError(
@@ -219,7 +215,7 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
             `The turn lease of session ${id} expired and was taken over`,
           );
         }
-        if (fence !== undefined) leases.releasedByWrite(id, fence, row.waiting ?? null);
+        if (fence !== undefined) leases.releasedByWrite(id, fence, row.out_waiting);
         if (bodies.length > 0 && appendLang(bodies.length, lang) === null) indexer.poke();
         return bodies.map((body, i) =>
           toMessage({ body, seq: row.out_first_seq + i, created_at: row.out_created_at }),

@@ -20,6 +20,32 @@ const rowsIn = (db: Database.Database) => db.prepare("SELECT count(*) FROM messa
 const unindexed = (db: Database.Database) =>
   db.prepare("SELECT count(*) FROM messages m JOIN sessions s ON s.id = m.session_id WHERE m.seq > s.fts_seq").pluck().get() as number;
 
+/** {@link unindexed}, of one owner's sessions. */
+const unindexedOf = (db: Database.Database, userId: string) =>
+  db
+    .prepare("SELECT count(*) FROM messages m JOIN sessions s ON s.id = m.session_id WHERE m.seq > s.fts_seq AND s.user_id = ?")
+    .pluck()
+    .get(userId) as number;
+/** Sessions marked as having messages wait for the index. */
+const pendingSessions = (db: Database.Database) => db.prepare("SELECT count(*) FROM sessions WHERE fts_pending = 1").pluck().get() as number;
+
+/** Runs `fn` under a 5 ms interval timer. @returns its result and the longest the timer waited. */
+async function timed<T>(fn: () => Promise<T>): Promise<{ result: T; maxGap: number }> {
+  let last = performance.now();
+  let maxGap = 0;
+  const timer = setInterval(() => {
+    const now = performance.now();
+    maxGap = Math.max(maxGap, now - last);
+    last = now;
+  }, 5);
+  try {
+    const result = await fn();
+    return { result, maxGap: Math.max(maxGap, performance.now() - last) };
+  } finally {
+    clearInterval(timer);
+  }
+}
+
 /** A schema v7 file (its upgrade leaves every message waiting): `perSession` messages in each session. */
 const olderFile = (path: string, sessions: { id: string; userId: string }[], perSession: number) => {
   const old = sqliteV7File(path);
@@ -118,7 +144,8 @@ describe("sqlite full-text index", () => {
         sessions[owner].push(session.id);
       }
     }
-    await store.search({ userId: "a-b", text: "shared", mode: "fulltext" });
+    // A search indexes its owner's sessions: each owner's, so the index holds every row.
+    for (const owner of owners) await store.search({ userId: owner, text: "shared", mode: "fulltext" });
     const raw = new Database(path, { readonly: true });
     const matched = (match: string) => raw.prepare("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?").pluck().get(match);
     for (const owner of owners) {
@@ -200,8 +227,8 @@ describe("sqlite full-text index", () => {
     }
     const raw = new Database(path);
     expect(() => raw.exec("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)")).not.toThrow();
-    // Closing indexed everything: one row per message left.
-    expect(rowsIn(raw)).toBe(raw.prepare("SELECT count(*) FROM messages").pluck().get());
+    // One row per indexed message, none for a message gone (closing indexes nothing more).
+    expect(rowsIn(raw) + unindexed(raw)).toBe(raw.prepare("SELECT count(*) FROM messages").pluck().get());
     raw.close();
   });
 
@@ -250,10 +277,74 @@ describe("sqlite full-text index", () => {
       // The timer ran while the search indexed: it saw the backlog partly indexed.
       expect([...seen].filter((n) => n > 0 && n < 8_001).length).toBeGreaterThan(0);
       expect(maxGap).toBeLessThan(200);
-      expect(unindexed(raw)).toBe(0);
+      // The owner's backlog is indexed; the other owner's is left to the background indexer.
+      expect(unindexedOf(raw, "u")).toBe(0);
+      expect(unindexedOf(raw, "other")).toBe(4 * 1_000);
     } finally {
       raw.close();
       await store.close();
+    }
+  });
+
+  it("indexes only the searched owner's (or session's) backlog before a search, another owner's not at all", async () => {
+    const path = freshPath();
+    const mine = Array.from({ length: 3 }, () => ({ id: newSessionId(), userId: "a" }));
+    const theirs = Array.from({ length: 20 }, () => ({ id: newSessionId(), userId: "b" }));
+    olderFile(path, [...mine, ...theirs], 1_000);
+    const store = createSqliteStore({ path, fullTextIndexDelayMs: 60_000 });
+    const raw = new Database(path, { readonly: true });
+    try {
+      // One session first: only it is indexed.
+      const inSession = await store.search({ userId: "a", sessionId: mine[0]!.id, text: "waiting", mode: "fulltext", limit: 5_000 });
+      expect(inSession).toHaveLength(1_000);
+      expect(unindexedOf(raw, "a")).toBe(2 * 1_000);
+      // Another owner's session named: nothing of it is indexed (nor found).
+      expect(await store.search({ userId: "a", sessionId: theirs[0]!.id, text: "waiting", mode: "fulltext" })).toEqual([]);
+      expect(unindexedOf(raw, "b")).toBe(20 * 1_000);
+      // The owner: all of theirs, nothing of the other owner's 20,000.
+      const hits = await store.search({ userId: "a", text: "waiting", mode: "fulltext", limit: 5_000 });
+      expect(hits).toHaveLength(3 * 1_000);
+      expect(unindexedOf(raw, "a")).toBe(0);
+      expect(unindexedOf(raw, "b")).toBe(20 * 1_000);
+      expect(pendingSessions(raw)).toBe(20);
+      expect(rowsIn(raw)).toBe(3 * 1_000);
+      // Their own search finds all of theirs.
+      expect(await store.search({ userId: "b", text: "waiting", mode: "fulltext", limit: 50_000 })).toHaveLength(20 * 1_000);
+      expect(pendingSessions(raw)).toBe(0);
+    } finally {
+      raw.close();
+      await store.close();
+    }
+  });
+
+  it("closes without indexing a backlog (the event loop free), which the next open indexes, losing nothing", async () => {
+    const path = freshPath();
+    const sessions = Array.from({ length: 10 }, (_, i) => ({ id: newSessionId(), userId: i % 2 ? "u" : "v" }));
+    olderFile(path, sessions, 6_000);
+    const store = createSqliteStore({ path, fullTextIndexDelayMs: 60_000 });
+    await store.appendMessages(sessions[1]!.id, [say("waiting latest")]);
+    const raw = new Database(path, { readonly: true });
+    try {
+      expect(unindexed(raw)).toBe(60_001);
+      // Indexing 60,000 messages in one call held the loop for ~0.7 s here.
+      const { maxGap } = await timed(() => store.close());
+      expect(maxGap).toBeLessThan(150);
+      expect(unindexed(raw)).toBe(60_001);
+      // Opened again: the background indexer takes the backlog, and a search before it finishes finds all.
+      const again = createSqliteStore({ path, fullTextIndexDelayMs: 10 });
+      try {
+        const hits = await again.search({ userId: "u", text: "waiting", mode: "fulltext", limit: 50_000 });
+        expect(hits).toHaveLength(5 * 6_000 + 1);
+        expect(hits[0]!.message.content).toBe("waiting latest");
+        const deadline = Date.now() + 30_000;
+        while (unindexed(raw) > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+        expect(unindexed(raw)).toBe(0);
+        expect(await again.search({ userId: "v", text: "waiting", mode: "fulltext", limit: 50_000 })).toHaveLength(5 * 6_000);
+      } finally {
+        await again.close();
+      }
+    } finally {
+      raw.close();
     }
   });
 

@@ -50,10 +50,11 @@ export interface SqliteStoreDb {
     deleteSession(id: string): boolean;
     expire(olderThan: number): string[];
     /**
-     * Adds the messages waiting for the full-text index to it: all of them, or at most `limit`
-     * (a session at a time, each from its oldest). @returns true when messages still wait.
+     * Adds at most `limit` of the messages waiting for the full-text index to it (a session at a time,
+     * each from its oldest): any session's, or only those of `scope` (one owner's sessions, or one
+     * session of that owner). @returns true when messages (of `scope`) still wait.
      */
-    indexPending(limit?: number): boolean;
+    indexPending(limit: number, scope?: IndexScope): boolean;
     /**
      * Runs writes in one transaction, each in a savepoint of its own (a write that throws is undone
      * alone). @returns each write's result or error. @throws when the transaction itself failed.
@@ -79,6 +80,13 @@ export interface SqliteStoreDb {
    */
   exists(id: string, owner?: OwnerScope, sessionCreatedAt?: number): void;
   close(): void;
+}
+
+/** Whose waiting messages a step of the full-text indexer takes (see `indexPending`). */
+export interface IndexScope {
+  userId: string;
+  /** Only this session (of `userId`). */
+  sessionId?: string;
 }
 
 /**
@@ -275,12 +283,17 @@ export function openSqliteStoreDb(
       return ids;
     }),
 
-    indexPending: write((limit?: number) => {
-      let budget = limit ?? Number.POSITIVE_INFINITY;
-      const sessions = st.pendingSessions.all(limit === undefined ? -1 : Math.max(1, limit));
-      for (const { key, id, fts_seq: from } of sessions) {
+    indexPending: write((limit: number, scope?: IndexScope) => {
+      const pending = (n: number) =>
+        !scope
+          ? st.pendingSessions.all(n)
+          : scope.sessionId === undefined
+            ? st.pendingSessionsOf.all(scope.userId, n)
+            : st.pendingSession.all(scope.sessionId, scope.userId, n);
+      let budget = Math.max(1, limit);
+      for (const { key, id, fts_seq: from } of pending(budget)) {
         if (budget <= 0) return true;
-        const end = st.pendingEnd.get(id, from, Number.isFinite(budget) ? budget : -1);
+        const end = st.pendingEnd.get(id, from, budget);
         if (end === null || end === undefined) {
           st.indexedTo.run(from, 0, key);
           continue;
@@ -291,7 +304,7 @@ export function openSqliteStoreDb(
         budget -= indexed;
         st.indexedTo.run(end, done ? 0 : 1, key);
       }
-      return limit !== undefined && st.pendingSessions.all(1).length > 0;
+      return pending(1).length > 0;
     }),
 
     batch: write((writes: readonly (() => unknown)[]) =>

@@ -22,11 +22,13 @@ const hits = (db: SqliteStoreDb, rows: MessageRow[], needle: (text: string) => s
 
 /**
  * A checked search, its limit settled: full-text or substring. `use` runs a step on the open
- * database (writing the queued appends first). A full-text search first indexes the queued text in
- * bounded steps, the event loop free between them: after an upgrade the whole file waits, and
- * indexing it in one call held the loop ~11 s per million messages. The background indexer may run
- * between the steps; each step is one transaction that reads how far every session is indexed,
- * so neither indexes a row twice.
+ * database (writing the queued appends first). A full-text search first indexes the queued text it
+ * can match in bounded steps, the event loop free between them: after an upgrade the whole file
+ * waits, and indexing it in one call held the loop ~11 s per million messages. Only the searched
+ * owner's sessions (or the one session searched) are indexed: the query matches nothing else, and
+ * another owner's backlog is the background indexer's, not a cost of this search. The background
+ * indexer may run between the steps; each step is one transaction that reads how far every session
+ * is indexed, so neither indexes a row twice.
  */
 export async function searchMessages(
   use: <T>(fn: (db: SqliteStoreDb) => T) => T,
@@ -34,10 +36,11 @@ export async function searchMessages(
   limit: number,
 ): Promise<SearchHit[]> {
   if (query.mode !== "fulltext") return use((db) => searchText(db, query, limit));
+  const scope = { userId: query.userId, sessionId: query.sessionId };
   for (;;) {
     // The step that finds nothing left waiting searches in the same synchronous call, so a message
     // written between the steps is indexed before the search reads the index.
-    const hits = use((db) => (db.tx.indexPending(SEARCH_INDEX_CHUNK_ROWS) ? undefined : searchText(db, query, limit)));
+    const hits = use((db) => (db.tx.indexPending(SEARCH_INDEX_CHUNK_ROWS, scope) ? undefined : searchText(db, query, limit)));
     if (hits) return hits;
     await new Promise((resolve) => setImmediate(resolve));
   }

@@ -301,6 +301,10 @@ export function prepareStatements(db: Database.Database) {
     ),
     /** Sessions whose messages wait for the full-text index (through the partial index), at most `?`. */
     pendingSessions: q<PendingSessionRow>("SELECT key, id, fts_seq FROM sessions WHERE fts_pending = 1 LIMIT ?"),
+    /** One owner's sessions whose messages wait, at most `?2`: `user_id, limit`. */
+    pendingSessionsOf: q<PendingSessionRow>("SELECT key, id, fts_seq FROM sessions WHERE fts_pending = 1 AND user_id = ? LIMIT ?"),
+    /** The session, when it is the owner's and messages of it wait: `id, user_id, limit` (1 is enough). */
+    pendingSession: q<PendingSessionRow>("SELECT key, id, fts_seq FROM sessions WHERE fts_pending = 1 AND id = ? AND user_id = ? LIMIT ?"),
     /** The seq that ends a session's next `?` unindexed messages: `session_id, fts_seq, limit`. */
     pendingEnd: db
       .prepare<unknown[], number | null>(

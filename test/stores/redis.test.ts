@@ -306,6 +306,35 @@ describe.skipIf(enabled !== true)("redis store specifics", () => {
     expect((await s.listSessions(weirdOwner)).sessions).toEqual([weird]);
   });
 
+  it("keeps each owner-scoped read's transaction whole among concurrent calls, and an error reply inside it is store_corrupt", async () => {
+    const s = store({ ttlMs: 0 });
+    const sessions = await Promise.all(
+      Array.from({ length: 8 }, (_, k) => s.createSession({ id: newSessionId(), userId: `reader-${k}` })),
+    );
+    await Promise.all(sessions.map((x, k) => s.appendMessages(x.id, [{ role: "user", content: `only ${k}` }])));
+    // Reads, appends and another owner's refused reads issued together on the one connection: each
+    // read gets its own session's window (MULTI … EXEC sent as plain commands must never interleave).
+    const calls = sessions.flatMap((x, k) => [
+      s.getMessages(x.id, { last: 20, owner: { userId: `reader-${k}` } }).then((read) => read.map((m) => m.content)),
+      s.appendMessages(x.id, [{ role: "assistant", content: `reply ${k}` }], { owner: { userId: `reader-${k}` } }).then(() => "appended"),
+      s.getMessages(x.id, { last: 20, owner: { userId: "intruder" } }).then(
+        () => "read by another owner",
+        (error: unknown) => (isThreadkeepError(error, "session_not_found") ? "refused" : String(error)),
+      ),
+    ]);
+    const replies = await Promise.all(calls);
+    sessions.forEach((_, k) => {
+      expect(replies[3 * k]).toEqual([`only ${k}`]);
+      expect(replies.slice(3 * k + 1, 3 * k + 3)).toEqual(["appended", "refused"]);
+    });
+    // A window that is not a list: the error reply comes back inside EXEC's answer.
+    await raw.del(`${keyPrefix}s:{${sessions[0].id}}:msgs`);
+    await raw.set(`${keyPrefix}s:{${sessions[0].id}}:msgs`, "not a list");
+    await expectCode(s.getMessages(sessions[0].id, { last: 20, owner: { userId: "reader-0" } }), "store_corrupt");
+    // The connection goes on serving.
+    expect((await s.getMessages(sessions[1].id, { last: 20, owner: { userId: "reader-1" } })).map((m) => m.content)).toEqual(["only 1", "reply 1"]);
+  });
+
   it("serialises 2 processes × 100 concurrent turns: contiguous seq, each turn adjacent, none lost or duplicated", async () => {
     const s = store({ ttlMs: 0 });
     const session = await s.createSession({ id: newSessionId(), userId: "hammer" });

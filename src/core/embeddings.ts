@@ -124,7 +124,7 @@ export class BackgroundEmbedder implements VectorSearcher {
   /** Semantic search: the query's embedding against the store's vectors of the model. */
   async search(
     store: SessionStore,
-    query: { userId: string; sessionId?: string; text: string; limit: number; beforeSeq?: number; afterSeq?: number },
+    query: { userId: string; sessionId?: string; text: string; limit: number; beforeSeq?: number; afterSeq?: number; activeSince?: number },
   ): Promise<RankedHit[]> {
     if (!canStoreVectors(store)) return [];
     const [vector] = await this.embedder.embed([query.text]);

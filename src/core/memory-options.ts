@@ -40,7 +40,11 @@ export interface MemoryOptions {
   tokenBudget?: number;
   /** Messages kept per session; older ones are dropped (after being summarized, with a summarizer). @default 200 */
   maxMessages?: number;
-  /** Inactivity expiry. @default 7 days; 30 minutes on the in-memory store */
+  /**
+   * Inactivity expiry: a session inactive this long is gone at once, for every call (not listed,
+   * searched or read; an append starts a new, empty session under its id), before `expire()` (or the
+   * sweep, `sweepIntervalMs`) deletes its data. @default 7 days; 30 minutes on the in-memory store
+   */
   ttlMs?: number;
   /** Run `expire()` this often in the background (never keeps the process alive). 0 disables. @default 0 */
   sweepIntervalMs?: number;

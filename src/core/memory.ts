@@ -67,9 +67,13 @@ export class Memory extends MemoryConversation {
     return this.#core.resolve(sessionId, this.#core.owner(options), options.create ?? false);
   }
 
-  /** One owner's sessions, most recent activity first. */
+  /** One owner's sessions, most recent activity first; none past the TTL, swept or not. */
   async listSessions(options: OwnerOptions & ListOptions = {}): Promise<SessionPage> {
-    return (await this.#core.store).listSessions(this.#core.owner(options), { limit: options.limit, cursor: options.cursor });
+    const page = await (await this.#core.store).listSessions(this.#core.owner(options), { limit: options.limit, cursor: options.cursor });
+    const { activeSince } = this.#core.scope(this.#core.owner(options));
+    const live = activeSince === undefined ? page.sessions : page.sessions.filter((s) => s.lastActivityAt >= activeSince);
+    // Most recent first: past the first expired session every one is, on this page and the next.
+    return live.length === page.sessions.length ? page : { sessions: live, nextCursor: null };
   }
 
   /** Deletes a session with everything in it. */
@@ -177,7 +181,9 @@ export class Memory extends MemoryConversation {
     const sessionId = options.sessionId ? (await this.#core.resolve(options.sessionId, userId, false)).id : undefined;
     const store = await this.#core.store;
     const mode = options.mode === "auto" ? bestSearchMode(store, this.#core.vectors !== undefined) : (options.mode ?? "substring");
-    return runSearch(store, { userId, sessionId, text, mode, limit: options.limit ?? 20 }, this.#core.vectors);
+    // A session past the TTL is not searched, swept or not (the store leaves it out in the same query).
+    const { activeSince } = this.#core.scope(userId);
+    return runSearch(store, { userId, sessionId, text, mode, limit: options.limit ?? 20, activeSince }, this.#core.vectors);
   }
 
   /** Summaries of a session, by seq. */

@@ -129,6 +129,11 @@ export interface SearchQuery {
   ranking?: "recency" | "relevance";
   /** @default 20 */
   limit?: number;
+  /**
+   * Leaves out sessions last active before this (ms since epoch), as expired: `Memory` passes now minus
+   * its TTL, so a session past it is not found before a sweep deletes it. Unset: no expiry check.
+   */
+  activeSince?: number;
 }
 
 /** One search result. */

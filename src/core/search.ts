@@ -33,6 +33,8 @@ export interface SearchRequest {
   text: string;
   mode: SearchMode;
   limit: number;
+  /** Sessions last active before this are left out (see `SearchQuery.activeSince`). */
+  activeSince?: number;
 }
 
 /** The RRF constant: ranks past a few dozen add little, so one list's top hit cannot drown the other. */
@@ -71,7 +73,7 @@ export function bestSearchMode(store: SessionStore, semantic: boolean): SearchMo
  * has none) substring hits of each word, ranked by how many of the words a message holds.
  */
 async function lexicalRanks(store: SessionStore, request: SearchRequest, depth: number): Promise<SearchHit[]> {
-  const base = { userId: request.userId, sessionId: request.sessionId, text: request.text };
+  const base = { userId: request.userId, sessionId: request.sessionId, text: request.text, activeSince: request.activeSince };
   if (store.capabilities.fullTextSearch)
     return store.search({ ...base, mode: "fulltext", ranking: "relevance", limit: depth });
   const words = [...new Set(request.text.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter((w) => w.length > 2))];
@@ -94,7 +96,7 @@ export async function runSearch(
 ): Promise<RankedHit[]> {
   const { mode } = request;
   if (mode === "substring" || mode === "fulltext") {
-    return store.search({ userId: request.userId, sessionId: request.sessionId, text: request.text, mode, limit: request.limit });
+    return store.search({ userId: request.userId, sessionId: request.sessionId, text: request.text, mode, limit: request.limit, activeSince: request.activeSince });
   }
   if (!vectors) {
     throw new ThreadkeepError(
@@ -103,7 +105,7 @@ export async function runSearch(
       { details: { field: "mode" } },
     );
   }
-  const query = { userId: request.userId, sessionId: request.sessionId, text: request.text };
+  const query = { userId: request.userId, sessionId: request.sessionId, text: request.text, activeSince: request.activeSince };
   if (mode === "semantic") return vectors.search(store, { ...query, limit: request.limit });
   const depth = Math.max(FUSION_DEPTH, request.limit);
   const [lexical, semantic] = await Promise.all([

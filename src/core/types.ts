@@ -84,8 +84,9 @@ export interface StoreCapabilities {
  * goes all the same), and `createSession` takes its id for a new, empty session. The conformance suite
  * checks this when given `withTtl`. A store without a TTL (file, SQLite, PostgreSQL) keeps a session
  * until `expire()` or a delete; `Memory` applies its own TTL there: owner-scoped calls carry
- * `owner.activeSince` (the same rule, checked by the store in the same step), and the others find the
- * session first and delete it when it is past the TTL.
+ * `owner.activeSince` and searches `activeSince` (the same rule, applied by the store in the same step),
+ * its listing leaves such sessions out, and its other calls find the session first and delete it when
+ * it is past the TTL. Every store honours those `activeSince` bounds, with or without a TTL of its own.
  */
 export interface SessionStore {
   /** The backend's name (`memory`, `file`, `sqlite`, `postgres`, `redis`). */

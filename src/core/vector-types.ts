@@ -27,6 +27,11 @@ export interface VectorQuery {
   beforeSeq?: number;
   /** Only messages with `seq > afterSeq` (recall: newer than what a summary covers). */
   afterSeq?: number;
+  /**
+   * Leaves out sessions last active before this (ms since epoch), as expired: `Memory` passes now minus
+   * its TTL, so a session past it is not found before a sweep deletes it. Unset: no expiry check.
+   */
+  activeSince?: number;
 }
 
 /** A vector search hit, best first. */

@@ -187,6 +187,11 @@ export async function importOptional<T>(importer: () => Promise<T>, pkg: string,
   }
 }
 
+/** Whether `session` was last active before `activeSince` (unset: never): expired for the call that passed it. */
+export function inactiveSince(session: { lastActivityAt: number }, activeSince: number | undefined): boolean {
+  return activeSince !== undefined && session.lastActivityAt < activeSince;
+}
+
 /**
  * The owner check of an owner-scoped call, on what the store read in the same step (`found`: the
  * session's owner and last activity, or nothing for a missing session).
@@ -198,7 +203,7 @@ export function checkOwner(
   found: { userId: string; lastActivityAt: number } | null | undefined,
 ): void {
   if (!owner) return;
-  if (!found || found.userId !== owner.userId || (owner.activeSince !== undefined && found.lastActivityAt < owner.activeSince)) {
+  if (!found || found.userId !== owner.userId || inactiveSince(found, owner.activeSince)) {
     throw new SessionNotFoundError(id);
   }
 }

@@ -8,6 +8,7 @@
 import { SessionNotFoundError } from "../core/errors.js";
 import type { EmbeddingInput, Session, SessionStore, VectorHit, VectorQuery, VectorStore } from "../core/types.js";
 import { checkDimensions, missingSeqs, normalize, scanSession, type StoredVector, TopK } from "./_vectors.js";
+import { inactiveSince } from "./_util.js";
 
 /** Where a store keeps its vectors. */
 export interface VectorSidecar {
@@ -28,13 +29,13 @@ export function sidecarVectors(
   const sessionsOf = async (query: VectorQuery): Promise<Session[]> => {
     if (query.sessionId) {
       const session = await store().getSession(query.sessionId);
-      return session && session.userId === query.userId ? [session] : [];
+      return session && session.userId === query.userId && !inactiveSince(session, query.activeSince) ? [session] : [];
     }
     const all: Session[] = [];
     let cursor: string | null = null;
     do {
       const page = await store().listSessions(query.userId, { limit: 500, cursor });
-      all.push(...page.sessions);
+      all.push(...page.sessions.filter((session) => !inactiveSince(session, query.activeSince)));
       cursor = page.nextCursor;
     } while (cursor);
     return all;

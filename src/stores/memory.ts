@@ -30,6 +30,7 @@ import {
   applyMessageQuery,
   checkSearchQuery,
   copySession,
+  inactiveSince,
   pageAllSessions,
   pageOwnerSessions,
   rankHits,
@@ -157,7 +158,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): VectorStore
       const top = new TopK(query.limit);
       const candidates = query.sessionId ? [find(query.sessionId)] : [...entries.values()];
       for (const entry of candidates) {
-        if (!entry || entry.session.userId !== query.userId || isExpired(entry)) continue;
+        if (!entry || entry.session.userId !== query.userId || isExpired(entry) || inactiveSince(entry.session, query.activeSince)) continue;
         const map = vectors.get(entry);
         if (map) scanSession(entry.session.id, entry.messages, map.values(), query, normalized, top);
       }
@@ -314,7 +315,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): VectorStore
       const hits: SearchHit[] = [];
       const candidates = query.sessionId ? [find(query.sessionId)] : [...entries.values()];
       for (const entry of candidates) {
-        if (!entry || entry.session.userId !== query.userId || isExpired(entry)) continue;
+        if (!entry || entry.session.userId !== query.userId || isExpired(entry) || inactiveSince(entry.session, query.activeSince)) continue;
         hits.push(...substringHits(entry.session.id, entry.messages, query.text));
       }
       return rankHits(hits, query.limit);

@@ -1,21 +1,26 @@
 /**
- * Expiry in the store conformance suite, for stores with an inactivity TTL of their own (the memory and
+ * Expiry in the store conformance suite. For stores with an inactivity TTL of their own (the memory and
  * Redis stores' `ttlMs`): a session whose last activity is older than the TTL is gone for every call,
  * reads and writes, owner-scoped or not, whether or not a sweep (`expire()`, the memory store's timer,
  * Redis removing the keys) has run yet; no write revives it. Each call on such a session must answer
- * exactly as it does on a session id that never existed.
+ * exactly as it does on a session id that never existed. For every store: searches leave out sessions
+ * inactive since their `activeSince`, and through `Memory` a session past Memory's TTL is gone the same
+ * way before any sweep.
  *
- * The session is made with the real clock, then the test's clock (`Date`) is moved past the TTL: the
+ * The session past a store's own TTL is made with the real clock, then the test's clock (`Date`) is moved past the TTL: the
  * store sees an expired session whose data is all still there (Redis keeps its keys by the server's
  * own clock), the state a sweep has not reached. A store whose TTL runs on another clock than `Date`
  * cannot be tested this way.
  */
+import { randomUUID } from "node:crypto";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { isThreadkeepError } from "../core/errors.js";
 import { newSessionId } from "../core/ids.js";
+import { createMemory } from "../core/memory.js";
 import { openTurn } from "../core/open-turn.js";
 import type { SessionStore, VectorStore } from "../core/types.js";
 import { text, user } from "./_conformance-fixtures.js";
+import { expectCode } from "./conformance.js";
 
 /** The TTL the expiry tests open the store with. */
 export const CONFORMANCE_TTL_MS = 60_000;
@@ -48,11 +53,72 @@ async function allIds(store: SessionStore): Promise<string[]> {
 const isVectorStore = (store: SessionStore): store is VectorStore => store.capabilities.vectors === true;
 
 /**
- * Registers the expiry tests. `open` opens the store with a TTL; without it (a store that keeps every
- * session until `expire()` or a delete, as the file, SQLite and PostgreSQL stores do) they are skipped.
+ * Registers the expiry tests; `store()` gives the suite's open store. `open` opens the store with a
+ * TTL; without it (a store that keeps every session until `expire()` or a delete, as the file, SQLite
+ * and PostgreSQL stores do) the tests of a session past the store's own TTL are skipped.
  */
-export function describeExpiry(name: string, open: OpenStoreWithTtl | undefined): void {
-  describe("a session past its TTL", () => {
+export function describeExpiry(store: () => SessionStore, name: string, open: OpenStoreWithTtl | undefined): void {
+  describe("expiry of inactive sessions", () => {
+    it("leaves sessions inactive since activeSince out of searches", async () => {
+      const s = store();
+      const owner = user();
+      const model = `expiry-${randomUUID()}`;
+      const make = async (content: string) => {
+        const session = await s.createSession({ id: newSessionId(), userId: owner });
+        const [message] = await s.appendMessages(session.id, [text(content)]);
+        if (isVectorStore(s)) await s.putEmbeddings(session.id, model, [{ seq: 1, createdAt: message.createdAt, vector: [1, 0] }]);
+        return session.id;
+      };
+      const old = await make("needle in the old haystack");
+      const fresh = await make("needle in the new haystack");
+      await s.touchSession(old, Date.now() - 10 * 60_000);
+      const activeSince = Date.now() - 5 * 60_000;
+      const found = async (query: { sessionId?: string; activeSince?: number }) => {
+        const ids: string[][] = [];
+        for (const mode of s.capabilities.fullTextSearch ? (["substring", "fulltext"] as const) : (["substring"] as const)) {
+          ids.push((await s.search({ userId: owner, text: "needle", mode, ...query })).map((h) => h.sessionId).sort());
+          if (mode === "fulltext") ids.push((await s.search({ userId: owner, text: "needle", mode, ranking: "relevance", ...query })).map((h) => h.sessionId).sort());
+        }
+        if (isVectorStore(s)) ids.push((await s.searchVectors({ userId: owner, model, vector: [1, 0], ...query })).map((h) => h.sessionId).sort());
+        return ids;
+      };
+      const all = await found({});
+      expect(all.every((ids) => ids.length === 2), JSON.stringify(all)).toBe(true);
+      for (const ids of await found({ activeSince })) expect(ids).toEqual([fresh]);
+      for (const ids of await found({ activeSince, sessionId: old })) expect(ids).toEqual([]);
+      for (const ids of await found({ activeSince, sessionId: fresh })) expect(ids).toEqual([fresh]);
+    });
+
+    it("through Memory, a session past Memory's TTL is gone before any sweep, and a write starts it anew", async () => {
+      const s = store();
+      const memory = createMemory({ store: s, ttlMs: CONFORMANCE_TTL_MS });
+      const owner = user();
+      const id = newSessionId();
+      await memory.addMessages(id, [text("find me later"), { role: "assistant", content: "found" }], { userId: owner });
+      await memory.updateState(id, () => ({ step: 1 }), { userId: owner });
+      await s.touchSession(id, Date.now() - CONFORMANCE_TTL_MS - 60_000);
+      const live = await memory.startSession({ userId: owner });
+      expect((await memory.listSessions({ userId: owner })).sessions.map((x) => x.id)).toEqual([live.id]);
+      const paged: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const page = await memory.listSessions({ userId: owner, limit: 1, cursor });
+        paged.push(...page.sessions.map((x) => x.id));
+        cursor = page.nextCursor;
+      } while (cursor);
+      expect(paged).toEqual([live.id]);
+      expect(await memory.search("find me", { userId: owner })).toEqual([]);
+      await expectCode(memory.getSession(id, { userId: owner }), "session_not_found");
+      await expectCode(memory.getMessages(id, { userId: owner, last: 20 }), "session_not_found");
+      const [first] = await memory.addMessages(id, [text("a new start")], { userId: owner });
+      expect(first.seq).toBe(1);
+      expect((await memory.getMessages(id, { userId: owner })).map((m) => m.content)).toEqual(["a new start"]);
+      expect(await memory.getState(id, { userId: owner })).toEqual({ version: 0, data: {} });
+      expect((await memory.listSessions({ userId: owner })).sessions.map((x) => x.id).sort()).toEqual([id, live.id].sort());
+    });
+  });
+
+  describe("a session past the store's own TTL", () => {
     const skip = open ? undefined : `${name} has no TTL of its own: it keeps sessions until expire() (Memory applies its TTL)`;
     let opened: SessionStore | undefined;
     afterEach(async () => {
@@ -65,6 +131,7 @@ export function describeExpiry(name: string, open: OpenStoreWithTtl | undefined)
      * A session of one owner with messages, a branch, a summary, state and (on a vector store) an
      * embedding, then the clock moved past its TTL; and an id that was never used, to compare with.
      */
+    const model = `expiry-${randomUUID()}`;
     const lapsed = async () => {
       const store = (opened = await open!(CONFORMANCE_TTL_MS));
       const owner = user();
@@ -74,7 +141,7 @@ export function describeExpiry(name: string, open: OpenStoreWithTtl | undefined)
       await store.replaceAfter(id, 1, [{ role: "assistant", content: "second answer" }], { branch: { reason: "regenerate" } });
       await store.saveSummary(id, { fromSeq: 1, toSeq: 2, content: "a summary" });
       await store.setState(id, { step: 1 }, 0);
-      if (isVectorStore(store)) await store.putEmbeddings(id, "conformance-model", [{ seq: 1, createdAt: (await store.getMessages(id))[0].createdAt, vector: [1, 0] }]);
+      if (isVectorStore(store)) await store.putEmbeddings(id, model, [{ seq: 1, createdAt: (await store.getMessages(id))[0].createdAt, vector: [1, 0] }]);
       const { createdAt } = (await store.getSession(id))!;
       const branchId = (await store.listBranches(id))[0].id;
       // Time passes: past the TTL, before anything has swept the session away.
@@ -108,13 +175,13 @@ export function describeExpiry(name: string, open: OpenStoreWithTtl | undefined)
       }
       if (isVectorStore(store)) {
         reads.push(
-          ["missingEmbeddings", (s) => store.missingEmbeddings(s, "conformance-model")],
-          ["searchVectors in the session", (s) => store.searchVectors({ userId: owner, sessionId: s, model: "conformance-model", vector: [1, 0] })],
+          ["missingEmbeddings", (s) => store.missingEmbeddings(s, model)],
+          ["searchVectors in the session", (s) => store.searchVectors({ userId: owner, sessionId: s, model: model, vector: [1, 0] })],
         );
       }
       for (const [call, read] of reads) expect(await outcome(() => read(id)), call).toEqual(await outcome(() => read(missing)));
       expect(await store.search({ userId: owner, text: "find me" })).toEqual([]);
-      if (isVectorStore(store)) expect(await store.searchVectors({ userId: owner, model: "conformance-model", vector: [1, 0] })).toEqual([]);
+      if (isVectorStore(store)) expect(await store.searchVectors({ userId: owner, model: model, vector: [1, 0] })).toEqual([]);
       expect((await store.listSessions(owner)).sessions.map((s) => s.id)).toEqual([live]);
       expect(await allIds(store)).not.toContain(id);
     });
@@ -160,7 +227,7 @@ export function describeExpiry(name: string, open: OpenStoreWithTtl | undefined)
         writes.push(["saveSummary guarded", (s) => store.saveSummary(s, { fromSeq: 1, toSeq: 1, content: "late", sessionCreatedAt: createdAt })]);
       }
       if (isVectorStore(store)) {
-        writes.push(["putEmbeddings", (s) => store.putEmbeddings(s, "conformance-model", [{ seq: 1, createdAt, vector: [0, 1] }])]);
+        writes.push(["putEmbeddings", (s) => store.putEmbeddings(s, model, [{ seq: 1, createdAt, vector: [0, 1] }])]);
       }
       for (const [call, write] of writes) {
         expect(await outcome(() => write(id)), call).toEqual(await outcome(() => write(missing)));

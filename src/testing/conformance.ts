@@ -82,7 +82,7 @@ export function runStoreConformance(name: string, openStore: OpenStore, options:
     describeSessions(() => store);
     describeMessages(() => store);
     describeRetention(() => store);
-    describeExpiry(target.name, options.withTtl);
+    describeExpiry(() => store, target.name, options.withTtl);
     describeSummariesAndState(() => store);
     describeSearch(() => store, target.name);
     describeTurnLease(() => store, target);

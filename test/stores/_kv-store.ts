@@ -247,13 +247,13 @@ export function createKeyValueStore(db: KeyValue): SessionStore {
         return doc.state;
       }),
 
-    async search({ userId, sessionId, text, mode, limit = 20 }) {
+    async search({ userId, sessionId, text, mode, limit = 20, activeSince = -Infinity }) {
       if (!text.trim()) throw new ThreadkeepError("invalid_request", "Search text must not be empty");
       if (mode === "fulltext") throw new ThreadkeepError("not_supported", "No full-text search in this store");
       const needle = text.toLowerCase();
       const hits: SearchHit[] = [];
       for (const doc of await allDocs()) {
-        if (doc.session.userId !== userId || (sessionId && doc.session.id !== sessionId)) continue;
+        if (doc.session.userId !== userId || (sessionId && doc.session.id !== sessionId) || doc.session.lastActivityAt < activeSince) continue;
         for (const message of doc.messages) {
           const body = contentText(message.content);
           const at = body.toLowerCase().indexOf(needle);

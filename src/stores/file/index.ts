@@ -35,6 +35,7 @@ import {
   applyMessageQuery,
   checkSearchQuery,
   copySession,
+  inactiveSince,
   pageAllSessions,
   pageOwnerSessions,
   rankHits,
@@ -302,7 +303,7 @@ export function createFileStore(options: FileStoreOptions): VectorStore {
         ? [index.sessions.get(keyOf(query.sessionId) ?? "")]
         : [...index.sessions.values()];
       for (const session of candidates) {
-        if (!session || session.userId !== query.userId) continue;
+        if (!session || session.userId !== query.userId || inactiveSince(session, query.activeSince)) continue;
         hits.push(...substringHits(session.id, (await read(session.id))?.messages ?? [], query.text));
       }
       return rankHits(hits, query.limit);

@@ -81,6 +81,7 @@ export async function searchMessages(sql: PgSql, lang: string, query: SearchQuer
     SELECT m.session_id, m.seq, m.created_at, m.body FROM ${source}
     WHERE s.user_id = ${query.userId}
     ${query.sessionId === undefined ? sql`` : sql`AND s.id = ${query.sessionId}`}
+    ${query.activeSince === undefined ? sql`` : sql`AND s.last_activity_at >= ${Math.ceil(query.activeSince)}`}
     ${filter}
     ORDER BY ${ranked ? sql`ts_rank(${tsv}, q.any) DESC, m.seq DESC` : sql`m.created_at DESC, m.seq DESC`}
     LIMIT ${Math.max(0, Math.floor(query.limit ?? DEFAULT_SEARCH_LIMIT))}`;

@@ -81,6 +81,7 @@ export async function searchVectors(sql: PgSql, query: VectorQuery): Promise<Vec
       FROM sessions o JOIN message_vectors v ON v.session_id = o.id
       WHERE o.user_id = ${query.userId} AND v.model = ${query.model}
       ${query.sessionId === undefined ? sql`` : sql`AND o.id = ${query.sessionId}`}
+      ${query.activeSince === undefined ? sql`` : sql`AND o.last_activity_at >= ${Math.ceil(query.activeSince)}`}
       ${query.afterSeq === undefined ? sql`` : sql`AND v.seq > ${query.afterSeq}`}
       ${query.beforeSeq === undefined ? sql`` : sql`AND v.seq < ${query.beforeSeq}`}
       ORDER BY score DESC, v.seq DESC LIMIT ${Math.max(0, Math.floor(query.limit ?? DEFAULT_SEARCH_LIMIT))}

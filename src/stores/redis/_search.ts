@@ -24,8 +24,10 @@ export async function searchMessages(db: RedisConnection, keys: RedisKeys, index
       batch.map((id) => db.send<(string | null)[]>(["HMGET", dataKeys(id)[0], "userId", "lastActivityAt"])),
     );
     const now = Date.now();
-    // A session past its TTL (its keys kept for the margin) is searched as little as a missing one.
-    const mine = batch.filter((_, i) => metas[i][0] === query.userId && !(ttlMs > 0 && Number(metas[i][1]) < now - ttlMs));
+    // A session past its TTL (its keys kept for the margin) is searched as little as a missing one, and
+    // so is one inactive since before the query's activeSince.
+    const since = Math.max(query.activeSince ?? -Infinity, ttlMs > 0 ? now - ttlMs : -Infinity);
+    const mine = batch.filter((_, i) => metas[i][0] === query.userId && !(Number(metas[i][1]) < since));
     // Members of the owner's index that are gone, or whose id now belongs to someone else.
     if (!query.sessionId) stale.push(...batch.filter((_, i) => metas[i][0] !== query.userId));
     const lists = await Promise.all(

@@ -49,6 +49,7 @@ export async function searchMessages(
 /** One synchronous search; a full-text one reads the index as it is. */
 function searchText(db: SqliteStoreDb, query: SearchQuery, limit: number): SearchHit[] {
   const { userId, sessionId } = query;
+  const since = query.activeSince ?? Number.MIN_SAFE_INTEGER;
   const { st } = db;
   if (query.mode === "fulltext") {
     const ranked = query.ranking === "relevance";
@@ -57,17 +58,17 @@ function searchText(db: SqliteStoreDb, query: SearchQuery, limit: number): Searc
     if (!match) return [];
     const rows = ranked
       ? sessionId
-        ? st.searchFullTextRankedInSession.all(match, sessionId, userId, limit)
-        : st.searchFullTextRanked.all(match, userId, limit)
+        ? st.searchFullTextRankedInSession.all(match, sessionId, userId, since, limit)
+        : st.searchFullTextRanked.all(match, userId, since, limit)
       : sessionId
-        ? st.searchFullTextInSession.all(match, sessionId, userId, limit)
-        : st.searchFullText.all(match, userId, limit);
+        ? st.searchFullTextInSession.all(match, sessionId, userId, since, limit)
+        : st.searchFullText.all(match, userId, since, limit);
     const words = query.text.toLowerCase().trim().split(/\s+/);
     return hits(db, rows, (text) => words.find((w) => text.toLowerCase().includes(w)) ?? "");
   }
   const needle = query.text.toLowerCase();
   const rows = sessionId
-    ? st.searchSubstringInSession.all(sessionId, userId, needle, limit)
-    : st.searchSubstring.all(userId, needle, limit);
+    ? st.searchSubstringInSession.all(sessionId, userId, since, needle, limit)
+    : st.searchSubstring.all(userId, since, needle, limit);
   return hits(db, rows, () => query.text);
 }

@@ -275,29 +275,30 @@ export function prepareStatements(db: Database.Database) {
 
     searchSubstring: rows(
       `SELECT ${HIT_COLUMNS} FROM sessions s JOIN messages m ON m.session_id = s.id
-       WHERE s.user_id = ? AND instr(threadkeep_search_text(m.body), ?) > 0 ${SEARCH_ORDER}`,
+       WHERE s.user_id = ? AND s.last_activity_at >= ? AND instr(threadkeep_search_text(m.body), ?) > 0 ${SEARCH_ORDER}`,
     ),
     searchSubstringInSession: rows(
       `SELECT ${HIT_COLUMNS} FROM sessions s JOIN messages m ON m.session_id = s.id
-       WHERE s.id = ? AND s.user_id = ? AND instr(threadkeep_search_text(m.body), ?) > 0 ${SEARCH_ORDER}`,
+       WHERE s.id = ? AND s.user_id = ? AND s.last_activity_at >= ? AND instr(threadkeep_search_text(m.body), ?) > 0 ${SEARCH_ORDER}`,
     ),
-    // The MATCH carries the owner's (and session's) scope tokens; the joins check the owner again.
+    // The MATCH carries the owner's (and session's) scope tokens; the joins check the owner again. Every
+    // search takes the lowest last activity of a session it reads (SearchQuery.activeSince).
     searchFullText: rows(
       `SELECT ${HIT_COLUMNS} FROM messages_fts f ${FULL_TEXT_JOIN}
-       WHERE messages_fts MATCH ? AND s.user_id = ? ${SEARCH_ORDER}`,
+       WHERE messages_fts MATCH ? AND s.user_id = ? AND s.last_activity_at >= ? ${SEARCH_ORDER}`,
     ),
     searchFullTextInSession: rows(
       `SELECT ${HIT_COLUMNS} FROM messages_fts f ${FULL_TEXT_JOIN}
-       WHERE messages_fts MATCH ? AND s.id = ? AND s.user_id = ? ${SEARCH_ORDER}`,
+       WHERE messages_fts MATCH ? AND s.id = ? AND s.user_id = ? AND s.last_activity_at >= ? ${SEARCH_ORDER}`,
     ),
     // Relevance order (bm25 of the message column, best first) for ranked searches; the query ORs its words.
     searchFullTextRanked: rows(
       `SELECT ${HIT_COLUMNS} FROM messages_fts f ${FULL_TEXT_JOIN}
-       WHERE messages_fts MATCH ? AND s.user_id = ? ORDER BY ${RELEVANCE}, m.seq DESC LIMIT ?`,
+       WHERE messages_fts MATCH ? AND s.user_id = ? AND s.last_activity_at >= ? ORDER BY ${RELEVANCE}, m.seq DESC LIMIT ?`,
     ),
     searchFullTextRankedInSession: rows(
       `SELECT ${HIT_COLUMNS} FROM messages_fts f ${FULL_TEXT_JOIN}
-       WHERE messages_fts MATCH ? AND s.id = ? AND s.user_id = ? ORDER BY ${RELEVANCE}, m.seq DESC LIMIT ?`,
+       WHERE messages_fts MATCH ? AND s.id = ? AND s.user_id = ? AND s.last_activity_at >= ? ORDER BY ${RELEVANCE}, m.seq DESC LIMIT ?`,
     ),
     /** Sessions whose messages wait for the full-text index (through the partial index), at most `?`. */
     pendingSessions: q<PendingSessionRow>("SELECT key, id, fts_seq FROM sessions WHERE fts_pending = 1 LIMIT ?"),

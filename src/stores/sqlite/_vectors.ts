@@ -30,11 +30,11 @@ function prepare(db: Database.Database) {
     // Ownership is in the query: only vectors of the owner's sessions are read.
     scan: raw(
       `SELECT v.session_id, v.seq, v.created_at, v.vector FROM sessions s JOIN message_vectors v ON v.session_id = s.id
-       WHERE s.user_id = ? AND v.model = ? AND v.seq > ? AND v.seq < ?`,
+       WHERE s.user_id = ? AND s.last_activity_at >= ? AND v.model = ? AND v.seq > ? AND v.seq < ?`,
     ),
     scanSession: raw(
       `SELECT v.session_id, v.seq, v.created_at, v.vector FROM sessions s JOIN message_vectors v ON v.session_id = s.id
-       WHERE s.id = ? AND s.user_id = ? AND v.model = ? AND v.seq > ? AND v.seq < ?`,
+       WHERE s.id = ? AND s.user_id = ? AND s.last_activity_at >= ? AND v.model = ? AND v.seq > ? AND v.seq < ?`,
     ),
     message: raw("SELECT seq, created_at, body FROM messages WHERE session_id = ? AND seq = ? AND created_at = ?"),
   };
@@ -74,10 +74,11 @@ export function searchVectors(store: SqliteStoreDb, query: VectorQuery): VectorH
   if (dims !== normalized.length) throw dimensionMismatch(query.model, dims, normalized.length);
   const after = query.afterSeq ?? Number.MIN_SAFE_INTEGER;
   const before = query.beforeSeq ?? Number.MAX_SAFE_INTEGER;
+  const since = query.activeSince ?? Number.MIN_SAFE_INTEGER;
   const rows = (
     query.sessionId
-      ? st.scanSession.all(query.sessionId, query.userId, query.model, after, before)
-      : st.scan.all(query.userId, query.model, after, before)
+      ? st.scanSession.all(query.sessionId, query.userId, since, query.model, after, before)
+      : st.scan.all(query.userId, since, query.model, after, before)
   ) as Row[];
   const top = new TopK(query.limit);
   const createdAt = new Map<string, number>();

@@ -17,6 +17,7 @@ import {
   prepareStatements,
   type SessionRow,
   type SqliteStatements,
+  type StateRow,
 } from "./_statements.js";
 
 /** What kind of stored record was quarantined. */
@@ -73,6 +74,13 @@ export interface SqliteStoreDb {
   session(row: SessionRow): Session;
   /** @throws `session_not_found`. */
   state(id: string): SessionState;
+  /** The state held in a session's row (read with the session: see `getSessionWithState`). */
+  stateOf(id: string, row: StateRow): SessionState;
+  /**
+   * Runs `fn`'s reads in one read transaction (one snapshot, one WAL read lock taken and given back,
+   * where each statement alone takes its own), or in the transaction already open.
+   */
+  read<T>(fn: () => T): T;
   summaries(id: string): Summary[];
   /**
    * @throws `session_not_found`. With `owner`, also its owner check (see `OwnerScope`); with
@@ -169,6 +177,10 @@ export function openSqliteStoreDb(
   const state = (id: string): SessionState => {
     const row = st.getState.get(id);
     if (!row) throw new SessionNotFoundError(id);
+    return stateOf(id, row);
+  };
+
+  const stateOf = (id: string, row: StateRow): SessionState => {
     let data = parseObject(row.state);
     if (typeof data === "string") {
       // The version stays, so a writer that read it can still replace the lost data.
@@ -322,5 +334,8 @@ export function openSqliteStoreDb(
     ),
   };
 
-  return { db, st, tx, history, tryWrite, messages, session, state, summaries, exists, close: () => db.close() };
+  const readTransaction = db.transaction(<T>(fn: () => T) => fn());
+  const read = <T>(fn: () => T): T => (db.inTransaction ? fn() : (readTransaction(fn) as T));
+
+  return { db, st, tx, history, tryWrite, messages, session, state, stateOf, read, summaries, exists, close: () => db.close() };
 }

@@ -14,6 +14,12 @@ export interface SessionRow {
   metadata: string;
 }
 
+/** A session's state columns. */
+export interface StateRow {
+  state_version: number;
+  state: string;
+}
+
 /**
  * A `messages` row, read in raw (array) mode: building no object per row is a measurable share of
  * "load last 20". `sessionId` is there only where the query spans sessions (search).
@@ -184,6 +190,8 @@ export function prepareStatements(db: Database.Database) {
       .prepare<unknown[], number>("SELECT 1 FROM sessions WHERE id = ?")
       .pluck() as SqliteStatement<number>,
     getSession: q<SessionRow>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = ?`),
+    /** The session and its state in one row, for opening a turn. */
+    getSessionWithState: q<SessionRow & StateRow>(`SELECT ${SESSION_COLUMNS}, state_version, state FROM sessions WHERE id = ?`),
     /** What an owner-scoped call checks. */
     owner: q<{ userId: string; lastActivityAt: number; createdAt: number }>(
       "SELECT user_id AS userId, last_activity_at AS lastActivityAt, created_at AS createdAt FROM sessions WHERE id = ?",
@@ -265,7 +273,7 @@ export function prepareStatements(db: Database.Database) {
     ),
     deleteSummary: q("DELETE FROM summaries WHERE session_id = ? AND id = ?"),
 
-    getState: q<{ state_version: number; state: string }>(
+    getState: q<StateRow>(
       "SELECT state_version, state FROM sessions WHERE id = ?",
     ),
     setState: q(

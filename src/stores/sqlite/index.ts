@@ -342,16 +342,18 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
       // The owner check and every read in one synchronous step, which nothing interleaves; with the
       // lease in the file, in the grant's own transaction.
       const read = () =>
-        use((db) => {
-          const row = db.st.getSession.get(id);
-          return readTurn(row ? db.session(row) : null, opening, (session) => ({
-            status: "ok" as const,
-            session,
-            messages: opening.last > 0 ? db.messages(id, db.st.newest(id, Math.floor(opening.last)).reverse()) : [],
-            summaries: db.summaries(id),
-            state: db.state(id),
-          }));
-        });
+        use((db) =>
+          db.read(() => {
+            const row = db.st.getSessionWithState.get(id);
+            return readTurn(row ? db.session(row) : null, opening, (session) => ({
+              status: "ok" as const,
+              session,
+              messages: opening.last > 0 ? db.messages(id, db.st.newest(id, Math.floor(opening.last)).reverse()) : [],
+              summaries: db.summaries(id),
+              state: db.stateOf(id, row!),
+            }));
+          }),
+        );
       if (!leases.acquireAndRead) return withLease(held.track(await leases.acquire(id, opening.lease)), read);
       const granted = await leases.acquireAndRead(id, opening.lease, read);
       const outcome = granted.read!;

@@ -27,9 +27,11 @@ export const APPEND_HANDOVER = -7;
  */
 export const APPEND: RedisScript = script(
   "append",
-  `local count = tonumber(ARGV[1])
+  `-- Numbers by arithmetic (x + 0): tonumber() parses a string twice (lua_isnumber, then lua_tonumber),
+-- and strtod on a 13-digit timestamp is a good part of this script's own work.
+local count = ARGV[1] + 0
 local o = count + 2
-local now, ttl, max = tonumber(ARGV[o]), tonumber(ARGV[o + 1]), tonumber(ARGV[o + 2])
+local now, ttl, max = ARGV[o] + 0, ARGV[o + 1] + 0, ARGV[o + 2] + 0
 local indexOwner, sessionId, owner = ARGV[o + 3] or '', ARGV[o + 4] or '', ARGV[o + 5] or ''
 local activeSince, fence, unsummarized = ARGV[o + 6] or '', ARGV[o + 7] or '', ARGV[o + 8] or ''
 local META, MSGS = KEYS[1], KEYS[2]
@@ -39,15 +41,18 @@ local SUMS = KEYS[X]
 local meta = redis.call('HMGET', META, 'userId', 'lastActivityAt', 'first', 'sumTo', 'expiresAt')
 local user = meta[1]
 if not user then return {-1} end
-if owner ~= '' and (user ~= owner or (activeSince ~= '' and tonumber(meta[2]) < tonumber(activeSince))) then return {-1} end
+if owner ~= '' and (user ~= owner or (activeSince ~= '' and meta[2] + 0 < activeSince + 0)) then return {-1} end
 ${ACTIVITY}
 -- As expiryDue (redis/_scripts.ts): also when the keys expire earlier than the field says (a write of
 -- an earlier version during an upgrade sets them to its activity + ttl).
-if ttl > 0 and (not meta[5] or tonumber(meta[5]) < tonumber(score) + ttl or redis.call('PEXPIRETIME', META) < tonumber(meta[5])) then return {${APPEND_HANDOVER}} end
-if fence ~= '' and tonumber(redis.call('GET', KEYS[X + 1]) or '0') > tonumber(fence) then return {-2} end
+if ttl > 0 then
+  local expires = meta[5] and meta[5] + 0
+  if not expires or expires < score + ttl or redis.call('PEXPIRETIME', META) < expires then return {${APPEND_HANDOVER}} end
+end
+if fence ~= '' and (redis.call('GET', KEYS[X + 1]) or 0) + 0 > fence + 0 then return {-2} end
 local n = redis.call('LLEN', MSGS)
 local first = 1
-if n > 0 then first = tonumber(meta[3] or '1') end
+if n > 0 then first = (meta[3] or 1) + 0 end
 local newFirst = nil
 if n == 0 then newFirst = first end
 local seq0 = first + n

@@ -65,7 +65,7 @@ end
  */
 export const ACTIVITY = `
 local score = ARGV[o]
-if tonumber(meta[2]) >= now then score = meta[2] end
+if meta[2] + 0 >= now then score = meta[2] end
 `;
 
 /** Writes the activity and the new first seq (when it moved) to the meta, in one HSET (none when neither changed). */

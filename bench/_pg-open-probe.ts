@@ -1,7 +1,9 @@
 /**
- * A probe: the server and client CPU of opening a turn as the store does (the grant statement with
- * `threadkeep_turn_read` joined laterally) against the grant alone followed, in the same round trip
- * (pipelined on one connection), by the read as a statement of its own, gated on the grant's holder.
+ * A probe: the server and client CPU of opening a turn (the grant statement and what the store makes
+ * of its answer) as schema version 13 did (`threadkeep_turn_read` joined laterally: a row per message
+ * and summary) and as version 14 does (`threadkeep_turn_doc`: one JSON document in the grant's row).
+ * (Its first version, in facac63, compared the lateral read with the read as a statement of its own
+ * pipelined after the grant: more CPU on both sides, and slower.)
  * Alternating rounds on one connection; each lease is released on another connection, outside the figures.
  *   THREADKEEP_BENCH_POSTGRES_URL=… npx tsx bench/_pg-open-probe.ts
  */
@@ -11,6 +13,23 @@ import postgres from "postgres";
 import { createPostgresStore } from "../src/stores/postgres/index.js";
 import { attemptLease } from "../src/stores/postgres/_lease-statements.js";
 import type { PgSql } from "../src/stores/postgres/_schema.js";
+import { openedTurnOf } from "../src/stores/postgres/_turn.js";
+import { toMessage, toSession, toSummary } from "../src/stores/postgres/_rows.js";
+import type { Message, Summary } from "../src/core/types.js";
+
+/** What version 13's store made of the lateral read's rows (its `openedTurnOf`). */
+function openedRows(rows: Record<string, never>[]) {
+  const head = rows.find((r) => r.o_kind === "session")!;
+  const session = toSession({ id: "x", user_id: "u", created_at: head.o_created_at, last_activity_at: head.o_last_activity_at, metadata: head.o_metadata });
+  const messages: Message[] = [];
+  const summaries: Summary[] = [];
+  for (const r of rows) {
+    if (r.o_kind === "message") messages.push(toMessage({ seq: r.o_seq, created_at: r.o_created_at, body: r.o_body }));
+    else if (r.o_kind === "summary") summaries.push(toSummary({ id: r.o_id, from_seq: r.o_from_seq, to_seq: r.o_to_seq, created_at: r.o_created_at, content: r.o_content, metadata: r.o_metadata }));
+  }
+  messages.sort((a, b) => a.seq - b.seq);
+  return { session, messages, summaries };
+}
 
 const URL_ = process.env.THREADKEEP_BENCH_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/test";
 const ROUNDS = Number(process.env.ROUNDS ?? 9);
@@ -42,36 +61,41 @@ try {
   await admin`VACUUM ANALYZE`;
   let k = 0;
   const read = { userId: "u", last: 20 };
-  const subjects: Record<string, (id: string, token: string) => Promise<unknown[]>> = {
-    "grant + lateral threadkeep_turn_read": (id, token) => attemptLease(sql, id, null, { ttlMs: 60_000, token, read }),
-    "grant, then the read pipelined": async (id, token) => {
-      const grant = attemptLease(sql, id, null, { ttlMs: 60_000, token });
-      const rows = sql`
-        WITH s AS (
-          SELECT CASE WHEN x.id IS NULL THEN 'missing' WHEN x.user_id <> ${read.userId} THEN 'foreign'
-                      WHEN x.last_activity_at < ${null}::bigint THEN 'expired' ELSE 'ok' END AS status,
-                 x.created_at, x.last_activity_at, x.metadata
-          FROM (SELECT 1) one LEFT JOIN sessions x ON x.id = ${id}
-          WHERE EXISTS (SELECT 1 FROM leases l WHERE l.session_id = ${id} AND l.holder = ${token})
-        )
-        SELECT 'session'::text AS o_kind, s.status AS o_status,
-               CASE WHEN s.status = 'ok' THEN s.created_at END AS o_created_at, CASE WHEN s.status = 'ok' THEN s.last_activity_at END AS o_last_activity_at,
-               CASE WHEN s.status = 'ok' THEN s.metadata END AS o_metadata, st.version AS o_state_version, st.data AS o_state_data,
-               NULL::bigint AS o_seq, NULL::text AS o_body, NULL::bigint AS o_id, NULL::bigint AS o_from_seq, NULL::bigint AS o_to_seq, NULL::text AS o_content
-        FROM s LEFT JOIN session_state st ON st.session_id = ${id} AND s.status = 'ok'
-        UNION ALL
-        SELECT 'message'::text, NULL::text, t.created_at, NULL::bigint, NULL::text, NULL::integer, NULL::text,
-               t.seq, t.body, NULL::bigint, NULL::bigint, NULL::bigint, NULL::text
-        FROM (
-          SELECT mm.seq, mm.created_at, mm.body FROM s, messages mm
-          WHERE s.status = 'ok' AND mm.session_id = ${id} ORDER BY mm.seq DESC LIMIT ${read.last}
-        ) t
-        UNION ALL
-        SELECT 'summary'::text, NULL::text, x.created_at, NULL::bigint, x.metadata, NULL::integer, NULL::text,
-               NULL::bigint, NULL::text, x.id, x.from_seq, x.to_seq, x.content
-        FROM s, summaries x WHERE s.status = 'ok' AND x.session_id = ${id}`;
-      const [g, r] = await Promise.all([grant, rows]);
-      return [...g, ...r];
+  // Schema version 13's grant: `threadkeep_turn_read` joined laterally, a row per message and summary.
+  const lateral = (id: string, token: string) => sql`
+    WITH cur AS (
+      SELECT expires_at FROM leases WHERE session_id = ${id}
+    ), g AS (
+      INSERT INTO leases AS l (session_id, fence, expires_at, holder)
+      SELECT ${id}, nextval('lease_fence'), threadkeep_now_ms() + 60000, ${token}
+      WHERE NOT EXISTS (
+        SELECT 1 FROM lease_queue q WHERE q.session_id = ${id} AND q.alive_until > threadkeep_now_ms() AND (${null}::bigint IS NULL OR q.ticket < ${null})
+      )
+      ON CONFLICT (session_id) DO UPDATE SET fence = excluded.fence, expires_at = excluded.expires_at, holder = excluded.holder
+        WHERE l.expires_at <= threadkeep_now_ms()
+      RETURNING l.fence, l.expires_at
+    ), joined AS (
+      INSERT INTO lease_queue (session_id, alive_until, holder)
+      SELECT ${id}, threadkeep_now_ms() + 5000, ${token} WHERE ${null}::bigint IS NULL AND NOT EXISTS (SELECT 1 FROM g)
+      RETURNING ticket
+    ), served AS (
+      DELETE FROM lease_queue WHERE ticket = ${null} AND EXISTS (SELECT 1 FROM g)
+    ), beat AS (
+      UPDATE lease_queue SET alive_until = threadkeep_now_ms() + 5000 WHERE ticket = ${null} AND NOT EXISTS (SELECT 1 FROM g)
+    )
+    SELECT a.*, set_config('synchronous_commit', 'off', true) AS async_commit, r.* FROM (
+      SELECT (SELECT fence FROM g) AS fence, (SELECT expires_at FROM g) AS expires_at,
+             (SELECT ticket FROM joined) AS ticket, (SELECT expires_at FROM cur) AS held_until, threadkeep_now_ms() AS now
+    ) a LEFT JOIN LATERAL threadkeep_turn_read(a.fence, ${id}, ${read.userId}, ${null}::bigint, ${read.last}::bigint) r ON true`;
+  const subjects: Record<string, (id: string, token: string) => Promise<number>> = {
+    "v13: grant + lateral threadkeep_turn_read (rows)": async (id, token) => {
+      const rows = await lateral(id, token);
+      const turn = openedRows(rows as never);
+      return turn.messages.length;
+    },
+    "v14: grant + threadkeep_turn_doc (one document)": async (id, token) => {
+      const [row] = await attemptLease(sql, id, null, { ttlMs: 60_000, token, read });
+      return openedTurnOf(id, read.userId, row.turn ?? null).messages.length;
     },
   };
   const cpu: Record<string, number[]> = {};
@@ -87,11 +111,11 @@ try {
         const at = cpuOf(pid);
         const c0 = clientCpu();
         const t0 = performance.now();
-        const rows = await call(id, token);
+        const read20 = await call(id, token);
         (wall[name] ??= []).push((performance.now() - t0) * 1000);
         usedClient += clientCpu() - c0;
         used += cpuOf(pid) - at;
-        if (rows.length < 21) throw new Error(`${name}: ${rows.length} rows`);
+        if (read20 !== 20) throw new Error(`${name}: ${read20} messages`);
         await admin`UPDATE leases SET expires_at = 0 WHERE session_id = ${id}`;
       }
       if (round > 0) {

@@ -46,6 +46,30 @@ export function describeTurns(store: () => SessionStore): void {
       expect(all.messages.map((m) => m.seq)).toEqual([1, 2, 3, 4, 5, 6]);
     });
 
+    it("openTurn reads exactly what the separate reads return, whatever the text holds", async () => {
+      const owner = `owner-${randomUUID()}`;
+      const tricky = 'quotes " \' back\\slash \n new line \t tab, 🦜 é 中文, </script>, ] } , "}';
+      const session = await store().createSession({ id: newSessionId(), userId: owner, metadata: { title: tricky, n: [1, { x: null }] } });
+      const id = session.id;
+      await store().appendMessages(id, [
+        say(tricky),
+        { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "f", arguments: '{"a":"\\"}' } }] },
+        { role: "tool", tool_call_id: "c1", content: [{ type: "text", text: tricky }] },
+      ] as never);
+      await store().saveSummary(id, { fromSeq: 1, toSeq: 1, content: tricky, metadata: { by: tricky } });
+      await store().saveSummary(id, { fromSeq: 2, toSeq: 2, content: "plain" });
+      await store().setState(id, { tricky, nested: { list: [tricky] } }, 0);
+      const opened = await openTurn(store(), id, opening(owner, 20));
+      try {
+        expect(opened.session).toEqual(await store().getSession(id));
+        expect(opened.messages).toEqual(await store().getMessages(id));
+        expect(opened.summaries).toEqual(await store().listSummaries(id));
+        expect(opened.state).toEqual(await store().getState(id));
+      } finally {
+        await opened.lease.release();
+      }
+    });
+
     it("openTurn reports a missing, another owner's and an expired session, returning nothing of them", async () => {
       const { owner, id } = await setup();
       await store().setState(id, { secret: true }, 0);

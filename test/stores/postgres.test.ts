@@ -226,6 +226,32 @@ describe.runIf(enabled === true)("postgres store specifics", () => {
     }
   });
 
+  it("upgrades a version 13 schema to 14 (the turn read as one document); a version 13 process's read still answers", async () => {
+    const old = `tk_test_${randomBytes(6).toString("hex")}`;
+    extraSchemas.push(old);
+    const id = newSessionId();
+    await atSchemaVersion(old, 13, async (sql) => {
+      expect(await sql`SELECT 1 FROM pg_proc WHERE proname = 'threadkeep_turn_doc' AND pronamespace = current_schema()::regnamespace`).toHaveLength(0);
+    });
+    const after = open({ schema: old });
+    const v13 = postgres(TEST_POSTGRES_URL, { max: 1, onnotice: () => {}, connection: { search_path: old } });
+    try {
+      await after.createSession({ id, userId: "u" });
+      await after.appendMessages(id, [{ role: "user", content: "one" }, { role: "assistant", content: "two" }]);
+      const turn = await after.openTurn!(id, { owner: { userId: "u" }, last: 20 });
+      expect(turn.messages.map((m) => m.content)).toEqual(["one", "two"]);
+      // What a version 13 process's grant joins: the version 7 function, unchanged.
+      const rows = await v13<{ o_kind: string; o_body: string | null }[]>`SELECT o_kind, o_body FROM threadkeep_turn_read(${turn.lease.fence}::bigint, ${id}, 'u', NULL, 20)`;
+      expect(rows.map((r) => r.o_kind).sort()).toEqual(["message", "message", "session"]);
+      await turn.lease.release();
+      const versions = await admin`SELECT version FROM ${admin(old)}.threadkeep_migrations ORDER BY version`;
+      expect(versions.map((v) => v.version)).toEqual(Array.from({ length: SCHEMA_VERSION }, (_, i) => i + 1));
+    } finally {
+      await v13.end();
+      await after.close();
+    }
+  });
+
   it("serialises 2 stores × 100 concurrent turns on one session: contiguous seq, turns adjacent", async () => {
     const second = open();
     try {

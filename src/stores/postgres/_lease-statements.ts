@@ -3,18 +3,20 @@
  * one function each: no state of the process here, only SQL.
  */
 import type { PgSql } from "./_schema.js";
-import { type TurnReadArgs, type TurnReadRow, turnReadCall } from "./_turn.js";
+import { type TurnReadArgs, turnDocColumn } from "./_turn.js";
 
 /** A waiting ticket that was not refreshed for this long no longer holds its place. */
 export const TICKET_TTL_MS = 5_000;
 
 /** What one try of the first waiter answers (see {@link attemptLease}). */
-export interface Attempt extends Partial<TurnReadRow> {
+export interface Attempt {
   fence: number | null;
   expires_at: number | null;
   ticket?: number | null;
   held_until: number | null;
   now: number;
+  /** With a read: the turn's document (see `threadkeep_turn_doc`), null when nothing was granted. */
+  turn?: string | null;
 }
 
 /**
@@ -56,11 +58,11 @@ waiter: { ttlMs: number; token: string; read?: TurnReadArgs },
       UPDATE lease_queue SET alive_until = threadkeep_now_ms() + ${TICKET_TTL_MS}
       WHERE ticket = ${ticket} AND NOT EXISTS (SELECT 1 FROM g)
     )
-    SELECT a.*${read ? sql`, set_config('synchronous_commit', 'off', true) AS async_commit, r.*` : sql``} FROM (
+    SELECT a.*${read ? sql`, set_config('synchronous_commit', 'off', true) AS async_commit${turnDocColumn(sql, sessionId, read)}` : sql``} FROM (
       SELECT (SELECT fence FROM g) AS fence, (SELECT expires_at FROM g) AS expires_at,
              (SELECT ticket FROM joined) AS ticket, (SELECT expires_at FROM cur) AS held_until,
              threadkeep_now_ms() AS now
-    ) a ${read ? turnReadCall(sql, sessionId, read) : sql``}`;
+    ) a`;
 }
 
 /** Gives the grant of `fence` to `token` a fresh fence (see `PostgresLeases` #refence). */

@@ -41,7 +41,7 @@ import {
   renewLease,
   TICKET_TTL_MS,
 } from "./_lease-statements.js";
-import type { TurnReadArgs, TurnReadRow } from "./_turn.js";
+import type { TurnReadArgs } from "./_turn.js";
 
 const HEARTBEAT_MS = 1_000;
 /** Longest sleep between two tries of the first waiter when no notification comes. */
@@ -72,7 +72,8 @@ interface Line {
 /** A granted lease, and what its grant read when the waiter asked (see {@link TurnReadArgs}). */
 export interface Granted {
   lease: Lease;
-  read?: TurnReadRow[];
+  /** The turn's document (see `threadkeep_turn_doc`). */
+  read?: string | null;
 }
 
 /** A lease this instance was granted and has not seen given back. */
@@ -283,7 +284,7 @@ export class PostgresLeases {
     if (abandoned.length > 0) this.#dropTickets(sessionId, abandoned);
   }
 
-  /** Hands the lease of a granting attempt (its rows carry the turn's read, when asked) to its waiter. */
+  /** Hands the lease of a granting attempt (its row carries the turn's read, when asked) to its waiter. */
   #grant(sessionId: string, line: Line, waiter: Waiter, rows: Attempt[]): void {
     const attempt = rows[0];
     const fence = attempt.fence!;
@@ -312,7 +313,7 @@ export class PostgresLeases {
         held.released = true;
       },
     };
-    waiter.resolve({ lease, ...(waiter.read ? { read: rows as TurnReadRow[] } : {}) });
+    waiter.resolve({ lease, ...(waiter.read ? { read: attempt.turn ?? null } : {}) });
   }
 
   /**

@@ -13,7 +13,7 @@ import { migrateHeldWrites } from "./_fence.js";
 import { migrateHistory } from "./_history.js";
 import { migrateDeferredIndexing } from "./_indexing.js";
 import { migrateAppendQueue, migrateInitial, migrateLeaseHolders, migrateSettings } from "./_schema-early.js";
-import { migrateTurnRead, migrateTurnRelease } from "./_turn.js";
+import { migrateTurnDoc, migrateTurnRead, migrateTurnRelease } from "./_turn.js";
 import { migrateVectors } from "./_vectors.js";
 
 /** A connected `postgres` client whose `bigint` columns parse to numbers (see `createPostgresStore`). */
@@ -55,6 +55,7 @@ const MIGRATIONS: Migration[] = [
     },
   },
   { version: 13, up: (tx) => migrateFencedAppend(tx) },
+  { version: 14, up: (tx) => migrateTurnDoc(tx) },
 ];
 
 /** The newest schema version this code knows. */

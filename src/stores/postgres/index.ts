@@ -283,7 +283,7 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
       const { userId, activeSince } = opening.owner;
       // The statement that grants the lease reads the turn too: one round trip when nobody waits.
       const { lease, read } = await leases.open(id, opening.lease, { userId, activeSince, last: opening.last });
-      return withLease(lease, () => openedTurnOf(id, userId, read!));
+      return withLease(lease, () => openedTurnOf(id, userId, read ?? null));
     },
 
     close() {

@@ -1,14 +1,13 @@
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { type Stack, startStack, transcript } from "./_stack.js";
 
-const sqliteReady = existsSync(new URL("../../src/stores/sqlite/index.ts", import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), "threadkeep-restart-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-describe.skipIf(!sqliteReady)("a server restart on SQLite", () => {
+describe("a server restart on SQLite", () => {
   it("keeps every conversation", async () => {
     // A nested path: the data directory is created on first use.
     const store = `sqlite:${join(dir, "data", "threadkeep.db")}`;

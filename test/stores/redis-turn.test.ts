@@ -11,6 +11,7 @@ import type { SessionStore, TurnOpening } from "../../src/core/types.js";
 import { createRedisStore, type RedisStoreOptions } from "../../src/stores/redis/index.js";
 import { keysExpireAt } from "../../src/stores/redis/_scripts.js";
 import { serviceAvailable, TEST_REDIS_URL } from "../_services.js";
+import { until } from "../_wait.js";
 
 const enabled = await serviceAvailable("redis");
 const keyPrefix = `tk-turn-${randomUUID()}:`;
@@ -76,22 +77,28 @@ describe.skipIf(enabled !== true)("redis turns", () => {
     await listener.connect();
     const woken: string[] = [];
     await listener.sSubscribe(key(id, "wake"), (message) => woken.push(message));
+    const queue = key(id, "queue");
+    const inLine = (n: number) => async () => (await raw.zCard(queue)) === n;
+    const headOfLine = async () => (await raw.zRange(queue, 0, 0))[0];
     try {
       const turn = await s.openTurn!(id, opening(owner));
-      // Two waiters of another store: the first in line is the one to wake.
+      // Two waiters of another store, the second sent once the first is in line: the first in line is the one to wake.
       const first = elsewhere.openTurn!(id, opening(owner));
-      await sleep(30);
+      await until("the first waiter is in line", inLine(1));
       const second = elsewhere.openTurn!(id, opening(owner));
-      await sleep(30);
-      const [head] = await raw.zRange(key(id, "queue"), 0, 0);
-      expect(head).toBeTruthy();
+      await until("the second waiter is in line", inLine(2));
+      const head = await headOfLine();
       await s.appendMessages(id, [say("from the first turn")], { fence: turn.lease.fence, releaseLease: true });
       const a = await first;
+      // The message comes on the listener's own connection: nothing orders it before the grant's reply.
+      await until("the commit's wake message arrived", () => woken.length > 0);
       expect(woken).toEqual([head]);
       expect(a.messages.map((m) => m.content)).toEqual(["m1", "from the first turn"]);
+      const next = await headOfLine();
       await elsewhere.appendMessages(id, [say("from the second")], { fence: a.lease.fence, releaseLease: true });
       const b = await second;
-      expect(woken).toHaveLength(2);
+      await until("the second commit's wake message arrived", () => woken.length > 1);
+      expect(woken).toEqual([head, next]);
       expect(b.messages.map((m) => m.content)).toEqual(["m1", "from the first turn", "from the second"]);
       await b.lease.release();
     } finally {

@@ -29,6 +29,7 @@ const { userId } = await store.getSession(sessionId);
 // Connected: say so, and start when the parent says go (it waits for both processes).
 process.stdout.write("ready\\n");
 await new Promise((resolve) => process.stdin.once("data", resolve));
+process.stdout.write("started " + Date.now() + "\\n");
 await Promise.all(Array.from({ length: 100 }, async (_, i) => {
   // Requests trickle in over 200 ms, as they would from clients, so the two processes' turns interleave
   // even when one of them starts late on a busy machine.
@@ -64,10 +65,12 @@ export async function expectTwoProcessTurnOrder(store: SessionStore, recipe: Sto
   const children = ["a", "b"].map((name) => spawn(process.execPath, [...args, name], { cwd: root }));
   const exits = children.map(
     (child) =>
-      new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      new Promise<{ code: number | null; stderr: string; stdout: string }>((resolve) => {
         let stderr = "";
+        let stdout = "";
         child.stderr.on("data", (chunk) => (stderr += chunk));
-        child.on("close", (code) => resolve({ code, stderr }));
+        child.stdout.on("data", (chunk) => (stdout += chunk));
+        child.on("close", (code) => resolve({ code, stderr, stdout }));
       }),
   );
   await Promise.race([
@@ -75,7 +78,10 @@ export async function expectTwoProcessTurnOrder(store: SessionStore, recipe: Sto
     Promise.all(exits),
   ]);
   for (const child of children) child.stdin.end("go\n");
-  for (const exit of await Promise.all(exits)) expect(exit.code, exit.stderr).toBe(0);
+  const exited = await Promise.all(exits);
+  for (const exit of exited) expect(exit.code, exit.stderr).toBe(0);
+  // When each process began its turns (a late start leaves its turns behind all of the other's).
+  const startedAt = exited.map((exit) => Number(/started (\d+)/.exec(exit.stdout)?.[1]));
   const all = await store.getMessages(sessionId);
   expect(all.map((m) => m.seq)).toEqual(Array.from({ length: 400 }, (_, i) => i + 1));
   const turns = all.filter((m) => m.role === "user").map((m) => String(m.content));
@@ -87,5 +93,17 @@ export async function expectTwoProcessTurnOrder(store: SessionStore, recipe: Sto
   }
   // The processes took turns with each other, not one after the other.
   const switches = turns.filter((t, i) => i > 0 && t[0] !== turns[i - 1][0]).length;
-  expect(switches).toBeGreaterThan(2);
+  const order = runsOf(turns.map((t) => t[0]));
+  expect(switches, `turns in order, by process: ${order}; b began ${startedAt[1] - startedAt[0]} ms after a`).toBeGreaterThan(2);
+}
+
+/** `a×3 b×1 a×2` for a, a, a, b, a, a. */
+function runsOf(names: string[]): string {
+  const runs: [string, number][] = [];
+  for (const name of names) {
+    const last = runs.at(-1);
+    if (last?.[0] === name) last[1]++;
+    else runs.push([name, 1]);
+  }
+  return runs.map(([name, n]) => `${name}×${n}`).join(" ");
 }

@@ -11,6 +11,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createSqliteStore } from "../src/stores/sqlite/index.js";
+import { watchEventLoop } from "../test/_event-loop-gaps.js";
 import { sqliteV7File } from "../test/_sqlite-v7-file.js";
 
 const n = Number(process.env.BENCH_BACKLOG ?? 200_000);
@@ -31,20 +32,13 @@ const store = createSqliteStore({ path, fullTextIndexDelayMs: 600_000 });
 await store.countMessages(crypto.randomUUID()).catch(() => 0);
 /** Runs `fn` under a 5 ms timer: its wall and CPU time (ms) and the timer's longest gap. */
 async function measure<T>(fn: () => Promise<T>) {
-  let last = performance.now();
-  let maxGap = 0;
-  const timer = setInterval(() => {
-    const now = performance.now();
-    maxGap = Math.max(maxGap, now - last);
-    last = now;
-  }, 5);
+  const loop = watchEventLoop(5);
   const cpu = process.cpuUsage();
   const start = performance.now();
   const result = await fn();
   const wallMs = performance.now() - start;
   const used = process.cpuUsage(cpu);
-  maxGap = Math.max(maxGap, performance.now() - last);
-  clearInterval(timer);
+  const maxGap = loop.stop();
   const ms = (x: number) => Math.round(x);
   return { result, wallMs: ms(wallMs), cpuMs: ms((used.user + used.system) / 1000), maxGapMs: ms(maxGap) };
 }

@@ -10,6 +10,7 @@ import { LocalLeases } from "../../src/stores/_lease.js";
 import { openSqliteStoreDb } from "../../src/stores/sqlite/_db.js";
 import { scopedMatch } from "../../src/stores/sqlite/_fulltext.js";
 import { createSqliteStore } from "../../src/stores/sqlite/index.js";
+import { watchEventLoop } from "../_event-loop-gaps.js";
 import { sqliteV7File } from "../_sqlite-v7-file.js";
 import { sqliteStoresPerTest, sqliteTempFiles } from "./_sqlite-files.js";
 
@@ -261,17 +262,9 @@ describe("sqlite full-text index", () => {
     try {
       await store.appendMessages(sessions[1]!.id, [say("waiting latest")]);
       const seen = new Set<number>([unindexed(raw)]);
-      let last = performance.now();
-      let maxGap = 0;
-      const timer = setInterval(() => {
-        const now = performance.now();
-        maxGap = Math.max(maxGap, now - last);
-        last = now;
-        seen.add(unindexed(raw));
-      }, 5);
+      const loop = watchEventLoop(5, () => seen.add(unindexed(raw)));
       const hits = await store.search({ userId: "u", text: "waiting", mode: "fulltext", limit: 5_000 });
-      maxGap = Math.max(maxGap, performance.now() - last);
-      clearInterval(timer);
+      const maxGap = loop.stop();
       expect(hits).toHaveLength(4 * 1_000 + 1);
       expect(hits[0]!.message.content).toBe("waiting latest");
       // The timer ran while the search indexed: it saw the backlog partly indexed.

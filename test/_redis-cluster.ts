@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { createClient, type RedisClientType } from "redis";
 import { redisServerAvailable, startRedisServers } from "./_redis-server.js";
 
 const run = promisify(execFile);
@@ -72,6 +73,36 @@ export async function startRedisCluster(): Promise<RedisCluster> {
     return { ports, url: `redis+cluster://${ports.map((p) => `127.0.0.1:${p}`).join(",")}`, stop };
   } catch (error) {
     await stop();
+    throw error;
+  }
+}
+
+/** Plain clients on the masters of a cluster, for reaching the node that holds a key. */
+export interface ClusterMasters {
+  /** The master holding `key`'s slot, as the cluster's slot map said when they were connected. */
+  nodeOf(key: string): Promise<RedisClientType>;
+  close(): Promise<void>;
+}
+
+/** Connects a plain client to each master of `cluster` and reads its slot map. */
+export async function connectClusterMasters(cluster: RedisCluster): Promise<ClusterMasters> {
+  const nodes = cluster.ports.map((port) => createClient({ url: `redis://127.0.0.1:${port}` }) as RedisClientType);
+  const close = async () => {
+    await Promise.all(nodes.map((node) => (node.isOpen ? node.close() : undefined)));
+  };
+  try {
+    await Promise.all(nodes.map((node) => node.connect()));
+    const slotOwners = (await nodes[0].sendCommand(["CLUSTER", "SLOTS"])) as [number, number, [string, number]][];
+    return {
+      nodeOf: async (key) => {
+        const slot = Number(await nodes[0].sendCommand(["CLUSTER", "KEYSLOT", key]));
+        const port = slotOwners.find(([from, to]) => slot >= from && slot <= to)![2][1];
+        return nodes[cluster.ports.indexOf(port)];
+      },
+      close,
+    };
+  } catch (error) {
+    await close();
     throw error;
   }
 }

@@ -6,11 +6,11 @@
  * write of a session repairs its entry itself, and the others are repaired in the background.
  */
 import { randomUUID } from "node:crypto";
-import { createClient, type RedisClientType } from "redis";
+import type { RedisClientType } from "redis";
 import { afterAll, describe, expect, it } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
 import { createRedisStore } from "../../src/stores/redis/index.js";
-import { clusterAvailable, type RedisCluster, startRedisCluster } from "../_redis-cluster.js";
+import { clusterAvailable, connectClusterMasters, type RedisCluster, startRedisCluster } from "../_redis-cluster.js";
 import { expectRetryNeverMovesBack } from "./_redis-index-retry.js";
 
 const enabled = clusterAvailable();
@@ -25,15 +25,9 @@ describe.skipIf(enabled !== true)("redis cluster: the index node refuses writes 
     const keyPrefix = `tk-test-${randomUUID()}:`;
     const warnings: string[] = [];
     const store = createRedisStore({ url: cluster!.url, keyPrefix, ttlMs: 0, onWarning: (m) => warnings.push(m) });
-    const nodes = cluster!.ports.map((port) => createClient({ url: `redis://127.0.0.1:${port}` }) as RedisClientType);
+    const masters = await connectClusterMasters(cluster!);
+    const { nodeOf } = masters;
     try {
-      await Promise.all(nodes.map((node) => node.connect()));
-      const slotOwners = (await nodes[0].sendCommand(["CLUSTER", "SLOTS"])) as [number, number, [string, number]][];
-      const nodeOf = async (key: string) => {
-        const slot = Number(await nodes[0].sendCommand(["CLUSTER", "KEYSLOT", key]));
-        const port = slotOwners.find(([from, to]) => slot >= from && slot <= to)![2][1];
-        return nodes[cluster!.ports.indexOf(port)];
-      };
       const owner = `owner-${randomUUID()}`;
       const ownerIndex = `${keyPrefix}u:${owner}:sessions`;
       const indexNode = await nodeOf(ownerIndex);
@@ -96,7 +90,7 @@ describe.skipIf(enabled !== true)("redis cluster: the index node refuses writes 
       }
     } finally {
       await store.close();
-      await Promise.all(nodes.map((node) => node.close()));
+      await masters.close();
     }
   }, 60_000);
 
@@ -105,16 +99,10 @@ describe.skipIf(enabled !== true)("redis cluster: the index node refuses writes 
     const warnings: string[] = [];
     const a = createRedisStore({ url: cluster!.url, keyPrefix, ttlMs: 0, onWarning: (m) => warnings.push(m) });
     const b = createRedisStore({ url: cluster!.url, keyPrefix, ttlMs: 0 });
-    const nodes = cluster!.ports.map((port) => createClient({ url: `redis://127.0.0.1:${port}` }) as RedisClientType);
+    const masters = await connectClusterMasters(cluster!);
+    const { nodeOf } = masters;
     let refusing: RedisClientType | undefined;
     try {
-      await Promise.all(nodes.map((node) => node.connect()));
-      const slotOwners = (await nodes[0].sendCommand(["CLUSTER", "SLOTS"])) as [number, number, [string, number]][];
-      const nodeOf = async (key: string) => {
-        const slot = Number(await nodes[0].sendCommand(["CLUSTER", "KEYSLOT", key]));
-        const port = slotOwners.find(([from, to]) => slot >= from && slot <= to)![2][1];
-        return nodes[cluster!.ports.indexOf(port)];
-      };
       let indexNode: RedisClientType | undefined;
       await expectRetryNeverMovesBack({
         a,
@@ -144,7 +132,7 @@ describe.skipIf(enabled !== true)("redis cluster: the index node refuses writes 
     } finally {
       if (refusing) await refusing.configSet("min-replicas-to-write", "0");
       await Promise.all([a.close(), b.close()]);
-      await Promise.all(nodes.map((node) => node.close()));
+      await masters.close();
     }
   }, 60_000);
 });

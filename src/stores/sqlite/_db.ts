@@ -241,18 +241,24 @@ export function openSqliteStoreDb(
 
   const tx: SqliteStoreDb["tx"] = {
     append: write((id: string, encoded: EncodedMessage[], options: AppendOptions, now: number) => {
-      const head = st.appendHead.get(id);
+      // The owner check, the last seq and the session's new activity in one statement.
+      const { owner } = options;
+      const head = owner
+        ? st.touchOwnedForAppend.get(now, id, owner.userId, owner.activeSince ?? Number.MIN_SAFE_INTEGER)
+        : st.touchForAppend.get(now, id);
       if (!head) throw new SessionNotFoundError(id);
-      const [userId, lastActivityAt, lastSeq, firstSeq, ftsPending, ftsSeq, createdAt] = head;
-      if (options.owner) checkOwner(id, options.owner, { userId, lastActivityAt });
+      const [lastSeq, ftsPending, ftsSeq, createdAt] = head;
+      // A refusal here rolls the update back with the rest of the transaction.
       checkIncarnation(id, { createdAt }, options.sessionCreatedAt);
       leases.check(id, options.fence, options.releaseLease);
       const first = (lastSeq ?? 0) + 1;
+      const last = first + encoded.length - 1;
       for (let i = 0; i < encoded.length; i++) st.insertMessage.run(id, first + i, now, encoded[i]);
-      applyCap(st, id, firstSeq ?? first, first + encoded.length - 1, options);
-      // The session row is written anyway; it is marked for the indexer only when it was not already.
-      if (ftsPending === 0 || first <= ftsSeq) st.touchUnindexed.run(now, first - 1, id);
-      else st.touch.run(now, id);
+      // Seqs start at 1, so a session whose last seq is within the cap holds no more: its first seq is not read.
+      const max = options.maxMessages ?? 0;
+      if (max > 0 && last > max) applyCap(st, id, st.firstSeq.get(id) ?? first, last, options);
+      // The session row is marked for the indexer only when it was not already (its page is written anyway).
+      if (ftsPending === 0 || first <= ftsSeq) st.markUnindexed.run(first - 1, id);
       // The stored JSON read back, as a later read returns it; seq and createdAt set on it, not spread into a copy.
       return encoded.map((body, i) => {
         const message = JSON.parse(body);

@@ -118,19 +118,14 @@ export function applyCap(
 }
 
 /**
- * What an append reads before it writes, in one row: the session's owner and activity, its last and
- * first seq, how far the full-text index has it (whether messages wait, the highest indexed seq), and
- * its creation time (which incarnation of the id it is).
+ * What an append's session update returns: the session's last seq before the append, and how far the
+ * full-text index has it (whether messages wait, the highest indexed seq), and its creation time
+ * (which incarnation of the id it is).
  */
-export type AppendHeadRow = [
-  userId: string,
-  lastActivityAt: number,
-  lastSeq: number | null,
-  firstSeq: number | null,
-  ftsPending: number,
-  ftsSeq: number,
-  createdAt: number,
-];
+export type AppendHeadRow = [lastSeq: number | null, ftsPending: number, ftsSeq: number, createdAt: number];
+
+/** The head an append's session update returns (the row's own id, so no parameter is bound twice). */
+const APPEND_HEAD = "RETURNING (SELECT seq FROM messages WHERE session_id = sessions.id ORDER BY seq DESC LIMIT 1), fts_pending, fts_seq, created_at";
 
 /** A session whose messages wait for the full-text index. */
 export interface PendingSessionRow {
@@ -217,22 +212,22 @@ export function prepareStatements(db: Database.Database) {
       all: (olderThan: number) => inactiveSessions.all(hourOf(olderThan), olderThan),
     },
     touch: q("UPDATE sessions SET last_activity_at = ? WHERE id = ?"),
-    /**
-     * {@link touch} for a write that added messages from seq `?2 + 1` on, when the session was not yet
-     * waiting for the full-text index or the new seqs are not above what it indexed (after a
-     * truncation): `last_activity_at, first seq - 1, id`.
-     */
-    touchUnindexed: q("UPDATE sessions SET last_activity_at = ?, fts_pending = 1, fts_seq = min(fts_seq, ?) WHERE id = ?"),
     setMetadata: q("UPDATE sessions SET metadata = ? WHERE id = ?"),
 
-    /** One read for an append, where three statements (owner, last seq, first seq) cost a third of its reads' time. */
-    appendHead: db
+    /**
+     * An append's first step, one statement: moves the session's last activity and returns its head
+     * (see {@link AppendHeadRow}), or nothing when there is no such session: `now, id`.
+     */
+    touchForAppend: db
+      .prepare<unknown[], AppendHeadRow>(`UPDATE sessions SET last_activity_at = ? WHERE id = ? ${APPEND_HEAD}`)
+      .raw() as SqliteStatement<AppendHeadRow>,
+    /**
+     * The same, owner-scoped: only a session of this owner active since a time (the owner check in the
+     * statement that writes, where a separate read cost an append a statement): `now, id, user_id, active_since`.
+     */
+    touchOwnedForAppend: db
       .prepare<unknown[], AppendHeadRow>(
-        `SELECT s.user_id, s.last_activity_at,
-           (SELECT seq FROM messages WHERE session_id = s.id ORDER BY seq DESC LIMIT 1),
-           (SELECT seq FROM messages WHERE session_id = s.id ORDER BY seq LIMIT 1),
-           s.fts_pending, s.fts_seq, s.created_at
-         FROM sessions s WHERE s.id = ?`,
+        `UPDATE sessions SET last_activity_at = ? WHERE id = ? AND user_id = ? AND last_activity_at >= ? ${APPEND_HEAD}`,
       )
       .raw() as SqliteStatement<AppendHeadRow>,
     lastSeq: q<{ seq: number }>("SELECT seq FROM messages WHERE session_id = ? ORDER BY seq DESC LIMIT 1"),
@@ -329,7 +324,10 @@ export function prepareStatements(db: Database.Database) {
     ),
     /** Records how far a session is indexed and whether more waits: `fts_seq, fts_pending, key`. */
     indexedTo: q("UPDATE sessions SET fts_seq = ?, fts_pending = ? WHERE key = ?"),
-    /** After messages were inserted from seq `?1 + 1` on by a history write: `first seq - 1, id`. */
+    /**
+     * After messages were inserted from seq `?1 + 1` on, when the session was not yet waiting for the
+     * full-text index or the new seqs are not above what it indexed (after a truncation): `first seq - 1, id`.
+     */
     markUnindexed: q("UPDATE sessions SET fts_pending = 1, fts_seq = min(fts_seq, ?) WHERE id = ?"),
 
     quarantine: q(

@@ -69,6 +69,34 @@ describe("sqlite group commit", () => {
     await expectCode(store.appendMessages(id, say("after close")), "store_unavailable");
   });
 
+  it("commits a lone append outside a turn at once, and groups the writes of turns", async () => {
+    const path = freshPath();
+    const store = createSqliteStore({ path });
+    const [a, b] = [newSessionId(), newSessionId()];
+    for (const id of [a, b]) await store.createSession({ id, userId: "u" });
+    const reader = new Database(path, { readonly: true });
+    try {
+      const count = (id: string) => reader.prepare("SELECT count(*) FROM messages WHERE session_id = ?").pluck().get(id);
+      // Unfenced, nothing queued: committed before the call returns, no wait for the event loop.
+      const alone = store.appendMessages(a, say("alone"), { owner: { userId: "u" } });
+      expect(count(a)).toBe(1);
+      expect((await alone).map((m) => m.seq)).toEqual([1]);
+      // A turn's write waits for its group, and a write issued while a group forms joins it (program order).
+      const lease = await store.acquireLease(b, {});
+      const fenced = store.appendMessages(b, say("in a turn"), { fence: lease.fence });
+      const joining = store.appendMessages(a, say("joins"));
+      expect([count(a), count(b)]).toEqual([1, 0]);
+      expect([(await fenced)[0].seq, (await joining)[0].seq]).toEqual([1, 2]);
+      expect([count(a), count(b)]).toEqual([2, 1]);
+      await lease.release();
+      // Refusals still arrive as rejections, not throws.
+      await expectCode(store.appendMessages(a, say("not mine"), { owner: { userId: "other" } }), "session_not_found");
+    } finally {
+      reader.close();
+      await store.close();
+    }
+  });
+
   it("fails every append of a group whose transaction cannot start", async () => {
     const path = freshPath();
     const setup = createSqliteStore({ path });

@@ -7,6 +7,7 @@ import {
 import { validateMessages } from "../../core/messages.js";
 import type {
   AppendOptions,
+  Message,
   MessageInput,
   MessageQuery,
   SearchQuery,
@@ -118,6 +119,11 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
   const grouped = <T>(fn: (db: SqliteStoreDb) => T): Promise<T> => {
     if (closed) throw new StoreUnavailableError("The sqlite store is closed");
     return appends.add(fn);
+  };
+  /** {@link grouped} for a write outside a turn: at once when no group is forming. */
+  const alone = <T>(fn: (db: SqliteStoreDb) => T): Promise<T> => {
+    if (closed) throw new StoreUnavailableError("The sqlite store is closed");
+    return appends.addNow(fn);
   };
   const leases: TurnLeases = shared
     ? new SqliteFileLeases(
@@ -236,14 +242,26 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
       });
     },
 
-    async appendMessages(id: string, inputs: MessageInput[], append: AppendOptions = {}) {
+    // Not async: each promise layer costs an append microtask turns.
+    appendMessages(id: string, inputs: MessageInput[], append: AppendOptions = {}): Promise<Message[]> {
       if (append.operationId !== undefined) return writeHistory(id, undefined, inputs, append);
-      const encoded = encode(validateMessages(inputs));
-      const now = Date.now();
-      const stored = await grouped((db) => db.tx.append(id, encoded, append, now));
+      let stored: Promise<Message[]>;
+      try {
+        const encoded = encode(validateMessages(inputs));
+        const now = Date.now();
+        const write = (db: SqliteStoreDb) => db.tx.append(id, encoded, append, now);
+        // A turn's write joins its group; any other runs at once when no group is forming.
+        stored = append.fence === undefined ? alone(write) : grouped(write);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+      // The indexer's run is a second away, and it runs queued writes first (see use).
       scheduleIndexing();
-      await releaseAfterWrite(id, append);
-      return stored;
+      if (!append.releaseLease) return stored;
+      return stored.then(async (messages) => {
+        await releaseAfterWrite(id, append);
+        return messages;
+      });
     },
 
     replaceAfter: (id: string, seq: number, inputs: MessageInput[], replace: ReplaceOptions = {}) =>

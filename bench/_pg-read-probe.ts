@@ -100,6 +100,18 @@ async function main() {
       return rows.map((row) => { const m = JSON.parse(row.body); m.seq = Number(row.seq); m.createdAt = Number(row.created_at); return m; });
     }],
     memory: ["threadkeep", (id) => memory.getMessages(id, { last: 20, userId: owner(id) })],
+    // The store's owner-scoped statement with the window as one JSON document (one row, one parse).
+    rawdoc1: ["rawbench1", async (id) => {
+      const [row] = await raw1<{ doc: string | null }[]>`
+      SELECT string_agg(concat('[', t.seq, ',', t.created_at, ',', t.body, ']'), ',' ORDER BY t.seq) AS doc FROM (
+        SELECT seq, created_at, body FROM messages
+        WHERE session_id = (SELECT id FROM sessions WHERE id = ${id} AND user_id = ${owner(id)}
+            AND last_activity_at >= ${Number.MIN_SAFE_INTEGER})
+          AND seq BETWEEN ${1} AND ${Number.MAX_SAFE_INTEGER}
+        ORDER BY seq DESC LIMIT ${20}) t`;
+      const list = JSON.parse(`[${row.doc}]`) as [number, number, Record<string, unknown>][];
+      return list.map(([seq, createdAt, m]) => { m.seq = seq; m.createdAt = createdAt; return m; });
+    }],
   };
   const names = Object.keys(subjects).filter((n) => !ONLY || ONLY.includes(n));
   const ids = Array.from({ length: SESSIONS }, (_, s) => sessionIdOf(s));

@@ -91,10 +91,12 @@ export async function expectTwoProcessTurnOrder(store: SessionStore, recipe: Sto
     // Adjacent, and each turn saw exactly the history before it: the previous turn's reply.
     expect(all[i + 1].content).toBe(`${all[i].content} saw ${i}`);
   }
-  // The processes took turns with each other, not one after the other.
+  // The processes took turns with each other, not one after the other: at least one process's turns
+  // are split by the other's (two switches). More are usual, but how many depends on how the scheduler
+  // runs the two processes while they join the line (a×57 b×100 a×43 is correct FIFO when a stalls).
   const switches = turns.filter((t, i) => i > 0 && t[0] !== turns[i - 1][0]).length;
   const order = runsOf(turns.map((t) => t[0]));
-  expect(switches, `turns in order, by process: ${order}; b began ${startedAt[1] - startedAt[0]} ms after a`).toBeGreaterThan(2);
+  expect(switches, `turns in order, by process: ${order}; b began ${startedAt[1] - startedAt[0]} ms after a`).toBeGreaterThanOrEqual(2);
 }
 
 /** `a×3 b×1 a×2` for a, a, a, b, a, a. */

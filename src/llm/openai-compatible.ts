@@ -78,6 +78,17 @@ export interface Upstream {
   models(options?: { signal?: AbortSignal }): Promise<any>;
 }
 
+/** The text each JSON reply of a {@link createUpstream} client was parsed from, by the parsed object. */
+const replyTexts = new WeakMap<object, string>();
+
+/**
+ * The JSON text an upstream reply was parsed from, when `reply` came from a {@link createUpstream}
+ * client's `chat` (undefined for any other value): the proxy passes these bytes on as they came.
+ */
+export function upstreamText(reply: unknown): string | undefined {
+  return typeof reply === "object" && reply !== null ? replyTexts.get(reply) : undefined;
+}
+
 function parseBody(text: string): unknown {
   try {
     return JSON.parse(text);
@@ -138,7 +149,10 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     const response = await request(method, path, body, opts.signal, true);
     if (!response.ok) throw refused(response);
     opts.onHeaders?.(response.headers);
-    return parseBody(response.text ?? "") as any;
+    const text = response.text ?? "";
+    const parsed = parseBody(text);
+    if (typeof parsed === "object" && parsed !== null) replyTexts.set(parsed, text);
+    return parsed as any;
   };
 
   return {

@@ -7,7 +7,7 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Memory } from "../core/memory.js";
 import type { ChatMessage, MessageInput } from "../core/types.js";
-import { type Upstream, UpstreamError } from "../llm/openai-compatible.js";
+import { type Upstream, UpstreamError, upstreamText } from "../llm/openai-compatible.js";
 import { committedCompletion, markCommitted, operationIdOf } from "./_idempotent-commit.js";
 import { fingerprintOf, type IdempotencyCache, type TurnOutcome } from "./idempotency.js";
 import { secondsSince, type ServerMetrics } from "./metrics.js";
@@ -39,7 +39,10 @@ export interface TurnDialect {
   persist?: boolean;
   /** The upstream chat completions body around the assembled messages. */
   upstreamBody(messages: ChatMessage[]): Record<string, unknown>;
-  /** A complete upstream reply: the reply messages to store, and the body to answer with. */
+  /**
+   * A complete upstream reply: the reply messages to store, and the body to answer with. A body that is
+   * the reply object itself is sent as the bytes the upstream sent: return it only unchanged.
+   */
   complete(completion: any, loaded: LoadedTurn): { reply: MessageInput[]; body: unknown };
   /** How a streamed reply is framed. */
   streamer(loaded: LoadedTurn): StreamDialect;
@@ -204,12 +207,17 @@ export async function runTurn(
             : await commitTurn(turn, sessionId, userId, messages, fence, { session: loaded.session, operationId, reconciled: loaded.reconciled, last: true });
         if (committed !== "saved") addWarning(headers, committed);
         outcomeLabel = committed === "saved" ? "ok" : committed.replace("-", "_");
-        reply.code(200).headers(headers).send(answer.body);
+        // A dialect that answers with the upstream's reply unchanged sends its bytes as they came
+        // (as a stream's events are), not a serialisation of what they were parsed into.
+        const text = answer.body === completion ? upstreamText(completion) : undefined;
+        if (text !== undefined) headers["content-type"] = "application/json; charset=utf-8";
+        const body = text ?? answer.body;
+        reply.code(200).headers(headers).send(body);
         return {
           kind: "json",
           status: 200,
           headers,
-          body: answer.body,
+          body,
           ...(committed === "save-unconfirmed" ? { unconfirmed: { messages, reconciled: loaded.reconciled } } : {}),
         };
       },

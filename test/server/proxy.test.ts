@@ -1,4 +1,6 @@
 import { randomUUID } from "node:crypto";
+import { createServer as createHttpServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type Stack, startStack, transcript } from "./_stack.js";
 
@@ -203,6 +205,47 @@ describe("chat completions through threadkeep", () => {
     expect(c.response.headers.get("idempotent-replayed")).toBe("true");
     expect(c.response.headers.get("x-session-id")).toBe(id);
     expect(await stack.memory.getMessages(id)).toHaveLength(2);
+  });
+
+  it("answers with the upstream's JSON bytes as they came, and replays the same bytes", async () => {
+    // Pretty-printed, an escape JSON.stringify would not write, and a key order of its own: what a
+    // re-serialisation would change.
+    const completion = {
+      id: "chatcmpl-1",
+      object: "chat.completion",
+      created: 1,
+      model: "fake",
+      choices: [{ index: 0, message: { role: "assistant", content: "caf\u00e9 \u2014 done" }, finish_reason: "stop" }],
+      usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 },
+    };
+    const text = JSON.stringify(completion, null, 2).replace("café — done", "caf\\u00e9 \\u2014 done");
+    const upstream = createHttpServer((req, res) => {
+      req.resume();
+      req.on("end", () => res.writeHead(200, { "content-type": "application/json" }).end(text));
+    });
+    await new Promise<void>((resolve) => upstream.listen(0, "127.0.0.1", resolve));
+    try {
+      await stack.close();
+      stack = await startStack({ upstream: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/v1` });
+      const id = randomUUID();
+      const send = () =>
+        stack.request("POST", "/v1/chat/completions", {
+          headers: { "X-Session-ID": id, "Idempotency-Key": "k-bytes" },
+          body: { model: "fake", messages: [{ role: "user", content: "hi" }] },
+        });
+      const first = await send();
+      expect(first.headers.get("content-type")).toBe("application/json; charset=utf-8");
+      expect(await first.text()).toBe(text);
+      const again = await send();
+      expect(again.headers.get("idempotent-replayed")).toBe("true");
+      expect(again.headers.get("content-type")).toBe("application/json; charset=utf-8");
+      expect(await again.text()).toBe(text);
+      const stored = await stack.memory.getMessages(id);
+      expect(stored.map((m) => m.content)).toEqual(["hi", "café — done"]);
+    } finally {
+      upstream.closeAllConnections();
+      await new Promise((resolve) => upstream.close(resolve));
+    }
   });
 
   it("refuses an Idempotency-Key reused for a different request", async () => {

@@ -69,8 +69,10 @@ export interface AppendOptions {
    * import, migrate, fork). A store with `capabilities.guardedAppends` applies the write only while the
    * stored session still has this `createdAt`, checked in the write's own atomic step, and otherwise
    * throws `session_not_found` and writes nothing: the session was deleted (and perhaps created again
-   * under its id) meanwhile, so the write belongs to a session that is gone. A session deleted and
-   * created again within the same millisecond is not told apart. Stores without the capability ignore it.
+   * under its id) meanwhile, so the write belongs to a session that is gone. A session created again
+   * with the same `createdAt` is not told apart: one made within the same millisecond, or one that
+   * another import or migrate of the same source recreated (copies keep the source's `createdAt`).
+   * Stores without the capability ignore it.
    */
   sessionCreatedAt?: number;
   /**

@@ -64,14 +64,19 @@ export async function readMessages(db: RedisConnection, keys: RedisKeys, ttlMs: 
       limit === undefined ? "" : String(limit),
       since,
     ]);
-  } else if (since === "") {
-    items = await db.send<string[]>(["LRANGE", dataKeys(id)[1], ...unrangedWindow(last, limit)]);
   } else {
-    const [lastActivityAt, read] = await db.transaction<[string | null, string[]]>([
-      ["HGET", dataKeys(id)[0], "lastActivityAt"],
-      ["LRANGE", dataKeys(id)[1], ...unrangedWindow(last, limit)],
-    ]);
-    items = lastActivityAt === null || Number(lastActivityAt) < Number(since) ? [] : read;
+    items = await liveRead<string[]>(db, dataKeys(id)[0], ttlMs, ["LRANGE", dataKeys(id)[1], ...unrangedWindow(last, limit)], []);
   }
   return parseMessages(id, items);
+}
+
+/**
+ * `command` on a session's keys, read with the session's activity (`metaKey`) in one MULTI: a session
+ * past the TTL (its keys still there for the margin) reads as a missing one, `empty`. Without a TTL,
+ * the command alone.
+ */
+export async function liveRead<T>(db: RedisConnection, metaKey: string, ttlMs: number, command: string[], empty: T): Promise<T> {
+  if (ttlMs <= 0) return db.send<T>(command);
+  const [last, read] = await db.transaction<[string | null, T]>([["HGET", metaKey, "lastActivityAt"], command]);
+  return last === null || Number(last) < Date.now() - ttlMs ? empty : read;
 }

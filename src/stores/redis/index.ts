@@ -20,7 +20,7 @@ import { RedisIndexes } from "./_session-index.js";
 import { LEASE_HEARTBEAT_GRACE_MS, RedisLeases } from "./_lease.js";
 import * as L from "./_lease-scripts.js";
 import type { RedisStoreOptions } from "./_options.js";
-import { readMessages } from "./_read.js";
+import { liveRead as liveReadOf, readMessages } from "./_read.js";
 import * as S from "./_scripts.js";
 import { searchMessages } from "./_search.js";
 import { openRedisTurn, TURN_OPEN, turnOpenArgs } from "./_turn.js";
@@ -77,15 +77,8 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
 
   // Where a session past its TTL is checked for (see GONE): what each script or read is given.
   const since = () => S.goneBefore(ttlMs);
-  /**
-   * `command` on a session's keys, read with its activity in one MULTI: a session past its TTL (its keys
-   * still there for the margin) reads as a missing one, `empty`. Without a TTL, the command alone.
-   */
-  const liveRead = async <T>(id: string, command: string[], empty: T): Promise<T> => {
-    if (ttlMs <= 0) return db.send<T>(command);
-    const [last, read] = await db.transaction<[string | null, T]>([["HGET", dataKeys(id)[0], "lastActivityAt"], command]);
-    return last === null || Number(last) < Date.now() - ttlMs ? empty : read;
-  };
+  const liveRead = <T>(id: string, command: string[], empty: T): Promise<T> =>
+    liveReadOf<T>(db, dataKeys(id)[0], ttlMs, command, empty);
 
   const need = (id: string, reply: Reply): Reply => {
     if (reply[0] === -1) throw new SessionNotFoundError(id);

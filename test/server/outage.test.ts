@@ -108,6 +108,7 @@ describe.each(BACKENDS)("$name outage", (backend) => {
     proxy.cut("stall");
     await phase("during the outage", 3_000);
     proxy.restore();
+    const restoredAt = Date.now();
     // The store finds the server again by its own probe, within the connect timeout on an idle machine.
     await until("the store answers again", () => proxied.getSession(randomUUID()).then(() => true), { timeoutMs: 15_000 });
     await phase("after the outage", 1_500);
@@ -129,6 +130,15 @@ describe.each(BACKENDS)("$name outage", (backend) => {
       expect(a.status, JSON.stringify(a)).toBe(200);
       expect(a.warning ?? "", JSON.stringify(a)).not.toMatch(/context-unavailable|not-saved|save-unconfirmed/);
       expect(a.ms, JSON.stringify(a)).toBeLessThan(5_000);
+    }
+    // And it did within seconds of the restore: each session's first clean turn sent after it was
+    // answered within 10 s (5 s on an idle machine; the margin is for a loaded one).
+    const degraded = /context-unavailable|not-saved|save-unconfirmed/;
+    for (const session of sessions) {
+      const servedAt = [...answers, ...after]
+        .filter((a) => a.session === session && a.sentAt >= restoredAt && !degraded.test(a.warning ?? ""))
+        .map((a) => a.sentAt + a.ms);
+      expect(Math.min(...servedAt) - restoredAt, `${session}: first clean turn after the restore`).toBeLessThan(10_000);
     }
 
     // Acknowledged turns are stored exactly once; turns reported not-saved are not stored at all.

@@ -139,12 +139,38 @@ export const ownedBy = (sql: PgSql, id: string, owner: OwnerScope | undefined) =
  * statement's snapshot leaves no row to lock (no row: nothing written), and one that comes later waits
  * for this write's commit, so the write function (which reads afresh) finds the same row, and no session
  * can be created again under the id meanwhile. KEY SHARE does not conflict with the function's own
- * update of the row, nor with other appends'. Without `createdAt`: `true`.
+ * update of the row, nor with plain appends'. Without `createdAt`: `true`.
+ *
+ * Only ever run inside {@link guardedWrite}, under the session's advisory lock: see there why.
  */
 export const sameIncarnation = (sql: PgSql, id: string, createdAt: number | undefined) =>
   createdAt === undefined
     ? sql`true`
     : sql`EXISTS (SELECT 1 FROM sessions WHERE id = ${id} AND created_at = ${ms(createdAt)}::bigint FOR KEY SHARE)`;
+
+/**
+ * Runs `write` (one statement, built on the client it is given) as it is when unguarded; when guarded
+ * (`createdAt` given), in a transaction that first takes the session's advisory lock, the key every
+ * write function queues on, and only then runs it, whose {@link sameIncarnation} locks the row.
+ *
+ * The order is the point. Every write that takes both locks takes the advisory lock first and the
+ * session row second: `threadkeep_write` and `switchBranch` (row `FOR UPDATE`), plain appends
+ * (`threadkeep_append_fenced`, row `FOR NO KEY UPDATE` through its `UPDATE`). A guarded statement that
+ * locked the row `FOR KEY SHARE` in its `WHERE` and only then queued on the advisory lock took them the
+ * other way round: holding KEY SHARE it waited for a `threadkeep_write` that held the advisory lock and
+ * waited for `FOR UPDATE`, and PostgreSQL aborted one of them (40P01). Taken here first, the advisory
+ * lock is taken again by the write function in the same transaction (it is reentrant), and KEY SHARE is
+ * only ever held by a write that already owns the advisory lock. Copies are rare and batched, so the
+ * transaction's extra round trips (BEGIN, the lock, COMMIT) cost nothing that matters.
+ */
+export function guardedWrite<T>(sql: PgSql, id: string, createdAt: number | undefined, write: (sql: PgSql) => Promise<T>): Promise<T> {
+  if (createdAt === undefined) return write(sql);
+  return sql.begin(async (tx) => {
+    await tx`SELECT pg_advisory_xact_lock(hashtextextended(${id}, 0))`;
+    // A transaction's client builds and runs statements as the pool's does; only the type differs.
+    return write(tx as unknown as PgSql);
+  }) as Promise<T>;
+}
 
 /**
  * An idempotent append (`seq` undefined) or a tail replacement, in one round trip, owner-scoped too
@@ -171,15 +197,16 @@ export async function writeHistory(
   // A cap bounded by the summaries runs after the write function, which is then given none.
   const bounded = Boolean(options.keepUnsummarized && options.maxMessages);
   // An owner-scoped write checks the owner in the same statement (ownedBy).
-  const [row] = await sql<{ out_status: string; out_first_seq: number; out_last_seq: number; out_created_at: number; waiting?: number | null }[]>`
+  // A guarded write runs under the advisory lock first (guardedWrite), so the two locks come in one order.
+  const [row] = await guardedWrite(sql, id, options.sessionCreatedAt, (q) => q<{ out_status: string; out_first_seq: number; out_last_seq: number; out_created_at: number; waiting?: number | null }[]>`
     WITH w AS (
       SELECT out_status, out_first_seq, out_last_seq, out_created_at FROM threadkeep_write_held(
         ${id}, ${seq ?? null}::bigint, ${bodies}::text[], ${texts}::text[], ${(!bounded && options.maxMessages) || null}::bigint,
         ${options.fence ?? null}::bigint, ${holder}::text, ${lang}::regconfig, ${options.operationId ?? null}::text, ${digest}::text,
         ${options.expectedLastSeq ?? null}::bigint, ${options.branch?.reason ?? null}::text, ${branchMeta}::text)
-      WHERE ${ownedBy(sql, id, owner)} AND ${sameIncarnation(sql, id, options.sessionCreatedAt)}
+      WHERE ${ownedBy(q, id, owner)} AND ${sameIncarnation(q, id, options.sessionCreatedAt)}
     )
-    SELECT out_status, out_first_seq, out_last_seq, out_created_at${bounded ? capWithWrite(sql, id, options.maxMessages!) : sql``}${release ? releaseWithWrite(sql, id, release.fence) : sql``} FROM w`;
+    SELECT out_status, out_first_seq, out_last_seq, out_created_at${bounded ? capWithWrite(q, id, options.maxMessages!) : q``}${release ? releaseWithWrite(q, id, release.fence) : q``} FROM w`);
   if (!row) throw new SessionNotFoundError(id);
   switch (row.out_status) {
     case "not_found":

@@ -203,11 +203,12 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
       const holder = holderOf(id, append.fence);
       return run("appendMessages", async (sql) => {
         // The owner is checked in the same statement (history.ownedBy): another owner's session gets no row.
-        const [row] = await sql<{ out_status: string; out_first_seq: number; out_created_at: number; out_waiting: number | null }[]>`
+        // A guarded append takes the advisory lock before its row lock, as every write does (history.guardedWrite).
+        const [row] = await history.guardedWrite(sql, id, append.sessionCreatedAt, (q) => q<{ out_status: string; out_first_seq: number; out_created_at: number; out_waiting: number | null }[]>`
           SELECT out_status, out_first_seq, out_created_at, out_waiting FROM threadkeep_append_fenced(
             ${id}, ${bodies}::text[], ${texts}::text[], ${append.maxMessages || null}::bigint, ${keepSummarized},
             ${append.fence ?? null}::bigint, ${holder}::text, ${fence !== undefined}, ${appendLang(bodies.length, lang)}::regconfig)
-          WHERE ${history.ownedBy(sql, id, owner)} AND ${history.sameIncarnation(sql, id, append.sessionCreatedAt)}`;
+          WHERE ${history.ownedBy(q, id, owner)} AND ${history.sameIncarnation(q, id, append.sessionCreatedAt)}`);
         if (!row || row.out_status === "not_found") throw new SessionNotFoundError(id);
         if (row.out_status === "lease_expired") {
           throw new ThreadkeepError(

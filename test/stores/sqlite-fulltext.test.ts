@@ -32,18 +32,12 @@ const pendingSessions = (db: Database.Database) => db.prepare("SELECT count(*) F
 
 /** Runs `fn` under a 5 ms interval timer. @returns its result and the longest the timer waited. */
 async function timed<T>(fn: () => Promise<T>): Promise<{ result: T; maxGap: number }> {
-  let last = performance.now();
-  let maxGap = 0;
-  const timer = setInterval(() => {
-    const now = performance.now();
-    maxGap = Math.max(maxGap, now - last);
-    last = now;
-  }, 5);
+  const watch = watchEventLoop(5);
   try {
     const result = await fn();
-    return { result, maxGap: Math.max(maxGap, performance.now() - last) };
+    return { result, maxGap: watch.stop() };
   } finally {
-    clearInterval(timer);
+    watch.stop();
   }
 }
 

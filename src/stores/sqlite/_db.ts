@@ -134,7 +134,7 @@ export function openSqliteStoreDb(
       `[threadkeep] sqlite: moved a corrupt ${kind} of session ${sessionId}${where} to quarantine: ${reason}`,
     );
   };
-  const quarantine = write(
+  const quarantineNow = write(
     (
       kind: RecordKind,
       sessionId: string,
@@ -142,11 +142,35 @@ export function openSqliteStoreDb(
       raw: unknown,
       reason: string,
       cleanUp: () => void,
+      unchanged?: () => boolean,
     ) => {
+      if (unchanged && !unchanged()) return;
       moveAside(kind, sessionId, seq, raw, reason);
       cleanUp();
     },
   );
+  // Quarantines met inside a read transaction (see `read`), applied once it has ended: a write there
+  // would upgrade the read to a write, which SQLite refuses at once (SQLITE_BUSY, no busy handler for
+  // an upgrade) while another connection holds the write lock, or (SQLITE_BUSY_SNAPSHOT) when another
+  // committed since the snapshot; a write of its own waits out busy_timeout.
+  let deferred: (() => void)[] | undefined;
+  /**
+   * Moves a corrupt record aside and runs `cleanUp` (one write). `unchanged` tells, in that write,
+   * whether the record still holds what was read: a quarantine put off until after a read transaction
+   * leaves alone a record another connection replaced (or quarantined) meanwhile.
+   */
+  const quarantine = (
+    kind: RecordKind,
+    sessionId: string,
+    seq: number | null,
+    raw: unknown,
+    reason: string,
+    cleanUp: () => void,
+    unchanged: () => boolean,
+  ) => {
+    if (!deferred) return quarantineNow(kind, sessionId, seq, raw, reason, cleanUp);
+    deferred.push(() => quarantineNow(kind, sessionId, seq, raw, reason, cleanUp, unchanged));
+  };
 
   const messages = (sessionId: string, rows: MessageRow[]): Message[] => {
     const result: Message[] = [];
@@ -154,7 +178,15 @@ export function openSqliteStoreDb(
       const message = parseObject(body);
       if (typeof message === "string" || typeof message.role !== "string") {
         const reason = typeof message === "string" ? message : "no role";
-        quarantine("message", sessionId, seq, body, reason, () => st.deleteMessage.run(sessionId, seq));
+        quarantine(
+          "message",
+          sessionId,
+          seq,
+          body,
+          reason,
+          () => st.deleteMessage.run(sessionId, seq),
+          () => st.messageBody.get(sessionId, seq) === body,
+        );
         continue;
       }
       message.seq = seq;
@@ -167,7 +199,15 @@ export function openSqliteStoreDb(
   const session = (row: SessionRow): Session => {
     let metadata = parseObject(row.metadata);
     if (typeof metadata === "string") {
-      quarantine("metadata", row.id, null, row.metadata, metadata, () => st.setMetadata.run("{}", row.id));
+      quarantine(
+        "metadata",
+        row.id,
+        null,
+        row.metadata,
+        metadata,
+        () => st.setMetadata.run("{}", row.id),
+        () => st.getSession.get(row.id)?.metadata === row.metadata,
+      );
       metadata = {};
     }
     const { id, user_id: userId, created_at: createdAt, last_activity_at: lastActivityAt } = row;
@@ -184,7 +224,15 @@ export function openSqliteStoreDb(
     let data = parseObject(row.state);
     if (typeof data === "string") {
       // The version stays, so a writer that read it can still replace the lost data.
-      quarantine("state", id, null, row.state, data, () => st.resetState.run(id));
+      quarantine(
+        "state",
+        id,
+        null,
+        row.state,
+        data,
+        () => st.resetState.run(id),
+        () => st.getState.get(id)?.state === row.state,
+      );
       data = {};
     }
     return { version: row.state_version, data };
@@ -194,7 +242,15 @@ export function openSqliteStoreDb(
     st.listSummaries.all(id).flatMap((row): Summary[] => {
       const metadata = row.metadata === null ? undefined : parseObject(row.metadata);
       if (typeof metadata === "string") {
-        quarantine("summary", id, null, row, metadata, () => st.deleteSummary.run(id, row.id));
+        quarantine(
+          "summary",
+          id,
+          null,
+          row,
+          metadata,
+          () => st.deleteSummary.run(id, row.id),
+          () => st.listSummaries.all(id).some((now) => now.id === row.id && now.metadata === row.metadata),
+        );
         return [];
       }
       const { from_seq: fromSeq, to_seq: toSeq, content, created_at: createdAt } = row;
@@ -341,7 +397,21 @@ export function openSqliteStoreDb(
   };
 
   const readTransaction = db.transaction(<T>(fn: () => T) => fn());
-  const read = <T>(fn: () => T): T => (db.inTransaction ? fn() : (readTransaction(fn) as T));
+  const read = <T>(fn: () => T): T => {
+    // In a transaction already open (a write: the file lease's grant), a quarantine nests in it.
+    if (db.inTransaction) return fn();
+    const pending: (() => void)[] = [];
+    deferred = pending;
+    let result: T;
+    try {
+      result = readTransaction(fn) as T;
+    } finally {
+      deferred = undefined;
+    }
+    // What was read leaves the corrupt records out already; each is moved aside in a write of its own.
+    for (const apply of pending) apply();
+    return result;
+  };
 
   return { db, st, tx, history, tryWrite, messages, session, state, stateOf, read, summaries, exists, close: () => db.close() };
 }

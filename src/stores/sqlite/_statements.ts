@@ -252,6 +252,10 @@ export function prepareStatements(db: Database.Database) {
        ORDER BY m.seq LIMIT ?`,
     ),
     countMessages: q<{ n: number }>("SELECT count(*) AS n FROM messages WHERE session_id = ?"),
+    /** A message's stored JSON, for a put-off quarantine to check it is still the one read. */
+    messageBody: db
+      .prepare<unknown[], string>("SELECT body FROM messages WHERE session_id = ? AND seq = ?")
+      .pluck() as SqliteStatement<string>,
     deleteMessage: q("DELETE FROM messages WHERE session_id = ? AND seq = ?"),
     truncateAfter: q("DELETE FROM messages WHERE session_id = ? AND seq > ?"),
 

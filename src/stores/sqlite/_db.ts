@@ -1,7 +1,7 @@
 /**
  * An open database of the SQLite store: its statements, the steps that take several statements
- * (each one transaction), and the decoding of rows, where a corrupt record is moved to the
- * `quarantine` table with a warning instead of failing the read.
+ * (each one transaction), and the decoding of rows, where a corrupt record is moved aside
+ * (`_quarantine.ts`) instead of failing the read.
  */
 import type Database from "better-sqlite3";
 import { SessionNotFoundError } from "../../core/errors.js";
@@ -10,6 +10,7 @@ import { type BatchOutcome, BUSY } from "./_group-commit.js";
 import { type SqliteHistory, sqliteHistory } from "./_history.js";
 import type { TurnLeases } from "./_lease.js";
 import { checkIncarnation, checkOwner, checkSummarySession } from "../_util.js";
+import { createQuarantine } from "./_quarantine.js";
 import { openSqliteDatabase, type SqliteOpenSettings } from "./_schema.js";
 import {
   applyCap,
@@ -19,9 +20,6 @@ import {
   type SqliteStatements,
   type StateRow,
 } from "./_statements.js";
-
-/** What kind of stored record was quarantined. */
-type RecordKind = "message" | "summary" | "metadata" | "state";
 
 /** A message ready to insert: its stored JSON (the full-text indexer reads its text from it later). */
 export type EncodedMessage = string;
@@ -120,57 +118,7 @@ export function openSqliteStoreDb(
     };
   };
 
-  const moveAside = (
-    kind: RecordKind,
-    sessionId: string,
-    seq: number | null,
-    raw: unknown,
-    reason: string,
-  ) => {
-    const text = typeof raw === "string" ? raw : JSON.stringify(raw);
-    st.quarantine.run(sessionId, seq, kind, text, reason, Date.now());
-    const where = seq === null ? "" : ` (seq ${seq})`;
-    console.warn(
-      `[threadkeep] sqlite: moved a corrupt ${kind} of session ${sessionId}${where} to quarantine: ${reason}`,
-    );
-  };
-  const quarantineNow = write(
-    (
-      kind: RecordKind,
-      sessionId: string,
-      seq: number | null,
-      raw: unknown,
-      reason: string,
-      cleanUp: () => void,
-      unchanged?: () => boolean,
-    ) => {
-      if (unchanged && !unchanged()) return;
-      moveAside(kind, sessionId, seq, raw, reason);
-      cleanUp();
-    },
-  );
-  // Quarantines met inside a read transaction (see `read`), applied once it has ended: a write there
-  // would upgrade the read to a write, which SQLite refuses at once (SQLITE_BUSY, no busy handler for
-  // an upgrade) while another connection holds the write lock, or (SQLITE_BUSY_SNAPSHOT) when another
-  // committed since the snapshot; a write of its own waits out busy_timeout.
-  let deferred: (() => void)[] | undefined;
-  /**
-   * Moves a corrupt record aside and runs `cleanUp` (one write). `unchanged` tells, in that write,
-   * whether the record still holds what was read: a quarantine put off until after a read transaction
-   * leaves alone a record another connection replaced (or quarantined) meanwhile.
-   */
-  const quarantine = (
-    kind: RecordKind,
-    sessionId: string,
-    seq: number | null,
-    raw: unknown,
-    reason: string,
-    cleanUp: () => void,
-    unchanged: () => boolean,
-  ) => {
-    if (!deferred) return quarantineNow(kind, sessionId, seq, raw, reason, cleanUp);
-    deferred.push(() => quarantineNow(kind, sessionId, seq, raw, reason, cleanUp, unchanged));
-  };
+  const { quarantine, read } = createQuarantine(db, st, write);
 
   const messages = (sessionId: string, rows: MessageRow[]): Message[] => {
     const result: Message[] = [];
@@ -394,23 +342,6 @@ export function openSqliteStoreDb(
         }
       }),
     ),
-  };
-
-  const readTransaction = db.transaction(<T>(fn: () => T) => fn());
-  const read = <T>(fn: () => T): T => {
-    // In a transaction already open (a write: the file lease's grant), a quarantine nests in it.
-    if (db.inTransaction) return fn();
-    const pending: (() => void)[] = [];
-    deferred = pending;
-    let result: T;
-    try {
-      result = readTransaction(fn) as T;
-    } finally {
-      deferred = undefined;
-    }
-    // What was read leaves the corrupt records out already; each is moved aside in a write of its own.
-    for (const apply of pending) apply();
-    return result;
   };
 
   return { db, st, tx, history, tryWrite, messages, session, state, stateOf, read, summaries, exists, close: () => db.close() };

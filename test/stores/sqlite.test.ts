@@ -4,7 +4,7 @@ import Database from "better-sqlite3";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
 import { openSqliteDatabase, SQLITE_SCHEMA_VERSION } from "../../src/stores/sqlite/_schema.js";
-import { newestMessagesSql, RANGE_NEWEST_FIRST_SQL } from "../../src/stores/sqlite/_statements.js";
+import { INACTIVE_SESSIONS_SQL, LIST_AFTER_SQL, newestMessagesSql, RANGE_NEWEST_FIRST_SQL } from "../../src/stores/sqlite/_statements.js";
 import { createSqliteStore } from "../../src/stores/sqlite/index.js";
 import { expectTwoProcessTurnOrder } from "./_two-process-turns.js";
 import { sqliteV7File } from "../_sqlite-v7-file.js";
@@ -305,12 +305,8 @@ describe("sqlite store specifics", () => {
         .all(...params)
         .map((row) => (row as { detail: string }).detail)
         .join("\n");
-    const list = plan(
-      `SELECT id FROM sessions WHERE user_id = ? AND active_hour <= ? AND (last_activity_at, id) < (?, ?)
-       ORDER BY active_hour DESC, last_activity_at DESC, id DESC LIMIT ?`,
-      "u", 1, 1, "x", 10,
-    );
-    const expire = plan("SELECT id FROM sessions WHERE active_hour <= ? AND last_activity_at < ?", 1, 1);
+    const list = plan(LIST_AFTER_SQL, "u", 1, 1, "x", 10);
+    const expire = plan(INACTIVE_SESSIONS_SQL, 1, 1, 1);
     db.close();
     expect(list).toMatch(/SEARCH sessions USING INDEX sessions_by_owner \(user_id=\? AND active_hour<\?\)/);
     expect(list).toMatch(/TEMP B-TREE FOR LAST 2 TERMS OF ORDER BY/);

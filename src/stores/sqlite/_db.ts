@@ -15,6 +15,7 @@ import { openSqliteDatabase, type SqliteOpenSettings } from "./_schema.js";
 import {
   applyCap,
   type MessageRow,
+  hourOf,
   prepareStatements,
   type SessionRow,
   type SqliteStatements,
@@ -69,6 +70,8 @@ export interface SqliteStoreDb {
   tryWrite<T>(fn: () => T): T | typeof BUSY;
   /** The stored messages of one session's rows, skipping (and quarantining) corrupt ones. */
   messages(sessionId: string, rows: MessageRow[]): Message[];
+  /** Deletes a session's messages from `fromSeq` to `toSeq`, keeping its last activity. @returns how many. */
+  dropMessages(sessionId: string, fromSeq: number, toSeq: number): number;
   session(row: SessionRow): Session;
   /** @throws `session_not_found`. */
   state(id: string): SessionState;
@@ -120,6 +123,14 @@ export function openSqliteStoreDb(
 
   const { quarantine, read } = createQuarantine(db, st, write);
 
+  // The newest messages may be what carries the session's activity (schema v9): the row keeps it.
+  const dropMessages = (sessionId: string, fromSeq: number, toSeq: number): number => {
+    const at = st.activity.get(sessionId);
+    const removed = st.deleteMessages.run(sessionId, fromSeq, toSeq).changes;
+    if (removed > 0 && at !== undefined) st.touch.run(at, sessionId);
+    return removed;
+  };
+
   const messages = (sessionId: string, rows: MessageRow[]): Message[] => {
     const result: Message[] = [];
     for (const [seq, createdAt, body] of rows) {
@@ -132,7 +143,7 @@ export function openSqliteStoreDb(
           seq,
           body,
           reason,
-          () => st.deleteMessage.run(sessionId, seq),
+          () => dropMessages(sessionId, seq, seq),
           () => st.messageBody.get(sessionId, seq) === body,
         );
         continue;
@@ -236,7 +247,7 @@ export function openSqliteStoreDb(
 
   const purge = (id: string) => {
     history.purge(id);
-    st.deleteMessages.run(id);
+    st.deleteAllMessages.run(id);
     st.deleteSummaries.run(id);
     // Quarantined records go with their session: a deleted conversation must leave nothing behind.
     st.deleteQuarantine.run(id);
@@ -245,14 +256,12 @@ export function openSqliteStoreDb(
 
   const tx: SqliteStoreDb["tx"] = {
     append: write((id: string, encoded: EncodedMessage[], options: AppendOptions, now: number) => {
-      // The owner check, the last seq and the session's new activity in one statement.
+      // The owner and expiry check and the last seq in one read; the messages' created_at is the activity.
       const { owner } = options;
-      const head = owner
-        ? st.touchOwnedForAppend.get(now, id, owner.userId, owner.activeSince ?? Number.MIN_SAFE_INTEGER)
-        : st.touchForAppend.get(now, id);
+      const since = owner?.activeSince ?? Number.MIN_SAFE_INTEGER;
+      const head = owner ? st.appendHeadOwned.get(id, owner.userId, since, since) : st.appendHead.get(id);
       if (!head) throw new SessionNotFoundError(id);
-      const [lastSeq, ftsPending, ftsSeq, createdAt] = head;
-      // A refusal here rolls the update back with the rest of the transaction.
+      const [key, lastSeq, ftsPending, ftsSeq, createdAt, activeHour, rowActivityAt] = head;
       checkIncarnation(id, { createdAt }, options.sessionCreatedAt);
       leases.check(id, options.fence, options.releaseLease);
       const first = (lastSeq ?? 0) + 1;
@@ -261,8 +270,10 @@ export function openSqliteStoreDb(
       // Seqs start at 1, so a session whose last seq is within the cap holds no more: its first seq is not read.
       const max = options.maxMessages ?? 0;
       if (max > 0 && last > max) applyCap(st, id, st.firstSeq.get(id) ?? first, last, options);
-      // The session row is marked for the indexer only when it was not already (its page is written anyway).
-      if (ftsPending === 0 || first <= ftsSeq) st.markUnindexed.run(first - 1, id);
+      // The session row (another page of log) is written only to join the indexer's queue or to move
+      // active_hour; otherwise the new messages carry the activity (schema v9).
+      if (ftsPending === 0 || first <= ftsSeq) st.appendedUnindexed.run(now, last, first - 1, key);
+      else if (activeHour !== hourOf(now) || rowActivityAt > now) st.appendedInNewHour.run(now, last, key);
       // The stored JSON read back, as a later read returns it; seq and createdAt set on it, not spread into a copy.
       return encoded.map((body, i) => {
         const message = JSON.parse(body);
@@ -279,7 +290,7 @@ export function openSqliteStoreDb(
         if (!row) return null;
         const [message] = messages(id, [row]);
         if (!message) continue;
-        st.deleteMessage.run(id, message.seq);
+        dropMessages(id, message.seq, message.seq);
         return message;
       }
     }),
@@ -344,5 +355,5 @@ export function openSqliteStoreDb(
     ),
   };
 
-  return { db, st, tx, history, tryWrite, messages, session, state, stateOf, read, summaries, exists, close: () => db.close() };
+  return { db, st, tx, history, tryWrite, messages, dropMessages, session, state, stateOf, read, summaries, exists, close: () => db.close() };
 }

@@ -36,7 +36,21 @@ export interface SummaryRow {
   metadata: string | null;
 }
 
-const SESSION_COLUMNS = "id, user_id, created_at, last_activity_at, metadata";
+/**
+ * A session's exact last activity (schema v9), for a `sessions` row named `s`: the row's own, or the
+ * newer time of its newest message above activity_seq (appended since the row was last written).
+ */
+export const activitySql = (s: string) =>
+  `coalesce((SELECT max(${s}.last_activity_at, am.created_at) FROM messages am
+     WHERE am.session_id = ${s}.id AND am.seq > ${s}.activity_seq ORDER BY am.seq DESC LIMIT 1), ${s}.last_activity_at)`;
+/** The exact last activity of an unaliased `sessions` row. */
+const ACTIVITY = activitySql("sessions");
+/**
+ * Active since a time (bound twice): the row's own activity is never newer than the exact one, so
+ * a row that passes by itself needs no look at its messages.
+ */
+const ACTIVE_SINCE = `(last_activity_at >= ? OR ${ACTIVITY} >= ?)`;
+const SESSION_COLUMNS = `id, user_id, created_at, ${ACTIVITY} AS last_activity_at, metadata`;
 const MESSAGE_COLUMNS = "m.seq, m.created_at, m.body";
 const HIT_COLUMNS = "m.seq, m.created_at, m.body, m.session_id";
 /**
@@ -50,7 +64,7 @@ const FULL_TEXT_ROWID = (key: string, seq: string) => `${key} * ${2 ** 32} + ${s
 /** Sessions in one bucket of `active_hour` (schema v8): the activity indexes' key. */
 export const ACTIVE_HOUR_MS = 3_600_000;
 /** The `active_hour` of a time, as the schema's triggers compute it. */
-const hourOf = (ms: number) => Math.trunc(Math.trunc(ms) / ACTIVE_HOUR_MS);
+export const hourOf = (ms: number) => Math.trunc(Math.trunc(ms) / ACTIVE_HOUR_MS);
 
 /**
  * The searchable text of a stored message body: its text content, lowercased here because SQLite's
@@ -76,13 +90,24 @@ export const newestMessagesSql = (count: number) =>
   `SELECT ${MESSAGE_COLUMNS} FROM messages m WHERE m.session_id = ? ORDER BY m.seq DESC LIMIT ${count}`;
 
 /**
- * The same read of a session of this owner active since a time: `session_id, user_id, active_since`.
+ * The same read of a session of this owner active since a time: `session_id, user_id, active_since, active_since`.
  * No row when there is no such session, or when it has no messages (the caller tells them apart).
  */
 export const newestOwnedSql = (count: number) =>
   `SELECT ${MESSAGE_COLUMNS} FROM messages m WHERE m.session_id = (
-     SELECT id FROM sessions WHERE id = ? AND user_id = ? AND last_activity_at >= ?)
+     SELECT id FROM sessions WHERE id = ? AND user_id = ? AND ${ACTIVE_SINCE})
    ORDER BY m.seq DESC LIMIT ${count}`;
+
+/**
+ * One owner's sessions after a listing cursor: `user_id, active_hour of the cursor, last activity, id,
+ * limit`. The index orders by the hour of the last activity, and the hour follows the time, so
+ * ordering by it first changes nothing: SQLite walks the index and sorts within each hour.
+ */
+export const LIST_AFTER_SQL = `SELECT ${SESSION_COLUMNS} FROM sessions WHERE user_id = ? AND active_hour <= ? AND (${ACTIVITY}, id) < (?, ?)
+  ORDER BY active_hour DESC, ${ACTIVITY} DESC, id DESC LIMIT ?`;
+
+/** Sessions last active before a time: `active_hour of it, time, time`. */
+export const INACTIVE_SESSIONS_SQL = `SELECT id FROM sessions WHERE active_hour <= ? AND last_activity_at < ? AND ${ACTIVITY} < ?`;
 
 /** The same read within seq bounds: `session_id, from, to, limit`. */
 export const RANGE_NEWEST_FIRST_SQL = `SELECT ${MESSAGE_COLUMNS} FROM messages m
@@ -118,14 +143,23 @@ export function applyCap(
 }
 
 /**
- * What an append's session update returns: the session's last seq before the append, and how far the
- * full-text index has it (whether messages wait, the highest indexed seq), and its creation time
- * (which incarnation of the id it is).
+ * What an append reads of its session: its key, its last seq before the append, how far the full-text
+ * index has it (whether messages wait, the highest indexed seq), its creation time (which incarnation
+ * of the id it is), and the row's own activity and its hour (whether the append must write the row).
  */
-export type AppendHeadRow = [lastSeq: number | null, ftsPending: number, ftsSeq: number, createdAt: number];
+export type AppendHeadRow = [
+  key: number,
+  lastSeq: number | null,
+  ftsPending: number,
+  ftsSeq: number,
+  createdAt: number,
+  activeHour: number | null,
+  rowActivityAt: number,
+];
 
-/** The head an append's session update returns (the row's own id, so no parameter is bound twice). */
-const APPEND_HEAD = "RETURNING (SELECT seq FROM messages WHERE session_id = sessions.id ORDER BY seq DESC LIMIT 1), fts_pending, fts_seq, created_at";
+/** The columns of {@link AppendHeadRow}. */
+const APPEND_HEAD =
+  "key, (SELECT seq FROM messages WHERE session_id = sessions.id ORDER BY seq DESC LIMIT 1), fts_pending, fts_seq, created_at, active_hour, last_activity_at";
 
 /** A session whose messages wait for the full-text index. */
 export interface PendingSessionRow {
@@ -144,11 +178,8 @@ export function prepareStatements(db: Database.Database) {
   const newestBy = new Map<number, SqliteStatement<MessageRow>>();
   const newestOwnedBy = new Map<number, SqliteStatement<MessageRow>>();
   const rangeNewestFirst = rows(RANGE_NEWEST_FIRST_SQL);
-  const listAfter = q<SessionRow>(
-    `SELECT ${SESSION_COLUMNS} FROM sessions WHERE user_id = ? AND active_hour <= ? AND (last_activity_at, id) < (?, ?)
-     ORDER BY active_hour DESC, last_activity_at DESC, id DESC LIMIT ?`,
-  );
-  const inactiveSessions = q<{ id: string }>("SELECT id FROM sessions WHERE active_hour <= ? AND last_activity_at < ?");
+  const listAfter = q<SessionRow>(LIST_AFTER_SQL);
+  const inactiveSessions = q<{ id: string }>(INACTIVE_SESSIONS_SQL);
   return {
     /**
      * The newest `count` messages of a session, newest first. The LIMIT is a literal: SQLite answers
@@ -174,7 +205,7 @@ export function prepareStatements(db: Database.Database) {
         statement = rows(newestOwnedSql(count));
         newestOwnedBy.set(count, statement);
       }
-      return statement?.all(sessionId, userId, activeSince);
+      return statement?.all(sessionId, userId, activeSince, activeSince);
     },
     rangeNewestFirst,
     insertSession: q(
@@ -189,13 +220,13 @@ export function prepareStatements(db: Database.Database) {
     getSessionWithState: q<SessionRow & StateRow>(`SELECT ${SESSION_COLUMNS}, state_version, state FROM sessions WHERE id = ?`),
     /** What an owner-scoped call checks. */
     owner: q<{ userId: string; lastActivityAt: number; createdAt: number }>(
-      "SELECT user_id AS userId, last_activity_at AS lastActivityAt, created_at AS createdAt FROM sessions WHERE id = ?",
+      `SELECT user_id AS userId, ${ACTIVITY} AS lastActivityAt, created_at AS createdAt FROM sessions WHERE id = ?`,
     ),
     // The index orders by the hour of the last activity, and the hour follows the time, so ordering by
     // it first changes nothing: SQLite walks the index and sorts within each hour.
     listFirst: q<SessionRow>(
       `SELECT ${SESSION_COLUMNS} FROM sessions WHERE user_id = ?
-       ORDER BY active_hour DESC, last_activity_at DESC, id DESC LIMIT ?`,
+       ORDER BY active_hour DESC, ${ACTIVITY} DESC, id DESC LIMIT ?`,
     ),
     /** After a cursor: `user_id, last_activity_at, id, limit`. */
     listAfter: {
@@ -204,32 +235,51 @@ export function prepareStatements(db: Database.Database) {
     },
     listAll: q<SessionRow>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id > ? ORDER BY id LIMIT ?`),
     deleteSession: q("DELETE FROM sessions WHERE id = ?"),
-    deleteMessages: q("DELETE FROM messages WHERE session_id = ?"),
+    deleteAllMessages: q("DELETE FROM messages WHERE session_id = ?"),
+    /** A session's messages from seq `?2` to `?3`: `session_id, from, to`. */
+    deleteMessages: q("DELETE FROM messages WHERE session_id = ? AND seq BETWEEN ? AND ?"),
     deleteSummaries: q("DELETE FROM summaries WHERE session_id = ?"),
     deleteQuarantine: q("DELETE FROM quarantine WHERE session_id = ?"),
     /** Sessions last active before a time. */
     inactiveSessions: {
-      all: (olderThan: number) => inactiveSessions.all(hourOf(olderThan), olderThan),
+      all: (olderThan: number) => inactiveSessions.all(hourOf(olderThan), olderThan, olderThan),
     },
-    touch: q("UPDATE sessions SET last_activity_at = ? WHERE id = ?"),
+    /**
+     * Sets the row's activity (`at, id`) as the session's exact one: the messages it holds now stop
+     * counting (activity_seq), so a past time holds, and a later append's messages count again.
+     */
+    touch: q(
+      `UPDATE sessions SET last_activity_at = ?, activity_seq = coalesce(
+         (SELECT seq FROM messages WHERE session_id = sessions.id ORDER BY seq DESC LIMIT 1), 0) WHERE id = ?`,
+    ),
+    /** The session's exact last activity, for a write that removes messages to keep it. */
+    activity: db.prepare<unknown[], number>(`SELECT ${ACTIVITY} FROM sessions WHERE id = ?`).pluck() as SqliteStatement<number>,
     setMetadata: q("UPDATE sessions SET metadata = ? WHERE id = ?"),
 
     /**
-     * An append's first step, one statement: moves the session's last activity and returns its head
-     * (see {@link AppendHeadRow}), or nothing when there is no such session: `now, id`.
+     * An append's first step, one read: the session's head (see {@link AppendHeadRow}), or nothing when
+     * there is no such session: `id`.
      */
-    touchForAppend: db
-      .prepare<unknown[], AppendHeadRow>(`UPDATE sessions SET last_activity_at = ? WHERE id = ? ${APPEND_HEAD}`)
+    appendHead: db
+      .prepare<unknown[], AppendHeadRow>(`SELECT ${APPEND_HEAD} FROM sessions WHERE id = ?`)
       .raw() as SqliteStatement<AppendHeadRow>,
     /**
      * The same, owner-scoped: only a session of this owner active since a time (the owner check in the
-     * statement that writes, where a separate read cost an append a statement): `now, id, user_id, active_since`.
+     * append's own read): `id, user_id, active_since, active_since`.
      */
-    touchOwnedForAppend: db
-      .prepare<unknown[], AppendHeadRow>(
-        `UPDATE sessions SET last_activity_at = ? WHERE id = ? AND user_id = ? AND last_activity_at >= ? ${APPEND_HEAD}`,
-      )
+    appendHeadOwned: db
+      .prepare<unknown[], AppendHeadRow>(`SELECT ${APPEND_HEAD} FROM sessions WHERE id = ? AND user_id = ? AND ${ACTIVE_SINCE}`)
       .raw() as SqliteStatement<AppendHeadRow>,
+    /** After an append that entered a new hour (or met a row ahead of it): `now, last seq, key`. */
+    appendedInNewHour: q("UPDATE sessions SET last_activity_at = ?, activity_seq = ? WHERE key = ?"),
+    /**
+     * After an append whose session was not yet waiting for the full-text index, or whose new seqs are
+     * not above what it indexed (after a truncation): the row is written anyway, so its activity is
+     * moved too: `now, last seq, first seq - 1, key`.
+     */
+    appendedUnindexed: q(
+      "UPDATE sessions SET last_activity_at = ?, activity_seq = ?, fts_pending = 1, fts_seq = min(fts_seq, ?) WHERE key = ?",
+    ),
     lastSeq: q<{ seq: number }>("SELECT seq FROM messages WHERE session_id = ? ORDER BY seq DESC LIMIT 1"),
     firstSeq: db
       .prepare<unknown[], number>("SELECT seq FROM messages WHERE session_id = ? ORDER BY seq LIMIT 1")
@@ -256,7 +306,6 @@ export function prepareStatements(db: Database.Database) {
     messageBody: db
       .prepare<unknown[], string>("SELECT body FROM messages WHERE session_id = ? AND seq = ?")
       .pluck() as SqliteStatement<string>,
-    deleteMessage: q("DELETE FROM messages WHERE session_id = ? AND seq = ?"),
     truncateAfter: q("DELETE FROM messages WHERE session_id = ? AND seq > ?"),
 
     nextSummaryId: q<{ next: number }>(
@@ -282,30 +331,30 @@ export function prepareStatements(db: Database.Database) {
 
     searchSubstring: rows(
       `SELECT ${HIT_COLUMNS} FROM sessions s JOIN messages m ON m.session_id = s.id
-       WHERE s.user_id = ? AND s.last_activity_at >= ? AND instr(threadkeep_search_text(m.body), ?) > 0 ${SEARCH_ORDER}`,
+       WHERE s.user_id = ? AND ${activitySql("s")} >= ? AND instr(threadkeep_search_text(m.body), ?) > 0 ${SEARCH_ORDER}`,
     ),
     searchSubstringInSession: rows(
       `SELECT ${HIT_COLUMNS} FROM sessions s JOIN messages m ON m.session_id = s.id
-       WHERE s.id = ? AND s.user_id = ? AND s.last_activity_at >= ? AND instr(threadkeep_search_text(m.body), ?) > 0 ${SEARCH_ORDER}`,
+       WHERE s.id = ? AND s.user_id = ? AND ${activitySql("s")} >= ? AND instr(threadkeep_search_text(m.body), ?) > 0 ${SEARCH_ORDER}`,
     ),
     // The MATCH carries the owner's (and session's) scope tokens; the joins check the owner again. Every
     // search takes the lowest last activity of a session it reads (SearchQuery.activeSince).
     searchFullText: rows(
       `SELECT ${HIT_COLUMNS} FROM messages_fts f ${FULL_TEXT_JOIN}
-       WHERE messages_fts MATCH ? AND s.user_id = ? AND s.last_activity_at >= ? ${SEARCH_ORDER}`,
+       WHERE messages_fts MATCH ? AND s.user_id = ? AND ${activitySql("s")} >= ? ${SEARCH_ORDER}`,
     ),
     searchFullTextInSession: rows(
       `SELECT ${HIT_COLUMNS} FROM messages_fts f ${FULL_TEXT_JOIN}
-       WHERE messages_fts MATCH ? AND s.id = ? AND s.user_id = ? AND s.last_activity_at >= ? ${SEARCH_ORDER}`,
+       WHERE messages_fts MATCH ? AND s.id = ? AND s.user_id = ? AND ${activitySql("s")} >= ? ${SEARCH_ORDER}`,
     ),
     // Relevance order (bm25 of the message column, best first) for ranked searches; the query ORs its words.
     searchFullTextRanked: rows(
       `SELECT ${HIT_COLUMNS} FROM messages_fts f ${FULL_TEXT_JOIN}
-       WHERE messages_fts MATCH ? AND s.user_id = ? AND s.last_activity_at >= ? ORDER BY ${RELEVANCE}, m.seq DESC LIMIT ?`,
+       WHERE messages_fts MATCH ? AND s.user_id = ? AND ${activitySql("s")} >= ? ORDER BY ${RELEVANCE}, m.seq DESC LIMIT ?`,
     ),
     searchFullTextRankedInSession: rows(
       `SELECT ${HIT_COLUMNS} FROM messages_fts f ${FULL_TEXT_JOIN}
-       WHERE messages_fts MATCH ? AND s.id = ? AND s.user_id = ? AND s.last_activity_at >= ? ORDER BY ${RELEVANCE}, m.seq DESC LIMIT ?`,
+       WHERE messages_fts MATCH ? AND s.id = ? AND s.user_id = ? AND ${activitySql("s")} >= ? ORDER BY ${RELEVANCE}, m.seq DESC LIMIT ?`,
     ),
     /** Sessions whose messages wait for the full-text index (through the partial index), at most `?`. */
     pendingSessions: q<PendingSessionRow>("SELECT key, id, fts_seq FROM sessions WHERE fts_pending = 1 LIMIT ?"),

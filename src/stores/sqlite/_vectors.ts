@@ -6,6 +6,7 @@
 import type Database from "better-sqlite3";
 import type { EmbeddingInput, VectorHit, VectorQuery } from "../../core/types.js";
 import type { SqliteStoreDb } from "./_db.js";
+import { activitySql } from "./_statements.js";
 import { checkDimensions, dimensionMismatch, dot, normalize, packVector, TopK, unpackVector, vectorHit } from "../_vectors.js";
 
 type Row = [sessionId: string, seq: number, createdAt: number, vector: Buffer];
@@ -30,11 +31,11 @@ function prepare(db: Database.Database) {
     // Ownership is in the query: only vectors of the owner's sessions are read.
     scan: raw(
       `SELECT v.session_id, v.seq, v.created_at, v.vector FROM sessions s JOIN message_vectors v ON v.session_id = s.id
-       WHERE s.user_id = ? AND s.last_activity_at >= ? AND v.model = ? AND v.seq > ? AND v.seq < ?`,
+       WHERE s.user_id = ? AND ${activitySql("s")} >= ? AND v.model = ? AND v.seq > ? AND v.seq < ?`,
     ),
     scanSession: raw(
       `SELECT v.session_id, v.seq, v.created_at, v.vector FROM sessions s JOIN message_vectors v ON v.session_id = s.id
-       WHERE s.id = ? AND s.user_id = ? AND s.last_activity_at >= ? AND v.model = ? AND v.seq > ? AND v.seq < ?`,
+       WHERE s.id = ? AND s.user_id = ? AND ${activitySql("s")} >= ? AND v.model = ? AND v.seq > ? AND v.seq < ?`,
     ),
     message: raw("SELECT seq, created_at, body FROM messages WHERE session_id = ? AND seq = ? AND created_at = ?"),
   };

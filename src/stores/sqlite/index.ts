@@ -298,7 +298,7 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
     async truncateAfter(id, seq) {
       return change((db) => {
         db.exists(id);
-        return db.st.truncateAfter.run(id, seq).changes;
+        return db.dropMessages(id, seq + 1, Number.MAX_SAFE_INTEGER);
       });
     },
 

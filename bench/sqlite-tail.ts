@@ -80,7 +80,7 @@ async function measureMode(background: boolean, root: string): Promise<ModeResul
   const wal = walIndex(path);
   let side: Database.Database | undefined;
   // Sessions waiting for the full-text index: fewer after an append than before it, and the indexer ran inside it.
-  const pending = () => (side ??= new Database(path, { readonly: true })).prepare("SELECT count(*) FROM sessions WHERE fts_pending = 1").pluck().get() as number;
+  const pending = () => (side ??= new Database(path, { readonly: true })).prepare("SELECT count(*) FROM fts_queue").pluck().get() as number;
   // The store's own connection checkpoints past this many pages.
   const threshold = background ? BACKSTOP_PAGES : 1_000;
   try {

@@ -1,8 +1,8 @@
 /**
  * Schema v9: an append leaves the session row alone (its new messages carry the activity) unless the
- * hour changes or the session joins the full-text indexer's queue. Every read of the activity (getSession,
- * listing, expiry, owner-scoped calls, searches) still sees the exact time, and a touch, a pop or a
- * truncation sets or keeps it as before.
+ * hour changes; a session's first append after an indexing run also writes its row of the indexer's
+ * queue. Every read of the activity (getSession, listing, expiry, owner-scoped calls, searches) still
+ * sees the exact time, and a touch, a pop or a truncation sets or keeps it as before.
  */
 import { statSync } from "node:fs";
 import Database from "better-sqlite3";
@@ -51,21 +51,22 @@ describe("sqlite: the last activity carried by the newest messages (schema v9)",
     vi.useRealTimers();
   });
 
-  it("an append to a session already waiting for the indexer writes one page of log and not the session row", async () => {
+  it("an append writes its message's page of log and not the session row; the first after indexing adds the queue's", async () => {
     const path = freshPath();
     const store = storeAt(path, { backgroundCheckpoints: false, fullTextIndexDelayMs: 60_000 });
     const { id } = await store.createSession({ id: newSessionId(), userId: "u" });
     at(1_000);
-    await store.appendMessages(id, [text("joins the indexer's queue: the row is written")]);
-    expect(rowActivity(path, id)).toBe(T0 + 1_000);
+    let before = walFrames(path);
+    await store.appendMessages(id, [text("joins the indexer's queue")]);
+    expect(walFrames(path) - before).toBe(2);
     for (let i = 2; i <= 5; i++) {
       at(i * 1_000);
-      const before = walFrames(path);
+      before = walFrames(path);
       await store.appendMessages(id, [text(`append ${i}`)]);
       expect(walFrames(path) - before).toBe(1);
       expect((await store.getSession(id))!.lastActivityAt).toBe(T0 + i * 1_000);
     }
-    expect(rowActivity(path, id)).toBe(T0 + 1_000);
+    expect(rowActivity(path, id)).toBe(T0);
   });
 
   it("lists, expires, scopes reads and searches by the exact activity, not the row's", async () => {
@@ -80,7 +81,7 @@ describe("sqlite: the last activity carried by the newest messages (schema v9)",
     await store.appendMessages(b, [text("first of b")]);
     at(3_000);
     await store.appendMessages(a, [text("zebra in a")]);
-    expect(rowActivity(path, a)).toBe(T0 + 1_000);
+    expect(rowActivity(path, a)).toBe(T0);
 
     expect((await store.listSessions("u")).sessions.map((s) => [s.id, s.lastActivityAt])).toEqual([
       [a, T0 + 3_000],
@@ -128,7 +129,7 @@ describe("sqlite: the last activity carried by the newest messages (schema v9)",
     expect((await store.getSession(id))!.lastActivityAt).toBe(T0 + 10_000);
   });
 
-  it("migrates a version 8 file: a session touched to a past time after its messages keeps that time", async () => {
+  it("migrates a version 8 file: a session touched to a past time keeps that time, and what waited for the index is found", async () => {
     const path = freshPath();
     const old = openSqliteDatabase({ path, busyTimeoutMs: 100, synchronous: "normal", targetVersion: 8 });
     const [touched, plain] = [newSessionId(), newSessionId()];
@@ -136,11 +137,14 @@ describe("sqlite: the last activity carried by the newest messages (schema v9)",
     old.prepare("INSERT INTO sessions (id, user_id, created_at, last_activity_at) VALUES (?, 'u', 1, 50)").run(touched);
     old.prepare("INSERT INTO sessions (id, user_id, created_at, last_activity_at) VALUES (?, 'u', 1, 7000)").run(plain);
     for (const id of [touched, plain]) old.prepare("INSERT INTO messages (session_id, seq, created_at, body) VALUES (?, 1, 7000, ?)").run(id, body);
+    // Version 8 marked a session whose messages waited for the full-text index in its row.
+    old.prepare("UPDATE sessions SET fts_pending = 1 WHERE id = ?").run(plain);
     old.close();
 
     const store = storeAt(path, { fullTextIndexDelayMs: 60_000 });
     expect((await store.getSession(touched))!.lastActivityAt).toBe(50);
     expect((await store.getSession(plain))!.lastActivityAt).toBe(7000);
+    expect((await store.search({ userId: "u", text: "version", mode: "fulltext" })).map((h) => h.sessionId)).toEqual([plain]);
     expect(await store.expire(100)).toEqual([touched]);
     at(1_000);
     await store.appendMessages(plain, [text("after the upgrade")]);

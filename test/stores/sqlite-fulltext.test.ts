@@ -1,6 +1,6 @@
 /**
- * The SQLite store's full-text search and index. Since schema v8 there is no queue: each session
- * records how far it is indexed (`fts_seq`) and whether messages wait (`fts_pending`); the indexer
+ * The SQLite store's full-text search and index. Since schema v8 each session records how far it is
+ * indexed (`fts_seq`), and since v9 a session whose messages wait is a row of `fts_queue`; the indexer
  * works in bounded steps.
  */
 import Database from "better-sqlite3";
@@ -28,7 +28,7 @@ const unindexedOf = (db: Database.Database, userId: string) =>
     .pluck()
     .get(userId) as number;
 /** Sessions marked as having messages wait for the index. */
-const pendingSessions = (db: Database.Database) => db.prepare("SELECT count(*) FROM sessions WHERE fts_pending = 1").pluck().get() as number;
+const pendingSessions = (db: Database.Database) => db.prepare("SELECT count(*) FROM fts_queue").pluck().get() as number;
 
 /** Runs `fn` under a 5 ms interval timer. @returns its result and the longest the timer waited. */
 async function timed<T>(fn: () => Promise<T>): Promise<{ result: T; maxGap: number }> {
@@ -175,7 +175,7 @@ describe("sqlite full-text index", () => {
       expect(steps.slice(0, 3)).toEqual([250, 250, 250]);
       expect(steps.every((n) => n <= 250)).toBe(true);
       expect(steps.reduce((a, b) => a + b, 0)).toBe(900);
-      expect(db.db.prepare("SELECT count(*) FROM sessions WHERE fts_pending = 1").pluck().get()).toBe(0);
+      expect(pendingSessions(db.db)).toBe(0);
       // Nothing left: a step does nothing and says so.
       expect(db.tx.indexPending(250)).toBe(false);
     } finally {

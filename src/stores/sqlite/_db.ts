@@ -247,6 +247,7 @@ export function openSqliteStoreDb(
 
   const purge = (id: string) => {
     history.purge(id);
+    st.dequeueSession.run(id);
     st.deleteAllMessages.run(id);
     st.deleteSummaries.run(id);
     // Quarantined records go with their session: a deleted conversation must leave nothing behind.
@@ -261,7 +262,7 @@ export function openSqliteStoreDb(
       const since = owner?.activeSince ?? Number.MIN_SAFE_INTEGER;
       const head = owner ? st.appendHeadOwned.get(id, owner.userId, since, since) : st.appendHead.get(id);
       if (!head) throw new SessionNotFoundError(id);
-      const [key, lastSeq, ftsPending, ftsSeq, createdAt, activeHour, rowActivityAt] = head;
+      const [key, lastSeq, queued, ftsSeq, createdAt, activeHour, rowActivityAt] = head;
       checkIncarnation(id, { createdAt }, options.sessionCreatedAt);
       leases.check(id, options.fence, options.releaseLease);
       const first = (lastSeq ?? 0) + 1;
@@ -270,10 +271,11 @@ export function openSqliteStoreDb(
       // Seqs start at 1, so a session whose last seq is within the cap holds no more: its first seq is not read.
       const max = options.maxMessages ?? 0;
       if (max > 0 && last > max) applyCap(st, id, st.firstSeq.get(id) ?? first, last, options);
-      // The session row (another page of log) is written only to join the indexer's queue or to move
-      // active_hour; otherwise the new messages carry the activity (schema v9).
-      if (ftsPending === 0 || first <= ftsSeq) st.appendedUnindexed.run(now, last, first - 1, key);
+      // The session row (another page of log) is written only to move active_hour, or to index seqs
+      // used again; otherwise the new messages carry the activity (schema v9).
+      if (first <= ftsSeq) st.appendedBelowIndexed.run(now, last, first - 1, key);
       else if (activeHour !== hourOf(now) || rowActivityAt > now) st.appendedInNewHour.run(now, last, key);
+      if (!queued) st.queueForIndex.run(key);
       // The stored JSON read back, as a later read returns it; seq and createdAt set on it, not spread into a copy.
       return encoded.map((body, i) => {
         const message = JSON.parse(body);
@@ -328,14 +330,15 @@ export function openSqliteStoreDb(
         if (budget <= 0) return true;
         const end = st.pendingEnd.get(id, from, budget);
         if (end === null || end === undefined) {
-          st.indexedTo.run(from, 0, key);
+          st.dequeueForIndex.run(key);
           continue;
         }
         const indexed = st.indexSession.run(key, end).changes;
         // Fewer than the budget allowed: nothing of this session is left above `end`.
         const done = indexed < budget;
         budget -= indexed;
-        st.indexedTo.run(end, done ? 0 : 1, key);
+        st.indexedTo.run(end, key);
+        if (done) st.dequeueForIndex.run(key);
       }
       return pending(1).length > 0;
     }),

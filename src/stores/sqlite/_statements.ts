@@ -144,13 +144,13 @@ export function applyCap(
 
 /**
  * What an append reads of its session: its key, its last seq before the append, how far the full-text
- * index has it (whether messages wait, the highest indexed seq), its creation time (which incarnation
+ * index has it (whether it is in the indexer's queue, the highest indexed seq), its creation time (which incarnation
  * of the id it is), and the row's own activity and its hour (whether the append must write the row).
  */
 export type AppendHeadRow = [
   key: number,
   lastSeq: number | null,
-  ftsPending: number,
+  queued: number,
   ftsSeq: number,
   createdAt: number,
   activeHour: number | null,
@@ -159,7 +159,8 @@ export type AppendHeadRow = [
 
 /** The columns of {@link AppendHeadRow}. */
 const APPEND_HEAD =
-  "key, (SELECT seq FROM messages WHERE session_id = sessions.id ORDER BY seq DESC LIMIT 1), fts_pending, fts_seq, created_at, active_hour, last_activity_at";
+  `key, (SELECT seq FROM messages WHERE session_id = sessions.id ORDER BY seq DESC LIMIT 1),
+   EXISTS (SELECT 1 FROM fts_queue WHERE key = sessions.key), fts_seq, created_at, active_hour, last_activity_at`;
 
 /** A session whose messages wait for the full-text index. */
 export interface PendingSessionRow {
@@ -179,6 +180,8 @@ export function prepareStatements(db: Database.Database) {
   const newestOwnedBy = new Map<number, SqliteStatement<MessageRow>>();
   const rangeNewestFirst = rows(RANGE_NEWEST_FIRST_SQL);
   const listAfter = q<SessionRow>(LIST_AFTER_SQL);
+  const lowerIndexed = q("UPDATE sessions SET fts_seq = min(fts_seq, ?) WHERE id = ?");
+  const queueSession = q("INSERT OR IGNORE INTO fts_queue (key) SELECT key FROM sessions WHERE id = ?");
   const inactiveSessions = q<{ id: string }>(INACTIVE_SESSIONS_SQL);
   return {
     /**
@@ -273,13 +276,15 @@ export function prepareStatements(db: Database.Database) {
     /** After an append that entered a new hour (or met a row ahead of it): `now, last seq, key`. */
     appendedInNewHour: q("UPDATE sessions SET last_activity_at = ?, activity_seq = ? WHERE key = ?"),
     /**
-     * After an append whose session was not yet waiting for the full-text index, or whose new seqs are
-     * not above what it indexed (after a truncation): the row is written anyway, so its activity is
-     * moved too: `now, last seq, first seq - 1, key`.
+     * After an append whose new seqs are not above what the full-text index has of the session (seqs
+     * used again after a pop or a truncation): the index takes them from `first seq - 1` on, and the
+     * row, written anyway, takes the activity: `now, last seq, first seq - 1, key`.
      */
-    appendedUnindexed: q(
-      "UPDATE sessions SET last_activity_at = ?, activity_seq = ?, fts_pending = 1, fts_seq = min(fts_seq, ?) WHERE key = ?",
+    appendedBelowIndexed: q(
+      "UPDATE sessions SET last_activity_at = ?, activity_seq = ?, fts_seq = min(fts_seq, ?) WHERE key = ?",
     ),
+    /** Puts a session in the indexer's queue (nothing when it is there): `key`. */
+    queueForIndex: q("INSERT OR IGNORE INTO fts_queue (key) VALUES (?)"),
     lastSeq: q<{ seq: number }>("SELECT seq FROM messages WHERE session_id = ? ORDER BY seq DESC LIMIT 1"),
     firstSeq: db
       .prepare<unknown[], number>("SELECT seq FROM messages WHERE session_id = ? ORDER BY seq LIMIT 1")
@@ -356,12 +361,18 @@ export function prepareStatements(db: Database.Database) {
       `SELECT ${HIT_COLUMNS} FROM messages_fts f ${FULL_TEXT_JOIN}
        WHERE messages_fts MATCH ? AND s.id = ? AND s.user_id = ? AND ${activitySql("s")} >= ? ORDER BY ${RELEVANCE}, m.seq DESC LIMIT ?`,
     ),
-    /** Sessions whose messages wait for the full-text index (through the partial index), at most `?`. */
-    pendingSessions: q<PendingSessionRow>("SELECT key, id, fts_seq FROM sessions WHERE fts_pending = 1 LIMIT ?"),
+    /** Sessions whose messages wait for the full-text index (the indexer's queue), at most `?`. */
+    pendingSessions: q<PendingSessionRow>("SELECT s.key, s.id, s.fts_seq FROM fts_queue w JOIN sessions s ON s.key = w.key LIMIT ?"),
     /** One owner's sessions whose messages wait, at most `?2`: `user_id, limit`. */
-    pendingSessionsOf: q<PendingSessionRow>("SELECT key, id, fts_seq FROM sessions WHERE fts_pending = 1 AND user_id = ? LIMIT ?"),
+    pendingSessionsOf: q<PendingSessionRow>(
+      "SELECT s.key, s.id, s.fts_seq FROM fts_queue w JOIN sessions s ON s.key = w.key WHERE s.user_id = ? LIMIT ?",
+    ),
     /** The session, when it is the owner's and messages of it wait: `id, user_id, limit` (1 is enough). */
-    pendingSession: q<PendingSessionRow>("SELECT key, id, fts_seq FROM sessions WHERE fts_pending = 1 AND id = ? AND user_id = ? LIMIT ?"),
+    pendingSession: q<PendingSessionRow>(
+      "SELECT s.key, s.id, s.fts_seq FROM sessions s JOIN fts_queue w ON w.key = s.key WHERE s.id = ? AND s.user_id = ? LIMIT ?",
+    ),
+    /** Takes a session that is being deleted out of the indexer's queue: `id`. */
+    dequeueSession: q("DELETE FROM fts_queue WHERE key = (SELECT key FROM sessions WHERE id = ?)"),
     /** The seq that ends a session's next `?` unindexed messages: `session_id, fts_seq, limit`. */
     pendingEnd: db
       .prepare<unknown[], number | null>(
@@ -375,13 +386,21 @@ export function prepareStatements(db: Database.Database) {
        FROM sessions s JOIN messages m ON m.session_id = s.id
        WHERE s.key = ? AND m.seq > s.fts_seq AND m.seq <= ?`,
     ),
-    /** Records how far a session is indexed and whether more waits: `fts_seq, fts_pending, key`. */
-    indexedTo: q("UPDATE sessions SET fts_seq = ?, fts_pending = ? WHERE key = ?"),
+    /** Records how far a session is indexed: `fts_seq, key`. */
+    indexedTo: q("UPDATE sessions SET fts_seq = ? WHERE key = ?"),
+    /** Takes a session out of the indexer's queue: `key`. */
+    dequeueForIndex: q("DELETE FROM fts_queue WHERE key = ?"),
     /**
-     * After messages were inserted from seq `?1 + 1` on, when the session was not yet waiting for the
-     * full-text index or the new seqs are not above what it indexed (after a truncation): `first seq - 1, id`.
+     * After messages were inserted from seq `first` on: puts the session in the indexer's queue, and
+     * lowers how far the index has it when the new seqs are not above it (after a truncation):
+     * `first seq - 1, id`.
      */
-    markUnindexed: q("UPDATE sessions SET fts_pending = 1, fts_seq = min(fts_seq, ?) WHERE id = ?"),
+    markUnindexed: {
+      run(firstSeqMinusOne: number, id: string) {
+        lowerIndexed.run(firstSeqMinusOne, id);
+        queueSession.run(id);
+      },
+    },
 
     quarantine: q(
       "INSERT INTO quarantine (session_id, seq, record, raw, reason, at) VALUES (?, ?, ?, ?, ?, ?)",

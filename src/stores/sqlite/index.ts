@@ -392,8 +392,8 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
       await checkpointer?.close();
       // Messages still waiting for the full-text index stay waiting. Indexing them here in one call
       // held the event loop ~11 s per million (the backlog an upgrade leaves), and in steps it would
-      // delay the close by as much, for nothing: each session's watermark (fts_seq, fts_pending) is
-      // in the file, so the next open starts the background indexer on what waits, and a search
+      // delay the close by as much, for nothing: each session's watermark (fts_seq) and the
+      // indexer's queue (fts_queue) are in the file, so the next open starts the background indexer on what waits, and a search
       // before it is done indexes what it can match first. Nothing is lost, and a close is prompt.
       opened?.close();
       opened = undefined;

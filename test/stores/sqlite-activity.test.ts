@@ -129,6 +129,26 @@ describe("sqlite: the last activity carried by the newest messages (schema v9)",
     expect((await store.getSession(id))!.lastActivityAt).toBe(T0 + 10_000);
   });
 
+  it("an append of no messages (a cap's) moves the activity and queues nothing for the indexer", async () => {
+    const path = freshPath();
+    const store = storeAt(path, { fullTextIndexDelayMs: 60_000 });
+    const { id } = await store.createSession({ id: newSessionId(), userId: "u" });
+    at(1_000);
+    expect(await store.appendMessages(id, [], { maxMessages: 1 })).toEqual([]);
+    expect((await store.getSession(id))!.lastActivityAt).toBe(T0 + 1_000);
+    const db = new Database(path, { readonly: true });
+    expect(db.prepare("SELECT count(*) FROM fts_queue").pluck().get()).toBe(0);
+    db.close();
+  });
+
+  it("a truncation after a fractional seq removes what follows it, keeping the activity", async () => {
+    const { store, id } = await sessionWithAppends(1_000, 2_000, 3_000);
+    at(9_000);
+    expect(await store.truncateAfter(id, 1.5)).toBe(2);
+    expect((await store.getMessages(id)).map((m) => m.seq)).toEqual([1]);
+    expect((await store.getSession(id))!.lastActivityAt).toBe(T0 + 3_000);
+  });
+
   it("migrates a version 8 file: a session touched to a past time keeps that time, and what waited for the index is found", async () => {
     const path = freshPath();
     const old = openSqliteDatabase({ path, busyTimeoutMs: 100, synchronous: "normal", targetVersion: 8 });

@@ -4,7 +4,7 @@ import Database from "better-sqlite3";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
 import { openSqliteDatabase, SQLITE_SCHEMA_VERSION } from "../../src/stores/sqlite/_schema.js";
-import { INACTIVE_SESSIONS_SQL, LIST_AFTER_SQL, newestMessagesSql, RANGE_NEWEST_FIRST_SQL } from "../../src/stores/sqlite/_statements.js";
+import { INACTIVE_SESSIONS_SQL, LIST_AFTER_SQL, newestMessagesSql, PENDING_OF_OWNER_SQL, RANGE_NEWEST_FIRST_SQL } from "../../src/stores/sqlite/_statements.js";
 import { createSqliteStore } from "../../src/stores/sqlite/index.js";
 import { expectTwoProcessTurnOrder } from "./_two-process-turns.js";
 import { sqliteV7File } from "../_sqlite-v7-file.js";
@@ -297,7 +297,7 @@ describe("sqlite store specifics", () => {
     db.close();
   });
 
-  it("lists by owner and expires through the hour indexes, sorting only within an hour", () => {
+  it("lists by owner and expires through the hour indexes, sorting only within an hour; finds waiting sessions through the queue", () => {
     const db = openSqliteDatabase({ path: ":memory:", busyTimeoutMs: 100, synchronous: "normal" });
     const plan = (sql: string, ...params: unknown[]) =>
       db
@@ -307,11 +307,15 @@ describe("sqlite store specifics", () => {
         .join("\n");
     const list = plan(LIST_AFTER_SQL, "u", 1, 1, "x", 10);
     const expire = plan(INACTIVE_SESSIONS_SQL, 1, 1, 1);
+    const waiting = plan(PENDING_OF_OWNER_SQL, "u", 10);
     db.close();
     expect(list).toMatch(/SEARCH sessions USING INDEX sessions_by_owner \(user_id=\? AND active_hour<\?\)/);
     expect(list).toMatch(/TEMP B-TREE FOR LAST 2 TERMS OF ORDER BY/);
     expect(list).not.toMatch(/TEMP B-TREE FOR ORDER BY/);
     expect(expire).toMatch(/SEARCH sessions USING (COVERING )?INDEX sessions_by_activity \(active_hour<\?\)/);
+    // A search's "what of this owner waits for the index" walks the small queue, not the owner's sessions.
+    expect(waiting).toMatch(/SCAN w/);
+    expect(waiting).toMatch(/SEARCH s USING INTEGER PRIMARY KEY \(rowid=\?\)/);
   });
 
   it("turns driver failures into store_unavailable and refuses work after close", async () => {

@@ -46,6 +46,8 @@ export interface SqliteStoreDb {
   tx: {
     append(id: string, encoded: EncodedMessage[], options: AppendOptions, now: number): Message[];
     pop(id: string): Message | null;
+    /** Deletes the messages after `seq`, keeping the session's last activity. @returns how many. */
+    truncate(id: string, seq: number): number;
     saveSummary(id: string, input: SummaryInput): Summary;
     deleteSession(id: string): boolean;
     expire(olderThan: number): string[];
@@ -70,8 +72,6 @@ export interface SqliteStoreDb {
   tryWrite<T>(fn: () => T): T | typeof BUSY;
   /** The stored messages of one session's rows, skipping (and quarantining) corrupt ones. */
   messages(sessionId: string, rows: MessageRow[]): Message[];
-  /** Deletes a session's messages from `fromSeq` to `toSeq`, keeping its last activity. @returns how many. */
-  dropMessages(sessionId: string, fromSeq: number, toSeq: number): number;
   session(row: SessionRow): Session;
   /** @throws `session_not_found`. */
   state(id: string): SessionState;
@@ -124,9 +124,10 @@ export function openSqliteStoreDb(
   const { quarantine, read } = createQuarantine(db, st, write);
 
   // The newest messages may be what carries the session's activity (schema v9): the row keeps it.
-  const dropMessages = (sessionId: string, fromSeq: number, toSeq: number): number => {
+  // Inside the write's transaction, so no append of another connection lands between the read and the touch.
+  const keepingActivity = (sessionId: string, remove: () => number): number => {
     const at = st.activity.get(sessionId);
-    const removed = st.deleteMessages.run(sessionId, fromSeq, toSeq).changes;
+    const removed = remove();
     if (removed > 0 && at !== undefined) st.touch.run(at, sessionId);
     return removed;
   };
@@ -143,7 +144,7 @@ export function openSqliteStoreDb(
           seq,
           body,
           reason,
-          () => dropMessages(sessionId, seq, seq),
+          () => keepingActivity(sessionId, () => st.deleteMessage.run(sessionId, seq).changes),
           () => st.messageBody.get(sessionId, seq) === body,
         );
         continue;
@@ -271,11 +272,14 @@ export function openSqliteStoreDb(
       // Seqs start at 1, so a session whose last seq is within the cap holds no more: its first seq is not read.
       const max = options.maxMessages ?? 0;
       if (max > 0 && last > max) applyCap(st, id, st.firstSeq.get(id) ?? first, last, options);
-      // The session row (another page of log) is written only to move active_hour, or to index seqs
-      // used again; otherwise the new messages carry the activity (schema v9).
-      if (first <= ftsSeq) st.appendedBelowIndexed.run(now, last, first - 1, key);
-      else if (activeHour !== hourOf(now) || rowActivityAt > now) st.appendedInNewHour.run(now, last, key);
-      if (!queued) st.queueForIndex.run(key);
+      // The session row (another page of log) is written only to move active_hour, to index seqs used
+      // again, or when no message carries the activity; otherwise the new messages do (schema v9).
+      if (encoded.length === 0) st.touchAppended.run(now, last, key);
+      else {
+        if (first <= ftsSeq) st.appendedBelowIndexed.run(now, last, first - 1, key);
+        else if (activeHour !== hourOf(now) || rowActivityAt > now) st.touchAppended.run(now, last, key);
+        if (!queued) st.queueForIndex.run(key);
+      }
       // The stored JSON read back, as a later read returns it; seq and createdAt set on it, not spread into a copy.
       return encoded.map((body, i) => {
         const message = JSON.parse(body);
@@ -292,9 +296,14 @@ export function openSqliteStoreDb(
         if (!row) return null;
         const [message] = messages(id, [row]);
         if (!message) continue;
-        dropMessages(id, message.seq, message.seq);
+        keepingActivity(id, () => st.deleteMessage.run(id, message.seq).changes);
         return message;
       }
+    }),
+
+    truncate: write((id: string, seq: number): number => {
+      exists(id);
+      return keepingActivity(id, () => st.truncateAfter.run(id, seq).changes);
     }),
 
     saveSummary: write((id: string, input: SummaryInput): Summary => {
@@ -358,5 +367,5 @@ export function openSqliteStoreDb(
     ),
   };
 
-  return { db, st, tx, history, tryWrite, messages, dropMessages, session, state, stateOf, read, summaries, exists, close: () => db.close() };
+  return { db, st, tx, history, tryWrite, messages, session, state, stateOf, read, summaries, exists, close: () => db.close() };
 }

@@ -109,6 +109,10 @@ export const LIST_AFTER_SQL = `SELECT ${SESSION_COLUMNS} FROM sessions WHERE use
 /** Sessions last active before a time: `active_hour of it, time, time`. */
 export const INACTIVE_SESSIONS_SQL = `SELECT id FROM sessions WHERE active_hour <= ? AND last_activity_at < ? AND ${ACTIVITY} < ?`;
 
+/** One owner's sessions waiting for the full-text index, at most `?2`: `user_id, limit`. */
+export const PENDING_OF_OWNER_SQL =
+  "SELECT s.key, s.id, s.fts_seq FROM fts_queue w CROSS JOIN sessions s ON s.key = w.key WHERE s.user_id = ? LIMIT ?";
+
 /** The same read within seq bounds: `session_id, from, to, limit`. */
 export const RANGE_NEWEST_FIRST_SQL = `SELECT ${MESSAGE_COLUMNS} FROM messages m
   WHERE m.session_id = ? AND m.seq BETWEEN ? AND ? ORDER BY m.seq DESC LIMIT ?`;
@@ -239,8 +243,6 @@ export function prepareStatements(db: Database.Database) {
     listAll: q<SessionRow>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id > ? ORDER BY id LIMIT ?`),
     deleteSession: q("DELETE FROM sessions WHERE id = ?"),
     deleteAllMessages: q("DELETE FROM messages WHERE session_id = ?"),
-    /** A session's messages from seq `?2` to `?3`: `session_id, from, to`. */
-    deleteMessages: q("DELETE FROM messages WHERE session_id = ? AND seq BETWEEN ? AND ?"),
     deleteSummaries: q("DELETE FROM summaries WHERE session_id = ?"),
     deleteQuarantine: q("DELETE FROM quarantine WHERE session_id = ?"),
     /** Sessions last active before a time. */
@@ -273,8 +275,11 @@ export function prepareStatements(db: Database.Database) {
     appendHeadOwned: db
       .prepare<unknown[], AppendHeadRow>(`SELECT ${APPEND_HEAD} FROM sessions WHERE id = ? AND user_id = ? AND ${ACTIVE_SINCE}`)
       .raw() as SqliteStatement<AppendHeadRow>,
-    /** After an append that entered a new hour (or met a row ahead of it): `now, last seq, key`. */
-    appendedInNewHour: q("UPDATE sessions SET last_activity_at = ?, activity_seq = ? WHERE key = ?"),
+    /**
+     * After an append that moves the row's activity (a new hour, a row ahead of now, or an append of
+     * no messages, which only touches): `now, last seq, key`.
+     */
+    touchAppended: q("UPDATE sessions SET last_activity_at = ?, activity_seq = ? WHERE key = ?"),
     /**
      * After an append whose new seqs are not above what the full-text index has of the session (seqs
      * used again after a pop or a truncation): the index takes them from `first seq - 1` on, and the
@@ -311,6 +316,7 @@ export function prepareStatements(db: Database.Database) {
     messageBody: db
       .prepare<unknown[], string>("SELECT body FROM messages WHERE session_id = ? AND seq = ?")
       .pluck() as SqliteStatement<string>,
+    deleteMessage: q("DELETE FROM messages WHERE session_id = ? AND seq = ?"),
     truncateAfter: q("DELETE FROM messages WHERE session_id = ? AND seq > ?"),
 
     nextSummaryId: q<{ next: number }>(
@@ -364,9 +370,8 @@ export function prepareStatements(db: Database.Database) {
     /** Sessions whose messages wait for the full-text index (the indexer's queue), at most `?`. */
     pendingSessions: q<PendingSessionRow>("SELECT s.key, s.id, s.fts_seq FROM fts_queue w JOIN sessions s ON s.key = w.key LIMIT ?"),
     /** One owner's sessions whose messages wait, at most `?2`: `user_id, limit`. */
-    pendingSessionsOf: q<PendingSessionRow>(
-      "SELECT s.key, s.id, s.fts_seq FROM fts_queue w JOIN sessions s ON s.key = w.key WHERE s.user_id = ? LIMIT ?",
-    ),
+    // CROSS JOIN keeps the queue the outer loop: otherwise SQLite walks all the owner's sessions.
+    pendingSessionsOf: q<PendingSessionRow>(PENDING_OF_OWNER_SQL),
     /** The session, when it is the owner's and messages of it wait: `id, user_id, limit` (1 is enough). */
     pendingSession: q<PendingSessionRow>(
       "SELECT s.key, s.id, s.fts_seq FROM sessions s JOIN fts_queue w ON w.key = s.key WHERE s.id = ? AND s.user_id = ? LIMIT ?",

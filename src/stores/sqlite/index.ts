@@ -296,10 +296,7 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
     },
 
     async truncateAfter(id, seq) {
-      return change((db) => {
-        db.exists(id);
-        return db.dropMessages(id, seq + 1, Number.MAX_SAFE_INTEGER);
-      });
+      return use((db) => db.tx.truncate(id, seq));
     },
 
     async saveSummary(id, input) {

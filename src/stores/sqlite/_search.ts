@@ -58,17 +58,17 @@ function searchText(db: SqliteStoreDb, query: SearchQuery, limit: number): Searc
     if (!match) return [];
     const rows = ranked
       ? sessionId
-        ? st.searchFullTextRankedInSession.all(match, sessionId, userId, since, limit)
-        : st.searchFullTextRanked.all(match, userId, since, limit)
+        ? st.searchFullTextRankedInSession.all(match, sessionId, userId, since, since, limit)
+        : st.searchFullTextRanked.all(match, userId, since, since, limit)
       : sessionId
-        ? st.searchFullTextInSession.all(match, sessionId, userId, since, limit)
-        : st.searchFullText.all(match, userId, since, limit);
+        ? st.searchFullTextInSession.all(match, sessionId, userId, since, since, limit)
+        : st.searchFullText.all(match, userId, since, since, limit);
     const words = query.text.toLowerCase().trim().split(/\s+/);
     return hits(db, rows, (text) => words.find((w) => text.toLowerCase().includes(w)) ?? "");
   }
   const needle = query.text.toLowerCase();
   const rows = sessionId
-    ? st.searchSubstringInSession.all(sessionId, userId, since, needle, limit)
-    : st.searchSubstring.all(userId, since, needle, limit);
+    ? st.searchSubstringInSession.all(sessionId, userId, since, since, needle, limit)
+    : st.searchSubstring.all(userId, since, since, needle, limit);
   return hits(db, rows, () => query.text);
 }

@@ -46,10 +46,11 @@ export const activitySql = (s: string) =>
 /** The exact last activity of an unaliased `sessions` row. */
 const ACTIVITY = activitySql("sessions");
 /**
- * Active since a time (bound twice): the row's own activity is never newer than the exact one, so
- * a row that passes by itself needs no look at its messages.
+ * A `sessions` row named `s` active since a time (bound twice): the row's own activity is never newer
+ * than the exact one, so a row that passes by itself needs no look at its messages.
  */
-const ACTIVE_SINCE = `(last_activity_at >= ? OR ${ACTIVITY} >= ?)`;
+export const activeSinceSql = (s: string) => `(${s}.last_activity_at >= ? OR ${activitySql(s)} >= ?)`;
+const ACTIVE_SINCE = activeSinceSql("sessions");
 const SESSION_COLUMNS = `id, user_id, created_at, ${ACTIVITY} AS last_activity_at, metadata`;
 const MESSAGE_COLUMNS = "m.seq, m.created_at, m.body";
 const HIT_COLUMNS = "m.seq, m.created_at, m.body, m.session_id";
@@ -342,30 +343,30 @@ export function prepareStatements(db: Database.Database) {
 
     searchSubstring: rows(
       `SELECT ${HIT_COLUMNS} FROM sessions s JOIN messages m ON m.session_id = s.id
-       WHERE s.user_id = ? AND ${activitySql("s")} >= ? AND instr(threadkeep_search_text(m.body), ?) > 0 ${SEARCH_ORDER}`,
+       WHERE s.user_id = ? AND ${activeSinceSql("s")} AND instr(threadkeep_search_text(m.body), ?) > 0 ${SEARCH_ORDER}`,
     ),
     searchSubstringInSession: rows(
       `SELECT ${HIT_COLUMNS} FROM sessions s JOIN messages m ON m.session_id = s.id
-       WHERE s.id = ? AND s.user_id = ? AND ${activitySql("s")} >= ? AND instr(threadkeep_search_text(m.body), ?) > 0 ${SEARCH_ORDER}`,
+       WHERE s.id = ? AND s.user_id = ? AND ${activeSinceSql("s")} AND instr(threadkeep_search_text(m.body), ?) > 0 ${SEARCH_ORDER}`,
     ),
     // The MATCH carries the owner's (and session's) scope tokens; the joins check the owner again. Every
     // search takes the lowest last activity of a session it reads (SearchQuery.activeSince).
     searchFullText: rows(
       `SELECT ${HIT_COLUMNS} FROM messages_fts f ${FULL_TEXT_JOIN}
-       WHERE messages_fts MATCH ? AND s.user_id = ? AND ${activitySql("s")} >= ? ${SEARCH_ORDER}`,
+       WHERE messages_fts MATCH ? AND s.user_id = ? AND ${activeSinceSql("s")} ${SEARCH_ORDER}`,
     ),
     searchFullTextInSession: rows(
       `SELECT ${HIT_COLUMNS} FROM messages_fts f ${FULL_TEXT_JOIN}
-       WHERE messages_fts MATCH ? AND s.id = ? AND s.user_id = ? AND ${activitySql("s")} >= ? ${SEARCH_ORDER}`,
+       WHERE messages_fts MATCH ? AND s.id = ? AND s.user_id = ? AND ${activeSinceSql("s")} ${SEARCH_ORDER}`,
     ),
     // Relevance order (bm25 of the message column, best first) for ranked searches; the query ORs its words.
     searchFullTextRanked: rows(
       `SELECT ${HIT_COLUMNS} FROM messages_fts f ${FULL_TEXT_JOIN}
-       WHERE messages_fts MATCH ? AND s.user_id = ? AND ${activitySql("s")} >= ? ORDER BY ${RELEVANCE}, m.seq DESC LIMIT ?`,
+       WHERE messages_fts MATCH ? AND s.user_id = ? AND ${activeSinceSql("s")} ORDER BY ${RELEVANCE}, m.seq DESC LIMIT ?`,
     ),
     searchFullTextRankedInSession: rows(
       `SELECT ${HIT_COLUMNS} FROM messages_fts f ${FULL_TEXT_JOIN}
-       WHERE messages_fts MATCH ? AND s.id = ? AND s.user_id = ? AND ${activitySql("s")} >= ? ORDER BY ${RELEVANCE}, m.seq DESC LIMIT ?`,
+       WHERE messages_fts MATCH ? AND s.id = ? AND s.user_id = ? AND ${activeSinceSql("s")} ORDER BY ${RELEVANCE}, m.seq DESC LIMIT ?`,
     ),
     /** Sessions whose messages wait for the full-text index (the indexer's queue), at most `?`. */
     pendingSessions: q<PendingSessionRow>("SELECT s.key, s.id, s.fts_seq FROM fts_queue w JOIN sessions s ON s.key = w.key LIMIT ?"),

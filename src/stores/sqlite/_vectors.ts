@@ -6,7 +6,7 @@
 import type Database from "better-sqlite3";
 import type { EmbeddingInput, VectorHit, VectorQuery } from "../../core/types.js";
 import type { SqliteStoreDb } from "./_db.js";
-import { activitySql } from "./_statements.js";
+import { activeSinceSql } from "./_statements.js";
 import { checkDimensions, dimensionMismatch, dot, normalize, packVector, TopK, unpackVector, vectorHit } from "../_vectors.js";
 
 type Row = [sessionId: string, seq: number, createdAt: number, vector: Buffer];
@@ -31,11 +31,11 @@ function prepare(db: Database.Database) {
     // Ownership is in the query: only vectors of the owner's sessions are read.
     scan: raw(
       `SELECT v.session_id, v.seq, v.created_at, v.vector FROM sessions s JOIN message_vectors v ON v.session_id = s.id
-       WHERE s.user_id = ? AND ${activitySql("s")} >= ? AND v.model = ? AND v.seq > ? AND v.seq < ?`,
+       WHERE s.user_id = ? AND ${activeSinceSql("s")} AND v.model = ? AND v.seq > ? AND v.seq < ?`,
     ),
     scanSession: raw(
       `SELECT v.session_id, v.seq, v.created_at, v.vector FROM sessions s JOIN message_vectors v ON v.session_id = s.id
-       WHERE s.id = ? AND s.user_id = ? AND ${activitySql("s")} >= ? AND v.model = ? AND v.seq > ? AND v.seq < ?`,
+       WHERE s.id = ? AND s.user_id = ? AND ${activeSinceSql("s")} AND v.model = ? AND v.seq > ? AND v.seq < ?`,
     ),
     message: raw("SELECT seq, created_at, body FROM messages WHERE session_id = ? AND seq = ? AND created_at = ?"),
   };
@@ -78,8 +78,8 @@ export function searchVectors(store: SqliteStoreDb, query: VectorQuery): VectorH
   const since = query.activeSince ?? Number.MIN_SAFE_INTEGER;
   const rows = (
     query.sessionId
-      ? st.scanSession.all(query.sessionId, query.userId, since, query.model, after, before)
-      : st.scan.all(query.userId, since, query.model, after, before)
+      ? st.scanSession.all(query.sessionId, query.userId, since, since, query.model, after, before)
+      : st.scan.all(query.userId, since, since, query.model, after, before)
   ) as Row[];
   const top = new TopK(query.limit);
   const createdAt = new Map<string, number>();

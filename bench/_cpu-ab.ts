@@ -9,9 +9,10 @@
  *
  *   npx tsx bench/_cpu-ab.ts ../base/dist dist
  *   MODE=responses BLOCK=2000 ROUNDS=20 npx tsx bench/_cpu-ab.ts ../base/dist dist
+ *   WORKERS=2 npx tsx bench/_cpu-ab.ts ../base/dist dist      each build as `serve --workers 2`
  */
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -23,6 +24,8 @@ const ROUNDS = Number(process.env.ROUNDS ?? 15);
 const WARMUP = Number(process.env.WARMUP ?? 8000);
 const SESSIONS = 100;
 const MODE = (process.env.MODE ?? "chat") as "chat" | "responses";
+/** `WORKERS=2`: each build runs as `serve --workers 2` does (node:cluster, the lease in the file); its CPU is all its processes'. */
+const WORKERS = Number(process.env.WORKERS ?? 1);
 
 /** One server's sessions, kept across blocks so their history grows as a long-running server's does. */
 interface Subject {
@@ -35,7 +38,7 @@ interface Subject {
 
 async function open(dist: string, store: string, upstream: string): Promise<Subject & { kill(): void }> {
   const probe = fileURLToPath(new URL("./_cpu-probe.ts", import.meta.url));
-  const { child, url } = await startChild(probe, "server", { DIST: resolve(dist), CPU_PROBE_ROLE: "server", BENCH_STORE: store, BENCH_UPSTREAM: upstream });
+  const { child, url } = await startChild(probe, "server", { DIST: resolve(dist), CPU_PROBE_ROLE: "server", BENCH_STORE: store, BENCH_UPSTREAM: upstream, BENCH_WORKERS: String(WORKERS) });
   const base = new URL(url.replace(/\/v1$/, ""));
   return {
     dist,
@@ -53,7 +56,7 @@ async function block(s: Subject, total: number, api: "chat" | "responses" = MODE
   const perSession = Math.ceil(total / SESSIONS);
   // Connections of a block's own: one kept idle through the other server's blocks could outlive the
   // server's keep-alive timeout. Opening them is counted in the block, the same for both servers.
-  const before = statCpuMicros(`/proc/${s.pid}/stat`);
+  const before = treeCpuMicros(s.pid);
   const connections = await Promise.all(Array.from({ length: SESSIONS }, () => RawConnection.open(s.base)));
   await Promise.all(
     connections.map(async (connection, n) => {
@@ -70,7 +73,18 @@ async function block(s: Subject, total: number, api: "chat" | "responses" = MODE
     }),
   );
   for (const connection of connections) connection.close();
-  return (statCpuMicros(`/proc/${s.pid}/stat`) - before) / (perSession * SESSIONS);
+  return (treeCpuMicros(s.pid) - before) / (perSession * SESSIONS);
+}
+
+/** CPU time of a process and its children (a cluster's workers), in µs, from /proc. */
+function treeCpuMicros(pid: number): number {
+  let children: string[] = [];
+  try {
+    children = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean);
+  } catch {
+    // The process ended.
+  }
+  return statCpuMicros(`/proc/${pid}/stat`) + children.reduce((sum, child) => sum + treeCpuMicros(Number(child)), 0);
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
@@ -83,8 +97,9 @@ const subjects: (Subject & { kill(): void })[] = [];
 try {
   for (const [n, dist] of dists.entries()) subjects.push(await open(dist, `sqlite:${join(dir, `ab${n}.db`)}`, upstream.url));
   for (const s of subjects) {
-    await block(s, WARMUP, "chat");
-    await block(s, WARMUP, "responses");
+    // Each worker sees 1/WORKERS of the turns: WORKERS times the warm-up warms each as one server.
+    await block(s, WARMUP * WORKERS, "chat");
+    await block(s, WARMUP * WORKERS, "responses");
   }
   const cpu = subjects.map(() => [] as number[]);
   for (let round = 0; round < ROUNDS; round++) {

@@ -13,14 +13,18 @@
  * `npx tsx bench/_cpuprofile-top.ts`), `SERVER_FLAGS` adds node flags, `STORE` picks the store URL
  * (default a fresh SQLite file), `THREADS=1` prints the CPU of each server thread, `WORKERS=2` runs the
  * server as `serve --workers 2` does (SQLite with its lease in the file; the CPU is then that of every
- * server process, the workers' threads listed with THREADS as `<pid>:<tid>`; not with DIST), warmed
+ * server process, the workers' threads listed with THREADS as `<pid>:<tid>`), warmed
  * WORKERS times as long (`WARMUP` turns of each API per worker, default 4,000: on a 2-vCPU VM the
  * windows settle only after ~8,000 turns, see docs/BENCHMARKS.md "Server CPU per SQLite turn").
+ * Each window also prints the load generator's (this process) and the fake upstream's CPU per turn and
+ * the machine's idle share (/proc/stat), so a window can be told CPU-bound or not, and whether other
+ * processes took part of the machine ("cores busy" against what the bench's processes used).
  */
 import type { ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
+import cluster from "node:cluster";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpus, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { startChild, statCpuMicros } from "./_child.js";
@@ -35,11 +39,30 @@ const WORKERS = Number(process.env.WORKERS ?? 1);
 
 /** Child role with DIST: the server from compiled JavaScript, as bench/proxy.ts starts it from source. */
 async function runDistServer(): Promise<void> {
+  const workers = Number(process.env.BENCH_WORKERS ?? 1);
+  if (workers > 1 && cluster.isPrimary) {
+    // As bench/proxy.ts's server role and `serve --workers N`: node:cluster, the lease in the file.
+    let ready = 0;
+    for (let i = 0; i < workers; i++) {
+      cluster.fork().on("message", (message: { url?: string }) => {
+        if (message.url && ++ready === workers) process.stdout.write(`READY ${message.url}\n`);
+      });
+    }
+    process.once("SIGTERM", () => {
+      for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill("SIGTERM");
+      cluster.on("exit", () => Object.keys(cluster.workers ?? {}).length === 0 && process.exit(0));
+    });
+    return;
+  }
   const entry = pathToFileURL(resolve(process.env.DIST as string, "server/index.js")).href;
   const { createServer } = (await import(entry)) as typeof import("../src/server/index.js");
-  const server = await createServer({ memory: { store: process.env.BENCH_STORE as string }, upstream: process.env.BENCH_UPSTREAM, port: 0 });
+  const store = process.env.BENCH_STORE as string;
+  const shared = workers > 1 && store.startsWith("sqlite:") ? `${store}?lease=shared` : store;
+  const server = await createServer({ memory: { store: shared }, upstream: process.env.BENCH_UPSTREAM, port: 0 });
   await server.memory.store();
-  process.stdout.write(`READY ${await server.listen()}\n`);
+  const url = await server.listen();
+  if (cluster.isWorker) process.send?.({ url });
+  else process.stdout.write(`READY ${url}\n`);
   process.once("SIGTERM", () => server.close().then(() => process.exit(0)));
 }
 
@@ -60,6 +83,12 @@ function threadCpu(pid: number, prefix = ""): Map<string, number> {
   }
   for (const child of children) for (const [tid, micros] of threadCpu(Number(child), `${child}:`)) byThread.set(tid, micros);
   return byThread;
+}
+
+/** The machine's CPU time so far from /proc/stat, in clock ticks: all of it and the idle part (idle + iowait). */
+function machineTicks(): { total: number; idle: number } {
+  const fields = readFileSync("/proc/stat", "utf8").split("\n")[0].trim().split(/\s+/).slice(1, 9).map(Number);
+  return { total: fields.reduce((a, b) => a + b, 0), idle: fields[3] + fields[4] };
 }
 
 /** The server (this script, with DIST) or the fake upstream (bench/proxy.ts's role) in a child process. */
@@ -102,7 +131,8 @@ async function main(): Promise<void> {
     ...(process.env.CPU_PROF_DIR ? ["--cpu-prof", "--cpu-prof-dir", process.env.CPU_PROF_DIR] : []),
     ...(process.env.SERVER_FLAGS?.split(" ").filter(Boolean) ?? []),
   ];
-  const store = process.env.STORE ?? `sqlite:${join(dir, "threadkeep.db")}`;
+  // `LEASE=shared` with one process: the lease in the file as with two workers, without the second process.
+  const store = process.env.STORE ?? `sqlite:${join(dir, "threadkeep.db")}${process.env.LEASE && WORKERS === 1 ? `?lease=${process.env.LEASE}` : ""}`;
   const server = await startRole("server", { BENCH_STORE: store, BENCH_UPSTREAM: upstream.url, BENCH_WORKERS: String(WORKERS) }, flags);
   const base = server.url.replace(/\/v1$/, "");
   const pid = server.child.pid!;
@@ -113,8 +143,13 @@ async function main(): Promise<void> {
     const apis = (["chat", "responses"] as const).filter((api) => MODE === "both" || MODE === api);
     for (const api of Array.from({ length: WINDOWS }, () => apis).flat()) {
       const before = threadCpu(pid);
+      const bench = { client: process.cpuUsage(), upstream: statCpuMicros(`/proc/${upstream.child.pid}/stat`), machine: machineTicks() };
       const rate = await drive(base, TURNS, api);
       const after = threadCpu(pid);
+      const client = process.cpuUsage(bench.client);
+      const upstreamCpu = (statCpuMicros(`/proc/${upstream.child.pid}/stat`) - bench.upstream) / TURNS;
+      const machine = machineTicks();
+      const idle = (machine.idle - bench.machine.idle) / (machine.total - bench.machine.total);
       const perTurn = (tid: string) => ((after.get(tid) ?? 0) - (before.get(tid) ?? 0)) / TURNS;
       const all = [...after.keys()].reduce((sum, tid) => sum + perTurn(tid), 0);
       const mains = [...after.keys()].filter((tid) => tid.endsWith("main"));
@@ -122,7 +157,9 @@ async function main(): Promise<void> {
       const others = [...after.keys()].filter((tid) => !tid.endsWith("main") && perTurn(tid) > 0);
       const threads = process.env.THREADS ? ` [${others.map((tid) => `${tid}: ${Math.round(perTurn(tid))}`).join(", ")}]` : "";
       console.log(
-        `${api}: ${Math.round(all)} µs/turn (main thread${mains.length > 1 ? "s" : ""} ${Math.round(mainCpu)}, others ${Math.round(all - mainCpu)}${threads}), ${Math.round(rate)} turns/s`,
+        `${api}: ${Math.round(all)} µs/turn (main thread${mains.length > 1 ? "s" : ""} ${Math.round(mainCpu)}, others ${Math.round(all - mainCpu)}${threads}), ${Math.round(rate)} turns/s; ` +
+          `load generator ${Math.round((client.user + client.system) / TURNS)}, upstream ${Math.round(upstreamCpu)} µs/turn; machine idle ${(idle * 100).toFixed(1)}% ` +
+          `(cores busy ${((1 - idle) * cpus().length).toFixed(2)}, of them server + load generator + upstream ${(((all + (client.user + client.system) / TURNS + upstreamCpu) * rate) / 1e6).toFixed(2)})`,
       );
     }
   } finally {

@@ -4,6 +4,7 @@
  * and CPU time read from /proc.
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import cluster from "node:cluster";
 import { readFileSync } from "node:fs";
 import { type Agent, request as httpRequest } from "node:http";
 
@@ -60,4 +61,41 @@ export function statCpuMicros(path: string): number {
   } catch {
     return 0;
   }
+}
+
+/** CPU time (user + system) of a process and its children (a cluster's workers), in µs, from /proc. */
+export function treeCpuMicros(pid: number): number {
+  let children: string[] = [];
+  try {
+    children = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean);
+  } catch {
+    // The process ended.
+  }
+  return statCpuMicros(`/proc/${pid}/stat`) + children.reduce((sum, child) => sum + treeCpuMicros(Number(child)), 0);
+}
+
+/**
+ * In the primary of a server role with `workers` above 1: forks them (node:cluster, as `serve --workers N`
+ * does), prints `READY <url>` once each reported its URL, stops them on SIGTERM, and returns true; else
+ * (one process, or a worker) returns false and the caller runs the server itself.
+ */
+export function forkWorkers(workers: number): boolean {
+  if (workers <= 1 || !cluster.isPrimary) return false;
+  let ready = 0;
+  for (let i = 0; i < workers; i++) {
+    cluster.fork().on("message", (message: { url?: string }) => {
+      if (message.url && ++ready === workers) process.stdout.write(`READY ${message.url}\n`);
+    });
+  }
+  process.once("SIGTERM", () => {
+    for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill("SIGTERM");
+    cluster.on("exit", () => Object.keys(cluster.workers ?? {}).length === 0 && process.exit(0));
+  });
+  return true;
+}
+
+/** What a server role prints when it listens at `url`: READY on stdout, or to the primary from a cluster worker. */
+export function announce(url: string): void {
+  if (cluster.isWorker) process.send?.({ url });
+  else process.stdout.write(`READY ${url}\n`);
 }

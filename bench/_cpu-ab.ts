@@ -12,11 +12,11 @@
  *   WORKERS=2 npx tsx bench/_cpu-ab.ts ../base/dist dist      each build as `serve --workers 2`
  */
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { startChild, statCpuMicros } from "./_child.js";
+import { startChild, treeCpuMicros } from "./_child.js";
 import { RawConnection } from "./_raw-http.js";
 
 const BLOCK = Number(process.env.BLOCK ?? 2000);
@@ -74,17 +74,6 @@ async function block(s: Subject, total: number, api: "chat" | "responses" = MODE
   );
   for (const connection of connections) connection.close();
   return (treeCpuMicros(s.pid) - before) / (perSession * SESSIONS);
-}
-
-/** CPU time of a process and its children (a cluster's workers), in µs, from /proc. */
-function treeCpuMicros(pid: number): number {
-  let children: string[] = [];
-  try {
-    children = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean);
-  } catch {
-    // The process ended.
-  }
-  return statCpuMicros(`/proc/${pid}/stat`) + children.reduce((sum, child) => sum + treeCpuMicros(Number(child)), 0);
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];

@@ -22,12 +22,11 @@
  */
 import type { ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import cluster from "node:cluster";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { cpus, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { startChild, statCpuMicros } from "./_child.js";
+import { announce, forkWorkers, startChild, statCpuMicros } from "./_child.js";
 import { RawConnection } from "./_raw-http.js";
 
 const TURNS = Number(process.env.TURNS ?? 3000);
@@ -40,29 +39,14 @@ const WORKERS = Number(process.env.WORKERS ?? 1);
 /** Child role with DIST: the server from compiled JavaScript, as bench/proxy.ts starts it from source. */
 async function runDistServer(): Promise<void> {
   const workers = Number(process.env.BENCH_WORKERS ?? 1);
-  if (workers > 1 && cluster.isPrimary) {
-    // As bench/proxy.ts's server role and `serve --workers N`: node:cluster, the lease in the file.
-    let ready = 0;
-    for (let i = 0; i < workers; i++) {
-      cluster.fork().on("message", (message: { url?: string }) => {
-        if (message.url && ++ready === workers) process.stdout.write(`READY ${message.url}\n`);
-      });
-    }
-    process.once("SIGTERM", () => {
-      for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill("SIGTERM");
-      cluster.on("exit", () => Object.keys(cluster.workers ?? {}).length === 0 && process.exit(0));
-    });
-    return;
-  }
+  if (forkWorkers(workers)) return;
   const entry = pathToFileURL(resolve(process.env.DIST as string, "server/index.js")).href;
   const { createServer } = (await import(entry)) as typeof import("../src/server/index.js");
   const store = process.env.BENCH_STORE as string;
   const shared = workers > 1 && store.startsWith("sqlite:") ? `${store}?lease=shared` : store;
   const server = await createServer({ memory: { store: shared }, upstream: process.env.BENCH_UPSTREAM, port: 0 });
   await server.memory.store();
-  const url = await server.listen();
-  if (cluster.isWorker) process.send?.({ url });
-  else process.stdout.write(`READY ${url}\n`);
+  announce(await server.listen());
   process.once("SIGTERM", () => server.close().then(() => process.exit(0)));
 }
 

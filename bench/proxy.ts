@@ -19,12 +19,11 @@
  */
 import type { ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import cluster from "node:cluster";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { startChild, statCpuMicros } from "./_child.js";
+import { announce, forkWorkers, startChild, treeCpuMicros } from "./_child.js";
 import { formatMicros, percentile, printTable, QUICK } from "./_harness.js";
 import { RawConnection, startLeanUpstream } from "./_raw-http.js";
 import { dropRedisPrefix, type Paired, pairedLine, pairedRedis, redisStore, redisUrl } from "./_proxy-redis.js";
@@ -67,19 +66,7 @@ async function runUpstream(): Promise<void> {
  */
 async function runServer(): Promise<void> {
   const workers = Number(process.env.BENCH_WORKERS ?? 1);
-  if (workers > 1 && cluster.isPrimary) {
-    let ready = 0;
-    for (let i = 0; i < workers; i++) {
-      cluster.fork().on("message", (message: { url?: string }) => {
-        if (message.url && ++ready === workers) process.stdout.write(`READY ${message.url}\n`);
-      });
-    }
-    process.once("SIGTERM", () => {
-      for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill("SIGTERM");
-      cluster.on("exit", () => Object.keys(cluster.workers ?? {}).length === 0 && process.exit(0));
-    });
-    return;
-  }
+  if (forkWorkers(workers)) return;
   const { createServer } = await import("../src/server/index.js");
   const store = process.env.BENCH_STORE as string;
   const server = await createServer({
@@ -88,21 +75,8 @@ async function runServer(): Promise<void> {
     port: 0,
   });
   await server.memory.store();
-  const url = await server.listen();
-  if (cluster.isWorker) process.send?.({ url });
-  else process.stdout.write(`READY ${url}\n`);
+  announce(await server.listen());
   process.once("SIGTERM", () => server.close().then(() => process.exit(0)));
-}
-
-/** CPU time (user + system, what `process.cpuUsage` reports) of a process and its children, in µs, from /proc. */
-function cpuMicros(pid: number): number {
-  let children: string[] = [];
-  try {
-    children = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/).filter(Boolean);
-  } catch {
-    // The process ended.
-  }
-  return statCpuMicros(`/proc/${pid}/stat`) + children.reduce((sum, child) => sum + cpuMicros(Number(child)), 0);
 }
 
 /** Starts this script in a role and waits for the URL it prints. */
@@ -167,7 +141,7 @@ interface Row {
 /** CPU time so far of the server (all its processes), this process (the load generator) and the fake upstream, in µs. */
 function cpuNow(server: number, upstream: number): { server: number; client: number; upstream: number } {
   const own = process.cpuUsage();
-  return { server: cpuMicros(server), client: own.user + own.system, upstream: cpuMicros(upstream) };
+  return { server: treeCpuMicros(server), client: own.user + own.system, upstream: treeCpuMicros(upstream) };
 }
 
 /** Runs `run` (`turns` turns) and returns its result with the CPU per turn of each process. */
@@ -230,10 +204,10 @@ async function main(): Promise<void> {
           // each worker gets the warm-up a single server gets.
           const warm = WARM_100_TURNS * workers;
           if (sessions === 100 && warm > 0) {
-            const cpuBefore = cpuMicros(server.child.pid!);
+            const cpuBefore = treeCpuMicros(server.child.pid!);
             await drive(server.url, sessions, warm, true);
             await driveResponses(server.url, sessions, warm);
-            const warmCpu = (cpuMicros(server.child.pid!) - cpuBefore) / (2 * warm);
+            const warmCpu = (treeCpuMicros(server.child.pid!) - cpuBefore) / (2 * warm);
             console.log(`${name} × ${sessions}: warm-up, ${warm} turns of each API: server CPU ${Math.round(warmCpu)} µs/turn`);
           }
           const direct = await drive(upstream.url, sessions, TURNS[sessions], false);

@@ -155,7 +155,7 @@ export const sameIncarnation = (sql: PgSql, id: string, createdAt: number | unde
  *
  * The order is the point. Every write that takes both locks takes the advisory lock first and the
  * session row second: `threadkeep_write` and `switchBranch` (row `FOR UPDATE`), plain appends
- * (`threadkeep_append_fenced`, row `FOR NO KEY UPDATE` through its `UPDATE`). A guarded statement that
+ * (`threadkeep_append_scoped`, row `FOR NO KEY UPDATE` through its `UPDATE`). A guarded statement that
  * locked the row `FOR KEY SHARE` in its `WHERE` and only then queued on the advisory lock took them the
  * other way round: holding KEY SHARE it waited for a `threadkeep_write` that held the advisory lock and
  * waited for `FOR UPDATE`, and PostgreSQL aborted one of them (40P01). Taken here first, the advisory

@@ -7,6 +7,7 @@
 import type postgres from "postgres";
 import { ThreadkeepError } from "../../core/errors.js";
 import { migrateAppendCapGuard, migrateFencedAppend } from "./_append.js";
+import { migrateScopedAppend } from "./_append-scoped.js";
 import { migrateActivityFloor } from "./_activity.js";
 import { migrateSummaryCap, migrateSummaryCapGuard } from "./_cap.js";
 import { migrateHeldWrites } from "./_fence.js";
@@ -56,6 +57,7 @@ const MIGRATIONS: Migration[] = [
   },
   { version: 13, up: (tx) => migrateFencedAppend(tx) },
   { version: 14, up: (tx) => migrateTurnDoc(tx) },
+  { version: 15, up: (tx) => migrateScopedAppend(tx) },
 ];
 
 /** The newest schema version this code knows. */

@@ -70,6 +70,9 @@ export interface PostgresStoreOptions {
   searchIndexDelayMs?: number;
 }
 
+/** What an append function answers (`threadkeep_append_scoped`). */
+type AppendRow = { out_status: string; out_first_seq: number; out_created_at: number; out_waiting: number | null };
+
 const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
 /**
@@ -198,17 +201,30 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
       const texts = valid.map((m) => searchable(messageText(m)));
       const owner = append.owner;
       const fence = releasing(append);
-      // A cap bounded by the summaries keeps what they do not reach (`threadkeep_append_fenced`).
+      // A cap bounded by the summaries keeps what they do not reach (`threadkeep_append_scoped`).
       const keepSummarized = Boolean(append.keepUnsummarized && append.maxMessages);
       const holder = holderOf(id, append.fence);
+      const indexLang = appendLang(bodies.length, lang);
+      const userId = owner?.userId ?? null;
+      const since = owner ? (owner.activeSince ?? Number.MIN_SAFE_INTEGER) : null;
       return run("appendMessages", async (sql) => {
-        // The owner is checked in the same statement (history.ownedBy): another owner's session gets no row.
-        // A guarded append takes the advisory lock before its row lock, as every write does (history.guardedWrite).
-        const [row] = await history.guardedWrite(sql, id, append.sessionCreatedAt, (q) => q<{ out_status: string; out_first_seq: number; out_created_at: number; out_waiting: number | null }[]>`
-          SELECT out_status, out_first_seq, out_created_at, out_waiting FROM threadkeep_append_fenced(
-            ${id}, ${bodies}::text[], ${texts}::text[], ${append.maxMessages || null}::bigint, ${keepSummarized},
-            ${append.fence ?? null}::bigint, ${holder}::text, ${fence !== undefined}, ${appendLang(bodies.length, lang)}::regconfig)
-          WHERE ${history.ownedBy(q, id, owner)} AND ${history.sameIncarnation(q, id, append.sessionCreatedAt)}`);
+        // The function checks the owner on the session row it updates (postgres/_append-scoped.ts):
+        // another owner's session, or an expired one, is `not_found`. One whole statement when
+        // unguarded: a fragment is one more query object to build on every append.
+        const createdAt = append.sessionCreatedAt;
+        const [row] = createdAt === undefined
+          ? await sql<AppendRow[]>`
+            SELECT out_status, out_first_seq, out_created_at, out_waiting FROM threadkeep_append_scoped(
+              ${id}, ${bodies}::text[], ${texts}::text[], ${append.maxMessages || null}::bigint, ${keepSummarized},
+              ${append.fence ?? null}::bigint, ${holder}::text, ${fence !== undefined}, ${indexLang}::regconfig,
+              ${userId}::text, ${since}::bigint)`
+          : // A guarded append takes the advisory lock before its row lock, as every write does (history.guardedWrite).
+            await history.guardedWrite(sql, id, createdAt, (q) => q<AppendRow[]>`
+            SELECT out_status, out_first_seq, out_created_at, out_waiting FROM threadkeep_append_scoped(
+              ${id}, ${bodies}::text[], ${texts}::text[], ${append.maxMessages || null}::bigint, ${keepSummarized},
+              ${append.fence ?? null}::bigint, ${holder}::text, ${fence !== undefined}, ${indexLang}::regconfig,
+              ${userId}::text, ${since}::bigint)
+            WHERE ${history.sameIncarnation(q, id, createdAt)}`);
         if (!row || row.out_status === "not_found") throw new SessionNotFoundError(id);
         if (row.out_status === "lease_expired") {
           throw new ThreadkeepError(
@@ -217,7 +233,7 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
           );
         }
         if (fence !== undefined) leases.releasedByWrite(id, fence, row.out_waiting);
-        if (bodies.length > 0 && appendLang(bodies.length, lang) === null) indexer.poke();
+        if (bodies.length > 0 && indexLang === null) indexer.poke();
         return bodies.map((body, i) =>
           toMessage({ body, seq: row.out_first_seq + i, created_at: row.out_created_at }),
         );

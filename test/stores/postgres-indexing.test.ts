@@ -56,6 +56,10 @@ describe.skipIf(enabled !== true)("postgres full-text indexing off the append", 
     }
     await admin`SELECT threadkeep_index_pending('english', 100000)`;
     await slow.appendMessages(big.id, [{ role: "user", content: "a zebra, just now" }]);
+    // Search orders by creation time (ms), then seq: two appends within one millisecond would tie and
+    // come back by seq, the big session's first. A fresh millisecond makes the expected order the only one.
+    const first = Date.now();
+    while (Date.now() <= first + 1) await new Promise((r) => setTimeout(r, 1));
     await slow.appendMessages(small.id, [{ role: "user", content: "zebras everywhere" }]);
     expect(await pending()).toBe(2);
     const zebras = await slow.search({ userId: owner, text: "zebra", mode: "fulltext" });

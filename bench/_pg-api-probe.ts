@@ -3,16 +3,22 @@
  * api bench's two calls ("last 20" and "append 1", bench/api.ts), and the store over raw postgres.js.
  * Subjects, each timed in alternating rounds on one loaded schema: the raw baselines of the api bench
  * (one connection), the store as the bench's "store (contract)" row calls it (no owner), the store
- * owner-scoped (what `Memory` asks of it), `Memory`, and the store's two statements sent by a raw client
- * with the store's bigint parser (`stmt`: no owner; `stmtown`: owner-scoped). Per subject: the median
- * round's p50, the client's CPU per call (`process.cpuUsage`) and the server's (its backends'
- * `/proc/<pid>/schedstat`, so the server must run on this machine).
+ * owner-scoped (what `Memory` asks of it), `Memory`, and statements sent by a raw client with the
+ * store's bigint parser: `stmt` (the unscoped read, and the schema version 13 append), `stmtown` (both
+ * owner-scoped as before version 15: the read with its seq range, the append under an `EXISTS`),
+ * `v15` (the version 15 append, owner checked inside) and `nobetween` (the owner-scoped read without
+ * the unbounded seq range). Per subject: the median round's p50, the paired difference to the first
+ * subject round by round, the client's CPU per call (`process.cpuUsage`) and the server's (its
+ * backends' `/proc/<pid>/schedstat`, so the server must run on this machine). Scratch copies of the
+ * append (the owner inside, one message by VALUES, scalar arguments, a single SQL statement) were
+ * measured with this file's first version (a7731a3).
  *
- *   ONLY=raw,store,owned,memory ROUNDS=9 npx tsx bench/_pg-api-probe.ts
+ *   ONLY=raw,store,owned,memory ROUNDS=9 INDEX_DELAY_MS=100000000 npx tsx bench/_pg-api-probe.ts
  *
  * `THREADKEEP_BENCH_POSTGRES_URL` (else `THREADKEEP_TEST_POSTGRES_URL`, else the local service); the
  * data (1,000 sessions × 100 messages) stays in the schema `SCHEMA` (default `bench_api_probe`).
- * `INDEX_DELAY_MS` sets the store's search-index delay (default: the store's own).
+ * `INDEX_DELAY_MS` sets the store's search-index delay (default: the store's own; a large one keeps the
+ * background drain's work out of the appends' server CPU). Schema version 15 or later (`v15`).
  */
 import { readFileSync } from "node:fs";
 import postgres from "postgres";
@@ -48,161 +54,6 @@ function serverCpuNs(pids: number[]): number {
 }
 
 
-/** A scratch copy of `threadkeep_append_fenced` with the owner checked by its session UPDATE (the `fold` subject). */
-const FOLDED = `
-  CREATE OR REPLACE FUNCTION probe_append_owned(
-    p_session text, p_bodies text[], p_texts text[], p_max bigint, p_keep_summarized boolean,
-    p_fence bigint, p_holder text, p_release boolean, p_lang regconfig, p_owner text, p_since bigint,
-    OUT out_status text, OUT out_first_seq bigint, OUT out_created_at bigint, OUT out_waiting bigint
-  ) LANGUAGE plpgsql VOLATILE AS $fn$
-  DECLARE
-    v_n bigint := coalesce(cardinality(p_bodies), 0);
-    v_now bigint;
-    v_last bigint;
-    v_upto bigint;
-  BEGIN
-    PERFORM pg_advisory_xact_lock(hashtextextended(p_session, 0));
-    v_now := threadkeep_now_ms();
-    UPDATE sessions s SET last_seq = s.last_seq + v_n, last_activity_at = v_now
-      WHERE s.id = p_session AND (p_owner IS NULL OR (s.user_id = p_owner AND s.last_activity_at >= p_since))
-      RETURNING s.last_seq INTO v_last;
-    IF NOT FOUND THEN
-      out_status := 'not_found';
-      RETURN;
-    END IF;
-    INSERT INTO messages (session_id, seq, created_at, body, search_text, tsv)
-      SELECT p_session, v_last - v_n + u.ord, v_now, u.body, u.txt, to_tsvector(p_lang, left(u.txt, 100000))
-      FROM unnest(p_bodies, p_texts) WITH ORDINALITY AS u(body, txt, ord)
-      WHERE p_max IS NULL OR p_keep_summarized OR v_last - v_n + u.ord > v_last - p_max;
-    IF p_max IS NOT NULL AND v_last - p_max >= 1 THEN
-      v_upto := v_last - p_max;
-      IF v_upto >= 1 THEN
-        DELETE FROM messages m WHERE m.session_id = p_session AND m.seq <= v_upto;
-      END IF;
-    END IF;
-    out_status := 'ok';
-    out_first_seq := v_last - v_n + 1;
-    out_created_at := v_now;
-  END
-  $fn$`;
-/** `probe_append_owned` with one message inserted by VALUES (the `fold2` subject). */
-const FOLDED2 = `
-  CREATE OR REPLACE FUNCTION probe_append_owned2(
-    p_session text, p_bodies text[], p_texts text[], p_max bigint, p_keep_summarized boolean,
-    p_fence bigint, p_holder text, p_release boolean, p_lang regconfig, p_owner text, p_since bigint,
-    OUT out_status text, OUT out_first_seq bigint, OUT out_created_at bigint, OUT out_waiting bigint
-  ) LANGUAGE plpgsql VOLATILE AS $fn$
-  DECLARE
-    v_n bigint := coalesce(cardinality(p_bodies), 0);
-    v_now bigint;
-    v_last bigint;
-    v_upto bigint;
-  BEGIN
-    PERFORM pg_advisory_xact_lock(hashtextextended(p_session, 0));
-    v_now := threadkeep_now_ms();
-    UPDATE sessions s SET last_seq = s.last_seq + v_n, last_activity_at = v_now
-      WHERE s.id = p_session AND (p_owner IS NULL OR (s.user_id = p_owner AND s.last_activity_at >= p_since))
-      RETURNING s.last_seq INTO v_last;
-    IF NOT FOUND THEN
-      out_status := 'not_found';
-      RETURN;
-    END IF;
-    IF v_n = 1 THEN
-      IF p_max IS NULL OR p_keep_summarized OR p_max > 0 THEN
-        INSERT INTO messages (session_id, seq, created_at, body, search_text, tsv)
-          VALUES (p_session, v_last, v_now, p_bodies[1], p_texts[1], to_tsvector(p_lang, left(p_texts[1], 100000)));
-      END IF;
-    ELSE
-    INSERT INTO messages (session_id, seq, created_at, body, search_text, tsv)
-      SELECT p_session, v_last - v_n + u.ord, v_now, u.body, u.txt, to_tsvector(p_lang, left(u.txt, 100000))
-      FROM unnest(p_bodies, p_texts) WITH ORDINALITY AS u(body, txt, ord)
-      WHERE p_max IS NULL OR p_keep_summarized OR v_last - v_n + u.ord > v_last - p_max;
-    END IF;
-    IF p_max IS NOT NULL AND v_last - p_max >= 1 THEN
-      v_upto := v_last - p_max;
-      IF v_upto >= 1 THEN
-        DELETE FROM messages m WHERE m.session_id = p_session AND m.seq <= v_upto;
-      END IF;
-    END IF;
-    out_status := 'ok';
-    out_first_seq := v_last - v_n + 1;
-    out_created_at := v_now;
-  END
-  $fn$`;
-/** `probe_append_owned2` computing no tsvector argument when none is asked for (the `fold3` subject). */
-const FOLDED3 = `
-  CREATE OR REPLACE FUNCTION probe_append_owned3(
-    p_session text, p_bodies text[], p_texts text[], p_max bigint, p_keep_summarized boolean,
-    p_fence bigint, p_holder text, p_release boolean, p_lang regconfig, p_owner text, p_since bigint,
-    OUT out_status text, OUT out_first_seq bigint, OUT out_created_at bigint, OUT out_waiting bigint
-  ) LANGUAGE plpgsql VOLATILE AS $fn$
-  DECLARE
-    v_n bigint := coalesce(cardinality(p_bodies), 0);
-    v_now bigint;
-    v_last bigint;
-    v_upto bigint;
-  BEGIN
-    PERFORM pg_advisory_xact_lock(hashtextextended(p_session, 0));
-    v_now := threadkeep_now_ms();
-    UPDATE sessions s SET last_seq = s.last_seq + v_n, last_activity_at = v_now
-      WHERE s.id = p_session AND (p_owner IS NULL OR (s.user_id = p_owner AND s.last_activity_at >= p_since))
-      RETURNING s.last_seq INTO v_last;
-    IF NOT FOUND THEN
-      out_status := 'not_found';
-      RETURN;
-    END IF;
-    IF v_n = 1 THEN
-      IF p_max IS NULL OR p_keep_summarized OR p_max > 0 THEN
-        INSERT INTO messages (session_id, seq, created_at, body, search_text, tsv)
-          VALUES (p_session, v_last, v_now, p_bodies[1], p_texts[1], CASE WHEN p_lang IS NOT NULL THEN to_tsvector(p_lang, left(p_texts[1], 100000)) END);
-      END IF;
-    ELSE
-    INSERT INTO messages (session_id, seq, created_at, body, search_text, tsv)
-      SELECT p_session, v_last - v_n + u.ord, v_now, u.body, u.txt, to_tsvector(p_lang, left(u.txt, 100000))
-      FROM unnest(p_bodies, p_texts) WITH ORDINALITY AS u(body, txt, ord)
-      WHERE p_max IS NULL OR p_keep_summarized OR v_last - v_n + u.ord > v_last - p_max;
-    END IF;
-    IF p_max IS NOT NULL AND v_last - p_max >= 1 THEN
-      v_upto := v_last - p_max;
-      IF v_upto >= 1 THEN
-        DELETE FROM messages m WHERE m.session_id = p_session AND m.seq <= v_upto;
-      END IF;
-    END IF;
-    out_status := 'ok';
-    out_first_seq := v_last - v_n + 1;
-    out_created_at := v_now;
-  END
-  $fn$`;
-
-/** The folded append for one message, with scalar arguments instead of arrays (the `one` subject). */
-const ONE = `
-  CREATE OR REPLACE FUNCTION probe_append_one(
-    p_session text, p_body text, p_text text, p_max bigint, p_owner text, p_since bigint,
-    OUT out_status text, OUT out_first_seq bigint, OUT out_created_at bigint, OUT out_waiting bigint
-  ) LANGUAGE plpgsql VOLATILE AS $fn$
-  DECLARE
-    v_now bigint;
-    v_last bigint;
-  BEGIN
-    PERFORM pg_advisory_xact_lock(hashtextextended(p_session, 0));
-    v_now := threadkeep_now_ms();
-    UPDATE sessions s SET last_seq = s.last_seq + 1, last_activity_at = v_now
-      WHERE s.id = p_session AND (p_owner IS NULL OR (s.user_id = p_owner AND s.last_activity_at >= p_since))
-      RETURNING s.last_seq INTO v_last;
-    IF NOT FOUND THEN
-      out_status := 'not_found';
-      RETURN;
-    END IF;
-    INSERT INTO messages (session_id, seq, created_at, body, search_text) VALUES (p_session, v_last, v_now, p_body, p_text);
-    IF p_max IS NOT NULL AND v_last - p_max >= 1 THEN
-      DELETE FROM messages m WHERE m.session_id = p_session AND m.seq <= v_last - p_max;
-    END IF;
-    out_status := 'ok';
-    out_first_seq := v_last;
-    out_created_at := v_now;
-  END
-  $fn$`;
-
 interface Subject {
   app: string;
   read(id: string): Promise<unknown>;
@@ -236,11 +87,6 @@ async function main() {
   await admin.unsafe(`VACUUM ANALYZE "${SCHEMA}".messages`);
   await admin.unsafe(`VACUUM ANALYZE "${SCHEMA}".sessions`);
   await admin.unsafe(`VACUUM ANALYZE "${SCHEMA}".raw_messages`);
-  await admin.unsafe(`SET search_path = "${SCHEMA}"`);
-  await admin.unsafe(FOLDED);
-  await admin.unsafe(ONE);
-  await admin.unsafe(FOLDED2);
-  await admin.unsafe(FOLDED3);
   const bigint = { to: 20, from: [20], serialize: (x: number) => String(x), parse: (x: string) => Number(x) };
   const raw = postgres(URL_, { max: 1, onnotice: () => {}, connection: { search_path: SCHEMA, application_name: "probe_raw" } });
   const rawT = postgres(URL_, { max: 1, onnotice: () => {}, types: { bigint }, connection: { search_path: SCHEMA, application_name: "probe_stmt" } });
@@ -312,88 +158,30 @@ async function main() {
       },
       append: stmtAppend(true),
     },
-    fold: {
+    v15: {
       app: "probe_stmt",
       read: (id) => subjects.stmtown.read(id),
+      // The store's owner-scoped append statement of schema version 15, sent by the raw client.
       append: async (id, m) => {
         const bodies = [bodyOf(m)];
         const texts = [searchable(messageText(m))];
         const [row] = await rawT<{ out_status: string; out_first_seq: number; out_created_at: number }[]>`
-          SELECT out_status, out_first_seq, out_created_at, out_waiting FROM probe_append_owned(
+          SELECT out_status, out_first_seq, out_created_at, out_waiting FROM threadkeep_append_scoped(
             ${id}, ${bodies}::text[], ${texts}::text[], ${200}::bigint, ${false},
             ${null}::bigint, ${null}::text, ${false}, ${null}::regconfig, ${owner(id)}::text, ${Number.MIN_SAFE_INTEGER}::bigint)`;
         return toMessage({ body: bodies[0], seq: row.out_first_seq, created_at: row.out_created_at });
       },
     },
-    nofrag: {
+    nobetween: {
       app: "probe_stmt",
-      read: (id) => subjects.stmtown.read(id),
-      append: async (id, m) => {
-        const bodies = [bodyOf(m)];
-        const texts = [searchable(messageText(m))];
-        const [row] = await rawT<{ out_status: string; out_first_seq: number; out_created_at: number }[]>`
-          SELECT out_status, out_first_seq, out_created_at, out_waiting FROM threadkeep_append_fenced(
-            ${id}, ${bodies}::text[], ${texts}::text[], ${200}::bigint, ${false},
-            ${null}::bigint, ${null}::text, ${false}, ${null}::regconfig)
-          WHERE EXISTS (SELECT 1 FROM sessions WHERE id = ${id} AND user_id = ${owner(id)} AND last_activity_at >= ${Number.MIN_SAFE_INTEGER})`;
-        return toMessage({ body: bodies[0], seq: row.out_first_seq, created_at: row.out_created_at });
+      read: async (id) => {
+        const rows = await rawT<MessageRow[]>`
+          SELECT seq, created_at, body FROM messages
+          WHERE session_id = (SELECT id FROM sessions WHERE id = ${id} AND user_id = ${owner(id)} AND last_activity_at >= ${Number.MIN_SAFE_INTEGER})
+          ORDER BY seq DESC LIMIT ${20}`;
+        return rows.reverse().map(toMessage);
       },
-    },
-    sqlform: {
-      app: "probe_stmt",
-      read: (id) => subjects.stmtown.read(id),
-      append: async (id, m) => {
-        const bodies = [bodyOf(m)];
-        const texts = [searchable(messageText(m))];
-        // Not correct under concurrency (the cap's DELETE reads the statement's snapshot): only what it costs.
-        const [row] = await rawT<{ out_first_seq: number; out_created_at: number }[]>`
-          WITH l AS (SELECT pg_advisory_xact_lock(hashtextextended(${id}, 0)) AS x, threadkeep_now_ms() AS now),
-          u AS (UPDATE sessions s SET last_seq = s.last_seq + 1, last_activity_at = l.now FROM l
-                WHERE s.id = ${id} AND s.user_id = ${owner(id)} AND s.last_activity_at >= ${Number.MIN_SAFE_INTEGER}
-                RETURNING s.last_seq, l.now),
-          i AS (INSERT INTO messages (session_id, seq, created_at, body, search_text)
-                SELECT ${id}, u.last_seq, u.now, ${bodies[0]}, ${texts[0]} FROM u),
-          d AS (DELETE FROM messages m USING u WHERE u.last_seq > ${200} AND m.session_id = ${id} AND m.seq <= u.last_seq - ${200})
-          SELECT last_seq AS out_first_seq, now AS out_created_at FROM u`;
-        return toMessage({ body: bodies[0], seq: row.out_first_seq, created_at: row.out_created_at });
-      },
-    },
-    one: {
-      app: "probe_stmt",
-      read: (id) => subjects.stmtown.read(id),
-      append: async (id, m) => {
-        const body = bodyOf(m);
-        const [row] = await rawT<{ out_status: string; out_first_seq: number; out_created_at: number }[]>`
-          SELECT out_status, out_first_seq, out_created_at, out_waiting FROM probe_append_one(
-            ${id}, ${body}::text, ${searchable(messageText(m))}::text, ${200}::bigint, ${owner(id)}::text, ${Number.MIN_SAFE_INTEGER}::bigint)`;
-        return toMessage({ body, seq: row.out_first_seq, created_at: row.out_created_at });
-      },
-    },
-    fold2: {
-      app: "probe_stmt",
-      read: (id) => subjects.stmtown.read(id),
-      append: async (id, m) => {
-        const bodies = [bodyOf(m)];
-        const texts = [searchable(messageText(m))];
-        const [row] = await rawT<{ out_status: string; out_first_seq: number; out_created_at: number }[]>`
-          SELECT out_status, out_first_seq, out_created_at, out_waiting FROM probe_append_owned2(
-            ${id}, ${bodies}::text[], ${texts}::text[], ${200}::bigint, ${false},
-            ${null}::bigint, ${null}::text, ${false}, ${null}::regconfig, ${owner(id)}::text, ${Number.MIN_SAFE_INTEGER}::bigint)`;
-        return toMessage({ body: bodies[0], seq: row.out_first_seq, created_at: row.out_created_at });
-      },
-    },
-    fold3: {
-      app: "probe_stmt",
-      read: (id) => subjects.stmtown.read(id),
-      append: async (id, m) => {
-        const bodies = [bodyOf(m)];
-        const texts = [searchable(messageText(m))];
-        const [row] = await rawT<{ out_status: string; out_first_seq: number; out_created_at: number }[]>`
-          SELECT out_status, out_first_seq, out_created_at, out_waiting FROM probe_append_owned3(
-            ${id}, ${bodies}::text[], ${texts}::text[], ${200}::bigint, ${false},
-            ${null}::bigint, ${null}::text, ${false}, ${null}::regconfig, ${owner(id)}::text, ${Number.MIN_SAFE_INTEGER}::bigint)`;
-        return toMessage({ body: bodies[0], seq: row.out_first_seq, created_at: row.out_created_at });
-      },
+      append: (id, m) => subjects.v15.append(id, m),
     },
   };
   const names = Object.keys(subjects).filter((n) => !ONLY || ONLY.includes(n));

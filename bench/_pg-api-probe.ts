@@ -20,8 +20,8 @@
  * `INDEX_DELAY_MS` sets the store's search-index delay (default: the store's own; a large one keeps the
  * background drain's work out of the appends' server CPU). Schema version 15 or later (`v15`).
  */
-import { readFileSync } from "node:fs";
 import postgres from "postgres";
+import { serverCpuNs } from "./_pg-backend-cpu.js";
 import { createMemory } from "../src/core/memory.js";
 import type { MessageInput } from "../src/core/types.js";
 import { createPostgresStore } from "../src/stores/postgres/index.js";
@@ -39,20 +39,6 @@ const APPENDS = Number(process.env.APPENDS ?? 200);
 const ROUNDS = Number(process.env.ROUNDS ?? 7);
 const ONLY = process.env.ONLY?.split(",");
 const owner = (id: string) => `user-${Number.parseInt(id.slice(-12), 16) % 500}`;
-
-/** CPU time of these backends so far, in ns. */
-function serverCpuNs(pids: number[]): number {
-  let t = 0;
-  for (const p of pids) {
-    try {
-      t += Number(readFileSync(`/proc/${p}/schedstat`, "utf8").split(" ")[0]);
-    } catch {
-      // The backend ended.
-    }
-  }
-  return t;
-}
-
 
 interface Subject {
   app: string;

@@ -13,8 +13,8 @@
  * service; the data (1,000 sessions × 100 messages) stays in the schema `SCHEMA` (default
  * `bench_read`) for the next run.
  */
-import { readFileSync } from "node:fs";
 import postgres from "postgres";
+import { serverCpuNs } from "./_pg-backend-cpu.js";
 import { createMemory } from "../src/core/memory.js";
 import { createPostgresStore } from "../src/stores/postgres/index.js";
 import { messageOf, sessionIdOf } from "./_store-data.js";
@@ -33,18 +33,6 @@ const POOL = Number(process.env.POOL ?? 10);
 const ONLY = process.env.ONLY?.split(",");
 
 const owner = (id: string) => `user-${Number.parseInt(id.slice(-12), 16) % 500}`;
-
-function serverCpuNs(pids: number[]): number {
-  let t = 0;
-  for (const p of pids) {
-    try {
-      t += Number(readFileSync(`/proc/${p}/schedstat`, "utf8").split(" ")[0]);
-    } catch {
-      // The backend ended.
-    }
-  }
-  return t;
-}
 
 async function main() {
   const store = createPostgresStore({ url: URL_, schema: SCHEMA, poolSize: POOL });

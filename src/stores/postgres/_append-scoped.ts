@@ -9,7 +9,7 @@
  * assigns the seq matches only this owner's session, active since `p_since`; no row is `not_found`,
  * as the statement's empty answer was. Another owner's session gets nothing written, as before. And
  * an append of one message inserts one row of `VALUES` instead of running `unnest … WITH ORDINALITY`
- * (a set-returning function scan) over one-element arrays: 7–15 µs of server CPU, 20–35 µs of latency
+ * (a set-returning function scan) over one-element arrays: 7–15 µs of server CPU, 22–37 µs of latency
  * per append in a scratch copy measured beside the set-based insert (same section).
  *
  * The order of the checks keeps the answers of version 13: a fenced write refused by the lease reports

@@ -10,12 +10,12 @@ import { type BatchOutcome, BUSY } from "./_group-commit.js";
 import { type SqliteHistory, sqliteHistory } from "./_history.js";
 import type { TurnLeases } from "./_lease.js";
 import { checkIncarnation, checkOwner, checkSummarySession } from "../_util.js";
+import { hourOf } from "./_activity.js";
 import { createQuarantine } from "./_quarantine.js";
 import { openSqliteDatabase, type SqliteOpenSettings } from "./_schema.js";
 import {
   applyCap,
   type MessageRow,
-  hourOf,
   prepareStatements,
   type SessionRow,
   type SqliteStatements,

@@ -3,6 +3,7 @@
  */
 import type Database from "better-sqlite3";
 import { contentText } from "../../core/messages.js";
+import { ACTIVE_SINCE, ACTIVITY, activeSinceSql, hourOf, INACTIVE_SESSIONS_SQL, LIST_AFTER_SQL, SESSION_COLUMNS } from "./_activity.js";
 import { scopeSql } from "./_fulltext.js";
 
 /** A `sessions` row as read back. */
@@ -36,22 +37,6 @@ export interface SummaryRow {
   metadata: string | null;
 }
 
-/**
- * A session's exact last activity (schema v9), for a `sessions` row named `s`: the row's own, or the
- * newer time of its newest message above activity_seq (appended since the row was last written).
- */
-export const activitySql = (s: string) =>
-  `coalesce((SELECT max(${s}.last_activity_at, am.created_at) FROM messages am
-     WHERE am.session_id = ${s}.id AND am.seq > ${s}.activity_seq ORDER BY am.seq DESC LIMIT 1), ${s}.last_activity_at)`;
-/** The exact last activity of an unaliased `sessions` row. */
-const ACTIVITY = activitySql("sessions");
-/**
- * A `sessions` row named `s` active since a time (bound twice): the row's own activity is never newer
- * than the exact one, so a row that passes by itself needs no look at its messages.
- */
-export const activeSinceSql = (s: string) => `(${s}.last_activity_at >= ? OR ${activitySql(s)} >= ?)`;
-const ACTIVE_SINCE = activeSinceSql("sessions");
-const SESSION_COLUMNS = `id, user_id, created_at, ${ACTIVITY} AS last_activity_at, metadata`;
 const MESSAGE_COLUMNS = "m.seq, m.created_at, m.body";
 const HIT_COLUMNS = "m.seq, m.created_at, m.body, m.session_id";
 /**
@@ -62,11 +47,6 @@ const FULL_TEXT_JOIN = `JOIN sessions s ON s.key = f.rowid >> 32
   JOIN messages m ON m.session_id = s.id AND m.seq = (f.rowid & ${2 ** 32 - 1})`;
 /** A message's full-text rowid, from its session's key and its seq. */
 const FULL_TEXT_ROWID = (key: string, seq: string) => `${key} * ${2 ** 32} + ${seq}`;
-/** Sessions in one bucket of `active_hour` (schema v8): the activity indexes' key. */
-export const ACTIVE_HOUR_MS = 3_600_000;
-/** The `active_hour` of a time, as the schema's triggers compute it. */
-export const hourOf = (ms: number) => Math.trunc(Math.trunc(ms) / ACTIVE_HOUR_MS);
-
 /**
  * The searchable text of a stored message body: its text content, lowercased here because SQLite's
  * lower() folds ASCII only. A body that is not a message's JSON has none (reads quarantine it).
@@ -98,17 +78,6 @@ export const newestOwnedSql = (count: number) =>
   `SELECT ${MESSAGE_COLUMNS} FROM messages m WHERE m.session_id = (
      SELECT id FROM sessions WHERE id = ? AND user_id = ? AND ${ACTIVE_SINCE})
    ORDER BY m.seq DESC LIMIT ${count}`;
-
-/**
- * One owner's sessions after a listing cursor: `user_id, active_hour of the cursor, last activity, id,
- * limit`. The index orders by the hour of the last activity, and the hour follows the time, so
- * ordering by it first changes nothing: SQLite walks the index and sorts within each hour.
- */
-export const LIST_AFTER_SQL = `SELECT ${SESSION_COLUMNS} FROM sessions WHERE user_id = ? AND active_hour <= ? AND (${ACTIVITY}, id) < (?, ?)
-  ORDER BY active_hour DESC, ${ACTIVITY} DESC, id DESC LIMIT ?`;
-
-/** Sessions last active before a time: `active_hour of it, time, time`. */
-export const INACTIVE_SESSIONS_SQL = `SELECT id FROM sessions WHERE active_hour <= ? AND last_activity_at < ? AND ${ACTIVITY} < ?`;
 
 /** One owner's sessions waiting for the full-text index, at most `?2`: `user_id, limit`. */
 export const PENDING_OF_OWNER_SQL =

@@ -6,7 +6,7 @@
 import type Database from "better-sqlite3";
 import type { EmbeddingInput, VectorHit, VectorQuery } from "../../core/types.js";
 import type { SqliteStoreDb } from "./_db.js";
-import { activeSinceSql } from "./_statements.js";
+import { activeSinceSql } from "./_activity.js";
 import { checkDimensions, dimensionMismatch, dot, normalize, packVector, TopK, unpackVector, vectorHit } from "../_vectors.js";
 
 type Row = [sessionId: string, seq: number, createdAt: number, vector: Buffer];

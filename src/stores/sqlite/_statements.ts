@@ -2,9 +2,8 @@
  * The SQLite store's prepared statements, made once per open database, and the row shapes they return.
  */
 import type Database from "better-sqlite3";
-import { contentText } from "../../core/messages.js";
-import { ACTIVE_SINCE, ACTIVITY, activeSinceSql, hourOf, INACTIVE_SESSIONS_SQL, LIST_AFTER_SQL, SESSION_COLUMNS } from "./_activity.js";
-import { scopeSql } from "./_fulltext.js";
+import { ACTIVE_SINCE, ACTIVITY, hourOf, INACTIVE_SESSIONS_SQL, LIST_AFTER_SQL, SESSION_COLUMNS } from "./_activity.js";
+import { prepareSearchStatements } from "./_search-statements.js";
 
 /** A `sessions` row as read back. */
 export interface SessionRow {
@@ -38,34 +37,8 @@ export interface SummaryRow {
 }
 
 const MESSAGE_COLUMNS = "m.seq, m.created_at, m.body";
-const HIT_COLUMNS = "m.seq, m.created_at, m.body, m.session_id";
-/**
- * A full-text row's message: its rowid is the session's key times 2^32 plus the seq (see schema v8),
- * so both joins are primary-key lookups.
- */
-const FULL_TEXT_JOIN = `JOIN sessions s ON s.key = f.rowid >> 32
-  JOIN messages m ON m.session_id = s.id AND m.seq = (f.rowid & ${2 ** 32 - 1})`;
-/** A message's full-text rowid, from its session's key and its seq. */
-const FULL_TEXT_ROWID = (key: string, seq: string) => `${key} * ${2 ** 32} + ${seq}`;
-/**
- * The searchable text of a stored message body: its text content, lowercased here because SQLite's
- * lower() folds ASCII only. A body that is not a message's JSON has none (reads quarantine it).
- */
-export function searchTextOf(body: string): string {
-  try {
-    const message = JSON.parse(body) as { content?: unknown };
-    return contentText(message?.content as never).toLowerCase();
-  } catch {
-    return "";
-  }
-}
 /** How many "last N" statements with a literal LIMIT are kept; callers use a handful of window sizes. */
 const NEWEST_CACHE = 16;
-// bm25 weighs the message column only: the scope tokens are a filter, not a match.
-const RELEVANCE = "bm25(messages_fts, 1.0, 0.0)";
-// Newest first, as the contract orders search hits.
-const SEARCH_ORDER = "ORDER BY m.created_at DESC, m.seq DESC LIMIT ?";
-
 /** The read of a session's newest `count` messages (the context window), newest first. */
 export const newestMessagesSql = (count: number) =>
   `SELECT ${MESSAGE_COLUMNS} FROM messages m WHERE m.session_id = ? ORDER BY m.seq DESC LIMIT ${count}`;
@@ -78,10 +51,6 @@ export const newestOwnedSql = (count: number) =>
   `SELECT ${MESSAGE_COLUMNS} FROM messages m WHERE m.session_id = (
      SELECT id FROM sessions WHERE id = ? AND user_id = ? AND ${ACTIVE_SINCE})
    ORDER BY m.seq DESC LIMIT ${count}`;
-
-/** One owner's sessions waiting for the full-text index, at most `?2`: `user_id, limit`. */
-export const PENDING_OF_OWNER_SQL =
-  "SELECT s.key, s.id, s.fts_seq FROM fts_queue w CROSS JOIN sessions s ON s.key = w.key WHERE s.user_id = ? LIMIT ?";
 
 /** The same read within seq bounds: `session_id, from, to, limit`. */
 export const RANGE_NEWEST_FIRST_SQL = `SELECT ${MESSAGE_COLUMNS} FROM messages m
@@ -136,28 +105,17 @@ const APPEND_HEAD =
   `key, (SELECT seq FROM messages WHERE session_id = sessions.id ORDER BY seq DESC LIMIT 1),
    EXISTS (SELECT 1 FROM fts_queue WHERE key = sessions.key), fts_seq, created_at, active_hour, last_activity_at`;
 
-/** A session whose messages wait for the full-text index. */
-export interface PendingSessionRow {
-  key: number;
-  id: string;
-  fts_seq: number;
-}
-
 /** Prepares every statement the store runs. */
 export function prepareStatements(db: Database.Database) {
-  // The indexer and the substring search read the text from the bodies; deterministic, so SQLite may
-  // evaluate it once per row.
-  db.function("threadkeep_search_text", { deterministic: true }, (body: unknown) => (typeof body === "string" ? searchTextOf(body) : ""));
   const q = <Row = unknown>(sql: string): SqliteStatement<Row> => db.prepare<unknown[], Row>(sql);
   const rows = (sql: string): SqliteStatement<MessageRow> => db.prepare<unknown[], MessageRow>(sql).raw();
   const newestBy = new Map<number, SqliteStatement<MessageRow>>();
   const newestOwnedBy = new Map<number, SqliteStatement<MessageRow>>();
   const rangeNewestFirst = rows(RANGE_NEWEST_FIRST_SQL);
   const listAfter = q<SessionRow>(LIST_AFTER_SQL);
-  const lowerIndexed = q("UPDATE sessions SET fts_seq = min(fts_seq, ?) WHERE id = ?");
-  const queueSession = q("INSERT OR IGNORE INTO fts_queue (key) SELECT key FROM sessions WHERE id = ?");
   const inactiveSessions = q<{ id: string }>(INACTIVE_SESSIONS_SQL);
   return {
+    ...prepareSearchStatements(db),
     /**
      * The newest `count` messages of a session, newest first. The LIMIT is a literal: SQLite answers
      * that about a fifth faster than a bound LIMIT for the same plan (measured, bench/store.ts).
@@ -309,73 +267,6 @@ export function prepareStatements(db: Database.Database) {
       "UPDATE sessions SET state = ?, state_version = state_version + 1 WHERE id = ? AND state_version = ?",
     ),
     resetState: q("UPDATE sessions SET state = '{}' WHERE id = ?"),
-
-    searchSubstring: rows(
-      `SELECT ${HIT_COLUMNS} FROM sessions s JOIN messages m ON m.session_id = s.id
-       WHERE s.user_id = ? AND ${activeSinceSql("s")} AND instr(threadkeep_search_text(m.body), ?) > 0 ${SEARCH_ORDER}`,
-    ),
-    searchSubstringInSession: rows(
-      `SELECT ${HIT_COLUMNS} FROM sessions s JOIN messages m ON m.session_id = s.id
-       WHERE s.id = ? AND s.user_id = ? AND ${activeSinceSql("s")} AND instr(threadkeep_search_text(m.body), ?) > 0 ${SEARCH_ORDER}`,
-    ),
-    // The MATCH carries the owner's (and session's) scope tokens; the joins check the owner again. Every
-    // search takes the lowest last activity of a session it reads (SearchQuery.activeSince).
-    searchFullText: rows(
-      `SELECT ${HIT_COLUMNS} FROM messages_fts f ${FULL_TEXT_JOIN}
-       WHERE messages_fts MATCH ? AND s.user_id = ? AND ${activeSinceSql("s")} ${SEARCH_ORDER}`,
-    ),
-    searchFullTextInSession: rows(
-      `SELECT ${HIT_COLUMNS} FROM messages_fts f ${FULL_TEXT_JOIN}
-       WHERE messages_fts MATCH ? AND s.id = ? AND s.user_id = ? AND ${activeSinceSql("s")} ${SEARCH_ORDER}`,
-    ),
-    // Relevance order (bm25 of the message column, best first) for ranked searches; the query ORs its words.
-    searchFullTextRanked: rows(
-      `SELECT ${HIT_COLUMNS} FROM messages_fts f ${FULL_TEXT_JOIN}
-       WHERE messages_fts MATCH ? AND s.user_id = ? AND ${activeSinceSql("s")} ORDER BY ${RELEVANCE}, m.seq DESC LIMIT ?`,
-    ),
-    searchFullTextRankedInSession: rows(
-      `SELECT ${HIT_COLUMNS} FROM messages_fts f ${FULL_TEXT_JOIN}
-       WHERE messages_fts MATCH ? AND s.id = ? AND s.user_id = ? AND ${activeSinceSql("s")} ORDER BY ${RELEVANCE}, m.seq DESC LIMIT ?`,
-    ),
-    /** Sessions whose messages wait for the full-text index (the indexer's queue), at most `?`. */
-    pendingSessions: q<PendingSessionRow>("SELECT s.key, s.id, s.fts_seq FROM fts_queue w JOIN sessions s ON s.key = w.key LIMIT ?"),
-    /** One owner's sessions whose messages wait, at most `?2`: `user_id, limit`. */
-    // CROSS JOIN keeps the queue the outer loop: otherwise SQLite walks all the owner's sessions.
-    pendingSessionsOf: q<PendingSessionRow>(PENDING_OF_OWNER_SQL),
-    /** The session, when it is the owner's and messages of it wait: `id, user_id, limit` (1 is enough). */
-    pendingSession: q<PendingSessionRow>(
-      "SELECT s.key, s.id, s.fts_seq FROM sessions s JOIN fts_queue w ON w.key = s.key WHERE s.id = ? AND s.user_id = ? LIMIT ?",
-    ),
-    /** Takes a session that is being deleted out of the indexer's queue: `id`. */
-    dequeueSession: q("DELETE FROM fts_queue WHERE key = (SELECT key FROM sessions WHERE id = ?)"),
-    /** The seq that ends a session's next `?` unindexed messages: `session_id, fts_seq, limit`. */
-    pendingEnd: db
-      .prepare<unknown[], number | null>(
-        "SELECT max(seq) FROM (SELECT seq FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?)",
-      )
-      .pluck() as SqliteStatement<number | null>,
-    /** Indexes a session's messages above its fts_seq up to a seq: `key, to`. */
-    indexSession: q(
-      `INSERT INTO messages_fts (rowid, search_text, scope)
-       SELECT ${FULL_TEXT_ROWID("s.key", "m.seq")}, threadkeep_search_text(m.body), ${scopeSql("s.user_id", "s.id")}
-       FROM sessions s JOIN messages m ON m.session_id = s.id
-       WHERE s.key = ? AND m.seq > s.fts_seq AND m.seq <= ?`,
-    ),
-    /** Records how far a session is indexed: `fts_seq, key`. */
-    indexedTo: q("UPDATE sessions SET fts_seq = ? WHERE key = ?"),
-    /** Takes a session out of the indexer's queue: `key`. */
-    dequeueForIndex: q("DELETE FROM fts_queue WHERE key = ?"),
-    /**
-     * After messages were inserted from seq `first` on: puts the session in the indexer's queue, and
-     * lowers how far the index has it when the new seqs are not above it (after a truncation):
-     * `first seq - 1, id`.
-     */
-    markUnindexed: {
-      run(firstSeqMinusOne: number, id: string) {
-        lowerIndexed.run(firstSeqMinusOne, id);
-        queueSession.run(id);
-      },
-    },
 
     quarantine: q(
       "INSERT INTO quarantine (session_id, seq, record, raw, reason, at) VALUES (?, ?, ?, ?, ?, ?)",

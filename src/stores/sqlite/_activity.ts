@@ -7,7 +7,7 @@
  */
 
 /** Sessions in one bucket of `active_hour` (schema v8): the activity indexes' key. */
-export const ACTIVE_HOUR_MS = 3_600_000;
+const ACTIVE_HOUR_MS = 3_600_000;
 /** The `active_hour` of a time, as the schema's triggers compute it. */
 export const hourOf = (ms: number) => Math.trunc(Math.trunc(ms) / ACTIVE_HOUR_MS);
 

@@ -11,6 +11,7 @@ import { type SqliteHistory, sqliteHistory } from "./_history.js";
 import type { TurnLeases } from "./_lease.js";
 import { checkIncarnation, checkOwner, checkSummarySession } from "../_util.js";
 import { hourOf } from "./_activity.js";
+import { type IndexScope, indexPendingStep } from "./_indexer.js";
 import { createQuarantine } from "./_quarantine.js";
 import { openSqliteDatabase, type SqliteOpenSettings } from "./_schema.js";
 import {
@@ -89,13 +90,6 @@ export interface SqliteStoreDb {
    */
   exists(id: string, owner?: OwnerScope, sessionCreatedAt?: number): void;
   close(): void;
-}
-
-/** Whose waiting messages a step of the full-text indexer takes (see `indexPending`). */
-export interface IndexScope {
-  userId: string;
-  /** Only this session (of `userId`). */
-  sessionId?: string;
 }
 
 /**
@@ -327,30 +321,7 @@ export function openSqliteStoreDb(
       return ids;
     }),
 
-    indexPending: write((limit: number, scope?: IndexScope) => {
-      const pending = (n: number) =>
-        !scope
-          ? st.pendingSessions.all(n)
-          : scope.sessionId === undefined
-            ? st.pendingSessionsOf.all(scope.userId, n)
-            : st.pendingSession.all(scope.sessionId, scope.userId, n);
-      let budget = Math.max(1, limit);
-      for (const { key, id, fts_seq: from } of pending(budget)) {
-        if (budget <= 0) return true;
-        const end = st.pendingEnd.get(id, from, budget);
-        if (end === null || end === undefined) {
-          st.dequeueForIndex.run(key);
-          continue;
-        }
-        const indexed = st.indexSession.run(key, end).changes;
-        // Fewer than the budget allowed: nothing of this session is left above `end`.
-        const done = indexed < budget;
-        budget -= indexed;
-        st.indexedTo.run(end, key);
-        if (done) st.dequeueForIndex.run(key);
-      }
-      return pending(1).length > 0;
-    }),
+    indexPending: write((limit: number, scope?: IndexScope) => indexPendingStep(st, limit, scope)),
 
     batch: write((writes: readonly (() => unknown)[]) =>
       writes.map((run): BatchOutcome => {

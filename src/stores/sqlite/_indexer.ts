@@ -1,3 +1,5 @@
+import type { SqliteStatements } from "./_statements.js";
+
 /** Queued messages added to the full-text index per step of the background indexer (a few ms each). */
 const INDEX_CHUNK_ROWS = 500;
 
@@ -46,4 +48,42 @@ export function createSqliteIndexer(
   };
 
   return { schedule: scheduleIndexing, cancel: () => clearTimeout(indexTimer) };
+}
+
+/** Whose waiting messages a step of the full-text indexer takes (see {@link indexPendingStep}). */
+export interface IndexScope {
+  userId: string;
+  /** Only this session (of `userId`). */
+  sessionId?: string;
+}
+
+/**
+ * One step of the indexer, inside the caller's write transaction: adds at most `limit` waiting messages
+ * to the full-text index, a session at a time from its oldest (any session's, or only those of
+ * `scope`), and takes a session out of the queue once nothing of it waits. @returns true when messages
+ * (of `scope`) still wait.
+ */
+export function indexPendingStep(st: SqliteStatements, limit: number, scope?: IndexScope): boolean {
+  const pending = (n: number) =>
+    !scope
+      ? st.pendingSessions.all(n)
+      : scope.sessionId === undefined
+        ? st.pendingSessionsOf.all(scope.userId, n)
+        : st.pendingSession.all(scope.sessionId, scope.userId, n);
+  let budget = Math.max(1, limit);
+  for (const { key, id, fts_seq: from } of pending(budget)) {
+    if (budget <= 0) return true;
+    const end = st.pendingEnd.get(id, from, budget);
+    if (end === null || end === undefined) {
+      st.dequeueForIndex.run(key);
+      continue;
+    }
+    const indexed = st.indexSession.run(key, end).changes;
+    // Fewer than the budget allowed: nothing of this session is left above `end`.
+    const done = indexed < budget;
+    budget -= indexed;
+    st.indexedTo.run(end, key);
+    if (done) st.dequeueForIndex.run(key);
+  }
+  return pending(1).length > 0;
 }

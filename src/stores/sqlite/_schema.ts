@@ -232,13 +232,13 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   // wrote it, so the newest message knows the session's last activity. The row's last_activity_at is
   // the activity as of the row's last write, and activity_seq the session's last seq then: a session's
   // exact last activity is the newer of the row's and the newest message's above activity_seq (see
-  // activitySql in sqlite/_statements.ts). An append writes the row only when the hour changes (so
+  // activitySql in sqlite/_activity.ts). An append writes the row when the hour changes (so
   // active_hour, the activity indexes' key, stays the hour of the exact activity); a touch, a pop or
   // any other write that sets or keeps the activity writes it with activity_seq at the last seq, so
   // messages below it never count (a touch may set a past time). Sessions whose messages wait for the
-  // full-text index are rows of fts_queue (one small table, so joining it costs a page only
-  // a session's first append after an indexing run writes) instead of a flag in the session row and its
-  // partial index (two pages).
+  // full-text index are rows of fts_queue, one small table, instead of a flag in the session row and
+  // its partial index: joining the queue (a session's first append after an indexing run) writes one
+  // page where the flag wrote two.
   `
   ALTER TABLE sessions ADD COLUMN activity_seq INTEGER NOT NULL DEFAULT 0;
   UPDATE sessions SET activity_seq = coalesce(

@@ -31,6 +31,14 @@ export function describeRetention(store: () => SessionStore): void {
       expect((await store().appendMessages(session.id, [text("next")]))[0].seq).toBe(9);
     });
 
+    it("touches the session on an empty append, as on every append", async () => {
+      const session = await newSession(user(), { lastActivityAt: Date.now() - 3_600_000 });
+      const before = Date.now();
+      expect(await store().appendMessages(session.id, [], { maxMessages: 3 })).toEqual([]);
+      // A second of slack: a store may take the time from its server's clock.
+      expect((await store().getSession(session.id))!.lastActivityAt).toBeGreaterThanOrEqual(before - 1_000);
+    });
+
     it("expires inactive sessions and returns their ids", async () => {
       const owner = user();
       const now = Date.now();

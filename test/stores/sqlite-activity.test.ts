@@ -95,8 +95,10 @@ describe("sqlite: the last activity carried by the newest messages (schema v9)",
     at(4_000);
     expect(await store.appendMessages(a, [text("scoped append")], { owner: since })).toHaveLength(1);
     await expect(store.appendMessages(b, [text("expired for this caller")], { owner: since })).rejects.toMatchObject({ code: "session_not_found" });
-    const hits = await store.search({ userId: "u", text: "zebra", mode: "substring", activeSince: T0 + 2_500 });
-    expect(hits.map((h) => h.sessionId)).toEqual([a]);
+    for (const mode of ["substring", "fulltext"] as const) {
+      const hits = await store.search({ userId: "u", text: "zebra", mode, activeSince: T0 + 2_500 });
+      expect(hits.map((h) => h.sessionId), mode).toEqual([a]);
+    }
     expect(await store.expire(T0 + 2_500)).toEqual([b]);
     expect((await store.listSessions("u")).sessions.map((s) => s.id)).toEqual([a]);
   });

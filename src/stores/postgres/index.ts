@@ -29,7 +29,7 @@ import { missingVectors, putVectors, searchVectors } from "./_vectors.js";
 import { answersNewConnection, openClient, type PgClients } from "./_client.js";
 import { toStoreError } from "./_errors.js";
 import { bodyOf, searchable, toMessage } from "./_rows.js";
-import { migrate, useTextSearchConfig } from "./_schema.js";
+import { migrate, type PgSql, useTextSearchConfig } from "./_schema.js";
 import { checkSearchQuery, messageText } from "../_util.js";
 
 /** The backend name of the PostgreSQL store. */
@@ -211,20 +211,16 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
         // The function checks the owner on the session row it updates (postgres/_append-scoped.ts):
         // another owner's session, or an expired one, is `not_found`. One whole statement when
         // unguarded: a fragment is one more query object to build on every append.
+        const call = (q: PgSql) => q<AppendRow[]>`
+          SELECT out_status, out_first_seq, out_created_at, out_waiting FROM threadkeep_append_scoped(
+            ${id}, ${bodies}::text[], ${texts}::text[], ${append.maxMessages || null}::bigint, ${keepSummarized},
+            ${append.fence ?? null}::bigint, ${holder}::text, ${fence !== undefined}, ${indexLang}::regconfig,
+            ${userId}::text, ${since}::bigint)`;
         const createdAt = append.sessionCreatedAt;
         const [row] = createdAt === undefined
-          ? await sql<AppendRow[]>`
-            SELECT out_status, out_first_seq, out_created_at, out_waiting FROM threadkeep_append_scoped(
-              ${id}, ${bodies}::text[], ${texts}::text[], ${append.maxMessages || null}::bigint, ${keepSummarized},
-              ${append.fence ?? null}::bigint, ${holder}::text, ${fence !== undefined}, ${indexLang}::regconfig,
-              ${userId}::text, ${since}::bigint)`
+          ? await call(sql)
           : // A guarded append takes the advisory lock before its row lock, as every write does (history.guardedWrite).
-            await history.guardedWrite(sql, id, createdAt, (q) => q<AppendRow[]>`
-            SELECT out_status, out_first_seq, out_created_at, out_waiting FROM threadkeep_append_scoped(
-              ${id}, ${bodies}::text[], ${texts}::text[], ${append.maxMessages || null}::bigint, ${keepSummarized},
-              ${append.fence ?? null}::bigint, ${holder}::text, ${fence !== undefined}, ${indexLang}::regconfig,
-              ${userId}::text, ${since}::bigint)
-            WHERE ${history.sameIncarnation(q, id, createdAt)}`);
+            await history.guardedWrite(sql, id, createdAt, (q) => q<AppendRow[]>`${call(q)} WHERE ${history.sameIncarnation(q, id, createdAt)}`);
         if (!row || row.out_status === "not_found") throw new SessionNotFoundError(id);
         if (row.out_status === "lease_expired") {
           throw new ThreadkeepError(

@@ -1,50 +1,128 @@
 import { describe, expect, it } from "vitest";
-import { HISTORY_META_KEY, planReconcile, sameMessage } from "./reconcile.js";
-import type { ChatMessage, Message } from "./types.js";
+import { HISTORY_META_KEY, readRequest, type ReadRequestOptions, sameMessage, type StoredView, viewFromWindow } from "./reconcile.js";
+import type { ChatMessage, Message, Session } from "./types.js";
 
 const u = (content: string): ChatMessage => ({ role: "user", content });
 const a = (content: string): ChatMessage => ({ role: "assistant", content });
+const call = (id: string, name = "lookup"): ChatMessage => ({ role: "assistant", content: null, tool_calls: [{ id, type: "function", function: { name, arguments: "{}" } }] });
+const result = (id: string, content = "42"): ChatMessage => ({ role: "tool", tool_call_id: id, content });
 const stored = (messages: ChatMessage[], firstSeq = 1): Message[] => messages.map((m, i) => ({ ...m, seq: firstSeq + i, createdAt: 0 }));
-const view = (messages: Message[]) => ({ first: messages[0], last: messages.at(-1), range: messages });
+/** The whole line read. */
+const full = (messages: Message[]): Required<StoredView> => ({ first: messages[0], last: messages.at(-1)!, range: messages, tail: messages });
+/** Only the newest `k` messages known (a window that did not reach the start). */
+const windowOf = (messages: Message[], k: number): StoredView => ({ last: messages.at(-1), tail: messages.slice(-k) });
+const meta = (client?: "thin" | "whole-history", wholeHistoryRequests?: number) => ({ [HISTORY_META_KEY]: { client, wholeHistoryRequests } });
 
-describe("planReconcile", () => {
+describe("readRequest", () => {
   const line = stored([u("q1"), a("a1"), u("q2"), a("a2")]);
 
-  it("appends what follows the stored history", () => {
-    const plan = planReconcile([u("q1"), a("a1"), u("q2"), a("a2"), u("q3")], view(line), {});
-    expect(plan).toMatchObject({ toStore: [u("q3")], historyStartsAt: 1 });
+  it("adopts a new session's conversation, and counts a whole history as evidence", () => {
+    expect(readRequest([u("q1")], { tail: [] })).toMatchObject({ reading: "new", toStore: [u("q1")] });
+    expect(readRequest([u("q1")], { tail: [] })!.metadata).toBeUndefined();
+    const adopted = readRequest([u("q1"), a("a1"), u("q2")], { tail: [] })!;
+    expect(adopted.metadata).toEqual({ [HISTORY_META_KEY]: { wholeHistoryRequests: 1 } });
+  });
+
+  it("appends what follows a re-sent stored line", () => {
+    const plan = readRequest([u("q1"), a("a1"), u("q2"), a("a2"), u("q3")], full(line))!;
+    expect(plan).toMatchObject({ reading: "continue", toStore: [u("q3")], historyStartsAt: 1 });
     expect(plan.replaceAfter).toBeUndefined();
-    expect(plan.metadata).toEqual({ [HISTORY_META_KEY]: { client: "whole-history" } });
+    expect(plan.metadata).toEqual({ [HISTORY_META_KEY]: { wholeHistoryRequests: 1 } });
+    const second = readRequest([u("q1"), a("a1"), u("q2"), a("a2"), u("q3")], full(line), { metadata: plan.metadata })!;
+    expect(second.metadata).toEqual(meta("whole-history", 2));
   });
 
-  it("regenerates when the request is the stored history minus its reply", () => {
-    const plan = planReconcile([u("q1"), a("a1"), u("q2")], view(line), { [HISTORY_META_KEY]: { client: "whole-history" } });
-    expect(plan).toMatchObject({ replaceAfter: 3, branch: { reason: "regenerate" }, toStore: [], upToSeq: 3 });
-    expect(plan.metadata).toBeUndefined();
+  it("appends a thin turn, and marks the client thin once a turn was answered", () => {
+    const plan = readRequest([u("q3")], full(line))!;
+    expect(plan).toMatchObject({ reading: "thin", toStore: [u("q3")] });
+    expect(plan.metadata).toEqual(meta("thin", 0));
+    // From a window that does not reach the start: no read is needed for a lone message.
+    expect(readRequest([u("q3")], windowOf(line, 2))).toMatchObject({ reading: "thin", toStore: [u("q3")] });
   });
 
-  it("edits from the first message that differs", () => {
-    expect(planReconcile([u("q1"), a("a1"), u("q2 edited")], view(line), {})).toMatchObject({
-      replaceAfter: 2,
-      branch: { reason: "edit" },
-      toStore: [u("q2 edited")],
-      upToSeq: 2,
-    });
-    expect(planReconcile([u("q1 edited")], view(line), {})).toMatchObject({ replaceAfter: 0, toStore: [u("q1 edited")] });
+  it("appends a tool loop's follow-up in any turn, single or parallel calls", () => {
+    const turn1 = stored([u("weather?"), call("c1")]);
+    expect(readRequest([u("weather?"), call("c1"), result("c1")], full(turn1))).toMatchObject({ reading: "continue", toStore: [result("c1")] });
+    // Turn 2: the thin client sends only its own turn; the first turn stays on the line.
+    const turn2 = stored([u("weather?"), call("c1"), result("c1"), a("sunny"), u("and in Oslo and Rome?"), call("c2")]);
+    const parallel: ChatMessage = { role: "assistant", content: null, tool_calls: [...call("c2").tool_calls!, ...call("c3").tool_calls!] };
+    const turn2b = stored([u("weather?"), call("c1"), result("c1"), a("sunny"), u("and in Oslo and Rome?"), parallel]);
+    for (const view of [full(turn2b), windowOf(turn2b, 4)]) {
+      const plan = readRequest([u("and in Oslo and Rome?"), parallel, result("c2"), result("c3")], view)!;
+      expect(plan).toMatchObject({ reading: "overlap", toStore: [result("c2"), result("c3")] });
+      expect(plan.replaceAfter).toBeUndefined();
+    }
+    // The same question asked again, answered by the same call: still the newest turn's follow-up.
+    const again = stored([u("weather?"), call("c1"), result("c1"), a("sunny"), u("weather?"), call("c9")]);
+    expect(readRequest([u("weather?"), call("c9"), result("c9", "rain")], full(again))).toMatchObject({ reading: "overlap", toStore: [result("c9", "rain")] });
+    expect(readRequest([call("c2"), result("c2")], full(turn2))).toMatchObject({ reading: "overlap", toStore: [result("c2")] });
   });
 
-  it("moves the client's start when an edit goes before what the store still holds", () => {
+  it("regenerates and edits when the request reproduces the line from its start", () => {
+    expect(readRequest([u("q1"), a("a1"), u("q2")], full(line))).toMatchObject({ reading: "regenerate", replaceAfter: 3, branch: { reason: "regenerate" }, toStore: [], upToSeq: 3 });
+    expect(readRequest([u("q1"), a("a1"), u("q2 edited")], full(line))).toMatchObject({ reading: "edit", replaceAfter: 2, toStore: [u("q2 edited")], upToSeq: 2 });
+    // A window that does not reach the start asks for the line to be read.
+    expect(readRequest([u("q1"), a("a1"), u("q2")], windowOf(line, 1))).toBeUndefined();
+  });
+
+  it("tells a lone message apart: thin turn, regenerate of the first answer, edit of the first message", () => {
+    const oneTurn = stored([u("q1"), call("c1"), result("c1"), a("a1")]);
+    // The same message again is a thin turn: without evidence a lone message never replaces anything.
+    expect(readRequest([u("q1")], full(oneTurn))).toMatchObject({ reading: "thin", toStore: [u("q1")] });
+    expect(readRequest([u("q1")], full(line))).toMatchObject({ reading: "thin", toStore: [u("q1")] });
+    // useChat's regenerate of the first answer, from a client declared (or proven) to send whole histories.
+    expect(readRequest([u("q1")], full(oneTurn), { client: "whole-history" })).toMatchObject({ reading: "regenerate", replaceAfter: 1, toStore: [] });
+    expect(readRequest([u("q1")], full(line), { metadata: meta("whole-history", 2) })).toMatchObject({ reading: "regenerate", replaceAfter: 1 });
+    expect(readRequest([u("q1")], windowOf(line, 2), { metadata: meta("whole-history", 2) })).toBeUndefined();
+    // A different lone message: an edit only for a client that sends whole histories.
+    expect(readRequest([u("I have a dog.")], full(line))).toMatchObject({ reading: "thin" });
+    expect(readRequest([u("I have a dog.")], full(line), { metadata: meta("whole-history", 2) })).toMatchObject({ reading: "edit", replaceAfter: 0, toStore: [u("I have a dog.")] });
+    // One whole-history request (a restart) proves nothing: the next thin turn is appended.
+    expect(readRequest([u("next")], full(line), { metadata: { [HISTORY_META_KEY]: { wholeHistoryRequests: 1 } } })).toMatchObject({ reading: "thin" });
+    // A thin client stays thin, whatever it sends later.
+    const thinMeta = { metadata: meta("thin", 0) };
+    expect(readRequest([u("q1"), a("a1"), u("q2"), a("a2"), u("q3")], full(line), thinMeta)).toMatchObject({ reading: "continue", toStore: [u("q3")] });
+    expect(readRequest([u("q1")], full(stored([u("q1"), a("a1")])), thinMeta)).toMatchObject({ reading: "thin" });
+  });
+
+  it("needs two compared messages before replacing: the cap's dropped messages are no evidence", () => {
     const capped = stored([u("q4"), a("a4"), u("q5"), a("a5")], 7);
-    const plan = planReconcile([u("q1 edited")], view(capped), {});
+    expect(readRequest([u("q1"), a("a1"), u("x")], full(capped))).toMatchObject({ reading: "thin", toStore: [u("x")] });
+  });
+
+  it("follows a declared client", () => {
+    const declared: ReadRequestOptions = { client: "whole-history" };
+    expect(readRequest([u("I have a dog.")], full(line), declared)).toMatchObject({ reading: "edit", replaceAfter: 0 });
+    expect(readRequest([u("q1"), a("a1"), u("q2"), a("a2"), u("q3")], full(line), declared)).toMatchObject({ reading: "continue", toStore: [u("q3")] });
+    expect(readRequest([u("I have a dog.")], windowOf(line, 2), declared)).toBeUndefined();
+    expect(readRequest([u("q1")], full(stored([u("q1"), a("a1")])), { client: "thin" })).toMatchObject({ reading: "thin", toStore: [u("q1")] });
+  });
+
+  it("moves a declared client's start when an edit goes before what the store still holds", () => {
+    const capped = stored([u("q4"), a("a4"), u("q5"), a("a5")], 7);
+    const plan = readRequest([u("q1 edited")], full(capped), { client: "whole-history" })!;
     expect(plan).toMatchObject({ replaceAfter: 6, upToSeq: 6, historyStartsAt: 7, branch: { reason: "edit", metadata: { historyStartsAt: 1 } } });
-    expect(plan.metadata).toEqual({ [HISTORY_META_KEY]: { client: "whole-history", historyStartsAt: 7 } });
+    expect(plan.metadata).toEqual({ [HISTORY_META_KEY]: { historyStartsAt: 7 } });
+  });
+
+  it("reads the legacy whole-history flag (set by any answer) as no evidence", () => {
+    const legacy = { [HISTORY_META_KEY]: { client: "whole-history" } };
+    const plan = readRequest([u("next")], full(line), { metadata: legacy })!;
+    expect(plan).toMatchObject({ reading: "thin", toStore: [u("next")] });
+    expect(plan.metadata).toEqual(meta("thin", 0));
+  });
+
+  it("builds a view from the window", () => {
+    const session = { id: "s", userId: "u", createdAt: 0, lastActivityAt: 0, metadata: {} } as Session;
+    expect(viewFromWindow(line, true, session)).toMatchObject({ first: line[0], last: line[3], range: line });
+    expect(viewFromWindow(line.slice(2), false, session).range).toBeUndefined();
   });
 
   it("compares role, text and tool calls, not metadata or whitespace", () => {
-    const call = { id: "c1", type: "function", function: { name: "f", arguments: "{}" } };
+    const c = { id: "c1", type: "function", function: { name: "f", arguments: "{}" } };
     expect(sameMessage({ ...a(" hi \n"), metadata: { model: "m" } } as ChatMessage, a("hi"))).toBe(true);
-    expect(sameMessage({ role: "assistant", content: null, tool_calls: [call] }, { role: "assistant", content: "", tool_calls: [call] })).toBe(true);
-    expect(sameMessage({ role: "assistant", content: null, tool_calls: [call] }, { role: "assistant", content: null, tool_calls: [{ ...call, function: { name: "f", arguments: '{"x":1}' } }] })).toBe(false);
+    expect(sameMessage({ role: "assistant", content: null, tool_calls: [c] }, { role: "assistant", content: "", tool_calls: [c] })).toBe(true);
+    expect(sameMessage({ role: "assistant", content: null, tool_calls: [c] }, { role: "assistant", content: null, tool_calls: [{ ...c, function: { name: "f", arguments: '{"x":1}' } }] })).toBe(false);
     expect(sameMessage(u("hi"), a("hi"))).toBe(false);
     expect(sameMessage(u("hi"), { role: "user", content: [{ type: "text", text: "hi" }] })).toBe(true);
   });

@@ -1,52 +1,64 @@
 /**
- * Reconciliation of whole-history clients (OpenWebUI, LibreChat, the AI SDK's useChat, LangChain):
- * they send the whole conversation every turn, and regenerate or edit by sending a different one.
- * The client's conversation is aligned with the stored main line by position and content: its first
- * message has seq `historyStartsAt` (1 unless an edit went before what the store still holds), so
- * message `i` is seq `historyStartsAt + i`. The first stored message that differs is where the
- * client diverged; what follows it is kept as a branch and the client's messages take its place.
+ * Reading a chat request: what does it mean against what the session holds? Clients differ: a thin
+ * client sends only its new message (and, in a tool loop, the turn's tool calls with their results);
+ * a whole-history client (Open WebUI, LibreChat, the AI SDK's `useChat`) sends the whole conversation
+ * every turn and regenerates or edits by sending a different one. The request's shape alone does not
+ * say which: a tool loop's follow-up looks like a short whole history, and a regenerate of the first
+ * answer looks like a thin turn.
+ *
+ * The rule: every reading that keeps what is stored on the main line is tried first; a reading that
+ * moves stored turns into a branch (regenerate, edit) is taken only on evidence — the request
+ * reproduces the stored line from its start up to where it changes, or the client is declared (or
+ * proven by its earlier requests) to send whole histories. Without evidence the turn is appended.
+ * docs/server.md ("How the server decides what is new") has the decision table.
  */
 import { contentText } from "./messages.js";
 import type { Branch, BranchInput, ChatMessage, Message, MessageContent, Session, SessionStore } from "./types.js";
 
-/** The session metadata key under which reconciliation keeps what it learned. */
+/** The session metadata key under which request reading keeps what it learned. */
 export const HISTORY_META_KEY = "threadkeep";
+
+/** How a client sends its history: declared per connection, or recognised from a front-end's own headers. */
+export type ClientMode = "whole-history" | "thin";
 
 /** What a session's metadata records about its client (under {@link HISTORY_META_KEY}). */
 export interface HistoryMeta {
-  /** Set once a request carried history: later requests are whole histories too, even without answers. */
-  client?: "whole-history";
+  /**
+   * What the session's requests have shown: `thin` once a request carried only new messages while the
+   * session held an answered turn (it stays so); `whole-history` once two requests re-sent the
+   * stored line from its start, and none was thin.
+   */
+  client?: ClientMode;
+  /** How many requests re-sent the stored line from its start (counted until it reaches two). */
+  wholeHistoryRequests?: number;
   /** The seq of the client's first message. @default 1 */
   historyStartsAt?: number;
 }
 
-/** The reconciliation facts kept in a session's metadata. */
+/** Requests that re-sent the stored line before a session's client counts as sending whole histories. */
+const PROOF_REQUESTS = 2;
+
+/** The request-reading facts kept in a session's metadata. */
 export function historyMeta(metadata: Record<string, unknown> | undefined): HistoryMeta {
   const value = metadata?.[HISTORY_META_KEY];
-  return typeof value === "object" && value !== null ? (value as HistoryMeta) : {};
+  if (typeof value !== "object" || value === null) return {};
+  const meta = value as HistoryMeta & { client?: unknown };
+  // Before this reading existed, `client: "whole-history"` was set by any request that carried an
+  // answer, tool loops included: it proves nothing, so it is read as no evidence.
+  if (meta.client === "whole-history" && meta.wholeHistoryRequests === undefined) {
+    const { client: _legacy, ...rest } = meta;
+    return rest;
+  }
+  return meta;
 }
 
 /** The seq of the client's first message: summaries of seqs before it belong to a superseded line. */
 export const historyStart = (session?: Session): number => historyMeta(session?.metadata).historyStartsAt ?? 1;
 
-/** True when the request may be a whole history: it carries answers, or its session's client sends them. */
-export function isWholeHistory(conversation: ChatMessage[], session?: Session): boolean {
-  return conversation.some((m) => m.role === "assistant") || historyMeta(session?.metadata).client === "whole-history";
-}
-
-/**
- * True when a request is reconciled as a whole history: its session's client is known to send them,
- * or the request begins where the stored line begins. A thin client that re-sends the assistant
- * message whose tool calls it answers does not, and keeps the old rule (what follows the last answer).
- */
-export function startsLikeStored(conversation: ChatMessage[], stored: StoredView, session: Session): boolean {
-  if (historyMeta(session.metadata).client === "whole-history") return true;
-  const head = stored.range[0];
-  return head !== undefined && head.seq === historyStart(session) && conversation.length > 0 && sameMessage(head, conversation[0]);
-}
-
-/** What reconciliation decided for one request. */
+/** What request reading decided for one request. */
 export interface ReconcilePlan {
+  /** How the request was read (for logs, metrics and tests). */
+  reading: RequestReadingKind;
   /** Replace what follows this seq with the turn (absent: append the turn). */
   replaceAfter?: number;
   /** Keep what is replaced as this branch. */
@@ -61,12 +73,34 @@ export interface ReconcilePlan {
   metadata?: Record<string, unknown>;
 }
 
-/** The stored messages reconciliation compares a request with, read in one round. */
+/**
+ * The readings of a request: `new` (nothing stored: the request's conversation is adopted),
+ * `continue` (it re-sends the stored line from its start, then new messages), `overlap` (it begins
+ * with the stored line's last messages — a tool loop's follow-up — then new messages), `thin` (what
+ * follows its last assistant message is new), `regenerate` and `edit` (a tail replaced, kept as a branch).
+ */
+export type RequestReadingKind = "new" | "continue" | "overlap" | "thin" | "regenerate" | "edit";
+
+/** What is known of the stored main line when a request is read. */
 export interface StoredView {
+  /** The first stored message (the cap may have dropped older ones). */
   first?: Message;
+  /** The newest stored message. */
   last?: Message;
-  /** The stored messages with seqs `start .. start + conversation.length`. */
-  range: Message[];
+  /** Stored messages from seq `historyStartsAt` on, contiguous; absent when not read. */
+  range?: Message[];
+  /** The newest stored messages, oldest first, contiguous up to `last`. */
+  tail: Message[];
+}
+
+/** What reading a request needs to know besides the stored line. */
+export interface ReadRequestOptions {
+  /** The session's metadata (its {@link HistoryMeta}). */
+  metadata?: Record<string, unknown>;
+  /** How the client declared it sends history (a header, or a front-end named by its headers). */
+  client?: ClientMode;
+  /** Tells a stored message and a request message apart where a front-end rewrites messages. */
+  same?: (stored: ChatMessage, sent: ChatMessage) => boolean;
 }
 
 const text = (content: MessageContent): string =>
@@ -75,52 +109,179 @@ const text = (content: MessageContent): string =>
     : contentText(content)
   ).trim();
 
-/** What makes two messages the same turn to a client: role, text, tool calls and tool call id. */
+/** What makes two messages the same turn to a client: role, text, tool calls (name, arguments) and tool call id. */
 export function sameMessage(a: ChatMessage, b: ChatMessage): boolean {
   const calls = (m: ChatMessage) => JSON.stringify((m.tool_calls ?? []).map((c) => [c.function?.name, c.function?.arguments]));
   return a.role === b.role && text(a.content) === text(b.content) && calls(a) === calls(b) && (a.tool_call_id ?? "") === (b.tool_call_id ?? "");
 }
 
+/** An answer that ends a turn: an assistant message that calls no tool. */
+const isAnswer = (m: ChatMessage) => m.role === "assistant" && !(m.tool_calls?.length);
+
+/** What follows the request's last assistant message: a thin client's new turn. */
+export const afterLastAnswer = (conversation: ChatMessage[]): ChatMessage[] =>
+  conversation.slice(conversation.findLastIndex((m) => m.role === "assistant") + 1);
+
 /**
- * Aligns a whole-history request with the stored main line. `conversation` is the request without
- * system messages; `metadata` the session's.
+ * Reads a chat request against the stored main line. `conversation` is the request without system
+ * messages. Returns `undefined` when `view.range` is needed and was not read: read it
+ * ({@link readStoredView}) and ask again.
  */
-export function planReconcile(conversation: ChatMessage[], stored: StoredView, metadata: Record<string, unknown>): ReconcilePlan {
+export function readRequest(conversation: ChatMessage[], view: StoredView, options: ReadRequestOptions = {}): ReconcilePlan | undefined {
+  const metadata = options.metadata ?? {};
   const meta = historyMeta(metadata);
+  const same = options.same ?? sameMessage;
   const start = meta.historyStartsAt ?? 1;
   const n = conversation.length;
-  const withMeta = (plan: Omit<ReconcilePlan, "historyStartsAt">, next: HistoryMeta): ReconcilePlan => {
-    const merged = { ...meta, client: "whole-history" as const, ...next };
-    if (merged.historyStartsAt === 1) delete merged.historyStartsAt;
-    const changed = JSON.stringify(merged) !== JSON.stringify(meta);
-    const planned = { ...plan, historyStartsAt: merged.historyStartsAt ?? 1 };
-    return changed ? { ...planned, metadata: { ...metadata, [HISTORY_META_KEY]: merged } } : planned;
-  };
-  const first = stored.first?.seq;
-  const last = stored.last?.seq ?? 0;
-  // Nothing stored (a new or cleared session): the client's conversation is the history.
-  if (first === undefined) return withMeta({ toStore: conversation }, { historyStartsAt: 1 });
+  const last = view.last?.seq ?? 0;
+  const plan = (reading: RequestReadingKind, fields: Omit<ReconcilePlan, "reading" | "historyStartsAt">, next: HistoryMeta = meta): ReconcilePlan =>
+    withMeta(metadata, meta, { reading, ...fields }, next);
+
+  // Nothing stored (a new or cleared session): the request's conversation is the history.
+  if (view.last === undefined) {
+    const proof = conversation.some((m, i) => isAnswer(m) && conversation.slice(i + 1).some((later) => later.role === "user"));
+    return plan("new", { toStore: conversation }, proof ? provenWholeHistory({ ...meta, historyStartsAt: undefined }) : { ...meta, historyStartsAt: undefined });
+  }
+  // A client declared to send whole histories, or proven to by its requests, is aligned by position.
+  const client = options.client ?? (meta.client === "whole-history" ? "whole-history" : undefined);
+  if (n === 0 || client === "thin") return plan("thin", { toStore: afterLastAnswer(conversation) });
+  if (client === "whole-history") {
+    if (!view.range) return undefined;
+    return alignByPosition(conversation, view as Required<StoredView>, metadata, meta, same);
+  }
+
+  const stored = last - start + 1;
+  const storedAnswered = view.tail.some(isAnswer) || (view.range ?? []).some(isAnswer);
+  // 1. It re-sends the whole stored line, then more: append the rest.
+  if (n >= stored && stored > 0) {
+    if (!view.range) return undefined;
+    const matched = prefixMatch(conversation, view.range, start, view.first!.seq, same);
+    if (matched >= stored) {
+      const proof = conversation.slice(0, stored).some(isAnswer) && n > stored;
+      return plan("continue", { toStore: conversation.slice(stored) }, proof ? provenWholeHistory(meta) : meta);
+    }
+  }
+  // 2. It begins with the stored line's newest messages (a tool loop's follow-up): append the rest.
+  // It did not re-send what came before them, so once a turn was answered this is a thin client.
+  const overlap = tailOverlap(conversation, view.tail, same);
+  if (overlap > 0 && overlap < n) return plan("overlap", { toStore: conversation.slice(overlap) }, storedAnswered ? thin(meta) : meta);
+  // 3. It reproduces at least two messages of the stored line from its start, then changes or stops:
+  // a regenerate or an edit. A lone message is never enough (a thin client may ask the same again).
+  if (n >= 2) {
+    if (!view.range) return undefined;
+    const matched = prefixMatch(conversation, view.range, start, view.first!.seq, same);
+    const compared = matched - Math.max(0, view.first!.seq - start);
+    if (compared >= 2) {
+      const proof = conversation.slice(0, matched).some(isAnswer) ? provenWholeHistory(meta) : meta;
+      return replaceFrom(conversation, view as Required<StoredView>, start, matched, metadata, proof);
+    }
+  }
+  // 4. No evidence for anything else: what follows the request's last assistant message is new.
+  return plan("thin", { toStore: afterLastAnswer(conversation) }, storedAnswered ? thin(meta) : meta);
+}
+
+/** A request that re-sent the stored line from its start: one more piece of evidence. */
+function provenWholeHistory(meta: HistoryMeta): HistoryMeta {
+  if (meta.client) return meta;
+  const count = (meta.wholeHistoryRequests ?? 0) + 1;
+  return count >= PROOF_REQUESTS ? { ...meta, client: "whole-history", wholeHistoryRequests: count } : { ...meta, wholeHistoryRequests: count };
+}
+
+/** A request that carried only new messages while the session held an answered turn. */
+const thin = (meta: HistoryMeta): HistoryMeta => (meta.client === "thin" ? meta : { ...meta, client: "thin", wholeHistoryRequests: meta.wholeHistoryRequests ?? 0 });
+
+function withMeta(
+  metadata: Record<string, unknown>,
+  before: HistoryMeta,
+  fields: Omit<ReconcilePlan, "historyStartsAt">,
+  next: HistoryMeta,
+): ReconcilePlan {
+  const merged: HistoryMeta = { ...next };
+  if (merged.historyStartsAt === 1 || merged.historyStartsAt === undefined) delete merged.historyStartsAt;
+  const planned: ReconcilePlan = { ...fields, historyStartsAt: merged.historyStartsAt ?? 1 };
+  const raw = metadata[HISTORY_META_KEY];
+  const changed = JSON.stringify(merged) !== JSON.stringify(before) || (raw !== undefined && JSON.stringify(raw) !== JSON.stringify(before));
+  if (!changed) return planned;
+  const empty = Object.keys(merged).length === 0;
+  if (empty && raw === undefined) return planned;
+  return { ...planned, metadata: { ...metadata, [HISTORY_META_KEY]: merged } };
+}
+
+/**
+ * How many of the request's first messages equal the stored line from seq `start` on. Messages the
+ * cap dropped (before `first`) cannot be compared and are taken as equal.
+ */
+function prefixMatch(conversation: ChatMessage[], range: Message[], start: number, first: number, same: ReadRequestOptions["same"] & {}): number {
+  const bySeq = new Map(range.map((m) => [m.seq, m]));
+  let i = 0;
+  for (; i < conversation.length; i++) {
+    const seq = start + i;
+    if (seq < first) continue;
+    const mine = bySeq.get(seq);
+    if (!mine || !same(mine, conversation[i])) break;
+  }
+  return i;
+}
+
+/** The largest k such that the stored line's last k messages are the request's first k. */
+function tailOverlap(conversation: ChatMessage[], tail: Message[], same: ReadRequestOptions["same"] & {}): number {
+  for (let k = Math.min(conversation.length, tail.length); k > 0; k--) {
+    let ok = true;
+    for (let i = 0; i < k && ok; i++) ok = same(tail[tail.length - k + i], conversation[i]);
+    if (ok) return k;
+  }
+  return 0;
+}
+
+/** A regenerate or an edit: the stored line from `start + matched` is replaced and kept as a branch. */
+function replaceFrom(
+  conversation: ChatMessage[],
+  view: Required<StoredView>,
+  start: number,
+  matched: number,
+  metadata: Record<string, unknown>,
+  next: HistoryMeta,
+): ReconcilePlan {
+  const meta = historyMeta(metadata);
+  const at = start + matched - 1;
+  if (matched >= conversation.length) {
+    // The request is a prefix of the stored line: it asks again for what followed.
+    const following = view.range.find((m) => m.seq === at + 1);
+    const reading = following && following.role !== "user" ? "regenerate" : "edit";
+    return withMeta(metadata, meta, { reading, replaceAfter: at, branch: { reason: reading }, toStore: [], upToSeq: at }, next);
+  }
+  return withMeta(metadata, meta, { reading: "edit", replaceAfter: at, branch: { reason: "edit" }, toStore: conversation.slice(matched), upToSeq: at }, next);
+}
+
+/**
+ * Aligns the request of a client declared to send whole histories with the stored main line by
+ * position: its first message is seq `historyStartsAt`, message `i` is seq `historyStartsAt + i`; the
+ * first that differs is where the client diverged.
+ */
+function alignByPosition(
+  conversation: ChatMessage[],
+  view: Required<StoredView>,
+  metadata: Record<string, unknown>,
+  meta: HistoryMeta,
+  same: ReadRequestOptions["same"] & {},
+): ReconcilePlan {
+  const start = meta.historyStartsAt ?? 1;
+  const n = conversation.length;
+  const first = view.first.seq;
+  const last = view.last.seq;
   // The client's whole view lies before what the store still holds: an edit in the summarised part.
   // Its messages follow the stored ones' place, and the old summaries no longer describe its past.
   if (start + n - 1 < first || last < start) {
     return withMeta(
-      { replaceAfter: first - 1, branch: { reason: "edit", metadata: { historyStartsAt: start } }, toStore: conversation, upToSeq: first - 1 },
-      { historyStartsAt: first },
+      metadata,
+      meta,
+      { reading: "edit", replaceAfter: first - 1, branch: { reason: "edit", metadata: { historyStartsAt: start } }, toStore: conversation, upToSeq: first - 1 },
+      { ...meta, historyStartsAt: first },
     );
   }
-  const bySeq = new Map(stored.range.map((m) => [m.seq, m]));
-  for (let seq = Math.max(first, start); seq <= Math.min(last, start + n - 1); seq++) {
-    const mine = bySeq.get(seq);
-    if (mine && sameMessage(mine, conversation[seq - start])) continue;
-    return withMeta({ replaceAfter: seq - 1, branch: { reason: "edit" }, toStore: conversation.slice(seq - start), upToSeq: seq - 1 }, {});
-  }
-  if (last > start + n - 1) {
-    // The client's history is a prefix of the stored one: it asks again for what followed.
-    const next = bySeq.get(start + n);
-    const reason = next && next.role !== "user" ? "regenerate" : "edit";
-    return withMeta({ replaceAfter: start + n - 1, branch: { reason }, toStore: [], upToSeq: start + n - 1 }, {});
-  }
-  return withMeta({ toStore: conversation.slice(last + 1 - start) }, {});
+  const matched = prefixMatch(conversation, view.range, start, first, same);
+  if (start + matched - 1 >= last) return withMeta(metadata, meta, { reading: "continue", toStore: conversation.slice(last + 1 - start) }, meta);
+  return replaceFrom(conversation, view, start, matched, metadata, meta);
 }
 
 /**
@@ -138,13 +299,30 @@ export async function swapHistoryStart(store: SessionStore, session: Session, br
   return store.saveBranch(session.id, { ...branch, metadata: { ...branch.metadata, historyStartsAt: current } });
 }
 
-/** Reads what {@link planReconcile} compares a request of `count` messages with: one round of reads. */
-export async function readStoredView(store: SessionStore, session: Session, count: number): Promise<StoredView> {
+/** Messages read past the request's length, so a short request can tell a one-turn line from a longer one. */
+const READ_AHEAD = 32;
+
+/** Reads what {@link readRequest} compares a request of `count` messages with: one round of reads. */
+export async function readStoredView(store: SessionStore, session: Session, count: number): Promise<Required<StoredView>> {
   const start = historyStart(session);
-  const [first, last, range] = await Promise.all([
+  const [first, tail, range] = await Promise.all([
     store.getMessages(session.id, { limit: 1 }),
-    store.getMessages(session.id, { last: 1 }),
-    store.getMessages(session.id, { fromSeq: start, toSeq: start + count }),
+    store.getMessages(session.id, { last: Math.max(count, 1) }),
+    store.getMessages(session.id, { fromSeq: start, toSeq: start + count + READ_AHEAD }),
   ]);
-  return { first: first[0], last: last[0], range };
+  return { first: first[0], last: tail.at(-1)!, range, tail } as Required<StoredView>;
+}
+
+/**
+ * The stored view a turn's preloaded window gives without another read: the newest messages, and
+ * the whole line when the window holds every stored message (`complete`).
+ */
+export function viewFromWindow(window: Message[], complete: boolean, session: Session | undefined): StoredView {
+  const view: StoredView = { last: window.at(-1), tail: window };
+  if (complete) {
+    const start = historyStart(session);
+    view.first = window[0];
+    view.range = window.filter((m) => m.seq >= start);
+  }
+  return view;
 }

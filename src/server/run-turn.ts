@@ -6,6 +6,7 @@
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Memory } from "../core/memory.js";
+import type { ClientMode } from "../core/reconcile.js";
 import type { ChatMessage, MessageInput } from "../core/types.js";
 import { type Upstream, UpstreamError, upstreamText } from "../llm/openai-compatible.js";
 import { committedCompletion, markCommitted, operationIdOf } from "./_idempotent-commit.js";
@@ -35,6 +36,8 @@ export interface TurnDialect {
   input: ChatMessage[] | PlannedTurn;
   model?: string;
   stream: boolean;
+  /** How the client declared it sends history, from its headers (see `core/reconcile.ts`). */
+  client?: ClientMode;
   /** Store the turn (a Responses request with `store: false` does not). @default true */
   persist?: boolean;
   /** The upstream chat completions body around the assembled messages. */
@@ -153,7 +156,7 @@ export async function runTurn(
       turn,
       sessionId,
       async (fence, preloaded) => {
-        const loaded = await loadTurn(turn, sessionId, userId, dialect.input, dialect.model, preloaded);
+        const loaded = await loadTurn(turn, { sessionId, userId, request: dialect.input, model: dialect.model, preloaded, client: dialect.client });
         const headers: Record<string, string> = { [SESSION_HEADER]: sessionId };
         if (!loaded.contextAvailable) addWarning(headers, "context-unavailable");
         if (loaded.truncated) addWarning(headers, "input-truncated");

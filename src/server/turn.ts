@@ -8,7 +8,7 @@ import { isOutcomeUnknown, isStoreRefusal, isThreadkeepError, ThreadkeepError } 
 import type { Memory, PreloadedTurn } from "../core/memory.js";
 import { isHiddenCarrier } from "../core/items/index.js";
 import { toChatMessage } from "../core/messages.js";
-import { isWholeHistory, planReconcile, type ReconcilePlan, readStoredView, startsLikeStored } from "../core/reconcile.js";
+import { type ClientMode, type ReconcilePlan, readRequest, readStoredView, viewFromWindow } from "../core/reconcile.js";
 import type { ChatMessage, MessageInput, Session } from "../core/types.js";
 import type { ServerMetrics } from "./metrics.js";
 import { secondsSince } from "./metrics.js";
@@ -74,20 +74,29 @@ export interface LoadedTurn {
   warnings?: string[];
 }
 
+/** What {@link loadTurn} loads a turn for. */
+export interface LoadTurnOptions {
+  sessionId: string;
+  userId: string;
+  /** A chat request's messages (read against the stored line), or a dialect's planned turn. */
+  request: ChatMessage[] | PlannedTurn;
+  model?: string;
+  /** What was read with the turn's lease. */
+  preloaded?: PreloadedTurn;
+  /** How the client declared it sends history (see `core/reconcile.ts`). */
+  client?: ClientMode;
+}
+
 /**
- * Loads the session's context for a request. A new session adopts the client's history (nothing of
- * it is stored yet); an existing one stores only the new turn; a {@link PlannedTurn} stores its own. Another owner's session throws
- * `session_not_found` before anything is read. A store that is down yields the request's own
- * messages and `contextAvailable: false`.
+ * Loads the session's context for a request. A chat request is read against the stored line
+ * (`core/reconcile.ts`: a new session adopts it; a thin turn, a tool loop's follow-up or a whole
+ * history store only what is new; a regenerate or an edit, on evidence, replaces a tail kept as a
+ * branch); a {@link PlannedTurn} stores its own. Another owner's session throws `session_not_found`
+ * before anything is read. A store that is down yields the request's own messages and
+ * `contextAvailable: false`.
  */
-export async function loadTurn(
-  deps: TurnDeps,
-  sessionId: string,
-  userId: string,
-  request: ChatMessage[] | PlannedTurn,
-  model: string | undefined,
-  preloaded?: PreloadedTurn,
-): Promise<LoadedTurn> {
+export async function loadTurn(deps: TurnDeps, options: LoadTurnOptions): Promise<LoadedTurn> {
+  const { sessionId, userId, request, model, preloaded } = options;
   const planned = Array.isArray(request) ? undefined : request;
   const split = planned ? undefined : splitMessages(request as ChatMessage[]);
   const system = planned?.system ?? split?.system ?? [];
@@ -110,15 +119,17 @@ export async function loadTurn(
       }
     }
     let reconciled: ReconcilePlan | undefined;
-    if (split && isWholeHistory(split.conversation, session)) {
-      // The client sent the whole conversation: align it with the stored line (regenerate, edit).
-      const store = await deps.memory.store();
-      const stored = session ? await readStoredView(store, session, split.conversation.length) : { range: [] };
-      if (!session || startsLikeStored(split.conversation, stored, session)) {
-        reconciled = planReconcile(split.conversation, stored, session?.metadata ?? {});
-      }
+    if (split) {
+      const conversation = split.conversation;
+      const reading = { metadata: session?.metadata, client: options.client };
+      // The window read with the lease answers most requests; a whole history, or a request that may
+      // be a regenerate or an edit, is compared with the stored line read from its start.
+      const window = preloaded ? viewFromWindow(preloaded.messages, preloaded.messages.length < preloaded.last, session) : undefined;
+      if (!session) reconciled = readRequest(conversation, { tail: [] }, reading);
+      else if (window) reconciled = readRequest(conversation, window, reading);
+      if (!reconciled) reconciled = readRequest(conversation, await readStoredView(await deps.memory.store(), session!, conversation.length), reading)!;
     }
-    const toStore = planned ? planned.toStore : reconciled ? reconciled.toStore : created ? split!.conversation : split!.newTurn;
+    const toStore = planned ? planned.toStore : reconciled!.toStore;
     const context = await deps.memory.buildContext(sessionId, {
       upToSeq: reconciled?.upToSeq,
       historyStartsAt: reconciled?.historyStartsAt,

@@ -11,32 +11,23 @@ const stored = (messages: ChatMessage[], firstSeq = 1): Message[] => messages.ma
 const full = (messages: Message[]): Required<StoredView> => ({ first: messages[0], last: messages.at(-1)!, range: messages, tail: messages });
 /** Only the newest `k` messages known (a window that did not reach the start). */
 const windowOf = (messages: Message[], k: number): StoredView => ({ last: messages.at(-1), tail: messages.slice(-k) });
-const meta = (client?: "thin" | "whole-history", wholeHistoryRequests?: number) => ({ [HISTORY_META_KEY]: { client, wholeHistoryRequests } });
 
 describe("readRequest", () => {
   const line = stored([u("q1"), a("a1"), u("q2"), a("a2")]);
 
-  it("adopts a new session's conversation, and counts a whole history as evidence", () => {
-    expect(readRequest([u("q1")], { tail: [] })).toMatchObject({ reading: "new", toStore: [u("q1")] });
-    expect(readRequest([u("q1")], { tail: [] })!.metadata).toBeUndefined();
-    const adopted = readRequest([u("q1"), a("a1"), u("q2")], { tail: [] })!;
-    expect(adopted.metadata).toEqual({ [HISTORY_META_KEY]: { wholeHistoryRequests: 1 } });
+  it("adopts a new session's conversation", () => {
+    expect(readRequest([u("q1"), a("a1"), u("q2")], { tail: [] })).toMatchObject({ reading: "new", toStore: [u("q1"), a("a1"), u("q2")] });
   });
 
   it("appends what follows a re-sent stored line", () => {
     const plan = readRequest([u("q1"), a("a1"), u("q2"), a("a2"), u("q3")], full(line))!;
     expect(plan).toMatchObject({ reading: "continue", toStore: [u("q3")], historyStartsAt: 1 });
     expect(plan.replaceAfter).toBeUndefined();
-    expect(plan.metadata).toEqual({ [HISTORY_META_KEY]: { wholeHistoryRequests: 1 } });
-    const second = readRequest([u("q1"), a("a1"), u("q2"), a("a2"), u("q3")], full(line), { metadata: plan.metadata })!;
-    expect(second.metadata).toEqual(meta("whole-history", 2));
+    expect(plan.metadata).toBeUndefined();
   });
 
-  it("appends a thin turn, and marks the client thin once a turn was answered", () => {
-    const plan = readRequest([u("q3")], full(line))!;
-    expect(plan).toMatchObject({ reading: "thin", toStore: [u("q3")] });
-    expect(plan.metadata).toEqual(meta("thin", 0));
-    // From a window that does not reach the start: no read is needed for a lone message.
+  it("appends a thin turn, without reading more than the window", () => {
+    expect(readRequest([u("q3")], full(line))).toMatchObject({ reading: "thin", toStore: [u("q3")] });
     expect(readRequest([u("q3")], windowOf(line, 2))).toMatchObject({ reading: "thin", toStore: [u("q3")] });
   });
 
@@ -70,19 +61,20 @@ describe("readRequest", () => {
     // The same message again is a thin turn: without evidence a lone message never replaces anything.
     expect(readRequest([u("q1")], full(oneTurn))).toMatchObject({ reading: "thin", toStore: [u("q1")] });
     expect(readRequest([u("q1")], full(line))).toMatchObject({ reading: "thin", toStore: [u("q1")] });
-    // useChat's regenerate of the first answer, from a client declared (or proven) to send whole histories.
-    expect(readRequest([u("q1")], full(oneTurn), { client: "whole-history" })).toMatchObject({ reading: "regenerate", replaceAfter: 1, toStore: [] });
-    expect(readRequest([u("q1")], full(line), { metadata: meta("whole-history", 2) })).toMatchObject({ reading: "regenerate", replaceAfter: 1 });
-    expect(readRequest([u("q1")], windowOf(line, 2), { metadata: meta("whole-history", 2) })).toBeUndefined();
-    // A different lone message: an edit only for a client that sends whole histories.
-    expect(readRequest([u("I have a dog.")], full(line))).toMatchObject({ reading: "thin" });
-    expect(readRequest([u("I have a dog.")], full(line), { metadata: meta("whole-history", 2) })).toMatchObject({ reading: "edit", replaceAfter: 0, toStore: [u("I have a dog.")] });
-    // One whole-history request (a restart) proves nothing: the next thin turn is appended.
-    expect(readRequest([u("next")], full(line), { metadata: { [HISTORY_META_KEY]: { wholeHistoryRequests: 1 } } })).toMatchObject({ reading: "thin" });
-    // A thin client stays thin, whatever it sends later.
-    const thinMeta = { metadata: meta("thin", 0) };
-    expect(readRequest([u("q1"), a("a1"), u("q2"), a("a2"), u("q3")], full(line), thinMeta)).toMatchObject({ reading: "continue", toStore: [u("q3")] });
-    expect(readRequest([u("q1")], full(stored([u("q1"), a("a1")])), thinMeta)).toMatchObject({ reading: "thin" });
+    expect(readRequest([u("I have a dog.")], full(line))).toMatchObject({ reading: "thin", toStore: [u("I have a dog.")] });
+    // useChat's regenerate of the first answer and an edit of the first message, from a declared client.
+    const declared: ReadRequestOptions = { client: "whole-history" };
+    expect(readRequest([u("q1")], full(oneTurn), declared)).toMatchObject({ reading: "regenerate", replaceAfter: 1, toStore: [] });
+    expect(readRequest([u("I have a dog.")], full(line), declared)).toMatchObject({ reading: "edit", replaceAfter: 0, toStore: [u("I have a dog.")] });
+    // The legacy flag, once set by any tool loop, is no evidence.
+    expect(readRequest([u("next")], full(line), { metadata: { [HISTORY_META_KEY]: { client: "whole-history" } } })).toMatchObject({ reading: "thin" });
+  });
+
+  it("matches tool-call arguments as JSON values", () => {
+    const spaced: ChatMessage = { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "lookup", arguments: '{ "city": "Rome", "days": 2 }' } }] };
+    const compact: ChatMessage = { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "lookup", arguments: '{"days":2,"city":"Rome"}' } }] };
+    expect(sameMessage(spaced, compact)).toBe(true);
+    expect(sameMessage(spaced, { ...compact, tool_calls: [{ ...compact.tool_calls![0], function: { name: "lookup", arguments: '{"city":"Oslo","days":2}' } }] })).toBe(false);
   });
 
   it("needs two compared messages before replacing: the cap's dropped messages are no evidence", () => {
@@ -103,13 +95,6 @@ describe("readRequest", () => {
     const plan = readRequest([u("q1 edited")], full(capped), { client: "whole-history" })!;
     expect(plan).toMatchObject({ replaceAfter: 6, upToSeq: 6, historyStartsAt: 7, branch: { reason: "edit", metadata: { historyStartsAt: 1 } } });
     expect(plan.metadata).toEqual({ [HISTORY_META_KEY]: { historyStartsAt: 7 } });
-  });
-
-  it("reads the legacy whole-history flag (set by any answer) as no evidence", () => {
-    const legacy = { [HISTORY_META_KEY]: { client: "whole-history" } };
-    const plan = readRequest([u("next")], full(line), { metadata: legacy })!;
-    expect(plan).toMatchObject({ reading: "thin", toStore: [u("next")] });
-    expect(plan.metadata).toEqual(meta("thin", 0));
   });
 
   it("builds a view from the window", () => {

@@ -21,35 +21,20 @@ export const HISTORY_META_KEY = "threadkeep";
 /** How a client sends its history: declared per connection, or recognised from a front-end's own headers. */
 export type ClientMode = "whole-history" | "thin";
 
-/** What a session's metadata records about its client (under {@link HISTORY_META_KEY}). */
+/** What a session's metadata records for request reading (under {@link HISTORY_META_KEY}). */
 export interface HistoryMeta {
-  /**
-   * What the session's requests have shown: `thin` once a request carried only new messages while the
-   * session held an answered turn (it stays so); `whole-history` once two requests re-sent the
-   * stored line from its start, and none was thin.
-   */
-  client?: ClientMode;
-  /** How many requests re-sent the stored line from its start (counted until it reaches two). */
-  wholeHistoryRequests?: number;
-  /** The seq of the client's first message. @default 1 */
+  /** The seq of the client's first message (moved by an edit before what the store still holds). @default 1 */
   historyStartsAt?: number;
 }
-
-/** Requests that re-sent the stored line before a session's client counts as sending whole histories. */
-const PROOF_REQUESTS = 2;
 
 /** The request-reading facts kept in a session's metadata. */
 export function historyMeta(metadata: Record<string, unknown> | undefined): HistoryMeta {
   const value = metadata?.[HISTORY_META_KEY];
   if (typeof value !== "object" || value === null) return {};
-  const meta = value as HistoryMeta & { client?: unknown };
-  // Before this reading existed, `client: "whole-history"` was set by any request that carried an
-  // answer, tool loops included: it proves nothing, so it is read as no evidence.
-  if (meta.client === "whole-history" && meta.wholeHistoryRequests === undefined) {
-    const { client: _legacy, ...rest } = meta;
-    return rest;
-  }
-  return meta;
+  // Earlier versions also kept `client: "whole-history"`, set by any request that carried an answer
+  // (tool loops included): it proves nothing and is not read.
+  const start = (value as HistoryMeta).historyStartsAt;
+  return typeof start === "number" ? { historyStartsAt: start } : {};
 }
 
 /** The seq of the client's first message: summaries of seqs before it belong to a superseded line. */
@@ -109,14 +94,31 @@ const text = (content: MessageContent): string =>
     : contentText(content)
   ).trim();
 
-/** What makes two messages the same turn to a client: role, text, tool calls (name, arguments) and tool call id. */
-export function sameMessage(a: ChatMessage, b: ChatMessage): boolean {
-  const calls = (m: ChatMessage) => JSON.stringify((m.tool_calls ?? []).map((c) => [c.function?.name, c.function?.arguments]));
-  return a.role === b.role && text(a.content) === text(b.content) && calls(a) === calls(b) && (a.tool_call_id ?? "") === (b.tool_call_id ?? "");
+/** Tool-call arguments as their JSON value, so a client that re-serialises them (Mastra adds no spaces) still matches. */
+function canonicalArguments(args: string | undefined): unknown {
+  if (args === undefined) return "";
+  try {
+    return sortKeys(JSON.parse(args));
+  } catch {
+    return args.trim();
+  }
 }
 
-/** An answer that ends a turn: an assistant message that calls no tool. */
-const isAnswer = (m: ChatMessage) => m.role === "assistant" && !(m.tool_calls?.length);
+const sortKeys = (value: unknown): unknown =>
+  Array.isArray(value)
+    ? value.map(sortKeys)
+    : value && typeof value === "object"
+      ? Object.fromEntries(Object.keys(value).sort().map((k) => [k, sortKeys((value as Record<string, unknown>)[k])]))
+      : value;
+
+/**
+ * What makes two messages the same turn to a client: role, text, tool calls (name, and arguments as
+ * JSON values) and tool call id. Tool call ids are not compared: what matters is what was called.
+ */
+export function sameMessage(a: ChatMessage, b: ChatMessage): boolean {
+  const calls = (m: ChatMessage) => JSON.stringify((m.tool_calls ?? []).map((c) => [c.function?.name, canonicalArguments(c.function?.arguments)]));
+  return a.role === b.role && text(a.content) === text(b.content) && calls(a) === calls(b) && (a.tool_call_id ?? "") === (b.tool_call_id ?? "");
+}
 
 /** What follows the request's last assistant message: a thin client's new turn. */
 export const afterLastAnswer = (conversation: ChatMessage[]): ChatMessage[] =>
@@ -138,73 +140,50 @@ export function readRequest(conversation: ChatMessage[], view: StoredView, optio
     withMeta(metadata, meta, { reading, ...fields }, next);
 
   // Nothing stored (a new or cleared session): the request's conversation is the history.
-  if (view.last === undefined) {
-    const proof = conversation.some((m, i) => isAnswer(m) && conversation.slice(i + 1).some((later) => later.role === "user"));
-    return plan("new", { toStore: conversation }, proof ? provenWholeHistory({ ...meta, historyStartsAt: undefined }) : { ...meta, historyStartsAt: undefined });
-  }
-  // A client declared to send whole histories, or proven to by its requests, is aligned by position.
-  const client = options.client ?? (meta.client === "whole-history" ? "whole-history" : undefined);
-  if (n === 0 || client === "thin") return plan("thin", { toStore: afterLastAnswer(conversation) });
-  if (client === "whole-history") {
+  if (view.last === undefined) return plan("new", { toStore: conversation }, {});
+  if (n === 0 || options.client === "thin") return plan("thin", { toStore: afterLastAnswer(conversation) });
+  if (options.client === "whole-history") {
     if (!view.range) return undefined;
     return alignByPosition(conversation, view as Required<StoredView>, metadata, meta, same);
   }
 
   const stored = last - start + 1;
-  const storedAnswered = view.tail.some(isAnswer) || (view.range ?? []).some(isAnswer);
   // 1. It re-sends the whole stored line, then more: append the rest.
   if (n >= stored && stored > 0) {
     if (!view.range) return undefined;
     const matched = prefixMatch(conversation, view.range, start, view.first!.seq, same);
-    if (matched >= stored) {
-      const proof = conversation.slice(0, stored).some(isAnswer) && n > stored;
-      return plan("continue", { toStore: conversation.slice(stored) }, proof ? provenWholeHistory(meta) : meta);
-    }
+    if (matched >= stored) return plan("continue", { toStore: conversation.slice(stored) });
   }
   // 2. It begins with the stored line's newest messages (a tool loop's follow-up): append the rest.
-  // It did not re-send what came before them, so once a turn was answered this is a thin client.
   const overlap = tailOverlap(conversation, view.tail, same);
-  if (overlap > 0 && overlap < n) return plan("overlap", { toStore: conversation.slice(overlap) }, storedAnswered ? thin(meta) : meta);
+  if (overlap > 0 && overlap < n) return plan("overlap", { toStore: conversation.slice(overlap) });
   // 3. It reproduces at least two messages of the stored line from its start, then changes or stops:
-  // a regenerate or an edit. A lone message is never enough (a thin client may ask the same again).
+  // a regenerate or an edit. A lone message is never enough: a thin client may ask the same again,
+  // and a whole-history client's regenerate of the first answer or edit of the first message looks
+  // like a thin turn — those need the client declared.
   if (n >= 2) {
     if (!view.range) return undefined;
     const matched = prefixMatch(conversation, view.range, start, view.first!.seq, same);
     const compared = matched - Math.max(0, view.first!.seq - start);
-    if (compared >= 2) {
-      const proof = conversation.slice(0, matched).some(isAnswer) ? provenWholeHistory(meta) : meta;
-      return replaceFrom(conversation, view as Required<StoredView>, start, matched, metadata, proof);
-    }
+    if (compared >= 2) return replaceFrom(conversation, view as Required<StoredView>, start, matched, metadata, meta);
   }
   // 4. No evidence for anything else: what follows the request's last assistant message is new.
-  return plan("thin", { toStore: afterLastAnswer(conversation) }, storedAnswered ? thin(meta) : meta);
+  return plan("thin", { toStore: afterLastAnswer(conversation) });
 }
 
-/** A request that re-sent the stored line from its start: one more piece of evidence. */
-function provenWholeHistory(meta: HistoryMeta): HistoryMeta {
-  if (meta.client) return meta;
-  const count = (meta.wholeHistoryRequests ?? 0) + 1;
-  return count >= PROOF_REQUESTS ? { ...meta, client: "whole-history", wholeHistoryRequests: count } : { ...meta, wholeHistoryRequests: count };
-}
-
-/** A request that carried only new messages while the session held an answered turn. */
-const thin = (meta: HistoryMeta): HistoryMeta => (meta.client === "thin" ? meta : { ...meta, client: "thin", wholeHistoryRequests: meta.wholeHistoryRequests ?? 0 });
-
+/** A plan, with the session's metadata to write when the client's first seq moves. */
 function withMeta(
   metadata: Record<string, unknown>,
   before: HistoryMeta,
   fields: Omit<ReconcilePlan, "historyStartsAt">,
   next: HistoryMeta,
 ): ReconcilePlan {
-  const merged: HistoryMeta = { ...next };
-  if (merged.historyStartsAt === 1 || merged.historyStartsAt === undefined) delete merged.historyStartsAt;
-  const planned: ReconcilePlan = { ...fields, historyStartsAt: merged.historyStartsAt ?? 1 };
-  const raw = metadata[HISTORY_META_KEY];
-  const changed = JSON.stringify(merged) !== JSON.stringify(before) || (raw !== undefined && JSON.stringify(raw) !== JSON.stringify(before));
-  if (!changed) return planned;
-  const empty = Object.keys(merged).length === 0;
-  if (empty && raw === undefined) return planned;
-  return { ...planned, metadata: { ...metadata, [HISTORY_META_KEY]: merged } };
+  const start = next.historyStartsAt ?? 1;
+  const planned: ReconcilePlan = { ...fields, historyStartsAt: start };
+  if (start === (before.historyStartsAt ?? 1)) return planned;
+  const kept: Record<string, unknown> = { ...(metadata[HISTORY_META_KEY] as Record<string, unknown> | undefined), historyStartsAt: start };
+  if (start === 1) delete kept.historyStartsAt;
+  return { ...planned, metadata: { ...metadata, [HISTORY_META_KEY]: kept } };
 }
 
 /**

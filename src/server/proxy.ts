@@ -8,6 +8,7 @@ import { z } from "zod";
 import { ThreadkeepError } from "../core/errors.js";
 import { newSessionId, parseSessionId } from "../core/ids.js";
 import { validateMessages } from "../core/messages.js";
+import type { ClientMode } from "../core/reconcile.js";
 import type { ChatMessage } from "../core/types.js";
 import { parseBody } from "./_validate.js";
 import { headerValue, runIdempotentTurn, SESSION_HEADER, type TurnDialect, type TurnRouteDeps } from "./run-turn.js";
@@ -46,11 +47,18 @@ export function sessionIdOf(request: FastifyRequest): { id: string; given: boole
   return { id: parseSessionId(header.trim()), given: true };
 }
 
+/** `X-Threadkeep-Client: whole-history | thin`: how a client declares it sends history. */
+export function declaredClient(request: FastifyRequest): ClientMode | undefined {
+  const value = headerValue(request.headers["x-threadkeep-client"])?.trim().toLowerCase();
+  return value === "whole-history" || value === "thin" ? value : undefined;
+}
+
 /** The chat completions dialect: messages as sent, the upstream's answer passed back as it came. */
-function chatDialect(chat: ChatRequest, defaultModel: string | undefined): TurnDialect {
+function chatDialect(chat: ChatRequest, defaultModel: string | undefined, client: ClientMode | undefined): TurnDialect {
   const model = chat.body.model ?? defaultModel;
   return {
     input: chat.messages,
+    client,
     model,
     stream: chat.body.stream === true,
     upstreamBody: (messages) => ({ ...chat.body, messages, ...(model ? { model } : {}) }),
@@ -80,7 +88,7 @@ export function registerProxy(app: FastifyInstance, deps: ProxyDeps): void {
       sessionId: session.id,
       scope: session.given ? session.id : "",
       body: chat.body,
-      dialect: chatDialect(chat, deps.defaultModel),
+      dialect: chatDialect(chat, deps.defaultModel, declaredClient(request)),
     });
   });
 }

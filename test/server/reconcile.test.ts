@@ -14,10 +14,12 @@ type Msg = { role: "system" | "user" | "assistant"; content: string };
 const SYSTEM: Msg = { role: "system", content: "You are a helpful assistant." };
 const SUMMARY_MODEL = "summary-model";
 
-/** A client that keeps the conversation itself, as OpenWebUI and useChat do. */
+/** A client that keeps the conversation itself, as OpenWebUI and useChat do, and says so (`X-Threadkeep-Client`). */
 class WholeHistoryClient {
   readonly id = newSessionId();
   messages: Msg[] = [];
+  /** Sends `X-Threadkeep-Client: whole-history`. */
+  declared = true;
   constructor(
     private readonly openai: OpenAI,
     private readonly stack: Stack,
@@ -28,7 +30,7 @@ class WholeHistoryClient {
     const before = this.stack.fake.chatRequests().length;
     const completion = await this.openai.chat.completions.create(
       { model: "fake-model", messages: [SYSTEM, ...this.messages] },
-      { headers: { "X-Session-ID": this.id } },
+      { headers: { "X-Session-ID": this.id, ...(this.declared ? { "X-Threadkeep-Client": "whole-history" } : {}) } },
     );
     const sent = this.stack.fake
       .chatRequests()
@@ -184,6 +186,20 @@ describe("whole-history clients", () => {
     expect((await stack.memory.listBranches(client.id)).map((b) => [b.reason, plain(b.messages)])).toEqual([
       ["regenerate", [{ role: "assistant", content: first }]],
     ]);
+  });
+
+  it("without the declaration, appends an edit of the first message instead of hiding the conversation", async () => {
+    const client = await start(false);
+    client.declared = false;
+    await client.send("I have a cat.");
+    await client.send("Name ideas?");
+    // A later edit is told by the stored line it reproduces: two messages from the start, then a change.
+    await client.edit(1, "Names for a grey cat?");
+    expect((await stack.memory.listBranches(client.id)).map((b) => b.reason)).toEqual(["edit"]);
+    // A lone new first message cannot be told from a thin turn: it is appended, nothing is hidden.
+    const sent = await client.edit(0, "I have a dog.");
+    expect(plain(sent).map((m) => m.content)).toEqual(["I have a cat.", 'answer 1 to "I have a cat."', "Names for a grey cat?", 'answer 3 to "Names for a grey cat?"', "I have a dog."]);
+    expect(await stack.memory.listBranches(client.id)).toHaveLength(1);
   });
 
   it("leaves thin clients as they were: one new message per request is appended", async () => {

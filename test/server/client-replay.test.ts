@@ -16,7 +16,7 @@ import { createServer, type ThreadkeepServer } from "../../src/server/index.js";
 import { createSqliteStore } from "../../src/stores/sqlite/index.js";
 import { createMemoryStore } from "../../src/stores/memory.js";
 import { type FakeReply, type FakeUpstream, startFakeUpstream } from "../_fake-upstream.js";
-import type { ClientFixture } from "../fixtures/clients/_format.js";
+import { type ClientFixture, isInstruction } from "../fixtures/clients/_format.js";
 
 /**
  * Fixtures today's request reading gets wrong: they run as `it.fails`, so the file stays green and a
@@ -73,8 +73,7 @@ function comparable(message: any): Comparable {
   return out;
 }
 
-const conversation = (messages: any[]): Comparable[] =>
-  messages.filter((m) => m.role !== "system" && m.role !== "developer").map(comparable);
+const conversation = (messages: any[]): Comparable[] => messages.filter((m) => !isInstruction(m)).map(comparable);
 
 /** Sends one recorded request as it was recorded and reads the whole answer (streamed or not). */
 function send(baseUrl: string, exchange: ClientFixture["exchanges"][number]): Promise<{ status: number; body: string }> {
@@ -146,6 +145,10 @@ async function replay(file: string, fixture: ClientFixture, target: Target) {
     const calls = fake.chatRequests().slice(before);
     expect(calls.length, `${where}: model calls`).toBe(1);
     expect(conversation(calls[0].body.messages), `${where}: what the model received`).toEqual(conversation(exchange.expected));
+    // The app's system messages go first, as it sent them; threadkeep adds none with its defaults.
+    const instructions = (exchange.request.body.messages ?? []).filter(isInstruction).map(comparable);
+    expect(calls[0].body.messages.filter(isInstruction).map(comparable), `${where}: the system messages`).toEqual(instructions);
+    expect(calls[0].body.messages.slice(0, instructions.length).map(comparable), `${where}: the system messages come first`).toEqual(instructions);
     if (exchange.action === "regenerate" || exchange.action === "edit") rewrites++;
     const branches = await target.memory.listBranches(sessionId);
     expect(branches.length, `${where}: branches (one per regenerate or edit so far)`).toBe(rewrites);

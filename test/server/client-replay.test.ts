@@ -145,10 +145,12 @@ async function replay(file: string, fixture: ClientFixture, target: Target) {
     const calls = fake.chatRequests().slice(before);
     expect(calls.length, `${where}: model calls`).toBe(1);
     expect(conversation(calls[0].body.messages), `${where}: what the model received`).toEqual(conversation(exchange.expected));
-    // The app's system messages go first, as it sent them; threadkeep adds none with its defaults.
-    const instructions = (exchange.request.body.messages ?? []).filter(isInstruction).map(comparable);
-    expect(calls[0].body.messages.filter(isInstruction).map(comparable), `${where}: the system messages`).toEqual(instructions);
-    expect(calls[0].body.messages.slice(0, instructions.length).map(comparable), `${where}: the system messages come first`).toEqual(instructions);
+    if (Array.isArray(exchange.request.body?.messages)) {
+      // A chat request's system messages go first, as the app sent them; threadkeep adds none with its defaults.
+      const instructions = exchange.request.body.messages.filter(isInstruction).map(comparable);
+      expect(calls[0].body.messages.filter(isInstruction).map(comparable), `${where}: the system messages`).toEqual(instructions);
+      expect(calls[0].body.messages.slice(0, instructions.length).map(comparable), `${where}: the system messages come first`).toEqual(instructions);
+    }
     if (exchange.action === "regenerate" || exchange.action === "edit") rewrites++;
     const branches = await target.memory.listBranches(sessionId);
     expect(branches.length, `${where}: branches (one per regenerate or edit so far)`).toBe(rewrites);

@@ -134,7 +134,7 @@ afterAll(async () => {
 /** Replays one fixture on one store; the first difference fails it, naming the fixture and exchange. */
 async function replay(file: string, fixture: ClientFixture, target: Target) {
   const sessionId = fixture.sessionHeaders["x-session-id"];
-  let rewrites = 0;
+  const rewrites: string[] = [];
   for (const [i, exchange] of fixture.exchanges.entries()) {
     const where = `${file} exchange #${i} (turn ${exchange.turn}, ${exchange.action})`;
     const before = fake.chatRequests().length;
@@ -151,9 +151,10 @@ async function replay(file: string, fixture: ClientFixture, target: Target) {
       expect(calls[0].body.messages.filter(isInstruction).map(comparable), `${where}: the system messages`).toEqual(instructions);
       expect(calls[0].body.messages.slice(0, instructions.length).map(comparable), `${where}: the system messages come first`).toEqual(instructions);
     }
-    if (exchange.action === "regenerate" || exchange.action === "edit") rewrites++;
+    if (exchange.action === "regenerate" || exchange.action === "edit") rewrites.push(exchange.action);
     const branches = await target.memory.listBranches(sessionId);
-    expect(branches.length, `${where}: branches (one per regenerate or edit so far)`).toBe(rewrites);
+    const reasons = branches.sort((a, b) => a.id - b.id).map((b) => b.reason);
+    expect(reasons, `${where}: branches (one per regenerate or edit so far, with its reason)`).toEqual(rewrites);
   }
   const mainLine = await target.memory.getMessages(sessionId);
   expect(conversation(mainLine), `${file}: the session's main line`).toEqual(conversation(fixture.expectedMainLine));

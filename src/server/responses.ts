@@ -6,7 +6,6 @@
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { ThreadkeepError } from "../core/errors.js";
-import { newSessionId } from "../core/ids.js";
 import {
   type FoundResponse,
   findResponse,
@@ -24,7 +23,8 @@ import { notFound, orNotFound, pageOf } from "./_item-pages.js";
 import { outputItems, outputMessages, type ResponseMeta, responseObject, statusOf, storedResponseObject, usageOf } from "./responses-object.js";
 import { parseResponsesRequest, type ResponsesRequest } from "./responses-request.js";
 import { ResponsesStream } from "./responses-stream.js";
-import { runIdempotentTurn, type TurnDialect, type TurnRouteDeps } from "./run-turn.js";
+import { declaredClient, sessionIdOf } from "./proxy.js";
+import { runIdempotentTurn, SESSION_HEADER, type TurnDialect, type TurnRouteDeps } from "./run-turn.js";
 
 type IdParams = { Params: { id: string } };
 
@@ -40,10 +40,20 @@ async function loadResponse(memory: Memory, userId: string, id: string, param?: 
 }
 
 /**
- * The session a new response goes into. Continuing a response that is not its session's latest
- * forks the session at that response: two responses continuing the same one are two branches.
+ * The session a new response goes into: the `conversation`'s; the `previous_response_id`'s
+ * (continuing a response that is not its session's latest forks the session at that response: two
+ * responses continuing the same one are two branches); the session named by `X-Session-ID`, whose
+ * request is read like a chat request (`read`: the input may re-send what is stored); or a new one.
  */
-async function sessionFor(memory: Memory, request: FastifyRequest, parsed: ResponsesRequest): Promise<string> {
+async function sessionFor(memory: Memory, request: FastifyRequest, parsed: ResponsesRequest): Promise<{ id: string; read?: boolean }> {
+  const id = await linkedSession(memory, request, parsed);
+  if (id) return { id };
+  const named = sessionIdOf(request);
+  return named.given ? { id: named.id, read: true } : { id: named.id };
+}
+
+/** The session of the request's `conversation` or `previous_response_id`, when it names one. */
+async function linkedSession(memory: Memory, request: FastifyRequest, parsed: ResponsesRequest): Promise<string | undefined> {
   const userId = request.userId;
   if (parsed.conversationSession) {
     const id = parsed.conversationSession;
@@ -54,7 +64,7 @@ async function sessionFor(memory: Memory, request: FastifyRequest, parsed: Respo
     return id;
   }
   const previousId = parsed.previousResponseId;
-  if (!previousId) return newSessionId();
+  if (!previousId) return undefined;
   // The common case, continuing the latest response, reads one message; a branch reads the session.
   const headSession = sessionOfResponse(previousId);
   if (headSession) {
@@ -72,11 +82,11 @@ async function sessionFor(memory: Memory, request: FastifyRequest, parsed: Respo
 }
 
 /** The Responses dialect of a turn. */
-function responsesDialect(parsed: ResponsesRequest, meta: ResponseMeta, defaultModel: string | undefined): TurnDialect {
+function responsesDialect(parsed: ResponsesRequest, meta: ResponseMeta, defaultModel: string | undefined, read: boolean): TurnDialect {
   const model = parsed.model ?? defaultModel;
   const system: ChatMessage[] = parsed.echo.instructions ? [{ role: "system", content: parsed.echo.instructions }] : [];
   return {
-    input: { system, toStore: itemsToMessages(parsed.items) },
+    input: { system, toStore: itemsToMessages(parsed.items), read },
     model,
     stream: parsed.stream,
     persist: parsed.store,
@@ -110,7 +120,9 @@ export function registerResponseRoutes(app: FastifyInstance, deps: TurnRouteDeps
     if (!deps.upstream) {
       throw new ThreadkeepError("upstream_not_configured", "No upstream model is configured: start threadkeep with --upstream <OpenAI-compatible base URL>");
     }
-    const sessionId = await sessionFor(memory, request, parsed);
+    const session = await sessionFor(memory, request, parsed);
+    const sessionId = session.id;
+    reply.header(SESSION_HEADER, sessionId);
     const meta: ResponseMeta = {
       id: newResponseId(sessionId),
       sessionId,
@@ -124,7 +136,7 @@ export function registerResponseRoutes(app: FastifyInstance, deps: TurnRouteDeps
       sessionId,
       scope: `responses\n${parsed.conversationSession ?? parsed.previousResponseId ?? ""}`,
       body: parsed.body,
-      dialect: responsesDialect(parsed, meta, deps.defaultModel),
+      dialect: { ...responsesDialect(parsed, meta, deps.defaultModel, session.read === true), client: declaredClient(request) },
     });
   });
 

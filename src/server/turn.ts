@@ -52,6 +52,12 @@ export interface PlannedTurn {
   system: ChatMessage[];
   /** The turn's new messages, stored with the reply (their metadata is never sent). */
   toStore: MessageInput[];
+  /**
+   * `toStore` is what the client knows of the conversation, not only what is new (a Responses
+   * request on a session named by its header): it is read against the stored line as a chat
+   * request is, and only what is new is stored.
+   */
+  read?: boolean;
 }
 
 /** The context a turn sends upstream, and what it will store. */
@@ -119,8 +125,8 @@ export async function loadTurn(deps: TurnDeps, options: LoadTurnOptions): Promis
       }
     }
     let reconciled: ReconcilePlan | undefined;
-    if (split) {
-      const conversation = split.conversation;
+    const conversation = split?.conversation ?? (planned?.read ? (planned.toStore as ChatMessage[]) : undefined);
+    if (conversation) {
       const reading = { metadata: session?.metadata, client: options.client };
       // The window read with the lease answers most requests; a whole history, or a request that may
       // be a regenerate or an edit, is compared with the stored line read from its start.
@@ -129,7 +135,7 @@ export async function loadTurn(deps: TurnDeps, options: LoadTurnOptions): Promis
       else if (window) reconciled = readRequest(conversation, window, reading);
       if (!reconciled) reconciled = readRequest(conversation, await readStoredView(await deps.memory.store(), session!, conversation.length), reading)!;
     }
-    const toStore = planned ? planned.toStore : reconciled!.toStore;
+    const toStore = reconciled ? reconciled.toStore : planned!.toStore;
     const context = await deps.memory.buildContext(sessionId, {
       upToSeq: reconciled?.upToSeq,
       historyStartsAt: reconciled?.historyStartsAt,

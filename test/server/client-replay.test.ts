@@ -23,18 +23,7 @@ import { type ClientFixture, isInstruction } from "../fixtures/clients/_format.j
  * fixed one fails until it leaves the list. The fix of `src/core/reconcile.ts` / `loadTurn` removes
  * this list.
  */
-const KNOWN_MISREAD = new Set<string>([
-  "ai-sdk-generate-thin.json",
-  "ai-sdk-generate-whole.json",
-  "ai-sdk-stream-thin.json",
-  "ai-sdk-usechat-whole-stream.json",
-  "langchain-invoke-thin.json",
-  "langchain-invoke-whole.json",
-  "langchain-stream-thin.json",
-  "langchain-stream-whole.json",
-  "openai-runtools-thin-stream.json",
-  "openai-runtools-thin.json",
-]);
+const KNOWN_MISREAD = new Set<string>([]);
 
 const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), "../fixtures/clients");
 const fixtureFiles = readdirSync(FIXTURES)
@@ -135,13 +124,19 @@ afterAll(async () => {
 async function replay(file: string, fixture: ClientFixture, target: Target) {
   const sessionId = fixture.sessionHeaders["x-session-id"];
   const rewrites: string[] = [];
-  for (const [i, exchange] of fixture.exchanges.entries()) {
-    const where = `${file} exchange #${i} (turn ${exchange.turn}, ${exchange.action})`;
+  let lastResponseId: string | undefined;
+  for (const [i, recorded] of fixture.exchanges.entries()) {
+    const where = `${file} exchange #${i} (turn ${recorded.turn}, ${recorded.action})`;
+    // A previous_response_id names the response of the request before (the recorder checks that):
+    // this replay's response, not the recording's.
+    const body = recorded.request.body?.previous_response_id ? { ...recorded.request.body, previous_response_id: lastResponseId } : recorded.request.body;
+    const exchange = { ...recorded, request: { ...recorded.request, body } };
     const before = fake.chatRequests().length;
     reply = exchange.reply as FakeReply;
     const answer = await send(target.url, exchange);
     reply = undefined;
     expect(answer.status, `${where}: threadkeep answered ${answer.body.slice(0, 300)}`).toBe(200);
+    lastResponseId = /"id":"(resp_[0-9a-zA-Z_-]+)"/.exec(answer.body)?.[1];
     const calls = fake.chatRequests().slice(before);
     expect(calls.length, `${where}: model calls`).toBe(1);
     expect(conversation(calls[0].body.messages), `${where}: what the model received`).toEqual(conversation(exchange.expected));

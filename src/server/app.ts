@@ -10,6 +10,7 @@ import { checkJson } from "../core/json-limits.js";
 import { createMemory, Memory, type MemoryOptions } from "../core/memory.js";
 import { createUpstream, type Upstream, type UpstreamOptions } from "../llm/openai-compatible.js";
 import { createAuthenticator, toApiKeyMap } from "./auth.js";
+import { installBodyDrain } from "./body-drain.js";
 import { installErrorHandlers, sendFailure, toHttpFailure } from "./errors.js";
 import { IdempotencyCache, type IdempotencyOptions } from "./idempotency.js";
 import { checkTenantIds, createUserResolver, type UserJwtOptions } from "./identity.js";
@@ -61,7 +62,10 @@ export interface ServerOptions {
   host?: string;
   /** 0 picks a free port. @default 8787 */
   port?: number;
-  /** Largest request body in bytes; larger ones get 413. @default 10485760 (10 MB) */
+  /**
+   * Largest request body in bytes; larger ones get 413 (after the rest, up to 4× this, is read and
+   * discarded, so the client reads the answer). @default 10485760 (10 MB)
+   */
   bodyLimit?: number;
   /** Replay of turns retried with the same Idempotency-Key (in this process). */
   idempotency?: IdempotencyOptions;
@@ -125,6 +129,7 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
     if (request.routeOptions.url?.startsWith("/v1/") || request.routeOptions.url === MCP_PATH)
       request.userId = await resolveUser(request.raw, authenticate(request.headers.authorization));
   });
+  installBodyDrain(app, { bodyLimit });
   // JSON nested thousands deep overflows JSON.stringify wherever it goes next: refused at the door.
   app.addHook("preHandler", async (request) => {
     if (request.body !== undefined && request.body !== null) checkJson(request.body, "");

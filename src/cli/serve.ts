@@ -117,7 +117,7 @@ export function register(program: Command): void {
     .option("--user-jwt-header <name>", "the header of the end-user token (env THREADKEEP_USER_JWT_HEADER; default X-OpenWebUI-User-Jwt)")
     .option(
       "--body-limit <bytes>",
-      "largest request body in bytes; a larger one gets 413 after up to 4x this is read and dropped (env THREADKEEP_BODY_LIMIT; default 10485760)",
+      "largest request body in bytes; a larger one gets 413 once the rest (up to 4x this more) is read and dropped (env THREADKEEP_BODY_LIMIT; default 10485760)",
     )
     .option(
       "--workers <n>",

@@ -24,4 +24,18 @@ describe("CLI configuration", () => {
     expect(() => parseApiKeys("justakey")).toThrow(/expected key:user/);
     expect(() => resolveConfig({ window: "zero" }, {})).toThrow(/window must be/);
   });
+
+  it("reads the end-user options from flags or environment, and refuses token settings without a secret", () => {
+    expect(resolveConfig({}, {})).toMatchObject({ userHeader: undefined, userJwt: undefined });
+    expect(resolveConfig({}, { THREADKEEP_USER_HEADER: "X-OpenWebUI-User-Id" }).userHeader).toBe("X-OpenWebUI-User-Id");
+    expect(resolveConfig({ userHeader: "X-User" }, { THREADKEEP_USER_HEADER: "X-Other" }).userHeader).toBe("X-User");
+    expect(resolveConfig({}, { THREADKEEP_USER_JWT_SECRET: "s3cret" }).userJwt).toEqual({ secret: "s3cret" });
+    expect(resolveConfig({ userJwtSecret: "s", userJwtIssuer: "gw", userJwtHeader: "X-Token" }, {}).userJwt).toEqual({
+      secret: "s",
+      issuer: "gw",
+      header: "X-Token",
+    });
+    expect(() => resolveConfig({ userJwtIssuer: "gw" }, {})).toThrow(/need --user-jwt-secret/);
+    expect(() => resolveConfig({}, { THREADKEEP_USER_JWT_HEADER: "X-Token" })).toThrow(/need --user-jwt-secret/);
+  });
 });

@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { ThreadkeepError } from "../core/errors.js";
 import { DEFAULTS, parseDuration, parsePositiveInt } from "../core/policies.js";
+import type { UserJwtOptions } from "../server/identity.js";
 
 /** Where the server and the CLI keep sessions unless told otherwise. */
 export const DEFAULT_STORE_URL = "sqlite:./data/threadkeep.db";
@@ -16,6 +17,10 @@ export interface ThreadkeepConfig {
   upstreamKey?: string;
   /** threadkeep API key → user id. Empty: no authentication (loopback only). */
   apiKeys: Map<string, string>;
+  /** A header the gateway names its end user in (`serve --user-header`); unset: ignored. */
+  userHeader?: string;
+  /** The gateway's signed end-user token (`serve --user-jwt-secret`); unset: ignored. */
+  userJwt?: UserJwtOptions;
   /** Model used when a request names none (and by `threadkeep chat`). */
   model?: string;
   window: number;
@@ -32,7 +37,8 @@ export interface ThreadkeepConfig {
 
 /** The flag values commander hands over (all strings, all optional). */
 export type ConfigFlags = Partial<Record<
-  "host" | "port" | "store" | "upstream" | "upstreamKey" | "apiKeys" | "model" | "window" | "tokenBudget" | "maxMessages" | "ttl" | "leaseTtl" | "bodyLimit" | "workers",
+  | "host" | "port" | "store" | "upstream" | "upstreamKey" | "apiKeys" | "model" | "window" | "tokenBudget" | "maxMessages" | "ttl" | "leaseTtl" | "bodyLimit" | "workers"
+  | "userHeader" | "userJwtSecret" | "userJwtIssuer" | "userJwtHeader",
   string
 >>;
 
@@ -61,6 +67,17 @@ function parseLeaseTtl(value: string | undefined): number {
   return ms;
 }
 
+/** The end-user token settings; the issuer and header without a secret would be ignored, so they are refused. */
+function resolveUserJwt(secret: string | undefined, issuer: string | undefined, header: string | undefined): UserJwtOptions | undefined {
+  if (secret === undefined) {
+    if (issuer !== undefined || header !== undefined) {
+      throw new ThreadkeepError("invalid_request", "--user-jwt-issuer and --user-jwt-header need --user-jwt-secret (or THREADKEEP_USER_JWT_SECRET)");
+    }
+    return undefined;
+  }
+  return { secret, ...(issuer === undefined ? {} : { issuer }), ...(header === undefined ? {} : { header }) };
+}
+
 /** Resolves settings from flags, then THREADKEEP_* environment variables, then defaults. */
 export function resolveConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = process.env): ThreadkeepConfig {
   const pick = (flag: keyof ConfigFlags, name: string) => flags[flag] ?? (env[name] || undefined);
@@ -73,6 +90,12 @@ export function resolveConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = 
     upstreamUrl: pick("upstream", "THREADKEEP_UPSTREAM_URL")?.replace(/\/+$/, ""),
     upstreamKey: pick("upstreamKey", "THREADKEEP_UPSTREAM_API_KEY"),
     apiKeys: parseApiKeys(pick("apiKeys", "THREADKEEP_API_KEYS")),
+    userHeader: pick("userHeader", "THREADKEEP_USER_HEADER"),
+    userJwt: resolveUserJwt(
+      pick("userJwtSecret", "THREADKEEP_USER_JWT_SECRET"),
+      pick("userJwtIssuer", "THREADKEEP_USER_JWT_ISSUER"),
+      pick("userJwtHeader", "THREADKEEP_USER_JWT_HEADER"),
+    ),
     model: pick("model", "THREADKEEP_MODEL"),
     window: parsePositiveInt(pick("window", "THREADKEEP_WINDOW") ?? DEFAULTS.window, "window"),
     tokenBudget: parsePositiveInt(pick("tokenBudget", "THREADKEEP_TOKEN_BUDGET") ?? DEFAULTS.tokenBudget, "token budget"),

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { isStoreRefusal, isThreadkeepError, ThreadkeepError } from "../core/errors.js";
 import { createUpstream } from "../llm/openai-compatible.js";
-import { createServer, isLoopbackHost, type ThreadkeepServer } from "../server/index.js";
+import { createServer, describeIdentity, isLoopbackHost, type ThreadkeepServer } from "../server/index.js";
 import { addEmbeddingOptions, addRecallOptions, type RecallConfig, type RecallFlags, recallMemoryOptions, resolveRecallConfig } from "./_recall-options.js";
 import { isWorker, reportListening, runPrimary, sharedStoreUrl } from "./_workers.js";
 import {
@@ -56,6 +56,8 @@ export async function startServe(
     },
     upstream,
     apiKeys: config.apiKeys,
+    userHeader: config.userHeader,
+    userJwt: config.userJwt,
     model: config.model,
     host: config.host,
     port: config.port,
@@ -81,8 +83,9 @@ export async function startServe(
     const auth = config.apiKeys.size > 0 ? `api keys: ${config.apiKeys.size}` : "auth: none (loopback only)";
     const summaries = !upstream || !recall.summaries ? "off" : (recall.summaryModel ?? config.model ?? "the conversation's model");
     const embeddings = recall.embeddingModel ?? "off";
+    const identity = describeIdentity({ userHeader: config.userHeader, userJwt: config.userJwt });
     print(
-      `threadkeep listening on ${url}  store: ${redactUrl(config.store)}  upstream: ${upstreamLabel}  ${auth}  summaries: ${summaries}  embeddings: ${embeddings}`,
+      `threadkeep listening on ${url}  store: ${redactUrl(config.store)}  upstream: ${upstreamLabel}  ${auth}  identity: ${identity}  summaries: ${summaries}  embeddings: ${embeddings}`,
     );
     return server;
   } catch (error) {
@@ -103,8 +106,18 @@ export function register(program: Command): void {
       "threadkeep API keys as key1:alice,key2:bob (env THREADKEEP_API_KEYS); required off loopback",
     )
     .option(
+      "--user-header <name>",
+      "trust this header (e.g. X-OpenWebUI-User-Id) to name the end user behind an API key; only when nothing but the gateway reaches threadkeep (env THREADKEEP_USER_HEADER)",
+    )
+    .option(
+      "--user-jwt-secret <secret>",
+      "verify the gateway's signed end-user token (Open WebUI's FORWARD_USER_INFO_HEADER_JWT_SECRET); prefer the env THREADKEEP_USER_JWT_SECRET",
+    )
+    .option("--user-jwt-issuer <iss>", "the iss the end-user token must carry (env THREADKEEP_USER_JWT_ISSUER; default open-webui)")
+    .option("--user-jwt-header <name>", "the header of the end-user token (env THREADKEEP_USER_JWT_HEADER; default X-OpenWebUI-User-Jwt)")
+    .option(
       "--body-limit <bytes>",
-      "largest request body in bytes (env THREADKEEP_BODY_LIMIT; default 10485760)",
+      "largest request body in bytes; a larger one gets 413 once the rest (up to 4x this more) is read and dropped (env THREADKEEP_BODY_LIMIT; default 10485760)",
     )
     .option(
       "--workers <n>",

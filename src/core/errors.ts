@@ -26,6 +26,8 @@ export type ErrorCode =
   | "schema_version_unsupported"
   | "missing_dependency"
   | "invalid_api_key"
+  | "invalid_user"
+  | "invalid_user_token"
   | "payload_too_large"
   | "upstream_error"
   | "upstream_not_configured"
@@ -54,6 +56,8 @@ export const ERROR_STATUS: Readonly<Record<ErrorCode, number>> = {
   schema_version_unsupported: 500,
   missing_dependency: 500,
   invalid_api_key: 401,
+  invalid_user: 400,
+  invalid_user_token: 401,
   payload_too_large: 413,
   upstream_error: 502,
   upstream_not_configured: 503,

@@ -6,7 +6,7 @@ const ok = (description: string, schema: unknown) => ({ description, content: js
 const error = (description: string) => ({ description, content: json(ref("Error")) });
 const failures = {
   "400": error("Invalid session id or branch id (`invalid_session_id`, `invalid_request`)"),
-  "401": error("Missing or unknown API key (`invalid_api_key`)"),
+  "401": error("Missing or unknown API key (`invalid_api_key`), or a bad end-user token (`invalid_user_token`)"),
   "404": error("No such session for this user (`session_not_found`), or no such branch (`not_found`)"),
   "503": error("The store is unavailable (`store_unavailable`)"),
 };

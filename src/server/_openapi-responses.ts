@@ -7,7 +7,7 @@ import { body, error, json, ok, operations } from "./_openapi-schemas.js";
 
 const failures = {
   "400": error("Invalid request: the `param` names the field (`invalid_request`)"),
-  "401": error("Missing or unknown API key (`invalid_api_key`)"),
+  "401": error("Missing or unknown API key (`invalid_api_key`), or a bad end-user token (`invalid_user_token`)"),
   "404": error("No such response, conversation or item for this user (`not_found`)"),
 };
 const op = operations(failures);

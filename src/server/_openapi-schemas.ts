@@ -33,9 +33,9 @@ export const query = (name: string, schema: unknown, description: string, requir
 /** The failures every chat and session operation can answer with. */
 export const sessionFailures = {
   "400": error(
-    "Invalid request, message or session id (`invalid_request`, `invalid_message`, `invalid_session_id`)",
+    "Invalid request, message, session id or end user (`invalid_request`, `invalid_message`, `invalid_session_id`, `invalid_user`)",
   ),
-  "401": error("Missing or unknown API key (`invalid_api_key`)"),
+  "401": error("Missing or unknown API key (`invalid_api_key`), or a bad end-user token (`invalid_user_token`)"),
   "404": error("No such session for this user (`session_not_found`)"),
   "503": error("The store is unavailable (`store_unavailable`), or its database refused the turn lease (`store_misconfigured`)"),
 };

@@ -10,8 +10,10 @@ import { checkJson } from "../core/json-limits.js";
 import { createMemory, Memory, type MemoryOptions } from "../core/memory.js";
 import { createUpstream, type Upstream, type UpstreamOptions } from "../llm/openai-compatible.js";
 import { createAuthenticator, toApiKeyMap } from "./auth.js";
+import { installBodyDrain } from "./body-drain.js";
 import { installErrorHandlers, sendFailure, toHttpFailure } from "./errors.js";
 import { IdempotencyCache, type IdempotencyOptions } from "./idempotency.js";
+import { checkTenantIds, createUserResolver, type UserJwtOptions } from "./identity.js";
 import { ServerMetrics } from "./metrics.js";
 import { openApiDocument } from "./openapi.js";
 import { MCP_PATH, registerMcpRoutes } from "./mcp/http.js";
@@ -27,7 +29,7 @@ import { registerResponseRoutes } from "./responses.js";
 
 declare module "fastify" {
   interface FastifyRequest {
-    /** The authenticated user: the owner of every session this request touches. */
+    /** The authenticated user (the API key's, or its end user's): the owner of every session this request touches. */
     userId: string;
   }
 }
@@ -42,13 +44,28 @@ export interface ServerOptions {
   upstreamKey?: string;
   /** threadkeep API key → user id. Empty: no authentication, every caller is the default user. */
   apiKeys?: ReadonlyMap<string, string> | Record<string, string>;
+  /**
+   * A header a gateway sets to the end user on whose behalf it calls (e.g. `X-OpenWebUI-User-Id`):
+   * each end user then owns their sessions alone, as `<key's user>/<end user>`. Trust it only when
+   * nothing but the gateway can reach the server. Unset: such headers are ignored.
+   */
+  userHeader?: string;
+  /**
+   * A signed token naming the end user (Open WebUI's `X-OpenWebUI-User-Jwt`, HS256, `sub`). When
+   * set, end users come only from valid tokens: a bad or expired one is `401 invalid_user_token`,
+   * and so is `userHeader` sent without a token.
+   */
+  userJwt?: UserJwtOptions;
   /** Model used when a request names none. */
   model?: string;
   /** @default "127.0.0.1" */
   host?: string;
   /** 0 picks a free port. @default 8787 */
   port?: number;
-  /** Largest request body in bytes; larger ones get 413. @default 10485760 (10 MB) */
+  /**
+   * Largest request body in bytes; larger ones get 413 (after the rest, up to 4× this, is read and
+   * discarded, so the client reads the answer). @default 10485760 (10 MB)
+   */
   bodyLimit?: number;
   /** Replay of turns retried with the same Idempotency-Key (in this process). */
   idempotency?: IdempotencyOptions;
@@ -83,11 +100,22 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
   const ownsMemory = !(options.memory instanceof Memory);
   const memory = options.memory instanceof Memory ? options.memory : createMemory(options.memory);
   const upstream = toUpstream(options.upstream, options.upstreamKey);
-  const authenticate = createAuthenticator(toApiKeyMap(options.apiKeys), memory.settings.defaultUserId);
+  const apiKeys = toApiKeyMap(options.apiKeys);
+  const authenticate = createAuthenticator(apiKeys, memory.settings.defaultUserId);
+  const endUsers = { userHeader: options.userHeader, userJwt: options.userJwt };
+  let resolveUser: ReturnType<typeof createUserResolver>;
+  try {
+    checkTenantIds(apiKeys.size > 0 ? apiKeys.values() : [memory.settings.defaultUserId], endUsers);
+    resolveUser = createUserResolver(endUsers);
+  } catch (error) {
+    if (ownsMemory) await memory.close();
+    throw error;
+  }
   const metrics = new ServerMetrics();
+  const bodyLimit = options.bodyLimit ?? 10 * 1024 * 1024;
   const app = Fastify({
     logger: options.logger ?? false,
-    bodyLimit: options.bodyLimit ?? 10 * 1024 * 1024,
+    bodyLimit,
     logController: new LogController({ disableRequestLogging: !options.logRequests }),
     // A malformed or over-long URL is answered like every other bad request: an OpenAI error body.
     frameworkErrors: (error, request, reply) => sendFailure(request, reply, error, (code) => metrics.error(code)),
@@ -99,8 +127,9 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
   app.addHook("onRequest", async (request) => {
     // By the matched route, not the raw URL, so no spelling of a path slips past.
     if (request.routeOptions.url?.startsWith("/v1/") || request.routeOptions.url === MCP_PATH)
-      request.userId = authenticate(request.headers.authorization);
+      request.userId = await resolveUser(request.raw, authenticate(request.headers.authorization));
   });
+  installBodyDrain(app, { bodyLimit });
   // JSON nested thousands deep overflows JSON.stringify wherever it goes next: refused at the door.
   app.addHook("preHandler", async (request) => {
     if (request.body !== undefined && request.body !== null) checkJson(request.body, "");

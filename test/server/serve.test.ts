@@ -62,6 +62,7 @@ describe("threadkeep serve", { timeout: 60_000 }, () => {
       });
       const url = await run.listening;
       expect(run.output().stdout).toContain(`store: memory:  upstream: ${fake.url}`);
+      expect(run.output().stdout).toContain("identity: api key only (forwarded user headers ignored)");
       const res = await fetch(`${url}/v1/chat/completions`, {
         method: "POST",
         headers: { "content-type": "application/json", authorization: "Bearer tk-1" },
@@ -74,6 +75,23 @@ describe("threadkeep serve", { timeout: 60_000 }, () => {
     } finally {
       await fake.close();
     }
+  });
+
+  it("says at start which end-user identity it trusts, and checks the token", async () => {
+    const run = serve(["--port", "0", "--store", "memory:", "--user-header", "X-OpenWebUI-User-Id"], {
+      THREADKEEP_API_KEYS: "tk-gw:acme",
+      THREADKEEP_USER_JWT_SECRET: "a-secret-shared-with-open-webui",
+    });
+    const url = await run.listening;
+    expect(run.output().stdout).toContain(
+      "identity: end users from signed X-OpenWebUI-User-Jwt (HS256, iss open-webui) (X-OpenWebUI-User-Id without it: 401)",
+    );
+    expect(run.output().stdout).not.toContain("a-secret-shared-with-open-webui");
+    const res = await fetch(`${url}/v1/sessions`, { headers: { authorization: "Bearer tk-gw", "x-openwebui-user-jwt": "forged" } });
+    expect(res.status).toBe(401);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe("invalid_user_token");
+    run.child.kill("SIGTERM");
+    expect(await run.exited).toBe(0);
   });
 
   it("runs on the embedded SQLite default, creating ./data", async () => {

@@ -24,7 +24,7 @@ import { outputItems, outputMessages, type ResponseMeta, responseObject, statusO
 import { parseResponsesRequest, type ResponsesRequest } from "./responses-request.js";
 import { ResponsesStream } from "./responses-stream.js";
 import { declaredClient, sessionIdOf } from "./proxy.js";
-import { runIdempotentTurn, SESSION_HEADER, type TurnDialect, type TurnRouteDeps } from "./run-turn.js";
+import { runIdempotentTurn, type TurnDialect, type TurnRouteDeps } from "./run-turn.js";
 
 type IdParams = { Params: { id: string } };
 
@@ -122,7 +122,6 @@ export function registerResponseRoutes(app: FastifyInstance, deps: TurnRouteDeps
     }
     const session = await sessionFor(memory, request, parsed);
     const sessionId = session.id;
-    reply.header(SESSION_HEADER, sessionId);
     const meta: ResponseMeta = {
       id: newResponseId(sessionId),
       sessionId,

@@ -1,0 +1,153 @@
+/**
+ * The property behind request reading: whatever mix of thin turns, tool loops and whole-history
+ * requests (with regenerates and edits, declared or not) reaches one session, no message the client
+ * still shows ever leaves the session's main line, and the model always receives the client's
+ * conversation. Random programs of client steps, through the real server and the fake upstream.
+ */
+import fc from "fast-check";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { newSessionId } from "../../src/core/ids.js";
+import type { FakeReply } from "../_fake-upstream.js";
+import { type Stack, startStack } from "./_stack.js";
+
+type Msg = { role: "system" | "user" | "assistant" | "tool"; content: string | null; tool_calls?: Call[]; tool_call_id?: string };
+type Call = { id: string; type: "function"; function: { name: string; arguments: string } };
+const SYSTEM: Msg = { role: "system", content: "You are terse." };
+
+/** One thing a client does. */
+type Step =
+  | { kind: "thin"; calls: number }
+  | { kind: "whole"; calls: number; declared: boolean }
+  | { kind: "regenerate"; declared: boolean }
+  | { kind: "edit"; nth: number; declared: boolean };
+
+const step: fc.Arbitrary<Step> = fc.oneof(
+  fc.record({ kind: fc.constant("thin" as const), calls: fc.integer({ min: 0, max: 2 }) }),
+  fc.record({ kind: fc.constant("whole" as const), calls: fc.integer({ min: 0, max: 2 }), declared: fc.boolean() }),
+  fc.record({ kind: fc.constant("regenerate" as const), declared: fc.boolean() }),
+  fc.record({ kind: fc.constant("edit" as const), nth: fc.nat({ max: 5 }), declared: fc.boolean() }),
+);
+
+/** What makes two messages the same to a person reading the chat. */
+const key = (m: Msg) => JSON.stringify([m.role, m.content ?? "", (m.tool_calls ?? []).map((c) => [c.function.name, c.function.arguments]), m.tool_call_id ?? ""]);
+
+/** True when `view` appears in `line` in order (other messages may stand between). */
+function isSubsequence(view: Msg[], line: Msg[]): boolean {
+  let i = 0;
+  for (const m of line) if (i < view.length && key(m) === key(view[i])) i++;
+  return i === view.length;
+}
+
+let stack: Stack;
+beforeAll(async () => {
+  // A window and budget that hold every program's whole conversation, so the model's input can be checked whole.
+  stack = await startStack({ memoryOptions: { window: 1000, tokenBudget: 1_000_000, maxMessages: 10_000 } });
+});
+afterAll(() => stack?.close());
+
+/** A client with its own view of the conversation, sending what each kind of client sends. */
+class Client {
+  readonly id = newSessionId();
+  view: Msg[] = [];
+  #n = 0;
+  constructor(private readonly run: number) {}
+
+  #text = (what: string) => `${what} ${this.run}.${++this.#n}`;
+
+  /** Sends `messages`, answered by `reply`; returns what the model received and the answer. */
+  async #send(messages: Msg[], reply: FakeReply, declared: boolean): Promise<{ sent: Msg[]; answer: Msg }> {
+    stack.fake.setReply(() => reply);
+    const before = stack.fake.chatRequests().length;
+    const headers: Record<string, string> = { "X-Session-ID": this.id };
+    if (declared) headers["X-Threadkeep-Client"] = "whole-history";
+    const response = await stack.request("POST", "/v1/chat/completions", { body: { model: "fake-model", messages: [SYSTEM, ...messages] }, headers });
+    const body: any = await response.json();
+    expect(response.status, JSON.stringify(body)).toBe(200);
+    const sent = stack.fake.chatRequests()[before].body.messages.filter((m: Msg) => m.role !== "system") as Msg[];
+    const message = body.choices[0].message;
+    const answer: Msg = { role: "assistant", content: message.content ?? null, ...(message.tool_calls ? { tool_calls: message.tool_calls } : {}) };
+    return { sent, answer };
+  }
+
+  /** A turn: the question, a tool loop of `calls` parallel calls when asked, the answer. Thin clients send only their own turn. */
+  async turn(calls: number, whole: boolean, declared: boolean): Promise<Msg[][]> {
+    const received: Msg[][] = [];
+    const prefix = whole ? [...this.view] : [];
+    const turn: Msg[] = [{ role: "user", content: this.#text("question") }];
+    if (calls > 0) {
+      const toolCalls: Call[] = Array.from({ length: calls }, (_, i) => ({ id: `call_${this.run}_${this.#n}_${i}`, type: "function", function: { name: "lookup", arguments: JSON.stringify({ q: this.#n, i }) } }));
+      const first = await this.#send([...prefix, ...turn], { tool_calls: toolCalls }, declared);
+      received.push(first.sent);
+      this.view.push(...turn);
+      turn.push(first.answer, ...toolCalls.map((c) => ({ role: "tool" as const, tool_call_id: c.id, content: this.#text("result") })));
+      this.view.push(...turn.slice(1));
+      const second = await this.#send([...prefix, ...turn], { content: this.#text("answer") }, declared);
+      received.push(second.sent);
+      this.view.push(second.answer);
+    } else {
+      const only = await this.#send([...prefix, ...turn], { content: this.#text("answer") }, declared);
+      received.push(only.sent);
+      this.view.push(...turn, only.answer);
+    }
+    return received;
+  }
+
+  /** Regenerates the last answer of a plain turn: the view without it, sent whole. */
+  async regenerate(declared: boolean): Promise<Msg[][]> {
+    const last = this.view.at(-1);
+    if (!last || last.role !== "assistant" || last.tool_calls || this.view.at(-2)?.role !== "user") return [];
+    this.view.pop();
+    const { sent, answer } = await this.#send(this.view, { content: this.#text("again") }, declared);
+    this.view.push(answer);
+    return [sent];
+  }
+
+  /** Edits the `nth` user message (of those there are): the view up to it, the new text, sent whole. */
+  async edit(nth: number, declared: boolean): Promise<Msg[][]> {
+    const users = this.view.flatMap((m, i) => (m.role === "user" ? [i] : []));
+    if (users.length === 0) return [];
+    const at = users[nth % users.length];
+    this.view = [...this.view.slice(0, at), { role: "user", content: this.#text("edited") }];
+    const { sent, answer } = await this.#send(this.view, { content: this.#text("answer") }, declared);
+    this.view.push(answer);
+    return [sent];
+  }
+}
+
+describe("request reading, over random mixes of clients on one session", () => {
+  let runs = 0;
+  it("never moves a message the client still shows off the main line, and the model always gets the client's conversation", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 10 }), async (steps) => {
+        const client = new Client(++runs);
+        for (const s of steps) {
+          const before = client.view.length;
+          const received =
+            s.kind === "thin"
+              ? await client.turn(s.calls, false, false)
+              : s.kind === "whole"
+                ? await client.turn(s.calls, true, s.declared)
+                : s.kind === "regenerate"
+                  ? await client.regenerate(s.declared)
+                  : await client.edit(s.nth, s.declared);
+          if (received.length === 0 && client.view.length === before) continue;
+          // The model's last request held the client's conversation up to the answer it then gave.
+          const shown = client.view.slice(0, -1);
+          expect(isSubsequence(shown, received.at(-1)!), `model input after ${JSON.stringify(s)}`).toBe(true);
+          const line = (await stack.memory.getMessages(client.id)) as Msg[];
+          expect(isSubsequence(client.view, line), `main line after ${JSON.stringify(s)}`).toBe(true);
+        }
+        if (client.view.length === 0) return;
+        const line = (await stack.memory.getMessages(client.id)) as Msg[];
+        // Clients that never rewrote their history get exactly their conversation, with no branch.
+        if (steps.every((s) => s.kind === "thin" || s.kind === "whole")) {
+          expect(line.map(key)).toEqual(client.view.map(key));
+          expect(await stack.memory.listBranches(client.id)).toEqual([]);
+        }
+        // A client that declares it sends whole histories gets exactly its view, whatever it rewrote.
+        if (steps.every((s) => s.kind !== "thin" && s.declared)) expect(line.map(key)).toEqual(client.view.map(key));
+      }),
+      { numRuns: 60 },
+    );
+  }, 120_000);
+});

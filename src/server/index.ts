@@ -10,3 +10,13 @@ export { createAuthenticator, isLoopbackHost } from "./auth.js";
 export type { IdempotencyOptions } from "./idempotency.js";
 export { openApiDocument } from "./openapi.js";
 export { SESSION_HEADER, WARNING_HEADER } from "./proxy.js";
+export {
+  CLIENT_HEADER,
+  type ClientHint,
+  clientHintOf,
+  DEFAULT_SESSION_HEADERS,
+  PASS_THROUGH_HEADER,
+  ragQueryOf,
+  type SideRequestKind,
+  TASK_HEADER,
+} from "./front-ends/index.js";

@@ -2,7 +2,9 @@
  * The Responses API over any chat completions model: `POST /v1/responses` (plain or streamed), and
  * `GET` / `DELETE /v1/responses/{id}`, `GET /v1/responses/{id}/input_items`. A response lives in a
  * session: the `conversation`'s, its `previous_response_id`'s (a branch when that response is not
- * the latest of its session), or a new one. The turn itself is the chat proxy's (run-turn.ts).
+ * the latest of its session), the one its headers name (as for chat completions), or a new one. The
+ * turn itself is the chat proxy's (run-turn.ts); a temporary chat or a front-end's side request is
+ * answered without a session.
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { ThreadkeepError } from "../core/errors.js";
@@ -20,7 +22,9 @@ import {
 } from "../core/items/index.js";
 import type { Memory } from "../core/memory.js";
 import type { ChatMessage } from "../core/types.js";
+import type { PlannedTurn } from "./turn.js";
 import { notFound, orNotFound, pageOf } from "./_item-pages.js";
+import { clientHintOf, passThrough, sessionTargetOf, sideRequestOf } from "./front-ends/index.js";
 import { outputItems, outputMessages, type ResponseMeta, responseObject, statusOf, storedResponseObject, usageOf } from "./responses-object.js";
 import { parseResponsesRequest, type ResponsesRequest } from "./responses-request.js";
 import { ResponsesStream } from "./responses-stream.js";
@@ -43,7 +47,7 @@ async function loadResponse(memory: Memory, userId: string, id: string, param?: 
  * The session a new response goes into. Continuing a response that is not its session's latest
  * forks the session at that response: two responses continuing the same one are two branches.
  */
-async function sessionFor(memory: Memory, request: FastifyRequest, parsed: ResponsesRequest): Promise<string> {
+async function sessionFor(memory: Memory, request: FastifyRequest, parsed: ResponsesRequest, named: string): Promise<string> {
   const userId = request.userId;
   if (parsed.conversationSession) {
     const id = parsed.conversationSession;
@@ -54,7 +58,7 @@ async function sessionFor(memory: Memory, request: FastifyRequest, parsed: Respo
     return id;
   }
   const previousId = parsed.previousResponseId;
-  if (!previousId) return newSessionId();
+  if (!previousId) return named;
   // The common case, continuing the latest response, reads one message; a branch reads the session.
   const headSession = sessionOfResponse(previousId);
   if (headSession) {
@@ -71,15 +75,39 @@ async function sessionFor(memory: Memory, request: FastifyRequest, parsed: Respo
   return branch.id;
 }
 
-/** The Responses dialect of a turn. */
-function responsesDialect(parsed: ResponsesRequest, meta: ResponseMeta, defaultModel: string | undefined): TurnDialect {
-  const model = parsed.model ?? defaultModel;
+/** A request's own messages: its instructions (sent, never stored) and its input items. */
+function plannedTurn(parsed: ResponsesRequest): PlannedTurn {
   const system: ChatMessage[] = parsed.echo.instructions ? [{ role: "system", content: parsed.echo.instructions }] : [];
+  return { system, toStore: itemsToMessages(parsed.items) };
+}
+
+/** The `response` a request starts, in a session. */
+function responseMeta(parsed: ResponsesRequest, sessionId: string, defaultModel: string | undefined): ResponseMeta {
   return {
-    input: { system, toStore: itemsToMessages(parsed.items) },
+    id: newResponseId(sessionId),
+    sessionId,
+    created_at: Math.floor(Date.now() / 1000),
+    model: parsed.model ?? defaultModel ?? "",
+    previous_response_id: parsed.previousResponseId ?? null,
+    conversation: parsed.conversationSession !== undefined,
+    echo: parsed.echo,
+  };
+}
+
+/** The Responses dialect of a turn. */
+function responsesDialect(
+  parsed: ResponsesRequest,
+  meta: ResponseMeta,
+  defaultModel: string | undefined,
+  client?: TurnDialect["client"],
+): TurnDialect {
+  const model = parsed.model ?? defaultModel;
+  return {
+    input: plannedTurn(parsed),
     model,
     stream: parsed.stream,
     persist: parsed.store,
+    ...(client ? { client } : {}),
     upstreamBody: (messages) => ({
       ...(model ? { model } : {}),
       messages,
@@ -110,21 +138,28 @@ export function registerResponseRoutes(app: FastifyInstance, deps: TurnRouteDeps
     if (!deps.upstream) {
       throw new ThreadkeepError("upstream_not_configured", "No upstream model is configured: start threadkeep with --upstream <OpenAI-compatible base URL>");
     }
-    const sessionId = await sessionFor(memory, request, parsed);
-    const meta: ResponseMeta = {
-      id: newResponseId(sessionId),
-      sessionId,
-      created_at: Math.floor(Date.now() / 1000),
-      model: parsed.model ?? deps.defaultModel ?? "",
-      previous_response_id: parsed.previousResponseId ?? null,
-      conversation: parsed.conversationSession !== undefined,
-      echo: parsed.echo,
-    };
+    const target = sessionTargetOf(request.headers, deps.sessionHeaders);
+    const { system, toStore } = plannedTurn(parsed);
+    // The messages the upstream gets without history: the request's own.
+    const own = [...system, ...toStore.map(({ metadata: _metadata, ...message }) => message as ChatMessage)];
+    const side = sideRequestOf(own, request.headers);
+    const temporary = target.kind === "temporary" && !parsed.conversationSession && !parsed.previousResponseId;
+    if (temporary || side) {
+      const meta = responseMeta(parsed, newSessionId(), deps.defaultModel);
+      return passThrough(deps, request, reply, {
+        kind: side ?? "temporary",
+        dialect: responsesDialect({ ...parsed, store: false }, meta, deps.defaultModel),
+        messages: own,
+      });
+    }
+    const named = target.kind === "session" ? target : undefined;
+    const sessionId = await sessionFor(memory, request, parsed, named?.id ?? newSessionId());
+    const meta = responseMeta(parsed, sessionId, deps.defaultModel);
     return runIdempotentTurn(deps, request, reply, {
       sessionId,
-      scope: `responses\n${parsed.conversationSession ?? parsed.previousResponseId ?? ""}`,
+      scope: `responses\n${parsed.conversationSession ?? parsed.previousResponseId ?? (named?.given ? named.id : "")}`,
       body: parsed.body,
-      dialect: responsesDialect(parsed, meta, deps.defaultModel),
+      dialect: responsesDialect(parsed, meta, deps.defaultModel, clientHintOf(request.headers)),
     });
   });
 

@@ -27,6 +27,8 @@ export interface TurnRouteDeps {
   idempotency: IdempotencyCache;
   /** Model used when a request names none. */
   defaultModel?: string;
+  /** The request headers that name the session, in order. @default DEFAULT_SESSION_HEADERS */
+  sessionHeaders?: readonly string[];
 }
 
 /** How one API drives the shared turn. */
@@ -37,6 +39,11 @@ export interface TurnDialect {
   stream: boolean;
   /** Store the turn (a Responses request with `store: false` does not). @default true */
   persist?: boolean;
+  /**
+   * How the client sends history, when it says (`X-Threadkeep-Client`) or its front-end is known
+   * (`X-OpenWebUI-*` headers): every request the whole conversation, or only the new turn.
+   */
+  client?: "whole-history" | "thin";
   /** The upstream chat completions body around the assembled messages. */
   upstreamBody(messages: ChatMessage[]): Record<string, unknown>;
   /**

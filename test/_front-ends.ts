@@ -358,3 +358,12 @@ export function libreChatTitlePrompt(input: string, output: string): string {
 export function libreChatStructuredTitlePrompt(input: string, output: string): string {
   return `Analyze this conversation and provide:\n1. The detected language of the conversation\n2. A concise title in the detected language (5 words or less, no punctuation or quotation)\n\nUser: ${input}\nAI: ${output}`;
 }
+
+/** The text of a chat completions SSE stream (its `delta.content`s). */
+export function streamedText(sse: string): string {
+  return sse
+    .split("\n")
+    .filter((line) => line.startsWith("data: {"))
+    .map((line) => JSON.parse(line.slice(6)).choices?.[0]?.delta?.content ?? "")
+    .join("");
+}

@@ -18,6 +18,7 @@ import {
   ragRendered,
   ragSource,
   renderTask,
+  streamedText,
   TAGS_TEMPLATE,
   TITLE_TEMPLATE,
   toolSelectionMessages,
@@ -54,15 +55,6 @@ afterAll(async () => {
   await stack?.close();
   rmSync(dir, { recursive: true, force: true });
 });
-
-/** The text of an SSE chat stream. */
-function streamedText(sse: string): string {
-  return sse
-    .split("\n")
-    .filter((line) => line.startsWith("data: {"))
-    .map((line) => JSON.parse(line.slice(6)).choices?.[0]?.delta?.content ?? "")
-    .join("");
-}
 
 /** One Open WebUI chat: it keeps the conversation and sends what Open WebUI sends. */
 class OpenWebUiChat {

@@ -145,10 +145,12 @@ export function registerResponseRoutes(app: FastifyInstance, deps: TurnRouteDeps
     const side = sideRequestOf(own, request.headers);
     const temporary = target.kind === "temporary" && !parsed.conversationSession && !parsed.previousResponseId;
     if (temporary || side) {
-      const meta = responseMeta(parsed, newSessionId(), deps.defaultModel);
+      // Nothing of it is kept, and the response says so (`store: false`; GET /v1/responses/{id} is a 404).
+      const forgotten: ResponsesRequest = { ...parsed, store: false, echo: { ...parsed.echo, store: false } };
+      const meta = responseMeta(forgotten, newSessionId(), deps.defaultModel);
       return passThrough(deps, request, reply, {
         kind: side ?? "temporary",
-        dialect: responsesDialect({ ...parsed, store: false }, meta, deps.defaultModel),
+        dialect: responsesDialect(forgotten, meta, deps.defaultModel),
         messages: own,
       });
     }

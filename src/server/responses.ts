@@ -12,6 +12,7 @@ import { newSessionId } from "../core/ids.js";
 import {
   type FoundResponse,
   findResponse,
+  isHiddenCarrier,
   itemsOf,
   itemsToMessages,
   newResponseId,
@@ -21,6 +22,7 @@ import {
   type StoredResponse,
 } from "../core/items/index.js";
 import type { Memory } from "../core/memory.js";
+import { toChatMessage } from "../core/messages.js";
 import type { ChatMessage } from "../core/types.js";
 import type { PlannedTurn } from "./turn.js";
 import { notFound, orNotFound, pageOf } from "./_item-pages.js";
@@ -141,7 +143,7 @@ export function registerResponseRoutes(app: FastifyInstance, deps: TurnRouteDeps
     const target = sessionTargetOf(request.headers, deps.sessionHeaders);
     const { system, toStore } = plannedTurn(parsed);
     // The messages the upstream gets without history: the request's own.
-    const own = [...system, ...toStore.map(({ metadata: _metadata, ...message }) => message as ChatMessage)];
+    const own = [...system, ...toStore.filter((m) => !isHiddenCarrier(m)).map(toChatMessage)];
     const side = sideRequestOf(own, request.headers);
     const temporary = target.kind === "temporary" && !parsed.conversationSession && !parsed.previousResponseId;
     if (temporary || side) {

@@ -38,4 +38,11 @@ describe("CLI configuration", () => {
     expect(() => resolveConfig({ userJwtIssuer: "gw" }, {})).toThrow(/need --user-jwt-secret/);
     expect(() => resolveConfig({}, { THREADKEEP_USER_JWT_HEADER: "X-Token" })).toThrow(/need --user-jwt-secret/);
   });
+
+  it("reads the session headers in order, lower-cased, and refuses a name that is no header name", () => {
+    expect(resolveConfig({}, {}).sessionHeaders).toEqual(["x-session-id", "x-openwebui-chat-id", "x-conversation-id"]);
+    expect(resolveConfig({}, { THREADKEEP_SESSION_HEADERS: "X-Chat, x-session-id" }).sessionHeaders).toEqual(["x-chat", "x-session-id"]);
+    expect(resolveConfig({ sessionHeaders: "x-a" }, { THREADKEEP_SESSION_HEADERS: "x-b" }).sessionHeaders).toEqual(["x-a"]);
+    expect(() => resolveConfig({ sessionHeaders: "x chat" }, {})).toThrow(/Invalid session header name "x chat"/);
+  });
 });

@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { ThreadkeepError } from "../core/errors.js";
 import { DEFAULTS, parseDuration, parsePositiveInt } from "../core/policies.js";
 import type { UserJwtOptions } from "../server/identity.js";
+import { parseSessionHeaders } from "../server/front-ends/session-headers.js";
 
 /** Where the server and the CLI keep sessions unless told otherwise. */
 export const DEFAULT_STORE_URL = "sqlite:./data/threadkeep.db";
@@ -33,12 +34,14 @@ export interface ThreadkeepConfig {
   bodyLimit: number;
   /** Server processes sharing the port (`serve --workers`). @default 1 */
   workers: number;
+  /** The request headers that name a turn's session, in order (`serve --session-headers`). */
+  sessionHeaders: string[];
 }
 
 /** The flag values commander hands over (all strings, all optional). */
 export type ConfigFlags = Partial<Record<
   | "host" | "port" | "store" | "upstream" | "upstreamKey" | "apiKeys" | "model" | "window" | "tokenBudget" | "maxMessages" | "ttl" | "leaseTtl" | "bodyLimit" | "workers"
-  | "userHeader" | "userJwtSecret" | "userJwtIssuer" | "userJwtHeader",
+  | "userHeader" | "userJwtSecret" | "userJwtIssuer" | "userJwtHeader" | "sessionHeaders",
   string
 >>;
 
@@ -104,6 +107,7 @@ export function resolveConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = 
     leaseTtlMs: parseLeaseTtl(pick("leaseTtl", "THREADKEEP_LEASE_TTL")),
     bodyLimit: parsePositiveInt(pick("bodyLimit", "THREADKEEP_BODY_LIMIT") ?? 10 * 1024 * 1024, "body limit"),
     workers: parsePositiveInt(pick("workers", "THREADKEEP_WORKERS") ?? 1, "workers"),
+    sessionHeaders: parseSessionHeaders(pick("sessionHeaders", "THREADKEEP_SESSION_HEADERS")),
   };
 }
 

@@ -62,6 +62,7 @@ export async function startServe(
     host: config.host,
     port: config.port,
     bodyLimit: config.bodyLimit,
+    sessionHeaders: config.sessionHeaders,
     logger: { level: process.env.THREADKEEP_LOG_LEVEL ?? "warn" },
   });
   try {
@@ -118,6 +119,10 @@ export function register(program: Command): void {
     .option(
       "--body-limit <bytes>",
       "largest request body in bytes; a larger one gets 413 once the rest (up to 4x this more) is read and dropped (env THREADKEEP_BODY_LIMIT; default 10485760)",
+    )
+    .option(
+      "--session-headers <list>",
+      "request headers that name a turn's session, first filled one wins (env THREADKEEP_SESSION_HEADERS; default x-session-id,x-openwebui-chat-id,x-conversation-id)",
     )
     .option(
       "--workers <n>",

@@ -11,9 +11,15 @@ export const chatPaths = {
       {
         "200": {
           description:
-            "The upstream's completion as-is (or, with stream: true, its Server-Sent Events). Headers: X-Session-ID; X-Threadkeep-Warning (context-unavailable, not-saved, save-unconfirmed, history-omitted, input-truncated) when degraded or cut; Idempotent-Replayed on a replay; the upstream's Retry-After, X-RateLimit-* and X-Request-Id.",
+            "The upstream's completion as-is (or, with stream: true, its Server-Sent Events). Headers: X-Session-ID (not on a passed-through request); X-Threadkeep-Pass-Through (temporary, or a side request's kind) on a request answered without a session; X-Threadkeep-Warning (context-unavailable, not-saved, save-unconfirmed, history-omitted, input-truncated) when degraded or cut; Idempotent-Replayed on a replay; the upstream's Retry-After, X-RateLimit-* and X-Request-Id.",
           headers: {
             "X-Session-ID": { schema: ref("SessionId") },
+            "X-Threadkeep-Pass-Through": {
+              schema: {
+                type: "string",
+                enum: ["temporary", "title", "tags", "follow_ups", "queries", "autocomplete", "emoji", "image_prompt", "function_calling", "moa", "other"],
+              },
+            },
             "X-Threadkeep-Warning": {
               schema: { type: "string", enum: ["context-unavailable", "not-saved", "save-unconfirmed", "history-omitted", "input-truncated"] },
             },
@@ -29,13 +35,37 @@ export const chatPaths = {
       },
       {
         description:
-          "The new turn is the request's messages after its last assistant message (a new session adopts the whole conversation). System and developer messages are sent, not stored.",
+          "The new turn is the request's messages after its last assistant message (a new session adopts the whole conversation). System and developer messages are sent, not stored. A temporary chat (`local:` id) and a front-end's background task (Open WebUI's title, tags, follow-ups, queries, autocomplete, emoji, image prompt and tool selection prompts, LibreChat's title prompt, or any request with X-Threadkeep-Task) are passed to the upstream as sent and not stored.",
         parameters: [
           {
             name: "X-Session-ID",
             in: "header",
             schema: ref("SessionId"),
-            description: "The conversation; a new session when absent.",
+            description: "The conversation; else X-OpenWebUI-Chat-Id, else X-Conversation-Id (the order is `serve --session-headers`); a new session when none holds a value.",
+          },
+          {
+            name: "X-OpenWebUI-Chat-Id",
+            in: "header",
+            schema: { type: "string" },
+            description: "Open WebUI's chat id (ENABLE_FORWARD_USER_INFO_HEADERS). A UUID is the session id; another id maps to a UUID v5 of it; `local:…` is a temporary chat.",
+          },
+          {
+            name: "X-Conversation-Id",
+            in: "header",
+            schema: { type: "string" },
+            description: "LibreChat's conversation id ({{LIBRECHAT_BODY_CONVERSATIONID}}), read as X-OpenWebUI-Chat-Id.",
+          },
+          {
+            name: "X-Threadkeep-Task",
+            in: "header",
+            schema: { type: "string" },
+            description: "The request's background task (e.g. Open WebUI's {{TASK}}: title_generation); empty on a chat turn. A task is answered and not stored.",
+          },
+          {
+            name: "X-Threadkeep-Client",
+            in: "header",
+            schema: { type: "string", enum: ["whole-history", "thin"] },
+            description: "How the client sends history: the whole conversation every time, or only the new turn.",
           },
           {
             name: "Idempotency-Key",

@@ -18,6 +18,7 @@ import { ServerMetrics } from "./metrics.js";
 import { openApiDocument } from "./openapi.js";
 import { MCP_PATH, registerMcpRoutes } from "./mcp/http.js";
 import { registerProxy, SESSION_HEADER } from "./proxy.js";
+import { DEFAULT_SESSION_HEADERS } from "./front-ends/index.js";
 import { registerInspector } from "./inspector.js";
 import { registerSearchRoutes } from "./search.js";
 import { registerSessionActions } from "./session-actions.js";
@@ -67,6 +68,12 @@ export interface ServerOptions {
    * discarded, so the client reads the answer). @default 10485760 (10 MB)
    */
   bodyLimit?: number;
+  /**
+   * The request headers that name a turn's session, in order; the first that holds a value decides.
+   * A front-end's chat header may hold any chat id (a non-UUID one maps to a UUID v5 of it).
+   * @default ["x-session-id", "x-openwebui-chat-id", "x-conversation-id"]
+   */
+  sessionHeaders?: readonly string[];
   /** Replay of turns retried with the same Idempotency-Key (in this process). */
   idempotency?: IdempotencyOptions;
   /** fastify's logger option. @default false */
@@ -157,7 +164,14 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
     },
   );
 
-  const turnDeps = { memory, metrics, upstream, idempotency: new IdempotencyCache(options.idempotency), defaultModel: options.model };
+  const turnDeps = {
+    memory,
+    metrics,
+    upstream,
+    idempotency: new IdempotencyCache(options.idempotency),
+    defaultModel: options.model,
+    sessionHeaders: options.sessionHeaders?.map((name) => name.toLowerCase()) ?? DEFAULT_SESSION_HEADERS,
+  };
   registerProxy(app, turnDeps);
   registerResponseRoutes(app, turnDeps);
   registerConversationRoutes(app, { memory });

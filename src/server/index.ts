@@ -12,3 +12,13 @@ export type { EndUserOptions, UserJwtOptions } from "./identity.js";
 export { DEFAULT_USER_JWT_HEADER, DEFAULT_USER_JWT_ISSUER, describeIdentity, endUserId } from "./identity.js";
 export { openApiDocument } from "./openapi.js";
 export { SESSION_HEADER, WARNING_HEADER } from "./proxy.js";
+export {
+  CLIENT_HEADER,
+  type ClientHint,
+  clientHintOf,
+  DEFAULT_SESSION_HEADERS,
+  PASS_THROUGH_HEADER,
+  ragQueryOf,
+  type SideRequestKind,
+  TASK_HEADER,
+} from "./front-ends/index.js";

@@ -120,6 +120,14 @@ export class ServerMetrics {
     "HTTP requests by method, route and status.",
   );
   readonly errors = new Counter("threadkeep_errors_total", "Error responses and degraded turns by code.");
+  readonly sideRequests = new Counter(
+    "threadkeep_side_requests_total",
+    "A front-end's background tasks (title, tags, follow_ups, queries, autocomplete, emoji, image_prompt, function_calling, moa, other), answered and not stored, by kind.",
+  );
+  readonly temporaryRequests = new Counter(
+    "threadkeep_temporary_chat_requests_total",
+    "Requests of temporary chats (Open WebUI local: ids), answered and not stored.",
+  );
   readonly started = Date.now();
 
   /** Counts an error code. */
@@ -138,6 +146,8 @@ export class ServerMetrics {
       this.commitSeconds,
       this.requests,
       this.errors,
+      this.sideRequests,
+      this.temporaryRequests,
     ];
     return `${[...all.map((m) => m.render()), uptime].join("\n")}\n`;
   }

@@ -1,17 +1,17 @@
 /**
- * POST /v1/chat/completions: the OpenAI chat API with memory. The session comes from X-Session-ID
- * (a new one without it); the history comes from the store; the turn is committed after the upstream
- * answered; every response carries X-Session-ID.
+ * POST /v1/chat/completions: the OpenAI chat API with memory. The session comes from X-Session-ID,
+ * else a front-end's chat header (front-ends/session-headers.ts), else a new one; the history comes
+ * from the store; the turn is committed after the upstream answered; every turn's response carries
+ * X-Session-ID. A temporary chat or a front-end's side request is answered and forgotten instead.
  */
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { ThreadkeepError } from "../core/errors.js";
-import { newSessionId, parseSessionId } from "../core/ids.js";
 import { validateMessages } from "../core/messages.js";
-import type { ClientMode } from "../core/reconcile.js";
 import type { ChatMessage } from "../core/types.js";
 import { parseBody } from "./_validate.js";
-import { headerValue, runIdempotentTurn, SESSION_HEADER, type TurnDialect, type TurnRouteDeps } from "./run-turn.js";
+import { clientHintOf, passThrough, sessionTargetOf, sideRequestOf } from "./front-ends/index.js";
+import { runIdempotentTurn, SESSION_HEADER, type TurnDialect, type TurnRouteDeps } from "./run-turn.js";
 import { chatStreamDialect } from "./stream.js";
 import { replyMessage } from "./turn.js";
 
@@ -40,27 +40,14 @@ export function parseChatRequest(body: unknown): ChatRequest {
   return { body: parsed as ChatRequest["body"], messages };
 }
 
-/** The session id a request names (validated), or a new one. */
-export function sessionIdOf(request: FastifyRequest): { id: string; given: boolean } {
-  const header = headerValue(request.headers[SESSION_HEADER]);
-  if (header === undefined || header === "") return { id: newSessionId(), given: false };
-  return { id: parseSessionId(header.trim()), given: true };
-}
-
-/** `X-Threadkeep-Client: whole-history | thin`: how a client declares it sends history. */
-export function declaredClient(request: FastifyRequest): ClientMode | undefined {
-  const value = headerValue(request.headers["x-threadkeep-client"])?.trim().toLowerCase();
-  return value === "whole-history" || value === "thin" ? value : undefined;
-}
-
 /** The chat completions dialect: messages as sent, the upstream's answer passed back as it came. */
-function chatDialect(chat: ChatRequest, defaultModel: string | undefined, client: ClientMode | undefined): TurnDialect {
+function chatDialect(chat: ChatRequest, defaultModel: string | undefined, client?: TurnDialect["client"]): TurnDialect {
   const model = chat.body.model ?? defaultModel;
   return {
     input: chat.messages,
-    client,
     model,
     stream: chat.body.stream === true,
+    ...(client ? { client } : {}),
     upstreamBody: (messages) => ({ ...chat.body, messages, ...(model ? { model } : {}) }),
     complete(completion: { model?: string; choices?: { message?: unknown; finish_reason?: string | null }[] }) {
       // Only the first choice is read.
@@ -75,8 +62,8 @@ function chatDialect(chat: ChatRequest, defaultModel: string | undefined, client
 /** Adds POST /v1/chat/completions. */
 export function registerProxy(app: FastifyInstance, deps: ProxyDeps): void {
   app.post("/v1/chat/completions", async (request, reply) => {
-    const session = sessionIdOf(request);
-    reply.header(SESSION_HEADER, session.id);
+    const target = sessionTargetOf(request.headers, deps.sessionHeaders);
+    if (target.kind === "session") reply.header(SESSION_HEADER, target.id);
     const chat = parseChatRequest(request.body);
     if (!deps.upstream) {
       throw new ThreadkeepError(
@@ -84,11 +71,18 @@ export function registerProxy(app: FastifyInstance, deps: ProxyDeps): void {
         "No upstream model is configured: start threadkeep with --upstream <OpenAI-compatible base URL>",
       );
     }
+    const side = target.kind === "temporary" ? undefined : sideRequestOf(chat.messages, request.headers);
+    if (target.kind === "temporary" || side) {
+      reply.removeHeader(SESSION_HEADER);
+      // The messages as the client sent them, not as validated.
+      const sent = chat.body.messages as ChatMessage[];
+      return passThrough(deps, request, reply, { kind: side ?? "temporary", dialect: chatDialect(chat, deps.defaultModel), messages: sent });
+    }
     return runIdempotentTurn(deps, request, reply, {
-      sessionId: session.id,
-      scope: session.given ? session.id : "",
+      sessionId: target.id,
+      scope: target.given ? target.id : "",
       body: chat.body,
-      dialect: chatDialect(chat, deps.defaultModel, declaredClient(request)),
+      dialect: chatDialect(chat, deps.defaultModel, clientHintOf(request.headers)),
     });
   });
 }

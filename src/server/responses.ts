@@ -2,13 +2,17 @@
  * The Responses API over any chat completions model: `POST /v1/responses` (plain or streamed), and
  * `GET` / `DELETE /v1/responses/{id}`, `GET /v1/responses/{id}/input_items`. A response lives in a
  * session: the `conversation`'s, its `previous_response_id`'s (a branch when that response is not
- * the latest of its session), or a new one. The turn itself is the chat proxy's (run-turn.ts).
+ * the latest of its session), the one its headers name (as for chat completions), or a new one. The
+ * turn itself is the chat proxy's (run-turn.ts); a temporary chat or a front-end's side request is
+ * answered without a session.
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { ThreadkeepError } from "../core/errors.js";
+import { newSessionId } from "../core/ids.js";
 import {
   type FoundResponse,
   findResponse,
+  isHiddenCarrier,
   itemsOf,
   itemsToMessages,
   newResponseId,
@@ -18,12 +22,14 @@ import {
   type StoredResponse,
 } from "../core/items/index.js";
 import type { Memory } from "../core/memory.js";
+import { toChatMessage } from "../core/messages.js";
 import type { ChatMessage } from "../core/types.js";
+import type { PlannedTurn } from "./turn.js";
 import { notFound, orNotFound, pageOf } from "./_item-pages.js";
+import { clientHintOf, passThrough, sessionTargetOf, sideRequestOf } from "./front-ends/index.js";
 import { outputItems, outputMessages, type ResponseMeta, responseObject, statusOf, storedResponseObject, usageOf } from "./responses-object.js";
 import { parseResponsesRequest, type ResponsesRequest } from "./responses-request.js";
 import { ResponsesStream } from "./responses-stream.js";
-import { declaredClient, sessionIdOf } from "./proxy.js";
 import { runIdempotentTurn, type TurnDialect, type TurnRouteDeps } from "./run-turn.js";
 
 type IdParams = { Params: { id: string } };
@@ -42,18 +48,9 @@ async function loadResponse(memory: Memory, userId: string, id: string, param?: 
 /**
  * The session a new response goes into: the `conversation`'s; the `previous_response_id`'s
  * (continuing a response that is not its session's latest forks the session at that response: two
- * responses continuing the same one are two branches); the session named by `X-Session-ID`, whose
- * request is read like a chat request (`read`: the input may re-send what is stored); or a new one.
+ * responses continuing the same one are two branches); else `named` (the session header's, or a new one).
  */
-async function sessionFor(memory: Memory, request: FastifyRequest, parsed: ResponsesRequest): Promise<{ id: string; read?: boolean }> {
-  const id = await linkedSession(memory, request, parsed);
-  if (id) return { id };
-  const named = sessionIdOf(request);
-  return named.given ? { id: named.id, read: true } : { id: named.id };
-}
-
-/** The session of the request's `conversation` or `previous_response_id`, when it names one. */
-async function linkedSession(memory: Memory, request: FastifyRequest, parsed: ResponsesRequest): Promise<string | undefined> {
+async function sessionFor(memory: Memory, request: FastifyRequest, parsed: ResponsesRequest, named: string): Promise<string> {
   const userId = request.userId;
   if (parsed.conversationSession) {
     const id = parsed.conversationSession;
@@ -64,7 +61,7 @@ async function linkedSession(memory: Memory, request: FastifyRequest, parsed: Re
     return id;
   }
   const previousId = parsed.previousResponseId;
-  if (!previousId) return undefined;
+  if (!previousId) return named;
   // The common case, continuing the latest response, reads one message; a branch reads the session.
   const headSession = sessionOfResponse(previousId);
   if (headSession) {
@@ -81,12 +78,38 @@ async function linkedSession(memory: Memory, request: FastifyRequest, parsed: Re
   return branch.id;
 }
 
-/** The Responses dialect of a turn. */
-function responsesDialect(parsed: ResponsesRequest, meta: ResponseMeta, defaultModel: string | undefined, read: boolean): TurnDialect {
-  const model = parsed.model ?? defaultModel;
+/** A request's own messages: its instructions (sent, never stored) and its input items. */
+function plannedTurn(parsed: ResponsesRequest): PlannedTurn {
   const system: ChatMessage[] = parsed.echo.instructions ? [{ role: "system", content: parsed.echo.instructions }] : [];
+  return { system, toStore: itemsToMessages(parsed.items) };
+}
+
+/** The `response` a request starts, in a session. */
+function responseMeta(parsed: ResponsesRequest, sessionId: string, defaultModel: string | undefined): ResponseMeta {
   return {
-    input: { system, toStore: itemsToMessages(parsed.items), read },
+    id: newResponseId(sessionId),
+    sessionId,
+    created_at: Math.floor(Date.now() / 1000),
+    model: parsed.model ?? defaultModel ?? "",
+    previous_response_id: parsed.previousResponseId ?? null,
+    conversation: parsed.conversationSession !== undefined,
+    echo: parsed.echo,
+  };
+}
+
+/** The Responses dialect of a turn. */
+function responsesDialect(
+  parsed: ResponsesRequest,
+  meta: ResponseMeta,
+  defaultModel: string | undefined,
+  options: { client?: TurnDialect["client"]; read?: boolean } = {},
+): TurnDialect {
+  const model = parsed.model ?? defaultModel;
+  return {
+    // On a session named by its header the input may re-send what is stored (the Agents SDK re-sends
+    // its run): it is read against the stored line as a chat request is.
+    input: { ...plannedTurn(parsed), read: options.read },
+    client: options.client,
     model,
     stream: parsed.stream,
     persist: parsed.store,
@@ -120,22 +143,33 @@ export function registerResponseRoutes(app: FastifyInstance, deps: TurnRouteDeps
     if (!deps.upstream) {
       throw new ThreadkeepError("upstream_not_configured", "No upstream model is configured: start threadkeep with --upstream <OpenAI-compatible base URL>");
     }
-    const session = await sessionFor(memory, request, parsed);
-    const sessionId = session.id;
-    const meta: ResponseMeta = {
-      id: newResponseId(sessionId),
-      sessionId,
-      created_at: Math.floor(Date.now() / 1000),
-      model: parsed.model ?? deps.defaultModel ?? "",
-      previous_response_id: parsed.previousResponseId ?? null,
-      conversation: parsed.conversationSession !== undefined,
-      echo: parsed.echo,
-    };
+    const target = sessionTargetOf(request.headers, deps.sessionHeaders);
+    const { system, toStore } = plannedTurn(parsed);
+    // The messages the upstream gets without history: the request's own.
+    const own = [...system, ...toStore.filter((m) => !isHiddenCarrier(m)).map(toChatMessage)];
+    const side = sideRequestOf(own, request.headers);
+    const temporary = target.kind === "temporary" && !parsed.conversationSession && !parsed.previousResponseId;
+    if (temporary || side) {
+      // Nothing of it is kept, and the response says so (`store: false`; GET /v1/responses/{id} is a 404).
+      const forgotten: ResponsesRequest = { ...parsed, store: false, echo: { ...parsed.echo, store: false } };
+      const meta = responseMeta(forgotten, newSessionId(), deps.defaultModel);
+      return passThrough(deps, request, reply, {
+        kind: side ?? "temporary",
+        dialect: responsesDialect(forgotten, meta, deps.defaultModel),
+        messages: own,
+      });
+    }
+    const named = target.kind === "session" ? target : undefined;
+    const sessionId = await sessionFor(memory, request, parsed, named?.id ?? newSessionId());
+    const meta = responseMeta(parsed, sessionId, deps.defaultModel);
     return runIdempotentTurn(deps, request, reply, {
       sessionId,
-      scope: `responses\n${parsed.conversationSession ?? parsed.previousResponseId ?? ""}`,
+      scope: `responses\n${parsed.conversationSession ?? parsed.previousResponseId ?? (named?.given ? named.id : "")}`,
       body: parsed.body,
-      dialect: { ...responsesDialect(parsed, meta, deps.defaultModel, session.read === true), client: declaredClient(request) },
+      dialect: responsesDialect(parsed, meta, deps.defaultModel, {
+        client: clientHintOf(request.headers),
+        read: named?.given === true && !parsed.conversationSession && !parsed.previousResponseId,
+      }),
     });
   });
 

@@ -28,6 +28,8 @@ export interface TurnRouteDeps {
   idempotency: IdempotencyCache;
   /** Model used when a request names none. */
   defaultModel?: string;
+  /** The request headers that name the session, in order. @default DEFAULT_SESSION_HEADERS */
+  sessionHeaders?: readonly string[];
 }
 
 /** How one API drives the shared turn. */
@@ -36,7 +38,11 @@ export interface TurnDialect {
   input: ChatMessage[] | PlannedTurn;
   model?: string;
   stream: boolean;
-  /** How the client declared it sends history, from its headers (see `core/reconcile.ts`). */
+  /**
+   * How the client sends history, when it says (`X-Threadkeep-Client`) or its front-end is known
+   * (`X-OpenWebUI-*` headers): every request the whole conversation, or only the new turn (see
+   * `core/reconcile.ts`).
+   */
   client?: ClientMode;
   /** Store the turn (a Responses request with `store: false` does not). @default true */
   persist?: boolean;

@@ -8,8 +8,9 @@ import { isOutcomeUnknown, isStoreRefusal, isThreadkeepError, ThreadkeepError } 
 import type { Memory, PreloadedTurn } from "../core/memory.js";
 import { isHiddenCarrier } from "../core/items/index.js";
 import { toChatMessage } from "../core/messages.js";
-import { type ClientMode, type ReconcilePlan, readRequest, readStoredView, viewFromWindow } from "../core/reconcile.js";
+import { type ClientMode, type ReconcilePlan, readRequest, readStoredView, sameMessage, viewFromWindow } from "../core/reconcile.js";
 import type { ChatMessage, MessageInput, Session } from "../core/types.js";
+import { ragQueryOf } from "./front-ends/rag.js";
 import type { ServerMetrics } from "./metrics.js";
 import { secondsSince } from "./metrics.js";
 
@@ -80,6 +81,18 @@ export interface LoadedTurn {
   warnings?: string[];
 }
 
+/**
+ * A stored message and the one a request carries in its place are the same turn; a user message Open
+ * WebUI rewrote with its RAG template is stored as sent, and the next request carries the person's own
+ * words for it.
+ */
+function sameAsSent(stored: ChatMessage, sent: ChatMessage): boolean {
+  if (sameMessage(stored, sent)) return true;
+  if (stored.role !== "user" || sent.role !== "user" || typeof stored.content !== "string") return false;
+  const words = ragQueryOf(stored.content);
+  return words !== undefined && sameMessage({ role: "user", content: words }, sent);
+}
+
 /** What {@link loadTurn} loads a turn for. */
 export interface LoadTurnOptions {
   sessionId: string;
@@ -127,7 +140,7 @@ export async function loadTurn(deps: TurnDeps, options: LoadTurnOptions): Promis
     let reconciled: ReconcilePlan | undefined;
     const conversation = split?.conversation ?? (planned?.read ? (planned.toStore as ChatMessage[]) : undefined);
     if (conversation) {
-      const reading = { metadata: session?.metadata, client: options.client };
+      const reading = { metadata: session?.metadata, client: options.client, same: sameAsSent };
       // The window read with the lease answers most requests; a whole history, or a request that may
       // be a regenerate or an edit, is compared with the stored line read from its start.
       const window = preloaded ? viewFromWindow(preloaded.messages, preloaded.messages.length < preloaded.last, session) : undefined;

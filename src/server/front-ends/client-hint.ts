@@ -1,0 +1,34 @@
+/**
+ * How a client sends history: the whole conversation on every request (Open WebUI, LibreChat, the
+ * AI SDK's useChat) or only the new turn (a thin client that lets threadkeep keep the history).
+ */
+import { ThreadkeepError } from "../../core/errors.js";
+import { filledHeader } from "./session-headers.js";
+
+/** How a client sends history. */
+export type ClientHint = "whole-history" | "thin";
+
+/**
+ * The header a client declares how it sends history in, per connection (e.g. an Open WebUI custom
+ * header or a LibreChat endpoint's `headers:`): `whole-history` or `thin`.
+ */
+export const CLIENT_HEADER = "x-threadkeep-client";
+
+/**
+ * How the client of a request sends history: as it declares in `X-Threadkeep-Client`, else
+ * `whole-history` for Open WebUI (it forwards `X-OpenWebUI-*` headers), else unknown.
+ * @throws ThreadkeepError `invalid_request` for an `X-Threadkeep-Client` that is neither value.
+ */
+export function clientHintOf(headers: Record<string, string | string[] | undefined>): ClientHint | undefined {
+  const declared = filledHeader(headers[CLIENT_HEADER])?.toLowerCase();
+  if (declared === "whole-history" || declared === "thin") return declared;
+  if (declared !== undefined) {
+    throw new ThreadkeepError(
+      "invalid_request",
+      `X-Threadkeep-Client must be whole-history or thin, got ${JSON.stringify(declared.slice(0, 40))}`,
+    );
+  }
+  // Header names arrive lower-cased (node's http parser).
+  if (Object.keys(headers).some((name) => name.startsWith("x-openwebui-"))) return "whole-history";
+  return undefined;
+}

@@ -40,7 +40,7 @@ export interface TurnDialect {
   stream: boolean;
   /**
    * How the client sends history, when it says (`X-Threadkeep-Client`) or its front-end is known
-   * (`X-OpenWebUI-*` headers): every request the whole conversation, or only the new turn (see
+   * (`X-OpenWebUI-Chat-Id`): every request the whole conversation, or only the new turn (see
    * `core/reconcile.ts`).
    */
   client?: ClientMode;

@@ -16,7 +16,9 @@ export const CLIENT_HEADER = "x-threadkeep-client";
 
 /**
  * How the client of a request sends history: as it declares in `X-Threadkeep-Client`, else
- * `whole-history` for Open WebUI (it forwards `X-OpenWebUI-*` headers), else unknown.
+ * `whole-history` for an Open WebUI chat (it names the chat in `X-OpenWebUI-Chat-Id` when it forwards
+ * its headers), else unknown. Open WebUI's user headers alone do not count: a gateway may forward them
+ * for clients of its own.
  * @throws ThreadkeepError `invalid_request` for an `X-Threadkeep-Client` that is neither value.
  */
 export function clientHintOf(headers: Record<string, string | string[] | undefined>): ClientHint | undefined {
@@ -29,6 +31,6 @@ export function clientHintOf(headers: Record<string, string | string[] | undefin
     );
   }
   // Header names arrive lower-cased (node's http parser).
-  if (Object.keys(headers).some((name) => name.startsWith("x-openwebui-"))) return "whole-history";
+  if (filledHeader(headers["x-openwebui-chat-id"]) !== undefined) return "whole-history";
   return undefined;
 }

@@ -8,6 +8,7 @@
 import { createHash } from "node:crypto";
 import { type AgentInputItem, protocol } from "@openai/agents";
 import { ThreadkeepError } from "../core/errors.js";
+import { sortedData } from "./_canonical.js";
 
 /** The one-key object a `Uint8Array` is stored as (JSON has no bytes). */
 const BYTES_KEY = "$threadkeep_bytes";
@@ -111,13 +112,6 @@ export function fromStorable(value: unknown): unknown {
   const bytes = (value as Record<string, unknown>)[BYTES_KEY];
   if (keys.length === 1 && typeof bytes === "string") return new Uint8Array(Buffer.from(bytes, "base64"));
   return Object.fromEntries(keys.map((k) => [k, fromStorable((value as Record<string, unknown>)[k])]));
-}
-
-/** Checked data with every object's keys in sorted order, so equal data is written identically. */
-export function sortedData<T>(value: T): T {
-  if (Array.isArray(value)) return value.map(sortedData) as T;
-  if (value === null || typeof value !== "object" || value instanceof Uint8Array) return value;
-  return Object.fromEntries(Object.keys(value).sort().map((k) => [k, sortedData((value as Record<string, unknown>)[k])])) as T;
 }
 
 /** A fingerprint of checked data, the same whatever its key order and whichever store it came back from. */

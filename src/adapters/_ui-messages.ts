@@ -5,7 +5,8 @@
  * itself, so ids, parts and metadata come back exactly. Messages other clients stored read as UI
  * messages too (ids derived from their seq).
  */
-import type { UIMessage } from "ai";
+import { safeValidateUIMessages, type UIMessage } from "ai";
+import { ThreadkeepError } from "../core/errors.js";
 import { contentText } from "../core/messages.js";
 import type { ContentPart, Message, MessageInput, ToolCall } from "../core/types.js";
 
@@ -44,7 +45,53 @@ function assistantStep(parts: Part[]): MessageInput[] {
   return [{ role: "assistant", content: text || (calls.length ? null : ""), ...(calls.length ? { tool_calls: calls } : {}) }, ...results];
 }
 
-/** The chat messages that store a UI message, the first one carrying it whole. */
+/** What a message is, for an error: its index and id, never its content. */
+function named(message: unknown, index: number): string {
+  const id = (message as { id?: unknown } | null)?.id;
+  return typeof id === "string" ? `message ${index} (${JSON.stringify(id.slice(0, 80))})` : `message ${index}`;
+}
+
+/** The first problem the AI SDK's schema finds, as `path: message` (the value itself is never shown). */
+function firstIssue(error: unknown): string {
+  const issues = ((error as { cause?: { issues?: { path?: PropertyKey[]; message?: string }[] } }).cause?.issues ?? [])[0];
+  if (!issues) return "it does not match the AI SDK's UIMessage schema";
+  const path = (issues.path ?? []).slice(1).map(String).join(".");
+  return `${path ? `${path}: ` : ""}${issues.message ?? "invalid"}`;
+}
+
+/**
+ * Plain JSON copies of the UI messages `saveChat` was handed, each checked with the AI SDK's own
+ * `validateUIMessages` (against the generic UIMessage schema: tool, data and metadata schemas are the
+ * application's). A JSON copy is what every store keeps, so every store gives back the same messages.
+ * @throws `invalid_message` naming the first message the AI SDK never produces; nothing is stored then.
+ */
+export async function checkedUIMessages(messages: unknown): Promise<UIMessage[]> {
+  if (!Array.isArray(messages)) throw new ThreadkeepError("invalid_message", "saveChat: messages must be an array of UIMessages", { details: { param: "messages" } });
+  const copies: UIMessage[] = [];
+  for (let i = 0; i < messages.length; i++) {
+    const message: unknown = messages[i];
+    let copy: UIMessage | undefined;
+    try {
+      copy = JSON.parse(JSON.stringify(message ?? null)) ?? undefined;
+    } catch {
+      copy = undefined;
+    }
+    // An answer cut off before its first part has no parts yet; the schema wants one, a saved chat may not.
+    const parts = copy?.parts;
+    const checked = copy && Array.isArray(parts) && parts.length === 0 ? { ...copy, parts: [{ type: "step-start" as const }] } : copy;
+    const result = checked === undefined ? null : await safeValidateUIMessages({ messages: [checked] });
+    if (!result?.success) {
+      const why = result ? firstIssue(result.error) : "it is not an object of JSON data";
+      throw new ThreadkeepError("invalid_message", `saveChat: ${named(message, i)} is not a UIMessage the AI SDK produces: ${why}`, {
+        details: { param: `messages[${i}]` },
+      });
+    }
+    copies.push(copy!);
+  }
+  return copies;
+}
+
+/** The chat messages that store a (checked) UI message, the first one carrying it whole. */
 export function uiToMessages(message: UIMessage): MessageInput[] {
   const parts = message.parts as Part[];
   let stored: MessageInput[];

@@ -10,12 +10,14 @@ import {
   AIMessage,
   type BaseMessage,
   HumanMessage,
+  isBaseMessage,
   mapChatMessagesToStoredMessages,
   mapStoredMessagesToChatMessages,
   type StoredMessage,
   SystemMessage,
   ToolMessage,
 } from "@langchain/core/messages";
+import { ThreadkeepError } from "../core/errors.js";
 import type { Memory } from "../core/memory.js";
 import type { ContentPart, Message, MessageInput, Role } from "../core/types.js";
 import { type MemoryOrUrl, orEmpty, resolveMemory, sessionIdFor } from "./_memory.js";
@@ -97,6 +99,26 @@ function parseArguments(text: string): Record<string, unknown> {
   }
 }
 
+/** What a value handed in as a message is, for an error (its type, never its content). */
+function kindOf(value: unknown): string {
+  if (value === null || typeof value !== "object") return value === null ? "null" : typeof value;
+  const role = (value as { role?: unknown }).role;
+  return typeof role === "string" ? `an object with role ${JSON.stringify(role.slice(0, 40))}` : "a plain object";
+}
+
+/** @throws `invalid_message` naming the first value that is not a LangChain message; nothing is stored then. */
+function checkedMessages(messages: unknown): BaseMessage[] {
+  if (!Array.isArray(messages)) throw new ThreadkeepError("invalid_message", "addMessages takes an array of LangChain messages", { details: { param: "messages" } });
+  messages.forEach((m: unknown, i) => {
+    if (!isBaseMessage(m)) {
+      throw new ThreadkeepError("invalid_message", `LangChain message ${i} is ${kindOf(m)}, not a LangChain message (HumanMessage, AIMessage, …)`, {
+        details: { param: `messages[${i}]` },
+      });
+    }
+  });
+  return messages;
+}
+
 /** A LangChain chat message history kept in a threadkeep session. */
 export class ThreadkeepChatMessageHistory extends BaseListChatMessageHistory {
   lc_namespace = ["threadkeep", "langchain"];
@@ -123,7 +145,7 @@ export class ThreadkeepChatMessageHistory extends BaseListChatMessageHistory {
 
   /** Appends the messages in one atomic step (the whole turn, when LangChain hands it over at once). */
   override async addMessages(messages: BaseMessage[]): Promise<void> {
-    await this.memory.addMessages(this.sessionId, messages.map(fromLangChain), { userId: this.userId });
+    await this.memory.addMessages(this.sessionId, checkedMessages(messages).map(fromLangChain), { userId: this.userId });
   }
 
   override async clear(): Promise<void> {

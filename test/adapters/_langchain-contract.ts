@@ -115,6 +115,34 @@ export function langchainHistoryContract(stack: Holder): void {
     expect(context.messages.slice(1).map((m) => m.tool_call_id)).toEqual(["call_1", "call_2"]);
   });
 
+  it("gives content blocks their chat completions form: standard image and file blocks as chat parts, reasoning left out", async () => {
+    const h = history();
+    await h.addMessages([
+      new HumanMessage({
+        content: [
+          { type: "text", text: "compare" },
+          { type: "image", url: "https://example.invalid/a.png" },
+          { type: "image", data: "AAAA", mimeType: "image/png" },
+          { type: "image_url", image_url: "https://example.invalid/b.png" },
+          { type: "file", data: "JVBER", mimeType: "application/pdf", filename: "a.pdf" },
+        ],
+      }),
+      new AIMessage({ content: [{ type: "reasoning", reasoning: "hidden" }, { type: "text", text: "They differ." }] }),
+    ]);
+    const context = await stack.memory.buildContext(h.sessionId, { userId: "contract" });
+    expect(context.messages.map((m) => m.content)).toEqual([
+      [
+        { type: "text", text: "compare" },
+        { type: "image_url", image_url: { url: "https://example.invalid/a.png" } },
+        { type: "image_url", image_url: { url: "data:image/png;base64,AAAA" } },
+        { type: "image_url", image_url: { url: "https://example.invalid/b.png" } },
+        { type: "file", file: { file_data: "data:application/pdf;base64,JVBER", filename: "a.pdf" } },
+      ],
+      "They differ.",
+    ]);
+    expect(serialised(await h.getMessages())[1].data.content).toEqual([{ type: "reasoning", reasoning: "hidden" }, { type: "text", text: "They differ." }]);
+  });
+
   it("keeps a streamed answer (an AIMessageChunk, as RunnableWithMessageHistory hands it over) with its tool calls", async () => {
     const h = history();
     const chunk = new AIMessageChunk({

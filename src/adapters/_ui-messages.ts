@@ -59,36 +59,46 @@ function firstIssue(error: unknown): string {
   return `${path ? `${path}: ` : ""}${issues.message ?? "invalid"}`;
 }
 
+const notUIMessage = (message: unknown, index: number, why: string) =>
+  new ThreadkeepError("invalid_message", `saveChat: ${named(message, index)} is not a UIMessage the AI SDK produces: ${why}`, {
+    details: { param: `messages[${index}]` },
+  });
+
 /**
- * Plain JSON copies of the UI messages `saveChat` was handed, each checked with the AI SDK's own
- * `validateUIMessages` (against the generic UIMessage schema: tool, data and metadata schemas are the
- * application's). A JSON copy is what every store keeps, so every store gives back the same messages.
- * @throws `invalid_message` naming the first message the AI SDK never produces; nothing is stored then.
+ * Plain JSON copies of the UI messages `saveChat` was handed: a JSON copy is what every store keeps (as the
+ * AI SDK's persistence guide keeps a chat), so every store gives back the same messages.
+ * @throws `invalid_message` for a value that is not an array of JSON objects.
  */
-export async function checkedUIMessages(messages: unknown): Promise<UIMessage[]> {
+export function uiMessageCopies(messages: unknown): UIMessage[] {
   if (!Array.isArray(messages)) throw new ThreadkeepError("invalid_message", "saveChat: messages must be an array of UIMessages", { details: { param: "messages" } });
-  const copies: UIMessage[] = [];
-  for (let i = 0; i < messages.length; i++) {
+  return Array.from({ length: messages.length }, (_, i) => {
     const message: unknown = messages[i];
-    let copy: UIMessage | undefined;
+    let copy: unknown;
     try {
-      copy = JSON.parse(JSON.stringify(message ?? null)) ?? undefined;
+      copy = JSON.parse(JSON.stringify(message ?? null));
     } catch {
-      copy = undefined;
+      copy = null;
     }
+    if (copy === null || typeof copy !== "object" || Array.isArray(copy)) throw notUIMessage(message, i, "it is not an object of JSON data");
+    return copy as UIMessage;
+  });
+}
+
+/**
+ * Checks UI messages from index `from` on with the AI SDK's own `validateUIMessages` (against the generic
+ * UIMessage schema: tool, data and metadata schemas are the application's). The ones before `from` are
+ * those already stored, checked when they were saved.
+ * @throws `invalid_message` naming the first message the AI SDK never produces.
+ */
+export async function checkUIMessages(messages: UIMessage[], from = 0): Promise<void> {
+  for (let i = from; i < messages.length; i++) {
+    const message = messages[i];
     // An answer cut off before its first part has no parts yet; the schema wants one, a saved chat may not.
-    const parts = copy?.parts;
-    const checked = copy && Array.isArray(parts) && parts.length === 0 ? { ...copy, parts: [{ type: "step-start" as const }] } : copy;
-    const result = checked === undefined ? null : await safeValidateUIMessages({ messages: [checked] });
-    if (!result?.success) {
-      const why = result ? firstIssue(result.error) : "it is not an object of JSON data";
-      throw new ThreadkeepError("invalid_message", `saveChat: ${named(message, i)} is not a UIMessage the AI SDK produces: ${why}`, {
-        details: { param: `messages[${i}]` },
-      });
-    }
-    copies.push(copy!);
+    const parts = (message as { parts?: unknown }).parts;
+    const checked = Array.isArray(parts) && parts.length === 0 ? { ...message, parts: [{ type: "step-start" as const }] } : message;
+    const result = await safeValidateUIMessages({ messages: [checked] });
+    if (!result.success) throw notUIMessage(message, i, firstIssue(result.error));
   }
-  return copies;
 }
 
 /** The chat messages that store a (checked) UI message, the first one carrying it whole. */

@@ -10,7 +10,7 @@ import type { Memory } from "../core/memory.js";
 import type { Session } from "../core/types.js";
 import { type MemoryOrUrl, orEmpty, resolveMemory, sessionIdFor } from "./_memory.js";
 import { sameData } from "./_canonical.js";
-import { checkedUIMessages, messagesToUI, type StoredUIMessage, uiToMessages } from "./_ui-messages.js";
+import { checkUIMessages, messagesToUI, type StoredUIMessage, uiMessageCopies, uiToMessages } from "./_ui-messages.js";
 
 /** Options of {@link createChatStore}. */
 export interface ChatStoreOptions {
@@ -69,11 +69,13 @@ export function createChatStore(options: ChatStoreOptions): ChatStore {
 
     async saveChat({ chatId, messages: given }) {
       const sessionId = idOf(chatId);
-      const messages = await checkedUIMessages(given);
+      const messages = uiMessageCopies(given);
       const { ui, lastSeq } = await stored(sessionId);
-      if (ui.length === 0 && lastSeq === 0) await memory.startSession({ ...owner, id: sessionId, metadata: { [CHAT_ID_KEY]: chatId } });
       let same_ = 0;
       while (same_ < ui.length && same_ < messages.length && sameData(ui[same_].message, messages[same_])) same_++;
+      // What is stored already was checked when it was saved; the rest is checked before anything is written.
+      await checkUIMessages(messages, same_);
+      if (ui.length === 0 && lastSeq === 0) await memory.startSession({ ...owner, id: sessionId, metadata: { [CHAT_ID_KEY]: chatId } });
       const added = messages.slice(same_).flatMap(uiToMessages);
       if (same_ === ui.length) {
         if (added.length) await memory.addMessages(sessionId, added, owner);

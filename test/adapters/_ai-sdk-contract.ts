@@ -216,6 +216,10 @@ export function aiSdkChatStoreContract(stack: Holder): void {
       expect(error, JSON.stringify(messages)).toMatchObject({ code: "invalid_message", message: expect.stringMatching(message) });
     }
     expect(await store.loadChat(chatId)).toStrictEqual(good);
+    // A refused first save leaves no chat behind.
+    const fresh = `chat-${randomUUID()}`;
+    await expect(store.saveChat({ chatId: fresh, messages: [{ id: "x", role: "robot", parts: [] } as unknown as UIMessage] })).rejects.toMatchObject({ code: "invalid_message" });
+    expect((await store.listChats({ limit: 1000 })).map((c) => c.id)).not.toContain(fresh);
     await expect(store.saveChat({ chatId: "", messages: good })).rejects.toMatchObject({ code: "invalid_session_id" });
   });
 

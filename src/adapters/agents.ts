@@ -1,8 +1,10 @@
 /**
  * `threadkeep/agents`: an OpenAI Agents SDK `Session` kept by threadkeep. Agent items are stored as the
  * chat messages they mean (so the proxy, the CLI, search and context assembly read the same thread) and
- * come back exactly; the SDK's optional history transactions (with an operation id) and compaction (by
- * threadkeep's summaries) are implemented. `@openai/agents` is an optional peer dependency.
+ * come back exactly; the SDK's optional history transactions (with an operation id), history mutations
+ * and compaction (by threadkeep's summaries) are implemented, held to the contract the SDK holds its own
+ * `MemorySession` to: input is checked as the SDK checks it, before anything is written.
+ * `@openai/agents` is an optional peer dependency.
  */
 import {
   type AgentInputItem,

@@ -9,15 +9,22 @@
  */
 import { randomUUID } from "node:crypto";
 import {
+  Agent,
   type AgentInputItem,
   isSessionHistoryRewriteAwareSession,
   isSessionHistoryTransactionAwareSession,
   MemorySession,
+  OpenAIChatCompletionsModel,
+  Runner,
   type SessionHistoryTransactionArgs,
+  tool,
 } from "@openai/agents";
+import OpenAI from "openai";
 import { expect, it } from "vitest";
+import { z } from "zod";
 import { ThreadkeepSession } from "../../src/adapters/agents.js";
 import type { Memory } from "../../src/core/memory.js";
+import type { FakeUpstream } from "../_fake-upstream.js";
 
 const user = (text: string): AgentInputItem => ({ role: "user", content: [{ type: "input_text", text }] });
 const call = (callId: string, args: string, id?: string): Extract<AgentInputItem, { type: "function_call" }> => ({
@@ -56,14 +63,57 @@ export const AGENT_ITEMS: AgentInputItem[] = [
 
 type Holder = { readonly memory: Memory };
 
-/** The Agents SDK session contract on the memory `stack` holds. */
-export function agentsSessionContract(stack: Holder): void {
+/** The Agents SDK session contract on the memory `stack` holds; `upstream` is the fake model a Runner talks to. */
+export function agentsSessionContract(stack: Holder, upstream: { readonly fake: FakeUpstream }): void {
   const session = (initial: AgentInputItem[] = []) => {
     const s = new ThreadkeepSession({ memory: stack.memory, sessionId: randomUUID(), userId: "contract" });
     return initial.length ? s.addItems(initial).then(() => s) : Promise.resolve(s);
   };
   const apply = (s: ThreadkeepSession, args: SessionHistoryTransactionArgs) => s.applyHistoryTransaction(args);
   const append = (operationId: string, items: AgentInputItem[]) => ({ operationId, transaction: { type: "append_items" as const, items } });
+
+  it("takes a Runner's guardrail-blocked turn and its accepted replacement as the SDK's own MemorySession does", async () => {
+    // A run whose output guardrail trips after a tool ran persists the turn with an append_items
+    // transaction; resuming it, accepted, replaces the suffix (replace_suffix): the SDK's real path.
+    const fake = upstream.fake;
+    fake.setReply((body) =>
+      body.messages.at(-1).role === "tool"
+        ? { content: `It is ${body.messages.at(-1).content}.` }
+        : { tool_calls: [{ id: "call_w1", type: "function", function: { name: "get_weather", arguments: '{"city":"Utrecht"}' } }] },
+    );
+    const model = new OpenAIChatCompletionsModel(new OpenAI({ baseURL: fake.url, apiKey: "sk-test", maxRetries: 0 }), "fake-model");
+    const weather = tool({ name: "get_weather", description: "The weather", parameters: z.object({ city: z.string() }), execute: async ({ city }) => `Sunny in ${city}` });
+    let blocked = true;
+    const agent = new Agent({
+      name: "Assistant",
+      instructions: "Be terse.",
+      model,
+      tools: [weather],
+      outputGuardrails: [{ name: "review", execute: async () => ({ tripwireTriggered: blocked, outputInfo: {} }) }],
+    });
+    const runner = new Runner({ tracingDisabled: true });
+    const scenario = async (s: MemorySession | ThreadkeepSession) => {
+      const transactions: string[] = [];
+      const apply = s.applyHistoryTransaction.bind(s);
+      s.applyHistoryTransaction = (args) => (transactions.push(args.transaction.type), apply(args));
+      blocked = true;
+      const tripped = await runner.run(agent, "Weather in Utrecht?", { session: s }).then(() => null, (e: unknown) => e as { state?: unknown });
+      expect(tripped?.constructor.name).toBe("OutputGuardrailTripwireTriggered");
+      blocked = false;
+      const resumed = await runner.run(agent, tripped!.state as never, { session: s });
+      expect(resumed.finalOutput).toBe("It is Sunny in Utrecht.");
+      // The model's own ids differ from run to run; everything else must be the same.
+      return { transactions, items: (await s.getItems()).map(({ id: _id, ...rest }: { id?: unknown }) => rest) };
+    };
+    const reference = await scenario(new MemorySession());
+    const s = await session();
+    const mine = await scenario(s);
+    expect(reference.transactions).toEqual(["append_items", "replace_suffix"]);
+    expect(mine).toEqual(reference);
+    fake.setReply(() => ({ content: "Noted." }));
+    await runner.run(agent, "Thanks", { session: s });
+    expect((fake.chatRequests().at(-1)!.body.messages as { role: string }[]).map((m) => m.role)).toEqual(["system", "user", "assistant", "tool", "assistant", "user"]);
+  });
 
   it("says it supports history transactions and mutations, like the SDK's MemorySession", async () => {
     const s = await session();

@@ -8,10 +8,13 @@
  * `validateUIMessages`, so it is a message the SDK produces.
  */
 import { randomUUID } from "node:crypto";
-import { type UIMessage, validateUIMessages } from "ai";
+import { createOpenAI } from "@ai-sdk/openai";
+import { convertToModelMessages, stepCountIs, streamText, tool, type UIMessage, validateUIMessages } from "ai";
 import { expect, it } from "vitest";
+import { z } from "zod";
 import { createChatStore } from "../../src/adapters/ai-sdk.js";
 import type { Memory } from "../../src/core/memory.js";
+import type { FakeUpstream } from "../_fake-upstream.js";
 
 const text = (t: string) => ({ type: "text" as const, text: t });
 const userMsg = (id: string, t: string): UIMessage => ({ id, role: "user", parts: [text(t)] });
@@ -76,8 +79,8 @@ export const RICH_CHAT: UIMessage[] = [
 
 type Holder = { readonly memory: Memory };
 
-/** The AI SDK chat persistence contract on the memory `stack` holds. */
-export function aiSdkChatStoreContract(stack: Holder): void {
+/** The AI SDK chat persistence contract on the memory `stack` holds; `upstream` is the fake model streamText talks to. */
+export function aiSdkChatStoreContract(stack: Holder, upstream: { readonly fake: FakeUpstream }): void {
   const chats = () => createChatStore({ memory: stack.memory, userId: "contract" });
   /** What the guide's JSON file would give back. */
   const asJson = (messages: UIMessage[]) => JSON.parse(JSON.stringify(messages)) as UIMessage[];
@@ -87,6 +90,45 @@ export function aiSdkChatStoreContract(stack: Holder): void {
 
   it("uses fixtures the AI SDK's own validateUIMessages accepts", async () => {
     await expect(validateUIMessages({ messages: RICH_CHAT })).resolves.toHaveLength(RICH_CHAT.length);
+  });
+
+  it("keeps what the SDK's own stream makes (streamText → toUIMessageStream → onFinish) for the next request", async () => {
+    const store = chats();
+    const chatId = randomUUID();
+    const fake = upstream.fake;
+    fake.setReply((body) =>
+      body.messages.at(-1).role === "tool"
+        ? { content: "Sunny in Utrecht." }
+        : { tool_calls: [{ id: "call_w1", type: "function", function: { name: "get_weather", arguments: '{"city":"Utrecht"}' } }] },
+    );
+    const tools = { get_weather: tool({ description: "The weather", inputSchema: z.object({ city: z.string() }), execute: async ({ city }: { city: string }) => ({ city, forecast: "sunny" }) }) };
+    // One request of a useChat route, as the persistence guide writes it: load, append, stream, save on finish.
+    const respond = async (message: UIMessage) => {
+      const messages = [...(await store.loadChat(chatId)), message];
+      const provider = createOpenAI({ baseURL: fake.url, apiKey: "sk-test" });
+      const result = streamText({ model: provider.chat("fake-model"), messages: await convertToModelMessages(messages), tools, stopWhen: stepCountIs(3) });
+      let finished!: UIMessage[];
+      let saved!: Promise<void>;
+      const stream = result.toUIMessageStream({
+        originalMessages: messages,
+        messageMetadata: ({ part }) => (part.type === "finish" ? { finishReason: part.finishReason } : undefined),
+        onFinish: ({ messages: all }) => {
+          finished = all;
+          saved = store.saveChat({ chatId, messages: all });
+        },
+      });
+      for await (const _chunk of stream) void _chunk;
+      await saved;
+      return finished;
+    };
+    const first = await respond(userMsg(`u-${randomUUID()}`, "Weather in Utrecht?"));
+    expect(first[1].parts).toContainEqual(expect.objectContaining({ type: "tool-get_weather", state: "output-available", output: { city: "Utrecht", forecast: "sunny" } }));
+    expect(first[1].metadata).toEqual({ finishReason: "stop" });
+    expect(await store.loadChat(chatId)).toStrictEqual(asJson(first));
+    fake.setReply(() => ({ content: "You're welcome." }));
+    const second = await respond(userMsg(`u-${randomUUID()}`, "Thanks"));
+    expect(await store.loadChat(chatId)).toStrictEqual(asJson(second));
+    expect((fake.chatRequests().at(-1)!.body.messages as { role: string }[]).map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant", "user"]);
   });
 
   it("gives back exactly what was saved: ids, every kind of part in every state, metadata", async () => {

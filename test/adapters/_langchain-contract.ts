@@ -21,9 +21,13 @@ import {
   SystemMessage,
   ToolMessage,
 } from "@langchain/core/messages";
+import { ChatPromptTemplate, MessagesPlaceholder } from "@langchain/core/prompts";
+import { RunnableWithMessageHistory } from "@langchain/core/runnables";
+import { ChatOpenAI } from "@langchain/openai";
 import { expect, it } from "vitest";
 import { ThreadkeepChatMessageHistory } from "../../src/adapters/langchain.js";
 import type { Memory } from "../../src/core/memory.js";
+import type { FakeUpstream } from "../_fake-upstream.js";
 
 /** Every message type LangChain stores in a history, with the fields each carries. */
 export function langchainMessages(): BaseMessage[] {
@@ -66,8 +70,8 @@ const serialised = (messages: BaseMessage[]) => mapChatMessagesToStoredMessages(
 
 type Holder = { readonly memory: Memory };
 
-/** LangChain's chat message history contract on the memory `stack` holds. */
-export function langchainHistoryContract(stack: Holder): void {
+/** LangChain's chat message history contract on the memory `stack` holds; `upstream` is the fake model ChatOpenAI talks to. */
+export function langchainHistoryContract(stack: Holder, upstream: { readonly fake: FakeUpstream }): void {
   const history = (sessionId: string = `lc-${randomUUID()}`, userId = "contract") =>
     new ThreadkeepChatMessageHistory({ memory: stack.memory, sessionId, userId });
 
@@ -80,6 +84,29 @@ export function langchainHistoryContract(stack: Holder): void {
     expect(read).toEqual([new HumanMessage("Who is the best vocalist?"), new AIMessage("Ozzy Osbourne")]);
     expect(read[0]).toBeInstanceOf(HumanMessage);
     expect(read[1]).toBeInstanceOf(AIMessage);
+  });
+
+  it("keeps a RunnableWithMessageHistory conversation, invoked and streamed, as LangChain's reference history does", async () => {
+    const fake = upstream.fake;
+    fake.setReply((body) => ({ content: `echo: ${body.messages.at(-1).content}` }));
+    const prompt = ChatPromptTemplate.fromMessages([["system", "You are terse."], new MessagesPlaceholder("history"), ["human", "{input}"]]);
+    const model = new ChatOpenAI({ model: "fake-model", apiKey: "sk-test", configuration: { baseURL: fake.url }, maxRetries: 0 });
+    const run = async (getMessageHistory: () => InMemoryChatMessageHistory | ThreadkeepChatMessageHistory) => {
+      const chain = new RunnableWithMessageHistory({ runnable: prompt.pipe(model), getMessageHistory, inputMessagesKey: "input", historyMessagesKey: "history" });
+      const config = { configurable: { sessionId: "ignored" } };
+      await chain.invoke({ input: "My name is Ada." }, config);
+      for await (const _chunk of await chain.stream({ input: "What is my name?" }, config)) void _chunk;
+      return (fake.chatRequests().at(-1)!.body.messages as { role: string; content: string }[]).map((m) => `${m.role}: ${m.content}`);
+    };
+    const reference = new InMemoryChatMessageHistory();
+    const h = history();
+    const sentWithReference = await run(() => reference);
+    const sent = await run(() => h);
+    expect(sent).toEqual(sentWithReference);
+    expect(sent).toEqual(["system: You are terse.", "user: My name is Ada.", "assistant: echo: My name is Ada.", "user: What is my name?"]);
+    const without = (ms: BaseMessage[]) => serialised(ms).map(({ type, data }) => ({ type, content: data.content, tool_calls: (data as { tool_calls?: unknown }).tool_calls }));
+    expect(without(await h.getMessages())).toEqual(without(await reference.getMessages()));
+    expect((await h.getMessages()).map((m) => m.constructor.name)).toEqual(["HumanMessage", "AIMessage", "HumanMessage", "AIMessage"]);
   });
 
   it("gives back every message type with all its fields, as LangChain's reference history does", async () => {

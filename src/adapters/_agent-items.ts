@@ -8,6 +8,7 @@ import { createHash } from "node:crypto";
 import type { AgentInputItem } from "@openai/agents";
 import { type Item, type ItemContentPart, itemsToMessages, messageToItems, newItemId } from "../core/items/index.js";
 import type { Message, MessageInput } from "../core/types.js";
+import { fromStorable, toStorable } from "./_agent-data.js";
 
 /** The field of a Responses item that carries the agent item it was made from. */
 export const AGENT_ITEM_KEY = "agents_item";
@@ -44,8 +45,8 @@ export function operationItemIds(operationId: string): ItemIdFor {
 
 /** The Responses item an agent item means (with the agent item in {@link AGENT_ITEM_KEY}). */
 export function toResponsesItem(agentItem: AgentInputItem, idFor: ItemIdFor = newItemId, index = 0): Item {
-  const a = agentItem as Loose;
-  const carry = { [AGENT_ITEM_KEY]: structuredClone(agentItem) };
+  const a = toStorable(agentItem) as Loose;
+  const carry = { [AGENT_ITEM_KEY]: a };
   const type = String(a.type ?? "message");
   const status = (a.status as string | undefined) ?? "completed";
   if (type === "message") {
@@ -61,14 +62,14 @@ export function toResponsesItem(agentItem: AgentInputItem, idFor: ItemIdFor = ne
   return { id: idFor(type, index), type, ...carry };
 }
 
-/** The threadkeep messages that store agent items, in order. */
+/** The threadkeep messages that store agent items (checked ones: see `checkedItems`), in order. */
 export function agentItemsToMessages(items: AgentInputItem[], idFor: ItemIdFor = newItemId): MessageInput[] {
   return itemsToMessages(items.map((item, i) => toResponsesItem(item, idFor, i)));
 }
 
 function agentItemOf(item: Item, names: Map<string, string>): AgentInputItem | null {
   const carried = item[AGENT_ITEM_KEY];
-  if (carried) return structuredClone(carried) as AgentInputItem;
+  if (carried) return fromStorable(carried) as AgentInputItem;
   const i = item as Loose;
   if (i.type === "message") {
     const parts = (i.content as ItemContentPart[]).filter((p) => typeof p.text === "string");

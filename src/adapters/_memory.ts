@@ -4,7 +4,7 @@
  * session that does not exist yet as empty.
  */
 import { createHash } from "node:crypto";
-import { isThreadkeepError } from "../core/errors.js";
+import { isThreadkeepError, ThreadkeepError } from "../core/errors.js";
 import { isValidSessionId } from "../core/ids.js";
 import { createMemory, Memory } from "../core/memory.js";
 
@@ -19,7 +19,7 @@ const opened = new Map<string, Memory>();
  */
 export function resolveMemory(memory: MemoryOrUrl): Memory {
   if (memory instanceof Memory) return memory;
-  if (typeof memory !== "string") throw new TypeError("memory must be a threadkeep Memory or a store URL");
+  if (typeof memory !== "string") throw new ThreadkeepError("invalid_request", "memory must be a threadkeep Memory or a store URL");
   let found = opened.get(memory);
   if (!found) {
     found = createMemory({ store: memory });
@@ -40,7 +40,7 @@ export async function closeOpenedMemories(): Promise<void> {
  * maps to a UUID derived from the owner and the id, so the same id of two users are two sessions.
  */
 export function sessionIdFor(externalId: string, userId: string): string {
-  if (typeof externalId !== "string" || externalId.length === 0) throw new TypeError("a session id must be a non-empty string");
+  if (typeof externalId !== "string" || externalId.length === 0) throw new ThreadkeepError("invalid_session_id", "A session id must be a non-empty string");
   if (isValidSessionId(externalId)) return externalId.toLowerCase();
   const hex = createHash("sha256").update(`threadkeep\u0000${userId}\u0000${externalId}`).digest("hex");
   // Shaped as a version 8 (custom) RFC 9562 UUID, which threadkeep accepts like any canonical UUID.

@@ -5,7 +5,8 @@
  * itself, so ids, parts and metadata come back exactly. Messages other clients stored read as UI
  * messages too (ids derived from their seq).
  */
-import type { UIMessage } from "ai";
+import { safeValidateUIMessages, type UIMessage } from "ai";
+import { ThreadkeepError } from "../core/errors.js";
 import { contentText } from "../core/messages.js";
 import type { ContentPart, Message, MessageInput, ToolCall } from "../core/types.js";
 
@@ -44,7 +45,63 @@ function assistantStep(parts: Part[]): MessageInput[] {
   return [{ role: "assistant", content: text || (calls.length ? null : ""), ...(calls.length ? { tool_calls: calls } : {}) }, ...results];
 }
 
-/** The chat messages that store a UI message, the first one carrying it whole. */
+/** What a message is, for an error: its index and id, never its content. */
+function named(message: unknown, index: number): string {
+  const id = (message as { id?: unknown } | null)?.id;
+  return typeof id === "string" ? `message ${index} (${JSON.stringify(id.slice(0, 80))})` : `message ${index}`;
+}
+
+/** The first problem the AI SDK's schema finds, as `path: message` (the value itself is never shown). */
+function firstIssue(error: unknown): string {
+  const issues = ((error as { cause?: { issues?: { path?: PropertyKey[]; message?: string }[] } }).cause?.issues ?? [])[0];
+  if (!issues) return "it does not match the AI SDK's UIMessage schema";
+  const path = (issues.path ?? []).slice(1).map(String).join(".");
+  return `${path ? `${path}: ` : ""}${issues.message ?? "invalid"}`;
+}
+
+const notUIMessage = (message: unknown, index: number, why: string) =>
+  new ThreadkeepError("invalid_message", `saveChat: ${named(message, index)} is not a UIMessage the AI SDK produces: ${why}`, {
+    details: { param: `messages[${index}]` },
+  });
+
+/**
+ * Plain JSON copies of the UI messages `saveChat` was handed: a JSON copy is what every store keeps (as the
+ * AI SDK's persistence guide keeps a chat), so every store gives back the same messages.
+ * @throws `invalid_message` for a value that is not an array of JSON objects.
+ */
+export function uiMessageCopies(messages: unknown): UIMessage[] {
+  if (!Array.isArray(messages)) throw new ThreadkeepError("invalid_message", "saveChat: messages must be an array of UIMessages", { details: { param: "messages" } });
+  return Array.from({ length: messages.length }, (_, i) => {
+    const message: unknown = messages[i];
+    let copy: unknown;
+    try {
+      copy = JSON.parse(JSON.stringify(message ?? null));
+    } catch {
+      copy = null;
+    }
+    if (copy === null || typeof copy !== "object" || Array.isArray(copy)) throw notUIMessage(message, i, "it is not an object of JSON data");
+    return copy as UIMessage;
+  });
+}
+
+/**
+ * Checks UI messages from index `from` on with the AI SDK's own `validateUIMessages` (against the generic
+ * UIMessage schema: tool, data and metadata schemas are the application's). The ones before `from` are
+ * those already stored, checked when they were saved.
+ * @throws `invalid_message` naming the first message the AI SDK never produces.
+ */
+export async function checkUIMessages(messages: UIMessage[], from = 0): Promise<void> {
+  for (let i = from; i < messages.length; i++) {
+    const message = messages[i];
+    // An answer cut off before its first part has no parts yet; the schema wants one, a saved chat may not.
+    const parts = (message as { parts?: unknown }).parts;
+    const checked = Array.isArray(parts) && parts.length === 0 ? { ...message, parts: [{ type: "step-start" as const }] } : message;
+    const result = await safeValidateUIMessages({ messages: [checked] });
+    if (!result.success) throw notUIMessage(message, i, firstIssue(result.error));
+  }
+}
+
+/** The chat messages that store a (checked) UI message, the first one carrying it whole. */
 export function uiToMessages(message: UIMessage): MessageInput[] {
   const parts = message.parts as Part[];
   let stored: MessageInput[];

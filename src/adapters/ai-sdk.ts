@@ -1,15 +1,16 @@
 /**
  * `threadkeep/ai-sdk`: chat persistence for AI SDK UI (`useChat`): load a chat's `UIMessage[]`, save it
  * after each response, list and delete chats. `saveChat` stores only what changed; a regenerated answer
- * or an edited message replaces the tail atomically and keeps what it replaced as a branch. `ai` is an
- * optional peer dependency (only its types are used).
+ * or an edited message replaces the tail atomically and keeps what it replaced as a branch. Messages are
+ * checked with the AI SDK's own `validateUIMessages` and kept as JSON, as the SDK's persistence guide
+ * keeps them. `ai` is an optional peer dependency.
  */
 import type { UIMessage } from "ai";
-import { canonical } from "../cli/_jsonl-format.js";
 import type { Memory } from "../core/memory.js";
 import type { Session } from "../core/types.js";
 import { type MemoryOrUrl, orEmpty, resolveMemory, sessionIdFor } from "./_memory.js";
-import { messagesToUI, type StoredUIMessage, uiToMessages } from "./_ui-messages.js";
+import { sameData } from "./_canonical.js";
+import { checkUIMessages, messagesToUI, type StoredUIMessage, uiMessageCopies, uiToMessages } from "./_ui-messages.js";
 
 /** Options of {@link createChatStore}. */
 export interface ChatStoreOptions {
@@ -48,7 +49,6 @@ export interface ChatStore {
 /** The session metadata key holding the AI SDK chat id. */
 const CHAT_ID_KEY = "aiSdkChatId";
 
-const same = (a: UIMessage, b: UIMessage) => JSON.stringify(canonical(a)) === JSON.stringify(canonical(b));
 
 /** Creates the chat store of one user. */
 export function createChatStore(options: ChatStoreOptions): ChatStore {
@@ -67,12 +67,15 @@ export function createChatStore(options: ChatStoreOptions): ChatStore {
       return (await stored(idOf(chatId))).ui.map((s) => s.message);
     },
 
-    async saveChat({ chatId, messages }) {
+    async saveChat({ chatId, messages: given }) {
       const sessionId = idOf(chatId);
+      const messages = uiMessageCopies(given);
       const { ui, lastSeq } = await stored(sessionId);
-      if (ui.length === 0 && lastSeq === 0) await memory.startSession({ ...owner, id: sessionId, metadata: { [CHAT_ID_KEY]: chatId } });
       let same_ = 0;
-      while (same_ < ui.length && same_ < messages.length && same(ui[same_].message, messages[same_])) same_++;
+      while (same_ < ui.length && same_ < messages.length && sameData(ui[same_].message, messages[same_])) same_++;
+      // What is stored already was checked when it was saved; the rest is checked before anything is written.
+      await checkUIMessages(messages, same_);
+      if (ui.length === 0 && lastSeq === 0) await memory.startSession({ ...owner, id: sessionId, metadata: { [CHAT_ID_KEY]: chatId } });
       const added = messages.slice(same_).flatMap(uiToMessages);
       if (same_ === ui.length) {
         if (added.length) await memory.addMessages(sessionId, added, owner);

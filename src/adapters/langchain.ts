@@ -10,12 +10,14 @@ import {
   AIMessage,
   type BaseMessage,
   HumanMessage,
+  isBaseMessage,
   mapChatMessagesToStoredMessages,
   mapStoredMessagesToChatMessages,
   type StoredMessage,
   SystemMessage,
   ToolMessage,
 } from "@langchain/core/messages";
+import { ThreadkeepError } from "../core/errors.js";
 import type { Memory } from "../core/memory.js";
 import type { ContentPart, Message, MessageInput, Role } from "../core/types.js";
 import { type MemoryOrUrl, orEmpty, resolveMemory, sessionIdFor } from "./_memory.js";
@@ -32,10 +34,48 @@ export interface ThreadkeepChatMessageHistoryOptions {
 
 const ROLE_OF_TYPE: Record<string, Role> = { human: "user", ai: "assistant", system: "system", developer: "developer", tool: "tool" };
 
+type Block = Record<string, unknown>;
+
+const dataUrl = (block: Block) => {
+  const mime = block.mimeType ?? block.mime_type;
+  return typeof block.data === "string" && typeof mime === "string" ? `data:${mime};base64,${block.data}` : undefined;
+};
+
+/**
+ * The chat completions part a LangChain content block means: text, an image (LangChain's `image_url`, or
+ * a standard `image` block by URL or base64 data) or a file by data or id. Other blocks (reasoning, tool
+ * call blocks, …) have no chat form and are left out of it (the LangChain message keeps them).
+ */
+function chatPart(block: Block): ContentPart | null {
+  switch (block.type) {
+    case "text":
+      return typeof block.text === "string" ? { type: "text", text: block.text } : null;
+    case "image_url": {
+      const image = typeof block.image_url === "string" ? { url: block.image_url } : (block.image_url as Block | undefined);
+      return typeof image?.url === "string" ? { type: "image_url", image_url: { ...image } } : null;
+    }
+    case "image": {
+      const url = typeof block.url === "string" ? block.url : dataUrl(block);
+      return url ? { type: "image_url", image_url: { url } } : null;
+    }
+    case "file": {
+      const data = dataUrl(block);
+      const filename = typeof block.filename === "string" ? { filename: block.filename } : {};
+      if (data) return { type: "file", file: { file_data: data, ...filename } };
+      const id = block.fileId ?? block.file_id;
+      return typeof id === "string" ? { type: "file", file: { file_id: id } } : null;
+    }
+    default:
+      return null;
+  }
+}
+
 function content(message: BaseMessage): MessageInput["content"] {
   const value = message.content;
   if (typeof value === "string") return value;
-  return (value as ContentPart[]).map((part) => ({ ...part }));
+  const parts = (value as Block[]).flatMap((block) => chatPart(block) ?? []);
+  if (parts.length === 0) return "";
+  return parts.length === 1 && parts[0].type === "text" ? String(parts[0].text) : parts;
 }
 
 /** The OpenAI chat message a LangChain message means, with the LangChain message kept in metadata. */
@@ -97,6 +137,26 @@ function parseArguments(text: string): Record<string, unknown> {
   }
 }
 
+/** What a value handed in as a message is, for an error (its type, never its content). */
+function kindOf(value: unknown): string {
+  if (value === null || typeof value !== "object") return value === null ? "null" : typeof value;
+  const role = (value as { role?: unknown }).role;
+  return typeof role === "string" ? `an object with role ${JSON.stringify(role.slice(0, 40))}` : "a plain object";
+}
+
+/** @throws `invalid_message` naming the first value that is not a LangChain message; nothing is stored then. */
+function checkedMessages(messages: unknown): BaseMessage[] {
+  if (!Array.isArray(messages)) throw new ThreadkeepError("invalid_message", "addMessages takes an array of LangChain messages", { details: { param: "messages" } });
+  messages.forEach((m: unknown, i) => {
+    if (!isBaseMessage(m)) {
+      throw new ThreadkeepError("invalid_message", `LangChain message ${i} is ${kindOf(m)}, not a LangChain message (HumanMessage, AIMessage, …)`, {
+        details: { param: `messages[${i}]` },
+      });
+    }
+  });
+  return messages;
+}
+
 /** A LangChain chat message history kept in a threadkeep session. */
 export class ThreadkeepChatMessageHistory extends BaseListChatMessageHistory {
   lc_namespace = ["threadkeep", "langchain"];
@@ -123,7 +183,7 @@ export class ThreadkeepChatMessageHistory extends BaseListChatMessageHistory {
 
   /** Appends the messages in one atomic step (the whole turn, when LangChain hands it over at once). */
   override async addMessages(messages: BaseMessage[]): Promise<void> {
-    await this.memory.addMessages(this.sessionId, messages.map(fromLangChain), { userId: this.userId });
+    await this.memory.addMessages(this.sessionId, checkedMessages(messages).map(fromLangChain), { userId: this.userId });
   }
 
   override async clear(): Promise<void> {

@@ -1,10 +1,10 @@
 /**
  * The Responses API over any chat completions model: `POST /v1/responses` (plain or streamed), and
  * `GET` / `DELETE /v1/responses/{id}`, `GET /v1/responses/{id}/input_items`. A response lives in a
- * session: the `conversation`'s, its `previous_response_id`'s (a branch when that response is not
- * the latest of its session), the one its headers name (as for chat completions), or a new one. The
- * turn itself is the chat proxy's (run-turn.ts); a temporary chat or a front-end's side request is
- * answered without a session.
+ * session: the `conversation`'s, its `previous_response_id`'s (a fork of it when that response is not
+ * the latest of its session, or was made in a conversation), the one its headers name (as for chat
+ * completions), or a new one. The turn itself is the chat proxy's (run-turn.ts); a temporary chat or
+ * a front-end's side request is answered without a session.
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { ThreadkeepError } from "../core/errors.js";
@@ -46,9 +46,12 @@ async function loadResponse(memory: Memory, userId: string, id: string, param?: 
 }
 
 /**
- * The session a new response goes into: the `conversation`'s; the `previous_response_id`'s
- * (continuing a response that is not its session's latest forks the session at that response: two
- * responses continuing the same one are two branches); else `named` (the session header's, or a new one).
+ * The session a new response goes into. A `previous_response_id` chain is immutable, as at OpenAI:
+ * continuing a response that is not its session's latest forks the session at that response (a new
+ * chain sharing the prefix; the original session is left as it was), so two responses continuing the
+ * same one are two chains. A response made in a `conversation` is forked even when it is the latest:
+ * at OpenAI a conversation only takes responses that name it, not those that continue one of its responses.
+ * Without either, the response goes into `named` (the session header's, or a new one).
  */
 async function sessionFor(memory: Memory, request: FastifyRequest, parsed: ResponsesRequest, named: string): Promise<string> {
   const userId = request.userId;
@@ -69,10 +72,11 @@ async function sessionFor(memory: Memory, request: FastifyRequest, parsed: Respo
       () => memory.getMessages(headSession, { userId, last: 1 }),
       () => notFound("Previous response", previousId, "previous_response_id"),
     );
-    if ((last?.metadata?.[RESPONSE_KEY] as StoredResponse | undefined)?.id === previousId) return headSession;
+    const head = last?.metadata?.[RESPONSE_KEY] as StoredResponse | undefined;
+    if (head?.id === previousId && !head.conversation) return headSession;
   }
   const previous = await loadResponse(memory, userId, previousId, "previous_response_id");
-  if (previous.isHead) return previous.sessionId;
+  if (previous.isHead && !previous.record.conversation) return previous.sessionId;
   const atSeq = previous.output.at(-1)?.seq ?? 0;
   const branch = await memory.fork(previous.sessionId, { userId, atSeq });
   return branch.id;

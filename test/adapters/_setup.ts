@@ -1,4 +1,4 @@
-/** What every adapter test file shares: the fake upstream, an in-memory Memory, and what the model was sent. */
+/** What the adapter test files share: the fake upstream, an in-memory Memory, and what the model was sent. */
 import { afterAll, beforeAll } from "vitest";
 import { createMemory, type Memory } from "../../src/core/memory.js";
 import { type FakeUpstream, startFakeUpstream } from "../_fake-upstream.js";
@@ -14,6 +14,16 @@ export function useFakeAndMemory(): { readonly fake: FakeUpstream; readonly memo
     await ctx.memory?.close();
     await ctx.fake?.close();
   });
+  return ctx;
+}
+
+/** Starts the fake upstream before the file's tests and closes it after. */
+export function useFakeUpstream(): { readonly fake: FakeUpstream } {
+  const ctx = {} as { fake: FakeUpstream };
+  beforeAll(async () => {
+    ctx.fake = await startFakeUpstream();
+  });
+  afterAll(() => ctx.fake?.close());
   return ctx;
 }
 

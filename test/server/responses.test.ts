@@ -3,6 +3,7 @@
  * completions upstream that records what "the model" received.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { sessionOfResponse } from "../../src/core/items/index.js";
 import { type Stack, startStack, transcript } from "./_stack.js";
 
 let stack: Stack;
@@ -180,6 +181,50 @@ describe("POST /v1/responses", () => {
     await client.responses.create({ model: "fake-model", input: "turn 6", previous_response_id: chain[4].id });
     expect(transcript(lastChat()).slice(-3)).toEqual(["user: turn 5", "assistant: echo: turn 5", "user: turn 6"]);
     expect(branchB.id).not.toBe(branchA.id);
+  });
+
+  it("continues an older response as a new chain sharing its prefix; the original chain stays as it was", async () => {
+    const client = stack.client();
+    const r1 = await client.responses.create({ model: "fake-model", input: "turn 1" });
+    const r2 = await client.responses.create({ model: "fake-model", input: "turn 2", previous_response_id: r1.id });
+    const r3 = await client.responses.create({ model: "fake-model", input: "turn 3", previous_response_id: r2.id });
+    const original = sessionOfResponse(r1.id)!;
+    expect([sessionOfResponse(r2.id), sessionOfResponse(r3.id)]).toEqual([original, original]);
+    const before = await stack.memory.getMessages(original);
+    const r3Inputs = await client.responses.inputItems.list(r3.id);
+
+    const other = await client.responses.create({ model: "fake-model", input: "another way", previous_response_id: r1.id });
+    expect(transcript(lastChat())).toEqual(["user: turn 1", "assistant: echo: turn 1", "user: another way"]);
+    expect(other.previous_response_id).toBe(r1.id);
+    const forked = sessionOfResponse(other.id)!;
+    expect(forked).not.toBe(original);
+    expect((await stack.memory.getSession(forked))?.metadata.forkedFrom).toEqual({ sessionId: original, atSeq: 2 });
+    expect((await stack.memory.getMessages(forked)).map((m) => m.content)).toEqual(["turn 1", "echo: turn 1", "another way", "echo: another way"]);
+
+    // Nothing of the original chain moved: its session, its responses and what continuing its head sends.
+    expect(await stack.memory.getMessages(original)).toEqual(before);
+    expect((await client.responses.retrieve(r3.id)).output_text).toBe("echo: turn 3");
+    expect((await client.responses.inputItems.list(r3.id)).data).toEqual(r3Inputs.data);
+    await client.responses.create({ model: "fake-model", input: "turn 4", previous_response_id: r3.id });
+    expect(transcript(lastChat()).slice(-4)).toEqual(["assistant: echo: turn 2", "user: turn 3", "assistant: echo: turn 3", "user: turn 4"]);
+    expect(transcript(lastChat())).not.toContain("user: another way");
+    // The new chain's head goes on in its own session.
+    const next = await client.responses.create({ model: "fake-model", input: "and on", previous_response_id: other.id });
+    expect(sessionOfResponse(next.id)).toBe(forked);
+  });
+
+  it("continues a response made in a conversation as a new chain: the conversation takes only responses that name it", async () => {
+    const client = stack.client();
+    const conversation = await client.conversations.create({ items: [{ role: "user", content: "context" }] });
+    const inConversation = await client.responses.create({ model: "fake-model", input: "in the conversation", conversation: conversation.id });
+    const items = await client.conversations.items.list(conversation.id);
+    const chained = await client.responses.create({ model: "fake-model", input: "by previous_response_id", previous_response_id: inConversation.id });
+    expect(transcript(lastChat())).toEqual(["user: context", "user: in the conversation", "assistant: echo: in the conversation", "user: by previous_response_id"]);
+    expect(chained.conversation ?? null).toBeNull();
+    expect(sessionOfResponse(chained.id)).not.toBe(sessionOfResponse(inConversation.id));
+    expect((await client.conversations.items.list(conversation.id)).data).toEqual(items.data);
+    await client.responses.create({ model: "fake-model", input: "named again", conversation: conversation.id });
+    expect(transcript(lastChat())).toEqual(["user: context", "user: in the conversation", "assistant: echo: in the conversation", "user: named again"]);
   });
 
   it("store: false answers without storing", async () => {

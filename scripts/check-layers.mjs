@@ -1,0 +1,147 @@
+#!/usr/bin/env node
+// Layers only point down, and no module imports itself round a circle.
+// Every relative import in src/ counts: static, `import type`, `export … from`, `import()` and `import("…").T`.
+/* global console, process */
+// Exits 1 naming each file and import that breaks a rule; prints nothing and exits 0 when the layers hold.
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join, relative, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import ts from "typescript";
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const SRC = join(ROOT, "src");
+
+// Lowest first; a unit imports only from itself and from lower ranks, never from a peer.
+// `index.ts` is the package entry and `testing/` the published conformance suite: both sit beside server and adapters.
+const RANKS = [
+  ["core"],
+  ["stores", "llm"],
+  ["transfer"],
+  ["server", "adapters", "testing", "index.ts"],
+  ["cli"],
+];
+const rankOf = new Map(RANKS.flatMap((units, rank) => units.map((unit) => [unit, rank])));
+
+const unitOf = (file) => relative(SRC, file).split("/")[0];
+const isTest = (file) => file.endsWith(".test.ts");
+
+function sourceFiles(dir) {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return sourceFiles(path);
+    return entry.name.endsWith(".ts") && !entry.name.endsWith(".d.ts") ? [path] : [];
+  });
+}
+
+/** The module specifiers a file names, in every form that makes it depend on another module. */
+function specifiers(file) {
+  const source = ts.createSourceFile(file, readFileSync(file, "utf8"), ts.ScriptTarget.Latest, true);
+  const found = [];
+  const visit = (node) => {
+    if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
+      found.push(node.moduleSpecifier.text);
+    } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword && node.arguments[0] && ts.isStringLiteralLike(node.arguments[0])) {
+      found.push(node.arguments[0].text);
+    } else if (ts.isImportTypeNode(node) && ts.isLiteralTypeNode(node.argument) && ts.isStringLiteral(node.argument.literal)) {
+      found.push(node.argument.literal.text);
+    } else if (ts.isImportEqualsDeclaration(node) && ts.isExternalModuleReference(node.moduleReference) && ts.isStringLiteral(node.moduleReference.expression)) {
+      found.push(node.moduleReference.expression.text);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return found;
+}
+
+const options = { module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, allowJs: false };
+const files = sourceFiles(SRC).sort();
+const problems = [];
+const graph = new Map(files.map((file) => [file, new Set()]));
+
+for (const file of files) {
+  for (const spec of new Set(specifiers(file))) {
+    if (!spec.startsWith(".")) continue;
+    const target = ts.resolveModuleName(spec, file, options, ts.sys).resolvedModule?.resolvedFileName;
+    const name = relative(ROOT, file);
+    // A test beside the code may use the shared helpers of test/ and bench/.
+    if (isTest(file) && target && !target.startsWith(SRC + "/")) continue;
+    if (!target || !graph.has(target)) {
+      problems.push(`${name}: cannot resolve "${spec}" to a file under src/`);
+      continue;
+    }
+    graph.get(file).add(target);
+    const [from, to] = [unitOf(file), unitOf(target)];
+    // A test beside the code is a consumer of its layer, not part of it.
+    if (from === to || isTest(file)) continue;
+    const [fromRank, toRank] = [rankOf.get(from), rankOf.get(to)];
+    if (fromRank === undefined) problems.push(`${name}: src/${from} has no place in the layer table of scripts/check-layers.mjs`);
+    else if (toRank === undefined || toRank >= fromRank) {
+      problems.push(`${name}: imports "${spec}" (${relative(ROOT, target)}): ${from} may not import from ${to}`);
+    }
+  }
+}
+
+// Tarjan's strongly connected components; each component with more than one file holds a circle.
+let counter = 0;
+const index = new Map();
+const low = new Map();
+const stack = [];
+const onStack = new Set();
+const components = [];
+function connect(file) {
+  index.set(file, counter);
+  low.set(file, counter++);
+  stack.push(file);
+  onStack.add(file);
+  for (const next of graph.get(file)) {
+    if (!index.has(next)) {
+      connect(next);
+      low.set(file, Math.min(low.get(file), low.get(next)));
+    } else if (onStack.has(next)) low.set(file, Math.min(low.get(file), index.get(next)));
+  }
+  if (low.get(file) !== index.get(file)) return;
+  const component = [];
+  let member;
+  do {
+    member = stack.pop();
+    onStack.delete(member);
+    component.push(member);
+  } while (member !== file);
+  if (component.length > 1 || graph.get(file).has(file)) components.push(component);
+}
+for (const file of files) if (!index.has(file)) connect(file);
+
+/** The shortest way from a file back to itself inside its component (breadth first). */
+function shortestCycle(start, members) {
+  const previous = new Map([[start, null]]);
+  const queue = [start];
+  while (queue.length > 0) {
+    const file = queue.shift();
+    for (const next of graph.get(file)) {
+      if (!members.has(next)) continue;
+      if (next === start) {
+        const path = [file];
+        while (previous.get(path[0])) path.unshift(previous.get(path[0]));
+        return [...path, start];
+      }
+      if (!previous.has(next)) {
+        previous.set(next, file);
+        queue.push(next);
+      }
+    }
+  }
+  return [start];
+}
+
+for (const component of components) {
+  const members = new Set(component);
+  const cycle = shortestCycle(component.sort()[0], members);
+  const names = component.map((file) => relative(ROOT, file));
+  problems.push(`import circle of ${component.length} files (${names.join(", ")}): ${cycle.map((file) => relative(ROOT, file)).join(" -> ")}`);
+}
+
+if (problems.length > 0) {
+  for (const problem of problems) console.error(problem);
+  console.error(`check-layers: ${problems.length} problem(s)`);
+  process.exit(1);
+}

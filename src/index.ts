@@ -52,12 +52,14 @@ export type { RankedHit, SearchMode } from "./core/search.js";
 export { canStoreVectors } from "./core/types.js";
 export { openTurn } from "./core/open-turn.js";
 export type { EmbeddingInput, VectorHit, VectorQuery, VectorStore } from "./core/types.js";
-export { exportSessions, importSessions } from "./cli/export-import.js";
-export type { ExportReport, ExportSelection, ImportOptions, ImportReport } from "./cli/export-import.js";
-export { migrateStores } from "./cli/migrate.js";
-export type { MigrateOptions, MigrateReport } from "./cli/migrate.js";
-export { bundleLines, EXPORT_FORMAT_VERSION, readExport } from "./cli/_jsonl-format.js";
-export type { ExportItem, FormatProblem, SessionBundle } from "./cli/_jsonl-format.js";
+export { exportSessions } from "./transfer/export.js";
+export type { ExportReport, ExportSelection } from "./transfer/export.js";
+export { importSessions } from "./transfer/import.js";
+export type { ImportOptions, ImportReport } from "./transfer/import.js";
+export { migrateStores } from "./transfer/migrate.js";
+export type { MigrateOptions, MigrateReport } from "./transfer/migrate.js";
+export { bundleLines, EXPORT_FORMAT_VERSION, readExport } from "./transfer/jsonl-format.js";
+export type { ExportItem, FormatProblem, SessionBundle } from "./transfer/jsonl-format.js";
 export {
   applyBranchSwitch,
   applyHistoryWrite,

@@ -11,7 +11,7 @@ import { parseDuration, parsePositiveInt } from "../core/policies.js";
 import type { Session, SessionStore } from "../core/types.js";
 import { ago, oneLine, paintFor, table } from "./_format.js";
 import { formatDuration } from "./_progress.js";
-import { forEachConcurrent, readSessionBundle } from "./_session-copy.js";
+import { forEachConcurrent, readSessionBundle } from "../transfer/session-copy.js";
 import { addStoreUrlOption, withStore } from "./_store.js";
 import { resolveConfig } from "./options.js";
 

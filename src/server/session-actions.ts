@@ -6,8 +6,8 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import type { Memory } from "../core/memory.js";
-import { bundleLines, headerLine } from "../cli/_jsonl-format.js";
-import { readSessionBundle } from "../cli/_session-copy.js";
+import { bundleLines, headerLine } from "../transfer/jsonl-format.js";
+import { readSessionBundle } from "../transfer/session-copy.js";
 import { parseBody } from "./_validate.js";
 import type { ServerMetrics } from "./metrics.js";
 import { withTurnLease } from "./turn.js";

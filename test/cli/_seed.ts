@@ -1,6 +1,6 @@
 /** Test data for export, import and migrate: sessions that exercise every part of the format. */
 
-import { exportSessions } from "../../src/cli/export-import.js";
+import { exportSessions } from "../../src/transfer/export.js";
 import { newSessionId } from "../../src/core/ids.js";
 import type { MessageInput, SessionStore } from "../../src/core/types.js";
 

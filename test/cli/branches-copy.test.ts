@@ -1,7 +1,7 @@
 /** Branches travel with their sessions: export → import, and migrate between backends. */
 import { afterAll, describe, expect, it } from "vitest";
-import { importSessions } from "../../src/cli/export-import.js";
-import { migrateStores } from "../../src/cli/migrate.js";
+import { importSessions } from "../../src/transfer/import.js";
+import { migrateStores } from "../../src/transfer/migrate.js";
 import { newSessionId } from "../../src/core/ids.js";
 import type { SessionStore } from "../../src/core/types.js";
 import { createMemoryStore } from "../../src/stores/memory.js";

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { importSessions } from "../../src/cli/export-import.js";
+import { importSessions } from "../../src/transfer/import.js";
 import { isThreadkeepError } from "../../src/core/errors.js";
 import { newSessionId } from "../../src/core/ids.js";
 import { createMemory } from "../../src/core/memory.js";

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readExport } from "../../src/cli/_jsonl-format.js";
-import { importSessions } from "../../src/cli/export-import.js";
+import { readExport } from "../../src/transfer/jsonl-format.js";
+import { importSessions } from "../../src/transfer/import.js";
 import type { SessionStore } from "../../src/core/types.js";
 import { createMemoryStore } from "../../src/stores/memory.js";
 import { exportAll, seedVaried } from "./_seed.js";

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from "vitest";
-import { migrateStores } from "../../src/cli/migrate.js";
+import { migrateStores } from "../../src/transfer/migrate.js";
 import { createMemoryStore } from "../../src/stores/memory.js";
 import { exportAll, seedBulk, seedVaried } from "./_seed.js";
 import { type StoreKind, storeKinds } from "./_stores.js";

@@ -8,7 +8,7 @@
  */
 import { appendMessagesOf, saveSummaryOf } from "../core/incarnation.js";
 import type { Branch, Message, MessageInput, Session, SessionStore } from "../core/types.js";
-import { canonical, type ExportedSummary, exportedMessage, type SessionBundle } from "./_jsonl-format.js";
+import { canonical, type ExportedSummary, exportedMessage, type SessionBundle } from "./jsonl-format.js";
 
 /** Session metadata key holding the difference between original and stored seqs. */
 export const SEQ_OFFSET_KEY = "importedSeqOffset";

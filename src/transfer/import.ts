@@ -1,0 +1,69 @@
+/**
+ * Import: lines of the threadkeep JSONL format into a store. Idempotent: a session already in the
+ * store is skipped when identical, completed when the store holds a prefix of it, and reported when
+ * it diverges.
+ */
+import type { SessionStore } from "../core/types.js";
+import { type FormatProblem, readExport } from "./jsonl-format.js";
+import { forEachConcurrent, type ImportOutcome, importSessionBundle } from "./session-copy.js";
+
+/** What an import did. */
+export interface ImportReport {
+  counts: Record<ImportOutcome["status"], number>;
+  messagesAdded: number;
+  /** Bad lines, and sessions that could not be imported. */
+  problems: FormatProblem[];
+}
+
+/** Options of {@link importSessions}. */
+export interface ImportOptions {
+  /** Check every line first and import nothing if any is bad. Needs `lines` to be re-readable. @default false */
+  strict?: boolean;
+  /** Sessions written at once. @default 8 */
+  concurrency?: number;
+  /** Called for each problem as it is found. */
+  onProblem?: (problem: FormatProblem) => void;
+}
+
+/**
+ * Imports export lines into `store`. `lines` is called once (twice with `strict`) for a fresh iterable.
+ * Bad lines and diverged sessions are reported; every other session is imported.
+ */
+export async function importSessions(
+  store: SessionStore,
+  lines: () => AsyncIterable<string> | Iterable<string>,
+  options: ImportOptions = {},
+): Promise<ImportReport> {
+  const report: ImportReport = {
+    counts: { created: 0, appended: 0, updated: 0, unchanged: 0, diverged: 0 },
+    messagesAdded: 0,
+    problems: [],
+  };
+  const problem = (p: FormatProblem) => {
+    report.problems.push(p);
+    options.onProblem?.(p);
+  };
+  if (options.strict) {
+    for await (const item of readExport(lines())) if (item.kind === "problem") problem(item.problem);
+    if (report.problems.length > 0) return report;
+  }
+  async function* bundles() {
+    for await (const item of readExport(lines())) {
+      if (item.kind === "bundle") yield item;
+      else problem(item.problem);
+    }
+  }
+  await forEachConcurrent(bundles(), options.concurrency ?? 8, async ({ bundle, line }) => {
+    const outcome = await importSessionBundle(store, bundle);
+    report.counts[outcome.status]++;
+    report.messagesAdded += outcome.messagesAdded;
+    if (outcome.status === "diverged") {
+      problem({
+        line,
+        sessionId: bundle.session.id,
+        message: `session ${bundle.session.id} not imported: ${outcome.reason}`,
+      });
+    }
+  });
+  return report;
+}

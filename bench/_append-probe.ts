@@ -22,7 +22,7 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { createMemory } from "../src/core/memory.js";
+import { createMemory } from "../src/create-memory.js";
 import { validateMessages } from "../src/core/messages.js";
 import { LocalLeases } from "../src/stores/_lease.js";
 import { openSqliteStoreDb } from "../src/stores/sqlite/_db.js";

@@ -22,7 +22,7 @@
  */
 import postgres from "postgres";
 import { serverCpuNs } from "./_pg-backend-cpu.js";
-import { createMemory } from "../src/core/memory.js";
+import { createMemory } from "../src/create-memory.js";
 import type { MessageInput } from "../src/core/types.js";
 import { createPostgresStore } from "../src/stores/postgres/index.js";
 import { toMessage, type MessageRow, bodyOf, searchable } from "../src/stores/postgres/_rows.js";

@@ -15,7 +15,7 @@
  */
 import postgres from "postgres";
 import { serverCpuNs } from "./_pg-backend-cpu.js";
-import { createMemory } from "../src/core/memory.js";
+import { createMemory } from "../src/create-memory.js";
 import { createPostgresStore } from "../src/stores/postgres/index.js";
 import { messageOf, sessionIdOf } from "./_store-data.js";
 import { seededRandom } from "./_harness.js";

@@ -14,7 +14,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createMemory, type Memory } from "../src/core/memory.js";
+import type { Memory } from "../src/core/memory.js";
+import { createMemory } from "../src/create-memory.js";
 import type { SessionStore } from "../src/core/types.js";
 import { createSqliteStore } from "../src/stores/sqlite/index.js";
 import { collectGarbage, formatMicros, formatRatio, printTable } from "./_harness.js";

@@ -26,7 +26,7 @@ function counted(store: SessionStore, calls: Map<string, number>): SessionStore 
 }
 
 async function run(name: string, store: SessionStore): Promise<string[][]> {
-  const { createMemory } = await import("../src/core/memory.js");
+  const { createMemory } = await import("../src/create-memory.js");
   const { createSummarizer } = await import("../src/llm/summarizer.js");
   const { createServer } = await import("../src/server/index.js");
   const { startFakeUpstream } = await import("../test/_fake-upstream.js");

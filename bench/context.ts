@@ -10,7 +10,7 @@
 import { assembleContext } from "../src/core/context/assemble.js";
 import { clearTokenCache } from "../src/core/context/tokens.js";
 import type { ContextInput } from "../src/core/context/types.js";
-import { createMemory } from "../src/core/memory.js";
+import { createMemory } from "../src/create-memory.js";
 import type { Message, MessageInput, SessionStore } from "../src/core/types.js";
 import { createMemoryStore } from "../src/stores/memory.js";
 import { collectGarbage, formatMicros, percentile, printTable, QUICK, seededRandom } from "./_harness.js";

@@ -9,7 +9,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createMemory } from "../src/core/memory.js";
+import { createMemory } from "../src/create-memory.js";
 import { createServer } from "../src/server/index.js";
 import { formatMicros, type Measurement, measure, printTable, QUICK } from "./_harness.js";
 

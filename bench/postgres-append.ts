@@ -14,7 +14,7 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import postgres from "postgres";
-import { createMemory } from "../src/core/memory.js";
+import { createMemory } from "../src/create-memory.js";
 import { createPostgresStore } from "../src/stores/postgres/index.js";
 import { printTable, QUICK } from "./_harness.js";
 import { messageOf, sessionIdOf } from "./_store-data.js";

@@ -12,7 +12,7 @@
  * keys), `BENCH_RECALL_ITERATIONS` sets the searches per cell; `BENCH_QUICK=1` builds 4K and 20K messages.
  */
 import type { Embedder } from "../src/core/embeddings.js";
-import { createMemory } from "../src/core/memory.js";
+import { createMemory } from "../src/create-memory.js";
 import type { SearchMode } from "../src/core/search.js";
 import type { MessageInput } from "../src/core/types.js";
 import { createMemoryStore } from "../src/stores/memory.js";

@@ -14,7 +14,8 @@ import { createClient } from "redis";
 
 const root = resolve(process.argv[2] ?? ".");
 const url = process.env.THREADKEEP_BENCH_REDIS_URL ?? process.env.THREADKEEP_TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
-const { createMemory } = await import(`${root}/src/core/memory.ts`);
+// A tree from before src/create-memory.ts exported createMemory from core.
+const { createMemory } = await import(`${root}/src/create-memory.ts`).catch(() => import(`${root}/src/core/memory.ts`));
 const { createRedisStore } = await import(`${root}/src/stores/redis/index.ts`);
 
 const keyPrefix = `tk-bench-${randomUUID()}:`;

@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { createMemory } from "../src/core/memory.js";
+import { createMemory } from "../src/create-memory.js";
 import { createSqliteStore } from "../src/stores/sqlite/index.js";
 import { QUICK, seededRandom } from "./_harness.js";
 import { openSqliteRaw } from "./_raw-baselines.js";

@@ -19,7 +19,7 @@ import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, readSync, r
 import { endianness, tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { createMemory } from "../src/core/memory.js";
+import { createMemory } from "../src/create-memory.js";
 import { BACKSTOP_PAGES } from "../src/stores/sqlite/_checkpointer.js";
 import { createSqliteStore } from "../src/stores/sqlite/index.js";
 import { collectGarbage, formatMicros, percentile, printTable, seededRandom } from "./_harness.js";

@@ -11,7 +11,7 @@
  */
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { clearTokenCache, countContextTokens } from "../src/core/context/tokens.js";
-import { createMemory } from "../src/core/memory.js";
+import { createMemory } from "../src/create-memory.js";
 import { createMemoryStore } from "../src/stores/memory.js";
 import { printTable, QUICK, seededRandom } from "./_harness.js";
 

@@ -12,11 +12,11 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 const SRC = join(ROOT, "src");
 
 // Lowest first; a unit imports only from itself and from lower ranks, never from a peer.
-// `index.ts` is the package entry and `testing/` the published conformance suite: both sit beside server and adapters.
+// `create-memory.ts` opens a store URL for core. `index.ts` is the package entry and `testing/` the published conformance suite: both sit beside server and adapters.
 const RANKS = [
   ["core"],
   ["stores", "llm"],
-  ["transfer"],
+  ["transfer", "create-memory.ts"],
   ["server", "adapters", "testing", "index.ts"],
   ["cli"],
 ];

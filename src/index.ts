@@ -2,8 +2,9 @@
  * threadkeep: session memory for LLM chat applications.
  * This entry imports no optional client: stores that need `postgres` or `redis` load them on use.
  */
-export { createMemory, Memory, SessionHandle } from "./core/memory.js";
-export type { AddMessagesOptions, BuildContextOptions, MemoryOptions, MemorySettings, OwnerOptions, PreloadedTurn, ReplaceAfterOptions, RunTurnOptions } from "./core/memory.js";
+export { createMemory } from "./create-memory.js";
+export { Memory, SessionHandle } from "./core/memory.js";
+export type { AddMessagesOptions, BuildContextOptions, MemoryInit, MemoryOptions, MemorySettings, OwnerOptions, PreloadedTurn, ReplaceAfterOptions, RunTurnOptions } from "./core/memory.js";
 export * from "./core/types.js";
 export * from "./core/errors.js";
 export { isValidSessionId, MAX_SESSION_ID_LENGTH, newSessionId, parseSessionId, scopedSessionId } from "./core/ids.js";

@@ -6,7 +6,8 @@
 import { createHash } from "node:crypto";
 import { isThreadkeepError, ThreadkeepError } from "../core/errors.js";
 import { isValidSessionId } from "../core/ids.js";
-import { createMemory, Memory } from "../core/memory.js";
+import { Memory } from "../core/memory.js";
+import { createMemory } from "../create-memory.js";
 
 /** A `Memory`, or a store URL (`sqlite:./data/threadkeep.db`, `postgres://…`) opened for you. */
 export type MemoryOrUrl = Memory | string;

@@ -4,7 +4,7 @@
  */
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import type { Command } from "commander";
-import { createMemory } from "../core/memory.js";
+import { createMemory } from "../create-memory.js";
 import { createMcpServer } from "../server/mcp/tools.js";
 import { addStoreUrlOption } from "./_store.js";
 import { resolveConfig } from "./options.js";

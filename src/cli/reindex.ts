@@ -5,7 +5,7 @@
  */
 import type { Command } from "commander";
 import { iterateAllSessions } from "../core/enumerate.js";
-import { createMemory } from "../core/memory.js";
+import { createMemory } from "../create-memory.js";
 import { addEmbeddingOptions, embedderFor, type RecallFlags, resolveRecallConfig } from "./_recall-options.js";
 import { createProgress, formatDuration } from "./_progress.js";
 import { addStoreUrlOption } from "./_store.js";

@@ -4,7 +4,7 @@
  */
 import type { Command } from "commander";
 import { ThreadkeepError } from "../core/errors.js";
-import { createMemory } from "../core/memory.js";
+import { createMemory } from "../create-memory.js";
 import { parsePositiveInt } from "../core/policies.js";
 import { SEARCH_MODES, type SearchMode } from "../core/search.js";
 import { oneLine, paintFor } from "./_format.js";

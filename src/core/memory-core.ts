@@ -5,7 +5,7 @@ import { isThreadkeepError, SessionNotFoundError } from "./errors.js";
 import { parseSessionId } from "./ids.js";
 import type { KeptLease } from "./lease-keeper.js";
 import { checkJson } from "./json-limits.js";
-import type { MemoryOptions, MemorySettings, OwnerOptions } from "./memory-options.js";
+import type { MemoryInit, MemorySettings, OwnerOptions } from "./memory-options.js";
 import { DEFAULTS } from "./policies.js";
 import { createResolver, type Resolver } from "./state/references.js";
 import type { StateAccess } from "./state/session-state.js";
@@ -24,12 +24,9 @@ export class MemoryCore {
   /** Heartbeats of the turns running in {@link Memory.runTurn}, by `keeperKey(sessionId, fence)`. */
   readonly keepers = new Map<string, KeptLease>();
 
-  constructor(options: MemoryOptions) {
+  constructor(options: MemoryInit) {
     const storeOption = options.store;
-    this.store =
-      typeof storeOption === "string"
-        ? import("../stores/url.js").then(({ createStore }) => createStore(storeOption, { ttlMs: options.ttlMs }))
-        : Promise.resolve(storeOption);
+    this.store = Promise.resolve(storeOption);
     // A failed open is reported by the first call that needs the store, not as an unhandled rejection.
     this.store.then(
       (store) => {
@@ -37,7 +34,8 @@ export class MemoryCore {
       },
       () => {},
     );
-    const inMemory = typeof storeOption === "string" ? storeOption.startsWith("memory:") : storeOption.name === "memory";
+    // A store still opening comes from a URL, and createMemory has set the in-memory store's expiry.
+    const inMemory = !(storeOption instanceof Promise) && storeOption.name === "memory";
     this.settings = {
       window: options.window ?? DEFAULTS.window,
       tokenBudget: options.tokenBudget ?? DEFAULTS.tokenBudget,

@@ -30,9 +30,9 @@ export interface ReplaceAfterOptions extends AddMessagesOptions {
   branch?: BranchInput;
 }
 
-/** Options of {@link createMemory}. */
+/** Options of `createMemory`. */
 export interface MemoryOptions {
-  /** A store, or a store URL (`memory:`, `file:./data`, `sqlite:./data/threadkeep.db`, `postgres://…`, `redis://…`). */
+  /** A store, or a store URL (`memory:`, `file:./data`, `sqlite:./data/threadkeep.db`, `postgres://…`, `redis://…`) that `createMemory` opens. */
   store: SessionStore | string;
   /** Recent messages sent back to the model. @default 20 */
   window?: number;
@@ -77,6 +77,11 @@ export interface MemoryOptions {
   embedding?: EmbeddingOptions;
   /** Recall of relevant older messages into the context (with an embedder). @default { enabled: true, limit: 3, minScore: 0.3 } */
   recall?: RecallOptions;
+}
+
+/** What a {@link Memory} is built from: {@link MemoryOptions} with the store opened, or being opened, by `createMemory`. */
+export interface MemoryInit extends Omit<MemoryOptions, "store"> {
+  store: SessionStore | Promise<SessionStore>;
 }
 
 /** Whose session an operation concerns. */

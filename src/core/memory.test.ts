@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createMemoryStore } from "../stores/memory.js";
-import { createMemory } from "./memory.js";
+import { createMemory } from "../create-memory.js";
 import { newSessionId } from "./ids.js";
 
 const memoryOn = (options: Parameters<typeof createMemory>[0] extends infer O ? Partial<O> : never = {}) =>

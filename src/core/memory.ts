@@ -7,8 +7,7 @@ import { writeMessages } from "./history/write.js";
 import { SessionHandle } from "./session-handle.js";
 import { MemoryConversation } from "./memory-conversation.js";
 import { MemoryCore } from "./memory-core.js";
-import type { AddMessagesOptions, BuildContextOptions, MemoryOptions, MemorySettings, OwnerOptions, PreloadedTurn, ReplaceAfterOptions, RunTurnOptions } from "./memory-options.js";
-import { ThreadkeepError } from "./errors.js";
+import type { AddMessagesOptions, BuildContextOptions, MemoryInit, MemorySettings, OwnerOptions, PreloadedTurn, ReplaceAfterOptions, RunTurnOptions } from "./memory-options.js";
 import { reindex } from "./reindex.js";
 import { runTurn } from "./turn.js";
 import { newSessionId, parseSessionId } from "./ids.js";
@@ -16,7 +15,7 @@ import { checkJson } from "./json-limits.js";
 import { bestSearchMode, type RankedHit, runSearch, type SearchMode } from "./search.js";
 import type { Branch, BranchInput, Lease, ListOptions, Message, MessageInput, MessageQuery, SearchHit, Session, SessionPage, SessionState, SessionStore, Summary } from "./types.js";
 
-export type { AddMessagesOptions, BuildContextOptions, MemoryOptions, MemorySettings, OwnerOptions, PreloadedTurn, ReplaceAfterOptions, RunTurnOptions } from "./memory-options.js";
+export type { AddMessagesOptions, BuildContextOptions, MemoryInit, MemoryOptions, MemorySettings, OwnerOptions, PreloadedTurn, ReplaceAfterOptions, RunTurnOptions } from "./memory-options.js";
 export { SessionHandle } from "./session-handle.js";
 
 /**
@@ -28,7 +27,7 @@ export class Memory extends MemoryConversation {
   #core: MemoryCore;
   #sweep?: NodeJS.Timeout;
 
-  constructor(options: MemoryOptions) {
+  constructor(options: MemoryInit) {
     const core = new MemoryCore(options);
     super(core);
     this.#core = core;
@@ -308,12 +307,4 @@ export class Memory extends MemoryConversation {
     const store = await this.#core.store.catch(() => null);
     await store?.close();
   }
-}
-
-/** Creates the {@link Memory} that keeps conversations. */
-export function createMemory(options: MemoryOptions): Memory {
-  if (!options || (typeof options.store !== "string" && typeof options.store?.appendMessages !== "function")) {
-    throw new ThreadkeepError("invalid_request", "createMemory needs a store: a SessionStore or a URL such as sqlite:./data/threadkeep.db");
-  }
-  return new Memory(options);
 }

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createMemoryStore } from "../stores/memory.js";
 import { newSessionId } from "./ids.js";
-import { createMemory } from "./memory.js";
+import { createMemory } from "../create-memory.js";
 import type { SessionStore } from "./types.js";
 
 const READS = ["getSession", "getMessages", "listSummaries", "getState", "countMessages"] as const;

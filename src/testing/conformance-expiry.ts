@@ -16,7 +16,7 @@ import { randomUUID } from "node:crypto";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { isThreadkeepError } from "../core/errors.js";
 import { newSessionId } from "../core/ids.js";
-import { createMemory } from "../core/memory.js";
+import { createMemory } from "../create-memory.js";
 import { openTurn } from "../core/open-turn.js";
 import type { SessionStore, VectorStore } from "../core/types.js";
 import { text, user } from "./_conformance-fixtures.js";

@@ -1,6 +1,7 @@
 /** What the adapter test files share: the fake upstream, an in-memory Memory, and what the model was sent. */
 import { afterAll, beforeAll } from "vitest";
-import { createMemory, type Memory } from "../../src/core/memory.js";
+import type { Memory } from "../../src/core/memory.js";
+import { createMemory } from "../../src/create-memory.js";
 import { type FakeUpstream, startFakeUpstream } from "../_fake-upstream.js";
 
 /** Starts the fake upstream and a `memory:` Memory before the file's tests and closes both after. */

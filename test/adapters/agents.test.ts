@@ -8,7 +8,7 @@ import OpenAI from "openai";
 import { beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { ThreadkeepSession } from "../../src/adapters/agents.js";
-import { createMemory } from "../../src/core/memory.js";
+import { createMemory } from "../../src/create-memory.js";
 import { createMemoryStore } from "../../src/stores/memory.js";
 import { lastSentTexts, useFakeAndMemory } from "./_setup.js";
 

@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createMemory } from "../../src/core/memory.js";
+import { createMemory } from "../../src/create-memory.js";
 
 const BIN = new URL("../../src/cli/bin.ts", import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), "tk-pipe-"));

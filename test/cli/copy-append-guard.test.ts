@@ -12,7 +12,7 @@ import { importSessions } from "../../src/transfer/import.js";
 import { migrateStores } from "../../src/transfer/migrate.js";
 import { isThreadkeepError } from "../../src/core/errors.js";
 import { newSessionId } from "../../src/core/ids.js";
-import { createMemory } from "../../src/core/memory.js";
+import { createMemory } from "../../src/create-memory.js";
 import type { SessionStore } from "../../src/core/types.js";
 import { createMemoryStore } from "../../src/stores/memory.js";
 import { createSqliteStore } from "../../src/stores/sqlite/index.js";

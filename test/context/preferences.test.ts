@@ -5,7 +5,7 @@ import {
   SET_CONTEXT_PREFERENCES,
   setContextPreferencesTool,
 } from "../../src/core/context/preferences.js";
-import { createMemory } from "../../src/core/memory.js";
+import { createMemory } from "../../src/create-memory.js";
 import type { ToolCall } from "../../src/core/types.js";
 import { createUpstream } from "../../src/llm/openai-compatible.js";
 import { createMemoryStore } from "../../src/stores/memory.js";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { createMemory } from "../../src/core/memory.js";
+import { createMemory } from "../../src/create-memory.js";
 import type { MessageInput } from "../../src/core/types.js";
 import { createSummarizer } from "../../src/llm/summarizer.js";
 import { createMemoryStore } from "../../src/stores/memory.js";

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { Summarizer } from "../../src/core/context/summarize.js";
-import { createMemory } from "../../src/core/memory.js";
+import { createMemory } from "../../src/create-memory.js";
 import type { MessageInput, SessionStore } from "../../src/core/types.js";
 import { createMemoryStore } from "../../src/stores/memory.js";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createMemory } from "../../src/core/memory.js";
+import { createMemory } from "../../src/create-memory.js";
 import { createMemoryStore } from "../../src/stores/memory.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

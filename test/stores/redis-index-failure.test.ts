@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createMemory } from "../../src/core/memory.js";
+import { createMemory } from "../../src/create-memory.js";
 import { newSessionId } from "../../src/core/ids.js";
 import { createRedisStore } from "../../src/stores/redis/index.js";
 import { serviceAvailable, TEST_REDIS_URL } from "../_services.js";

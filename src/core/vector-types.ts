@@ -2,7 +2,7 @@
  * Message embeddings: the optional {@link VectorStore} extension of the store contract (`capabilities.vectors`).
  */
 import type { SearchHit } from "./query-types.js";
-import type { SessionStore } from "./types.js";
+import type { SessionStore } from "./store-types.js";
 
 /** A message's embedding, to store. */
 export interface EmbeddingInput {

@@ -1,10 +1,10 @@
 import type { CompactionOptions } from "./context/compaction.js";
 import type { Summarizer } from "./context/summarize.js";
-import type { ContextPreferences } from "./context/types.js";
+import type { ContextPreferences, PreloadedTurn } from "./context/types.js";
 import type { ResolverOptions } from "./state/references.js";
 import type { Embedder, EmbeddingOptions } from "./embeddings.js";
 import type { RecallOptions } from "./context/recall.js";
-import type { BranchInput, ChatMessage, Message, Session, SessionState, SessionStore, Summary } from "./types.js";
+import type { BranchInput, ChatMessage, Session, SessionStore } from "./types.js";
 
 /** Options of {@link Memory.addMessages}. */
 export interface AddMessagesOptions extends OwnerOptions {
@@ -126,19 +126,6 @@ export interface RunTurnOptions extends OwnerOptions {
    * then `session_not_found` before `fn` runs; an expired one is deleted and reads as new.
    */
   preload?: boolean;
-}
-
-/** What a turn read with its lease: pass it to `buildContext({ preloaded })`. */
-export interface PreloadedTurn {
-  userId: string;
-  /** The owner's session when the lease was granted; null when there was none (or it had expired). */
-  session: Session | null;
-  /** The newest `last` messages, oldest first. */
-  messages: Message[];
-  /** How many newest messages were asked for (fewer came back when the session has fewer). */
-  last: number;
-  summaries: Summary[];
-  state: SessionState;
 }
 
 /** The resolved settings of a {@link Memory}. */

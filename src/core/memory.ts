@@ -1,6 +1,6 @@
 import type { CompactionResult } from "./context/compaction.js";
 import { buildContext } from "./context/build.js";
-import type { AssembledContext, ContextPreferences } from "./context/types.js";
+import type { AssembledContext, ContextPreferences, PreloadedTurn } from "./context/types.js";
 import type { ConversationState, EntityRef, PendingConfirmation, PendingInput } from "./state/conversation.js";
 import * as state from "./state/memory-state.js";
 import type { Resolution } from "./state/references.js";
@@ -8,7 +8,7 @@ import { branchAt, clear, fork, getBranch, listBranches, pop, switchBranch, undo
 import { writeMessages } from "./history/write.js";
 import { MemoryConversation } from "./memory-conversation.js";
 import { MemoryCore } from "./memory-core.js";
-import type { AddMessagesOptions, BuildContextOptions, MemoryInit, MemorySettings, OwnerOptions, PreloadedTurn, ReplaceAfterOptions, RunTurnOptions } from "./memory-options.js";
+import type { AddMessagesOptions, BuildContextOptions, MemoryInit, MemorySettings, OwnerOptions, ReplaceAfterOptions, RunTurnOptions } from "./memory-options.js";
 import { reindex } from "./reindex.js";
 import { runTurn } from "./turn.js";
 import { newSessionId, parseSessionId } from "./ids.js";
@@ -16,7 +16,8 @@ import { checkJson } from "./json-limits.js";
 import { bestSearchMode, type RankedHit, runSearch, type SearchMode } from "./search.js";
 import type { Branch, BranchInput, BranchReason, Lease, ListOptions, Message, MessageInput, MessageQuery, SearchHit, Session, SessionPage, SessionState, SessionStore, Summary } from "./types.js";
 
-export type { AddMessagesOptions, BuildContextOptions, MemoryInit, MemoryOptions, MemorySettings, OwnerOptions, PreloadedTurn, ReplaceAfterOptions, RunTurnOptions } from "./memory-options.js";
+export type { PreloadedTurn } from "./context/types.js";
+export type { AddMessagesOptions, BuildContextOptions, MemoryInit, MemoryOptions, MemorySettings, OwnerOptions, ReplaceAfterOptions, RunTurnOptions } from "./memory-options.js";
 
 /**
  * The one object that keeps conversations: the library's entry point, and what the server and the

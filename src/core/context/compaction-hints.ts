@@ -13,7 +13,14 @@
  * cover (`keepUnsummarized`, decided in the write's atomic step); on a store that cannot bound it, a
  * `cap` plan reads first.
  */
-import type { CompactionSettings } from "./compaction.js";
+/** The settings a compaction runs with; the hints judge by them whether a write can make one due. */
+export interface CompactionSettings {
+  window: number;
+  /** Messages kept per session; 0: no cap. */
+  maxMessages: number;
+  threshold: number;
+  maxBatch: number;
+}
 
 /** What a full check saw of one session (after it compacted). */
 export interface SessionShape {

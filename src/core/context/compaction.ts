@@ -1,6 +1,6 @@
 import { saveSummaryOf } from "../incarnation.js";
 import type { AppendOptions, Message, SessionStore, Summary, SummaryInput } from "../types.js";
-import { CompactionHints, type SessionShape } from "./compaction-hints.js";
+import { type CompactionSettings, CompactionHints, type SessionShape } from "./compaction-hints.js";
 import type { Summarizer } from "./summarize.js";
 
 /** When and how much of a session is summarised (only with a summarizer). */
@@ -24,15 +24,6 @@ export interface CompactionResult {
   dropped: number;
   /** Why summarising failed, if it did (nothing was lost: the messages stay). */
   error?: unknown;
-}
-
-/** The settings a compaction runs with. */
-export interface CompactionSettings {
-  window: number;
-  /** Messages kept per session; 0: no cap. */
-  maxMessages: number;
-  threshold: number;
-  maxBatch: number;
 }
 
 /** The summary that covers the most recent messages (a rolling summary contains the ones before it). */

@@ -1,7 +1,6 @@
-import type { PreloadedTurn } from "../memory-options.js";
 import type { Message, SessionState, SessionStore, Summary } from "../types.js";
 import { readPreferences } from "./preferences.js";
-import type { ContextPreferences } from "./types.js";
+import type { ContextPreferences, PreloadedTurn } from "./types.js";
 
 /** Messages read on each side of a focused or pinned seq, so a tool call travels with its results. */
 export const NEIGHBOURS = 8;

@@ -1,4 +1,4 @@
-import type { ChatMessage, Message, SessionState, Summary } from "../types.js";
+import type { ChatMessage, Message, Session, SessionState, Summary } from "../types.js";
 import type { EncodingName } from "./tokens.js";
 
 /**
@@ -145,4 +145,17 @@ export interface AssembledContext {
   encoding?: EncodingName;
   /** The state note included (also in `messages`), if any. */
   stateNote?: string;
+}
+
+/** What a turn read with its lease: pass it to `buildContext({ preloaded })`. */
+export interface PreloadedTurn {
+  userId: string;
+  /** The owner's session when the lease was granted; null when there was none (or it had expired). */
+  session: Session | null;
+  /** The newest `last` messages, oldest first. */
+  messages: Message[];
+  /** How many newest messages were asked for (fewer came back when the session has fewer). */
+  last: number;
+  summaries: Summary[];
+  state: SessionState;
 }

@@ -1,7 +1,16 @@
-import type { RedisConnectionOptions } from "./_connection.js";
 import type { RedisClusterSeeds } from "./_url.js";
 
 export type RedisModule = typeof import("redis");
+
+/** How the Redis store talks to its server. */
+export interface RedisConnectionOptions {
+  /** `redis://…`, `rediss://…`, or `redis+cluster://host:port,host:port` (`rediss+cluster://` with TLS) for a Redis Cluster. */
+  url: string;
+  commandTimeoutMs: number;
+  connectTimeoutMs: number;
+  maxReconnectDelayMs: number;
+  onError?: (error: Error) => void;
+}
 
 /** The part of a node-redis client this store uses. */
 export interface RedisClient {

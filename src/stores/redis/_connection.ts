@@ -1,18 +1,8 @@
 import { ThreadkeepError } from "../../core/errors.js";
-import { clientOptions, clusterClient, type RedisClient, type RedisModule } from "./_client.js";
+import { clientOptions, clusterClient, type RedisClient, type RedisConnectionOptions, type RedisModule } from "./_client.js";
 import type { RedisScript } from "./_scripts.js";
 import { parseRedisUrl, type RedisUrl } from "./_url.js";
 import { importOptional } from "../_util.js";
-
-/** How the Redis store talks to its server. */
-export interface RedisConnectionOptions {
-  /** `redis://…`, `rediss://…`, or `redis+cluster://host:port,host:port` (`rediss+cluster://` with TLS) for a Redis Cluster. */
-  url: string;
-  commandTimeoutMs: number;
-  connectTimeoutMs: number;
-  maxReconnectDelayMs: number;
-  onError?: (error: Error) => void;
-}
 
 /** How often a silent server is probed. */
 const SILENT_PROBE_MS = 250;

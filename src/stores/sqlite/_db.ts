@@ -16,15 +16,10 @@ import { createQuarantine } from "./_quarantine.js";
 import { openSqliteDatabase, type SqliteOpenSettings } from "./_schema.js";
 import {
   applyCap,
-  type MessageRow,
   prepareStatements,
-  type SessionRow,
   type SqliteStatements,
-  type StateRow,
 } from "./_statements.js";
-
-/** A message ready to insert: its stored JSON (the full-text indexer reads its text from it later). */
-export type EncodedMessage = string;
+import type { EncodedMessage, MessageRow, SessionRow, StateRow } from "./_rows.js";
 
 /** The parsed JSON object, or why `raw` is not one. */
 function parseObject(raw: string | null): Record<string, unknown> | string {

@@ -14,9 +14,9 @@ import {
   type OperationRecord,
   toBranch,
 } from "../_history.js";
-import type { EncodedMessage } from "./_db.js";
 import type { TurnLeases } from "./_lease.js";
-import { applyCap, type MessageRow, type SqliteStatements } from "./_statements.js";
+import type { EncodedMessage, MessageRow } from "./_rows.js";
+import { applyCap, type SqliteStatements } from "./_statements.js";
 
 
 /** What the history steps need of the open database. */

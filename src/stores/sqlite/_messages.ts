@@ -1,5 +1,6 @@
 import type { Message, MessageInput, MessageQuery } from "../../core/types.js";
-import type { EncodedMessage, SqliteStoreDb } from "./_db.js";
+import type { SqliteStoreDb } from "./_db.js";
+import type { EncodedMessage } from "./_rows.js";
 import { seqBounds } from "../_util.js";
 
 /** Messages as stored rows: their JSON (the full-text indexer reads the text from it). */

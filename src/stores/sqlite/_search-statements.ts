@@ -6,7 +6,7 @@ import type Database from "better-sqlite3";
 import { contentText } from "../../core/messages.js";
 import { activeSinceSql } from "./_activity.js";
 import { scopeSql } from "./_fulltext.js";
-import type { MessageRow, SqliteStatement } from "./_statements.js";
+import type { MessageRow, SqliteStatement } from "./_rows.js";
 
 const HIT_COLUMNS = "m.seq, m.created_at, m.body, m.session_id";
 /**

@@ -1,7 +1,7 @@
 import type { SearchHit, SearchQuery } from "../../core/types.js";
 import type { SqliteStoreDb } from "./_db.js";
 import { scopedMatch } from "./_fulltext.js";
-import type { MessageRow } from "./_statements.js";
+import type { MessageRow } from "./_rows.js";
 import { messageText, snippetOf } from "../_util.js";
 
 /**

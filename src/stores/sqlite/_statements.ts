@@ -1,40 +1,10 @@
 /**
- * The SQLite store's prepared statements, made once per open database, and the row shapes they return.
+ * The SQLite store's prepared statements, made once per open database (the row shapes are in `_rows.ts`).
  */
 import type Database from "better-sqlite3";
 import { ACTIVE_SINCE, ACTIVITY, hourOf, INACTIVE_SESSIONS_SQL, LIST_AFTER_SQL, SESSION_COLUMNS } from "./_activity.js";
+import type { MessageRow, SessionRow, SqliteStatement, StateRow, SummaryRow } from "./_rows.js";
 import { prepareSearchStatements } from "./_search-statements.js";
-
-/** A `sessions` row as read back. */
-export interface SessionRow {
-  id: string;
-  user_id: string;
-  created_at: number;
-  last_activity_at: number;
-  metadata: string;
-}
-
-/** A session's state columns. */
-export interface StateRow {
-  state_version: number;
-  state: string;
-}
-
-/**
- * A `messages` row, read in raw (array) mode: building no object per row is a measurable share of
- * "load last 20". `sessionId` is there only where the query spans sessions (search).
- */
-export type MessageRow = [seq: number, createdAt: number, body: string, sessionId?: string];
-
-/** A `summaries` row as read back. */
-export interface SummaryRow {
-  id: number;
-  from_seq: number;
-  to_seq: number;
-  content: string;
-  created_at: number;
-  metadata: string | null;
-}
 
 const MESSAGE_COLUMNS = "m.seq, m.created_at, m.body";
 /** How many "last N" statements with a literal LIMIT are kept; callers use a handful of window sizes. */
@@ -55,16 +25,6 @@ export const newestOwnedSql = (count: number) =>
 /** The same read within seq bounds: `session_id, from, to, limit`. */
 export const RANGE_NEWEST_FIRST_SQL = `SELECT ${MESSAGE_COLUMNS} FROM messages m
   WHERE m.session_id = ? AND m.seq BETWEEN ? AND ? ORDER BY m.seq DESC LIMIT ?`;
-
-/**
- * The part of a better-sqlite3 prepared statement the store uses, named here because the driver's own
- * statement type cannot be named in emitted declarations.
- */
-export interface SqliteStatement<Row = unknown> {
-  run(...params: unknown[]): { changes: number };
-  get(...params: unknown[]): Row | undefined;
-  all(...params: unknown[]): Row[];
-}
 
 /**
  * Applies the cap of a write that left seqs `firstSeq..lastSeq` in session `id`: keeps the newest

@@ -12,7 +12,7 @@ import { readFileSync } from "node:fs";
 import postgres from "postgres";
 import { createPostgresStore } from "../src/stores/postgres/index.js";
 import { attemptLease } from "../src/stores/postgres/_lease-statements.js";
-import type { PgSql } from "../src/stores/postgres/_schema.js";
+import type { PgSql } from "../src/stores/postgres/_client.js";
 import { openedTurnOf } from "../src/stores/postgres/_turn.js";
 import { toMessage, toSession, toSummary } from "../src/stores/postgres/_rows.js";
 import type { Message, Summary } from "../src/core/types.js";

@@ -3,7 +3,8 @@
  * and a client on it to write data as a process of that version would (by its SQL functions).
  */
 import postgres from "postgres";
-import { migrate, type PgSql } from "../../src/stores/postgres/_schema.js";
+import type { PgSql } from "../../src/stores/postgres/_client.js";
+import { migrate } from "../../src/stores/postgres/_schema.js";
 import { TEST_POSTGRES_URL } from "../_services.js";
 
 /** Migrates `schema` to `version`, then runs `fn` with a client whose search path is that schema. */

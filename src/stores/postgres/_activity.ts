@@ -17,7 +17,7 @@
  */
 import type postgres from "postgres";
 import type { SessionRow } from "./_rows.js";
-import type { PgSql } from "./_schema.js";
+import type { PgSql } from "./_client.js";
 
 type Tx = postgres.TransactionSql<Record<string, unknown>>;
 

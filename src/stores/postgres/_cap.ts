@@ -6,7 +6,7 @@
  * with a fresh snapshot, after the write, and sees every summary committed before it.
  */
 import type postgres from "postgres";
-import type { PgSql } from "./_schema.js";
+import type { PgSql } from "./_client.js";
 
 type Tx = postgres.TransactionSql<Record<string, unknown>>;
 

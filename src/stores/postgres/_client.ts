@@ -2,7 +2,9 @@
 import type postgres from "postgres";
 import { ThreadkeepError } from "../../core/errors.js";
 import { isConnectionError } from "./_errors.js";
-import type { PgSql } from "./_schema.js";
+
+/** A connected `postgres` client whose `bigint` columns parse to numbers (see `createPostgresStore`). */
+export type PgSql = postgres.Sql<Record<string, unknown>>;
 
 /** Imports the optional `postgres` package. @throws `missing_dependency` when it is not installed. */
 export async function loadDriver(): Promise<typeof postgres> {

@@ -8,7 +8,7 @@ import type { Branch, BranchRecord, Message, MessageInput, OwnerScope, ReplaceOp
 import { OPERATION_HISTORY } from "../../core/types.js";
 import { type BranchRow, branchFromRecord, branchNotFound, checkReplaceTarget, historyConflict, operationConflict, toBranch } from "../_history.js";
 import { bodyOf, ms, searchable, toMessage } from "./_rows.js";
-import type { PgSql } from "./_schema.js";
+import type { PgSql } from "./_client.js";
 import { capWithWrite } from "./_cap.js";
 import { releaseWithWrite } from "./_turn.js";
 import { messageText } from "../_util.js";

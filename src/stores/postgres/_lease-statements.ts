@@ -2,7 +2,7 @@
  * The statements of the PostgreSQL turn lease (see `postgres/_lease.ts` for how they fit together),
  * one function each: no state of the process here, only SQL.
  */
-import type { PgSql } from "./_schema.js";
+import type { PgSql } from "./_client.js";
 import { type TurnReadArgs, turnDocColumn } from "./_turn.js";
 
 /** A waiting ticket that was not refreshed for this long no longer holds its place. */

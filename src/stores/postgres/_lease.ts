@@ -27,7 +27,7 @@ import { ThreadkeepError } from "../../core/errors.js";
 import type { Lease, LeaseOptions } from "../../core/types.js";
 import { DEFAULT_LEASE_TTL_MS, DEFAULT_LEASE_WAIT_MS } from "../_lease.js";
 import type { RunOptions } from "./_operations.js";
-import type { PgSql } from "./_schema.js";
+import type { PgSql } from "./_client.js";
 import {
   type Attempt,
   attemptLease,

@@ -4,7 +4,7 @@ import { SessionNotFoundError } from "../../core/errors.js";
 import type { Message, MessageQuery, SessionStore } from "../../core/types.js";
 import type { PgRun } from "./_operations.js";
 import { type MessageRow, toMessage } from "./_rows.js";
-import type { PgSql } from "./_schema.js";
+import type { PgSql } from "./_client.js";
 import { checkOwner, seqBounds } from "../_util.js";
 
 /** The message methods of the store besides writes of history. */

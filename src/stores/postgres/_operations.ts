@@ -7,7 +7,7 @@
  */
 import { ThreadkeepError } from "../../core/errors.js";
 import type { PgClients } from "./_client.js";
-import type { PgSql } from "./_schema.js";
+import type { PgSql } from "./_client.js";
 import { isConnectionError, toStoreError } from "./_errors.js";
 
 /** How often the deadlines of operations under way are checked. */

@@ -6,6 +6,7 @@
  */
 import type postgres from "postgres";
 import { ThreadkeepError } from "../../core/errors.js";
+import type { PgSql } from "./_client.js";
 import { migrateAppendCapGuard, migrateFencedAppend } from "./_append.js";
 import { migrateScopedAppend } from "./_append-scoped.js";
 import { migrateActivityFloor } from "./_activity.js";
@@ -17,8 +18,6 @@ import { migrateAppendQueue, migrateInitial, migrateLeaseHolders, migrateSetting
 import { migrateTurnDoc, migrateTurnRead, migrateTurnRelease } from "./_turn.js";
 import { migrateVectors } from "./_vectors.js";
 
-/** A connected `postgres` client whose `bigint` columns parse to numbers (see `createPostgresStore`). */
-export type PgSql = postgres.Sql<Record<string, unknown>>;
 type Tx = postgres.TransactionSql<Record<string, unknown>>;
 
 /** The first key of the advisory lock taken while migrating; the second is the schema's hash. */

@@ -15,7 +15,7 @@
  */
 import type { SearchHit, SearchQuery } from "../../core/types.js";
 import { type MessageRow, searchable, toMessage } from "./_rows.js";
-import type { PgSql } from "./_schema.js";
+import type { PgSql } from "./_client.js";
 import { DEFAULT_SEARCH_LIMIT, messageText, snippetOf } from "../_util.js";
 
 /** Messages an owner (or session) may hold for full text to scan them rather than use the GIN index. */

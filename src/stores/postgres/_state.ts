@@ -2,7 +2,7 @@
 import { SessionNotFoundError, StateConflictError } from "../../core/errors.js";
 import type { SessionState, SessionStore } from "../../core/types.js";
 import type { PgRun } from "./_operations.js";
-import type { PgSql } from "./_schema.js";
+import type { PgSql } from "./_client.js";
 
 /** The state methods of the store. */
 export function stateMethods(run: PgRun): Pick<SessionStore, "getState" | "setState"> {

@@ -17,7 +17,7 @@
 import type postgres from "postgres";
 import { EMPTY_STATE, type TurnRead, unread } from "../../core/open-turn.js";
 import type { Message, OpenedTurn, Session, SessionState, Summary } from "../../core/types.js";
-import type { PgSql } from "./_schema.js";
+import type { PgSql } from "./_client.js";
 
 type Tx = postgres.TransactionSql<Record<string, unknown>>;
 

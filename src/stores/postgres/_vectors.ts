@@ -7,7 +7,7 @@ import type postgres from "postgres";
 import { SessionNotFoundError } from "../../core/errors.js";
 import type { EmbeddingInput, VectorHit, VectorQuery } from "../../core/types.js";
 import { type MessageRow, toMessage } from "./_rows.js";
-import type { PgSql } from "./_schema.js";
+import type { PgSql } from "./_client.js";
 import { DEFAULT_SEARCH_LIMIT } from "../_util.js";
 import { checkDimensions, dimensionMismatch, normalize, vectorHit } from "../_vectors.js";
 

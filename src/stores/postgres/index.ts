@@ -26,10 +26,10 @@ import { searchMessages } from "./_search.js";
 import { appendLang, SearchIndexer } from "./_indexing.js";
 import { openedTurnOf } from "./_turn.js";
 import { missingVectors, putVectors, searchVectors } from "./_vectors.js";
-import { answersNewConnection, openClient, type PgClients } from "./_client.js";
+import { answersNewConnection, openClient, type PgClients, type PgSql } from "./_client.js";
 import { toStoreError } from "./_errors.js";
 import { bodyOf, searchable, toMessage } from "./_rows.js";
-import { migrate, type PgSql, useTextSearchConfig } from "./_schema.js";
+import { migrate, useTextSearchConfig } from "./_schema.js";
 import { checkSearchQuery, messageText } from "../_util.js";
 
 /** The backend name of the PostgreSQL store. */

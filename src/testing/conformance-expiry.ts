@@ -19,8 +19,7 @@ import { newSessionId } from "../core/ids.js";
 import { createMemory } from "../create-memory.js";
 import { openTurn } from "../core/open-turn.js";
 import type { SessionStore, VectorStore } from "../core/types.js";
-import { text, user } from "./_conformance-fixtures.js";
-import { expectCode } from "./conformance.js";
+import { expectCode, text, user } from "./_conformance-fixtures.js";
 
 /** The TTL the expiry tests open the store with. */
 export const CONFORMANCE_TTL_MS = 60_000;

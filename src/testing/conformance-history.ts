@@ -6,7 +6,7 @@ import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { newSessionId } from "../core/ids.js";
 import type { MessageInput, SessionStore } from "../core/types.js";
-import { expectCode } from "./conformance.js";
+import { expectCode } from "./_conformance-fixtures.js";
 
 const text = (content: string, role: "user" | "assistant" = "user"): MessageInput => ({ role, content });
 const contents = (messages: { content: unknown }[]) => messages.map((m) => m.content);

@@ -5,8 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { SessionStore } from "../core/types.js";
-import { sessionMaker, sleep, text } from "./_conformance-fixtures.js";
-import { expectCode, type OpenStore } from "./conformance.js";
+import { expectCode, type OpenStore, sessionMaker, sleep, text } from "./_conformance-fixtures.js";
 
 /** Registers the lease tests; `store()` gives the suite's open store, `target` names it and opens another. */
 export function describeTurnLease(store: () => SessionStore, target: { name: string; create: OpenStore }): void {

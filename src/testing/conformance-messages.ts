@@ -5,8 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { MessageInput, SessionStore } from "../core/types.js";
-import { sessionMaker, text } from "./_conformance-fixtures.js";
-import { expectCode } from "./conformance.js";
+import { expectCode, sessionMaker, text } from "./_conformance-fixtures.js";
 
 /** Registers the messages tests; `store()` gives the suite's open store. */
 export function describeMessages(store: () => SessionStore): void {

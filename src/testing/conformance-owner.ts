@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { newSessionId } from "../core/ids.js";
 import type { SessionStore } from "../core/types.js";
-import { expectCode } from "./conformance.js";
+import { expectCode } from "./_conformance-fixtures.js";
 
 /** Registers the owner-scope tests; `store()` gives the suite's open store. */
 export function describeOwnerScope(store: () => SessionStore): void {

@@ -5,8 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import type { SessionStore } from "../core/types.js";
-import { sessionMaker, text, user } from "./_conformance-fixtures.js";
-import { expectCode } from "./conformance.js";
+import { expectCode, sessionMaker, text, user } from "./_conformance-fixtures.js";
 
 /** Registers the search tests; `store()` gives the suite's open store, `name` names it in skip reasons. */
 export function describeSearch(store: () => SessionStore, name: string): void {

@@ -5,8 +5,7 @@
 import { describe, expect, it } from "vitest";
 import { newSessionId } from "../core/ids.js";
 import type { SessionStore } from "../core/types.js";
-import { sessionMaker, text, user } from "./_conformance-fixtures.js";
-import { expectCode } from "./conformance.js";
+import { expectCode, sessionMaker, text, user } from "./_conformance-fixtures.js";
 
 /** Registers the sessions tests; `store()` gives the suite's open store. */
 export function describeSessions(store: () => SessionStore): void {

@@ -5,8 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import type { SessionStore } from "../core/types.js";
-import { sessionMaker } from "./_conformance-fixtures.js";
-import { expectCode } from "./conformance.js";
+import { expectCode, sessionMaker } from "./_conformance-fixtures.js";
 
 /** Registers the summaries and state tests; `store()` gives the suite's open store. */
 export function describeSummariesAndState(store: () => SessionStore): void {

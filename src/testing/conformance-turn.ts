@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { newSessionId } from "../core/ids.js";
 import { openTurn } from "../core/open-turn.js";
 import type { SessionStore } from "../core/types.js";
-import { expectCode } from "./conformance.js";
+import { expectCode } from "./_conformance-fixtures.js";
 
 const say = (content: string) => ({ role: "user" as const, content });
 

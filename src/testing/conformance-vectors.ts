@@ -6,7 +6,7 @@ import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { newSessionId } from "../core/ids.js";
 import { canStoreVectors, type MessageInput, type SessionStore, type VectorStore } from "../core/types.js";
-import { expectCode } from "./conformance.js";
+import { expectCode } from "./_conformance-fixtures.js";
 
 const text = (content: string): MessageInput => ({ role: "user", content });
 

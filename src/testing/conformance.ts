@@ -6,9 +6,8 @@
  * an assertion is never loosened for one backend.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { isThreadkeepError, type ErrorCode } from "../core/errors.js";
 import type { SessionStore } from "../core/types.js";
-import { sessionMaker, text } from "./_conformance-fixtures.js";
+import { type OpenStore, sessionMaker, text } from "./_conformance-fixtures.js";
 import { describeSummaryBoundedCap } from "./conformance-cap.js";
 import { describeHistory } from "./conformance-history.js";
 import { describeTurnLease } from "./conformance-lease.js";
@@ -22,12 +21,6 @@ import { describeVectors } from "./conformance-vectors.js";
 import { describeOwnerScope } from "./conformance-owner.js";
 import { describeTurns } from "./conformance-turn.js";
 
-/**
- * Opens the store under test. Called more than once where a second "process" or a reopen is needed:
- * a persistent store must open the same data each time.
- */
-export type OpenStore = () => Promise<SessionStore> | SessionStore;
-
 /** Options of {@link runStoreConformance}. */
 export interface ConformanceOptions {
   /** True to run; a string is the reason the suite is skipped (printed). @default true */
@@ -38,18 +31,6 @@ export interface ConformanceOptions {
    * session until `expire()` or a delete: those tests are then skipped.
    */
   withTtl?: OpenStoreWithTtl;
-}
-
-/** Asserts that `promise` rejects with a ThreadkeepError of `code`. */
-export async function expectCode(promise: Promise<unknown>, code: ErrorCode): Promise<void> {
-  let caught: unknown;
-  try {
-    await promise;
-  } catch (error) {
-    caught = error;
-  }
-  expect(caught, `expected a ${code} error`).toBeDefined();
-  expect(isThreadkeepError(caught) ? caught.code : caught).toBe(code);
 }
 
 /**

@@ -8,7 +8,7 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
-import { expectCode } from "../../src/testing/conformance.js";
+import { expectCode } from "../../src/testing/index.js";
 import { serviceAvailable } from "../_services.js";
 import { postgresStoresInSchema } from "./_postgres-stores.js";
 

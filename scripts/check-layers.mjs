@@ -3,13 +3,15 @@
 // Every relative import in src/ counts: static, `import type`, `export … from`, `import()` and `import("…").T`.
 /* global console, process */
 // Exits 1 naming each file and import that breaks a rule; prints nothing and exits 0 when the layers hold.
+// `node scripts/check-layers.mjs [dir]` checks another source tree laid out like src/ (the checker's own test does).
 import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import ts from "typescript";
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const SRC = join(ROOT, "src");
+const SRC = process.argv[2] ? resolve(process.argv[2]) : join(dirname(fileURLToPath(import.meta.url)), "..", "src");
+// Files are named from the folder that holds the tree: `src/core/x.ts`.
+const ROOT = dirname(SRC);
 
 // Lowest first; a unit imports only from itself and from lower ranks, never from a peer.
 // `create-memory.ts` opens a store URL for core. `index.ts` is the package entry and `testing/` the published conformance suite: both sit beside server and adapters.

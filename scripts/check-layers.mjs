@@ -1,11 +1,12 @@
 #!/usr/bin/env node
-// Layers only point down, and no module imports itself round a circle.
+// Layers only point down, no module imports itself round a circle, and an underscored file (`_x.ts`)
+// is imported only from its own layer.
 // Every relative import in src/ counts: static, `import type`, `export … from`, `import()` and `import("…").T`.
 /* global console, process */
 // Exits 1 naming each file and import that breaks a rule; prints nothing and exits 0 when the layers hold.
 // `node scripts/check-layers.mjs [dir]` checks another source tree laid out like src/ (the checker's own test does).
 import { readdirSync, readFileSync } from "node:fs";
-import { dirname, join, relative, resolve } from "node:path";
+import { basename, dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import ts from "typescript";
 
@@ -79,6 +80,8 @@ for (const file of files) {
     if (fromRank === undefined) problems.push(`${name}: src/${from} has no place in the layer table of scripts/check-layers.mjs`);
     else if (toRank === undefined || toRank >= fromRank) {
       problems.push(`${name}: imports "${spec}" (${relative(ROOT, target)}): ${from} may not import from ${to}`);
+    } else if (basename(target).startsWith("_")) {
+      problems.push(`${name}: imports "${spec}" (${relative(ROOT, target)}): an underscored file is private to src/${to}`);
     }
   }
 }

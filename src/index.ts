@@ -68,5 +68,5 @@ export {
   checkHistoryOptions,
   planBranchSwitch,
   planHistoryWrite,
-} from "./stores/_history.js";
-export type { BranchSwitchPlan, HistoryData, HistoryWritePlan, OperationRecord } from "./stores/_history.js";
+} from "./stores/history.js";
+export type { BranchSwitchPlan, HistoryData, HistoryWritePlan, OperationRecord } from "./stores/history.js";

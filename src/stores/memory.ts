@@ -21,7 +21,7 @@ import type {
   VectorStore,
 } from "../core/types.js";
 import { checkDimensions, missingSeqs, normalize, scanSession, type StoredVector, TopK } from "./_vectors.js";
-import { applyBranchSwitch, applyHistoryWrite, branchFromRecord, checkHistoryOptions, type OperationRecord, planBranchSwitch, planHistoryWrite, upsertBranch } from "./_history.js";
+import { applyBranchSwitch, applyHistoryWrite, branchFromRecord, checkHistoryOptions, type OperationRecord, planBranchSwitch, planHistoryWrite, upsertBranch } from "./history.js";
 import { LocalLeases } from "./_lease.js";
 import {
   checkIncarnation,

@@ -1,6 +1,7 @@
 /**
- * Layers only point down and no module imports itself round a circle: `scripts/check-layers.mjs` over
- * src/, and the same checker shown to catch each kind of break in a small tree of its own.
+ * Layers only point down, no module imports itself round a circle, and an underscored file stays in its
+ * layer: `scripts/check-layers.mjs` over src/, and the same checker shown to catch each kind of break
+ * in a small tree of its own.
  */
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -26,7 +27,7 @@ function check(dir?: string): Promise<{ code: number | null; stderr: string; std
 }
 
 describe("the layers of src/", () => {
-  it("hold: no import from a higher layer or a peer, no import circle", async () => {
+  it("hold: no import from a higher layer or a peer, no import circle, no underscored file used from outside its layer", async () => {
     const result = await check();
     expect(result.stderr).toBe("");
     expect(result.code).toBe(0);
@@ -44,6 +45,9 @@ describe("the layers of src/", () => {
       "stores/peer.ts": 'export { createUpstream } from "../llm/l.js";\n',
       "llm/l.ts": "export type L = 1;\nexport const createUpstream = 1;\n",
       "server/s.ts": "export type S = 1;\n",
+      "server/private.ts": 'import { z } from "../stores/_z.js";\nexport const w = z;\n',
+      "stores/_z.ts": "export const z = 1;\n",
+      "stores/sibling.ts": 'export { z } from "./_z.js";\n',
       "cli/x.ts": "export const x = 1;\n",
       "elsewhere/e.ts": 'import type { S } from "../server/s.js";\nexport type E = S;\n',
     };
@@ -54,13 +58,14 @@ describe("the layers of src/", () => {
     const result = await check(join(work, "src"));
     expect(result.code).toBe(1);
     expect(result.stderr.trim().split("\n").sort()).toEqual([
-      "check-layers: 7 problem(s)",
+      "check-layers: 8 problem(s)",
       'import circle of 2 files (src/stores/p.ts, src/stores/q.ts): src/stores/p.ts -> src/stores/q.ts -> src/stores/p.ts',
       'src/core/dynamic.ts: imports "../stores/p.js" (src/stores/p.ts): core may not import from stores',
       'src/core/inline-type.ts: imports "../llm/l.js" (src/llm/l.ts): core may not import from llm',
       'src/core/static.ts: imports "../cli/x.js" (src/cli/x.ts): core may not import from cli',
       'src/core/type-only.ts: imports "../server/s.js" (src/server/s.ts): core may not import from server',
       "src/elsewhere/e.ts: src/elsewhere has no place in the layer table of scripts/check-layers.mjs",
+      'src/server/private.ts: imports "../stores/_z.js" (src/stores/_z.ts): an underscored file is private to src/stores',
       'src/stores/peer.ts: imports "../llm/l.js" (src/llm/l.ts): stores may not import from llm',
     ]);
   });

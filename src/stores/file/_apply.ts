@@ -3,7 +3,7 @@
  * changes when applied to a replayed session. The same rules hold when writing and when replaying.
  */
 import { validateMessage } from "../../core/messages.js";
-import { rememberOperation, reparent, upsertBranch } from "../_history.js";
+import { rememberOperation, reparent, upsertBranch } from "../history.js";
 import type { SessionData, SessionRecord } from "./_records.js";
 
 /** Type guards of the values in a record. */

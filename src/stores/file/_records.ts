@@ -5,7 +5,7 @@
  */
 import { ThreadkeepError } from "../../core/errors.js";
 import type { Branch, Message, Session, SessionState, Summary } from "../../core/types.js";
-import type { OperationRecord } from "../_history.js";
+import type { OperationRecord } from "../history.js";
 
 /** The format version written in every session header. */
 export const FILE_FORMAT_VERSION = 1;

@@ -22,7 +22,7 @@ import type {
   SummaryInput,
   ReplaceOptions,
 } from "../../core/types.js";
-import { branchFromRecord, checkHistoryOptions, planBranchSwitch, planHistoryWrite } from "../_history.js";
+import { branchFromRecord, checkHistoryOptions, planBranchSwitch, planHistoryWrite } from "../history.js";
 import type { SessionRecord } from "./_records.js";
 import { type Entry, keyOf, SessionFiles } from "./_sessions.js";
 import { fileVectorSidecar } from "./_vectors.js";

@@ -6,7 +6,7 @@ import type postgres from "postgres";
 import { SessionNotFoundError, ThreadkeepError } from "../../core/errors.js";
 import type { Branch, BranchRecord, Message, MessageInput, OwnerScope, ReplaceOptions } from "../../core/types.js";
 import { OPERATION_HISTORY } from "../../core/types.js";
-import { type BranchRow, branchFromRecord, branchNotFound, checkReplaceTarget, historyConflict, operationConflict, toBranch } from "../_history.js";
+import { type BranchRow, branchFromRecord, branchNotFound, checkReplaceTarget, historyConflict, operationConflict, toBranch } from "../history.js";
 import { bodyOf, ms, searchable, toMessage } from "./_rows.js";
 import type { PgSql } from "./_client.js";
 import { capWithWrite } from "./_cap.js";

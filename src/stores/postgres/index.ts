@@ -13,7 +13,7 @@ import type {
   TurnOpening,
   OpenedTurn,
 } from "../../core/types.js";
-import { checkHistoryOptions, operationDigest } from "../_history.js";
+import { checkHistoryOptions, operationDigest } from "../history.js";
 import * as history from "./_history.js";
 import { PostgresLeases } from "./_lease.js";
 import { PgOperations, type PgRun } from "./_operations.js";

@@ -7,7 +7,7 @@
 import { SessionNotFoundError, ThreadkeepError } from "../../core/errors.js";
 import { validateMessages } from "../../core/messages.js";
 import type { Message, MessageInput, ReplaceOptions } from "../../core/types.js";
-import { checkHistoryOptions, checkReplaceTarget, historyConflict, operationConflict, operationDigest } from "../_history.js";
+import { checkHistoryOptions, checkReplaceTarget, historyConflict, operationConflict, operationDigest } from "../history.js";
 import { APPEND, APPEND_HANDOVER } from "./_append.js";
 import { json, parseMessages, type RedisKeys } from "./_codec.js";
 import type { RedisConnection } from "./_connection.js";

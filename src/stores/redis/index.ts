@@ -12,7 +12,7 @@ import type {
   Branch,
   ReplaceOptions,
 } from "../../core/types.js";
-import { branchFromRecord, branchNotFound, checkReplaceTarget, historyConflict } from "../_history.js";
+import { branchFromRecord, branchNotFound, checkReplaceTarget, historyConflict } from "../history.js";
 import { isExpired, json, parseJson, parseMessages, parseState, parseSummaries, redisKeys, toSession } from "./_codec.js";
 import { RedisConnection } from "./_connection.js";
 import * as H from "./_history.js";

@@ -13,7 +13,7 @@ import {
   historyConflict,
   type OperationRecord,
   toBranch,
-} from "../_history.js";
+} from "../history.js";
 import type { TurnLeases } from "./_lease.js";
 import type { EncodedMessage, MessageRow } from "./_rows.js";
 import { applyCap, type SqliteStatements } from "./_statements.js";

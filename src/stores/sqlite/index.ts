@@ -17,7 +17,7 @@ import type {
   VectorStore,
 } from "../../core/types.js";
 import { missingVectors, putVectors, searchVectors } from "./_vectors.js";
-import { checkHistoryOptions, operationDigest } from "../_history.js";
+import { checkHistoryOptions, operationDigest } from "../history.js";
 import { LocalLeases } from "../_lease.js";
 import { HeldLeases } from "../_held-leases.js";
 import { readTurn, withLease } from "../../core/open-turn.js";

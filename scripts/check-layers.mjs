@@ -1,10 +1,10 @@
 #!/usr/bin/env node
-// Layers only point down, no module imports itself round a circle, and an underscored file (`_x.ts`)
-// is imported only from its own layer.
-// Every relative import in src/ counts: static, `import type`, `export … from`, `import()` and `import("…").T`.
 /* global console, process */
+// Checks that src/ holds its layers: imports only point down (RANKS below), no module imports itself
+// round a circle, and an underscored file (`_x.ts`) is imported only from its own layer. Every relative
+// import counts: static, `import type`, `export … from`, `import()` and `import("…").T`.
 // Exits 1 naming each file and import that breaks a rule; prints nothing and exits 0 when the layers hold.
-// `node scripts/check-layers.mjs [dir]` checks another source tree laid out like src/ (the checker's own test does).
+// `node scripts/check-layers.mjs [dir]` checks another tree laid out like src/ (the checker's own test does).
 import { readdirSync, readFileSync } from "node:fs";
 import { basename, dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -15,7 +15,8 @@ const SRC = process.argv[2] ? resolve(process.argv[2]) : join(dirname(fileURLToP
 const ROOT = dirname(SRC);
 
 // Lowest first; a unit imports only from itself and from lower ranks, never from a peer.
-// `create-memory.ts` opens a store URL for core. `index.ts` is the package entry and `testing/` the published conformance suite: both sit beside server and adapters.
+// `create-memory.ts` opens a store URL for core; `index.ts` (the package entry) and `testing/` (the
+// published conformance suite) sit beside server and adapters.
 const RANKS = [
   ["core"],
   ["stores", "llm"],
@@ -145,8 +146,9 @@ for (const component of components) {
   problems.push(`import circle of ${component.length} files (${names.join(", ")}): ${cycle.map((file) => relative(ROOT, file)).join(" -> ")}`);
 }
 
-if (problems.length > 0) {
-  for (const problem of problems) console.error(problem);
-  console.error(`check-layers: ${problems.length} problem(s)`);
+const unique = [...new Set(problems)];
+if (unique.length > 0) {
+  for (const problem of unique) console.error(problem);
+  console.error(`check-layers: ${unique.length} problem(s)`);
   process.exit(1);
 }

@@ -8,7 +8,7 @@
 import { createHash } from "node:crypto";
 import { type AgentInputItem, protocol } from "@openai/agents";
 import { ThreadkeepError } from "../core/errors.js";
-import { sortedData } from "./_canonical.js";
+import { sortedData } from "../transfer/canonical.js";
 
 /** The one-key object a `Uint8Array` is stored as (JSON has no bytes). */
 const BYTES_KEY = "$threadkeep_bytes";

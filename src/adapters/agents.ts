@@ -24,7 +24,7 @@ import type { Memory } from "../core/memory.js";
 import type { Message } from "../core/types.js";
 import { type MemoryOrUrl, orEmpty, resolveMemory, sessionIdFor } from "./_memory.js";
 import { checkedItems, fingerprint } from "./_agent-data.js";
-import { sortedData } from "./_canonical.js";
+import { sortedData } from "../transfer/canonical.js";
 import { agentItemsToMessages, type ItemIdFor, messagesToAgentItems, operationItemIds } from "./_agent-items.js";
 import { checkedMutations, checkedTransaction } from "./_agent-transaction.js";
 

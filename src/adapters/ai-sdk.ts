@@ -9,7 +9,7 @@ import type { UIMessage } from "ai";
 import type { Memory } from "../core/memory.js";
 import type { Session } from "../core/types.js";
 import { type MemoryOrUrl, orEmpty, resolveMemory, sessionIdFor } from "./_memory.js";
-import { sameData } from "./_canonical.js";
+import { sameData } from "../transfer/canonical.js";
 import { checkUIMessages, messagesToUI, type StoredUIMessage, uiMessageCopies, uiToMessages } from "./_ui-messages.js";
 
 /** Options of {@link createChatStore}. */

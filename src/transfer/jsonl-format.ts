@@ -7,6 +7,7 @@ import { z } from "zod";
 import { isValidSessionId } from "../core/ids.js";
 import { validateMessage } from "../core/messages.js";
 import { BRANCH_REASONS, type Branch, type Message, type Session } from "../core/types.js";
+import { sortedData } from "./canonical.js";
 
 /** Version written in the header; a newer file is refused rather than half understood. */
 export const EXPORT_FORMAT_VERSION = 1;
@@ -50,24 +51,12 @@ export type ExportItem =
   | { kind: "bundle"; bundle: SessionBundle; line: number }
   | { kind: "problem"; problem: FormatProblem };
 
-/** Recursively sorts object keys and drops `undefined`, so equal data serialises identically whatever store it came from. */
-export function canonical(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(canonical);
-  if (value === null || typeof value !== "object") return value;
-  const out: Record<string, unknown> = {};
-  for (const key of Object.keys(value).sort()) {
-    const v = (value as Record<string, unknown>)[key];
-    if (v !== undefined) out[key] = canonical(v);
-  }
-  return out;
-}
-
 /** A message in the exported shape: bookkeeping first, optional fields only when they say something. */
 export function exportedMessage(message: Message): Message {
   const { seq, createdAt, role, content, metadata, incomplete, ...rest } = message;
-  const out: Record<string, unknown> = { seq, createdAt, role, content, ...(canonical(rest) as object) };
+  const out: Record<string, unknown> = { seq, createdAt, role, content, ...(sortedData(rest) as object) };
   if (incomplete === true) out.incomplete = true;
-  if (metadata && Object.keys(metadata).length > 0) out.metadata = canonical(metadata);
+  if (metadata && Object.keys(metadata).length > 0) out.metadata = sortedData(metadata);
   return out as Message;
 }
 
@@ -78,7 +67,7 @@ export function bundleLines(bundle: SessionBundle): string[] {
   const lines = [
     JSON.stringify({
       type: "session",
-      session: { id, userId, createdAt, lastActivityAt, metadata: canonical(metadata ?? {}) },
+      session: { id, userId, createdAt, lastActivityAt, metadata: sortedData(metadata ?? {}) },
     }),
   ];
   for (const message of bundle.messages)
@@ -89,14 +78,14 @@ export function bundleLines(bundle: SessionBundle): string[] {
       toSeq: s.toSeq,
       content: s.content,
       createdAt: s.createdAt,
-      metadata: s.metadata && canonical(s.metadata),
+      metadata: s.metadata && sortedData(s.metadata),
     };
     lines.push(JSON.stringify({ type: "summary", sessionId, summary }));
   }
-  if (bundle.state) lines.push(JSON.stringify({ type: "state", sessionId, data: canonical(bundle.state) }));
+  if (bundle.state) lines.push(JSON.stringify({ type: "state", sessionId, data: sortedData(bundle.state) }));
   for (const branch of bundle.branches ?? []) {
     const messages = branch.messages.map(exportedMessage);
-    lines.push(JSON.stringify({ type: "branch", sessionId, branch: { ...(canonical(branch) as object), messages } }));
+    lines.push(JSON.stringify({ type: "branch", sessionId, branch: { ...(sortedData(branch) as object), messages } }));
   }
   return lines;
 }

@@ -8,7 +8,8 @@
  */
 import { appendMessagesOf, saveSummaryOf } from "../core/incarnation.js";
 import type { Branch, Message, MessageInput, Session, SessionStore } from "../core/types.js";
-import { canonical, type ExportedSummary, exportedMessage, type SessionBundle } from "./jsonl-format.js";
+import { sameData, sortedData } from "./canonical.js";
+import { type ExportedSummary, exportedMessage, type SessionBundle } from "./jsonl-format.js";
 
 /** Session metadata key holding the difference between original and stored seqs. */
 export const SEQ_OFFSET_KEY = "importedSeqOffset";
@@ -98,8 +99,7 @@ function storedInput(message: Message): MessageInput {
   return { ...input, metadata: { ...metadata, [CREATED_AT_KEY]: createdAt } };
 }
 
-const same = (a: unknown, b: unknown) => JSON.stringify(canonical(a)) === JSON.stringify(canonical(b));
-const summaryKey = (s: ExportedSummary) => JSON.stringify(canonical({ ...s, metadata: s.metadata ?? {} }));
+const summaryKey = (s: ExportedSummary) => JSON.stringify(sortedData({ ...s, metadata: s.metadata ?? {} }));
 
 /**
  * Appends `messages` to `target` in batches, each only into the session copied to: one deleted and
@@ -157,7 +157,7 @@ export async function importSessionBundle(
           reason: `the target holds messages up to seq ${original.seq}, the source only to ${lastSeq} (continued since?)`,
         };
       }
-      if (index < 0 || !same(original, exportedMessage(messages[index]))) {
+      if (index < 0 || !sameData(original, exportedMessage(messages[index]))) {
         return {
           status: "diverged",
           messagesAdded: 0,
@@ -175,7 +175,7 @@ export async function importSessionBundle(
   // A session just created holds nothing yet: no need to read its state and summaries back.
   const fresh = status === "created";
   const state = fresh ? { version: 0, data: {} } : await store.getState(target.id);
-  if (bundle.state && state.version > 0 && !same(state.data, bundle.state)) {
+  if (bundle.state && state.version > 0 && !sameData(state.data, bundle.state)) {
     return { status: "diverged", messagesAdded: 0, reason: "its state differs from the source's" };
   }
   await appendAll(store, target, tail);
@@ -207,7 +207,7 @@ export async function importSessionBundle(
   }
   const wantedMetadata =
     targetOffset > 0 ? { ...session.metadata, [SEQ_OFFSET_KEY]: targetOffset } : session.metadata;
-  if (status !== "created" && !same(target.metadata, wantedMetadata)) {
+  if (status !== "created" && !sameData(target.metadata, wantedMetadata)) {
     await store.updateSessionMetadata(target.id, wantedMetadata);
     if (status === "unchanged") status = "updated";
   }

@@ -19,7 +19,7 @@ Exit codes:
   1  failure: a store or model error, a session not found, import problems, an interrupted migrate
   2  usage: an unknown command or flag, a bad value, an unknown store scheme, an invalid session id`;
 
-/** Builds the `threadkeep` program with every subcommand that is present. */
+/** Builds the `threadkeep` program with every subcommand. */
 export async function buildProgram(): Promise<Command> {
   const program = new Command("threadkeep")
     .description("Session memory for LLM chat applications: an OpenAI-compatible memory proxy, a chat, and session tools.")
@@ -27,24 +27,16 @@ export async function buildProgram(): Promise<Command> {
     .showHelpAfterError("(threadkeep --help, or threadkeep <command> --help, lists the options)")
     .exitOverride()
     .addHelpText("after", HELP_FOOTER);
-  for (const path of COMMANDS) {
-    let module: CommandModule;
-    try {
-      module = (await import(path)) as CommandModule;
-    } catch (error) {
-      // A command still being written must not break the others.
-      if ((error as { code?: string }).code === "ERR_MODULE_NOT_FOUND") continue;
-      throw error;
-    }
-    module.register(program);
-  }
+  // A command that cannot load (a file or a dependency missing from the install) fails the run with
+  // its own error, rather than vanishing from the program.
+  for (const path of COMMANDS) ((await import(path)) as CommandModule).register(program);
   return program;
 }
 
 /** Runs the CLI and returns its exit code (0 ok, 1 failure, 2 usage). */
 export async function main(argv: string[] = process.argv): Promise<number> {
-  const program = await buildProgram();
   try {
+    const program = await buildProgram();
     await program.parseAsync(argv);
     return typeof process.exitCode === "number" ? process.exitCode : EXIT.ok;
   } catch (error) {

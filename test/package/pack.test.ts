@@ -4,7 +4,7 @@
  * One packed install serves every test here.
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -78,6 +78,20 @@ describe("the packed package", () => {
     expect(result.code).toBe(0);
     expect(result.stdout).toContain("Usage: threadkeep");
     expect(result.stdout).toMatch(/serve \[options\]/);
+  });
+
+  it("fails a command whose code cannot load with the loader's error, not as an unknown command", async () => {
+    // A broken install: a dependency of `threadkeep mcp` is missing from node_modules.
+    const sdk = join(pkg.app, "node_modules", "@modelcontextprotocol", "sdk");
+    renameSync(sdk, `${sdk}.gone`);
+    try {
+      const result = await npx(["threadkeep", "mcp", "--store", "memory:"]);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(/^threadkeep: Cannot find (package|module) .*@modelcontextprotocol\/sdk/m);
+      expect(result.stderr).not.toContain("unknown command");
+    } finally {
+      renameSync(`${sdk}.gone`, sdk);
+    }
   });
 
   it("chats with npx threadkeep chat, the history kept in the store", async () => {

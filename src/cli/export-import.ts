@@ -7,6 +7,7 @@ import { once } from "node:events";
 import { createReadStream, createWriteStream, existsSync } from "node:fs";
 import { createInterface } from "node:readline";
 import type { Command } from "commander";
+import { describeCommand } from "./_commands.js";
 import { iterateAllSessions } from "../core/enumerate.js";
 import { SessionNotFoundError, ThreadkeepError } from "../core/errors.js";
 import { parseSessionId } from "../core/ids.js";
@@ -173,7 +174,7 @@ function fileLines(file: string): () => AsyncIterable<string> | Iterable<string>
 export function register(program: Command): void {
   const exportCommand = program
     .command("export")
-    .description("Write sessions as JSONL: sessions, messages, summaries and state (format in docs/cli.md)")
+    .description(describeCommand("export"))
     .option("--session <id>", "export one session")
     .option("--user <id>", "export one owner's sessions")
     .option("--all", "export every session (the default)")
@@ -211,9 +212,7 @@ export function register(program: Command): void {
 
   const importCommand = program
     .command("import")
-    .description(
-      "Read sessions from a threadkeep JSONL export; importing the same file again changes nothing",
-    )
+    .description(describeCommand("import"))
     .argument("<file>", "export file, or - for standard input")
     .option("--strict", "check the whole file first and import nothing if any line is bad");
   addStoreUrlOption(importCommand)

@@ -5,6 +5,7 @@
  * the target holds against the source.
  */
 import type { Command } from "commander";
+import { describeCommand } from "./_commands.js";
 import { iterateAllSessions } from "../core/enumerate.js";
 import { ThreadkeepError } from "../core/errors.js";
 import { parsePositiveInt } from "../core/policies.js";
@@ -151,9 +152,7 @@ function sameStore(from: string, to: string): boolean {
 export function register(program: Command): void {
   program
     .command("migrate")
-    .description(
-      "Copy every session between two stores (e.g. the SQLite file to PostgreSQL); safe to interrupt and re-run",
-    )
+    .description(describeCommand("migrate"))
     .requiredOption(
       "--from <url>",
       "source store URL (memory:, file:<dir>, sqlite:<path>, postgres://…, redis://…)",

@@ -8,7 +8,7 @@ import { isOutcomeUnknown, isStoreRefusal, isThreadkeepError, ThreadkeepError } 
 import type { Memory, PreloadedTurn } from "../core/memory.js";
 import { isHiddenCarrier } from "../core/items/index.js";
 import { toChatMessage } from "../core/messages.js";
-import { type ClientMode, type ReconcilePlan, readRequest, readStoredView, sameMessage, viewFromWindow } from "../core/reconcile.js";
+import { afterLastAnswer, type ClientMode, type ReconcilePlan, readRequest, readStoredView, sameMessage, viewFromWindow } from "../core/reconcile.js";
 import type { ChatMessage, MessageInput, Session } from "../core/types.js";
 import { ragQueryOf } from "./front-ends/rag.js";
 import type { ServerMetrics } from "./metrics.js";
@@ -34,14 +34,13 @@ export interface SplitMessages {
 const isSystem = (m: ChatMessage) => m.role === "system" || m.role === "developer";
 
 /**
- * Splits a request's messages. A thin client that sends one message and a client that re-sends the
- * whole history (OpenWebUI) get the same new turn: what follows the last assistant message.
+ * Splits a request's messages: the system and developer messages, and the conversation that is read
+ * against the stored line; `newTurn` is what is stored when the store cannot be read.
  */
 export function splitMessages(messages: ChatMessage[]): SplitMessages {
   const system = messages.filter(isSystem);
   const conversation = messages.filter((m) => !isSystem(m));
-  const lastAssistant = conversation.findLastIndex((m) => m.role === "assistant");
-  return { system, conversation, newTurn: conversation.slice(lastAssistant + 1) };
+  return { system, conversation, newTurn: afterLastAnswer(conversation) };
 }
 
 /**
@@ -75,11 +74,14 @@ export interface LoadedTurn {
   truncated?: boolean;
   /** The session record, resolved once for the whole turn (absent for a new session or a store that is down). */
   session?: Session;
-  /** How a whole-history request is stored: appended, or replacing a tail kept as a branch. */
+  /** How the request was read: what it stores, appended or replacing a tail kept as a branch. */
   reconciled?: ReconcilePlan;
   /** What the client should hear about the context, e.g. `history-omitted` (older turns left out without a summary). */
   warnings?: string[];
 }
+
+/** A leading reasoning block as models write it inline (Open WebUI's default reasoning tags). */
+const REASONING_BLOCK = /^\s*<(think|thinking|reason|reasoning|thought|Thought)>[\s\S]*?<\/\1>\s*/;
 
 /**
  * A stored message and the one a request carries in its place are the same turn; a user message Open
@@ -88,6 +90,11 @@ export interface LoadedTurn {
  */
 function sameAsSent(stored: ChatMessage, sent: ChatMessage): boolean {
   if (sameMessage(stored, sent)) return true;
+  // Open WebUI shows (and re-sends) a reasoning model's answer without its leading <think> block.
+  if (stored.role === "assistant" && sent.role === "assistant" && typeof stored.content === "string") {
+    const answer = stored.content.replace(REASONING_BLOCK, "");
+    return answer !== stored.content && sameMessage({ ...stored, content: answer }, sent);
+  }
   if (stored.role !== "user" || sent.role !== "user" || typeof stored.content !== "string") return false;
   const words = ragQueryOf(stored.content);
   return words !== undefined && sameMessage({ role: "user", content: words }, sent);
@@ -117,8 +124,10 @@ export interface LoadTurnOptions {
 export async function loadTurn(deps: TurnDeps, options: LoadTurnOptions): Promise<LoadedTurn> {
   const { sessionId, userId, request, model, preloaded } = options;
   const planned = Array.isArray(request) ? undefined : request;
-  const split = planned ? undefined : splitMessages(request as ChatMessage[]);
-  const system = planned?.system ?? split?.system ?? [];
+  // A planned turn that is read (a Responses request on a named session) splits its input as a chat
+  // request's messages are split: its system and developer items are sent, never stored or compared.
+  const split = planned && !planned.read ? undefined : splitMessages((planned ? planned.toStore : request) as ChatMessage[]);
+  const system = [...(planned?.system ?? []), ...(split?.system ?? [])];
   const start = performance.now();
   try {
     let created = false;
@@ -138,8 +147,8 @@ export async function loadTurn(deps: TurnDeps, options: LoadTurnOptions): Promis
       }
     }
     let reconciled: ReconcilePlan | undefined;
-    const conversation = split?.conversation ?? (planned?.read ? (planned.toStore as ChatMessage[]) : undefined);
-    if (conversation) {
+    if (split) {
+      const conversation = split.conversation;
       const reading = { metadata: session?.metadata, client: options.client, same: sameAsSent };
       // The window read with the lease answers most requests; a whole history, or a request that may
       // be a regenerate or an edit, is compared with the stored line read from its start.
@@ -147,6 +156,7 @@ export async function loadTurn(deps: TurnDeps, options: LoadTurnOptions): Promis
       if (!session) reconciled = readRequest(conversation, { tail: [] }, reading);
       else if (window) reconciled = readRequest(conversation, window, reading);
       if (!reconciled) reconciled = readRequest(conversation, await readStoredView(await deps.memory.store(), session!, conversation.length), reading)!;
+      deps.metrics.readings.inc({ reading: reconciled.reading });
     }
     const toStore = reconciled ? reconciled.toStore : planned!.toStore;
     const context = await deps.memory.buildContext(sessionId, {
@@ -179,7 +189,7 @@ export async function loadTurn(deps: TurnDeps, options: LoadTurnOptions): Promis
       "store unavailable or session data unreadable while loading context; answering without history",
     );
     deps.metrics.error("context_unavailable");
-    const toStore = planned ? planned.toStore : split!.newTurn;
+    const toStore = split ? split.newTurn : planned!.toStore;
     // threadkeep's own fields never reach the model, on this path either.
     const messages = planned ? [...system, ...toStore.map(toChatMessage)] : (request as ChatMessage[]).map(toChatMessage);
     return { messages, toStore, created: false, contextAvailable: false };
@@ -200,7 +210,7 @@ export interface CommitContext {
   session?: Session;
   /** From an `Idempotency-Key`: a retry stores the turn at most once. */
   operationId?: string;
-  /** How a whole-history request is stored. */
+  /** How the request was read: appended, or replacing a tail kept as a branch. */
   reconciled?: ReconcilePlan;
   /** The commit is the turn's last store call: it may release the lease in the same round trip. */
   last?: boolean;
@@ -221,7 +231,7 @@ export async function commitTurn(
   const { session, operationId, reconciled } = context;
   const start = performance.now();
   try {
-    // A metadata write follows a reconciled first turn: the lease is released after it, as usual.
+    // A metadata write (the client's first seq moved) follows the append: the lease is released after it.
     const releaseLease = context.last && !reconciled?.metadata;
     const options = { userId, fence, session, operationId, branch: reconciled?.branch, releaseLease };
     if (reconciled?.replaceAfter !== undefined) await deps.memory.replaceAfter(sessionId, reconciled.replaceAfter, messages, options);

@@ -12,21 +12,21 @@ import { createUpstream, type Upstream, type UpstreamOptions } from "../llm/open
 import { createAuthenticator, toApiKeyMap } from "./auth.js";
 import { installBodyDrain } from "./body-drain.js";
 import { installErrorHandlers, sendFailure, toHttpFailure } from "./errors.js";
-import { IdempotencyCache, type IdempotencyOptions } from "./idempotency.js";
+import { IdempotencyCache, type IdempotencyOptions } from "./turn/idempotency.js";
 import { checkTenantIds, createUserResolver, type UserJwtOptions } from "./identity.js";
 import { ServerMetrics } from "./metrics.js";
-import { openApiDocument } from "./openapi.js";
+import { openApiDocument } from "./openapi/index.js";
 import { MCP_PATH, registerMcpRoutes } from "./mcp/http.js";
-import { registerProxy, SESSION_HEADER } from "./proxy.js";
+import { registerProxy, SESSION_HEADER } from "./routes/chat-completions.js";
 import { DEFAULT_SESSION_HEADERS } from "./front-ends/index.js";
-import { registerInspector } from "./inspector.js";
-import { registerSearchRoutes } from "./search.js";
-import { registerSessionActions } from "./session-actions.js";
-import { registerSessionRoutes } from "./sessions.js";
-import { registerBranchRoutes } from "./branches.js";
-import { registerConversationRoutes } from "./conversations.js";
-import { registerModelRoutes } from "./models.js";
-import { registerResponseRoutes } from "./responses.js";
+import { registerInspector } from "./routes/inspector.js";
+import { registerSearchRoutes } from "./routes/search.js";
+import { registerSessionActions } from "./routes/session-actions.js";
+import { registerSessionRoutes } from "./routes/sessions.js";
+import { registerBranchRoutes } from "./routes/branches.js";
+import { registerConversationRoutes } from "./routes/conversations.js";
+import { registerModelRoutes } from "./routes/models.js";
+import { registerResponseRoutes } from "./routes/responses/index.js";
 
 declare module "fastify" {
   interface FastifyRequest {

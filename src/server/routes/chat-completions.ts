@@ -6,16 +6,16 @@
  */
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { ThreadkeepError } from "../core/errors.js";
-import { validateMessages } from "../core/messages.js";
-import type { ChatMessage } from "../core/types.js";
+import { ThreadkeepError } from "../../core/errors.js";
+import { validateMessages } from "../../core/messages.js";
+import type { ChatMessage } from "../../core/types.js";
 import { parseBody } from "./_validate.js";
-import { clientHintOf, passThrough, sessionTargetOf, sideRequestOf } from "./front-ends/index.js";
-import { runIdempotentTurn, SESSION_HEADER, type TurnDialect, type TurnRouteDeps } from "./run-turn.js";
-import { chatStreamDialect } from "./stream.js";
-import { replyMessage } from "./turn.js";
+import { clientHintOf, passThrough, sessionTargetOf, sideRequestOf } from "../front-ends/index.js";
+import { runIdempotentTurn, SESSION_HEADER, type TurnDialect, type TurnRouteDeps } from "../turn/run.js";
+import { chatStreamDialect } from "../turn/stream.js";
+import { replyMessage } from "../turn/load.js";
 
-export { SESSION_HEADER, WARNING_HEADER } from "./run-turn.js";
+export { SESSION_HEADER, WARNING_HEADER } from "../turn/run.js";
 
 /** What the chat route needs. */
 export type ProxyDeps = TurnRouteDeps;

@@ -7,8 +7,8 @@
  * a front-end's side request is answered without a session.
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { ThreadkeepError } from "../core/errors.js";
-import { newSessionId } from "../core/ids.js";
+import { ThreadkeepError } from "../../../core/errors.js";
+import { newSessionId } from "../../../core/ids.js";
 import {
   type FoundResponse,
   findResponse,
@@ -20,17 +20,17 @@ import {
   RESPONSE_KEY,
   sessionOfResponse,
   type StoredResponse,
-} from "../core/items/index.js";
-import type { Memory } from "../core/memory.js";
-import { toChatMessage } from "../core/messages.js";
-import type { ChatMessage } from "../core/types.js";
-import type { PlannedTurn } from "./turn.js";
-import { notFound, orNotFound, pageOf } from "./_item-pages.js";
-import { clientHintOf, passThrough, sessionTargetOf, sideRequestOf } from "./front-ends/index.js";
-import { outputItems, outputMessages, type ResponseMeta, responseObject, statusOf, storedResponseObject, usageOf } from "./responses-object.js";
-import { parseResponsesRequest, type ResponsesRequest } from "./responses-request.js";
-import { ResponsesStream } from "./responses-stream.js";
-import { runIdempotentTurn, type TurnDialect, type TurnRouteDeps } from "./run-turn.js";
+} from "../../../core/items/index.js";
+import type { Memory } from "../../../core/memory.js";
+import { toChatMessage } from "../../../core/messages.js";
+import type { ChatMessage } from "../../../core/types.js";
+import type { PlannedTurn } from "../../turn/load.js";
+import { notFound, orNotFound, pageOf } from "../_item-pages.js";
+import { clientHintOf, passThrough, sessionTargetOf, sideRequestOf } from "../../front-ends/index.js";
+import { outputItems, outputMessages, type ResponseMeta, responseObject, statusOf, storedResponseObject, usageOf } from "./_object.js";
+import { parseResponsesRequest, type ResponsesRequest } from "./_request.js";
+import { ResponsesStream } from "./_stream.js";
+import { runIdempotentTurn, type TurnDialect, type TurnRouteDeps } from "../../turn/run.js";
 
 type IdParams = { Params: { id: string } };
 

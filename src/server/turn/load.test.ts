@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { replyMessage, splitMessages } from "./turn.js";
+import { replyMessage, splitMessages } from "./load.js";
 
 describe("splitMessages", () => {
   it("takes the messages after the last assistant message as the new turn, system messages apart", () => {

@@ -4,15 +4,15 @@
  * (degrading to "not saved"). The decisions to degrade are made here, logged and reported.
  */
 import type { FastifyBaseLogger } from "fastify";
-import { isOutcomeUnknown, isStoreRefusal, isThreadkeepError, ThreadkeepError } from "../core/errors.js";
-import type { Memory, PreloadedTurn } from "../core/memory.js";
-import { isHiddenCarrier } from "../core/items/index.js";
-import { toChatMessage } from "../core/messages.js";
-import { type ClientMode, type ReconcilePlan, readRequest, readStoredView, sameMessage, viewFromWindow } from "../core/reconcile.js";
-import type { ChatMessage, MessageInput, Session } from "../core/types.js";
-import { ragQueryOf } from "./front-ends/rag.js";
-import type { ServerMetrics } from "./metrics.js";
-import { secondsSince } from "./metrics.js";
+import { isOutcomeUnknown, isStoreRefusal, isThreadkeepError, ThreadkeepError } from "../../core/errors.js";
+import type { Memory, PreloadedTurn } from "../../core/memory.js";
+import { isHiddenCarrier } from "../../core/items/index.js";
+import { toChatMessage } from "../../core/messages.js";
+import { type ClientMode, type ReconcilePlan, readRequest, readStoredView, sameMessage, viewFromWindow } from "../../core/reconcile.js";
+import type { ChatMessage, MessageInput, Session } from "../../core/types.js";
+import { ragQueryOf } from "../front-ends/rag.js";
+import type { ServerMetrics } from "../metrics.js";
+import { secondsSince } from "../metrics.js";
 
 /** What a turn needs from the server. */
 export interface TurnDeps {

@@ -9,7 +9,7 @@ import { readdir, readFile } from "node:fs/promises";
 import type { FastifyInstance, FastifyReply } from "fastify";
 
 /** Where the page's files are, next to this module in src/ and in dist/. */
-const UI_DIR = new URL("./ui/", import.meta.url);
+const UI_DIR = new URL("../ui/", import.meta.url);
 
 const TYPES: Record<string, string> = {
   ".html": "text/html; charset=utf-8",

@@ -5,13 +5,13 @@
  * aborts the upstream call and gets what was delivered stored, marked incomplete.
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { MessageInput } from "../core/types.js";
-import { StreamAccumulator, type StreamEvent, type Upstream } from "../llm/openai-compatible.js";
-import { errorBody } from "./errors.js";
+import type { MessageInput } from "../../core/types.js";
+import { StreamAccumulator, type StreamEvent, type Upstream } from "../../llm/openai-compatible.js";
+import { errorBody } from "../errors.js";
 import type { TurnOutcome } from "./idempotency.js";
-import { secondsSince } from "./metrics.js";
+import { secondsSince } from "../metrics.js";
 import { markCommitted } from "./_idempotent-commit.js";
-import { type CommitResult, commitTurn, type LoadedTurn, replyMessage, type TurnDeps } from "./turn.js";
+import { type CommitResult, commitTurn, type LoadedTurn, replyMessage, type TurnDeps } from "./load.js";
 
 /** How one API frames a streamed turn. Each method returns SSE text to send ("" for nothing). */
 export interface StreamDialect {

@@ -5,15 +5,15 @@
  * becomes messages and how the reply goes back.
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { Memory } from "../core/memory.js";
-import type { ClientMode } from "../core/reconcile.js";
-import type { ChatMessage, MessageInput } from "../core/types.js";
-import { type Upstream, UpstreamError, upstreamText } from "../llm/openai-compatible.js";
+import type { Memory } from "../../core/memory.js";
+import type { ClientMode } from "../../core/reconcile.js";
+import type { ChatMessage, MessageInput } from "../../core/types.js";
+import { type Upstream, UpstreamError, upstreamText } from "../../llm/openai-compatible.js";
 import { committedCompletion, markCommitted, operationIdOf } from "./_idempotent-commit.js";
 import { fingerprintOf, type IdempotencyCache, type TurnOutcome } from "./idempotency.js";
-import { secondsSince, type ServerMetrics } from "./metrics.js";
+import { secondsSince, type ServerMetrics } from "../metrics.js";
 import { saveWarningLine, type StreamDialect, streamTurn } from "./stream.js";
-import { type CommitResult, commitTurn, type LoadedTurn, loadTurn, type PlannedTurn, type TurnDeps, withTurnLease } from "./turn.js";
+import { type CommitResult, commitTurn, type LoadedTurn, loadTurn, type PlannedTurn, type TurnDeps, withTurnLease } from "./load.js";
 
 /** The header that carries the session id, both ways. */
 export const SESSION_HEADER = "x-session-id";

@@ -9,7 +9,7 @@ import type { Memory } from "../../core/memory.js";
 import type { Branch } from "../../core/types.js";
 import { parseBody } from "./_validate.js";
 import type { ServerMetrics } from "../metrics.js";
-import { type TurnDeps, withTurnLease } from "../turn/load.js";
+import { type TurnDeps, withTurnLease } from "../turn/lease.js";
 
 type BranchParams = { Params: { id: string; branchId: string } };
 

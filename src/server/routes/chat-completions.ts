@@ -13,7 +13,7 @@ import { parseBody } from "./_validate.js";
 import { clientHintOf, passThrough, sessionTargetOf, sideRequestOf } from "../front-ends/index.js";
 import { runIdempotentTurn, SESSION_HEADER, type TurnDialect, type TurnRouteDeps } from "../turn/run.js";
 import { chatStreamDialect } from "../turn/stream.js";
-import { replyMessage } from "../turn/load.js";
+import { replyMessage } from "../turn/reply.js";
 
 export { SESSION_HEADER, WARNING_HEADER } from "../turn/run.js";
 

@@ -10,7 +10,7 @@ import { bundleLines, headerLine } from "../../cli/_jsonl-format.js";
 import { readSessionBundle } from "../../cli/_session-copy.js";
 import { parseBody } from "./_validate.js";
 import type { ServerMetrics } from "../metrics.js";
-import { withTurnLease } from "../turn/load.js";
+import { withTurnLease } from "../turn/lease.js";
 
 type IdParams = { Params: { id: string } };
 

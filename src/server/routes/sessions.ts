@@ -12,7 +12,7 @@ import { parseBody } from "./_validate.js";
 import { SearchParams } from "./search.js";
 import type { ServerMetrics } from "../metrics.js";
 import { sessionOverviews } from "./_session-overview.js";
-import { type TurnDeps, withTurnLease } from "../turn/load.js";
+import { type TurnDeps, withTurnLease } from "../turn/lease.js";
 
 type IdParams = { Params: { id: string } };
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { replyMessage, splitMessages } from "./load.js";
+import { splitMessages } from "./load.js";
 
 describe("splitMessages", () => {
   it("takes the messages after the last assistant message as the new turn, system messages apart", () => {
@@ -22,28 +22,5 @@ describe("splitMessages", () => {
         { role: "user", content: "b" },
       ]).newTurn,
     ).toHaveLength(2);
-  });
-});
-
-describe("replyMessage", () => {
-  it("keeps content, tool calls and refusal; drops nulls and reasoning; records the model", () => {
-    const call = { id: "c", type: "function", function: { name: "f", arguments: "{}" } };
-    expect(
-      replyMessage(
-        { role: "assistant", content: null, tool_calls: [call], refusal: null, reasoning_content: "hmm" },
-        { model: "m", finishReason: "tool_calls" },
-      ),
-    ).toEqual({
-      role: "assistant",
-      content: null,
-      tool_calls: [call],
-      metadata: { model: "m", finishReason: "tool_calls" },
-    });
-    expect(replyMessage({ role: "assistant", content: "hi", tool_calls: [] })).toEqual({
-      role: "assistant",
-      content: "hi",
-    });
-    expect(replyMessage({ role: "assistant" })).toEqual({ role: "assistant", content: "" });
-    expect(replyMessage(undefined)).toBeNull();
   });
 });

@@ -13,7 +13,9 @@ import { committedCompletion, markCommitted, operationIdOf } from "./_idempotent
 import { fingerprintOf, type IdempotencyCache, type TurnOutcome } from "./idempotency.js";
 import { secondsSince, type ServerMetrics } from "../metrics.js";
 import { saveWarningLine, type StreamDialect, streamTurn } from "./stream.js";
-import { type CommitResult, commitTurn, type LoadedTurn, loadTurn, type PlannedTurn, type TurnDeps, withTurnLease } from "./load.js";
+import { type CommitResult, commitTurn } from "./commit.js";
+import { type TurnDeps, withTurnLease } from "./lease.js";
+import { type LoadedTurn, loadTurn, type PlannedTurn } from "./load.js";
 
 /** The header that carries the session id, both ways. */
 export const SESSION_HEADER = "x-session-id";

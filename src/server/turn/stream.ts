@@ -11,7 +11,10 @@ import { errorBody } from "../errors.js";
 import type { TurnOutcome } from "./idempotency.js";
 import { secondsSince } from "../metrics.js";
 import { markCommitted } from "./_idempotent-commit.js";
-import { type CommitResult, commitTurn, type LoadedTurn, replyMessage, type TurnDeps } from "./load.js";
+import { type CommitResult, commitTurn } from "./commit.js";
+import type { TurnDeps } from "./lease.js";
+import type { LoadedTurn } from "./load.js";
+import { replyMessage } from "./reply.js";
 
 /** How one API frames a streamed turn. Each method returns SSE text to send ("" for nothing). */
 export interface StreamDialect {

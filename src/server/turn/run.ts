@@ -90,7 +90,7 @@ export async function runIdempotentTurn(
 ): Promise<FastifyReply> {
   const key = headerValue(request.headers["idempotency-key"]);
   if (!key) {
-    await runTurn(deps, request, reply, turn.sessionId, turn.dialect, false);
+    await runProxiedTurn(deps, { request, reply, sessionId: turn.sessionId, dialect: turn.dialect });
     return reply;
   }
   // The in-process cache replays a retry on this process; the operation id, one on another process.
@@ -103,7 +103,7 @@ export async function runIdempotentTurn(
   }
   let outcome: TurnOutcome | undefined;
   try {
-    outcome = await runTurn(deps, request, reply, turn.sessionId, turn.dialect, true, operationId);
+    outcome = await runProxiedTurn(deps, { request, reply, sessionId: turn.sessionId, dialect: turn.dialect, record: true, operationId });
   } finally {
     ticket.settle(outcome);
   }
@@ -140,19 +140,26 @@ async function confirmSave(
   }
 }
 
+/** What {@link runProxiedTurn} runs. */
+export interface ProxiedTurnOptions {
+  request: FastifyRequest;
+  reply: FastifyReply;
+  sessionId: string;
+  dialect: TurnDialect;
+  /** Keep what is sent, for an idempotent replay. @default false */
+  record?: boolean;
+  /** The store operation id of the request's Idempotency-Key, so a retry elsewhere stores nothing twice. */
+  operationId?: string;
+}
+
 /**
- * One turn under the session's lease. Answers the client itself and returns what it sent (for
- * idempotent replay) when the turn succeeded.
+ * One proxied turn under the session's lease (not `Memory.runTurn`, which only holds the lease: this
+ * is the whole HTTP turn). Answers the client itself and returns what it sent (for idempotent
+ * replay) when the turn succeeded.
  */
-export async function runTurn(
-  deps: TurnRouteDeps,
-  request: FastifyRequest,
-  reply: FastifyReply,
-  sessionId: string,
-  dialect: TurnDialect,
-  record: boolean,
-  operationId?: string,
-): Promise<TurnOutcome | undefined> {
+export async function runProxiedTurn(deps: TurnRouteDeps, options: ProxiedTurnOptions): Promise<TurnOutcome | undefined> {
+  const { request, reply, sessionId, dialect, operationId } = options;
+  const record = options.record ?? false;
   const upstream = deps.upstream as Upstream;
   const turn: TurnDeps = { memory: deps.memory, metrics: deps.metrics, log: request.log };
   const userId = request.userId;

@@ -15,8 +15,14 @@ import type { TurnDeps } from "./lease.js";
  */
 export type CommitResult = "saved" | "not-saved" | "save-unconfirmed";
 
-/** What a commit knows of its turn. */
-export interface CommitContext {
+/** What {@link commitTurn} stores, and what it knows of its turn. */
+export interface CommitTurnOptions {
+  sessionId: string;
+  userId: string;
+  /** The turn's new messages and its reply. */
+  messages: MessageInput[];
+  /** The turn lease's fence; undefined when the turn runs without the lease (the store was down). */
+  fence: number | undefined;
   /** The session record resolved this turn (saves a read). */
   session?: Session;
   /** From an `Idempotency-Key`: a retry stores the turn at most once. */
@@ -31,22 +37,15 @@ export interface CommitContext {
  * Stores a turn in one append; with `operationId` (from an `Idempotency-Key`) a retry stores it at
  * most once. Failures are logged and counted, and reported in the result, never thrown.
  */
-export async function commitTurn(
-  deps: TurnDeps,
-  sessionId: string,
-  userId: string,
-  messages: MessageInput[],
-  fence: number | undefined,
-  context: CommitContext = {},
-): Promise<CommitResult> {
-  const { session, operationId, reconciled } = context;
+export async function commitTurn(deps: TurnDeps, options: CommitTurnOptions): Promise<CommitResult> {
+  const { sessionId, userId, messages, fence, session, operationId, reconciled } = options;
   const start = performance.now();
   try {
     // A metadata write follows a reconciled first turn: the lease is released after it, as usual.
-    const releaseLease = context.last && !reconciled?.metadata;
-    const options = { userId, fence, session, operationId, branch: reconciled?.branch, releaseLease };
-    if (reconciled?.replaceAfter !== undefined) await deps.memory.replaceAfter(sessionId, reconciled.replaceAfter, messages, options);
-    else await deps.memory.addMessages(sessionId, messages, options);
+    const releaseLease = options.last && !reconciled?.metadata;
+    const write = { userId, fence, session, operationId, branch: reconciled?.branch, releaseLease };
+    if (reconciled?.replaceAfter !== undefined) await deps.memory.replaceAfter(sessionId, reconciled.replaceAfter, messages, write);
+    else await deps.memory.addMessages(sessionId, messages, write);
     if (reconciled?.metadata) await deps.memory.updateSessionMetadata(sessionId, reconciled.metadata, { userId });
     return "saved";
   } catch (error) {

@@ -126,7 +126,7 @@ async function confirmSave(
   if (!unconfirmed) return;
   const turn: TurnDeps = { memory: deps.memory, metrics: deps.metrics, log: request.log };
   const committed = await withTurnLease(turn, sessionId, (fence) =>
-    commitTurn(turn, sessionId, request.userId, unconfirmed.messages, fence, { operationId, reconciled: unconfirmed.reconciled, last: true }),
+    commitTurn(turn, { sessionId, userId: request.userId, messages: unconfirmed.messages, fence, operationId, reconciled: unconfirmed.reconciled, last: true }),
   );
   if (committed !== "saved" || outcome.unconfirmed !== unconfirmed) return;
   outcome.unconfirmed = undefined;
@@ -222,7 +222,7 @@ export async function runProxiedTurn(deps: TurnRouteDeps, options: ProxiedTurnOp
         const committed: CommitResult =
           dialect.persist === false
             ? "saved"
-            : await commitTurn(turn, sessionId, userId, messages, fence, { session: loaded.session, operationId, reconciled: loaded.reconciled, last: true });
+            : await commitTurn(turn, { sessionId, userId, messages, fence, session: loaded.session, operationId, reconciled: loaded.reconciled, last: true });
         if (committed !== "saved") addWarning(headers, committed);
         outcomeLabel = committed === "saved" ? "ok" : committed.replace("-", "_");
         // A dialect that answers with the upstream's reply unchanged sends its bytes as they came

@@ -180,7 +180,11 @@ export async function streamTurn(input: StreamTurnInput): Promise<StreamTurnResu
   const committed: CommitResult =
     input.persist === false
       ? "saved"
-      : await commitTurn(turn, input.sessionId, input.userId, toCommit, input.fence, {
+      : await commitTurn(turn, {
+          sessionId: input.sessionId,
+          userId: input.userId,
+          messages: toCommit,
+          fence: input.fence,
           session: loaded.session,
           operationId: input.operationId,
           reconciled: loaded.reconciled,

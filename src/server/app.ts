@@ -1,6 +1,7 @@
 /**
- * The HTTP server: a thin fastify shell around one {@link Memory}. Routes live in proxy.ts (chat),
- * sessions.ts (REST); this file wires auth, errors, metrics, health and the OpenAPI document.
+ * The HTTP server: a thin fastify shell around one {@link Memory}. Each HTTP API registers its own
+ * routes (routes/) around the proxied turn they share (turn/); this file wires auth, errors, metrics,
+ * health and the OpenAPI document (openapi/).
  */
 import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from "fastify";
 import { assembleContext } from "../core/context/assemble.js";

@@ -3,7 +3,7 @@
  * `GET` / `DELETE /v1/responses/{id}`, `GET /v1/responses/{id}/input_items`. A response lives in a
  * session: the `conversation`'s, its `previous_response_id`'s (a fork of it when that response is not
  * the latest of its session, or was made in a conversation), the one its headers name (as for chat
- * completions), or a new one. The turn itself is the chat proxy's (run-turn.ts); a temporary chat or
+ * completions), or a new one. The turn itself is the chat proxy's (turn/run.ts); a temporary chat or
  * a front-end's side request is answered without a session.
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";

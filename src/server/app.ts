@@ -18,7 +18,8 @@ import { checkTenantIds, createUserResolver, type UserJwtOptions } from "./ident
 import { ServerMetrics } from "./metrics.js";
 import { openApiDocument } from "./openapi/index.js";
 import { MCP_PATH, registerMcpRoutes } from "./mcp/http.js";
-import { registerProxy, SESSION_HEADER } from "./routes/chat-completions.js";
+import { registerChatCompletionRoutes } from "./routes/chat-completions.js";
+import { SESSION_HEADER } from "./turn/run.js";
 import { DEFAULT_SESSION_HEADERS } from "./front-ends/index.js";
 import { registerInspector } from "./routes/inspector.js";
 import { registerSearchRoutes } from "./routes/search.js";
@@ -173,7 +174,7 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
     defaultModel: options.model,
     sessionHeaders: options.sessionHeaders?.map((name) => name.toLowerCase()) ?? DEFAULT_SESSION_HEADERS,
   };
-  registerProxy(app, turnDeps);
+  registerChatCompletionRoutes(app, turnDeps);
   registerResponseRoutes(app, turnDeps);
   registerConversationRoutes(app, { memory });
   registerModelRoutes(app, { upstream });

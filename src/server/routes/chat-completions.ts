@@ -15,11 +15,6 @@ import { runIdempotentTurn, SESSION_HEADER, type TurnDialect, type TurnRouteDeps
 import { chatStreamDialect } from "../turn/stream.js";
 import { replyMessage } from "../turn/reply.js";
 
-export { SESSION_HEADER, WARNING_HEADER } from "../turn/run.js";
-
-/** What the chat route needs. */
-export type ProxyDeps = TurnRouteDeps;
-
 const ChatBody = z.looseObject({
   messages: z.array(z.unknown()).min(1, "at least one message is required"),
   model: z.string().min(1).optional(),
@@ -60,7 +55,7 @@ function chatDialect(chat: ChatRequest, defaultModel: string | undefined, client
 }
 
 /** Adds POST /v1/chat/completions. */
-export function registerProxy(app: FastifyInstance, deps: ProxyDeps): void {
+export function registerChatCompletionRoutes(app: FastifyInstance, deps: TurnRouteDeps): void {
   app.post("/v1/chat/completions", async (request, reply) => {
     const target = sessionTargetOf(request.headers, deps.sessionHeaders);
     if (target.kind === "session") reply.header(SESSION_HEADER, target.id);

@@ -1,6 +1,6 @@
 /** The OpenAPI paths of the sessions API (/v1/sessions/…, /v1/search): messages, search, context, summaries, fork, undo, export, state, preferences. */
-import { SEARCH_MODES } from "../core/search.js";
-import { body, error, json, ok, operations, query, ref, sessionFailures, sessionId } from "./_openapi-schemas.js";
+import { SEARCH_MODES } from "../../core/search.js";
+import { body, error, json, ok, operations, query, ref, sessionFailures, sessionId } from "./_schemas.js";
 
 const SEARCH_MODE_NAMES = [...SEARCH_MODES, "auto"];
 const op = operations(sessionFailures);

@@ -3,8 +3,8 @@
  * threadkeep's auth, cached briefly (clients such as OpenWebUI ask on every page load).
  */
 import type { FastifyInstance } from "fastify";
-import { ThreadkeepError } from "../core/errors.js";
-import { type Upstream, UpstreamError } from "../llm/openai-compatible.js";
+import { ThreadkeepError } from "../../core/errors.js";
+import { type Upstream, UpstreamError } from "../../llm/openai-compatible.js";
 import { notFound } from "./_item-pages.js";
 
 /** Options of the model routes. */

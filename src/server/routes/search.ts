@@ -4,8 +4,8 @@
  */
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import type { Memory } from "../core/memory.js";
-import { SEARCH_MODES } from "../core/search.js";
+import type { Memory } from "../../core/memory.js";
+import { SEARCH_MODES } from "../../core/search.js";
 import { parseBody } from "./_validate.js";
 
 /** The query of both search routes: `q`, `limit`, `mode` (`auto` picks the best the server has). */

@@ -5,13 +5,16 @@
  * aborts the upstream call and gets what was delivered stored, marked incomplete.
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { MessageInput } from "../core/types.js";
-import { StreamAccumulator, type StreamEvent, type Upstream } from "../llm/openai-compatible.js";
-import { errorBody } from "./errors.js";
+import type { MessageInput } from "../../core/types.js";
+import { StreamAccumulator, type StreamEvent, type Upstream } from "../../llm/openai-compatible.js";
+import { errorBody } from "../errors.js";
 import type { TurnOutcome } from "./idempotency.js";
-import { secondsSince } from "./metrics.js";
+import { secondsSince } from "../metrics.js";
 import { markCommitted } from "./_idempotent-commit.js";
-import { type CommitResult, commitTurn, type LoadedTurn, replyMessage, type TurnDeps } from "./turn.js";
+import { type CommitResult, commitTurn } from "./commit.js";
+import type { TurnDeps } from "./lease.js";
+import type { LoadedTurn } from "./load.js";
+import { replyMessage } from "./reply.js";
 
 /** How one API frames a streamed turn. Each method returns SSE text to send ("" for nothing). */
 export interface StreamDialect {
@@ -177,7 +180,11 @@ export async function streamTurn(input: StreamTurnInput): Promise<StreamTurnResu
   const committed: CommitResult =
     input.persist === false
       ? "saved"
-      : await commitTurn(turn, input.sessionId, input.userId, toCommit, input.fence, {
+      : await commitTurn(turn, {
+          sessionId: input.sessionId,
+          userId: input.userId,
+          messages: toCommit,
+          fence: input.fence,
           session: loaded.session,
           operationId: input.operationId,
           reconciled: loaded.reconciled,

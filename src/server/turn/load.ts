@@ -1,25 +1,17 @@
 /**
- * The steps of one proxied turn that do not touch HTTP: which messages of a request are new, loading
- * the context (degrading to the request alone when the store is down), and committing the turn
- * (degrading to "not saved"). The decisions to degrade are made here, logged and reported.
+ * Loading a proxied turn: which messages of a request are new, and the context sent upstream
+ * (degrading to the request alone when the store is down). The decision to degrade is made here,
+ * logged and reported.
  */
-import type { FastifyBaseLogger } from "fastify";
-import { isOutcomeUnknown, isStoreRefusal, isThreadkeepError, ThreadkeepError } from "../core/errors.js";
-import type { Memory, PreloadedTurn } from "../core/memory.js";
-import { isHiddenCarrier } from "../core/items/index.js";
-import { toChatMessage } from "../core/messages.js";
-import { afterLastAnswer, type ClientMode, type ReconcilePlan, readRequest, readStoredView, sameMessage, viewFromWindow } from "../core/reconcile.js";
-import type { ChatMessage, MessageInput, Session } from "../core/types.js";
-import { ragQueryOf } from "./front-ends/rag.js";
-import type { ServerMetrics } from "./metrics.js";
-import { secondsSince } from "./metrics.js";
-
-/** What a turn needs from the server. */
-export interface TurnDeps {
-  memory: Memory;
-  metrics: ServerMetrics;
-  log: FastifyBaseLogger;
-}
+import { isThreadkeepError } from "../../core/errors.js";
+import type { PreloadedTurn } from "../../core/memory.js";
+import { isHiddenCarrier } from "../../core/items/index.js";
+import { toChatMessage } from "../../core/messages.js";
+import { afterLastAnswer, type ClientMode, type ReconcilePlan, readRequest, readStoredView, sameMessage, viewFromWindow } from "../../core/reconcile.js";
+import type { ChatMessage, MessageInput, Session } from "../../core/types.js";
+import { ragQueryOf } from "../front-ends/rag.js";
+import { secondsSince } from "../metrics.js";
+import type { TurnDeps } from "./lease.js";
 
 /** A request's messages, sorted by what threadkeep does with them. */
 export interface SplitMessages {
@@ -196,141 +188,4 @@ export async function loadTurn(deps: TurnDeps, options: LoadTurnOptions): Promis
   } finally {
     deps.metrics.storeLoadSeconds.observe(secondsSince(start));
   }
-}
-
-/**
- * How a commit ended: stored; `not-saved` (refused, or the store was down before the write); or
- * `save-unconfirmed` (the write was sent but its answer lost: it may have been stored).
- */
-export type CommitResult = "saved" | "not-saved" | "save-unconfirmed";
-
-/** What a commit knows of its turn. */
-export interface CommitContext {
-  /** The session record resolved this turn (saves a read). */
-  session?: Session;
-  /** From an `Idempotency-Key`: a retry stores the turn at most once. */
-  operationId?: string;
-  /** How the request was read: appended, or replacing a tail kept as a branch. */
-  reconciled?: ReconcilePlan;
-  /** The commit is the turn's last store call: it may release the lease in the same round trip. */
-  last?: boolean;
-}
-
-/**
- * Stores a turn in one append; with `operationId` (from an `Idempotency-Key`) a retry stores it at
- * most once. Failures are logged and counted, and reported in the result, never thrown.
- */
-export async function commitTurn(
-  deps: TurnDeps,
-  sessionId: string,
-  userId: string,
-  messages: MessageInput[],
-  fence: number | undefined,
-  context: CommitContext = {},
-): Promise<CommitResult> {
-  const { session, operationId, reconciled } = context;
-  const start = performance.now();
-  try {
-    // A metadata write (the client's first seq moved) follows the append: the lease is released after it.
-    const releaseLease = context.last && !reconciled?.metadata;
-    const options = { userId, fence, session, operationId, branch: reconciled?.branch, releaseLease };
-    if (reconciled?.replaceAfter !== undefined) await deps.memory.replaceAfter(sessionId, reconciled.replaceAfter, messages, options);
-    else await deps.memory.addMessages(sessionId, messages, options);
-    if (reconciled?.metadata) await deps.memory.updateSessionMetadata(sessionId, reconciled.metadata, { userId });
-    return "saved";
-  } catch (error) {
-    // An attempt of this idempotent request on another process committed already: stored once.
-    if (operationId && isThreadkeepError(error, "operation_conflict")) return "saved";
-    // The reply is already paid for: the client still gets it, told honestly what became of it.
-    if (isOutcomeUnknown(error)) {
-      deps.log.warn({ err: error, sessionId }, "saving the turn got no answer; it may or may not be stored");
-      deps.metrics.error("save_unconfirmed");
-      return "save-unconfirmed";
-    }
-    deps.log.warn({ err: error, sessionId }, "could not save the turn; the reply is returned unsaved");
-    deps.metrics.error("not_saved");
-    return "not-saved";
-  } finally {
-    deps.metrics.commitSeconds.observe(secondsSince(start));
-  }
-}
-
-/**
- * Runs `fn` holding the session's turn lease, so turns of one session run in arrival order. When the
- * lease cannot be taken because the store is down, the turn still runs (unordered), as it does for
- * loading and saving; when the store refuses the lease statement (not an outage: its database needs
- * fixing) the turn fails with `store_misconfigured` (503). With `preloadFor` (the caller's user id) the turn's context is read with the
- * lease, in one round trip where the store allows, and handed to `fn`.
- */
-export async function withTurnLease<T>(
-  deps: TurnDeps,
-  sessionId: string,
-  fn: (fence: number | undefined, preloaded?: PreloadedTurn) => Promise<T>,
-  preloadFor?: string,
-): Promise<T> {
-  let entered = false;
-  const run = (options: { preload?: boolean; userId?: string }) =>
-    deps.memory.runTurn(
-      sessionId,
-      (lease, preloaded) => {
-        entered = true;
-        return fn(lease.fence, preloaded);
-      },
-      options,
-    );
-  try {
-    if (preloadFor === undefined) return await run({});
-    try {
-      return await run({ preload: true, userId: preloadFor });
-    } catch (error) {
-      // Stored data that cannot be read costs the turn its history, not its place in line: take the
-      // lease alone, and let loading the context degrade as it does for every unreadable read.
-      if (entered || !isThreadkeepError(error, "store_corrupt")) throw error;
-      return await run({});
-    }
-  } catch (error) {
-    if (entered) throw error;
-    // An outage costs the turn its order; a database that refuses the lease statement (a missing
-    // column, a permission) would cost every turn its order, silently: fail the turn instead (503,
-    // logged with the SQL error and counted by the error handler), before any model call.
-    if (isStoreRefusal(error)) {
-      throw new ThreadkeepError("store_misconfigured", `The turn could not take its lease: ${error.message}. The store's database needs fixing.`, { cause: error });
-    }
-    if (!isThreadkeepError(error, "store_unavailable")) throw error;
-    deps.log.warn(
-      { err: error, sessionId },
-      "store unavailable while taking the turn lease; running the turn without it",
-    );
-    return fn(undefined);
-  }
-}
-
-/** Fields of an upstream reply worth keeping; e.g. `reasoning_content` is left out, as some APIs refuse it back. */
-const KEPT_FIELDS = ["name", "refusal", "function_call", "audio"] as const;
-
-/** The assistant message to store from an upstream reply (null when it has none). */
-export function replyMessage(
-  message: unknown,
-  extra: { model?: string; finishReason?: string | null } = {},
-): MessageInput | null {
-  if (!message || typeof message !== "object") return null;
-  const source = message as Record<string, unknown>;
-  const content = source.content;
-  const stored: MessageInput = {
-    role: "assistant",
-    content:
-      typeof content === "string" || Array.isArray(content) ? (content as MessageInput["content"]) : null,
-  };
-  if (Array.isArray(source.tool_calls) && source.tool_calls.length > 0)
-    stored.tool_calls = source.tool_calls as MessageInput["tool_calls"];
-  for (const field of KEPT_FIELDS) {
-    if (source[field] !== undefined && source[field] !== null)
-      (stored as Record<string, unknown>)[field] = source[field];
-  }
-  if (stored.content === null && !stored.tool_calls) stored.content = "";
-  const metadata: Record<string, unknown> = {};
-  if (extra.model) metadata.model = extra.model;
-  if (extra.finishReason) metadata.finishReason = extra.finishReason;
-  if (Object.keys(metadata).length > 0) stored.metadata = metadata;
-  return stored;
 }

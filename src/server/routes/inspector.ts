@@ -8,8 +8,8 @@ import { createHash } from "node:crypto";
 import { readdir, readFile } from "node:fs/promises";
 import type { FastifyInstance, FastifyReply } from "fastify";
 
-/** Where the page's files are, next to this module in src/ and in dist/. */
-const UI_DIR = new URL("./ui/", import.meta.url);
+/** Where the page's files are, server/ui beside routes/, in src/ and in dist/. */
+const UI_DIR = new URL("../ui/", import.meta.url);
 
 const TYPES: Record<string, string> = {
   ".html": "text/html; charset=utf-8",

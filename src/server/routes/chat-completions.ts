@@ -6,19 +6,14 @@
  */
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { ThreadkeepError } from "../core/errors.js";
-import { validateMessages } from "../core/messages.js";
-import type { ChatMessage } from "../core/types.js";
+import { ThreadkeepError } from "../../core/errors.js";
+import { validateMessages } from "../../core/messages.js";
+import type { ChatMessage } from "../../core/types.js";
 import { parseBody } from "./_validate.js";
-import { clientHintOf, passThrough, sessionTargetOf, sideRequestOf } from "./front-ends/index.js";
-import { runIdempotentTurn, SESSION_HEADER, type TurnDialect, type TurnRouteDeps } from "./run-turn.js";
-import { chatStreamDialect } from "./stream.js";
-import { replyMessage } from "./turn.js";
-
-export { SESSION_HEADER, WARNING_HEADER } from "./run-turn.js";
-
-/** What the chat route needs. */
-export type ProxyDeps = TurnRouteDeps;
+import { clientHintOf, passThrough, sessionTargetOf, sideRequestOf } from "../front-ends/index.js";
+import { runIdempotentTurn, SESSION_HEADER, type TurnDialect, type TurnRouteDeps } from "../turn/run.js";
+import { chatStreamDialect } from "../turn/stream.js";
+import { replyMessage } from "../turn/reply.js";
 
 const ChatBody = z.looseObject({
   messages: z.array(z.unknown()).min(1, "at least one message is required"),
@@ -60,7 +55,7 @@ function chatDialect(chat: ChatRequest, defaultModel: string | undefined, client
 }
 
 /** Adds POST /v1/chat/completions. */
-export function registerProxy(app: FastifyInstance, deps: ProxyDeps): void {
+export function registerChatCompletionRoutes(app: FastifyInstance, deps: TurnRouteDeps): void {
   app.post("/v1/chat/completions", async (request, reply) => {
     const target = sessionTargetOf(request.headers, deps.sessionHeaders);
     if (target.kind === "session") reply.header(SESSION_HEADER, target.id);

@@ -3,8 +3,8 @@
  * `last_id`, `has_more`, paged by `after` / `limit` / `order`) and their "not found" errors.
  */
 import { z } from "zod";
-import { isThreadkeepError, ThreadkeepError } from "../core/errors.js";
-import type { Item } from "../core/items/index.js";
+import { isThreadkeepError, ThreadkeepError } from "../../core/errors.js";
+import type { Item } from "../../core/items/index.js";
 import { parseBody } from "./_validate.js";
 
 const PageQuery = z.object({

@@ -5,12 +5,12 @@
  */
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import type { Memory } from "../core/memory.js";
-import { bundleLines, headerLine } from "../cli/_jsonl-format.js";
-import { readSessionBundle } from "../cli/_session-copy.js";
+import type { Memory } from "../../core/memory.js";
+import { bundleLines, headerLine } from "../../cli/_jsonl-format.js";
+import { readSessionBundle } from "../../cli/_session-copy.js";
 import { parseBody } from "./_validate.js";
-import type { ServerMetrics } from "./metrics.js";
-import { withTurnLease } from "./turn.js";
+import type { ServerMetrics } from "../metrics.js";
+import { withTurnLease } from "../turn/lease.js";
 
 type IdParams = { Params: { id: string } };
 

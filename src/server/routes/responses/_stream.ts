@@ -6,11 +6,11 @@
  * `response.completed` once the turn is stored (`error` + `response.failed` when the upstream
  * broke off). Every event carries its `sequence_number`.
  */
-import { type Item, newItemId } from "../core/items/index.js";
-import type { MessageInput } from "../core/types.js";
-import type { StreamAccumulator, StreamEvent } from "../llm/openai-compatible.js";
-import { outputMessages, type ResponseMeta, responseObject, type ResponseUsage, statusOf, usageOf } from "./responses-object.js";
-import { type StreamDialect, type StreamEnd, saveWarningLine } from "./stream.js";
+import { type Item, newItemId } from "../../../core/items/index.js";
+import type { MessageInput } from "../../../core/types.js";
+import type { StreamAccumulator, StreamEvent } from "../../../llm/openai-compatible.js";
+import { outputMessages, type ResponseMeta, responseObject, type ResponseUsage, statusOf, usageOf } from "./_object.js";
+import { type StreamDialect, type StreamEnd, saveWarningLine } from "../../turn/stream.js";
 
 interface OpenText {
   kind: "text";

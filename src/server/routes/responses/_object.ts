@@ -2,9 +2,9 @@
  * The `response` object of the Responses API: built from the upstream's chat reply when a turn
  * completes, and again from what was stored when a client fetches it later.
  */
-import { conversationIdOf, type Item, itemsToMessages, newItemId, RESPONSE_KEY, type StoredResponse } from "../core/items/index.js";
-import type { MessageInput } from "../core/types.js";
-import type { ResponseEcho } from "./responses-request.js";
+import { conversationIdOf, type Item, itemsToMessages, newItemId, RESPONSE_KEY, type StoredResponse } from "../../../core/items/index.js";
+import type { MessageInput } from "../../../core/types.js";
+import type { ResponseEcho } from "./_request.js";
 
 /** The usage block of a response. */
 export interface ResponseUsage {

@@ -1,5 +1,5 @@
 /** The OpenAPI paths of the service endpoints: health, readiness, metrics, the inspector page and this document. */
-import { error, ok, sessionId } from "./_openapi-schemas.js";
+import { error, ok, sessionId } from "./_schemas.js";
 
 const inspectorPage = {
   summary: "The inspector web page (static; it reads the API with the key the user enters)",

@@ -5,9 +5,9 @@
  * What a chat model cannot do (hosted tools, background runs, stored prompts) is a 400 that says so.
  */
 import { z } from "zod";
-import { ThreadkeepError } from "../core/errors.js";
-import { type Item, normalizeInput, sessionOfConversation } from "../core/items/index.js";
-import { parseBody } from "./_validate.js";
+import { ThreadkeepError } from "../../../core/errors.js";
+import { type Item, normalizeInput, sessionOfConversation } from "../../../core/items/index.js";
+import { parseBody } from "../_validate.js";
 
 const Metadata = z.record(z.string(), z.string().max(512)).refine((m) => Object.keys(m).length <= 16, "at most 16 keys");
 

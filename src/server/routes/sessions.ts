@@ -4,15 +4,15 @@
  */
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { parseContextPreferences } from "../core/context/preferences.js";
-import type { ContextPreferences } from "../core/context/types.js";
-import { parseConversationState } from "../core/state/conversation.js";
-import type { Memory } from "../core/memory.js";
+import { parseContextPreferences } from "../../core/context/preferences.js";
+import type { ContextPreferences } from "../../core/context/types.js";
+import { parseConversationState } from "../../core/state/conversation.js";
+import type { Memory } from "../../core/memory.js";
 import { parseBody } from "./_validate.js";
 import { SearchParams } from "./search.js";
-import type { ServerMetrics } from "./metrics.js";
+import type { ServerMetrics } from "../metrics.js";
 import { sessionOverviews } from "./_session-overview.js";
-import { type TurnDeps, withTurnLease } from "./turn.js";
+import { type TurnDeps, withTurnLease } from "../turn/lease.js";
 
 type IdParams = { Params: { id: string } };
 

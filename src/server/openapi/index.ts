@@ -3,12 +3,12 @@
  * routes validate with zod, and this document says the same in a form tools understand.
  */
 
-import { branchesPaths } from "./_openapi-branches.js";
-import { chatPaths } from "./_openapi-chat.js";
-import { responsesPaths } from "./_openapi-responses.js";
-import { ok, schemas } from "./_openapi-schemas.js";
-import { servicePaths } from "./_openapi-service.js";
-import { sessionsPaths } from "./_openapi-sessions.js";
+import { branchesPaths } from "./_branches.js";
+import { chatPaths } from "./_chat.js";
+import { responsesPaths } from "./_responses.js";
+import { ok, schemas } from "./_schemas.js";
+import { servicePaths } from "./_service.js";
+import { sessionsPaths } from "./_sessions.js";
 
 /** The OpenAPI document of the threadkeep server. */
 export const openApiDocument = {

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
-import { ThreadkeepError } from "../core/errors.js";
-import type { MessageInput } from "../core/types.js";
-import type { ReconcilePlan } from "../core/reconcile.js";
+import { ThreadkeepError } from "../../core/errors.js";
+import type { MessageInput } from "../../core/types.js";
+import type { ReconcilePlan } from "../../core/reconcile.js";
 
 /** A finished turn's answer, kept to replay for a retry with the same `Idempotency-Key`. */
 export type TurnOutcome = (

@@ -3,7 +3,7 @@
  * the schemas here name the fields threadkeep reads; the full shapes are those of the `openai`
  * package's `resources/responses`, `resources/conversations` and `resources/models`.
  */
-import { body, error, json, ok, operations } from "./_openapi-schemas.js";
+import { body, error, json, ok, operations } from "./_schemas.js";
 
 const failures = {
   "400": error("Invalid request: the `param` names the field (`invalid_request`)"),

@@ -1,5 +1,5 @@
 /** The OpenAPI paths of the branches API (/v1/sessions/{id}/branches). */
-import { ref } from "./_openapi-schemas.js";
+import { ref } from "./_schemas.js";
 
 const json = (schema: unknown) => ({ "application/json": { schema } });
 const ok = (description: string, schema: unknown) => ({ description, content: json(schema) });

@@ -3,12 +3,12 @@
  * `GET` / `DELETE /v1/responses/{id}`, `GET /v1/responses/{id}/input_items`. A response lives in a
  * session: the `conversation`'s, its `previous_response_id`'s (a fork of it when that response is not
  * the latest of its session, or was made in a conversation), the one its headers name (as for chat
- * completions), or a new one. The turn itself is the chat proxy's (run-turn.ts); a temporary chat or
+ * completions), or a new one. The turn itself is the chat proxy's (turn/run.ts); a temporary chat or
  * a front-end's side request is answered without a session.
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { ThreadkeepError } from "../core/errors.js";
-import { newSessionId } from "../core/ids.js";
+import { ThreadkeepError } from "../../../core/errors.js";
+import { newSessionId } from "../../../core/ids.js";
 import {
   type FoundResponse,
   findResponse,
@@ -20,17 +20,17 @@ import {
   RESPONSE_KEY,
   sessionOfResponse,
   type StoredResponse,
-} from "../core/items/index.js";
-import type { Memory } from "../core/memory.js";
-import { toChatMessage } from "../core/messages.js";
-import type { ChatMessage } from "../core/types.js";
-import type { PlannedTurn } from "./turn.js";
-import { notFound, orNotFound, pageOf } from "./_item-pages.js";
-import { clientHintOf, passThrough, sessionTargetOf, sideRequestOf } from "./front-ends/index.js";
-import { outputItems, outputMessages, type ResponseMeta, responseObject, statusOf, storedResponseObject, usageOf } from "./responses-object.js";
-import { parseResponsesRequest, type ResponsesRequest } from "./responses-request.js";
-import { ResponsesStream } from "./responses-stream.js";
-import { runIdempotentTurn, type TurnDialect, type TurnRouteDeps } from "./run-turn.js";
+} from "../../../core/items/index.js";
+import type { Memory } from "../../../core/memory.js";
+import { toChatMessage } from "../../../core/messages.js";
+import type { ChatMessage } from "../../../core/types.js";
+import type { PlannedTurn } from "../../turn/load.js";
+import { notFound, orNotFound, pageOf } from "../_item-pages.js";
+import { clientHintOf, passThrough, sessionTargetOf, sideRequestOf } from "../../front-ends/index.js";
+import { outputItems, outputMessages, type ResponseMeta, responseObject, statusOf, storedResponseObject, usageOf } from "./_object.js";
+import { parseResponsesRequest, type ResponsesRequest } from "./_request.js";
+import { ResponsesStream } from "./_stream.js";
+import { runIdempotentTurn, type TurnDialect, type TurnRouteDeps } from "../../turn/run.js";
 
 type IdParams = { Params: { id: string } };
 

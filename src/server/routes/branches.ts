@@ -5,11 +5,11 @@
  */
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import type { Memory } from "../core/memory.js";
-import type { Branch } from "../core/types.js";
+import type { Memory } from "../../core/memory.js";
+import type { Branch } from "../../core/types.js";
 import { parseBody } from "./_validate.js";
-import type { ServerMetrics } from "./metrics.js";
-import { type TurnDeps, withTurnLease } from "./turn.js";
+import type { ServerMetrics } from "../metrics.js";
+import { type TurnDeps, withTurnLease } from "../turn/lease.js";
 
 type BranchParams = { Params: { id: string; branchId: string } };
 

@@ -1,5 +1,5 @@
 /** The OpenAPI path of the OpenAI-compatible chat endpoint (/v1/chat/completions). */
-import { body, error, json, operations, ref, sessionFailures } from "./_openapi-schemas.js";
+import { body, error, json, operations, ref, sessionFailures } from "./_schemas.js";
 
 const op = operations(sessionFailures);
 

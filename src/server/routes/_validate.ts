@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { ThreadkeepError } from "../core/errors.js";
+import { ThreadkeepError } from "../../core/errors.js";
 
 /**
  * Parses a request body or query with a zod schema.

@@ -5,15 +5,17 @@
  * becomes messages and how the reply goes back.
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { Memory } from "../core/memory.js";
-import type { ClientMode } from "../core/reconcile.js";
-import type { ChatMessage, MessageInput } from "../core/types.js";
-import { type Upstream, UpstreamError, upstreamText } from "../llm/openai-compatible.js";
+import type { Memory } from "../../core/memory.js";
+import type { ClientMode } from "../../core/reconcile.js";
+import type { ChatMessage, MessageInput } from "../../core/types.js";
+import { type Upstream, UpstreamError, upstreamText } from "../../llm/openai-compatible.js";
 import { committedCompletion, markCommitted, operationIdOf } from "./_idempotent-commit.js";
 import { fingerprintOf, type IdempotencyCache, type TurnOutcome } from "./idempotency.js";
-import { secondsSince, type ServerMetrics } from "./metrics.js";
+import { secondsSince, type ServerMetrics } from "../metrics.js";
 import { saveWarningLine, type StreamDialect, streamTurn } from "./stream.js";
-import { type CommitResult, commitTurn, type LoadedTurn, loadTurn, type PlannedTurn, type TurnDeps, withTurnLease } from "./turn.js";
+import { type CommitResult, commitTurn } from "./commit.js";
+import { type TurnDeps, withTurnLease } from "./lease.js";
+import { type LoadedTurn, loadTurn, type PlannedTurn } from "./load.js";
 
 /** The header that carries the session id, both ways. */
 export const SESSION_HEADER = "x-session-id";
@@ -88,7 +90,7 @@ export async function runIdempotentTurn(
 ): Promise<FastifyReply> {
   const key = headerValue(request.headers["idempotency-key"]);
   if (!key) {
-    await runTurn(deps, request, reply, turn.sessionId, turn.dialect, false);
+    await runProxiedTurn(deps, { request, reply, sessionId: turn.sessionId, dialect: turn.dialect });
     return reply;
   }
   // The in-process cache replays a retry on this process; the operation id, one on another process.
@@ -101,7 +103,7 @@ export async function runIdempotentTurn(
   }
   let outcome: TurnOutcome | undefined;
   try {
-    outcome = await runTurn(deps, request, reply, turn.sessionId, turn.dialect, true, operationId);
+    outcome = await runProxiedTurn(deps, { request, reply, sessionId: turn.sessionId, dialect: turn.dialect, record: true, operationId });
   } finally {
     ticket.settle(outcome);
   }
@@ -124,7 +126,7 @@ async function confirmSave(
   if (!unconfirmed) return;
   const turn: TurnDeps = { memory: deps.memory, metrics: deps.metrics, log: request.log };
   const committed = await withTurnLease(turn, sessionId, (fence) =>
-    commitTurn(turn, sessionId, request.userId, unconfirmed.messages, fence, { operationId, reconciled: unconfirmed.reconciled, last: true }),
+    commitTurn(turn, { sessionId, userId: request.userId, messages: unconfirmed.messages, fence, operationId, reconciled: unconfirmed.reconciled, last: true }),
   );
   if (committed !== "saved" || outcome.unconfirmed !== unconfirmed) return;
   outcome.unconfirmed = undefined;
@@ -138,19 +140,26 @@ async function confirmSave(
   }
 }
 
+/** What {@link runProxiedTurn} runs. */
+export interface ProxiedTurnOptions {
+  request: FastifyRequest;
+  reply: FastifyReply;
+  sessionId: string;
+  dialect: TurnDialect;
+  /** Keep what is sent, for an idempotent replay. @default false */
+  record?: boolean;
+  /** The store operation id of the request's Idempotency-Key, so a retry elsewhere stores nothing twice. */
+  operationId?: string;
+}
+
 /**
- * One turn under the session's lease. Answers the client itself and returns what it sent (for
- * idempotent replay) when the turn succeeded.
+ * One proxied turn under the session's lease (not `Memory.runTurn`, which only holds the lease: this
+ * is the whole HTTP turn). Answers the client itself and returns what it sent (for idempotent
+ * replay) when the turn succeeded.
  */
-export async function runTurn(
-  deps: TurnRouteDeps,
-  request: FastifyRequest,
-  reply: FastifyReply,
-  sessionId: string,
-  dialect: TurnDialect,
-  record: boolean,
-  operationId?: string,
-): Promise<TurnOutcome | undefined> {
+export async function runProxiedTurn(deps: TurnRouteDeps, options: ProxiedTurnOptions): Promise<TurnOutcome | undefined> {
+  const { request, reply, sessionId, dialect, operationId } = options;
+  const record = options.record ?? false;
   const upstream = deps.upstream as Upstream;
   const turn: TurnDeps = { memory: deps.memory, metrics: deps.metrics, log: request.log };
   const userId = request.userId;
@@ -213,7 +222,7 @@ export async function runTurn(
         const committed: CommitResult =
           dialect.persist === false
             ? "saved"
-            : await commitTurn(turn, sessionId, userId, messages, fence, { session: loaded.session, operationId, reconciled: loaded.reconciled, last: true });
+            : await commitTurn(turn, { sessionId, userId, messages, fence, session: loaded.session, operationId, reconciled: loaded.reconciled, last: true });
         if (committed !== "saved") addWarning(headers, committed);
         outcomeLabel = committed === "saved" ? "ok" : committed.replace("-", "_");
         // A dialect that answers with the upstream's reply unchanged sends its bytes as they came

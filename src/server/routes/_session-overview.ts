@@ -1,6 +1,6 @@
 /** What a list of sessions shows about each one besides its record: a title and a message count. */
-import { contentText } from "../core/messages.js";
-import type { Session, SessionStore } from "../core/types.js";
+import { contentText } from "../../core/messages.js";
+import type { Session, SessionStore } from "../../core/types.js";
 
 /** Longest title, in characters. */
 const TITLE_LENGTH = 120;

@@ -156,7 +156,7 @@ export async function measureSubjects(scale: Scale, subjects: Subject[]): Promis
       // Each subject appends to sessions of its own: on a store that two subjects share, the second
       // would otherwise append to the sessions the first just appended to, a pattern of its own (on
       // SQLite at 1M messages, an append next to a row just inserted writes ~3.4 pages of log
-      // instead of ~2: docs/BENCHMARKS.md, "SQLite: one page an append").
+      // instead of ~2: docs/decisions/0001-sqlite-schema.md).
       const appendRandom = seededRandom(100 + round + 1_000 * k);
       const offset = 1_000_000 + round * APPENDS;
       appends[k].push(

@@ -127,7 +127,7 @@ async function main(): Promise<void> {
   // A pool of one: the turn's statements are sequential, and the store sends them to its `main`
   // connection whatever the pool's size; one connection makes its backend the one to read. The
   // background search-index drain is put off (it would land on that connection, inside some turn's
-  // figures): it is per-message work measured by bench/postgres-append.ts.
+  // figures): it is per-message work, not part of the turn.
   const settings = { schema, poolSize: 1, searchIndexDelayMs: 3_600_000 };
   const store = createPostgresStore({ url: URL_, ...settings });
   const ceiling = createPostgresStore({ url: asyncUrl.toString(), ...settings });

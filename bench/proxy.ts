@@ -36,7 +36,7 @@ const WARMUP_TURNS = QUICK ? 200 : 1000;
  * Turns of each API at 100 sessions before those rows are measured: the server's JIT compiler is
  * still busy through the first few thousand turns at that concurrency (measured: the first 2,000 cost
  * about twice the CPU per turn of the later ones, and on a slower 2-vCPU VM the CPU per turn settles
- * only after ~8,000 turns: bench/_cpu-probe.ts windows), which a long-running server pays once.
+ * only after ~8,000 turns), which a long-running server pays once.
  * `BENCH_PROXY_WARM=<turns>` sets it; `BENCH_PROXY_WARM=0` skips it (the bench as it was before
  * 2026-11-23; 2,000 quick / 5,000 full until the fifth session's end).
  */

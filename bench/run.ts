@@ -1,7 +1,8 @@
 /**
  * Runs every benchmark script in bench/ one after another, each in its own Node process (so one
  * script's heap does not slow the next), skipping this runner and `_`-prefixed helpers.
- * `npm run bench -- store` runs only the scripts whose names contain one of the arguments.
+ * `npm run bench -- store` runs only the scripts whose names contain one of the arguments. What each
+ * script answers, and its latest figures: docs/benchmarks.md.
  */
 import { spawnSync } from "node:child_process";
 import { readdirSync } from "node:fs";

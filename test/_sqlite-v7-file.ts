@@ -1,8 +1,7 @@
 /**
  * Writes a SQLite file at schema v7 (search text in `message_text`, a full-text queue in
- * `fts_pending`), as a process of that version left it, for the upgrade tests and
- * bench/sqlite-search-backlog.ts: the current store opening it leaves every message waiting for the
- * full-text index.
+ * `fts_pending`), as a process of that version left it, for the upgrade tests: the current store
+ * opening it leaves every message waiting for the full-text index.
  */
 import type Database from "better-sqlite3";
 import { openSqliteDatabase } from "../src/stores/sqlite/_schema.js";

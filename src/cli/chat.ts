@@ -5,6 +5,7 @@
  */
 import { createInterface } from "node:readline";
 import type { Command } from "commander";
+import { describeCommand } from "./_commands.js";
 import { isThreadkeepError, ThreadkeepError } from "../core/errors.js";
 import { newSessionId, parseSessionId } from "../core/ids.js";
 import type { Memory } from "../core/memory.js";
@@ -233,9 +234,7 @@ export function startChat(options: ChatOptions): ChatController {
 export function register(program: Command): void {
   const command = program
     .command("chat")
-    .description(
-      "Chat with an OpenAI-compatible model, the conversation kept in the store; /help lists the slash commands",
-    )
+    .description(describeCommand("chat"))
     .option("--resume", "continue the most recently active session")
     .option("--session <id>", "continue (or start) the session with this id")
     .option("--user <id>", 'owner of the sessions (env THREADKEEP_USER; default "default")')

@@ -6,6 +6,7 @@ import { once } from "node:events";
 import { createReadStream, createWriteStream, existsSync } from "node:fs";
 import { createInterface } from "node:readline";
 import type { Command } from "commander";
+import { describeCommand } from "./_commands.js";
 import { ThreadkeepError } from "../core/errors.js";
 import { type ExportSelection, exportSessions } from "../transfer/export.js";
 import { importSessions } from "../transfer/import.js";
@@ -44,7 +45,7 @@ function fileLines(file: string): () => AsyncIterable<string> | Iterable<string>
 export function register(program: Command): void {
   const exportCommand = program
     .command("export")
-    .description("Write sessions as JSONL: sessions, messages, summaries and state (format in docs/cli.md)")
+    .description(describeCommand("export"))
     .option("--session <id>", "export one session")
     .option("--user <id>", "export one owner's sessions")
     .option("--all", "export every session (the default)")
@@ -82,9 +83,7 @@ export function register(program: Command): void {
 
   const importCommand = program
     .command("import")
-    .description(
-      "Read sessions from a threadkeep JSONL export; importing the same file again changes nothing",
-    )
+    .description(describeCommand("import"))
     .argument("<file>", "export file, or - for standard input")
     .option("--strict", "check the whole file first and import nothing if any line is bad");
   addStoreUrlOption(importCommand)

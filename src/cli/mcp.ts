@@ -4,6 +4,7 @@
  */
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import type { Command } from "commander";
+import { describeCommand } from "./_commands.js";
 import { createMemory } from "../create-memory.js";
 import { createMcpServer } from "../server/mcp/tools.js";
 import { addStoreUrlOption } from "./_store.js";
@@ -39,7 +40,7 @@ export function register(program: Command): void {
   addStoreUrlOption(
     program
       .command("mcp")
-      .description("Serve the sessions to an MCP client over stdio (tools: list, read, search, recall, context, state)")
+      .description(describeCommand("mcp"))
       .option("--user <id>", "the user whose sessions the tools see (env THREADKEEP_USER; default \"default\")"),
   )
     .addHelpText(

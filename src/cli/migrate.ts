@@ -3,6 +3,7 @@
  * progress bar; Ctrl-C stops after the sessions in flight, so running it again finishes the copy.
  */
 import type { Command } from "commander";
+import { describeCommand } from "./_commands.js";
 import { ThreadkeepError } from "../core/errors.js";
 import { parsePositiveInt } from "../core/policies.js";
 import type { SessionStore } from "../core/types.js";
@@ -20,9 +21,7 @@ function sameStore(from: string, to: string): boolean {
 export function register(program: Command): void {
   program
     .command("migrate")
-    .description(
-      "Copy every session between two stores (e.g. the SQLite file to PostgreSQL); safe to interrupt and re-run",
-    )
+    .description(describeCommand("migrate"))
     .requiredOption(
       "--from <url>",
       "source store URL (memory:, file:<dir>, sqlite:<path>, postgres://…, redis://…)",

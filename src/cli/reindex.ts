@@ -4,6 +4,7 @@
  * with a progress bar like migrate's on standard error.
  */
 import type { Command } from "commander";
+import { describeCommand } from "./_commands.js";
 import { iterateAllSessions } from "../core/enumerate.js";
 import { createMemory } from "../create-memory.js";
 import { addEmbeddingOptions, embedderFor, type RecallFlags, resolveRecallConfig } from "./_recall-options.js";
@@ -44,7 +45,7 @@ export function register(program: Command): void {
     addEmbeddingOptions(
       program
         .command("reindex")
-        .description("Embed every stored message that lacks a vector of the embedding model (progress on standard error)")
+        .description(describeCommand("reindex"))
         .option("--upstream <url>", "OpenAI-compatible base URL that serves the embedding model (env THREADKEEP_UPSTREAM_URL)")
         .option("--upstream-key <key>", "API key for the upstream (env THREADKEEP_UPSTREAM_API_KEY)"),
     ),

@@ -3,6 +3,7 @@
  * same search as GET /v1/search and the chat's /search).
  */
 import type { Command } from "commander";
+import { describeCommand } from "./_commands.js";
 import { ThreadkeepError } from "../core/errors.js";
 import { createMemory } from "../create-memory.js";
 import { parsePositiveInt } from "../core/policies.js";
@@ -54,7 +55,7 @@ export function register(program: Command): void {
   addStoreUrlOption(
     addEmbeddingOptions(program
       .command("search")
-      .description("Search one owner's messages across their sessions (best first for semantic and hybrid)")
+      .description(describeCommand("search"))
       .argument("<text>", "what to find")
       .option("--user <id>", "whose sessions (default: the default user)")
       .option("--session <id>", "only this session")

@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { describeCommand } from "./_commands.js";
 import { isStoreRefusal, isThreadkeepError, ThreadkeepError } from "../core/errors.js";
 import { createUpstream } from "../llm/openai-compatible.js";
 import { createServer, describeIdentity, isLoopbackHost, type ThreadkeepServer } from "../server/index.js";
@@ -99,7 +100,7 @@ export async function startServe(
 export function register(program: Command): void {
   const command = program
     .command("serve")
-    .description("Run the OpenAI-compatible memory proxy and the session API")
+    .description(describeCommand("serve"))
     .option("--host <host>", "address to listen on (env THREADKEEP_HOST; default 127.0.0.1)")
     .option("--port <n>", "port to listen on (env THREADKEEP_PORT; default 8787)")
     .option(

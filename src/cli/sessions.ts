@@ -3,6 +3,7 @@
  * terminal, tab-separated rows in a pipe, `--json` for scripts.
  */
 import type { Command } from "commander";
+import { describeCommand } from "./_commands.js";
 import { iterateAllSessions } from "../core/enumerate.js";
 import { SessionNotFoundError } from "../core/errors.js";
 import { parseSessionId } from "../core/ids.js";
@@ -157,7 +158,7 @@ async function prune(opts: {
 export function register(program: Command): void {
   const sessions = program
     .command("sessions")
-    .description("List, show, delete and prune stored sessions (table on a terminal, --json for scripts)");
+    .description(describeCommand("sessions"));
 
   addStoreUrlOption(
     sessions

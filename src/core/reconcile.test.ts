@@ -6,7 +6,9 @@ const u = (content: string): ChatMessage => ({ role: "user", content });
 const a = (content: string): ChatMessage => ({ role: "assistant", content });
 const call = (id: string, name = "lookup"): ChatMessage => ({ role: "assistant", content: null, tool_calls: [{ id, type: "function", function: { name, arguments: "{}" } }] });
 const result = (id: string, content = "42"): ChatMessage => ({ role: "tool", tool_call_id: id, content });
-const stored = (messages: ChatMessage[], firstSeq = 1): Message[] => messages.map((m, i) => ({ ...m, seq: firstSeq + i, createdAt: 0 }));
+/** Stored as the proxy stores a turn: the model's replies record their model. */
+const stored = (messages: ChatMessage[], firstSeq = 1): Message[] =>
+  messages.map((m, i) => ({ ...m, seq: firstSeq + i, createdAt: 0, ...(m.role === "assistant" ? { metadata: { model: "m" } } : {}) }));
 /** The whole line read. */
 const full = (messages: Message[]): Required<StoredView> => ({ first: messages[0], last: messages.at(-1)!, range: messages, tail: messages });
 /** Only the newest `k` messages known (a window that did not reach the start). */
@@ -75,6 +77,29 @@ describe("readRequest", () => {
     const compact: ChatMessage = { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "lookup", arguments: '{"days":2,"city":"Rome"}' } }] };
     expect(sameMessage(spaced, compact)).toBe(true);
     expect(sameMessage(spaced, { ...compact, tool_calls: [{ ...compact.tool_calls![0], function: { name: "lookup", arguments: '{"city":"Oslo","days":2}' } }] })).toBe(false);
+  });
+
+  it("takes no fixed preamble for evidence: a client's own assistant messages are not the model's answers", () => {
+    // A thin client that starts every request with a few-shot exchange (its first request was adopted).
+    const fewShot = [...stored([u("example question"), a("example answer"), u("q1")]).map(({ metadata: _m, ...m }) => m), ...stored([a("a1")], 4)];
+    expect(readRequest([u("example question"), a("example answer"), u("q2")], full(fewShot))).toMatchObject({ reading: "thin", toStore: [u("q2")] });
+    // A request without an assistant message is never read against the line's start.
+    expect(readRequest([u("context"), u("q1")], windowOf(line, 2))).toMatchObject({ reading: "thin", toStore: [u("context"), u("q1")] });
+  });
+
+  it("stores a retried tool-loop follow-up's results once", () => {
+    const done = stored([u("q1"), a("a1"), u("look"), call("c1"), result("c1"), a("done")]);
+    expect(readRequest([u("look"), call("c1"), result("c1")], full(done))).toMatchObject({ reading: "thin", toStore: [] });
+  });
+
+  it("aligns a declared client that trims its own window from where its first messages stand", () => {
+    const long = stored([u("q1"), a("a1"), u("q2"), a("a2"), u("q3"), a("a3")]);
+    const declared: ReadRequestOptions = { client: "whole-history" };
+    // Its last four messages and a new one.
+    expect(readRequest([u("q2"), a("a2"), u("q3"), a("a3"), u("q4")], full(long), declared)).toMatchObject({ reading: "continue", toStore: [u("q4")] });
+    // A regenerate and an edit from inside the line replace nothing before where it begins.
+    expect(readRequest([u("q2"), a("a2"), u("q3")], full(long), declared)).toMatchObject({ reading: "regenerate", replaceAfter: 5, toStore: [] });
+    expect(readRequest([u("q2"), a("a2"), u("q3 edited")], full(long), declared)).toMatchObject({ reading: "edit", replaceAfter: 4, toStore: [u("q3 edited")] });
   });
 
   it("needs two compared messages before replacing: the cap's dropped messages are no evidence", () => {

@@ -8,8 +8,8 @@
  *
  * The rule: every reading that keeps what is stored on the main line is tried first; a reading that
  * moves stored turns into a branch (regenerate, edit) is taken only on evidence — the request
- * reproduces the stored line from its start up to where it changes, or the client is declared (or
- * proven by its earlier requests) to send whole histories. Without evidence the turn is appended.
+ * reproduces the stored line from its start, including an answer the model gave, up to where it
+ * changes; or the client is declared to send whole histories. Without evidence the turn is appended.
  * docs/server.md ("How the server decides what is new") has the decision table.
  */
 import { contentText } from "./messages.js";
@@ -42,7 +42,7 @@ export const historyStart = (session?: Session): number => historyMeta(session?.
 
 /** What request reading decided for one request. */
 export interface ReconcilePlan {
-  /** How the request was read (for logs, metrics and tests). */
+  /** How the request was read (counted in `/metrics` as `threadkeep_request_readings_total`). */
   reading: RequestReadingKind;
   /** Replace what follows this seq with the turn (absent: append the turn). */
   replaceAfter?: number;
@@ -112,8 +112,9 @@ const sortKeys = (value: unknown): unknown =>
       : value;
 
 /**
- * What makes two messages the same turn to a client: role, text, tool calls (name, and arguments as
- * JSON values) and tool call id. Tool call ids are not compared: what matters is what was called.
+ * What makes two messages the same turn to a client: role, text, the tool calls' names and arguments
+ * (as JSON values; their ids are not compared: what matters is what was called) and a tool result's
+ * `tool_call_id`.
  */
 export function sameMessage(a: ChatMessage, b: ChatMessage): boolean {
   const calls = (m: ChatMessage) => JSON.stringify((m.tool_calls ?? []).map((c) => [c.function?.name, canonicalArguments(c.function?.arguments)]));
@@ -123,6 +124,13 @@ export function sameMessage(a: ChatMessage, b: ChatMessage): boolean {
 /** What follows the request's last assistant message: a thin client's new turn. */
 export const afterLastAnswer = (conversation: ChatMessage[]): ChatMessage[] =>
   conversation.slice(conversation.findLastIndex((m) => m.role === "assistant") + 1);
+
+/**
+ * An answer the model gave, as threadkeep stored it (every proxied reply records its model). A
+ * client's own assistant messages (few-shot examples, a greeting, an adopted history) are not: a
+ * request that reproduces only those proves nothing about a regenerate or an edit.
+ */
+const isModelReply = (m: Message | undefined) => m?.role === "assistant" && typeof m.metadata?.model === "string";
 
 /**
  * Reads a chat request against the stored main line. `conversation` is the request without system
@@ -141,9 +149,21 @@ export function readRequest(conversation: ChatMessage[], view: StoredView, optio
 
   // Nothing stored (a new or cleared session): the request's conversation is the history.
   if (view.last === undefined) return plan("new", { toStore: conversation }, {});
-  if (n === 0 || options.client === "thin") return plan("thin", { toStore: afterLastAnswer(conversation) });
+  if (n === 0 || options.client === "thin") return plan("thin", { toStore: newAfterAnswer(conversation, view.tail) });
+
   if (options.client === "whole-history") {
     if (!view.range) return undefined;
+    // A declared client that trims its own window begins inside the line: it is aligned from where
+    // its first two messages stand, and nothing before them is replaced.
+    const head = view.range.find((m) => m.seq === start);
+    if (n >= 2 && !(head && same(head, conversation[0]))) {
+      const anchor = anchorOf(conversation, view.tail, same);
+      if (anchor !== undefined) {
+        const matched = prefixMatch(conversation, view.tail, anchor, anchor, same);
+        if (anchor + matched - 1 >= last) return plan("continue", { toStore: conversation.slice(last + 1 - anchor) });
+        return replaceFrom(conversation, view as Required<StoredView>, anchor, matched, metadata, meta);
+      }
+    }
     return alignByPosition(conversation, view as Required<StoredView>, metadata, meta, same);
   }
 
@@ -157,18 +177,28 @@ export function readRequest(conversation: ChatMessage[], view: StoredView, optio
   // 2. It begins with the stored line's newest messages (a tool loop's follow-up): append the rest.
   const overlap = tailOverlap(conversation, view.tail, same);
   if (overlap > 0 && overlap < n) return plan("overlap", { toStore: conversation.slice(overlap) });
-  // 3. It reproduces at least two messages of the stored line from its start, then changes or stops:
-  // a regenerate or an edit. A lone message is never enough: a thin client may ask the same again,
-  // and a whole-history client's regenerate of the first answer or edit of the first message looks
-  // like a thin turn — those need the client declared.
-  if (n >= 2) {
+  // 3. It reproduces the stored line from its start, including an answer the model gave, then
+  // changes or stops: a regenerate or an edit. A lone message is never enough: a thin client may ask
+  // the same again, and a whole-history client's regenerate of the first answer or edit of the first
+  // message looks like a thin turn — those need the client declared. A request without an assistant
+  // message cannot reproduce an answer, and needs no read.
+  if (n >= 2 && conversation.some((m) => m.role === "assistant")) {
     if (!view.range) return undefined;
     const matched = prefixMatch(conversation, view.range, start, view.first!.seq, same);
-    const compared = matched - Math.max(0, view.first!.seq - start);
-    if (compared >= 2) return replaceFrom(conversation, view as Required<StoredView>, start, matched, metadata, meta);
+    const compared = view.range.filter((m) => m.seq >= view.first!.seq && m.seq < start + matched);
+    if (compared.length >= 2 && compared.some(isModelReply)) return replaceFrom(conversation, view as Required<StoredView>, start, matched, metadata, meta);
   }
   // 4. No evidence for anything else: what follows the request's last assistant message is new.
-  return plan("thin", { toStore: afterLastAnswer(conversation) });
+  return plan("thin", { toStore: newAfterAnswer(conversation, view.tail) });
+}
+
+/**
+ * A thin turn's new messages; tool results the stored line already holds (a retried tool-loop
+ * follow-up) are not stored twice.
+ */
+function newAfterAnswer(conversation: ChatMessage[], tail: Message[]): ChatMessage[] {
+  const answered = new Set(tail.flatMap((m) => (m.role === "tool" && m.tool_call_id ? [m.tool_call_id] : [])));
+  return afterLastAnswer(conversation).filter((m) => !(m.role === "tool" && m.tool_call_id && answered.has(m.tool_call_id)));
 }
 
 /** A plan, with the session's metadata to write when the client's first seq moves. */
@@ -202,6 +232,14 @@ function prefixMatch(conversation: ChatMessage[], range: Message[], start: numbe
   return i;
 }
 
+/** The seq of the newest stored message where the request's first two messages stand in a row. */
+function anchorOf(conversation: ChatMessage[], tail: Message[], same: ReadRequestOptions["same"] & {}): number | undefined {
+  for (let i = tail.length - 2; i >= 0; i--) {
+    if (same(tail[i], conversation[0]) && same(tail[i + 1], conversation[1])) return tail[i].seq;
+  }
+  return undefined;
+}
+
 /** The largest k such that the stored line's last k messages are the request's first k. */
 function tailOverlap(conversation: ChatMessage[], tail: Message[], same: ReadRequestOptions["same"] & {}): number {
   for (let k = Math.min(conversation.length, tail.length); k > 0; k--) {
@@ -225,7 +263,7 @@ function replaceFrom(
   const at = start + matched - 1;
   if (matched >= conversation.length) {
     // The request is a prefix of the stored line: it asks again for what followed.
-    const following = view.range.find((m) => m.seq === at + 1);
+    const following = view.range.find((m) => m.seq === at + 1) ?? view.tail.find((m) => m.seq === at + 1);
     const reading = following && following.role !== "user" ? "regenerate" : "edit";
     return withMeta(metadata, meta, { reading, replaceAfter: at, branch: { reason: reading }, toStore: [], upToSeq: at }, next);
   }
@@ -278,16 +316,14 @@ export async function swapHistoryStart(store: SessionStore, session: Session, br
   return store.saveBranch(session.id, { ...branch, metadata: { ...branch.metadata, historyStartsAt: current } });
 }
 
-/** Messages read past the request's length, so a short request can tell a one-turn line from a longer one. */
-const READ_AHEAD = 32;
-
 /** Reads what {@link readRequest} compares a request of `count` messages with: one round of reads. */
 export async function readStoredView(store: SessionStore, session: Session, count: number): Promise<Required<StoredView>> {
   const start = historyStart(session);
   const [first, tail, range] = await Promise.all([
     store.getMessages(session.id, { limit: 1 }),
-    store.getMessages(session.id, { last: Math.max(count, 1) }),
-    store.getMessages(session.id, { fromSeq: start, toSeq: start + count + READ_AHEAD }),
+    // A regenerate or an edit by a client that trims its own window starts just before the last `count`.
+    store.getMessages(session.id, { last: count + 2 }),
+    store.getMessages(session.id, { fromSeq: start, toSeq: start + count }),
   ]);
   return { first: first[0], last: tail.at(-1)!, range, tail } as Required<StoredView>;
 }

@@ -1,6 +1,7 @@
 /**
- * The HTTP server: a thin fastify shell around one {@link Memory}. Routes live in proxy.ts (chat),
- * sessions.ts (REST); this file wires auth, errors, metrics, health and the OpenAPI document.
+ * The HTTP server: a thin fastify shell around one {@link Memory}. Each HTTP API registers its own
+ * routes (routes/) around the proxied turn they share (turn/); this file wires auth, errors, metrics,
+ * health and the OpenAPI document (openapi/).
  */
 import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from "fastify";
 import { assembleContext } from "../core/context/assemble.js";
@@ -13,21 +14,22 @@ import { createUpstream, type Upstream, type UpstreamOptions } from "../llm/open
 import { createAuthenticator, toApiKeyMap } from "./auth.js";
 import { installBodyDrain } from "./body-drain.js";
 import { installErrorHandlers, sendFailure, toHttpFailure } from "./errors.js";
-import { IdempotencyCache, type IdempotencyOptions } from "./idempotency.js";
+import { IdempotencyCache, type IdempotencyOptions } from "./turn/idempotency.js";
 import { checkTenantIds, createUserResolver, type UserJwtOptions } from "./identity.js";
 import { ServerMetrics } from "./metrics.js";
-import { openApiDocument } from "./openapi.js";
+import { openApiDocument } from "./openapi/index.js";
 import { MCP_PATH, registerMcpRoutes } from "./mcp/http.js";
-import { registerProxy, SESSION_HEADER } from "./proxy.js";
+import { registerChatCompletionRoutes } from "./routes/chat-completions.js";
+import { SESSION_HEADER } from "./turn/run.js";
 import { DEFAULT_SESSION_HEADERS } from "./front-ends/index.js";
-import { registerInspector } from "./inspector.js";
-import { registerSearchRoutes } from "./search.js";
-import { registerSessionActions } from "./session-actions.js";
-import { registerSessionRoutes } from "./sessions.js";
-import { registerBranchRoutes } from "./branches.js";
-import { registerConversationRoutes } from "./conversations.js";
-import { registerModelRoutes } from "./models.js";
-import { registerResponseRoutes } from "./responses.js";
+import { registerInspector } from "./routes/inspector.js";
+import { registerSearchRoutes } from "./routes/search.js";
+import { registerSessionActions } from "./routes/session-actions.js";
+import { registerSessionRoutes } from "./routes/sessions.js";
+import { registerBranchRoutes } from "./routes/branches.js";
+import { registerConversationRoutes } from "./routes/conversations.js";
+import { registerModelRoutes } from "./routes/models.js";
+import { registerResponseRoutes } from "./routes/responses/index.js";
 
 declare module "fastify" {
   interface FastifyRequest {
@@ -173,7 +175,7 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
     defaultModel: options.model,
     sessionHeaders: options.sessionHeaders?.map((name) => name.toLowerCase()) ?? DEFAULT_SESSION_HEADERS,
   };
-  registerProxy(app, turnDeps);
+  registerChatCompletionRoutes(app, turnDeps);
   registerResponseRoutes(app, turnDeps);
   registerConversationRoutes(app, { memory });
   registerModelRoutes(app, { upstream });

@@ -7,11 +7,11 @@ export type { ServerOptions, ThreadkeepServer } from "./app.js";
 export { createServer } from "./app.js";
 export type { Authenticator } from "./auth.js";
 export { createAuthenticator, isLoopbackHost } from "./auth.js";
-export type { IdempotencyOptions } from "./idempotency.js";
+export type { IdempotencyOptions } from "./turn/idempotency.js";
 export type { EndUserOptions, UserJwtOptions } from "./identity.js";
 export { DEFAULT_USER_JWT_HEADER, DEFAULT_USER_JWT_ISSUER, describeIdentity, endUserId } from "./identity.js";
-export { openApiDocument } from "./openapi.js";
-export { SESSION_HEADER, WARNING_HEADER } from "./proxy.js";
+export { openApiDocument } from "./openapi/index.js";
+export { SESSION_HEADER, WARNING_HEADER } from "./turn/run.js";
 export {
   CLIENT_HEADER,
   type ClientHint,

@@ -124,6 +124,10 @@ export class ServerMetrics {
     "threadkeep_side_requests_total",
     "A front-end's background tasks (title, tags, follow_ups, queries, autocomplete, emoji, image_prompt, function_calling, moa, other), answered and not stored, by kind.",
   );
+  readonly readings = new Counter(
+    "threadkeep_request_readings_total",
+    "How chat requests were read against their session (new, continue, overlap, thin, regenerate, edit).",
+  );
   readonly temporaryRequests = new Counter(
     "threadkeep_temporary_chat_requests_total",
     "Requests of temporary chats (Open WebUI local: ids), answered and not stored.",
@@ -148,6 +152,7 @@ export class ServerMetrics {
       this.errors,
       this.sideRequests,
       this.temporaryRequests,
+      this.readings,
     ];
     return `${[...all.map((m) => m.render()), uptime].join("\n")}\n`;
   }

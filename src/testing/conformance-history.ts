@@ -220,7 +220,7 @@ export function describeHistory(store: () => SessionStore, reopen: () => Promise
     });
 
     it("keeps branches and operation ids across close and reopen", async (ctx) => {
-      if (!store().capabilities.persistent) ctx.skip();
+      if (!store().capabilities.persistent) ctx.skip(`${store().name} is not persistent`);
       const id = await newSession("q1", "a1");
       await store().replaceAfter(id, 1, [text("a1'", "assistant")], { branch: { reason: "regenerate" }, operationId: "op" });
       const second = await reopen();

@@ -3,7 +3,7 @@
  * runs: the old session's summary must not land in the new one (its text would be wrong, and its
  * `toSeq` would let the cap drop the new session's messages, which no summary covers).
  */
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { Summarizer } from "../../src/core/context/summarize.js";
 import { createMemory } from "../../src/create-memory.js";
 import type { MessageInput, SessionStore } from "../../src/core/types.js";
@@ -43,9 +43,16 @@ async function race(store: SessionStore) {
   while (Date.now() === deletedAt) await new Promise((resolve) => setTimeout(resolve, 1));
   const again = await other.startSession({ id: chat.id });
   await again.addMessages(turns(1, 20));
+  // The summary of the deleted session cannot be saved: compaction warns and keeps the messages.
+  const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
   gate.release();
   await adding;
   await compacting.idle();
+  const warned = warn.mock.calls.map(([message]) => String(message));
+  warn.mockRestore();
+  expect(warned).toEqual([
+    `[threadkeep] summarizing session ${chat.id} failed, its messages are kept: SessionNotFoundError: No session with id ${chat.id}`,
+  ]);
 
   const summaries = await other.listSummaries(chat.id);
   const seqs = (await other.getMessages(chat.id)).map((m) => m.seq);

@@ -4,7 +4,7 @@
  * One packed install serves every test here.
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -34,11 +34,20 @@ const npx = (args: string[], input = "", env: Record<string, string> = {}) =>
   run("npx", args, { cwd: pkg.app, input, env: { THREADKEEP_STORE: "", THREADKEEP_UPSTREAM_URL: "", ...env } });
 
 describe("the packed package", () => {
-  it("holds the build, the docs and the license, and no tests or sources", () => {
-    for (const file of ["package.json", "README.md", "LICENSE", "dist/index.js", "dist/index.d.ts", "dist/cli/bin.js", "docs/cli.md", "dist/server/ui/index.html", "dist/server/ui/app.js"]) {
+  it("holds the build, the user docs and the license, and nothing else", () => {
+    for (const file of ["package.json", "README.md", "LICENSE", "dist/index.js", "dist/index.d.ts", "dist/cli/bin.js", "dist/server/ui/index.html", "dist/server/ui/app.js"]) {
       expect(pkg.files).toContain(file);
     }
-    expect(pkg.files.filter((f) => /\.test\.|^src\/|^test\/|\.map$/.test(f))).toEqual([]);
+    // Every user page of docs/ ships (the README and the pages link to each other); the decision
+    // records, the screenshots, sources, tests, benchmarks and source maps do not.
+    const userDocs = readdirSync(join(ROOT, "docs")).filter((name) => name.endsWith(".md"));
+    expect(userDocs).toContain("cli.md");
+    expect(pkg.files.filter((f) => f.startsWith("docs/")).sort()).toEqual(userDocs.map((name) => `docs/${name}`).sort());
+    expect(pkg.files.filter((f) => !/^dist\/|^docs\/[^/]+\.md$/.test(f)).sort()).toEqual(["LICENSE", "README.md", "package.json"]);
+    expect(pkg.files.filter((f) => /\.test\.|\.map$|\.png$|^bench\/|^test\/|^src\//.test(f))).toEqual([]);
+    // What users download stays small: the built code and the pages, not a lab notebook.
+    const unpacked = pkg.files.reduce((sum, f) => sum + statSync(join(pkg.app, "node_modules/threadkeep", f)).size, 0);
+    expect(unpacked).toBeLessThan(2.5 * 1024 * 1024);
     const manifest = JSON.parse(readFileSync(join(pkg.app, "node_modules/threadkeep/package.json"), "utf8"));
     for (const field of ["types", "engines", "license", "sideEffects", "bin", "files", "exports"]) {
       expect(manifest[field], field).toBeDefined();
@@ -78,6 +87,20 @@ describe("the packed package", () => {
     expect(result.code).toBe(0);
     expect(result.stdout).toContain("Usage: threadkeep");
     expect(result.stdout).toMatch(/serve \[options\]/);
+  });
+
+  it("fails a command whose code cannot load with the loader's error, not as an unknown command", async () => {
+    // A broken install: a dependency of `threadkeep mcp` is missing from node_modules.
+    const sdk = join(pkg.app, "node_modules", "@modelcontextprotocol", "sdk");
+    renameSync(sdk, `${sdk}.gone`);
+    try {
+      const result = await npx(["threadkeep", "mcp", "--store", "memory:"]);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(/^threadkeep: Cannot find (package|module) .*@modelcontextprotocol\/sdk/m);
+      expect(result.stderr).not.toContain("unknown command");
+    } finally {
+      renameSync(`${sdk}.gone`, sdk);
+    }
   });
 
   it("chats with npx threadkeep chat, the history kept in the store", async () => {

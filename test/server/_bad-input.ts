@@ -6,7 +6,7 @@
  * To cover a new route, add a {@link RouteExample} to {@link ROUTE_EXAMPLES} (a valid body and query);
  * routes without one are still covered by the generic cases.
  */
-import { openApiDocument } from "../../src/server/openapi.js";
+import { openApiDocument } from "../../src/server/openapi/index.js";
 
 /** One request of the corpus. `{id}` in the path is replaced by the session the case targets. */
 export interface BadCase {

@@ -19,12 +19,6 @@ import { createMemoryStore } from "../../src/stores/memory.js";
 import { type FakeReply, type FakeUpstream, startFakeUpstream } from "../_fake-upstream.js";
 import { type ClientFixture, isInstruction } from "../fixtures/clients/_format.js";
 
-/**
- * Fixtures today's request reading gets wrong: they run as `it.fails`, so the file stays green and a
- * fixed one fails until it leaves the list. The fix of `src/core/reconcile.ts` / `loadTurn` removes
- * this list.
- */
-const KNOWN_MISREAD = new Set<string>([]);
 
 const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), "../fixtures/clients");
 const fixtureFiles = readdirSync(FIXTURES)
@@ -158,7 +152,6 @@ async function replay(file: string, fixture: ClientFixture, target: Target) {
 
 it("finds the recorded client fixtures", () => {
   expect(fixtureFiles.length).toBeGreaterThan(0);
-  for (const name of KNOWN_MISREAD) expect(fixtureFiles, `KNOWN_MISREAD names ${name}`).toContain(name);
 });
 
 describe.each(Object.keys(STORES))("client fixtures replayed on the %s store", (store) => {
@@ -166,7 +159,6 @@ describe.each(Object.keys(STORES))("client fixtures replayed on the %s store", (
     const fixture = JSON.parse(readFileSync(join(FIXTURES, file), "utf8")) as ClientFixture;
     const title = `${file}: ${fixture.package}, ${fixture.flow}`;
     const run = () => replay(file, fixture, targets[store]);
-    if (KNOWN_MISREAD.has(file)) it.fails(`${title} (known misread)`, run);
-    else it(title, run);
+    it(title, run);
   }
 });

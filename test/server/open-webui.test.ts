@@ -66,7 +66,11 @@ class OpenWebUiChat {
 
   /** The headers of a request of this chat; `chatId` undefined for a request without one (tool selection). */
   headers(chatId: string | undefined = this.chatId): Record<string, string> {
-    return this.setup === "forwarded" ? openWebUiHeaders(chatId) : customHeaders({ "X-Session-ID": "{{CHAT_ID}}" }, { chatId });
+    // The custom-header setup as docs/integrations.md recommends it: the chat's id, and the declaration
+    // that every request carries the whole chat (forwarded headers imply it by X-OpenWebUI-Chat-Id).
+    return this.setup === "forwarded"
+      ? openWebUiHeaders(chatId)
+      : customHeaders({ "X-Session-ID": "{{CHAT_ID}}", "X-Threadkeep-Client": "whole-history" }, { chatId });
   }
 
   /** Starts a chat turn (the whole history, streamed); resolves once the response head arrived. */
@@ -248,6 +252,26 @@ for (const setup of ["forwarded", "custom"] as const) {
       const branches = await stack.memory.listBranches(chat.chatId);
       expect(branches.map((b) => b.reason)).toEqual(["regenerate", "edit"]);
       expect(branches[0].messages.map((m) => m.content)).toEqual([replaced.content]);
+    });
+
+    it("reads a one-message request as a regenerate of the first answer or an edit of the first message", async () => {
+      const chat = new OpenWebUiChat(setup);
+      await chat.turn("How do I keep basil alive on a windowsill?");
+      // Regenerate of the first answer: the request is the first question alone.
+      const first = chat.messages.at(-1)!;
+      await chat.regenerate();
+      expect(await mainLine(chat.chatId)).toEqual(chat.messages);
+      await chat.turn("And in winter?");
+      // Edit of the first message: one new user message; the whole line before it becomes a branch.
+      const before = await mainLine(chat.chatId);
+      await chat.edit(0, "How do I keep mint alive on a windowsill?");
+      expect(await mainLine(chat.chatId)).toEqual(chat.messages);
+      const sent = stack.fake.chatRequests().filter((r) => r.body.stream).at(-1)!.body.messages;
+      expect(sent.filter((m: Msg) => m.role !== "system")).toEqual([{ role: "user", content: "How do I keep mint alive on a windowsill?" }]);
+      const branches = await stack.memory.listBranches(chat.chatId);
+      expect(branches.map((b) => b.reason)).toEqual(["regenerate", "edit"]);
+      expect(branches[0].messages.map((m) => m.content)).toEqual([first.content]);
+      expect(branches[1].messages.map((m) => ({ role: m.role, content: m.content }))).toEqual(before);
     });
   });
 }

@@ -217,6 +217,21 @@ describe("whole-history clients", () => {
     expect(await stack.memory.listBranches(client.id)).toEqual([]);
   });
 
+  it("reads a Responses request on a named session without its system items (the AI SDK puts `system` in `input`)", async () => {
+    const client = await start(false);
+    const headers = { "X-Session-ID": client.id };
+    for (const q of ["q1", "q2", "q1"]) {
+      const input = [{ role: "system", content: "Be terse." }, { role: "user", content: q }];
+      expect((await stack.request("POST", "/v1/responses", { body: { model: "fake-model", input }, headers })).status).toBe(200);
+    }
+    const sent = stack.fake.chatRequests().at(-1)!.body.messages;
+    expect(sent[0]).toEqual({ role: "system", content: "Be terse." });
+    expect(plain(sent).map((m) => m.content)).toEqual(["q1", 'answer 1 to "q1"', "q2", 'answer 2 to "q2"', "q1"]);
+    // Nothing was read as a regenerate, and the system item is sent each time, never stored.
+    expect(await stack.memory.listBranches(client.id)).toEqual([]);
+    expect((await stack.memory.getMessages(client.id, { userId: "default" })).map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant", "user", "assistant"]);
+  });
+
   it("leaves a thin client that re-sends the tool call it answers as it was", async () => {
     const client = await start(false);
     const call = { id: "call_1", type: "function" as const, function: { name: "lookup", arguments: "{}" } };

@@ -28,6 +28,12 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   fc.record({ kind: fc.constant("edit" as const), nth: fc.nat({ max: 5 }), declared: fc.boolean() }),
 );
 
+/**
+ * A program in which the model must see exactly the client's view: no undeclared rewrite (an
+ * undeclared regenerate or edit may be appended, leaving the replaced messages in the model's view).
+ */
+const clean = (steps: Step[]) => steps.every((s) => s.kind === "thin" || s.kind === "whole" || s.declared);
+
 /** What makes two messages the same to a person reading the chat. */
 const key = (m: Msg) => JSON.stringify([m.role, m.content ?? "", (m.tool_calls ?? []).map((c) => [c.function.name, c.function.arguments]), m.tool_call_id ?? ""]);
 
@@ -39,11 +45,18 @@ function isSubsequence(view: Msg[], line: Msg[]): boolean {
 }
 
 let stack: Stack;
+/** A window and budget that hold every program's whole conversation, so the model's input can be checked whole. */
+let wide: Stack;
+/** A window of four messages: most requests are then read against the line read from the store, not the window. */
+let narrow: Stack;
 beforeAll(async () => {
-  // A window and budget that hold every program's whole conversation, so the model's input can be checked whole.
-  stack = await startStack({ memoryOptions: { window: 1000, tokenBudget: 1_000_000, maxMessages: 10_000 } });
+  wide = await startStack({ memoryOptions: { window: 1000, tokenBudget: 1_000_000, maxMessages: 10_000 } });
+  narrow = await startStack({ memoryOptions: { window: 4, tokenBudget: 1_000_000, maxMessages: 10_000 } });
 });
-afterAll(() => stack?.close());
+afterAll(async () => {
+  await wide?.close();
+  await narrow?.close();
+});
 
 /** A client with its own view of the conversation, sending what each kind of client sends. */
 class Client {
@@ -114,9 +127,10 @@ class Client {
   }
 }
 
-describe("request reading, over random mixes of clients on one session", () => {
+describe.each(["wide", "narrow"] as const)("request reading, over random mixes of clients on one session (%s window)", (window) => {
   let runs = 0;
   it("never moves a message the client still shows off the main line, and the model always gets the client's conversation", async () => {
+    stack = window === "wide" ? wide : narrow;
     await fc.assert(
       fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 10 }), async (steps) => {
         const client = new Client(++runs);
@@ -131,9 +145,11 @@ describe("request reading, over random mixes of clients on one session", () => {
                   ? await client.regenerate(s.declared)
                   : await client.edit(s.nth, s.declared);
           if (received.length === 0 && client.view.length === before) continue;
-          // The model's last request held the client's conversation up to the answer it then gave.
+          // The model's last request held the client's conversation up to the answer it then gave, in
+          // order (in the narrow window, at least the client's newest message).
           const shown = client.view.slice(0, -1);
-          expect(isSubsequence(shown, received.at(-1)!), `model input after ${JSON.stringify(s)}`).toBe(true);
+          expect(isSubsequence(window === "wide" ? shown : shown.slice(-1), received.at(-1)!), `model input after ${JSON.stringify(s)}`).toBe(true);
+          if (window === "wide" && clean(steps)) expect(received.at(-1)!.map(key), `model input after ${JSON.stringify(s)}`).toEqual(shown.map(key));
           const line = (await stack.memory.getMessages(client.id)) as Msg[];
           expect(isSubsequence(client.view, line), `main line after ${JSON.stringify(s)}`).toBe(true);
         }

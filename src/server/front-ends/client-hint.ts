@@ -3,10 +3,11 @@
  * AI SDK's useChat) or only the new turn (a thin client that lets threadkeep keep the history).
  */
 import { ThreadkeepError } from "../../core/errors.js";
+import type { ClientMode } from "../../core/reconcile.js";
 import { filledHeader } from "./session-headers.js";
 
-/** How a client sends history. */
-export type ClientHint = "whole-history" | "thin";
+/** How a client sends history (the reading's own {@link ClientMode}). */
+export type ClientHint = ClientMode;
 
 /**
  * The header a client declares how it sends history in, per connection (e.g. an Open WebUI custom

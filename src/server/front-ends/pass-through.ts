@@ -8,9 +8,10 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import type { ChatMessage } from "../../core/types.js";
 import { type Upstream, upstreamText } from "../../llm/openai-compatible.js";
 import { secondsSince } from "../metrics.js";
-import type { TurnDialect, TurnRouteDeps } from "../run-turn.js";
-import { streamTurn } from "../stream.js";
-import type { LoadedTurn, TurnDeps } from "../turn.js";
+import type { TurnDialect, TurnRouteDeps } from "../turn/run.js";
+import { streamTurn } from "../turn/stream.js";
+import type { TurnDeps } from "../turn/lease.js";
+import type { LoadedTurn } from "../turn/load.js";
 import type { SideRequestKind } from "./side-requests.js";
 
 /** The response header that says a request was passed through, and as what (`temporary` or a side request's kind). */

@@ -12,8 +12,8 @@ import { formatTranscript } from "../../core/context/summarize.js";
 import { isThreadkeepError } from "../../core/errors.js";
 import type { Memory } from "../../core/memory.js";
 import { conversationPatchSchema } from "../../core/state/conversation.js";
-import { SearchParams } from "../search.js";
-import { ListQuery, MessagesQuery } from "../sessions.js";
+import { SearchParams } from "../routes/search.js";
+import { ListQuery, MessagesQuery } from "../routes/sessions.js";
 
 /** Options of {@link createMcpServer}. */
 export interface McpServerOptions {

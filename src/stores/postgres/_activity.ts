@@ -4,7 +4,7 @@
  * Every append moves `sessions.last_activity_at`. While that column was in two indexes (listing by
  * owner and activity, expiry by age), each append's session UPDATE was a non-HOT one: a new index
  * entry in each of the three indexes of `sessions` (280 WAL bytes, 15–140 µs of server CPU,
- * docs/BENCHMARKS.md). Now `last_activity_at` stays exact and in no index, and the indexes hold
+ * docs/decisions/0002-postgres-schema.md). Now `last_activity_at` stays exact and in no index, and the indexes hold
  * `activity_floor` instead: a lower bound of `last_activity_at` by less than {@link ACTIVITY_FLOOR_STEP_MS}.
  * A trigger keeps that true on every write of the row, whoever writes it (a process of an older
  * version too): it sets the floor to the activity time only when the time left the window

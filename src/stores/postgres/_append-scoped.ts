@@ -5,7 +5,7 @@
  * Why: an owner-scoped append (every `Memory.addMessages`) checked the owner in the statement's `WHERE`
  * (`EXISTS (SELECT 1 FROM sessions …)`), a second index probe of the session row that the function's
  * `UPDATE` then found again: 5–7 µs of server CPU and 6–8 µs of latency per append on a 2-vCPU VM
- * (docs/BENCHMARKS.md, "PostgreSQL: the owner check inside the append"). Here the `UPDATE` that
+ * (docs/decisions/0002-postgres-schema.md). Here the `UPDATE` that
  * assigns the seq matches only this owner's session, active since `p_since`; no row is `not_found`,
  * as the statement's empty answer was. Another owner's session gets nothing written, as before. And
  * an append of one message inserts one row of `VALUES` instead of running `unnest … WITH ORDINALITY`

@@ -3,7 +3,7 @@
  * Seqs start at 1, so while the session's last seq is at most the cap no message lies below it; the
  * DELETE found nothing there, yet its executor start-up (an index probe and the foreign-key cascade
  * triggers of `message_vectors`) is work for nothing on every append to a session under its cap
- * (docs/BENCHMARKS.md, "PostgreSQL: where the public API's time goes"). Same signature, so the
+ * (docs/decisions/0002-postgres-schema.md). Same signature, so the
  * functions that call it (`threadkeep_append_queued`, `_held`, `threadkeep_write`) use it unchanged;
  * everything else is the version 1 function.
  */

@@ -3,7 +3,7 @@
  *
  * An append used to build each message's `tsvector` and insert it into the GIN index inside its own
  * statement: 50–75 µs of server CPU and 340 WAL bytes per message before the commit
- * (docs/BENCHMARKS.md). Now the append stores `tsv` NULL, a row a small partial index lists as
+ * (docs/decisions/0002-postgres-schema.md). Now the append stores `tsv` NULL, a row a small partial index lists as
  * pending, and {@link SearchIndexer} fills it in afterwards, a bounded batch per statement, in the
  * background. Search stays complete: it matches a pending row by the tsvector computed on the spot
  * (`postgres/_search.ts`), so a message is found the moment its append returns, and a search never

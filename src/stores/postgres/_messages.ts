@@ -33,7 +33,7 @@ export function messageReads(run: PgRun): Pick<SessionStore, "getMessages" | "co
     // object to build and stringify on every read. The newest messages with no seq range (what
     // `Memory` reads every turn) go without the unbounded BETWEEN: two parameters and two index
     // conditions fewer, 2–4 µs a read, and the subquery keeps the prepared statement on its generic
-    // plan without it (docs/BENCHMARKS.md, "PostgreSQL: the owner check inside the append").
+    // plan without it (docs/decisions/0002-postgres-schema.md).
     const unbounded = lo === Number.MIN_SAFE_INTEGER && hi === Number.MAX_SAFE_INTEGER;
     const rows = newest && unbounded
       ? await sql<MessageRow[]>`

@@ -117,7 +117,7 @@ export async function migrateAppendQueue(tx: Tx): Promise<void> {
   // Appends to one session first queue on an advisory lock, which PostgreSQL grants strictly in
   // arrival order, then take the row lock uncontended. Without the queue, every waiter on the row
   // lock wakes when it frees and they race for it: under 50 concurrent writers on one session this
-  // halved throughput and stretched p99 several-fold (docs/BENCHMARKS.md, PostgreSQL store).
+  // halved throughput and stretched p99 several-fold (docs/decisions/0002-postgres-schema.md).
   await tx`
         CREATE FUNCTION threadkeep_append_queued(
           p_session text, p_bodies text[], p_texts text[], p_max bigint, p_fence bigint, p_lang regconfig

@@ -6,7 +6,7 @@
  * the store holds. Left to itself the planner prefers, once VACUUM has filled in the GIN index's
  * statistics, to intersect the primary key with a GIN scan once per session of the owner, and a GIN
  * scan of a common word walks that word's postings across every owner: 0.6 ms became 40 ms per
- * search at 1M messages (docs/BENCHMARKS.md). A large owner (the single "default" user of a server
+ * search at 1M messages (docs/benchmarks.md). A large owner (the single "default" user of a server
  * without API keys) is better served by the GIN index, so the planner keeps that choice there.
  *
  * A message whose tsvector the background drain has not built yet (`tsv` NULL, `postgres/_indexing.ts`)

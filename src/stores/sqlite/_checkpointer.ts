@@ -4,7 +4,7 @@
  * database file and syncs it, 10–20 ms where an append takes 60 µs, about once per hundred appends
  * (an append wrote about nine pages then: message, text, its index, the full-text queue, the session
  * row and its two indexes; two to four since schema v8), so it was the SQLite append's p99
- * (docs/BENCHMARKS.md, "Public API vs raw drivers"). Here a worker thread with its own connection runs `PRAGMA wal_checkpoint(PASSIVE)`
+ * (docs/decisions/0001-sqlite-schema.md). Here a worker thread with its own connection runs `PRAGMA wal_checkpoint(PASSIVE)`
  * after every {@link CHECKPOINT_EVERY_WRITES} writes, which never waits for, nor blocks, the store's
  * readers and writer; the store's own connection checkpoints only past {@link BACKSTOP_PAGES}, when
  * the worker cannot keep up (writes with no pause at all) or is gone.

@@ -12,7 +12,7 @@ export interface SqliteStoreOptions {
   synchronous?: "normal" | "full";
   /**
    * Bytes of the file to read through memory mapping (SQLite `mmap_size`): about 10% faster reads of
-   * large databases (docs/BENCHMARKS.md), but a disk read error then crashes the process with SIGBUS
+   * large databases (docs/decisions/0001-sqlite-schema.md), but a disk read error then crashes the process with SIGBUS
    * instead of failing one call with `store_unavailable`. 0 turns it off.
    * @default 0
    */
@@ -34,7 +34,7 @@ export interface SqliteStoreOptions {
   /**
    * Checkpoint the write-ahead log in a worker thread of the store (started at the 200th write), so no
    * commit copies the log into the database file. Off, a commit checkpoints whenever the log passes
-   * 1,000 pages (SQLite's default): 10–20 ms in about one append of a hundred (docs/BENCHMARKS.md).
+   * 1,000 pages (SQLite's default): 10–20 ms in about one append of a hundred (docs/decisions/0001-sqlite-schema.md).
    * @default true
    */
   backgroundCheckpoints?: boolean;

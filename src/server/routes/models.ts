@@ -1,0 +1,54 @@
+/**
+ * `GET /v1/models` and `GET /v1/models/{id}`: the upstream's model list passed through, behind
+ * threadkeep's auth, cached briefly (clients such as OpenWebUI ask on every page load).
+ */
+import type { FastifyInstance } from "fastify";
+import { ThreadkeepError } from "../../core/errors.js";
+import { type Upstream, UpstreamError } from "../../llm/openai-compatible.js";
+import { notFound } from "./_item-pages.js";
+
+/** Options of the model routes. */
+export interface ModelRoutesDeps {
+  upstream?: Upstream;
+  /** How long the upstream's list is reused. @default 10000 */
+  cacheMs?: number;
+}
+
+/** Adds the /v1/models routes. */
+export function registerModelRoutes(app: FastifyInstance, deps: ModelRoutesDeps): void {
+  const cacheMs = deps.cacheMs ?? 10_000;
+  let cached: { at: number; list: Promise<any> } | undefined;
+
+  const list = (): Promise<any> => {
+    const upstream = deps.upstream;
+    if (!upstream) {
+      throw new ThreadkeepError("upstream_not_configured", "No upstream model is configured: start threadkeep with --upstream <OpenAI-compatible base URL>");
+    }
+    if (cached && Date.now() - cached.at < cacheMs) return cached.list;
+    const pending = upstream.models().catch((error: unknown) => {
+      cached = undefined;
+      if (error instanceof UpstreamError && (error.upstreamStatus === 404 || error.upstreamStatus === 405)) {
+        throw new UpstreamError(
+          502,
+          { error: { message: `The upstream ${upstream.baseUrl} has no /models route (it answered ${error.upstreamStatus}): name the model in each request`, type: "server_error", code: "upstream_error" } },
+          `The upstream has no /models route`,
+          { cause: error },
+        );
+      }
+      throw error;
+    });
+    cached = { at: Date.now(), list: pending };
+    return pending;
+  };
+
+  app.get("/v1/models", async () => list());
+
+  app.get<{ Params: { id: string } }>("/v1/models/:id", async (request) => {
+    // Ids with slashes (`meta-llama/Llama-3.1-8B`) arrive URL-encoded, as the openai clients send them.
+    const id = request.params.id;
+    const models = await list();
+    const model = Array.isArray(models?.data) ? models.data.find((m: { id?: unknown }) => m?.id === id) : undefined;
+    if (!model) throw notFound("Model", id, "model");
+    return model;
+  });
+}

@@ -1,0 +1,33 @@
+/**
+ * GET /v1/search: the caller's messages across all their sessions (or one, with `session`), in any
+ * search mode. Ownership is part of the store query, so another owner's message is never read.
+ */
+import type { FastifyInstance } from "fastify";
+import { z } from "zod";
+import type { Memory } from "../../core/memory.js";
+import { SEARCH_MODES } from "../../core/search.js";
+import { parseBody } from "./_validate.js";
+
+/** The query of both search routes: `q`, `limit`, `mode` (`auto` picks the best the server has). */
+export const SearchParams = z.object({
+  q: z.string().trim().min(1, "q is required"),
+  limit: z.coerce.number().int().min(1).max(100).default(20),
+  mode: z.enum([...SEARCH_MODES, "auto"] as const).optional(),
+});
+
+const GlobalSearchParams = SearchParams.extend({ session: z.string().min(1).optional() });
+
+/** Adds GET /v1/search. */
+export function registerSearchRoutes(app: FastifyInstance, deps: { memory: Memory }): void {
+  app.get("/v1/search", async (request) => {
+    const query = parseBody(GlobalSearchParams, request.query);
+    const mode = query.mode ?? "auto";
+    const hits = await deps.memory.search(query.q, {
+      userId: request.userId,
+      sessionId: query.session,
+      limit: query.limit,
+      mode,
+    });
+    return { data: hits };
+  });
+}

@@ -1,0 +1,175 @@
+/**
+ * The session REST API under /v1/sessions. Every route acts for the authenticated user only: another
+ * owner's session is `session_not_found`, exactly like a missing one.
+ */
+import type { FastifyInstance } from "fastify";
+import { z } from "zod";
+import { parseContextPreferences } from "../../core/context/preferences.js";
+import type { ContextPreferences } from "../../core/context/types.js";
+import { parseConversationState } from "../../core/state/conversation.js";
+import type { Memory } from "../../core/memory.js";
+import { parseBody } from "./_validate.js";
+import { SearchParams } from "./search.js";
+import type { ServerMetrics } from "../metrics.js";
+import { sessionOverviews } from "./_session-overview.js";
+import { type TurnDeps, withTurnLease } from "../turn/lease.js";
+
+type IdParams = { Params: { id: string } };
+
+const count = (max: number, fallback: number) => z.coerce.number().int().min(1).max(max).default(fallback);
+/** Paging of a session listing (`limit`, `cursor`); also the MCP `list_sessions` input. */
+export const ListQuery = z.object({ limit: count(1000, 50), cursor: z.string().min(1).optional() });
+/** The listing route's query: paging, and `overview=true` for titles and message counts. */
+const ListRouteQuery = ListQuery.extend({ overview: z.enum(["true", "false"]).optional() });
+const CreateBody = z
+  .strictObject({ id: z.string().optional(), metadata: z.record(z.string(), z.unknown()).optional() })
+  .default({});
+/** A page of messages (`after` a seq, at most `limit`); also the MCP `read_messages` input. */
+export const MessagesQuery = z.object({ after: z.coerce.number().int().min(0).default(0), limit: count(1000, 100) });
+const AppendBody = z.strictObject({
+  messages: z.array(z.unknown()).min(1, "at least one message is required"),
+});
+const ContextQuery = z.object({
+  model: z.string().optional(),
+  window: z.coerce.number().int().min(0).max(1000).optional(),
+  tokenBudget: z.coerce.number().int().min(1).max(10_000_000).optional(),
+});
+const StatePatch = z.strictObject({
+  data: z.record(z.string(), z.unknown()),
+  expectedVersion: z.number().int().min(0).optional(),
+});
+/** What the session routes need. */
+export interface SessionRoutesDeps {
+  memory: Memory;
+  metrics: ServerMetrics;
+}
+
+/** Applies a JSON merge patch (RFC 7396) to the top level of session state: `null` removes a key. */
+export function mergeState(
+  data: Record<string, unknown>,
+  patch: Record<string, unknown>,
+): Record<string, unknown> {
+  const next = { ...data };
+  for (const [key, value] of Object.entries(patch)) {
+    if (value === null) delete next[key];
+    else next[key] = value;
+  }
+  return next;
+}
+
+/** Adds the /v1/sessions routes. */
+export function registerSessionRoutes(app: FastifyInstance, deps: SessionRoutesDeps): void {
+  const { memory } = deps;
+  const owner = (request: { userId: string }) => ({ userId: request.userId });
+  // Routes that read or change an existing session must not create it, unlike a chat turn.
+  const existing = (id: string, userId: string) => memory.getSession(id, { userId });
+
+  app.get("/v1/sessions", async (request) => {
+    const query = parseBody(ListRouteQuery, request.query);
+    const page = await memory.listSessions({ ...owner(request), limit: query.limit, cursor: query.cursor });
+    const more = { nextCursor: page.nextCursor, hasMore: page.nextCursor !== null };
+    if (query.overview !== "true") return { data: page.sessions, ...more };
+    const store = await memory.store();
+    return { data: await sessionOverviews(store, page.sessions), ...more, store: store.name };
+  });
+
+  app.post("/v1/sessions", async (request, reply) => {
+    const body = parseBody(CreateBody, request.body);
+    let isNew = true;
+    if (body.id) {
+      isNew = await existing(body.id, request.userId).then(
+        () => false,
+        (error) => {
+          if ((error as { code?: string }).code === "session_not_found") return true;
+          throw error;
+        },
+      );
+    }
+    const handle = await memory.startSession({ ...owner(request), id: body.id, metadata: body.metadata });
+    const session = await memory.getSession(handle.id, owner(request));
+    return reply
+      .code(isNew ? 201 : 200)
+      .header("x-session-id", session.id)
+      .send(session);
+  });
+
+  app.get<IdParams>("/v1/sessions/:id", async (request) => existing(request.params.id, request.userId));
+
+  app.delete<IdParams>("/v1/sessions/:id", async (request) => {
+    await memory.deleteSession(request.params.id, owner(request));
+    return { id: request.params.id.toLowerCase(), deleted: true };
+  });
+
+  app.get<IdParams>("/v1/sessions/:id/messages", async (request) => {
+    const query = parseBody(MessagesQuery, request.query);
+    const rows = await memory.getMessages(request.params.id, {
+      ...owner(request),
+      afterSeq: query.after,
+      limit: query.limit + 1,
+    });
+    const hasMore = rows.length > query.limit;
+    const data = hasMore ? rows.slice(0, query.limit) : rows;
+    return { data, hasMore, nextAfter: hasMore ? data[data.length - 1].seq : null };
+  });
+
+  app.post<IdParams>("/v1/sessions/:id/messages", async (request, reply) => {
+    const body = parseBody(AppendBody, request.body);
+    const turn: TurnDeps = { memory, metrics: deps.metrics, log: request.log };
+    // Appends queue with chat turns, so a turn in flight is never interleaved.
+    const stored = await withTurnLease(turn, request.params.id, (fence) =>
+      memory.addMessages(request.params.id, body.messages as never, { ...owner(request), fence }),
+    );
+    return reply.code(201).send({ data: stored });
+  });
+
+  app.get<IdParams>("/v1/sessions/:id/search", async (request) => {
+    const query = parseBody(SearchParams, request.query);
+    const hits = await memory.search(query.q, {
+      ...owner(request),
+      sessionId: request.params.id,
+      limit: query.limit,
+      mode: query.mode,
+    });
+    return { data: hits };
+  });
+
+  app.get<IdParams>("/v1/sessions/:id/context", async (request) => {
+    const query = parseBody(ContextQuery, request.query);
+    // Stored preferences are passed in explicitly: a preview applies them without using them up.
+    const preferences = await memory.getPreferences(request.params.id, owner(request));
+    // window and tokenBudget preview another shape of the same context; nothing is stored.
+    return memory.buildContext(request.params.id, {
+      ...owner(request),
+      model: query.model,
+      window: query.window,
+      tokenBudget: query.tokenBudget,
+      preferences,
+    });
+  });
+
+  app.get<IdParams>("/v1/sessions/:id/state", async (request) =>
+    memory.getState(request.params.id, owner(request)),
+  );
+
+  app.patch<IdParams>("/v1/sessions/:id/state", async (request) => {
+    const body = parseBody(StatePatch, request.body);
+    await existing(request.params.id, request.userId);
+    // The keys threadkeep itself reads must keep their shape; anything else is the application's.
+    if (body.data.conversation != null) parseConversationState(body.data.conversation);
+    if (body.data.preferences != null) parseContextPreferences(body.data.preferences);
+    return memory.updateState(request.params.id, (data) => mergeState(data, body.data), {
+      ...owner(request),
+      expectedVersion: body.expectedVersion,
+    });
+  });
+
+  app.put<IdParams>("/v1/sessions/:id/preferences", async (request) => {
+    await existing(request.params.id, request.userId);
+    const stored = await memory.setPreferences(
+      request.params.id,
+      request.body as ContextPreferences,
+      owner(request),
+    );
+    return { preferences: stored ?? {} };
+  });
+}

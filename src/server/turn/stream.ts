@@ -1,0 +1,243 @@
+/**
+ * The streamed half of a turn: turns each upstream chat chunk into the client's events as it
+ * arrives (verbatim for chat completions, Responses events for Responses: a {@link StreamDialect}),
+ * accumulates the reply, and commits it when the stream ends. A client that goes away mid-stream
+ * aborts the upstream call and gets what was delivered stored, marked incomplete.
+ */
+import type { FastifyReply, FastifyRequest } from "fastify";
+import type { MessageInput } from "../../core/types.js";
+import { StreamAccumulator, type StreamEvent, type Upstream } from "../../llm/openai-compatible.js";
+import { errorBody } from "../errors.js";
+import type { TurnOutcome } from "./idempotency.js";
+import { secondsSince } from "../metrics.js";
+import { markCommitted } from "./_idempotent-commit.js";
+import { type CommitResult, commitTurn } from "./commit.js";
+import type { TurnDeps } from "./lease.js";
+import type { LoadedTurn } from "./load.js";
+import { replyMessage } from "./reply.js";
+
+/** How one API frames a streamed turn. Each method returns SSE text to send ("" for nothing). */
+export interface StreamDialect {
+  /** Sent once the upstream accepted the request, before its first event. */
+  open(): string;
+  /** For one upstream event (already added to the accumulator), `[DONE]` excluded. */
+  event(event: StreamEvent, accumulator: StreamAccumulator): string;
+  /** The reply messages to store; `incomplete` when the client left or the upstream failed. */
+  reply(accumulator: StreamAccumulator, incomplete: boolean): MessageInput[];
+  /** Sent after the commit (when the client is still there). */
+  close(end: StreamEnd): string;
+}
+
+/** How a streamed turn ended, for its closing frames. */
+export interface StreamEnd {
+  saved: boolean;
+  /** Why it is not saved: `not-saved` or `save-unconfirmed`. @default "not-saved" */
+  warning?: string;
+  failure?: unknown;
+  sawDone: boolean;
+}
+
+/** The SSE comment that carries a save warning (headers are long gone by then); empty when saved. */
+export function saveWarningLine(end: StreamEnd): string {
+  return end.saved ? "" : `: x-threadkeep-warning: ${end.warning ?? "not-saved"}\n\n`;
+}
+
+/** Chat completions: upstream events pass through verbatim; `[DONE]` waits for the commit. */
+export const chatStreamDialect: StreamDialect = {
+  open: () => "",
+  event: (event) => `data: ${event.data}\n\n`,
+  reply(accumulator, incomplete) {
+    const answer = incomplete
+      ? partialReply(accumulator)
+      : replyMessage(accumulator.message(), { model: accumulator.model, finishReason: accumulator.finishReason });
+    return answer ? [answer] : [];
+  },
+  close(end) {
+    const { failure, sawDone } = end;
+    let tail = "";
+    if (failure !== undefined) {
+      tail += `data: ${JSON.stringify(errorBody(502, "upstream_error", `The upstream stream failed: ${(failure as Error)?.message ?? failure}`))}\n\n`;
+    }
+    // Headers are long gone; an SSE comment carries the warning without disturbing clients.
+    tail += saveWarningLine(end);
+    if (sawDone) tail += "data: [DONE]\n\n";
+    return tail;
+  },
+};
+
+/** Everything {@link streamTurn} needs. */
+export interface StreamTurnInput {
+  turn: TurnDeps;
+  upstream: Upstream;
+  request: FastifyRequest;
+  reply: FastifyReply;
+  sessionId: string;
+  userId: string;
+  loaded: LoadedTurn;
+  upstreamBody: Record<string, unknown>;
+  /** Headers to send with the stream (X-Session-ID, a warning). */
+  headers: Record<string, string>;
+  fence: number | undefined;
+  /** Keep the events for an idempotent replay. */
+  record: boolean;
+  /** The store operation id of the request's Idempotency-Key, so a retry elsewhere stores nothing twice. */
+  operationId?: string;
+  /** Store the turn. @default true */
+  persist?: boolean;
+  /** How the client's events are framed. @default chatStreamDialect */
+  dialect?: StreamDialect;
+}
+
+/** How a streamed turn ended. */
+export interface StreamTurnResult {
+  /** For the turns metric: ok, not_saved, incomplete, upstream_error. */
+  label: string;
+  /** What was sent, when the turn completed. */
+  outcome?: TurnOutcome;
+}
+
+const SSE_HEADERS = {
+  "content-type": "text/event-stream; charset=utf-8",
+  "cache-control": "no-cache",
+  connection: "keep-alive",
+  // Proxies such as nginx would otherwise hold events back.
+  "x-accel-buffering": "no",
+};
+
+/**
+ * Streams one turn. Errors before the first event (the upstream refused) are thrown, so the client
+ * gets the upstream's status and body as JSON; after that, nothing throws: the response is ours.
+ */
+export async function streamTurn(input: StreamTurnInput): Promise<StreamTurnResult> {
+  const { turn, reply, loaded } = input;
+  const dialect = input.dialect ?? chatStreamDialect;
+  if (clientLeft(input.request, reply)) {
+    // The client gave up while waiting for its turn: nothing was delivered, so nothing is stored.
+    reply.hijack();
+    reply.raw.destroy();
+    return { label: "incomplete" };
+  }
+  const abort = new AbortController();
+  const upstreamStart = performance.now();
+  let events: AsyncIterable<StreamEvent>;
+  try {
+    events = await input.upstream.streamChat(input.upstreamBody, {
+      signal: abort.signal,
+      onHeaders: (upstreamHeaders) => Object.assign(input.headers, upstreamHeaders),
+    });
+  } catch (error) {
+    turn.metrics.upstreamSeconds.observe(secondsSince(upstreamStart));
+    throw error;
+  }
+
+  reply.hijack();
+  const raw = reply.raw;
+  const headers = { ...SSE_HEADERS, ...input.headers };
+  raw.writeHead(200, headers);
+  raw.flushHeaders();
+  let clientGone = false;
+  // A response that closes before we ended it means the client went away.
+  const onClose = () => {
+    if (!raw.writableEnded) {
+      clientGone = true;
+      abort.abort();
+    }
+  };
+  raw.on("close", onClose);
+  raw.on("error", () => {});
+  // The client may have left between the check above and now, before the listener was there.
+  if (clientLeft(input.request, reply)) onClose();
+
+  const accumulator = new StreamAccumulator();
+  const recorded: string[] = [];
+  const send = async (frames: string) => {
+    if (!frames) return;
+    if (input.record) recorded.push(frames);
+    if (!raw.write(frames)) await drained(raw);
+  };
+  await send(dialect.open());
+  let sawDone = false;
+  let failure: unknown;
+  try {
+    for await (const event of events) {
+      if (event.data === "[DONE]") {
+        // Held back until the turn is committed: a client that saw [DONE] finds the turn stored.
+        sawDone = true;
+        continue;
+      }
+      if (clientGone) break;
+      accumulator.add(event.chunk);
+      await send(dialect.event(event, accumulator));
+    }
+  } catch (error) {
+    if (!clientGone) failure = error;
+  }
+  turn.metrics.upstreamSeconds.observe(secondsSince(upstreamStart));
+
+  const incomplete = clientGone || failure !== undefined;
+  const replyMessages = dialect.reply(accumulator, incomplete);
+  const toCommit = markCommitted([...loaded.toStore, ...replyMessages], input.operationId);
+  const committed: CommitResult =
+    input.persist === false
+      ? "saved"
+      : await commitTurn(turn, {
+          sessionId: input.sessionId,
+          userId: input.userId,
+          messages: toCommit,
+          fence: input.fence,
+          session: loaded.session,
+          operationId: input.operationId,
+          reconciled: loaded.reconciled,
+          last: true,
+        });
+  const saved = committed === "saved";
+  raw.off("close", onClose);
+
+  if (failure !== undefined) {
+    input.request.log.warn(
+      { err: failure, sessionId: input.sessionId },
+      "upstream stream failed mid-way; partial reply stored as incomplete",
+    );
+    turn.metrics.error("upstream_stream_failed");
+  }
+  if (!raw.destroyed && !raw.writableEnded) {
+    const tail = dialect.close({ saved, warning: saved ? undefined : committed, failure, sawDone });
+    if (input.record) recorded.push(tail);
+    raw.end(tail);
+  }
+  const label = incomplete ? (clientGone ? "incomplete" : "upstream_error") : saved ? "ok" : committed.replace("-", "_");
+  const outcome: TurnOutcome | undefined = incomplete
+    ? undefined
+    : {
+        kind: "sse",
+        status: 200,
+        headers,
+        events: recorded,
+        ...(committed === "save-unconfirmed" ? { unconfirmed: { messages: toCommit, reconciled: loaded.reconciled } } : {}),
+      };
+  return { label, outcome };
+}
+
+/** The reply as far as it was delivered. Half-streamed tool calls are dropped: their arguments are cut. */
+function partialReply(accumulator: StreamAccumulator): MessageInput {
+  const message: MessageInput = { role: "assistant", content: accumulator.content, incomplete: true };
+  if (accumulator.model) message.metadata = { model: accumulator.model };
+  return message;
+}
+
+function clientLeft(request: FastifyRequest, reply: FastifyReply): boolean {
+  return reply.raw.destroyed || request.raw.socket?.destroyed === true;
+}
+
+function drained(raw: FastifyReply["raw"]): Promise<void> {
+  return new Promise((resolve) => {
+    if (raw.destroyed) return resolve();
+    const done = () => {
+      raw.off("drain", done);
+      raw.off("close", done);
+      resolve();
+    };
+    raw.on("drain", done);
+    raw.on("close", done);
+  });
+}

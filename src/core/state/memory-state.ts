@@ -1,7 +1,7 @@
 import { parseContextPreferences, readPreferences } from "../context/preferences.js";
 import type { ContextPreferences } from "../context/types.js";
-import type { MemoryCore } from "../memory-core.js";
-import type { OwnerOptions } from "../memory-options.js";
+import type { MemoryCore } from "../memory/memory-core.js";
+import type { OwnerOptions } from "../memory/memory-options.js";
 import type { RankedHit, SearchMode } from "../search.js";
 import type { SearchHit, SessionState } from "../types.js";
 import { isThreadkeepError } from "../errors.js";

@@ -4,9 +4,9 @@
  */
 import type { MemoryCore } from "./memory-core.js";
 import type { OwnerOptions } from "./memory-options.js";
-import type { ConversationState, EntityRef, PendingConfirmation, PendingInput } from "./state/conversation.js";
-import * as state from "./state/memory-state.js";
-import type { Resolution } from "./state/references.js";
+import type { ConversationState, EntityRef, PendingConfirmation, PendingInput } from "../state/conversation.js";
+import * as state from "../state/memory-state.js";
+import type { Resolution } from "../state/references.js";
 
 /** The base of {@link Memory} that holds its conversational-state methods. */
 export class MemoryConversation {

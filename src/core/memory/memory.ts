@@ -1,22 +1,22 @@
-import type { CompactionResult } from "./context/compaction.js";
-import { buildContext } from "./context/build.js";
-import type { AssembledContext, ContextPreferences, PreloadedTurn } from "./context/types.js";
-import type { ConversationState, EntityRef, PendingConfirmation, PendingInput } from "./state/conversation.js";
-import * as state from "./state/memory-state.js";
-import type { Resolution } from "./state/references.js";
-import { branchAt, clear, fork, getBranch, listBranches, pop, switchBranch, undoTurn } from "./history/branches.js";
-import { writeMessages } from "./history/write.js";
+import type { CompactionResult } from "../context/compaction.js";
+import { buildContext } from "../context/build.js";
+import type { AssembledContext, ContextPreferences, PreloadedTurn } from "../context/types.js";
+import type { ConversationState, EntityRef, PendingConfirmation, PendingInput } from "../state/conversation.js";
+import * as state from "../state/memory-state.js";
+import type { Resolution } from "../state/references.js";
+import { branchAt, clear, fork, getBranch, listBranches, pop, switchBranch, undoTurn } from "../history/branches.js";
+import { writeMessages } from "../history/write.js";
 import { MemoryConversation } from "./memory-conversation.js";
 import { MemoryCore } from "./memory-core.js";
 import type { AddMessagesOptions, BuildContextOptions, MemoryInit, MemorySettings, OwnerOptions, ReplaceAfterOptions, RunTurnOptions } from "./memory-options.js";
-import { reindex } from "./reindex.js";
-import { runTurn } from "./turn.js";
-import { newSessionId, parseSessionId } from "./ids.js";
-import { checkJson } from "./json-limits.js";
-import { bestSearchMode, type RankedHit, runSearch, type SearchMode } from "./search.js";
-import type { Branch, BranchInput, BranchReason, Lease, ListOptions, Message, MessageInput, MessageQuery, SearchHit, Session, SessionPage, SessionState, SessionStore, Summary } from "./types.js";
+import { reindex } from "../reindex.js";
+import { runTurn } from "../turn.js";
+import { newSessionId, parseSessionId } from "../ids.js";
+import { checkJson } from "../json-limits.js";
+import { bestSearchMode, type RankedHit, runSearch, type SearchMode } from "../search.js";
+import type { Branch, BranchInput, BranchReason, Lease, ListOptions, Message, MessageInput, MessageQuery, SearchHit, Session, SessionPage, SessionState, SessionStore, Summary } from "../types.js";
 
-export type { PreloadedTurn } from "./context/types.js";
+export type { PreloadedTurn } from "../context/types.js";
 export type { AddMessagesOptions, BuildContextOptions, MemoryInit, MemoryOptions, MemorySettings, OwnerOptions, ReplaceAfterOptions, RunTurnOptions } from "./memory-options.js";
 
 /**

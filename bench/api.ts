@@ -14,7 +14,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Memory } from "../src/core/memory.js";
+import type { Memory } from "../src/core/memory/memory.js";
 import { createMemory } from "../src/create-memory.js";
 import type { SessionStore } from "../src/core/types.js";
 import { createSqliteStore } from "../src/stores/sqlite/index.js";

@@ -3,7 +3,7 @@
  * {@link Memory} only ever holds a `SessionStore` and core never imports a backend.
  */
 import { ThreadkeepError } from "./core/errors.js";
-import { Memory, type MemoryOptions } from "./core/memory.js";
+import { Memory, type MemoryOptions } from "./core/memory/memory.js";
 import { DEFAULTS } from "./core/policies.js";
 import { createStore } from "./stores/url.js";
 

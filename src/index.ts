@@ -3,8 +3,9 @@
  * This entry imports no optional client: stores that need `postgres` or `redis` load them on use.
  */
 export { createMemory } from "./create-memory.js";
-export { Memory, SessionHandle } from "./core/memory.js";
-export type { AddMessagesOptions, BuildContextOptions, MemoryInit, MemoryOptions, MemorySettings, OwnerOptions, PreloadedTurn, ReplaceAfterOptions, RunTurnOptions } from "./core/memory.js";
+export { Memory } from "./core/memory/memory.js";
+export { SessionHandle } from "./core/memory/session-handle.js";
+export type { AddMessagesOptions, BuildContextOptions, MemoryInit, MemoryOptions, MemorySettings, OwnerOptions, PreloadedTurn, ReplaceAfterOptions, RunTurnOptions } from "./core/memory/memory.js";
 export * from "./core/types.js";
 export * from "./core/errors.js";
 export { isValidSessionId, MAX_SESSION_ID_LENGTH, newSessionId, parseSessionId, scopedSessionId } from "./core/ids.js";

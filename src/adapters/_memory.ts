@@ -6,7 +6,7 @@
 import { createHash } from "node:crypto";
 import { isThreadkeepError, ThreadkeepError } from "../core/errors.js";
 import { isValidSessionId } from "../core/ids.js";
-import { Memory } from "../core/memory.js";
+import { Memory } from "../core/memory/memory.js";
 import { createMemory } from "../create-memory.js";
 
 /** A `Memory`, or a store URL (`sqlite:./data/threadkeep.db`, `postgres://…`) opened for you. */

@@ -20,7 +20,7 @@ import {
 import { isThreadkeepError, ThreadkeepError } from "../core/errors.js";
 import { newSessionId } from "../core/ids.js";
 import { itemsToMessages, messageToItems } from "../core/items/index.js";
-import type { Memory } from "../core/memory.js";
+import type { Memory } from "../core/memory/memory.js";
 import type { Message } from "../core/types.js";
 import { type MemoryOrUrl, orEmpty, resolveMemory, sessionIdFor } from "./_memory.js";
 import { checkedItems, fingerprint } from "./_agent-data.js";

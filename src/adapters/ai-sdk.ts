@@ -6,7 +6,7 @@
  * keeps them. `ai` is an optional peer dependency.
  */
 import type { UIMessage } from "ai";
-import type { Memory } from "../core/memory.js";
+import type { Memory } from "../core/memory/memory.js";
 import type { Session } from "../core/types.js";
 import { type MemoryOrUrl, orEmpty, resolveMemory, sessionIdFor } from "./_memory.js";
 import { sameData } from "../transfer/canonical.js";

@@ -18,7 +18,7 @@ import {
   ToolMessage,
 } from "@langchain/core/messages";
 import { ThreadkeepError } from "../core/errors.js";
-import type { Memory } from "../core/memory.js";
+import type { Memory } from "../core/memory/memory.js";
 import type { ContentPart, Message, MessageInput, Role } from "../core/types.js";
 import { type MemoryOrUrl, orEmpty, resolveMemory, sessionIdFor } from "./_memory.js";
 

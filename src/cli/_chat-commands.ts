@@ -5,7 +5,7 @@
 import { saveSummaryOf } from "../core/incarnation.js";
 import { isThreadkeepError } from "../core/errors.js";
 import { newSessionId } from "../core/ids.js";
-import type { Memory } from "../core/memory.js";
+import type { Memory } from "../core/memory/memory.js";
 import type { ChatMessage, Message } from "../core/types.js";
 import type { Upstream } from "../llm/openai-compatible.js";
 import { ago, oneLine, type Paint, table } from "./_format.js";

@@ -7,7 +7,7 @@
  */
 import type { Command } from "commander";
 import { ThreadkeepError } from "../core/errors.js";
-import type { MemoryOptions } from "../core/memory.js";
+import type { MemoryOptions } from "../core/memory/memory.js";
 import type { Upstream } from "../llm/openai-compatible.js";
 import type { Embedder } from "../core/embeddings.js";
 import { createEmbedder } from "../llm/embedder.js";

@@ -8,7 +8,7 @@ import type { Command } from "commander";
 import { describeCommand } from "./_commands.js";
 import { isThreadkeepError, ThreadkeepError } from "../core/errors.js";
 import { newSessionId, parseSessionId } from "../core/ids.js";
-import type { Memory } from "../core/memory.js";
+import type { Memory } from "../core/memory/memory.js";
 import { createMemory } from "../create-memory.js";
 import { addEmbeddingOptions, addRecallOptions, type RecallFlags, recallMemoryOptions, resolveRecallConfig } from "./_recall-options.js";
 import type { ChatMessage } from "../core/types.js";

@@ -1,6 +1,6 @@
 import { iterateAllSessions } from "./enumerate.js";
 import { ThreadkeepError } from "./errors.js";
-import type { MemoryCore } from "./memory-core.js";
+import type { MemoryCore } from "./memory/memory-core.js";
 import { canStoreVectors } from "./types.js";
 
 /** Memory's `reindex`: embeds what lacks a vector of the embedder's model, session by session. */

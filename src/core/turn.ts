@@ -2,9 +2,9 @@ import { contextReach } from "./context/build.js";
 import { SessionNotFoundError } from "./errors.js";
 import { parseSessionId } from "./ids.js";
 import { keepLease } from "./lease-keeper.js";
-import type { MemoryCore } from "./memory-core.js";
+import type { MemoryCore } from "./memory/memory-core.js";
 import type { PreloadedTurn } from "./context/types.js";
-import type { RunTurnOptions } from "./memory-options.js";
+import type { RunTurnOptions } from "./memory/memory-options.js";
 import { openTurn } from "./open-turn.js";
 import type { Lease } from "./types.js";
 

@@ -8,7 +8,7 @@ import { assembleContext } from "../core/context/assemble.js";
 import { ThreadkeepError } from "../core/errors.js";
 import { isValidSessionId } from "../core/ids.js";
 import { checkJson } from "../core/json-limits.js";
-import { Memory, type MemoryOptions } from "../core/memory.js";
+import { Memory, type MemoryOptions } from "../core/memory/memory.js";
 import { createMemory } from "../create-memory.js";
 import { createUpstream, type Upstream, type UpstreamOptions } from "../llm/openai-compatible.js";
 import { createAuthenticator, toApiKeyMap } from "./auth.js";

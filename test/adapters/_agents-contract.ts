@@ -23,7 +23,7 @@ import OpenAI from "openai";
 import { expect, it } from "vitest";
 import { z } from "zod";
 import { ThreadkeepSession } from "../../src/adapters/agents.js";
-import type { Memory } from "../../src/core/memory.js";
+import type { Memory } from "../../src/core/memory/memory.js";
 import type { FakeUpstream } from "../_fake-upstream.js";
 
 const user = (text: string): AgentInputItem => ({ role: "user", content: [{ type: "input_text", text }] });

@@ -13,7 +13,7 @@ import { convertToModelMessages, stepCountIs, streamText, tool, type UIMessage, 
 import { expect, it } from "vitest";
 import { z } from "zod";
 import { createChatStore } from "../../src/adapters/ai-sdk.js";
-import type { Memory } from "../../src/core/memory.js";
+import type { Memory } from "../../src/core/memory/memory.js";
 import type { FakeUpstream } from "../_fake-upstream.js";
 
 const text = (t: string) => ({ type: "text" as const, text: t });

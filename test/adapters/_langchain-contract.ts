@@ -26,7 +26,7 @@ import { RunnableWithMessageHistory } from "@langchain/core/runnables";
 import { ChatOpenAI } from "@langchain/openai";
 import { expect, it } from "vitest";
 import { ThreadkeepChatMessageHistory } from "../../src/adapters/langchain.js";
-import type { Memory } from "../../src/core/memory.js";
+import type { Memory } from "../../src/core/memory/memory.js";
 import type { FakeUpstream } from "../_fake-upstream.js";
 
 /** Every message type LangChain stores in a history, with the fields each carries. */

@@ -1,6 +1,6 @@
 /** What the adapter test files share: the fake upstream, an in-memory Memory, and what the model was sent. */
 import { afterAll, beforeAll } from "vitest";
-import type { Memory } from "../../src/core/memory.js";
+import type { Memory } from "../../src/core/memory/memory.js";
 import { createMemory } from "../../src/create-memory.js";
 import { type FakeUpstream, startFakeUpstream } from "../_fake-upstream.js";
 

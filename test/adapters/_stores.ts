@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll } from "vitest";
-import type { Memory } from "../../src/core/memory.js";
+import type { Memory } from "../../src/core/memory/memory.js";
 import { createMemory } from "../../src/create-memory.js";
 import type { SessionStore } from "../../src/core/types.js";
 import { createFileStore } from "../../src/stores/file/index.js";

@@ -7,7 +7,7 @@
  */
 import { afterAll, describe, expect, it, vi } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
-import type { Memory } from "../../src/core/memory.js";
+import type { Memory } from "../../src/core/memory/memory.js";
 import { createMemory } from "../../src/create-memory.js";
 import { compactSession } from "../../src/core/context/compaction.js";
 import type { Summarizer } from "../../src/core/context/summarize.js";

@@ -4,7 +4,8 @@
  * (with the state note) to a fake OpenAI-compatible model.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Memory, SessionHandle } from "../../src/core/memory.js";
+import type { Memory } from "../../src/core/memory/memory.js";
+import type { SessionHandle } from "../../src/core/memory/session-handle.js";
 import { createMemory } from "../../src/create-memory.js";
 import { createUpstream } from "../../src/llm/openai-compatible.js";
 import { createMemoryStore } from "../../src/stores/memory.js";

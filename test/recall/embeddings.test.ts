@@ -4,7 +4,7 @@
  * ("automobile" near "car"), so rankings are checked for real.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import type { Memory } from "../../src/core/memory.js";
+import type { Memory } from "../../src/core/memory/memory.js";
 import { createMemory } from "../../src/create-memory.js";
 import type { SearchMode } from "../../src/core/search.js";
 import { createEmbedder } from "../../src/llm/embedder.js";

@@ -3,7 +3,7 @@
  * official `openai` clients pointed at threadkeep.
  */
 import OpenAI from "openai";
-import type { Memory, MemoryOptions } from "../../src/core/memory.js";
+import type { Memory, MemoryOptions } from "../../src/core/memory/memory.js";
 import { createMemory } from "../../src/create-memory.js";
 import type { SessionStore } from "../../src/core/types.js";
 import { createServer, type ServerOptions, type ThreadkeepServer } from "../../src/server/index.js";

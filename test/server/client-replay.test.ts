@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Memory } from "../../src/core/memory.js";
+import type { Memory } from "../../src/core/memory/memory.js";
 import { createMemory } from "../../src/create-memory.js";
 import { createServer, type ThreadkeepServer } from "../../src/server/index.js";
 import { createSqliteStore } from "../../src/stores/sqlite/index.js";

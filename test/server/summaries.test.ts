@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { TokenCounter } from "../../src/core/context/tokens.js";
-import type { Memory } from "../../src/core/memory.js";
+import type { Memory } from "../../src/core/memory/memory.js";
 import { createMemory } from "../../src/create-memory.js";
 import type { ChatMessage } from "../../src/core/types.js";
 import { createSummarizer, DEFAULT_SUMMARY_INSTRUCTIONS } from "../../src/llm/summarizer.js";

@@ -1,7 +1,7 @@
 import { historyStart } from "../reconcile.js";
 import { parseSessionId } from "../ids.js";
-import type { MemoryCore } from "../memory-core.js";
-import type { BuildContextOptions } from "../memory-options.js";
+import type { MemoryCore } from "../memory/memory-core.js";
+import type { BuildContextOptions } from "../memory/memory-options.js";
 import { clearUsedPreferences } from "../state/session-state.js";
 import { assembleContext } from "./assemble.js";
 import { noteCoverage, windowAfterSummary } from "./coverage.js";

@@ -1,8 +1,8 @@
 import { appendMessagesOf, saveSummaryOf } from "../incarnation.js";
 import { ThreadkeepError } from "../errors.js";
 import { newSessionId, parseSessionId } from "../ids.js";
-import type { MemoryCore } from "../memory-core.js";
-import type { OwnerOptions } from "../memory-options.js";
+import type { MemoryCore } from "../memory/memory-core.js";
+import type { OwnerOptions } from "../memory/memory-options.js";
 import { swapHistoryStart } from "../reconcile.js";
 import type { Branch, BranchInput, Message, Session } from "../types.js";
 

@@ -1,7 +1,7 @@
 import { isThreadkeepError } from "../errors.js";
 import { parseSessionId } from "../ids.js";
-import type { MemoryCore } from "../memory-core.js";
-import type { ReplaceAfterOptions } from "../memory-options.js";
+import type { MemoryCore } from "../memory/memory-core.js";
+import type { ReplaceAfterOptions } from "../memory/memory-options.js";
 import { validateMessages } from "../messages.js";
 import { keeperKey } from "../turn.js";
 import type { Message, MessageInput, SessionStore } from "../types.js";

@@ -3,7 +3,7 @@
  * removing items or responses from it. A response is remembered in the `metadata.response` of its
  * last output message, with how many messages its input and output took.
  */
-import type { Memory } from "../memory.js";
+import type { Memory } from "../memory/memory.js";
 import type { Message, MessageInput } from "../types.js";
 import { itemsToMessages, messageToItems } from "./convert.js";
 import { type Item, ITEMS_KEY } from "./types.js";

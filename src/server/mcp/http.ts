@@ -4,7 +4,7 @@
  */
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import type { FastifyInstance } from "fastify";
-import type { Memory } from "../../core/memory.js";
+import type { Memory } from "../../core/memory/memory.js";
 import { createMcpServer } from "./tools.js";
 
 /** The path the MCP endpoint is mounted at. */

@@ -10,7 +10,7 @@ import { z } from "zod";
 import { contextPreferencesSchema, SET_CONTEXT_PREFERENCES } from "../../core/context/preferences.js";
 import { formatTranscript } from "../../core/context/summarize.js";
 import { isThreadkeepError } from "../../core/errors.js";
-import type { Memory } from "../../core/memory.js";
+import type { Memory } from "../../core/memory/memory.js";
 import { conversationPatchSchema } from "../../core/state/conversation.js";
 import { SearchParams } from "../routes/search.js";
 import { ListQuery, MessagesQuery } from "../routes/sessions.js";

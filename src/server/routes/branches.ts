@@ -5,7 +5,7 @@
  */
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import type { Memory } from "../../core/memory.js";
+import type { Memory } from "../../core/memory/memory.js";
 import type { Branch } from "../../core/types.js";
 import { parseBody } from "./_validate.js";
 import type { ServerMetrics } from "../metrics.js";

@@ -7,7 +7,7 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import { conversationIdOf, itemsOf, itemsToMessages, normalizeInput, removeItems, sessionOfConversation } from "../../core/items/index.js";
-import type { Memory } from "../../core/memory.js";
+import type { Memory } from "../../core/memory/memory.js";
 import type { Session } from "../../core/types.js";
 import { itemList, notFound, orNotFound, pageOf } from "./_item-pages.js";
 import { parseBody } from "./_validate.js";

@@ -4,7 +4,7 @@
  */
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import type { Memory } from "../../core/memory.js";
+import type { Memory } from "../../core/memory/memory.js";
 import { SEARCH_MODES } from "../../core/search.js";
 import { parseBody } from "./_validate.js";
 

@@ -5,7 +5,7 @@
  */
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import type { Memory } from "../../core/memory.js";
+import type { Memory } from "../../core/memory/memory.js";
 import { bundleLines, headerLine } from "../../transfer/jsonl-format.js";
 import { readSessionBundle } from "../../transfer/session-copy.js";
 import { parseBody } from "./_validate.js";

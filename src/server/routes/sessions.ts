@@ -7,7 +7,7 @@ import { z } from "zod";
 import { parseContextPreferences } from "../../core/context/preferences.js";
 import type { ContextPreferences } from "../../core/context/types.js";
 import { parseConversationState } from "../../core/state/conversation.js";
-import type { Memory } from "../../core/memory.js";
+import type { Memory } from "../../core/memory/memory.js";
 import { parseBody } from "./_validate.js";
 import { SearchParams } from "./search.js";
 import type { ServerMetrics } from "../metrics.js";

@@ -5,7 +5,7 @@
  * after the first attempt's commit) and answers from it instead of asking the model again.
  */
 import { createHash } from "node:crypto";
-import type { Memory } from "../../core/memory.js";
+import type { Memory } from "../../core/memory/memory.js";
 import type { Message, MessageInput } from "../../core/types.js";
 
 /** Where the operation id is kept on a turn's stored reply. */

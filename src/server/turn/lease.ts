@@ -4,7 +4,7 @@
  */
 import type { FastifyBaseLogger } from "fastify";
 import { isStoreRefusal, isThreadkeepError, ThreadkeepError } from "../../core/errors.js";
-import type { Memory, PreloadedTurn } from "../../core/memory.js";
+import type { Memory, PreloadedTurn } from "../../core/memory/memory.js";
 import type { ServerMetrics } from "../metrics.js";
 
 /** What a turn needs from the server. */

@@ -4,7 +4,7 @@
  * logged and reported.
  */
 import { isThreadkeepError } from "../../core/errors.js";
-import type { PreloadedTurn } from "../../core/memory.js";
+import type { PreloadedTurn } from "../../core/memory/memory.js";
 import { isHiddenCarrier } from "../../core/items/index.js";
 import { toChatMessage } from "../../core/messages.js";
 import { afterLastAnswer, type ClientMode, type ReconcilePlan, readRequest, readStoredView, sameMessage, viewFromWindow } from "../../core/reconcile.js";

@@ -5,7 +5,7 @@
  * becomes messages and how the reply goes back.
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { Memory } from "../../core/memory.js";
+import type { Memory } from "../../core/memory/memory.js";
 import type { ClientMode } from "../../core/reconcile.js";
 import type { ChatMessage, MessageInput } from "../../core/types.js";
 import { type Upstream, UpstreamError, upstreamText } from "../../llm/openai-compatible.js";

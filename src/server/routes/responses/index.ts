@@ -21,7 +21,7 @@ import {
   sessionOfResponse,
   type StoredResponse,
 } from "../../../core/items/index.js";
-import type { Memory } from "../../../core/memory.js";
+import type { Memory } from "../../../core/memory/memory.js";
 import { toChatMessage } from "../../../core/messages.js";
 import type { ChatMessage } from "../../../core/types.js";
 import type { PlannedTurn } from "../../turn/load.js";

@@ -1,15 +1,15 @@
-import { Compactor } from "./context/compaction.js";
-import { DEFAULT_RECALL, type RecallOptions } from "./context/recall.js";
-import { BackgroundEmbedder } from "./embeddings.js";
-import { isThreadkeepError, SessionNotFoundError } from "./errors.js";
-import { parseSessionId } from "./ids.js";
-import type { KeptLease } from "./lease-keeper.js";
-import { checkJson } from "./json-limits.js";
+import { Compactor } from "../context/compaction.js";
+import { DEFAULT_RECALL, type RecallOptions } from "../context/recall.js";
+import { BackgroundEmbedder } from "../embeddings.js";
+import { isThreadkeepError, SessionNotFoundError } from "../errors.js";
+import { parseSessionId } from "../ids.js";
+import type { KeptLease } from "../lease-keeper.js";
+import { checkJson } from "../json-limits.js";
 import type { MemoryInit, MemorySettings, OwnerOptions } from "./memory-options.js";
-import { DEFAULTS } from "./policies.js";
-import { createResolver, type Resolver } from "./state/references.js";
-import type { StateAccess } from "./state/session-state.js";
-import type { OwnerScope, Session, SessionStore } from "./types.js";
+import { DEFAULTS } from "../policies.js";
+import { createResolver, type Resolver } from "../state/references.js";
+import type { StateAccess } from "../state/session-state.js";
+import type { OwnerScope, Session, SessionStore } from "../types.js";
 
 /** What a {@link Memory}'s modules share: the store, the settings, and the owner checks of a session. */
 export class MemoryCore {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { createMemoryStore } from "../stores/memory.js";
-import { createMemory } from "../create-memory.js";
-import { newSessionId } from "./ids.js";
+import { createMemoryStore } from "../../stores/memory.js";
+import { createMemory } from "../../create-memory.js";
+import { newSessionId } from "../ids.js";
 
 const memoryOn = (options: Parameters<typeof createMemory>[0] extends infer O ? Partial<O> : never = {}) =>
   createMemory({ store: createMemoryStore({ ttlMs: 0 }), ...options });

@@ -1,37 +1,37 @@
-import type { CompactionResult } from "./context/compaction.js";
-import { buildContext } from "./context/build.js";
-import type { AssembledContext, ContextPreferences, PreloadedTurn } from "./context/types.js";
-import type { ConversationState, EntityRef, PendingConfirmation, PendingInput } from "./state/conversation.js";
-import * as state from "./state/memory-state.js";
-import type { Resolution } from "./state/references.js";
-import { branchAt, clear, fork, getBranch, listBranches, pop, switchBranch, undoTurn } from "./history/branches.js";
-import { writeMessages } from "./history/write.js";
-import { MemoryConversation } from "./memory-conversation.js";
+import type { CompactionResult } from "../context/compaction.js";
+import { buildContext } from "../context/build.js";
+import type { AssembledContext, ContextPreferences, PreloadedTurn } from "../context/types.js";
+import type { ConversationState, EntityRef, PendingConfirmation, PendingInput } from "../state/conversation.js";
+import type { Resolution } from "../state/references.js";
+import { branchAt, clear, fork, getBranch, listBranches, pop, switchBranch, undoTurn } from "../history/branches.js";
+import { writeMessages } from "../history/write.js";
 import { MemoryCore } from "./memory-core.js";
 import type { AddMessagesOptions, BuildContextOptions, MemoryInit, MemorySettings, OwnerOptions, ReplaceAfterOptions, RunTurnOptions } from "./memory-options.js";
-import { reindex } from "./reindex.js";
-import { runTurn } from "./turn.js";
-import { newSessionId, parseSessionId } from "./ids.js";
-import { checkJson } from "./json-limits.js";
-import { bestSearchMode, type RankedHit, runSearch, type SearchMode } from "./search.js";
-import type { Branch, BranchInput, BranchReason, Lease, ListOptions, Message, MessageInput, MessageQuery, SearchHit, Session, SessionPage, SessionState, SessionStore, Summary } from "./types.js";
+import { reindex } from "../reindex.js";
+import { SessionHandle, type SessionMemory } from "./session-handle.js";
+import { StateApi } from "./state-api.js";
+import { runTurn } from "../turn.js";
+import { newSessionId, parseSessionId } from "../ids.js";
+import { checkJson } from "../json-limits.js";
+import { bestSearchMode, type RankedHit, runSearch, type SearchMode } from "../search.js";
+import type { Branch, BranchInput, Lease, ListOptions, Message, MessageInput, MessageQuery, SearchHit, Session, SessionPage, SessionState, SessionStore, Summary } from "../types.js";
 
-export type { PreloadedTurn } from "./context/types.js";
+export type { PreloadedTurn } from "../context/types.js";
 export type { AddMessagesOptions, BuildContextOptions, MemoryInit, MemoryOptions, MemorySettings, OwnerOptions, ReplaceAfterOptions, RunTurnOptions } from "./memory-options.js";
 
 /**
  * The one object that keeps conversations: the library's entry point, and what the server and the
  * CLI wrap. Every method checks ownership: another owner's session is `session_not_found`.
  */
-export class Memory extends MemoryConversation {
+export class Memory implements SessionMemory {
   readonly settings: MemorySettings;
-  #core: MemoryCore;
+  readonly #core: MemoryCore;
+  readonly #state: StateApi;
   #sweep?: NodeJS.Timeout;
 
   constructor(options: MemoryInit) {
-    const core = new MemoryCore(options);
-    super(core);
-    this.#core = core;
+    this.#core = new MemoryCore(options);
+    this.#state = new StateApi(this.#core, (text, searchOptions) => this.search(text, searchOptions));
     this.settings = this.#core.settings;
     if (options.sweepIntervalMs) {
       this.#sweep = setInterval(() => {
@@ -194,8 +194,7 @@ export class Memory extends MemoryConversation {
 
   /** The session's state (`{ version: 0, data: {} }` when never written). */
   async getState(sessionId: string, options: OwnerOptions = {}): Promise<SessionState> {
-    const session = await this.#core.resolve(sessionId, this.#core.owner(options), false);
-    return (await this.#core.store).getState(session.id);
+    return this.#state.getState(sessionId, options);
   }
 
   /**
@@ -207,7 +206,7 @@ export class Memory extends MemoryConversation {
     update: (data: Record<string, unknown>) => Record<string, unknown>,
     options: OwnerOptions & { expectedVersion?: number } = {},
   ): Promise<SessionState> {
-    return state.updateState(this.#core, sessionId, update, options);
+    return this.#state.updateState(sessionId, update, options);
   }
 
   /** Removes every message, summary and the state of a session, keeping its id, owner and metadata. */
@@ -253,7 +252,7 @@ export class Memory extends MemoryConversation {
 
   /** The stored context preferences, if any. */
   async getPreferences(sessionId: string, options: OwnerOptions = {}): Promise<ContextPreferences | undefined> {
-    return state.getPreferences(this.#core, sessionId, options);
+    return this.#state.getPreferences(sessionId, options);
   }
 
   /**
@@ -265,7 +264,7 @@ export class Memory extends MemoryConversation {
     preferences: ContextPreferences,
     options: OwnerOptions & { merge?: boolean } = {},
   ): Promise<ContextPreferences | undefined> {
-    return state.setPreferences(this.#core, sessionId, preferences, options);
+    return this.#state.setPreferences(sessionId, preferences, options);
   }
 
   /** Searches the session and focuses the next context on the newest hit (± `around` messages). */
@@ -274,7 +273,54 @@ export class Memory extends MemoryConversation {
     text: string,
     options: OwnerOptions & { mode?: "substring" | "fulltext"; around?: number; sticky?: boolean } = {},
   ): Promise<SearchHit | null> {
-    return state.recall(this.#core, (t, o) => this.search(t, o), sessionId, text, options);
+    return this.#state.recall(sessionId, text, options);
+  }
+
+  /** The conversational state: last intent, referenced entities, pending confirmation. */
+  async getConversation(sessionId: string, options: OwnerOptions = {}): Promise<ConversationState> {
+    return this.#state.getConversation(sessionId, options);
+  }
+
+  /** Changes the conversational state: given fields replace, `null` clears. @throws `invalid_request` naming the field. */
+  async patchConversation(sessionId: string, patch: unknown, options: OwnerOptions = {}): Promise<ConversationState> {
+    return this.#state.patchConversation(sessionId, patch, options);
+  }
+
+  /** Records an entity the conversation just referenced; "that task" resolves to the latest task. */
+  async addReference(sessionId: string, entity: Omit<EntityRef, "at">, options: OwnerOptions = {}): Promise<ConversationState> {
+    return this.#state.addReference(sessionId, entity, options);
+  }
+
+  /** Records the user's last intent, as the application names it. */
+  async setIntent(sessionId: string, name: string, options: OwnerOptions = {}): Promise<ConversationState> {
+    return this.#state.setIntent(sessionId, name, options);
+  }
+
+  /** Asks for a confirmation: the action waits (replacing any earlier one) until confirmed, cancelled or expired. */
+  async setPendingConfirmation(sessionId: string, input: PendingInput, options: OwnerOptions = {}): Promise<PendingConfirmation> {
+    return this.#state.setPendingConfirmation(sessionId, input, options);
+  }
+
+  /**
+   * Takes the pending confirmation to execute it: returned to exactly one caller, and null when there
+   * is none, it expired, or it is not the one with `id`.
+   */
+  async confirmPending(sessionId: string, options: OwnerOptions & { id?: string; now?: number } = {}): Promise<PendingConfirmation | null> {
+    return this.#state.takePending(sessionId, options);
+  }
+
+  /** Drops the pending confirmation. @returns it, or null when there was none (or it had expired). */
+  async cancelPending(sessionId: string, options: OwnerOptions & { now?: number } = {}): Promise<PendingConfirmation | null> {
+    return this.#state.takePending(sessionId, options);
+  }
+
+  /**
+   * What a user message means for the conversational state, without a model call: a yes or no to
+   * the pending confirmation (`expired` when it lapsed), a reference to the latest entity, or none.
+   * It changes nothing: call {@link confirmPending} or {@link cancelPending} to act on it.
+   */
+  async resolve(sessionId: string, text: string, options: OwnerOptions & { now?: number } = {}): Promise<Resolution> {
+    return this.#state.resolve(sessionId, text, options);
   }
 
   /** Deletes sessions inactive longer than `ttlMs`. @returns their ids. */
@@ -307,115 +353,5 @@ export class Memory extends MemoryConversation {
     this.#core.vectors?.close();
     const store = await this.#core.store.catch(() => null);
     await store?.close();
-  }
-}
-
-/** A session of one owner, bound for convenience: every method forwards to {@link Memory}. */
-export class SessionHandle {
-  readonly #memory: Memory;
-  readonly id: string;
-  readonly userId: string;
-
-  constructor(memory: Memory, id: string, userId: string) {
-    this.#memory = memory;
-    this.id = id;
-    this.userId = userId;
-  }
-
-  #owner(): OwnerOptions {
-    return { userId: this.userId };
-  }
-
-  /** The session record. */
-  info(): Promise<Session> {
-    return this.#memory.getSession(this.id, { ...this.#owner(), create: true });
-  }
-  addMessage(message: MessageInput): Promise<Message> {
-    return this.#memory.addMessages(this.id, [message], this.#owner()).then(([stored]) => stored);
-  }
-  addMessages(messages: MessageInput[], options: Omit<AddMessagesOptions, "userId" | "session"> = {}): Promise<Message[]> {
-    return this.#memory.addMessages(this.id, messages, { ...options, ...this.#owner() });
-  }
-  replaceAfter(seq: number, messages: MessageInput[], options: Omit<ReplaceAfterOptions, "userId" | "session"> = {}): Promise<Message[]> {
-    return this.#memory.replaceAfter(this.id, seq, messages, { ...options, ...this.#owner() });
-  }
-  pop(): Promise<Message | null> {
-    return this.#memory.pop(this.id, this.#owner());
-  }
-  listBranches(): Promise<Branch[]> {
-    return this.#memory.listBranches(this.id, this.#owner());
-  }
-  getBranch(branchId: number): Promise<Branch> {
-    return this.#memory.getBranch(this.id, branchId, this.#owner());
-  }
-  switchBranch(branchId: number): Promise<Branch> {
-    return this.#memory.switchBranch(this.id, branchId, this.#owner());
-  }
-  branchAt(seq: number, options: { reason?: BranchReason; metadata?: Record<string, unknown> } = {}): Promise<Branch | null> {
-    return this.#memory.branchAt(this.id, seq, { ...options, ...this.#owner() });
-  }
-  getMessages(query: MessageQuery = {}): Promise<Message[]> {
-    return this.#memory.getMessages(this.id, { ...query, ...this.#owner() });
-  }
-  search(
-    text: string,
-    options: { mode?: "substring" | "fulltext"; limit?: number } = {},
-  ): Promise<SearchHit[]> {
-    return this.#memory.search(text, { ...options, ...this.#owner(), sessionId: this.id });
-  }
-  getState(): Promise<SessionState> {
-    return this.#memory.getState(this.id, this.#owner());
-  }
-  updateState(update: (data: Record<string, unknown>) => Record<string, unknown>): Promise<SessionState> {
-    return this.#memory.updateState(this.id, update, this.#owner());
-  }
-  context(options: Omit<BuildContextOptions, "userId"> = {}): Promise<AssembledContext> {
-    return this.#memory.buildContext(this.id, { ...options, ...this.#owner() });
-  }
-  clear(): Promise<void> {
-    return this.#memory.clear(this.id, this.#owner());
-  }
-  undoTurn(): Promise<Message[]> {
-    return this.#memory.undoTurn(this.id, this.#owner());
-  }
-  async fork(options: { atSeq?: number; id?: string } = {}): Promise<SessionHandle> {
-    const fork = await this.#memory.fork(this.id, { ...options, ...this.#owner() });
-    return new SessionHandle(this.#memory, fork.id, this.userId);
-  }
-  delete(): Promise<void> {
-    return this.#memory.deleteSession(this.id, this.#owner());
-  }
-  conversation(): Promise<ConversationState> {
-    return this.#memory.getConversation(this.id, this.#owner());
-  }
-  resolve(text: string, options: { now?: number } = {}): Promise<Resolution> {
-    return this.#memory.resolve(this.id, text, { ...options, ...this.#owner() });
-  }
-  addReference(entity: Omit<EntityRef, "at">): Promise<ConversationState> {
-    return this.#memory.addReference(this.id, entity, this.#owner());
-  }
-  setIntent(name: string): Promise<ConversationState> {
-    return this.#memory.setIntent(this.id, name, this.#owner());
-  }
-  setPendingConfirmation(input: PendingInput): Promise<PendingConfirmation> {
-    return this.#memory.setPendingConfirmation(this.id, input, this.#owner());
-  }
-  confirmPending(options: { id?: string; now?: number } = {}): Promise<PendingConfirmation | null> {
-    return this.#memory.confirmPending(this.id, { ...options, ...this.#owner() });
-  }
-  cancelPending(): Promise<PendingConfirmation | null> {
-    return this.#memory.cancelPending(this.id, this.#owner());
-  }
-  setPreferences(
-    preferences: ContextPreferences,
-    options: { merge?: boolean } = {},
-  ): Promise<ContextPreferences | undefined> {
-    return this.#memory.setPreferences(this.id, preferences, { ...options, ...this.#owner() });
-  }
-  recall(
-    text: string,
-    options: { mode?: "substring" | "fulltext"; around?: number; sticky?: boolean } = {},
-  ): Promise<SearchHit | null> {
-    return this.#memory.recall(this.id, text, { ...options, ...this.#owner() });
   }
 }

@@ -1,10 +1,10 @@
-import type { CompactionOptions } from "./context/compaction.js";
-import type { Summarizer } from "./context/summarize.js";
-import type { ContextPreferences, PreloadedTurn } from "./context/types.js";
-import type { ResolverOptions } from "./state/references.js";
-import type { Embedder, EmbeddingOptions } from "./embeddings.js";
-import type { RecallOptions } from "./context/recall.js";
-import type { BranchInput, ChatMessage, Session, SessionStore } from "./types.js";
+import type { CompactionOptions } from "../context/compaction.js";
+import type { Summarizer } from "../context/summarize.js";
+import type { ContextPreferences, PreloadedTurn } from "../context/types.js";
+import type { ResolverOptions } from "../state/references.js";
+import type { Embedder, EmbeddingOptions } from "../embeddings.js";
+import type { RecallOptions } from "../context/recall.js";
+import type { BranchInput, ChatMessage, Session, SessionStore } from "../types.js";
 
 /** Options of {@link Memory.addMessages}. */
 export interface AddMessagesOptions extends OwnerOptions {

@@ -13,21 +13,6 @@ import { checkDimensions, dimensionMismatch, normalize, vectorHit } from "../_ve
 
 type Tx = postgres.TransactionSql<Record<string, unknown>>;
 
-/** Schema version 5: message_vectors and embedding_models. */
-export async function migrateVectors(tx: Tx): Promise<void> {
-  await tx`
-    CREATE TABLE message_vectors (
-      session_id text COLLATE "C" NOT NULL,
-      seq bigint NOT NULL,
-      created_at bigint NOT NULL,
-      model text NOT NULL,
-      vector real[] NOT NULL,
-      PRIMARY KEY (session_id, seq),
-      FOREIGN KEY (session_id, seq) REFERENCES messages (session_id, seq) ON DELETE CASCADE
-    )`;
-  await tx`CREATE TABLE embedding_models (model text PRIMARY KEY, dims integer NOT NULL)`;
-}
-
 /** A vector as a PostgreSQL array literal (normalised: cosine similarity is then a dot product). */
 const literal = (vector: ArrayLike<number>) => `{${Array.from(normalize(vector)).join(",")}}`;
 

@@ -1,5 +1,5 @@
 /**
- * A session's activity time off the append's indexes (schema version 12).
+ * A session's activity time off the append's indexes (schema version 12: `migrations/012-deferred-indexing.ts`).
  *
  * Every append moves `sessions.last_activity_at`. While that column was in two indexes (listing by
  * owner and activity, expiry by age), each append's session UPDATE was a non-HOT one: a new index

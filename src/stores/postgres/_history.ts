@@ -1,6 +1,7 @@
 /**
  * The PostgreSQL store's history changes: idempotent writes and tail replacement in one round trip
- * (`threadkeep_write`), and branches. Schema version 4 adds them.
+ * (`threadkeep_write`), and branches. Schema version 4 adds them
+ * (`migrations/004-history.ts`).
  */
 import type postgres from "postgres";
 import { SessionNotFoundError, ThreadkeepError } from "../../core/errors.js";

@@ -1,5 +1,5 @@
 /**
- * Full-text indexing off the append (schema version 12).
+ * Full-text indexing off the append (schema version 12: `migrations/012-deferred-indexing.ts`).
  *
  * An append used to build each message's `tsvector` and insert it into the GIN index inside its own
  * statement: 50–75 µs of server CPU and 340 WAL bytes per message before the commit

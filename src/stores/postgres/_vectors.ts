@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL store's embeddings (schema version 5): `real[]` beside the messages, dropped with
+ * The PostgreSQL store's embeddings (schema version 5, `migrations/005-vectors.ts`): `real[]` beside the messages, dropped with
  * them (foreign key), and an exact cosine scan in SQL over the owner's own vectors, so only the best
  * few rows travel. pgvector is not required (nor used): the scan is bounded by one owner's messages.
  */

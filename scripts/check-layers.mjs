@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 /* global console, process */
 // Checks that src/ holds its layers: imports only point down (RANKS below), no module imports itself
-// round a circle, and an underscored file (`_x.ts`) is imported only from its own layer. Every relative
+// round a circle, an underscored file (`_x.ts`) is imported only from its own layer, and a migration
+// (`<backend>/migrations/NNN-<what>.ts`) never imports its store (`<backend>/index.ts`). Every relative
 // import counts: static, `import type`, `export … from`, `import()` and `import("…").T`.
 // Exits 1 naming each file and import that breaks a rule; prints nothing and exits 0 when the layers hold.
 // `node scripts/check-layers.mjs [dir]` checks another tree laid out like src/ (the checker's own test does).
@@ -74,6 +75,10 @@ for (const file of files) {
       continue;
     }
     graph.get(file).add(target);
+    // A schema version is frozen when released: it may use what the store shares, never the store itself.
+    if (basename(dirname(file)) === "migrations" && target === join(dirname(dirname(file)), "index.ts")) {
+      problems.push(`${name}: imports "${spec}" (${relative(ROOT, target)}): a migration may not import its store`);
+    }
     const [from, to] = [unitOf(file), unitOf(target)];
     // A test beside the code is a consumer of its layer, not part of it.
     if (from === to || isTest(file)) continue;

@@ -1,7 +1,7 @@
 /**
- * Layers only point down, no module imports itself round a circle, and an underscored file stays in its
- * layer: `scripts/check-layers.mjs` over src/, and the same checker shown to catch each kind of break
- * in a small tree of its own.
+ * Layers only point down, no module imports itself round a circle, an underscored file stays in its
+ * layer, and a migration never imports its store: `scripts/check-layers.mjs` over src/, and the same
+ * checker shown to catch each kind of break in a small tree of its own.
  */
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -49,6 +49,9 @@ describe("the layers of src/", () => {
       "stores/_z.ts": "export const z = 1;\n",
       "stores/sibling.ts": 'export { z } from "./_z.js";\n',
       "cli/x.ts": "export const x = 1;\n",
+      "stores/kv/index.ts": "export const store = 1;\n",
+      "stores/kv/migrations/001-initial.ts": 'import { store } from "../index.js";\nexport const up = store;\n',
+      "stores/kv/migrations/index.ts": 'export { up } from "./001-initial.js";\n',
       "elsewhere/e.ts": 'import type { S } from "../server/s.js";\nexport type E = S;\n',
     };
     for (const [path, text] of Object.entries(files)) {
@@ -58,7 +61,7 @@ describe("the layers of src/", () => {
     const result = await check(join(work, "src"));
     expect(result.code).toBe(1);
     expect(result.stderr.trim().split("\n").sort()).toEqual([
-      "check-layers: 8 problem(s)",
+      "check-layers: 9 problem(s)",
       'import circle of 2 files (src/stores/p.ts, src/stores/q.ts): src/stores/p.ts -> src/stores/q.ts -> src/stores/p.ts',
       'src/core/dynamic.ts: imports "../stores/p.js" (src/stores/p.ts): core may not import from stores',
       'src/core/inline-type.ts: imports "../llm/l.js" (src/llm/l.ts): core may not import from llm',
@@ -66,6 +69,7 @@ describe("the layers of src/", () => {
       'src/core/type-only.ts: imports "../server/s.js" (src/server/s.ts): core may not import from server',
       "src/elsewhere/e.ts: src/elsewhere has no place in the layer table of scripts/check-layers.mjs",
       'src/server/private.ts: imports "../stores/_z.js" (src/stores/_z.ts): an underscored file is private to src/stores',
+      'src/stores/kv/migrations/001-initial.ts: imports "../index.js" (src/stores/kv/index.ts): a migration may not import its store',
       'src/stores/peer.ts: imports "../llm/l.js" (src/llm/l.ts): stores may not import from llm',
     ]);
   });

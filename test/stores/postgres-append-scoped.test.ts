@@ -1,5 +1,5 @@
 /**
- * Schema version 15 (`postgres/_append-scoped.ts`): the append checks the owner on the session row it
+ * Schema version 15 (`postgres/migrations/015-scoped-append.ts`): the append checks the owner on the session row it
  * updates rather than in the calling statement, and inserts one message by `VALUES`. What must hold:
  * another owner, or an expired session, gets `session_not_found` with nothing written, a fenced write
  * included (a lease refusal tells another owner nothing); one message keeps the cap; and a version 14

@@ -3,7 +3,7 @@
  * it), so a database crash can lose it and hand its fence to the next waiter. These tests play the
  * crash by putting the lease row and the fence sequence back as they were before the grant, and check
  * that the holder whose grant was lost cannot write, while the next holder, given the same fence
- * number, can: writes are fenced by fence and holder together (`src/stores/postgres/_fence.ts`).
+ * number, can: writes are fenced by fence and holder together (`src/stores/postgres/migrations/010-held-writes.ts`).
  */
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";

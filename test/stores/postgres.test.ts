@@ -184,7 +184,7 @@ describe.runIf(enabled === true)("postgres store specifics", () => {
     extraSchemas.push(old);
     const id = newSessionId();
     const say = (content: string) => JSON.stringify({ role: "user", content });
-    // What a version 12 process sends for a plain append (postgres/_fence.ts).
+    // What a version 12 process sends for a plain append (postgres/migrations/010-held-writes.ts).
     const oldAppend = (sql: postgres.Sql, content: string, fence: number | null = null, holder: string | null = null) => sql<{ out_status: string }[]>`
       SELECT out_status FROM threadkeep_append_held(${id}, ${[say(content)]}::text[], ${[content]}::text[], 200::bigint, ${fence}::bigint, ${holder}::text, NULL::regconfig)`;
     await atSchemaVersion(old, 12, async (sql) => {

@@ -1,5 +1,5 @@
 /**
- * A session's activity time off the append's indexes (schema version 12).
+ * A session's activity time off the append's indexes (schema version 12: `migrations/012-deferred-indexing.ts`).
  *
  * Every append moves `sessions.last_activity_at`. While that column was in two indexes (listing by
  * owner and activity, expiry by age), each append's session UPDATE was a non-HOT one: a new index
@@ -15,43 +15,14 @@
  * as before. The two that walk an index use the floor to bound the walk and the exact time to decide:
  * listing ({@link listByActivity}) and expiry (`expire()` in `postgres/index.ts`).
  */
-import type postgres from "postgres";
 import type { SessionRow } from "./_rows.js";
 import type { PgSql } from "./_client.js";
-
-type Tx = postgres.TransactionSql<Record<string, unknown>>;
 
 /**
  * How far `activity_floor` may lag `last_activity_at` (ms). Larger: fewer appends move an indexed
  * column; smaller: a listing sorts fewer extra rows (those active within this much of its last row).
  */
 export const ACTIVITY_FLOOR_STEP_MS = 300_000;
-
-/** Schema version 12, part 2: `activity_floor`, its trigger, and the indexes moved onto it. */
-export async function migrateActivityFloor(tx: Tx): Promise<void> {
-  await tx`ALTER TABLE sessions ADD COLUMN activity_floor bigint`;
-  await tx`UPDATE sessions SET activity_floor = last_activity_at`;
-  await tx`ALTER TABLE sessions ALTER COLUMN activity_floor SET NOT NULL`;
-  await tx.unsafe(`
-    CREATE FUNCTION threadkeep_activity_floor() RETURNS trigger LANGUAGE plpgsql AS $fn$
-    BEGIN
-      NEW.activity_floor := NEW.last_activity_at;
-      RETURN NEW;
-    END
-    $fn$`);
-  // The WHEN clause is evaluated without calling the function: an append that leaves the floor as it
-  // is pays no PL/pgSQL call. An INSERT of an older process names no floor; that is the NULL case.
-  await tx.unsafe(`
-    CREATE TRIGGER sessions_activity_floor BEFORE INSERT OR UPDATE OF last_activity_at, activity_floor ON sessions
-    FOR EACH ROW WHEN (
-      NEW.activity_floor IS NULL OR NEW.last_activity_at < NEW.activity_floor
-      OR NEW.last_activity_at >= NEW.activity_floor + ${ACTIVITY_FLOOR_STEP_MS}
-    ) EXECUTE FUNCTION threadkeep_activity_floor()`);
-  await tx`DROP INDEX sessions_user_activity`;
-  await tx`DROP INDEX sessions_last_activity`;
-  await tx`CREATE INDEX sessions_user_floor ON sessions (user_id, activity_floor DESC, id DESC)`;
-  await tx`CREATE INDEX sessions_floor ON sessions (activity_floor)`;
-}
 
 /**
  * One page of an owner's sessions, most recent activity first (ties by id, descending), after the

@@ -6,6 +6,9 @@ import { isConnectionError } from "./_errors.js";
 /** A connected `postgres` client whose `bigint` columns parse to numbers (see `createPostgresStore`). */
 export type PgSql = postgres.Sql<Record<string, unknown>>;
 
+/** A transaction of a {@link PgSql} client, as `sql.begin` hands it to its callback. */
+export type PgTx = postgres.TransactionSql<Record<string, unknown>>;
+
 /** Imports the optional `postgres` package. @throws `missing_dependency` when it is not installed. */
 export async function loadDriver(): Promise<typeof postgres> {
   try {

@@ -1,5 +1,5 @@
 /**
- * Full-text indexing off the append (schema version 12).
+ * Full-text indexing off the append (schema version 12: `migrations/012-deferred-indexing.ts`).
  *
  * An append used to build each message's `tsvector` and insert it into the GIN index inside its own
  * statement: 50–75 µs of server CPU and 340 WAL bytes per message before the commit
@@ -15,10 +15,7 @@
  * version's store passes none for appends of up to {@link DEFER_UP_TO} messages, and `to_tsvector`
  * being strict, the row's `tsv` is then NULL.
  */
-import type postgres from "postgres";
 import type { PgRun } from "./_operations.js";
-
-type Tx = postgres.TransactionSql<Record<string, unknown>>;
 
 /**
  * Most messages an append leaves pending; a larger one (an import, a migration, a whole history) is
@@ -33,37 +30,6 @@ export const INDEX_DELAY_MS = 200;
 
 /** The text search configuration an append of `count` messages passes: none (pending) when small. */
 export const appendLang = (count: number, lang: string): string | null => (count <= DEFER_UP_TO ? null : lang);
-
-/**
- * Schema version 12, part 1: `tsv` may be NULL (pending); the GIN index only over built tsvectors (a
- * NULL would still cost an append a GIN entry; rebuilding it takes about 13 s per million messages on
- * a 2-core machine, once); the pending index, keyed by `created_at` (new rows go to its right edge, and
- * the drain takes the oldest first); and the drain.
- */
-export async function migrateDeferredIndexing(tx: Tx): Promise<void> {
-  await tx`ALTER TABLE messages ALTER COLUMN tsv DROP NOT NULL`;
-  await tx`DROP INDEX messages_tsv`;
-  await tx`CREATE INDEX messages_tsv ON messages USING gin (tsv) WHERE tsv IS NOT NULL`;
-  await tx`CREATE INDEX messages_unindexed ON messages (created_at) WHERE tsv IS NULL`;
-  // Rows another drain (or a cap, a truncation) holds are skipped, not waited for: no drain waits on
-  // another, and an append's cap waits for at most one batch. The commit need not wait for its flush.
-  await tx.unsafe(`
-    CREATE FUNCTION threadkeep_index_pending(p_lang regconfig, p_limit integer) RETURNS integer
-    LANGUAGE plpgsql VOLATILE AS $fn$
-    DECLARE
-      v_done integer;
-    BEGIN
-      PERFORM set_config('synchronous_commit', 'off', true);
-      UPDATE messages m SET tsv = to_tsvector(p_lang, left(m.search_text, 100000))
-        FROM (
-          SELECT p.session_id, p.seq FROM messages p WHERE p.tsv IS NULL ORDER BY p.created_at LIMIT p_limit FOR UPDATE SKIP LOCKED
-        ) q
-        WHERE m.session_id = q.session_id AND m.seq = q.seq;
-      GET DIAGNOSTICS v_done = ROW_COUNT;
-      RETURN v_done;
-    END
-    $fn$`);
-}
 
 /**
  * Drains the pending rows in the background: {@link SearchIndexer.poke} after a write schedules a

@@ -24,7 +24,7 @@ export interface Attempt {
  * lease only if nobody waits, else it joins the line and gets a ticket; with one it takes the lease
  * if no live ticket is ahead of it, and otherwise keeps its ticket alive. With the waiter's `read`,
  * a grant also reads the turn's data, after the grant holds the row (see `postgres/_turn.ts`), and
- * commits without waiting for the WAL flush: the turn's write flushes it (see `postgres/_fence.ts`).
+ * commits without waiting for the WAL flush: the turn's write flushes it (see `postgres/migrations/010-held-writes.ts`).
  */
 export function attemptLease(
 sql: PgSql,

@@ -19,7 +19,7 @@
  *   holder and waiter anyway): releases (the lease would lapse) and tickets; and the grants of turns
  *   (`open(…, read)`), so that a turn waits for one flush, its write's. A lost grant may see its fence
  *   handed out again, so every grant names its holder (`leases.holder`, a random token per waiter) and
- *   a write checks both ({@link PostgresLeases.holder}, `postgres/_fence.ts`). Grants of
+ *   a write checks both ({@link PostgresLeases.holder}, `postgres/migrations/010-held-writes.ts`). Grants of
  *   {@link PostgresLeases.acquire} stay durable: a write with their fence is sound by number alone.
  */
 import { randomUUID } from "node:crypto";
@@ -347,7 +347,7 @@ export class PostgresLeases {
   }
 
   /**
-   * The token of the lease of `fence` held here, for a write fenced by it (see `postgres/_fence.ts`);
+   * The token of the lease of `fence` held here, for a write fenced by it (see `postgres/migrations/010-held-writes.ts`);
    * undefined for a fence this instance did not grant or has seen given back.
    */
   holder(sessionId: string, fence: number): string | undefined {

@@ -1,63 +1,15 @@
 /**
- * How threadkeep's data lies in PostgreSQL: the schema as versioned forward migrations, and the text
- * search configuration the stored data was built with. Every statement is a tagged template: no SQL
- * is built from strings. Row formats: `postgres/_rows.ts`; the client: `postgres/_client.ts`; errors:
+ * How threadkeep's data lies in PostgreSQL: the runner of the versioned forward migrations (one file
+ * each in `postgres/migrations/`), and the text search configuration the stored data was built with.
+ * Every statement is a tagged template: no SQL is built from strings. Row formats: `postgres/_rows.ts`; the client: `postgres/_client.ts`; errors:
  * `postgres/_errors.ts`.
  */
-import type postgres from "postgres";
 import { ThreadkeepError } from "../../core/errors.js";
-import type { PgSql } from "./_client.js";
-import { migrateAppendCapGuard, migrateFencedAppend } from "./_append.js";
-import { migrateScopedAppend } from "./_append-scoped.js";
-import { migrateActivityFloor } from "./_activity.js";
-import { migrateSummaryCap, migrateSummaryCapGuard } from "./_cap.js";
-import { migrateHeldWrites } from "./_fence.js";
-import { migrateHistory } from "./_history.js";
-import { migrateDeferredIndexing } from "./_indexing.js";
-import { migrateAppendQueue, migrateInitial, migrateLeaseHolders, migrateSettings } from "./_schema-early.js";
-import { migrateTurnDoc, migrateTurnRead, migrateTurnRelease } from "./_turn.js";
-import { migrateVectors } from "./_vectors.js";
-
-type Tx = postgres.TransactionSql<Record<string, unknown>>;
+import type { PgSql, PgTx } from "./_client.js";
+import { MIGRATIONS } from "./migrations/index.js";
 
 /** The first key of the advisory lock taken while migrating; the second is the schema's hash. */
 const MIGRATION_LOCK_KEY = 0x7468_6b70; // "thkp".
-
-interface Migration {
-  version: number;
-  up: (tx: Tx) => Promise<void>;
-}
-
-/**
- * Forward migrations, applied in order and never edited once released: a change is a new entry.
- * Timestamps are milliseconds since the epoch (`bigint`), exactly what the contract speaks, taken from
- * the server's clock so that several processes agree. JSON is kept as `text`: `jsonb` cannot hold
- * `\u0000` and reorders keys, and the store never queries inside it.
- */
-const MIGRATIONS: Migration[] = [
-  { version: 1, up: (tx) => migrateInitial(tx) },
-  { version: 2, up: (tx) => migrateAppendQueue(tx) },
-  { version: 3, up: (tx) => migrateSettings(tx) },
-  { version: 4, up: (tx) => migrateHistory(tx) },
-  { version: 5, up: (tx) => migrateVectors(tx) },
-  { version: 6, up: (tx) => migrateLeaseHolders(tx) },
-  { version: 7, up: (tx) => migrateTurnRead(tx) },
-  { version: 8, up: (tx) => migrateTurnRelease(tx) },
-  { version: 9, up: (tx) => migrateSummaryCap(tx) },
-  { version: 10, up: (tx) => migrateHeldWrites(tx) },
-  { version: 11, up: (tx) => migrateAppendCapGuard(tx) },
-  {
-    version: 12,
-    up: async (tx) => {
-      await migrateDeferredIndexing(tx);
-      await migrateActivityFloor(tx);
-      await migrateSummaryCapGuard(tx);
-    },
-  },
-  { version: 13, up: (tx) => migrateFencedAppend(tx) },
-  { version: 14, up: (tx) => migrateTurnDoc(tx) },
-  { version: 15, up: (tx) => migrateScopedAppend(tx) },
-];
 
 /** The newest schema version this code knows. */
 export const SCHEMA_VERSION = MIGRATIONS.at(-1)!.version;
@@ -114,7 +66,7 @@ export async function checkTextSearchConfig(sql: PgSql, lang: string): Promise<v
  */
 export async function useTextSearchConfig(sql: PgSql, lang: string, schema: string): Promise<void> {
   await checkTextSearchConfig(sql, lang);
-  const current = async (q: PgSql | Tx) =>
+  const current = async (q: PgSql | PgTx) =>
     (await q<{ value: string }[]>`SELECT value FROM threadkeep_settings WHERE key = 'fts_language'`)[0]?.value;
   if ((await current(sql)) === lang) return;
   await sql.begin(async (tx) => {

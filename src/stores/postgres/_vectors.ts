@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL store's embeddings (schema version 5): `real[]` beside the messages, dropped with
+ * The PostgreSQL store's embeddings (schema version 5, `migrations/005-vectors.ts`): `real[]` beside the messages, dropped with
  * them (foreign key), and an exact cosine scan in SQL over the owner's own vectors, so only the best
  * few rows travel. pgvector is not required (nor used): the scan is bounded by one owner's messages.
  */
@@ -12,21 +12,6 @@ import { DEFAULT_SEARCH_LIMIT } from "../_util.js";
 import { checkDimensions, dimensionMismatch, normalize, vectorHit } from "../_vectors.js";
 
 type Tx = postgres.TransactionSql<Record<string, unknown>>;
-
-/** Schema version 5: message_vectors and embedding_models. */
-export async function migrateVectors(tx: Tx): Promise<void> {
-  await tx`
-    CREATE TABLE message_vectors (
-      session_id text COLLATE "C" NOT NULL,
-      seq bigint NOT NULL,
-      created_at bigint NOT NULL,
-      model text NOT NULL,
-      vector real[] NOT NULL,
-      PRIMARY KEY (session_id, seq),
-      FOREIGN KEY (session_id, seq) REFERENCES messages (session_id, seq) ON DELETE CASCADE
-    )`;
-  await tx`CREATE TABLE embedding_models (model text PRIMARY KEY, dims integer NOT NULL)`;
-}
 
 /** A vector as a PostgreSQL array literal (normalised: cosine similarity is then a dot product). */
 const literal = (vector: ArrayLike<number>) => `{${Array.from(normalize(vector)).join(",")}}`;

@@ -80,7 +80,7 @@ const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
  * The schema is migrated on first use; the turn lease holds across processes (see `postgres/_lease.ts`).
  * Messages, sessions and state commit durably. The grant of an `openTurn` lease does not wait for its
  * WAL flush (the turn's durable write flushes it): a crash may lose it, and a fenced write then fails
- * with `lease_expired`, since writes check the holder with the fence (see `postgres/_fence.ts`).
+ * with `lease_expired`, since writes check the holder with the fence (see `postgres/migrations/010-held-writes.ts`).
  * `acquireLease` grants durably.
  */
 export function createPostgresStore(options: PostgresStoreOptions): VectorStore {
@@ -148,7 +148,7 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
 
   /**
    * The token of the holder a fenced write comes from, when this instance granted its fence: the write
-   * then applies only while that very grant holds the lease (see `postgres/_fence.ts`).
+   * then applies only while that very grant holds the lease (see `postgres/migrations/010-held-writes.ts`).
    */
   const holderOf = (id: string, fence: number | undefined) => (fence === undefined ? null : (leases.holder(id, fence) ?? null));
 
@@ -208,7 +208,7 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
       const userId = owner?.userId ?? null;
       const since = owner ? (owner.activeSince ?? Number.MIN_SAFE_INTEGER) : null;
       return run("appendMessages", async (sql) => {
-        // The function checks the owner on the session row it updates (postgres/_append-scoped.ts):
+        // The function checks the owner on the session row it updates (postgres/migrations/015-scoped-append.ts):
         // another owner's session, or an expired one, is `not_found`. One whole statement when
         // unguarded: a fragment is one more query object to build on every append.
         const call = (q: PgSql) => q<AppendRow[]>`

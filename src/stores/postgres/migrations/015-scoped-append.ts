@@ -21,12 +21,10 @@
  * Version 13's function stays, unchanged, for processes of version 14 during an upgrade: both take the
  * same locks in the same order, so their appends queue behind one another.
  */
-import type postgres from "postgres";
-
-type Tx = postgres.TransactionSql<Record<string, unknown>>;
+import type { PgTx } from "../_client.js";
 
 /** Creates `threadkeep_append_scoped` (schema version 15). */
-export async function migrateScopedAppend(tx: Tx): Promise<void> {
+export async function migrateScopedAppend(tx: PgTx): Promise<void> {
   await tx.unsafe(`
     CREATE FUNCTION threadkeep_append_scoped(
       p_session text, p_bodies text[], p_texts text[], p_max bigint, p_keep_summarized boolean,

@@ -15,9 +15,7 @@
  * without a holder (a fence this store instance did not grant, e.g. passed from another process) is
  * checked by fence number as before; that is safe for grants of `acquireLease`, which stay durable.
  */
-import type postgres from "postgres";
-
-type Tx = postgres.TransactionSql<Record<string, unknown>>;
+import type { PgTx } from "../_client.js";
 
 /**
  * Schema version 10: `threadkeep_lease_refused` (the rule, on the lease row held `FOR SHARE`) and the
@@ -25,7 +23,7 @@ type Tx = postgres.TransactionSql<Record<string, unknown>>;
  * the older functions, which stay as they were so that processes of the previous version keep working
  * during an upgrade (their grants are all durable, so their fence-only checks stay sound).
  */
-export async function migrateHeldWrites(tx: Tx): Promise<void> {
+export async function migrateHeldWrites(tx: PgTx): Promise<void> {
   // FOR SHARE makes a grant of a newer lease wait for the write, so no turn starts on a history that
   // a stale holder is still writing to. With a holder, a row that is missing, holds another fence or
   // another holder refuses; without one, only a newer fence refuses (the rule before version 10).

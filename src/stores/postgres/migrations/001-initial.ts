@@ -1,14 +1,12 @@
 /**
- * The SQL of PostgreSQL schema versions 1, 2, 3 and 6, as released: existing databases have run it, so
- * it is never edited, not even its indentation (see MIGRATIONS in `postgres/_schema.ts`); a change is
- * a new version.
+ * The SQL of PostgreSQL schema version 1, as released: existing databases have run it, so it is never
+ * edited, not even its indentation (nor are versions 2, 3 and 6, from the same time); a change is a
+ * new version (listed in `migrations/index.ts`).
  */
-import type postgres from "postgres";
-
-type Tx = postgres.TransactionSql<Record<string, unknown>>;
+import type { PgTx } from "../_client.js";
 
 /** Schema version 1: sessions, messages, summaries, state, leases and `threadkeep_append`. */
-export async function migrateInitial(tx: Tx): Promise<void> {
+export async function migrateInitial(tx: PgTx): Promise<void> {
   await tx`
         CREATE FUNCTION threadkeep_now_ms() RETURNS bigint LANGUAGE sql VOLATILE
         AS $$ SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint $$`;
@@ -110,37 +108,4 @@ export async function migrateInitial(tx: Tx): Promise<void> {
           RETURN QUERY SELECT 'ok'::text, v_last - v_n + 1, v_now;
         END
         $fn$`;
-}
-
-/** Schema version 2: `threadkeep_append_queued`, appends queued in arrival order. */
-export async function migrateAppendQueue(tx: Tx): Promise<void> {
-  // Appends to one session first queue on an advisory lock, which PostgreSQL grants strictly in
-  // arrival order, then take the row lock uncontended. Without the queue, every waiter on the row
-  // lock wakes when it frees and they race for it: under 50 concurrent writers on one session this
-  // halved throughput and stretched p99 several-fold (docs/decisions/0002-postgres-schema.md).
-  await tx`
-        CREATE FUNCTION threadkeep_append_queued(
-          p_session text, p_bodies text[], p_texts text[], p_max bigint, p_fence bigint, p_lang regconfig
-        ) RETURNS TABLE (out_status text, out_first_seq bigint, out_created_at bigint)
-        LANGUAGE plpgsql VOLATILE AS $fn$
-        BEGIN
-          PERFORM pg_advisory_xact_lock(hashtextextended(p_session, 0));
-          RETURN QUERY SELECT * FROM threadkeep_append(p_session, p_bodies, p_texts, p_max, p_fence, p_lang);
-        END
-        $fn$`;
-}
-
-/** Schema version 3: the `threadkeep_settings` table. */
-export async function migrateSettings(tx: Tx): Promise<void> {
-  // Store-wide settings the data depends on, e.g. the text search configuration `tsv` was built
-  // with: opening with another one rebuilds it (see useTextSearchConfig).
-  await tx`CREATE TABLE threadkeep_settings (key text PRIMARY KEY, value text NOT NULL)`;
-}
-
-/** Schema version 6: the holder of a lease and of a queue ticket. */
-export async function migrateLeaseHolders(tx: Tx): Promise<void> {
-  // Who a grant went to (a random token per waiter), so a waiter whose grant answer was lost in
-  // an outage can give the lease back instead of leaving it to lapse.
-  await tx`ALTER TABLE leases ADD COLUMN holder text`;
-  await tx`ALTER TABLE lease_queue ADD COLUMN holder text`;
 }

@@ -168,11 +168,13 @@ export function readRequest(conversation: ChatMessage[], view: StoredView, optio
   }
 
   const stored = last - start + 1;
+  // How far the request reproduces the line from its start: compared once, when the line was read.
+  let fromStart: number | undefined;
+  const matchedFromStart = () => (fromStart ??= prefixMatch(conversation, view.range!, start, view.first!.seq, same));
   // 1. It re-sends the whole stored line, then more: append the rest.
   if (n >= stored && stored > 0) {
     if (!view.range) return undefined;
-    const matched = prefixMatch(conversation, view.range, start, view.first!.seq, same);
-    if (matched >= stored) return plan("continue", { toStore: conversation.slice(stored) });
+    if (matchedFromStart() >= stored) return plan("continue", { toStore: conversation.slice(stored) });
   }
   // 2. It begins with the stored line's newest messages (a tool loop's follow-up): append the rest.
   const overlap = tailOverlap(conversation, view.tail, same);
@@ -184,7 +186,7 @@ export function readRequest(conversation: ChatMessage[], view: StoredView, optio
   // message cannot reproduce an answer, and needs no read.
   if (n >= 2 && conversation.some((m) => m.role === "assistant")) {
     if (!view.range) return undefined;
-    const matched = prefixMatch(conversation, view.range, start, view.first!.seq, same);
+    const matched = matchedFromStart();
     const compared = view.range.filter((m) => m.seq >= view.first!.seq && m.seq < start + matched);
     if (compared.length >= 2 && compared.some(isModelReply)) return replaceFrom(conversation, view as Required<StoredView>, start, matched, metadata, meta);
   }

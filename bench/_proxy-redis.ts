@@ -4,14 +4,14 @@
  * against call by call.
  */
 import type { ChildProcess } from "node:child_process";
-import type { SessionStore } from "../src/core/types.js";
+import type { FullStore } from "../src/core/types.js";
 import { formatMicros, percentile, QUICK } from "./_harness.js";
 
 /**
  * A Redis store under the bench's own key prefix (`BENCH_REDIS_PREFIX`, removed afterwards); with
  * `BENCH_CALL_BY_CALL=1` its `combinedTurn` is hidden, so a turn runs call by call. Other URLs as given.
  */
-export async function redisStore(url: string): Promise<SessionStore | string> {
+export async function redisStore(url: string): Promise<FullStore | string> {
   if (!/^redis(\+cluster)?:/.test(url)) return url;
   const { createRedisStore } = await import("../src/stores/redis/index.js");
   const store = createRedisStore({ url, keyPrefix: process.env.BENCH_REDIS_PREFIX });

@@ -3,7 +3,7 @@
  * measured operations on the same random access sequence, and the results table. A backend's script
  * (bench/store.ts, bench/store-redis.ts, …) adds its stores and its raw-client baseline.
  */
-import type { MessageInput, SessionStore } from "../src/core/types.js";
+import type { MessageInput, FullStore } from "../src/core/types.js";
 import {
   elapsedMs,
   formatMicros,
@@ -69,7 +69,7 @@ export const totalMessages = (scale: Scale) => scale.sessions * scale.messagesPe
 
 /** Creates the scale's sessions and appends their messages in batches of 100 (not timed). */
 export async function loadStore(
-  store: SessionStore,
+  store: FullStore,
   scale: Scale,
   name: string = store.name,
   concurrency = 1,
@@ -114,7 +114,7 @@ export interface Subject {
 }
 
 /** A loaded store as `Memory` uses it on every turn: read the window, commit with the default cap. */
-export function storeSubject(store: SessionStore, name: string = store.name): Subject {
+export function storeSubject(store: FullStore, name: string = store.name): Subject {
   return {
     name,
     last20: (id) => store.getMessages(id, { last: 20 }),

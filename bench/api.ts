@@ -16,7 +16,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Memory } from "../src/core/memory/memory.js";
 import { createMemory } from "../src/create-memory.js";
-import type { SessionStore } from "../src/core/types.js";
+import type { FullStore } from "../src/core/types.js";
 import { createSqliteStore } from "../src/stores/sqlite/index.js";
 import { collectGarbage, formatMicros, formatRatio, printTable } from "./_harness.js";
 import { openPostgresRaw, openRedisRaw, openSqliteRaw, type RawBaseline } from "./_raw-baselines.js";
@@ -39,7 +39,7 @@ import {
 interface Backend {
   name: string;
   /** A reason to skip, or the opened store and its baseline (loaded by the caller). */
-  open(scale: Scale, dir: string): Promise<{ store: SessionStore; raw: RawBaseline } | string>;
+  open(scale: Scale, dir: string): Promise<{ store: FullStore; raw: RawBaseline } | string>;
   /** Sessions loaded at once (only decides how long loading takes). */
   loadConcurrency: number;
 }

@@ -7,12 +7,12 @@
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { printTable } from "./_harness.js";
-import type { SessionStore } from "../src/core/types.js";
+import type { FullStore } from "../src/core/types.js";
 
 const TURNS = 150;
 const SPAN = 50;
 
-function counted(store: SessionStore, calls: Map<string, number>): SessionStore {
+function counted(store: FullStore, calls: Map<string, number>): FullStore {
   return new Proxy(store, {
     get(target, prop) {
       const value = Reflect.get(target, prop, target);
@@ -25,7 +25,7 @@ function counted(store: SessionStore, calls: Map<string, number>): SessionStore 
   });
 }
 
-async function run(name: string, store: SessionStore): Promise<string[][]> {
+async function run(name: string, store: FullStore): Promise<string[][]> {
   const { createMemory } = await import("../src/create-memory.js");
   const { createSummarizer } = await import("../src/llm/summarizer.js");
   const { createServer } = await import("../src/server/index.js");

@@ -11,7 +11,7 @@ import { assembleContext } from "../src/core/context/assemble.js";
 import { clearTokenCache } from "../src/core/context/tokens.js";
 import type { ContextInput } from "../src/core/context/types.js";
 import { createMemory } from "../src/create-memory.js";
-import type { Message, MessageInput, SessionStore } from "../src/core/types.js";
+import type { Message, MessageInput, FullStore } from "../src/core/types.js";
 import { createMemoryStore } from "../src/stores/memory.js";
 import { collectGarbage, formatMicros, percentile, printTable, QUICK, seededRandom } from "./_harness.js";
 
@@ -126,7 +126,7 @@ rows.push(time("window 200 (budget bites), cold", history, 200, coldRounds, true
 collectGarbage();
 
 // The same turn through Memory on the in-memory store, and the store reads alone.
-const store: SessionStore = createMemoryStore({ ttlMs: 0 });
+const store: FullStore = createMemoryStore({ ttlMs: 0 });
 const memory = createMemory({ store });
 const chat = await memory.startSession({ id: "00000000-0000-4000-8000-00000000c0de" });
 await chat.addMessages(history.map(({ seq: _s, createdAt: _c, ...m }) => m));

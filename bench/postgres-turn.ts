@@ -17,7 +17,7 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import postgres from "postgres";
-import type { SessionStore } from "../src/core/types.js";
+import type { FullStore } from "../src/core/types.js";
 import { createPostgresStore } from "../src/stores/postgres/index.js";
 import { formatMicros, percentile, printTable, QUICK } from "./_harness.js";
 
@@ -54,7 +54,7 @@ const clientCpu = () => {
  * (the backend `pid` of the store's connection) and the client CPU per turn, per round. The backend's
  * CPU is read between the statements (a file read of a few µs, outside both timings).
  */
-async function turns(store: SessionStore, pid: number | null, label: string, samples: Samples, cpu: Cpu): Promise<void> {
+async function turns(store: FullStore, pid: number | null, label: string, samples: Samples, cpu: Cpu): Promise<void> {
   const userId = "bench";
   const { id } = await store.createSession({ id: `turn-${randomBytes(6).toString("hex")}`, userId });
   let openCpu = 0;
@@ -94,7 +94,7 @@ async function turns(store: SessionStore, pid: number | null, label: string, sam
 }
 
 /** The backend of the store's `main` connection: the one that served its last sequential statement. */
-async function backendOf(store: SessionStore, admin: postgres.Sql, before: number[]): Promise<number | null> {
+async function backendOf(store: FullStore, admin: postgres.Sql, before: number[]): Promise<number | null> {
   await store.listAllSessions({ limit: 1 });
   const rows = await admin<{ pid: number }[]>`
     SELECT pid FROM pg_stat_activity WHERE application_name = 'threadkeep' AND datname = current_database()

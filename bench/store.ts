@@ -9,7 +9,7 @@
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { SessionStore } from "../src/core/types.js";
+import type { FullStore } from "../src/core/types.js";
 import { createMemoryStore } from "../src/stores/memory.js";
 import { createSqliteStore } from "../src/stores/sqlite/index.js";
 import { collectGarbage } from "./_harness.js";
@@ -36,7 +36,7 @@ import {
 export interface StoreEntry {
   name: string;
   /** Opens an empty store whose files (if any) go under `dir`; a string is why the backend is skipped. */
-  open(dir: string, scale: Scale): Promise<SessionStore | string>;
+  open(dir: string, scale: Scale): Promise<FullStore | string>;
   /** Scales holding more messages than this are skipped with a printed note (loading would take too long). */
   maxMessages?: number;
   /** Also measure both scales side by side for the "no slower at the big scale" target. */

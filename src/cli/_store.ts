@@ -1,6 +1,6 @@
 /** Opening the configured store for the commands that work on stored sessions directly. */
 import type { Command } from "commander";
-import type { SessionStore } from "../core/types.js";
+import type { FullStore } from "../core/types.js";
 import { createStore } from "../stores/url.js";
 import { DEFAULT_STORE_URL, resolveConfig } from "./options.js";
 
@@ -18,7 +18,7 @@ export function addStoreUrlOption(command: Command): Command {
  */
 export async function withStore<T>(
   flags: { store?: string; ttl?: string },
-  fn: (store: SessionStore) => Promise<T>,
+  fn: (store: FullStore) => Promise<T>,
 ): Promise<T> {
   const config = resolveConfig({ store: flags.store, ttl: flags.ttl });
   const store = await createStore(config.store, { ttlMs: config.ttlMs });

@@ -6,7 +6,7 @@ import type { Command } from "commander";
 import { describeCommand } from "./_commands.js";
 import { ThreadkeepError } from "../core/errors.js";
 import { parsePositiveInt } from "../core/policies.js";
-import type { SessionStore } from "../core/types.js";
+import type { FullStore } from "../core/types.js";
 import { createStore } from "../stores/url.js";
 import { type MigrateReport, migrateStores } from "../transfer/migrate.js";
 import { createProgress, formatDuration } from "./_progress.js";
@@ -62,7 +62,7 @@ Example:
           stop.abort();
           process.off("SIGINT", onSigint);
         };
-        let target: SessionStore | undefined;
+        let target: FullStore | undefined;
         try {
           target = await createStore(opts.to, { ttlMs });
           process.on("SIGINT", onSigint);

@@ -9,7 +9,7 @@ import { SessionNotFoundError } from "../core/errors.js";
 import { parseSessionId } from "../core/ids.js";
 import { contentText } from "../core/messages.js";
 import { parseDuration, parsePositiveInt } from "../core/policies.js";
-import type { Session, SessionStore } from "../core/types.js";
+import type { Session, FullStore } from "../core/types.js";
 import { ago, oneLine, paintFor, table } from "./_format.js";
 import { formatDuration } from "./_progress.js";
 import { forEachConcurrent, readSessionBundle } from "../transfer/session-copy.js";
@@ -29,7 +29,7 @@ export interface SessionSummaryRow {
 
 /** Adds the message count and title to each session (a few sessions at a time). */
 export async function describeSessions(
-  store: SessionStore,
+  store: FullStore,
   sessions: Session[],
 ): Promise<SessionSummaryRow[]> {
   const rows = new Map<string, SessionSummaryRow>();
@@ -53,7 +53,7 @@ export async function describeSessions(
 
 /** The most recently active sessions: one owner's, or everyone's (scanning them all). `limit` 0: no limit. */
 export async function recentSessions(
-  store: SessionStore,
+  store: FullStore,
   options: { userId?: string; limit: number },
 ): Promise<Session[]> {
   const wanted = options.limit > 0 ? options.limit : Number.POSITIVE_INFINITY;

@@ -5,7 +5,7 @@
  */
 import { contentText } from "./messages.js";
 import type { RankedHit, VectorSearcher } from "./search.js";
-import { canStoreVectors, type Message, type SessionStore, type VectorStore } from "./types.js";
+import { canStoreVectors, type Message, type FullStore, type VectorStore } from "./types.js";
 
 /** Turns texts into vectors (e.g. `createEmbedder({ baseUrl, model })` over an OpenAI-compatible /v1/embeddings). */
 export interface Embedder {
@@ -81,7 +81,7 @@ export class BackgroundEmbedder implements VectorSearcher {
   }
 
   /** Schedules a session's embedding after a commit; failures are logged and retried with backoff. */
-  schedule(store: SessionStore, sessionId: string): void {
+  schedule(store: FullStore, sessionId: string): void {
     if (this.#closed || !canStoreVectors(store)) return;
     if (this.#running.has(sessionId)) {
       this.#again.add(sessionId);
@@ -123,7 +123,7 @@ export class BackgroundEmbedder implements VectorSearcher {
 
   /** Semantic search: the query's embedding against the store's vectors of the model. */
   async search(
-    store: SessionStore,
+    store: FullStore,
     query: { userId: string; sessionId?: string; text: string; limit: number; beforeSeq?: number; afterSeq?: number; activeSince?: number },
   ): Promise<RankedHit[]> {
     if (!canStoreVectors(store)) return [];

@@ -1,5 +1,5 @@
 /** Enumerating every session of every owner, for export, migration and pruning. */
-import type { ListOptions, Session, SessionStore } from "./types.js";
+import type { ListOptions, Session, FullStore } from "./types.js";
 
 /** Options of {@link iterateAllSessions}. */
 export interface IterateOptions extends Pick<ListOptions, "cursor"> {
@@ -8,7 +8,7 @@ export interface IterateOptions extends Pick<ListOptions, "cursor"> {
 }
 
 /** Yields every session of the store, page by page through `listAllSessions` (ids ascending). */
-export async function* iterateAllSessions(store: SessionStore, options: IterateOptions = {}): AsyncGenerator<Session> {
+export async function* iterateAllSessions(store: FullStore, options: IterateOptions = {}): AsyncGenerator<Session> {
   let cursor = options.cursor ?? null;
   do {
     const page = await store.listAllSessions({ limit: options.pageSize ?? 500, cursor });

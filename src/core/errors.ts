@@ -20,6 +20,7 @@ export type ErrorCode =
   | "lease_expired"
   | "session_busy"
   | "not_supported"
+  | "capability_missing"
   | "store_unavailable"
   | "store_corrupt"
   | "store_misconfigured"
@@ -50,6 +51,7 @@ export const ERROR_STATUS: Readonly<Record<ErrorCode, number>> = {
   lease_expired: 409,
   session_busy: 429,
   not_supported: 501,
+  capability_missing: 501,
   store_unavailable: 503,
   store_corrupt: 500,
   store_misconfigured: 503,

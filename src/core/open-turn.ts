@@ -1,9 +1,9 @@
 /**
  * Opening a turn: the session's lease plus everything the turn reads (session, window, summaries,
- * state). A store with `capabilities.combinedTurn` does it in one round trip; for the others the same
- * result is put together here from `acquireLease` and the separate reads.
+ * state). A store with `capabilities.combinedTurn` does it in one round trip with these helpers; for
+ * the others `completeStore` puts the same result together from `acquireLease` and the separate reads.
  */
-import type { Lease, OpenedTurn, Session, SessionState, SessionStore, TurnOpening } from "./types.js";
+import type { Lease, OpenedTurn, Session, SessionState, TurnOpening } from "./types.js";
 
 /** What a turn reads besides its lease. */
 export type TurnRead = Omit<OpenedTurn, "lease">;
@@ -42,23 +42,4 @@ export async function withLease(lease: Lease, read: () => TurnRead | Promise<Tur
     await lease.release().catch(() => {});
     throw error;
   }
-}
-
-/**
- * Waits for the session's turn lease and reads the turn's data (see {@link OpenedTurn}). On any
- * failure after the grant the lease is given back before the error is thrown.
- */
-export async function openTurn(store: SessionStore, sessionId: string, opening: TurnOpening): Promise<OpenedTurn> {
-  if (store.capabilities.combinedTurn && store.openTurn) return store.openTurn(sessionId, opening);
-  const lease = await store.acquireLease(sessionId, opening.lease);
-  return withLease(lease, async () =>
-    readTurn(await store.getSession(sessionId), opening, async (session) => {
-      const [messages, summaries, state] = await Promise.all([
-        opening.last > 0 ? store.getMessages(sessionId, { last: opening.last }) : Promise.resolve([]),
-        store.listSummaries(sessionId),
-        store.getState(sessionId),
-      ]);
-      return { status: "ok" as const, session, messages, summaries, state };
-    }),
-  );
 }

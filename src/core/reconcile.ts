@@ -13,7 +13,7 @@
  * docs/server.md ("How the server decides what is new") has the decision table.
  */
 import { contentText } from "./messages.js";
-import type { Branch, BranchInput, ChatMessage, Message, MessageContent, Session, SessionStore } from "./types.js";
+import type { Branch, BranchInput, ChatMessage, Message, MessageContent, Session, FullStore } from "./types.js";
 
 /** The session metadata key under which request reading keeps what it learned. */
 export const HISTORY_META_KEY = "threadkeep";
@@ -307,7 +307,7 @@ function alignByPosition(
  * After a switch to a branch made by an edit before the stored part: the line that comes back had
  * its own first seq, kept in the branch's metadata; the branch now keeps the other line's.
  */
-export async function swapHistoryStart(store: SessionStore, session: Session, branch: Branch): Promise<Branch> {
+export async function swapHistoryStart(store: FullStore, session: Session, branch: Branch): Promise<Branch> {
   const restored = branch.metadata?.historyStartsAt;
   if (typeof restored !== "number") return branch;
   const meta = historyMeta(session.metadata);
@@ -319,7 +319,7 @@ export async function swapHistoryStart(store: SessionStore, session: Session, br
 }
 
 /** Reads what {@link readRequest} compares a request of `count` messages with: one round of reads. */
-export async function readStoredView(store: SessionStore, session: Session, count: number): Promise<Required<StoredView>> {
+export async function readStoredView(store: FullStore, session: Session, count: number): Promise<Required<StoredView>> {
   const start = historyStart(session);
   const [first, tail, range] = await Promise.all([
     store.getMessages(session.id, { limit: 1 }),

@@ -4,7 +4,7 @@
  * embedder. Ownership is part of every store query (`userId`), never a filter applied afterwards.
  */
 import { ThreadkeepError } from "./errors.js";
-import type { SearchHit, SessionStore } from "./types.js";
+import type { SearchHit, FullStore } from "./types.js";
 
 /** How {@link Memory.search} matches. */
 export type SearchMode = "substring" | "fulltext" | "semantic" | "hybrid";
@@ -21,7 +21,7 @@ export interface RankedHit extends SearchHit {
 /** What a semantic search needs: the query's vector, and the store's nearest messages to it. */
 export interface VectorSearcher {
   search(
-    store: SessionStore,
+    store: FullStore,
     query: { userId: string; sessionId?: string; text: string; limit: number },
   ): Promise<RankedHit[]>;
 }
@@ -63,7 +63,7 @@ export function fuseRanks(lists: readonly (readonly SearchHit[])[], limit: numbe
 }
 
 /** The best mode a store (and embedder) offers: hybrid, then full text, then substring. */
-export function bestSearchMode(store: SessionStore, semantic: boolean): SearchMode {
+export function bestSearchMode(store: FullStore, semantic: boolean): SearchMode {
   if (semantic) return "hybrid";
   return store.capabilities.fullTextSearch ? "fulltext" : "substring";
 }
@@ -72,7 +72,7 @@ export function bestSearchMode(store: SessionStore, semantic: boolean): SearchMo
  * The lexical ranking used inside hybrid search: the store's full text by relevance, or (where a store
  * has none) substring hits of each word, ranked by how many of the words a message holds.
  */
-async function lexicalRanks(store: SessionStore, request: SearchRequest, depth: number): Promise<SearchHit[]> {
+async function lexicalRanks(store: FullStore, request: SearchRequest, depth: number): Promise<SearchHit[]> {
   const base = { userId: request.userId, sessionId: request.sessionId, text: request.text, activeSince: request.activeSince };
   if (store.capabilities.fullTextSearch)
     return store.search({ ...base, mode: "fulltext", ranking: "relevance", limit: depth });
@@ -90,7 +90,7 @@ async function lexicalRanks(store: SessionStore, request: SearchRequest, depth: 
 
 /** Runs a search. @throws `not_supported` for semantic or hybrid without embeddings. */
 export async function runSearch(
-  store: SessionStore,
+  store: FullStore,
   request: SearchRequest,
   vectors?: VectorSearcher,
 ): Promise<RankedHit[]> {

@@ -5,12 +5,14 @@ import type { Lease, LeaseOptions, OpenedTurn, TurnOpening } from "./lease-types
 import type { AppendOptions, ListOptions, MessageQuery, ReplaceOptions, SearchHit, SearchQuery, SessionPage } from "./query-types.js";
 import type { Branch, BranchRecord, Message, MessageInput, Session, SessionInput, SessionState, Summary, SummaryInput } from "./session-types.js";
 
-/** What a backend can do beyond the common contract. */
+/**
+ * What a backend says about itself. Only the first three are required; the rest name things a store
+ * does natively that {@link completeStore} would otherwise do for it, in more round trips (never
+ * anything a caller can tell apart except by its races: a fallback reads before it writes).
+ */
 export interface StoreCapabilities {
   /** Data survives close/reopen and process restarts. */
   persistent: boolean;
-  /** `search({ mode: "fulltext" })` is supported. */
-  fullTextSearch: boolean;
   /** The turn lease holds across processes sharing the store, not only within one process. */
   crossProcessLease: boolean;
   /**
@@ -19,46 +21,37 @@ export interface StoreCapabilities {
    * {@link SessionStore}).
    */
   nativeExpiry: boolean;
-  /** Message embeddings are kept and searched (`VectorStore`, in `vector-types.ts`). */
+  /** `search({ mode: "fulltext" })` is supported ({@link SearchStore}). @default false */
+  fullTextSearch?: boolean;
+  /** Message embeddings are kept and searched (`VectorStore`, in `vector-types.ts`). @default false */
   vectors?: boolean;
   /**
-   * `getMessages` and `appendMessages` honour `owner` ({@link OwnerScope}): `Memory` then skips its
-   * own `getSession` before them. A store without it is given no `owner` (and checked by `Memory`).
+   * `getMessages` and `appendMessages` honour `owner` ({@link OwnerScope}) in the same step. Without it
+   * the wrapper reads the session first and checks the owner and expiry itself.
    * @default false
    */
   ownerScope?: boolean;
   /**
-   * `openTurn` takes the lease and reads the session, its window, summaries and state in one round
-   * trip (when nobody waits ahead), and `appendMessages` and `replaceAfter` honour `releaseLease`: a proxied turn costs two round
-   * trips. Stores without it get the same results from `openTurn` in `core/open-turn.ts`, call by call.
-   * @default false
-   */
-  combinedTurn?: boolean;
-  /**
-   * `appendMessages` and `replaceAfter` honour {@link AppendOptions.keepUnsummarized}: `Memory` with a
-   * summarizer then caps a session in the write that passes the cap (and never otherwise than over
-   * summarised messages). A store without it is given no such cap, and compaction caps it after reading.
-   * @default false
-   */
-  keepUnsummarized?: boolean;
-  /**
-   * `saveSummary` honours {@link SummaryInput.sessionCreatedAt}: it refuses (`session_not_found`), in the
-   * save's own step, a summary made from a session that was deleted and created again under its id
-   * meanwhile. Compaction then passes it. A store without it is given no such field; compaction then
-   * re-reads the session just before saving, which narrows the race to that last round trip but
-   * cannot close it.
-   * @default false
-   */
-  guardedSummaries?: boolean;
-  /**
-   * `appendMessages` and `replaceAfter` honour {@link AppendOptions.sessionCreatedAt}: they refuse
-   * (`session_not_found`), in the write's own step, a write meant for a session that was deleted and
-   * created again under its id meanwhile. The copies of a session (`fork`, import, migrate) then pass
-   * it with each batch. A store without it is given no such field; the copies then re-read the session
-   * before each batch, which narrows the race to that round trip but cannot close it.
+   * `appendMessages` (and `replaceAfter`) honour {@link AppendOptions.sessionCreatedAt} in the write's
+   * own step. Without it the wrapper re-reads the session before the write, which narrows the race
+   * (a session deleted and created again under its id meanwhile) to that round trip but cannot close it.
    * @default false
    */
   guardedAppends?: boolean;
+  /**
+   * `appendMessages` (and `replaceAfter`) honour {@link AppendOptions.operationId}: a retried write
+   * applies once. Without it the wrapper drops the id, and a write retried after a failure whose
+   * outcome was unknown (a lost connection) may be stored twice.
+   * @default false
+   */
+  idempotentWrites?: boolean;
+  /**
+   * `openTurn` ({@link TurnStore}) takes the lease and reads the session, its window, summaries and
+   * state in one round trip (when nobody waits ahead), and `appendMessages` and `replaceAfter` honour
+   * `releaseLease`: a proxied turn costs two round trips. Without it the wrapper opens a turn call by call.
+   * @default false
+   */
+  combinedTurn?: boolean;
 }
 
 /**
@@ -81,48 +74,66 @@ export interface StoreCapabilities {
  * it is past the TTL. Every store honours those `activeSince` bounds, with or without a TTL of its own.
  */
 export interface SessionStore {
-  /** The backend's name (`memory`, `file`, `sqlite`, `postgres`, `redis`). */
+  /** The backend's name (`memory`, `file`, `sqlite`, `postgres`, `redis`, or your own). */
   readonly name: string;
   readonly capabilities: StoreCapabilities;
 
   /** Creates a session. @throws `session_exists` when the id is taken (a session past the store's TTL takes none). */
   createSession(input: SessionInput): Promise<Session>;
+
   /** The session, or null (also when it is past the store's TTL). */
   getSession(sessionId: string): Promise<Session | null>;
+
   /** One owner's sessions, most recent activity first. */
   listSessions(userId: string, options?: ListOptions): Promise<SessionPage>;
-  /**
-   * Every session of every owner, ordered by id ascending (stable while sessions are active), for
-   * export and migration. The cursor is opaque.
-   */
-  listAllSessions(options?: ListOptions): Promise<SessionPage>;
+
   /**
    * Deletes a session with its messages, summaries and state. @returns false if there was none (a
    * session past the store's TTL is none; what is left of it is deleted all the same).
    */
   deleteSession(sessionId: string): Promise<boolean>;
+
   /**
    * Sets the last activity to now, or exactly to `at` (imports and tests set past times).
    * @throws `session_not_found` for a missing session, and for one past the store's TTL (a touch never revives).
    */
   touchSession(sessionId: string, at?: number): Promise<void>;
+
   /** Replaces the session's metadata. */
   updateSessionMetadata(sessionId: string, metadata: Record<string, unknown>): Promise<Session>;
 
   /**
    * Appends messages atomically: all or none, with contiguous `seq` after the current last, even
-   * under concurrent appends. Touches the session. Applies `maxMessages` (bounded by `keepUnsummarized`)
-   * in the same step; an empty append applies just that.
+   * under concurrent appends. Touches the session. Applies `maxMessages` in the same
+   * step (an empty append applies just that), and refuses a stale `fence` (`lease_expired`). The other
+   * {@link AppendOptions} are for stores that declare them (`capabilities`) or have summaries
+   * (`keepUnsummarized`); {@link completeStore} never passes the others one that does not.
    */
   appendMessages(sessionId: string, messages: MessageInput[], options?: AppendOptions): Promise<Message[]>;
+
   /** Reads messages, oldest first. A missing session reads as empty. */
   getMessages(sessionId: string, query?: MessageQuery): Promise<Message[]>;
-  /** Number of stored messages (0 for a missing session). */
-  countMessages(sessionId: string): Promise<number>;
+
   /** Removes and returns the last message, or null when there is none. */
   popMessage(sessionId: string): Promise<Message | null>;
+
   /** Removes every message with `seq > seq`. @returns how many were removed. */
   truncateAfter(sessionId: string, seq: number): Promise<number>;
+
+  /** Waits in line (FIFO) for the session's turn lease. @throws `session_busy` when `waitMs` passes. */
+  acquireLease(sessionId: string, options?: LeaseOptions): Promise<Lease>;
+
+  /** Releases connections, timers and file handles. Idempotent. */
+  close(): Promise<void>;
+}
+
+/**
+ * Branches (regenerate, edit, fork): a replace that keeps what it replaces. Without it
+ * {@link completeStore} replaces by `truncateAfter` + `appendMessages` (two steps, under the turn
+ * lease) when no branch is asked for, and refuses with `capability_missing` when one is: it never
+ * drops a tail it was asked to keep.
+ */
+export interface BranchStore {
   /**
    * Removes every message with `seq > seq` and appends `messages` after it, in one atomic step: all or
    * nothing, even under concurrent appends (the new messages get seqs from `seq + 1`). Touches the
@@ -135,6 +146,7 @@ export interface SessionStore {
 
   /** The session's branches by id (empty for a missing session). */
   listBranches(sessionId: string): Promise<Branch[]>;
+
   /**
    * Swaps a branch of the main line with what follows its `atSeq`, atomically: its messages become the
    * main line's tail again (with their seqs and times), and the branch keeps the tail they replace (its
@@ -144,39 +156,101 @@ export interface SessionStore {
    * the main line or its `atSeq` is no longer on it (removed by undo, the cap or a truncation).
    */
   switchBranch(sessionId: string, branchId: number, options?: { fence?: number }): Promise<Branch>;
+
   /** Stores a whole branch record (imports, migration); a given `id` is kept. */
   saveBranch(sessionId: string, branch: BranchRecord): Promise<Branch>;
+}
 
+/**
+ * Summaries of older messages. A store that keeps them also honours, in its writes' own steps,
+ * {@link AppendOptions.keepUnsummarized} (the cap never drops a message no summary covers) and
+ * {@link SummaryInput.sessionCreatedAt}. Without it sessions have no summaries (`listSummaries` is
+ * empty), `saveSummary` fails with `capability_missing`, and a `Memory` with a summarizer refuses
+ * the store.
+ */
+export interface SummaryStore {
   /**
-   * Saves a summary. With `capabilities.guardedSummaries` and `summary.sessionCreatedAt`, only into the
-   * session of that `createdAt` (see {@link SummaryInput.sessionCreatedAt}).
+   * Saves a summary. With `summary.sessionCreatedAt`, only into the session of that `createdAt`, decided
+   * in the save's own step (see {@link SummaryInput.sessionCreatedAt}).
    * @throws `session_not_found` when there is no session, or (guarded) it is another one than the summary's.
    */
   saveSummary(sessionId: string, summary: SummaryInput): Promise<Summary>;
+
   /** Summaries ordered by `fromSeq` (empty for a missing session). */
   listSummaries(sessionId: string): Promise<Summary[]>;
+}
 
+/** Versioned per-session state. Without it state reads as never written and `setState` fails with `capability_missing`. */
+export interface StateStore {
   /** The state; `{ version: 0, data: {} }` when never written. */
   getState(sessionId: string): Promise<SessionState>;
+
   /** Writes state if the stored version is `expectedVersion`. @throws `state_conflict` otherwise. */
   setState(sessionId: string, data: Record<string, unknown>, expectedVersion: number): Promise<SessionState>;
+}
 
+/** Search over one owner's messages. Without it {@link completeStore} searches substrings over reads of the owner's newest sessions. */
+export interface SearchStore {
   /** Searches one owner's messages, newest first. */
   search(query: SearchQuery): Promise<SearchHit[]>;
+}
+
+/**
+ * Every session at once: sweeps and copies (export, migrate). Without it `expire` and
+ * `listAllSessions` fail with `capability_missing`: a store with no way to enumerate sessions keeps
+ * them until deleted one by one.
+ */
+export interface RetentionStore {
+  /**
+   * Every session of every owner, ordered by id ascending (stable while sessions are active), for
+   * export and migration. The cursor is opaque.
+   */
+  listAllSessions(options?: ListOptions): Promise<SessionPage>;
 
   /** Deletes sessions whose last activity is before `olderThan` (ms since epoch). @returns their ids. */
   expire(olderThan: number): Promise<string[]>;
+}
 
-  /** Waits in line (FIFO) for the session's turn lease. @throws `session_busy` when `waitMs` passes. */
-  acquireLease(sessionId: string, options?: LeaseOptions): Promise<Lease>;
+/** Counting without reading. Without it {@link completeStore} counts what `getMessages` returns. */
+export interface CountStore {
+  /** Number of stored messages (0 for a missing session). */
+  countMessages(sessionId: string): Promise<number>;
+}
+
+/** A turn opened in one round trip (with `capabilities.combinedTurn`). Without it {@link completeStore} takes the lease and reads call by call. */
+export interface TurnStore {
   /**
-   * Optional (with `capabilities.combinedTurn`): waits for the turn lease like `acquireLease`, then
+   * Waits for the turn lease like `acquireLease`, then
    * reads what a turn needs in the same round trip; see {@link OpenedTurn}. Use `openTurn` of
    * `core/open-turn.ts`, which falls back to separate calls for stores without it.
    * @throws `session_busy` as `acquireLease`; on any other failure no lease is left held.
    */
-  openTurn?(sessionId: string, opening: TurnOpening): Promise<OpenedTurn>;
-
-  /** Releases connections, timers and file handles. Idempotent. */
-  close(): Promise<void>;
+  openTurn(sessionId: string, opening: TurnOpening): Promise<OpenedTurn>;
 }
+
+/**
+ * A store with every capability (the combined turn aside): what the built-in stores implement, and
+ * what `Memory`, the server and the CLI work with — {@link completeStore} makes one of any
+ * {@link SessionStore}, and `openTurn()` (core/store/complete.ts) opens a turn on either.
+ */
+export interface FullStore extends SessionStore, BranchStore, SummaryStore, StateStore, SearchStore, RetentionStore, CountStore {
+  openTurn?: TurnStore["openTurn"];
+}
+
+const has = (store: SessionStore, ...methods: string[]): boolean => methods.every((m) => typeof (store as unknown as Record<string, unknown>)[m] === "function");
+
+/** True when the store keeps branches ({@link BranchStore}). */
+export const hasBranches = (store: SessionStore): store is SessionStore & BranchStore => has(store, "replaceAfter", "listBranches", "switchBranch", "saveBranch");
+/** True when the store keeps summaries ({@link SummaryStore}). */
+export const hasSummaries = (store: SessionStore): store is SessionStore & SummaryStore => has(store, "saveSummary", "listSummaries");
+/** True when the store keeps state ({@link StateStore}). */
+export const hasState = (store: SessionStore): store is SessionStore & StateStore => has(store, "getState", "setState");
+/** True when the store searches by itself ({@link SearchStore}). */
+export const hasSearch = (store: SessionStore): store is SessionStore & SearchStore => has(store, "search");
+/** True when the store can enumerate and sweep every session ({@link RetentionStore}). */
+export const hasRetention = (store: SessionStore): store is SessionStore & RetentionStore => has(store, "listAllSessions", "expire");
+/** True when the store counts messages by itself ({@link CountStore}). */
+export const hasCounts = (store: SessionStore): store is SessionStore & CountStore => has(store, "countMessages");
+/** True when the store opens a turn in one round trip ({@link TurnStore} with `capabilities.combinedTurn`). */
+export const hasCombinedTurn = (store: SessionStore): store is SessionStore & TurnStore => store.capabilities.combinedTurn === true && has(store, "openTurn");
+

@@ -5,7 +5,7 @@ import { keepLease } from "./lease-keeper.js";
 import type { MemoryCore } from "./memory/memory-core.js";
 import type { PreloadedTurn } from "./context/types.js";
 import type { RunTurnOptions } from "./memory/memory-options.js";
-import { openTurn } from "./open-turn.js";
+import { openTurn } from "./store/complete.js";
 import type { Lease } from "./types.js";
 
 /** The key of a held lease in {@link MemoryCore.keepers}. */

@@ -1,23 +1,29 @@
 import { SessionNotFoundError, ThreadkeepError } from "../core/errors.js";
-import { contentText } from "../core/messages.js";
 import type {
   ListOptions,
   Message,
   MessageInput,
   MessageQuery,
-  OwnerScope,
-  SearchHit,
-  SearchQuery,
   Session,
   SessionInput,
   SessionPage,
   SummaryInput,
 } from "../core/types.js";
 
+export {
+  DEFAULT_SEARCH_LIMIT,
+  checkOwner,
+  checkSearchQuery,
+  inactiveSince,
+  matchesSubstring,
+  messageText,
+  rankHits,
+  snippetOf,
+  substringHits,
+} from "../core/store/helpers.js";
+
 /** Default page size of session listings. */
 export const DEFAULT_LIST_LIMIT = 50;
-/** Default number of search hits. */
-export const DEFAULT_SEARCH_LIMIT = 20;
 
 /** Encodes a listing cursor: the position after the last session shown. */
 export function encodeCursor(session: Pick<Session, "lastActivityAt" | "id">): string {
@@ -65,32 +71,6 @@ export function applyMessageQuery(messages: Message[], query: MessageQuery = {})
 /** Builds stored messages from inputs, numbering from `firstSeq`. */
 export function stampMessages(inputs: MessageInput[], firstSeq: number, createdAt: number): Message[] {
   return inputs.map((input, i) => ({ ...structuredClone(input), seq: firstSeq + i, createdAt }));
-}
-
-/** The searchable text of a message. */
-export function messageText(message: MessageInput): string {
-  return contentText(message.content);
-}
-
-/** Case-insensitive substring test used by stores without native search. */
-export function matchesSubstring(message: MessageInput, text: string): boolean {
-  return messageText(message).toLowerCase().includes(text.toLowerCase());
-}
-
-/** A short excerpt of `text` around the first case-insensitive occurrence of `needle`. */
-export function snippetOf(text: string, needle: string, radius = 60): string {
-  const at = needle ? text.toLowerCase().indexOf(needle.toLowerCase()) : -1;
-  if (at < 0) return text.length > radius * 2 ? `${text.slice(0, radius * 2)}…` : text;
-  const start = Math.max(0, at - radius);
-  const end = Math.min(text.length, at + needle.length + radius);
-  return `${start > 0 ? "…" : ""}${text.slice(start, end)}${end < text.length ? "…" : ""}`;
-}
-
-/** Validates a search query's common fields. @throws `invalid_request`. */
-export function checkSearchQuery(query: SearchQuery): void {
-  if (typeof query.text !== "string" || query.text.trim() === "") {
-    throw new ThreadkeepError("invalid_request", "Search text must be a non-empty string");
-  }
 }
 
 /** The session record a store keeps, as a fresh copy. */
@@ -150,23 +130,6 @@ export function pageAllSessions(sessions: Iterable<Session>, options: ListOption
   return { sessions: page, nextCursor: all.length > limit ? page[page.length - 1].id : null };
 }
 
-/** The case-insensitive substring hits among one session's messages (copies). */
-export function substringHits(sessionId: string, messages: Message[], text: string): SearchHit[] {
-  return messages
-    .filter((message) => matchesSubstring(message, text))
-    .map((message) => ({
-      sessionId,
-      seq: message.seq,
-      snippet: snippetOf(messageText(message), text),
-      message: structuredClone(message),
-    }));
-}
-
-/** Search hits newest first, at most `limit`. */
-export function rankHits(hits: SearchHit[], limit = DEFAULT_SEARCH_LIMIT): SearchHit[] {
-  return hits.sort((a, b) => b.message.createdAt - a.message.createdAt || b.seq - a.seq).slice(0, limit);
-}
-
 /**
  * Imports an optional client package (`() => import("redis")`); a missing one becomes
  * `missing_dependency` naming the package to install, as the store factories promise.
@@ -184,27 +147,6 @@ export async function importOptional<T>(importer: () => Promise<T>, pkg: string,
       );
     }
     throw error;
-  }
-}
-
-/** Whether `session` was last active before `activeSince` (unset: never): expired for the call that passed it. */
-export function inactiveSince(session: { lastActivityAt: number }, activeSince: number | undefined): boolean {
-  return activeSince !== undefined && session.lastActivityAt < activeSince;
-}
-
-/**
- * The owner check of an owner-scoped call, on what the store read in the same step (`found`: the
- * session's owner and last activity, or nothing for a missing session).
- * @throws `session_not_found` for a missing, expired or other owner's session.
- */
-export function checkOwner(
-  id: string,
-  owner: OwnerScope | undefined,
-  found: { userId: string; lastActivityAt: number } | null | undefined,
-): void {
-  if (!owner) return;
-  if (!found || found.userId !== owner.userId || inactiveSince(found, owner.activeSince)) {
-    throw new SessionNotFoundError(id);
   }
 }
 

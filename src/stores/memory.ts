@@ -18,6 +18,7 @@ import type {
   EmbeddingInput,
   ReplaceOptions,
   VectorQuery,
+  FullStore,
   VectorStore,
 } from "../core/types.js";
 import { checkDimensions, missingSeqs, normalize, scanSession, type StoredVector, TopK } from "./_vectors.js";
@@ -62,7 +63,7 @@ interface Entry {
 }
 
 /** An in-process store: fast, bounded, and gone when the process ends. */
-export function createMemoryStore(options: MemoryStoreOptions = {}): VectorStore {
+export function createMemoryStore(options: MemoryStoreOptions = {}): FullStore & VectorStore {
   const ttlMs = options.ttlMs ?? 30 * 60_000;
   const maxSessions = options.maxSessions ?? 10_000;
   const sweepIntervalMs = options.sweepIntervalMs ?? 60_000;
@@ -132,7 +133,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): VectorStore
 
   return {
     name: MEMORY_STORE_NAME,
-    capabilities: { persistent: false, fullTextSearch: false, crossProcessLease: false, nativeExpiry: true, vectors: true, ownerScope: true, keepUnsummarized: true, guardedSummaries: true, guardedAppends: true },
+    capabilities: { persistent: false, fullTextSearch: false, crossProcessLease: false, nativeExpiry: true, vectors: true, ownerScope: true, guardedAppends: true, idempotentWrites: true },
 
     async putEmbeddings(id: string, model: string, items: EmbeddingInput[]) {
       const entry = need(id);

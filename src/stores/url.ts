@@ -1,5 +1,5 @@
 import { ThreadkeepError } from "../core/errors.js";
-import type { SessionStore } from "../core/types.js";
+import type { FullStore } from "../core/types.js";
 import { importOptional } from "./_util.js";
 
 /** Options that apply to whichever store a URL names. */
@@ -51,7 +51,7 @@ function sqliteParams(url: string): [location: string, shared: boolean] {
  * `postgres://…`, `redis://…`, `redis+cluster://host:port,host:port` (Redis Cluster). The optional clients (`postgres`, `redis`) are imported only when used.
  * @throws ThreadkeepError `invalid_store_url` for an unknown scheme, `missing_dependency` for a missing client.
  */
-export async function createStore(url: string, options: StoreUrlOptions = {}): Promise<SessionStore> {
+export async function createStore(url: string, options: StoreUrlOptions = {}): Promise<FullStore> {
   if (typeof url !== "string" || url.trim() === "") {
     throw new ThreadkeepError("invalid_store_url", "A store URL is required, e.g. sqlite:./data/threadkeep.db");
   }

@@ -1,21 +1,22 @@
 /**
- * The summary-bounded cap of the store conformance suite (`capabilities.keepUnsummarized`): a write
+ * The summary-bounded cap of the store conformance suite (stores with summaries): a write
  * with `maxMessages` and `keepUnsummarized` drops the oldest messages beyond the cap, but none past the
  * furthest seq the session's stored summaries reach, whatever the caller believes of the session.
  */
 import { randomUUID } from "node:crypto";
 import { describe, expect, it, type TestContext } from "vitest";
 import { newSessionId } from "../core/ids.js";
-import type { MessageInput, SessionStore } from "../core/types.js";
+import type { MessageInput, FullStore } from "../core/types.js";
+import { requireNative } from "./_conformance-fixtures.js";
 
 const text = (content: string): MessageInput => ({ role: "user", content });
 const texts = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => text(`m${from + i}`));
 
 /** Registers the bounded-cap tests; `store()` gives the suite's open store. */
-export function describeSummaryBoundedCap(store: () => SessionStore): void {
+export function describeSummaryBoundedCap(store: () => FullStore): void {
   describe("cap bounded by summaries", () => {
     const supported = (ctx: TestContext) => {
-      if (!store().capabilities.keepUnsummarized) ctx.skip(`${store().name} does not bound the cap by summaries`);
+      requireNative(ctx, store(), "summaries");
     };
     /** A session holding m1..m`count`, summarised up to each of `reach` in turn. */
     const setup = async (count: number, ...reach: number[]) => {

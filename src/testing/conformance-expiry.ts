@@ -17,15 +17,15 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { isThreadkeepError } from "../core/errors.js";
 import { newSessionId } from "../core/ids.js";
 import { createMemory } from "../create-memory.js";
-import { openTurn } from "../core/open-turn.js";
-import type { SessionStore, VectorStore } from "../core/types.js";
-import { expectCode, text, user } from "./_conformance-fixtures.js";
+import { openTurn } from "../core/store/complete.js";
+import type { FullStore, VectorStore } from "../core/types.js";
+import { expectCode, implementsNatively, text, user } from "./_conformance-fixtures.js";
 
 /** The TTL the expiry tests open the store with. */
 export const CONFORMANCE_TTL_MS = 60_000;
 
 /** Opens the store under test with an inactivity TTL of `ttlMs`. */
-export type OpenStoreWithTtl = (ttlMs: number) => Promise<SessionStore> | SessionStore;
+export type OpenStoreWithTtl = (ttlMs: number) => Promise<FullStore> | FullStore;
 
 /** What a call answered: its value, or the code it failed with. */
 async function outcome(call: () => Promise<unknown>): Promise<unknown> {
@@ -38,7 +38,7 @@ async function outcome(call: () => Promise<unknown>): Promise<unknown> {
 }
 
 /** Every page of `listAllSessions`, as ids. */
-async function allIds(store: SessionStore): Promise<string[]> {
+async function allIds(store: FullStore): Promise<string[]> {
   const ids: string[] = [];
   let cursor: string | null = null;
   do {
@@ -49,14 +49,14 @@ async function allIds(store: SessionStore): Promise<string[]> {
   return ids;
 }
 
-const isVectorStore = (store: SessionStore): store is VectorStore => store.capabilities.vectors === true;
+const isVectorStore = (store: FullStore): store is FullStore & VectorStore => store.capabilities.vectors === true;
 
 /**
  * Registers the expiry tests; `store()` gives the suite's open store. `open` opens the store with a
  * TTL; without it (a store that keeps every session until `expire()` or a delete, as the file, SQLite
  * and PostgreSQL stores do) the tests of a session past the store's own TTL are skipped.
  */
-export function describeExpiry(store: () => SessionStore, name: string, open: OpenStoreWithTtl | undefined): void {
+export function describeExpiry(store: () => FullStore, name: string, open: OpenStoreWithTtl | undefined): void {
   describe("expiry of inactive sessions", () => {
     it("leaves sessions inactive since activeSince out of searches", async () => {
       const s = store();
@@ -94,7 +94,7 @@ export function describeExpiry(store: () => SessionStore, name: string, open: Op
       const owner = user();
       const id = newSessionId();
       await memory.addMessages(id, [text("find me later"), { role: "assistant", content: "found" }], { userId: owner });
-      await memory.updateState(id, () => ({ step: 1 }), { userId: owner });
+      if (implementsNatively(s, "state")) await memory.updateState(id, () => ({ step: 1 }), { userId: owner });
       await s.touchSession(id, Date.now() - CONFORMANCE_TTL_MS - 60_000);
       const live = await memory.startSession({ userId: owner });
       expect((await memory.listSessions({ userId: owner })).sessions.map((x) => x.id)).toEqual([live.id]);
@@ -119,7 +119,7 @@ export function describeExpiry(store: () => SessionStore, name: string, open: Op
 
   describe("a session past the store's own TTL", () => {
     const skip = open ? undefined : `${name} has no TTL of its own: it keeps sessions until expire() (Memory applies its TTL)`;
-    let opened: SessionStore | undefined;
+    let opened: FullStore | undefined;
     afterEach(async () => {
       vi.useRealTimers();
       await opened?.close();
@@ -222,7 +222,7 @@ export function describeExpiry(store: () => SessionStore, name: string, open: Op
         ["setState", (s) => store.setState(s, { step: 2 }, 1)],
         ["setState from 0", (s) => store.setState(s, { step: 2 }, 0)],
       ];
-      if (store.capabilities.guardedSummaries) {
+      if (implementsNatively(store, "summaries")) {
         writes.push(["saveSummary guarded", (s) => store.saveSummary(s, { fromSeq: 1, toSeq: 1, content: "late", sessionCreatedAt: createdAt })]);
       }
       if (isVectorStore(store)) {

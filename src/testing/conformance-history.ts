@@ -5,14 +5,14 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { newSessionId } from "../core/ids.js";
-import type { MessageInput, SessionStore } from "../core/types.js";
-import { expectCode } from "./_conformance-fixtures.js";
+import type { MessageInput, FullStore } from "../core/types.js";
+import { expectCode, requireNative } from "./_conformance-fixtures.js";
 
 const text = (content: string, role: "user" | "assistant" = "user"): MessageInput => ({ role, content });
 const contents = (messages: { content: unknown }[]) => messages.map((m) => m.content);
 
 /** Registers the history tests; `store()` gives the suite's open store, `reopen()` closes and reopens it. */
-export function describeHistory(store: () => SessionStore, reopen: () => Promise<SessionStore>): void {
+export function describeHistory(store: () => FullStore, reopen: () => Promise<FullStore>): void {
   const newSession = async (...messages: string[]) => {
     const session = await store().createSession({ id: newSessionId(), userId: `user-${randomUUID()}` });
     if (messages.length > 0) await store().appendMessages(session.id, messages.map((m, i) => text(m, i % 2 ? "assistant" : "user")));
@@ -20,7 +20,8 @@ export function describeHistory(store: () => SessionStore, reopen: () => Promise
   };
 
   describe("idempotent writes", () => {
-    it("applies an append with an operation id once and returns what it stored", async () => {
+    it("applies an append with an operation id once and returns what it stored", async (ctx) => {
+      requireNative(ctx, store(), "idempotentWrites");
       const id = await newSession("hello");
       const first = await store().appendMessages(id, [text("a"), text("b")], { operationId: "op-1" });
       const again = await store().appendMessages(id, [text("a"), text("b")], { operationId: "op-1" });
@@ -33,7 +34,8 @@ export function describeHistory(store: () => SessionStore, reopen: () => Promise
       expect((await store().appendMessages(other, [text("a"), text("b")], { operationId: "op-1" }))[0].seq).toBe(1);
     });
 
-    it("stores once when the same operation arrives many times at once", async () => {
+    it("stores once when the same operation arrives many times at once", async (ctx) => {
+      requireNative(ctx, store(), "idempotentWrites");
       const id = await newSession();
       const results = await Promise.allSettled(
         Array.from({ length: 10 }, () => store().appendMessages(id, [text("once"), text("twice")], { operationId: "retry" })),
@@ -42,7 +44,8 @@ export function describeHistory(store: () => SessionStore, reopen: () => Promise
       expect(contents(await store().getMessages(id))).toEqual(["once", "twice"]);
     });
 
-    it("answers a replay whatever its fence, and still refuses a new write with a stale one", async () => {
+    it("answers a replay whatever its fence, and still refuses a new write with a stale one", async (ctx) => {
+      requireNative(ctx, store(), "idempotentWrites");
       const id = await newSession("hello");
       const first = await store().acquireLease(id, { ttlMs: 10_000 });
       const stored = await store().appendMessages(id, [text("a")], { fence: first.fence, operationId: "op-1" });
@@ -112,7 +115,8 @@ export function describeHistory(store: () => SessionStore, reopen: () => Promise
       expect(contents(stored)).toEqual(["b", "c", "d"]);
     });
 
-    it("is idempotent with an operation id", async () => {
+    it("is idempotent with an operation id", async (ctx) => {
+      requireNative(ctx, store(), "idempotentWrites");
       const id = await newSession("q1", "a1");
       const first = await store().replaceAfter(id, 1, [text("a1 regenerated", "assistant")], { operationId: "r1", expectedLastSeq: 2 });
       const again = await store().replaceAfter(id, 1, [text("a1 regenerated", "assistant")], { operationId: "r1", expectedLastSeq: 2 });
@@ -148,7 +152,8 @@ export function describeHistory(store: () => SessionStore, reopen: () => Promise
   });
 
   describe("branches", () => {
-    it("keeps a replaced tail as a branch and switches back and forth", async () => {
+    it("keeps a replaced tail as a branch and switches back and forth", async (ctx) => {
+      requireNative(ctx, store(), "branches");
       const id = await newSession("Suggest a cat name.", "Whiskers");
       await store().replaceAfter(id, 1, [text("Luna", "assistant")], { branch: { reason: "regenerate" } });
       await store().replaceAfter(id, 1, [text("Mochi", "assistant")], { branch: { reason: "regenerate", metadata: { by: "test" } } });
@@ -173,7 +178,8 @@ export function describeHistory(store: () => SessionStore, reopen: () => Promise
       expect((await store().appendMessages(id, [text("Thanks")]))[0].seq).toBe(3);
     });
 
-    it("moves branches with the messages they split from", async () => {
+    it("moves branches with the messages they split from", async (ctx) => {
+      requireNative(ctx, store(), "branches");
       const id = await newSession("q1", "a1", "q2", "a2");
       await store().replaceAfter(id, 3, [text("a2 regenerated", "assistant")], { branch: { reason: "regenerate" } });
       await store().replaceAfter(id, 0, [text("q1 edited"), text("a1 edited", "assistant")], { branch: { reason: "edit" } });
@@ -191,7 +197,8 @@ export function describeHistory(store: () => SessionStore, reopen: () => Promise
       await expectCode(store().switchBranch(id, 99), "not_found");
     });
 
-    it("makes no branch when nothing is replaced, and refuses a branch whose point is gone", async () => {
+    it("makes no branch when nothing is replaced, and refuses a branch whose point is gone", async (ctx) => {
+      requireNative(ctx, store(), "branches");
       const id = await newSession("q1", "a1", "q2", "a2");
       await store().replaceAfter(id, 4, [text("q3")], { branch: { reason: "fork" } });
       expect(await store().listBranches(id)).toEqual([]);
@@ -202,7 +209,8 @@ export function describeHistory(store: () => SessionStore, reopen: () => Promise
       await expectCode(store().replaceAfter(id, 0, [text("x")], { branch: { reason: "nope" as never } }), "invalid_request");
     });
 
-    it("stores whole branch records for imports, keeping their ids", async () => {
+    it("stores whole branch records for imports, keeping their ids", async (ctx) => {
+      requireNative(ctx, store(), "branches");
       const id = await newSession("q1", "a1");
       const record = {
         id: 7,

@@ -4,11 +4,11 @@
  * where `capabilities.crossProcessLease` says so.
  */
 import { describe, expect, it } from "vitest";
-import type { SessionStore } from "../core/types.js";
+import type { FullStore } from "../core/types.js";
 import { expectCode, type OpenStore, sessionMaker, sleep, text } from "./_conformance-fixtures.js";
 
 /** Registers the lease tests; `store()` gives the suite's open store, `target` names it and opens another. */
-export function describeTurnLease(store: () => SessionStore, target: { name: string; create: OpenStore }): void {
+export function describeTurnLease(store: () => FullStore, target: { name: string; create: OpenStore }): void {
   const newSession = sessionMaker(store);
 
   describe("turn lease", () => {

@@ -6,11 +6,11 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { newSessionId } from "../core/ids.js";
-import type { SessionStore } from "../core/types.js";
-import { expectCode } from "./_conformance-fixtures.js";
+import type { FullStore } from "../core/types.js";
+import { expectCode, requireNative } from "./_conformance-fixtures.js";
 
 /** Registers the owner-scope tests; `store()` gives the suite's open store. */
-export function describeOwnerScope(store: () => SessionStore): void {
+export function describeOwnerScope(store: () => FullStore): void {
   describe("owner-scoped calls", () => {
     const setup = async () => {
       const owner = `owner-${randomUUID()}`;
@@ -19,8 +19,7 @@ export function describeOwnerScope(store: () => SessionStore): void {
       return { owner, id: session.id };
     };
 
-    it("read and append for the owner in one call", async (ctx) => {
-      if (!store().capabilities.ownerScope) ctx.skip(`${store().name} does not scope calls by owner (Memory checks)`);
+    it("read and append for the owner in one call", async () => {
       const { owner, id } = await setup();
       expect((await store().getMessages(id, { last: 1, owner: { userId: owner } })).map((m) => m.content)).toEqual(["yours"]);
       expect((await store().getMessages(id, { fromSeq: 1, toSeq: 1, owner: { userId: owner } })).map((m) => m.content)).toEqual(["mine"]);
@@ -35,8 +34,7 @@ export function describeOwnerScope(store: () => SessionStore): void {
       expect(await store().getMessages(empty.id, { last: 20, owner: { userId: owner } })).toEqual([]);
     });
 
-    it("refuse another owner's session with session_not_found, reading and writing nothing", async (ctx) => {
-      if (!store().capabilities.ownerScope) ctx.skip(`${store().name} does not scope calls by owner (Memory checks)`);
+    it("refuse another owner's session with session_not_found, reading and writing nothing", async () => {
       const { id } = await setup();
       const stranger = { userId: `stranger-${randomUUID()}` };
       await expectCode(store().getMessages(id, { last: 20, owner: stranger }), "session_not_found");
@@ -52,7 +50,7 @@ export function describeOwnerScope(store: () => SessionStore): void {
     });
 
     it("apply an idempotent append for the owner once, and refuse another owner's without recording its operation", async (ctx) => {
-      if (!store().capabilities.ownerScope) ctx.skip(`${store().name} does not scope calls by owner (Memory checks)`);
+      requireNative(ctx, store(), "idempotentWrites");
       const { owner, id } = await setup();
       const stranger = { userId: `stranger-${randomUUID()}` };
       const late = { userId: owner, activeSince: Date.now() + 60_000 };
@@ -72,8 +70,7 @@ export function describeOwnerScope(store: () => SessionStore): void {
       expect((await store().getMessages(id)).map((m) => m.content)).toEqual(["mine", "yours", "again", "once"]);
     });
 
-    it("refuse a missing session and an expired one, and create nothing", async (ctx) => {
-      if (!store().capabilities.ownerScope) ctx.skip(`${store().name} does not scope calls by owner (Memory checks)`);
+    it("refuse a missing session and an expired one, and create nothing", async () => {
       const { owner, id } = await setup();
       const missing = newSessionId();
       await expectCode(store().getMessages(missing, { last: 20, owner: { userId: owner } }), "session_not_found");

@@ -3,11 +3,11 @@
  * and expiry of inactive sessions.
  */
 import { describe, expect, it } from "vitest";
-import type { SessionStore } from "../core/types.js";
-import { sessionMaker, text, user } from "./_conformance-fixtures.js";
+import type { FullStore } from "../core/types.js";
+import { requireNative, sessionMaker, text, user } from "./_conformance-fixtures.js";
 
 /** Registers the retention tests; `store()` gives the suite's open store. */
-export function describeRetention(store: () => SessionStore): void {
+export function describeRetention(store: () => FullStore): void {
   const newSession = sessionMaker(store);
 
   describe("retention", () => {
@@ -39,7 +39,8 @@ export function describeRetention(store: () => SessionStore): void {
       expect((await store().getSession(session.id))!.lastActivityAt).toBeGreaterThanOrEqual(before - 1_000);
     });
 
-    it("expires inactive sessions and returns their ids", async () => {
+    it("expires inactive sessions and returns their ids", async (ctx) => {
+      requireNative(ctx, store(), "retention");
       const owner = user();
       const now = Date.now();
       const stale = await newSession(owner, { lastActivityAt: now - 10 * 86_400_000 });

@@ -4,11 +4,11 @@
  */
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import type { SessionStore } from "../core/types.js";
+import type { FullStore } from "../core/types.js";
 import { expectCode, sessionMaker, text, user } from "./_conformance-fixtures.js";
 
 /** Registers the search tests; `store()` gives the suite's open store, `name` names it in skip reasons. */
-export function describeSearch(store: () => SessionStore, name: string): void {
+export function describeSearch(store: () => FullStore, name: string): void {
   const newSession = sessionMaker(store);
 
   describe("search", () => {

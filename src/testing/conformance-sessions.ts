@@ -4,11 +4,11 @@
  */
 import { describe, expect, it } from "vitest";
 import { newSessionId } from "../core/ids.js";
-import type { SessionStore } from "../core/types.js";
-import { expectCode, sessionMaker, text, user } from "./_conformance-fixtures.js";
+import type { FullStore } from "../core/types.js";
+import { expectCode, implementsNatively, requireNative, sessionMaker, text, user } from "./_conformance-fixtures.js";
 
 /** Registers the sessions tests; `store()` gives the suite's open store. */
-export function describeSessions(store: () => SessionStore): void {
+export function describeSessions(store: () => FullStore): void {
   const newSession = sessionMaker(store);
 
   describe("sessions", () => {
@@ -30,7 +30,7 @@ export function describeSessions(store: () => SessionStore): void {
       expect(await store().getMessages(id)).toEqual([]);
       await expectCode(store().appendMessages(id, [text("hi")]), "session_not_found");
       await expectCode(store().touchSession(id), "session_not_found");
-      await expectCode(store().setState(id, {}, 0), "session_not_found");
+      if (implementsNatively(store(), "state")) await expectCode(store().setState(id, {}, 0), "session_not_found");
       expect(await store().deleteSession(id)).toBe(false);
     });
 
@@ -56,7 +56,8 @@ export function describeSessions(store: () => SessionStore): void {
       expect((await store().getSession(session.id))!.lastActivityAt).toBeGreaterThanOrEqual(now - 1000);
     });
 
-    it("deletes a session with its messages, summaries and state", async () => {
+    it("deletes a session with its messages, summaries and state", async (ctx) => {
+      requireNative(ctx, store(), "summaries", "state");
       const session = await newSession();
       await store().appendMessages(session.id, [text("a"), text("b")]);
       await store().saveSummary(session.id, { fromSeq: 1, toSeq: 1, content: "s" });
@@ -107,7 +108,8 @@ export function describeSessions(store: () => SessionStore): void {
       expect(page.nextCursor).toBeNull();
     });
 
-    it("lists every owner's sessions by id for export and migration", async () => {
+    it("lists every owner's sessions by id for export and migration", async (ctx) => {
+      requireNative(ctx, store(), "retention");
       const mine = await Promise.all([user(), user(), user(), user(), user()].map((u) => newSession(u)));
       const seen: string[] = [];
       let cursor: string | null = null;

@@ -1,18 +1,19 @@
 /**
  * Summaries and conversational state in the store conformance suite: summaries listed in seq order
- * (and, with `capabilities.guardedSummaries`, saved only into the session incarnation they name),
+ * (and saved only into the session incarnation they name),
  * state written by compare-and-set on its version.
  */
 import { describe, expect, it } from "vitest";
-import type { SessionStore } from "../core/types.js";
-import { expectCode, sessionMaker } from "./_conformance-fixtures.js";
+import type { FullStore } from "../core/types.js";
+import { expectCode, requireNative, sessionMaker } from "./_conformance-fixtures.js";
 
 /** Registers the summaries and state tests; `store()` gives the suite's open store. */
-export function describeSummariesAndState(store: () => SessionStore): void {
+export function describeSummariesAndState(store: () => FullStore): void {
   const newSession = sessionMaker(store);
 
   describe("summaries and state", () => {
-    it("saves and lists summaries in seq order", async () => {
+    it("saves and lists summaries in seq order", async (ctx) => {
+      requireNative(ctx, store(), "summaries");
       const session = await newSession();
       const later = await store().saveSummary(session.id, { fromSeq: 11, toSeq: 20, content: "second part" });
       const first = await store().saveSummary(session.id, { fromSeq: 1, toSeq: 10, content: "first part", metadata: { model: "m" } });
@@ -26,7 +27,7 @@ export function describeSummariesAndState(store: () => SessionStore): void {
     });
 
     it("refuses a summary made from a session deleted and created again under its id", async (ctx) => {
-      if (!store().capabilities.guardedSummaries) ctx.skip(`${store().name} does not guard summaries by session`);
+      requireNative(ctx, store(), "summaries");
       const old = await newSession();
       const kept = await store().saveSummary(old.id, { fromSeq: 1, toSeq: 2, content: "same session", sessionCreatedAt: old.createdAt });
       expect(kept.content).toBe("same session");
@@ -41,7 +42,8 @@ export function describeSummariesAndState(store: () => SessionStore): void {
       expect((await store().listSummaries(again.id)).map((s) => [s.id, s.content])).toEqual([[saved.id, "new text"]]);
     });
 
-    it("compares and sets state by version", async () => {
+    it("compares and sets state by version", async (ctx) => {
+      requireNative(ctx, store(), "state");
       const session = await newSession();
       expect(await store().getState(session.id)).toEqual({ version: 0, data: {} });
       const v1 = await store().setState(session.id, { intent: "create_task", entities: ["task:42"] }, 0);
@@ -50,7 +52,8 @@ export function describeSummariesAndState(store: () => SessionStore): void {
       expect((await store().getState(session.id)).data.intent).toBe("create_task");
     });
 
-    it("lets exactly one of many concurrent compare-and-sets win", async () => {
+    it("lets exactly one of many concurrent compare-and-sets win", async (ctx) => {
+      requireNative(ctx, store(), "state");
       const session = await newSession();
       await store().setState(session.id, { n: 0 }, 0);
       const results = await Promise.allSettled(

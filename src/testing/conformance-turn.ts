@@ -6,14 +6,14 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { newSessionId } from "../core/ids.js";
-import { openTurn } from "../core/open-turn.js";
-import type { SessionStore } from "../core/types.js";
-import { expectCode } from "./_conformance-fixtures.js";
+import { openTurn } from "../core/store/complete.js";
+import type { FullStore } from "../core/types.js";
+import { expectCode, implementsNatively, requireNative } from "./_conformance-fixtures.js";
 
 const say = (content: string) => ({ role: "user" as const, content });
 
 /** Registers the turn tests; `store()` gives the suite's open store. */
-export function describeTurns(store: () => SessionStore): void {
+export function describeTurns(store: () => FullStore): void {
   describe("turns", () => {
     const setup = async (messages = 5) => {
       const owner = `owner-${randomUUID()}`;
@@ -25,15 +25,18 @@ export function describeTurns(store: () => SessionStore): void {
 
     it("openTurn holds the lease and reads the session, its newest messages, summaries and state", async () => {
       const { owner, id } = await setup();
-      await store().saveSummary(id, { fromSeq: 1, toSeq: 2, content: "the start" });
-      await store().setState(id, { topic: "tea" }, 0);
+      // A store without summaries or state opens turns with none (completeStore's fallbacks).
+      const summaries = implementsNatively(store(), "summaries");
+      const state = implementsNatively(store(), "state");
+      if (summaries) await store().saveSummary(id, { fromSeq: 1, toSeq: 2, content: "the start" });
+      if (state) await store().setState(id, { topic: "tea" }, 0);
       const opened = await openTurn(store(), id, opening(owner));
       try {
         expect(opened.status).toBe("ok");
         expect(opened.session).toMatchObject({ id, userId: owner });
         expect(opened.messages.map((m) => [m.seq, m.content])).toEqual([[3, "m3"], [4, "m4"], [5, "m5"]]);
-        expect(opened.summaries.map((s) => [s.fromSeq, s.toSeq, s.content])).toEqual([[1, 2, "the start"]]);
-        expect(opened.state).toEqual({ version: 1, data: { topic: "tea" } });
+        expect(opened.summaries.map((s) => [s.fromSeq, s.toSeq, s.content])).toEqual(summaries ? [[1, 2, "the start"]] : []);
+        expect(opened.state).toEqual(state ? { version: 1, data: { topic: "tea" } } : { version: 0, data: {} });
         await expectCode(store().acquireLease(id, { waitMs: 50 }), "session_busy");
         const [added] = await store().appendMessages(id, [say("m6")], { fence: opened.lease.fence });
         expect(added.seq).toBe(6);
@@ -56,9 +59,11 @@ export function describeTurns(store: () => SessionStore): void {
         { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "f", arguments: '{"a":"\\"}' } }] },
         { role: "tool", tool_call_id: "c1", content: [{ type: "text", text: tricky }] },
       ] as never);
-      await store().saveSummary(id, { fromSeq: 1, toSeq: 1, content: tricky, metadata: { by: tricky } });
-      await store().saveSummary(id, { fromSeq: 2, toSeq: 2, content: "plain" });
-      await store().setState(id, { tricky, nested: { list: [tricky] } }, 0);
+      if (implementsNatively(store(), "summaries")) {
+        await store().saveSummary(id, { fromSeq: 1, toSeq: 1, content: tricky, metadata: { by: tricky } });
+        await store().saveSummary(id, { fromSeq: 2, toSeq: 2, content: "plain" });
+      }
+      if (implementsNatively(store(), "state")) await store().setState(id, { tricky, nested: { list: [tricky] } }, 0);
       const opened = await openTurn(store(), id, opening(owner, 20));
       try {
         expect(opened.session).toEqual(await store().getSession(id));
@@ -72,7 +77,7 @@ export function describeTurns(store: () => SessionStore): void {
 
     it("openTurn reports a missing, another owner's and an expired session, returning nothing of them", async () => {
       const { owner, id } = await setup();
-      await store().setState(id, { secret: true }, 0);
+      if (implementsNatively(store(), "state")) await store().setState(id, { secret: true }, 0);
       const missing = newSessionId();
       const none = await openTurn(store(), missing, opening(owner));
       expect(none).toMatchObject({ status: "missing", session: null, messages: [], summaries: [] });
@@ -111,8 +116,7 @@ export function describeTurns(store: () => SessionStore): void {
       expect(b.messages.map((m) => m.content)).toEqual(["m1", "from the holder", "from the first"]);
     });
 
-    it("a write with releaseLease gives the lease back in the same step, and only when it applies", async (ctx) => {
-      if (!store().capabilities.combinedTurn) ctx.skip(`${store().name} releases leases separately (no combinedTurn)`);
+    it("a write with releaseLease gives the lease back in the same step, and only when it applies", async () => {
       const { owner, id } = await setup(2);
       const refused = await openTurn(store(), id, opening(owner));
       await expectCode(
@@ -136,7 +140,7 @@ export function describeTurns(store: () => SessionStore): void {
     });
 
     it("a replayed write with releaseLease gives back the caller's lease, never another holder's", async (ctx) => {
-      if (!store().capabilities.combinedTurn) ctx.skip(`${store().name} releases leases separately (no combinedTurn)`);
+      requireNative(ctx, store(), "idempotentWrites");
       const { owner, id } = await setup(1);
       const turn = [say("q"), { role: "assistant" as const, content: "a" }];
       const first = await openTurn(store(), id, opening(owner));

@@ -5,17 +5,17 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { newSessionId } from "../core/ids.js";
-import { canStoreVectors, type MessageInput, type SessionStore, type VectorStore } from "../core/types.js";
+import { canStoreVectors, type MessageInput, type FullStore, type VectorStore } from "../core/types.js";
 import { expectCode } from "./_conformance-fixtures.js";
 
 const text = (content: string): MessageInput => ({ role: "user", content });
 
 /** Registers the vector tests; `store()` gives the suite's open store. */
-export function describeVectors(store: () => SessionStore, name: string): void {
-  const vectors = (ctx: { skip: (reason: string) => void }): VectorStore => {
+export function describeVectors(store: () => FullStore, name: string): void {
+  const vectors = (ctx: { skip: (reason: string) => void }): FullStore & VectorStore => {
     const s = store();
     if (!canStoreVectors(s)) ctx.skip(`${name} keeps no embeddings`);
-    return s as VectorStore;
+    return s as FullStore & VectorStore;
   };
   // A model name per test: the model's dimensions are recorded store-wide.
   const model = () => `model-${randomUUID()}`;

@@ -5,7 +5,8 @@
 import { iterateAllSessions } from "../core/enumerate.js";
 import { SessionNotFoundError } from "../core/errors.js";
 import { parseSessionId } from "../core/ids.js";
-import type { Session, SessionStore } from "../core/types.js";
+import { completeStore } from "../core/store/complete.js";
+import type { Session, FullStore, SessionStore } from "../core/types.js";
 import { bundleLines, headerLine, type SessionBundle } from "./jsonl-format.js";
 import { readSessionBundle } from "./session-copy.js";
 
@@ -18,7 +19,7 @@ export interface ExportReport {
   messages: number;
 }
 
-async function* selectedSessions(store: SessionStore, selection: ExportSelection): AsyncGenerator<Session> {
+async function* selectedSessions(store: FullStore, selection: ExportSelection): AsyncGenerator<Session> {
   if ("sessionId" in selection) {
     const session = await store.getSession(parseSessionId(selection.sessionId));
     if (!session) throw new SessionNotFoundError(selection.sessionId);
@@ -37,10 +38,11 @@ async function* selectedSessions(store: SessionStore, selection: ExportSelection
 
 /** Writes the selected sessions as export lines (header first), reading a few sessions ahead. */
 export async function exportSessions(
-  store: SessionStore,
+  anyStore: SessionStore,
   selection: ExportSelection,
   writeLine: (line: string) => Promise<void> | void,
 ): Promise<ExportReport> {
+  const store = completeStore(anyStore);
   const report: ExportReport = { sessions: 0, messages: 0 };
   await writeLine(headerLine());
   const ahead: Promise<SessionBundle | null>[] = [];

@@ -3,6 +3,7 @@
  * store is skipped when identical, completed when the store holds a prefix of it, and reported when
  * it diverges.
  */
+import { completeStore } from "../core/store/complete.js";
 import type { SessionStore } from "../core/types.js";
 import { type FormatProblem, readExport } from "./jsonl-format.js";
 import { forEachConcurrent, type ImportOutcome, importSessionBundle } from "./session-copy.js";
@@ -30,10 +31,11 @@ export interface ImportOptions {
  * Bad lines and diverged sessions are reported; every other session is imported.
  */
 export async function importSessions(
-  store: SessionStore,
+  anyStore: SessionStore,
   lines: () => AsyncIterable<string> | Iterable<string>,
   options: ImportOptions = {},
 ): Promise<ImportReport> {
+  const store = completeStore(anyStore);
   const report: ImportReport = {
     counts: { created: 0, appended: 0, updated: 0, unchanged: 0, diverged: 0 },
     messagesAdded: 0,

@@ -4,7 +4,8 @@
  * is finished by running it again; the run ends by counting what the target holds against the source.
  */
 import { iterateAllSessions } from "../core/enumerate.js";
-import type { Session, SessionStore } from "../core/types.js";
+import { completeStore } from "../core/store/complete.js";
+import type { Session, FullStore, SessionStore } from "../core/types.js";
 import {
   forEachConcurrent,
   type ImportOutcome,
@@ -51,7 +52,7 @@ export interface MigrateReport {
   };
 }
 
-async function listSessions(store: SessionStore, options: MigrateOptions): Promise<Session[]> {
+async function listSessions(store: FullStore, options: MigrateOptions): Promise<Session[]> {
   const all: Session[] = [];
   if (options.userId === undefined) {
     for await (const session of iterateAllSessions(store, { pageSize: options.pageSize })) all.push(session);
@@ -66,7 +67,7 @@ async function listSessions(store: SessionStore, options: MigrateOptions): Promi
   return all;
 }
 
-async function verify(source: SessionStore, target: SessionStore, sessions: Session[], concurrency: number) {
+async function verify(source: FullStore, target: FullStore, sessions: Session[], concurrency: number) {
   const result = {
     sessions: sessions.length,
     sessionsOk: 0,
@@ -90,10 +91,12 @@ async function verify(source: SessionStore, target: SessionStore, sessions: Sess
 
 /** Copies sessions from `source` to `target`; see the file comment for how re-runs behave. */
 export async function migrateStores(
-  source: SessionStore,
-  target: SessionStore,
+  anySource: SessionStore,
+  anyTarget: SessionStore,
   options: MigrateOptions = {},
 ): Promise<MigrateReport> {
+  const source = completeStore(anySource);
+  const target = completeStore(anyTarget);
   const started = Date.now();
   const concurrency = options.concurrency ?? 16;
   const sessions = await listSessions(source, options);

@@ -7,7 +7,8 @@
  * - each message keeps its original time in `metadata.importedCreatedAt`.
  */
 import { appendMessagesOf, saveSummaryOf } from "../core/incarnation.js";
-import type { Branch, Message, MessageInput, Session, SessionStore } from "../core/types.js";
+import { completeStore } from "../core/store/complete.js";
+import type { Branch, Message, MessageInput, Session, FullStore, SessionStore } from "../core/types.js";
 import { sameData, sortedData } from "./canonical.js";
 import { type ExportedSummary, exportedMessage, type SessionBundle } from "./jsonl-format.js";
 
@@ -49,7 +50,7 @@ function originalMessage(message: Message, offset: number): Message {
 }
 
 /** Reads all messages after `afterSeq`, page by page. */
-async function readMessages(store: SessionStore, id: string, afterSeq = 0): Promise<Message[]> {
+async function readMessages(store: FullStore, id: string, afterSeq = 0): Promise<Message[]> {
   const all: Message[] = [];
   for (;;) {
     const page = await store.getMessages(id, { afterSeq, limit: READ_PAGE });
@@ -64,9 +65,10 @@ async function readMessages(store: SessionStore, id: string, afterSeq = 0): Prom
  * when a listing already returned it, to save a round trip.
  */
 export async function readSessionBundle(
-  store: SessionStore,
+  anyStore: SessionStore,
   session: string | Session,
 ): Promise<SessionBundle | null> {
+  const store = completeStore(anyStore);
   const stored = typeof session === "string" ? await store.getSession(session) : session;
   if (!stored) return null;
   const offset = seqOffset(stored);
@@ -106,7 +108,7 @@ const summaryKey = (s: ExportedSummary) => JSON.stringify(sortedData({ ...s, met
  * created again under its id meanwhile refuses the batch (`session_not_found`) instead of taking the
  * rest of the copy.
  */
-async function appendAll(store: SessionStore, target: Session, messages: Message[]): Promise<void> {
+async function appendAll(store: FullStore, target: Session, messages: Message[]): Promise<void> {
   for (let i = 0; i < messages.length; i += APPEND_BATCH) {
     // No maxMessages: an import keeps exactly what the source kept.
     await appendMessagesOf(store, target, messages.slice(i, i + APPEND_BATCH).map(storedInput));
@@ -119,9 +121,10 @@ async function appendAll(store: SessionStore, target: Session, messages: Message
  * → the missing tail, summaries and state are added; anything else → `diverged`, nothing written.
  */
 export async function importSessionBundle(
-  store: SessionStore,
+  anyStore: SessionStore,
   bundle: SessionBundle,
 ): Promise<ImportOutcome> {
+  const store = completeStore(anyStore);
   const { session, messages } = bundle;
   const offset = (messages[0]?.seq ?? 1) - 1;
   let target = await store.getSession(session.id);

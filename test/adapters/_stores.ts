@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll } from "vitest";
 import type { Memory } from "../../src/core/memory/memory.js";
 import { createMemory } from "../../src/create-memory.js";
-import type { SessionStore } from "../../src/core/types.js";
+import type { FullStore } from "../../src/core/types.js";
 import { createFileStore } from "../../src/stores/file/index.js";
 import { createMemoryStore } from "../../src/stores/memory.js";
 import { createPostgresStore } from "../../src/stores/postgres/index.js";
@@ -41,7 +41,7 @@ export const ADAPTER_STORES: AdapterStore[] = (["memory", "file", "sqlite", "pos
 });
 
 interface Opened {
-  store: SessionStore;
+  store: FullStore;
   cleanup: () => Promise<void>;
 }
 

@@ -2,7 +2,7 @@
 
 import { exportSessions } from "../../src/transfer/export.js";
 import { newSessionId } from "../../src/core/ids.js";
-import type { MessageInput, SessionStore } from "../../src/core/types.js";
+import type { MessageInput, FullStore } from "../../src/core/types.js";
 
 const HOUR = 3_600_000;
 
@@ -11,7 +11,7 @@ const HOUR = 3_600_000;
  * a trimmed session whose first seq is above 1 with a summary of what was dropped, state, an empty
  * session, and two owners. @returns their ids.
  */
-export async function seedVaried(store: SessionStore, now = Date.now()): Promise<string[]> {
+export async function seedVaried(store: FullStore, now = Date.now()): Promise<string[]> {
   const ids: string[] = [];
   const make = async (
     userId: string,
@@ -97,7 +97,7 @@ export async function seedVaried(store: SessionStore, now = Date.now()): Promise
 
 /** Writes `sessions` × `messages` plain sessions quickly, in parallel batches. @returns their ids. */
 export async function seedBulk(
-  store: SessionStore,
+  store: FullStore,
   sessions: number,
   messages: number,
   now = Date.now(),
@@ -132,7 +132,7 @@ export async function seedBulk(
 }
 
 /** Every session of the store as export lines: what round-trip and migrate tests compare. */
-export async function exportAll(store: SessionStore): Promise<string[]> {
+export async function exportAll(store: FullStore): Promise<string[]> {
   const lines: string[] = [];
   await exportSessions(store, { all: true }, (line) => {
     lines.push(line);

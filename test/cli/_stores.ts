@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { SessionStore } from "../../src/core/types.js";
+import type { FullStore } from "../../src/core/types.js";
 import { serviceAvailable, TEST_POSTGRES_URL, TEST_REDIS_URL } from "../_services.js";
 
 /** One backend a test can open empty stores of. */
@@ -17,7 +17,7 @@ export interface StoreKind {
   /** True, or why it is skipped. */
   enabled: true | string;
   /** A new, empty store. */
-  open(): Promise<SessionStore>;
+  open(): Promise<FullStore>;
   /** Removes what `open` made (temp dirs, schemas, keys). */
   cleanup(): Promise<void>;
 }

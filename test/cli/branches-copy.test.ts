@@ -3,7 +3,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { importSessions } from "../../src/transfer/import.js";
 import { migrateStores } from "../../src/transfer/migrate.js";
 import { newSessionId } from "../../src/core/ids.js";
-import type { SessionStore } from "../../src/core/types.js";
+import type { FullStore } from "../../src/core/types.js";
 import { createMemoryStore } from "../../src/stores/memory.js";
 import { exportAll } from "./_seed.js";
 import { storeKinds } from "./_stores.js";
@@ -14,7 +14,7 @@ afterAll(async () => {
 });
 
 /** A capped session (seqs 5–12) with a regenerate and an edit on top of it. */
-async function seedBranches(store: SessionStore): Promise<string> {
+async function seedBranches(store: FullStore): Promise<string> {
   const id = newSessionId();
   await store.createSession({ id, userId: "alice" });
   const turns = Array.from({ length: 12 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: `turn ${i + 1}` }) as const);

@@ -13,7 +13,7 @@ import { migrateStores } from "../../src/transfer/migrate.js";
 import { isThreadkeepError } from "../../src/core/errors.js";
 import { newSessionId } from "../../src/core/ids.js";
 import { createMemory } from "../../src/create-memory.js";
-import type { SessionStore } from "../../src/core/types.js";
+import type { FullStore } from "../../src/core/types.js";
 import { createMemoryStore } from "../../src/stores/memory.js";
 import { createSqliteStore } from "../../src/stores/sqlite/index.js";
 import { exportAll } from "./_seed.js";
@@ -25,12 +25,12 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const COPIED = 300;
 
 /** `store`, except that its first append is followed by the session being deleted and created again. */
-function recreatedAfterFirstAppend(store: SessionStore): SessionStore {
+function recreatedAfterFirstAppend(store: FullStore): FullStore {
   let done = false;
   return new Proxy(store, {
     get(target, name, receiver) {
       if (name !== "appendMessages") return Reflect.get(target, name, receiver);
-      return async (...args: Parameters<SessionStore["appendMessages"]>) => {
+      return async (...args: Parameters<FullStore["appendMessages"]>) => {
         const added = await target.appendMessages(...args);
         if (!done) {
           done = true;
@@ -46,7 +46,7 @@ function recreatedAfterFirstAppend(store: SessionStore): SessionStore {
 }
 
 /** A session of {@link COPIED} messages. */
-async function longSession(store: SessionStore): Promise<string> {
+async function longSession(store: FullStore): Promise<string> {
   const id = newSessionId();
   await store.createSession({ id, userId: "alice" });
   await store.appendMessages(id, Array.from({ length: COPIED }, (_, i) => ({ role: "user" as const, content: `message ${i}` })));
@@ -54,13 +54,13 @@ async function longSession(store: SessionStore): Promise<string> {
 }
 
 /** A store that cannot guard appends: the copies read the session again before each batch. */
-const unguarded = (store: SessionStore): SessionStore =>
+const unguarded = (store: FullStore): FullStore =>
   new Proxy(store, {
     get: (target, name, receiver) =>
       name === "capabilities" ? { ...target.capabilities, guardedAppends: false } : Reflect.get(target, name, receiver),
   });
 
-const STORES: [string, () => SessionStore][] = [
+const STORES: [string, () => FullStore][] = [
   ["memory", () => createMemoryStore({ ttlMs: 0 })],
   ["sqlite", () => createSqliteStore({ path: join(dir, `${newSessionId()}.db`) })],
   ["memory without guardedAppends", () => unguarded(createMemoryStore({ ttlMs: 0 }))],

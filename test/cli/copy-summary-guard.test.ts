@@ -11,7 +11,7 @@ import { importSessions } from "../../src/transfer/import.js";
 import { isThreadkeepError } from "../../src/core/errors.js";
 import { newSessionId } from "../../src/core/ids.js";
 import { createMemory } from "../../src/create-memory.js";
-import type { SessionStore } from "../../src/core/types.js";
+import type { FullStore } from "../../src/core/types.js";
 import { createMemoryStore } from "../../src/stores/memory.js";
 import { createSqliteStore } from "../../src/stores/sqlite/index.js";
 import { exportAll } from "./_seed.js";
@@ -20,12 +20,12 @@ const dir = mkdtempSync(join(tmpdir(), "tk-summary-guard-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** `store`, except that its first summary save finds the session deleted and created again. */
-function recreatedBeforeFirstSummary(store: SessionStore): SessionStore {
+function recreatedBeforeFirstSummary(store: FullStore): FullStore {
   let done = false;
   return new Proxy(store, {
     get(target, name, receiver) {
       if (name !== "saveSummary") return Reflect.get(target, name, receiver);
-      return async (id: string, input: Parameters<SessionStore["saveSummary"]>[1]) => {
+      return async (id: string, input: Parameters<FullStore["saveSummary"]>[1]) => {
         if (!done) {
           done = true;
           const old = (await target.getSession(id))!;
@@ -39,7 +39,7 @@ function recreatedBeforeFirstSummary(store: SessionStore): SessionStore {
 }
 
 /** A session with messages and a summary of the first two. */
-async function summarized(store: SessionStore): Promise<string> {
+async function summarized(store: FullStore): Promise<string> {
   const id = newSessionId();
   await store.createSession({ id, userId: "alice" });
   await store.appendMessages(id, [
@@ -51,7 +51,7 @@ async function summarized(store: SessionStore): Promise<string> {
   return id;
 }
 
-const STORES: [string, () => SessionStore][] = [
+const STORES: [string, () => FullStore][] = [
   ["memory", () => createMemoryStore({ ttlMs: 0 })],
   ["sqlite", () => createSqliteStore({ path: join(dir, `${newSessionId()}.db`) })],
 ];

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readExport } from "../../src/transfer/jsonl-format.js";
 import { importSessions } from "../../src/transfer/import.js";
-import type { SessionStore } from "../../src/core/types.js";
+import type { FullStore } from "../../src/core/types.js";
 import { createMemoryStore } from "../../src/stores/memory.js";
 import { exportAll, seedVaried } from "./_seed.js";
 import { storeKinds } from "./_stores.js";
@@ -10,7 +10,7 @@ import { storeKinds } from "./_stores.js";
 const kinds = await storeKinds();
 
 describe("export → import → export", () => {
-  let source: SessionStore;
+  let source: FullStore;
   let original: string[];
   beforeAll(async () => {
     source = createMemoryStore({ ttlMs: 0 });

@@ -11,7 +11,7 @@ import type { Memory } from "../../src/core/memory/memory.js";
 import { createMemory } from "../../src/create-memory.js";
 import { compactSession } from "../../src/core/context/compaction.js";
 import type { Summarizer } from "../../src/core/context/summarize.js";
-import type { AppendOptions, MessageInput, SessionStore } from "../../src/core/types.js";
+import type { MessageInput, FullStore } from "../../src/core/types.js";
 import { storeKinds } from "../cli/_stores.js";
 
 const kinds = await storeKinds();
@@ -23,7 +23,7 @@ afterAll(async () => {
 const CHECK_READS = new Set(["listSummaries", "getMessages", "countMessages"]);
 
 /** The store with every method call recorded by name. */
-function counted(store: SessionStore): { store: SessionStore; calls: string[] } {
+function counted(store: FullStore): { store: FullStore; calls: string[] } {
   const calls: string[] = [];
   const wrapped = new Proxy(store, {
     get(target, prop) {
@@ -45,7 +45,7 @@ const summarizer: Summarizer = {
 };
 
 const SETTINGS = { window: 10, maxMessages: 30, ttlMs: 0, compaction: { threshold: 6 } };
-const memoryOver = (store: SessionStore, settings: Partial<typeof SETTINGS> = {}) =>
+const memoryOver = (store: FullStore, settings: Partial<typeof SETTINGS> = {}) =>
   createMemory({ store, summarizer, ...SETTINGS, ...settings });
 
 const turn = (i: number): MessageInput[] => [
@@ -54,7 +54,7 @@ const turn = (i: number): MessageInput[] => [
 ];
 
 /** What compaction made of a session: its summaries and the seqs it keeps. */
-async function shapeOf(store: SessionStore, id: string) {
+async function shapeOf(store: FullStore, id: string) {
   const summaries = (await store.listSummaries(id)).map((s) => `${s.fromSeq}-${s.toSeq}: ${s.content}`);
   const seqs = (await store.getMessages(id)).map((m) => m.seq);
   const reach = Math.max(0, ...(await store.listSummaries(id)).map((s) => s.toSeq));
@@ -65,7 +65,7 @@ async function shapeOf(store: SessionStore, id: string) {
  * The behaviour before hints, as a reference: append, then the full compaction check after every
  * write (what `Memory` ran after each write with a summarizer).
  */
-function checkingEveryWrite(store: SessionStore, using: Summarizer, settings: typeof SETTINGS) {
+function checkingEveryWrite(store: FullStore, using: Summarizer, settings: typeof SETTINGS) {
   return async (id: string, messages: MessageInput[]) => {
     if (!(await store.getSession(id))) await store.createSession({ id, userId: "default" });
     await store.appendMessages(id, messages);
@@ -86,7 +86,7 @@ async function expectNothingLeftDue(oracle: Memory, id: string, turnNo: number) 
  * hint's age it must drop none of the new session's messages that no summary covers, and its
  * compaction must catch up (summarise, then cap) within a few turns.
  */
-async function recreatedElsewhere(raw: SessionStore) {
+async function recreatedElsewhere(raw: FullStore) {
   const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
   const mine = memoryOver(raw);
   const down: Summarizer = { summarize: () => Promise.reject(new Error("summary model down")) };
@@ -248,52 +248,5 @@ describe.each(kinds.map((k) => [k.name, k] as const))("compaction after writes o
     }
     await mine.idle();
     await raw.close();
-  });
-});
-
-describe("a store that cannot bound the cap by its summaries", () => {
-  /** The memory store without `capabilities.keepUnsummarized`, with the options of every append recorded. */
-  async function plainCapStore() {
-    const { createMemoryStore } = await import("../../src/stores/memory.js");
-    const raw = createMemoryStore({ ttlMs: 0 });
-    const appends: AppendOptions[] = [];
-    const store = new Proxy(raw, {
-      get(target, prop) {
-        if (prop === "capabilities") return { ...target.capabilities, keepUnsummarized: false };
-        if (prop === "appendMessages") {
-          return (id: string, messages: MessageInput[], options: AppendOptions = {}) => {
-            appends.push(options);
-            return target.appendMessages(id, messages, options);
-          };
-        }
-        const value = Reflect.get(target, prop, target);
-        return typeof value === "function" ? value.bind(target) : value;
-      },
-    });
-    return { store, appends };
-  }
-
-  it("is never given keepUnsummarized: writes carry no cap, and compaction caps after reading", async () => {
-    const { store, appends } = await plainCapStore();
-    const memory = memoryOver(store);
-    const id = newSessionId();
-    for (let i = 1; i <= 40; i++) {
-      await memory.addMessages(id, turn(i));
-      const shape = await shapeOf(store, id);
-      expect(shape.first - 1, `turn ${i}: the cap drops only summarised messages`).toBeLessThanOrEqual(shape.reach);
-      expect(shape.count).toBeLessThanOrEqual(SETTINGS.maxMessages);
-    }
-    expect(appends.filter((o) => o.keepUnsummarized)).toEqual([]);
-    // Only compaction's own cap writes (empty appends) carry a cap.
-    expect(appends.filter((o) => o.maxMessages !== undefined).length).toBeGreaterThan(0);
-    expect(appends.every((o) => o.maxMessages === undefined || o.maxMessages > 0)).toBe(true);
-    await memory.idle();
-    await store.close();
-  });
-
-  it("keeps the unsummarised messages of a session deleted and created again elsewhere", async () => {
-    const { store } = await plainCapStore();
-    await recreatedElsewhere(store);
-    await store.close();
   });
 });

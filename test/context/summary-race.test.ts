@@ -6,7 +6,7 @@
 import { describe, expect, it, vi } from "vitest";
 import type { Summarizer } from "../../src/core/context/summarize.js";
 import { createMemory } from "../../src/create-memory.js";
-import type { MessageInput, SessionStore } from "../../src/core/types.js";
+import type { MessageInput, FullStore } from "../../src/core/types.js";
 import { createMemoryStore } from "../../src/stores/memory.js";
 
 const turns = (from: number, to: number): MessageInput[] =>
@@ -28,7 +28,7 @@ function gatedSummarizer() {
   return { summarizer, started: startedP, release };
 }
 
-async function race(store: SessionStore) {
+async function race(store: FullStore) {
   const gate = gatedSummarizer();
   const compacting = createMemory({ store, summarizer: gate.summarizer, window: 10, maxMessages: 20, compaction: { threshold: 5 } });
   const other = createMemory({ store, maxMessages: 0 });
@@ -69,7 +69,7 @@ describe("compaction racing a session deleted and created again", () => {
 
   it("on a store without guardedSummaries, re-reads the session before saving", async () => {
     const store = createMemoryStore({ ttlMs: 0 });
-    const unguarded: SessionStore = Object.assign(Object.create(store) as SessionStore, {
+    const unguarded: FullStore = Object.assign(Object.create(store) as FullStore, {
       capabilities: { ...store.capabilities, guardedSummaries: false },
     });
     const { summaries } = await race(unguarded);

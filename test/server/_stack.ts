@@ -5,7 +5,7 @@
 import OpenAI from "openai";
 import type { Memory, MemoryOptions } from "../../src/core/memory/memory.js";
 import { createMemory } from "../../src/create-memory.js";
-import type { SessionStore } from "../../src/core/types.js";
+import type { FullStore } from "../../src/core/types.js";
 import { createServer, type ServerOptions, type ThreadkeepServer } from "../../src/server/index.js";
 import { createMemoryStore } from "../../src/stores/memory.js";
 import { type FakeUpstream, startFakeUpstream } from "../_fake-upstream.js";
@@ -31,7 +31,7 @@ export interface Stack {
 /** Options of {@link startStack}. */
 export interface StackOptions extends Partial<Omit<ServerOptions, "memory">> {
   /** A store (default: a fresh in-memory store). */
-  store?: SessionStore | string;
+  store?: FullStore | string;
   memoryOptions?: Partial<MemoryOptions>;
   /** Start without an upstream configured. */
   noUpstream?: boolean;

@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import type { SessionStore } from "../../src/core/types.js";
+import type { FullStore } from "../../src/core/types.js";
 import { type BadCase, buildCorpus } from "./_bad-input.js";
 import { type Stack, startStack } from "./_stack.js";
 
@@ -17,7 +17,7 @@ afterAll(() => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
-async function snapshot(store: SessionStore, id: string): Promise<string> {
+async function snapshot(store: FullStore, id: string): Promise<string> {
   const [session, count, state] = await Promise.all([store.getSession(id), store.countMessages(id), store.getState(id)]);
   return JSON.stringify({ metadata: session?.metadata, count, state });
 }

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
-import type { SessionStore } from "../../src/core/types.js";
+import type { FullStore } from "../../src/core/types.js";
 import { createPostgresStore } from "../../src/stores/postgres/index.js";
 import { createRedisStore } from "../../src/stores/redis/index.js";
 import { type FakeUpstream, startFakeUpstream } from "../_fake-upstream.js";
@@ -27,7 +27,7 @@ async function serve(store: string, upstream: FakeUpstream) {
   return { child: run.child, url: await run.listening };
 }
 
-const BACKENDS: { name: "postgres" | "redis"; url: string; open: () => SessionStore }[] = [
+const BACKENDS: { name: "postgres" | "redis"; url: string; open: () => FullStore }[] = [
   { name: "postgres", url: TEST_POSTGRES_URL, open: () => createPostgresStore({ url: TEST_POSTGRES_URL }) },
   { name: "redis", url: TEST_REDIS_URL, open: () => createRedisStore({ url: TEST_REDIS_URL }) },
 ];

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import type { SessionStore } from "../../src/core/types.js";
+import type { FullStore } from "../../src/core/types.js";
 import { createPostgresStore } from "../../src/stores/postgres/index.js";
 import { createRedisStore } from "../../src/stores/redis/index.js";
 import { serviceAvailable, TEST_POSTGRES_URL, TEST_REDIS_URL } from "../_services.js";
@@ -20,7 +20,7 @@ interface Backend {
   name: "postgres" | "redis";
   url: string;
   /** A store through `url` with test-sized timeouts (connect 1 s, operation 1.5 s). */
-  open(url: string): SessionStore;
+  open(url: string): FullStore;
 }
 
 const BACKENDS: Backend[] = [
@@ -53,7 +53,7 @@ describe.each(BACKENDS)("$name outage", (backend) => {
   let available: true | string = true;
   let proxy: TcpProxy | undefined;
   let stack: Stack | undefined;
-  let direct: SessionStore | undefined;
+  let direct: FullStore | undefined;
 
   beforeAll(async () => {
     available = await serviceAvailable(backend.name);

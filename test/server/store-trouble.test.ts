@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
 import { StoreUnavailableError, ThreadkeepError } from "../../src/core/errors.js";
-import type { SessionStore } from "../../src/core/types.js";
+import type { FullStore } from "../../src/core/types.js";
 import { createMemoryStore } from "../../src/stores/memory.js";
 import { chat, errorOf, metricValue } from "./_error-helpers.js";
 import { type Stack, startStack } from "./_stack.js";
@@ -15,7 +15,7 @@ afterEach(async () => {
 /** A real memory store whose named methods fail with store_unavailable while listed in `failing`. */
 function flakyStore(
   makeError: (method: string) => Error = (method) => new StoreUnavailableError(`${method} failed (test)`),
-): { store: SessionStore; failing: Set<string> } {
+): { store: FullStore; failing: Set<string> } {
   const inner = createMemoryStore();
   const failing = new Set<string>();
   const store = new Proxy(inner, {

@@ -26,7 +26,7 @@ import {
   type SearchHit,
   type Session,
   type SessionState,
-  type SessionStore,
+  type FullStore,
   type Summary,
 } from "../../src/index.js";
 
@@ -67,8 +67,8 @@ interface LeaseDoc {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** A {@link SessionStore} over any key-value database. */
-export function createKeyValueStore(db: KeyValue): SessionStore {
+/** A {@link FullStore} over any key-value database. */
+export function createKeyValueStore(db: KeyValue): FullStore {
   // Read-modify-write of a document must not interleave; a real database does this with a
   // transaction or a conditional write on a version field.
   let tail: Promise<unknown> = Promise.resolve();
@@ -120,7 +120,7 @@ export function createKeyValueStore(db: KeyValue): SessionStore {
 
   return {
     name: "key-value",
-    capabilities: { persistent: true, fullTextSearch: false, crossProcessLease: true, nativeExpiry: false, keepUnsummarized: true, guardedSummaries: true },
+    capabilities: { persistent: true, fullTextSearch: false, crossProcessLease: true, nativeExpiry: false, idempotentWrites: true },
 
     createSession: (input) =>
       exclusive(async () => {

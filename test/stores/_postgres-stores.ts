@@ -7,7 +7,7 @@
 import { randomBytes } from "node:crypto";
 import postgres from "postgres";
 import { afterAll, beforeAll } from "vitest";
-import type { SessionStore } from "../../src/core/types.js";
+import type { FullStore } from "../../src/core/types.js";
 import { createPostgresStore, type PostgresStoreOptions } from "../../src/stores/postgres/index.js";
 import { TEST_POSTGRES_URL } from "../_services.js";
 import { startTcpProxy, type TcpProxy, type TcpProxyOptions } from "../_tcp-proxy.js";
@@ -38,8 +38,8 @@ export interface StoresInSchemaOptions extends Omit<PostgresStoreOptions, "url" 
 export function postgresStoresInSchema(options: StoresInSchemaOptions = {}): {
   schema: string;
   admin: postgres.Sql;
-  store: SessionStore;
-  other: SessionStore;
+  store: FullStore;
+  other: FullStore;
 } {
   const { adminConnections = 2, ...storeOptions } = options;
   const schema = uniqueSchema();
@@ -63,10 +63,10 @@ export function postgresStoresInSchema(options: StoresInSchemaOptions = {}): {
  */
 export function postgresStoreThroughProxy(
   options: { schemaPrefix: string; tap: TcpProxyOptions["tap"] } & Omit<PostgresStoreOptions, "url" | "schema">,
-): { readonly store: SessionStore } {
+): { readonly store: FullStore } {
   const { schemaPrefix, tap, ...storeOptions } = options;
   const schema = uniqueSchema(schemaPrefix);
-  const opened: { store?: SessionStore; proxy?: TcpProxy } = {};
+  const opened: { store?: FullStore; proxy?: TcpProxy } = {};
   beforeAll(async () => {
     const target = new URL(TEST_POSTGRES_URL);
     opened.proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) }, { tap });

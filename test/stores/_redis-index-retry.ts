@@ -10,12 +10,12 @@
  */
 import { randomUUID } from "node:crypto";
 import { expect } from "vitest";
-import type { SessionStore } from "../../src/core/types.js";
+import type { FullStore } from "../../src/core/types.js";
 
 /** What the scenario needs of the server beside the two stores. */
 export interface IndexRetryRig {
-  a: SessionStore;
-  b: SessionStore;
+  a: FullStore;
+  b: FullStore;
   keyPrefix: string;
   /** Warnings store `a` reported. */
   warnings: string[];

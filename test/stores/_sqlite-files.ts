@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach } from "vitest";
-import type { SessionStore } from "../../src/core/types.js";
+import type { FullStore } from "../../src/core/types.js";
 import { createSqliteStore, type SqliteStoreOptions } from "../../src/stores/sqlite/index.js";
 
 /** A temporary folder named after `prefix` (removed after all tests) and a new database path per call. */
@@ -18,8 +18,8 @@ export function sqliteTempFiles(prefix: string): { dir: string; freshPath: () =>
 }
 
 /** `storeAt` opens SQLite stores that are closed after each test of the enclosing `describe`. */
-export function sqliteStoresPerTest(): { storeAt: (path: string, options?: Omit<SqliteStoreOptions, "path">) => SessionStore } {
-  const open: SessionStore[] = [];
+export function sqliteStoresPerTest(): { storeAt: (path: string, options?: Omit<SqliteStoreOptions, "path">) => FullStore } {
+  const open: FullStore[] = [];
   afterEach(async () => {
     await Promise.all(open.splice(0).map((s) => s.close()));
   });

@@ -8,7 +8,7 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { expect } from "vitest";
-import type { SessionStore } from "../../src/core/types.js";
+import type { FullStore } from "../../src/core/types.js";
 
 /** How a child process opens the store: `(await import(module))[factory](options)`. */
 export interface StoreRecipe {
@@ -60,7 +60,7 @@ await store.close();
  * seq, each turn's question and answer adjacent, each turn saw exactly the turn before it, none lost
  * or duplicated, and the processes really took turns with each other.
  */
-export async function expectTwoProcessTurnOrder(store: SessionStore, recipe: StoreRecipe, sessionId: string): Promise<void> {
+export async function expectTwoProcessTurnOrder(store: FullStore, recipe: StoreRecipe, sessionId: string): Promise<void> {
   const args = ["--import", "tsx", "--input-type=module", "-e", TURN_WORKER, JSON.stringify(recipe), sessionId];
   const children = ["a", "b"].map((name) => spawn(process.execPath, [...args, name], { cwd: root }));
   const exits = children.map(

@@ -11,7 +11,14 @@ describe("docs/custom-store.md", () => {
   it("shows the store above in full, as a user imports it", async () => {
     const doc = await readFile(new URL("../../docs/custom-store.md", import.meta.url), "utf8");
     const source = await readFile(new URL("./_kv-store.ts", import.meta.url), "utf8");
-    const example = doc.split("## A complete example")[1].split("```ts\n")[1].split("```\n")[0];
+    const example = doc.split("## A complete example: every capability")[1].split("```ts\n")[1].split("```\n")[0];
+    expect(example).toBe(source.replace('"../../src/index.js"', '"threadkeep"'));
+  });
+
+  it("shows the minimal store in full, as a user imports it", async () => {
+    const doc = await readFile(new URL("../../docs/custom-store.md", import.meta.url), "utf8");
+    const source = await readFile(new URL("../fixtures/minimal-store.ts", import.meta.url), "utf8");
+    const example = doc.split("## A minimal store")[1].split("```ts\n")[1].split("```\n")[0];
     expect(example).toBe(source.replace('"../../src/index.js"', '"threadkeep"'));
   });
 });

@@ -9,7 +9,7 @@ import { newSessionId } from "../../src/core/ids.js";
 import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isThreadkeepError } from "../../src/core/errors.js";
-import type { SessionStore } from "../../src/core/types.js";
+import type { FullStore } from "../../src/core/types.js";
 import { createPostgresStore } from "../../src/stores/postgres/index.js";
 import { serviceAvailable, TEST_POSTGRES_URL } from "../_services.js";
 import { startTcpProxy, type TcpProxy } from "../_tcp-proxy.js";
@@ -19,8 +19,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe.skipIf(enabled !== true)("postgres: a grant whose answer was lost", () => {
   let proxy: TcpProxy;
-  let proxied: SessionStore;
-  let direct: SessionStore;
+  let proxied: FullStore;
+  let direct: FullStore;
   let raw: postgres.Sql;
   /** The session whose next statement through the proxy is followed by a stall. */
   let armed: string | null = null;

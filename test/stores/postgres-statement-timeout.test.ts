@@ -7,7 +7,7 @@ import postgres from "postgres";
 import { afterAll, describe, expect, it } from "vitest";
 import { isThreadkeepError } from "../../src/core/errors.js";
 import { newSessionId } from "../../src/core/ids.js";
-import type { SessionStore } from "../../src/core/types.js";
+import type { FullStore } from "../../src/core/types.js";
 import { createPostgresStore } from "../../src/stores/postgres/index.js";
 import { serviceAvailable, TEST_POSTGRES_URL } from "../_services.js";
 
@@ -16,7 +16,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe.skipIf(enabled !== true)("postgres: a statement timeout is not an outage", () => {
   const raw = postgres(TEST_POSTGRES_URL, { max: 4, onnotice: () => {} });
-  const stores: SessionStore[] = [];
+  const stores: FullStore[] = [];
   afterAll(async () => {
     await Promise.all(stores.map((s) => s.close()));
     await raw.end();

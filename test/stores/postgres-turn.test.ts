@@ -8,7 +8,7 @@ import { createHash, randomUUID } from "node:crypto";
 import type postgres from "postgres";
 import { describe, expect, it } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
-import type { SessionStore } from "../../src/core/types.js";
+import type { FullStore } from "../../src/core/types.js";
 import { serviceAvailable } from "../_services.js";
 import { postgresStoresInSchema } from "./_postgres-stores.js";
 
@@ -96,7 +96,7 @@ describe.runIf(enabled === true)("postgres combined turn", () => {
         await new Promise((r) => setTimeout(r, 10));
       }
     };
-    const commit = (s: SessionStore, id: string, fence: number, owner: string) =>
+    const commit = (s: FullStore, id: string, fence: number, owner: string) =>
       s.appendMessages(id, [say("q")], { fence, owner: { userId: owner }, releaseLease: true });
     const settle = () => new Promise((r) => setTimeout(r, 300));
     try {
@@ -129,7 +129,7 @@ describe.runIf(enabled === true)("postgres combined turn", () => {
 
   it("runs 2 stores × 50 concurrent turns in order, each reading the turn before it", async () => {
     const { owner, id } = await setup();
-    const turn = async (s: SessionStore, tag: string) => {
+    const turn = async (s: FullStore, tag: string) => {
       await new Promise((r) => setTimeout(r, Math.random() * 100));
       const opened = await s.openTurn!(id, opening(owner, 5));
       const seen = opened.messages.at(-1)!;

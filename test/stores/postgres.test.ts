@@ -6,7 +6,7 @@ import postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isThreadkeepError } from "../../src/core/errors.js";
 import { newSessionId } from "../../src/core/ids.js";
-import type { Message, SessionStore } from "../../src/core/types.js";
+import type { Message, FullStore } from "../../src/core/types.js";
 import { SCHEMA_VERSION } from "../../src/stores/postgres/_schema.js";
 import { atSchemaVersion } from "./_postgres-old-schema.js";
 import { createPostgresStore, type PostgresStoreOptions } from "../../src/stores/postgres/index.js";
@@ -38,7 +38,7 @@ function expectAdjacentTurns(all: Message[], turns: number): void {
 }
 
 /** One turn as the server runs it: lease → load → commit the question and the answer → release. */
-async function turn(store: SessionStore, sessionId: string, tag: string): Promise<void> {
+async function turn(store: FullStore, sessionId: string, tag: string): Promise<void> {
   const lease = await store.acquireLease(sessionId, { waitMs: 120_000 });
   try {
     await store.getMessages(sessionId, { last: 20 });
@@ -84,7 +84,7 @@ class TcpProxy {
 
 describe.runIf(enabled === true)("postgres store specifics", () => {
   let admin: postgres.Sql;
-  let store: SessionStore;
+  let store: FullStore;
 
   beforeAll(async () => {
     admin = postgres(TEST_POSTGRES_URL, { onnotice: () => {}, max: 2 });
@@ -312,7 +312,7 @@ describe.runIf(enabled === true)("postgres store specifics", () => {
       await other.listAllSessions({ limit: 1 });
       const order: string[] = [];
       const held = await store.acquireLease(session.id);
-      const take = (s: SessionStore, name: string) =>
+      const take = (s: FullStore, name: string) =>
         s.acquireLease(session.id, { waitMs: 10_000 }).then(async (lease) => {
           order.push(name);
           await lease.release();
@@ -375,7 +375,7 @@ describe.runIf(enabled === true)("postgres store specifics", () => {
   it("stems with the default english configuration and rebuilds the index when the language changes", async () => {
     const session = await store.createSession({ id: newSessionId(), userId: "en" });
     await store.appendMessages(session.id, [{ role: "user", content: "The foxes jumped over the fences" }]);
-    const q = (s: SessionStore, id: string) =>
+    const q = (s: FullStore, id: string) =>
       s.search({ userId: "en", sessionId: id, text: "fox jumping", mode: "fulltext" });
     expect((await q(store, session.id)).map((h) => h.seq)).toEqual([1]);
     // `simple` does not stem: opened on a schema indexed in English, it rebuilds the index, and the

@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
-import type { SessionStore, TurnOpening } from "../../src/core/types.js";
+import type { FullStore, TurnOpening } from "../../src/core/types.js";
 import { createRedisStore, type RedisStoreOptions } from "../../src/stores/redis/index.js";
 import { keysExpireAt } from "../../src/stores/redis/_scripts.js";
 import { serviceAvailable, TEST_REDIS_URL } from "../_services.js";
@@ -20,7 +20,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe.skipIf(enabled !== true)("redis turns", () => {
   const raw = createClient({ url: TEST_REDIS_URL });
-  const stores: SessionStore[] = [];
+  const stores: FullStore[] = [];
   const store = (extra: Partial<RedisStoreOptions> = {}) => {
     const s = createRedisStore({ url: TEST_REDIS_URL, keyPrefix, ttlMs: 0, ...extra });
     stores.push(s);
@@ -28,7 +28,7 @@ describe.skipIf(enabled !== true)("redis turns", () => {
   };
   const key = (id: string, name: string) => `${keyPrefix}s:{${id}}:${name}`;
   const opening = (userId: string): TurnOpening => ({ owner: { userId }, last: 10, lease: { ttlMs: 10_000, waitMs: 5_000 } });
-  const setup = async (s: SessionStore) => {
+  const setup = async (s: FullStore) => {
     const owner = `owner-${randomUUID()}`;
     const { id } = await s.createSession({ id: newSessionId(), userId: owner });
     await s.appendMessages(id, [say("m1")]);

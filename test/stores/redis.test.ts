@@ -4,7 +4,7 @@ import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isThreadkeepError } from "../../src/core/errors.js";
 import { newSessionId } from "../../src/core/ids.js";
-import type { SessionStore } from "../../src/core/types.js";
+import type { FullStore } from "../../src/core/types.js";
 import { createRedisStore, type RedisStoreOptions } from "../../src/stores/redis/index.js";
 import { serviceAvailable, TEST_REDIS_URL } from "../_services.js";
 import { expectTwoProcessTurnOrder } from "./_two-process-turns.js";
@@ -23,7 +23,7 @@ runStoreConformance("redis", () => open({ ttlMs: 0 }), { enabled, withTtl: (ttlM
 
 describe.skipIf(enabled !== true)("redis store specifics", () => {
   const raw = createClient({ url: TEST_REDIS_URL });
-  const stores: SessionStore[] = [];
+  const stores: FullStore[] = [];
   const store = (extra: Partial<RedisStoreOptions> = {}) => {
     const s = open(extra);
     stores.push(s);

@@ -9,7 +9,7 @@ import { createRequire } from "node:module";
 import Database from "better-sqlite3";
 import { describe, expect, it, vi } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
-import type { SessionStore } from "../../src/core/types.js";
+import type { FullStore } from "../../src/core/types.js";
 import { sqliteStoresPerTest, sqliteTempFiles } from "./_sqlite-files.js";
 
 const { freshPath } = sqliteTempFiles("tk-sqlite-quarantine-lock-");
@@ -31,7 +31,7 @@ async function holdWriteLock(path: string, ms: number, sql = ""): Promise<void> 
 }
 
 /** A session with three messages, a summary and state, then its metadata, state, message 2 and summary corrupted. */
-async function corruptSession(store: SessionStore, path: string): Promise<string> {
+async function corruptSession(store: FullStore, path: string): Promise<string> {
   const id = newSessionId();
   await store.createSession({ id, userId: "u", metadata: { a: 1 } });
   await store.appendMessages(id, ["one", "two", "three"].map((content) => ({ role: "user" as const, content })));

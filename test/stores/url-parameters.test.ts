@@ -11,7 +11,7 @@ import postgres from "postgres";
 import { afterAll, describe, expect, it } from "vitest";
 import { isThreadkeepError } from "../../src/core/errors.js";
 import { newSessionId } from "../../src/core/ids.js";
-import type { SessionStore } from "../../src/core/types.js";
+import type { FullStore } from "../../src/core/types.js";
 import { createStore } from "../../src/stores/url.js";
 import { expectCode } from "../../src/testing/index.js";
 import { serviceAvailable, TEST_POSTGRES_URL } from "../_services.js";
@@ -59,7 +59,7 @@ describe("postgres URL parameters: invalid values", () => {
 });
 
 describe.skipIf(enabled !== true)("postgres URL parameters on a real server", () => {
-  const stores: SessionStore[] = [];
+  const stores: FullStore[] = [];
   const open = async (url: string) => {
     const store = await createStore(url);
     stores.push(store);

@@ -1,5 +1,5 @@
 import { saveSummaryOf } from "../incarnation.js";
-import type { AppendOptions, Message, SessionStore, Summary, SummaryInput } from "../types.js";
+import type { AppendOptions, Message, FullStore, Summary, SummaryInput } from "../types.js";
 import { type CompactionSettings, CompactionHints, type SessionShape } from "./compaction-hints.js";
 import type { Summarizer } from "./summarize.js";
 
@@ -37,22 +37,19 @@ export function latestSummary(summaries: readonly Summary[]): Summary | undefine
 /**
  * Summarises the oldest unsummarised messages outside the window when there are more than the
  * threshold (or the cap needs them gone), folding them into the latest summary; then applies the
- * message cap to messages a summary covers, never to others (on a store with
- * `capabilities.keepUnsummarized` the store itself bounds the cap by the summaries it holds, so a
- * session deleted and created again meanwhile loses nothing). A failed summary loses nothing: the
+ * message cap to messages a summary covers, never to others (the store itself bounds the cap by the
+ * summaries it holds, so a session deleted and created again meanwhile loses nothing). A failed summary loses nothing: the
  * error is returned and the messages stay until a later compaction succeeds.
  *
  * The summary is saved only into the session it was made from: the session is read before its
  * messages, and the save names its `createdAt` ({@link SummaryInput.sessionCreatedAt}). If the
- * session was deleted, or deleted and created again under its id, while the summarizer ran, a store
- * with `capabilities.guardedSummaries` refuses the save in its own atomic step (`session_not_found`,
- * returned as `error`), so the new session gets neither the old one's text nor a summary `toSeq`
- * that would let the cap drop its messages. Other stores: the session is read again just before the
- * save, which narrows that race to one round trip but cannot close it.
+ * session was deleted, or deleted and created again under its id, while the summarizer ran, the store
+ * refuses the save in its own atomic step (`session_not_found`, returned as `error`), so the new
+ * session gets neither the old one's text nor a summary `toSeq` that would let the cap drop its messages.
  * @returns what it did, and what it saw of the session afterwards (none: the session is empty).
  */
 export async function compactSession(
-  store: SessionStore,
+  store: FullStore,
   sessionId: string,
   summarizer: Summarizer,
   settings: CompactionSettings,
@@ -106,8 +103,7 @@ export async function compactSession(
   if (droppable > 0) {
     // An empty append applies the cap in the store's one atomic step; bounded by the summaries where
     // the store can, since what was read above may be stale by now.
-    const cap = store.capabilities.keepUnsummarized ? { maxMessages: settings.maxMessages, keepUnsummarized: true } : { maxMessages: count - droppable };
-    await store.appendMessages(sessionId, [], cap);
+    await store.appendMessages(sessionId, [], { maxMessages: settings.maxMessages, keepUnsummarized: true });
     result.dropped = droppable;
   }
   // Dropping n of the oldest moves the first seq on by at least n (by more where seqs have gaps).
@@ -135,15 +131,15 @@ export class Compactor {
 
   /**
    * The cap a write to `store` carries. Without a summarizer, the plain cap (the oldest go). With one,
-   * the cap bounded by the session's summaries where the store can apply it in the write's own step
-   * (`capabilities.keepUnsummarized`): a write past the cap then drops what is summarised already, and
-   * no separate write is needed. Other stores get no cap on a write; the check after it caps.
+   * the cap bounded by the session's summaries, applied in the write's own step (part of the
+   * summaries' contract): a write past the cap then drops what is summarised already, and no separate
+   * write is needed.
    */
-  writeCap(store: SessionStore): Pick<AppendOptions, "maxMessages" | "keepUnsummarized"> {
+  writeCap(): Pick<AppendOptions, "maxMessages" | "keepUnsummarized"> {
     const maxMessages = this.#settings.maxMessages;
     if (maxMessages <= 0) return {};
     if (!this.summarizer) return { maxMessages };
-    return store.capabilities.keepUnsummarized ? { maxMessages, keepUnsummarized: true } : {};
+    return { maxMessages, keepUnsummarized: true };
   }
 
   /**
@@ -152,19 +148,18 @@ export class Compactor {
    * the store bounds it by its summaries; otherwise a full check. A write that stored nothing (a
    * truncation, a replay) is checked as before.
    */
-  afterWrite(store: SessionStore, sessionId: string, added: readonly Message[]): Promise<CompactionResult> {
+  afterWrite(store: FullStore, sessionId: string, added: readonly Message[]): Promise<CompactionResult> {
     if (!this.summarizer) return Promise.resolve({ dropped: 0 });
     const running = this.#running.get(sessionId);
     if (running) return running;
     if (added.length === 0) return this.run(store, sessionId);
     const plan = this.#hints.plan(sessionId, added[0].seq, added[added.length - 1].seq);
-    if (plan === "none" || (plan === "cap" && store.capabilities.keepUnsummarized)) return Promise.resolve({ dropped: 0 });
-    // A cap the store cannot bound is applied only after reading what the summaries cover.
+    if (plan === "none" || plan === "cap") return Promise.resolve({ dropped: 0 });
     return this.run(store, sessionId);
   }
 
   /** Compacts a session; joins the running compaction if there is one (a later append catches up). */
-  run(store: SessionStore, sessionId: string): Promise<CompactionResult> {
+  run(store: FullStore, sessionId: string): Promise<CompactionResult> {
     const summarizer = this.summarizer;
     if (!summarizer) return Promise.resolve({ dropped: 0 });
     const running = this.#running.get(sessionId);

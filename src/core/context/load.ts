@@ -1,4 +1,4 @@
-import type { Message, SessionState, SessionStore, Summary } from "../types.js";
+import type { Message, SessionState, FullStore, Summary } from "../types.js";
 import { readPreferences } from "./preferences.js";
 import type { ContextPreferences, PreloadedTurn } from "./types.js";
 
@@ -42,7 +42,7 @@ function pinSpans(pins: readonly number[]): [number, number][] {
  * are read next, so a plain turn costs one round.
  */
 export async function loadContext(
-  store: SessionStore,
+  store: FullStore,
   sessionId: string,
   window: number,
   override?: ContextPreferences,

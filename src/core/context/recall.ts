@@ -7,7 +7,7 @@
  */
 import type { BackgroundEmbedder } from "../embeddings.js";
 import { contentText } from "../messages.js";
-import type { ChatMessage, Message, SessionStore, Summary } from "../types.js";
+import type { ChatMessage, Message, FullStore, Summary } from "../types.js";
 import { latestSummary } from "./compaction.js";
 import { type LoadedContext, NEIGHBOURS } from "./load.js";
 import type { ContextPreferences } from "./types.js";
@@ -54,7 +54,7 @@ export function recallQuery(input: readonly ChatMessage[], topic?: string): stri
  */
 export async function findRecall(
   vectors: BackgroundEmbedder,
-  store: SessionStore,
+  store: FullStore,
   request: { userId: string; sessionId: string; query: string; windowStart: number; summaries: readonly Summary[] },
   options: Required<RecallOptions>,
 ): Promise<RecallResult> {
@@ -105,7 +105,7 @@ export interface RecallAssembly {
  */
 export async function withRecall(
   vectors: BackgroundEmbedder,
-  store: SessionStore,
+  store: FullStore,
   turn: { userId: string; sessionId: string; input: readonly ChatMessage[]; loaded: LoadedContext; window: number; system: ChatMessage[] },
   options: Required<RecallOptions>,
 ): Promise<RecallAssembly> {

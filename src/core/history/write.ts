@@ -4,12 +4,12 @@ import type { MemoryCore } from "../memory/memory-core.js";
 import type { ReplaceAfterOptions } from "../memory/memory-options.js";
 import { validateMessages } from "../messages.js";
 import { keeperKey } from "../turn.js";
-import type { Message, MessageInput, SessionStore } from "../types.js";
+import type { Message, MessageInput, FullStore } from "../types.js";
 
 /** Appends (`seq` undefined) or replaces what follows `seq`: Memory's `addMessages` and `replaceAfter`. */
 export function writeMessages(core: MemoryCore, sessionId: string, seq: number | undefined, messages: MessageInput[], options: ReplaceAfterOptions): Promise<Message[]> {
   const store = core.opened;
-  if (!store || seq !== undefined || options.session || options.releaseLease || !store.capabilities.ownerScope) {
+  if (!store || seq !== undefined || options.session || options.releaseLease) {
     return write(core, sessionId, seq, messages, options, true);
   }
   // The hot path, not async (each promise layer costs an append microtask turns): an append to an
@@ -20,7 +20,7 @@ export function writeMessages(core: MemoryCore, sessionId: string, seq: number |
     const valid = validateMessages(messages);
     id = parseSessionId(sessionId);
     const { fence, operationId, expectedLastSeq, branch } = options;
-    const append = { fence, operationId, expectedLastSeq, branch, ...core.compactor.writeCap(store), owner: core.scope(core.owner(options)) };
+    const append = { fence, operationId, expectedLastSeq, branch, ...core.compactor.writeCap(), owner: core.scope(core.owner(options)) };
     appended = store.appendMessages(id, valid, append);
   } catch (error) {
     return Promise.reject(error);
@@ -43,9 +43,9 @@ async function write(core: MemoryCore, sessionId: string, seq: number | undefine
   // Awaited only when asked for: most writes release nothing, and each await is a turn of the microtask queue.
   const releaseLease = options.releaseLease ? await releasesLease(core, store, sessionId, options) : undefined;
   // The cap rides on the write: with a summarizer, only over what the store's summaries cover.
-  const write = { fence, operationId, expectedLastSeq, branch, releaseLease, ...core.compactor.writeCap(store) };
+  const write = { fence, operationId, expectedLastSeq, branch, releaseLease, ...core.compactor.writeCap() };
   const userId = core.owner(options);
-  if (ownerScoped && seq === undefined && !options.session && store.capabilities.ownerScope) {
+  if (ownerScoped && seq === undefined && !options.session) {
     // The common case, an append to an existing session of this owner, is one store call that
     // checks the owner and expiry itself; anything else (new, expired, another owner's) takes the
     // path below, which creates, deletes or refuses as before.
@@ -71,24 +71,25 @@ async function write(core: MemoryCore, sessionId: string, seq: number | undefine
 }
 
 /**
- * Whether this write gives the turn lease back itself: asked for, with a fence, on a store that can.
+ * Whether this write gives the turn lease back itself: asked for, with a fence (the store does it in
+ * the write's own step, or `completeStore` right after it).
  * The lease's heartbeat stops first, so no renew lands after the release and takes the lease back.
  */
-async function releasesLease(core: MemoryCore, store: SessionStore, sessionId: string, options: ReplaceAfterOptions): Promise<boolean | undefined> {
-  if (!options.releaseLease || options.fence === undefined || !store.capabilities.combinedTurn) return undefined;
+async function releasesLease(core: MemoryCore, store: FullStore, sessionId: string, options: ReplaceAfterOptions): Promise<boolean | undefined> {
+  if (!options.releaseLease || options.fence === undefined) return undefined;
   await core.keepers.get(keeperKey(parseSessionId(sessionId), options.fence))?.stop();
   return true;
 }
 
 /** What follows every committed write: embedding, and compaction when a summarizer is set. */
-function afterWrite(core: MemoryCore, store: SessionStore, sessionId: string, added: Message[]): Message[] | Promise<Message[]> {
+function afterWrite(core: MemoryCore, store: FullStore, sessionId: string, added: Message[]): Message[] | Promise<Message[]> {
   // Embedding never holds up (or fails) the write: it runs after, and retries by itself.
   core.vectors?.schedule(store, sessionId);
   if (!core.compactor.summarizer) return added;
   return compactAfterWrite(core, store, sessionId, added);
 }
 
-async function compactAfterWrite(core: MemoryCore, store: SessionStore, sessionId: string, added: Message[]): Promise<Message[]> {
+async function compactAfterWrite(core: MemoryCore, store: FullStore, sessionId: string, added: Message[]): Promise<Message[]> {
   const compaction = core.compactor.afterWrite(store, sessionId, added);
   if (!core.settings.compaction.background) await compaction;
   return added;

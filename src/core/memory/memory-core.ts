@@ -9,14 +9,16 @@ import type { MemoryInit, MemorySettings, OwnerOptions } from "./memory-options.
 import { DEFAULTS } from "../policies.js";
 import { createResolver, type Resolver } from "../state/references.js";
 import type { StateAccess } from "../state/session-state.js";
-import type { OwnerScope, Session, SessionStore } from "../types.js";
+import { capabilityMissing, completeStore } from "../store/complete.js";
+import { type FullStore, hasSummaries, type OwnerScope, type Session, type SessionStore } from "../types.js";
 
 /** What a {@link Memory}'s modules share: the store, the settings, and the owner checks of a session. */
 export class MemoryCore {
   readonly settings: MemorySettings;
-  readonly store: Promise<SessionStore>;
+  /** The store as core uses it: whatever it lacks made up for by {@link completeStore}. */
+  readonly store: Promise<FullStore>;
   /** The store once opened: the hot paths take it without awaiting {@link store} (a microtask turn each). */
-  opened?: SessionStore;
+  opened?: FullStore;
   readonly compactor: Compactor;
   readonly resolver: Resolver;
   readonly vectors?: BackgroundEmbedder;
@@ -26,7 +28,11 @@ export class MemoryCore {
 
   constructor(options: MemoryInit) {
     const storeOption = options.store;
-    this.store = Promise.resolve(storeOption);
+    this.store = Promise.resolve(storeOption).then((store: SessionStore) => {
+      // Summaries are what a summarizer makes: a store that cannot keep them is refused up front.
+      if (options.summarizer && !hasSummaries(store)) throw capabilityMissing(store, "summaries", "keep what the summarizer writes");
+      return completeStore(store);
+    });
     // A failed open is reported by the first call that needs the store, not as an unhandled rejection.
     this.store.then(
       (store) => {

@@ -14,7 +14,7 @@ import { runTurn } from "../turn.js";
 import { newSessionId, parseSessionId } from "../ids.js";
 import { checkJson } from "../json-limits.js";
 import { bestSearchMode, type RankedHit, runSearch, type SearchMode } from "../search.js";
-import type { Branch, BranchInput, Lease, ListOptions, Message, MessageInput, MessageQuery, SearchHit, Session, SessionPage, SessionState, SessionStore, Summary } from "../types.js";
+import type { Branch, BranchInput, Lease, ListOptions, Message, MessageInput, MessageQuery, SearchHit, Session, SessionPage, SessionState, FullStore, Summary } from "../types.js";
 
 export type { PreloadedTurn } from "../context/types.js";
 export type { AddMessagesOptions, BuildContextOptions, MemoryInit, MemoryOptions, MemorySettings, OwnerOptions, ReplaceAfterOptions, RunTurnOptions } from "./memory-options.js";
@@ -42,7 +42,7 @@ export class Memory implements SessionMemory {
   }
 
   /** The store behind this memory (opened on first use). */
-  store(): Promise<SessionStore> {
+  store(): Promise<FullStore> {
     return this.#core.store;
   }
 
@@ -102,7 +102,7 @@ export class Memory implements SessionMemory {
   /**
    * Replaces everything after `seq` with `messages` in one atomic step (all or nothing), creating the
    * session if needed; with `branch`, the replaced messages are kept as a branch. The message cap and
-   * summaries apply as in {@link addMessages}. @throws `history_conflict` (see `SessionStore.replaceAfter`).
+   * summaries apply as in {@link addMessages}. @throws `history_conflict` (see `FullStore.replaceAfter`).
    */
   async replaceAfter(sessionId: string, seq: number, messages: MessageInput[], options: ReplaceAfterOptions = {}): Promise<Message[]> {
     return writeMessages(this.#core, sessionId, seq, messages, options);
@@ -150,7 +150,7 @@ export class Memory implements SessionMemory {
     const store = this.#core.opened;
     // The hot path, not async: one store call (the store checks the owner and expiry where it reads),
     // without a promise of its own around the store's.
-    if (store?.capabilities.ownerScope) {
+    if (store) {
       const { userId, owner: _owner, ...range } = query;
       try {
         return store.getMessages(parseSessionId(sessionId), { ...range, owner: this.#core.scope(this.#core.owner({ userId })) });
@@ -164,9 +164,7 @@ export class Memory implements SessionMemory {
   async #getMessages(sessionId: string, query: MessageQuery & OwnerOptions): Promise<Message[]> {
     const { userId, owner: _owner, ...range } = query;
     const store = await this.#core.store;
-    if (store.capabilities.ownerScope) return store.getMessages(parseSessionId(sessionId), { ...range, owner: this.#core.scope(this.#core.owner({ userId })) });
-    const session = await this.#core.resolve(sessionId, this.#core.owner({ userId }), false);
-    return store.getMessages(session.id, range);
+    return store.getMessages(parseSessionId(sessionId), { ...range, owner: this.#core.scope(this.#core.owner({ userId })) });
   }
 
   /**

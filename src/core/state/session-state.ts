@@ -1,7 +1,7 @@
 import { readPreferences } from "../context/preferences.js";
 import type { ContextPreferences } from "../context/types.js";
 import { isThreadkeepError } from "../errors.js";
-import type { SessionState, SessionStore } from "../types.js";
+import type { SessionState, FullStore } from "../types.js";
 import {
   type ConversationState,
   isExpired,
@@ -12,7 +12,7 @@ import {
 
 /** A session whose state may be changed: ownership already checked by the caller. */
 export interface StateAccess {
-  store: SessionStore;
+  store: FullStore;
   sessionId: string;
 }
 

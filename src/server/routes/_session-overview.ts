@@ -1,6 +1,6 @@
 /** What a list of sessions shows about each one besides its record: a title and a message count. */
 import { contentText } from "../../core/messages.js";
-import type { Session, SessionStore } from "../../core/types.js";
+import type { Session, FullStore } from "../../core/types.js";
 
 /** Longest title, in characters. */
 const TITLE_LENGTH = 120;
@@ -18,7 +18,7 @@ export interface SessionOverview extends Session {
  * Adds title and message count to sessions the caller already owns (they come from the owner's
  * listing, so no owner check is repeated). Two reads per session, all sessions at once.
  */
-export async function sessionOverviews(store: SessionStore, sessions: Session[]): Promise<SessionOverview[]> {
+export async function sessionOverviews(store: FullStore, sessions: Session[]): Promise<SessionOverview[]> {
   return Promise.all(
     sessions.map(async (session) => {
       const [first, messageCount] = await Promise.all([

@@ -12,6 +12,7 @@ import {
 } from "../../core/errors.js";
 import { validateMessages } from "../../core/messages.js";
 import type {
+  FullStore,
   VectorStore,
   AppendOptions,
   ListOptions,
@@ -64,7 +65,7 @@ export interface FileStoreOptions {
  * A store of one JSONL file per session. Writes are single appends of complete lines, so a crash can
  * only tear the last line; bad lines found on load are quarantined, never dropped.
  */
-export function createFileStore(options: FileStoreOptions): VectorStore {
+export function createFileStore(options: FileStoreOptions): FullStore & VectorStore {
   const dir = resolve(options.dir);
   const files = new SessionFiles({
     dir,
@@ -136,9 +137,9 @@ export function createFileStore(options: FileStoreOptions): VectorStore {
     });
   };
 
-  const store: VectorStore = {
+  const store: FullStore & VectorStore = {
     name: FILE_STORE_NAME,
-    capabilities: { persistent: true, fullTextSearch: false, crossProcessLease: false, nativeExpiry: false, vectors: true, ownerScope: true, keepUnsummarized: true, guardedSummaries: true, guardedAppends: true },
+    capabilities: { persistent: true, fullTextSearch: false, crossProcessLease: false, nativeExpiry: false, vectors: true, ownerScope: true, guardedAppends: true, idempotentWrites: true },
     ...sidecarVectors(() => store, fileVectorSidecar(dir)),
 
     async createSession(input) {

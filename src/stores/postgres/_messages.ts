@@ -1,14 +1,14 @@
 /** The PostgreSQL store's message reads and deletions that are no append: read, count, pop, truncate. */
 import type postgres from "postgres";
 import { SessionNotFoundError } from "../../core/errors.js";
-import type { Message, MessageQuery, SessionStore } from "../../core/types.js";
+import type { Message, MessageQuery, FullStore } from "../../core/types.js";
 import type { PgRun } from "./_operations.js";
 import { type MessageRow, toMessage } from "./_rows.js";
 import type { PgSql } from "./_client.js";
 import { checkOwner, seqBounds } from "../_util.js";
 
 /** The message methods of the store besides writes of history. */
-export function messageReads(run: PgRun): Pick<SessionStore, "getMessages" | "countMessages" | "popMessage" | "truncateAfter"> {
+export function messageReads(run: PgRun): Pick<FullStore, "getMessages" | "countMessages" | "popMessage" | "truncateAfter"> {
   /** Locks the session row for a change of its messages; the seq lock appends also take. */
   const lockSession = async (tx: postgres.TransactionSql<Record<string, unknown>>, id: string) => {
     const [row] = await tx`SELECT id FROM sessions WHERE id = ${id} FOR UPDATE`;

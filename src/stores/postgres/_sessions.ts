@@ -1,13 +1,13 @@
 /** The PostgreSQL store's session rows: create, read, list, touch, re-label and delete. */
 import { SessionNotFoundError } from "../../core/errors.js";
-import type { ListOptions, SessionInput, SessionStore } from "../../core/types.js";
+import type { ListOptions, SessionInput, FullStore } from "../../core/types.js";
 import type { PgRun } from "./_operations.js";
 import { listByActivity } from "./_activity.js";
 import { ms, type SessionRow, toSession } from "./_rows.js";
 import { DEFAULT_LIST_LIMIT, decodeCursor, encodeCursor } from "../_util.js";
 
 /** The session methods of the store, each one statement through `run`. */
-export function sessionMethods(run: PgRun): Pick<SessionStore, "createSession" | "getSession" | "listSessions" | "listAllSessions" | "deleteSession" | "touchSession" | "updateSessionMetadata"> {
+export function sessionMethods(run: PgRun): Pick<FullStore, "createSession" | "getSession" | "listSessions" | "listAllSessions" | "deleteSession" | "touchSession" | "updateSessionMetadata"> {
   return {
     createSession: (input: SessionInput) =>
       run("createSession", async (sql) => {

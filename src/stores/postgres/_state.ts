@@ -1,11 +1,11 @@
 /** The PostgreSQL store's conversational state: one versioned JSON document per session, set by compare-and-swap. */
 import { SessionNotFoundError, StateConflictError } from "../../core/errors.js";
-import type { SessionState, SessionStore } from "../../core/types.js";
+import type { SessionState, FullStore } from "../../core/types.js";
 import type { PgRun } from "./_operations.js";
 import type { PgSql } from "./_client.js";
 
 /** The state methods of the store. */
-export function stateMethods(run: PgRun): Pick<SessionStore, "getState" | "setState"> {
+export function stateMethods(run: PgRun): Pick<FullStore, "getState" | "setState"> {
   const stateOf = async (sql: PgSql, id: string): Promise<SessionState | null> => {
     const [row] = await sql<{ version: number | null; data: string | null }[]>`
       SELECT st.version, st.data FROM sessions s LEFT JOIN session_state st ON st.session_id = s.id WHERE s.id = ${id}`;

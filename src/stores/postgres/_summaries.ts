@@ -1,11 +1,11 @@
 /** The PostgreSQL store's summaries: saved into the session (incarnation) they name, listed in order. */
 import { SessionNotFoundError } from "../../core/errors.js";
-import type { SessionStore, SummaryInput } from "../../core/types.js";
+import type { FullStore, SummaryInput } from "../../core/types.js";
 import type { PgRun } from "./_operations.js";
 import { ms, type SummaryRow, toSummary } from "./_rows.js";
 
 /** The summary methods of the store. */
-export function summaryMethods(run: PgRun): Pick<SessionStore, "saveSummary" | "listSummaries"> {
+export function summaryMethods(run: PgRun): Pick<FullStore, "saveSummary" | "listSummaries"> {
   return {
     saveSummary: (id: string, input: SummaryInput) =>
       run("saveSummary", async (sql) => {

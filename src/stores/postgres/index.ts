@@ -5,6 +5,7 @@ import { withLease } from "../../core/open-turn.js";
 import type {
   EmbeddingInput,
   VectorQuery,
+  FullStore,
   VectorStore,
   AppendOptions,
   MessageInput,
@@ -83,7 +84,7 @@ const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
  * with `lease_expired`, since writes check the holder with the fence (see `postgres/migrations/010-held-writes.ts`).
  * `acquireLease` grants durably.
  */
-export function createPostgresStore(options: PostgresStoreOptions): VectorStore {
+export function createPostgresStore(options: PostgresStoreOptions): FullStore & VectorStore {
   const schema = options.schema ?? "public";
   if (!SCHEMA_NAME.test(schema)) {
     throw new ThreadkeepError(
@@ -180,9 +181,8 @@ export function createPostgresStore(options: PostgresStoreOptions): VectorStore 
       vectors: true,
       ownerScope: true,
       combinedTurn: true,
-      keepUnsummarized: true,
-      guardedSummaries: true,
       guardedAppends: true,
+      idempotentWrites: true,
     },
 
     putEmbeddings: (id: string, model: string, items: EmbeddingInput[]) =>

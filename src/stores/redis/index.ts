@@ -1,5 +1,6 @@
 import { SessionNotFoundError, StateConflictError, ThreadkeepError } from "../../core/errors.js";
 import type {
+  FullStore,
   VectorStore,
   AppendOptions,
   MessageInput,
@@ -59,7 +60,7 @@ type Reply = [number, ...unknown[]];
  * appends, refreshes activity and expiry, and releases the lease in one script. Requires Redis 7.0 or
  * newer (PEXPIRETIME, ZADD GT).
  */
-export function createRedisStore(options: RedisStoreOptions): VectorStore {
+export function createRedisStore(options: RedisStoreOptions): FullStore & VectorStore {
   const ttlMs = Math.max(0, options.ttlMs ?? DEFAULT_REDIS_TTL_MS);
   const prefix = options.keyPrefix ?? "threadkeep:";
   const db = new RedisConnection({
@@ -133,7 +134,7 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
 
   const writer = { db, keys, indexes, leases, ttlMs };
 
-  const store: VectorStore = {
+  const store: FullStore & VectorStore = {
     name: REDIS_STORE_NAME,
     capabilities: {
       persistent: true,
@@ -143,9 +144,8 @@ export function createRedisStore(options: RedisStoreOptions): VectorStore {
       vectors: true,
       ownerScope: true,
       combinedTurn: true,
-      keepUnsummarized: true,
-      guardedSummaries: true,
       guardedAppends: true,
+      idempotentWrites: true,
     },
     ...sidecarVectors(() => store, vectorSidecar),
 

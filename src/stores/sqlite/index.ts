@@ -14,6 +14,7 @@ import type {
   ReplaceOptions,
   EmbeddingInput,
   VectorQuery,
+  FullStore,
   VectorStore,
 } from "../../core/types.js";
 import { missingVectors, putVectors, searchVectors } from "./_vectors.js";
@@ -42,7 +43,7 @@ export const SQLITE_STORE_NAME = "sqlite";
  * The write-ahead log of a file is checkpointed by a worker thread of the store (`backgroundCheckpoints`),
  * so no commit waits for one; durability is the `synchronous` setting's either way.
  */
-export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
+export function createSqliteStore(options: SqliteStoreOptions): FullStore & VectorStore {
   let closed = false;
   let opened: SqliteStoreDb | undefined;
   const synchronous = options.synchronous ?? "normal";
@@ -169,9 +170,8 @@ export function createSqliteStore(options: SqliteStoreOptions): VectorStore {
       vectors: true,
       ownerScope: true,
       combinedTurn: true,
-      keepUnsummarized: true,
-      guardedSummaries: true,
       guardedAppends: true,
+      idempotentWrites: true,
     },
 
     async createSession(input) {

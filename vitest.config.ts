@@ -2,7 +2,7 @@ import { availableParallelism } from "node:os";
 import { configDefaults, defineConfig } from "vitest/config";
 
 /** Unit tests beside the code, and the tests in test/ (one folder level: a new folder is a service's until sorted). */
-const IN_PROCESS = ["src/**/*.test.ts", "test/{adapters,cli,context,recall,server,stores}/*.test.ts"];
+const IN_PROCESS = ["src/**/*.test.ts", "test/{adapters,bench,cli,context,recall,server,stores}/*.test.ts"];
 
 /** The test files that start a browser or a child process, or need PostgreSQL or Redis. */
 const SERVICE_TESTS = [
@@ -50,7 +50,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: "services",
-          include: [...SERVICE_TESTS, "test/*.test.ts", "test/!(adapters|cli|context|recall|server|stores)/**/*.test.ts", "test/*/*/**/*.test.ts"],
+          include: [...SERVICE_TESTS, "test/*.test.ts", "test/!(adapters|bench|cli|context|recall|server|stores)/**/*.test.ts", "test/*/*/**/*.test.ts"],
         },
       },
     ],

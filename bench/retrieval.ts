@@ -27,7 +27,7 @@ import { createServer } from "../src/server/index.js";
 import { elapsedMs, printTable } from "./_harness.js";
 import { Bm25Index } from "./_bm25.js";
 import { type BenchConversation, type BenchDataset, readLocomo } from "./_locomo.js";
-import { benchStoreNames, openBenchStore } from "./_recall-stores.js";
+import { openBenchStore } from "./_recall-stores.js";
 import { AT_DEPTH, formatShare, refusedAll, scoreQuestion, summaryCells, Tally, turnKey, turnsOfHits } from "./_retrieval-score.js";
 
 const USAGE = `The retrieval benchmark needs a dataset in LoCoMo's format (Maharana et al., 2024, "Evaluating
@@ -39,6 +39,9 @@ CC BY-NC 4.0: do not commit or ship it). Put the file anywhere outside the repos
 Format: a JSON array of samples { sample_id, conversation, qa }, where conversation holds speaker_a,
 speaker_b, session_N_date_time and session_N = [{ speaker, dia_id: "D<N>:<turn>", text, blip_caption? }],
 and qa = [{ question, answer, evidence: ["D<N>:<turn>", ...], category }] (categories 1-4 are scored).`;
+
+/** What `--store` may name (bench/_recall-stores.ts opens each on a place of its own, removed afterwards). */
+const STORES = ["sqlite", "postgres", "memory", "file", "redis"];
 
 /** The search modes asked of the server, in table order. */
 const MODES = ["auto", "fulltext", "hybrid", "substring"] as const;
@@ -68,7 +71,13 @@ function readDataset(path: string): BenchDataset {
   } catch (error) {
     throw new Error(`Cannot read --data ${path}: ${(error as Error).message}\n\n${USAGE}`, { cause: error });
   }
-  return readLocomo(JSON.parse(text));
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new Error(`--data ${path} is not JSON: ${(error as Error).message}\n\n${USAGE}`, { cause: error });
+  }
+  return readLocomo(json);
 }
 
 /** Searches with `GET /v1/search` as a client would; the body's `data`, or the refusal's status and code. */
@@ -87,7 +96,7 @@ async function main(): Promise<void> {
     console.log(USAGE);
     return;
   }
-  if (!benchStoreNames().includes(args.store)) throw new Error(`Unknown --store ${args.store}: one of ${benchStoreNames().join(", ")}`);
+  if (!STORES.includes(args.store)) throw new Error(`Unknown --store ${args.store}: one of ${STORES.join(", ")}`);
   const path = isAbsolute(args.data) ? args.data : resolve(process.env.INIT_CWD ?? process.cwd(), args.data);
   const dataset = readDataset(path);
   const { conversations } = dataset;

@@ -47,7 +47,7 @@ export interface ThreadkeepConfig {
 export type ConfigFlags = Partial<Record<
   | "host" | "port" | "store" | "upstream" | "upstreamKey" | "apiKeys" | "model" | "window" | "tokenBudget" | "maxMessages" | "ttl" | "leaseTtl" | "bodyLimit" | "workers"
   | "userHeader" | "userJwtSecret" | "userJwtIssuer" | "userJwtHeader" | "sessionHeaders" | "upstreamTimeout"
-  | "userConcurrency" | "userRate" | "keyConcurrency" | "keyRate",
+  | "userConcurrency" | "userRate" | "keyConcurrency" | "keyRate" | "refusalDelay",
   string
 >>;
 
@@ -142,6 +142,7 @@ export function resolveConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = 
       userRate: optionalRate(pick("userRate", "THREADKEEP_USER_RATE"), DEFAULT_FAIR_SHARE.userRate, "--user-rate"),
       keyConcurrency: parseCount(pick("keyConcurrency", "THREADKEEP_KEY_CONCURRENCY"), DEFAULT_FAIR_SHARE.keyConcurrency, "--key-concurrency"),
       keyRate: optionalRate(pick("keyRate", "THREADKEEP_KEY_RATE"), DEFAULT_FAIR_SHARE.keyRate, "--key-rate"),
+      refusalDelayMs: parseDuration(pick("refusalDelay", "THREADKEEP_REFUSAL_DELAY") ?? DEFAULT_FAIR_SHARE.refusalDelayMs),
     },
   };
 }

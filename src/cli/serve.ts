@@ -137,6 +137,10 @@ export function register(program: Command): void {
     .option("--key-concurrency <n>", "as --user-concurrency, for all users of one API key together (env THREADKEEP_KEY_CONCURRENCY; default none)")
     .option("--key-rate <rate>", "as --user-rate, for all users of one API key together (env THREADKEEP_KEY_RATE; default none)")
     .option(
+      "--refusal-delay <duration>",
+      "hold a request refused by those limits this long before its 429, so a client retrying at once cannot spin (env THREADKEEP_REFUSAL_DELAY; default 1s)",
+    )
+    .option(
       "--workers <n>",
       "server processes sharing the port, e.g. one per core (env THREADKEEP_WORKERS; default 1); needs a sqlite:, postgres:// or redis:// store",
     );

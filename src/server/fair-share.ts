@@ -27,6 +27,12 @@ export interface FairShareOptions {
   keyConcurrency?: number;
   /** The same for all users of one API key together. @default null (none) */
   keyRate?: RateLimit | null;
+  /**
+   * How long a refused request is held before its 429 is sent. A client that sends again at once
+   * (ignoring Retry-After) then costs one refusal per connection per this long, not thousands a
+   * second that would take the CPU from everyone's turns. @default 1000
+   */
+  refusalDelayMs?: number;
 }
 
 /** The limits a server has unless told otherwise: far above what one chat (or one person's few) sends. */
@@ -35,6 +41,7 @@ export const DEFAULT_FAIR_SHARE: Required<FairShareOptions> = {
   userRate: { requests: 600, seconds: 60 },
   keyConcurrency: 0,
   keyRate: null,
+  refusalDelayMs: 1000,
 };
 
 /** What a request is counted as: a turn (a chat's own, or a temporary chat's) or a front-end's side request. */
@@ -75,6 +82,7 @@ export class FairShare {
   readonly #limits: Limit[];
   readonly #inFlight = new Map<string, number>();
   readonly #metrics: ServerMetrics;
+  readonly #refusalDelayMs: number;
 
   constructor(options: FairShareOptions, metrics: ServerMetrics) {
     const o = { ...DEFAULT_FAIR_SHARE, ...options };
@@ -88,6 +96,7 @@ export class FairShare {
       (l) => l.concurrency > 0 || l.rate,
     );
     this.#metrics = metrics;
+    this.#refusalDelayMs = Math.max(0, o.refusalDelayMs);
   }
 
   /** True when some limit is on. */
@@ -96,8 +105,8 @@ export class FairShare {
   }
 
   /**
-   * Admits one request of `user` (whose API key is `tenant`) or refuses it. Concurrency is checked
-   * first, so a refused request spends none of the rate.
+   * Admits one request of `user` (whose API key is `tenant`) or refuses it, after the refusal delay.
+   * Concurrency is checked first, so a refused request spends none of the rate.
    * @returns the release, to call once the request is answered.
    * @throws ThreadkeepError `too_many_concurrent_turns` or `rate_limited` (429, with `retryAfterSeconds`)
    */
@@ -105,7 +114,7 @@ export class FairShare {
     const keyOf = (limit: Limit) => `${limit.scope}\n${kind}\n${limit.scope === "user" ? ids.user : ids.tenant}`;
     for (const limit of this.#limits) {
       if (limit.concurrency > 0 && (this.#inFlight.get(keyOf(limit)) ?? 0) >= limit.concurrency) {
-        this.#refused(limit, kind, "concurrency");
+        await this.#refused(limit, kind, "concurrency");
         throw new ThreadkeepError(
           "too_many_concurrent_turns",
           `Too many ${what(kind)} in flight for this ${who(limit.scope)}: at most ${limit.concurrency} at once. Retry when one has finished.`,
@@ -120,8 +129,8 @@ export class FairShare {
         await limit.rate.consume(keyOf(limit));
       } catch (error) {
         if (!(error instanceof RateLimiterRes)) throw error;
-        this.#refused(limit, kind, "rate");
-        const seconds = Math.max(1, Math.ceil(error.msBeforeNext / 1000));
+        await this.#refused(limit, kind, "rate");
+        const seconds = Math.max(1, Math.ceil((error.msBeforeNext - this.#refusalDelayMs) / 1000));
         throw new ThreadkeepError(
           "rate_limited",
           `Rate limit reached for this ${who(limit.scope)}: ${limit.rateText} ${what(kind)}. Retry in ${seconds} s.`,
@@ -143,8 +152,10 @@ export class FairShare {
     };
   }
 
-  #refused(limit: Limit, kind: RequestClass, what: "concurrency" | "rate"): void {
+  /** Counts a refusal, then holds it for the refusal delay. */
+  async #refused(limit: Limit, kind: RequestClass, what: "concurrency" | "rate"): Promise<void> {
     this.#metrics.fairShareRefusals.inc({ limit: `${limit.scope}_${what}`, kind });
+    if (this.#refusalDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, this.#refusalDelayMs));
   }
 }
 

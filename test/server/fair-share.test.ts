@@ -54,7 +54,7 @@ async function until(check: () => Promise<boolean>): Promise<void> {
 
 describe("fair share", () => {
   it("refuses a user's turns past the concurrency limit with 429 and Retry-After, and never another user's", async () => {
-    const s = await start({ apiKeys: KEYS, fairShare: { userConcurrency: 2, userRate: null } });
+    const s = await start({ apiKeys: KEYS, fairShare: { userConcurrency: 2, userRate: null, refusalDelayMs: 0 } });
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
     s.fake.setReply(async () => {
@@ -87,7 +87,7 @@ describe("fair share", () => {
   });
 
   it("refuses a user past the rate limit with the seconds until the window reopens; another user goes on", async () => {
-    const s = await start({ apiKeys: KEYS, fairShare: { userConcurrency: 0, userRate: { requests: 3, seconds: 60 } } });
+    const s = await start({ apiKeys: KEYS, fairShare: { userConcurrency: 0, userRate: { requests: 3, seconds: 60 }, refusalDelayMs: 0 } });
     for (let i = 0; i < 3; i++) expect((await turn(s, "k-alice")).status).toBe(200);
     const refused = await turn(s, "k-alice");
     expect(refused.status).toBe(429);
@@ -104,7 +104,7 @@ describe("fair share", () => {
   });
 
   it("counts a front-end's side requests apart: they are not blocked by the chat's turns, nor block them", async () => {
-    const s = await start({ apiKeys: KEYS, fairShare: { userConcurrency: 1, userRate: null } });
+    const s = await start({ apiKeys: KEYS, fairShare: { userConcurrency: 1, userRate: null, refusalDelayMs: 0 } });
     let hold: "turn" | "side" = "turn";
     let release!: () => void;
     let gate = new Promise<void>((r) => (release = r));
@@ -146,7 +146,7 @@ describe("fair share", () => {
     const s = await start({
       apiKeys: { "k-gateway": "gateway", "k-other": "other" },
       userHeader: "x-openwebui-user-id",
-      fairShare: { userConcurrency: 2, userRate: null, keyConcurrency: 3 },
+      fairShare: { userConcurrency: 2, userRate: null, keyConcurrency: 3, refusalDelayMs: 0 },
     });
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
@@ -169,7 +169,7 @@ describe("fair share", () => {
     expect(await metricValue(s, 'threadkeep_fair_share_refusals_total{limit="key_concurrency",kind="turn"}')).toBe(1);
   });
 
-  it("is on by default: a 17th turn in flight of one user is refused", async () => {
+  it("is on by default: a 17th turn in flight of one user is refused, after the refusal delay", async () => {
     const s = await start({ fairShare: undefined });
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
@@ -179,9 +179,12 @@ describe("fair share", () => {
     });
     const admitted = Array.from({ length: 16 }, () => turn(s, "any"));
     await upstreamSaw(s, 16);
+    const started = performance.now();
     const refused = await turn(s, "any");
     expect(refused.status).toBe(429);
     expect((await errorOf(refused)).code).toBe("too_many_concurrent_turns");
+    // Held a second (DEFAULT_FAIR_SHARE.refusalDelayMs), so a client retrying at once cannot spin.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(990);
     release();
     expect((await Promise.all(admitted)).every((r) => r.status === 200)).toBe(true);
   });

@@ -68,4 +68,22 @@ describe("an upstream that never answers", () => {
     ]);
     await nextTurnServes(sessionId);
   });
+
+  it("mid-stream on the Responses API: the response fails with the timeout's message, and the session goes on", async () => {
+    const sessionId = randomUUID();
+    stack.fake.setReply(() => ({ content: "the first words, then silence", hang: "mid-stream" }));
+    const stuck = await stack.request("POST", "/v1/responses", {
+      body: { model: "m", input: "tell me a story", stream: true },
+      headers: { "x-session-id": sessionId },
+    });
+    expect(stuck.status).toBe(200);
+    const text = await stuck.text();
+    const failed = /event: response\.failed\ndata: (.*)/.exec(text)?.[1];
+    expect(failed).toBeDefined();
+    expect(JSON.parse(failed as string).response).toMatchObject({
+      status: "failed",
+      error: { message: expect.stringMatching(new RegExp(`timed out: the stream sent nothing for ${TIMEOUT_MS} ms`)) },
+    });
+    await nextTurnServes(sessionId);
+  });
 });

@@ -120,8 +120,9 @@ export class RawConnection {
 /**
  * A zero-latency fake upstream on 127.0.0.1 that answers every POST with a chat completion echoing
  * the last message (as test/_fake-upstream.ts does), from raw sockets. Resolves with its base URL.
+ * `delayMs` holds each answer that long (a model's time to answer), without using CPU meanwhile.
  */
-export function startLeanUpstream(): Promise<{ url: string; server: Server }> {
+export function startLeanUpstream(delayMs = 0): Promise<{ url: string; server: Server }> {
   let index = 0;
   const server = createServer((socket) => {
     socket.setNoDelay(true);
@@ -142,9 +143,9 @@ export function startLeanUpstream(): Promise<{ url: string; server: Server }> {
         choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop" }],
         usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
       });
-      socket.write(
-        `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: keep-alive\r\n\r\n${body}`,
-      );
+      const answer = `HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: keep-alive\r\n\r\n${body}`;
+      if (delayMs > 0) setTimeout(() => socket.writable && socket.write(answer), delayMs);
+      else socket.write(answer);
     });
     socket.on("data", (chunk: Buffer) => reader.push(chunk));
     socket.on("error", () => socket.destroy());

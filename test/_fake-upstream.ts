@@ -27,6 +27,12 @@ export interface FakeReply {
   delayMs?: number;
   /** Extra response headers (`retry-after`, `x-ratelimit-*`, `x-request-id`, …). */
   headers?: Record<string, string>;
+  /**
+   * Accept the request and never finish it: `before-head` sends nothing at all; `mid-stream` (a
+   * streamed request) sends the head and the first chunk of content, then nothing. The connection
+   * stays open until the client gives up or the fake closes.
+   */
+  hang?: "before-head" | "mid-stream";
 }
 
 export interface FakeUpstream {
@@ -139,6 +145,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     }
 
     const reply = await replyFn(body, chatIndex++);
+    if (reply.hang === "before-head") return;
     if (reply.delayMs) await sleep(reply.delayMs);
     if (reply.status && reply.status >= 400) {
       res.writeHead(reply.status, { "content-type": "application/json", ...reply.headers });
@@ -165,6 +172,7 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       for (const piece of pieces) {
         if (res.destroyed) return;
         send({ content: piece }, null);
+        if (reply.hang === "mid-stream") return;
         if (reply.delayMs) await sleep(reply.delayMs);
       }
       if (reply.tool_calls) send({ tool_calls: reply.tool_calls.map((c: any, index) => ({ index, ...c })) }, null);

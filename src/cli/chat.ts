@@ -258,7 +258,7 @@ Example:
         throw new ThreadkeepError("invalid_request", "Use --resume or --session, not both");
       const sessionId = flags.session === undefined ? undefined : parseSessionId(flags.session);
       const upstream = config.upstreamUrl
-        ? createUpstream({ baseUrl: config.upstreamUrl, apiKey: config.upstreamKey })
+        ? createUpstream({ baseUrl: config.upstreamUrl, apiKey: config.upstreamKey, timeoutMs: config.upstreamTimeoutMs })
         : undefined;
       const memory = createMemory({
         store: config.store,

@@ -19,6 +19,23 @@ describe("CLI configuration", () => {
     expect(() => resolveConfig({ workers: "0" }, {})).toThrow(/workers/);
   });
 
+  it("reads the fair-share limits and the upstream timeout, and refuses malformed ones", () => {
+    expect(resolveConfig({}, {})).toMatchObject({
+      upstreamTimeoutMs: 120_000,
+      fairShare: { userConcurrency: 16, userRate: { requests: 600, seconds: 60 }, keyConcurrency: 0, keyRate: null, refusalDelayMs: 1000 },
+    });
+    const env = { THREADKEEP_USER_CONCURRENCY: "off", THREADKEEP_USER_RATE: "10/s", THREADKEEP_KEY_RATE: "5000/h", THREADKEEP_UPSTREAM_TIMEOUT: "30s" };
+    expect(resolveConfig({ keyConcurrency: "64", refusalDelay: "0" }, env)).toMatchObject({
+      upstreamTimeoutMs: 30_000,
+      fairShare: { userConcurrency: 0, userRate: { requests: 10, seconds: 1 }, keyConcurrency: 64, keyRate: { requests: 5000, seconds: 3600 }, refusalDelayMs: 0 },
+    });
+    expect(resolveConfig({ userRate: "off" }, {}).fairShare.userRate).toBeNull();
+    expect(resolveConfig({ userRate: "120" }, {}).fairShare.userRate).toEqual({ requests: 120, seconds: 60 });
+    expect(() => resolveConfig({ userRate: "fast" }, {})).toThrow(/--user-rate must be requests per period/);
+    expect(() => resolveConfig({ userConcurrency: "-1" }, {})).toThrow(/--user-concurrency must be a whole number/);
+    expect(() => resolveConfig({ upstreamTimeout: "10ms" }, {})).toThrow(/at least 100ms/);
+  });
+
   it("parses API keys and rejects malformed ones", () => {
     expect([...parseApiKeys("k1:alice, k2:bob")]).toEqual([["k1", "alice"], ["k2", "bob"]]);
     expect(() => parseApiKeys("justakey")).toThrow(/expected key:user/);

@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { ThreadkeepError } from "../core/errors.js";
 import { DEFAULTS, parseDuration, parsePositiveInt } from "../core/policies.js";
 import type { UserJwtOptions } from "../server/identity.js";
+import { DEFAULT_FAIR_SHARE, type FairShareOptions, parseRate, type RateLimit } from "../server/fair-share.js";
 import { parseSessionHeaders } from "../server/front-ends/session-headers.js";
 
 /** Where the server and the CLI keep sessions unless told otherwise. */
@@ -16,6 +17,8 @@ export interface ThreadkeepConfig {
   upstreamUrl?: string;
   /** The server's own key for the upstream; never taken from or shown to clients. */
   upstreamKey?: string;
+  /** How long the upstream may stay silent: before its answer, and within a stream (`--upstream-timeout`). */
+  upstreamTimeoutMs: number;
   /** threadkeep API key → user id. Empty: no authentication (loopback only). */
   apiKeys: Map<string, string>;
   /** A header the gateway names its end user in (`serve --user-header`); unset: ignored. */
@@ -36,12 +39,15 @@ export interface ThreadkeepConfig {
   workers: number;
   /** The request headers that name a turn's session, in order (`serve --session-headers`). */
   sessionHeaders: string[];
+  /** Per-user and per-key limits on model requests (`serve --user-concurrency`, `--user-rate`, `--key-concurrency`, `--key-rate`). */
+  fairShare: Required<FairShareOptions>;
 }
 
 /** The flag values commander hands over (all strings, all optional). */
 export type ConfigFlags = Partial<Record<
   | "host" | "port" | "store" | "upstream" | "upstreamKey" | "apiKeys" | "model" | "window" | "tokenBudget" | "maxMessages" | "ttl" | "leaseTtl" | "bodyLimit" | "workers"
-  | "userHeader" | "userJwtSecret" | "userJwtIssuer" | "userJwtHeader" | "sessionHeaders",
+  | "userHeader" | "userJwtSecret" | "userJwtIssuer" | "userJwtHeader" | "sessionHeaders" | "upstreamTimeout"
+  | "userConcurrency" | "userRate" | "keyConcurrency" | "keyRate" | "refusalDelay",
   string
 >>;
 
@@ -70,6 +76,28 @@ function parseLeaseTtl(value: string | undefined): number {
   return ms;
 }
 
+/** The default of `--upstream-timeout`: a local model may think this long before its first byte. */
+export const DEFAULT_UPSTREAM_TIMEOUT_MS = 120_000;
+
+function parseUpstreamTimeout(value: string | undefined): number {
+  if (value === undefined) return DEFAULT_UPSTREAM_TIMEOUT_MS;
+  const ms = parseDuration(value);
+  if (ms < 100) throw new ThreadkeepError("invalid_request", `--upstream-timeout must be at least 100ms, got "${value}"`);
+  return ms;
+}
+
+/** A count where 0 (or `off`) means no limit. */
+function parseCount(value: string | undefined, fallback: number, name: string): number {
+  if (value === undefined) return fallback;
+  if (value.trim().toLowerCase() === "off") return 0;
+  if (!/^\d+$/.test(value.trim())) throw new ThreadkeepError("invalid_request", `${name} must be a whole number (0 or off: no limit), got "${value}"`);
+  return Number(value.trim());
+}
+
+function optionalRate(value: string | undefined, fallback: RateLimit | null, name: string): RateLimit | null {
+  return value === undefined ? fallback : parseRate(value, name);
+}
+
 /** The end-user token settings; the issuer and header without a secret would be ignored, so they are refused. */
 function resolveUserJwt(secret: string | undefined, issuer: string | undefined, header: string | undefined): UserJwtOptions | undefined {
   if (secret === undefined) {
@@ -92,6 +120,7 @@ export function resolveConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = 
     store,
     upstreamUrl: pick("upstream", "THREADKEEP_UPSTREAM_URL")?.replace(/\/+$/, ""),
     upstreamKey: pick("upstreamKey", "THREADKEEP_UPSTREAM_API_KEY"),
+    upstreamTimeoutMs: parseUpstreamTimeout(pick("upstreamTimeout", "THREADKEEP_UPSTREAM_TIMEOUT")),
     apiKeys: parseApiKeys(pick("apiKeys", "THREADKEEP_API_KEYS")),
     userHeader: pick("userHeader", "THREADKEEP_USER_HEADER"),
     userJwt: resolveUserJwt(
@@ -108,6 +137,13 @@ export function resolveConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = 
     bodyLimit: parsePositiveInt(pick("bodyLimit", "THREADKEEP_BODY_LIMIT") ?? 10 * 1024 * 1024, "body limit"),
     workers: parsePositiveInt(pick("workers", "THREADKEEP_WORKERS") ?? 1, "workers"),
     sessionHeaders: parseSessionHeaders(pick("sessionHeaders", "THREADKEEP_SESSION_HEADERS")),
+    fairShare: {
+      userConcurrency: parseCount(pick("userConcurrency", "THREADKEEP_USER_CONCURRENCY"), DEFAULT_FAIR_SHARE.userConcurrency, "--user-concurrency"),
+      userRate: optionalRate(pick("userRate", "THREADKEEP_USER_RATE"), DEFAULT_FAIR_SHARE.userRate, "--user-rate"),
+      keyConcurrency: parseCount(pick("keyConcurrency", "THREADKEEP_KEY_CONCURRENCY"), DEFAULT_FAIR_SHARE.keyConcurrency, "--key-concurrency"),
+      keyRate: optionalRate(pick("keyRate", "THREADKEEP_KEY_RATE"), DEFAULT_FAIR_SHARE.keyRate, "--key-rate"),
+      refusalDelayMs: parseDuration(pick("refusalDelay", "THREADKEEP_REFUSAL_DELAY") ?? DEFAULT_FAIR_SHARE.refusalDelayMs),
+    },
   };
 }
 
@@ -130,5 +166,9 @@ export function addUpstreamOptions(command: Command): Command {
   return command
     .option("--upstream <url>", "OpenAI-compatible base URL, e.g. http://127.0.0.1:11434/v1 (env THREADKEEP_UPSTREAM_URL)")
     .option("--upstream-key <key>", "API key for the upstream (env THREADKEEP_UPSTREAM_API_KEY)")
+    .option(
+      "--upstream-timeout <duration>",
+      "give up on the upstream when it stays silent this long: before its answer, or mid-stream (env THREADKEEP_UPSTREAM_TIMEOUT; default 120s)",
+    )
     .option("--model <name>", "model to use when a request names none (env THREADKEEP_MODEL)");
 }

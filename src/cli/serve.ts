@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { describeCommand } from "./_commands.js";
 import { isStoreRefusal, isThreadkeepError, ThreadkeepError } from "../core/errors.js";
 import { createUpstream } from "../llm/openai-compatible.js";
-import { createServer, describeIdentity, isLoopbackHost, type ThreadkeepServer } from "../server/index.js";
+import { createServer, DEFAULT_FAIR_SHARE, describeIdentity, formatRate, isLoopbackHost, type ThreadkeepServer } from "../server/index.js";
 import { addEmbeddingOptions, addRecallOptions, type RecallConfig, type RecallFlags, recallMemoryOptions, resolveRecallConfig } from "./_recall-options.js";
 import { isWorker, reportListening, runPrimary, sharedStoreUrl } from "./_workers.js";
 import {
@@ -43,7 +43,7 @@ export async function startServe(
   recall: RecallConfig = resolveRecallConfig({}),
 ): Promise<ThreadkeepServer> {
   checkExposure(config);
-  const upstream = config.upstreamUrl ? createUpstream({ baseUrl: config.upstreamUrl, apiKey: config.upstreamKey }) : undefined;
+  const upstream = config.upstreamUrl ? createUpstream({ baseUrl: config.upstreamUrl, apiKey: config.upstreamKey, timeoutMs: config.upstreamTimeoutMs }) : undefined;
   const server = await createServer({
     memory: {
       store: config.store,
@@ -64,6 +64,7 @@ export async function startServe(
     port: config.port,
     bodyLimit: config.bodyLimit,
     sessionHeaders: config.sessionHeaders,
+    fairShare: config.fairShare,
     logger: { level: process.env.THREADKEEP_LOG_LEVEL ?? "warn" },
   });
   try {
@@ -124,6 +125,20 @@ export function register(program: Command): void {
     .option(
       "--session-headers <list>",
       "request headers that name a turn's session, first filled one wins (env THREADKEEP_SESSION_HEADERS; default x-session-id,x-openwebui-chat-id,x-conversation-id)",
+    )
+    .option(
+      "--user-concurrency <n>",
+      `model requests one user may have in flight, waiting for their session included; more get 429 too_many_concurrent_turns (env THREADKEEP_USER_CONCURRENCY; default ${DEFAULT_FAIR_SHARE.userConcurrency}; 0: none)`,
+    )
+    .option(
+      "--user-rate <rate>",
+      `model requests per user per period, e.g. 600/min or 10/s; more get 429 rate_limited (env THREADKEEP_USER_RATE; default ${formatRate(DEFAULT_FAIR_SHARE.userRate)}; off: none)`,
+    )
+    .option("--key-concurrency <n>", "as --user-concurrency, for all users of one API key together (env THREADKEEP_KEY_CONCURRENCY; default none)")
+    .option("--key-rate <rate>", "as --user-rate, for all users of one API key together (env THREADKEEP_KEY_RATE; default none)")
+    .option(
+      "--refusal-delay <duration>",
+      "hold a request refused by those limits this long before its 429, so a client retrying at once cannot spin (env THREADKEEP_REFUSAL_DELAY; default 1s)",
     )
     .option(
       "--workers <n>",

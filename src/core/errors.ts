@@ -30,7 +30,10 @@ export type ErrorCode =
   | "invalid_user"
   | "invalid_user_token"
   | "payload_too_large"
+  | "rate_limited"
+  | "too_many_concurrent_turns"
   | "upstream_error"
+  | "upstream_timeout"
   | "upstream_not_configured"
   | "embedding_dimension_mismatch"
   | "internal_error";
@@ -61,7 +64,10 @@ export const ERROR_STATUS: Readonly<Record<ErrorCode, number>> = {
   invalid_user: 400,
   invalid_user_token: 401,
   payload_too_large: 413,
+  rate_limited: 429,
+  too_many_concurrent_turns: 429,
   upstream_error: 502,
+  upstream_timeout: 504,
   upstream_not_configured: 503,
   embedding_dimension_mismatch: 409,
   internal_error: 500,

@@ -96,8 +96,8 @@ export interface SenderOptions {
   timeoutMs: number;
   /** Response headers passed on to the client. */
   clientHeader: RegExp;
-  /** The error for an upstream that gave no (complete) answer. */
-  unreachable: (reason: string, cause: unknown) => Error;
+  /** The error for an upstream that gave no (complete) answer; `timedOut` when it went silent past `timeoutMs`. */
+  unreachable: (reason: string, cause: unknown, timedOut?: boolean) => Error;
 }
 
 /** A request function over one keep-alive pool to `base`'s origin. */
@@ -122,6 +122,8 @@ export function createSender(options: SenderOptions): SendRequest {
       let settled = false;
       let responded = false;
       let timedOut = false;
+      let stalled = false;
+      let idle: NodeJS.Timeout | undefined;
       let stream: BodyChunks | undefined;
       let resumeStream: (() => void) | undefined;
       let status = 0;
@@ -143,8 +145,19 @@ export function createSender(options: SenderOptions): SendRequest {
         if (!abort) fail(stopped);
       };
       signal?.addEventListener("abort", onAbort, { once: true });
+      // A stream's silence is timed only while its reader waits for more: a paused socket (the
+      // reader, e.g. a slow client, is behind) is not the upstream's silence.
+      const armIdle = () => {
+        clearTimeout(idle);
+        idle = setTimeout(() => {
+          timedOut = true;
+          stalled = true;
+          stop(new Error("stalled"));
+        }, timeoutMs);
+      };
       const finish = () => {
         clearTimeout(timer);
+        clearTimeout(idle);
         signal?.removeEventListener("abort", onAbort);
       };
       const settle = (response: RawResponse) => {
@@ -154,7 +167,10 @@ export function createSender(options: SenderOptions): SendRequest {
       };
       function fail(error: unknown) {
         finish();
-        if (stream) return stream.end(signal?.aborted ? signal.reason : error);
+        if (stream) {
+          const reason = stalled ? unreachable(`timed out: the stream sent nothing for ${timeoutMs} ms`, error, true) : error;
+          return stream.end(signal?.aborted ? signal.reason : reason);
+        }
         if (settled) return;
         settled = true;
         const code = (error as { code?: string } | undefined)?.code;
@@ -168,7 +184,7 @@ export function createSender(options: SenderOptions): SendRequest {
           return;
         }
         if (signal?.aborted) reject(signal.reason);
-        else if (timedOut) reject(unreachable(`timed out after ${timeoutMs} ms`, error));
+        else if (timedOut) reject(unreachable(`timed out: no answer within ${timeoutMs} ms`, error, true));
         else reject(unreachable(String((error as Error)?.message ?? error), error));
       }
 
@@ -185,12 +201,21 @@ export function createSender(options: SenderOptions): SendRequest {
           picked = pickHeaders(rawHeaders, clientHeader);
           if (whole || status < 200 || status >= 300) return true;
           stream = new BodyChunks(() => stop(new Error("aborted")));
-          resumeStream = resume;
+          resumeStream = () => {
+            armIdle();
+            resume();
+          };
           settle({ status, ok: true, headers: picked, body: stream });
+          armIdle();
           return true;
         },
         onData(chunk) {
-          if (stream) return stream.push(chunk, resumeStream as () => void);
+          if (stream) {
+            clearTimeout(idle);
+            const more = stream.push(chunk, resumeStream as () => void);
+            if (more) armIdle();
+            return more;
+          }
           chunks.push(chunk);
           return true;
         },

@@ -128,7 +128,33 @@ describe("upstream timeouts", () => {
       fake.setReply(() => ({ content: "late", delayMs: 1000 }));
       const error = await upstream.chat({ model: "m", messages: [] }).catch((e) => e);
       expect(error).toBeInstanceOf(UpstreamError);
-      expect(error.message).toMatch(/timed out after 400 ms/);
+      expect(error.message).toMatch(/timed out: no answer within 400 ms/);
+      expect(error.timedOut).toBe(true);
+    } finally {
+      await fake.close();
+    }
+  });
+
+  it("gives up on a stream that goes silent mid-way, and on one that never sends its head", async () => {
+    const fake = await startFakeUpstream();
+    try {
+      const upstream = createUpstream({ baseUrl: fake.url, timeoutMs: 300 });
+      fake.setReply(() => ({ content: "first words and then nothing", hang: "mid-stream" }));
+      const events = await upstream.streamChat({ model: "m", messages: [{ role: "user", content: "x" }] });
+      const acc = new StreamAccumulator();
+      const started = performance.now();
+      const error = await (async () => {
+        for await (const event of events) acc.add(event.chunk);
+      })().catch((e) => e);
+      expect(error).toBeInstanceOf(UpstreamError);
+      expect(error.timedOut).toBe(true);
+      expect(error.message).toMatch(/the stream sent nothing for 300 ms/);
+      expect(acc.message().content).toBe("firs");
+      expect(performance.now() - started).toBeLessThan(3000);
+      fake.setReply(() => ({ hang: "before-head" }));
+      const headless = await upstream.streamChat({ model: "m", messages: [] }).catch((e) => e);
+      expect(headless).toBeInstanceOf(UpstreamError);
+      expect(headless.message).toMatch(/no answer within 300 ms/);
     } finally {
       await fake.close();
     }

@@ -9,8 +9,9 @@ export interface UpstreamOptions {
   /** Sent as `Authorization: Bearer …` when set. */
   apiKey?: string;
   /**
-   * Gives up when the upstream has not answered within this long: the response head for a stream
-   * (a reply already flowing is never cut), the whole body otherwise. @default 120000
+   * Gives up when the upstream has not answered within this long: the response head for a stream,
+   * the whole body otherwise; and a stream that then sends nothing for this long (a reply still
+   * flowing is never cut, however long it runs). @default 120000
    */
   timeoutMs?: number;
 }
@@ -36,17 +37,20 @@ export class UpstreamError extends ThreadkeepError {
   readonly upstreamBody: unknown;
   /** The upstream's headers a client needs (`retry-after`, `x-ratelimit-*`, `x-request-id`). */
   readonly upstreamHeaders: Record<string, string>;
+  /** The upstream went silent past the timeout (no head, no whole body, or a stream that stalled). */
+  readonly timedOut: boolean;
 
   constructor(
     upstreamStatus: number,
     upstreamBody: unknown,
     message: string,
-    options: { cause?: unknown; headers?: Record<string, string> } = {},
+    options: { cause?: unknown; headers?: Record<string, string>; timedOut?: boolean } = {},
   ) {
     super("upstream_error", message, options);
     this.upstreamStatus = upstreamStatus;
     this.upstreamBody = upstreamBody;
     this.upstreamHeaders = options.headers ?? {};
+    this.timedOut = options.timedOut ?? false;
   }
 }
 
@@ -131,13 +135,11 @@ export function createUpstream(options: UpstreamOptions): Upstream {
   const timeoutMs = options.timeoutMs ?? 120_000;
   const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json, text/event-stream" };
   if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
-  const unreachable = (reason: string, cause: unknown) =>
-    new UpstreamError(
-      0,
-      { error: { message: `Upstream ${baseUrl} unreachable: ${reason}`, type: "upstream_error", code: "upstream_unreachable" } },
-      `Upstream ${baseUrl} unreachable: ${reason}`,
-      { cause },
-    );
+  const unreachable = (reason: string, cause: unknown, timedOut = false) => {
+    const message = timedOut ? `Upstream ${baseUrl} ${reason}` : `Upstream ${baseUrl} unreachable: ${reason}`;
+    const code = timedOut ? "upstream_timeout" : "upstream_unreachable";
+    return new UpstreamError(0, { error: { message, type: "upstream_error", code } }, message, { cause, timedOut });
+  };
   const request = createSender({ base: new URL(baseUrl), headers, timeoutMs, clientHeader: CLIENT_HEADER, unreachable });
 
   const refused = (response: RawResponse) => {

@@ -17,6 +17,7 @@ import { installErrorHandlers, sendFailure, toHttpFailure } from "./errors.js";
 import { IdempotencyCache, type IdempotencyOptions } from "./turn/idempotency.js";
 import { checkTenantIds, createUserResolver, type UserJwtOptions } from "./identity.js";
 import { ServerMetrics } from "./metrics.js";
+import { FairShare, type FairShareOptions } from "./fair-share.js";
 import { openApiDocument } from "./openapi/index.js";
 import { MCP_PATH, registerMcpRoutes } from "./mcp/http.js";
 import { registerChatCompletionRoutes } from "./routes/chat-completions.js";
@@ -35,6 +36,8 @@ declare module "fastify" {
   interface FastifyRequest {
     /** The authenticated user (the API key's, or its end user's): the owner of every session this request touches. */
     userId: string;
+    /** The API key's user (the tenant), which `userId` is or is an end user of. */
+    tenantId: string;
   }
 }
 
@@ -77,6 +80,12 @@ export interface ServerOptions {
    * @default ["x-session-id", "x-openwebui-chat-id", "x-conversation-id"]
    */
   sessionHeaders?: readonly string[];
+  /**
+   * Per-user and per-API-key limits on model requests in flight and per period, counted in this
+   * process; side requests are counted apart from turns. `false`: no limits.
+   * @default DEFAULT_FAIR_SHARE (16 in flight and 600 a minute per user; none per key)
+   */
+  fairShare?: FairShareOptions | false;
   /** Replay of turns retried with the same Idempotency-Key (in this process). */
   idempotency?: IdempotencyOptions;
   /** fastify's logger option. @default false */
@@ -134,10 +143,13 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
   // Only JSON bodies: fastify's default text/plain parser would turn a wrong Content-Type into a 400.
   app.removeContentTypeParser("text/plain");
   app.decorateRequest("userId", "");
+  app.decorateRequest("tenantId", "");
   app.addHook("onRequest", async (request) => {
     // By the matched route, not the raw URL, so no spelling of a path slips past.
-    if (request.routeOptions.url?.startsWith("/v1/") || request.routeOptions.url === MCP_PATH)
-      request.userId = await resolveUser(request.raw, authenticate(request.headers.authorization));
+    if (request.routeOptions.url?.startsWith("/v1/") || request.routeOptions.url === MCP_PATH) {
+      request.tenantId = authenticate(request.headers.authorization);
+      request.userId = await resolveUser(request.raw, request.tenantId);
+    }
   });
   installBodyDrain(app, { bodyLimit });
   // JSON nested thousands deep overflows JSON.stringify wherever it goes next: refused at the door.
@@ -172,6 +184,7 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
     metrics,
     upstream,
     idempotency: new IdempotencyCache(options.idempotency),
+    fairShare: options.fairShare === false ? undefined : new FairShare(options.fairShare ?? {}, metrics),
     defaultModel: options.model,
     sessionHeaders: options.sessionHeaders?.map((name) => name.toLowerCase()) ?? DEFAULT_SESSION_HEADERS,
   };

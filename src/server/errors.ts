@@ -58,20 +58,19 @@ export function toHttpFailure(error: unknown): HttpFailure & { unexpected: boole
         headers: error.upstreamHeaders,
       };
     }
-    return {
-      status: 502,
-      body: errorBody(502, "upstream_error", error.message),
-      code: "upstream_error",
-      unexpected: false,
-    };
+    // An upstream that went silent is told apart from one that could not be reached.
+    const [status, code] = error.timedOut ? [504, "upstream_timeout"] : [502, "upstream_error"];
+    return { status, body: errorBody(status, code, error.message), code, unexpected: false };
   }
   if (isThreadkeepError(error)) {
     const param = typeof error.details?.field === "string" ? paramOf(error.details) : undefined;
+    const retryAfter = error.details?.retryAfterSeconds;
     return {
       status: error.status,
       body: errorBody(error.status, error.code, error.message, param),
       code: error.code,
       unexpected: error.status >= 500,
+      ...(typeof retryAfter === "number" ? { headers: { "retry-after": String(retryAfter) } } : {}),
     };
   }
   const fastifyCode = (error as FastifyError | undefined)?.code;

@@ -8,6 +8,7 @@ export { createServer } from "./app.js";
 export type { Authenticator } from "./auth.js";
 export { createAuthenticator, isLoopbackHost } from "./auth.js";
 export type { IdempotencyOptions } from "./turn/idempotency.js";
+export { DEFAULT_FAIR_SHARE, type FairShareOptions, formatRate, parseRate, type RateLimit } from "./fair-share.js";
 export type { EndUserOptions, UserJwtOptions } from "./identity.js";
 export { DEFAULT_USER_JWT_HEADER, DEFAULT_USER_JWT_ISSUER, describeIdentity, endUserId } from "./identity.js";
 export { openApiDocument } from "./openapi/index.js";

@@ -132,6 +132,10 @@ export class ServerMetrics {
     "threadkeep_temporary_chat_requests_total",
     "Requests of temporary chats (Open WebUI local: ids), answered and not stored.",
   );
+  readonly fairShareRefusals = new Counter(
+    "threadkeep_fair_share_refusals_total",
+    "Requests refused with 429 by a fair-share limit (user_concurrency, user_rate, key_concurrency, key_rate), by kind (turn, side).",
+  );
   readonly started = Date.now();
 
   /** Counts an error code. */
@@ -153,6 +157,7 @@ export class ServerMetrics {
       this.sideRequests,
       this.temporaryRequests,
       this.readings,
+      this.fairShareRefusals,
     ];
     return `${[...all.map((m) => m.render()), uptime].join("\n")}\n`;
   }

@@ -30,7 +30,16 @@ export function killServeProcesses(): void {
 /** `threadkeep serve --port 0 …args` against `upstream`, with no host, port or key from the environment. */
 export function startServe(args: string[], upstream: FakeUpstream): ServeProcess {
   const child = spawn(process.execPath, ["--import", tsx, bin, "serve", "--port", "0", ...args], {
-    env: { ...process.env, THREADKEEP_HOST: "", THREADKEEP_PORT: "", THREADKEEP_API_KEYS: "", THREADKEEP_UPSTREAM_URL: upstream.url },
+    // No fair-share limits: these tests flood one user on purpose (fair-share.test.ts tests the limits).
+    env: {
+      ...process.env,
+      THREADKEEP_HOST: "",
+      THREADKEEP_PORT: "",
+      THREADKEEP_API_KEYS: "",
+      THREADKEEP_UPSTREAM_URL: upstream.url,
+      THREADKEEP_USER_CONCURRENCY: "0",
+      THREADKEEP_USER_RATE: "off",
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   serveProcesses.push(child);

@@ -35,15 +35,19 @@ export interface StackOptions extends Partial<Omit<ServerOptions, "memory">> {
   memoryOptions?: Partial<MemoryOptions>;
   /** Start without an upstream configured. */
   noUpstream?: boolean;
+  /** The upstream client's timeout (`--upstream-timeout`). @default 120000 */
+  upstreamTimeoutMs?: number;
 }
 
 /** Starts the stack on ephemeral ports. */
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const fake = await startFakeUpstream();
-  const { store, memoryOptions, noUpstream, ...serverOptions } = options;
+  const { store, memoryOptions, noUpstream, upstreamTimeoutMs, ...serverOptions } = options;
   const memory = createMemory({ store: store ?? createMemoryStore(), ...memoryOptions });
   const server = await createServer({
-    upstream: noUpstream ? undefined : { baseUrl: fake.url, apiKey: "sk-upstream-secret" },
+    upstream: noUpstream ? undefined : { baseUrl: fake.url, apiKey: "sk-upstream-secret", timeoutMs: upstreamTimeoutMs },
+    // Tests drive more turns per user than any chat does; those of the limits set them (fair-share.test.ts).
+    fairShare: false,
     ...serverOptions,
     memory,
     port: 0,

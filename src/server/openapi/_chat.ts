@@ -28,10 +28,13 @@ export const chatPaths = {
         },
         "413": error("Body larger than the limit (`payload_too_large`)"),
         "415": error("Content-Type is not application/json (`unsupported_media_type`)"),
-        "429": error("Waited too long for earlier turns of the session (`session_busy`)"),
+        "429": error(
+          "Waited too long for earlier turns of the session (`session_busy`), or over a fair-share limit (`too_many_concurrent_turns`, `rate_limited`, with Retry-After)",
+        ),
         "502": error(
           "Upstream unreachable (`upstream_error`); an upstream error status is passed through with its body",
         ),
+        "504": error("The upstream stayed silent past the upstream timeout (`upstream_timeout`)"),
       },
       {
         description:

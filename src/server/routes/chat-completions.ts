@@ -14,6 +14,7 @@ import { clientHintOf, passThrough, sessionTargetOf, sideRequestOf } from "../fr
 import { runIdempotentTurn, SESSION_HEADER, type TurnDialect, type TurnRouteDeps } from "../turn/run.js";
 import { chatStreamDialect } from "../turn/stream.js";
 import { replyMessage } from "../turn/reply.js";
+import { withFairShare } from "../fair-share.js";
 
 const ChatBody = z.looseObject({
   messages: z.array(z.unknown()).min(1, "at least one message is required"),
@@ -71,13 +72,17 @@ export function registerChatCompletionRoutes(app: FastifyInstance, deps: TurnRou
       reply.removeHeader(SESSION_HEADER);
       // The messages as the client sent them, not as validated.
       const sent = chat.body.messages as ChatMessage[];
-      return passThrough(deps, request, reply, { kind: side ?? "temporary", dialect: chatDialect(chat, deps.defaultModel), messages: sent });
+      return withFairShare(deps.fairShare, request, side ? "side" : "turn", () =>
+        passThrough(deps, request, reply, { kind: side ?? "temporary", dialect: chatDialect(chat, deps.defaultModel), messages: sent }),
+      );
     }
-    return runIdempotentTurn(deps, request, reply, {
-      sessionId: target.id,
-      scope: target.given ? target.id : "",
-      body: chat.body,
-      dialect: chatDialect(chat, deps.defaultModel, clientHintOf(request.headers)),
-    });
+    return withFairShare(deps.fairShare, request, "turn", () =>
+      runIdempotentTurn(deps, request, reply, {
+        sessionId: target.id,
+        scope: target.given ? target.id : "",
+        body: chat.body,
+        dialect: chatDialect(chat, deps.defaultModel, clientHintOf(request.headers)),
+      }),
+    );
   });
 }

@@ -16,6 +16,7 @@ import { saveWarningLine, type StreamDialect, streamTurn } from "./stream.js";
 import { type CommitResult, commitTurn } from "./commit.js";
 import { type TurnDeps, withTurnLease } from "./lease.js";
 import { type LoadedTurn, loadTurn, type PlannedTurn } from "./load.js";
+import type { FairShare } from "../fair-share.js";
 
 /** The header that carries the session id, both ways. */
 export const SESSION_HEADER = "x-session-id";
@@ -32,6 +33,8 @@ export interface TurnRouteDeps {
   defaultModel?: string;
   /** The request headers that name the session, in order. @default DEFAULT_SESSION_HEADERS */
   sessionHeaders?: readonly string[];
+  /** Per-user and per-key limits on model requests; none when absent. */
+  fairShare?: FairShare;
 }
 
 /** How one API drives the shared turn. */

@@ -6,7 +6,7 @@
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { MessageInput } from "../../core/types.js";
-import { StreamAccumulator, type StreamEvent, type Upstream } from "../../llm/openai-compatible.js";
+import { StreamAccumulator, type StreamEvent, type Upstream, UpstreamError } from "../../llm/openai-compatible.js";
 import { errorBody } from "../errors.js";
 import type { TurnOutcome } from "./idempotency.js";
 import { secondsSince } from "../metrics.js";
@@ -56,7 +56,8 @@ export const chatStreamDialect: StreamDialect = {
     const { failure, sawDone } = end;
     let tail = "";
     if (failure !== undefined) {
-      tail += `data: ${JSON.stringify(errorBody(502, "upstream_error", `The upstream stream failed: ${(failure as Error)?.message ?? failure}`))}\n\n`;
+      const [status, code] = failure instanceof UpstreamError && failure.timedOut ? [504, "upstream_timeout"] : [502, "upstream_error"];
+      tail += `data: ${JSON.stringify(errorBody(status, code, `The upstream stream failed: ${(failure as Error)?.message ?? failure}`))}\n\n`;
     }
     // Headers are long gone; an SSE comment carries the warning without disturbing clients.
     tail += saveWarningLine(end);
@@ -198,7 +199,7 @@ export async function streamTurn(input: StreamTurnInput): Promise<StreamTurnResu
       { err: failure, sessionId: input.sessionId },
       "upstream stream failed mid-way; partial reply stored as incomplete",
     );
-    turn.metrics.error("upstream_stream_failed");
+    turn.metrics.error(failure instanceof UpstreamError && failure.timedOut ? "upstream_stream_stalled" : "upstream_stream_failed");
   }
   if (!raw.destroyed && !raw.writableEnded) {
     const tail = dialect.close({ saved, warning: saved ? undefined : committed, failure, sawDone });

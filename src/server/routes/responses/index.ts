@@ -31,6 +31,7 @@ import { outputItems, outputMessages, type ResponseMeta, responseObject, statusO
 import { parseResponsesRequest, type ResponsesRequest } from "./_request.js";
 import { ResponsesStream } from "./_stream.js";
 import { runIdempotentTurn, type TurnDialect, type TurnRouteDeps } from "../../turn/run.js";
+import { withFairShare } from "../../fair-share.js";
 
 type IdParams = { Params: { id: string } };
 
@@ -157,23 +158,28 @@ export function registerResponseRoutes(app: FastifyInstance, deps: TurnRouteDeps
       // Nothing of it is kept, and the response says so (`store: false`; GET /v1/responses/{id} is a 404).
       const forgotten: ResponsesRequest = { ...parsed, store: false, echo: { ...parsed.echo, store: false } };
       const meta = responseMeta(forgotten, newSessionId(), deps.defaultModel);
-      return passThrough(deps, request, reply, {
-        kind: side ?? "temporary",
-        dialect: responsesDialect(forgotten, meta, deps.defaultModel),
-        messages: own,
-      });
+      return withFairShare(deps.fairShare, request, side ? "side" : "turn", () =>
+        passThrough(deps, request, reply, {
+          kind: side ?? "temporary",
+          dialect: responsesDialect(forgotten, meta, deps.defaultModel),
+          messages: own,
+        }),
+      );
     }
     const named = target.kind === "session" ? target : undefined;
-    const sessionId = await sessionFor(memory, request, parsed, named?.id ?? newSessionId());
-    const meta = responseMeta(parsed, sessionId, deps.defaultModel);
-    return runIdempotentTurn(deps, request, reply, {
-      sessionId,
-      scope: `responses\n${parsed.conversationSession ?? parsed.previousResponseId ?? (named?.given ? named.id : "")}`,
-      body: parsed.body,
-      dialect: responsesDialect(parsed, meta, deps.defaultModel, {
-        client: clientHintOf(request.headers),
-        read: named?.given === true && !parsed.conversationSession && !parsed.previousResponseId,
-      }),
+    // Admitted before the session is found: a refused request forks nothing.
+    return withFairShare(deps.fairShare, request, "turn", async () => {
+      const sessionId = await sessionFor(memory, request, parsed, named?.id ?? newSessionId());
+      const meta = responseMeta(parsed, sessionId, deps.defaultModel);
+      return runIdempotentTurn(deps, request, reply, {
+        sessionId,
+        scope: `responses\n${parsed.conversationSession ?? parsed.previousResponseId ?? (named?.given ? named.id : "")}`,
+        body: parsed.body,
+        dialect: responsesDialect(parsed, meta, deps.defaultModel, {
+          client: clientHintOf(request.headers),
+          read: named?.given === true && !parsed.conversationSession && !parsed.previousResponseId,
+        }),
+      });
     });
   });
 

@@ -2,6 +2,7 @@
  * A small Prometheus text exposition (format 0.0.4): labelled counters and histograms, enough for
  * turns, latencies and errors without a dependency.
  */
+import { StoreWrites } from "./store-writes.js";
 
 type Labels = Record<string, string>;
 
@@ -132,6 +133,8 @@ export class ServerMetrics {
     "threadkeep_temporary_chat_requests_total",
     "Requests of temporary chats (Open WebUI local: ids), answered and not stored.",
   );
+  /** Whether the store had room for the last turn's commit (`threadkeep_store_full`, `/readyz`). */
+  readonly storeWrites = new StoreWrites();
   readonly started = Date.now();
 
   /** Counts an error code. */
@@ -153,6 +156,7 @@ export class ServerMetrics {
       this.sideRequests,
       this.temporaryRequests,
       this.readings,
+      this.storeWrites,
     ];
     return `${[...all.map((m) => m.render()), uptime].join("\n")}\n`;
   }

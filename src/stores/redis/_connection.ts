@@ -314,6 +314,14 @@ export class RedisConnection {
         cause: error,
       });
     }
+    // At its maxmemory with noeviction, Redis refuses the write before running it (a script's first
+    // write, or a command queued in MULTI): nothing is written, and the same write succeeds once memory frees.
+    if (this.#module && error instanceof this.#module.ErrorReply && /^OOM/.test(message)) {
+      return new ThreadkeepError("store_unavailable", `Redis at ${this.#where} is out of memory: ${message}`, {
+        cause: error,
+        details: { storageFull: true },
+      });
+    }
     return this.#unavailable(`Redis at ${this.#where} failed: ${message}`, error);
   }
 }

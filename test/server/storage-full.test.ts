@@ -1,15 +1,16 @@
 /**
- * `threadkeep serve` on the SQLite and file stores when the disk fills up, for real: the child's
- * file-size limit (RLIMIT_FSIZE, lowered and raised again with `prlimit --pid`) makes every write
- * past 64 KiB of a file fail with EFBIG, as a full disk fails it with ENOSPC (Node ignores SIGXFSZ,
- * so the write returns the error instead of killing the process). The turn is answered `not-saved`,
+ * `threadkeep serve` on the SQLite and file stores when the disk fills up, for real, two ways: the
+ * child's file-size limit (RLIMIT_FSIZE, lowered and raised again with `prlimit --pid`) makes every
+ * write past 64 KiB of a file fail with EFBIG (Node ignores SIGXFSZ, so the write returns the error
+ * instead of killing the process); and, where the test may mount one (root), a small tmpfs filled by
+ * another file fails writes with ENOSPC until that file is deleted. The turn is answered `not-saved`,
  * `/readyz` and `/metrics` show the condition, the history stays readable, and writes resume by
  * themselves once the limit is raised; afterwards the file opens with every saved turn and no trace
  * of the refused ones.
  */
 import { randomUUID } from "node:crypto";
 import { spawnSync } from "node:child_process";
-import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { appendFile, mkdir, mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -22,7 +23,7 @@ import { chatTurn, killServeProcesses, startServe } from "./_serve-process.js";
 /** How far a file may grow while the "disk" is full: less than a turn of {@link BIG} needs. */
 const FULL_AT = 64 * 1024;
 /** A message larger than {@link FULL_AT}, so its write must grow a file past the limit. */
-const BIG = "y".repeat(300_000);
+const BIG = "y".repeat(100_000);
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -66,8 +67,8 @@ const STORES = [
   {
     name: "sqlite",
     url: (dir: string) => `sqlite:${join(dir, "threadkeep.db")}`,
-    // SQLite reports EFBIG as SQLITE_IOERR_WRITE (ENOSPC as SQLITE_FULL).
-    error: /SQLITE_IOERR_WRITE|SQLITE_FULL/,
+    // SQLite reports ENOSPC as SQLITE_FULL, EFBIG as SQLITE_IOERR_WRITE.
+    errors: { EFBIG: /SQLITE_IOERR_WRITE/, ENOSPC: /SQLITE_FULL/ },
     /** The database passes SQLite's own check. */
     async intact(dir: string) {
       const db = new Database(join(dir, "threadkeep.db"), { readonly: true });
@@ -81,7 +82,7 @@ const STORES = [
   {
     name: "file",
     url: (dir: string) => `file:${dir}`,
-    error: /EFBIG|ENOSPC/,
+    errors: { EFBIG: /EFBIG/, ENOSPC: /ENOSPC/ },
     /** Every line of every session file is whole, and nothing was moved to quarantine. */
     async intact(dir: string) {
       for (const name of await readdir(join(dir, "sessions"))) {
@@ -94,85 +95,152 @@ const STORES = [
   },
 ];
 
-describe.each(STORES)("serve on a full disk ($name store)", { timeout: 30_000 }, (store) => {
-  it("answers not-saved, shows it in /readyz and /metrics, keeps reading, and saves again once space returns", async (ctx) => {
-    const available = prlimitAvailable();
-    if (available !== true) ctx.skip(available);
-    const dir = await mkdtemp(join(tmpdir(), `threadkeep-full-${store.name}-`));
-    cleanups.push(() => rm(dir, { recursive: true, force: true }));
-    const fake = await startFakeUpstream();
-    cleanups.push(() => fake.close());
-    fake.setReply((body) => ({ content: `re: ${String(body.messages.at(-1).content).slice(0, 12)}` }));
-    // A budget that holds the large messages whole: the test is about saving them, not about cutting them.
-    const serve = startServe(["--store", store.url(dir), "--token-budget", "1000000"], fake);
-    const url = await serve.listening;
-    const pid = serve.child.pid!;
-    const session = randomUUID();
+/** How a test fills the disk under a running `serve` and gives the space back. */
+interface Disk {
+  /** The folder the store lives in. */
+  dir: string;
+  /** The errno the full disk answers writes with. */
+  errno: "EFBIG" | "ENOSPC";
+  fill(pid: number): Promise<void>;
+  free(pid: number): Promise<void>;
+}
 
-    for (const text of ["one", "two", "three"]) {
-      expect(await chatTurn(url, session, text)).toMatchObject({ status: 200, warning: null });
-    }
-    expect((await readyz(url)).body.status).toBe("ok");
+/**
+ * Three turns saved; the disk fills; two large turns are answered `not-saved` (the second reading the
+ * saved history); space returns and a large turn is saved; the store then opens with exactly the
+ * turns answered as saved.
+ */
+async function fullDiskScenario(store: (typeof STORES)[number], disk: Disk): Promise<void> {
+  const { dir } = disk;
+  const fake = await startFakeUpstream();
+  cleanups.push(() => fake.close());
+  fake.setReply((body) => ({ content: `re: ${String(body.messages.at(-1).content).slice(0, 12)}` }));
+  // A budget that holds the large messages whole: the test is about saving them, not about cutting them.
+  const serve = startServe(["--store", store.url(dir), "--token-budget", "1000000"], fake);
+  const url = await serve.listening;
+  const pid = serve.child.pid!;
+  const session = randomUUID();
 
-    // The disk fills up: no file of the process may grow past FULL_AT.
-    const before = fileSizeLimit(pid);
-    setFileSizeLimit(pid, String(FULL_AT));
-    cleanups.push(async () => {
-      if (serve.child.exitCode === null) setFileSizeLimit(pid, before);
-    });
+  for (const text of ["one", "two", "three"]) {
+    expect(await chatTurn(url, session, text)).toMatchObject({ status: 200, warning: null });
+  }
+  expect((await readyz(url)).body.status).toBe("ok");
 
-    const refused = await chatTurn(url, session, `full 1 ${BIG}`);
-    expect(refused).toMatchObject({ status: 200, warning: "not-saved" });
-    expect(JSON.parse(refused.body).choices[0].message.content).toBe("re: full 1 yyyyy");
-    const ready = await readyz(url);
-    expect(ready.status).toBe(200);
-    expect(ready.body.status).toBe("degraded");
-    expect(ready.body.storageFull?.error).toMatch(store.error);
-    expect(await metric(url, "threadkeep_store_full")).toBe(1);
-    expect(await metric(url, 'threadkeep_errors_total{code="storage_full"}')).toBe(1);
+  await disk.fill(pid);
+  const refused = await chatTurn(url, session, `full 1 ${BIG}`);
+  expect(refused).toMatchObject({ status: 200, warning: "not-saved" });
+  expect(JSON.parse(refused.body).choices[0].message.content).toBe("re: full 1 yyyyy");
+  const ready = await readyz(url);
+  expect(ready.status).toBe(200);
+  expect(ready.body.status).toBe("degraded");
+  expect(ready.body.storageFull?.error).toMatch(store.errors[disk.errno]);
+  expect(await metric(url, "threadkeep_store_full")).toBe(1);
+  expect(await metric(url, 'threadkeep_errors_total{code="storage_full"}')).toBe(1);
 
-    // Reads go on: the next turn gets the saved history (and not the refused turn), and is refused too.
-    const again = await chatTurn(url, session, `full 2 ${BIG}`);
-    expect(again).toMatchObject({ status: 200, warning: "not-saved" });
-    expect(fake.chatRequests().at(-1)!.body.messages.map((m: { content: string }) => m.content.slice(0, 12))).toEqual([
+  // Reads go on: the next turn gets the saved history (and not the refused turn), and is refused too.
+  const again = await chatTurn(url, session, `full 2 ${BIG}`);
+  expect(again).toMatchObject({ status: 200, warning: "not-saved" });
+  expect(fake.chatRequests().at(-1)!.body.messages.map((m: { content: string }) => m.content.slice(0, 12))).toEqual([
+    "one",
+    "re: one",
+    "two",
+    "re: two",
+    "three",
+    "re: three",
+    "full 2 yyyyy",
+  ]);
+  expect(await metric(url, 'threadkeep_errors_total{code="storage_full"}')).toBe(2);
+  expect(serve.child.exitCode).toBeNull();
+
+  // Space returns: the next turn is saved, with nothing else to do, and the condition clears.
+  await disk.free(pid);
+  expect(await chatTurn(url, session, `after ${BIG}`)).toMatchObject({ status: 200, warning: null });
+  expect(await readyz(url)).toMatchObject({ status: 200, body: { status: "ok" } });
+  expect(await metric(url, "threadkeep_store_full")).toBe(0);
+
+  serve.child.kill("SIGTERM");
+  expect(await serve.exited).toBe(0);
+
+  // The file opens again and holds every turn answered as saved, and nothing of the refused ones.
+  await store.intact(dir);
+  const reopened = await createStore(store.url(dir));
+  try {
+    const stored = await reopened.getMessages(session);
+    expect(stored.map((m) => contentText(m.content).slice(0, 12))).toEqual([
       "one",
       "re: one",
       "two",
       "re: two",
       "three",
       "re: three",
-      "full 2 yyyyy",
+      "after yyyyyy",
+      "re: after yy",
     ]);
-    expect(await metric(url, 'threadkeep_errors_total{code="storage_full"}')).toBe(2);
-    expect(serve.child.exitCode).toBeNull();
+    expect(contentText(stored[6].content)).toBe(`after ${BIG}`);
+  } finally {
+    await reopened.close();
+  }
+}
 
-    // Space returns: the next turn is saved, with nothing else to do, and the condition clears.
-    setFileSizeLimit(pid, before);
-    expect(await chatTurn(url, session, `after ${BIG}`)).toMatchObject({ status: 200, warning: null });
-    expect(await readyz(url)).toMatchObject({ status: 200, body: { status: "ok" } });
-    expect(await metric(url, "threadkeep_store_full")).toBe(0);
+describe.each(STORES)("serve past its file-size limit ($name store)", { timeout: 30_000 }, (store) => {
+  it("answers not-saved, shows it in /readyz and /metrics, keeps reading, and saves again once the limit is raised", async (ctx) => {
+    const available = prlimitAvailable();
+    if (available !== true) ctx.skip(available);
+    const dir = await mkdtemp(join(tmpdir(), `threadkeep-full-${store.name}-`));
+    cleanups.push(() => rm(dir, { recursive: true, force: true }));
+    let before = "";
+    await fullDiskScenario(store, {
+      dir,
+      errno: "EFBIG",
+      // No file of the process may grow past FULL_AT: its writes there fail with EFBIG.
+      async fill(pid) {
+        before = fileSizeLimit(pid);
+        setFileSizeLimit(pid, String(FULL_AT));
+      },
+      async free(pid) {
+        setFileSizeLimit(pid, before);
+      },
+    });
+  });
+});
 
-    serve.child.kill("SIGTERM");
-    expect(await serve.exited).toBe(0);
+/** A tmpfs of `size` mounted on a new folder; otherwise why not (mounting takes root, or CAP_SYS_ADMIN). */
+async function mountTmpfs(size: string): Promise<string | { skip: string }> {
+  if (process.platform !== "linux") return { skip: "a tmpfs can be mounted only on Linux" };
+  const dir = await mkdtemp(join(tmpdir(), "threadkeep-tmpfs-"));
+  const run = spawnSync("mount", ["-t", "tmpfs", "-o", `size=${size},mode=0700`, "tmpfs", dir], { encoding: "utf8" });
+  if (run.status !== 0) {
+    await rm(dir, { recursive: true, force: true });
+    return { skip: `cannot mount a tmpfs here (needs root or CAP_SYS_ADMIN): ${(run.stderr || String(run.error)).trim()}` };
+  }
+  cleanups.push(async () => {
+    // Lazy: the killed serve may still hold files in it for a moment.
+    spawnSync("umount", ["-l", dir]);
+    await rm(dir, { recursive: true, force: true });
+  });
+  return dir;
+}
 
-    // The file opens again and holds every turn answered as saved, and nothing of the refused ones.
-    await store.intact(dir);
-    const reopened = await createStore(store.url(dir));
+/** Fills the filesystem of `dir` with one file of chunks until the disk says ENOSPC. */
+async function fillUp(path: string): Promise<void> {
+  const chunk = Buffer.alloc(16 * 1024, 0x66);
+  for (;;) {
     try {
-      const stored = await reopened.getMessages(session);
-      expect(stored.map((m) => contentText(m.content).slice(0, 12))).toEqual([
-        "one",
-        "re: one",
-        "two",
-        "re: two",
-        "three",
-        "re: three",
-        "after yyyyyy",
-        "re: after yy",
-      ]);
-      expect(contentText(stored[6].content)).toBe(`after ${BIG}`);
-    } finally {
-      await reopened.close();
+      await appendFile(path, chunk);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOSPC") return;
+      throw error;
     }
+  }
+}
+
+describe.each(STORES)("serve on a full tmpfs ($name store)", { timeout: 30_000 }, (store) => {
+  it("answers not-saved on ENOSPC, and saves again once another file is deleted", async (ctx) => {
+    const mounted = await mountTmpfs("4m");
+    if (typeof mounted !== "string") return ctx.skip(mounted.skip);
+    const dir = join(mounted, "store");
+    await mkdir(dir);
+    const filler = join(mounted, "filler");
+    await fullDiskScenario(store, { dir, errno: "ENOSPC", fill: () => fillUp(filler), free: () => rm(filler) });
   });
 });

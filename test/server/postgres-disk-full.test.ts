@@ -11,18 +11,15 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createPostgresStore } from "../../src/stores/postgres/index.js";
 import { serviceAvailable, TEST_POSTGRES_URL } from "../_services.js";
 import { dropSchemas, uniqueSchema } from "../stores/_postgres-stores.js";
-import { chat, metricValue } from "./_error-helpers.js";
-import { type Stack, startStack } from "./_stack.js";
+import { metricValue } from "./_error-helpers.js";
+import { chatTurn } from "./_serve-process.js";
+import { startStack } from "./_stack.js";
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-async function turn(stack: Stack, session: string, content: string) {
-  const res = await stack.request("POST", "/v1/chat/completions", { body: chat(content), headers: { "x-session-id": session } });
-  return { status: res.status, warning: res.headers.get("x-threadkeep-warning"), body: await res.text() };
-}
 
 describe("serve on a PostgreSQL out of disk (53100 disk_full)", () => {
   it("answers not-saved, keeps reading, shows it in /readyz and /metrics, and saves again once space returns", { timeout: 30_000 }, async (ctx) => {
@@ -36,7 +33,7 @@ describe("serve on a PostgreSQL out of disk (53100 disk_full)", () => {
     cleanups.push(() => stack.close());
 
     const session = randomUUID();
-    for (const text of ["one", "two"]) expect(await turn(stack, session, text)).toMatchObject({ status: 200, warning: null });
+    for (const text of ["one", "two"]) expect(await chatTurn(stack.url, session, text)).toMatchObject({ status: 200, warning: null });
 
     await admin.unsafe(`
       CREATE FUNCTION disk_full() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -47,7 +44,7 @@ describe("serve on a PostgreSQL out of disk (53100 disk_full)", () => {
       CREATE TRIGGER disk_full BEFORE INSERT ON messages FOR EACH ROW EXECUTE FUNCTION disk_full();
     `);
 
-    const refused = await turn(stack, session, "three");
+    const refused = await chatTurn(stack.url, session, "three");
     expect(refused).toMatchObject({ status: 200, warning: "not-saved" });
     expect(JSON.parse(refused.body).choices[0].message.content).toBe("echo: three");
     expect(stack.fake.chatRequests().at(-1)!.body.messages.map((m: { content: string }) => m.content)).toEqual([
@@ -65,7 +62,7 @@ describe("serve on a PostgreSQL out of disk (53100 disk_full)", () => {
 
     // Space returns: the next turn (the session's lease given back after the refused write) is saved.
     await admin.unsafe("DROP TRIGGER disk_full ON messages");
-    expect(await turn(stack, session, "four")).toMatchObject({ status: 200, warning: null });
+    expect(await chatTurn(stack.url, session, "four")).toMatchObject({ status: 200, warning: null });
     expect(await (await stack.request("GET", "/readyz")).json()).toMatchObject({ status: "ok" });
     expect(await metricValue(stack, "threadkeep_store_full")).toBe(0);
     const stored = await stack.memory.getMessages(session);

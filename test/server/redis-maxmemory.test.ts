@@ -9,8 +9,9 @@ import { createServer } from "node:net";
 import { createClient } from "redis";
 import { afterEach, describe, expect, it } from "vitest";
 import { redisServerAvailable, startRedisServers } from "../_redis-server.js";
-import { chat, metricValue } from "./_error-helpers.js";
-import { type Stack, startStack } from "./_stack.js";
+import { metricValue } from "./_error-helpers.js";
+import { chatTurn } from "./_serve-process.js";
+import { startStack } from "./_stack.js";
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -31,13 +32,6 @@ async function pickPort(): Promise<number[]> {
   throw new Error("no free port in 17200-17299");
 }
 
-async function turn(stack: Stack, session: string, content: string) {
-  const res = await stack.request("POST", "/v1/chat/completions", {
-    body: chat(content),
-    headers: { "x-session-id": session },
-  });
-  return { status: res.status, warning: res.headers.get("x-threadkeep-warning"), body: await res.text() };
-}
 
 describe("serve on a Redis at its maxmemory (noeviction)", () => {
   it("answers not-saved, keeps reading, shows it in /readyz and /metrics, and saves again once memory frees", { timeout: 30_000 }, async (ctx) => {
@@ -55,7 +49,7 @@ describe("serve on a Redis at its maxmemory (noeviction)", () => {
     const stack = await startStack({ store: redisUrl });
     cleanups.push(() => stack.close());
     const session = randomUUID();
-    for (const text of ["one", "two"]) expect(await turn(stack, session, text)).toMatchObject({ status: 200, warning: null });
+    for (const text of ["one", "two"]) expect(await chatTurn(stack.url, session, text)).toMatchObject({ status: 200, warning: null });
 
     // Other data fills the server up to a limit just above what it holds now, until it refuses writes.
     const used = Number(/used_memory:(\d+)/.exec(await admin.info("memory"))![1]);
@@ -69,7 +63,7 @@ describe("serve on a Redis at its maxmemory (noeviction)", () => {
     const full = Number(/used_memory:(\d+)/.exec(await admin.info("memory"))![1]);
     await admin.configSet("maxmemory", String(full - 256 * 1024));
 
-    const refused = await turn(stack, session, "three");
+    const refused = await chatTurn(stack.url, session, "three");
     expect(refused).toMatchObject({ status: 200, warning: "not-saved" });
     expect(JSON.parse(refused.body).choices[0].message.content).toBe("echo: three");
     // Reads go on: that turn had the saved history.
@@ -93,7 +87,7 @@ describe("serve on a Redis at its maxmemory (noeviction)", () => {
 
     // Memory frees (the operator raises the limit): the next turn is saved, with nothing else to do.
     await admin.configSet("maxmemory", "0");
-    expect(await turn(stack, session, "four")).toMatchObject({ status: 200, warning: null });
+    expect(await chatTurn(stack.url, session, "four")).toMatchObject({ status: 200, warning: null });
     expect((await (await stack.request("GET", "/readyz")).json()) as object).toMatchObject({ status: "ok" });
     expect(await metricValue(stack, "threadkeep_store_full")).toBe(0);
     const stored = await stack.memory.getMessages(session);

@@ -182,7 +182,7 @@ async function fullDiskScenario(store: (typeof STORES)[number], disk: Disk): Pro
   }
 }
 
-// A serve child starts in ~3 s on an idle machine; the limit leaves room for a loaded one (25 s seen at load 12 on 2 cores).
+// A serve child costs ~2.5 s of CPU to start; the limit leaves room for a loaded machine (25 s seen at load 12 on 2 cores).
 describe.each(STORES)("serve past its file-size limit ($name store)", { timeout: 60_000 }, (store) => {
   it("answers not-saved, shows it in /readyz and /metrics, keeps reading, and saves again once the limit is raised", async (ctx) => {
     const available = prlimitAvailable();

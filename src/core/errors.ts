@@ -119,6 +119,16 @@ export function isStoreRefusal(error: unknown): error is ThreadkeepError {
   return isThreadkeepError(error, "store_unavailable") && error.details?.refused === true;
 }
 
+/**
+ * True when a store write failed for want of space: a full disk or a file-size limit or quota
+ * (SQLite, file store), a Redis server at its `maxmemory` with `noeviction`, PostgreSQL's
+ * `53100 disk_full`. Nothing was written; the same write succeeds once space returns, so it is
+ * reported (`/readyz`, metrics) rather than retried.
+ */
+export function isStorageFull(error: unknown): error is ThreadkeepError {
+  return isThreadkeepError(error, "store_unavailable") && error.details?.storageFull === true;
+}
+
 /** The store could not be reached or failed underneath; retrying later may succeed. */
 export class StoreUnavailableError extends ThreadkeepError {
   constructor(message: string, options: ThreadkeepErrorOptions = {}) {

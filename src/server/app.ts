@@ -204,6 +204,15 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
     try {
       const store = await memory.store();
       await withTimeout(store.getSession(READY_PROBE_ID), 2000);
+      // Reads work but turns are answered unsaved: still ready (a balancer freeing no space), and said so.
+      const full = metrics.storeWrites.full;
+      if (full) {
+        return {
+          status: "degraded",
+          store: store.name,
+          storageFull: { since: new Date(full.since).toISOString(), error: full.error },
+        };
+      }
       return { status: "ok", store: store.name };
     } catch (error) {
       const failure = toHttpFailure(error);

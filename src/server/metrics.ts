@@ -2,6 +2,7 @@
  * A small Prometheus text exposition (format 0.0.4): labelled counters and histograms, enough for
  * turns, latencies and errors without a dependency.
  */
+import { StoreWrites } from "./store-writes.js";
 
 type Labels = Record<string, string>;
 
@@ -136,6 +137,8 @@ export class ServerMetrics {
     "threadkeep_fair_share_refusals_total",
     "Requests refused with 429 by a fair-share limit (user_concurrency, user_rate, key_concurrency, key_rate), by kind (turn, side).",
   );
+  /** Whether the store had room for the last turn's commit (`threadkeep_store_full`, `/readyz`). */
+  readonly storeWrites = new StoreWrites();
   readonly started = Date.now();
 
   /** Counts an error code. */
@@ -158,6 +161,7 @@ export class ServerMetrics {
       this.temporaryRequests,
       this.readings,
       this.fairShareRefusals,
+      this.storeWrites,
     ];
     return `${[...all.map((m) => m.render()), uptime].join("\n")}\n`;
   }

@@ -17,7 +17,10 @@ export const servicePaths = {
       summary: "The store is reachable",
       security: [],
       responses: {
-        "200": ok("Ready", { type: "object" }),
+        "200": ok(
+          "Ready: `status` is `ok`, or `degraded` with `storageFull: { since, error }` while the store refuses writes for want of space (turns are answered `not-saved`)",
+          { type: "object" },
+        ),
         "503": ok("Store unavailable", { type: "object" }),
       },
     },

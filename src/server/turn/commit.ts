@@ -3,7 +3,7 @@
  * or "save unconfirmed", never throwing: the reply is already paid for). The decision to degrade is
  * made here, logged and reported.
  */
-import { isOutcomeUnknown, isThreadkeepError } from "../../core/errors.js";
+import { isOutcomeUnknown, isStorageFull, isThreadkeepError } from "../../core/errors.js";
 import type { ReconcilePlan } from "../../core/reconcile.js";
 import type { MessageInput, Session } from "../../core/types.js";
 import { secondsSince } from "../metrics.js";
@@ -47,6 +47,7 @@ export async function commitTurn(deps: TurnDeps, options: CommitTurnOptions): Pr
     if (reconciled?.replaceAfter !== undefined) await deps.memory.replaceAfter(sessionId, reconciled.replaceAfter, messages, write);
     else await deps.memory.addMessages(sessionId, messages, write);
     if (reconciled?.metadata) await deps.memory.updateSessionMetadata(sessionId, reconciled.metadata, { userId });
+    deps.metrics.storeWrites.saved();
     return "saved";
   } catch (error) {
     // An attempt of this idempotent request on another process committed already: stored once.
@@ -59,6 +60,9 @@ export async function commitTurn(deps: TurnDeps, options: CommitTurnOptions): Pr
     }
     deps.log.warn({ err: error, sessionId }, "could not save the turn; the reply is returned unsaved");
     deps.metrics.error("not_saved");
+    // Out of space (disk, file-size limit, Redis maxmemory): shown by /readyz until a commit succeeds.
+    deps.metrics.storeWrites.failed(error);
+    if (isStorageFull(error)) deps.metrics.error("storage_full");
     return "not-saved";
   } finally {
     deps.metrics.commitSeconds.observe(secondsSince(start));

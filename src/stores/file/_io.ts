@@ -15,11 +15,20 @@ export function errnoOf(error: unknown): string | undefined {
   return typeof code === "string" ? code : undefined;
 }
 
-/** Turns a filesystem failure into `store_unavailable` with the cause; coded errors pass through. */
+/** Errnos of a write the disk had no room for: full, past the process's file-size limit, past a quota. */
+const NO_SPACE = new Set(["ENOSPC", "EFBIG", "EDQUOT"]);
+
+/**
+ * Turns a filesystem failure into `store_unavailable` with the cause (flagged `storageFull` when the
+ * disk had no room: see `isStorageFull`); coded errors pass through.
+ */
 export function fsError(error: unknown, what: string): Error {
   if (isThreadkeepError(error)) return error;
   const code = errnoOf(error);
-  return new StoreUnavailableError(`File store cannot ${what}${code ? ` (${code})` : ""}`, { cause: error });
+  return new StoreUnavailableError(`File store cannot ${what}${code ? ` (${code})` : ""}`, {
+    cause: error,
+    ...(code && NO_SPACE.has(code) ? { details: { storageFull: true, errno: code } } : {}),
+  });
 }
 
 // No O_CREAT: appending to a file that vanished must fail, not start a headless file.

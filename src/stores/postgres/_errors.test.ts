@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { isOutcomeUnknown, isStoreRefusal, isThreadkeepError } from "../../core/errors.js";
+import { isOutcomeUnknown, isStorageFull, isStoreRefusal, isThreadkeepError } from "../../core/errors.js";
 import { toStoreError } from "./_errors.js";
 
 /** A driver error as `postgres` raises it: a server error carries its SQLSTATE as `code`. */
@@ -22,6 +22,14 @@ describe("PostgreSQL errors: refusals apart from outages", () => {
       expect(isStoreRefusal(error), code).toBe(false);
     }
     expect(isOutcomeUnknown(toStoreError(failure("ECONNRESET"), "appendMessages"))).toBe(true);
+  });
+
+  it("marks 53100 disk_full as storage full: an outage to wait out, not a refusal", () => {
+    const error = toStoreError(failure("53100", 'could not extend file "base/1/2": No space left on device'), "appendMessages");
+    expect(isStorageFull(error)).toBe(true);
+    expect(isStoreRefusal(error)).toBe(false);
+    expect(isOutcomeUnknown(error)).toBe(false);
+    for (const code of ["53200", "53300", "58030", "ECONNRESET"]) expect(isStorageFull(toStoreError(failure(code), "appendMessages")), code).toBe(false);
   });
 
   it("maps the constraint violations and text errors it knows to their own codes, never to a refusal", () => {

@@ -80,7 +80,14 @@ export function toStoreError(error: unknown, what: string): unknown {
   const detail = typeof said === "string" && said ? `: ${said.slice(0, 200)}` : "";
   // A connection that broke with the statement on it leaves the statement's outcome unknown.
   const unknown = CONNECTION_CODES.has(code) && !UNSENT_CODES.has(code);
-  const details = unknown ? { outcome: "unknown" } : refused ? { refused: true, sqlState: code } : undefined;
+  // 53100 disk_full: the statement failed and rolled back; the same write succeeds once space returns.
+  const details = unknown
+    ? { outcome: "unknown" }
+    : refused
+      ? { refused: true, sqlState: code }
+      : code === "53100"
+        ? { storageFull: true, sqlState: code }
+        : undefined;
   return new ThreadkeepError("store_unavailable", `${what}: ${reason} (${code})${detail}`, {
     cause: error,
     ...(details ? { details } : {}),

@@ -1,6 +1,6 @@
 import { ThreadkeepError } from "../../core/errors.js";
 import { clientOptions, clusterClient, type RedisClient, type RedisConnectionOptions, type RedisModule } from "./_client.js";
-import type { RedisScript } from "./_scripts.js";
+import { type RedisScript, script } from "./_scripts.js";
 import { parseRedisUrl, type RedisUrl } from "./_url.js";
 import { importOptional } from "../_util.js";
 
@@ -19,6 +19,25 @@ const AUTH_REPLIES = /^(NOAUTH|WRONGPASS|NOPERM|ERR Protocol error: unauthentica
 const ignore = () => {};
 
 /**
+ * Commands run in order in one script, their replies returned as EXEC returns them; ARGV holds each
+ * command as its argument count followed by its arguments. The stand-in for a MULTI that Redis at its
+ * maxmemory refuses to queue (even reads): a script is refused there only at its first write, before
+ * anything is written.
+ */
+const COMMANDS = script(
+  "commands",
+  `local replies, at = {}, 1
+while at <= #ARGV do
+  local n = tonumber(ARGV[at])
+  local args = {}
+  for j = 1, n do args[j] = ARGV[at + j] end
+  at = at + n + 1
+  replies[#replies + 1] = redis.call(unpack(args))
+end
+return replies`,
+);
+
+/**
  * MULTI, the commands and EXEC sent as plain commands in one synchronous run, so nothing else on the
  * connection comes between them and they leave in one write: the same transaction as node-redis's
  * `multi()` at a fraction of its client CPU (its promise and tracing layers cost a hot read ~0.3× of a
@@ -31,13 +50,20 @@ const ignore = () => {};
 function pipelinedTransaction(client: RedisClient, commands: string[][]): Promise<unknown[]> {
   // EXEC's reply, or its failure, says what became of the queued commands: their own replies are
   // "QUEUED" (or the same failure), so they are only kept from surfacing as unhandled rejections.
+  // A command Redis refused to queue (OOM at maxmemory) aborts EXEC: that refusal says why.
+  let refused: unknown;
   client.sendCommand(["MULTI"]).catch(ignore);
-  for (const args of commands) client.sendCommand(args).catch(ignore);
-  return client.sendCommand(["EXEC"]).then((replies) => {
-    if (!Array.isArray(replies)) throw new Error(`EXEC answered ${String(replies)}`);
-    for (const reply of replies) if (reply instanceof Error) throw reply;
-    return replies;
-  });
+  for (const args of commands) client.sendCommand(args).catch((error: unknown) => (refused ??= error));
+  return client.sendCommand(["EXEC"]).then(
+    (replies) => {
+      if (!Array.isArray(replies)) throw new Error(`EXEC answered ${String(replies)}`);
+      for (const reply of replies) if (reply instanceof Error) throw reply;
+      return replies;
+    },
+    (error: unknown) => {
+      throw /^EXECABORT/.test(String((error as Error)?.message)) && refused !== undefined ? refused : error;
+    },
+  );
 }
 
 /**
@@ -97,6 +123,11 @@ export class RedisConnection {
         }
       : (client: RedisClient) => pipelinedTransaction(client, commands);
     return this.#raw<T>(run).catch((error) => {
+      // At its maxmemory Redis queues no command of a MULTI, reads included: the same commands as one
+      // script read on (and a write among them is refused before anything is written).
+      if (/^(OOM|EXECABORT)/.test(String((error as Error)?.message))) {
+        return this.eval<T>(COMMANDS, [commands[0][1]], commands.flatMap((args) => [String(args.length), ...args]));
+      }
       throw this.#translate(error);
     });
   }
@@ -312,6 +343,14 @@ export class RedisConnection {
       // WRONGTYPE or a script tripping over a malformed value: the keys hold something unexpected.
       return new ThreadkeepError("store_corrupt", `Redis refused an operation on session data: ${message}`, {
         cause: error,
+      });
+    }
+    // At its maxmemory with noeviction, Redis refuses the write before running it (a script's first
+    // write, or a command queued in MULTI): nothing is written, and the same write succeeds once memory frees.
+    if (this.#module && error instanceof this.#module.ErrorReply && /^OOM/.test(message)) {
+      return new ThreadkeepError("store_unavailable", `Redis at ${this.#where} is out of memory: ${message}`, {
+        cause: error,
+        details: { storageFull: true },
       });
     }
     return this.#unavailable(`Redis at ${this.#where} failed: ${message}`, error);

@@ -32,6 +32,8 @@ export interface TurnRouteDeps {
   defaultModel?: string;
   /** The request headers that name the session, in order. @default DEFAULT_SESSION_HEADERS */
   sessionHeaders?: readonly string[];
+  /** A streamed reply not read for this long is cut and its turn stored incomplete. */
+  streamStallTimeoutMs?: number;
 }
 
 /** How one API drives the shared turn. */
@@ -194,6 +196,7 @@ export async function runProxiedTurn(deps: TurnRouteDeps, options: ProxiedTurnOp
             operationId,
             persist: dialect.persist,
             dialect: dialect.streamer(loaded),
+            stallTimeoutMs: deps.streamStallTimeoutMs,
           });
           outcomeLabel = result.label;
           return result.outcome;

@@ -197,7 +197,6 @@ describe("slow clients", { timeout: 20_000 }, () => {
       return messages.length === 2 ? messages : undefined;
     }, STALL_MS + 10_000);
     const cutAfter = Date.now() - stoppedAt;
-    console.log({ cutAfter, upstreamSent, partial: (stored[1].content as string).length });
     expect(stored[0]).toMatchObject({ role: "user", content: "tell me everything" });
     expect(stored[1]).toMatchObject({ role: "assistant", incomplete: true });
     const partial = stored[1].content as string;

@@ -3,11 +3,11 @@
  * arrive, how long a connection may sit silent with no request in progress, and how many connections
  * the server holds at once. A streamed reply whose reader stops reading is bounded in turn/stream.ts.
  *
- * Node's http server has the headers and request time-outs, but checks them only every
- * `connectionsCheckingInterval` (30 s by default) and only on connections that have begun a request;
- * fastify leaves `requestTimeout` off. So by default a client trickling its headers held its
- * connection 60 to 90 s, and one that sent nothing at all held it until it left. Here the check runs
- * often enough for the bound to be the time-out, and a silent new connection gets the idle time-out.
+ * Node's http server has the headers and request time-outs (a new connection counts as a request
+ * begun, so one that sends nothing is cut by the headers time-out too), but checks them only every
+ * `connectionsCheckingInterval`, 30 s by default; fastify leaves `requestTimeout` off. So by default
+ * a client trickling its headers held its connection 60 to 90 s. Here the check runs often enough for
+ * the bound to be the time-out itself (within a second), and the time-outs are shorter.
  */
 import type { ServerOptions as HttpServerOptions, IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
@@ -23,8 +23,9 @@ export interface ClientLimits {
   /** Time for a whole request, headers and body, to arrive; then 408 and the connection closes. @default 120000 */
   requestTimeoutMs?: number;
   /**
-   * A connection with no request in progress (new, or kept alive between requests) closes after this
-   * long without a byte. Keep it above a load balancer's own idle time-out (60 s on most). @default 72000
+   * A kept-alive connection closes after this long without a new request. Keep it above a load
+   * balancer's own idle time-out (60 s on most). (A new connection must send its headers within
+   * `headersTimeoutMs`.) @default 72000
    */
   idleTimeoutMs?: number;
   /**
@@ -47,6 +48,9 @@ export const CLIENT_LIMIT_DEFAULTS: Readonly<Required<ClientLimits>> = {
   maxConnections: 4096,
   streamStallTimeoutMs: 30_000,
 };
+
+/** How long a connection past the limit has to send the request that is answered 503. */
+const OVER_LIMIT_WAIT_MS = 2000;
 
 /** How often, at most, Node looks for requests past their time-out: a trickler is cut within this of its bound. */
 const MAX_CHECK_INTERVAL_MS = 1000;
@@ -133,19 +137,15 @@ function install(app: FastifyInstance, limits: Required<ClientLimits>, metrics: 
     sockets.set(socket, state);
     if (state.overLimit) {
       // Only to be told 503: it gets little time to send its request.
-      socket.setTimeout(Math.min(limits.idleTimeoutMs, limits.headersTimeoutMs));
+      socket.setTimeout(Math.min(limits.headersTimeoutMs, OVER_LIMIT_WAIT_MS));
     } else {
       open++;
       metrics.connectionsOpen.set(open);
       socket.once("close", () => metrics.connectionsOpen.set(--open));
-      // Node times a connection out only once a request has begun or after a response (keep-alive):
-      // a connection that never sends a byte would otherwise be held for good.
-      socket.setTimeout(limits.idleTimeoutMs);
     }
     socket.on("timeout", () => {
-      // Node's own listener closes the socket; here it is only counted, when no request was under way.
-      const busy = state.request !== undefined && !(state.request.complete && state.response?.writableFinished);
-      if (!busy) metrics.clientTimeouts.inc({ kind: "idle" });
+      // Node's own listener closes the socket (a kept-alive one after idleTimeoutMs); here it is counted.
+      metrics.clientTimeouts.inc({ kind: "idle" });
     });
   });
   server.on("request", (request: IncomingMessage, response: ServerResponse) => {
@@ -153,9 +153,6 @@ function install(app: FastifyInstance, limits: Required<ClientLimits>, metrics: 
     if (!state) return;
     state.request = request;
     state.response = response;
-    // The request is under way: the headers and request time-outs take over from the idle one, and a
-    // long streamed reply with quiet stretches is not cut. Node sets the keep-alive time-out after it.
-    if (!state.overLimit) request.socket.setTimeout(0);
   });
   app.addHook("onRequest", async (request, reply) => {
     if (!sockets.get(request.raw.socket)?.overLimit) return;

@@ -31,7 +31,7 @@ afterEach(async () => {
 
 async function start(clients: ClientLimits = {}, options: StackOptions = {}): Promise<Stack> {
   stack = await startStack({
-    clients: { headersTimeoutMs: HEADERS_MS, requestTimeoutMs: REQUEST_MS, idleTimeoutMs: 5000, streamStallTimeoutMs: STALL_MS, ...clients },
+    clients: { headersTimeoutMs: HEADERS_MS, requestTimeoutMs: REQUEST_MS, streamStallTimeoutMs: STALL_MS, ...clients },
     ...options,
   });
   return stack;
@@ -102,21 +102,27 @@ describe("slow clients", { timeout: 20_000 }, () => {
     expect(fake.chatRequests()).toHaveLength(0);
   });
 
-  it("closes a connection that sends nothing within the idle time-out, and one kept alive after a reply", async () => {
-    const { url } = await start({ idleTimeoutMs: IDLE_MS });
+  it("cuts a connection that sends nothing within the headers time-out", async () => {
+    const { url } = await start();
     const silent = await open(url);
     const started = Date.now();
     const closedAt = await silent.closed;
-    expect(closedAt - started).toBeGreaterThanOrEqual(IDLE_MS - 50);
-    expect(closedAt - started).toBeLessThan(IDLE_MS + SLACK_MS);
-    expect(silent.received()).toBe("");
+    expect(closedAt - started).toBeGreaterThanOrEqual(HEADERS_MS - 50);
+    expect(closedAt - started).toBeLessThan(HEADERS_MS + SLACK_MS);
+    expect(bodyOf(silent.received()).error.code).toBe("request_timeout");
+  });
 
+  it("closes a kept-alive connection after the idle time-out", async () => {
+    const { url } = await start({ idleTimeoutMs: IDLE_MS });
     const kept = await open(url);
     kept.socket.write("GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n");
-    const keptClosedAt = await kept.closed;
+    await new Promise<void>((resolve) => kept.socket.once("data", () => resolve()));
+    const answeredAt = Date.now();
+    const closedAt = await kept.closed;
     expect(kept.received()).toMatch(/^HTTP\/1\.1 200 /);
-    expect(keptClosedAt - started).toBeLessThan(2 * IDLE_MS + 2 * SLACK_MS);
-    expect(await metric(url, 'threadkeep_client_timeouts_total{kind="idle"}')).toBe(2);
+    expect(closedAt - answeredAt).toBeGreaterThanOrEqual(IDLE_MS - 50);
+    expect(closedAt - answeredAt).toBeLessThan(IDLE_MS + SLACK_MS);
+    expect(await metric(url, 'threadkeep_client_timeouts_total{kind="idle"}')).toBe(1);
   });
 
   it("does not cut a streamed reply whose upstream is quiet for longer than the idle time-out", async () => {
@@ -133,7 +139,8 @@ describe("slow clients", { timeout: 20_000 }, () => {
   });
 
   it("answers a connection past the limit 503 too_many_connections, and serves again once one closes", async () => {
-    const { url } = await start({ maxConnections: 3 });
+    // Long enough headers time-out that the held connections, which send nothing, stay.
+    const { url } = await start({ maxConnections: 3, headersTimeoutMs: 5000, requestTimeoutMs: 5000 });
     const held = await Promise.all([open(url), open(url), open(url)]);
     const extra = await open(url);
     extra.socket.write("GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n");

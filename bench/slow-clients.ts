@@ -7,7 +7,8 @@
  * 1. times normal turns on a quiet server (one keep-alive connection, turns one after another);
  * 2. opens `BENCH_SLOW_IDLE` (3000) connections that send nothing, and `BENCH_SLOW_TRICKLERS` (50)
  *    whose request headers trickle in one line a second;
- * 3. times normal turns meanwhile, until every trickler is cut (or 60 s), sampling the server's RSS;
+ * 3. times normal turns meanwhile, until every trickler and idle connection is cut (or 60 s),
+ *    sampling the server's RSS;
  * 4. reports the turn latency before and during, when the tricklers were cut (from their first byte)
  *    and what they received, how many idle connections are still open, and RSS before, peak and after.
  *
@@ -89,16 +90,17 @@ async function main(): Promise<void> {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   const held: Socket[] = [];
   try {
-    await turns(agent, chat, (i) => i >= 100); // warm-up
+    await turns(agent, chat, (i) => i >= 1000); // warm-up: the first turns pay for JIT compilation
     const quiet = await turns(agent, chat, (i) => i >= BASELINE_TURNS);
     const rssBefore = rssMiB(pid);
 
     const openStart = performance.now();
-    const idle: Awaited<ReturnType<typeof openConnection>>[] = [];
+    const idle: (Awaited<ReturnType<typeof openConnection>> & { openedAt: number })[] = [];
     // In batches: the listen backlog (511) would otherwise overflow and connections retry a second later.
     for (let i = 0; i < IDLE; i += 200) {
       const batch = await Promise.all(Array.from({ length: Math.min(200, IDLE - i) }, () => openConnection(url)));
-      idle.push(...batch);
+      const openedAt = performance.now();
+      idle.push(...batch.map((c) => ({ ...c, openedAt })));
       held.push(...batch.map((c) => c.socket));
     }
     const openMs = performance.now() - openStart;
@@ -115,7 +117,7 @@ async function main(): Promise<void> {
 
     let rssPeak = rssBefore;
     const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, rssMiB(pid))), 250);
-    const allCut = () => tricklers.every((t) => t.closedAt() !== Number.POSITIVE_INFINITY);
+    const allCut = () => [...tricklers, ...idle].every((t) => t.closedAt() !== Number.POSITIVE_INFINITY);
     const loaded = await turns(agent, chat, () => allCut() || performance.now() - trickleStart > GIVE_UP_MS);
     clearInterval(timer);
     clearInterval(sampler);
@@ -124,7 +126,13 @@ async function main(): Promise<void> {
     const cutAfter = tricklers.map((t) => t.closedAt() - trickleStart).sort((a, b) => a - b);
     const stillOpen = cutAfter.filter((ms) => ms === Number.POSITIVE_INFINITY).length;
     const answered408 = tricklers.filter((t) => /^HTTP\/1\.1 408 /.test(t.received())).length;
-    const idleOpen = idle.filter((c) => c.closedAt() === Number.POSITIVE_INFINITY).length;
+    // The idle ones were opened first; give their closes a moment to arrive here, then time each from its own opening.
+    for (let waited = 0; waited < 5000 && idle.some((c) => c.closedAt() === Number.POSITIVE_INFINITY); waited += 100)
+      await new Promise((r) => setTimeout(r, 100));
+    const idleCut = idle.map((c) => c.closedAt() - c.openedAt).sort((a, b) => a - b);
+    const idleOpen = idleCut.filter((ms) => ms === Number.POSITIVE_INFINITY).length;
+    const idleAnswered = idle.filter((c) => /^HTTP\/1\.1 (\d+) /.exec(c.received())?.[1]).map((c) => c.received().slice(9, 12));
+    const statuses = [...new Set(idleAnswered)].map((code) => `${idleAnswered.filter((c) => c === code).length}× ${code}`).join(", ") || "none";
 
     for (const socket of held) socket.destroy();
     held.length = 0;
@@ -150,8 +158,11 @@ async function main(): Promise<void> {
     console.log("");
     const s = (ms: number) => (ms === Number.POSITIVE_INFINITY ? "still open" : `${(ms / 1000).toFixed(1)} s`);
     printTable(
-      ["tricklers", "cut: first", "median", "last", "still open", "answered 408", "idle still open"],
-      [[String(TRICKLERS), s(cutAfter[0]), s(percentile(cutAfter, 50)), s(cutAfter[cutAfter.length - 1]), String(stillOpen), String(answered408), `${idleOpen} of ${IDLE}`]],
+      ["cut after (from first byte / opening)", "count", "first", "median", "last", "still open", "answered"],
+      [
+        ["tricklers", String(TRICKLERS), s(cutAfter[0]), s(percentile(cutAfter, 50)), s(cutAfter[cutAfter.length - 1]), String(stillOpen), `${answered408}× 408`],
+        ["idle connections", String(IDLE), s(idleCut[0]), s(percentile(idleCut, 50)), s(idleCut[idleCut.length - 1]), String(idleOpen), statuses],
+      ],
     );
     console.log("");
     printTable(

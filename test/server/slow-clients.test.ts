@@ -125,6 +125,21 @@ describe("slow clients", { timeout: 20_000 }, () => {
     expect(await metric(url, 'threadkeep_client_timeouts_total{kind="idle"}')).toBe(1);
   });
 
+  it("answers what Node cannot read as HTTP with an OpenAI error body and closes", async () => {
+    const { url } = await start();
+    const garbage = await open(url);
+    garbage.socket.write("HELLO THERE\r\n\r\n");
+    await garbage.closed;
+    expect(garbage.received()).toMatch(/^HTTP\/1\.1 400 /);
+    expect(bodyOf(garbage.received()).error).toMatchObject({ code: "invalid_request", type: "invalid_request_error" });
+
+    const huge = await open(url);
+    huge.socket.write(`GET /healthz HTTP/1.1\r\nhost: x\r\nx-big: ${"b".repeat(20_000)}\r\n\r\n`);
+    await huge.closed;
+    expect(huge.received()).toMatch(/^HTTP\/1\.1 431 /);
+    expect(bodyOf(huge.received()).error.code).toBe("headers_too_large");
+  });
+
   it("does not cut a streamed reply whose upstream is quiet for longer than the idle time-out", async () => {
     const { url, fake } = await start({ idleTimeoutMs: IDLE_MS });
     fake.setReply(() => ({ content: "slow", delayMs: IDLE_MS + 200 }));

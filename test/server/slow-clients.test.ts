@@ -140,17 +140,24 @@ describe("slow clients", { timeout: 20_000 }, () => {
     expect(bodyOf(huge.received()).error.code).toBe("headers_too_large");
   });
 
-  it("does not cut a streamed reply whose upstream is quiet for longer than the idle time-out", async () => {
+  it("does not cut a reply that takes longer than the request and idle time-outs, streamed or not", async () => {
     const { url, fake } = await start({ idleTimeoutMs: IDLE_MS });
-    fake.setReply(() => ({ content: "slow", delayMs: IDLE_MS + 200 }));
-    const res = await fetch(`${url}/v1/chat/completions`, {
-      method: "POST",
-      headers: { "content-type": "application/json", "x-session-id": randomUUID() },
-      body: JSON.stringify({ model: "m", stream: true, messages: [{ role: "user", content: "hi" }] }),
-    });
-    const text = await res.text();
-    expect(text).toContain("data: [DONE]");
+    const slow = REQUEST_MS + 200;
+    fake.setReply(() => ({ content: "slow", delayMs: slow }));
+    for (const stream of [true, false]) {
+      const started = Date.now();
+      const res = await fetch(`${url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-session-id": randomUUID() },
+        body: JSON.stringify({ model: "m", stream, messages: [{ role: "user", content: "hi" }] }),
+      });
+      const text = await res.text();
+      expect(Date.now() - started).toBeGreaterThanOrEqual(slow);
+      expect(res.status).toBe(200);
+      expect(text).toContain(stream ? "data: [DONE]" : '"content":"slow"');
+    }
     expect(await metric(url, 'threadkeep_client_timeouts_total{kind="idle"}')).toBe(0);
+    expect(await metric(url, 'threadkeep_client_timeouts_total{kind="body"}')).toBe(0);
   });
 
   it("answers a connection past the limit 503 too_many_connections, and serves again once one closes", async () => {

@@ -101,13 +101,13 @@ export type GuardServerOptions = Pick<FastifyServerOptions, "requestTimeout" | "
 export interface ConnectionGuard {
   /** Options to merge into the fastify options: the time-outs and the handler of requests that fail to arrive. */
   serverOptions: GuardServerOptions;
-  /** Installs the connection limit and the idle time-out of new connections; call before any other `onRequest` hook. */
+  /** Installs the connection limit and the metrics of timed-out connections; call before any other `onRequest` hook. */
   install(app: FastifyInstance): void;
 }
 
 /**
  * Creates the guard of one server: Node's headers and request time-outs (checked often enough for
- * the bound to hold), the idle time-out, the connection limit, and OpenAI-style 408/431/400 answers
+ * the bound to hold), the keep-alive (idle) time-out, the connection limit, and OpenAI-style 408/431/400 answers
  * for requests that arrive too slowly or malformed, each counted in the metrics.
  */
 export function createConnectionGuard(limits: Required<ClientLimits>, metrics: ServerMetrics): ConnectionGuard {
@@ -187,7 +187,8 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Socket, state: 
   }
   metrics.error(code);
   // A reply already under way cannot take another status line: the connection is only closed.
-  if (socket.writable && !state?.response?.headersSent) {
+  const replying = state?.response !== undefined && state.response.headersSent && !state.response.writableFinished;
+  if (socket.writable && !replying) {
     const body = JSON.stringify(errorBody(status, code, message));
     const reason = status === 408 ? "Request Timeout" : status === 431 ? "Request Header Fields Too Large" : "Bad Request";
     socket.write(

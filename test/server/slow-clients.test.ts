@@ -125,6 +125,18 @@ describe("slow clients", { timeout: 20_000 }, () => {
     expect(await metric(url, 'threadkeep_client_timeouts_total{kind="idle"}')).toBe(1);
   });
 
+  it("answers 408 to a second request on a kept-alive connection whose headers stop coming", async () => {
+    const { url } = await start();
+    const kept = await open(url);
+    kept.socket.write("GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n");
+    await new Promise<void>((resolve) => kept.socket.once("data", () => resolve()));
+    kept.socket.write("GET /healthz HTTP/1.1\r\nhost: x\r\n");
+    await kept.closed;
+    const second = kept.received().slice(kept.received().indexOf("HTTP/1.1", 10));
+    expect(second).toMatch(/^HTTP\/1\.1 408 /);
+    expect(bodyOf(second).error.code).toBe("request_timeout");
+  });
+
   it("answers what Node cannot read as HTTP with an OpenAI error body and closes", async () => {
     const { url } = await start();
     const garbage = await open(url);

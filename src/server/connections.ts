@@ -35,7 +35,8 @@ export interface ClientLimits {
   maxConnections?: number;
   /**
    * A streamed reply whose client reads nothing for this long (its buffers full) is cut, and the turn
-   * stored with what was delivered, marked incomplete. @default 30000
+   * stored with what was delivered, marked incomplete; a whole reply (JSON) not read within this long
+   * of being handed over has its connection closed. @default 30000
    */
   streamStallTimeoutMs?: number;
 }
@@ -145,7 +146,8 @@ function install(app: FastifyInstance, limits: Required<ClientLimits>, metrics: 
     }
     socket.on("timeout", () => {
       // Node's own listener closes the socket (a kept-alive one after idleTimeoutMs); here it is counted.
-      metrics.clientTimeouts.inc({ kind: "idle" });
+      const stalled = state.response !== undefined && state.response.writableEnded && !state.response.writableFinished;
+      metrics.clientTimeouts.inc({ kind: stalled ? "reply_stall" : "idle" });
     });
   });
   server.on("request", (request: IncomingMessage, response: ServerResponse) => {
@@ -153,6 +155,14 @@ function install(app: FastifyInstance, limits: Required<ClientLimits>, metrics: 
     if (!state) return;
     state.request = request;
     state.response = response;
+    // A reply handed over whole (`end()` called) that the client does not read would hold its bytes
+    // and the connection for as long as the client likes: Node sets no time-out until it is flushed.
+    // The socket's inactivity time-out (reset by every write that goes out) bounds it; Node replaces
+    // it with the keep-alive one once the reply is flushed. (A streamed reply bounds its own waits in
+    // turn/stream.ts; this covers its tail and every JSON reply.)
+    response.once("prefinish", () => {
+      if (!response.writableFinished) request.socket.setTimeout(limits.streamStallTimeoutMs);
+    });
   });
   app.addHook("onRequest", async (request, reply) => {
     if (!sockets.get(request.raw.socket)?.overLimit) return;

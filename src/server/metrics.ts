@@ -160,7 +160,7 @@ export class ServerMetrics {
   );
   readonly clientTimeouts = new Counter(
     "threadkeep_client_timeouts_total",
-    "Connections closed on a slow client, by kind: headers, body (408), idle (no request in progress), stream_stall (a streamed reply not read).",
+    "Connections closed on a slow client, by kind: headers, body (408), idle (a kept-alive connection unused), stream_stall (a streamed reply not read), reply_stall (a whole reply not read).",
   );
   readonly started = Date.now();
 

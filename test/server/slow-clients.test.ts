@@ -199,6 +199,30 @@ describe("slow clients", { timeout: 20_000 }, () => {
     expect(await metric(url, 'threadkeep_connections_refused_total{how="answered"}')).toBeGreaterThanOrEqual(1);
   });
 
+  it("closes a connection whose client does not read a large JSON reply, after the stall time-out", async () => {
+    const { url, fake } = await start();
+    fake.setReply(() => ({ content: "r".repeat(8 * 1024 * 1024) }));
+    const client = await open(url);
+    client.socket.removeAllListeners("data");
+    client.socket.pause();
+    const body = JSON.stringify({ model: "m", messages: [{ role: "user", content: "a long answer please" }] });
+    client.socket.write(
+      `POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`,
+    );
+    const started = Date.now();
+    await waitFor(async () => ((await metric(url, 'threadkeep_client_timeouts_total{kind="reply_stall"}')) === 1 ? true : undefined), STALL_MS + 15_000);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(STALL_MS);
+    // The turn itself completed: the reply was stored before it was sent.
+    expect(await metric(url, 'threadkeep_turns_total{outcome="ok",stream="false"}')).toBe(1);
+    // Reading again, the client finds what was in the buffers and then the end: the rest never came.
+    let got = 0;
+    client.socket.on("data", (d: Buffer) => (got += d.length));
+    client.socket.resume();
+    await client.closed;
+    expect(got).toBeGreaterThan(0);
+    expect(got).toBeLessThan(8 * 1024 * 1024);
+  });
+
   it("cuts a stream whose reader stops reading, stores the turn incomplete, and holds the stream's memory bounded", async () => {
     // An upstream with a long reply that it writes only as fast as it is read, counting what left it.
     const TOTAL = 64 * 1024 * 1024;

@@ -26,7 +26,7 @@ export function addClientOptions(command: Command): Command {
     .option("--request-timeout <duration>", `time for a whole request, headers and body, to arrive, then 408 (env THREADKEEP_REQUEST_TIMEOUT; default ${seconds(d.requestTimeoutMs)})`)
     .option(
       "--idle-timeout <duration>",
-      `a connection with no request in progress closes after this long silent; keep it above a load balancer's idle time-out (env THREADKEEP_IDLE_TIMEOUT; default ${seconds(d.idleTimeoutMs)})`,
+      `a kept-alive connection closes after this long without a new request; keep it above a load balancer's idle time-out (env THREADKEEP_IDLE_TIMEOUT; default ${seconds(d.idleTimeoutMs)})`,
     )
     .option(
       "--max-connections <n>",
@@ -34,7 +34,7 @@ export function addClientOptions(command: Command): Command {
     )
     .option(
       "--stream-stall-timeout <duration>",
-      `a streamed reply whose client stops reading is cut after this long and stored incomplete (env THREADKEEP_STREAM_STALL_TIMEOUT; default ${seconds(d.streamStallTimeoutMs)})`,
+      `a reply whose client stops reading is cut after this long (a stream's turn is stored incomplete) (env THREADKEEP_STREAM_STALL_TIMEOUT; default ${seconds(d.streamStallTimeoutMs)})`,
     );
 }
 

@@ -12,6 +12,7 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { MessageInput } from "../../core/types.js";
 import { StreamAccumulator, type StreamEvent, type Upstream } from "../../llm/openai-compatible.js";
+import { CLIENT_LIMIT_DEFAULTS } from "../connections.js";
 import { errorBody } from "../errors.js";
 import type { TurnOutcome } from "./idempotency.js";
 import { secondsSince } from "../metrics.js";
@@ -93,13 +94,10 @@ export interface StreamTurnInput {
   dialect?: StreamDialect;
   /**
    * A client that reads nothing for this long while the reply waits on it is cut: the upstream call
-   * is aborted and what was sent is stored, marked incomplete. @default DEFAULT_STREAM_STALL_TIMEOUT_MS
+   * is aborted and what was sent is stored, marked incomplete. @default 30000 (`CLIENT_LIMIT_DEFAULTS`)
    */
   stallTimeoutMs?: number;
 }
-
-/** How long a streamed reply waits for a client that stopped reading before it cuts it. */
-export const DEFAULT_STREAM_STALL_TIMEOUT_MS = 30_000;
 
 /** How a streamed turn ended. */
 export interface StreamTurnResult {
@@ -163,7 +161,7 @@ export async function streamTurn(input: StreamTurnInput): Promise<StreamTurnResu
 
   const accumulator = new StreamAccumulator();
   const recorded: string[] = [];
-  const stallMs = input.stallTimeoutMs ?? DEFAULT_STREAM_STALL_TIMEOUT_MS;
+  const stallMs = input.stallTimeoutMs ?? CLIENT_LIMIT_DEFAULTS.streamStallTimeoutMs;
   const send = async (frames: string) => {
     if (!frames || clientGone) return;
     if (input.record) recorded.push(frames);

@@ -5,6 +5,8 @@ import { createUpstream } from "../llm/openai-compatible.js";
 import { createServer, DEFAULT_FAIR_SHARE, describeIdentity, formatRate, isLoopbackHost, type ThreadkeepServer } from "../server/index.js";
 import { addEmbeddingOptions, addRecallOptions, type RecallConfig, type RecallFlags, recallMemoryOptions, resolveRecallConfig } from "./_recall-options.js";
 import { isWorker, reportListening, runPrimary, sharedStoreUrl } from "./_workers.js";
+import { addClientOptions, type ClientFlags, resolveClientFlags } from "./_client-options.js";
+import type { ClientLimits } from "../server/connections.js";
 import {
   addStoreOptions,
   addUpstreamOptions,
@@ -41,6 +43,7 @@ export async function startServe(
   config: ThreadkeepConfig,
   print: (line: string) => void = (l) => process.stdout.write(`${l}\n`),
   recall: RecallConfig = resolveRecallConfig({}),
+  clients: ClientLimits = {},
 ): Promise<ThreadkeepServer> {
   checkExposure(config);
   const upstream = config.upstreamUrl ? createUpstream({ baseUrl: config.upstreamUrl, apiKey: config.upstreamKey, timeoutMs: config.upstreamTimeoutMs }) : undefined;
@@ -65,6 +68,7 @@ export async function startServe(
     bodyLimit: config.bodyLimit,
     sessionHeaders: config.sessionHeaders,
     fairShare: config.fairShare,
+    clients,
     logger: { level: process.env.THREADKEEP_LOG_LEVEL ?? "warn" },
   });
   try {
@@ -147,9 +151,11 @@ export function register(program: Command): void {
   addStoreOptions(command);
   addUpstreamOptions(command);
   addRecallOptions(addEmbeddingOptions(command));
-  command.action(async (flags: ConfigFlags & RecallFlags) => {
+  addClientOptions(command);
+  command.action(async (flags: ConfigFlags & RecallFlags & ClientFlags) => {
     const config = resolveConfig(flags);
     const recall = resolveRecallConfig(flags);
+    const clients = resolveClientFlags(flags);
     if (config.workers > 1 && !isWorker()) {
       checkExposure(config);
       sharedStoreUrl(config.store);
@@ -157,8 +163,8 @@ export function register(program: Command): void {
       return;
     }
     const server = isWorker()
-      ? await startServe({ ...config, store: sharedStoreUrl(config.store) }, reportListening, recall)
-      : await startServe(config, undefined, recall);
+      ? await startServe({ ...config, store: sharedStoreUrl(config.store) }, reportListening, recall, clients)
+      : await startServe(config, undefined, recall, clients);
     let stopping = false;
     const stop = (signal: string) => {
       if (stopping) return;

@@ -13,6 +13,7 @@ import { createMemory } from "../create-memory.js";
 import { createUpstream, type Upstream, type UpstreamOptions } from "../llm/openai-compatible.js";
 import { createAuthenticator, toApiKeyMap } from "./auth.js";
 import { installBodyDrain } from "./body-drain.js";
+import { type ClientLimits, createConnectionGuard, resolveClientLimits } from "./connections.js";
 import { installErrorHandlers, sendFailure, toHttpFailure } from "./errors.js";
 import { IdempotencyCache, type IdempotencyOptions } from "./turn/idempotency.js";
 import { checkTenantIds, createUserResolver, type UserJwtOptions } from "./identity.js";
@@ -92,6 +93,8 @@ export interface ServerOptions {
   logger?: FastifyServerOptions["logger"];
   /** Log a line per request and response (with a logger). @default false */
   logRequests?: boolean;
+  /** Time-outs and limits for slow and greedy clients (headers, body, idle, connections, stalled streams). */
+  clients?: ClientLimits;
 }
 
 /** A created server. */
@@ -123,7 +126,9 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
   const authenticate = createAuthenticator(apiKeys, memory.settings.defaultUserId);
   const endUsers = { userHeader: options.userHeader, userJwt: options.userJwt };
   let resolveUser: ReturnType<typeof createUserResolver>;
+  let clientLimits: Required<ClientLimits>;
   try {
+    clientLimits = resolveClientLimits(options.clients);
     checkTenantIds(apiKeys.size > 0 ? apiKeys.values() : [memory.settings.defaultUserId], endUsers);
     resolveUser = createUserResolver(endUsers);
   } catch (error) {
@@ -132,7 +137,9 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
   }
   const metrics = new ServerMetrics();
   const bodyLimit = options.bodyLimit ?? 10 * 1024 * 1024;
+  const connectionGuard = createConnectionGuard(clientLimits, metrics);
   const app = Fastify({
+    ...connectionGuard.serverOptions,
     logger: options.logger ?? false,
     bodyLimit,
     logController: new LogController({ disableRequestLogging: !options.logRequests }),
@@ -142,6 +149,8 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
 
   // Only JSON bodies: fastify's default text/plain parser would turn a wrong Content-Type into a 400.
   app.removeContentTypeParser("text/plain");
+  // First of the onRequest hooks: a connection past the limit is answered before any work.
+  connectionGuard.install(app);
   app.decorateRequest("userId", "");
   app.decorateRequest("tenantId", "");
   app.addHook("onRequest", async (request) => {
@@ -187,6 +196,7 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
     fairShare: options.fairShare === false ? undefined : new FairShare(options.fairShare ?? {}, metrics),
     defaultModel: options.model,
     sessionHeaders: options.sessionHeaders?.map((name) => name.toLowerCase()) ?? DEFAULT_SESSION_HEADERS,
+    streamStallTimeoutMs: clientLimits.streamStallTimeoutMs,
   };
   registerChatCompletionRoutes(app, turnDeps);
   registerResponseRoutes(app, turnDeps);

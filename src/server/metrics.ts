@@ -42,6 +42,27 @@ export class Counter {
   }
 }
 
+/** A value that goes up and down (no labels). */
+export class Gauge {
+  #value = 0;
+  constructor(
+    readonly name: string,
+    readonly help: string,
+  ) {}
+
+  set(value: number): void {
+    this.#value = value;
+  }
+
+  get(): number {
+    return this.#value;
+  }
+
+  render(): string {
+    return `# HELP ${this.name} ${this.help}\n# TYPE ${this.name} gauge\n${this.name} ${this.#value}`;
+  }
+}
+
 /** Latency buckets in seconds: 0.5 ms to 60 s, covering a store read and a slow model. */
 export const LATENCY_BUCKETS = [
   0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
@@ -139,6 +160,15 @@ export class ServerMetrics {
   );
   /** Whether the store had room for the last turn's commit (`threadkeep_store_full`, `/readyz`). */
   readonly storeWrites = new StoreWrites();
+  readonly connectionsOpen = new Gauge("threadkeep_connections_open", "Client connections open, within the connection limit.");
+  readonly connectionsRefused = new Counter(
+    "threadkeep_connections_refused_total",
+    "Connections past the limit: answered 503 too_many_connections, or dropped unanswered past the refusal room.",
+  );
+  readonly clientTimeouts = new Counter(
+    "threadkeep_client_timeouts_total",
+    "Connections closed on a slow client, by kind: headers, body (408), idle (a kept-alive connection unused), stream_stall (a streamed reply not read), reply_stall (a whole reply not read).",
+  );
   readonly started = Date.now();
 
   /** Counts an error code. */
@@ -162,6 +192,9 @@ export class ServerMetrics {
       this.readings,
       this.fairShareRefusals,
       this.storeWrites,
+      this.connectionsOpen,
+      this.connectionsRefused,
+      this.clientTimeouts,
     ];
     return `${[...all.map((m) => m.render()), uptime].join("\n")}\n`;
   }

@@ -57,6 +57,7 @@ export async function passThrough(
       record: false,
       persist: false,
       dialect: input.dialect.streamer(loaded),
+      stallTimeoutMs: deps.streamStallTimeoutMs,
     });
     return reply;
   }

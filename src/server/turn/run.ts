@@ -35,6 +35,8 @@ export interface TurnRouteDeps {
   sessionHeaders?: readonly string[];
   /** Per-user and per-key limits on model requests; none when absent. */
   fairShare?: FairShare;
+  /** A streamed reply not read for this long is cut and its turn stored incomplete. */
+  streamStallTimeoutMs?: number;
 }
 
 /** How one API drives the shared turn. */
@@ -197,6 +199,7 @@ export async function runProxiedTurn(deps: TurnRouteDeps, options: ProxiedTurnOp
             operationId,
             persist: dialect.persist,
             dialect: dialect.streamer(loaded),
+            stallTimeoutMs: deps.streamStallTimeoutMs,
           });
           outcomeLabel = result.label;
           return result.outcome;

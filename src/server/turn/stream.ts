@@ -2,11 +2,17 @@
  * The streamed half of a turn: turns each upstream chat chunk into the client's events as it
  * arrives (verbatim for chat completions, Responses events for Responses: a {@link StreamDialect}),
  * accumulates the reply, and commits it when the stream ends. A client that goes away mid-stream
- * aborts the upstream call and gets what was delivered stored, marked incomplete.
+ * aborts the upstream call and gets what was delivered stored, marked incomplete; so does one that
+ * stops reading for the stall time-out.
+ *
+ * Memory per stream is bounded by backpressure: when the response's buffer passes its high-water mark
+ * (16 KiB) the next upstream event is not read until the client drains it, so the process holds at
+ * most that plus one event; the rest waits in the sockets' kernel buffers and then upstream.
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { MessageInput } from "../../core/types.js";
 import { StreamAccumulator, type StreamEvent, type Upstream, UpstreamError } from "../../llm/openai-compatible.js";
+import { CLIENT_LIMIT_DEFAULTS } from "../connections.js";
 import { errorBody } from "../errors.js";
 import type { TurnOutcome } from "./idempotency.js";
 import { secondsSince } from "../metrics.js";
@@ -87,6 +93,11 @@ export interface StreamTurnInput {
   persist?: boolean;
   /** How the client's events are framed. @default chatStreamDialect */
   dialect?: StreamDialect;
+  /**
+   * A client that reads nothing for this long while the reply waits on it is cut: the upstream call
+   * is aborted and what was sent is stored, marked incomplete. @default 30000 (`CLIENT_LIMIT_DEFAULTS`)
+   */
+  stallTimeoutMs?: number;
 }
 
 /** How a streamed turn ended. */
@@ -151,10 +162,17 @@ export async function streamTurn(input: StreamTurnInput): Promise<StreamTurnResu
 
   const accumulator = new StreamAccumulator();
   const recorded: string[] = [];
+  const stallMs = input.stallTimeoutMs ?? CLIENT_LIMIT_DEFAULTS.streamStallTimeoutMs;
   const send = async (frames: string) => {
-    if (!frames) return;
+    if (!frames || clientGone) return;
     if (input.record) recorded.push(frames);
-    if (!raw.write(frames)) await drained(raw);
+    if (raw.write(frames) || (await drained(raw, stallMs))) return;
+    // The client stopped reading: holding the turn (its lease, the upstream call) for it would let one
+    // reader block its session for good. Cut it as if it had left.
+    turn.metrics.clientTimeouts.inc({ kind: "stream_stall" });
+    input.request.log.warn({ sessionId: input.sessionId, stallMs }, "stream reader stopped reading; cut, partial reply stored as incomplete");
+    onClose();
+    raw.destroy();
   };
   await send(dialect.open());
   let sawDone = false;
@@ -230,15 +248,19 @@ function clientLeft(request: FastifyRequest, reply: FastifyReply): boolean {
   return reply.raw.destroyed || request.raw.socket?.destroyed === true;
 }
 
-function drained(raw: FastifyReply["raw"]): Promise<void> {
+/** Waits for the response to drain or close. @returns false when neither came within `timeoutMs`. */
+function drained(raw: FastifyReply["raw"], timeoutMs: number): Promise<boolean> {
   return new Promise((resolve) => {
-    if (raw.destroyed) return resolve();
-    const done = () => {
-      raw.off("drain", done);
-      raw.off("close", done);
-      resolve();
+    if (raw.destroyed) return resolve(true);
+    const done = (ok: boolean) => {
+      clearTimeout(timer);
+      raw.off("drain", onDone);
+      raw.off("close", onDone);
+      resolve(ok);
     };
-    raw.on("drain", done);
-    raw.on("close", done);
+    const onDone = () => done(true);
+    const timer = setTimeout(() => done(false), timeoutMs);
+    raw.on("drain", onDone);
+    raw.on("close", onDone);
   });
 }

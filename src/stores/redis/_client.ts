@@ -10,6 +10,10 @@ export interface RedisConnectionOptions {
   connectTimeoutMs: number;
   maxReconnectDelayMs: number;
   onError?: (error: Error) => void;
+  /** Replicas that acknowledge each write (`WAIT`); the URL's `?wait=` when not given. */
+  waitReplicas?: number;
+  /** Longest wait for those acknowledgements; the URL's `?wait_timeout=` when not given. */
+  waitTimeoutMs?: number;
 }
 
 /** The part of a node-redis client this store uses. */
@@ -17,6 +21,8 @@ export interface RedisClient {
   readonly isReady: boolean;
   readonly isOpen: boolean;
   sendCommand(args: string[]): Promise<unknown>;
+  /** On a cluster, sends a command without a key (WAIT) to the node, and connection, of `key`. */
+  sendCommandFor?(key: string, args: string[]): Promise<unknown>;
   /** A MULTI/EXEC transaction (on a cluster, on the node of `routing`). */
   multi(routing?: string): RedisTransaction;
   connect(): Promise<unknown>;
@@ -67,6 +73,7 @@ export function clusterClient(redis: RedisModule, seeds: RedisClusterSeeds, opti
       return cluster.isOpen;
     },
     sendCommand: (args) => cluster.sendCommand(routingKey(args), false, args),
+    sendCommandFor: (key, args) => cluster.sendCommand(key, false, args),
     multi: (routing) => {
       const multi = cluster.multi(routing);
       return { addCommand: (args: string[]) => multi.addCommand(routing, false, args), exec: () => multi.exec() };

@@ -21,7 +21,7 @@ export interface RedisCluster {
   /** `redis+cluster://127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3` (the masters). */
   url: string;
   /** The nodes' processes, indexed as `ports`, to crash and start again. */
-  servers: Pick<RedisServers, "kill" | "restart">;
+  servers: Pick<RedisServers, "kill" | "signal" | "restart">;
   stop(): Promise<void>;
 }
 
@@ -62,6 +62,8 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
       "--dir", dir,
       "--save", "",
       "--appendonly", "no",
+      // A replica (re)joining syncs at once, not after the default 5 s wait for more replicas.
+      "--repl-diskless-sync-delay", "0",
     ],
     { bus: true, ...(options.portRange ? { range: options.portRange } : {}) },
   ).catch((error) => {

@@ -9,8 +9,10 @@ import { createServer } from "node:net";
 /** Servers that are up and listening. */
 export interface RedisServers {
   ports: number[];
-  /** Sends `signal` to the server at `index` (SIGKILL for a crash) and resolves once it has exited. */
-  kill(index: number, signal?: NodeJS.Signals): Promise<void>;
+  /** Kills the server at `index` with SIGKILL (a crash) and resolves once it has exited. */
+  kill(index: number): Promise<void>;
+  /** Sends `signal` to the server at `index` (SIGSTOP, SIGCONT to freeze and thaw it). */
+  signal(index: number, signal: NodeJS.Signals): void;
   /** Starts the server at `index` again, with its arguments, on its port; resolves once it listens. */
   restart(index: number): Promise<void>;
   stop(): Promise<void>;
@@ -54,6 +56,8 @@ function stopAll(servers: ChildProcess[]): Promise<void> {
         new Promise<void>((resolve) => {
           if (server.exitCode !== null || server.signalCode !== null) return resolve();
           server.once("exit", () => resolve());
+          // A server a test froze (SIGSTOP) would not act on SIGTERM.
+          server.kill("SIGCONT");
           server.kill("SIGTERM");
         }),
     ),
@@ -106,13 +110,16 @@ export async function startRedisServers(count: number, args: (port: number) => s
     if (up.every(Boolean)) {
       return {
         ports,
-        kill: async (index, signal = "SIGKILL") => {
+        kill: async (index) => {
           const server = servers[index];
           if (server.exitCode !== null || server.signalCode !== null) return;
           await new Promise<void>((resolve) => {
             server.once("exit", () => resolve());
-            server.kill(signal);
+            server.kill("SIGKILL");
           });
+        },
+        signal: (index, signal) => {
+          servers[index].kill(signal);
         },
         restart: async (index) => {
           servers[index] = start(ports[index]);

@@ -93,10 +93,13 @@ export class RedisConnection {
 
   /** Runs one command and returns its raw reply. @throws `store_unavailable`, `store_corrupt`. */
   send<T>(args: string[]): Promise<T> {
-    const reply = this.#raw<T>(args).catch((error) => {
-      throw this.#translate(error);
-    });
-    return this.#wait.replicas > 0 && !READS.has(args[0]) ? this.#acknowledged(reply, args[1]) : reply;
+    if (this.#wait.replicas === 0 || READS.has(args[0])) {
+      return this.#raw<T>(args).catch((error) => {
+        throw this.#translate(error);
+      });
+    }
+    const node = this.#nodeOf(args[1]);
+    return this.#acknowledged(this.#raw<T>(args), args[1], node);
   }
 
   /**
@@ -112,23 +115,33 @@ export class RedisConnection {
           return multi.exec();
         }
       : (client: RedisClient) => pipelinedTransaction(client, commands);
-    const reply = this.#raw<T>(run).catch((error) => {
-      throw this.#translate(error);
-    });
-    const writes = this.#wait.replicas > 0 && commands.some((args) => !READS.has(args[0]));
-    return writes ? this.#acknowledged(reply, commands[0][1]) : reply;
+    if (this.#wait.replicas === 0 || commands.every((args) => READS.has(args[0]))) {
+      return this.#raw<T>(run).catch((error) => {
+        throw this.#translate(error);
+      });
+    }
+    const node = this.#nodeOf(commands[0][1]);
+    return this.#acknowledged(this.#raw<T>(run), commands[0][1], node);
   }
 
   /** Runs a script by SHA1, loading it on the server's first NOSCRIPT. */
   eval<T>(script: RedisScript, keys: string[], args: string[]): Promise<T> {
     // Not async: every write is a script, and an async wrapper costs each one microtask turns.
+    const waits = this.#wait.replicas > 0 && !script.readOnly && keys.length > 0;
+    const node = waits ? this.#nodeOf(keys[0]) : undefined;
     const reply = this.#raw<T>(["EVALSHA", script.sha, String(keys.length), ...keys, ...args]).catch((error) => {
-      if (!String((error as Error)?.message).startsWith("NOSCRIPT")) throw this.#translate(error);
-      return this.#raw<T>(["EVAL", script.lua, String(keys.length), ...keys, ...args]).catch((error) => {
-        throw this.#translate(error);
-      });
+      if (!String((error as Error)?.message).startsWith("NOSCRIPT")) throw error;
+      return this.#raw<T>(["EVAL", script.lua, String(keys.length), ...keys, ...args]);
     });
-    return this.#wait.replicas > 0 && !script.readOnly && keys.length > 0 ? this.#acknowledged(reply, keys[0]) : reply;
+    if (waits) return this.#acknowledged(reply, keys[0], node);
+    return reply.catch((error) => {
+      throw this.#translate(error);
+    });
+  }
+
+  /** On a cluster, the connection to `key`'s master as the write is sent (see {@link #acknowledged}). */
+  #nodeOf(key: string): Promise<unknown> | undefined {
+    return this.#client?.nodeFor?.(key).catch(() => undefined);
   }
 
   /**
@@ -137,15 +150,22 @@ export class RedisConnection {
    * @throws `store_unavailable` with outcome unknown when fewer replicas confirm it in time: the write
    * applied on the master, and a failover before it reaches a replica would lose it.
    */
-  async #acknowledged<T>(reply: Promise<T>, key: string): Promise<T> {
-    const value = await reply;
+  async #acknowledged<T>(reply: Promise<T>, key: string, nodeAtSend: Promise<unknown> | undefined): Promise<T> {
+    const value = await reply.catch((error) => {
+      throw this.#translate(error);
+    });
     const { replicas, timeoutMs } = this.#wait;
     const args = ["WAIT", String(replicas), String(timeoutMs)];
-    const acked = await this.#raw<number>((client) => (client.sendCommandFor ? client.sendCommandFor(key, args) : client.sendCommand(args)), timeoutMs).catch(
-      (error) => {
-        throw this.#unknown(this.#translate(error));
-      },
-    );
+    const acked = await this.#raw<number>(async (client) => {
+      if (!client.nodeFor) return client.sendCommand(args);
+      // WAIT counts the writes of the connection it is sent on: if the slot's master changed since
+      // the write left (a failover), the write's fate is unknown.
+      const [before, node] = await Promise.all([nodeAtSend, client.nodeFor(key)]);
+      if (before !== undefined && before !== node) throw new Error("the slot's master changed before the write was confirmed");
+      return node.sendCommand(args);
+    }, timeoutMs).catch((error) => {
+      throw this.#unknown(this.#translate(error));
+    });
     if (Number(acked) < replicas) {
       throw this.#unknown(
         this.#unavailable(

@@ -13,12 +13,19 @@ import { until } from "./_wait.js";
 
 const BINARIES = ["initdb", "postgres", "pg_basebackup"];
 
-/** Where the server binaries are (`pg_config --bindir`), or why they cannot be used. */
+/** Debian's server binaries, newest version first. */
+function debianBinDirs(): string[] {
+  const versions = existsSync("/usr/lib/postgresql") ? readdirSync("/usr/lib/postgresql") : [];
+  return versions.sort((a, b) => Number(b) - Number(a)).map((version) => `/usr/lib/postgresql/${version}/bin`);
+}
+
+/** Where the server binaries are (`pg_config --bindir`, else Debian's), or why they cannot be used. */
 function binDir(): string | { reason: string } {
   const found = spawnSync("pg_config", ["--bindir"], { encoding: "utf8" });
-  const dir = found.status === 0 ? found.stdout.trim() : "";
+  const candidates = [...(found.status === 0 ? [found.stdout.trim()] : []), ...debianBinDirs()];
+  const dir = candidates.find((candidate) => BINARIES.every((bin) => existsSync(join(candidate, bin)))) ?? candidates[0] ?? "";
   const missing = BINARIES.filter((bin) => !dir || !existsSync(join(dir, bin)));
-  if (missing.length > 0) return { reason: `${missing.join(", ")} not found (pg_config --bindir: ${dir || "no pg_config"}; install PostgreSQL's server and client packages)` };
+  if (missing.length > 0) return { reason: `${missing.join(", ")} not found (looked in ${dir || "pg_config --bindir and /usr/lib/postgresql/*/bin"}; install PostgreSQL's server and client packages)` };
   if (process.getuid?.() === 0 && spawnSync("id", ["-u", "postgres"]).status !== 0) return { reason: "running as root and there is no postgres user to run PostgreSQL as" };
   return dir;
 }
@@ -146,7 +153,7 @@ export async function startPostgresPair(options: PostgresPairOptions): Promise<P
     const primary = start(join(dir, "primary"), options.primaryPort, options.synchronous ?? false);
     await until("the primary answers", () => answers(url(options.primaryPort)), { timeoutMs: 20_000, everyMs: 100 });
     run("pg_basebackup", ["-h", "127.0.0.1", "-p", String(options.primaryPort), "-U", "postgres", "-D", join(dir, "standby"), "-R", "-X", "stream", "--no-sync"]);
-    const standby = start(join(dir, "standby"), options.standbyPort, false);
+    start(join(dir, "standby"), options.standbyPort, false);
     const check = postgres(url(options.primaryPort), { max: 1, onnotice: () => {} });
     try {
       const state = options.synchronous ? "sync" : "async";

@@ -1,7 +1,8 @@
 /**
- * A real Redis Cluster for tests: three masters (`redis-server --cluster-enabled yes`) on free
- * 127.0.0.1 ports, joined with `redis-cli --cluster create`, stopped and removed afterwards. Outside
- * CI a missing `redis-server` skips with a printed reason; under CI=true it fails the run.
+ * A real Redis Cluster for tests: three masters (`redis-server --cluster-enabled yes`), and a replica
+ * of each when asked, on free 127.0.0.1 ports, joined with `redis-cli --cluster create`, stopped and
+ * removed afterwards. Outside CI a missing `redis-server` skips with a printed reason; under CI=true
+ * it fails the run.
  */
 import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -9,16 +10,31 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { createClient, type RedisClientType } from "redis";
-import { redisServerAvailable, startRedisServers } from "./_redis-server.js";
+import { type RedisServers, redisServerAvailable, startRedisServers } from "./_redis-server.js";
 
 const run = promisify(execFile);
 
 /** A running cluster. */
 export interface RedisCluster {
+  /** Every node's port: the three masters first, then their replicas (the replica of `ports[i]` is `ports[i + 3]`). */
   ports: number[];
-  /** `redis+cluster://127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3`. */
+  /** `redis+cluster://127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3` (the masters). */
   url: string;
+  /** The nodes' processes, indexed as `ports`, to crash and start again. */
+  servers: Pick<RedisServers, "kill" | "signal" | "restart">;
   stop(): Promise<void>;
+}
+
+/** What {@link startRedisCluster} starts. */
+export interface RedisClusterOptions {
+  /** One replica per master (six nodes). @default false */
+  replicas?: boolean;
+  /** `cluster-node-timeout`: how long a node is unreachable before it is failed over. @default 5000 */
+  nodeTimeoutMs?: number;
+  /** `cluster-require-full-coverage`: whether all nodes refuse while some slots have no node. @default true (Redis's default) */
+  requireFullCoverage?: boolean;
+  /** The first and last client port to pick from (the bus ports are 10000 above). @default the helper's own range */
+  portRange?: [number, number];
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -28,21 +44,28 @@ export function clusterAvailable(): true | string {
   return redisServerAvailable("the Redis Cluster tests", ["redis-server", "redis-cli"]);
 }
 
-/** Starts three masters and joins them into one cluster covering all 16384 slots. */
-export async function startRedisCluster(): Promise<RedisCluster> {
+/**
+ * Starts three masters (and a replica of each with `replicas`) and joins them into one cluster
+ * covering all 16384 slots; resolves once every node sees the cluster as ok and every replica is in sync.
+ */
+export async function startRedisCluster(options: RedisClusterOptions = {}): Promise<RedisCluster> {
   const dir = mkdtempSync(join(tmpdir(), "threadkeep-redis-cluster-"));
-  // Ports found free may be taken before a server binds them: then all three start again on new ones.
+  const count = options.replicas ? 6 : 3;
+  // Ports found free may be taken before a server binds them: then all of them start again on new ones.
   const servers = await startRedisServers(
-    3,
+    count,
     (port) => [
       "--cluster-enabled", "yes",
       "--cluster-config-file", join(dir, `nodes-${port}.conf`),
-      "--cluster-node-timeout", "5000",
+      "--cluster-node-timeout", String(options.nodeTimeoutMs ?? 5000),
+      "--cluster-require-full-coverage", options.requireFullCoverage === false ? "no" : "yes",
       "--dir", dir,
       "--save", "",
       "--appendonly", "no",
+      // A replica (re)joining syncs at once, not after the default 5 s wait for more replicas.
+      "--repl-diskless-sync-delay", "0",
     ],
-    { bus: true },
+    { bus: true, ...(options.portRange ? { range: options.portRange } : {}) },
   ).catch((error) => {
     rmSync(dir, { recursive: true, force: true });
     throw error;
@@ -61,16 +84,35 @@ export async function startRedisCluster(): Promise<RedisCluster> {
         await sleep(50);
       }
     }
-    await run("redis-cli", ["--cluster", "create", ...ports.map((p) => `127.0.0.1:${p}`), "--cluster-replicas", "0", "--cluster-yes"]);
-    // Every node must know the whole slot map before a client discovers it from any of them.
+    // redis-cli makes the first three nodes masters and gives each a replica of another master; the
+    // replicas are moved below, so that the replica of ports[i] is ports[i + 3].
+    await run("redis-cli", ["--cluster", "create", ...ports.slice(0, 3).map((p) => `127.0.0.1:${p}`), "--cluster-replicas", "0", "--cluster-yes"]);
+    if (options.replicas) {
+      const ids = await Promise.all(ports.slice(0, 3).map(async (port) => (await cli(port, "CLUSTER", "MYID")).stdout.trim()));
+      for (let i = 0; i < 3; i++) {
+        await cli(ports[i + 3], "CLUSTER", "MEET", "127.0.0.1", String(ports[0]));
+      }
+      for (let i = 0; i < 3; i++) {
+        // A node must know its master before it can replicate it: MEET spreads by gossip.
+        for (let k = 0; ; k++) {
+          if ((await cli(ports[i + 3], "CLUSTER", "REPLICATE", ids[i]).catch((error) => ({ stdout: String(error) }))).stdout.trim() === "OK") break;
+          if (k > 200) throw new Error(`the node on port ${ports[i + 3]} did not become a replica`);
+          await sleep(50);
+        }
+      }
+    }
+    // Every node must know the whole slot map before a client discovers it from any of them, and a
+    // replica that has not synced could not be promoted.
     for (const port of ports) {
       for (let i = 0; ; i++) {
-        if ((await cli(port, "CLUSTER", "INFO")).stdout.includes("cluster_state:ok")) break;
+        const ok = (await cli(port, "CLUSTER", "INFO")).stdout.includes("cluster_state:ok");
+        const synced = ports.indexOf(port) < 3 || (await cli(port, "INFO", "replication")).stdout.includes("master_link_status:up");
+        if (ok && synced) break;
         if (i > 200) throw new Error(`the cluster did not settle on port ${port}`);
         await sleep(50);
       }
     }
-    return { ports, url: `redis+cluster://${ports.map((p) => `127.0.0.1:${p}`).join(",")}`, stop };
+    return { ports, url: `redis+cluster://${ports.slice(0, 3).map((p) => `127.0.0.1:${p}`).join(",")}`, servers, stop };
   } catch (error) {
     await stop();
     throw error;

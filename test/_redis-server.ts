@@ -9,6 +9,12 @@ import { createServer } from "node:net";
 /** Servers that are up and listening. */
 export interface RedisServers {
   ports: number[];
+  /** Kills the server at `index` with SIGKILL (a crash) and resolves once it has exited. */
+  kill(index: number): Promise<void>;
+  /** Sends `signal` to the server at `index` (SIGSTOP, SIGCONT to freeze and thaw it). */
+  signal(index: number, signal: NodeJS.Signals): void;
+  /** Starts the server at `index` again, with its arguments, on its port; resolves once it listens. */
+  restart(index: number): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -29,10 +35,13 @@ function portFree(port: number): Promise<boolean> {
   });
 }
 
-/** `count` consecutive ports that are free now, with their cluster bus ports (port + 10000) when `bus`. */
-async function freePorts(count: number, bus: boolean): Promise<number[]> {
+/**
+ * `count` consecutive ports that are free now, with their cluster bus ports (port + 10000) when `bus`,
+ * from `range` (first and last port a run may use).
+ */
+async function freePorts(count: number, bus: boolean, range: [number, number] = [21_000, 28_999]): Promise<number[]> {
   for (let attempt = 0; attempt < 50; attempt++) {
-    const base = 21_000 + Math.floor(Math.random() * 8_000);
+    const base = range[0] + Math.floor(Math.random() * (range[1] - range[0] + 2 - count));
     const ports = Array.from({ length: count }, (_, i) => base + i);
     const all = bus ? [...ports, ...ports.map((p) => p + 10_000)] : ports;
     if ((await Promise.all(all.map(portFree))).every(Boolean)) return ports;
@@ -47,6 +56,8 @@ function stopAll(servers: ChildProcess[]): Promise<void> {
         new Promise<void>((resolve) => {
           if (server.exitCode !== null || server.signalCode !== null) return resolve();
           server.once("exit", () => resolve());
+          // A server a test froze (SIGSTOP) would not act on SIGTERM.
+          server.kill("SIGCONT");
           server.kill("SIGTERM");
         }),
     ),
@@ -76,6 +87,8 @@ export interface PortOptions {
   bus?: boolean;
   /** Picks `count` ports; tests of this helper hand out a taken one. @default free consecutive ports */
   pick?: (count: number) => Promise<number[]>;
+  /** The first and last port the free consecutive ports are picked from. @default [21000, 28999] */
+  range?: [number, number];
 }
 
 /**
@@ -84,17 +97,37 @@ export interface PortOptions {
  * one of them cannot bind.
  */
 export async function startRedisServers(count: number, args: (port: number) => string[], options: PortOptions = {}): Promise<RedisServers> {
-  const pick = options.pick ?? ((n: number) => freePorts(n, options.bus ?? false));
+  const pick = options.pick ?? ((n: number) => freePorts(n, options.bus ?? false, options.range));
+  const start = (port: number) =>
+    spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", ...args(port)], { stdio: ["ignore", "pipe", "ignore"] });
   for (let attempt = 1; ; attempt++) {
     const ports = await pick(count);
-    const servers = ports.map((port) =>
-      spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", ...args(port)], { stdio: ["ignore", "pipe", "ignore"] }),
-    );
+    const servers = ports.map(start);
     const up = await Promise.all(servers.map((server, i) => listening(server, ports[i]))).catch(async (error) => {
       await stopAll(servers);
       throw error;
     });
-    if (up.every(Boolean)) return { ports, stop: () => stopAll(servers) };
+    if (up.every(Boolean)) {
+      return {
+        ports,
+        kill: async (index) => {
+          const server = servers[index];
+          if (server.exitCode !== null || server.signalCode !== null) return;
+          await new Promise<void>((resolve) => {
+            server.once("exit", () => resolve());
+            server.kill("SIGKILL");
+          });
+        },
+        signal: (index, signal) => {
+          servers[index].kill(signal);
+        },
+        restart: async (index) => {
+          servers[index] = start(ports[index]);
+          if (!(await listening(servers[index], ports[index]))) throw new Error(`redis-server could not bind port ${ports[index]} again`);
+        },
+        stop: () => stopAll(servers),
+      };
+    }
     await stopAll(servers);
     if (attempt === 5) throw new Error(`redis-server could not bind free ports 5 times (last ${ports.join(", ")})`);
   }

@@ -19,8 +19,8 @@ const enabled = await serviceAvailable("redis");
 describe("redis store URLs: malformed ones are refused at open", () => {
   it.each([
     ["redis+cluster://127.0.0.1:7000/0", '/db path, got "/0"'],
-    ["redis+cluster://127.0.0.1:7000,127.0.0.1:7001?x=1", "no parameters, got ?x"],
-    ["redis://127.0.0.1:6379?x=1", "no parameters, got ?x"],
+    ["redis+cluster://127.0.0.1:7000,127.0.0.1:7001?x=1", "only the parameters wait, wait_timeout, got ?x"],
+    ["redis://127.0.0.1:6379?x=1", "only the parameters wait, wait_timeout, got ?x"],
     ["redis://127.0.0.1:6379/zero", 'database number (e.g. /0), got "/zero"'],
     ["redis://127.0.0.1:65536", "Not a valid Redis URL"],
   ])("%s: invalid_store_url naming what is wrong", async (url, says) => {
@@ -67,6 +67,36 @@ describe.skipIf(enabled !== true)("redis store URLs the server refuses", () => {
       expect(ms).toBeLessThan(3_000);
     } finally {
       await store.close();
+    }
+  });
+});
+
+describe.skipIf(enabled !== true)("redis store URL ?wait=N on a server without replicas", () => {
+  it("refuses each write after wait_timeout, its outcome unknown, and reads without waiting", async () => {
+    // The test server has no replica, so no write can be confirmed by one.
+    const plain = await createStore(TEST_REDIS_URL, { ttlMs: 0 });
+    const waiting = await createStore(`${TEST_REDIS_URL}?wait=1&wait_timeout=50`, { ttlMs: 0 });
+    try {
+      const session = await plain.createSession({ id: newSessionId(), userId: "wait" });
+      await plain.appendMessages(session.id, [{ role: "user", content: "stored" }]);
+
+      const refused = await waiting.appendMessages(session.id, [{ role: "user", content: "unconfirmed" }]).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      expect(isThreadkeepError(refused, "store_unavailable")).toBe(true);
+      expect((refused as { details?: unknown }).details).toEqual({ outcome: "unknown" });
+      expect((refused as Error).message).toContain("0 of the 1 replicas it waits for acknowledged within 50 ms (wait=1)");
+      // It applied on the server: "unknown" is the honest outcome.
+      expect((await plain.getMessages(session.id)).map((m) => m.content)).toEqual(["stored", "unconfirmed"]);
+
+      // Reads wait for no replica (one that did would fail here, as the write did).
+      expect((await waiting.getMessages(session.id, { last: 1 })).map((m) => m.content)).toEqual(["unconfirmed"]);
+      expect(await waiting.getState(session.id)).toMatchObject({ version: 0 });
+      expect((await waiting.getSession(session.id))?.userId).toBe("wait");
+      await plain.deleteSession(session.id);
+    } finally {
+      await Promise.all([plain.close(), waiting.close()]);
     }
   });
 });

@@ -10,6 +10,10 @@ export interface RedisConnectionOptions {
   connectTimeoutMs: number;
   maxReconnectDelayMs: number;
   onError?: (error: Error) => void;
+  /** Replicas that acknowledge each write (`WAIT`); the URL's `?wait=` when not given. */
+  waitReplicas?: number;
+  /** Longest wait for those acknowledgements; the URL's `?wait_timeout=` when not given. */
+  waitTimeoutMs?: number;
 }
 
 /** The part of a node-redis client this store uses. */
@@ -17,6 +21,11 @@ export interface RedisClient {
   readonly isReady: boolean;
   readonly isOpen: boolean;
   sendCommand(args: string[]): Promise<unknown>;
+  /**
+   * On a cluster, the connection to the master of `key`'s slot, for a command that must go there
+   * and nowhere else (WAIT: the cluster client would send it to every master).
+   */
+  nodeFor?(key: string): Promise<{ sendCommand(args: string[]): Promise<unknown> }>;
   /** A MULTI/EXEC transaction (on a cluster, on the node of `routing`). */
   multi(routing?: string): RedisTransaction;
   connect(): Promise<unknown>;
@@ -34,6 +43,9 @@ export interface RedisTransaction {
   addCommand(args: string[]): unknown;
   exec(): Promise<unknown[]>;
 }
+
+/** How soon after a cluster node starts reconnecting the client looks for a new slot map. */
+const TOPOLOGY_REFRESH_DELAY_MS = 250;
 
 /** What the client options are made of. */
 type ClientSettings = Pick<RedisConnectionOptions, "url" | "connectTimeoutMs" | "maxReconnectDelayMs">;
@@ -58,6 +70,12 @@ export function clusterClient(redis: RedisModule, seeds: RedisClusterSeeds, opti
     RESP: 2,
     useReplicas: false,
     commandOptions: { timeout: 0 },
+    // A node that went away is retried every second at most (`maxReconnectDelayMs`); each retry past
+    // this delay reads the slot map anew from the nodes still there, so the slots of a master that
+    // failed over are found on its promoted replica about a second after the promotion (the client's
+    // default, 5 s, would keep them failing that much longer). A master that dies takes its pending
+    // commands with it, and the client would never be told MOVED for them.
+    topologyRefreshOnReconnectionAttemptStrategy: TOPOLOGY_REFRESH_DELAY_MS,
   });
   const face: RedisClient = {
     get isReady() {
@@ -67,6 +85,7 @@ export function clusterClient(redis: RedisModule, seeds: RedisClusterSeeds, opti
       return cluster.isOpen;
     },
     sendCommand: (args) => cluster.sendCommand(routingKey(args), false, args),
+    nodeFor: (key) => cluster.getNodeClientForKey(key, false),
     multi: (routing) => {
       const multi = cluster.multi(routing);
       return { addCommand: (args: string[]) => multi.addCommand(routing, false, args), exec: () => multi.exec() };

@@ -7,6 +7,9 @@ import { importOptional } from "../_util.js";
 /** How often a silent server is probed. */
 const SILENT_PROBE_MS = 250;
 
+/** How long a write waits for its replicas' acknowledgement by default (`waitTimeoutMs`). */
+export const DEFAULT_WAIT_TIMEOUT_MS = 1_000;
+
 /** Server replies that mean "not now" rather than "your data is wrong". */
 const TRANSIENT_REPLIES =
   /^(OOM|BUSY|LOADING|READONLY|MASTERDOWN|CLUSTERDOWN|TRYAGAIN|MOVED|ASK|ERR max number of clients)/;
@@ -17,6 +20,9 @@ const TRANSIENT_REPLIES =
 const AUTH_REPLIES = /^(NOAUTH|WRONGPASS|NOPERM|ERR Protocol error: unauthenticated)/;
 
 const ignore = () => {};
+
+/** The commands the store sends that never write: they need no replica's acknowledgement. */
+const READS = new Set(["HGET", "HMGET", "HGETALL", "HVALS", "LRANGE", "LLEN", "ZRANGE", "ZSCORE", "PING"]);
 
 /**
  * Commands run in order in one script, their replies returned as EXEC returns them; ARGV holds each
@@ -93,20 +99,33 @@ export class RedisConnection {
   #silentSince = 0;
   /** The server is a Redis Cluster: a script may only touch keys of one slot. */
   readonly cluster: boolean;
+  /** Replicas that acknowledge each write (`WAIT`) before it counts as done, and for how long it waits; 0: none. */
+  readonly #wait: { replicas: number; timeoutMs: number };
 
   /** @throws `invalid_store_url` for a malformed URL, before anything connects. */
   constructor(options: RedisConnectionOptions) {
-    this.#options = options;
     this.#url = parseRedisUrl(options.url);
+    this.#options = { ...options, url: this.#url.clientUrl };
     this.cluster = this.#url.cluster !== undefined;
     this.#where = this.#url.where;
+    this.#wait = {
+      replicas: options.waitReplicas ?? this.#url.waitReplicas ?? 0,
+      timeoutMs: options.waitTimeoutMs ?? this.#url.waitTimeoutMs ?? DEFAULT_WAIT_TIMEOUT_MS,
+    };
+    if (!Number.isInteger(this.#wait.replicas) || this.#wait.replicas < 0 || !Number.isInteger(this.#wait.timeoutMs) || this.#wait.timeoutMs < 1) {
+      throw new ThreadkeepError("invalid_request", "waitReplicas must be a whole number ≥ 0 and waitTimeoutMs a whole number of ms ≥ 1");
+    }
   }
 
   /** Runs one command and returns its raw reply. @throws `store_unavailable`, `store_corrupt`. */
   send<T>(args: string[]): Promise<T> {
-    return this.#raw<T>(args).catch((error) => {
-      throw this.#translate(error);
-    });
+    if (this.#wait.replicas === 0 || READS.has(args[0])) {
+      return this.#raw<T>(args).catch((error) => {
+        throw this.#translate(error);
+      });
+    }
+    const node = this.#nodeOf(args[1]);
+    return this.#acknowledged(this.#raw<T>(args), args[1], node);
   }
 
   /**
@@ -122,23 +141,70 @@ export class RedisConnection {
           return multi.exec();
         }
       : (client: RedisClient) => pipelinedTransaction(client, commands);
-    return this.#raw<T>(run).catch((error) => {
+    const fallBack = (error: unknown): Promise<T> => {
       // At its maxmemory Redis queues no command of a MULTI, reads included: the same commands as one
       // script read on (and a write among them is refused before anything is written).
       if (/^(OOM|EXECABORT)/.test(String((error as Error)?.message))) {
         return this.eval<T>(COMMANDS, [commands[0][1]], commands.flatMap((args) => [String(args.length), ...args]));
       }
       throw this.#translate(error);
-    });
+    };
+    if (this.#wait.replicas === 0 || commands.every((args) => READS.has(args[0]))) return this.#raw<T>(run).catch(fallBack);
+    const node = this.#nodeOf(commands[0][1]);
+    return this.#acknowledged(this.#raw<T>(run).catch(fallBack), commands[0][1], node);
   }
 
   /** Runs a script by SHA1, loading it on the server's first NOSCRIPT. */
   eval<T>(script: RedisScript, keys: string[], args: string[]): Promise<T> {
     // Not async: every write is a script, and an async wrapper costs each one microtask turns.
-    return this.#raw<T>(["EVALSHA", script.sha, String(keys.length), ...keys, ...args]).catch((error) => {
-      if (!String((error as Error)?.message).startsWith("NOSCRIPT")) throw this.#translate(error);
-      return this.send<T>(["EVAL", script.lua, String(keys.length), ...keys, ...args]);
+    const waits = this.#wait.replicas > 0 && !script.readOnly && keys.length > 0;
+    const node = waits ? this.#nodeOf(keys[0]) : undefined;
+    const reply = this.#raw<T>(["EVALSHA", script.sha, String(keys.length), ...keys, ...args]).catch((error) => {
+      if (!String((error as Error)?.message).startsWith("NOSCRIPT")) throw error;
+      return this.#raw<T>(["EVAL", script.lua, String(keys.length), ...keys, ...args]);
     });
+    if (waits) return this.#acknowledged(reply, keys[0], node);
+    return reply.catch((error) => {
+      throw this.#translate(error);
+    });
+  }
+
+  /** On a cluster, the connection to `key`'s master as the write is sent (see {@link #acknowledged}). */
+  #nodeOf(key: string): Promise<unknown> | undefined {
+    return this.#client?.nodeFor?.(key).catch(() => undefined);
+  }
+
+  /**
+   * `reply`, once the write it answers has reached `waitReplicas` replicas: WAIT on the connection that
+   * carried it (on a cluster, that of `key`'s node), which covers every write sent on it before.
+   * @throws `store_unavailable` with outcome unknown when fewer replicas confirm it in time: the write
+   * applied on the master, and a failover before it reaches a replica would lose it.
+   */
+  async #acknowledged<T>(reply: Promise<T>, key: string, nodeAtSend: Promise<unknown> | undefined): Promise<T> {
+    const value = await reply.catch((error) => {
+      throw this.#translate(error);
+    });
+    const { replicas, timeoutMs } = this.#wait;
+    const args = ["WAIT", String(replicas), String(timeoutMs)];
+    const acked = await this.#raw<number>(async (client) => {
+      if (!client.nodeFor) return client.sendCommand(args);
+      // WAIT counts the writes of the connection it is sent on: if the slot's master changed since
+      // the write left (a failover), the write's fate is unknown.
+      const [before, node] = await Promise.all([nodeAtSend, client.nodeFor(key)]);
+      if (before !== undefined && before !== node) throw new Error("the slot's master changed before the write was confirmed");
+      return node.sendCommand(args);
+    }, timeoutMs).catch((error) => {
+      throw this.#unknown(this.#translate(error));
+    });
+    if (Number(acked) < replicas) {
+      throw this.#unknown(
+        this.#unavailable(
+          `Redis at ${this.#where} applied a write that ${acked} of the ${replicas} replicas it waits for acknowledged within ${timeoutMs} ms (wait=${replicas}): a failover may lose it`,
+          null,
+        ),
+      );
+    }
+    return value;
   }
 
   /**
@@ -171,10 +237,11 @@ export class RedisConnection {
     else if (client.isOpen) client.destroy();
   }
 
-  #raw<T>(args: string[] | ((client: RedisClient) => Promise<unknown>)): Promise<T> {
+  /** `extraMs`: how long the command may block on the server by design (WAIT's timeout), on top of the reply deadline. */
+  #raw<T>(args: string[] | ((client: RedisClient) => Promise<unknown>), extraMs = 0): Promise<T> {
     // A server that stopped answering (connected but silent): as in a disconnect, a call waits at most
     // the connect timeout counted from the start of the silence, then fails at once until it answers.
-    let ms = this.#options.commandTimeoutMs;
+    let ms = this.#options.commandTimeoutMs + extraMs;
     if (this.#silentSince) {
       const left = this.#silentSince + this.#options.connectTimeoutMs - Date.now();
       if (left <= 0) return Promise.reject(this.#unavailable(`Redis at ${this.#where} is not answering`));
@@ -332,7 +399,7 @@ export class RedisConnection {
   }
 
   #unavailable(message: string, cause: unknown = this.#lastError): ThreadkeepError {
-    return new ThreadkeepError("store_unavailable", message, cause === undefined ? {} : { cause });
+    return new ThreadkeepError("store_unavailable", message, cause === undefined || cause === null ? {} : { cause });
   }
 
   #translate(error: unknown): ThreadkeepError {

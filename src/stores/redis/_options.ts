@@ -22,6 +22,18 @@ export interface RedisStoreOptions {
   connectTimeoutMs?: number;
   /** Longest pause between reconnection attempts (the backoff doubles from 50 ms). @default 1000 */
   maxReconnectDelayMs?: number;
+  /**
+   * Replicas that must acknowledge each write before it counts as done (Redis `WAIT` after the write,
+   * on the master that applied it). Redis replicates asynchronously: without this, a write the master
+   * acknowledged and then lost in a crash, before any replica received it, is gone after the
+   * replica's promotion. With it, such a write fails instead (`store_unavailable`, outcome unknown: it
+   * applied on the master), and a write that succeeded survives the failover of its master. Costs each
+   * write one more round trip (master → replica → master), and a master whose replicas are away
+   * refuses every write for `waitTimeoutMs` each. URL: `?wait=N`. @default 0 (the URL's, else none)
+   */
+  waitReplicas?: number;
+  /** Longest wait for the replicas' acknowledgement of one write (`waitReplicas`). URL: `?wait_timeout=MS`. @default 1000 */
+  waitTimeoutMs?: number;
   /** Receives connection errors (the client reconnects by itself; calls report outages as errors). @default ignored */
   onError?: (error: Error) => void;
   /**

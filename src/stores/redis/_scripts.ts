@@ -15,11 +15,13 @@ export interface RedisScript {
   readonly name: string;
   readonly lua: string;
   readonly sha: string;
+  /** The script never writes, so it needs no replica's acknowledgement (`wait`). */
+  readonly readOnly?: boolean;
 }
 
 /** A script of `lua`, with its SHA1. */
-export function script(name: string, lua: string): RedisScript {
-  return { name, lua, sha: createHash("sha1").update(lua).digest("hex") };
+export function script(name: string, lua: string, options: { readOnly?: boolean } = {}): RedisScript {
+  return { name, lua, sha: createHash("sha1").update(lua).digest("hex"), ...(options.readOnly ? { readOnly: true } : {}) };
 }
 
 /**
@@ -121,9 +123,13 @@ end
 `;
 
 /** ARGV: lowest seq, highest seq, last, limit ('' for unset), since (see {@link GONE}). Returns the stored message strings. */
-export const RANGE = script("range", `${SESSION}${GONE}${READ_RANGE}
+export const RANGE = script(
+  "range",
+  `${SESSION}${GONE}${READ_RANGE}
 if gone(ARGV[5]) then return {} end
-return readRange(1)`);
+return readRange(1)`,
+  { readOnly: true },
+);
 
 /**
  * An owner-scoped read. ARGV: owner, activeSince ('' none), from, to, last, limit ('' each when unset).
@@ -137,6 +143,7 @@ if not owner[1] or owner[1] ~= ARGV[1] or (ARGV[2] ~= '' and tonumber(owner[2]) 
 local out = readRange(3)
 table.insert(out, 1, 1)
 return out`,
+  { readOnly: true },
 );
 
 /** ARGV: since (see {@link GONE}). Returns {1, message}, {0} when there is none, {-1} for a missing session. */
@@ -193,6 +200,7 @@ export const GET_STATE = script(
   `${SESSION}${GONE}
 if gone(ARGV[1]) then return {-1} end
 return {1, redis.call('HMGET', STATE, 'v', 'd')}`,
+  { readOnly: true },
 );
 
 /** ARGV: expected version, data JSON, since (see {@link GONE}). Returns {newVersion}, {-1}, or {-2, actualVersion}. */

@@ -17,26 +17,44 @@ describe("parseRedisUrl", () => {
   });
 
   it("reads a single server's address and database", () => {
-    expect(parseRedisUrl("redis://127.0.0.1:6379/6")).toEqual({ where: "127.0.0.1:6379", database: 6 });
-    expect(parseRedisUrl("rediss://user:pw@h:6380")).toEqual({ where: "h:6380" });
-    expect(parseRedisUrl("redis://h/")).toEqual({ where: "h" });
-    expect(parseRedisUrl("redis://")).toEqual({ where: "localhost" });
+    expect(parseRedisUrl("redis://127.0.0.1:6379/6")).toEqual({ where: "127.0.0.1:6379", database: 6, clientUrl: "redis://127.0.0.1:6379/6" });
+    expect(parseRedisUrl("rediss://user:pw@h:6380")).toEqual({ where: "h:6380", clientUrl: "rediss://user:pw@h:6380" });
+    expect(parseRedisUrl("redis://h/")).toEqual({ where: "h", clientUrl: "redis://h/" });
+    expect(parseRedisUrl("redis://")).toEqual({ where: "localhost", clientUrl: "redis://" });
+  });
+
+  it("reads the replica acknowledgement parameters, and connects without them", () => {
+    expect(parseRedisUrl("redis://h:6379/2?wait=1&wait_timeout=250")).toEqual({
+      where: "h:6379",
+      database: 2,
+      waitReplicas: 1,
+      waitTimeoutMs: 250,
+      clientUrl: "redis://h:6379/2",
+    });
+    expect(parseRedisUrl("redis+cluster://h:1,h:2?wait=2")).toMatchObject({ waitReplicas: 2, clientUrl: "redis://h:1" });
+    expect(parseRedisUrl("redis+cluster://h:1/?wait_timeout=50")).toMatchObject({ waitTimeoutMs: 50 });
+    expect(parseRedisUrl("redis://h?wait=0").waitReplicas).toBe(0);
   });
 
   it.each([
     ["redis+cluster://h:1/0", '/db path, got "/0"'],
     ["redis+cluster://h:1,h:2/3?x=1", '/db path, got "/3"'],
-    ["redis+cluster://h:1?x=1&y=2", "no parameters, got ?x, y"],
-    ["redis+cluster://h:1/?x=1", "no parameters, got ?x"],
+    ["redis+cluster://h:1?x=1&y=2", "only the parameters wait, wait_timeout, got ?x, y"],
+    ["redis+cluster://h:1/?x=1", "only the parameters wait, wait_timeout, got ?x"],
     ["redis+cluster://h:1#top", "no #fragment"],
     ["redis+cluster://", "at least one node"],
     ["redis+cluster://u:p@ , ", "at least one node"],
     ["redis+cluster://h:1,h:port", 'Not a host[:port] in a redis+cluster:// URL: "h:port"'],
     ["redis+cluster://h:99999", 'Not a host[:port] in a redis+cluster:// URL: "h:99999"'],
     ["redis+cluster://:50%@h:1", "not valid percent-encoding"],
-    ["redis://h:6379?x=1", "no parameters, got ?x"],
-    ["redis://h:6379/0?password=secret", "no parameters, got ?password"],
+    ["redis://h:6379?x=1", "only the parameters wait, wait_timeout, got ?x"],
+    ["redis://h:6379/0?password=secret", "only the parameters wait, wait_timeout, got ?password"],
     ["redis://h:6379#x", "no #fragment"],
+    ["redis://h:6379?wait=one", 'wait takes a number of replicas (0-100), got "one"'],
+    ["redis://h:6379?wait=-1", 'got "-1"'],
+    ["redis://h:6379?wait=1&wait=2", '"wait" is given twice'],
+    ["redis+cluster://h:1?wait_timeout=0", 'wait_timeout takes a time in ms (1-600000), got "0"'],
+    ["redis+cluster://h:1?wait=1&timeout=5", "got ?timeout"],
     ["redis://h:6379/abc", 'database number (e.g. /0), got "/abc"'],
     ["redis://h:6379/-1", 'got "/-1"'],
     ["redis://h:6379/0/x", 'got "/0/x"'],

@@ -69,6 +69,8 @@ export function createRedisStore(options: RedisStoreOptions): FullStore & Vector
     connectTimeoutMs: options.connectTimeoutMs ?? 2_000,
     maxReconnectDelayMs: options.maxReconnectDelayMs ?? 1_000,
     onError: options.onError,
+    waitReplicas: options.waitReplicas,
+    waitTimeoutMs: options.waitTimeoutMs,
   });
 
   const keys = redisKeys(prefix);

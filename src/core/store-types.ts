@@ -254,3 +254,78 @@ export const hasCounts = (store: SessionStore): store is SessionStore & CountSto
 /** True when the store opens a turn in one round trip ({@link TurnStore} with `capabilities.combinedTurn`). */
 export const hasCombinedTurn = (store: SessionStore): store is SessionStore & TurnStore => store.capabilities.combinedTurn === true && has(store, "openTurn");
 
+
+/** Where a {@link UserMemory} came from. */
+export type UserMemorySource =
+  | { kind: "hand" }
+  /** Written from a turn: the session and the seqs of the messages it was drawn from. */
+  | { kind: "session"; sessionId: string; seqs: number[] };
+
+/** One earlier version of a {@link UserMemory}: what an update or a contradiction replaced. */
+export interface UserMemoryVersion {
+  text: string;
+  /** When this text stopped being the memory's (ms since epoch). */
+  replacedAt: number;
+  /** Why it was replaced (`edit`, `contradiction`, …). */
+  reason?: string;
+}
+
+/**
+ * A memory: a short statement about a user ("is vegetarian", "manager is Sam") that outlives the
+ * session it was said in. It belongs to one user, with the same tenancy as sessions.
+ */
+export interface UserMemory {
+  id: string;
+  userId: string;
+  text: string;
+  createdAt: number;
+  updatedAt: number;
+  source: UserMemorySource;
+  metadata: Record<string, unknown>;
+  /** Earlier texts, oldest first; gone with the memory or the user. */
+  history: UserMemoryVersion[];
+}
+
+/** What {@link UserMemoryStore.addUserMemory} takes. */
+export interface UserMemoryInput {
+  /** A UUID; one is made when left out. */
+  id?: string;
+  userId: string;
+  text: string;
+  source?: UserMemorySource;
+  metadata?: Record<string, unknown>;
+  createdAt?: number;
+}
+
+/** A page of one user's memories, newest `updatedAt` first. */
+export interface UserMemoryPage {
+  memories: UserMemory[];
+  nextCursor: string | null;
+}
+
+/**
+ * Memories about users ({@link UserMemory}): a capability of the store contract. Every call is scoped
+ * to one user: another user's memory id reads as missing (`null`, `not_found`). Without it
+ * {@link completeStore} lists none and refuses writes with `capability_missing`.
+ */
+export interface UserMemoryStore {
+  /** Stores a new memory. */
+  addUserMemory(input: UserMemoryInput): Promise<UserMemory>;
+  /** The user's memory, or null (also for another user's id). */
+  getUserMemory(userId: string, id: string): Promise<UserMemory | null>;
+  /** The user's memories, most recently updated first. */
+  listUserMemories(userId: string, options?: ListOptions): Promise<UserMemoryPage>;
+  /**
+   * Replaces the text (and merges `metadata`), keeping the old text in `history` with `reason`.
+   * @throws `not_found` for a missing or another user's memory.
+   */
+  updateUserMemory(userId: string, id: string, patch: { text?: string; metadata?: Record<string, unknown>; reason?: string }): Promise<UserMemory>;
+  /** Deletes the memory with its history. @returns false when there was none (or it is another user's). */
+  deleteUserMemory(userId: string, id: string): Promise<boolean>;
+  /** Deletes every memory of the user with their history. @returns how many. */
+  deleteUserMemories(userId: string): Promise<number>;
+}
+
+/** True when the store keeps memories about users ({@link UserMemoryStore}). */
+export const hasUserMemories = (store: SessionStore): store is SessionStore & UserMemoryStore =>
+  has(store, "addUserMemory", "getUserMemory", "listUserMemories", "updateUserMemory", "deleteUserMemory", "deleteUserMemories");

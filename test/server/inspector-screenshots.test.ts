@@ -1,9 +1,13 @@
 /**
  * Screenshots of each inspector view, light and dark, for docs/inspector.md. The content is fixed:
  * session ids, texts and (through a frozen Date in this process and a fixed clock in the page) every
- * time shown, so a run on the same machine writes the same pictures again.
+ * time shown, so a run on the same machine writes the same pictures again. They go to docs/inspector/
+ * only with UPDATE_SCREENSHOTS=1 (a plain test run leaves the checkout clean); otherwise to a
+ * temporary folder, and the test still takes and checks every one.
  */
-import { mkdirSync, statSync } from "node:fs";
+import { mkdirSync, mkdtempSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -13,7 +17,7 @@ import { type Stack, startStack } from "./_stack.js";
 const available = browserAvailable();
 if (available !== true) console.log(`[skip] inspector screenshots: ${available}`);
 
-const OUT = fileURLToPath(new URL("../../docs/inspector/", import.meta.url));
+const OUT = process.env.UPDATE_SCREENSHOTS === "1" ? fileURLToPath(new URL("../../docs/inspector/", import.meta.url)) : `${mkdtempSync(join(tmpdir(), "threadkeep-shots-"))}/`;
 const T0 = Date.UTC(2026, 10, 20, 9, 0, 0);
 const TRIP = "3f2b8c1e-6d1a-4c3e-9f7a-2b9d8e1c0a55";
 const EMAIL = "7c9e6679-7425-40de-944b-e07fc1f90ae7";

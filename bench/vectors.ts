@@ -11,6 +11,9 @@
  * top 10 of every query is computed while the store is filled, and checked against the store's own
  * exact scan for the queries timed on it.
  *
+ * PostgreSQL's exact scan, its only path, at the sizes of `BENCH_VECTORS_POSTGRES` (e.g. `20000,50000`;
+ * off by default); `BENCH_VECTORS_SQLITE=0` skips SQLite.
+ *
  * `BENCH_VECTORS_SIZE` (default 100,000; the 1M figures in docs/benchmarks.md use 1000000),
  * `BENCH_VECTORS_DIMS` (default `768,1536`), `BENCH_VECTORS_QUERIES` (default 50), `BENCH_QUICK=1`
  * (20,000 vectors, 768 dimensions). Sessions hold 100 messages each, all of one owner.
@@ -22,6 +25,7 @@ import Database from "better-sqlite3";
 import { newSessionId } from "../src/core/ids.js";
 import type { VectorStore } from "../src/core/types.js";
 import { createSqliteStore, type SqliteVectorIndexOptions } from "../src/stores/sqlite/index.js";
+import { openBenchStore } from "./_recall-stores.js";
 import { collectGarbage, formatMicros, percentile, printTable, QUICK, seededRandom } from "./_harness.js";
 
 const SIZE = Number(process.env.BENCH_VECTORS_SIZE ?? (QUICK ? 20_000 : 100_000));
@@ -221,5 +225,41 @@ async function run(dims: number) {
   }
 }
 
+/**
+ * PostgreSQL's exact scan (its only path: pgvector is not used) at the sizes of `BENCH_VECTORS_POSTGRES`
+ * (e.g. `20000,50000`), in one owner, 768 dimensions: the figures to extrapolate its bound from.
+ */
+async function postgresExact(sizes: number[]) {
+  const opened = await openBenchStore("postgres");
+  if (typeof opened === "string") return console.log(`\nSkipping PostgreSQL: ${opened}`);
+  const rows: string[][] = [];
+  try {
+    const dims = 768;
+    const draw = mixture(dims, 7);
+    const queries = Array.from({ length: 5 }, draw);
+    let filled = 0;
+    for (const size of sizes) {
+      await fill(opened.store, "big", size - filled, draw);
+      filled = size;
+      await opened.settle?.();
+      try {
+        await timeSearches(opened.store, "big", queries.slice(0, 1)); // warm-up
+        const r = await timeSearches(opened.store, "big", queries);
+        rows.push([size.toLocaleString("en"), formatMicros(r.p50), formatMicros(r.p90), `${(r.p50 / size).toFixed(0)} µs`]);
+      } catch (error) {
+        // Past the store's query timeout is a result too.
+        rows.push([size.toLocaleString("en"), `failed: ${(error as { code?: string }).code ?? (error as Error).message}`, "–", "–"]);
+      }
+      console.error(`  postgres ${rows.at(-1)!.join(" | ")}`);
+    }
+  } finally {
+    await opened.remove();
+  }
+  console.log(`\nPostgreSQL exact scan, ${768} dimensions, one owner, limit ${K} (wall time, 5 queries):\n`);
+  printTable(["owner's vectors", "p50", "p90", "p50 per vector"], rows);
+}
+
 console.log(`${cpus()[0]?.model ?? "?"}, ${cpus().length} cores, load average ${loadavg()[0].toFixed(1)} at the start; ${new Date().toISOString()}`);
-for (const dims of DIMS) await run(dims);
+const PG_SIZES = process.env.BENCH_VECTORS_POSTGRES?.split(",").map(Number).filter((n) => n > 0) ?? [];
+if (PG_SIZES.length > 0) await postgresExact(PG_SIZES);
+if (process.env.BENCH_VECTORS_SQLITE !== "0") for (const dims of DIMS) await run(dims);

@@ -47,7 +47,7 @@ export interface SqliteStoreOptions {
    * through a binary index (`sqlite-vec`, one bit a dimension) whose nearest `candidates` are re-scored
    * exactly; smaller owners, and searches within one session, scan every vector. `false` scans every
    * vector always. Where sqlite-vec has no binary for the platform, every search scans (with one warning).
-   * @default { minOwnerVectors: 5000, candidates: 1000 }
+   * @default { minOwnerVectors: 5000, candidates: 500 }
    */
   vectorIndex?: SqliteVectorIndexOptions | false;
 }

@@ -1,3 +1,7 @@
+import type { SqliteVectorIndexOptions } from "./_vector-index.js";
+
+export type { SqliteVectorIndexOptions } from "./_vector-index.js";
+
 /** Options of {@link createSqliteStore}. */
 export interface SqliteStoreOptions {
   /** The database file; missing parent directories are created. `:memory:` keeps the data in this process only. */
@@ -38,4 +42,12 @@ export interface SqliteStoreOptions {
    * @default true
    */
   backgroundCheckpoints?: boolean;
+  /**
+   * Semantic search of a large owner (one with `minOwnerVectors` embeddings or more of a model) goes
+   * through a binary index (`sqlite-vec`, one bit a dimension) whose nearest `candidates` are re-scored
+   * exactly; smaller owners, and searches within one session, scan every vector. `false` scans every
+   * vector always. Where sqlite-vec has no binary for the platform, every search scans (with one warning).
+   * @default { minOwnerVectors: 5000, candidates: 500 }
+   */
+  vectorIndex?: SqliteVectorIndexOptions | false;
 }

@@ -1,13 +1,24 @@
 /**
  * The SQLite store's embeddings: packed float32 blobs beside the messages (migration v6), searched by
  * an exact scan of the owner's own vectors (the owner's sessions index bounds it), cosine similarity
- * computed in JavaScript over the blobs.
+ * computed in JavaScript over the blobs; a large owner's through a binary index re-scored exactly
+ * (sqlite/_vector-index.ts).
  */
 import type Database from "better-sqlite3";
 import type { EmbeddingInput, VectorHit, VectorQuery } from "../../core/types.js";
 import type { SqliteStoreDb } from "./_db.js";
 import { activeSinceSql } from "./_activity.js";
 import { checkDimensions, dimensionMismatch, dot, normalize, packVector, TopK, unpackVector, vectorHit } from "../_vectors.js";
+import { DEFAULT_SEARCH_LIMIT } from "../_util.js";
+import {
+  DEFAULT_CANDIDATES,
+  DEFAULT_MIN_OWNER_VECTORS,
+  indexCandidates,
+  indexOwner,
+  isIndexed,
+  type SqliteVectorIndexOptions,
+  syncVectorIndex,
+} from "./_vector-index.js";
 
 type Row = [sessionId: string, seq: number, createdAt: number, vector: Buffer];
 
@@ -58,6 +69,8 @@ export function putVectors(store: SqliteStoreDb, sessionId: string, model: strin
     for (const item of items) {
       st.put.run({ sid: sessionId, seq: item.seq, at: item.createdAt, model, vector: packVector(normalize(item.vector)) });
     }
+    // The triggers queued the indexed owners' new vectors; they go into the index in this transaction.
+    syncVectorIndex(store.db);
   }).immediate();
 }
 
@@ -66,29 +79,61 @@ export function missingVectors(store: SqliteStoreDb, sessionId: string, model: s
   return statements(store.db).missing.all(sessionId, model, limit) as number[];
 }
 
-/** The nearest messages of one owner, best first. */
-export function searchVectors(store: SqliteStoreDb, query: VectorQuery): VectorHit[] {
+/**
+ * The nearest messages of one owner, best first: through the binary index for an owner it holds (a
+ * search of all the owner's sessions, without seq bounds), else by an exact scan, after which an owner
+ * found with `minOwnerVectors` or more is indexed for the next search (sqlite/_vector-index.ts).
+ */
+export function searchVectors(store: SqliteStoreDb, query: VectorQuery, index: SqliteVectorIndexOptions | false = {}): VectorHit[] {
   const st = statements(store.db);
   const normalized = normalize(query.vector);
   const dims = st.dims.get(query.model) as number | undefined;
   if (dims === undefined) return [];
   if (dims !== normalized.length) throw dimensionMismatch(query.model, dims, normalized.length);
+  const limit = query.limit ?? DEFAULT_SEARCH_LIMIT;
   const after = query.afterSeq ?? Number.MIN_SAFE_INTEGER;
   const before = query.beforeSeq ?? Number.MAX_SAFE_INTEGER;
   const since = query.activeSince ?? Number.MIN_SAFE_INTEGER;
-  const rows = (
-    query.sessionId
-      ? st.scanSession.all(query.sessionId, query.userId, since, since, query.model, after, before)
-      : st.scan.all(query.userId, since, since, query.model, after, before)
-  ) as Row[];
-  const top = new TopK(query.limit);
+  // Session and seq bounded searches (recall within a session) stay exact: a session is small, and
+  // bounds would thin the index's candidates unpredictably.
+  const whole = index !== false && query.sessionId === undefined && query.beforeSeq === undefined && query.afterSeq === undefined;
+  const top = new TopK(limit);
   const createdAt = new Map<string, number>();
-  for (const row of rows) {
-    const score = dot(unpackVector(row[3]), normalized);
-    if (score <= top.floor) continue;
+  const consider = (sessionId: string, seq: number, at: number, vector: Buffer) => {
+    const score = dot(unpackVector(vector), normalized);
+    if (score <= top.floor) return;
     // Scores first; messages are read only for the few that win.
-    top.add({ sessionId: row[0], seq: row[1], snippet: "", message: undefined as never, score });
-    createdAt.set(`${row[0]}\n${row[1]}`, row[2]);
+    top.add({ sessionId, seq, snippet: "", message: undefined as never, score });
+    createdAt.set(`${sessionId}\n${seq}`, at);
+  };
+  let answered = false;
+  if (whole && limit > 0 && isIndexed(store.db, query.userId, query.model)) {
+    const k = Math.max(limit, index.candidates ?? DEFAULT_CANDIDATES);
+    const candidates = indexCandidates(store.db, { userId: query.userId, model: query.model, normalized, since, k });
+    let live = 0;
+    for (const [sessionId, seq, at, vector, eligible] of candidates) {
+      if (!eligible) continue;
+      live++;
+      consider(sessionId, seq, at, vector);
+    }
+    // Fewer candidates than asked for means all the owner's vectors were candidates (an exact answer);
+    // too few eligible ones (expired sessions not swept yet) and the exact scan answers.
+    answered = live >= limit || candidates.length < k;
+  }
+  if (!answered) {
+    const rows = (
+      query.sessionId
+        ? st.scanSession.iterate(query.sessionId, query.userId, since, since, query.model, after, before)
+        : st.scan.iterate(query.userId, since, since, query.model, after, before)
+    ) as Iterable<Row>;
+    let scanned = 0;
+    for (const row of rows) {
+      scanned++;
+      consider(row[0], row[1], row[2], row[3]);
+    }
+    if (whole && scanned >= (index.minOwnerVectors ?? DEFAULT_MIN_OWNER_VECTORS) && !isIndexed(store.db, query.userId, query.model)) {
+      indexOwner(store.db, query.userId, query.model);
+    }
   }
   const hits: VectorHit[] = [];
   for (const hit of top.hits) {

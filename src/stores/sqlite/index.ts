@@ -33,7 +33,7 @@ import type { SqliteStoreOptions } from "./_options.js";
 import { searchMessages } from "./_search.js";
 import { checkSearchQuery, DEFAULT_LIST_LIMIT, DEFAULT_SEARCH_LIMIT, decodeCursor, encodeCursor } from "../_util.js";
 
-export type { SqliteStoreOptions } from "./_options.js";
+export type { SqliteStoreOptions, SqliteVectorIndexOptions } from "./_options.js";
 
 /** The backend name of the SQLite store. */
 export const SQLITE_STORE_NAME = "sqlite";
@@ -332,7 +332,8 @@ export function createSqliteStore(options: SqliteStoreOptions): FullStore & Vect
     },
 
     async searchVectors(query: VectorQuery) {
-      return use((db) => searchVectors(db, query));
+      // A search may write: the index's queued changes, or a newly indexed owner.
+      return change((db) => searchVectors(db, query, options.vectorIndex ?? {}));
     },
 
     async search(query: SearchQuery) {

@@ -1,0 +1,181 @@
+/**
+ * The SQLite store's binary vector index (sqlite/_vector-index.ts): the embeddings conformance cases
+ * with every owner indexed, and the index kept consistent with `message_vectors` through appends,
+ * replaced vectors, truncation, deletion, expiry, a restart, and writes by a connection without the
+ * extension (an older process, or a platform without sqlite-vec's binary).
+ */
+import Database from "better-sqlite3";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { newSessionId } from "../../src/core/ids.js";
+import type { VectorStore } from "../../src/core/types.js";
+import { createSqliteStore, type SqliteStoreOptions } from "../../src/stores/sqlite/index.js";
+import { describeVectors } from "../../src/testing/conformance-vectors.js";
+import { seededRandom } from "../../bench/_harness.js";
+import { sqliteTempFiles } from "./_sqlite-files.js";
+
+const { freshPath } = sqliteTempFiles("threadkeep-sqlite-vector-index-");
+
+describe("sqlite with every owner indexed", () => {
+  let store: VectorStore;
+  beforeAll(() => {
+    store = createSqliteStore({ path: freshPath(), vectorIndex: { minOwnerVectors: 1 } });
+  });
+  afterAll(() => store.close());
+  describeVectors(() => store, "sqlite (vector index)");
+});
+
+const MODEL = "m";
+const DIMS = 32;
+const random = seededRandom(24);
+const vector = () => Array.from({ length: DIMS }, () => random() - 0.5);
+
+/** A store on `path` whose owners are indexed from 50 vectors on, re-scoring `candidates` of them. */
+const open = (path: string, options: Partial<SqliteStoreOptions> = {}) =>
+  createSqliteStore({ path, vectorIndex: { minOwnerVectors: 50, candidates: 20 }, backgroundCheckpoints: false, ...options });
+
+/** Creates a session of `owner` with `n` messages and their vectors; returns the session id and vectors. */
+async function session(store: VectorStore, owner: string, n: number, lastActivityAt?: number) {
+  const id = newSessionId();
+  await store.createSession({ id, userId: owner });
+  const added = await store.appendMessages(id, Array.from({ length: n }, (_, i) => ({ role: "user" as const, content: `${owner} ${i}` })));
+  const vectors = added.map(() => vector());
+  await store.putEmbeddings(id, MODEL, added.map((m, i) => ({ seq: m.seq, createdAt: m.createdAt, vector: vectors[i] })));
+  if (lastActivityAt !== undefined) await store.touchSession(id, lastActivityAt);
+  return { id, added, vectors };
+}
+
+const rows = (path: string, sql: string) => {
+  const db = new Database(path, { readonly: true });
+  try {
+    return db.prepare(sql).pluck().get() as number;
+  } finally {
+    db.close();
+  }
+};
+
+describe("sqlite vector index", () => {
+  it("indexes an owner past the threshold only, and answers from the index with the exact scan's best hit", async () => {
+    const path = freshPath();
+    const store = open(path);
+    try {
+      const big = await session(store, "big", 120);
+      const small = await session(store, "small", 10);
+      const probe = big.vectors[7];
+      // The first search scans exactly, then indexes the owner; the second goes through the index.
+      const first = await store.searchVectors({ userId: "big", model: MODEL, vector: probe, limit: 5 });
+      expect(rows(path, "SELECT count(*) FROM vector_index_owners WHERE user_id = 'big'")).toBe(1);
+      expect(rows(path, "SELECT count(*) FROM vector_index_rows")).toBe(120);
+      const second = await store.searchVectors({ userId: "big", model: MODEL, vector: probe, limit: 5 });
+      expect(second[0]).toMatchObject({ sessionId: big.id, seq: 8 });
+      expect(second[0].score).toBeCloseTo(1, 5);
+      expect(second[0].message.content).toBe("big 7");
+      // Re-scored exactly: the scores are the exact ones, whichever hits the candidates held.
+      const exact = new Map(first.map((h) => [h.seq, h.score]));
+      for (const hit of second) if (exact.has(hit.seq)) expect(hit.score).toBeCloseTo(exact.get(hit.seq)!, 6);
+      await store.searchVectors({ userId: "small", model: MODEL, vector: small.vectors[0] });
+      expect(rows(path, "SELECT count(*) FROM vector_index_owners WHERE user_id = 'small'")).toBe(0);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("keeps the index consistent through appends, replaced vectors, truncation, deletion, expiry and a restart", async () => {
+    const path = freshPath();
+    let store = open(path);
+    try {
+      const a = await session(store, "owner", 60);
+      const b = await session(store, "owner", 30);
+      await store.searchVectors({ userId: "owner", model: MODEL, vector: a.vectors[0] }); // indexes the owner
+      const top = async (v: number[], since?: number) =>
+        (await store.searchVectors({ userId: "owner", model: MODEL, vector: v, limit: 3, activeSince: since }))[0];
+
+      // A message appended and embedded after the owner was indexed is found.
+      const fresh = vector();
+      const [added] = await store.appendMessages(b.id, [{ role: "user", content: "fresh" }]);
+      await store.putEmbeddings(b.id, MODEL, [{ seq: added.seq, createdAt: added.createdAt, vector: fresh }]);
+      expect((await top(fresh)).message.content).toBe("fresh");
+      // A replaced vector is found by its new value, and no longer by its old one.
+      const replaced = vector();
+      await store.putEmbeddings(a.id, MODEL, [{ seq: a.added[3].seq, createdAt: a.added[3].createdAt, vector: replaced }]);
+      expect((await top(replaced)).seq).toBe(a.added[3].seq);
+      expect((await top(a.vectors[3]))?.seq).not.toBe(a.added[3].seq);
+      // Truncated messages are gone from the answers and from the index.
+      await store.truncateAfter(a.id, 10);
+      expect((await top(a.vectors[40])).seq).not.toBe(41);
+      expect(rows(path, "SELECT count(*) FROM vector_index_rows")).toBe(10 + 31);
+
+      // A restart keeps the index, its queues applied.
+      await store.close();
+      store = open(path);
+      expect((await top(fresh)).message.content).toBe("fresh");
+      expect(rows(path, "SELECT count(*) FROM vector_index_owners")).toBe(1);
+
+      // An expired session (not swept yet) is never answered; with too few live candidates the exact
+      // scan answers.
+      const old = await session(store, "owner", 5, Date.now() - 86_400_000);
+      const since = Date.now() - 3_600_000;
+      expect((await top(old.vectors[2])).sessionId).toBe(old.id);
+      expect((await top(old.vectors[2], since)).sessionId).not.toBe(old.id);
+      expect(await store.expire(since)).toEqual([old.id]);
+
+      // A deleted session's vectors go from the index.
+      await store.deleteSession(b.id);
+      expect((await top(fresh)).sessionId).toBe(a.id);
+      expect(rows(path, "SELECT count(*) FROM vector_index_rows")).toBe(10);
+      expect(rows(path, "SELECT count(*) FROM vector_index_gone") + rows(path, "SELECT count(*) FROM vector_index_queue")).toBe(0);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("catches up on writes made by a connection without sqlite-vec", async () => {
+    const path = freshPath();
+    const store = open(path);
+    try {
+      const a = await session(store, "owner", 60);
+      await store.searchVectors({ userId: "owner", model: MODEL, vector: a.vectors[0] });
+      const [added] = await store.appendMessages(a.id, [{ role: "user", content: "written elsewhere" }]);
+      await store.close();
+
+      // An older threadkeep, or one where sqlite-vec has no binary: plain SQL, triggers only.
+      const plain = new Database(path);
+      const elsewhere = vector();
+      const packed = Buffer.alloc(DIMS * 4);
+      const norm = Math.hypot(...elsewhere);
+      elsewhere.forEach((x, i) => packed.writeFloatLE(x / norm, i * 4));
+      plain
+        .prepare("INSERT INTO message_vectors (session_id, seq, created_at, model, vector) VALUES (?, ?, ?, ?, ?)")
+        .run(a.id, added.seq, added.createdAt, MODEL, packed);
+      plain.prepare("DELETE FROM messages WHERE session_id = ? AND seq <= 5").run(a.id);
+      plain.close();
+
+      const reopened = open(path);
+      try {
+        const hits = await reopened.searchVectors({ userId: "owner", model: MODEL, vector: elsewhere, limit: 60 });
+        expect(hits[0].message.content).toBe("written elsewhere");
+        expect(hits.some((h) => h.seq <= 5)).toBe(false);
+        expect(rows(path, "SELECT count(*) FROM vector_index_rows")).toBe(60 - 5 + 1);
+      } finally {
+        await reopened.close();
+      }
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("scans exactly with `vectorIndex: false`, leaving an existing index to the next indexed store", async () => {
+    const path = freshPath();
+    const indexed = open(path);
+    const a = await session(indexed, "owner", 60);
+    await indexed.searchVectors({ userId: "owner", model: MODEL, vector: a.vectors[0] });
+    await indexed.close();
+    const plain = open(path, { vectorIndex: false });
+    try {
+      const hits = await plain.searchVectors({ userId: "owner", model: MODEL, vector: a.vectors[9], limit: 60 });
+      expect(hits).toHaveLength(60);
+      expect(hits[0].seq).toBe(10);
+    } finally {
+      await plain.close();
+    }
+  });
+});

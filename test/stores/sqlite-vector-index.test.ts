@@ -7,7 +7,7 @@
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
-import type { VectorStore } from "../../src/core/types.js";
+import type { FullStore, VectorStore } from "../../src/core/types.js";
 import { createSqliteStore, type SqliteStoreOptions } from "../../src/stores/sqlite/index.js";
 import { describeVectors } from "../../src/testing/conformance-vectors.js";
 import { seededRandom } from "../../bench/_harness.js";
@@ -16,7 +16,7 @@ import { sqliteTempFiles } from "./_sqlite-files.js";
 const { freshPath } = sqliteTempFiles("threadkeep-sqlite-vector-index-");
 
 describe("sqlite with every owner indexed", () => {
-  let store: VectorStore;
+  let store: FullStore & VectorStore;
   beforeAll(() => {
     store = createSqliteStore({ path: freshPath(), vectorIndex: { minOwnerVectors: 1 } });
   });

@@ -17,7 +17,8 @@ const firstOption = args.findIndex((arg) => arg.startsWith("--"));
 const filters = firstOption === -1 ? args : args.slice(0, firstOption);
 const forwarded = firstOption === -1 ? [] : args.slice(firstOption);
 const scripts = readdirSync(here)
-  .filter((file) => file.endsWith(".ts") && file !== "run.ts" && !file.startsWith("_"))
+  // The soak has a command of its own (npm run soak) and runs for minutes.
+  .filter((file) => file.endsWith(".ts") && file !== "run.ts" && file !== "soak.ts" && !file.startsWith("_"))
   .filter((file) => filters.length === 0 || filters.some((f) => file.includes(f)))
   .sort();
 

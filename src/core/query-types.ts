@@ -51,6 +51,15 @@ export interface AppendOptions {
    * @default false
    */
   keepUnsummarized?: boolean;
+  /**
+   * With `keepUnsummarized`: the most messages the session keeps whatever its summaries reach. A
+   * write that leaves more drops the oldest down to it, summarised or not, in the same atomic step, so
+   * a summarizer that keeps failing cannot let a session grow without bound. Ignored without
+   * `keepUnsummarized` (then `maxMessages` drops the oldest anyway). Unset or 0: no ceiling.
+   * Every store with summaries ({@link SummaryStore}) honours it; {@link completeStore} applies it
+   * as a plain cap on a store without them.
+   */
+  hardCap?: number;
   /** The fence of the turn lease the caller holds; a stale fence makes the append fail with `lease_expired`. */
   fence?: number;
   /**

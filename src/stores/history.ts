@@ -233,7 +233,12 @@ export function planHistoryWrite(
   if (seq !== undefined) plan.truncateAfter = seq;
   if (cap > 0 && kept > cap) {
     let keepFrom = all[all.length - cap].seq;
-    if (options.keepUnsummarized) keepFrom = Math.min(keepFrom, summaryReach(data.summaries) + 1);
+    if (options.keepUnsummarized) {
+      keepFrom = Math.min(keepFrom, summaryReach(data.summaries) + 1);
+      // The ceiling: past it the oldest go, summarised or not.
+      const hard = Math.floor(options.hardCap ?? 0);
+      if (hard > 0 && kept > hard) keepFrom = Math.max(keepFrom, all[all.length - hard].seq);
+    }
     if (keepFrom > all[0].seq) plan.trimBeforeSeq = keepFrom;
   }
   if (options.branch && removed.length > 0) {

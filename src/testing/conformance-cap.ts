@@ -1,7 +1,9 @@
 /**
  * The summary-bounded cap of the store conformance suite (stores with summaries): a write
  * with `maxMessages` and `keepUnsummarized` drops the oldest messages beyond the cap, but none past the
- * furthest seq the session's stored summaries reach, whatever the caller believes of the session.
+ * furthest seq the session's stored summaries reach, whatever the caller believes of the session;
+ * and its ceiling (`hardCap`), past which the oldest go whatever the summaries reach, on every store
+ * (one without summaries gets it from `completeStore` as a plain cap).
  */
 import { randomUUID } from "node:crypto";
 import { describe, expect, it, type TestContext } from "vitest";
@@ -71,6 +73,34 @@ export function describeSummaryBoundedCap(store: () => FullStore): void {
       expect(added.map((m) => m.seq)).toEqual([9, 10, 11]);
       expect(await seqs(id)).toEqual(range(7, 11));
       expect((await store().getMessages(id)).map((m) => m.content)).toEqual(["m7", "m8", "m21", "m22", "m23"]);
+    });
+
+    it("drops the oldest past the ceiling (hardCap) on every store, summarised or not", async () => {
+      const id = await setup(0);
+      const ceiling = (maxMessages: number, hardCap: number) => ({ ...bounded(maxMessages), hardCap });
+      await store().appendMessages(id, texts(1, 8), ceiling(3, 6));
+      expect(await seqs(id)).toEqual(range(3, 8));
+      await store().appendMessages(id, texts(9, 10), ceiling(3, 6));
+      expect(await seqs(id)).toEqual(range(5, 10));
+      // Under the ceiling nothing unsummarised goes.
+      await store().appendMessages(id, texts(11, 11), ceiling(3, 20));
+      expect(await seqs(id)).toEqual(range(5, 11));
+      const replaced = await store().replaceAfter(id, 10, texts(21, 23), ceiling(3, 5));
+      expect(replaced.map((m) => m.seq)).toEqual([11, 12, 13]);
+      expect(await seqs(id)).toEqual(range(9, 13));
+      expect(await store().countMessages(id)).toBe(5);
+    });
+
+    it("applies the ceiling after the summary-bounded cap: whichever drops more wins", async (ctx) => {
+      supported(ctx);
+      const id = await setup(10, 6);
+      await store().appendMessages(id, texts(11, 12), { ...bounded(3), hardCap: 8 });
+      // The summaries let the cap drop 1..6; the ceiling alone would drop 1..4.
+      expect(await seqs(id)).toEqual(range(7, 12));
+      await store().appendMessages(id, texts(13, 16), { ...bounded(3), hardCap: 8 });
+      // 7..16 is ten: the ceiling drops 7 and 8 though no summary covers them.
+      expect(await seqs(id)).toEqual(range(9, 16));
+      expect((await store().appendMessages(id, texts(17, 17)))[0].seq).toBe(17);
     });
 
     it("does not count the summaries of a deleted session for the one created again under its id", async (ctx) => {

@@ -20,6 +20,8 @@ export interface CompactionSettings {
   maxMessages: number;
   threshold: number;
   maxBatch: number;
+  /** The ceiling whatever the summaries do (see `CompactionOptions.hardCap`); unset: 2 × maxMessages. */
+  hardCap?: number;
 }
 
 /** What a full check saw of one session (after it compacted). */

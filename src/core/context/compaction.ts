@@ -14,6 +14,14 @@ export interface CompactionOptions {
    * turn; errors are logged either way). @default false
    */
   background?: boolean;
+  /**
+   * The ceiling per session: the most messages a session keeps whatever the summarizer does. The cap
+   * (`maxMessages`) drops only summarised messages; while summaries fail (a model down, a long outage)
+   * a session grows past it, up to here, where the oldest go, summarised or not, in the write's own
+   * step (later turns then answer with `history-omitted`). 0: no ceiling (not recommended).
+   * @default 2 × maxMessages
+   */
+  hardCap?: number;
 }
 
 /** What one compaction did. */
@@ -24,6 +32,14 @@ export interface CompactionResult {
   dropped: number;
   /** Why summarising failed, if it did (nothing was lost: the messages stay). */
   error?: unknown;
+}
+
+/** The ceiling of a session's messages whatever the summaries do (0: none): `hardCap`, by default twice the cap. */
+export function hardCapOf(settings: Pick<CompactionSettings, "maxMessages" | "hardCap">): number {
+  if (settings.maxMessages <= 0) return 0;
+  const hard = Math.floor(settings.hardCap ?? 2 * settings.maxMessages);
+  // Below the cap it would drop what the cap keeps: the cap is the floor.
+  return hard <= 0 ? 0 : Math.max(hard, settings.maxMessages);
 }
 
 /** The summary that covers the most recent messages (a rolling summary contains the ones before it). */
@@ -103,7 +119,7 @@ export async function compactSession(
   if (droppable > 0) {
     // An empty append applies the cap in the store's one atomic step; bounded by the summaries where
     // the store can, since what was read above may be stale by now.
-    await store.appendMessages(sessionId, [], { maxMessages: settings.maxMessages, keepUnsummarized: true });
+    await store.appendMessages(sessionId, [], { maxMessages: settings.maxMessages, keepUnsummarized: true, hardCap: hardCapOf(settings) });
     result.dropped = droppable;
   }
   // Dropping n of the oldest moves the first seq on by at least n (by more where seqs have gaps).
@@ -135,11 +151,12 @@ export class Compactor {
    * summaries' contract): a write past the cap then drops what is summarised already, and no separate
    * write is needed.
    */
-  writeCap(): Pick<AppendOptions, "maxMessages" | "keepUnsummarized"> {
+  writeCap(): Pick<AppendOptions, "maxMessages" | "keepUnsummarized" | "hardCap"> {
     const maxMessages = this.#settings.maxMessages;
     if (maxMessages <= 0) return {};
     if (!this.summarizer) return { maxMessages };
-    return { maxMessages, keepUnsummarized: true };
+    const hardCap = hardCapOf(this.#settings);
+    return hardCap > 0 ? { maxMessages, keepUnsummarized: true, hardCap } : { maxMessages, keepUnsummarized: true };
   }
 
   /**

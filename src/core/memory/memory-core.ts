@@ -54,6 +54,7 @@ export class MemoryCore {
         threshold: options.compaction?.threshold ?? DEFAULTS.window,
         maxBatch: options.compaction?.maxBatch ?? 100,
         background: options.compaction?.background ?? false,
+        ...(options.compaction?.hardCap === undefined ? {} : { hardCap: options.compaction.hardCap }),
       },
       stateNote: options.stateNote ?? true,
     };

@@ -137,6 +137,6 @@ export interface MemorySettings {
   defaultUserId: string;
   leaseTtlMs: number;
   turnWaitMs: number;
-  compaction: Required<CompactionOptions>;
+  compaction: Required<Omit<CompactionOptions, "hardCap">> & Pick<CompactionOptions, "hardCap">;
   stateNote: boolean;
 }

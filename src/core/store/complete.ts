@@ -156,9 +156,14 @@ class Fallbacks {
     if (!this.#caps.idempotentWrites) delete out.operationId;
     if (!this.#caps.combinedTurn) delete out.releaseLease;
     if (!hasSummaries(this.#store)) {
-      // Without summaries nothing is summarised, so a cap bounded by them drops nothing.
-      if (out.keepUnsummarized) delete out.maxMessages;
+      // Without summaries nothing is summarised, so a cap bounded by them drops nothing but what
+      // passes the ceiling: that is a plain cap.
+      if (out.keepUnsummarized) {
+        if (out.hardCap && out.hardCap > 0) out.maxMessages = out.hardCap;
+        else delete out.maxMessages;
+      }
       delete out.keepUnsummarized;
+      delete out.hardCap;
     }
     return out;
   }

@@ -16,3 +16,12 @@ import type { PgSql } from "./_client.js";
 export const capWithWrite = (sql: PgSql, sessionId: string, maxMessages: number) => sql`,
   CASE WHEN w.out_status = 'ok' THEN threadkeep_cap_summarized(${sessionId}, ${maxMessages}::bigint) END AS capped`;
 
+/**
+ * The ceiling of a write bounded by the summaries (`hardCap`): `threadkeep_cap_hard` in the select
+ * list, after the write (its own snapshot sees the rows just written), only when the write applied.
+ * Nothing when there is no ceiling.
+ */
+export const hardCapWithWrite = (sql: PgSql, sessionId: string, hardCap: number | undefined) =>
+  hardCap && hardCap > 0
+    ? sql`, CASE WHEN out_status = 'ok' THEN threadkeep_cap_hard(${sessionId}, ${Math.floor(hardCap)}::bigint) END AS hard_capped`
+    : sql``;

@@ -9,7 +9,7 @@ import type { Branch, BranchRecord, Message, MessageInput, OwnerScope, ReplaceOp
 import { type BranchRow, branchFromRecord, branchNotFound, checkReplaceTarget, historyConflict, operationConflict, toBranch } from "../history.js";
 import { bodyOf, ms, searchable, toMessage } from "./_rows.js";
 import type { PgSql } from "./_client.js";
-import { capWithWrite } from "./_cap.js";
+import { capWithWrite, hardCapWithWrite } from "./_cap.js";
 import { releaseWithWrite } from "./_turn.js";
 import { messageText } from "../_util.js";
 
@@ -102,7 +102,7 @@ export async function writeHistory(
         ${options.expectedLastSeq ?? null}::bigint, ${options.branch?.reason ?? null}::text, ${branchMeta}::text)
       WHERE ${ownedBy(q, id, owner)} AND ${sameIncarnation(q, id, options.sessionCreatedAt)}
     )
-    SELECT out_status, out_first_seq, out_last_seq, out_created_at${bounded ? capWithWrite(q, id, options.maxMessages!) : q``}${release ? releaseWithWrite(q, id, release.fence) : q``} FROM w`);
+    SELECT out_status, out_first_seq, out_last_seq, out_created_at${bounded ? q`${capWithWrite(q, id, options.maxMessages!)}${hardCapWithWrite(q, id, options.hardCap)}` : q``}${release ? releaseWithWrite(q, id, release.fence) : q``} FROM w`);
   if (!row) throw new SessionNotFoundError(id);
   switch (row.out_status) {
     case "not_found":

@@ -15,6 +15,7 @@ import type {
   OpenedTurn,
 } from "../../core/types.js";
 import { checkHistoryOptions, operationDigest } from "../history.js";
+import { hardCapWithWrite } from "./_cap.js";
 import * as history from "./_history.js";
 import { PostgresLeases } from "./_lease.js";
 import { PgOperations, type PgRun } from "./_operations.js";
@@ -212,7 +213,7 @@ export function createPostgresStore(options: PostgresStoreOptions): FullStore & 
         // another owner's session, or an expired one, is `not_found`. One whole statement when
         // unguarded: a fragment is one more query object to build on every append.
         const call = (q: PgSql) => q<AppendRow[]>`
-          SELECT out_status, out_first_seq, out_created_at, out_waiting FROM threadkeep_append_scoped(
+          SELECT out_status, out_first_seq, out_created_at, out_waiting${keepSummarized ? hardCapWithWrite(q, id, append.hardCap) : q``} FROM threadkeep_append_scoped(
             ${id}, ${bodies}::text[], ${texts}::text[], ${append.maxMessages || null}::bigint, ${keepSummarized},
             ${append.fence ?? null}::bigint, ${holder}::text, ${fence !== undefined}, ${indexLang}::regconfig,
             ${userId}::text, ${since}::bigint)`;

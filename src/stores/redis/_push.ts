@@ -32,7 +32,8 @@ end
 
 /**
  * Pushes the messages with seqs from `seq0` (1,000 per RPUSH), then applies the cap (`max`, 0 none),
- * which, when `unsummarized` is '1', drops nothing past the summaries' reach; sets `newFirst` when it
+ * which, when `unsummarized` is '1' (or '1:<hardCap>'), drops nothing past the summaries' reach (but
+ * everything past the ceiling `hardCap`); sets `newFirst` when it
  * drops. `summaryReach` is defined only when the cap needs it.
  */
 export const PUSH_AND_CAP = `
@@ -48,9 +49,12 @@ if #batch > 0 then redis.call('RPUSH', MSGS, unpack(batch)) end
 local total = n + count
 if max > 0 and total > max then
   local drop = total - max
-  if unsummarized == '1' then
+  if unsummarized ~= '' then
     ${SUMMARY_REACH}
     drop = math.min(drop, summaryReach(meta[4]) - first + 1)
+    -- '1:<n>': the ceiling (hardCap), past which the oldest go whatever the summaries reach.
+    local hard = tonumber(string.match(unsummarized, '^1:(%d+)$'))
+    if hard and total - hard > drop then drop = total - hard end
   end
   if drop > 0 then
     redis.call('LTRIM', MSGS, drop, -1)

@@ -102,7 +102,7 @@ export async function writeHistory(
   // A guarded write (sessionCreatedAt) is WRITE's too: the lean script checks no incarnation.
   if (seq === undefined && !options.operationId && !token && options.sessionCreatedAt === undefined) {
     // A plain append: the lean script, unless it hands the write over (see `redis/_append.ts`).
-    reply = await w.db.eval<Reply>(APPEND, appendKeys(w, id, indexOwner, fence !== undefined || !!options.keepUnsummarized), trimmed([...args, options.keepUnsummarized ? "1" : ""]));
+    reply = await w.db.eval<Reply>(APPEND, appendKeys(w, id, indexOwner, fence !== undefined || !!options.keepUnsummarized), trimmed([...args, unsummarizedArg(options)]));
     if (reply[0] === APPEND_HANDOVER) reply = undefined;
   }
   if (!reply) {
@@ -117,7 +117,7 @@ export async function writeHistory(
       options.expectedLastSeq === undefined ? "" : String(options.expectedLastSeq),
       options.branch?.reason ?? "",
       branchMeta,
-      options.keepUnsummarized ? "1" : "",
+      unsummarizedArg(options),
       options.sessionCreatedAt === undefined ? "" : String(options.sessionCreatedAt),
     );
     reply = await w.db.eval<Reply>(WRITE, keys, trimmed(args));
@@ -146,4 +146,14 @@ export async function writeHistory(
   else w.indexes.settled(id);
   // The stored item's form ({"seq":…, then the body's fields}): one parse, no copy.
   return bodies.map((body, i) => JSON.parse(`{"seq":${firstSeq + i},${body.slice(1)}`) as Message);
+}
+
+/**
+ * The scripts' `unsummarized` argument: '' (a plain cap), '1' (`keepUnsummarized`), or '1:<n>' with
+ * the ceiling `hardCap` past which the oldest go whatever the summaries reach (see PUSH_AND_CAP).
+ */
+function unsummarizedArg(options: ReplaceOptions): string {
+  if (!options.keepUnsummarized) return "";
+  const hard = Math.max(0, Math.floor(options.hardCap ?? 0));
+  return hard > 0 ? `1:${hard}` : "1";
 }

@@ -37,12 +37,18 @@ export function applyCap(
   id: string,
   firstSeq: number,
   lastSeq: number,
-  options: { maxMessages?: number; keepUnsummarized?: boolean },
+  options: { maxMessages?: number; keepUnsummarized?: boolean; hardCap?: number },
 ): void {
   const max = options.maxMessages ?? 0;
   if (max <= 0 || lastSeq - firstSeq + 1 <= max) return;
-  if (options.keepUnsummarized) st.capSummarized.run(id, id, max, id);
-  else st.capMessages.run(id, id, max);
+  if (!options.keepUnsummarized) {
+    st.capMessages.run(id, id, max);
+    return;
+  }
+  st.capSummarized.run(id, id, max, id);
+  // The ceiling, whatever the summaries reach (a plain cap of `hardCap`).
+  const hard = Math.floor(options.hardCap ?? 0);
+  if (hard > 0 && lastSeq - firstSeq + 1 > hard) st.capMessages.run(id, id, hard);
 }
 
 /**

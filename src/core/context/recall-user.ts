@@ -99,6 +99,18 @@ function turnOf(hit: SearchHit, around: readonly Message[]): Message[] {
   return [hit.message, ...(partner ? [partner] : [])].sort((a, b) => a.seq - b.seq);
 }
 
+/** The seq spans to read for the hits' turns, one per session where they touch: `[sessionId, from, to]`. */
+function turnSpans(hits: readonly SearchHit[]): [string, number, number][] {
+  const spans: [string, number, number][] = [];
+  const sorted = [...hits].sort((a, b) => a.sessionId.localeCompare(b.sessionId) || a.seq - b.seq);
+  for (const hit of sorted) {
+    const last = spans.at(-1);
+    if (last && last[0] === hit.sessionId && hit.seq - 1 <= last[2] + 1) last[2] = Math.max(last[2], hit.seq + 1);
+    else spans.push([hit.sessionId, Math.max(1, hit.seq - 1), hit.seq + 1]);
+  }
+  return spans;
+}
+
 /** What cross-session recall adds to a turn. */
 export interface UserRecall {
   /** The system note (absent when nothing is recalled). */
@@ -134,10 +146,14 @@ export async function findUserRecall(
     if (best.length === 0) return { recalled: [] };
 
     const sessionIds = [...new Set(best.map((h) => h.sessionId))];
-    const [sessions, around] = await Promise.all([
+    const spans = turnSpans(best);
+    const [sessions, reads] = await Promise.all([
       Promise.all(sessionIds.map((id) => store.getSession(id))),
-      Promise.all(best.map((h) => store.getMessages(h.sessionId, { fromSeq: Math.max(1, h.seq - 1), toSeq: h.seq + 1 }))),
+      Promise.all(spans.map(([id, fromSeq, toSeq]) => store.getMessages(id, { fromSeq, toSeq }))),
     ]);
+    const read = new Map<string, Message[]>();
+    spans.forEach(([id], i) => read.set(id, [...(read.get(id) ?? []), ...reads[i]]));
+    const around = best.map((h) => read.get(h.sessionId) ?? []);
     // The store scoped the search already; a session gone, another owner's or expired since is left out.
     const live = new Map(
       sessions

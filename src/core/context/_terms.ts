@@ -14,21 +14,30 @@ const STOPWORDS = new Set(
     "would you your yours").split(" "),
 );
 
-/** The distinct content words of a text. */
+/** Longer "words" (a hash, a base64 blob, text without spaces) say nothing a query would repeat. */
+const MAX_WORD = 40;
+/** Characters of a message read to score it: a huge message must not hold the event loop. */
+const MAX_SCORED_CHARS = 20_000;
+
+/** The distinct content words of a text (of its first {@link MAX_SCORED_CHARS} characters). */
 export function terms(text: string): Set<string> {
   const out = new Set<string>();
-  for (const word of text.toLowerCase().split(/[^\p{L}\p{N}]+/u)) {
-    if (word.length < 2 || STOPWORDS.has(word)) continue;
+  for (const word of text.slice(0, MAX_SCORED_CHARS).toLowerCase().split(/[^\p{L}\p{N}]+/u)) {
+    if (word.length < 2 || word.length > MAX_WORD || STOPWORDS.has(word)) continue;
     out.add(word.length > 3 && word.endsWith("s") && !word.endsWith("ss") ? word.slice(0, -1) : word);
   }
   return out;
 }
 
-/** The share (0..1) of the query's content words that `text` holds; 0 for a query without any. */
+/**
+ * The share (0..1) of the query's content words that `text` holds; 0 when it holds fewer than two of
+ * them (one shared word — "message 5" and "message 2" — is no sign of relatedness), so a query of one
+ * content word recalls nothing by words.
+ */
 export function termShare(query: ReadonlySet<string>, text: string): number {
   if (query.size === 0) return 0;
   const held = terms(text);
   let n = 0;
   for (const t of query) if (held.has(t)) n++;
-  return n / query.size;
+  return n < 2 ? 0 : n / query.size;
 }

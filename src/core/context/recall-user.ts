@@ -129,7 +129,7 @@ export async function findUserRecall(
   options: Required<RecallOptions>,
 ): Promise<UserRecall> {
   const { userId, sessionId, query, activeSince } = request;
-  if (!query || request.maxTokens <= 0 || terms(query).size === 0) return { recalled: [] };
+  if (!query || request.maxTokens <= 0 || terms(query).size < 2) return { recalled: [] };
   try {
     const elsewhere = (hit: SearchHit) => hit.sessionId !== sessionId;
     const [lexical, semantic] = await Promise.all([

@@ -27,7 +27,10 @@ export interface RecallOptions {
   limit?: number;
   /** Least cosine similarity worth recalling (with an embedder). @default 0.3 */
   minScore?: number;
-  /** Least share of the query's content words a message must hold to be recalled by words. @default 0.5 */
+  /**
+   * Least share of the query's content words a message must hold to be recalled by words (and at
+   * least two of them: a query of one content word recalls nothing by words). @default 0.5
+   */
   minTermShare?: number;
   /**
    * `user` also recalls from the owner's other live sessions, as quoted data in a system note (a
@@ -87,7 +90,7 @@ export async function lexicalRecall(
   depth: number,
 ): Promise<{ hit: SearchHit; score: number }[]> {
   const wanted = terms(query.text);
-  if (wanted.size === 0) return [];
+  if (wanted.size < 2) return [];
   const hits = await lexicalRanks(store, { ...query, mode: "fulltext", limit: depth }, depth);
   return hits
     .map((hit) => ({ hit, score: termShare(wanted, contentText(hit.message.content)) }))

@@ -16,11 +16,12 @@ describe("summary settings of serve and chat", () => {
 
   it("give the memory a background summarizer only when there is an upstream", () => {
     const upstream = createUpstream({ baseUrl: "http://127.0.0.1:9/v1" });
-    const on = recallMemoryOptions({ summaries: true, recall: true }, {}, upstream);
+    const on = recallMemoryOptions({ summaries: true, recall: true, recallScope: "session" }, {}, upstream);
     expect(typeof on.summarizer?.summarize).toBe("function");
     expect(on.compaction).toEqual({ background: true });
-    expect(recallMemoryOptions({ summaries: true, recall: true }, {}, undefined)).toEqual({});
-    expect(recallMemoryOptions({ summaries: false, recall: true }, {}, upstream)).toEqual({});
+    const none = { recall: { enabled: true, scope: "session" } };
+    expect(recallMemoryOptions({ summaries: true, recall: true, recallScope: "session" }, {}, undefined)).toEqual(none);
+    expect(recallMemoryOptions({ summaries: false, recall: true, recallScope: "session" }, {}, upstream)).toEqual(none);
   });
 
   it("turn embeddings on with a model, served by the upstream unless an embedding URL is given", () => {
@@ -29,7 +30,16 @@ describe("summary settings of serve and chat", () => {
     expect(recall).toMatchObject({ embeddingModel: "emb", recall: false });
     const options = recallMemoryOptions(recall, { upstreamUrl: "http://127.0.0.1:9/v1" }, undefined);
     expect(options.embedder?.model).toBe("emb");
-    expect(options.recall).toEqual({ enabled: false });
+    expect(options.recall).toEqual({ enabled: false, scope: "session" });
     expect(() => recallMemoryOptions(recall, {}, undefined)).toThrow(/needs --embedding-url/);
+  });
+
+  it("recall in the session by default, across the user's sessions with --recall-scope user or its variable", () => {
+    expect(resolveRecallConfig({}, {}).recallScope).toBe("session");
+    expect(resolveRecallConfig({}, { THREADKEEP_RECALL_SCOPE: "user" }).recallScope).toBe("user");
+    expect(resolveRecallConfig({ recallScope: "session" }, { THREADKEEP_RECALL_SCOPE: "user" }).recallScope).toBe("session");
+    expect(recallMemoryOptions(resolveRecallConfig({ recallScope: "user" }, {}), {}, undefined).recall).toEqual({ enabled: true, scope: "user" });
+    expect(() => resolveRecallConfig({ recallScope: "everyone" }, {})).toThrow(/--recall-scope must be session or user/);
+    expect(() => resolveRecallConfig({}, { THREADKEEP_RECALL_SCOPE: "all" })).toThrow(/THREADKEEP_RECALL_SCOPE must be session or user/);
   });
 });

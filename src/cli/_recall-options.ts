@@ -3,13 +3,15 @@
  * on by default wherever an upstream model is configured, written by the upstream's model unless
  * `--summary-model` names another, and off with `--no-summaries` (or THREADKEEP_SUMMARIES=off).
  * Embeddings are off until `--embedding-model` names a model (served by `--embedding-url`, default the
- * upstream); with them, recall is on unless `--no-recall`.
+ * upstream). Recall is on unless `--no-recall` (by meaning with embeddings, by words without), in the
+ * session only unless `--recall-scope user`.
  */
 import type { Command } from "commander";
 import { ThreadkeepError } from "../core/errors.js";
 import type { MemoryOptions } from "../core/memory/memory.js";
 import type { Upstream } from "../llm/openai-compatible.js";
 import type { Embedder } from "../core/embeddings.js";
+import type { RecallScope } from "../core/context/recall.js";
 import { createEmbedder } from "../llm/embedder.js";
 import { createSummarizer } from "../llm/summarizer.js";
 import type { ThreadkeepConfig } from "./options.js";
@@ -22,6 +24,7 @@ export interface RecallFlags {
   embeddingUrl?: string;
   embeddingKey?: string;
   recall?: boolean;
+  recallScope?: string;
 }
 
 /** Resolved summary settings. */
@@ -35,8 +38,18 @@ export interface RecallConfig {
   /** Where embeddings are served; unset: the upstream. */
   embeddingUrl?: string;
   embeddingKey?: string;
-  /** Recall related older messages into the context (with embeddings). */
+  /** Recall related older messages into the context. */
   recall: boolean;
+  /** Where recall looks: the session, or also the owner's other sessions. */
+  recallScope: RecallScope;
+}
+
+/** A recall scope from a flag or the environment. @throws `invalid_request` for anything but session or user. */
+export function parseRecallScope(value: string | undefined, name: string): RecallScope {
+  if (value === undefined || value === "") return "session";
+  const v = value.trim().toLowerCase();
+  if (v === "session" || v === "user") return v;
+  throw new ThreadkeepError("invalid_request", `${name} must be session or user, got "${value}"`);
 }
 
 /** An on/off environment value; unset is `fallback`. @throws `invalid_request` for anything else. */
@@ -58,6 +71,10 @@ export function resolveRecallConfig(flags: RecallFlags, env: NodeJS.ProcessEnv =
     embeddingUrl: (flags.embeddingUrl ?? (env.THREADKEEP_EMBEDDING_URL || undefined))?.replace(/\/+$/, ""),
     embeddingKey: flags.embeddingKey ?? (env.THREADKEEP_EMBEDDING_API_KEY || undefined),
     recall: flags.recall === false ? false : parseSwitch(env.THREADKEEP_RECALL, "THREADKEEP_RECALL", true),
+    recallScope:
+      flags.recallScope !== undefined
+        ? parseRecallScope(flags.recallScope, "--recall-scope")
+        : parseRecallScope(env.THREADKEEP_RECALL_SCOPE, "THREADKEEP_RECALL_SCOPE"),
   };
 }
 
@@ -88,7 +105,11 @@ export function addRecallOptions(command: Command): Command {
       "model that summarises what leaves the window (env THREADKEEP_SUMMARY_MODEL; default: the conversation's model)",
     )
     .option("--no-summaries", "never summarise; older turns are then left out (env THREADKEEP_SUMMARIES=off)")
-    .option("--no-recall", "with embeddings, do not bring related older messages back into the context (env THREADKEEP_RECALL=off)");
+    .option("--no-recall", "do not bring related older messages back into the context (env THREADKEEP_RECALL=off)")
+    .option(
+      "--recall-scope <scope>",
+      "session: recall from the conversation itself; user: also from the same user's other conversations (env THREADKEEP_RECALL_SCOPE; default: session)",
+    );
 }
 
 /**
@@ -101,7 +122,7 @@ export function recallMemoryOptions(
   upstream: Upstream | undefined,
 ): Partial<MemoryOptions> {
   const embedder = embedderFor(recall, config);
-  const embedding: Partial<MemoryOptions> = embedder ? { embedder, recall: { enabled: recall.recall } } : {};
+  const embedding: Partial<MemoryOptions> = { ...(embedder ? { embedder } : {}), recall: { enabled: recall.recall, scope: recall.recallScope } };
   if (!recall.summaries || !upstream) return embedding;
   const model = recall.summaryModel ?? config.model;
   return {

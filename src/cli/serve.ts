@@ -90,9 +90,10 @@ export async function startServe(
     const auth = config.apiKeys.size > 0 ? `api keys: ${config.apiKeys.size}` : "auth: none (loopback only)";
     const summaries = !upstream || !recall.summaries ? "off" : (recall.summaryModel ?? config.model ?? "the conversation's model");
     const embeddings = recall.embeddingModel ?? "off";
+    const recalling = recall.recall ? `${recall.recallScope === "user" ? "user's sessions" : "session"}, ${recall.embeddingModel ? "hybrid" : "by words"}` : "off";
     const identity = describeIdentity({ userHeader: config.userHeader, userJwt: config.userJwt });
     print(
-      `threadkeep listening on ${url}  store: ${redactUrl(config.store)}  upstream: ${upstreamLabel}  ${auth}  identity: ${identity}  summaries: ${summaries}  embeddings: ${embeddings}`,
+      `threadkeep listening on ${url}  store: ${redactUrl(config.store)}  upstream: ${upstreamLabel}  ${auth}  identity: ${identity}  summaries: ${summaries}  embeddings: ${embeddings}  recall: ${recalling}`,
     );
     return server;
   } catch (error) {

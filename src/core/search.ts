@@ -69,10 +69,10 @@ export function bestSearchMode(store: FullStore, semantic: boolean): SearchMode 
 }
 
 /**
- * The lexical ranking used inside hybrid search: the store's full text by relevance, or (where a store
+ * The lexical ranking used inside hybrid search (and by lexical recall): the store's full text by relevance, or (where a store
  * has none) substring hits of each word, ranked by how many of the words a message holds.
  */
-async function lexicalRanks(store: FullStore, request: SearchRequest, depth: number): Promise<SearchHit[]> {
+export async function lexicalRanks(store: FullStore, request: SearchRequest, depth: number): Promise<SearchHit[]> {
   const base = { userId: request.userId, sessionId: request.sessionId, text: request.text, activeSince: request.activeSince };
   if (store.capabilities.fullTextSearch)
     return store.search({ ...base, mode: "fulltext", ranking: "relevance", limit: depth });

@@ -162,6 +162,7 @@ describe("context preferences", () => {
       "pinnedSeqs",
       "sticky",
       "recallTopic",
+      "recallScope",
       "reset",
     ]);
     const { reset: _reset, ...example } = {
@@ -171,6 +172,7 @@ describe("context preferences", () => {
       pinnedSeqs: [2],
       sticky: false,
       recallTopic: "the car",
+      recallScope: "user",
       reset: true,
     };
     expect(parseContextPreferences(example)).toEqual(example);

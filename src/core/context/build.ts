@@ -6,7 +6,8 @@ import { clearUsedPreferences } from "../state/session-state.js";
 import { assembleContext } from "./assemble.js";
 import { noteCoverage, windowAfterSummary } from "./coverage.js";
 import { type LoadedContext, loadContext } from "./load.js";
-import { withRecall } from "./recall.js";
+import { recallQuery, withRecall } from "./recall.js";
+import { findUserRecall } from "./recall-user.js";
 import { encodingForModel, messageTexts, TokenCounter } from "./tokens.js";
 import type { AssembledContext } from "./types.js";
 
@@ -39,16 +40,36 @@ export async function buildContext(core: MemoryCore, sessionId: string, options:
   const tokenBudget = options.tokenBudget ?? core.settings.tokenBudget;
   const input = options.input ?? [];
   // Counted ahead, a few milliseconds at a time: a huge message must not hold the event loop.
-  await new TokenCounter(encodingForModel(options.model), { limit: tokenBudget }).prepare(
-    messageTexts([...(options.system ?? []), ...loaded.history, ...input]),
-  );
+  const counter = new TokenCounter(encodingForModel(options.model), { limit: tokenBudget });
+  await counter.prepare(messageTexts([...(options.system ?? []), ...loaded.history, ...input]));
   const assemblyWindow = reach ? windowAfterSummary(loaded.history, loaded.summaries, window, reach) : window;
-  const recall =
-    session && core.vectors && core.recall.enabled
-      ? await withRecall(core.vectors, store, { userId, sessionId: session.id, input, loaded, window: assemblyWindow, system: options.system ?? [] }, core.recall)
-      : undefined;
+  const recallOn = core.recall.enabled;
+  const scope = loaded.preferences?.recallScope ?? core.recall.scope;
+  // The two recalls read different things (this session's older messages, the owner's other
+  // sessions), so they run side by side: one more round trip each, not one after the other.
+  const [recall, fromOthers] = await Promise.all([
+    session && recallOn
+      ? withRecall(core.vectors, store, { userId, sessionId: session.id, input, loaded, window: assemblyWindow, system: options.system ?? [] }, core.recall)
+      : undefined,
+    recallOn && scope === "user"
+      ? findUserRecall(
+          core.vectors,
+          store,
+          {
+            userId,
+            sessionId: session?.id ?? id,
+            query: recallQuery(input, loaded.preferences?.recallTopic),
+            activeSince: core.scope(userId).activeSince,
+            maxTokens: Math.floor(tokenBudget * core.recall.budgetShare),
+            counter,
+          },
+          core.recall,
+        )
+      : undefined,
+  ]);
+  const system = recall?.system ?? options.system ?? [];
   const context = assembleContext({
-    system: recall?.system ?? options.system ?? [],
+    system: fromOthers?.note ? [...system, fromOthers.note] : system,
     history: recall?.history ?? loaded.history,
     summaries: loaded.summaries,
     state: loaded.state,
@@ -62,6 +83,7 @@ export async function buildContext(core: MemoryCore, sessionId: string, options:
   });
   noteCoverage(context, loaded.summaries, loaded.history[0]?.seq, startSeq ?? 1);
   if (recall) context.recalled = recall.recalled.filter((r) => context.includedSeqs.includes(r.seq));
+  if (fromOthers?.recalled.length) context.recalled = [...(context.recalled ?? []), ...fromOthers.recalled];
   if (session && loaded.stored && !loaded.stored.sticky) {
     // The context is built; failing the turn over this cleanup would be worse than applying them again.
     await clearUsedPreferences({ store, sessionId: session.id }, loaded.stored).catch((error) =>

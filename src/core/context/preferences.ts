@@ -24,6 +24,7 @@ export const contextPreferencesSchema = z.strictObject({
   pinnedSeqs: z.array(seq).max(50).optional(),
   sticky: z.boolean().optional(),
   recallTopic: z.string().trim().min(1).max(500).optional(),
+  recallScope: z.enum(["session", "user"]).optional(),
 });
 
 /** Validates preferences. @throws ThreadkeepError `invalid_request` naming the field (`preferences.focusRange.toSeq`). */
@@ -82,7 +83,12 @@ export const setContextPreferencesTool = {
         recallTopic: {
           type: "string",
           maxLength: 500,
-          description: "Bring back the older messages of this conversation most related to this topic (needs embeddings).",
+          description: "Bring back the older messages of this conversation most related to this topic.",
+        },
+        recallScope: {
+          type: "string",
+          enum: ["session", "user"],
+          description: "Where recall looks: this conversation only (session), or also the user's other conversations (user).",
         },
         reset: { type: "boolean", description: "Forget earlier preferences before applying these." },
       },

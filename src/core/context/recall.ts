@@ -1,37 +1,71 @@
 /**
- * Recall: with embeddings on, a turn may bring back the few older messages of the session most
- * related to what the user just asked (or to a topic the model asked for with
- * `set_context_preferences`), when they lie outside the window and no summary covers them. They
+ * Recall: a turn may bring back the few older messages of the session most related to what the user
+ * just asked (or to a topic the model asked for with `set_context_preferences`), when they lie
+ * outside the window and no summary covers them — by meaning with embeddings, by words without
+ * (the store's lexical ranking, kept when enough of the query's words are in the message). They
  * enter the context like pinned messages (tool calls with their results, within the token budget)
- * and are reported, with their scores, as `recalled`.
+ * and are reported, with their scores, as `recalled`. Recall across the owner's other sessions
+ * (`scope: "user"`) is in `recall-user.ts`.
  */
 import type { BackgroundEmbedder } from "../embeddings.js";
 import { contentText } from "../messages.js";
-import type { ChatMessage, Message, FullStore, Summary } from "../types.js";
+import { lexicalRanks } from "../search.js";
+import type { ChatMessage, Message, FullStore, SearchHit, Summary } from "../types.js";
+import { terms, termShare } from "./_terms.js";
 import { latestSummary } from "./compaction.js";
 import { type LoadedContext, NEIGHBOURS } from "./load.js";
 import type { ContextPreferences } from "./types.js";
 
+/** Where recall looks: the session only, or also the same owner's other sessions. */
+export type RecallScope = "session" | "user";
+
 /** When and how much is recalled. */
 export interface RecallOptions {
-  /** @default true (with an embedder) */
+  /** Recall at all (by meaning with an embedder, by words without). @default true */
   enabled?: boolean;
-  /** Most messages recalled per turn. @default 3 */
+  /** Most messages recalled per turn (per scope). @default 3 */
   limit?: number;
-  /** Least cosine similarity worth recalling. @default 0.3 */
+  /** Least cosine similarity worth recalling (with an embedder). @default 0.3 */
   minScore?: number;
+  /**
+   * Least share of the query's content words a message must hold to be recalled by words (and at
+   * least two of them: a query of one content word recalls nothing by words). @default 0.5
+   */
+  minTermShare?: number;
+  /**
+   * `user` also recalls from the owner's other live sessions, as quoted data in a system note (a
+   * session's `recallScope` preference overrides it). @default "session"
+   */
+  scope?: RecallScope;
+  /** Most of the token budget the other sessions' recalled text may take, as a share (0..1). @default 0.1 */
+  budgetShare?: number;
 }
 
 /** The defaults of {@link RecallOptions}. */
-export const DEFAULT_RECALL: Required<RecallOptions> = { enabled: true, limit: 3, minScore: 0.3 };
+export const DEFAULT_RECALL: Required<RecallOptions> = {
+  enabled: true,
+  limit: 3,
+  minScore: 0.3,
+  minTermShare: 0.5,
+  scope: "session",
+  budgetShare: 0.1,
+};
 
 /** A message brought back into the context, and why. */
 export interface RecalledMessage {
   seq: number;
-  /** Cosine similarity to the query. */
+  /** Cosine similarity to the query (by meaning), or the share of its words the message holds (by words). */
   score: number;
   /** What it was found for: the user's message, or the requested topic. */
   query: string;
+  /** Set when the message is from another of the owner's sessions (scope `user`). */
+  sessionId?: string;
+  /** That session's title (its metadata `title`), if it has one. */
+  title?: string;
+  /** When the message was stored (ms since the epoch): recalled from another session only. */
+  createdAt?: number;
+  /** Its role: recalled from another session only. */
+  role?: string;
 }
 
 /** What recall adds to a turn: messages to load (with their neighbours) and pin, and the reasons. */
@@ -48,12 +82,31 @@ export function recallQuery(input: readonly ChatMessage[], topic?: string): stri
   return user ? contentText(user.content).trim().slice(0, 2000) : "";
 }
 
+/** Hits of the store's lexical ranking that hold at least `minTermShare` of the query's words, best first. */
+export async function lexicalRecall(
+  store: FullStore,
+  query: { userId: string; sessionId?: string; text: string; activeSince?: number },
+  options: Pick<Required<RecallOptions>, "minTermShare">,
+  depth: number,
+): Promise<{ hit: SearchHit; score: number }[]> {
+  const wanted = terms(query.text);
+  if (wanted.size < 2) return [];
+  const hits = await lexicalRanks(store, { ...query, mode: "fulltext", limit: depth }, depth);
+  return hits
+    .map((hit) => ({ hit, score: termShare(wanted, contentText(hit.message.content)) }))
+    .filter((h) => h.score >= options.minTermShare);
+}
+
+/** Candidates read from the lexical ranking before the window and summary bounds filter them. */
+const LEXICAL_DEPTH = 50;
+
 /**
  * Finds the messages to recall: outside the window (`seq < windowStart`), after the latest summary,
- * at least `minScore` similar. Failures cost the recall, never the turn (logged).
+ * at least `minScore` similar (or `minTermShare` of the query's words held, without an embedder).
+ * Failures cost the recall, never the turn (logged).
  */
 export async function findRecall(
-  vectors: BackgroundEmbedder,
+  vectors: BackgroundEmbedder | undefined,
   store: FullStore,
   request: { userId: string; sessionId: string; query: string; windowStart: number; summaries: readonly Summary[] },
   options: Required<RecallOptions>,
@@ -61,17 +114,23 @@ export async function findRecall(
   const coveredTo = latestSummary(request.summaries)?.toSeq ?? 0;
   if (!request.query || request.windowStart - 1 <= coveredTo) return { recalled: [], messages: [] };
   try {
-    const hits = await vectors.search(store, {
-      userId: request.userId,
-      sessionId: request.sessionId,
-      text: request.query,
-      limit: options.limit,
-      beforeSeq: request.windowStart,
-      afterSeq: coveredTo,
-    });
-    const recalled = hits
-      .filter((h) => (h.score ?? 0) >= options.minScore)
-      .map((h) => ({ seq: h.seq, score: h.score ?? 0, query: request.query }));
+    const recalled = vectors
+      ? (
+          await vectors.search(store, {
+            userId: request.userId,
+            sessionId: request.sessionId,
+            text: request.query,
+            limit: options.limit,
+            beforeSeq: request.windowStart,
+            afterSeq: coveredTo,
+          })
+        )
+          .filter((h) => (h.score ?? 0) >= options.minScore)
+          .map((h) => ({ seq: h.seq, score: h.score ?? 0, query: request.query }))
+      : (await lexicalRecall(store, { userId: request.userId, sessionId: request.sessionId, text: request.query }, options, LEXICAL_DEPTH))
+          .filter(({ hit }) => hit.seq < request.windowStart && hit.seq > coveredTo)
+          .slice(0, options.limit)
+          .map(({ hit, score }) => ({ seq: hit.seq, score, query: request.query }));
     const messages: Message[] = [];
     for (const r of recalled) {
       messages.push(...(await store.getMessages(request.sessionId, { fromSeq: r.seq - NEIGHBOURS, toSeq: r.seq + NEIGHBOURS })));
@@ -104,7 +163,7 @@ export interface RecallAssembly {
  * preferences pinning them, and the system note that marks them. Unchanged when nothing is recalled.
  */
 export async function withRecall(
-  vectors: BackgroundEmbedder,
+  vectors: BackgroundEmbedder | undefined,
   store: FullStore,
   turn: { userId: string; sessionId: string; input: readonly ChatMessage[]; loaded: LoadedContext; window: number; system: ChatMessage[] },
   options: Required<RecallOptions>,

@@ -16,8 +16,10 @@ export interface ContextPreferences {
   pinnedSeqs?: number[];
   /** Keep these preferences after the next assembly. @default false */
   sticky?: boolean;
-  /** With embeddings on: recall the older messages most related to this topic (instead of to the user's last message). */
+  /** Recall the older messages most related to this topic (instead of to the user's last message). */
   recallTopic?: string;
+  /** `user`: recall from the owner's other sessions too; `session`: this session only. Overrides the server's `recall.scope`. */
+  recallScope?: "session" | "user";
 }
 
 /** Everything the assembler needs, already loaded. */
@@ -135,8 +137,11 @@ export interface AssembledContext {
   parts?: ContextPartTokens;
   /** `history-omitted` when older turns were left out without a summary. */
   warnings?: string[];
-  /** Older messages brought back by relevance (with embeddings), with their score and the query. */
-  recalled?: { seq: number; score: number; query: string }[];
+  /**
+   * Older messages brought back by relevance, with their score and the query; those of the owner's
+   * other sessions (quoted in a system note) also say which session, its title, when and who.
+   */
+  recalled?: { seq: number; score: number; query: string; sessionId?: string; title?: string; createdAt?: number; role?: string }[];
   /** The budget the context was assembled within. */
   tokenBudget?: number;
   /** The message window applied (the setting, or the preferences' `maxRecentMessages`). */

@@ -1,7 +1,7 @@
 import { Compactor } from "../context/compaction.js";
 import { DEFAULT_RECALL, type RecallOptions } from "../context/recall.js";
 import { BackgroundEmbedder } from "../embeddings.js";
-import { isThreadkeepError, SessionNotFoundError } from "../errors.js";
+import { isThreadkeepError, SessionNotFoundError, ThreadkeepError } from "../errors.js";
 import { parseSessionId } from "../ids.js";
 import type { KeptLease } from "../lease-keeper.js";
 import { checkJson } from "../json-limits.js";
@@ -62,6 +62,11 @@ export class MemoryCore {
     this.resolver = createResolver(options.resolver);
     if (options.embedder) this.vectors = new BackgroundEmbedder(options.embedder, options.embedding);
     this.recall = { ...DEFAULT_RECALL, ...options.recall };
+    const { budgetShare, scope } = this.recall;
+    if (!(budgetShare >= 0 && budgetShare <= 1))
+      throw new ThreadkeepError("invalid_request", `recall.budgetShare must be between 0 and 1, got ${budgetShare}`, { details: { field: "recall.budgetShare" } });
+    if (scope !== "session" && scope !== "user")
+      throw new ThreadkeepError("invalid_request", `recall.scope must be "session" or "user", got ${JSON.stringify(scope)}`, { details: { field: "recall.scope" } });
   }
 
   owner(options?: OwnerOptions): string {

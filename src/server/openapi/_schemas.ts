@@ -136,6 +136,8 @@ export const schemas = {
       includeSummaries: { type: "boolean" },
       pinnedSeqs: { type: "array", items: { type: "integer", minimum: 1 }, maxItems: 50 },
       sticky: { type: "boolean" },
+      recallTopic: { type: "string", minLength: 1, maxLength: 500 },
+      recallScope: { type: "string", enum: ["session", "user"], description: "user: also recall from the owner's other sessions" },
     },
   },
   Summary: {

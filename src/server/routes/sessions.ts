@@ -33,6 +33,7 @@ const ContextQuery = z.object({
   model: z.string().optional(),
   window: z.coerce.number().int().min(0).max(1000).optional(),
   tokenBudget: z.coerce.number().int().min(1).max(10_000_000).optional(),
+  message: z.string().min(1).max(10_000).optional(),
 });
 const StatePatch = z.strictObject({
   data: z.record(z.string(), z.unknown()),
@@ -144,6 +145,8 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRoutesD
       window: query.window,
       tokenBudget: query.tokenBudget,
       preferences,
+      // A user message to preview the turn with: what recall would bring back for it shows.
+      ...(query.message ? { input: [{ role: "user" as const, content: query.message }] } : {}),
     });
   });
 

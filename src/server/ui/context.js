@@ -17,6 +17,29 @@ const PARTS = /** @type {const} */ ([
   ["priming", "Reply priming"],
 ]);
 
+/** The system note of messages recalled from the user's other sessions (core/context/recall-user.ts). */
+const OTHERS_OPEN = "<recalled-messages>";
+
+/** @param {any} message */
+function isOthersNote(message) {
+  return message?.role === "system" && typeof message.content === "string" && message.content.includes(OTHERS_OPEN);
+}
+
+/**
+ * Says where the note's messages come from: each session's title (or id) and date.
+ * @param {any} recalled
+ */
+function othersLabel(recalled) {
+  const from = (Array.isArray(recalled) ? recalled : []).filter((/** @type {any} */ r) => r.sessionId);
+  /** @type {Map<string, string>} */
+  const sources = new Map();
+  for (const r of from) {
+    const date = typeof r.createdAt === "number" ? new Date(r.createdAt).toISOString().slice(0, 10) : "";
+    sources.set(r.sessionId, `${r.title ?? r.sessionId.slice(0, 8)}${date ? ` (${date})` : ""}`);
+  }
+  return `recalled from other sessions (${from.length} message${from.length === 1 ? "" : "s"}): ${[...sources.values()].join(", ")}`;
+}
+
 /**
  * Labels each sent message with its part: system first, then the summary, the state note, recalled
  * messages and the window (by seq).
@@ -36,6 +59,7 @@ function labelled(ctx) {
   return messages.map((message, i) => {
     if (i === summaryAt) return { part: "summary", label: `summaries ${(ctx.includedSummaryIds ?? []).map((/** @type {number} */ id) => `#${id}`).join(", ")}`, message };
     if (i === noteAt) return { part: "stateNote", label: "state note", message };
+    if (i < leading && isOthersNote(message)) return { part: "recalled", label: othersLabel(ctx.recalled), message };
     if (i < leading) return { part: "system", label: message.role, message };
     const seq = seqs[i - leading];
     const why = recalled.get(seq);

@@ -1,0 +1,66 @@
+/**
+ * What recall across a user's sessions (`serve --recall-scope user`) costs a proxied turn on
+ * PostgreSQL, counted on the wire as postgres-turn-round-trips.test.ts counts a plain turn (two
+ * statements: open the turn, commit it): the store's full-text search more when nothing is found
+ * (today two statements: sizing the owner, then the search); when something is, the hit's session and
+ * turn pair are read too, side by side (two statements in one round).
+ */
+import { randomBytes, randomUUID } from "node:crypto";
+import { afterEach, describe, expect, it } from "vitest";
+import { startFakeUpstream } from "../_fake-upstream.js";
+import { type PgWireCounter, pgWireCounter } from "../_pg-wire.js";
+import { serviceAvailable, TEST_POSTGRES_URL } from "../_services.js";
+import { startTcpProxy } from "../_tcp-proxy.js";
+import { chatTurn as chat, killServeProcesses, startServe } from "./_serve-process.js";
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  killServeProcesses();
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+async function quiet(counter: PgWireCounter, ms = 500): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (performance.now() - counter.lastSeenAt() < ms) {
+    if (Date.now() > deadline) throw new Error("PostgreSQL traffic never stopped");
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** A word no other run's sessions hold (the database is shared; every run is the same default user). */
+const word = () => `zq${randomBytes(6).toString("hex").replace(/\d/g, (d) => "abcdefghij"[Number(d)])}`;
+
+describe("PostgreSQL round trips of a proxied turn with --recall-scope user", { timeout: 60_000 }, () => {
+  it("costs the search when nothing is recalled, and two parallel reads more when one earlier turn is", async (ctx) => {
+    const available = await serviceAvailable("postgres");
+    if (available !== true) ctx.skip(available);
+    const fake = await startFakeUpstream();
+    cleanups.push(() => fake.close());
+    const counter = pgWireCounter({ aside: /threadkeep_index_pending/ });
+    const target = new URL(TEST_POSTGRES_URL);
+    const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) }, { tap: counter.feed });
+    cleanups.push(() => proxy.close());
+    const url = await startServe(["--store", proxy.url(TEST_POSTGRES_URL), "--no-summaries", "--recall-scope", "user"], fake).listening;
+
+    const [a, b] = [word(), word()];
+    expect((await chat(url, randomUUID(), `The ${a} ${b} is kept in the blue box.`)).status).toBe(200);
+    const session = randomUUID();
+    for (let i = 0; i < 4; i++) expect((await chat(url, session, `warm ${i}`)).status).toBe(200);
+    await quiet(counter);
+
+    counter.reset();
+    expect((await chat(url, session, `anything about ${word()} ${word()}?`)).status).toBe(200);
+    await quiet(counter);
+    const miss = counter.statements();
+    // Open and commit (2), plus the search: one full-text query, or two where the store sizes the owner first.
+    expect(miss, JSON.stringify(counter.counts())).toBeGreaterThanOrEqual(3);
+    expect(miss, JSON.stringify(counter.counts())).toBeLessThanOrEqual(4);
+
+    counter.reset();
+    expect((await chat(url, session, `where is the ${a} ${b}?`)).status).toBe(200);
+    await quiet(counter);
+    expect(counter.statements(), JSON.stringify(counter.counts())).toBe(miss + 2);
+    const sent = fake.chatRequests().at(-1)?.body.messages as { role: string; content: string }[];
+    expect(sent.some((m) => m.role === "system" && m.content.includes("blue box"))).toBe(true);
+  });
+});

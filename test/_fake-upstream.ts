@@ -33,6 +33,11 @@ export interface FakeReply {
    * stays open until the client gives up or the fake closes.
    */
   hang?: "before-head" | "mid-stream";
+  /**
+   * Streamed: awaited before each piece of content is sent (`index` from 0), e.g. until the client
+   * holds the pieces before it, so a test can prove each one was forwarded without timing anything.
+   */
+  beforePiece?: (index: number) => Promise<unknown>;
 }
 
 export interface FakeUpstream {
@@ -169,7 +174,8 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         );
       send({ role: "assistant", content: "" }, null);
       const pieces = (content ?? "").match(/.{1,4}/gs) ?? [];
-      for (const piece of pieces) {
+      for (const [index, piece] of pieces.entries()) {
+        await reply.beforePiece?.(index);
         if (res.destroyed) return;
         send({ content: piece }, null);
         if (reply.hang === "mid-stream") return;

@@ -20,8 +20,6 @@ const padded = (content: string) => `${content} ${"x".repeat(24_000)}`;
 
 const workers = vi.hoisted(() => ({
   started: [] as import("node:worker_threads").Worker[],
-  /** Per worker, settled once its thread runs ("online"): a worker terminated before that exits with 0, not 1. */
-  online: new Map<object, Promise<unknown>>(),
   /** Per worker, settled when it exits: a crashing worker may exit before a test gets to listen. */
   exited: new Map<object, Promise<unknown>>(),
   crash: false,
@@ -32,7 +30,6 @@ vi.mock("node:worker_threads", async (importOriginal) => {
     constructor(source: string, options: import("node:worker_threads").WorkerOptions) {
       super(workers.crash ? `throw new Error("the checkpoint worker crashed");\n${source}` : source, options);
       workers.started.push(this);
-      workers.online.set(this, new Promise((resolve) => this.once("online", resolve)));
       workers.exited.set(this, new Promise((resolve) => this.once("exit", resolve)));
     }
   }
@@ -43,7 +40,6 @@ const dir = mkdtempSync(join(tmpdir(), "threadkeep-sqlite-worker-lost-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 afterEach(() => {
   workers.started.length = 0;
-  workers.online.clear();
   workers.exited.clear();
   workers.crash = false;
   vi.restoreAllMocks();
@@ -66,13 +62,15 @@ describe("sqlite store whose checkpoint worker dies after it started", () => {
     try {
       const session = await store.createSession({ id: newSessionId(), userId: "u" });
       const append = (content: string) => store.appendMessages(session.id, [{ role: "user", content: padded(content) }]);
+      // Until a checkpoint copies the log into it, the database file keeps the size it was created with.
+      const created = statSync(path).size;
       for (let i = 0; i < 250; i++) await append(`message ${i}`);
       expect(workers.started).toHaveLength(1);
-      // Let it work a moment (it checkpoints what the first 200 writes logged), then kill it. Under
-      // load its thread can take longer than that to start, so wait for it to run first.
+      // Kill it once it has checkpointed (the database file grew; a thread killed before it runs would
+      // exit with 0, not 1). A fixed pause before the kill was too short on a loaded machine, where the
+      // thread takes longer to start and open the file.
       const worker = workers.started[0];
-      await workers.online.get(worker);
-      await sleep(200);
+      await until(() => statSync(path).size > created, "the worker's first checkpoint");
       const exited = new Promise<number>((resolve) => worker.once("exit", resolve));
       await worker.terminate();
       expect(await exited).toBe(1);
@@ -81,12 +79,15 @@ describe("sqlite store whose checkpoint worker dies after it started", () => {
       expect(String(warn.mock.calls[0][0])).toMatch(/checkpoint worker stopped .*exited with code 1/);
 
       // ~9 pages an append: 800 appends log about 7,000 pages, far past what the log held so far
-      // (at most the ~1,800 pages of the 200 writes before the first checkpoint). Checkpointing again
-      // at 1,000 pages, the log starts over instead, so the file (as long as the longest log) stays.
+      // (at most the ~2,300 pages of the 250 writes). Checkpointing again at 1,000 pages, the log starts
+      // over instead, so the file (as long as the longest log) stays. The kill may have cut a pass short:
+      // then the next commit adds to the log before it checkpoints all of it, and the one after starts
+      // it over, so the longest log is measured after that first commit.
+      await append("after the kill");
       const longest = statSync(`${path}-wal`).size;
       for (let i = 0; i < 800; i++) await append(`after ${i}`);
       expect(statSync(`${path}-wal`).size).toBeLessThanOrEqual(longest);
-      expect(await store.countMessages(session.id)).toBe(1_050);
+      expect(await store.countMessages(session.id)).toBe(1_051);
       expect((await store.getMessages(session.id, { last: 1 }))[0].content).toBe(padded("after 799"));
       expect(workers.started).toHaveLength(1);
       expect(warn).toHaveBeenCalledOnce();
@@ -96,7 +97,7 @@ describe("sqlite store whose checkpoint worker dies after it started", () => {
     // Closed cleanly: the reopened file has everything.
     const reopened = createSqliteStore({ path, backgroundCheckpoints: false });
     const [listed] = (await reopened.listSessions("u")).sessions;
-    expect(await reopened.countMessages(listed.id)).toBe(1_050);
+    expect(await reopened.countMessages(listed.id)).toBe(1_051);
     await reopened.close();
   }, 60_000);
 

@@ -24,7 +24,7 @@ export const SearchParams = z.object({
 const GlobalSearchParams = SearchParams.extend({ session: z.string().min(1).optional() });
 
 /** Turns after each hit a search adds when `neighbours` is not given: see docs/search (measured in bench/retrieval.ts). */
-export const DEFAULT_NEIGHBOURS = 0;
+export const DEFAULT_NEIGHBOURS = 1;
 
 /** Adds GET /v1/search. */
 export function registerSearchRoutes(app: FastifyInstance, deps: { memory: Memory }): void {

@@ -17,7 +17,6 @@ import type {
   AppendOptions,
   ListOptions,
   MessageInput,
-  SearchHit,
   SearchQuery,
   SessionPage,
   SummaryInput,

@@ -4,7 +4,8 @@
  * embedder. Ownership is part of every store query (`userId`), never a filter applied afterwards.
  */
 import { ThreadkeepError } from "./errors.js";
-import type { SearchHit, FullStore } from "./types.js";
+import type { FullStore, Message, SearchHit } from "./types.js";
+import { messageText } from "./store/helpers.js";
 
 /** How {@link Memory.search} matches. */
 export type SearchMode = "substring" | "fulltext" | "semantic" | "hybrid";
@@ -12,10 +13,29 @@ export type SearchMode = "substring" | "fulltext" | "semantic" | "hybrid";
 /** The modes, in a form usable at run time. */
 export const SEARCH_MODES: readonly SearchMode[] = ["substring", "fulltext", "semantic", "hybrid"];
 
+/** How `substring`/`fulltext` hits are ordered: see {@link SearchRequest.ranking}. */
+export type SearchRanking = "relevance" | "recency";
+
+/** The modes' rankings, in a form usable at run time. */
+export const SEARCH_RANKINGS: readonly SearchRanking[] = ["relevance", "recency"];
+
+/** A turn next to a hit, in the same session (see {@link SearchRequest.neighbours}). */
+export interface HitNeighbour {
+  seq: number;
+  role: Message["role"];
+  /** The message's text. */
+  content: string;
+}
+
 /** A search hit, with the score it was ranked by where the mode has one. */
 export interface RankedHit extends SearchHit {
   /** Cosine similarity (semantic) or fused reciprocal-rank score (hybrid). */
   score?: number;
+  /**
+   * The turns around the hit in its session, oldest first (only with `neighbours`): the answer to a
+   * question is often the reply after the message that matched.
+   */
+  neighbours?: HitNeighbour[];
 }
 
 /** What a semantic search needs: the query's vector, and the store's nearest messages to it. */
@@ -32,10 +52,24 @@ export interface SearchRequest {
   sessionId?: string;
   text: string;
   mode: SearchMode;
+  /**
+   * `relevance`: any of the words may match, best match first (BM25: the store's full-text index, or a
+   * ranking in code where it has none). `recency`: newest first; in `fulltext` every word must match,
+   * in `substring` the whole text. Only for `substring` and `fulltext` (`semantic` and `hybrid` rank
+   * by relevance). @default "recency"
+   */
+  ranking?: SearchRanking;
   limit: number;
+  /** Adds to each hit the turns up to this many seqs after it (and, with `neighboursBefore`, before). @default 0 */
+  neighbours?: number;
+  /** Turns before each hit added with it. @default 0 */
+  neighboursBefore?: number;
   /** Sessions last active before this are left out (see `SearchQuery.activeSince`). */
   activeSince?: number;
 }
+
+/** The most neighbouring turns a search adds on each side of a hit. */
+export const MAX_NEIGHBOURS = 5;
 
 /** The RRF constant: ranks past a few dozen add little, so one list's top hit cannot drown the other. */
 export const RRF_K = 60;
@@ -62,39 +96,53 @@ export function fuseRanks(lists: readonly (readonly SearchHit[])[], limit: numbe
   return [...fused.values()].sort((a, b) => (b.score ?? 0) - (a.score ?? 0) || b.seq - a.seq).slice(0, limit);
 }
 
-/** The best mode a store (and embedder) offers: hybrid, then full text, then substring. */
+/**
+ * The best mode a store (and embedder) offers: hybrid with an embedder; else full text where the store
+ * has it, else substring (whose `relevance` ranking is the store's BM25 in code).
+ */
 export function bestSearchMode(store: FullStore, semantic: boolean): SearchMode {
   if (semantic) return "hybrid";
   return store.capabilities.fullTextSearch ? "fulltext" : "substring";
 }
 
 /**
- * The lexical ranking used inside hybrid search (and by lexical recall): the store's full text by relevance, or (where a store
- * has none) substring hits of each word, ranked by how many of the words a message holds.
+ * The lexical ranking used inside hybrid search and by lexical recall (BM25 over any of the words): the store's full text by relevance, or (where a
+ * store has none) its ranking in code (`SearchQuery.ranking`).
  */
-export async function lexicalRanks(store: FullStore, request: SearchRequest, depth: number): Promise<SearchHit[]> {
-  const base = { userId: request.userId, sessionId: request.sessionId, text: request.text, activeSince: request.activeSince };
-  if (store.capabilities.fullTextSearch)
-    return store.search({ ...base, mode: "fulltext", ranking: "relevance", limit: depth });
-  const words = [...new Set(request.text.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter((w) => w.length > 2))];
-  const counts = new Map<string, { hit: SearchHit; words: number }>();
-  for (const word of words.slice(0, 8)) {
-    for (const hit of await store.search({ ...base, text: word, limit: depth })) {
-      const entry = counts.get(hitKey(hit)) ?? { hit, words: 0 };
-      entry.words++;
-      counts.set(hitKey(hit), entry);
-    }
-  }
-  return [...counts.values()].sort((a, b) => b.words - a.words || b.hit.seq - a.hit.seq).map((e) => e.hit).slice(0, depth);
+export function lexicalRanks(store: FullStore, request: SearchRequest, depth: number): Promise<SearchHit[]> {
+  return store.search({
+    userId: request.userId,
+    sessionId: request.sessionId,
+    text: request.text,
+    activeSince: request.activeSince,
+    mode: store.capabilities.fullTextSearch ? "fulltext" : "substring",
+    ranking: "relevance",
+    limit: depth,
+  });
 }
 
-/** Runs a search. @throws `not_supported` for semantic or hybrid without embeddings. */
+/**
+ * Runs a search. `hybrid` without embeddings is the lexical ranking alone (what it fuses with the
+ * vectors' ranking). @throws `not_supported` for `semantic` without embeddings; `invalid_request` for
+ * a `ranking` the mode does not take.
+ */
 export async function runSearch(
   store: FullStore,
   request: SearchRequest,
   vectors?: VectorSearcher,
 ): Promise<RankedHit[]> {
+  const hits = await searchHits(store, request, vectors);
+  return withNeighbours(store, request, hits);
+}
+
+async function searchHits(store: FullStore, request: SearchRequest, vectors?: VectorSearcher): Promise<RankedHit[]> {
   const { mode } = request;
+  if (request.ranking !== undefined && mode !== "substring" && mode !== "fulltext") {
+    throw new ThreadkeepError("invalid_request", `Search mode "${mode}" ranks by relevance; ranking applies to substring and fulltext`, {
+      details: { field: "ranking" },
+    });
+  }
+  if (request.ranking === "relevance" || (mode === "hybrid" && !vectors)) return lexicalRanks(store, request, request.limit);
   if (mode === "substring" || mode === "fulltext") {
     return store.search({ userId: request.userId, sessionId: request.sessionId, text: request.text, mode, limit: request.limit, activeSince: request.activeSince });
   }
@@ -113,4 +161,32 @@ export async function runSearch(
     vectors.search(store, { ...query, limit: depth }),
   ]);
   return fuseRanks([lexical, semantic], request.limit);
+}
+
+/**
+ * Adds each hit's neighbouring turns (`request.neighbours` after, `neighboursBefore` before), read in
+ * one range read per hit, all at once. Turns that are hits of their own stay hits too.
+ */
+async function withNeighbours(store: FullStore, request: SearchRequest, hits: RankedHit[]): Promise<RankedHit[]> {
+  const after = Math.max(0, Math.floor(request.neighbours ?? 0));
+  const before = Math.max(0, Math.floor(request.neighboursBefore ?? 0));
+  if (hits.length === 0 || (after === 0 && before === 0)) return hits;
+  const owner = { userId: request.userId, activeSince: request.activeSince };
+  const ranges = await Promise.all(
+    hits.map((hit) =>
+      store
+        .getMessages(hit.sessionId, { fromSeq: hit.seq - before, toSeq: hit.seq + after, owner })
+        // A session deleted or expired since the search matched it: the hit stands alone.
+        .catch((error: unknown) => {
+          if (error instanceof ThreadkeepError && error.code === "session_not_found") return [] as Message[];
+          throw error;
+        }),
+    ),
+  );
+  return hits.map((hit, i) => ({
+    ...hit,
+    neighbours: ranges[i]
+      .filter((m) => m.seq !== hit.seq)
+      .map((m) => ({ seq: m.seq, role: m.role, content: messageText(m) })),
+  }));
 }

@@ -37,6 +37,8 @@ import {
   rankHits,
   sessionFromInput,
   substringHits,
+  DEFAULT_SEARCH_LIMIT,
+  rankByRelevance,
 } from "./_util.js";
 
 /** The backend name of the in-memory store. */
@@ -310,15 +312,18 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): FullStore &
     async search(query: SearchQuery) {
       ensureOpen();
       checkSearchQuery(query);
+      const candidates = (query.sessionId ? [find(query.sessionId)] : [...entries.values()]).filter(
+        (entry): entry is NonNullable<typeof entry> =>
+          !!entry && entry.session.userId === query.userId && !isExpired(entry) && !inactiveSince(entry.session, query.activeSince),
+      );
+      if (query.ranking === "relevance") {
+        return rankByRelevance(candidates.map((e) => ({ sessionId: e.session.id, messages: e.messages })), query.text, query.limit ?? DEFAULT_SEARCH_LIMIT);
+      }
       if (query.mode === "fulltext") {
         throw new ThreadkeepError("not_supported", "The memory store has no full-text search; use substring");
       }
       const hits: SearchHit[] = [];
-      const candidates = query.sessionId ? [find(query.sessionId)] : [...entries.values()];
-      for (const entry of candidates) {
-        if (!entry || entry.session.userId !== query.userId || isExpired(entry) || inactiveSince(entry.session, query.activeSince)) continue;
-        hits.push(...substringHits(entry.session.id, entry.messages, query.text));
-      }
+      for (const entry of candidates) hits.push(...substringHits(entry.session.id, entry.messages, query.text));
       return rankHits(hits, query.limit);
     },
 

@@ -89,6 +89,37 @@ export function describeSearch(store: () => FullStore, name: string): void {
       expect(any.every((h) => h.sessionId === session.id)).toBe(true);
     });
 
+    it("ranks by relevance on every store: any word, rarer and more words first, stemmed, owner's only, limited", async () => {
+      const owner = user();
+      const session = await newSession(owner);
+      const other = await newSession(owner);
+      const stranger = await newSession();
+      await store().appendMessages(session.id, [
+        text("we talked about the weather today"),
+        text("the pottery class was about glazing bowls"),
+        text("the weather was nice and the weather stayed nice"),
+        text("I signed up for pottery"),
+      ]);
+      await store().appendMessages(other.id, [text("weather again, more weather"), text("a chat about cooking")]);
+      await store().appendMessages(stranger.id, [text("pottery class secrets of another owner")]);
+      const ranked = (t: string, limit?: number) => store().search({ userId: owner, text: t, ranking: "relevance", limit });
+      // Any word: "pottery" alone matches two messages; with "class" the one holding both comes first.
+      const hits = await ranked("What did I say about the pottery class?");
+      expect(hits.slice(0, 2).map((h) => h.message.content)).toEqual(["the pottery class was about glazing bowls", "I signed up for pottery"]);
+      // A rare word outweighs a common one: "pottery" (2 of 6 messages) over "weather" (3 of 6).
+      const rare = await ranked("weather pottery glazing");
+      expect(rare[0].message.content).toBe("the pottery class was about glazing bowls");
+      expect(rare.map((h) => h.sessionId)).toContain(other.id);
+      expect(rare.every((h) => h.sessionId !== stranger.id)).toBe(true);
+      expect(await ranked("weather", 2)).toHaveLength(2);
+      // Stemmed and case-folded: "Glazed" finds "glazing", "Classes" finds "class".
+      expect((await ranked("Glazed classes")).map((h) => h.message.content)).toEqual(["the pottery class was about glazing bowls"]);
+      // Stopwords alone find nothing; one session only with sessionId.
+      expect(await ranked("what is the")).toEqual([]);
+      const inOther = await store().search({ userId: owner, sessionId: other.id, text: "weather", ranking: "relevance" });
+      expect(inOther.map((h) => h.seq)).toEqual([1]);
+    });
+
     it("keeps owners apart whose ids differ only in punctuation or case, in every mode", async () => {
       const tag = randomUUID().slice(0, 8);
       const owners = [`${tag}-x`, `${tag} x`, `${tag}.X`];

@@ -45,6 +45,35 @@ describe("GET /v1/search", () => {
     expect((await call("tk-bob", `/v1/search?q=grocery&session=${a}`)).status).toBe(404);
   });
 
+  it("ranks a question by relevance by default, with the reply after each hit; recency and hybrid without an embedder", async () => {
+    const id = crypto.randomUUID();
+    const res = await stack.request("POST", `/v1/sessions/${id}/messages`, {
+      headers: { authorization: "Bearer tk-alice" },
+      body: {
+        messages: [
+          { role: "user", content: "Which pottery class should I take?" },
+          { role: "assistant", content: "The Tuesday wheel-throwing one." },
+          { role: "user", content: "unrelated note about the weather" },
+        ],
+      },
+    });
+    expect(res.status).toBe(201);
+    const q = encodeURIComponent("What did I say about the pottery classes?");
+    const auto = await call("tk-alice", `/v1/search?q=${q}&session=${id}`);
+    // Seq 1 holds "pottery" and "class"; seq 3 only "about".
+    expect(auto.body.data.map((h: { seq: number }) => h.seq)).toEqual([1, 3]);
+    expect(auto.body.data[0].neighbours).toEqual([{ seq: 2, role: "assistant", content: "The Tuesday wheel-throwing one." }]);
+    expect((await call("tk-alice", `/v1/search?q=${q}&session=${id}&neighbours=0`)).body.data[0].neighbours).toBeUndefined();
+    // Every word, newest first, stays there: the question's words are not all in any message.
+    expect((await call("tk-alice", `/v1/search?q=${q}&session=${id}&ranking=recency`)).body.data).toEqual([]);
+    const hybrid = await call("tk-alice", `/v1/search?q=${q}&session=${id}&mode=hybrid`);
+    expect(hybrid.status).toBe(200);
+    expect(hybrid.body.data.map((h: { seq: number }) => h.seq)).toEqual([1, 3]);
+    const badRanking = await call("tk-alice", `/v1/search?q=x&mode=hybrid&ranking=recency`);
+    expect(badRanking.status).toBe(400);
+    expect(badRanking.body.error.code).toBe("invalid_request");
+  });
+
   it("answers bad queries and modes it cannot serve with OpenAI-style 4xx/501 errors", async () => {
     const missing = await call("tk-alice", "/v1/search");
     expect(missing.status).toBe(400);

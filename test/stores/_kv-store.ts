@@ -15,6 +15,7 @@ import {
   SessionNotFoundError,
   StateConflictError,
   ThreadkeepError,
+  rankByRelevance,
   validateMessages,
   type Branch,
   type Lease,
@@ -247,13 +248,17 @@ export function createKeyValueStore(db: KeyValue): FullStore {
         return doc.state;
       }),
 
-    async search({ userId, sessionId, text, mode, limit = 20, activeSince = -Infinity }) {
+    async search({ userId, sessionId, text, mode, ranking, limit = 20, activeSince = -Infinity }) {
       if (!text.trim()) throw new ThreadkeepError("invalid_request", "Search text must not be empty");
+      const docs = (await allDocs()).filter(
+        (doc) => doc.session.userId === userId && !(sessionId && doc.session.id !== sessionId) && doc.session.lastActivityAt >= activeSince,
+      );
+      // Relevance (any word, BM25) with threadkeep's own in-code ranking.
+      if (ranking === "relevance") return rankByRelevance(docs.map((d) => ({ sessionId: d.session.id, messages: d.messages })), text, limit);
       if (mode === "fulltext") throw new ThreadkeepError("not_supported", "No full-text search in this store");
       const needle = text.toLowerCase();
       const hits: SearchHit[] = [];
-      for (const doc of await allDocs()) {
-        if (doc.session.userId !== userId || (sessionId && doc.session.id !== sessionId) || doc.session.lastActivityAt < activeSince) continue;
+      for (const doc of docs) {
         for (const message of doc.messages) {
           const body = contentText(message.content);
           const at = body.toLowerCase().indexOf(needle);

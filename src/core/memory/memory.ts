@@ -13,7 +13,7 @@ import { StateApi } from "./state-api.js";
 import { runTurn } from "../turn.js";
 import { newSessionId, parseSessionId } from "../ids.js";
 import { checkJson } from "../json-limits.js";
-import { bestSearchMode, type RankedHit, runSearch, type SearchMode } from "../search.js";
+import { bestSearchMode, type RankedHit, runSearch, type SearchMode, type SearchRanking } from "../search.js";
 import type { Branch, BranchInput, Lease, ListOptions, Message, MessageInput, MessageQuery, SearchHit, Session, SessionPage, SessionState, FullStore, Summary } from "../types.js";
 
 export type { PreloadedTurn } from "../context/types.js";
@@ -168,20 +168,36 @@ export class Memory implements SessionMemory {
   }
 
   /**
-   * Searches one owner's messages (one session with `sessionId`): `substring` and `fulltext` newest
-   * first, `semantic` and `hybrid` (with embeddings) best first. `auto` picks the best mode there is.
+   * Searches one owner's messages (one session with `sessionId`). `substring` and `fulltext` rank
+   * newest first, or with `ranking: "relevance"` by BM25 over any of the words; `semantic` and
+   * `hybrid` (with embeddings; `hybrid` without is the BM25 ranking) best first. `auto` picks the best
+   * there is: hybrid with embeddings, else the BM25 ranking (`ranking: "recency"`: full text or
+   * substring, newest first). `neighbours` adds to each hit the turns after it (the reply to a question).
    */
   async search(
     text: string,
-    options: OwnerOptions & { sessionId?: string; mode?: SearchMode | "auto"; limit?: number } = {},
+    options: OwnerOptions & {
+      sessionId?: string;
+      mode?: SearchMode | "auto";
+      ranking?: SearchRanking;
+      limit?: number;
+      neighbours?: number;
+      neighboursBefore?: number;
+    } = {},
   ): Promise<RankedHit[]> {
     const userId = this.#core.owner(options);
     const sessionId = options.sessionId ? (await this.#core.resolve(options.sessionId, userId, false)).id : undefined;
     const store = await this.#core.store;
-    const mode = options.mode === "auto" ? bestSearchMode(store, this.#core.vectors !== undefined) : (options.mode ?? "substring");
+    let { mode = "substring", ranking } = options;
+    if (mode === "auto") {
+      const semantic = this.#core.vectors !== undefined && ranking !== "recency";
+      mode = bestSearchMode(store, semantic);
+      if (!semantic) ranking ??= "relevance";
+    }
     // A session past the TTL is not searched, swept or not (the store leaves it out in the same query).
     const { activeSince } = this.#core.scope(userId);
-    return runSearch(store, { userId, sessionId, text, mode, limit: options.limit ?? 20, activeSince }, this.#core.vectors);
+    const { neighbours, neighboursBefore } = options;
+    return runSearch(store, { userId, sessionId, text, mode, ranking, limit: options.limit ?? 20, activeSince, neighbours, neighboursBefore }, this.#core.vectors);
   }
 
   /** Summaries of a session, by seq. */

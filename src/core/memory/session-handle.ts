@@ -22,7 +22,7 @@ export interface SessionMemory
   switchBranch(sessionId: string, branchId: number, options: OwnerOptions): Promise<Branch>;
   branchAt(sessionId: string, seq: number, options: OwnerOptions & { reason?: BranchReason; metadata?: Record<string, unknown> }): Promise<Branch | null>;
   getMessages(sessionId: string, query: MessageQuery & OwnerOptions): Promise<Message[]>;
-  search(text: string, options: OwnerOptions & { sessionId?: string; mode?: "substring" | "fulltext"; limit?: number }): Promise<SearchHit[]>;
+  search(text: string, options: OwnerOptions & { sessionId?: string; mode?: "substring" | "fulltext"; ranking?: "relevance" | "recency"; limit?: number }): Promise<SearchHit[]>;
   buildContext(sessionId: string, options: BuildContextOptions): Promise<AssembledContext>;
   clear(sessionId: string, options: OwnerOptions): Promise<void>;
   undoTurn(sessionId: string, options: OwnerOptions): Promise<Message[]>;
@@ -80,7 +80,7 @@ export class SessionHandle {
   }
   search(
     text: string,
-    options: { mode?: "substring" | "fulltext"; limit?: number } = {},
+    options: { mode?: "substring" | "fulltext"; ranking?: "relevance" | "recency"; limit?: number } = {},
   ): Promise<SearchHit[]> {
     return this.#memory.search(text, { ...options, ...this.#owner(), sessionId: this.id });
   }

@@ -31,7 +31,8 @@ import type {
 } from "../types.js";
 import { hasBranches, hasCombinedTurn, hasCounts, hasRetention, hasSearch, hasState, hasSummaries } from "../types.js";
 import { readTurn, withLease } from "../open-turn.js";
-import { checkOwner, checkSearchQuery, rankHits, substringHits } from "./helpers.js";
+import { checkOwner, checkSearchQuery, DEFAULT_SEARCH_LIMIT, rankHits, substringHits } from "./helpers.js";
+import { rankByRelevance, type SessionMessages } from "./relevance.js";
 
 /** How many of an owner's newest sessions, and of their newest messages each, a derived search reads. */
 export const DERIVED_SEARCH_BOUNDS = { sessions: 200, messagesPerSession: 2_000 } as const;
@@ -277,11 +278,12 @@ class Fallbacks {
     );
   }
 
-  /** Substring search over reads: the owner's newest sessions, each's newest messages (see {@link DERIVED_SEARCH_BOUNDS}). */
+  /** Substring search (or, with `ranking: "relevance"`, BM25 in code) over reads: the owner's newest sessions, each's newest messages (see {@link DERIVED_SEARCH_BOUNDS}). */
   async #search(query: SearchQuery): Promise<SearchHit[]> {
     const store = this.#store;
     checkSearchQuery(query);
-    if (query.mode === "fulltext") throw new ThreadkeepError("not_supported", `The ${store.name} store has no full-text search; use substring`);
+    const relevance = query.ranking === "relevance";
+    if (query.mode === "fulltext" && !relevance) throw new ThreadkeepError("not_supported", `The ${store.name} store has no full-text search; use substring`);
     const sessions: Session[] = [];
     if (query.sessionId) {
       const session = await store.getSession(query.sessionId);
@@ -294,13 +296,13 @@ class Fallbacks {
         cursor = page.nextCursor;
       } while (cursor && sessions.length < DERIVED_SEARCH_BOUNDS.sessions);
     }
-    const hits: SearchHit[] = [];
+    const searched: SessionMessages[] = [];
     for (const session of sessions.slice(0, DERIVED_SEARCH_BOUNDS.sessions)) {
       if (query.activeSince !== undefined && session.lastActivityAt < query.activeSince) continue;
-      const messages = await store.getMessages(session.id, { last: DERIVED_SEARCH_BOUNDS.messagesPerSession });
-      hits.push(...substringHits(session.id, messages, query.text));
+      searched.push({ sessionId: session.id, messages: await store.getMessages(session.id, { last: DERIVED_SEARCH_BOUNDS.messagesPerSession }) });
     }
-    return rankHits(hits, query.limit);
+    if (relevance) return rankByRelevance(searched, query.text, query.limit ?? DEFAULT_SEARCH_LIMIT);
+    return rankHits(searched.flatMap((s) => substringHits(s.sessionId, [...s.messages], query.text)), query.limit);
   }
 }
 

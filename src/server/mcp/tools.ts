@@ -12,7 +12,7 @@ import { formatTranscript } from "../../core/context/summarize.js";
 import { isThreadkeepError } from "../../core/errors.js";
 import type { Memory } from "../../core/memory/memory.js";
 import { conversationPatchSchema } from "../../core/state/conversation.js";
-import { SearchParams } from "../routes/search.js";
+import { DEFAULT_NEIGHBOURS, SearchParams } from "../routes/search.js";
 import { ListQuery, MessagesQuery } from "../routes/sessions.js";
 
 /** Options of {@link createMcpServer}. */
@@ -90,7 +90,14 @@ export function createMcpServer(options: McpServerOptions): McpServer {
     },
     (args) =>
       attempt(() =>
-        memory.search(args.q, { ...owner, sessionId: args.session_id, limit: args.limit ?? 20, mode: args.mode ?? "auto" }),
+        memory.search(args.q, {
+          ...owner,
+          sessionId: args.session_id,
+          limit: args.limit ?? 20,
+          mode: args.mode ?? "auto",
+          ranking: args.ranking,
+          neighbours: args.neighbours ?? DEFAULT_NEIGHBOURS,
+        }),
       ),
   );
   server.registerTool(

@@ -119,6 +119,15 @@ export const schemas = {
       seq: { type: "integer" },
       snippet: { type: "string" },
       message: ref("Message"),
+      score: { type: "number", description: "semantic: cosine similarity; hybrid: fused reciprocal-rank score" },
+      neighbours: {
+        type: "array",
+        description: "the turns after the hit in its session (`neighbours`), oldest first",
+        items: {
+          type: "object",
+          properties: { seq: { type: "integer" }, role: { type: "string" }, content: { type: "string" } },
+        },
+      },
     },
   },
   ContextPreferences: {

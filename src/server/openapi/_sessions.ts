@@ -1,5 +1,5 @@
 /** The OpenAPI paths of the sessions API (/v1/sessions/…, /v1/search): messages, search, context, summaries, fork, undo, export, state, preferences. */
-import { SEARCH_MODES } from "../../core/search.js";
+import { MAX_NEIGHBOURS, SEARCH_MODES, SEARCH_RANKINGS } from "../../core/search.js";
 import { body, error, json, ok, operations, query, ref, sessionFailures, sessionId } from "./_schemas.js";
 
 const SEARCH_MODE_NAMES = [...SEARCH_MODES, "auto"];
@@ -109,6 +109,8 @@ export const sessionsPaths = {
             { type: "string", enum: [...SEARCH_MODE_NAMES] },
             "as for /v1/search; default substring",
           ),
+          query("ranking", { type: "string", enum: [...SEARCH_RANKINGS] }, "relevance: any word, best first (BM25; the default of auto); recency: newest first (the default of substring and fulltext)"),
+          query("neighbours", { type: "integer", minimum: 0, maximum: MAX_NEIGHBOURS, default: 1 }, "Turns after each hit added to it"),
         ],
       },
     ),
@@ -117,7 +119,7 @@ export const sessionsPaths = {
     get: op(
       "Search the caller's messages across all their sessions",
       {
-        "200": ok("Hits, newest first (substring, fulltext) or best first (semantic, hybrid)", {
+        "200": ok("Hits, best first (auto, relevance, semantic, hybrid) or newest first (substring, fulltext)", {
           type: "object",
           properties: { data: { type: "array", items: ref("SearchHit") } },
         }),
@@ -126,7 +128,9 @@ export const sessionsPaths = {
         parameters: [
           query("q", { type: "string", minLength: 1 }, "Text to find", true),
           query("limit", { type: "integer", minimum: 1, maximum: 100, default: 20 }, "Most hits"),
-          query("mode", { type: "string", enum: [...SEARCH_MODE_NAMES] }, "auto: hybrid with embeddings, else fulltext where the store has it, else substring"),
+          query("mode", { type: "string", enum: [...SEARCH_MODE_NAMES] }, "auto: hybrid with embeddings, else any-word BM25 relevance ranking"),
+          query("ranking", { type: "string", enum: [...SEARCH_RANKINGS] }, "relevance: any word, best first (BM25; the default of auto); recency: newest first (the default of substring and fulltext)"),
+          query("neighbours", { type: "integer", minimum: 0, maximum: MAX_NEIGHBOURS, default: 1 }, "Turns after each hit added to it"),
           query("session", { type: "string" }, "Only this session"),
         ],
       },

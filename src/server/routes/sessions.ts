@@ -9,7 +9,7 @@ import type { ContextPreferences } from "../../core/context/types.js";
 import { parseConversationState } from "../../core/state/conversation.js";
 import type { Memory } from "../../core/memory/memory.js";
 import { parseBody } from "./_validate.js";
-import { SearchParams } from "./search.js";
+import { DEFAULT_NEIGHBOURS, SearchParams } from "./search.js";
 import type { ServerMetrics } from "../metrics.js";
 import { sessionOverviews } from "./_session-overview.js";
 import { type TurnDeps, withTurnLease } from "../turn/lease.js";
@@ -130,6 +130,8 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRoutesD
       sessionId: request.params.id,
       limit: query.limit,
       mode: query.mode,
+      ranking: query.ranking,
+      neighbours: query.neighbours ?? DEFAULT_NEIGHBOURS,
     });
     return { data: hits };
   });

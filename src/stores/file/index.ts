@@ -17,13 +17,13 @@ import type {
   AppendOptions,
   ListOptions,
   MessageInput,
-  SearchHit,
   SearchQuery,
   SessionPage,
   SummaryInput,
   ReplaceOptions,
 } from "../../core/types.js";
 import { branchFromRecord, checkHistoryOptions, planBranchSwitch, planHistoryWrite } from "../history.js";
+import type { SessionMessages } from "../../core/store/relevance.js";
 import type { SessionRecord } from "./_records.js";
 import { type Entry, keyOf, SessionFiles } from "./_sessions.js";
 import { fileVectorSidecar } from "./_vectors.js";
@@ -42,6 +42,8 @@ import {
   rankHits,
   sessionFromInput,
   substringHits,
+  DEFAULT_SEARCH_LIMIT,
+  rankByRelevance,
 } from "../_util.js";
 
 /** The backend name of the JSONL file store. */
@@ -296,18 +298,20 @@ export function createFileStore(options: FileStoreOptions): FullStore & VectorSt
     async search(query: SearchQuery) {
       await ensureReady();
       checkSearchQuery(query);
-      if (query.mode === "fulltext") {
+      const relevance = query.ranking === "relevance";
+      if (query.mode === "fulltext" && !relevance) {
         throw new ThreadkeepError("not_supported", "The file store has no full-text search; use substring");
       }
-      const hits: SearchHit[] = [];
       const candidates = query.sessionId
         ? [index.sessions.get(keyOf(query.sessionId) ?? "")]
         : [...index.sessions.values()];
+      const searched: SessionMessages[] = [];
       for (const session of candidates) {
         if (!session || session.userId !== query.userId || inactiveSince(session, query.activeSince)) continue;
-        hits.push(...substringHits(session.id, (await read(session.id))?.messages ?? [], query.text));
+        searched.push({ sessionId: session.id, messages: (await read(session.id))?.messages ?? [] });
       }
-      return rankHits(hits, query.limit);
+      if (relevance) return rankByRelevance(searched, query.text, query.limit ?? DEFAULT_SEARCH_LIMIT);
+      return rankHits(searched.flatMap((s) => substringHits(s.sessionId, [...s.messages], query.text)), query.limit);
     },
 
     async expire(olderThan) {

@@ -3,20 +3,23 @@ import type { SearchHit, SearchQuery } from "../../core/types.js";
 import { parseMessages, type RedisKeys } from "./_codec.js";
 import type { RedisConnection } from "./_connection.js";
 import { INDEX_BATCH, type RedisIndexes } from "./_session-index.js";
-import { checkSearchQuery, DEFAULT_SEARCH_LIMIT, rankHits, substringHits } from "../_util.js";
+import { checkSearchQuery, DEFAULT_SEARCH_LIMIT, rankByRelevance, rankHits, substringHits } from "../_util.js";
+import type { SessionMessages } from "../../core/store/relevance.js";
 
 /**
- * A substring search over the owner's sessions (or one session), a batch of sessions at a time; members
+ * A substring search (or, with `ranking: "relevance"`, a BM25 ranking in code) over the owner's sessions (or one session), a batch of sessions at a time; members
  * of the owner's index found stale on the way are dropped from it.
  */
 export async function searchMessages(db: RedisConnection, keys: RedisKeys, indexes: RedisIndexes, ttlMs: number, query: SearchQuery): Promise<SearchHit[]> {
   const { data: dataKeys } = keys;
   checkSearchQuery(query);
-  if (query.mode === "fulltext") {
+  const relevance = query.ranking === "relevance";
+  if (query.mode === "fulltext" && !relevance) {
     throw new ThreadkeepError("not_supported", "The redis store has no full-text search; use substring");
   }
   const ids = query.sessionId ? [query.sessionId] : await indexes.ownedIds(query.userId);
   const hits: SearchHit[] = [];
+  const searched: SessionMessages[] = [];
   const stale: string[] = [];
   for (let at = 0; at < ids.length; at += INDEX_BATCH) {
     const batch = ids.slice(at, at + INDEX_BATCH);
@@ -34,9 +37,12 @@ export async function searchMessages(db: RedisConnection, keys: RedisKeys, index
       mine.map((id) => db.send<string[]>(["LRANGE", dataKeys(id)[1], "0", "-1"])),
     );
     mine.forEach((sessionId, i) => {
-      hits.push(...substringHits(sessionId, parseMessages(sessionId, lists[i]), query.text));
+      const messages = parseMessages(sessionId, lists[i]);
+      if (relevance) searched.push({ sessionId, messages });
+      else hits.push(...substringHits(sessionId, messages, query.text));
     });
   }
   await indexes.dropFromOwner(query.userId, stale);
+  if (relevance) return rankByRelevance(searched, query.text, query.limit ?? DEFAULT_SEARCH_LIMIT);
   return rankHits(hits, query.limit ?? DEFAULT_SEARCH_LIMIT);
 }

@@ -6,6 +6,8 @@
  * bm25 weighs each word by how many messages of the whole store hold it.)
  */
 
+import { ENGLISH_STOPWORDS } from "../../core/store/relevance.js";
+
 /**
  * A scope token: a letter, the value's UTF-8 bytes in hex, and a final `0`. Hex keeps any id one
  * token (the tokenizer splits on punctuation, which would make "a-b" and "a b" the same owner), and
@@ -22,13 +24,17 @@ export const scopeSql = (owner: string, session: string) =>
 
 /**
  * The MATCH expression of a search: the owner's (and session's) scope tokens AND the words of
- * `text` in the message column (all of them, or with `any` any of them). Every word is quoted, so
+ * `text` in the message column (all of them, or with `any` any of them, English stopwords dropped). Every word is quoted, so
  * FTS5 operators and punctuation in user text are searched as text, never parsed; NUL separates
  * words like a space (FTS5 would read it as the end of the query). Empty when `text` has no word.
  */
 export function scopedMatch(text: string, scope: { userId: string; sessionId?: string }, any = false): string {
-  const words = text
-    .split(/[\s\u0000]+/)
+  // Any-word (relevance) queries take the words as the tokenizer would, stopwords dropped, so
+  // "caroline's" is the word "caroline" rather than a phrase, and "what"/"the" do not match every row.
+  const parts = any
+    ? (text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).filter((word) => !ENGLISH_STOPWORDS.has(word))
+    : text.split(/[\s\u0000]+/);
+  const words = [...new Set(parts)]
     .filter((word) => word.length > 0)
     .map((word) => `"${word.replaceAll('"', '""')}"`);
   if (words.length === 0) return "";

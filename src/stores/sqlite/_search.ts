@@ -35,7 +35,8 @@ export async function searchMessages(
   query: SearchQuery,
   limit: number,
 ): Promise<SearchHit[]> {
-  if (query.mode !== "fulltext") return use((db) => searchText(db, query, limit));
+  // Relevance ranks full text in any mode: any of the words, best first.
+  if (query.mode !== "fulltext" && query.ranking !== "relevance") return use((db) => searchText(db, query, limit));
   const scope = { userId: query.userId, sessionId: query.sessionId };
   for (;;) {
     // The step that finds nothing left waiting searches in the same synchronous call, so a message
@@ -51,7 +52,7 @@ function searchText(db: SqliteStoreDb, query: SearchQuery, limit: number): Searc
   const { userId, sessionId } = query;
   const since = query.activeSince ?? Number.MIN_SAFE_INTEGER;
   const { st } = db;
-  if (query.mode === "fulltext") {
+  if (query.mode === "fulltext" || query.ranking === "relevance") {
     const ranked = query.ranking === "relevance";
     const match = scopedMatch(query.text, query, ranked);
     // Nothing but separators: no word to find.

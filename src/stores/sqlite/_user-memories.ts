@@ -28,8 +28,18 @@ const fromRow = (row: Row): UserMemory => ({
 
 const toRow = (m: UserMemory) => [m.userId, m.id, m.text, m.createdAt, m.updatedAt, JSON.stringify(m.source), JSON.stringify(m.metadata), JSON.stringify(m.history)];
 
+/** The memory calls of the SQLite store, each one statement or transaction. */
+export interface SqliteUserMemories {
+  add(input: UserMemoryInput): UserMemory;
+  get(userId: string, id: string): UserMemory | null;
+  list(userId: string, options?: ListOptions): UserMemoryPage;
+  update(userId: string, id: string, patch: UserMemoryPatch): UserMemory;
+  delete(userId: string, id: string): boolean;
+  deleteAll(userId: string): number;
+}
+
 /** The memory calls over one open database; statements are prepared once. */
-export function sqliteUserMemories(db: Database.Database) {
+export function sqliteUserMemories(db: Database.Database): SqliteUserMemories {
   const st = {
     insert: db.prepare("INSERT OR IGNORE INTO user_memories (user_id, id, text, created_at, updated_at, source, metadata, history) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
     get: db.prepare("SELECT * FROM user_memories WHERE user_id = ? AND id = ?"),
@@ -73,6 +83,3 @@ export function sqliteUserMemories(db: Database.Database) {
     },
   };
 }
-
-/** The memory calls of {@link sqliteUserMemories}. */
-export type SqliteUserMemories = ReturnType<typeof sqliteUserMemories>;

@@ -118,7 +118,7 @@ describe("/v1/memories", () => {
       expect(res.status).toBe(400);
       expect(res.body.error.code).toBe("invalid_request");
     }
-    expect((await call("tk-alice", "GET", `/v1/memories/${"x".repeat(200)}`)).status).toBe(404);
+    expect((await call("tk-alice", "GET", `/v1/memories/${"x".repeat(100)}`)).status).toBe(404);
   });
 });
 

@@ -39,6 +39,18 @@ export const COMMAND_SUMMARIES: readonly CommandSummary[] = [
     file: "./sessions.js",
   },
   {
+    name: "memories",
+    term: "memories",
+    description: "List, add, edit and delete what is remembered about a user (--user; --json for scripts)",
+    file: "./memories.js",
+  },
+  {
+    name: "users",
+    term: "users",
+    description: "Erase everything kept about a user: sessions and memories (users erase <userId>)",
+    file: "./memories.js",
+  },
+  {
     name: "export",
     term: "export [options]",
     description: "Write sessions as JSONL: sessions, messages, summaries and state (format in docs/cli.md)",

@@ -26,6 +26,7 @@ import { SESSION_HEADER } from "./turn/run.js";
 import { DEFAULT_SESSION_HEADERS } from "./front-ends/index.js";
 import { registerInspector } from "./routes/inspector.js";
 import { registerSearchRoutes } from "./routes/search.js";
+import { registerMemoryRoutes } from "./routes/memories.js";
 import { registerSessionActions } from "./routes/session-actions.js";
 import { registerSessionRoutes } from "./routes/sessions.js";
 import { registerBranchRoutes } from "./routes/branches.js";
@@ -205,6 +206,7 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
   registerSessionRoutes(app, { memory, metrics });
   registerBranchRoutes(app, { memory, metrics });
   registerSearchRoutes(app, { memory });
+  registerMemoryRoutes(app, { memory });
   registerMcpRoutes(app, { memory });
   registerSessionActions(app, { memory, metrics });
   registerInspector(app);

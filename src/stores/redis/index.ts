@@ -26,6 +26,7 @@ import * as S from "./_scripts.js";
 import { searchMessages } from "./_search.js";
 import { openRedisTurn, TURN_OPEN, turnOpenArgs } from "./_turn.js";
 import { redisVectorSidecar } from "./_vectors.js";
+import { redisUserMemories } from "./_user-memories.js";
 import { leaseExpired, writeHistory } from "./_write.js";
 import { sidecarVectors } from "../_vector-sidecar.js";
 import { sessionFromInput } from "../_util.js";
@@ -150,6 +151,7 @@ export function createRedisStore(options: RedisStoreOptions): FullStore & Vector
       idempotentWrites: true,
     },
     ...sidecarVectors(() => store, vectorSidecar),
+    ...redisUserMemories(db, prefix),
 
     async createSession(input: SessionInput) {
       const session = sessionFromInput(input);

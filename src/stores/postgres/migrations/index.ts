@@ -20,6 +20,7 @@ import { migrateFencedAppend } from "./013-fenced-append.js";
 import { migrateTurnDoc } from "./014-turn-doc.js";
 import { migrateScopedAppend } from "./015-scoped-append.js";
 import { migrateHardCap } from "./016-hard-cap.js";
+import { migrateUserMemories } from "./017-user-memories.js";
 
 /** One forward step: `up` takes the schema from `version - 1` to `version`, in the migrating transaction. */
 export interface Migration {
@@ -50,4 +51,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 14, up: migrateTurnDoc },
   { version: 15, up: migrateScopedAppend },
   { version: 16, up: migrateHardCap },
+  { version: 17, up: migrateUserMemories },
 ];

@@ -1,0 +1,63 @@
+/**
+ * The caller's memories (`/v1/memories`) and the erasure of all the caller's data
+ * (`DELETE /v1/users/me`). Every call is the authenticated user's (the key's user, or its end user):
+ * another user's memory id is `404 not_found`, exactly as one that does not exist.
+ */
+import type { FastifyInstance } from "fastify";
+import { z } from "zod";
+import { ThreadkeepError } from "../../core/errors.js";
+import type { Memory } from "../../core/memory/memory.js";
+import { MAX_MEMORY_TEXT_LENGTH } from "../../core/memory/user-memories.js";
+import { parseBody } from "./_validate.js";
+
+const Metadata = z.record(z.string(), z.unknown());
+const AddBody = z.object({ text: z.string(), metadata: Metadata.optional() }).strict();
+const EditBody = z.object({ text: z.string().optional(), metadata: Metadata.optional() }).strict();
+const ListQuery = z.object({
+  q: z.string().max(MAX_MEMORY_TEXT_LENGTH).optional(),
+  limit: z.coerce.number().int().min(1).max(100).default(50),
+  cursor: z.string().min(1).max(1_000).optional(),
+});
+
+type IdParams = { Params: { id: string } };
+
+const notFound = (id: string) => new ThreadkeepError("not_found", `Memory ${id} not found`);
+
+/** Adds /v1/memories (list, add, get, edit, delete) and DELETE /v1/users/me. */
+export function registerMemoryRoutes(app: FastifyInstance, deps: { memory: Memory }): void {
+  const { memory } = deps;
+  const owner = (request: { userId: string }) => ({ userId: request.userId });
+
+  app.post("/v1/memories", async (request, reply) => {
+    const body = parseBody(AddBody, request.body);
+    return reply.code(201).send(await memory.memories.add(body, owner(request)));
+  });
+
+  app.get("/v1/memories", async (request) => {
+    const query = parseBody(ListQuery, request.query);
+    const q = query.q?.trim() ? query.q : undefined;
+    const page = await memory.memories.list({ ...owner(request), q, limit: query.limit, cursor: query.cursor });
+    return { object: "list", data: page.memories, next_cursor: page.nextCursor, has_more: page.nextCursor !== null };
+  });
+
+  app.get<IdParams>("/v1/memories/:id", async (request) => {
+    const found = await memory.memories.get(request.params.id, owner(request));
+    if (!found) throw notFound(request.params.id);
+    return found;
+  });
+
+  app.patch<IdParams>("/v1/memories/:id", async (request) => {
+    const body = parseBody(EditBody, request.body);
+    return memory.memories.update(request.params.id, body, owner(request));
+  });
+
+  app.delete<IdParams>("/v1/memories/:id", async (request) => {
+    if (!(await memory.memories.delete(request.params.id, owner(request)))) throw notFound(request.params.id);
+    return { id: request.params.id, object: "memory.deleted", deleted: true };
+  });
+
+  app.delete("/v1/users/me", async (request) => {
+    const erased = await memory.eraseUser(request.userId);
+    return { object: "user.erased", deleted: true, sessions: erased.sessions, memories: erased.memories };
+  });
+}

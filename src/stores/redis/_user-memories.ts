@@ -1,0 +1,140 @@
+/**
+ * The Redis store's memories about users. Two keys a user, under one hash tag made of the user id's
+ * hash (so one user's memories live in one Cluster slot, whatever characters the id holds):
+ * `<prefix>m:{<hash>}:data`, a hash of memory id → the memory's JSON (with its history), and
+ * `<prefix>m:{<hash>}:order`, a sorted set of ids scored by `updatedAt` (the listing order; ties by id,
+ * as Redis orders equal scores). Memories have no TTL: they outlive the sessions they came from.
+ */
+import { createHash } from "node:crypto";
+import { ThreadkeepError } from "../../core/errors.js";
+import { applyMemoryPatch, decodeMemoryCursor, memoryFromInput, memoryPageLimit, memoryPageOf } from "../../core/store/user-memories.js";
+import type { FullStore, UserMemory, UserMemoryStore } from "../../core/types.js";
+import type { RedisConnection } from "./_connection.js";
+import { script } from "./_scripts.js";
+
+/** Stores a new memory unless its id is taken. KEYS data, order; ARGV id, json, updatedAt. */
+const ADD = script(
+  "memory-add",
+  `if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
+   redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+   return 1`,
+);
+
+/** Replaces a memory only if it is still as read (compare and set). KEYS data, order; ARGV id, old json, new json, updatedAt. */
+const REPLACE = script(
+  "memory-replace",
+  `if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+   redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
+   redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
+   return 1`,
+);
+
+/**
+ * A page after a cursor: ids of the cursor's score below its id (descending), then lower scores.
+ * KEYS data, order; ARGV updatedAt, id, count. @returns the memories' JSON in listing order.
+ */
+const PAGE_AFTER = script(
+  "memory-page",
+  `local count = tonumber(ARGV[3])
+   local ids = {}
+   local tied = redis.call('ZRANGEBYSCORE', KEYS[2], ARGV[1], ARGV[1])
+   for i = #tied, 1, -1 do
+     if tied[i] < ARGV[2] and #ids < count then ids[#ids + 1] = tied[i] end
+   end
+   if #ids < count then
+     local rest = redis.call('ZREVRANGEBYSCORE', KEYS[2], '(' .. ARGV[1], '-inf', 'LIMIT', 0, count - #ids)
+     for _, id in ipairs(rest) do ids[#ids + 1] = id end
+   end
+   if #ids == 0 then return {} end
+   return redis.call('HMGET', KEYS[1], unpack(ids))`,
+  { readOnly: true },
+);
+
+/** The first page. KEYS data, order; ARGV count. */
+const PAGE_FIRST = script(
+  "memory-first",
+  `local ids = redis.call('ZREVRANGE', KEYS[2], 0, tonumber(ARGV[1]) - 1)
+   if #ids == 0 then return {} end
+   return redis.call('HMGET', KEYS[1], unpack(ids))`,
+  { readOnly: true },
+);
+
+const notFound = (id: string) => new ThreadkeepError("not_found", `Memory ${id} not found`);
+
+/** The memory methods of the Redis store. */
+export function redisUserMemories(db: RedisConnection, prefix: string): Pick<FullStore, keyof UserMemoryStore> {
+  const keysOf = (userId: string) => {
+    const tag = createHash("sha256").update(userId).digest("hex").slice(0, 32);
+    return [`${prefix}m:{${tag}}:data`, `${prefix}m:{${tag}}:order`];
+  };
+  /** A stored memory, if it is this user's (a hash shared by two users never shows one the other's). */
+  const parse = (userId: string, json: string | null): UserMemory | null => {
+    if (json === null) return null;
+    let memory: UserMemory;
+    try {
+      memory = JSON.parse(json) as UserMemory;
+    } catch (error) {
+      throw new ThreadkeepError("store_corrupt", "Unreadable memory in the redis store", { cause: error });
+    }
+    return memory.userId === userId ? memory : null;
+  };
+  const page = (userId: string, replies: (string | null)[], limit: number) =>
+    memoryPageOf(
+      replies.map((json) => parse(userId, json)).filter((m): m is UserMemory => m !== null),
+      limit,
+    );
+
+  return {
+    async addUserMemory(input) {
+      const memory = memoryFromInput(input);
+      const added = await db.eval<number>(ADD, keysOf(input.userId), [memory.id, JSON.stringify(memory), String(memory.updatedAt)]);
+      if (added !== 1) throw new ThreadkeepError("invalid_request", `Memory ${memory.id} already exists`);
+      return memory;
+    },
+
+    async getUserMemory(userId, id) {
+      return parse(userId, await db.send<string | null>(["HGET", keysOf(userId)[0], id]));
+    },
+
+    async listUserMemories(userId, options = {}) {
+      const limit = memoryPageLimit(options);
+      const cursor = options.cursor ? decodeMemoryCursor(options.cursor) : null;
+      const replies = cursor
+        ? await db.eval<(string | null)[]>(PAGE_AFTER, keysOf(userId), [String(cursor.updatedAt), cursor.id, String(limit + 1)])
+        : await db.eval<(string | null)[]>(PAGE_FIRST, keysOf(userId), [String(limit + 1)]);
+      return page(userId, replies, limit);
+    },
+
+    async updateUserMemory(userId, id, patch) {
+      const keys = keysOf(userId);
+      // Compare and set: a concurrent change makes this one read again and apply on top of it.
+      for (let attempt = 0; attempt < 20; attempt++) {
+        const json = await db.send<string | null>(["HGET", keys[0], id]);
+        const memory = parse(userId, json);
+        if (!memory) throw notFound(id);
+        const next = applyMemoryPatch(memory, patch);
+        if ((await db.eval<number>(REPLACE, keys, [id, json!, JSON.stringify(next), String(next.updatedAt)])) === 1) return next;
+      }
+      throw new ThreadkeepError("store_unavailable", `Memory ${id} kept changing under an update; try again`);
+    },
+
+    async deleteUserMemory(userId, id) {
+      const [data, order] = keysOf(userId);
+      if (!(await this.getUserMemory(userId, id))) return false;
+      const [removed] = await db.transaction<[number, number]>([
+        ["HDEL", data, id],
+        ["ZREM", order, id],
+      ]);
+      return removed > 0;
+    },
+
+    async deleteUserMemories(userId) {
+      const [data, order] = keysOf(userId);
+      const [count] = await db.transaction<[number, number]>([
+        ["HLEN", data],
+        ["DEL", data, order],
+      ]);
+      return count;
+    },
+  };
+}

@@ -24,6 +24,8 @@ export const contextPreferencesSchema = z.strictObject({
   pinnedSeqs: z.array(seq).max(50).optional(),
   sticky: z.boolean().optional(),
   recallTopic: z.string().trim().min(1).max(500).optional(),
+  memories: z.boolean().optional(),
+  memoryIds: z.array(z.string().min(1).max(200)).max(50).optional(),
 });
 
 /** Validates preferences. @throws ThreadkeepError `invalid_request` naming the field (`preferences.focusRange.toSeq`). */
@@ -83,6 +85,13 @@ export const setContextPreferencesTool = {
           type: "string",
           maxLength: 500,
           description: "Bring back the older messages of this conversation most related to this topic (needs embeddings).",
+        },
+        memories: { type: "boolean", description: "Whether to include what you know about the user (memories)." },
+        memoryIds: {
+          type: "array",
+          items: { type: "string" },
+          maxItems: 50,
+          description: "Memories (by id) to always include.",
         },
         reset: { type: "boolean", description: "Forget earlier preferences before applying these." },
       },

@@ -1,4 +1,5 @@
 import type { ChatMessage, Message, Session, SessionState, Summary } from "../types.js";
+import type { MemoriesInContext } from "./memories.js";
 import type { EncodingName } from "./tokens.js";
 
 /**
@@ -18,6 +19,10 @@ export interface ContextPreferences {
   sticky?: boolean;
   /** With embeddings on: recall the older messages most related to this topic (instead of to the user's last message). */
   recallTopic?: string;
+  /** Include the user's memories (what is known about them from all their sessions). @default true */
+  memories?: boolean;
+  /** Memories (by id, at most 50) to include first, within the memory share of the budget. */
+  memoryIds?: string[];
 }
 
 /** Everything the assembler needs, already loaded. */
@@ -143,6 +148,8 @@ export interface AssembledContext {
   window?: number;
   /** The tokenizer encoding used for counting. */
   encoding?: EncodingName;
+  /** The user's memories in the context: which were included and why (with memories on and some stored). */
+  memories?: MemoriesInContext;
   /** The state note included (also in `messages`), if any. */
   stateNote?: string;
 }

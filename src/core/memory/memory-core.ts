@@ -1,4 +1,5 @@
 import { Compactor } from "../context/compaction.js";
+import { DEFAULT_MEMORY_CONTEXT, type MemoryContextOptions } from "../context/memories.js";
 import { DEFAULT_RECALL, type RecallOptions } from "../context/recall.js";
 import { BackgroundEmbedder } from "../embeddings.js";
 import { isThreadkeepError, SessionNotFoundError } from "../errors.js";
@@ -23,6 +24,7 @@ export class MemoryCore {
   readonly resolver: Resolver;
   readonly vectors?: BackgroundEmbedder;
   readonly recall: Required<RecallOptions>;
+  readonly memoryContext: Required<MemoryContextOptions>;
   /** Heartbeats of the turns running in {@link Memory.runTurn}, by `keeperKey(sessionId, fence)`. */
   readonly keepers = new Map<string, KeptLease>();
 
@@ -61,6 +63,7 @@ export class MemoryCore {
     this.resolver = createResolver(options.resolver);
     if (options.embedder) this.vectors = new BackgroundEmbedder(options.embedder, options.embedding);
     this.recall = { ...DEFAULT_RECALL, ...options.recall };
+    this.memoryContext = { ...DEFAULT_MEMORY_CONTEXT, ...options.memoryContext };
   }
 
   owner(options?: OwnerOptions): string {

@@ -198,6 +198,8 @@ export class ServerMetrics {
       this.sideRequests,
       this.temporaryRequests,
       this.readings,
+      this.memoryExtractions,
+      this.memoryOperations,
       this.fairShareRefusals,
       this.storeWrites,
       this.connectionsOpen,

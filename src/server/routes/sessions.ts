@@ -33,6 +33,8 @@ const ContextQuery = z.object({
   model: z.string().optional(),
   window: z.coerce.number().int().min(0).max(1000).optional(),
   tokenBudget: z.coerce.number().int().min(1).max(10_000_000).optional(),
+  /** A next user message to preview the context for (memories are ranked by relation to it). */
+  input: z.string().max(20_000).optional(),
 });
 const StatePatch = z.strictObject({
   data: z.record(z.string(), z.unknown()),
@@ -144,6 +146,7 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRoutesD
       window: query.window,
       tokenBudget: query.tokenBudget,
       preferences,
+      ...(query.input ? { input: [{ role: "user" as const, content: query.input }] } : {}),
     });
   });
 

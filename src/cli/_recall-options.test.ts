@@ -32,4 +32,11 @@ describe("summary settings of serve and chat", () => {
     expect(options.recall).toEqual({ enabled: false });
     expect(() => recallMemoryOptions(recall, {}, undefined)).toThrow(/needs --embedding-url/);
   });
+
+  it("take --memories auto or off (default off) and a memory model, from flags or environment", () => {
+    expect(resolveRecallConfig({}, {})).toMatchObject({ memories: "off", memoryModel: undefined });
+    expect(resolveRecallConfig({}, { THREADKEEP_MEMORIES: "auto", THREADKEEP_MEMORY_MODEL: "small" })).toMatchObject({ memories: "auto", memoryModel: "small" });
+    expect(resolveRecallConfig({ memories: "off" }, { THREADKEEP_MEMORIES: "auto" }).memories).toBe("off");
+    expect(() => resolveRecallConfig({ memories: "always" }, {})).toThrow(/must be auto or off, got "always"/);
+  });
 });

@@ -22,6 +22,8 @@ export interface RecallFlags {
   embeddingUrl?: string;
   embeddingKey?: string;
   recall?: boolean;
+  memories?: string;
+  memoryModel?: string;
 }
 
 /** Resolved summary settings. */
@@ -37,6 +39,10 @@ export interface RecallConfig {
   embeddingKey?: string;
   /** Recall related older messages into the context (with embeddings). */
   recall: boolean;
+  /** `auto`: the model writes memories about the user after each turn (in the background). */
+  memories?: "auto" | "off";
+  /** The model that writes memories; unset: the server's `--model`. */
+  memoryModel?: string;
 }
 
 /** An on/off environment value; unset is `fallback`. @throws `invalid_request` for anything else. */
@@ -46,6 +52,14 @@ export function parseSwitch(value: string | undefined, name: string, fallback: b
   if (["1", "on", "true", "yes"].includes(v)) return true;
   if (["0", "off", "false", "no"].includes(v)) return false;
   throw new ThreadkeepError("invalid_request", `${name} must be on or off, got "${value}"`);
+}
+
+/** `auto` or `off` (the default). @throws `invalid_request` for anything else. */
+function parseMemoriesMode(value: string | undefined): "auto" | "off" {
+  const v = value?.trim().toLowerCase();
+  if (v === undefined || v === "" || v === "off") return "off";
+  if (v === "auto") return "auto";
+  throw new ThreadkeepError("invalid_request", `--memories (THREADKEEP_MEMORIES) must be auto or off, got "${value}"`);
 }
 
 /** Resolves the summary settings from flags, then environment, then defaults. */
@@ -58,6 +72,8 @@ export function resolveRecallConfig(flags: RecallFlags, env: NodeJS.ProcessEnv =
     embeddingUrl: (flags.embeddingUrl ?? (env.THREADKEEP_EMBEDDING_URL || undefined))?.replace(/\/+$/, ""),
     embeddingKey: flags.embeddingKey ?? (env.THREADKEEP_EMBEDDING_API_KEY || undefined),
     recall: flags.recall === false ? false : parseSwitch(env.THREADKEEP_RECALL, "THREADKEEP_RECALL", true),
+    memories: parseMemoriesMode(flags.memories ?? (env.THREADKEEP_MEMORIES || undefined)),
+    memoryModel: flags.memoryModel ?? (env.THREADKEEP_MEMORY_MODEL || undefined),
   };
 }
 
@@ -88,6 +104,11 @@ export function addRecallOptions(command: Command): Command {
       "model that summarises what leaves the window (env THREADKEEP_SUMMARY_MODEL; default: the conversation's model)",
     )
     .option("--no-summaries", "never summarise; older turns are then left out (env THREADKEEP_SUMMARIES=off)")
+    .option(
+      "--memories <mode>",
+      "auto: after each turn the model writes durable facts about the user (memories) in the background; off: only by hand (env THREADKEEP_MEMORIES; default off)",
+    )
+    .option("--memory-model <name>", "model that writes memories (env THREADKEEP_MEMORY_MODEL; default: --model)")
     .option("--no-recall", "with embeddings, do not bring related older messages back into the context (env THREADKEEP_RECALL=off)");
 }
 

@@ -5,6 +5,8 @@
 export { createMemory } from "./create-memory.js";
 export { Memory } from "./core/memory/memory.js";
 export { SessionHandle } from "./core/memory/session-handle.js";
+export { MAX_MEMORIES_READ, MAX_MEMORY_ID_LENGTH, MAX_MEMORY_METADATA_LENGTH, MAX_MEMORY_TEXT_LENGTH, rankMemories, UserMemories } from "./core/memory/user-memories.js";
+export type { UserMemoryAdd, UserMemoryEdit, UserMemoryListOptions } from "./core/memory/user-memories.js";
 export type { AddMessagesOptions, BuildContextOptions, MemoryInit, MemoryOptions, MemorySettings, OwnerOptions, PreloadedTurn, ReplaceAfterOptions, RunTurnOptions } from "./core/memory/memory.js";
 export * from "./core/types.js";
 export * from "./core/errors.js";
@@ -53,7 +55,7 @@ export { SEARCH_MODES } from "./core/search.js";
 export type { RankedHit, SearchMode } from "./core/search.js";
 export { canStoreVectors } from "./core/types.js";
 export { completeStore, DERIVED_SEARCH_BOUNDS, openTurn } from "./core/store/complete.js";
-export { applyMessageQuery, LocalLeases, pageOwnerSessions, sessionFromInput, stampMessages } from "./stores/kit.js";
+export { applyMemoryPatch, applyMessageQuery, LocalLeases, memoryFromInput, pageOwnerSessions, pageUserMemories, sessionFromInput, stampMessages } from "./stores/kit.js";
 export type { EmbeddingInput, VectorHit, VectorQuery, VectorStore } from "./core/types.js";
 export { exportSessions } from "./transfer/export.js";
 export type { ExportReport, ExportSelection } from "./transfer/export.js";

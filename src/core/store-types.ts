@@ -233,7 +233,7 @@ export interface TurnStore {
  * what `Memory`, the server and the CLI work with — {@link completeStore} makes one of any
  * {@link SessionStore}, and `openTurn()` (core/store/complete.ts) opens a turn on either.
  */
-export interface FullStore extends SessionStore, BranchStore, SummaryStore, StateStore, SearchStore, RetentionStore, CountStore {
+export interface FullStore extends SessionStore, BranchStore, SummaryStore, StateStore, SearchStore, RetentionStore, CountStore, UserMemoryStore {
   openTurn?: TurnStore["openTurn"];
 }
 
@@ -297,6 +297,16 @@ export interface UserMemoryInput {
   createdAt?: number;
 }
 
+/** What {@link UserMemoryStore.updateUserMemory} changes. */
+export interface UserMemoryPatch {
+  /** The new text; the old one goes into the history (an unchanged text adds no version). */
+  text?: string;
+  /** Merged into the stored metadata, key by key. */
+  metadata?: Record<string, unknown>;
+  /** Why the text changed, kept with the old text (`edit`, `contradiction`, …). */
+  reason?: string;
+}
+
 /** A page of one user's memories, newest `updatedAt` first. */
 export interface UserMemoryPage {
   memories: UserMemory[];
@@ -319,7 +329,7 @@ export interface UserMemoryStore {
    * Replaces the text (and merges `metadata`), keeping the old text in `history` with `reason`.
    * @throws `not_found` for a missing or another user's memory.
    */
-  updateUserMemory(userId: string, id: string, patch: { text?: string; metadata?: Record<string, unknown>; reason?: string }): Promise<UserMemory>;
+  updateUserMemory(userId: string, id: string, patch: UserMemoryPatch): Promise<UserMemory>;
   /** Deletes the memory with its history. @returns false when there was none (or it is another user's). */
   deleteUserMemory(userId: string, id: string): Promise<boolean>;
   /** Deletes every memory of the user with their history. @returns how many. */

@@ -20,7 +20,9 @@ import type {
   VectorQuery,
   FullStore,
   VectorStore,
+  UserMemory,
 } from "../core/types.js";
+import { applyMemoryPatch, memoryFromInput, pageUserMemories } from "../core/store/user-memories.js";
 import { checkDimensions, missingSeqs, normalize, scanSession, type StoredVector, TopK } from "./_vectors.js";
 import { applyBranchSwitch, applyHistoryWrite, branchFromRecord, checkHistoryOptions, type OperationRecord, planBranchSwitch, planHistoryWrite, upsertBranch } from "./history.js";
 import { LocalLeases } from "./_lease.js";
@@ -73,6 +75,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): FullStore &
   // Vectors hang off their session's entry: a deleted or re-created session takes none along.
   const vectors = new WeakMap<Entry, Map<number, StoredVector>>();
   const dimensions = new Map<string, number>();
+  // Memories about users, by user then id: they outlive sessions (and the session TTL).
+  const memories = new Map<string, Map<string, UserMemory>>();
   let closed = false;
 
   const isExpired = (entry: Entry, now = Date.now()) =>
@@ -334,6 +338,49 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): FullStore &
       return removed;
     },
 
+    async addUserMemory(input) {
+      ensureOpen();
+      const memory = memoryFromInput(input);
+      const mine = memories.get(input.userId) ?? new Map<string, UserMemory>();
+      if (mine.has(memory.id)) throw new ThreadkeepError("invalid_request", `Memory ${memory.id} already exists`);
+      mine.set(memory.id, memory);
+      memories.set(input.userId, mine);
+      return structuredClone(memory);
+    },
+
+    async getUserMemory(userId, id) {
+      ensureOpen();
+      const memory = memories.get(userId)?.get(id);
+      return memory ? structuredClone(memory) : null;
+    },
+
+    async listUserMemories(userId, options) {
+      ensureOpen();
+      return pageUserMemories(memories.get(userId)?.values() ?? [], options);
+    },
+
+    async updateUserMemory(userId, id, patch) {
+      ensureOpen();
+      const mine = memories.get(userId);
+      const memory = mine?.get(id);
+      if (!mine || !memory) throw new ThreadkeepError("not_found", `Memory ${id} not found`);
+      const next = applyMemoryPatch(memory, patch);
+      mine.set(id, next);
+      return structuredClone(next);
+    },
+
+    async deleteUserMemory(userId, id) {
+      ensureOpen();
+      return memories.get(userId)?.delete(id) ?? false;
+    },
+
+    async deleteUserMemories(userId) {
+      ensureOpen();
+      const count = memories.get(userId)?.size ?? 0;
+      memories.delete(userId);
+      return count;
+    },
+
     async acquireLease(id, options) {
       ensureOpen();
       return leases.acquire(id, options);
@@ -344,6 +391,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): FullStore &
       if (timer) clearInterval(timer);
       leases.clear();
       entries.clear();
+      memories.clear();
     },
   };
 }

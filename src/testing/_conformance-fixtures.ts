@@ -4,7 +4,7 @@ import { expect } from "vitest";
 import { type ErrorCode, isThreadkeepError } from "../core/errors.js";
 import { newSessionId } from "../core/ids.js";
 import { storeBehind } from "../core/store/complete.js";
-import { type FullStore, hasBranches, hasCounts, hasRetention, hasSearch, hasState, hasSummaries, type MessageInput, type SessionStore } from "../core/types.js";
+import { type FullStore, hasBranches, hasCounts, hasRetention, hasSearch, hasState, hasSummaries, hasUserMemories, type MessageInput, type SessionStore } from "../core/types.js";
 
 /**
  * Opens the store under test. Called more than once where a second "process" or a reopen is needed:
@@ -13,7 +13,7 @@ import { type FullStore, hasBranches, hasCounts, hasRetention, hasSearch, hasSta
 export type OpenStore = () => Promise<SessionStore> | SessionStore;
 
 /** What a test may need of the store beyond the required contract. */
-export type Needed = "branches" | "summaries" | "state" | "search" | "retention" | "counts" | "idempotentWrites" | "ownerScope" | "guardedAppends";
+export type Needed = "branches" | "summaries" | "state" | "search" | "retention" | "counts" | "idempotentWrites" | "ownerScope" | "guardedAppends" | "userMemories";
 
 /** Whether the store under test implements `need` itself (the suite runs it through `completeStore`). */
 export function implementsNatively(store: FullStore, need: Needed): boolean {
@@ -31,6 +31,8 @@ export function implementsNatively(store: FullStore, need: Needed): boolean {
       return hasRetention(native);
     case "counts":
       return hasCounts(native);
+    case "userMemories":
+      return hasUserMemories(native);
     default:
       return native.capabilities[need] === true;
   }

@@ -21,6 +21,7 @@ import { describeSummariesAndState } from "./conformance-summaries-and-state.js"
 import { describeVectors } from "./conformance-vectors.js";
 import { describeOwnerScope } from "./conformance-owner.js";
 import { describeTurns } from "./conformance-turn.js";
+import { describeUserMemories } from "./conformance-memories.js";
 
 /** Options of {@link runStoreConformance}. */
 export interface ConformanceOptions {
@@ -75,6 +76,7 @@ export function runStoreConformance(name: string, openStore: OpenStore, options:
     describeOwnerScope(() => store);
     describeTurns(() => store);
     describeSummaryBoundedCap(() => store);
+    describeUserMemories(() => store);
 
     describeHistory(
       () => store,

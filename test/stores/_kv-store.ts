@@ -27,6 +27,7 @@ import {
   type Session,
   type SessionState,
   type FullStore,
+  type UserMemoryStore,
   type Summary,
 } from "../../src/index.js";
 
@@ -66,9 +67,9 @@ interface LeaseDoc {
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
+/** A {@link FullStore} over any key-value database, memories about users aside (completeStore refuses them). */
 /** A {@link FullStore} over any key-value database. */
-export function createKeyValueStore(db: KeyValue): FullStore {
+export function createKeyValueStore(db: KeyValue): Omit<FullStore, keyof UserMemoryStore> {
   // Read-modify-write of a document must not interleave; a real database does this with a
   // transaction or a conditional write on a version field.
   let tail: Promise<unknown> = Promise.resolve();

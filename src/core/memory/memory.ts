@@ -10,9 +10,11 @@ import type { AddMessagesOptions, BuildContextOptions, MemoryInit, MemorySetting
 import { reindex } from "../reindex.js";
 import { SessionHandle, type SessionMemory } from "./session-handle.js";
 import { StateApi } from "./state-api.js";
+import { UserMemories } from "./user-memories.js";
 import { runTurn } from "../turn.js";
 import { newSessionId, parseSessionId } from "../ids.js";
 import { checkJson } from "../json-limits.js";
+import { ThreadkeepError } from "../errors.js";
 import { bestSearchMode, type RankedHit, runSearch, type SearchMode } from "../search.js";
 import type { Branch, BranchInput, Lease, ListOptions, Message, MessageInput, MessageQuery, SearchHit, Session, SessionPage, SessionState, FullStore, Summary } from "../types.js";
 
@@ -25,6 +27,8 @@ export type { AddMessagesOptions, BuildContextOptions, MemoryInit, MemoryOptions
  */
 export class Memory implements SessionMemory {
   readonly settings: MemorySettings;
+  /** The memories about users: `memory.memories.add({ text }, { userId })`, `list`, `get`, `update`, `delete`. */
+  readonly memories: UserMemories;
   readonly #core: MemoryCore;
   readonly #state: StateApi;
   #sweep?: NodeJS.Timeout;
@@ -33,6 +37,7 @@ export class Memory implements SessionMemory {
     this.#core = new MemoryCore(options);
     this.#state = new StateApi(this.#core, (text, searchOptions) => this.search(text, searchOptions));
     this.settings = this.#core.settings;
+    this.memories = new UserMemories(this.#core.store, (options) => this.#core.owner(options));
     if (options.sweepIntervalMs) {
       this.#sweep = setInterval(() => {
         this.expire().catch((error) => console.warn(`[threadkeep] expiry sweep failed: ${error}`));
@@ -319,6 +324,31 @@ export class Memory implements SessionMemory {
    */
   async resolve(sessionId: string, text: string, options: OwnerOptions & { now?: number } = {}): Promise<Resolution> {
     return this.#state.resolve(sessionId, text, options);
+  }
+
+  /**
+   * Erases everything kept about a user: their sessions (messages, branches, summaries, vectors, state)
+   * and their memories with their history. A session the user starts meanwhile may survive; call again
+   * to be sure. @returns how many sessions and memories were deleted.
+   */
+  async eraseUser(userId: string): Promise<{ sessions: number; memories: number }> {
+    if (typeof userId !== "string" || userId === "") throw new ThreadkeepError("invalid_request", "eraseUser needs a user id");
+    const store = await this.#core.store;
+    let sessions = 0;
+    // Deleting moves the listing under a cursor, so each pass lists from the start until none is left.
+    for (let pass = 0; pass < 1_000; pass++) {
+      const page = await store.listSessions(userId, { limit: 100 });
+      if (page.sessions.length === 0) break;
+      let deleted = 0;
+      for (const session of page.sessions) {
+        if (session.userId !== userId) continue;
+        if (await this.#core.delete(session.id)) deleted++;
+      }
+      sessions += deleted;
+      if (deleted === 0) break;
+    }
+    const memories = await store.deleteUserMemories(userId);
+    return { sessions, memories };
   }
 
   /** Deletes sessions inactive longer than `ttlMs`. @returns their ids. */

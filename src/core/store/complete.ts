@@ -4,7 +4,7 @@
  * store does not implement is derived from the required methods where it can be (substring search
  * over reads, counting, opening a turn call by call, owner checks before a call, replacing by truncate
  * and append) and fails with a coded `capability_missing` where it cannot (keeping branches,
- * summaries and state, sweeping every session). Nothing outside this file asks a store what it can do,
+ * summaries, state and memories about users, sweeping every session). Nothing outside this file asks a store what it can do,
  * except for what it describes (`persistent`, `fullTextSearch`, `vectors`, …).
  *
  * A store that implements everything natively is returned as it is: the built-in SQLite, PostgreSQL
@@ -29,7 +29,7 @@ import type {
   SessionStore,
   TurnOpening,
 } from "../types.js";
-import { hasBranches, hasCombinedTurn, hasCounts, hasRetention, hasSearch, hasState, hasSummaries } from "../types.js";
+import { hasBranches, hasCombinedTurn, hasCounts, hasRetention, hasSearch, hasState, hasSummaries, hasUserMemories } from "../types.js";
 import { readTurn, withLease } from "../open-turn.js";
 import { checkOwner, checkSearchQuery, rankHits, substringHits } from "./helpers.js";
 
@@ -62,6 +62,7 @@ function isNativelyComplete(store: SessionStore): boolean {
     hasRetention(store) &&
     hasCounts(store) &&
     hasCombinedTurn(store) &&
+    hasUserMemories(store) &&
     c.ownerScope === true &&
     c.guardedAppends === true &&
     c.idempotentWrites === true
@@ -127,6 +128,18 @@ class Fallbacks {
       Object.assign(own, {
         listAllSessions: () => Promise.reject(capabilityMissing(store, "session enumeration", "list every session")),
         expire: () => Promise.reject(capabilityMissing(store, "session enumeration", "sweep sessions past a time")),
+      } satisfies Partial<FullStore>);
+    }
+    if (!hasUserMemories(store)) {
+      // No memories: none are listed, and a user's erase finds none to delete.
+      const refuse = () => Promise.reject(capabilityMissing(store, "user memories", "keep memories about a user"));
+      Object.assign(own, {
+        addUserMemory: refuse,
+        getUserMemory: async () => null,
+        listUserMemories: async () => ({ memories: [], nextCursor: null }),
+        updateUserMemory: refuse,
+        deleteUserMemory: async () => false,
+        deleteUserMemories: async () => 0,
       } satisfies Partial<FullStore>);
     }
     if (!hasCounts(store)) own.countMessages = async (id) => (await store.getMessages(id)).length;

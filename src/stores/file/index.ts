@@ -27,6 +27,7 @@ import { branchFromRecord, checkHistoryOptions, planBranchSwitch, planHistoryWri
 import type { SessionRecord } from "./_records.js";
 import { type Entry, keyOf, SessionFiles } from "./_sessions.js";
 import { fileVectorSidecar } from "./_vectors.js";
+import { UserMemoryFiles } from "./_memories.js";
 import { LocalLeases } from "../_lease.js";
 import { sidecarVectors } from "../_vector-sidecar.js";
 import {
@@ -75,6 +76,7 @@ export function createFileStore(options: FileStoreOptions): FullStore & VectorSt
     warn: options.onWarning ?? ((message: string) => console.warn(message)),
   });
   const { index } = files;
+  const memories = new UserMemoryFiles(dir, { fsync: options.fsync ?? false, warn: options.onWarning ?? ((message: string) => console.warn(message)) });
   const leases = new LocalLeases();
   let opening: Promise<void> | null = null;
 
@@ -171,6 +173,36 @@ export function createFileStore(options: FileStoreOptions): FullStore & VectorSt
     async listAllSessions(listOptions?: ListOptions): Promise<SessionPage> {
       await ensureReady();
       return pageAllSessions(index.sessions.values(), listOptions);
+    },
+
+    async addUserMemory(input) {
+      await ensureReady();
+      return memories.add(input);
+    },
+
+    async getUserMemory(userId, id) {
+      await ensureReady();
+      return memories.get(userId, id);
+    },
+
+    async listUserMemories(userId, listOptions) {
+      await ensureReady();
+      return memories.list(userId, listOptions);
+    },
+
+    async updateUserMemory(userId, id, patch) {
+      await ensureReady();
+      return memories.update(userId, id, patch);
+    },
+
+    async deleteUserMemory(userId, id) {
+      await ensureReady();
+      return memories.delete(userId, id);
+    },
+
+    async deleteUserMemories(userId) {
+      await ensureReady();
+      return memories.deleteAll(userId);
     },
 
     async deleteSession(id) {
@@ -333,6 +365,7 @@ export function createFileStore(options: FileStoreOptions): FullStore & VectorSt
     },
 
     async close() {
+      await memories.idle();
       await files.close(opening);
       leases.clear();
     },

@@ -20,6 +20,7 @@ import { PostgresLeases } from "./_lease.js";
 import { PgOperations, type PgRun } from "./_operations.js";
 import { messageReads } from "./_messages.js";
 import { sessionMethods } from "./_sessions.js";
+import { userMemoryMethods } from "./_user-memories.js";
 import { stateMethods } from "./_state.js";
 import { summaryMethods } from "./_summaries.js";
 import { timeoutsOf } from "./_timeouts.js";
@@ -192,6 +193,7 @@ export function createPostgresStore(options: PostgresStoreOptions): FullStore & 
     searchVectors: (query: VectorQuery) => run("searchVectors", (sql) => searchVectors(sql, query)),
 
     ...sessionMethods(run),
+    ...userMemoryMethods(run),
 
     async appendMessages(id: string, inputs: MessageInput[], append: AppendOptions = {}) {
       // The idempotent path is a function of its own, which checks the owner in the same statement.

@@ -31,6 +31,7 @@ import { createSqliteIndexer } from "./_indexer.js";
 import { encodeMessages as encode, readMessages } from "./_messages.js";
 import type { SqliteStoreOptions } from "./_options.js";
 import { searchMessages } from "./_search.js";
+import { sqliteUserMemories, type SqliteUserMemories } from "./_user-memories.js";
 import { checkSearchQuery, DEFAULT_LIST_LIMIT, DEFAULT_SEARCH_LIMIT, decodeCursor, encodeCursor } from "../_util.js";
 
 export type { SqliteStoreOptions } from "./_options.js";
@@ -64,6 +65,9 @@ export function createSqliteStore(options: SqliteStoreOptions): FullStore & Vect
           },
         });
   const wrote = () => checkpointer?.wrote();
+  let memoryCalls: SqliteUserMemories | undefined;
+  /** The memory statements, prepared on first use. */
+  const memories = (db: SqliteStoreDb) => (memoryCalls ??= sqliteUserMemories(db.db));
 
   /**
    * Runs `fn` on the database, opening it on first use; driver failures become coded errors. Appends
@@ -220,6 +224,30 @@ export function createSqliteStore(options: SqliteStoreOptions): FullStore & Vect
         const last = sessions.at(-1);
         return { sessions, nextCursor: rows.length > limit && last ? last.id : null };
       });
+    },
+
+    async addUserMemory(input) {
+      return change((db) => memories(db).add(input));
+    },
+
+    async getUserMemory(userId, id) {
+      return use((db) => memories(db).get(userId, id));
+    },
+
+    async listUserMemories(userId, listOptions) {
+      return use((db) => memories(db).list(userId, listOptions));
+    },
+
+    async updateUserMemory(userId, id, patch) {
+      return change((db) => memories(db).update(userId, id, patch));
+    },
+
+    async deleteUserMemory(userId, id) {
+      return change((db) => memories(db).delete(userId, id));
+    },
+
+    async deleteUserMemories(userId) {
+      return change((db) => memories(db).deleteAll(userId));
     },
 
     async deleteSession(id) {

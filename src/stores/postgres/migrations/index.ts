@@ -19,6 +19,7 @@ import { migrateDeferredIndexing } from "./012-deferred-indexing.js";
 import { migrateFencedAppend } from "./013-fenced-append.js";
 import { migrateTurnDoc } from "./014-turn-doc.js";
 import { migrateScopedAppend } from "./015-scoped-append.js";
+import { migrateUserMemories } from "./016-user-memories.js";
 
 /** One forward step: `up` takes the schema from `version - 1` to `version`, in the migrating transaction. */
 export interface Migration {
@@ -48,4 +49,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 13, up: migrateFencedAppend },
   { version: 14, up: migrateTurnDoc },
   { version: 15, up: migrateScopedAppend },
+  { version: 16, up: migrateUserMemories },
 ];

@@ -12,6 +12,7 @@ import { messageVectors } from "./006-vectors.js";
 import { scopedFullText } from "./007-scoped-fulltext.js";
 import { leanAppend } from "./008-lean-append.js";
 import { activitySeq } from "./009-activity-seq.js";
+import { userMemories } from "./010-user-memories.js";
 
 /** One forward step of the schema per entry, in order. */
 export const SQLITE_MIGRATIONS: readonly string[] = [
@@ -24,4 +25,5 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   scopedFullText,
   leanAppend,
   activitySeq,
+  userMemories,
 ];

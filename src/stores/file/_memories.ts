@@ -1,0 +1,124 @@
+/**
+ * The file store's memories about users: one JSONL file per user, `<dir>/memories/<hash>.jsonl`, a
+ * memory (with its history) per line. Every change rewrites the user's file at once (memories are few
+ * and short), so a deleted memory or an erased user leaves no old line behind on disk.
+ */
+import { createHash } from "node:crypto";
+import { mkdir, readFile, unlink } from "node:fs/promises";
+import { join } from "node:path";
+import { ThreadkeepError } from "../../core/errors.js";
+import { applyMemoryPatch, memoryFromInput, pageUserMemories } from "../../core/store/user-memories.js";
+import type { ListOptions, UserMemory, UserMemoryInput, UserMemoryPage, UserMemoryPatch } from "../../core/types.js";
+import { errnoOf, fsError, KeyedSerial, writeAtomically } from "./_io.js";
+
+/** The memory calls of the file store over `dir`. */
+export class UserMemoryFiles {
+  readonly #dir: string;
+  readonly #fsync: boolean;
+  readonly #warn: (message: string) => void;
+  readonly #serial = new KeyedSerial();
+
+  constructor(dir: string, options: { fsync: boolean; warn: (message: string) => void }) {
+    this.#dir = join(dir, "memories");
+    this.#fsync = options.fsync;
+    this.#warn = options.warn;
+  }
+
+  /** A user id may hold any character: the file is named by its hash. */
+  #path(userId: string): string {
+    return join(this.#dir, `${createHash("sha256").update(userId).digest("hex").slice(0, 40)}.jsonl`);
+  }
+
+  async #read(userId: string): Promise<Map<string, UserMemory>> {
+    const path = this.#path(userId);
+    let text: string;
+    try {
+      text = await readFile(path, "utf8");
+    } catch (error) {
+      if (errnoOf(error) === "ENOENT") return new Map();
+      throw fsError(error, `read ${path}`);
+    }
+    const out = new Map<string, UserMemory>();
+    for (const [i, line] of text.split("\n").entries()) {
+      if (line.trim() === "") continue;
+      try {
+        const memory = JSON.parse(line) as UserMemory;
+        // A hash shared by two users (never seen, but cheap to rule out) keeps each to their own.
+        if (memory.userId === userId && typeof memory.id === "string") out.set(memory.id, memory);
+      } catch {
+        this.#warn(`[threadkeep] file store: skipped unreadable line ${i + 1} of ${path}`);
+      }
+    }
+    return out;
+  }
+
+  async #write(userId: string, memories: Map<string, UserMemory>): Promise<void> {
+    const path = this.#path(userId);
+    try {
+      if (memories.size === 0) {
+        await unlink(path).catch((error) => {
+          if (errnoOf(error) !== "ENOENT") throw error;
+        });
+        return;
+      }
+      await mkdir(this.#dir, { recursive: true });
+      await writeAtomically(path, [...memories.values()].map((m) => `${JSON.stringify(m)}\n`).join(""), this.#fsync);
+    } catch (error) {
+      throw fsError(error, `write ${path}`);
+    }
+  }
+
+  /** Reads, changes and rewrites one user's file, one change at a time per user. */
+  #change<T>(userId: string, fn: (memories: Map<string, UserMemory>) => T): Promise<T> {
+    return this.#serial.run(userId, async () => {
+      const memories = await this.#read(userId);
+      const result = fn(memories);
+      await this.#write(userId, memories);
+      return result;
+    });
+  }
+
+  add(input: UserMemoryInput): Promise<UserMemory> {
+    return this.#change(input.userId, (memories) => {
+      const memory = memoryFromInput(input);
+      if (memories.has(memory.id)) throw new ThreadkeepError("invalid_request", `Memory ${memory.id} already exists`);
+      memories.set(memory.id, memory);
+      return structuredClone(memory);
+    });
+  }
+
+  async get(userId: string, id: string): Promise<UserMemory | null> {
+    return (await this.#read(userId)).get(id) ?? null;
+  }
+
+  async list(userId: string, options?: ListOptions): Promise<UserMemoryPage> {
+    return pageUserMemories((await this.#read(userId)).values(), options);
+  }
+
+  update(userId: string, id: string, patch: UserMemoryPatch): Promise<UserMemory> {
+    return this.#change(userId, (memories) => {
+      const memory = memories.get(id);
+      if (!memory) throw new ThreadkeepError("not_found", `Memory ${id} not found`);
+      const next = applyMemoryPatch(memory, patch);
+      memories.set(id, next);
+      return structuredClone(next);
+    });
+  }
+
+  delete(userId: string, id: string): Promise<boolean> {
+    return this.#change(userId, (memories) => memories.delete(id));
+  }
+
+  deleteAll(userId: string): Promise<number> {
+    return this.#change(userId, (memories) => {
+      const count = memories.size;
+      memories.clear();
+      return count;
+    });
+  }
+
+  /** Resolves when the changes under way are written. */
+  idle(): Promise<void> {
+    return this.#serial.idle();
+  }
+}

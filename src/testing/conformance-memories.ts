@@ -1,0 +1,151 @@
+/**
+ * Memories about users in the store conformance suite: add, get, list in pages, update with history,
+ * delete, and one user's memories never reachable with another user's id; and erasing a user through
+ * `Memory.eraseUser` leaves nothing of them (sessions, messages, search hits, vectors, memories) and
+ * nothing of anyone else missing.
+ */
+import { randomUUID } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import { Memory } from "../core/memory/memory.js";
+import { canStoreVectors, type FullStore } from "../core/types.js";
+import { expectCode, implementsNatively, requireNative, sessionMaker, text, user } from "./_conformance-fixtures.js";
+
+/** Registers the memory tests; `store()` gives the suite's open store. */
+export function describeUserMemories(store: () => FullStore): void {
+  const newSession = sessionMaker(store);
+
+  describe("memories about users", () => {
+    it("adds, gets and lists a memory; another user's id reads as missing", async (ctx) => {
+      requireNative(ctx, store(), "userMemories");
+      const alice = user();
+      const added = await store().addUserMemory({ userId: alice, text: "is vegetarian", metadata: { topic: "food" } });
+      expect(added).toMatchObject({ userId: alice, text: "is vegetarian", source: { kind: "hand" }, metadata: { topic: "food" }, history: [] });
+      expect(added.id).toMatch(/^[0-9a-f-]{36}$/);
+      expect(added.updatedAt).toBe(added.createdAt);
+      expect(await store().getUserMemory(alice, added.id)).toEqual(added);
+      const fromTurn = await store().addUserMemory({ userId: alice, text: "manager is Sam", source: { kind: "session", sessionId: "s-1", seqs: [3, 4] } });
+      expect((await store().getUserMemory(alice, fromTurn.id))?.source).toEqual({ kind: "session", sessionId: "s-1", seqs: [3, 4] });
+
+      const bob = user();
+      expect(await store().getUserMemory(bob, added.id)).toBeNull();
+      expect((await store().listUserMemories(bob)).memories).toEqual([]);
+      await expectCode(store().updateUserMemory(bob, added.id, { text: "eats meat" }), "not_found");
+      expect(await store().deleteUserMemory(bob, added.id)).toBe(false);
+      expect(await store().deleteUserMemories(bob)).toBe(0);
+      expect((await store().getUserMemory(alice, added.id))?.text).toBe("is vegetarian");
+    });
+
+    it("lists one user's memories newest first, in pages", async (ctx) => {
+      requireNative(ctx, store(), "userMemories");
+      const alice = user();
+      const base = Date.now() - 10_000;
+      // Two share a time: the id breaks the tie, and the cursor must not skip or repeat either.
+      const times = [base, base + 1, base + 1, base + 2, base + 3];
+      const made = [];
+      for (const [i, createdAt] of times.entries()) made.push(await store().addUserMemory({ userId: alice, text: `fact ${i}`, createdAt }));
+      await store().addUserMemory({ userId: user(), text: "someone else" });
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      let pages = 0;
+      do {
+        const page = await store().listUserMemories(alice, { limit: 2, cursor });
+        expect(page.memories.length).toBeLessThanOrEqual(2);
+        seen.push(...page.memories.map((m) => m.id));
+        cursor = page.nextCursor;
+        pages++;
+      } while (cursor && pages < 10);
+      const expected = [...made].sort((a, b) => b.updatedAt - a.updatedAt || (a.id < b.id ? 1 : -1)).map((m) => m.id);
+      expect(seen).toEqual(expected);
+      expect(pages).toBe(3);
+      await expectCode(store().listUserMemories(alice, { cursor: "not-a-cursor" }), "invalid_request");
+    });
+
+    it("updates a memory, keeping the old text in its history", async (ctx) => {
+      requireNative(ctx, store(), "userMemories");
+      const alice = user();
+      const added = await store().addUserMemory({ userId: alice, text: "lives in Amsterdam", metadata: { a: 1 }, createdAt: Date.now() - 1_000 });
+      const moved = await store().updateUserMemory(alice, added.id, { text: "lives in Utrecht", reason: "contradiction", metadata: { b: 2 } });
+      expect(moved).toMatchObject({ id: added.id, text: "lives in Utrecht", createdAt: added.createdAt, metadata: { a: 1, b: 2 } });
+      expect(moved.updatedAt).toBeGreaterThan(added.updatedAt);
+      expect(moved.history).toEqual([{ text: "lives in Amsterdam", replacedAt: moved.updatedAt, reason: "contradiction" }]);
+      const again = await store().updateUserMemory(alice, added.id, { text: "lives in Utrecht", metadata: { c: 3 } });
+      expect(again.history).toHaveLength(1);
+      expect(await store().getUserMemory(alice, added.id)).toEqual(again);
+      expect((await store().listUserMemories(alice)).memories[0]).toEqual(again);
+      await expectCode(store().updateUserMemory(alice, randomUUID(), { text: "x" }), "not_found");
+    });
+
+    it("deletes one memory, and all of a user's", async (ctx) => {
+      requireNative(ctx, store(), "userMemories");
+      const alice = user();
+      const bob = user();
+      const one = await store().addUserMemory({ userId: alice, text: "one" });
+      await store().addUserMemory({ userId: alice, text: "two" });
+      await store().addUserMemory({ userId: alice, text: "three" });
+      const kept = await store().addUserMemory({ userId: bob, text: "bob's" });
+      expect(await store().deleteUserMemory(alice, one.id)).toBe(true);
+      expect(await store().deleteUserMemory(alice, one.id)).toBe(false);
+      expect(await store().getUserMemory(alice, one.id)).toBeNull();
+      expect(await store().deleteUserMemories(alice)).toBe(2);
+      expect((await store().listUserMemories(alice)).memories).toEqual([]);
+      expect(await store().getUserMemory(bob, kept.id)).toEqual(kept);
+    });
+
+    it("keeps none without the capability: lists are empty and writes are capability_missing", async (ctx) => {
+      if (implementsNatively(store(), "userMemories")) ctx.skip(`${store().name} keeps memories (this is the fallback's test)`);
+      const alice = user();
+      expect((await store().listUserMemories(alice)).memories).toEqual([]);
+      await expectCode(store().addUserMemory({ userId: alice, text: "x" }), "capability_missing");
+      expect(await store().deleteUserMemories(alice)).toBe(0);
+    });
+
+    it("erases a user: sessions, messages, search, vectors, state and memories; nobody else's", async () => {
+      const s = store();
+      const memory = new Memory({ store: s, ttlMs: 0 });
+      const alice = user();
+      const bob = user();
+      const word = `zebra${randomUUID().slice(0, 8)}`;
+      const mine = [await newSession(alice), await newSession(alice), await newSession(alice)];
+      const theirs = await newSession(bob);
+      const firsts = new Map<string, number>();
+      for (const session of [...mine, theirs]) {
+        const [first] = await s.appendMessages(session.id, [text(`about the ${word}`), { role: "assistant", content: "noted" }]);
+        firsts.set(session.id, first.createdAt);
+        if (implementsNatively(s, "summaries")) await s.saveSummary(session.id, { fromSeq: 1, toSeq: 2, content: `summary ${word}` });
+        if (implementsNatively(s, "state")) await s.setState(session.id, { k: 1 }, 0);
+      }
+      const vectors = canStoreVectors(s);
+      const model = `m-${randomUUID().slice(0, 8)}`;
+      if (vectors) {
+        for (const session of [...mine, theirs]) await s.putEmbeddings(session.id, model, [{ seq: 1, createdAt: firsts.get(session.id)!, vector: [1, 0, 0] }]);
+      }
+      const memories = implementsNatively(s, "userMemories");
+      if (memories) {
+        await s.addUserMemory({ userId: alice, text: "likes zebras" });
+        const edited = await s.addUserMemory({ userId: alice, text: "lives in Amsterdam" });
+        await s.updateUserMemory(alice, edited.id, { text: "lives in Utrecht" });
+        await s.addUserMemory({ userId: bob, text: "bob's memory" });
+      }
+
+      const erased = await memory.eraseUser(alice);
+      expect(erased).toEqual({ sessions: 3, memories: memories ? 2 : 0 });
+
+      expect((await s.listSessions(alice)).sessions).toEqual([]);
+      for (const session of mine) {
+        expect(await s.getSession(session.id)).toBeNull();
+        expect(await s.getMessages(session.id)).toEqual([]);
+        expect(await s.listSummaries(session.id)).toEqual([]);
+      }
+      expect(await s.search({ userId: alice, text: word, mode: "substring" })).toEqual([]);
+      if (vectors) expect(await s.searchVectors({ userId: alice, model, vector: [1, 0, 0], limit: 10 })).toEqual([]);
+      expect((await s.listUserMemories(alice)).memories).toEqual([]);
+
+      expect((await s.listSessions(bob)).sessions.map((x) => x.id)).toEqual([theirs.id]);
+      expect(await s.getMessages(theirs.id)).toHaveLength(2);
+      expect((await s.search({ userId: bob, text: word, mode: "substring" })).map((h) => h.sessionId)).toEqual([theirs.id]);
+      if (vectors) expect((await s.searchVectors({ userId: bob, model, vector: [1, 0, 0], limit: 10 })).map((h) => h.sessionId)).toEqual([theirs.id]);
+      if (memories) expect((await s.listUserMemories(bob)).memories.map((m) => m.text)).toEqual(["bob's memory"]);
+      expect(await memory.eraseUser(alice)).toEqual({ sessions: 0, memories: 0 });
+    });
+  });
+}

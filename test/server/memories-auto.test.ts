@@ -17,7 +17,7 @@ import { EXTRACTION_STATE_KEY } from "../../src/server/memories/extractor.js";
 import type { FakeReply } from "../_fake-upstream.js";
 import { type Stack, startStack } from "./_stack.js";
 import { createSqliteStore } from "../../src/stores/sqlite/index.js";
-import { pickMemoryMethods, withUserMemories } from "./_user-memories.js";
+import { createMemoryStore } from "../../src/stores/memory.js";
 
 const KEYS = { "key-ann": "ann", "key-bob": "bob" };
 const isExtraction = (body: any) => body?.messages?.[0]?.content === EXTRACTION_PROMPT;
@@ -29,7 +29,7 @@ afterEach(async () => {
 });
 
 /** A stack with memories on whose extraction answers come from `answer` (turns are echoed). */
-async function start(answer: (body: any) => FakeReply | Promise<FakeReply>, store: FullStore & UserMemoryStore = withUserMemories(), extra = {}) {
+async function start(answer: (body: any) => FakeReply | Promise<FakeReply>, store: FullStore = createMemoryStore(), extra = {}) {
   const stack = await startStack({ store, apiKeys: KEYS, memories: { mode: "auto", model: "memory-model", retryDelayMs: 10, resume: false }, ...extra });
   stacks.push(stack);
   stack.fake.setReply((body) => (isExtraction(body) ? answer(body) : {}));
@@ -105,7 +105,7 @@ describe("memories written by the model (--memories auto)", () => {
   });
 
   it("malformed and hostile answers store nothing and break no turn", async () => {
-    const victim = withUserMemories();
+    const victim = createMemoryStore();
     const bobs = await victim.addUserMemory({ userId: "bob", text: "Bob's secret" });
     const hostile: FakeReply[] = [
       { content: "Sure! Here are the memories: vegetarian" },
@@ -162,7 +162,7 @@ describe("memories written by the model (--memories auto)", () => {
     const dir = mkdtempSync(join(tmpdir(), "tk-memories-"));
     const path = join(dir, "threadkeep.db");
     try {
-      const store = withUserMemories(createSqliteStore({ path }));
+      const store = createSqliteStore({ path });
       const first = await start(() => ({ status: 503, error: { message: "busy" } }), store);
       const session = randomUUID();
       await turn(first.stack, "key-ann", session, "My dog Rex needs a walk.");
@@ -173,11 +173,11 @@ describe("memories written by the model (--memories auto)", () => {
       stacks = [];
 
       // The same database and memories, a new process.
-      const reopened = Object.assign(createSqliteStore({ path }), pickMemoryMethods(store));
+      const reopened = createSqliteStore({ path });
       const second = await start(() => ops([{ op: "add", text: "Has a dog called Rex" }]), reopened, {
         memories: { mode: "auto", model: "memory-model", retryDelayMs: 10 },
       });
-      await expect.poll(async () => (await memoriesOf(store, "ann")).map((m) => m.text)).toEqual(["Has a dog called Rex"]);
+      await expect.poll(async () => (await memoriesOf(reopened, "ann")).map((m) => m.text)).toEqual(["Has a dog called Rex"]);
       expect(second.stack.fake.chatRequests().filter((r) => isExtraction(r.body))[0].body.messages[1].content).toContain("My dog Rex");
     } finally {
       await Promise.all(stacks.map((s) => s.close()));
@@ -189,7 +189,7 @@ describe("memories written by the model (--memories auto)", () => {
 
 describe("memories in the context", () => {
   async function seeded(texts: string[], extra = {}) {
-    const store = withUserMemories();
+    const store = createMemoryStore();
     const memories: UserMemory[] = [];
     for (const [i, text] of texts.entries()) memories.push(await store.addUserMemory({ userId: "ann", text, createdAt: 1000 + i }));
     const stack = await startStack({ store, apiKeys: KEYS, ...extra });

@@ -10,7 +10,7 @@ import { type MemoriesInContext, selectMemories } from "./memories.js";
 import { recallQuery, withRecall } from "./recall.js";
 import { encodingForModel, messageTexts, TokenCounter } from "./tokens.js";
 import type { AssembledContext } from "./types.js";
-import { hasUserMemories, type UserMemory } from "../store-types.js";
+import type { UserMemory } from "../store-types.js";
 import type { FullStore } from "../types.js";
 import type { TokenCounter as Counter } from "./tokens.js";
 
@@ -96,7 +96,7 @@ async function readUserMemories(
   userId: string,
   options: { enabled: boolean; limit: number },
 ): Promise<UserMemory[] | undefined> {
-  if (!options.enabled || !hasUserMemories(store)) return undefined;
+  if (!options.enabled) return undefined;
   try {
     return (await store.listUserMemories(userId, { limit: options.limit })).memories;
   } catch (error) {
@@ -115,7 +115,7 @@ async function memoryNote(
   const known = new Set(listed.map((m) => m.id));
   const unlisted = (request.pinned ?? []).filter((id) => !known.has(id));
   let memories = listed;
-  if (unlisted.length > 0 && hasUserMemories(store)) {
+  if (unlisted.length > 0) {
     const read = await Promise.all(unlisted.map((id) => store.getUserMemory(userId, id).catch(() => null)));
     memories = [...listed, ...read.filter((m): m is UserMemory => m !== null && m.userId === userId)];
   }

@@ -142,6 +142,7 @@ export const sessionsPaths = {
           query("model", { type: "string" }, "Model for token counting"),
           query("window", { type: "integer", minimum: 0, maximum: 1000 }, "Preview with this message window (nothing is stored)"),
           query("tokenBudget", { type: "integer", minimum: 1 }, "Preview with this token budget (nothing is stored)"),
+          query("input", { type: "string", maxLength: 20000 }, "Preview for this next user message (memories are ranked by relation to it)"),
         ],
       },
     ),

@@ -42,4 +42,11 @@ describe("summary settings of serve and chat", () => {
     expect(() => resolveRecallConfig({ recallScope: "everyone" }, {})).toThrow(/--recall-scope must be session or user/);
     expect(() => resolveRecallConfig({}, { THREADKEEP_RECALL_SCOPE: "all" })).toThrow(/THREADKEEP_RECALL_SCOPE must be session or user/);
   });
+
+  it("take --memories auto or off (default off) and a memory model, from flags or environment", () => {
+    expect(resolveRecallConfig({}, {})).toMatchObject({ memories: "off", memoryModel: undefined });
+    expect(resolveRecallConfig({}, { THREADKEEP_MEMORIES: "auto", THREADKEEP_MEMORY_MODEL: "small" })).toMatchObject({ memories: "auto", memoryModel: "small" });
+    expect(resolveRecallConfig({ memories: "off" }, { THREADKEEP_MEMORIES: "auto" }).memories).toBe("off");
+    expect(() => resolveRecallConfig({ memories: "always" }, {})).toThrow(/must be auto or off, got "always"/);
+  });
 });

@@ -25,6 +25,8 @@ export interface RecallFlags {
   embeddingKey?: string;
   recall?: boolean;
   recallScope?: string;
+  memories?: string;
+  memoryModel?: string;
 }
 
 /** Resolved summary settings. */
@@ -42,6 +44,10 @@ export interface RecallConfig {
   recall: boolean;
   /** Where recall looks: the session, or also the owner's other sessions. */
   recallScope: RecallScope;
+  /** `auto`: the model writes memories about the user after each turn (in the background). */
+  memories?: "auto" | "off";
+  /** The model that writes memories; unset: the server's `--model`. */
+  memoryModel?: string;
 }
 
 /** A recall scope from a flag or the environment. @throws `invalid_request` for anything but session or user. */
@@ -61,6 +67,14 @@ export function parseSwitch(value: string | undefined, name: string, fallback: b
   throw new ThreadkeepError("invalid_request", `${name} must be on or off, got "${value}"`);
 }
 
+/** `auto` or `off` (the default). @throws `invalid_request` for anything else. */
+function parseMemoriesMode(value: string | undefined): "auto" | "off" {
+  const v = value?.trim().toLowerCase();
+  if (v === undefined || v === "" || v === "off") return "off";
+  if (v === "auto") return "auto";
+  throw new ThreadkeepError("invalid_request", `--memories (THREADKEEP_MEMORIES) must be auto or off, got "${value}"`);
+}
+
 /** Resolves the summary settings from flags, then environment, then defaults. */
 export function resolveRecallConfig(flags: RecallFlags, env: NodeJS.ProcessEnv = process.env): RecallConfig {
   const summaries = flags.summaries === false ? false : parseSwitch(env.THREADKEEP_SUMMARIES, "THREADKEEP_SUMMARIES", true);
@@ -75,6 +89,8 @@ export function resolveRecallConfig(flags: RecallFlags, env: NodeJS.ProcessEnv =
       flags.recallScope !== undefined
         ? parseRecallScope(flags.recallScope, "--recall-scope")
         : parseRecallScope(env.THREADKEEP_RECALL_SCOPE, "THREADKEEP_RECALL_SCOPE"),
+    memories: parseMemoriesMode(flags.memories ?? (env.THREADKEEP_MEMORIES || undefined)),
+    memoryModel: flags.memoryModel ?? (env.THREADKEEP_MEMORY_MODEL || undefined),
   };
 }
 
@@ -105,6 +121,11 @@ export function addRecallOptions(command: Command): Command {
       "model that summarises what leaves the window (env THREADKEEP_SUMMARY_MODEL; default: the conversation's model)",
     )
     .option("--no-summaries", "never summarise; older turns are then left out (env THREADKEEP_SUMMARIES=off)")
+    .option(
+      "--memories <mode>",
+      "auto: after each turn the model writes durable facts about the user (memories) in the background; off: only by hand (env THREADKEEP_MEMORIES; default off)",
+    )
+    .option("--memory-model <name>", "model that writes memories (env THREADKEEP_MEMORY_MODEL; default: --model)")
     .option("--no-recall", "do not bring related older messages back into the context (env THREADKEEP_RECALL=off)")
     .option(
       "--recall-scope <scope>",

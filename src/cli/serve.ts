@@ -38,6 +38,21 @@ export function checkExposure(config: Pick<ThreadkeepConfig, "host" | "apiKeys">
   );
 }
 
+/**
+ * Why memories would mix people: `--memories auto` off loopback behind at most one API key with no
+ * end-user header, where everyone who uses the key is one user. Undefined when that is not the case.
+ */
+export function memoriesShared(
+  config: Pick<ThreadkeepConfig, "host" | "apiKeys" | "userHeader" | "userJwt">,
+  recall: Pick<RecallConfig, "memories">,
+): string | undefined {
+  if (recall.memories !== "auto" || isLoopbackHost(config.host) || config.apiKeys.size > 1 || config.userHeader || config.userJwt) return undefined;
+  return (
+    `--memories auto on ${config.host} behind one shared API key without --user-header: everyone who uses the key is one user, ` +
+    "and the memories written about one person reach everyone's context. Set --user-header (or --user-jwt-secret) or one key per person."
+  );
+}
+
 /** Starts the server for a resolved configuration and prints where it listens. */
 export async function startServe(
   config: ThreadkeepConfig,
@@ -69,6 +84,7 @@ export async function startServe(
     sessionHeaders: config.sessionHeaders,
     fairShare: config.fairShare,
     clients,
+    ...(recall.memories === "auto" ? { memories: { mode: "auto" as const, model: recall.memoryModel } } : {}),
     logger: { level: process.env.THREADKEEP_LOG_LEVEL ?? "warn" },
   });
   try {
@@ -86,14 +102,17 @@ export async function startServe(
       );
     });
     const url = await server.listen();
+    const shared = memoriesShared(config, recall);
+    if (shared) process.stderr.write(`threadkeep: warning: ${shared}\n`);
     const upstreamLabel = config.upstreamUrl ?? "none (chat answers 503 until --upstream is set)";
     const auth = config.apiKeys.size > 0 ? `api keys: ${config.apiKeys.size}` : "auth: none (loopback only)";
     const summaries = !upstream || !recall.summaries ? "off" : (recall.summaryModel ?? config.model ?? "the conversation's model");
     const embeddings = recall.embeddingModel ?? "off";
+    const memories = !upstream || recall.memories === "off" ? "off" : `auto (${recall.memoryModel ?? config.model ?? "the upstream's default model"})`;
     const recalling = recall.recall ? `${recall.recallScope === "user" ? "user's sessions" : "session"}, ${recall.embeddingModel ? "hybrid" : "by words"}` : "off";
     const identity = describeIdentity({ userHeader: config.userHeader, userJwt: config.userJwt });
     print(
-      `threadkeep listening on ${url}  store: ${redactUrl(config.store)}  upstream: ${upstreamLabel}  ${auth}  identity: ${identity}  summaries: ${summaries}  embeddings: ${embeddings}  recall: ${recalling}`,
+      `threadkeep listening on ${url}  store: ${redactUrl(config.store)}  upstream: ${upstreamLabel}  ${auth}  identity: ${identity}  summaries: ${summaries}  embeddings: ${embeddings}  recall: ${recalling}  memories: ${memories}`,
     );
     return server;
   } catch (error) {

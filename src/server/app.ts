@@ -3,6 +3,7 @@
  * routes (routes/) around the proxied turn they share (turn/); this file wires auth, errors, metrics,
  * health and the OpenAPI document (openapi/).
  */
+import { MemoryExtractor } from "./memories/extractor.js";
 import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from "fastify";
 import { assembleContext } from "../core/context/assemble.js";
 import { ThreadkeepError } from "../core/errors.js";
@@ -94,8 +95,25 @@ export interface ServerOptions {
   logger?: FastifyServerOptions["logger"];
   /** Log a line per request and response (with a logger). @default false */
   logRequests?: boolean;
+  /**
+   * Memories written by the model: with `auto`, after each committed turn the server asks the model
+   * (`model`, else the default model) in the background which durable facts about the user the turn
+   * adds, changes or contradicts, and applies the answer. Needs an upstream. @default off
+   */
+  memories?: MemoryExtractionOptions;
   /** Time-outs and limits for slow and greedy clients (headers, body, idle, connections, stalled streams). */
   clients?: ClientLimits;
+}
+
+/** {@link ServerOptions.memories}. */
+export interface MemoryExtractionOptions {
+  mode: "auto" | "off";
+  /** The model that extracts memories. @default the server's `model`, else the upstream's default */
+  model?: string;
+  /** Wait before retrying a failed extraction (doubled each time). @default 5000 */
+  retryDelayMs?: number;
+  /** At start, queue sessions active in the last day whose extraction a restart interrupted. @default true */
+  resume?: boolean;
 }
 
 /** A created server. */
@@ -103,6 +121,8 @@ export interface ThreadkeepServer {
   app: FastifyInstance;
   memory: Memory;
   metrics: ServerMetrics;
+  /** The background memory extraction, with `memories: { mode: "auto" }` and an upstream. */
+  memoryExtractor?: MemoryExtractor;
   /** Starts listening. @returns the base URL, e.g. `http://127.0.0.1:8787`. */
   listen(): Promise<string>;
   /** Stops accepting requests, waits for those in flight, then closes the memory if the server opened it. */
@@ -189,8 +209,20 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
     },
   );
 
+  const memoryExtractor =
+    options.memories?.mode === "auto" && upstream
+      ? new MemoryExtractor({
+          memory,
+          upstream,
+          metrics,
+          log: app.log,
+          model: options.memories.model ?? options.model,
+          ...(options.memories.retryDelayMs !== undefined ? { retryDelayMs: options.memories.retryDelayMs } : {}),
+        })
+      : undefined;
   const turnDeps = {
     memory,
+    afterCommit: memoryExtractor ? (userId: string, sessionId: string) => memoryExtractor.schedule(userId, sessionId) : undefined,
     metrics,
     upstream,
     idempotency: new IdempotencyCache(options.idempotency),
@@ -242,15 +274,19 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
     app,
     memory,
     metrics,
+    memoryExtractor,
     async listen() {
       warmUp();
       await app.listen({ host, port });
+      // What a restart interrupted, in the background: listening does not wait for it.
+      if (memoryExtractor && options.memories?.resume !== false) void memoryExtractor.resume();
       const address = app.server.address();
       const actualPort = typeof address === "object" && address ? address.port : port;
       return `http://${host.includes(":") ? `[${host}]` : host}:${actualPort}`;
     },
     async close() {
       await app.close();
+      await memoryExtractor?.close();
       if (ownsMemory) await memory.close();
     },
   };

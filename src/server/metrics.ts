@@ -154,6 +154,14 @@ export class ServerMetrics {
     "threadkeep_temporary_chat_requests_total",
     "Requests of temporary chats (Open WebUI local: ids), answered and not stored.",
   );
+  readonly memoryExtractions = new Counter(
+    "threadkeep_memory_extractions_total",
+    "Background memory extractions (--memories auto) by outcome (applied, nothing, malformed, retry, failed).",
+  );
+  readonly memoryOperations = new Counter(
+    "threadkeep_memory_operations_total",
+    "Memory operations from extraction answers by op (add, update, contradiction, delete) and result (applied, duplicate, rejected).",
+  );
   readonly fairShareRefusals = new Counter(
     "threadkeep_fair_share_refusals_total",
     "Requests refused with 429 by a fair-share limit (user_concurrency, user_rate, key_concurrency, key_rate), by kind (turn, side).",
@@ -190,6 +198,8 @@ export class ServerMetrics {
       this.sideRequests,
       this.temporaryRequests,
       this.readings,
+      this.memoryExtractions,
+      this.memoryOperations,
       this.fairShareRefusals,
       this.storeWrites,
       this.connectionsOpen,

@@ -87,7 +87,7 @@ describe.each(transports)("threadkeep MCP over %s", (_name, transport) => {
     expect(tools.map((t) => t.name).sort()).toEqual([...MCP_TOOLS].sort());
     const prefs = tools.find((t) => t.name === "set_context_preferences")!;
     expect(Object.keys(prefs.inputSchema.properties ?? {})).toEqual(
-      expect.arrayContaining(["session_id", "maxRecentMessages", "focusRange", "pinnedSeqs", "sticky"]),
+      expect.arrayContaining(["session_id", "maxRecentMessages", "focusRange", "pinnedSeqs", "sticky", "memory_ids", "memories"]),
     );
   });
 
@@ -108,6 +108,8 @@ describe.each(transports)("threadkeep MCP over %s", (_name, transport) => {
     expect(hit.seq).toBe(4);
     const prefs = parsed(await call("set_context_preferences", { session_id: alice, maxRecentMessages: 1 }));
     expect(prefs).toEqual({ focusRange: { fromSeq: 4, toSeq: 4 }, maxRecentMessages: 1 });
+    const pinned = parsed(await call("set_context_preferences", { session_id: alice, memory_ids: ["m-1"] }));
+    expect(pinned).toMatchObject({ maxRecentMessages: 1, memoryIds: ["m-1"] });
     const context = parsed(await call("show_context", { session_id: alice, input: "what is left?" }));
     expect(context.messages.at(-1)).toEqual({ role: "user", content: "what is left?" });
     expect(context.messages.map((m: { content: string }) => m.content)).toContain("Created task 43: call the plumber.");

@@ -6,10 +6,14 @@ import { clearUsedPreferences } from "../state/session-state.js";
 import { assembleContext } from "./assemble.js";
 import { noteCoverage, windowAfterSummary } from "./coverage.js";
 import { type LoadedContext, loadContext } from "./load.js";
+import { type MemoriesInContext, selectMemories } from "./memories.js";
 import { recallQuery, withRecall } from "./recall.js";
 import { findUserRecall } from "./recall-user.js";
 import { encodingForModel, messageTexts, TokenCounter } from "./tokens.js";
 import type { AssembledContext } from "./types.js";
+import type { UserMemory } from "../store-types.js";
+import type { FullStore } from "../types.js";
+import type { TokenCounter as Counter } from "./tokens.js";
 
 /**
  * How many newest messages a context reads: the window, and with summaries on, back to the latest
@@ -34,9 +38,12 @@ export async function buildContext(core: MemoryCore, sessionId: string, options:
   const reading = contextReach(core, options.window);
   const reach = reading - window;
   const startSeq = session ? (options.historyStartsAt ?? historyStart(session)) : 1;
+  // Read beside the session's own reads, so memories add no round trip to the turn.
+  const memoryRead = readUserMemories(store, userId, core.memoryContext);
   const loaded: LoadedContext = session
     ? await loadContext(store, session.id, reading, options.preferences, { fromSeq: startSeq, upToSeq: options.upToSeq }, preloaded)
     : { history: [], summaries: [], state: { version: 0, data: {} }, preferences: options.preferences };
+  const userMemories = await memoryRead;
   const tokenBudget = options.tokenBudget ?? core.settings.tokenBudget;
   const input = options.input ?? [];
   // Counted ahead, a few milliseconds at a time: a huge message must not hold the event loop.
@@ -67,9 +74,20 @@ export async function buildContext(core: MemoryCore, sessionId: string, options:
         )
       : undefined,
   ]);
+  const preferences = recall?.preferences ?? loaded.preferences;
+  const memories =
+    userMemories && preferences?.memories !== false
+      ? await memoryNote(store, userId, userMemories, {
+          query: recallQuery(input),
+          pinned: preferences?.memoryIds,
+          budget: Math.floor(tokenBudget * core.memoryContext.share),
+          counter: new TokenCounter(encodingForModel(options.model), { limit: tokenBudget }),
+        })
+      : undefined;
   const system = recall?.system ?? options.system ?? [];
+  const notes = [...(memories?.note ? [{ role: "system" as const, content: memories.note }] : []), ...(fromOthers?.note ? [fromOthers.note] : [])];
   const context = assembleContext({
-    system: fromOthers?.note ? [...system, fromOthers.note] : system,
+    system: notes.length > 0 ? [...system, ...notes] : system,
     history: recall?.history ?? loaded.history,
     summaries: loaded.summaries,
     state: loaded.state,
@@ -77,11 +95,12 @@ export async function buildContext(core: MemoryCore, sessionId: string, options:
     window: assemblyWindow,
     tokenBudget,
     model: options.model,
-    preferences: recall?.preferences ?? loaded.preferences,
+    preferences,
     now: options.now,
     ...(core.settings.stateNote ? {} : { stateNote: null }),
   });
   noteCoverage(context, loaded.summaries, loaded.history[0]?.seq, startSeq ?? 1);
+  if (memories) context.memories = memories.report;
   if (recall) context.recalled = recall.recalled.filter((r) => context.includedSeqs.includes(r.seq));
   if (fromOthers?.recalled.length) context.recalled = [...(context.recalled ?? []), ...fromOthers.recalled];
   if (session && loaded.stored && !loaded.stored.sticky) {
@@ -92,3 +111,37 @@ export async function buildContext(core: MemoryCore, sessionId: string, options:
   }
   return context;
 }
+
+/** The user's memories to consider for a context (the most recently updated `limit`); undefined when off. Failures cost the memories, never the turn (logged). */
+async function readUserMemories(
+  store: FullStore,
+  userId: string,
+  options: { enabled: boolean; limit: number },
+): Promise<UserMemory[] | undefined> {
+  if (!options.enabled) return undefined;
+  try {
+    return (await store.listUserMemories(userId, { limit: options.limit })).memories;
+  } catch (error) {
+    console.warn(`[threadkeep] reading the memories of user ${userId} failed; the turn goes on without them: ${error}`);
+    return undefined;
+  }
+}
+
+/** The memory note of a turn: pinned memories older than the listed ones are read by id. */
+async function memoryNote(
+  store: FullStore,
+  userId: string,
+  listed: UserMemory[],
+  request: { query: string; pinned?: string[]; budget: number; counter: Counter },
+): Promise<{ note: string | null; report: MemoriesInContext } | undefined> {
+  const known = new Set(listed.map((m) => m.id));
+  const unlisted = (request.pinned ?? []).filter((id) => !known.has(id));
+  let memories = listed;
+  if (unlisted.length > 0) {
+    const read = await Promise.all(unlisted.map((id) => store.getUserMemory(userId, id).catch(() => null)));
+    memories = [...listed, ...read.filter((m): m is UserMemory => m !== null && m.userId === userId)];
+  }
+  if (memories.length === 0 && unlisted.length === 0) return undefined;
+  return selectMemories(memories, request);
+}
+

@@ -25,6 +25,8 @@ export const contextPreferencesSchema = z.strictObject({
   sticky: z.boolean().optional(),
   recallTopic: z.string().trim().min(1).max(500).optional(),
   recallScope: z.enum(["session", "user"]).optional(),
+  memories: z.boolean().optional(),
+  memoryIds: z.array(z.string().min(1).max(200)).max(50).optional(),
 });
 
 /** Validates preferences. @throws ThreadkeepError `invalid_request` naming the field (`preferences.focusRange.toSeq`). */
@@ -89,6 +91,13 @@ export const setContextPreferencesTool = {
           type: "string",
           enum: ["session", "user"],
           description: "Where recall looks: this conversation only (session), or also the user's other conversations (user).",
+        },
+        memories: { type: "boolean", description: "Whether to include what you know about the user (memories)." },
+        memoryIds: {
+          type: "array",
+          items: { type: "string" },
+          maxItems: 50,
+          description: "Memories (by id) to always include.",
         },
         reset: { type: "boolean", description: "Forget earlier preferences before applying these." },
       },

@@ -1,4 +1,5 @@
 import type { ChatMessage, Message, Session, SessionState, Summary } from "../types.js";
+import type { MemoriesInContext } from "./memories.js";
 import type { EncodingName } from "./tokens.js";
 
 /**
@@ -20,6 +21,10 @@ export interface ContextPreferences {
   recallTopic?: string;
   /** `user`: recall from the owner's other sessions too; `session`: this session only. Overrides the server's `recall.scope`. */
   recallScope?: "session" | "user";
+  /** Include the user's memories (what is known about them from all their sessions). @default true */
+  memories?: boolean;
+  /** Memories (by id, at most 50) to include first, within the memory share of the budget. */
+  memoryIds?: string[];
 }
 
 /** Everything the assembler needs, already loaded. */
@@ -148,6 +153,8 @@ export interface AssembledContext {
   window?: number;
   /** The tokenizer encoding used for counting. */
   encoding?: EncodingName;
+  /** The user's memories in the context: which were included and why (with memories on and some stored). */
+  memories?: MemoriesInContext;
   /** The state note included (also in `messages`), if any. */
   stateNote?: string;
 }

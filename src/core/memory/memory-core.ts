@@ -1,4 +1,5 @@
 import { Compactor } from "../context/compaction.js";
+import { DEFAULT_MEMORY_CONTEXT, type MemoryContextOptions } from "../context/memories.js";
 import { DEFAULT_RECALL, type RecallOptions } from "../context/recall.js";
 import { BackgroundEmbedder } from "../embeddings.js";
 import { isThreadkeepError, SessionNotFoundError, ThreadkeepError } from "../errors.js";
@@ -23,6 +24,7 @@ export class MemoryCore {
   readonly resolver: Resolver;
   readonly vectors?: BackgroundEmbedder;
   readonly recall: Required<RecallOptions>;
+  readonly memoryContext: Required<MemoryContextOptions>;
   /** Heartbeats of the turns running in {@link Memory.runTurn}, by `keeperKey(sessionId, fence)`. */
   readonly keepers = new Map<string, KeptLease>();
 
@@ -67,6 +69,7 @@ export class MemoryCore {
       throw new ThreadkeepError("invalid_request", `recall.budgetShare must be between 0 and 1, got ${budgetShare}`, { details: { field: "recall.budgetShare" } });
     if (scope !== "session" && scope !== "user")
       throw new ThreadkeepError("invalid_request", `recall.scope must be "session" or "user", got ${JSON.stringify(scope)}`, { details: { field: "recall.scope" } });
+    this.memoryContext = { ...DEFAULT_MEMORY_CONTEXT, ...options.memoryContext };
   }
 
   owner(options?: OwnerOptions): string {

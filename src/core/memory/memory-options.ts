@@ -3,6 +3,7 @@ import type { Summarizer } from "../context/summarize.js";
 import type { ContextPreferences, PreloadedTurn } from "../context/types.js";
 import type { ResolverOptions } from "../state/references.js";
 import type { Embedder, EmbeddingOptions } from "../embeddings.js";
+import type { MemoryContextOptions } from "../context/memories.js";
 import type { RecallOptions } from "../context/recall.js";
 import type { BranchInput, ChatMessage, Session, SessionStore } from "../types.js";
 
@@ -77,6 +78,8 @@ export interface MemoryOptions {
   embedding?: EmbeddingOptions;
   /** Recall of relevant older messages into the context (with an embedder). @default { enabled: true, limit: 3, minScore: 0.3 } */
   recall?: RecallOptions;
+  /** The user's memories in each turn's context, within a share of the token budget. @default { enabled: true, share: 0.1, limit: 200 } */
+  memoryContext?: MemoryContextOptions;
 }
 
 /** What a {@link Memory} is built from: {@link MemoryOptions} with the store opened, or being opened, by `createMemory`. */

@@ -137,10 +137,15 @@ export function createMcpServer(options: McpServerOptions): McpServer {
     SET_CONTEXT_PREFERENCES,
     {
       description:
-        "Change which parts of a conversation the next turn sees: more recent messages, an older seq range, pinned messages, no summaries.",
-      inputSchema: { session_id: sessionId, ...contextPreferencesSchema.shape },
+        "Change which parts of a conversation the next turn sees: more recent messages, an older seq range, pinned messages, no summaries, pinned memories (memory_ids) or none (memories: false).",
+      inputSchema: {
+        session_id: sessionId,
+        ...contextPreferencesSchema.shape,
+        memory_ids: contextPreferencesSchema.shape.memoryIds.describe("Memories (by id) to always include in the context."),
+      },
     },
-    ({ session_id, ...preferences }) => attempt(() => memory.setPreferences(session_id, preferences, { ...owner, merge: true })),
+    ({ session_id, memory_ids, ...preferences }) =>
+      attempt(() => memory.setPreferences(session_id, { ...preferences, ...(memory_ids ? { memoryIds: memory_ids } : {}) }, { ...owner, merge: true })),
   );
   server.registerTool(
     "get_conversation_state",

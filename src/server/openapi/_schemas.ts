@@ -144,6 +144,8 @@ export const schemas = {
       },
       includeSummaries: { type: "boolean" },
       pinnedSeqs: { type: "array", items: { type: "integer", minimum: 1 }, maxItems: 50 },
+      memories: { type: "boolean", description: "false leaves the user's memories out of the context" },
+      memoryIds: { type: "array", items: { type: "string", minLength: 1, maxLength: 200 }, maxItems: 50, description: "Memories to include first" },
       sticky: { type: "boolean" },
       recallTopic: { type: "string", minLength: 1, maxLength: 500 },
       recallScope: { type: "string", enum: ["session", "user"], description: "user: also recall from the owner's other sessions" },

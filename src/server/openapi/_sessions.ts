@@ -147,6 +147,7 @@ export const sessionsPaths = {
           query("window", { type: "integer", minimum: 0, maximum: 1000 }, "Preview with this message window (nothing is stored)"),
           query("tokenBudget", { type: "integer", minimum: 1 }, "Preview with this token budget (nothing is stored)"),
           query("message", { type: "string", minLength: 1, maxLength: 10000 }, "Preview the turn of this user message (what recall brings back for it); nothing is stored"),
+          query("input", { type: "string", maxLength: 20000 }, "Preview for this next user message (memories are ranked by relation to it)"),
         ],
       },
     ),

@@ -48,6 +48,7 @@ export async function commitTurn(deps: TurnDeps, options: CommitTurnOptions): Pr
     else await deps.memory.addMessages(sessionId, messages, write);
     if (reconciled?.metadata) await deps.memory.updateSessionMetadata(sessionId, reconciled.metadata, { userId });
     deps.metrics.storeWrites.saved();
+    deps.afterCommit?.(userId, sessionId);
     return "saved";
   } catch (error) {
     // An attempt of this idempotent request on another process committed already: stored once.

@@ -12,6 +12,8 @@ export interface TurnDeps {
   memory: Memory;
   metrics: ServerMetrics;
   log: FastifyBaseLogger;
+  /** Called after a turn is committed (memory extraction queues the session); must not block. */
+  afterCommit?: (userId: string, sessionId: string) => void;
 }
 
 /**

@@ -35,6 +35,8 @@ export interface TurnRouteDeps {
   sessionHeaders?: readonly string[];
   /** Per-user and per-key limits on model requests; none when absent. */
   fairShare?: FairShare;
+  /** Called after a turn is committed (`--memories auto` queues the session for extraction). */
+  afterCommit?: (userId: string, sessionId: string) => void;
   /** A streamed reply not read for this long is cut and its turn stored incomplete. */
   streamStallTimeoutMs?: number;
 }
@@ -129,7 +131,7 @@ async function confirmSave(
 ): Promise<void> {
   const unconfirmed = outcome.unconfirmed;
   if (!unconfirmed) return;
-  const turn: TurnDeps = { memory: deps.memory, metrics: deps.metrics, log: request.log };
+  const turn: TurnDeps = { memory: deps.memory, metrics: deps.metrics, log: request.log, afterCommit: deps.afterCommit };
   const committed = await withTurnLease(turn, sessionId, (fence) =>
     commitTurn(turn, { sessionId, userId: request.userId, messages: unconfirmed.messages, fence, operationId, reconciled: unconfirmed.reconciled, last: true }),
   );
@@ -166,7 +168,7 @@ export async function runProxiedTurn(deps: TurnRouteDeps, options: ProxiedTurnOp
   const { request, reply, sessionId, dialect, operationId } = options;
   const record = options.record ?? false;
   const upstream = deps.upstream as Upstream;
-  const turn: TurnDeps = { memory: deps.memory, metrics: deps.metrics, log: request.log };
+  const turn: TurnDeps = { memory: deps.memory, metrics: deps.metrics, log: request.log, afterCommit: deps.afterCommit };
   const userId = request.userId;
   const started = performance.now();
   const streaming = dialect.stream;

@@ -163,6 +163,8 @@ describe("context preferences", () => {
       "sticky",
       "recallTopic",
       "recallScope",
+      "memories",
+      "memoryIds",
       "reset",
     ]);
     const { reset: _reset, ...example } = {

@@ -6,6 +6,7 @@ import { clearUsedPreferences } from "../state/session-state.js";
 import { assembleContext } from "./assemble.js";
 import { noteCoverage, windowAfterSummary } from "./coverage.js";
 import { type LoadedContext, loadContext } from "./load.js";
+import { knownMemoryless, sawMemories } from "../store/memory-presence.js";
 import { type MemoriesInContext, selectMemories } from "./memories.js";
 import { recallQuery, withRecall } from "./recall.js";
 import { findUserRecall } from "./recall-user.js";
@@ -118,9 +119,11 @@ async function readUserMemories(
   userId: string,
   options: { enabled: boolean; limit: number },
 ): Promise<UserMemory[] | undefined> {
-  if (!options.enabled) return undefined;
+  if (!options.enabled || knownMemoryless(store, userId)) return undefined;
   try {
-    return (await store.listUserMemories(userId, { limit: options.limit })).memories;
+    const { memories } = await store.listUserMemories(userId, { limit: options.limit });
+    sawMemories(store, userId, memories.length);
+    return memories;
   } catch (error) {
     console.warn(`[threadkeep] reading the memories of user ${userId} failed; the turn goes on without them: ${error}`);
     return undefined;

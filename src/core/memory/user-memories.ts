@@ -6,6 +6,7 @@
 import { ThreadkeepError } from "../errors.js";
 import { checkJson } from "../json-limits.js";
 import { memoryPageLimit } from "../store/user-memories.js";
+import { memoryWritten } from "../store/memory-presence.js";
 import type { FullStore, ListOptions, UserMemory, UserMemoryPage, UserMemorySource } from "../types.js";
 import type { OwnerOptions } from "./memory-options.js";
 
@@ -151,7 +152,11 @@ export class UserMemories {
     const metadata = input.metadata === undefined ? undefined : checkMemoryMetadata(input.metadata);
     const source = input.source === undefined ? undefined : checkSource(input.source);
     if (input.id !== undefined && !isMemoryId(input.id)) throw invalid(`id must be a string of 1 to ${MAX_MEMORY_ID_LENGTH} characters`);
-    return (await this.#store).addUserMemory({ userId: this.#owner(options), text, metadata, source, id: input.id });
+    const store = await this.#store;
+    const userId = this.#owner(options);
+    const added = await store.addUserMemory({ userId, text, metadata, source, id: input.id });
+    memoryWritten(store, userId);
+    return added;
   }
 
   /** The user's memory, or null (also for another user's id). */

@@ -10,6 +10,7 @@
  * applied or was malformed (a malformed answer is not asked again: the same turn would cost the
  * same tokens for the same answer).
  */
+import { memoryWritten } from "../../core/store/memory-presence.js";
 import type { FastifyBaseLogger } from "fastify";
 import { isThreadkeepError } from "../../core/errors.js";
 import { contentText } from "../../core/messages.js";
@@ -266,6 +267,7 @@ export async function applyOperations(
     }
     if (operation.op === "add") {
       const added = await store.addUserMemory({ userId, text: operation.text, source: context.source });
+      memoryWritten(store, userId);
       texts.set(added.id, normal);
     } else {
       try {

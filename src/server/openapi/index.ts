@@ -9,6 +9,7 @@ import { responsesPaths } from "./_responses.js";
 import { ok, schemas } from "./_schemas.js";
 import { servicePaths } from "./_service.js";
 import { sessionsPaths } from "./_sessions.js";
+import { memoriesPaths } from "./_memories.js";
 
 /** The OpenAPI document of the threadkeep server. */
 export const openApiDocument = {
@@ -24,6 +25,7 @@ export const openApiDocument = {
   paths: {
     ...chatPaths,
     ...sessionsPaths,
+    ...memoriesPaths,
     "/mcp": {
       post: {
         summary: "Model Context Protocol over streamable HTTP (stateless): the caller's sessions as MCP tools and resources",

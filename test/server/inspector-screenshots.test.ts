@@ -147,5 +147,5 @@ describe.skipIf(available !== true)("inspector screenshots", () => {
       await page.locator('.actions button[data-action="delete"]').click();
       await page.locator("dialog#confirm[open]").waitFor();
     });
-  });
+  }, 120_000); // twenty full-page screenshots in a real browser
 });

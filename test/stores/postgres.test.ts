@@ -127,6 +127,7 @@ describe.runIf(enabled === true)("postgres store specifics", () => {
       "summaries",
       "threadkeep_migrations",
       "threadkeep_settings",
+      "user_memories",
     ]);
   });
 

@@ -197,7 +197,7 @@ describe("memories in the context", () => {
     return { stack, store, memories };
   }
   const context = async (stack: Stack, session: string, input: string) => {
-    const res = await stack.request("GET", `/v1/sessions/${session}/context?input=${encodeURIComponent(input)}`, { headers: { authorization: "Bearer key-ann" } });
+    const res = await stack.request("GET", `/v1/sessions/${session}/context?message=${encodeURIComponent(input)}`, { headers: { authorization: "Bearer key-ann" } });
     expect(res.status).toBe(200);
     return (await res.json()) as any;
   };

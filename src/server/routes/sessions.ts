@@ -33,9 +33,8 @@ const ContextQuery = z.object({
   model: z.string().optional(),
   window: z.coerce.number().int().min(0).max(1000).optional(),
   tokenBudget: z.coerce.number().int().min(1).max(10_000_000).optional(),
+  /** A next user message to preview the turn with: what recall brings back and how memories rank. */
   message: z.string().min(1).max(10_000).optional(),
-  /** A next user message to preview the context for (memories are ranked by relation to it). */
-  input: z.string().max(20_000).optional(),
 });
 const StatePatch = z.strictObject({
   data: z.record(z.string(), z.unknown()),
@@ -149,9 +148,9 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRoutesD
       window: query.window,
       tokenBudget: query.tokenBudget,
       preferences,
-      // A next user message to preview the turn with (`message` or `input`): what recall brings back
+      // A next user message to preview the turn with: what recall brings back
       // for it, and how the memories rank against it. Nothing is stored.
-      ...(query.message ?? query.input ? { input: [{ role: "user" as const, content: (query.message ?? query.input)! }] } : {}),
+      ...(query.message ? { input: [{ role: "user" as const, content: query.message }] } : {}),
     });
   });
 

@@ -61,4 +61,25 @@ describe.skipIf(enabled !== true)("postgres: a statement timeout is not an outag
       await stuckLock.release();
     }
   }, 30_000);
+  it("survives a statement timeout too short for a new connection's first statement (no unhandled rejection)", async () => {
+    // The driver's own lookup of array types, which it used to run first on every connection, was cut by
+    // a 1 ms statement_timeout and rejected a promise nobody held: Node ends a process on that.
+    const unhandled: unknown[] = [];
+    const record = (reason: unknown) => unhandled.push(reason);
+    process.on("unhandledRejection", record);
+    try {
+      const store = createPostgresStore({ url: TEST_POSTGRES_URL, poolSize: 3, queryTimeoutMs: 1 });
+      stores.push(store);
+      const id = newSessionId();
+      // Ten operations at once open every connection of the pool; each may time out (1 ms), none may crash.
+      const outcomes = await Promise.all(
+        Array.from({ length: 10 }, () => store.getSession(id).then(() => "ok", (e: unknown) => (isThreadkeepError(e) ? e.code : String(e)))),
+      );
+      for (const outcome of outcomes) expect(["ok", "store_unavailable", "store_timeout"]).toContain(outcome);
+      await sleep(300);
+      expect(unhandled.map(String)).toEqual([]);
+    } finally {
+      process.off("unhandledRejection", record);
+    }
+  });
 });

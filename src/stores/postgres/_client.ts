@@ -57,6 +57,11 @@ export async function openClient(url: string, options: ClientOptions): Promise<P
     max,
     connect_timeout: options.connectTimeoutSeconds,
     onnotice: () => {},
+    // The driver's lookup of array types, the first statement of each new connection, runs under that
+    // connection's statement_timeout; when a busy server cuts it, the driver drops the rejected promise
+    // and Node ends the process on the unhandled rejection (porsager/postgres#1192, #1205, open). So no
+    // lookup: the array types threadkeep's SQL uses are declared below.
+    fetch_types: false,
     // Quoting keeps the schema's case.
     connection: {
       application_name: "threadkeep",
@@ -66,6 +71,9 @@ export async function openClient(url: string, options: ClientOptions): Promise<P
     // Every bigint here is a time in ms, a seq, a fence or a ticket: all far below 2^53.
     types: {
       bigint: { to: 20, from: [20], serialize: (x: number) => String(x), parse: (x: string) => Number(x) },
+      textArray: { to: 1009, from: [1009], serialize: serializeArray, parse: (x: string) => parseArray(x, String) },
+      bigintArray: { to: 1016, from: [1016], serialize: serializeArray, parse: (x: string) => parseArray(x, Number) },
+      realArray: { to: 1021, from: [1021], serialize: serializeArray, parse: (x: string) => parseArray(x, Number) },
     },
   });
   const main = driver(url, settings(1)) as unknown as PgSql;
@@ -103,4 +111,36 @@ export async function answersNewConnection(url: string, timeoutMs: number): Prom
     clearTimeout(timer);
     await sql.end({ timeout: 0 }).catch(() => {});
   }
+}
+
+/**
+ * A one-dimensional array parameter as PostgreSQL's array literal: each element quoted, null as NULL.
+ * A string is taken as a literal already (the vectors pass theirs so).
+ */
+export function serializeArray(values: string | ArrayLike<string | number | null>): string {
+  if (typeof values === "string") return values;
+  const items = Array.from(values, (v) => (v === null ? "NULL" : `"${String(v).replace(/[\\"]/g, "\\$&")}"`));
+  return `{${items.join(",")}}`;
+}
+
+/** A one-dimensional array column from PostgreSQL's text output (`{a,"b c",NULL}`). */
+export function parseArray<T>(text: string, parse: (item: string) => T): (T | null)[] {
+  const out: (T | null)[] = [];
+  let i = 1;
+  while (i < text.length - 1) {
+    if (text[i] === ",") i++;
+    if (text[i] === '"') {
+      let item = "";
+      for (i++; text[i] !== '"'; i++) item += text[i] === "\\" ? text[++i] : text[i];
+      out.push(parse(item));
+      i++;
+    } else {
+      let end = i;
+      while (end < text.length - 1 && text[end] !== ",") end++;
+      const item = text.slice(i, end);
+      out.push(item === "NULL" ? null : parse(item));
+      i = end;
+    }
+  }
+  return out;
 }

@@ -100,7 +100,9 @@ export function describeSearch(store: () => FullStore, name: string): void {
         text("the weather was nice and the weather stayed nice"),
         text("I signed up for pottery"),
       ]);
-      await store().appendMessages(other.id, [text("weather again, more weather"), text("a chat about cooking")]);
+      // Longer than "I signed up for pottery", so however the store counts "about" against "pottery" (a full-text
+      // index may count every owner's rows, some not yet indexed), the message with "pottery" ranks above it.
+      await store().appendMessages(other.id, [text("weather again, more weather"), text("a chat about cooking pasta at home")]);
       await store().appendMessages(stranger.id, [text("pottery class secrets of another owner")]);
       const ranked = (t: string, limit?: number) => store().search({ userId: owner, text: t, ranking: "relevance", limit });
       // Any word: "pottery" alone matches two messages; with "class" the one holding both comes first.

@@ -305,7 +305,8 @@ async function start() {
   bindKeys();
   const modes = await searchModes();
   replace($("mode"), modes.map((m) => h("option", { value: m }, m)));
-  await list.refresh();
+  // A list the key may not read (a user it may not open) still leaves the view to say why and go back.
+  await list.refresh().catch(fail);
   await show();
   replace($("live"), `live · ${formatTime(Date.now())}`);
   setInterval(() => poll().catch(fail), POLL_MS);

@@ -228,7 +228,7 @@ export function createMemoriesView(ui) {
         { class: "meta", id: "memories-of" },
         "What the assistant keeps about ",
         h("strong", { id: "memories-user" }, me?.id ?? ""),
-        " across sessions. Each turn brings them into the context.",
+        " across sessions.",
       ),
       userPicker(),
       status,

@@ -221,7 +221,7 @@ describe.skipIf(available !== true)("the inspector's Memories view in chromium",
     const { page, close } = await open("/ui/memories", "tk-gw");
     await page.locator("#memories-status").waitFor();
     expect(await page.locator("#user-picker").count()).toBe(0);
-    await page.evaluate(() => sessionStorage.setItem("threadkeep.user", "ann"));
+    await page.evaluate("sessionStorage.setItem('threadkeep.user', 'ann')");
     await page.reload();
     await expect.poll(() => page.locator("#error").textContent()).toBe("Only an operator key may open another user: go back to the key's own user.");
     expect(await page.locator(".memory").count()).toBe(0);

@@ -164,7 +164,7 @@ describe("a memory's source", () => {
 });
 
 describe("operator keys (X-Threadkeep-User)", () => {
-  const ops = (user?: string) => (user === undefined ? {} : { "X-Threadkeep-User": user });
+  const ops = (user: string): Record<string, string> => ({ "X-Threadkeep-User": user });
 
   it("says who the caller is, and whether it may open other users", async () => {
     expect((await call("tk-alice", "GET", "/v1/users/me")).body).toEqual({ object: "user", id: "alice", tenant: "alice", operator: false, canOpenUsers: false });

@@ -195,7 +195,7 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
       request.tenantId = tenant;
       request.operator = operatorKeys.length > 0 && isOperator(request.headers.authorization);
       const user = await resolveUser(request.raw, tenant);
-      request.userId = operatorUser(request.raw, { tenant, user, isOperator: () => request.operator, endUsers: withEndUsers });
+      request.userId = operatorUser(request.raw, { tenant, user, operator: request.operator, endUsers: withEndUsers });
     }
   });
   installBodyDrain(app, { bodyLimit });

@@ -129,8 +129,8 @@ export interface OperatorRequest {
   tenant: string;
   /** The user the request resolved to without the operator header (the tenant, or a gateway's end user). */
   user: string;
-  /** Whether the request's key is an operator's (asked only when the header is sent). */
-  isOperator: () => boolean;
+  /** Whether the request's key is an operator key. */
+  operator: boolean;
   /** Whether end users are on (`userHeader` or `userJwt`): without them a tenant has none to open. */
   endUsers: boolean;
 }
@@ -145,7 +145,7 @@ export function operatorUser(request: Pick<IncomingMessage, "headers" | "rawHead
   const name = OPERATOR_USER_HEADER.toLowerCase();
   const value = singleHeader(request, name, "invalid_user");
   if (value === undefined) return context.user;
-  if (!context.isOperator()) {
+  if (!context.operator) {
     throw new ThreadkeepError("operator_only", `Only an operator key may open another user (${OPERATOR_USER_HEADER}); this key sees its own user only`);
   }
   if (!context.endUsers) {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseApiKeys, resolveConfig } from "./options.js";
+import { parseApiKeyEntries, parseApiKeys, resolveConfig } from "./options.js";
 
 describe("CLI configuration", () => {
   it("uses defaults with nothing set", () => {
@@ -39,7 +39,20 @@ describe("CLI configuration", () => {
   it("parses API keys and rejects malformed ones", () => {
     expect([...parseApiKeys("k1:alice, k2:bob")]).toEqual([["k1", "alice"], ["k2", "bob"]]);
     expect(() => parseApiKeys("justakey")).toThrow(/expected key:user/);
+    expect(() => parseApiKeys("k1:")).toThrow(/expected key:user/);
     expect(() => resolveConfig({ window: "zero" }, {})).toThrow(/window must be/);
+  });
+
+  it("reads the :operator flag after key:user, and only there", () => {
+    const { keys, operators } = parseApiKeyEntries("k1:acme, k2:acme:operator, k:with:colon:bob:operator, k3:operator, k4:x:y");
+    expect([...keys]).toEqual([["k1", "acme"], ["k2", "acme"], ["k:with:colon", "bob"], ["k3", "operator"], ["k4:x", "y"]]);
+    expect([...operators]).toEqual(["k2", "k:with:colon"]);
+    expect([...parseApiKeys("k2:acme:operator")]).toEqual([["k2", "acme"]]);
+    expect(() => parseApiKeyEntries(":operator")).toThrow(/expected key:user/);
+    expect(() => parseApiKeyEntries("k:  :operator")).toThrow(/expected key:user/);
+    // A key given twice keeps its last entry, flag and all.
+    expect([...parseApiKeyEntries("k2:acme:operator,k2:acme").operators]).toEqual([]);
+    expect(resolveConfig({}, { THREADKEEP_API_KEYS: "k1:acme,k2:acme:operator" })).toMatchObject({ apiKeys: new Map([["k1", "acme"], ["k2", "acme"]]), operatorKeys: new Set(["k2"]) });
   });
 
   it("reads the end-user options from flags or environment, and refuses token settings without a secret", () => {

@@ -21,6 +21,8 @@ export interface ThreadkeepConfig {
   upstreamTimeoutMs: number;
   /** threadkeep API key → user id. Empty: no authentication (loopback only). */
   apiKeys: Map<string, string>;
+  /** The API keys flagged `:operator`: each may open any end user of its own tenant. */
+  operatorKeys: Set<string>;
   /** A header the gateway names its end user in (`serve --user-header`); unset: ignored. */
   userHeader?: string;
   /** The gateway's signed end-user token (`serve --user-jwt-secret`); unset: ignored. */
@@ -51,22 +53,41 @@ export type ConfigFlags = Partial<Record<
   string
 >>;
 
+/** The flag after `key:user` that makes a key an operator key. */
+const OPERATOR_FLAG = ":operator";
+
 /**
- * Parses `key1:alice,key2:bob` into key → user.
+ * Parses `key1:alice,key2:bob,key3:acme:operator` into key → user, and the keys flagged `:operator`.
+ * A key may contain colons (the user is what follows the last one); `k:operator` is still the user
+ * `operator`, since the flag needs a `key:user` before it.
  * @throws ThreadkeepError `invalid_request` for an entry without both parts.
  */
-export function parseApiKeys(text: string | undefined): Map<string, string> {
+export function parseApiKeyEntries(text: string | undefined): { keys: Map<string, string>; operators: Set<string> } {
   const keys = new Map<string, string>();
-  for (const entry of (text ?? "").split(",").map((e) => e.trim()).filter(Boolean)) {
+  const operators = new Set<string>();
+  for (let entry of (text ?? "").split(",").map((e) => e.trim()).filter(Boolean)) {
+    const flagged = entry.endsWith(OPERATOR_FLAG) && entry.slice(0, -OPERATOR_FLAG.length).lastIndexOf(":") > 0;
+    if (flagged) entry = entry.slice(0, -OPERATOR_FLAG.length);
     const colon = entry.lastIndexOf(":");
     const key = entry.slice(0, colon).trim();
     const user = entry.slice(colon + 1).trim();
     if (colon <= 0 || !key || !user) {
-      throw new ThreadkeepError("invalid_request", `Invalid API key entry "${entry.slice(0, 6)}…": expected key:user`);
+      throw new ThreadkeepError("invalid_request", `Invalid API key entry "${entry.slice(0, 6)}…": expected key:user or key:user:operator`);
     }
     keys.set(key, user);
+    if (flagged) operators.add(key);
+    else operators.delete(key);
   }
-  return keys;
+  return { keys, operators };
+}
+
+/**
+ * Parses `key1:alice,key2:bob` into key → user (an `:operator` flag is read and left out: see
+ * {@link parseApiKeyEntries}).
+ * @throws ThreadkeepError `invalid_request` for an entry without both parts.
+ */
+export function parseApiKeys(text: string | undefined): Map<string, string> {
+  return parseApiKeyEntries(text).keys;
 }
 
 function parseLeaseTtl(value: string | undefined): number {
@@ -114,6 +135,7 @@ export function resolveConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = 
   const pick = (flag: keyof ConfigFlags, name: string) => flags[flag] ?? (env[name] || undefined);
   const store = pick("store", "THREADKEEP_STORE") ?? DEFAULT_STORE_URL;
   const ttl = pick("ttl", "THREADKEEP_TTL");
+  const keys = parseApiKeyEntries(pick("apiKeys", "THREADKEEP_API_KEYS"));
   return {
     host: pick("host", "THREADKEEP_HOST") ?? "127.0.0.1",
     port: Number.parseInt(pick("port", "THREADKEEP_PORT") ?? "8787", 10),
@@ -121,7 +143,8 @@ export function resolveConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = 
     upstreamUrl: pick("upstream", "THREADKEEP_UPSTREAM_URL")?.replace(/\/+$/, ""),
     upstreamKey: pick("upstreamKey", "THREADKEEP_UPSTREAM_API_KEY"),
     upstreamTimeoutMs: parseUpstreamTimeout(pick("upstreamTimeout", "THREADKEEP_UPSTREAM_TIMEOUT")),
-    apiKeys: parseApiKeys(pick("apiKeys", "THREADKEEP_API_KEYS")),
+    apiKeys: keys.keys,
+    operatorKeys: keys.operators,
     userHeader: pick("userHeader", "THREADKEEP_USER_HEADER"),
     userJwt: resolveUserJwt(
       pick("userJwtSecret", "THREADKEEP_USER_JWT_SECRET"),

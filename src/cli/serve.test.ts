@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { checkExposure, memoriesShared, redactUrl } from "./serve.js";
+import { resolveConfig } from "./options.js";
+import { checkExposure, memoriesShared, redactUrl, startServe } from "./serve.js";
 
 describe("serve helpers", () => {
   it("masks a password in a store URL", () => {
@@ -27,5 +28,21 @@ describe("--memories auto behind one shared key", () => {
     expect(memoriesShared({ host: "0.0.0.0", apiKeys: one, userHeader: "x-user" }, { memories: "auto" })).toBeUndefined();
     expect(memoriesShared({ host: "0.0.0.0", apiKeys: new Map([["a", "ann"], ["b", "bob"]]) }, { memories: "auto" })).toBeUndefined();
     expect(memoriesShared({ host: "0.0.0.0", apiKeys: one }, { memories: "off" })).toBeUndefined();
+  });
+});
+
+describe("operator keys from --api-keys", () => {
+  it("passes key:user:operator on to the server and says how many at start", async () => {
+    const lines: string[] = [];
+    const config = resolveConfig({ store: "memory:", port: "0", apiKeys: "tk-gw:acme,tk-ops:acme:operator", userHeader: "X-User" }, {});
+    const server = await startServe(config, (line) => lines.push(line));
+    try {
+      expect(lines[0]).toContain("api keys: 2 (1 operator)");
+      const me = (key: string) => server.app.inject({ method: "GET", url: "/v1/users/me", headers: { authorization: `Bearer ${key}`, "x-threadkeep-user": "ann" } });
+      expect((await me("tk-ops")).json()).toMatchObject({ id: "acme/ann", operator: true, canOpenUsers: true });
+      expect((await me("tk-gw")).json()).toMatchObject({ error: { code: "operator_only" } });
+    } finally {
+      await server.close();
+    }
   });
 });

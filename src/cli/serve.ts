@@ -75,6 +75,7 @@ export async function startServe(
     },
     upstream,
     apiKeys: config.apiKeys,
+    operatorKeys: config.operatorKeys,
     userHeader: config.userHeader,
     userJwt: config.userJwt,
     model: config.model,
@@ -105,7 +106,8 @@ export async function startServe(
     const shared = memoriesShared(config, recall);
     if (shared) process.stderr.write(`threadkeep: warning: ${shared}\n`);
     const upstreamLabel = config.upstreamUrl ?? "none (chat answers 503 until --upstream is set)";
-    const auth = config.apiKeys.size > 0 ? `api keys: ${config.apiKeys.size}` : "auth: none (loopback only)";
+    const operators = config.operatorKeys.size > 0 ? ` (${config.operatorKeys.size} operator)` : "";
+    const auth = config.apiKeys.size > 0 ? `api keys: ${config.apiKeys.size}${operators}` : "auth: none (loopback only)";
     const summaries = !upstream || !recall.summaries ? "off" : (recall.summaryModel ?? config.model ?? "the conversation's model");
     const embeddings = recall.embeddingModel ?? "off";
     const memories = !upstream || recall.memories === "off" ? "off" : `auto (${recall.memoryModel ?? config.model ?? "the upstream's default model"})`;
@@ -130,7 +132,7 @@ export function register(program: Command): void {
     .option("--port <n>", "port to listen on (env THREADKEEP_PORT; default 8787)")
     .option(
       "--api-keys <list>",
-      "threadkeep API keys as key1:alice,key2:bob (env THREADKEEP_API_KEYS); required off loopback",
+      "threadkeep API keys as key1:alice,key2:bob (env THREADKEEP_API_KEYS); required off loopback; key3:alice:operator makes a key an operator key, which may open any end user of its tenant",
     )
     .option(
       "--user-header <name>",

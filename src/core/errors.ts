@@ -29,6 +29,7 @@ export type ErrorCode =
   | "invalid_api_key"
   | "invalid_user"
   | "invalid_user_token"
+  | "operator_only"
   | "payload_too_large"
   | "rate_limited"
   | "too_many_concurrent_turns"
@@ -63,6 +64,7 @@ export const ERROR_STATUS: Readonly<Record<ErrorCode, number>> = {
   invalid_api_key: 401,
   invalid_user: 400,
   invalid_user_token: 401,
+  operator_only: 403,
   payload_too_large: 413,
   rate_limited: 429,
   too_many_concurrent_turns: 429,

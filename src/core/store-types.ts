@@ -258,8 +258,12 @@ export const hasCombinedTurn = (store: SessionStore): store is SessionStore & Tu
 /** Where a {@link UserMemory} came from. */
 export type UserMemorySource =
   | { kind: "hand" }
-  /** Written from a turn: the session and the seqs of the messages it was drawn from. */
-  | { kind: "session"; sessionId: string; seqs: number[] };
+  /**
+   * Written from a turn: the session and the seqs of the messages it was drawn from. `sessionDeleted`
+   * is not stored: reads through `memory.memories` (and the REST API) set it, true when that session
+   * is gone (deleted, expired or erased) and the memory outlives it.
+   */
+  | { kind: "session"; sessionId: string; seqs: number[]; sessionDeleted?: boolean };
 
 /** One earlier version of a {@link UserMemory}: what an update or a contradiction replaced. */
 export interface UserMemoryVersion {

@@ -12,12 +12,12 @@ import { checkJson } from "../core/json-limits.js";
 import { Memory, type MemoryOptions } from "../core/memory/memory.js";
 import { createMemory } from "../create-memory.js";
 import { createUpstream, type Upstream, type UpstreamOptions } from "../llm/openai-compatible.js";
-import { createAuthenticator, toApiKeyMap } from "./auth.js";
+import { createAuthenticator, createOperatorCheck, toApiKeyMap } from "./auth.js";
 import { installBodyDrain } from "./body-drain.js";
 import { type ClientLimits, createConnectionGuard, resolveClientLimits } from "./connections.js";
 import { installErrorHandlers, sendFailure, toHttpFailure } from "./errors.js";
 import { IdempotencyCache, type IdempotencyOptions } from "./turn/idempotency.js";
-import { checkTenantIds, createUserResolver, type UserJwtOptions } from "./identity.js";
+import { checkTenantIds, createUserResolver, hasEndUsers, operatorUser, type UserJwtOptions } from "./identity.js";
 import { ServerMetrics } from "./metrics.js";
 import { FairShare, type FairShareOptions } from "./fair-share.js";
 import { openApiDocument } from "./openapi/index.js";
@@ -41,6 +41,8 @@ declare module "fastify" {
     userId: string;
     /** The API key's user (the tenant), which `userId` is or is an end user of. */
     tenantId: string;
+    /** True when the request's key is an operator key (`ServerOptions.operatorKeys`). */
+    operator: boolean;
   }
 }
 
@@ -54,6 +56,12 @@ export interface ServerOptions {
   upstreamKey?: string;
   /** threadkeep API key → user id. Empty: no authentication, every caller is the default user. */
   apiKeys?: ReadonlyMap<string, string> | Record<string, string>;
+  /**
+   * Which of `apiKeys` are operator keys: such a key may act as any end user of its own tenant by
+   * naming them in `X-Threadkeep-User` (the inspector's "open user"); any other key sending that
+   * header is `403 operator_only`. Needs end users (`userHeader` or `userJwt`). @default none
+   */
+  operatorKeys?: Iterable<string>;
   /**
    * A header a gateway sets to the end user on whose behalf it calls (e.g. `X-OpenWebUI-User-Id`):
    * each end user then owns their sessions alone, as `<key's user>/<end user>`. Trust it only when
@@ -145,12 +153,16 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
   const upstream = toUpstream(options.upstream, options.upstreamKey);
   const apiKeys = toApiKeyMap(options.apiKeys);
   const authenticate = createAuthenticator(apiKeys, memory.settings.defaultUserId);
+  const operatorKeys = [...(options.operatorKeys ?? [])];
+  const isOperator = createOperatorCheck(operatorKeys);
   const endUsers = { userHeader: options.userHeader, userJwt: options.userJwt };
   let resolveUser: ReturnType<typeof createUserResolver>;
   let clientLimits: Required<ClientLimits>;
   try {
     clientLimits = resolveClientLimits(options.clients);
     checkTenantIds(apiKeys.size > 0 ? apiKeys.values() : [memory.settings.defaultUserId], endUsers);
+    // A key that is not an API key would be an operator of nothing: a typo, said at start.
+    if (operatorKeys.some((key) => !apiKeys.has(key))) throw new ThreadkeepError("invalid_request", "Every operator key must also be one of the API keys");
     resolveUser = createUserResolver(endUsers);
   } catch (error) {
     if (ownsMemory) await memory.close();
@@ -174,11 +186,16 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
   connectionGuard.install(app);
   app.decorateRequest("userId", "");
   app.decorateRequest("tenantId", "");
+  app.decorateRequest("operator", false);
+  const withEndUsers = hasEndUsers(endUsers);
   app.addHook("onRequest", async (request) => {
     // By the matched route, not the raw URL, so no spelling of a path slips past.
     if (request.routeOptions.url?.startsWith("/v1/") || request.routeOptions.url === MCP_PATH) {
-      request.tenantId = authenticate(request.headers.authorization);
-      request.userId = await resolveUser(request.raw, request.tenantId);
+      const tenant = authenticate(request.headers.authorization);
+      request.tenantId = tenant;
+      request.operator = operatorKeys.length > 0 && isOperator(request.headers.authorization);
+      const user = await resolveUser(request.raw, tenant);
+      request.userId = operatorUser(request.raw, { tenant, user, operator: request.operator, endUsers: withEndUsers });
     }
   });
   installBodyDrain(app, { bodyLimit });
@@ -238,7 +255,7 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
   registerSessionRoutes(app, { memory, metrics });
   registerBranchRoutes(app, { memory, metrics });
   registerSearchRoutes(app, { memory });
-  registerMemoryRoutes(app, { memory });
+  registerMemoryRoutes(app, { memory, endUsers: withEndUsers });
   registerMcpRoutes(app, { memory });
   registerSessionActions(app, { memory, metrics });
   registerInspector(app);

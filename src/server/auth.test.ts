@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createAuthenticator, isLoopbackHost, toApiKeyMap } from "./auth.js";
+import { createAuthenticator, createOperatorCheck, isLoopbackHost, toApiKeyMap } from "./auth.js";
 
 describe("createAuthenticator", () => {
   it("makes every caller the default user when no keys are configured", () => {
@@ -15,6 +15,16 @@ describe("createAuthenticator", () => {
     for (const header of [undefined, "", "Bearer", "Bearer tk-c", "tk-a", "Basic tk-a", "Bearer tk-a2"]) {
       expect(() => auth(header)).toThrow(expect.objectContaining({ code: "invalid_api_key", status: 401 }));
     }
+  });
+});
+
+describe("createOperatorCheck", () => {
+  it("is true only for the bearer keys flagged operator", () => {
+    const isOperator = createOperatorCheck(["tk-ops", "tk-ops"]);
+    expect(isOperator("Bearer tk-ops")).toBe(true);
+    expect(isOperator("bearer  tk-ops ")).toBe(true);
+    for (const header of [undefined, "", "Bearer", "Bearer tk-a", "tk-ops", "Basic tk-ops", "Bearer tk-ops2"]) expect(isOperator(header)).toBe(false);
+    expect(createOperatorCheck([])("Bearer tk-ops")).toBe(false);
   });
 });
 

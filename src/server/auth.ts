@@ -35,6 +35,23 @@ export function createAuthenticator(
   };
 }
 
+/**
+ * Builds the check of operator keys: true when the `Authorization` header carries one of `operatorKeys`
+ * (each also one of the API keys). Constant time over every operator key, as {@link createAuthenticator}.
+ */
+export function createOperatorCheck(operatorKeys: Iterable<string>): (authorization: string | undefined) => boolean {
+  const hashes = [...new Set(operatorKeys)].map(digest);
+  if (hashes.length === 0) return () => false;
+  return (authorization) => {
+    const match = /^Bearer\s+(.+)$/i.exec(authorization?.trim() ?? "");
+    if (!match) return false;
+    const offered = digest(match[1].trim());
+    let found = false;
+    for (const hash of hashes) found = timingSafeEqual(hash, offered) || found;
+    return found;
+  };
+}
+
 /** Normalises the `apiKeys` option: a map, a `{ key: user }` object, or `key1:alice,key2:bob`. */
 export function toApiKeyMap(
   keys: ReadonlyMap<string, string> | Record<string, string> | undefined,

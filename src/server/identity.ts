@@ -117,6 +117,49 @@ export function createUserResolver(options: EndUserOptions): ResolveUser {
   };
 }
 
+/**
+ * The header an operator key names one of its tenant's end users in, to act as that user (the
+ * inspector's "open user"). Sent with any other key it is `403 operator_only`.
+ */
+export const OPERATOR_USER_HEADER = "X-Threadkeep-User";
+
+/** What {@link operatorUser} decides from. */
+export interface OperatorRequest {
+  /** The API key's user. */
+  tenant: string;
+  /** The user the request resolved to without the operator header (the tenant, or a gateway's end user). */
+  user: string;
+  /** Whether the request's key is an operator key. */
+  operator: boolean;
+  /** Whether end users are on (`userHeader` or `userJwt`): without them a tenant has none to open. */
+  endUsers: boolean;
+}
+
+/**
+ * The user a request acts as once {@link OPERATOR_USER_HEADER} is read: `user` when it is absent, else
+ * the named end user of the operator's own tenant (`<tenant>/<end user>`, never another tenant's).
+ * @throws ThreadkeepError `operator_only` (403) when the key is not an operator's; `invalid_request`
+ *   without end users, or with a gateway's end user on the same request; `invalid_user` for an unusable value.
+ */
+export function operatorUser(request: Pick<IncomingMessage, "headers" | "rawHeaders">, context: OperatorRequest): string {
+  const name = OPERATOR_USER_HEADER.toLowerCase();
+  const value = singleHeader(request, name, "invalid_user");
+  if (value === undefined) return context.user;
+  if (!context.operator) {
+    throw new ThreadkeepError("operator_only", `Only an operator key may open another user (${OPERATOR_USER_HEADER}); this key sees its own user only`);
+  }
+  if (!context.endUsers) {
+    throw new ThreadkeepError(
+      "invalid_request",
+      `${OPERATOR_USER_HEADER} names an end user, and this server has none: start it with --user-header or --user-jwt-secret`,
+    );
+  }
+  if (context.user !== context.tenant) {
+    throw new ThreadkeepError("invalid_request", `${OPERATOR_USER_HEADER} and a gateway's end user on one request: send one of them`);
+  }
+  return endUserId(context.tenant, checkEndUser(utf8(value, OPERATOR_USER_HEADER), OPERATOR_USER_HEADER));
+}
+
 function createTokenVerifier(options: UserJwtOptions): (token: string) => Promise<string> {
   const secret = options.secret.trim();
   if (!secret) throw new ThreadkeepError("invalid_request", "The user token secret is empty");

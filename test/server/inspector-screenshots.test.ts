@@ -22,6 +22,7 @@ const T0 = Date.UTC(2026, 10, 20, 9, 0, 0);
 const TRIP = "3f2b8c1e-6d1a-4c3e-9f7a-2b9d8e1c0a55";
 const EMAIL = "7c9e6679-7425-40de-944b-e07fc1f90ae7";
 const RECIPE = "a3bb189e-8bf9-4888-9912-ace4e6543002";
+const MOVE = "5d2c4b7a-1e3f-4a6b-8c9d-0e1f2a3b4c5d";
 const AUTH = { authorization: "Bearer tk-demo" };
 
 const hotels = { id: "call_h1", type: "function", function: { name: "search_hotels", arguments: '{"near":"Dom tower","nights":1}' } };
@@ -93,6 +94,18 @@ describe.skipIf(available !== true)("inspector screenshots", () => {
       },
     });
     await stack.request("PUT", `/v1/sessions/${TRIP}/preferences`, { headers: AUTH, body: { pinnedSeqs: [1], sticky: true } });
+    // Memories, at the same moment (the clock does not move, so the other pictures keep their times):
+    // fixed ids order them, newest first by id.
+    const demo = { userId: "demo" };
+    const remember = (id: string, text: string, source?: { kind: "session"; sessionId: string; seqs: number[] }) =>
+      stack.memory.memories.add({ id: `00000000-0000-4000-8000-00000000000${id}`, text, ...(source ? { source } : {}) }, demo);
+    await stack.memory.addMessages(MOVE, [{ role: "user", content: "We are moving to Utrecht in March" }], demo);
+    await remember("1", "is moving to Utrecht in March", { kind: "session", sessionId: MOVE, seqs: [1] });
+    await stack.memory.deleteSession(MOVE, demo);
+    await remember("2", "prefers short answers");
+    await remember("3", "travels by train", { kind: "session", sessionId: TRIP, seqs: [3, 4] });
+    await remember("4", "cooks for four", { kind: "session", sessionId: RECIPE, seqs: [1] });
+    await stack.memory.memories.update("00000000-0000-4000-8000-000000000004", { text: "is vegetarian, cooks for four", reason: "contradiction" }, demo);
     tick(2);
     browser = await launchBrowser();
   });
@@ -120,7 +133,7 @@ describe.skipIf(available !== true)("inspector screenshots", () => {
     expect(statSync(file).size).toBeGreaterThan(10_000);
   }
 
-  it("takes the transcript, context, state, search and confirmation views in light and dark", async () => {
+  it("takes the transcript, context, state, memories, search and confirmation views in light and dark", async () => {
     for (const scheme of ["light", "dark"] as const) {
       await shoot("transcript", `/ui/s/${TRIP}`, scheme, async (page) => {
         await page.locator('details.tool[data-call="call_h1"] summary').click();
@@ -142,10 +155,16 @@ describe.skipIf(available !== true)("inspector screenshots", () => {
       await page.locator("#q").press("Enter");
       await page.locator("#sessions .hit").first().waitFor();
     });
+    for (const scheme of ["light", "dark"] as const) {
+      await shoot("memories", "/ui/memories", scheme, async (page) => {
+        await page.locator(".memory details.history summary").click();
+        await page.locator(".memory details.history[open] li").waitFor();
+      });
+    }
     await shoot("confirm", `/ui/s/${TRIP}`, "dark", async (page) => {
       await page.locator('article[data-seq="1"]').waitFor();
       await page.locator('.actions button[data-action="delete"]').click();
       await page.locator("dialog#confirm[open]").waitFor();
     });
-  }, 120_000); // twenty full-page screenshots in a real browser
+  }, 150_000); // twenty-two full-page screenshots in a real browser
 });

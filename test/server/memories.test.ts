@@ -1,9 +1,14 @@
 /**
- * /v1/memories and DELETE /v1/users/me: the caller's memories written and corrected by hand, another
- * user's (another key's, or another end user's behind one key) always 404, bad input 400
- * `invalid_request`, and erasing the caller's data leaving nobody else's touched.
+ * /v1/memories and /v1/users/me: the caller's memories written and corrected by hand, another user's
+ * (another key's, or another end user's behind one key) always 404, bad input 400 `invalid_request`,
+ * a memory whose source session is gone saying so, an operator key opening its tenant's end users
+ * (and no other key), and erasing the caller's data leaving nobody else's touched.
  */
+import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createMemory } from "../../src/create-memory.js";
+import { createServer } from "../../src/server/index.js";
+import { createMemoryStore } from "../../src/stores/memory.js";
 import { MAX_MEMORY_TEXT_LENGTH } from "../../src/core/memory/user-memories.js";
 import { createSqliteStore } from "../../src/stores/sqlite/index.js";
 import { type Stack, startStack } from "./_stack.js";
@@ -12,7 +17,8 @@ const USER_HEADER = "X-OpenWebUI-User-Id";
 let stack: Stack;
 beforeAll(async () => {
   stack = await startStack({
-    apiKeys: { "tk-alice": "alice", "tk-bob": "bob", "tk-gw": "acme" },
+    apiKeys: { "tk-alice": "alice", "tk-bob": "bob", "tk-gw": "acme", "tk-ops": "acme" },
+    operatorKeys: ["tk-ops"],
     userHeader: USER_HEADER,
     store: createSqliteStore({ path: ":memory:" }),
   });
@@ -119,6 +125,118 @@ describe("/v1/memories", () => {
       expect(res.body.error.code).toBe("invalid_request");
     }
     expect((await call("tk-alice", "GET", `/v1/memories/${"x".repeat(100)}`)).status).toBe(404);
+  });
+});
+
+describe("a memory's source", () => {
+  it("links to the session while it exists, and says so once it is gone: the memory keeps its text", async () => {
+    const session = randomUUID();
+    const added = await stack.request("POST", `/v1/sessions/${session}/messages`, {
+      headers: { authorization: "Bearer tk-alice" },
+      body: { messages: [{ role: "user", content: "I moved to Utrecht" }, { role: "assistant", content: "Noted." }] },
+    });
+    expect(added.status).toBe(201);
+    const memory = await stack.memory.memories.add({ text: "lives in Utrecht", source: { kind: "session", sessionId: session, seqs: [1, 2] } }, { userId: "alice" });
+    expect(memory.source).toEqual({ kind: "session", sessionId: session, seqs: [1, 2], sessionDeleted: false });
+    expect((await call("tk-alice", "GET", `/v1/memories/${memory.id}`)).body.source).toEqual({ kind: "session", sessionId: session, seqs: [1, 2], sessionDeleted: false });
+
+    expect((await call("tk-alice", "DELETE", `/v1/sessions/${session}`)).status).toBe(200);
+    const after = await call("tk-alice", "GET", `/v1/memories/${memory.id}`);
+    expect(after.body).toMatchObject({ text: "lives in Utrecht", source: { kind: "session", sessionId: session, seqs: [1, 2], sessionDeleted: true } });
+    const listed = (await call("tk-alice", "GET", "/v1/memories?limit=100")).body.data.find((m: { id: string }) => m.id === memory.id);
+    expect(listed.source.sessionDeleted).toBe(true);
+    expect((await call("tk-alice", "GET", "/v1/memories?q=utrecht")).body.data.find((m: { id: string }) => m.id === memory.id).source.sessionDeleted).toBe(true);
+    const edited = await call("tk-alice", "PATCH", `/v1/memories/${memory.id}`, { text: "lives in Utrecht, near the canal" });
+    expect(edited.body.source.sessionDeleted).toBe(true);
+  });
+
+  it("counts another user's session of the same id as gone, and leaves a memory added by hand as it is", async () => {
+    const bobs = randomUUID();
+    await stack.request("POST", `/v1/sessions/${bobs}/messages`, {
+      headers: { authorization: "Bearer tk-bob" },
+      body: { messages: [{ role: "user", content: "bob's" }] },
+    });
+    const pointed = await stack.memory.memories.add({ text: "points at bob's session", source: { kind: "session", sessionId: bobs, seqs: [1] } }, { userId: "alice" });
+    expect(pointed.source).toMatchObject({ sessionDeleted: true });
+    const hand = (await call("tk-alice", "POST", "/v1/memories", { text: "by hand" })).body;
+    expect(hand.source).toEqual({ kind: "hand" });
+  });
+});
+
+describe("operator keys (X-Threadkeep-User)", () => {
+  const ops = (user: string): Record<string, string> => ({ "X-Threadkeep-User": user });
+
+  it("says who the caller is, and whether it may open other users", async () => {
+    expect((await call("tk-alice", "GET", "/v1/users/me")).body).toEqual({ object: "user", id: "alice", tenant: "alice", operator: false, canOpenUsers: false });
+    expect((await call("tk-gw", "GET", "/v1/users/me", undefined, { [USER_HEADER]: "ann" })).body).toMatchObject({ id: "acme/ann", tenant: "acme", operator: false });
+    expect((await call("tk-ops", "GET", "/v1/users/me")).body).toEqual({ object: "user", id: "acme", tenant: "acme", operator: true, canOpenUsers: true });
+    expect((await call("tk-ops", "GET", "/v1/users/me", undefined, ops("ann"))).body).toMatchObject({ id: "acme/ann", operator: true });
+  });
+
+  it("lets an operator key read, edit and delete its tenant's end users' memories, and their sessions", async () => {
+    const eve = { [USER_HEADER]: `eve-${randomUUID()}` };
+    const name = eve[USER_HEADER];
+    const fact = (await call("tk-gw", "POST", "/v1/memories", { text: "eve drinks oat milk" }, eve)).body;
+    const session = randomUUID();
+    await stack.request("POST", `/v1/sessions/${session}/messages`, {
+      headers: { authorization: "Bearer tk-gw", ...eve },
+      body: { messages: [{ role: "user", content: "eve's question" }] },
+    });
+
+    const seen = await call("tk-ops", "GET", "/v1/memories", undefined, ops(name));
+    expect(seen.status).toBe(200);
+    expect(seen.body.data.map((m: { id: string }) => m.id)).toEqual([fact.id]);
+    expect((await call("tk-ops", "GET", "/v1/sessions", undefined, ops(name))).body.data.map((s: { id: string }) => s.id)).toEqual([session]);
+    const edited = await call("tk-ops", "PATCH", `/v1/memories/${fact.id}`, { text: "eve drinks soy milk" }, ops(name));
+    expect(edited.body).toMatchObject({ text: "eve drinks soy milk", userId: `acme/${name}`, history: [expect.objectContaining({ text: "eve drinks oat milk" })] });
+    // Without the header the operator key is its own user, who has none of eve's.
+    expect((await call("tk-ops", "GET", `/v1/memories/${fact.id}`)).status).toBe(404);
+    expect((await call("tk-ops", "DELETE", `/v1/memories/${fact.id}`, undefined, ops(name))).body).toMatchObject({ deleted: true });
+    expect((await call("tk-gw", "GET", "/v1/memories", undefined, eve)).body.data).toEqual([]);
+  });
+
+  it("opens only end users of its own tenant: another key's user is out of reach", async () => {
+    const alices = (await call("tk-alice", "POST", "/v1/memories", { text: "alice's own, not acme's" })).body;
+    for (const user of ["alice", "../alice", "alice/"]) {
+      const res = await call("tk-ops", "GET", `/v1/memories/${alices.id}`, undefined, ops(user));
+      expect(res.status, user).toBe(404);
+      expect((await call("tk-ops", "GET", "/v1/memories?q=alice", undefined, ops(user))).body.data).toEqual([]);
+    }
+  });
+
+  it("refuses the header from every other key with 403 operator_only, and bad values with 400", async () => {
+    for (const [key, extra] of [["tk-alice", {}], ["tk-gw", {}], ["tk-gw", { [USER_HEADER]: "ann" }]] as const) {
+      for (const [method, path] of [["GET", "/v1/memories"], ["GET", "/v1/users/me"], ["GET", "/v1/sessions"], ["DELETE", "/v1/users/me"]] as const) {
+        const res = await call(key, method, path, undefined, { ...extra, ...ops("ann") });
+        expect(res.status, `${key} ${method} ${path}`).toBe(403);
+        expect(res.body.error).toMatchObject({ code: "operator_only", type: "permission_error" });
+      }
+    }
+    expect((await call("tk-gw", "GET", "/v1/memories", undefined, { [USER_HEADER]: "ann" })).body.data.map((m: { text: string }) => m.text)).toEqual(["ann likes tea"]);
+    const both = await call("tk-ops", "GET", "/v1/memories", undefined, { ...ops("ann"), [USER_HEADER]: "ben" });
+    expect(both.status).toBe(400);
+    expect(both.body.error.code).toBe("invalid_request");
+    for (const value of ["", "x".repeat(257)]) {
+      const res = await call("tk-ops", "GET", "/v1/memories", undefined, ops(value));
+      expect(res.status, JSON.stringify(value)).toBe(400);
+      expect(res.body.error.code).toBe("invalid_user");
+    }
+  });
+
+  it("needs end users on the server, and every operator key among the API keys", async () => {
+    const memory = createMemory({ store: createMemoryStore() });
+    const server = await createServer({ memory, apiKeys: { "tk-ops": "acme" }, operatorKeys: ["tk-ops"], port: 0, fairShare: false });
+    const url = await server.listen();
+    try {
+      const res = await fetch(`${url}/v1/memories`, { headers: { authorization: "Bearer tk-ops", "X-Threadkeep-User": "ann" } });
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as any).error.message).toMatch(/--user-header/);
+      expect(await (await fetch(`${url}/v1/users/me`, { headers: { authorization: "Bearer tk-ops" } })).json()).toMatchObject({ operator: true, canOpenUsers: false });
+    } finally {
+      await server.close();
+    }
+    await expect(createServer({ memory, apiKeys: { "tk-a": "acme" }, operatorKeys: ["tk-typo"], port: 0 })).rejects.toMatchObject({ code: "invalid_request" });
+    await memory.close();
   });
 });
 

@@ -79,8 +79,8 @@ describe("health, metrics and the API description", () => {
       for (const method of match[3].split(", ")) if (method !== "HEAD") registered.push(`${method} ${path}`);
     }
     expect(registered.sort()).toEqual([...documented].sort());
-    // 34 API routes + summaries, fork, undo, export + the 5 routes of the /ui page + 3 branch routes
-    // + the 5 routes of /v1/memories and DELETE /v1/users/me.
-    expect(documented).toHaveLength(52);
+    // 34 API routes + summaries, fork, undo, export + the 6 routes of the /ui page + 3 branch routes
+    // + the 5 routes of /v1/memories and GET and DELETE /v1/users/me.
+    expect(documented).toHaveLength(54);
   });
 });

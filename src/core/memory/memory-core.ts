@@ -3,7 +3,7 @@ import { DEFAULT_MEMORY_CONTEXT, type MemoryContextOptions } from "../context/me
 import { DEFAULT_RECALL, type RecallOptions } from "../context/recall.js";
 import { BackgroundEmbedder } from "../embeddings.js";
 import { isThreadkeepError, SessionNotFoundError, ThreadkeepError } from "../errors.js";
-import { parseSessionId } from "../ids.js";
+import { isValidSessionId, parseSessionId } from "../ids.js";
 import type { KeptLease } from "../lease-keeper.js";
 import { checkJson } from "../json-limits.js";
 import type { MemoryInit, MemorySettings, OwnerOptions } from "./memory-options.js";
@@ -134,6 +134,13 @@ export class MemoryCore {
     if (!this.#isExpired(session)) return session;
     await this.delete(id);
     return null;
+  }
+
+  /** True when `userId`'s session `id` exists and has not expired. A read only: an expired one is left to the sweep. */
+  async isLive(id: string, userId: string): Promise<boolean> {
+    if (!isValidSessionId(id)) return false;
+    const session = await (await this.store).getSession(id.toLowerCase());
+    return session !== null && session.userId === userId && !this.#isExpired(session);
   }
 
   /**

@@ -37,7 +37,11 @@ export class Memory implements SessionMemory {
     this.#core = new MemoryCore(options);
     this.#state = new StateApi(this.#core, (text, searchOptions) => this.search(text, searchOptions));
     this.settings = this.#core.settings;
-    this.memories = new UserMemories(this.#core.store, (options) => this.#core.owner(options));
+    this.memories = new UserMemories({
+      store: this.#core.store,
+      owner: (options) => this.#core.owner(options),
+      sessionLive: (id, userId) => this.#core.isLive(id, userId),
+    });
     if (options.sweepIntervalMs) {
       this.#sweep = setInterval(() => {
         this.expire().catch((error) => console.warn(`[threadkeep] expiry sweep failed: ${error}`));

@@ -135,14 +135,38 @@ function decodeOffset(cursor: string): number {
   return offset;
 }
 
+/** What {@link UserMemories} is built from: the Memory's store, its owner rule, and its view of sessions. */
+export interface UserMemoriesInit {
+  store: Promise<FullStore>;
+  owner: (options?: OwnerOptions) => string;
+  /** True when the user's session exists (and has not expired): a memory drawn from it links there. */
+  sessionLive: (sessionId: string, userId: string) => Promise<boolean>;
+}
+
 /** `memory.memories`: one user's memories (see the file's comment). */
 export class UserMemories {
   readonly #store: Promise<FullStore>;
   readonly #owner: (options?: OwnerOptions) => string;
+  readonly #sessionLive: UserMemoriesInit["sessionLive"];
 
-  constructor(store: Promise<FullStore>, owner: (options?: OwnerOptions) => string) {
-    this.#store = store;
-    this.#owner = owner;
+  constructor(init: UserMemoriesInit) {
+    this.#store = init.store;
+    this.#owner = init.owner;
+    this.#sessionLive = init.sessionLive;
+  }
+
+  /**
+   * Says of each memory drawn from a session whether that session is gone (`source.sessionDeleted`):
+   * the memory keeps its text, and a reader must not offer a link to a transcript that is no more.
+   * One session read per distinct session, in parallel; the stores keep no such flag, since a
+   * session also goes by expiry, which writes nothing.
+   */
+  async #withSources<M extends UserMemory>(userId: string, memories: M[]): Promise<M[]> {
+    const ids = [...new Set(memories.flatMap((m) => (m.source.kind === "session" ? [m.source.sessionId] : [])))];
+    if (ids.length === 0) return memories;
+    const live = new Map(await Promise.all(ids.map(async (id) => [id, await this.#sessionLive(id, userId)] as const)));
+    // New objects: a custom store may hand out what it holds.
+    return memories.map((m) => (m.source.kind === "session" ? { ...m, source: { ...m.source, sessionDeleted: !live.get(m.source.sessionId) } } : m));
   }
 
   /** Stores a new memory (by hand unless `source` says otherwise). @throws `invalid_request`. */
@@ -156,13 +180,15 @@ export class UserMemories {
     const userId = this.#owner(options);
     const added = await store.addUserMemory({ userId, text, metadata, source, id: input.id });
     memoryWritten(store, userId);
-    return added;
+    return (await this.#withSources(userId, [added]))[0];
   }
 
   /** The user's memory, or null (also for another user's id). */
   async get(id: string, options: OwnerOptions = {}): Promise<UserMemory | null> {
     if (!isMemoryId(id)) return null;
-    return (await this.#store).getUserMemory(this.#owner(options), id);
+    const userId = this.#owner(options);
+    const found = await (await this.#store).getUserMemory(userId, id);
+    return found && (await this.#withSources(userId, [found]))[0];
   }
 
   /**
@@ -172,15 +198,21 @@ export class UserMemories {
   async list(options: UserMemoryListOptions = {}): Promise<UserMemoryPage> {
     const userId = this.#owner(options);
     const limit = memoryPageLimit(options);
-    if (options.q === undefined) return (await this.#store).listUserMemories(userId, { limit, cursor: options.cursor });
+    if (options.q === undefined) {
+      const page = await (await this.#store).listUserMemories(userId, { limit, cursor: options.cursor });
+      return { ...page, memories: await this.#withSources(userId, page.memories) };
+    }
     if (typeof options.q !== "string" || options.q.length > MAX_MEMORY_TEXT_LENGTH) throw invalid(`q must be a string of at most ${MAX_MEMORY_TEXT_LENGTH} characters`);
     const offset = options.cursor ? decodeOffset(options.cursor) : 0;
     const ranked = rankMemories(await this.all({ userId }), options.q);
     const page = ranked.slice(offset, offset + limit).map((r) => r.memory);
-    return { memories: page, nextCursor: ranked.length > offset + limit ? encodeOffset(offset + limit) : null };
+    return { memories: await this.#withSources(userId, page), nextCursor: ranked.length > offset + limit ? encodeOffset(offset + limit) : null };
   }
 
-  /** Every memory of the user (up to {@link MAX_MEMORIES_READ}), most recently updated first. */
+  /**
+   * Every memory of the user (up to {@link MAX_MEMORIES_READ}), most recently updated first, as
+   * stored: their sources are not checked (`sessionDeleted` is left unset).
+   */
   async all(options: OwnerOptions = {}): Promise<UserMemory[]> {
     const store = await this.#store;
     const userId = this.#owner(options);
@@ -205,7 +237,9 @@ export class UserMemories {
     if (text === undefined && metadata === undefined) throw invalid("An edit needs text or metadata");
     if (edit.reason !== undefined && (typeof edit.reason !== "string" || edit.reason.length > 64)) throw invalid("reason must be a string of at most 64 characters");
     if (!isMemoryId(id)) throw new ThreadkeepError("not_found", "Memory not found");
-    return (await this.#store).updateUserMemory(this.#owner(options), id, { text, metadata, reason: edit.reason ?? "edit" });
+    const userId = this.#owner(options);
+    const updated = await (await this.#store).updateUserMemory(userId, id, { text, metadata, reason: edit.reason ?? "edit" });
+    return (await this.#withSources(userId, [updated]))[0];
   }
 
   /** Deletes a memory with its history. @returns false when there was none (or it is another user's). */

@@ -1,4 +1,4 @@
-/** The OpenAPI paths of memories (/v1/memories) and of erasing the caller's data (/v1/users/me). */
+/** The OpenAPI paths of memories (/v1/memories), of who the caller is and of erasing their data (/v1/users/me). */
 import { body, ok, operations, query, sessionFailures } from "./_schemas.js";
 
 const op = operations(sessionFailures);
@@ -11,7 +11,18 @@ const memory = {
     text: { type: "string" },
     createdAt: { type: "integer" },
     updatedAt: { type: "integer" },
-    source: { type: "object", description: '`{ kind: "hand" }` or `{ kind: "session", sessionId, seqs }`' },
+    source: {
+      type: "object",
+      description:
+        '`{ kind: "hand" }`, or `{ kind: "session", sessionId, seqs, sessionDeleted }` for one drawn from a turn: `sessionDeleted` is true once that session is gone (deleted, expired or erased), and the memory keeps its text',
+      properties: {
+        kind: { enum: ["hand", "session"] },
+        sessionId: { type: "string" },
+        seqs: { type: "array", items: { type: "integer" } },
+        sessionDeleted: { type: "boolean" },
+      },
+      required: ["kind"],
+    },
     metadata: { type: "object" },
     history: {
       type: "array",
@@ -20,6 +31,17 @@ const memory = {
   },
 };
 const text = { type: "string", minLength: 1, maxLength: 2000 };
+
+const user = {
+  type: "object",
+  properties: {
+    object: { const: "user" },
+    id: { type: "string", description: "The user the request acts as: the key's user, its end user (`<tenant>/<end user>`), or the end user an operator key opened" },
+    tenant: { type: "string", description: "The API key's user" },
+    operator: { type: "boolean", description: "The key is an operator key (`--api-keys key:user:operator`)" },
+    canOpenUsers: { type: "boolean", description: "The key may open its tenant's end users with `X-Threadkeep-User` (an operator key, on a server with end users)" },
+  },
+};
 
 /** Paths of /v1/memories and /v1/users/me. */
 export const memoriesPaths = {
@@ -56,6 +78,7 @@ export const memoriesPaths = {
     ),
   },
   "/v1/users/me": {
+    get: op("Who the caller is: the user it acts as, its tenant, and whether its key is an operator key", { "200": ok("The user", user) }),
     delete: op(
       "Erase all of the caller's data: sessions (messages, branches, summaries, vectors, state) and memories",
       { "200": ok("What was erased", { type: "object", properties: { sessions: { type: "integer" }, memories: { type: "integer" } } }) },

@@ -36,6 +36,7 @@ export const sessionFailures = {
     "Invalid request, message, session id or end user (`invalid_request`, `invalid_message`, `invalid_session_id`, `invalid_user`)",
   ),
   "401": error("Missing or unknown API key (`invalid_api_key`), or a bad end-user token (`invalid_user_token`)"),
+  "403": error("`X-Threadkeep-User` sent with a key that is not an operator key (`operator_only`)"),
   "404": error("No such session for this user (`session_not_found`)"),
   "503": error("The store is unavailable (`store_unavailable`), or its database refused the turn lease (`store_misconfigured`)"),
 };

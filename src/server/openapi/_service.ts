@@ -39,6 +39,7 @@ export const servicePaths = {
   },
   "/ui": { get: inspectorPage },
   "/ui/": { get: inspectorPage },
+  "/ui/memories": { get: { ...inspectorPage, summary: "The inspector's Memories view: the caller's memories (docs/inspector.md)" } },
   "/ui/s/{id}": { get: { ...inspectorPage, parameters: [sessionId] } },
   "/ui/s/{id}/{view}": {
     get: {

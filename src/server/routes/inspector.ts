@@ -65,7 +65,10 @@ function send(reply: FastifyReply, asset: Asset, ifNoneMatch: string | undefined
   return reply.type(asset.type).send(asset.body);
 }
 
-/** Adds the inspector page: `/ui` (sessions), `/ui/s/{id}[/{view}]` (one session), and `/ui/assets/{file}`. */
+/**
+ * Adds the inspector page: `/ui` (sessions), `/ui/s/{id}[/{view}]` (one session), `/ui/memories` (the
+ * user's memories), and `/ui/assets/{file}`.
+ */
 export function registerInspector(app: FastifyInstance): void {
   let assets: Promise<Map<string, Asset>> | undefined;
   const asset = async (name: string) => {
@@ -80,6 +83,7 @@ export function registerInspector(app: FastifyInstance): void {
   };
   app.get("/ui", page);
   app.get("/ui/", page);
+  app.get("/ui/memories", page);
   app.get("/ui/s/:id", page);
   app.get("/ui/s/:id/:view", page);
   app.get<{ Params: { file: string } }>("/ui/assets/:file", async (request, reply) => {

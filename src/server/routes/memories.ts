@@ -1,7 +1,8 @@
 /**
- * The caller's memories (`/v1/memories`) and the erasure of all the caller's data
- * (`DELETE /v1/users/me`). Every call is the authenticated user's (the key's user, or its end user):
- * another user's memory id is `404 not_found`, exactly as one that does not exist.
+ * The caller's memories (`/v1/memories`), who the caller is (`GET /v1/users/me`) and the erasure of
+ * all the caller's data (`DELETE /v1/users/me`). Every call is the authenticated user's (the key's
+ * user, its end user, or the end user an operator key opened): another user's memory id is
+ * `404 not_found`, exactly as one that does not exist.
  */
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
@@ -23,9 +24,12 @@ type IdParams = { Params: { id: string } };
 
 const notFound = (id: string) => new ThreadkeepError("not_found", `Memory ${id} not found`);
 
-/** Adds /v1/memories (list, add, get, edit, delete) and DELETE /v1/users/me. */
-export function registerMemoryRoutes(app: FastifyInstance, deps: { memory: Memory }): void {
-  const { memory } = deps;
+/**
+ * Adds /v1/memories (list, add, get, edit, delete) and GET and DELETE /v1/users/me. `endUsers`: whether
+ * the server names end users, so that an operator key has users to open.
+ */
+export function registerMemoryRoutes(app: FastifyInstance, deps: { memory: Memory; endUsers: boolean }): void {
+  const { memory, endUsers } = deps;
   const owner = (request: { userId: string }) => ({ userId: request.userId });
 
   app.post("/v1/memories", async (request, reply) => {
@@ -55,6 +59,15 @@ export function registerMemoryRoutes(app: FastifyInstance, deps: { memory: Memor
     if (!(await memory.memories.delete(request.params.id, owner(request)))) throw notFound(request.params.id);
     return { id: request.params.id, object: "memory.deleted", deleted: true };
   });
+
+  app.get("/v1/users/me", async (request) => ({
+    object: "user",
+    id: request.userId,
+    tenant: request.tenantId,
+    operator: request.operator,
+    // What the inspector offers: an operator key opens end users of its tenant, when there are any.
+    canOpenUsers: request.operator && endUsers,
+  }));
 
   app.delete("/v1/users/me", async (request) => {
     const erased = await memory.eraseUser(request.userId);

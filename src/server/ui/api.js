@@ -1,10 +1,12 @@
 // @ts-check
 /**
  * The page's only way to the server: the public /v1 API, with the key the user typed (kept in this
- * tab's sessionStorage, never in localStorage or a cookie).
+ * tab's sessionStorage, never in localStorage or a cookie), and, when an operator key opened one of
+ * its tenant's end users, that user's name in X-Threadkeep-User.
  */
 
 const KEY_STORAGE = "threadkeep.apiKey";
+const USER_STORAGE = "threadkeep.user";
 
 /** An error answer of the API: its status and the OpenAI-style error body. */
 export class ApiError extends Error {
@@ -36,6 +38,21 @@ export function hasKey() {
 
 export function forgetKey() {
   sessionStorage.removeItem(KEY_STORAGE);
+  sessionStorage.removeItem(USER_STORAGE);
+}
+
+/** The end user an operator key opened, or null for the key's own user. */
+export function openedUser() {
+  return sessionStorage.getItem(USER_STORAGE);
+}
+
+/**
+ * Acts as an end user of the key's tenant from now on (an operator key only), or as the key's own user.
+ * @param {string | null} name
+ */
+export function openUser(name) {
+  if (name) sessionStorage.setItem(USER_STORAGE, name);
+  else sessionStorage.removeItem(USER_STORAGE);
 }
 
 /**
@@ -50,6 +67,8 @@ export async function request(path, options = {}) {
     const headers = {};
     const key = sessionStorage.getItem(KEY_STORAGE);
     if (key) headers.authorization = `Bearer ${key}`;
+    const user = openedUser();
+    if (user) headers["x-threadkeep-user"] = user;
     if (options.body !== undefined) headers["content-type"] = "application/json";
     const response = await fetch(path, {
       method: options.method ?? "GET",

@@ -1,13 +1,14 @@
 // @ts-check
 /**
- * The inspector page: routing (/ui, /ui/s/{id}[/context|/state], #seq for a message), the views,
- * keyboard, colour scheme, and polling for new turns.
+ * The inspector page: routing (/ui, /ui/s/{id}[/context|/state], #seq for a message, /ui/memories),
+ * the views, keyboard, colour scheme, and polling for new turns.
  */
 import * as actions from "./actions.js";
-import { api, ApiError, forgetKey, hasKey, onKeyNeeded, optional, sessionPath } from "./api.js";
+import { api, ApiError, forgetKey, hasKey, onKeyNeeded, openedUser, optional, sessionPath } from "./api.js";
 import { renderContext, sizeBars } from "./context.js";
 import { askForKey, showHelp } from "./dialogs.js";
 import { formatTime, h, replace } from "./dom.js";
+import { createMemoriesView } from "./memories.js";
 import { createSessionList, searchModes } from "./sessions.js";
 import { renderState } from "./state.js";
 import { renderTranscript, showSeq } from "./transcript.js";
@@ -35,7 +36,25 @@ const list = createSessionList({
   selected: () => open.id,
 });
 
+const memories = createMemoriesView({
+  root: $("memories"),
+  fail,
+  userChanged: async () => {
+    showOpenedUser();
+    list.clearSearch();
+    await list.refresh();
+  },
+});
+
+/** Says in the top bar which end user an operator key opened, if any. */
+function showOpenedUser() {
+  const user = openedUser();
+  $("as-user").hidden = !user;
+  replace($("as-user"), user ? `as end user ${user}` : "");
+}
+
 function route() {
+  if (/^\/ui\/memories\/?$/.test(location.pathname)) return { id: null, view: "memories" };
   const match = /^\/ui\/s\/([^/]+)(?:\/(context|state))?\/?$/.exec(location.pathname);
   return { id: match ? decodeURIComponent(match[1]).toLowerCase() : null, view: match?.[2] ?? "transcript" };
 }
@@ -53,9 +72,11 @@ function fail(error) {
   const text =
     error instanceof ApiError && error.code === "session_not_found"
       ? "No such session for this key (it may have been deleted or expired)."
-      : error instanceof Error
-        ? error.message
-        : String(error);
+      : error instanceof ApiError && error.code === "operator_only"
+        ? "Only an operator key may open another user: go back to the key's own user."
+        : error instanceof Error
+          ? error.message
+          : String(error);
   replace(box, text);
 }
 
@@ -162,9 +183,14 @@ async function show() {
   open.id = next.id;
   open.view = next.view;
   $("error").hidden = true;
-  $("empty").hidden = open.id !== null;
+  const inMemories = open.view === "memories";
+  $("empty").hidden = open.id !== null || inMemories;
   $("session").hidden = open.id === null;
+  $("memories").hidden = !inMemories;
+  if (inMemories) $("memories-link").setAttribute("aria-current", "page");
+  else $("memories-link").removeAttribute("aria-current");
   list.render();
+  if (inMemories) return memories.show();
   if (!open.id) return;
   if (changed) {
     preview = {};
@@ -201,7 +227,8 @@ function bindKeys() {
       event.preventDefault();
       input("q").focus();
     } else if (event.key === "?") showHelp();
-    else if (event.key === "r") poll().catch(fail);
+    else if (event.key === "r") (open.view === "memories" && !memories.editing ? memories.show() : poll()).catch(fail);
+    else if (event.key === "m") navigate("/ui/memories");
     else if (event.key === "j" || event.key === "k") {
       const next = list.neighbour(event.key === "j" ? 1 : -1);
       if (next) {
@@ -253,6 +280,7 @@ function bindUi() {
     renderView().catch(fail);
   });
   $("forget-key").hidden = !hasKey();
+  showOpenedUser();
   $("forget-key").addEventListener("click", () => {
     forgetKey();
     location.reload();
@@ -277,7 +305,8 @@ async function start() {
   bindKeys();
   const modes = await searchModes();
   replace($("mode"), modes.map((m) => h("option", { value: m }, m)));
-  await list.refresh();
+  // A list the key may not read (a user it may not open) still leaves the view to say why and go back.
+  await list.refresh().catch(fail);
   await show();
   replace($("live"), `live · ${formatTime(Date.now())}`);
   setInterval(() => poll().catch(fail), POLL_MS);

@@ -65,6 +65,7 @@ export function showHelp() {
     ["/", "search"],
     ["j / k", "next / previous session"],
     ["t, c, s", "transcript, context, state"],
+    ["m", "memories"],
     ["r", "refresh now"],
     ["?", "this help"],
     ["Esc", "close a dialog, leave search"],

@@ -54,7 +54,7 @@ describe("bounded growth with a summarizer that always fails", () => {
     const logged = vi.spyOn(console, "warn").mockImplementation(() => {});
     const warnings: (string | null)[] = [];
     let most = 0;
-    let failures = 0;
+    let failures: number;
     try {
       for (let i = 1; i <= 150; i++) {
         warnings.push(await turn(id, `question ${i}`));

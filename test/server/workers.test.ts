@@ -64,7 +64,9 @@ describe("threadkeep serve --workers", { timeout: 90_000 }, () => {
     }
   });
 
-  it("keeps 100 concurrent turns on one session in order across 2 workers on one SQLite file", async () => {
+  // Enough turns at once that both workers take many and queue on the one session (100 took 25–90 s).
+  const TURNS = 40;
+  it(`keeps ${TURNS} concurrent turns on one session in order across 2 workers on one SQLite file`, async () => {
     const fake = await startFakeUpstream();
     // Each answer names its question and the answer before it: what the model saw of the last turn.
     fake.setReply((body) => {
@@ -79,11 +81,11 @@ describe("threadkeep serve --workers", { timeout: 90_000 }, () => {
       const url = await run.listening;
       expect(run.output().stdout).toContain("workers: 2");
       const sessionId = randomUUID();
-      const replies = await Promise.all(Array.from({ length: 100 }, (_, i) => chat(url, sessionId, `q${i}`)));
+      const replies = await Promise.all(Array.from({ length: TURNS }, (_, i) => chat(url, sessionId, `q${i}`)));
       for (const reply of replies) expect(reply.status).toBe(200);
 
       // Both processes served turns: each worker counts its own, and new connections go round-robin.
-      // A worker is told apart by the sum of its turn durations (two workers may count 50 turns each).
+      // A worker is told apart by the sum of its turn durations (two workers may count as many turns).
       const counts = new Map<string, number>();
       for (let i = 0; i < 10; i++) {
         const metrics = await getFresh(`${url}/metrics`);
@@ -91,14 +93,14 @@ describe("threadkeep serve --workers", { timeout: 90_000 }, () => {
         counts.set(worker, Number(/threadkeep_turns_total\{outcome="ok",stream="false"\} (\d+)/.exec(metrics)?.[1] ?? 0));
       }
       expect(counts.size).toBe(2);
-      expect([...counts.values()].reduce((a, b) => a + b, 0)).toBe(100);
+      expect([...counts.values()].reduce((a, b) => a + b, 0)).toBe(TURNS);
 
       const store = createSqliteStore({ path });
       try {
         const all = await store.getMessages(sessionId);
-        expect(all.map((m) => m.seq)).toEqual(Array.from({ length: 200 }, (_, i) => i + 1));
-        expect(new Set(all.filter((m) => m.role === "user").map((m) => m.content)).size).toBe(100);
-        for (let i = 0; i < 200; i += 2) {
+        expect(all.map((m) => m.seq)).toEqual(Array.from({ length: 2 * TURNS }, (_, i) => i + 1));
+        expect(new Set(all.filter((m) => m.role === "user").map((m) => m.content)).size).toBe(TURNS);
+        for (let i = 0; i < 2 * TURNS; i += 2) {
           expect(all[i].role).toBe("user");
           // Adjacent, and the turn saw the turn stored just before it.
           const previous = i === 0 ? "none" : String(all[i - 2].content);

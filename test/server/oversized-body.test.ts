@@ -21,7 +21,7 @@ beforeAll(async () => {
   fake = await startFakeUpstream();
   serve = startServe(["--store", "memory:", "--api-keys", "tk:acme"], fake);
   url = await serve.listening;
-}, 30_000);
+}, 90_000); // a serve child starts in ~2 s alone; under a loaded machine it took past 30 s
 afterAll(async () => {
   killServeProcesses();
   await fake?.close();

@@ -37,7 +37,12 @@ export class Memory implements SessionMemory {
     this.#core = new MemoryCore(options);
     this.#state = new StateApi(this.#core, (text, searchOptions) => this.search(text, searchOptions));
     this.settings = this.#core.settings;
-    this.memories = new UserMemories(this.#core.store, (options) => this.#core.owner(options));
+    const vectors = this.#core.vectors;
+    this.memories = new UserMemories(
+      this.#core.store,
+      (options) => this.#core.owner(options),
+      vectors ? { vectors, minScore: this.#core.recall.minScore } : undefined,
+    );
     if (options.sweepIntervalMs) {
       this.#sweep = setInterval(() => {
         this.expire().catch((error) => console.warn(`[threadkeep] expiry sweep failed: ${error}`));

@@ -2,8 +2,7 @@
 import { ThreadkeepError } from "../../core/errors.js";
 import { applyMemoryPatch, decodeMemoryCursor, memoryFromInput, memoryPageLimit, memoryPageOf } from "../../core/store/user-memories.js";
 import type { FullStore, UserMemory, UserMemoryStore, UserMemoryVectorStore } from "../../core/types.js";
-import { DEFAULT_SEARCH_LIMIT } from "../_util.js";
-import { checkDimensions, dimensionMismatch, normalize } from "../_vectors.js";
+import { checkDimensions, dimensionMismatch, normalize, packVector, scanMemoryVectors, unpackVector } from "../_vectors.js";
 import type { PgSql } from "./_client.js";
 import type { PgRun } from "./_operations.js";
 
@@ -31,9 +30,6 @@ const fromRow = (row: Row): UserMemory => ({
 
 /** What a memory's row is read as: its embedding is read only by the vector calls. */
 const COLUMNS = "user_id, id, text, created_at, updated_at, source, metadata, history";
-
-/** A vector as a PostgreSQL array literal (normalised: cosine similarity is then a dot product). */
-const literal = (vector: ArrayLike<number>) => `{${Array.from(normalize(vector)).join(",")}}`;
 
 const notFound = (id: string) => new ThreadkeepError("not_found", `Memory ${id} not found`);
 
@@ -99,12 +95,14 @@ export function userMemoryMethods(run: PgRun): Pick<FullStore, keyof UserMemoryS
           await t`INSERT INTO embedding_models (model, dims) VALUES (${model}, ${items[0].vector.length}) ON CONFLICT DO NOTHING`;
           const [row] = await t<{ dims: number }[]>`SELECT dims FROM embedding_models WHERE model = ${model}`;
           for (const item of items) checkDimensions(model, row?.dims, item.vector.length);
-          // One statement for the batch; a memory gone, or whose text changed since, matches no row.
-          await t`
-            UPDATE user_memories m SET embedding_model = ${model}, embedding = u.vector::real[]
-            FROM unnest(${items.map((i) => i.id)}::text[], ${items.map((i) => i.text)}::text[], ${items.map((i) => literal(i.vector))}::text[])
-              AS u(id, text, vector)
-            WHERE m.user_id = ${userId} AND m.id = u.id AND m.text = u.text`;
+          // Pipelined in the transaction; a memory gone, or whose text changed since, matches no row.
+          await Promise.all(
+            items.map(
+              (item) => t`
+                UPDATE user_memories SET embedding_model = ${model}, embedding = ${packVector(normalize(item.vector))}
+                WHERE user_id = ${userId} AND id = ${item.id} AND text = ${item.text}`,
+            ),
+          );
         });
       }),
 
@@ -118,16 +116,15 @@ export function userMemoryMethods(run: PgRun): Pick<FullStore, keyof UserMemoryS
 
     searchUserMemoryVectors: (query) =>
       run("searchUserMemoryVectors", async (sql) => {
-        const [row] = await sql<{ dims: number }[]>`SELECT dims FROM embedding_models WHERE model = ${query.model}`;
-        if (row === undefined) return [];
-        if (row.dims !== query.vector.length) throw dimensionMismatch(query.model, row.dims, query.vector.length);
-        // An exact scan of one user's memories (a few hundred, rarely thousands): only the best rows travel.
-        const rows = await sql<{ id: string; score: number }[]>`
-          SELECT id, (SELECT sum(a * b) FROM unnest(embedding, ${literal(query.vector)}::real[]) AS t(a, b))::float8 AS score
-          FROM user_memories
-          WHERE user_id = ${query.userId} AND embedding_model = ${query.model} AND embedding IS NOT NULL
-          ORDER BY score DESC, id ASC LIMIT ${Math.max(0, Math.floor(query.limit ?? DEFAULT_SEARCH_LIMIT))}`;
-        return rows.map((r) => ({ id: r.id, score: r.score }));
+        const [dims] = await sql<{ dims: number }[]>`SELECT dims FROM embedding_models WHERE model = ${query.model}`;
+        if (dims === undefined) return [];
+        if (dims.dims !== query.vector.length) throw dimensionMismatch(query.model, dims.dims, query.vector.length);
+        // One user's vectors (a few hundred, rarely thousands) compared here: see migrations/018-memory-vectors.ts.
+        const rows = await sql<{ id: string; text: string; embedding: Buffer }[]>`
+          SELECT id, text, embedding FROM user_memories
+          WHERE user_id = ${query.userId} AND embedding_model = ${query.model} AND embedding IS NOT NULL`;
+        const vectors = new Map(rows.map((r) => [r.id, { model: query.model, text: r.text, vector: unpackVector(r.embedding) }]));
+        return scanMemoryVectors(rows, (id) => vectors.get(id), query);
       }),
   };
 }

@@ -12,7 +12,8 @@ import { createMemory } from "../../src/create-memory.js";
 import { createEmbedder } from "../../src/llm/embedder.js";
 import { createMemoryStore } from "../../src/stores/memory.js";
 import { createSqliteStore } from "../../src/stores/sqlite/index.js";
-import { type FakeUpstream, startFakeUpstream } from "../_fake-upstream.js";
+import { type FakeUpstream, fakeEmbedding, startFakeUpstream } from "../_fake-upstream.js";
+import { startStack } from "../server/_stack.js";
 
 let fake: FakeUpstream;
 const opened: Memory[] = [];
@@ -121,6 +122,26 @@ describe.each(stores)("memories ranked with an embedder (%s store)", (_name, mak
     } finally {
       fake.setEmbeddingsDown(false);
       warn.mockRestore();
+    }
+  });
+});
+
+describe("GET /v1/memories?q= with --embedding-model", () => {
+  it("ranks the caller's memories hybrid, and another user's never", async () => {
+    const embedder = { model: "fake-embed", embed: async (texts: string[]) => texts.map(fakeEmbedding) };
+    const stack = await startStack({ apiKeys: { "key-ann": "ann", "key-bob": "bob" }, memoryOptions: { embedder } });
+    try {
+      const add = (key: string, text: string) => stack.request("POST", "/v1/memories", { headers: { authorization: `Bearer ${key}` }, body: { text } });
+      for (const text of ["Owns a red sedan", "Wants to get a haircut", "Is vegetarian"]) expect((await add("key-ann", text)).status).toBe(201);
+      expect((await add("key-bob", "Drives a truck")).status).toBe(201);
+      await stack.memory.idle();
+      const res = await stack.request("GET", `/v1/memories?q=${encodeURIComponent("Which vehicle needs servicing?")}`, { headers: { authorization: "Bearer key-ann" } });
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as { data: { text: string }[]; has_more: boolean };
+      expect(body.data.map((m) => m.text)).toEqual(["Owns a red sedan"]);
+      expect(body.has_more).toBe(false);
+    } finally {
+      await stack.close();
     }
   });
 });

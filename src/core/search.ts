@@ -84,16 +84,27 @@ const hitKey = (hit: SearchHit) => `${hit.sessionId}\n${hit.seq}`;
  * message both lists rank well beats one that only one list ranks first.
  */
 export function fuseRanks(lists: readonly (readonly SearchHit[])[], limit: number, k = RRF_K): RankedHit[] {
-  const fused = new Map<string, RankedHit>();
+  return reciprocalRankFusion(lists, hitKey, k)
+    .map(({ item, score }): RankedHit => ({ ...item, score }))
+    .sort((a, b) => (b.score ?? 0) - (a.score ?? 0) || b.seq - a.seq)
+    .slice(0, limit);
+}
+
+/**
+ * Reciprocal-rank fusion of ranked lists of anything `key` names (messages, memories): each item
+ * scores the sum of 1 / (k + rank) over the lists it appears in. Unsorted; the item kept is the first seen.
+ */
+export function reciprocalRankFusion<T>(lists: readonly (readonly T[])[], key: (item: T) => string, k = RRF_K): { item: T; score: number }[] {
+  const fused = new Map<string, { item: T; score: number }>();
   for (const list of lists) {
-    list.forEach((hit, rank) => {
-      const key = hitKey(hit);
-      const entry = fused.get(key) ?? { ...hit, score: 0 };
-      entry.score = (entry.score ?? 0) + 1 / (k + rank + 1);
-      fused.set(key, entry);
+    list.forEach((item, rank) => {
+      const id = key(item);
+      const entry = fused.get(id) ?? { item, score: 0 };
+      entry.score += 1 / (k + rank + 1);
+      fused.set(id, entry);
     });
   }
-  return [...fused.values()].sort((a, b) => (b.score ?? 0) - (a.score ?? 0) || b.seq - a.seq).slice(0, limit);
+  return [...fused.values()];
 }
 
 /**

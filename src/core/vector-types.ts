@@ -61,3 +61,58 @@ export interface VectorStore extends SessionStore {
 export function canStoreVectors(store: SessionStore): store is VectorStore {
   return store.capabilities.vectors === true && typeof (store as Partial<VectorStore>).searchVectors === "function";
 }
+
+/** A memory's embedding, to store: made from `text`, the memory's text when it was embedded. */
+export interface UserMemoryEmbeddingInput {
+  id: string;
+  /** The text the vector was made from: a memory whose text has changed since keeps no vector of it. */
+  text: string;
+  vector: ArrayLike<number>;
+}
+
+/** A nearest-neighbour search over one user's memory embeddings. */
+export interface UserMemoryVectorQuery {
+  userId: string;
+  /** The embedding model: only vectors of this model are compared. */
+  model: string;
+  vector: ArrayLike<number>;
+  /** @default 20 */
+  limit?: number;
+}
+
+/** A memory close to a {@link UserMemoryVectorQuery}, best first. */
+export interface UserMemoryVectorHit {
+  id: string;
+  /** Cosine similarity to the query, -1..1. */
+  score: number;
+}
+
+/**
+ * A store that keeps embeddings of memories about users beside them (with `capabilities.vectors`). A
+ * memory has at most one vector: of one model, for its current text. The vector goes when the memory
+ * goes (deleted, or its user erased), and stops counting when its text changes (until embedded again).
+ */
+export interface UserMemoryVectorStore {
+  /**
+   * Stores embeddings of `model` for the user's memories, replacing earlier ones; an item whose memory
+   * is gone, or whose text is no longer `text`, is ignored.
+   * @throws `embedding_dimension_mismatch` when a vector's length differs from the user's (or, on some
+   * stores, the store's) vectors of `model`.
+   */
+  putUserMemoryEmbeddings(userId: string, model: string, items: UserMemoryEmbeddingInput[]): Promise<void>;
+  /** The user's memories without a vector of `model` for their current text (at most `limit`), each with that text. */
+  missingUserMemoryEmbeddings(userId: string, model: string, limit?: number): Promise<{ id: string; text: string }[]>;
+  /** The user's memories most similar to the query by cosine similarity, best first. @throws `embedding_dimension_mismatch`. */
+  searchUserMemoryVectors(query: UserMemoryVectorQuery): Promise<UserMemoryVectorHit[]>;
+}
+
+/** True when the store keeps embeddings of memories about users ({@link UserMemoryVectorStore}). */
+export function canStoreMemoryVectors<S extends SessionStore>(store: S): store is S & UserMemoryVectorStore {
+  const s = store as Partial<UserMemoryVectorStore> & SessionStore;
+  return (
+    s.capabilities.vectors === true &&
+    typeof s.putUserMemoryEmbeddings === "function" &&
+    typeof s.missingUserMemoryEmbeddings === "function" &&
+    typeof s.searchUserMemoryVectors === "function"
+  );
+}

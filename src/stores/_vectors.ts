@@ -3,7 +3,7 @@
  * similarity, the dimension check, and an exact top-k scan (bounded by the owner's own messages).
  */
 import { ThreadkeepError } from "../core/errors.js";
-import type { Message, VectorHit, VectorQuery } from "../core/types.js";
+import type { Message, UserMemory, UserMemoryEmbeddingInput, UserMemoryVectorHit, UserMemoryVectorQuery, VectorHit, VectorQuery } from "../core/types.js";
 import { DEFAULT_SEARCH_LIMIT, messageText } from "./_util.js";
 
 /** Packs a vector as float32 (4 bytes a dimension), the stored form in every backend. */
@@ -126,4 +126,62 @@ export function missingSeqs(messages: readonly Message[], vectors: Iterable<Stor
     if (have.get(m.seq) !== m.createdAt) missing.push(m.seq);
   }
   return missing;
+}
+
+/** A memory's vector as the scanning stores keep it: of one model, normalised, made from `text`. */
+export interface StoredMemoryVector {
+  model: string;
+  /** The memory's text it was made from: once the text changes, the vector no longer counts. */
+  text: string;
+  vector: Float32Array;
+}
+
+/**
+ * The vectors to keep for `items` (normalised), checked against each other and the user's vectors of
+ * `model` already kept. @throws `embedding_dimension_mismatch`.
+ */
+export function memoryVectorsToKeep(model: string, items: readonly UserMemoryEmbeddingInput[], kept: Iterable<StoredMemoryVector | undefined>): Map<string, StoredMemoryVector> {
+  let dims: number | undefined;
+  for (const v of kept) if (v?.model === model) dims ??= v.vector.length;
+  const out = new Map<string, StoredMemoryVector>();
+  for (const item of items) {
+    checkDimensions(model, dims, item.vector.length);
+    dims = item.vector.length;
+    out.set(item.id, { model, text: item.text, vector: normalize(item.vector) });
+  }
+  return out;
+}
+
+/** The memories without a vector of `model` for their current text, at most `limit`. */
+export function missingMemoryVectors(
+  memories: Iterable<Pick<UserMemory, "id" | "text">>,
+  vectorOf: (id: string) => StoredMemoryVector | undefined,
+  model: string,
+  limit: number,
+): { id: string; text: string }[] {
+  const missing: { id: string; text: string }[] = [];
+  for (const m of memories) {
+    if (missing.length >= limit) break;
+    const v = vectorOf(m.id);
+    if (v?.model !== model || v.text !== m.text) missing.push({ id: m.id, text: m.text });
+  }
+  return missing;
+}
+
+/** The memories nearest the query among those with a current vector of its model, best first (ties by id). */
+export function scanMemoryVectors(
+  memories: Iterable<Pick<UserMemory, "id" | "text">>,
+  vectorOf: (id: string) => StoredMemoryVector | undefined,
+  query: UserMemoryVectorQuery,
+): UserMemoryVectorHit[] {
+  const q = normalize(query.vector);
+  const hits: UserMemoryVectorHit[] = [];
+  for (const m of memories) {
+    const v = vectorOf(m.id);
+    if (v?.model !== query.model || v.text !== m.text) continue;
+    if (v.vector.length !== q.length) throw dimensionMismatch(query.model, v.vector.length, q.length);
+    hits.push({ id: m.id, score: dot(v.vector, q) });
+  }
+  hits.sort((a, b) => b.score - a.score || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  return hits.slice(0, Math.max(0, Math.floor(query.limit ?? DEFAULT_SEARCH_LIMIT)));
 }

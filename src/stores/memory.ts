@@ -21,9 +21,10 @@ import type {
   FullStore,
   VectorStore,
   UserMemory,
+  UserMemoryVectorStore,
 } from "../core/types.js";
 import { applyMemoryPatch, memoryFromInput, pageUserMemories } from "../core/store/user-memories.js";
-import { checkDimensions, missingSeqs, normalize, scanSession, type StoredVector, TopK } from "./_vectors.js";
+import { checkDimensions, memoryVectorsToKeep, missingMemoryVectors, missingSeqs, normalize, scanMemoryVectors, scanSession, type StoredMemoryVector, type StoredVector, TopK } from "./_vectors.js";
 import { applyBranchSwitch, applyHistoryWrite, branchFromRecord, checkHistoryOptions, type OperationRecord, planBranchSwitch, planHistoryWrite, upsertBranch } from "./history.js";
 import { LocalLeases } from "./_lease.js";
 import {
@@ -67,7 +68,7 @@ interface Entry {
 }
 
 /** An in-process store: fast, bounded, and gone when the process ends. */
-export function createMemoryStore(options: MemoryStoreOptions = {}): FullStore & VectorStore {
+export function createMemoryStore(options: MemoryStoreOptions = {}): FullStore & VectorStore & UserMemoryVectorStore {
   const ttlMs = options.ttlMs ?? 30 * 60_000;
   const maxSessions = options.maxSessions ?? 10_000;
   const sweepIntervalMs = options.sweepIntervalMs ?? 60_000;
@@ -79,6 +80,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): FullStore &
   const dimensions = new Map<string, number>();
   // Memories about users, by user then id: they outlive sessions (and the session TTL).
   const memories = new Map<string, Map<string, UserMemory>>();
+  // A memory's vector hangs off the memory as stored: a deleted memory (or erased user) takes it along.
+  const memoryVectors = new WeakMap<UserMemory, StoredMemoryVector>();
   let closed = false;
 
   const isExpired = (entry: Entry, now = Date.now()) =>
@@ -370,8 +373,32 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): FullStore &
       const memory = mine?.get(id);
       if (!mine || !memory) throw new ThreadkeepError("not_found", `Memory ${id} not found`);
       const next = applyMemoryPatch(memory, patch);
+      const vector = memoryVectors.get(memory);
+      if (vector && vector.text === next.text) memoryVectors.set(next, vector);
       mine.set(id, next);
       return structuredClone(next);
+    },
+
+    async putUserMemoryEmbeddings(userId, model, items) {
+      ensureOpen();
+      const mine = memories.get(userId);
+      const keep = memoryVectorsToKeep(model, items, [...(mine?.values() ?? [])].map((m) => memoryVectors.get(m)));
+      for (const [id, vector] of keep) {
+        const memory = mine?.get(id);
+        if (memory && memory.text === vector.text) memoryVectors.set(memory, vector);
+      }
+    },
+
+    async missingUserMemoryEmbeddings(userId, model, limit = 100) {
+      ensureOpen();
+      const mine = memories.get(userId);
+      return missingMemoryVectors(mine?.values() ?? [], (id) => memoryVectors.get(mine!.get(id)!), model, limit);
+    },
+
+    async searchUserMemoryVectors(query) {
+      ensureOpen();
+      const mine = memories.get(query.userId);
+      return scanMemoryVectors(mine?.values() ?? [], (id) => memoryVectors.get(mine!.get(id)!), query);
     },
 
     async deleteUserMemory(userId, id) {

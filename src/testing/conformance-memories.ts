@@ -2,12 +2,13 @@
  * Memories about users in the store conformance suite: add, get, list in pages, update with history,
  * delete, and one user's memories never reachable with another user's id; and erasing a user through
  * `Memory.eraseUser` leaves nothing of them (sessions, messages, search hits, vectors, memories) and
- * nothing of anyone else missing.
+ * nothing of anyone else missing. A store that keeps embeddings also keeps one per memory, for its
+ * current text, gone with the memory or its user.
  */
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { Memory } from "../core/memory/memory.js";
-import { canStoreVectors, type FullStore } from "../core/types.js";
+import { canStoreMemoryVectors, canStoreVectors, type FullStore, type UserMemoryVectorStore } from "../core/types.js";
 import { expectCode, implementsNatively, requireNative, sessionMaker, text, user } from "./_conformance-fixtures.js";
 
 /** Registers the memory tests; `store()` gives the suite's open store. */
@@ -120,11 +121,16 @@ export function describeUserMemories(store: () => FullStore): void {
         for (const session of [...mine, theirs]) await s.putEmbeddings(session.id, model, [{ seq: 1, createdAt: firsts.get(session.id)!, vector: [1, 0, 0] }]);
       }
       const memories = implementsNatively(s, "userMemories");
+      const memoryVectors = memories && canStoreMemoryVectors(s);
       if (memories) {
-        await s.addUserMemory({ userId: alice, text: "likes zebras" });
+        const zebras = await s.addUserMemory({ userId: alice, text: "likes zebras" });
         const edited = await s.addUserMemory({ userId: alice, text: "lives in Amsterdam" });
         await s.updateUserMemory(alice, edited.id, { text: "lives in Utrecht" });
-        await s.addUserMemory({ userId: bob, text: "bob's memory" });
+        const bobs = await s.addUserMemory({ userId: bob, text: "bob's memory" });
+        if (memoryVectors) {
+          await s.putUserMemoryEmbeddings(alice, model, [{ id: zebras.id, text: zebras.text, vector: [1, 0, 0] }]);
+          await s.putUserMemoryEmbeddings(bob, model, [{ id: bobs.id, text: bobs.text, vector: [1, 0, 0] }]);
+        }
       }
 
       const erased = await memory.eraseUser(alice);
@@ -139,13 +145,103 @@ export function describeUserMemories(store: () => FullStore): void {
       expect(await s.search({ userId: alice, text: word, mode: "substring" })).toEqual([]);
       if (vectors) expect(await s.searchVectors({ userId: alice, model, vector: [1, 0, 0], limit: 10 })).toEqual([]);
       expect((await s.listUserMemories(alice)).memories).toEqual([]);
+      if (memoryVectors) expect(await s.searchUserMemoryVectors({ userId: alice, model, vector: [1, 0, 0] })).toEqual([]);
 
       expect((await s.listSessions(bob)).sessions.map((x) => x.id)).toEqual([theirs.id]);
       expect(await s.getMessages(theirs.id)).toHaveLength(2);
       expect((await s.search({ userId: bob, text: word, mode: "substring" })).map((h) => h.sessionId)).toEqual([theirs.id]);
       if (vectors) expect((await s.searchVectors({ userId: bob, model, vector: [1, 0, 0], limit: 10 })).map((h) => h.sessionId)).toEqual([theirs.id]);
       if (memories) expect((await s.listUserMemories(bob)).memories.map((m) => m.text)).toEqual(["bob's memory"]);
+      if (memoryVectors) expect(await s.searchUserMemoryVectors({ userId: bob, model, vector: [1, 0, 0] })).toHaveLength(1);
       expect(await memory.eraseUser(alice)).toEqual({ sessions: 0, memories: 0 });
+    });
+  });
+
+  describe("memory embeddings", () => {
+    const vectors = (ctx: { skip: (reason: string) => void }): FullStore & UserMemoryVectorStore => {
+      const s = store();
+      requireNative(ctx, s, "userMemories");
+      if (!canStoreMemoryVectors(s)) ctx.skip(`${s.name} keeps no embeddings of memories`);
+      return s as FullStore & UserMemoryVectorStore;
+    };
+    // A model name per test: some stores record a model's dimensions store-wide.
+    const model = () => `model-${randomUUID()}`;
+    const ids = (list: { id: string }[]) => list.map((x) => x.id).sort();
+
+    it("finds the user's nearest memories by model, and never another user's", async (ctx) => {
+      const s = vectors(ctx);
+      const [alice, bob] = [user(), user()];
+      const m = model();
+      const car = await s.addUserMemory({ userId: alice, text: "drives a car" });
+      const cat = await s.addUserMemory({ userId: alice, text: "has a cat" });
+      const plain = await s.addUserMemory({ userId: alice, text: "not embedded yet" });
+      const theirs = await s.addUserMemory({ userId: bob, text: "bob drives a truck" });
+      expect(ids(await s.missingUserMemoryEmbeddings(alice, m))).toEqual(ids([car, cat, plain]));
+      expect(await s.missingUserMemoryEmbeddings(alice, m, 1)).toHaveLength(1);
+      await s.putUserMemoryEmbeddings(alice, m, [
+        { id: car.id, text: car.text, vector: [2, 0, 0] },
+        { id: cat.id, text: cat.text, vector: [0, 1, 0] },
+        // Another user's memory id: not alice's, so nothing is stored.
+        { id: theirs.id, text: theirs.text, vector: [1, 0, 0] },
+      ]);
+      expect(await s.missingUserMemoryEmbeddings(alice, m)).toEqual([{ id: plain.id, text: plain.text }]);
+      expect(ids(await s.missingUserMemoryEmbeddings(bob, m))).toEqual([theirs.id]);
+
+      const hits = await s.searchUserMemoryVectors({ userId: alice, model: m, vector: [1, 0.1, 0] });
+      expect(hits.map((h) => h.id)).toEqual([car.id, cat.id]);
+      expect(hits[0].score).toBeCloseTo(1 / Math.sqrt(1.01), 4);
+      expect(hits[1].score).toBeCloseTo(0.1 / Math.sqrt(1.01), 4);
+      expect((await s.searchUserMemoryVectors({ userId: alice, model: m, vector: [0, 1, 0], limit: 1 })).map((h) => h.id)).toEqual([cat.id]);
+      expect(await s.searchUserMemoryVectors({ userId: alice, model: model(), vector: [1, 0, 0] })).toEqual([]);
+      expect(await s.searchUserMemoryVectors({ userId: bob, model: m, vector: [1, 0, 0] })).toEqual([]);
+      expect(ids(await s.missingUserMemoryEmbeddings(alice, model()))).toEqual(ids([car, cat, plain]));
+    });
+
+    it("keeps a vector only for the memory's current text, and forgets it with the memory", async (ctx) => {
+      const s = vectors(ctx);
+      const alice = user();
+      const m = model();
+      const moved = await s.addUserMemory({ userId: alice, text: "lives in Amsterdam" });
+      const gone = await s.addUserMemory({ userId: alice, text: "has a cat" });
+      await s.putUserMemoryEmbeddings(alice, m, [
+        { id: moved.id, text: moved.text, vector: [1, 0, 0] },
+        { id: gone.id, text: gone.text, vector: [0, 1, 0] },
+      ]);
+      // Metadata alone leaves the text, and so the vector.
+      await s.updateUserMemory(alice, moved.id, { metadata: { checked: true } });
+      expect(await s.missingUserMemoryEmbeddings(alice, m)).toEqual([]);
+
+      await s.updateUserMemory(alice, moved.id, { text: "lives in Utrecht" });
+      expect(await s.missingUserMemoryEmbeddings(alice, m)).toEqual([{ id: moved.id, text: "lives in Utrecht" }]);
+      expect((await s.searchUserMemoryVectors({ userId: alice, model: m, vector: [1, 0, 0] })).map((h) => h.id)).toEqual([gone.id]);
+      // A vector made from the old text (an embedding that raced the update) is not kept.
+      await s.putUserMemoryEmbeddings(alice, m, [{ id: moved.id, text: "lives in Amsterdam", vector: [1, 0, 0] }]);
+      expect(await s.missingUserMemoryEmbeddings(alice, m)).toEqual([{ id: moved.id, text: "lives in Utrecht" }]);
+      await s.putUserMemoryEmbeddings(alice, m, [{ id: moved.id, text: "lives in Utrecht", vector: [1, 0, 0] }]);
+      expect((await s.searchUserMemoryVectors({ userId: alice, model: m, vector: [1, 0, 0] })).map((h) => h.id)).toEqual([moved.id, gone.id]);
+
+      expect(await s.deleteUserMemory(alice, gone.id)).toBe(true);
+      expect((await s.searchUserMemoryVectors({ userId: alice, model: m, vector: [0, 1, 0] })).map((h) => h.id)).toEqual([moved.id]);
+      // A vector for a memory deleted meanwhile is not kept either.
+      await s.putUserMemoryEmbeddings(alice, m, [{ id: gone.id, text: gone.text, vector: [0, 1, 0] }]);
+      expect((await s.searchUserMemoryVectors({ userId: alice, model: m, vector: [0, 1, 0] })).map((h) => h.id)).toEqual([moved.id]);
+      // Made again under the same id, a memory starts without a vector.
+      await s.addUserMemory({ userId: alice, id: gone.id, text: gone.text });
+      expect(await s.missingUserMemoryEmbeddings(alice, m)).toEqual([{ id: gone.id, text: gone.text }]);
+
+      expect(await s.deleteUserMemories(alice)).toBe(2);
+      expect(await s.searchUserMemoryVectors({ userId: alice, model: m, vector: [1, 0, 0] })).toEqual([]);
+    });
+
+    it("refuses a vector whose length differs from the model's", async (ctx) => {
+      const s = vectors(ctx);
+      const alice = user();
+      const m = model();
+      const [a, b] = [await s.addUserMemory({ userId: alice, text: "a" }), await s.addUserMemory({ userId: alice, text: "b" })];
+      await s.putUserMemoryEmbeddings(alice, m, [{ id: a.id, text: a.text, vector: [1, 0, 0] }]);
+      await expectCode(s.putUserMemoryEmbeddings(alice, m, [{ id: b.id, text: b.text, vector: [1, 0] }]), "embedding_dimension_mismatch");
+      await expectCode(s.searchUserMemoryVectors({ userId: alice, model: m, vector: [1, 0] }), "embedding_dimension_mismatch");
+      expect(await s.missingUserMemoryEmbeddings(alice, m)).toEqual([{ id: b.id, text: b.text }]);
     });
   });
 }

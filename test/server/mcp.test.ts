@@ -1,7 +1,8 @@
 /**
  * The MCP server through the official MCP client: over stdio (`threadkeep mcp` as a child process)
  * and over streamable HTTP (`/mcp` on the server, behind API keys). Every tool is listed and called,
- * the transcript resource is read, and another user's session is refused.
+ * the transcript resource is read, and another user's session (or memory) is refused; a memory pinned
+ * with `set_context_preferences` reaches the model through the proxy.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -23,6 +24,7 @@ let memory: Memory;
 let stack: Stack;
 let alice: string;
 let bob: string;
+let bobMemory: string;
 
 beforeAll(async () => {
   memory = createMemory({ store: storeUrl });
@@ -39,6 +41,7 @@ beforeAll(async () => {
   );
   bob = (await memory.startSession({ userId: "bob" })).id;
   await memory.addMessages(bob, [{ role: "user", content: "bob's secret groceries" }], { userId: "bob" });
+  bobMemory = (await memory.memories.add({ text: "Bob keeps his groceries list secret" }, { userId: "bob" })).id;
   stack = await startStack({ store: storeUrl, apiKeys: { "key-alice": "alice", "key-bob": "bob" } });
 });
 afterAll(async () => {
@@ -162,10 +165,102 @@ describe.each(transports)("threadkeep MCP over %s", (_name, transport) => {
     expect(await memory.getState(bob, { userId: "bob" })).toEqual({ version: 0, data: {} });
   });
 
+  it("adds, lists, searches, reads, updates and deletes the user's memories", async () => {
+    const added = parsed(await call("add_memory", { text: "  Is vegetarian  ", metadata: { via: "mcp" } }));
+    expect(added).toMatchObject({ userId: "alice", text: "Is vegetarian", source: { kind: "hand" }, metadata: { via: "mcp" }, history: [] });
+    const other = parsed(await call("add_memory", { text: "Manager is Sam" }));
+    try {
+      const listed = parsed(await call("list_memories", {}));
+      expect(listed.memories.map((m: { id: string }) => m.id)).toEqual([other.id, added.id]);
+      const paged = parsed(await call("list_memories", { limit: 1 }));
+      expect(paged.memories.map((m: { id: string }) => m.id)).toEqual([other.id]);
+      expect(parsed(await call("list_memories", { limit: 1, cursor: paged.nextCursor })).memories[0].id).toBe(added.id);
+      const searched = parsed(await call("list_memories", { q: "my manager" }));
+      expect(searched.memories.map((m: { text: string }) => m.text)).toEqual(["Manager is Sam"]);
+      expect(parsed(await call("get_memory", { id: added.id }))).toEqual(added);
+      const updated = parsed(await call("update_memory", { id: added.id, text: "Is vegan" }));
+      expect(updated).toMatchObject({ id: added.id, text: "Is vegan", history: [{ text: "Is vegetarian", reason: "edit" }] });
+      expect((await memory.memories.get(added.id, { userId: "alice" }))?.text).toBe("Is vegan");
+      expect(parsed(await call("delete_memory", { id: added.id }))).toEqual({ id: added.id, deleted: true });
+      expect(await memory.memories.get(added.id, { userId: "alice" })).toBeNull();
+      const gone = (await call("get_memory", { id: added.id })) as ToolResult;
+      expect(gone.isError).toBe(true);
+      expect(parsed(gone).error.code).toBe("not_found");
+    } finally {
+      await memory.memories.delete(added.id, { userId: "alice" });
+      await memory.memories.delete(other.id, { userId: "alice" });
+    }
+  });
+
+  it("treats another user's memory as not found, and leaves it untouched", async () => {
+    for (const [name, args] of [
+      ["get_memory", { id: bobMemory }],
+      ["update_memory", { id: bobMemory, text: "Bob has no secrets" }],
+      ["delete_memory", { id: bobMemory }],
+    ] as const) {
+      const result = (await call(name, args)) as ToolResult;
+      expect(result.isError, name).toBe(true);
+      expect(parsed(result).error.code, name).toBe("not_found");
+    }
+    expect(parsed(await call("list_memories", { q: "groceries secret" })).memories).toEqual([]);
+    expect(await memory.memories.get(bobMemory, { userId: "bob" })).toMatchObject({ text: "Bob keeps his groceries list secret", history: [] });
+  });
+
+  it("answers bad memory input as a tool error", async () => {
+    const empty = (await call("add_memory", { text: "   " })) as ToolResult;
+    expect(empty.isError).toBe(true);
+    expect(parsed(empty).error.code).toBe("invalid_request");
+    const long = (await call("add_memory", { text: "x".repeat(2_001) })) as ToolResult;
+    expect(long.isError).toBe(true);
+    expect(long.content[0].text).toMatch(/text/);
+    expect(parsed(await call("list_memories", {})).memories).toEqual([]);
+  });
+
   it("answers bad input as a tool error naming the field", async () => {
     const result = (await call("set_context_preferences", { session_id: alice, maxRecentMessages: 0 })) as ToolResult;
     expect(result.isError).toBe(true);
     expect(result.content[0].text).toMatch(/maxRecentMessages/);
+  });
+});
+
+describe("set_context_preferences memory_ids through the proxy", () => {
+  it("brings a pinned memory into the model's context that the token share left out before", async () => {
+    const pinStack = await startStack({ apiKeys: { "key-ann": "ann" }, memoryOptions: { tokenBudget: 2000 } });
+    const client = new Client({ name: "threadkeep-test", version: "1.0.0" });
+    try {
+      const store = await pinStack.memory.store();
+      // The oldest memory, and unrelated to the message: without the pin it is the first left out.
+      const pinned = await store.addUserMemory({ userId: "ann", text: "Manager is Sam", createdAt: 1_000 });
+      for (let i = 0; i < 30; i++) {
+        await store.addUserMemory({ userId: "ann", text: `Collects stamps from country number ${i} and keeps them in album ${i}`, createdAt: 2_000 + i });
+      }
+      const session = crypto.randomUUID();
+      const turn = async (text: string) => {
+        const res = await pinStack.request("POST", "/v1/chat/completions", {
+          headers: { authorization: "Bearer key-ann", "x-session-id": session },
+          body: { model: "chat-model", messages: [{ role: "user", content: text }] },
+        });
+        expect(res.status).toBe(200);
+        await res.json();
+        const sent = pinStack.fake.chatRequests().at(-1)!.body.messages as { role: string; content: string }[];
+        return sent.find((m) => m.role === "system" && m.content.startsWith("What you know about the user"))?.content ?? "";
+      };
+      // Unpinned, the share holds only some memories: related stamps, not "Manager is Sam".
+      const before = await turn("Tell me about my stamp albums");
+      expect(before).toContain("Collects stamps");
+      expect(before).not.toContain(pinned.id);
+
+      await client.connect(new StreamableHTTPClientTransport(new URL(`${pinStack.url}/mcp`), { requestInit: { headers: { Authorization: "Bearer key-ann" } } }));
+      const set = await client.callTool({ name: "set_context_preferences", arguments: { session_id: session, memory_ids: [pinned.id], sticky: true } });
+      expect(parsed(set)).toMatchObject({ memoryIds: [pinned.id], sticky: true });
+
+      const after = await turn("Tell me about my stamp albums");
+      expect(after).toContain(`- [${pinned.id}] Manager is Sam`);
+      expect(after).toContain("Collects stamps");
+    } finally {
+      await client.close();
+      await pinStack.close();
+    }
   });
 });
 

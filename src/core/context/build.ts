@@ -12,6 +12,7 @@ import { recallQuery, withRecall } from "./recall.js";
 import { findUserRecall } from "./recall-user.js";
 import { encodingForModel, messageTexts, TokenCounter } from "./tokens.js";
 import type { AssembledContext } from "./types.js";
+import type { MemorySemantics } from "../memory/user-memories.js";
 import type { UserMemory } from "../store-types.js";
 import type { FullStore } from "../types.js";
 import type { TokenCounter as Counter } from "./tokens.js";
@@ -78,7 +79,7 @@ export async function buildContext(core: MemoryCore, sessionId: string, options:
   const preferences = recall?.preferences ?? loaded.preferences;
   const memories =
     userMemories && preferences?.memories !== false
-      ? await memoryNote(store, userId, userMemories, {
+      ? await memoryNote(store, userId, userMemories, core.vectors ? { vectors: core.vectors, minScore: core.recall.minScore } : undefined, {
           query: recallQuery(input),
           pinned: preferences?.memoryIds,
           budget: Math.floor(tokenBudget * core.memoryContext.share),
@@ -130,11 +131,17 @@ async function readUserMemories(
   }
 }
 
-/** The memory note of a turn: pinned memories older than the listed ones are read by id. */
+/**
+ * The memory note of a turn: pinned memories older than the listed ones are read by id. When the
+ * memories do not all fit and there is an embedder, they are ranked again with their closeness in
+ * meaning to the new message (hybrid): one query embedding (shared with the turn's recalls) and one
+ * store read, only on such turns. A failure there leaves the lexical ranking (logged).
+ */
 async function memoryNote(
   store: FullStore,
   userId: string,
   listed: UserMemory[],
+  semantics: MemorySemantics | undefined,
   request: { query: string; pinned?: string[]; budget: number; counter: Counter },
 ): Promise<{ note: string | null; report: MemoriesInContext } | undefined> {
   const known = new Set(listed.map((m) => m.id));
@@ -145,6 +152,14 @@ async function memoryNote(
     memories = [...listed, ...read.filter((m): m is UserMemory => m !== null && m.userId === userId)];
   }
   if (memories.length === 0 && unlisted.length === 0) return undefined;
-  return selectMemories(memories, request);
+  const lexical = selectMemories(memories, request);
+  if (lexical.report.omitted === 0 || !semantics || !request.query) return lexical;
+  try {
+    const hits = await semantics.vectors.searchUserMemories(store, { userId, text: request.query, limit: memories.length, minScore: semantics.minScore });
+    return hits.length > 0 ? selectMemories(memories, { ...request, closeness: new Map(hits.map((h) => [h.id, h.score])) }) : lexical;
+  } catch (error) {
+    console.warn(`[threadkeep] ranking the memories of user ${userId} by meaning failed; ranked by words only: ${error}`);
+    return lexical;
+  }
 }
 

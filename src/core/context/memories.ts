@@ -2,8 +2,10 @@
  * Memories in the context: each turn brings what is known about the user from all their sessions,
  * as one system note listing each memory with its id. All of them while the note fits the memory
  * share of the token budget; when it does not, the ones pinned by `memoryIds` first, then the most
- * related to the new message (lexical overlap), then the most recently updated, while they fit.
+ * related to the new message (lexical overlap; with an embedder, fused with closeness in meaning, as
+ * hybrid search fuses messages), then the most recently updated, while they fit.
  */
+import { reciprocalRankFusion } from "../search.js";
 import type { UserMemory } from "../store-types.js";
 import type { TokenCounter } from "./tokens.js";
 
@@ -23,8 +25,12 @@ export const DEFAULT_MEMORY_CONTEXT: Required<MemoryContextOptions> = { enabled:
 /** A memory included in the context, and why. */
 export interface IncludedMemory {
   id: string;
-  /** `all`: every memory fit; `pinned`: asked for by `memoryIds`; `related`: shares words with the new message (`score`); `recent`: what room was left. */
+  /**
+   * `all`: every memory fit; `pinned`: asked for by `memoryIds`; `related`: shares words with the new
+   * message or, with an embedder, is close to it in meaning; `recent`: what room was left.
+   */
   reason: "all" | "pinned" | "related" | "recent";
+  /** How related (`related` only): the lexical score, or with an embedder the fused rank score. */
   score?: number;
 }
 
@@ -71,12 +77,29 @@ export function renderMemoryNote(memories: readonly Pick<UserMemory, "id" | "tex
 }
 
 /**
- * Picks the memories of one turn within `budget` tokens: all when they fit, else pinned, related,
- * then recent ones while the note fits. Returns the note (null when none) and the report.
+ * How related each memory is to `query`, by id (only related ones): the lexical score; with
+ * `closeness` (cosine similarity of the memories close in meaning), the reciprocal-rank fusion of the
+ * lexical order and the order by meaning.
+ */
+export function relatedMemories(memories: readonly UserMemory[], query: string, closeness?: ReadonlyMap<string, number>): Map<string, number> {
+  const words_ = new Set(words(query));
+  const lexical = memories
+    .map((m) => ({ m, score: lexicalScore(words_, m.text) }))
+    .filter((x) => x.score > 0)
+    .sort((a, b) => b.score - a.score || b.m.updatedAt - a.m.updatedAt);
+  if (!closeness || closeness.size === 0) return new Map(lexical.map((x) => [x.m.id, x.score]));
+  const close = memories.filter((m) => closeness.has(m.id)).sort((a, b) => closeness.get(b.id)! - closeness.get(a.id)! || b.updatedAt - a.updatedAt);
+  return new Map(reciprocalRankFusion([lexical.map((x) => x.m), close], (m) => m.id).map(({ item, score }) => [item.id, score]));
+}
+
+/**
+ * Picks the memories of one turn within `budget` tokens: all when they fit, else pinned, related (see
+ * {@link relatedMemories}), then recent ones while the note fits. Returns the note (null when none)
+ * and the report.
  */
 export function selectMemories(
   memories: readonly UserMemory[],
-  request: { query: string; pinned?: readonly string[]; budget: number; counter: TokenCounter },
+  request: { query: string; pinned?: readonly string[]; budget: number; counter: TokenCounter; closeness?: ReadonlyMap<string, number> },
 ): { note: string | null; report: MemoriesInContext } {
   const { budget, counter } = request;
   const noteTokens = (list: readonly UserMemory[]) => counter.message({ role: "system", content: renderMemoryNote(list) });
@@ -91,8 +114,8 @@ export function selectMemories(
     const included = all.map((m): IncludedMemory => ({ id: m.id, reason: pinnedIds.has(m.id) ? "pinned" : "all" }));
     return { note: renderMemoryNote(all), report: { included, omitted: 0, tokens: whole, budget, ...extra } };
   }
-  const query = new Set(words(request.query));
-  const scored = memories.map((m) => ({ m, score: pinnedIds.has(m.id) ? Number.POSITIVE_INFINITY : lexicalScore(query, m.text) }));
+  const related = relatedMemories(memories, request.query, request.closeness);
+  const scored = memories.map((m) => ({ m, score: pinnedIds.has(m.id) ? Number.POSITIVE_INFINITY : (related.get(m.id) ?? 0) }));
   scored.sort((a, b) => b.score - a.score || b.m.updatedAt - a.m.updatedAt);
   const chosen: UserMemory[] = [];
   const reasons = new Map<string, IncludedMemory>();
@@ -109,7 +132,7 @@ export function selectMemories(
       score === Number.POSITIVE_INFINITY
         ? { id: m.id, reason: "pinned" }
         : score > 0
-          ? { id: m.id, reason: "related", score: Math.round(score * 1000) / 1000 }
+          ? { id: m.id, reason: "related", score: Math.round(score * 10_000) / 10_000 }
           : { id: m.id, reason: "recent" },
     );
   }

@@ -37,10 +37,12 @@ export class Memory implements SessionMemory {
     this.#core = new MemoryCore(options);
     this.#state = new StateApi(this.#core, (text, searchOptions) => this.search(text, searchOptions));
     this.settings = this.#core.settings;
+    const vectors = this.#core.vectors;
     this.memories = new UserMemories({
       store: this.#core.store,
       owner: (options) => this.#core.owner(options),
       sessionLive: (id, userId) => this.#core.isLive(id, userId),
+      semantics: vectors ? { vectors, minScore: this.#core.recall.minScore } : undefined,
     });
     if (options.sweepIntervalMs) {
       this.#sweep = setInterval(() => {

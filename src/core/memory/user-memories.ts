@@ -3,8 +3,11 @@
  * the session they were said in, written by hand or by the model, each with its history. Every call is
  * one user's (`userId`, else the default user): another user's memory reads as missing.
  */
+import type { BackgroundEmbedder } from "../embeddings.js";
 import { ThreadkeepError } from "../errors.js";
+import { reciprocalRankFusion } from "../search.js";
 import { checkJson } from "../json-limits.js";
+import { relevanceTerms } from "../store/relevance.js";
 import { memoryPageLimit } from "../store/user-memories.js";
 import { memoryWritten } from "../store/memory-presence.js";
 import type { FullStore, ListOptions, UserMemory, UserMemoryPage, UserMemorySource } from "../types.js";
@@ -42,7 +45,10 @@ export interface UserMemoryEdit {
 
 /** Options of {@link UserMemories.list}. */
 export interface UserMemoryListOptions extends OwnerOptions, ListOptions {
-  /** Ranks the user's memories by relevance to this text (lexical) instead of newest first; only matches are listed. */
+  /**
+   * Ranks the user's memories by relevance to this text instead of newest first; only related ones are
+   * listed: sharing words with it (lexical), or, with an embedder, also close to it in meaning (hybrid).
+   */
   q?: string;
 }
 
@@ -89,10 +95,12 @@ export function isMemoryId(id: unknown): id is string {
   return typeof id === "string" && id.length > 0 && id.length <= MAX_MEMORY_ID_LENGTH;
 }
 
-/** The words of a text for lexical ranking: lower-case letters and digits, a plural `s` dropped. */
+/**
+ * The words of a text for lexical ranking, as sessions' search ranks messages: lower-case letters and
+ * digits, English stopwords dropped ("who is my manager" matches on "manager" alone), Porter-stemmed.
+ */
 export function memoryTerms(text: string): string[] {
-  const words = text.toLowerCase().normalize("NFKC").match(/[\p{L}\p{N}]+/gu) ?? [];
-  return words.map((w) => (w.length > 3 && w.endsWith("s") && !w.endsWith("ss") ? w.slice(0, -1) : w));
+  return relevanceTerms(text.normalize("NFKC"));
 }
 
 /**
@@ -141,6 +149,35 @@ export interface UserMemoriesInit {
   owner: (options?: OwnerOptions) => string;
   /** True when the user's session exists (and has not expired): a memory drawn from it links there. */
   sessionLive: (sessionId: string, userId: string) => Promise<boolean>;
+  /** Ranking by meaning, with an embedder. */
+  semantics?: MemorySemantics;
+}
+
+/** Memories the vector side of a hybrid ranking reads: more than a page, so fusion has something to weigh. */
+const SEMANTIC_DEPTH = 50;
+
+/** How memories are ranked by meaning: the embedder, and the least cosine similarity that counts as related. */
+export interface MemorySemantics {
+  vectors: BackgroundEmbedder;
+  minScore: number;
+}
+
+/**
+ * Ranks memories for `query`, best first: by words ({@link rankMemories}) and, with `closeness` (cosine
+ * similarity by id, only the related ones), fused with the order by meaning (reciprocal-rank fusion, as
+ * hybrid search fuses messages). A memory related either way is kept.
+ */
+export function rankMemoriesHybrid<M extends Pick<UserMemory, "text" | "updatedAt" | "id">>(
+  memories: M[],
+  query: string,
+  closeness?: ReadonlyMap<string, number>,
+): { memory: M; score: number }[] {
+  const lexical = rankMemories(memories, query);
+  if (!closeness || closeness.size === 0) return lexical;
+  const close = memories.filter((m) => closeness.has(m.id)).sort((a, b) => closeness.get(b.id)! - closeness.get(a.id)! || (a.id < b.id ? -1 : 1));
+  return reciprocalRankFusion([lexical.map((r) => r.memory), close], (m) => m.id)
+    .map(({ item, score }) => ({ memory: item, score }))
+    .sort((x, y) => y.score - x.score || y.memory.updatedAt - x.memory.updatedAt || (x.memory.id < y.memory.id ? 1 : -1));
 }
 
 /** `memory.memories`: one user's memories (see the file's comment). */
@@ -148,11 +185,27 @@ export class UserMemories {
   readonly #store: Promise<FullStore>;
   readonly #owner: (options?: OwnerOptions) => string;
   readonly #sessionLive: UserMemoriesInit["sessionLive"];
+  readonly #semantics?: MemorySemantics;
 
   constructor(init: UserMemoriesInit) {
     this.#store = init.store;
     this.#owner = init.owner;
     this.#sessionLive = init.sessionLive;
+    this.#semantics = init.semantics;
+  }
+
+  /** Embeds the user's new or changed memories in the background (with an embedder and a store that keeps their vectors). */
+  #written(store: FullStore, userId: string): void {
+    this.#semantics?.vectors.scheduleUserMemories(store, userId);
+  }
+
+  /**
+   * Embeds, in the background, the user's memories without a vector of their current text (nothing
+   * without an embedder, or with a store that keeps no memory vectors). The writes of this API do it
+   * themselves; call it after writing memories to the store directly. `memory.idle()` waits for it.
+   */
+  async scheduleEmbedding(options: OwnerOptions = {}): Promise<void> {
+    if (this.#semantics) this.#written(await this.#store, this.#owner(options));
   }
 
   /**
@@ -180,6 +233,7 @@ export class UserMemories {
     const userId = this.#owner(options);
     const added = await store.addUserMemory({ userId, text, metadata, source, id: input.id });
     memoryWritten(store, userId);
+    this.#written(store, userId);
     return (await this.#withSources(userId, [added]))[0];
   }
 
@@ -192,8 +246,9 @@ export class UserMemories {
   }
 
   /**
-   * The user's memories, most recently updated first; with `q`, those that share a word with it, most
-   * relevant first (a lexical ranking over up to {@link MAX_MEMORIES_READ} of them).
+   * The user's memories, most recently updated first; with `q`, those related to it, most relevant
+   * first (over up to {@link MAX_MEMORIES_READ} of them): lexical, or hybrid with an embedder (see
+   * {@link rankMemoriesHybrid}). An embedder that fails leaves the lexical ranking (logged).
    */
   async list(options: UserMemoryListOptions = {}): Promise<UserMemoryPage> {
     const userId = this.#owner(options);
@@ -204,9 +259,23 @@ export class UserMemories {
     }
     if (typeof options.q !== "string" || options.q.length > MAX_MEMORY_TEXT_LENGTH) throw invalid(`q must be a string of at most ${MAX_MEMORY_TEXT_LENGTH} characters`);
     const offset = options.cursor ? decodeOffset(options.cursor) : 0;
-    const ranked = rankMemories(await this.all({ userId }), options.q);
+    const [memories, closeness] = await Promise.all([this.all({ userId }), this.#closeness(userId, options.q)]);
+    const ranked = rankMemoriesHybrid(memories, options.q, closeness);
     const page = ranked.slice(offset, offset + limit).map((r) => r.memory);
     return { memories: await this.#withSources(userId, page), nextCursor: ranked.length > offset + limit ? encodeOffset(offset + limit) : null };
+  }
+
+  /** Cosine similarity by id of the user's memories close to `text` in meaning; none without an embedder. */
+  async #closeness(userId: string, text: string): Promise<Map<string, number> | undefined> {
+    if (!this.#semantics || text.trim() === "") return undefined;
+    const { vectors, minScore } = this.#semantics;
+    try {
+      const hits = await vectors.searchUserMemories(await this.#store, { userId, text, limit: SEMANTIC_DEPTH, minScore });
+      return new Map(hits.map((h) => [h.id, h.score]));
+    } catch (error) {
+      console.warn(`[threadkeep] ranking the memories of user ${userId} by meaning failed; ranked by words only: ${error}`);
+      return undefined;
+    }
   }
 
   /**
@@ -237,8 +306,10 @@ export class UserMemories {
     if (text === undefined && metadata === undefined) throw invalid("An edit needs text or metadata");
     if (edit.reason !== undefined && (typeof edit.reason !== "string" || edit.reason.length > 64)) throw invalid("reason must be a string of at most 64 characters");
     if (!isMemoryId(id)) throw new ThreadkeepError("not_found", "Memory not found");
+    const store = await this.#store;
     const userId = this.#owner(options);
-    const updated = await (await this.#store).updateUserMemory(userId, id, { text, metadata, reason: edit.reason ?? "edit" });
+    const updated = await store.updateUserMemory(userId, id, { text, metadata, reason: edit.reason ?? "edit" });
+    if (text !== undefined) this.#written(store, userId);
     return (await this.#withSources(userId, [updated]))[0];
   }
 

@@ -1,6 +1,7 @@
 /**
  * threadkeep as a Model Context Protocol server: tools over one user's sessions (list, read, search,
- * recall, the context a turn would send, context preferences, conversational state) and each session's
+ * recall, the context a turn would send, context preferences, conversational state) and memories (list
+ * or search, get, add, update, delete: `memory.memories`, as `/v1/memories`), and each session's
  * transcript as a resource. The same server runs over stdio (`threadkeep mcp`) and streamable HTTP
  * (`/mcp` on `threadkeep serve`). Input schemas are the zod schemas the HTTP API validates with.
  */
@@ -9,8 +10,9 @@ import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { contextPreferencesSchema, SET_CONTEXT_PREFERENCES } from "../../core/context/preferences.js";
 import { formatTranscript } from "../../core/context/summarize.js";
-import { isThreadkeepError } from "../../core/errors.js";
+import { isThreadkeepError, ThreadkeepError } from "../../core/errors.js";
 import type { Memory } from "../../core/memory/memory.js";
+import { MAX_MEMORY_ID_LENGTH, MAX_MEMORY_TEXT_LENGTH } from "../../core/memory/user-memories.js";
 import { conversationPatchSchema } from "../../core/state/conversation.js";
 import { DEFAULT_NEIGHBOURS, SearchParams } from "../routes/search.js";
 import { ListQuery, MessagesQuery } from "../routes/sessions.js";
@@ -36,12 +38,23 @@ export const MCP_TOOLS = [
   "update_conversation_state",
   "add_reference",
   "set_pending_confirmation",
+  "list_memories",
+  "get_memory",
+  "add_memory",
+  "update_memory",
+  "delete_memory",
 ] as const;
 
 /** The transcript resource of a session. */
 export const TRANSCRIPT_TEMPLATE = "threadkeep://sessions/{sessionId}/transcript";
 
 const sessionId = z.string().min(1).describe("The session id (a UUID, or user_{uuid}_conv_{uuid}).");
+
+const memoryId = z.string().min(1).max(MAX_MEMORY_ID_LENGTH).describe("The memory id (as list_memories shows it).");
+const memoryText = z.string().max(MAX_MEMORY_TEXT_LENGTH).describe("One short statement about the user, e.g. \"Is vegetarian\".");
+
+/** Another user's memory reads exactly as one that does not exist (as `/v1/memories/{id}` answers 404). */
+const memoryNotFound = (id: string) => new ThreadkeepError("not_found", `Memory ${id} not found`);
 
 const json = (value: unknown): CallToolResult => ({
   content: [{ type: "text", text: JSON.stringify(value, null, 2) }],
@@ -185,6 +198,54 @@ export function createMcpServer(options: McpServerOptions): McpServer {
     },
     ({ session_id, ttl_ms, ...input }) =>
       attempt(() => memory.setPendingConfirmation(session_id, { ...input, ttlMs: ttl_ms }, owner)),
+  );
+  server.registerTool(
+    "list_memories",
+    {
+      description:
+        "List what is remembered about the user (memories), most recently updated first; with q, those related to it, most related first. Pass nextCursor back as cursor for more.",
+      inputSchema: {
+        q: z.string().max(MAX_MEMORY_TEXT_LENGTH).optional().describe("Rank by relevance to this text."),
+        limit: z.int().min(1).max(100).optional(),
+        cursor: z.string().min(1).max(1_000).optional(),
+      },
+    },
+    (args) => attempt(() => memory.memories.list({ ...owner, q: args.q?.trim() ? args.q : undefined, limit: args.limit ?? 50, cursor: args.cursor })),
+  );
+  server.registerTool(
+    "get_memory",
+    { description: "Read one memory about the user, with where it came from and its earlier texts.", inputSchema: { id: memoryId } },
+    ({ id }) =>
+      attempt(async () => {
+        const found = await memory.memories.get(id, owner);
+        if (!found) throw memoryNotFound(id);
+        return found;
+      }),
+  );
+  server.registerTool(
+    "add_memory",
+    {
+      description: "Remember a durable fact about the user for later conversations (the user can see and correct it).",
+      inputSchema: { text: memoryText, metadata: z.record(z.string(), z.unknown()).optional() },
+    },
+    (args) => attempt(() => memory.memories.add(args, owner)),
+  );
+  server.registerTool(
+    "update_memory",
+    {
+      description: "Correct a memory about the user: the new text replaces it (the old one is kept in its history).",
+      inputSchema: { id: memoryId, text: memoryText },
+    },
+    ({ id, text }) => attempt(() => memory.memories.update(id, { text }, owner)),
+  );
+  server.registerTool(
+    "delete_memory",
+    { description: "Forget a memory about the user, with its history.", inputSchema: { id: memoryId } },
+    ({ id }) =>
+      attempt(async () => {
+        if (!(await memory.memories.delete(id, owner))) throw memoryNotFound(id);
+        return { id, deleted: true };
+      }),
   );
 
   server.registerResource(

@@ -191,6 +191,7 @@ export class MemoryExtractor {
       source: { kind: "session", sessionId, seqs: turn.filter((m) => m.role === "user").map((m) => m.seq) },
       count: (op, result) => metrics.memoryOperations.inc({ op, result }),
     });
+    if (changed > 0) await memory.memories.scheduleEmbedding({ userId });
     await this.#mark(userId, sessionId, toSeq);
     return changed > 0 ? "applied" : "nothing";
   }

@@ -1,15 +1,41 @@
 /**
  * The file store's memories about users: one JSONL file per user, `<dir>/memories/<hash>.jsonl`, a
  * memory (with its history) per line. Every change rewrites the user's file at once (memories are few
- * and short), so a deleted memory or an erased user leaves no old line behind on disk.
+ * and short), so a deleted memory or an erased user leaves no old line behind on disk. A memory's
+ * embedding rides in its line (`embedding`: model, the text it was made from, float32 base64), so it
+ * goes with the memory; a changed text drops it.
  */
 import { createHash } from "node:crypto";
 import { mkdir, readFile, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { ThreadkeepError } from "../../core/errors.js";
 import { applyMemoryPatch, memoryFromInput, pageUserMemories } from "../../core/store/user-memories.js";
-import type { ListOptions, UserMemory, UserMemoryInput, UserMemoryPage, UserMemoryPatch } from "../../core/types.js";
+import type {
+  ListOptions,
+  UserMemory,
+  UserMemoryEmbeddingInput,
+  UserMemoryInput,
+  UserMemoryPage,
+  UserMemoryPatch,
+  UserMemoryVectorHit,
+  UserMemoryVectorQuery,
+} from "../../core/types.js";
+import { memoryVectorsToKeep, missingMemoryVectors, packVector, scanMemoryVectors, type StoredMemoryVector, unpackVector } from "../_vectors.js";
 import { errnoOf, fsError, KeyedSerial, writeAtomically } from "./_io.js";
+
+/** A memory as its line holds it: with its embedding, if it has one. */
+type Stored = UserMemory & { embedding?: { model: string; text: string; vector: string } };
+
+/** The memory without what only the file keeps. */
+function bare(stored: Stored): UserMemory {
+  const { embedding: _embedding, ...memory } = stored;
+  return structuredClone(memory);
+}
+
+function vectorOf(stored: Stored | undefined): StoredMemoryVector | undefined {
+  const e = stored?.embedding;
+  return e ? { model: e.model, text: e.text, vector: unpackVector(Buffer.from(e.vector, "base64")) } : undefined;
+}
 
 /** The memory calls of the file store over `dir`. */
 export class UserMemoryFiles {
@@ -29,7 +55,7 @@ export class UserMemoryFiles {
     return join(this.#dir, `${createHash("sha256").update(userId).digest("hex").slice(0, 40)}.jsonl`);
   }
 
-  async #read(userId: string): Promise<Map<string, UserMemory>> {
+  async #read(userId: string): Promise<Map<string, Stored>> {
     const path = this.#path(userId);
     let text: string;
     try {
@@ -38,11 +64,11 @@ export class UserMemoryFiles {
       if (errnoOf(error) === "ENOENT") return new Map();
       throw fsError(error, `read ${path}`);
     }
-    const out = new Map<string, UserMemory>();
+    const out = new Map<string, Stored>();
     for (const [i, line] of text.split("\n").entries()) {
       if (line.trim() === "") continue;
       try {
-        const memory = JSON.parse(line) as UserMemory;
+        const memory = JSON.parse(line) as Stored;
         // A hash shared by two users (never seen, but cheap to rule out) keeps each to their own.
         if (memory.userId === userId && typeof memory.id === "string") out.set(memory.id, memory);
       } catch {
@@ -52,7 +78,7 @@ export class UserMemoryFiles {
     return out;
   }
 
-  async #write(userId: string, memories: Map<string, UserMemory>): Promise<void> {
+  async #write(userId: string, memories: Map<string, Stored>): Promise<void> {
     const path = this.#path(userId);
     try {
       if (memories.size === 0) {
@@ -69,7 +95,7 @@ export class UserMemoryFiles {
   }
 
   /** Reads, changes and rewrites one user's file, one change at a time per user. */
-  #change<T>(userId: string, fn: (memories: Map<string, UserMemory>) => T): Promise<T> {
+  #change<T>(userId: string, fn: (memories: Map<string, Stored>) => T): Promise<T> {
     return this.#serial.run(userId, async () => {
       const memories = await this.#read(userId);
       const result = fn(memories);
@@ -88,21 +114,43 @@ export class UserMemoryFiles {
   }
 
   async get(userId: string, id: string): Promise<UserMemory | null> {
-    return (await this.#read(userId)).get(id) ?? null;
+    const stored = (await this.#read(userId)).get(id);
+    return stored ? bare(stored) : null;
   }
 
   async list(userId: string, options?: ListOptions): Promise<UserMemoryPage> {
-    return pageUserMemories((await this.#read(userId)).values(), options);
+    return pageUserMemories([...(await this.#read(userId)).values()].map(bare), options);
   }
 
   update(userId: string, id: string, patch: UserMemoryPatch): Promise<UserMemory> {
     return this.#change(userId, (memories) => {
       const memory = memories.get(id);
       if (!memory) throw new ThreadkeepError("not_found", `Memory ${id} not found`);
-      const next = applyMemoryPatch(memory, patch);
+      const next: Stored = applyMemoryPatch(memory, patch);
+      if (next.embedding && next.embedding.text !== next.text) delete next.embedding;
       memories.set(id, next);
-      return structuredClone(next);
+      return bare(next);
     });
+  }
+
+  putEmbeddings(userId: string, model: string, items: UserMemoryEmbeddingInput[]): Promise<void> {
+    return this.#change(userId, (memories) => {
+      const keep = memoryVectorsToKeep(model, items, [...memories.values()].map(vectorOf));
+      for (const [id, v] of keep) {
+        const memory = memories.get(id);
+        if (memory && memory.text === v.text) memory.embedding = { model, text: v.text, vector: packVector(v.vector).toString("base64") };
+      }
+    });
+  }
+
+  async missingEmbeddings(userId: string, model: string, limit: number): Promise<{ id: string; text: string }[]> {
+    const memories = await this.#read(userId);
+    return missingMemoryVectors(memories.values(), (id) => vectorOf(memories.get(id)), model, limit);
+  }
+
+  async searchVectors(query: UserMemoryVectorQuery): Promise<UserMemoryVectorHit[]> {
+    const memories = await this.#read(query.userId);
+    return scanMemoryVectors(memories.values(), (id) => vectorOf(memories.get(id)), query);
   }
 
   delete(userId: string, id: string): Promise<boolean> {

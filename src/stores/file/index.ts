@@ -14,6 +14,7 @@ import { validateMessages } from "../../core/messages.js";
 import type {
   FullStore,
   VectorStore,
+  UserMemoryVectorStore,
   AppendOptions,
   ListOptions,
   MessageInput,
@@ -68,7 +69,7 @@ export interface FileStoreOptions {
  * A store of one JSONL file per session. Writes are single appends of complete lines, so a crash can
  * only tear the last line; bad lines found on load are quarantined, never dropped.
  */
-export function createFileStore(options: FileStoreOptions): FullStore & VectorStore {
+export function createFileStore(options: FileStoreOptions): FullStore & VectorStore & UserMemoryVectorStore {
   const dir = resolve(options.dir);
   const files = new SessionFiles({
     dir,
@@ -141,7 +142,7 @@ export function createFileStore(options: FileStoreOptions): FullStore & VectorSt
     });
   };
 
-  const store: FullStore & VectorStore = {
+  const store: FullStore & VectorStore & UserMemoryVectorStore = {
     name: FILE_STORE_NAME,
     capabilities: { persistent: true, fullTextSearch: false, crossProcessLease: false, nativeExpiry: false, vectors: true, ownerScope: true, guardedAppends: true, idempotentWrites: true },
     ...sidecarVectors(() => store, fileVectorSidecar(dir)),
@@ -205,6 +206,21 @@ export function createFileStore(options: FileStoreOptions): FullStore & VectorSt
     async deleteUserMemories(userId) {
       await ensureReady();
       return memories.deleteAll(userId);
+    },
+
+    async putUserMemoryEmbeddings(userId, model, items) {
+      await ensureReady();
+      return memories.putEmbeddings(userId, model, items);
+    },
+
+    async missingUserMemoryEmbeddings(userId, model, limit = 100) {
+      await ensureReady();
+      return memories.missingEmbeddings(userId, model, limit);
+    },
+
+    async searchUserMemoryVectors(query) {
+      await ensureReady();
+      return memories.searchVectors(query);
     },
 
     async deleteSession(id) {

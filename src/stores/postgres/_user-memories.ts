@@ -1,7 +1,8 @@
-/** The PostgreSQL store's memories about users (table `user_memories`, schema version 16). */
+/** The PostgreSQL store's memories about users (table `user_memories`, schema version 17; their embeddings, version 18). */
 import { ThreadkeepError } from "../../core/errors.js";
 import { applyMemoryPatch, decodeMemoryCursor, memoryFromInput, memoryPageLimit, memoryPageOf } from "../../core/store/user-memories.js";
-import type { FullStore, UserMemory, UserMemoryStore } from "../../core/types.js";
+import type { FullStore, UserMemory, UserMemoryStore, UserMemoryVectorStore } from "../../core/types.js";
+import { checkDimensions, dimensionMismatch, normalize, packVector, scanMemoryVectors, unpackVector } from "../_vectors.js";
 import type { PgSql } from "./_client.js";
 import type { PgRun } from "./_operations.js";
 
@@ -27,10 +28,13 @@ const fromRow = (row: Row): UserMemory => ({
   history: JSON.parse(row.history),
 });
 
+/** What a memory's row is read as: its embedding is read only by the vector calls. */
+const COLUMNS = "user_id, id, text, created_at, updated_at, source, metadata, history";
+
 const notFound = (id: string) => new ThreadkeepError("not_found", `Memory ${id} not found`);
 
 /** The memory methods of the store. */
-export function userMemoryMethods(run: PgRun): Pick<FullStore, keyof UserMemoryStore> {
+export function userMemoryMethods(run: PgRun): Pick<FullStore, keyof UserMemoryStore> & UserMemoryVectorStore {
   return {
     addUserMemory: (input) =>
       run("addUserMemory", async (sql) => {
@@ -45,7 +49,7 @@ export function userMemoryMethods(run: PgRun): Pick<FullStore, keyof UserMemoryS
 
     getUserMemory: (userId, id) =>
       run("getUserMemory", async (sql) => {
-        const [row] = await sql<Row[]>`SELECT * FROM user_memories WHERE user_id = ${userId} AND id = ${id}`;
+        const [row] = await sql<Row[]>`SELECT ${sql.unsafe(COLUMNS)} FROM user_memories WHERE user_id = ${userId} AND id = ${id}`;
         return row ? fromRow(row) : null;
       }),
 
@@ -55,9 +59,9 @@ export function userMemoryMethods(run: PgRun): Pick<FullStore, keyof UserMemoryS
         const cursor = options.cursor ? decodeMemoryCursor(options.cursor) : null;
         const rows = cursor
           ? await sql<Row[]>`
-              SELECT * FROM user_memories WHERE user_id = ${userId} AND (updated_at, id) < (${cursor.updatedAt}, ${cursor.id})
+              SELECT ${sql.unsafe(COLUMNS)} FROM user_memories WHERE user_id = ${userId} AND (updated_at, id) < (${cursor.updatedAt}, ${cursor.id})
               ORDER BY updated_at DESC, id DESC LIMIT ${limit + 1}`
-          : await sql<Row[]>`SELECT * FROM user_memories WHERE user_id = ${userId} ORDER BY updated_at DESC, id DESC LIMIT ${limit + 1}`;
+          : await sql<Row[]>`SELECT ${sql.unsafe(COLUMNS)} FROM user_memories WHERE user_id = ${userId} ORDER BY updated_at DESC, id DESC LIMIT ${limit + 1}`;
         return memoryPageOf(rows.map(fromRow), limit);
       }),
 
@@ -65,12 +69,14 @@ export function userMemoryMethods(run: PgRun): Pick<FullStore, keyof UserMemoryS
       run("updateUserMemory", (sql) =>
         sql.begin(async (tx) => {
           const t = tx as unknown as PgSql;
-          const [row] = await t<Row[]>`SELECT * FROM user_memories WHERE user_id = ${userId} AND id = ${id} FOR UPDATE`;
+          const [row] = await t<Row[]>`SELECT ${t.unsafe(COLUMNS)} FROM user_memories WHERE user_id = ${userId} AND id = ${id} FOR UPDATE`;
           if (!row) throw notFound(id);
           const next = applyMemoryPatch(fromRow(row), patch);
           await t`
             UPDATE user_memories SET text = ${next.text}, updated_at = ${next.updatedAt}, metadata = ${JSON.stringify(next.metadata)},
-              history = ${JSON.stringify(next.history)}
+              history = ${JSON.stringify(next.history)},
+              embedding = CASE WHEN text = ${next.text} THEN embedding END,
+              embedding_model = CASE WHEN text = ${next.text} THEN embedding_model END
             WHERE user_id = ${userId} AND id = ${id}`;
           return next;
         }) as Promise<UserMemory>,
@@ -80,5 +86,45 @@ export function userMemoryMethods(run: PgRun): Pick<FullStore, keyof UserMemoryS
       run("deleteUserMemory", async (sql) => (await sql`DELETE FROM user_memories WHERE user_id = ${userId} AND id = ${id}`).count > 0),
 
     deleteUserMemories: (userId) => run("deleteUserMemories", async (sql) => (await sql`DELETE FROM user_memories WHERE user_id = ${userId}`).count),
+
+    putUserMemoryEmbeddings: (userId, model, items) =>
+      run("putUserMemoryEmbeddings", async (sql) => {
+        if (items.length === 0) return;
+        await sql.begin(async (tx) => {
+          const t = tx as unknown as PgSql;
+          await t`INSERT INTO embedding_models (model, dims) VALUES (${model}, ${items[0].vector.length}) ON CONFLICT DO NOTHING`;
+          const [row] = await t<{ dims: number }[]>`SELECT dims FROM embedding_models WHERE model = ${model}`;
+          for (const item of items) checkDimensions(model, row?.dims, item.vector.length);
+          // Pipelined in the transaction; a memory gone, or whose text changed since, matches no row.
+          await Promise.all(
+            items.map(
+              (item) => t`
+                UPDATE user_memories SET embedding_model = ${model}, embedding = ${packVector(normalize(item.vector))}
+                WHERE user_id = ${userId} AND id = ${item.id} AND text = ${item.text}`,
+            ),
+          );
+        });
+      }),
+
+    missingUserMemoryEmbeddings: (userId, model, limit = 100) =>
+      run("missingUserMemoryEmbeddings", (sql) =>
+        sql<{ id: string; text: string }[]>`
+          SELECT id, text FROM user_memories
+          WHERE user_id = ${userId} AND (embedding IS NULL OR embedding_model IS DISTINCT FROM ${model})
+          ORDER BY updated_at DESC, id DESC LIMIT ${limit}`.then((rows) => rows.map((r) => ({ id: r.id, text: r.text }))),
+      ),
+
+    searchUserMemoryVectors: (query) =>
+      run("searchUserMemoryVectors", async (sql) => {
+        const [dims] = await sql<{ dims: number }[]>`SELECT dims FROM embedding_models WHERE model = ${query.model}`;
+        if (dims === undefined) return [];
+        if (dims.dims !== query.vector.length) throw dimensionMismatch(query.model, dims.dims, query.vector.length);
+        // One user's vectors (a few hundred, rarely thousands) compared here: see migrations/018-memory-vectors.ts.
+        const rows = await sql<{ id: string; text: string; embedding: Buffer }[]>`
+          SELECT id, text, embedding FROM user_memories
+          WHERE user_id = ${query.userId} AND embedding_model = ${query.model} AND embedding IS NOT NULL`;
+        const vectors = new Map(rows.map((r) => [r.id, { model: query.model, text: r.text, vector: unpackVector(r.embedding) }]));
+        return scanMemoryVectors(rows, (id) => vectors.get(id), query);
+      }),
   };
 }

@@ -7,6 +7,7 @@ import type {
   VectorQuery,
   FullStore,
   VectorStore,
+  UserMemoryVectorStore,
   AppendOptions,
   MessageInput,
   SearchQuery,
@@ -86,7 +87,7 @@ const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
  * with `lease_expired`, since writes check the holder with the fence (see `postgres/migrations/010-held-writes.ts`).
  * `acquireLease` grants durably.
  */
-export function createPostgresStore(options: PostgresStoreOptions): FullStore & VectorStore {
+export function createPostgresStore(options: PostgresStoreOptions): FullStore & VectorStore & UserMemoryVectorStore {
   const schema = options.schema ?? "public";
   if (!SCHEMA_NAME.test(schema)) {
     throw new ThreadkeepError(

@@ -4,11 +4,14 @@
  * `<prefix>m:{<hash>}:data`, a hash of memory id → the memory's JSON (with its history), and
  * `<prefix>m:{<hash>}:order`, a sorted set of ids scored by `updatedAt` (the listing order; ties by id,
  * as Redis orders equal scores). Memories have no TTL: they outlive the sessions they came from.
+ * Their embeddings are a third key, `<prefix>m:{<hash>}:vec`, a hash of memory id → `{ model, text,
+ * vector }` (the text it was made from: a vector of an older text is not read), deleted with the memory.
  */
 import { createHash } from "node:crypto";
 import { ThreadkeepError } from "../../core/errors.js";
 import { applyMemoryPatch, decodeMemoryCursor, memoryFromInput, memoryPageLimit, memoryPageOf } from "../../core/store/user-memories.js";
-import type { FullStore, UserMemory, UserMemoryStore } from "../../core/types.js";
+import type { FullStore, UserMemory, UserMemoryStore, UserMemoryVectorStore } from "../../core/types.js";
+import { memoryVectorsToKeep, missingMemoryVectors, packVector, scanMemoryVectors, type StoredMemoryVector, unpackVector } from "../_vectors.js";
 import type { RedisConnection } from "./_connection.js";
 import { script } from "./_scripts.js";
 
@@ -59,13 +62,41 @@ const PAGE_FIRST = script(
   { readOnly: true },
 );
 
+/** Stores embeddings of memories that exist. KEYS data, vec; ARGV id, json, id, json, … */
+const PUT_VECTORS = script(
+  "memory-vectors-put",
+  `for i = 1, #ARGV, 2 do
+     if redis.call('HEXISTS', KEYS[1], ARGV[i]) == 1 then redis.call('HSET', KEYS[2], ARGV[i], ARGV[i + 1]) end
+   end
+   return 1`,
+);
+
 const notFound = (id: string) => new ThreadkeepError("not_found", `Memory ${id} not found`);
 
 /** The memory methods of the Redis store. */
-export function redisUserMemories(db: RedisConnection, prefix: string): Pick<FullStore, keyof UserMemoryStore> {
+export function redisUserMemories(db: RedisConnection, prefix: string): Pick<FullStore, keyof UserMemoryStore> & UserMemoryVectorStore {
   const keysOf = (userId: string) => {
     const tag = createHash("sha256").update(userId).digest("hex").slice(0, 32);
-    return [`${prefix}m:{${tag}}:data`, `${prefix}m:{${tag}}:order`];
+    return [`${prefix}m:{${tag}}:data`, `${prefix}m:{${tag}}:order`, `${prefix}m:{${tag}}:vec`];
+  };
+  /** The user's memories and their vectors, read in one round trip. */
+  const withVectors = async (userId: string) => {
+    const [data, , vec] = keysOf(userId);
+    const [fields, vectorFields] = await db.transaction<[string[], string[]]>([
+      ["HGETALL", data],
+      ["HGETALL", vec],
+    ]);
+    const memories: UserMemory[] = [];
+    for (let i = 1; i < fields.length; i += 2) {
+      const memory = parse(userId, fields[i]);
+      if (memory) memories.push(memory);
+    }
+    const vectors = new Map<string, StoredMemoryVector>();
+    for (let i = 1; i < vectorFields.length; i += 2) {
+      const v = JSON.parse(vectorFields[i]) as { model: string; text: string; vector: string };
+      vectors.set(vectorFields[i - 1], { model: v.model, text: v.text, vector: unpackVector(Buffer.from(v.vector, "base64")) });
+    }
+    return { memories, vectors };
   };
   /** A stored memory, if it is this user's (a hash shared by two users never shows one the other's). */
   const parse = (userId: string, json: string | null): UserMemory | null => {
@@ -119,22 +150,42 @@ export function redisUserMemories(db: RedisConnection, prefix: string): Pick<Ful
     },
 
     async deleteUserMemory(userId, id) {
-      const [data, order] = keysOf(userId);
+      const [data, order, vec] = keysOf(userId);
       if (!(await this.getUserMemory(userId, id))) return false;
-      const [removed] = await db.transaction<[number, number]>([
+      const [removed] = await db.transaction<[number, number, number]>([
         ["HDEL", data, id],
         ["ZREM", order, id],
+        ["HDEL", vec, id],
       ]);
       return removed > 0;
     },
 
     async deleteUserMemories(userId) {
-      const [data, order] = keysOf(userId);
+      const [data, order, vec] = keysOf(userId);
       const [count] = await db.transaction<[number, number]>([
         ["HLEN", data],
-        ["DEL", data, order],
+        ["DEL", data, order, vec],
       ]);
       return count;
+    },
+
+    async putUserMemoryEmbeddings(userId, model, items) {
+      if (items.length === 0) return;
+      const { vectors } = await withVectors(userId);
+      const keep = memoryVectorsToKeep(model, items, vectors.values());
+      const [data, , vec] = keysOf(userId);
+      const args = [...keep].flatMap(([id, v]) => [id, JSON.stringify({ model, text: v.text, vector: packVector(v.vector).toString("base64") })]);
+      await db.eval(PUT_VECTORS, [data, vec], args);
+    },
+
+    async missingUserMemoryEmbeddings(userId, model, limit = 100) {
+      const { memories, vectors } = await withVectors(userId);
+      return missingMemoryVectors(memories, (id) => vectors.get(id), model, limit);
+    },
+
+    async searchUserMemoryVectors(query) {
+      const { memories, vectors } = await withVectors(query.userId);
+      return scanMemoryVectors(memories, (id) => vectors.get(id), query);
     },
   };
 }

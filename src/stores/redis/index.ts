@@ -2,6 +2,7 @@ import { SessionNotFoundError, StateConflictError, ThreadkeepError } from "../..
 import type {
   FullStore,
   VectorStore,
+  UserMemoryVectorStore,
   AppendOptions,
   MessageInput,
   MessageQuery,
@@ -61,7 +62,7 @@ type Reply = [number, ...unknown[]];
  * appends, refreshes activity and expiry, and releases the lease in one script. Requires Redis 7.0 or
  * newer (PEXPIRETIME, ZADD GT).
  */
-export function createRedisStore(options: RedisStoreOptions): FullStore & VectorStore {
+export function createRedisStore(options: RedisStoreOptions): FullStore & VectorStore & UserMemoryVectorStore {
   const ttlMs = Math.max(0, options.ttlMs ?? DEFAULT_REDIS_TTL_MS);
   const prefix = options.keyPrefix ?? "threadkeep:";
   const db = new RedisConnection({
@@ -137,7 +138,7 @@ export function createRedisStore(options: RedisStoreOptions): FullStore & Vector
 
   const writer = { db, keys, indexes, leases, ttlMs };
 
-  const store: FullStore & VectorStore = {
+  const store: FullStore & VectorStore & UserMemoryVectorStore = {
     name: REDIS_STORE_NAME,
     capabilities: {
       persistent: true,

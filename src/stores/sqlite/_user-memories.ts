@@ -1,8 +1,18 @@
-/** The SQLite store's memories about users (table `user_memories`, schema version 10). */
+/** The SQLite store's memories about users (table `user_memories`, schema version 10; their embeddings, version 11). */
 import type Database from "better-sqlite3";
 import { ThreadkeepError } from "../../core/errors.js";
 import { applyMemoryPatch, decodeMemoryCursor, memoryFromInput, memoryPageLimit, memoryPageOf } from "../../core/store/user-memories.js";
-import type { ListOptions, UserMemory, UserMemoryInput, UserMemoryPage, UserMemoryPatch } from "../../core/types.js";
+import type {
+  ListOptions,
+  UserMemory,
+  UserMemoryEmbeddingInput,
+  UserMemoryInput,
+  UserMemoryPage,
+  UserMemoryPatch,
+  UserMemoryVectorHit,
+  UserMemoryVectorQuery,
+} from "../../core/types.js";
+import { checkDimensions, normalize, packVector, scanMemoryVectors, type StoredMemoryVector, unpackVector } from "../_vectors.js";
 
 interface Row {
   user_id: string;
@@ -28,6 +38,9 @@ const fromRow = (row: Row): UserMemory => ({
 
 const toRow = (m: UserMemory) => [m.userId, m.id, m.text, m.createdAt, m.updatedAt, JSON.stringify(m.source), JSON.stringify(m.metadata), JSON.stringify(m.history)];
 
+/** What a memory's row is read as: its embedding (a large blob) is read only by the vector calls. */
+const COLUMNS = "user_id, id, text, created_at, updated_at, source, metadata, history";
+
 /** The memory calls of the SQLite store, each one statement or transaction. */
 export interface SqliteUserMemories {
   add(input: UserMemoryInput): UserMemory;
@@ -36,18 +49,30 @@ export interface SqliteUserMemories {
   update(userId: string, id: string, patch: UserMemoryPatch): UserMemory;
   delete(userId: string, id: string): boolean;
   deleteAll(userId: string): number;
+  putEmbeddings(userId: string, model: string, items: UserMemoryEmbeddingInput[]): void;
+  missingEmbeddings(userId: string, model: string, limit: number): { id: string; text: string }[];
+  searchVectors(query: UserMemoryVectorQuery): UserMemoryVectorHit[];
 }
 
 /** The memory calls over one open database; statements are prepared once. */
 export function sqliteUserMemories(db: Database.Database): SqliteUserMemories {
   const st = {
     insert: db.prepare("INSERT OR IGNORE INTO user_memories (user_id, id, text, created_at, updated_at, source, metadata, history) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
-    get: db.prepare("SELECT * FROM user_memories WHERE user_id = ? AND id = ?"),
-    first: db.prepare("SELECT * FROM user_memories WHERE user_id = ? ORDER BY updated_at DESC, id DESC LIMIT ?"),
+    get: db.prepare(`SELECT ${COLUMNS} FROM user_memories WHERE user_id = ? AND id = ?`),
+    first: db.prepare(`SELECT ${COLUMNS} FROM user_memories WHERE user_id = ? ORDER BY updated_at DESC, id DESC LIMIT ?`),
     after: db.prepare(
-      "SELECT * FROM user_memories WHERE user_id = ? AND (updated_at < ? OR (updated_at = ? AND id < ?)) ORDER BY updated_at DESC, id DESC LIMIT ?",
+      `SELECT ${COLUMNS} FROM user_memories WHERE user_id = ? AND (updated_at < ? OR (updated_at = ? AND id < ?)) ORDER BY updated_at DESC, id DESC LIMIT ?`,
     ),
-    update: db.prepare("UPDATE user_memories SET text = ?, updated_at = ?, metadata = ?, history = ? WHERE user_id = ? AND id = ?"),
+    // A new text clears the embedding (the right-hand sides read the row as it was).
+    update: db.prepare(
+      `UPDATE user_memories SET text = @text, updated_at = @updatedAt, metadata = @metadata, history = @history,
+         embedding = CASE WHEN text = @text THEN embedding END, embedding_model = CASE WHEN text = @text THEN embedding_model END
+       WHERE user_id = @userId AND id = @id`,
+    ),
+    dims: db.prepare("SELECT length(embedding) / 4 AS dims FROM user_memories WHERE user_id = ? AND embedding_model = ? AND embedding IS NOT NULL LIMIT 1"),
+    putVector: db.prepare("UPDATE user_memories SET embedding_model = ?, embedding = ? WHERE user_id = ? AND id = ? AND text = ?"),
+    missing: db.prepare("SELECT id, text FROM user_memories WHERE user_id = ? AND (embedding IS NULL OR embedding_model IS NOT ?) LIMIT ?"),
+    vectors: db.prepare("SELECT id, text, embedding FROM user_memories WHERE user_id = ? AND embedding_model = ? AND embedding IS NOT NULL"),
     delete: db.prepare("DELETE FROM user_memories WHERE user_id = ? AND id = ?"),
     deleteAll: db.prepare("DELETE FROM user_memories WHERE user_id = ?"),
   };
@@ -55,8 +80,16 @@ export function sqliteUserMemories(db: Database.Database): SqliteUserMemories {
     const row = st.get.get(userId, id) as Row | undefined;
     if (!row) throw new ThreadkeepError("not_found", `Memory ${id} not found`);
     const next = applyMemoryPatch(fromRow(row), patch);
-    st.update.run(next.text, next.updatedAt, JSON.stringify(next.metadata), JSON.stringify(next.history), userId, id);
+    st.update.run({ text: next.text, updatedAt: next.updatedAt, metadata: JSON.stringify(next.metadata), history: JSON.stringify(next.history), userId, id });
     return next;
+  });
+  const putEmbeddings = db.transaction((userId: string, model: string, items: UserMemoryEmbeddingInput[]): void => {
+    let dims = (st.dims.get(userId, model) as { dims: number } | undefined)?.dims;
+    for (const item of items) {
+      checkDimensions(model, dims, item.vector.length);
+      dims = item.vector.length;
+    }
+    for (const item of items) st.putVector.run(model, packVector(normalize(item.vector)), userId, item.id, item.text);
   });
   return {
     add(input: UserMemoryInput): UserMemory {
@@ -80,6 +113,15 @@ export function sqliteUserMemories(db: Database.Database): SqliteUserMemories {
     },
     deleteAll(userId: string): number {
       return st.deleteAll.run(userId).changes;
+    },
+    putEmbeddings,
+    missingEmbeddings(userId: string, model: string, limit: number): { id: string; text: string }[] {
+      return st.missing.all(userId, model, limit) as { id: string; text: string }[];
+    },
+    searchVectors(query: UserMemoryVectorQuery): UserMemoryVectorHit[] {
+      const rows = st.vectors.all(query.userId, query.model) as { id: string; text: string; embedding: Buffer }[];
+      const vectors = new Map<string, StoredMemoryVector>(rows.map((r) => [r.id, { model: query.model, text: r.text, vector: unpackVector(r.embedding) }]));
+      return scanMemoryVectors(rows, (id) => vectors.get(id), query);
     },
   };
 }

@@ -16,6 +16,7 @@ import type {
   VectorQuery,
   FullStore,
   VectorStore,
+  UserMemoryVectorStore,
 } from "../../core/types.js";
 import { missingVectors, putVectors, searchVectors } from "./_vectors.js";
 import { checkHistoryOptions, operationDigest } from "../history.js";
@@ -44,7 +45,7 @@ export const SQLITE_STORE_NAME = "sqlite";
  * The write-ahead log of a file is checkpointed by a worker thread of the store (`backgroundCheckpoints`),
  * so no commit waits for one; durability is the `synchronous` setting's either way.
  */
-export function createSqliteStore(options: SqliteStoreOptions): FullStore & VectorStore {
+export function createSqliteStore(options: SqliteStoreOptions): FullStore & VectorStore & UserMemoryVectorStore {
   let closed = false;
   let opened: SqliteStoreDb | undefined;
   const synchronous = options.synchronous ?? "normal";
@@ -248,6 +249,18 @@ export function createSqliteStore(options: SqliteStoreOptions): FullStore & Vect
 
     async deleteUserMemories(userId) {
       return change((db) => memories(db).deleteAll(userId));
+    },
+
+    async putUserMemoryEmbeddings(userId, model, items) {
+      return change((db) => memories(db).putEmbeddings(userId, model, items));
+    },
+
+    async missingUserMemoryEmbeddings(userId, model, limit = 100) {
+      return use((db) => memories(db).missingEmbeddings(userId, model, limit));
+    },
+
+    async searchUserMemoryVectors(query) {
+      return use((db) => memories(db).searchVectors(query));
     },
 
     async deleteSession(id) {

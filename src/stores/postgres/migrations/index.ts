@@ -21,6 +21,7 @@ import { migrateTurnDoc } from "./014-turn-doc.js";
 import { migrateScopedAppend } from "./015-scoped-append.js";
 import { migrateHardCap } from "./016-hard-cap.js";
 import { migrateUserMemories } from "./017-user-memories.js";
+import { migrateMemoryVectors } from "./018-memory-vectors.js";
 
 /** One forward step: `up` takes the schema from `version - 1` to `version`, in the migrating transaction. */
 export interface Migration {
@@ -52,4 +53,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 15, up: migrateScopedAppend },
   { version: 16, up: migrateHardCap },
   { version: 17, up: migrateUserMemories },
+  { version: 18, up: migrateMemoryVectors },
 ];

@@ -13,6 +13,7 @@ import { scopedFullText } from "./007-scoped-fulltext.js";
 import { leanAppend } from "./008-lean-append.js";
 import { activitySeq } from "./009-activity-seq.js";
 import { userMemories } from "./010-user-memories.js";
+import { memoryVectors } from "./011-memory-vectors.js";
 
 /** One forward step of the schema per entry, in order. */
 export const SQLITE_MIGRATIONS: readonly string[] = [
@@ -26,4 +27,5 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   leanAppend,
   activitySeq,
   userMemories,
+  memoryVectors,
 ];

@@ -220,7 +220,7 @@ describe("sqlite IVF index", () => {
     const exact = open(path, { vectorIndex: false });
     // 3,000 vectors: 55 cells of about 55; 6 probed cells read about a tenth of them.
     await fillOwner(exact, "owner", 30, 100, draw);
-    const indexed = open(path, { vectorIndex: { minOwnerVectors: 1000, probes: 6, candidates: 120 } });
+    const indexed = open(path, { vectorIndex: { minOwnerVectors: 1000, probes: 6, candidates: 120, minProbedVectors: 0 } });
     try {
       await indexed.searchVectors({ userId: "owner", model: MODEL, vector: draw() }); // trains and builds
       expect(rows(path, "SELECT count(*) FROM vector_index_rows")).toBe(3000);
@@ -235,7 +235,7 @@ describe("sqlite IVF index", () => {
       }
       expect(found / 200).toBeGreaterThanOrEqual(0.9);
       // With one cell probed, the answer is approximate: fewer of the exact top 10.
-      const narrow = open(path, { vectorIndex: { minOwnerVectors: 1000, probes: 1, candidates: 10 } });
+      const narrow = open(path, { vectorIndex: { minOwnerVectors: 1000, probes: 1, candidates: 10, minProbedVectors: 0 } });
       let narrowFound = 0;
       for (let q = 0; q < 20; q++) {
         const vector = draw();

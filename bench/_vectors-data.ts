@@ -116,7 +116,7 @@ export async function filledDatabase(options: {
 }): Promise<FilledDatabase> {
   const { folder, dims, size } = options;
   mkdirSync(folder, { recursive: true });
-  const name = `vectors-${dims}-${size}-c${options.centres}-s${options.spread}`;
+  const name = `vectors-${dims}-${size}-c${options.centres}-s${options.spread}${options.smallOwners.length > 0 ? "" : "-alone"}`;
   const path = join(folder, `${name}.db`);
   const saved = join(folder, `${name}.json`);
   const draw = mixture({ dims, centres: options.centres, spread: options.spread, seed: 1000 + dims });

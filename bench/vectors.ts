@@ -18,7 +18,7 @@
  * `BENCH_VECTORS_DIMS` (default `768,1536`), `BENCH_VECTORS_QUERIES` (default 100),
  * `BENCH_VECTORS_PROBES` (default `4,8,12,16,24`), `BENCH_VECTORS_CANDIDATES` (default `64`), `BENCH_VECTORS_DB=<folder>` (keep the filled
  * database there and reuse it in later runs: a million vectors take 20–40 minutes to write; its index
- * is dropped and built again each run), `BENCH_VECTORS_CROSSOVER=0` (skip the small owners), `BENCH_QUICK=1` (20,000 vectors, 768 dimensions). Sessions
+ * is dropped and built again each run), `BENCH_VECTORS_CROSSOVER=0` (no small owners), `BENCH_QUICK=1` (20,000 vectors, 768 dimensions). Sessions
  * hold 100 messages each, all of one owner.
  */
 import { mkdtempSync, rmSync, statSync } from "node:fs";
@@ -41,7 +41,8 @@ const PROBES = (process.env.BENCH_VECTORS_PROBES ?? "4,8,12,16,24").split(",").m
 const CANDIDATES = (process.env.BENCH_VECTORS_CANDIDATES ?? "64").split(",").map(Number);
 /** Exact scans timed at the full size (each reads every vector: seconds at 1M). */
 const EXACT_QUERIES = Number(process.env.BENCH_VECTORS_EXACT_QUERIES ?? (SIZE >= 500_000 ? 3 : 20));
-const SMALL_OWNERS = [1_000, 2_000, 5_000, 10_000, 20_000].filter((n) => n < SIZE);
+const CROSSOVER = process.env.BENCH_VECTORS_CROSSOVER !== "0";
+const SMALL_OWNERS = CROSSOVER ? [1_000, 2_000, 5_000, 10_000, 20_000].filter((n) => n < SIZE) : [];
 
 const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MiB`;
 const rss = () => process.memoryUsage().rss;
@@ -172,7 +173,7 @@ async function run(dims: number) {
     const small: string[][] = [];
     const exactSmall = open(path, false);
     const indexedSmall = open(path, { minOwnerVectors: 1 });
-    for (const n of process.env.BENCH_VECTORS_CROSSOVER === "0" ? [] : SMALL_OWNERS) {
+    for (const n of SMALL_OWNERS) {
       const owner = `small-${n}`;
       await indexedSmall.searchVectors({ userId: owner, model: MODEL, vector: queries[0], limit: K }); // builds
       const e = await timeSearches(exactSmall, owner, queries.slice(0, 20));

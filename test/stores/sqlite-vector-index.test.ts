@@ -1,8 +1,10 @@
 /**
- * The SQLite store's binary vector index (sqlite/_vector-index.ts): the embeddings conformance cases
- * with every owner indexed, and the index kept consistent with `message_vectors` through appends,
- * replaced vectors, truncation, deletion, expiry, a restart, and writes by a connection without the
- * extension (an older process, or a platform without sqlite-vec's binary).
+ * The SQLite store's IVF vector index (sqlite/_vector-index.ts): the embeddings conformance cases
+ * with every owner indexed; recall against the exact scan on clustered vectors with few cells probed;
+ * the index kept consistent with `message_vectors` through appends, replaced vectors, truncation,
+ * deletion, expiry, erasure, growth and retraining, a restart, and writes by a connection without the
+ * extension (an older process, or a platform without sqlite-vec's binary); and the earlier binary
+ * index replaced.
  */
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -12,6 +14,7 @@ import { createSqliteStore, type SqliteStoreOptions } from "../../src/stores/sql
 import { describeVectors } from "../../src/testing/conformance-vectors.js";
 import { seededRandom } from "../../bench/_harness.js";
 import { sqliteTempFiles } from "./_sqlite-files.js";
+import * as sqliteVec from "sqlite-vec";
 
 const { freshPath } = sqliteTempFiles("threadkeep-sqlite-vector-index-");
 
@@ -176,6 +179,169 @@ describe("sqlite vector index", () => {
       expect(hits[0].seq).toBe(10);
     } finally {
       await plain.close();
+    }
+  });
+});
+
+/** Normalised vectors around `centres` random directions (a cosine of about 0.7 to the centre). */
+function clusteredVectors(dims: number, centres: number, seed: number) {
+  const random = seededRandom(seed);
+  const gauss = () => Math.sqrt(-2 * Math.log(1 - random())) * Math.cos(2 * Math.PI * random());
+  const unit = (v: number[]) => {
+    const norm = Math.hypot(...v);
+    return v.map((x) => x / norm);
+  };
+  const c = Array.from({ length: centres }, () => unit(Array.from({ length: dims }, gauss)));
+  return () => unit(c[Math.floor(random() * centres)].map((x) => x + gauss() / Math.sqrt(dims)));
+}
+
+/** Fills `sessions` sessions of `owner` with `perSession` messages whose vectors come from `draw`. */
+async function fillOwner(store: VectorStore, owner: string, sessions: number, perSession: number, draw: () => number[]) {
+  const ids: string[] = [];
+  for (let s = 0; s < sessions; s++) {
+    const id = newSessionId();
+    ids.push(id);
+    await store.createSession({ id, userId: owner });
+    const added = await store.appendMessages(id, Array.from({ length: perSession }, (_, i) => ({ role: "user" as const, content: `${owner} ${s}.${i}` })));
+    await store.putEmbeddings(id, MODEL, added.map((m) => ({ seq: m.seq, createdAt: m.createdAt, vector: draw() })));
+  }
+  return ids;
+}
+
+const keys = (hits: { sessionId: string; seq: number }[]) => hits.map((h) => `${h.sessionId}:${h.seq}`);
+const settle = async () => {
+  for (let i = 0; i < 5; i++) await new Promise((resolve) => setImmediate(resolve));
+};
+
+describe("sqlite IVF index", () => {
+  it("finds the exact scan's top 10 on clustered vectors while probing a few of its cells", async () => {
+    const path = freshPath();
+    const draw = clusteredVectors(DIMS, 12, 5);
+    const exact = open(path, { vectorIndex: false });
+    // 3,000 vectors: 55 cells of about 55; 6 probed cells read about a tenth of them.
+    await fillOwner(exact, "owner", 30, 100, draw);
+    const indexed = open(path, { vectorIndex: { minOwnerVectors: 1000, probes: 6, candidates: 120, minProbedVectors: 0 } });
+    try {
+      await indexed.searchVectors({ userId: "owner", model: MODEL, vector: draw() }); // trains and builds
+      expect(rows(path, "SELECT count(*) FROM vector_index_rows")).toBe(3000);
+      const cells = rows(path, "SELECT length(centroids) / 4 / " + DIMS + " FROM vector_index_owners");
+      expect(cells).toBe(55);
+      let found = 0;
+      for (let q = 0; q < 20; q++) {
+        const vector = draw();
+        const want = keys(await exact.searchVectors({ userId: "owner", model: MODEL, vector, limit: 10 }));
+        const got = keys(await indexed.searchVectors({ userId: "owner", model: MODEL, vector, limit: 10 }));
+        found += got.filter((k) => want.includes(k)).length;
+      }
+      expect(found / 200).toBeGreaterThanOrEqual(0.9);
+      // With one cell probed, the answer is approximate: fewer of the exact top 10.
+      const narrow = open(path, { vectorIndex: { minOwnerVectors: 1000, probes: 1, candidates: 10, minProbedVectors: 0 } });
+      let narrowFound = 0;
+      for (let q = 0; q < 20; q++) {
+        const vector = draw();
+        const want = keys(await exact.searchVectors({ userId: "owner", model: MODEL, vector, limit: 10 }));
+        const got = keys(await narrow.searchVectors({ userId: "owner", model: MODEL, vector, limit: 10 }));
+        narrowFound += got.filter((k) => want.includes(k)).length;
+      }
+      await narrow.close();
+      expect(narrowFound).toBeLessThan(found);
+    } finally {
+      await indexed.close();
+      await exact.close();
+    }
+  });
+
+  it("puts vectors added after training in their nearest cell, and trains again once the owner doubled", async () => {
+    const path = freshPath();
+    const draw = clusteredVectors(DIMS, 6, 9);
+    const store = open(path, { vectorIndex: { minOwnerVectors: 200, probes: 4, candidates: 40 } });
+    try {
+      await fillOwner(store, "owner", 4, 50, draw);
+      await store.searchVectors({ userId: "owner", model: MODEL, vector: draw() }); // trains on 200
+      const generation = () => rows(path, "SELECT generation FROM vector_index_owners WHERE user_id = 'owner'");
+      expect(generation()).toBe(1);
+      expect(rows(path, "SELECT trained FROM vector_index_owners")).toBe(200);
+
+      // Added after training: in the index at once, found by their own vector.
+      const [later] = await fillOwner(store, "owner", 1, 150, draw);
+      expect(rows(path, "SELECT size FROM vector_index_owners")).toBe(350);
+      expect(rows(path, "SELECT count(*) FROM vector_index_rows")).toBe(350);
+      const probe = draw();
+      const [added] = await store.appendMessages(later, [{ role: "user", content: "added late" }]);
+      await store.putEmbeddings(later, MODEL, [{ seq: added.seq, createdAt: added.createdAt, vector: probe }]);
+      expect((await store.searchVectors({ userId: "owner", model: MODEL, vector: probe, limit: 1 }))[0].message.content).toBe("added late");
+      await settle();
+      expect(generation()).toBe(1);
+
+      // Past twice the trained size: the search answers from the old cells, the training follows it.
+      await fillOwner(store, "owner", 1, 60, draw);
+      const hits = await store.searchVectors({ userId: "owner", model: MODEL, vector: probe, limit: 1 });
+      expect(hits[0].message.content).toBe("added late");
+      expect(generation()).toBe(1);
+      await settle();
+      expect(generation()).toBe(2);
+      expect(rows(path, "SELECT trained FROM vector_index_owners")).toBe(411);
+      expect(rows(path, "SELECT size FROM vector_index_owners")).toBe(411);
+      expect(rows(path, "SELECT count(*) FROM vector_index_rows")).toBe(411);
+      expect(rows(path, "SELECT length(centroids) / 4 / " + DIMS + " FROM vector_index_owners")).toBe(20);
+      expect((await store.searchVectors({ userId: "owner", model: MODEL, vector: probe, limit: 1 }))[0].message.content).toBe("added late");
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("forgets an erased owner's vectors and centroids, and never answers with another owner's", async () => {
+    const path = freshPath();
+    const draw = clusteredVectors(DIMS, 4, 13);
+    const store = open(path);
+    try {
+      const gone = await fillOwner(store, "erased", 3, 40, draw);
+      const kept = await fillOwner(store, "kept", 2, 40, draw);
+      await store.searchVectors({ userId: "erased", model: MODEL, vector: draw() });
+      await store.searchVectors({ userId: "kept", model: MODEL, vector: draw() });
+      expect(rows(path, "SELECT count(*) FROM vector_index_owners")).toBe(2);
+      // Same vectors in both owners' cells: a search of one never returns the other's.
+      const hits = await store.searchVectors({ userId: "kept", model: MODEL, vector: draw(), limit: 80 });
+      expect(hits.every((h) => kept.includes(h.sessionId))).toBe(true);
+
+      for (const id of gone) await store.deleteSession(id);
+      await store.searchVectors({ userId: "kept", model: MODEL, vector: draw() }); // applies the queues
+      expect(rows(path, "SELECT count(*) FROM vector_index_owners WHERE user_id = 'erased'")).toBe(0);
+      expect(rows(path, "SELECT count(*) FROM vector_index_rows WHERE user_id = 'erased'")).toBe(0);
+      expect(rows(path, "SELECT count(*) FROM vector_index_rows")).toBe(80);
+      expect(await store.searchVectors({ userId: "erased", model: MODEL, vector: draw() })).toEqual([]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("replaces the earlier binary index of a file with cells", async () => {
+    const path = freshPath();
+    const store = open(path);
+    const a = await session(store, "owner", 60);
+    await store.close();
+    // The binary index's objects as an earlier threadkeep created them.
+    const db = new Database(path);
+    sqliteVec.load(db);
+    db.exec(`
+      CREATE TABLE vector_index_owners (model TEXT NOT NULL, user_id TEXT NOT NULL, PRIMARY KEY (model, user_id)) WITHOUT ROWID;
+      CREATE TABLE vector_index_rows (id INTEGER PRIMARY KEY, session_id TEXT NOT NULL, seq INTEGER NOT NULL, model TEXT NOT NULL, UNIQUE (session_id, seq));
+      CREATE TABLE vector_index_queue (session_id TEXT NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (session_id, seq)) WITHOUT ROWID;
+      CREATE TABLE vector_index_gone (id INTEGER PRIMARY KEY);
+      CREATE TRIGGER message_vectors_index_delete AFTER DELETE ON message_vectors BEGIN
+        INSERT OR IGNORE INTO vector_index_gone SELECT id FROM vector_index_rows WHERE session_id = old.session_id AND seq = old.seq;
+      END;
+      CREATE VIRTUAL TABLE vector_index_m1 USING vec0(user_id TEXT PARTITION KEY, bits BIT[32]);
+      INSERT INTO vector_index_owners VALUES ('${MODEL}', 'owner');`);
+    db.close();
+    const reopened = open(path);
+    try {
+      expect((await reopened.searchVectors({ userId: "owner", model: MODEL, vector: a.vectors[4], limit: 1 }))[0].seq).toBe(5);
+      expect(rows(path, "SELECT count(*) FROM sqlite_master WHERE name GLOB 'vector_index_m1*'")).toBe(0);
+      expect(rows(path, "SELECT count(*) FROM vector_index_rows")).toBe(60);
+      expect((await reopened.searchVectors({ userId: "owner", model: MODEL, vector: a.vectors[4], limit: 1 }))[0].seq).toBe(5);
+    } finally {
+      await reopened.close();
     }
   });
 });

@@ -44,10 +44,11 @@ export interface SqliteStoreOptions {
   backgroundCheckpoints?: boolean;
   /**
    * Semantic search of a large owner (one with `minOwnerVectors` embeddings or more of a model) goes
-   * through a binary index (`sqlite-vec`, one bit a dimension) whose nearest `candidates` are re-scored
-   * exactly; smaller owners, and searches within one session, scan every vector. `false` scans every
+   * through an IVF index: the owner's vectors split into about √n k-means cells, kept as int8 in
+   * `sqlite-vec`; a search reads the `probes` nearest cells only and re-scores their `candidates`
+   * exactly. Smaller owners, and searches within one session, scan every vector. `false` scans every
    * vector always. Where sqlite-vec has no binary for the platform, every search scans (with one warning).
-   * @default { minOwnerVectors: 5000, candidates: 500 }
+   * @default { minOwnerVectors: 5000, probes: 8, minProbedVectors: 3000, candidates: 64, retrainAfter: 2 }
    */
   vectorIndex?: SqliteVectorIndexOptions | false;
 }

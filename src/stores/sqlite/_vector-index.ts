@@ -1,51 +1,85 @@
 /**
- * The SQLite store's approximate nearest-neighbour index over large owners' embeddings: one bit a
- * dimension (the sign of the normalised vector) in a `sqlite-vec` `vec0` table per model, partitioned
- * by owner. A search takes the nearest candidates by Hamming distance there (a scan of 96 bytes a
- * vector at 768 dimensions, in C) and re-scores them exactly with their float32 vectors from
- * `message_vectors`, which stay the source of truth. The index is a cache of those rows:
+ * The SQLite store's approximate nearest-neighbour index over large owners' embeddings: an IVF
+ * (inverted file) index. Each indexed owner's vectors of a model are split into cells by spherical
+ * k-means (about √n cells of about √n vectors, trained on a sample, sqlite/_kmeans.ts); each vector is
+ * kept as int8 in a `sqlite-vec` `vec0` table per model, partitioned by owner and cell. A search scores
+ * the owner's centroids, asks sqlite-vec for the nearest vectors of the `probes` nearest cells only (an
+ * int8 scan in C of a few thousand vectors, not the owner's million), and re-scores those candidates
+ * exactly with their float32 vectors from `message_vectors`, which stay the source of truth. The index
+ * is a cache of those rows:
  *
  * - It holds only owners whose vectors of a model passed `minOwnerVectors` in an exact scan
- *   (`vector_index_owners`); smaller owners are scanned exactly, which is faster for them.
+ *   (`vector_index_owners`, with the centroids); smaller owners are scanned exactly, which is faster.
  * - Ordinary triggers on `message_vectors` (no virtual table in them, so a process that cannot load the
  *   extension writes as before) queue what changed: `vector_index_queue` (vectors added or replaced for
  *   an indexed owner) and `vector_index_gone` (index rows whose vector went: truncation, deletion,
- *   expiry, a replaced vector). The queues are applied before each indexed search and after each write
- *   of vectors, in the caller's transaction, so every write path, every process and a restart leave the
- *   index consistent.
+ *   expiry, erasure, a replaced vector). The queues are applied before each indexed search and after
+ *   each write of vectors, in the caller's transaction, so every write path, every process and a
+ *   restart leave the index consistent. A vector added after training goes to its nearest cell; an
+ *   owner grown to twice the vectors it was trained on is trained again after the search that noticed
+ *   (`retrainAfter`), off that search's path. An owner left without vectors (erased) loses its
+ *   centroids too: they are averages of its vectors.
  * - A candidate is returned only when its row in `message_vectors` is still the owner's, of the model,
  *   of a session active since `activeSince`; a search whose candidates were thinned below its limit by
  *   that filter is answered by the exact scan instead.
  *
  * The objects are created on first use (IF NOT EXISTS), not by a schema migration: a database whose
- * owners never grow large never gets them, and the virtual tables need the extension loaded.
+ * owners never grow large never gets them, and the virtual tables need the extension loaded. A file
+ * holding the earlier binary index (sign bits, no centroids) has it dropped and rebuilt as owners are
+ * searched.
  */
 import type Database from "better-sqlite3";
 import * as sqliteVec from "sqlite-vec";
 import { activeSinceSql } from "./_activity.js";
+import { Cells, trainCells, uniform } from "./_kmeans.js";
 
 /** How the index is used; `false` turns it off (every search scans exactly). */
 export interface SqliteVectorIndexOptions {
   /**
    * An owner's vectors of a model are indexed once an exact scan of them counted at least this many
-   * (smaller owners are scanned exactly, which is faster there; docs/benchmarks.md `vectors`).
+   * (smaller owners are scanned exactly, which is faster there; docs/benchmarks/vectors.md).
    * @default 5000
    */
   minOwnerVectors?: number;
   /**
-   * Candidates taken from the binary index for exact re-scoring, per search (at least `limit`; at
-   * most 4096, sqlite-vec's limit). More is slower (sqlite-vec's cost grows with it) and closer to the
-   * exact scan: on the benchmark's clustered vectors 500 gives recall@10 1.00 at 100,000 vectors and
-   * 0.72 at a million (docs/benchmarks.md `vectors`).
-   * @default 500
+   * Cells searched per query (the nearest by centroid; more when needed to read `minProbedVectors`).
+   * More is slower and closer to the exact scan: docs/benchmarks/vectors.md has recall@10 and
+   * latency for each (at a million clustered vectors: 8 give recall@10 0.99 for ~41 ms of CPU).
+   * @default 8
+   */
+  probes?: number;
+  /**
+   * Vectors a search reads at least, in whole cells, whatever `probes` says: a smaller owner's cells
+   * are small, so this costs little there, and finds its farther neighbours, spread over many cells
+   * (recall@10 0.94 → 0.97 at 10,000 vectors on the benchmark's data).
+   * @default 3000
+   */
+  minProbedVectors?: number;
+  /**
+   * Candidates re-scored exactly per search (at least the search's `limit`): the nearest by int8
+   * distance among twice the limit taken from each probed cell.
+   * @default 64
    */
   candidates?: number;
+  /**
+   * An indexed owner whose vectors reach this many times those its cells were trained on is trained
+   * again, after the search that noticed (vectors added in between go to their nearest cell).
+   * @default 2
+   */
+  retrainAfter?: number;
 }
 
 export const DEFAULT_MIN_OWNER_VECTORS = 5_000;
-export const DEFAULT_CANDIDATES = 500;
+export const DEFAULT_PROBES = 8;
+export const DEFAULT_MIN_PROBED = 3_000;
+export const DEFAULT_CANDIDATES = 64;
+export const DEFAULT_RETRAIN_AFTER = 2;
 /** sqlite-vec's largest `k`. */
 const MAX_K = 4096;
+/** Training vectors per cell (a sample, not the owner's million). */
+const SAMPLE_PER_CELL = 24;
+/** Slots per vec0 chunk: a cell's vectors live in whole chunks, so small chunks waste less on small cells. */
+const CHUNK_SIZE = 128;
 
 /** The connections the extension loaded into (true) or failed to load into (false). */
 const loaded = new WeakMap<Database.Database, boolean>();
@@ -70,28 +104,36 @@ export function loadVectorExtension(db: Database.Database): boolean {
   return ok;
 }
 
-/** The sign bits of a normalised vector, padded to whole bytes (a `vec0` bit column's form). */
-export function signBits(vector: ArrayLike<number>): Buffer {
-  const bits = Buffer.alloc(Math.ceil(vector.length / 8));
-  for (let i = 0; i < vector.length; i++) if (vector[i] > 0) bits[i >> 3] |= 1 << (i & 7);
-  return bits;
+/** A normalised vector as int8 at `scale` (components past ±127/scale are clipped; the re-score is exact). */
+export function quantize(vector: Float32Array, scale: number): Buffer {
+  const out = Buffer.alloc(vector.length);
+  for (let i = 0; i < vector.length; i++) out.writeInt8(Math.max(-127, Math.min(127, Math.round(vector[i] * scale))), i);
+  return out;
 }
 
-/** The sign bits of a stored (packed little-endian float32) vector, without unpacking it. */
-function packedSignBits(packed: Uint8Array): Buffer {
-  const dims = packed.byteLength >> 2;
-  const bits = Buffer.alloc(Math.ceil(dims / 8));
-  // A float's sign is the top bit of its last byte; +0 and -0 both count as not positive.
-  for (let i = 0; i < dims; i++) {
-    const top = packed[i * 4 + 3];
-    if (top < 0x80 && (top | packed[i * 4 + 2] | packed[i * 4 + 1] | packed[i * 4]) !== 0) bits[i >> 3] |= 1 << (i & 7);
-  }
-  return bits;
+/** The int8 scale of a sample: its 99.9th percentile magnitude maps to 127. */
+function scaleOf(sample: Float32Array): number {
+  const step = Math.max(1, Math.floor(sample.length / 200_000));
+  const magnitudes: number[] = [];
+  for (let i = 0; i < sample.length; i += step) magnitudes.push(Math.abs(sample[i]));
+  magnitudes.sort((a, b) => a - b);
+  const top = magnitudes[Math.min(magnitudes.length - 1, Math.floor(magnitudes.length * 0.999))] || 1;
+  return 127 / top;
+}
+
+function unpack(packed: Uint8Array): Float32Array {
+  const copy = new Uint8Array(packed.byteLength);
+  copy.set(packed);
+  return new Float32Array(copy.buffer);
 }
 
 const BASE_SCHEMA = `
-  CREATE TABLE IF NOT EXISTS vector_index_owners (model TEXT NOT NULL, user_id TEXT NOT NULL, PRIMARY KEY (model, user_id)) WITHOUT ROWID;
-  CREATE TABLE IF NOT EXISTS vector_index_rows (id INTEGER PRIMARY KEY, session_id TEXT NOT NULL, seq INTEGER NOT NULL, model TEXT NOT NULL, UNIQUE (session_id, seq));
+  CREATE TABLE IF NOT EXISTS vector_index_owners (
+    model TEXT NOT NULL, user_id TEXT NOT NULL, generation INTEGER NOT NULL, trained INTEGER NOT NULL,
+    size INTEGER NOT NULL, scale REAL NOT NULL, centroids BLOB NOT NULL, PRIMARY KEY (model, user_id));
+  CREATE TABLE IF NOT EXISTS vector_index_rows (
+    id INTEGER PRIMARY KEY, session_id TEXT NOT NULL, seq INTEGER NOT NULL, model TEXT NOT NULL, user_id TEXT NOT NULL, UNIQUE (session_id, seq));
+  CREATE INDEX IF NOT EXISTS vector_index_rows_owner ON vector_index_rows (user_id, model);
   CREATE TABLE IF NOT EXISTS vector_index_queue (session_id TEXT NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (session_id, seq)) WITHOUT ROWID;
   CREATE TABLE IF NOT EXISTS vector_index_gone (id INTEGER PRIMARY KEY);
   CREATE TRIGGER IF NOT EXISTS message_vectors_index_insert AFTER INSERT ON message_vectors
@@ -114,53 +156,107 @@ function hasIndex(db: Database.Database): boolean {
   return db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'vector_index_owners'").get() !== undefined;
 }
 
-const tableOf = (modelRowid: number) => `vector_index_m${modelRowid}`;
+/** Drops the earlier binary index (its owners table has no centroids): a cache, rebuilt on use. */
+function dropBinaryIndex(db: Database.Database): void {
+  const columns = db.prepare("SELECT name FROM pragma_table_info('vector_index_owners')").pluck().all() as string[];
+  if (columns.length === 0 || columns.includes("centroids")) return;
+  const tables = db
+    .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'vector_index_m[0-9]*' AND sql LIKE 'CREATE VIRTUAL TABLE%'")
+    .pluck()
+    .all() as string[];
+  db.transaction(() => {
+    for (const name of tables) db.exec(`DROP TABLE "${name}"`);
+    db.exec(`
+      DROP TRIGGER IF EXISTS message_vectors_index_insert; DROP TRIGGER IF EXISTS message_vectors_index_update;
+      DROP TRIGGER IF EXISTS message_vectors_index_delete; DROP TABLE IF EXISTS vector_index_owners;
+      DROP TABLE IF EXISTS vector_index_rows; DROP TABLE IF EXISTS vector_index_queue; DROP TABLE IF EXISTS vector_index_gone;`);
+  }).immediate();
+}
+
+/** An indexed owner's cells as this process last read them. */
+interface Owner {
+  generation: number;
+  trained: number;
+  size: number;
+  scale: number;
+  cells: Cells;
+}
 
 function prepare(db: Database.Database) {
+  dropBinaryIndex(db);
   db.exec(BASE_SCHEMA);
-  const tables = new Map<string, { name: string; insert: Database.Statement; remove: Database.Statement; knn: Database.Statement }>();
-  const modelRowid = db.prepare("SELECT rowid, dims FROM embedding_models WHERE model = ?");
+  const tables = new Map<string, { insert: Database.Statement; remove: Database.Statement; knn: Database.Statement }>();
+  // The candidates' stored vectors, for the owner's sessions active since a time (the exact filter runs
+  // on the few candidates, not on the index).
+  const candidates = db
+    .prepare(
+      `SELECT v.session_id, v.seq, v.created_at, v.vector, s.user_id = ? AND v.model = ? AND ${activeSinceSql("s")} AS live
+       FROM vector_index_rows r JOIN message_vectors v ON v.session_id = r.session_id AND v.seq = r.seq
+       JOIN sessions s ON s.id = v.session_id WHERE r.id IN (SELECT value FROM json_each(?))`,
+    )
+    .raw();
+  const modelRow = db.prepare("SELECT rowid, dims FROM embedding_models WHERE model = ?");
+  const dimsOf = (model: string) => {
+    const row = modelRow.get(model) as { rowid: number; dims: number } | undefined;
+    if (!row) throw new Error(`No dimensions recorded for embedding model ${model}`);
+    return row;
+  };
   /** The model's vec0 table and its statements (created on first use). */
   const table = (model: string) => {
     let t = tables.get(model);
     if (!t) {
-      const row = modelRowid.get(model) as { rowid: number; dims: number } | undefined;
-      if (!row) throw new Error(`No dimensions recorded for embedding model ${model}`);
-      const name = tableOf(row.rowid);
-      const bitDims = Math.ceil(row.dims / 8) * 8;
-      db.exec(`CREATE VIRTUAL TABLE IF NOT EXISTS ${name} USING vec0(user_id TEXT PARTITION KEY, bits BIT[${bitDims}])`);
+      const { rowid, dims } = dimsOf(model);
+      const name = `vector_index_ivf${rowid}`;
+      db.exec(
+        `CREATE VIRTUAL TABLE IF NOT EXISTS ${name} USING vec0(user_id TEXT PARTITION KEY, cell INTEGER PARTITION KEY, v INT8[${dims}], chunk_size=${CHUNK_SIZE})`,
+      );
       t = {
-        name,
-        insert: db.prepare(`INSERT INTO ${name} (rowid, user_id, bits) VALUES (?, ?, vec_bit(?))`),
+        insert: db.prepare(`INSERT INTO ${name} (rowid, user_id, cell, v) VALUES (?, ?, ?, vec_int8(?))`),
         remove: db.prepare(`DELETE FROM ${name} WHERE rowid = ?`),
-        // The candidates with their stored vectors, for the owner's sessions active since a time
-        // (the exact filter runs on the few candidates, not on the index).
-        knn: db
-          .prepare(
-            `WITH knn AS (SELECT rowid AS id FROM ${name} WHERE bits MATCH vec_bit(?) AND k = ? AND user_id = ?)
-             SELECT v.session_id, v.seq, v.created_at, v.vector, s.user_id = ? AND v.model = ? AND ${activeSinceSql("s")} AS live
-             FROM knn JOIN vector_index_rows r ON r.id = knn.id
-             JOIN message_vectors v ON v.session_id = r.session_id AND v.seq = r.seq
-             JOIN sessions s ON s.id = v.session_id`,
-          )
-          .raw(),
+        // The nearest `k` of each probed cell by int8 distance (sqlite-vec runs the KNN once per value of
+        // the IN list); comparable across cells, so the best of them all are re-scored.
+        knn: db.prepare(`SELECT rowid, distance FROM ${name} WHERE v MATCH vec_int8(?) AND k = ? AND user_id = ? AND cell IN (SELECT value FROM json_each(?))`).raw(),
       };
       tables.set(model, t);
     }
     return t;
   };
+  const ownerHead = db.prepare("SELECT generation, trained, size FROM vector_index_owners WHERE model = ? AND user_id = ?").raw();
+  const ownerBody = db.prepare("SELECT scale, centroids FROM vector_index_owners WHERE model = ? AND user_id = ?").raw();
+  const cache = new Map<string, Owner>();
+  /** The owner's cells, read again only when another generation was trained (by any process). */
+  const owner = (model: string, userId: string): Owner | undefined => {
+    const key = `${model}\n${userId}`;
+    const head = ownerHead.get(model, userId) as [number, number, number] | undefined;
+    if (!head) {
+      cache.delete(key);
+      return undefined;
+    }
+    let o = cache.get(key);
+    if (!o || o.generation !== head[0]) {
+      const [scale, centroids] = ownerBody.get(model, userId) as [number, Buffer];
+      o = { generation: head[0], trained: head[1], size: head[2], scale, cells: new Cells(unpack(centroids), dimsOf(model).dims) };
+      cache.set(key, o);
+    }
+    o.trained = head[1];
+    o.size = head[2];
+    return o;
+  };
   return {
     table,
-    indexed: db.prepare("SELECT 1 FROM vector_index_owners WHERE model = ? AND user_id = ?").pluck(),
-    addOwner: db.prepare("INSERT OR IGNORE INTO vector_index_owners (model, user_id) VALUES (?, ?)"),
-    ownerSessions: db.prepare("SELECT id FROM sessions WHERE user_id = ?").pluck(),
-    sessionVectors: db
-      .prepare(
-        `SELECT v.seq, v.vector FROM message_vectors v
-         WHERE v.session_id = ? AND v.model = ? AND NOT EXISTS (SELECT 1 FROM vector_index_rows r WHERE r.session_id = v.session_id AND r.seq = v.seq)`,
-      )
-      .raw(),
-    addRow: db.prepare("INSERT INTO vector_index_rows (session_id, seq, model) VALUES (?, ?, ?)"),
+    owner,
+    dimsOf,
+    candidates,
+    putOwner: db.prepare(
+      `INSERT INTO vector_index_owners (model, user_id, generation, trained, size, scale, centroids) VALUES (?, ?, 1, ?, 0, ?, ?)
+       ON CONFLICT (model, user_id) DO UPDATE SET generation = generation + 1, trained = excluded.trained, size = 0, scale = excluded.scale, centroids = excluded.centroids`,
+    ),
+    grow: db.prepare("UPDATE vector_index_owners SET size = size + ? WHERE model = ? AND user_id = ?"),
+    dropEmpty: db.prepare("DELETE FROM vector_index_owners WHERE size <= 0"),
+    ownerSessions: db.prepare("SELECT id FROM sessions WHERE user_id = ? ORDER BY id").pluck(),
+    sessionVectors: db.prepare("SELECT seq, vector FROM message_vectors WHERE session_id = ? AND model = ?").raw(),
+    ownerRows: db.prepare("SELECT id FROM vector_index_rows WHERE user_id = ? AND model = ?").pluck(),
+    addRow: db.prepare("INSERT INTO vector_index_rows (session_id, seq, model, user_id) VALUES (?, ?, ?, ?)"),
     queued: db
       .prepare(
         `SELECT q.session_id, q.seq, v.model, v.vector, s.user_id FROM vector_index_queue q
@@ -168,22 +264,37 @@ function prepare(db: Database.Database) {
       )
       .raw(),
     clearQueue: db.prepare("DELETE FROM vector_index_queue"),
-    gone: db.prepare("SELECT g.id, r.model FROM vector_index_gone g JOIN vector_index_rows r ON r.id = g.id").raw(),
+    gone: db.prepare("SELECT g.id, r.model, r.user_id FROM vector_index_gone g JOIN vector_index_rows r ON r.id = g.id").raw(),
     removeRow: db.prepare("DELETE FROM vector_index_rows WHERE id = ?"),
     clearGone: db.prepare("DELETE FROM vector_index_gone"),
     pending: db.prepare("SELECT (SELECT 1 FROM vector_index_queue LIMIT 1) OR (SELECT 1 FROM vector_index_gone LIMIT 1)").pluck(),
   };
 }
 
-const prepared = new WeakMap<Database.Database, ReturnType<typeof prepare>>();
+type Statements = ReturnType<typeof prepare>;
+const prepared = new WeakMap<Database.Database, Statements>();
 /** The index's statements, or undefined when the file has no index or the extension is missing. */
-function statements(db: Database.Database, create: boolean): ReturnType<typeof prepare> | undefined {
+function statements(db: Database.Database, create: boolean): Statements | undefined {
   let st = prepared.get(db);
   if (st) return st;
   if (!create && !hasIndex(db)) return undefined;
   if (!loadVectorExtension(db)) return undefined;
   prepared.set(db, (st = prepare(db)));
   return st;
+}
+
+/** Counts of vectors added to (or removed from) each owner's index, written once per batch. */
+class SizeChanges extends Map<string, number> {
+  note(model: string, userId: string, by: number) {
+    const key = `${model}\n${userId}`;
+    this.set(key, (this.get(key) ?? 0) + by);
+  }
+  write(st: Statements) {
+    for (const [key, by] of this) {
+      const [model, userId] = key.split("\n");
+      st.grow.run(by, model, userId);
+    }
+  }
 }
 
 /**
@@ -195,38 +306,82 @@ export function syncVectorIndex(db: Database.Database): void {
   if (!st || !st.pending.get()) return;
   // Read fully first: a connection cannot write while a statement iterates (the queues are short).
   db.transaction(() => {
-    for (const [id, model] of st.gone.all() as [number, string][]) {
+    const sizes = new SizeChanges();
+    for (const [id, model, userId] of st.gone.all() as [number, string, string][]) {
       st.table(model).remove.run(BigInt(id));
       st.removeRow.run(id);
+      sizes.note(model, userId, -1);
     }
     st.clearGone.run();
     for (const [sessionId, seq, model, vector, userId] of st.queued.all() as [string, number, string, Buffer, string][]) {
-      add(st, sessionId, seq, model, vector, userId);
+      const owner = st.owner(model, userId);
+      if (!owner) continue;
+      add(st, owner, sessionId, seq, model, unpack(vector), userId);
+      sizes.note(model, userId, 1);
     }
     st.clearQueue.run();
+    sizes.write(st);
+    // An erased owner's centroids go with its last vector.
+    st.dropEmpty.run();
   })();
 }
 
-function add(st: NonNullable<ReturnType<typeof statements>>, sessionId: string, seq: number, model: string, vector: Buffer, userId: string) {
-  const id = st.addRow.run(sessionId, seq, model).lastInsertRowid;
-  st.table(model).insert.run(BigInt(id), userId, packedSignBits(vector));
+function add(st: Statements, owner: Owner, sessionId: string, seq: number, model: string, vector: Float32Array, userId: string) {
+  const id = st.addRow.run(sessionId, seq, model, userId).lastInsertRowid;
+  st.table(model).insert.run(BigInt(id), userId, BigInt(owner.cells.nearest(vector)), quantize(vector, owner.scale));
 }
 
 /**
- * Puts all of an owner's vectors of a model into the index (from then on kept by the triggers).
+ * Trains the owner's cells (√`count` of them, on a sample of its vectors) and puts all its vectors of
+ * the model into them, replacing an earlier training (from then on kept by the triggers).
+ * @param count the owner's vectors of the model, as the search that decided to index counted them.
  * @returns false when the extension cannot be loaded.
  */
-export function indexOwner(db: Database.Database, userId: string, model: string): boolean {
+export function indexOwner(db: Database.Database, userId: string, model: string, count: number): boolean {
   const st = statements(db, true);
   if (!st) return false;
   syncVectorIndex(db);
+  const { dims } = st.dimsOf(model);
+  const cells = Math.max(1, Math.round(Math.sqrt(count)));
+  // The sample: whole sessions in a random order (reading every vector would double the build's reads).
+  const random = uniform(count);
+  const sessions = st.ownerSessions.all(userId) as string[];
+  const wanted = Math.min(count, cells * SAMPLE_PER_CELL);
+  const sample = new Float32Array(wanted * dims);
+  let sampled = 0;
+  for (let i = 0; i < sessions.length && sampled < wanted; i++) {
+    const j = i + Math.floor(random() * (sessions.length - i));
+    [sessions[i], sessions[j]] = [sessions[j], sessions[i]];
+    for (const [, vector] of st.sessionVectors.all(sessions[i], model) as [number, Buffer][]) {
+      if (sampled === wanted) break;
+      sample.set(unpack(vector), sampled++ * dims);
+    }
+  }
+  if (sampled === 0) return true;
+  const trained = trainCells(sample.subarray(0, sampled * dims), dims, { cells, seed: count });
+  const scale = scaleOf(sample.subarray(0, sampled * dims));
   db.transaction(() => {
-    st.addOwner.run(model, userId);
+    // Another process may have written since: its queued vectors would come back twice.
+    syncVectorIndex(db);
+    // A new training starts over: the owner's rows go, and come back in their new cells.
+    const { remove } = st.table(model);
+    for (const id of st.ownerRows.all(userId, model) as number[]) {
+      remove.run(BigInt(id));
+      st.removeRow.run(id);
+    }
+    st.putOwner.run(model, userId, count, scale, Buffer.from(trained.centroids.buffer, trained.centroids.byteOffset, trained.centroids.byteLength));
+    const owner = st.owner(model, userId)!;
+    let size = 0;
     // A session at a time: a connection cannot write while it iterates, and reading the owner's
     // vectors at once would hold them all in memory (3 GB for a million of 768 dimensions).
     for (const sessionId of st.ownerSessions.all(userId) as string[]) {
-      for (const [seq, vector] of st.sessionVectors.all(sessionId, model) as [number, Buffer][]) add(st, sessionId, seq, model, vector, userId);
+      for (const [seq, vector] of st.sessionVectors.all(sessionId, model) as [number, Buffer][]) {
+        add(st, owner, sessionId, seq, model, unpack(vector), userId);
+        size++;
+      }
     }
+    st.grow.run(size, model, userId);
+    st.dropEmpty.run();
   }).immediate();
   return true;
 }
@@ -234,24 +389,48 @@ export function indexOwner(db: Database.Database, userId: string, model: string)
 /** Whether the owner's vectors of the model are indexed and the index usable in this process. */
 export function isIndexed(db: Database.Database, userId: string, model: string): boolean {
   const st = statements(db, false);
-  return st !== undefined && st.indexed.get(model, userId) !== undefined;
+  return st !== undefined && st.owner(model, userId) !== undefined;
 }
 
 /** A candidate with its stored vector: session id, seq, created_at, packed vector, still eligible. */
 export type Candidate = [sessionId: string, seq: number, createdAt: number, vector: Buffer, live: number];
 
+/** What {@link indexCandidates} found. */
+export interface IndexCandidates {
+  candidates: Candidate[];
+  /** Every vector of the owner was a candidate (the answer is exact). */
+  complete: boolean;
+  /** The owner has grown past `retrainAfter` times what its cells were trained on. */
+  grown: boolean;
+}
+
 /**
- * The owner's nearest candidates in the index by Hamming distance to the query's sign bits, each with
- * its stored vector and whether it is still eligible (owner, model, activity).
+ * The owner's nearest candidates: the nearest by int8 distance among the vectors of the `probes` cells
+ * whose centroids are nearest to the query (sqlite-vec), the best `candidates` of them each with its
+ * stored vector and whether it is still eligible (owner, model, activity).
  */
 export function indexCandidates(
   db: Database.Database,
-  query: { userId: string; model: string; normalized: Float32Array; since: number; k: number },
-): Candidate[] {
+  query: { userId: string; model: string; normalized: Float32Array; since: number; limit: number },
+  options: SqliteVectorIndexOptions,
+): IndexCandidates {
   const st = statements(db, false)!;
   syncVectorIndex(db);
-  const k = Math.min(MAX_K, Math.max(1, Math.floor(query.k)));
-  return st
-    .table(query.model)
-    .knn.all(signBits(query.normalized), k, query.userId, query.userId, query.model, query.since, query.since) as Candidate[];
+  const owner = st.owner(query.model, query.userId);
+  if (!owner) return { candidates: [], complete: false, grown: false };
+  const enough = Math.ceil(((options.minProbedVectors ?? DEFAULT_MIN_PROBED) * owner.cells.cells) / Math.max(1, owner.size));
+  const probes = Math.max(1, Math.min(owner.cells.cells, Math.max(Math.floor(options.probes ?? DEFAULT_PROBES), enough)));
+  const wanted = Math.max(query.limit, Math.floor(options.candidates ?? DEFAULT_CANDIDATES));
+  // Twice the limit from each cell: the int8 order can swap near-ties, and a cell may hold the whole answer.
+  const perCell = Math.min(MAX_K, 2 * query.limit);
+  const cells = owner.cells.nearestCells(query.normalized, probes);
+  const near = st.table(query.model).knn.all(quantize(query.normalized, owner.scale), perCell, query.userId, JSON.stringify(cells)) as [number, number][];
+  near.sort((a, b) => a[1] - b[1]);
+  const ids = near.slice(0, wanted).map(([id]) => id);
+  const candidates = st.candidates.all(query.userId, query.model, query.since, query.since, JSON.stringify(ids)) as Candidate[];
+  return {
+    candidates,
+    complete: near.length >= owner.size && ids.length === near.length,
+    grown: owner.size >= owner.trained * (options.retrainAfter ?? DEFAULT_RETRAIN_AFTER),
+  };
 }

@@ -1,8 +1,8 @@
 /**
  * The SQLite store's embeddings: packed float32 blobs beside the messages (migration v6), searched by
  * an exact scan of the owner's own vectors (the owner's sessions index bounds it), cosine similarity
- * computed in JavaScript over the blobs; a large owner's through a binary index re-scored exactly
- * (sqlite/_vector-index.ts).
+ * computed in JavaScript over the blobs; a large owner's through an IVF index (k-means cells, int8 in
+ * sqlite-vec) re-scored exactly (sqlite/_vector-index.ts).
  */
 import type Database from "better-sqlite3";
 import type { EmbeddingInput, VectorHit, VectorQuery } from "../../core/types.js";
@@ -10,15 +10,7 @@ import type { SqliteStoreDb } from "./_db.js";
 import { activeSinceSql } from "./_activity.js";
 import { checkDimensions, dimensionMismatch, dot, normalize, packVector, TopK, unpackVector, vectorHit } from "../_vectors.js";
 import { DEFAULT_SEARCH_LIMIT } from "../_util.js";
-import {
-  DEFAULT_CANDIDATES,
-  DEFAULT_MIN_OWNER_VECTORS,
-  indexCandidates,
-  indexOwner,
-  isIndexed,
-  type SqliteVectorIndexOptions,
-  syncVectorIndex,
-} from "./_vector-index.js";
+import { DEFAULT_MIN_OWNER_VECTORS, indexCandidates, indexOwner, isIndexed, type SqliteVectorIndexOptions, syncVectorIndex } from "./_vector-index.js";
 
 type Row = [sessionId: string, seq: number, createdAt: number, vector: Buffer];
 
@@ -79,8 +71,36 @@ export function missingVectors(store: SqliteStoreDb, sessionId: string, model: s
   return statements(store.db).missing.all(sessionId, model, limit) as number[];
 }
 
+/** Owners whose retraining is scheduled, per connection (one at a time each). */
+const retraining = new WeakMap<Database.Database, Set<string>>();
+
 /**
- * The nearest messages of one owner, best first: through the binary index for an owner it holds (a
+ * Trains a grown owner's cells again once the current call has returned (the search that noticed is
+ * answered from the old cells): a build holds the connection for seconds to minutes (docs/benchmarks/vectors.md).
+ */
+function scheduleRetrain(db: Database.Database, userId: string, model: string): void {
+  let pending = retraining.get(db);
+  if (!pending) retraining.set(db, (pending = new Set()));
+  const key = `${model}\n${userId}`;
+  if (pending.has(key)) return;
+  pending.add(key);
+  setImmediate(() => {
+    try {
+      if (db.open && isIndexed(db, userId, model)) {
+        const count = db.prepare("SELECT size FROM vector_index_owners WHERE model = ? AND user_id = ?").pluck().get(model, userId) as number;
+        indexOwner(db, userId, model, count);
+      }
+    } catch (error) {
+      // A closed store or a busy file: the next search that notices tries again.
+      console.warn(`[threadkeep] sqlite: retraining the vector index failed (${(error as Error).message})`);
+    } finally {
+      pending.delete(key);
+    }
+  });
+}
+
+/**
+ * The nearest messages of one owner, best first: through the IVF index for an owner it holds (a
  * search of all the owner's sessions, without seq bounds), else by an exact scan, after which an owner
  * found with `minOwnerVectors` or more is indexed for the next search (sqlite/_vector-index.ts).
  */
@@ -108,17 +128,16 @@ export function searchVectors(store: SqliteStoreDb, query: VectorQuery, index: S
   };
   let answered = false;
   if (whole && limit > 0 && isIndexed(store.db, query.userId, query.model)) {
-    const k = Math.max(limit, index.candidates ?? DEFAULT_CANDIDATES);
-    const candidates = indexCandidates(store.db, { userId: query.userId, model: query.model, normalized, since, k });
+    const found = indexCandidates(store.db, { userId: query.userId, model: query.model, normalized, since, limit }, index);
     let live = 0;
-    for (const [sessionId, seq, at, vector, eligible] of candidates) {
+    for (const [sessionId, seq, at, vector, eligible] of found.candidates) {
       if (!eligible) continue;
       live++;
       consider(sessionId, seq, at, vector);
     }
-    // Fewer candidates than asked for means all the owner's vectors were candidates (an exact answer);
-    // too few eligible ones (expired sessions not swept yet) and the exact scan answers.
-    answered = live >= limit || candidates.length < k;
+    // Too few eligible candidates (expired sessions not swept yet) and the exact scan answers.
+    answered = live >= limit || found.complete;
+    if (found.grown) scheduleRetrain(store.db, query.userId, query.model);
   }
   if (!answered) {
     const rows = (
@@ -132,7 +151,7 @@ export function searchVectors(store: SqliteStoreDb, query: VectorQuery, index: S
       consider(row[0], row[1], row[2], row[3]);
     }
     if (whole && scanned >= (index.minOwnerVectors ?? DEFAULT_MIN_OWNER_VECTORS) && !isIndexed(store.db, query.userId, query.model)) {
-      indexOwner(store.db, query.userId, query.model);
+      indexOwner(store.db, query.userId, query.model, scanned);
     }
   }
   const hits: VectorHit[] = [];

@@ -14,8 +14,7 @@ import { isThreadkeepError, ThreadkeepError } from "../../core/errors.js";
 import type { Memory } from "../../core/memory/memory.js";
 import { MAX_MEMORY_ID_LENGTH, MAX_MEMORY_TEXT_LENGTH } from "../../core/memory/user-memories.js";
 import { conversationPatchSchema } from "../../core/state/conversation.js";
-import { DEFAULT_NEIGHBOURS, SearchParams } from "../routes/search.js";
-import { ListQuery, MessagesQuery } from "../routes/sessions.js";
+import { DEFAULT_NEIGHBOURS, ListQuery, MessagesQuery, SearchParams } from "../queries.js";
 
 /** Options of {@link createMcpServer}. */
 export interface McpServerOptions {

@@ -5,26 +5,10 @@
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import type { Memory } from "../../core/memory/memory.js";
-import { MAX_NEIGHBOURS, SEARCH_MODES, SEARCH_RANKINGS, type SearchRanking } from "../../core/search.js";
 import { parseBody } from "./_validate.js";
-
-/**
- * The query of both search routes: `q`, `limit`, `mode` (`auto` picks the best the server has),
- * `ranking` (`relevance` or `recency`, for `auto`, `substring` and `fulltext`) and `neighbours` (the
- * turns after each hit to add to it).
- */
-export const SearchParams = z.object({
-  q: z.string().trim().min(1, "q is required"),
-  limit: z.coerce.number().int().min(1).max(100).default(20),
-  mode: z.enum([...SEARCH_MODES, "auto"] as const).optional(),
-  ranking: z.enum(SEARCH_RANKINGS as [SearchRanking, ...SearchRanking[]]).optional(),
-  neighbours: z.coerce.number().int().min(0).max(MAX_NEIGHBOURS).optional(),
-});
+import { DEFAULT_NEIGHBOURS, SearchParams } from "../queries.js";
 
 const GlobalSearchParams = SearchParams.extend({ session: z.string().min(1).optional() });
-
-/** Turns after each hit a search adds when `neighbours` is not given: see docs/search (measured in bench/retrieval.ts). */
-export const DEFAULT_NEIGHBOURS = 1;
 
 /** Adds GET /v1/search. */
 export function registerSearchRoutes(app: FastifyInstance, deps: { memory: Memory }): void {

@@ -9,23 +9,18 @@ import type { ContextPreferences } from "../../core/context/types.js";
 import { parseConversationState } from "../../core/state/conversation.js";
 import type { Memory } from "../../core/memory/memory.js";
 import { parseBody } from "./_validate.js";
-import { DEFAULT_NEIGHBOURS, SearchParams } from "./search.js";
+import { DEFAULT_NEIGHBOURS, ListQuery, MessagesQuery, SearchParams } from "../queries.js";
 import type { ServerMetrics } from "../metrics.js";
 import { sessionOverviews } from "./_session-overview.js";
 import { type TurnDeps, withTurnLease } from "../turn/lease.js";
 
 type IdParams = { Params: { id: string } };
 
-const count = (max: number, fallback: number) => z.coerce.number().int().min(1).max(max).default(fallback);
-/** Paging of a session listing (`limit`, `cursor`); also the MCP `list_sessions` input. */
-export const ListQuery = z.object({ limit: count(1000, 50), cursor: z.string().min(1).optional() });
 /** The listing route's query: paging, and `overview=true` for titles and message counts. */
 const ListRouteQuery = ListQuery.extend({ overview: z.enum(["true", "false"]).optional() });
 const CreateBody = z
   .strictObject({ id: z.string().optional(), metadata: z.record(z.string(), z.unknown()).optional() })
   .default({});
-/** A page of messages (`after` a seq, at most `limit`); also the MCP `read_messages` input. */
-export const MessagesQuery = z.object({ after: z.coerce.number().int().min(0).default(0), limit: count(1000, 100) });
 const AppendBody = z.strictObject({
   messages: z.array(z.unknown()).min(1, "at least one message is required"),
 });

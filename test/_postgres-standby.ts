@@ -5,7 +5,7 @@
  * to run as root). Outside CI missing binaries skip with a printed reason; under CI=true they fail.
  */
 import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
-import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
@@ -92,10 +92,44 @@ async function answers(url: string): Promise<boolean> {
   }
 }
 
+/** A pair's directory older than this is an earlier run's that never stopped it (a test lasts a minute). */
+const STALE_AFTER_MS = 10 * 60_000;
+
+/**
+ * Kills the servers an earlier run left behind (its worker killed before its `stop()` ran) and removes
+ * their directories: they would hold the test's fixed ports, and a primary whose backends wait for a
+ * vanished synchronous standby does not stop on SIGTERM.
+ */
+function reapStalePairs(): void {
+  for (const name of readdirSync(tmpdir())) {
+    if (!name.startsWith("threadkeep-pg-standby-")) continue;
+    const dir = join(tmpdir(), name);
+    try {
+      if (Date.now() - statSync(dir).mtimeMs < STALE_AFTER_MS) continue;
+      for (const data of ["primary", "standby"]) {
+        const pidFile = join(dir, data, "postmaster.pid");
+        if (!existsSync(pidFile)) continue;
+        const pid = Number(readFileSync(pidFile, "utf8").split("\n")[0]);
+        if (Number.isSafeInteger(pid) && pid > 0) {
+          try {
+            process.kill(pid, "SIGKILL");
+          } catch {
+            // Gone already.
+          }
+        }
+      }
+      rmSync(dir, { recursive: true, force: true });
+    } catch {
+      // Another run's directory, removed meanwhile.
+    }
+  }
+}
+
 /** Starts a primary, takes a standby from it with `pg_basebackup`, and waits until it streams. */
 export async function startPostgresPair(options: PostgresPairOptions): Promise<PostgresPair> {
   const bin = binDir();
   if (typeof bin !== "string") throw new Error(bin.reason);
+  reapStalePairs();
   const root = process.getuid?.() === 0;
   const user = root ? { uid: Number(execFileSync("id", ["-u", "postgres"])), gid: Number(execFileSync("id", ["-g", "postgres"])) } : {};
   const dir = mkdtempSync(join(tmpdir(), "threadkeep-pg-standby-"));
@@ -130,6 +164,8 @@ export async function startPostgresPair(options: PostgresPairOptions): Promise<P
       { ...user, stdio: "ignore" },
     );
     servers.push(server);
+    // A worker that exits without stop() (a hook's time-out) must not leave a server holding the ports.
+    process.once("exit", () => server.kill("SIGKILL"));
     return server;
   };
   const stop = async () => {

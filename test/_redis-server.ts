@@ -98,8 +98,12 @@ export interface PortOptions {
  */
 export async function startRedisServers(count: number, args: (port: number) => string[], options: PortOptions = {}): Promise<RedisServers> {
   const pick = options.pick ?? ((n: number) => freePorts(n, options.bus ?? false, options.range));
-  const start = (port: number) =>
-    spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", ...args(port)], { stdio: ["ignore", "pipe", "ignore"] });
+  const start = (port: number) => {
+    const server = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", ...args(port)], { stdio: ["ignore", "pipe", "ignore"] });
+    // A worker that exits without stop() (a hook's time-out) must not leave servers running.
+    process.once("exit", () => server.kill("SIGKILL"));
+    return server;
+  };
   for (let attempt = 1; ; attempt++) {
     const ports = await pick(count);
     const servers = ports.map(start);

@@ -8,6 +8,7 @@ import type {
   SessionInput,
   SessionPage,
   SummaryInput,
+  UserMemory,
 } from "../core/types.js";
 
 export {
@@ -168,3 +169,27 @@ export function checkSummarySession(id: string, session: Pick<Session, "createdA
 export function checkIncarnation(id: string, session: Pick<Session, "createdAt">, sessionCreatedAt: number | undefined): void {
   if (sessionCreatedAt !== undefined && session.createdAt !== sessionCreatedAt) throw new SessionNotFoundError(id);
 }
+
+/** A memory as the SQL stores keep it (SQLite and PostgreSQL: the same columns, JSON as text). */
+export interface UserMemoryRow {
+  user_id: string;
+  id: string;
+  text: string;
+  created_at: number;
+  updated_at: number;
+  source: string;
+  metadata: string;
+  history: string;
+}
+
+/** The memory a {@link UserMemoryRow} holds. */
+export const memoryFromRow = (row: UserMemoryRow): UserMemory => ({
+  id: row.id,
+  userId: row.user_id,
+  text: row.text,
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+  source: JSON.parse(row.source),
+  metadata: JSON.parse(row.metadata),
+  history: JSON.parse(row.history),
+});

@@ -5,28 +5,7 @@ import type { FullStore, UserMemory, UserMemoryStore, UserMemoryVectorStore } fr
 import { checkDimensions, dimensionMismatch, normalize, packVector, scanMemoryVectors, unpackVector } from "../_vectors.js";
 import type { PgSql } from "./_client.js";
 import type { PgRun } from "./_operations.js";
-
-interface Row {
-  user_id: string;
-  id: string;
-  text: string;
-  created_at: number;
-  updated_at: number;
-  source: string;
-  metadata: string;
-  history: string;
-}
-
-const fromRow = (row: Row): UserMemory => ({
-  id: row.id,
-  userId: row.user_id,
-  text: row.text,
-  createdAt: row.created_at,
-  updatedAt: row.updated_at,
-  source: JSON.parse(row.source),
-  metadata: JSON.parse(row.metadata),
-  history: JSON.parse(row.history),
-});
+import { memoryFromRow, type UserMemoryRow } from "../_util.js";
 
 /** What a memory's row is read as: its embedding is read only by the vector calls. */
 const COLUMNS = "user_id, id, text, created_at, updated_at, source, metadata, history";
@@ -49,8 +28,8 @@ export function userMemoryMethods(run: PgRun): Pick<FullStore, keyof UserMemoryS
 
     getUserMemory: (userId, id) =>
       run("getUserMemory", async (sql) => {
-        const [row] = await sql<Row[]>`SELECT ${sql.unsafe(COLUMNS)} FROM user_memories WHERE user_id = ${userId} AND id = ${id}`;
-        return row ? fromRow(row) : null;
+        const [row] = await sql<UserMemoryRow[]>`SELECT ${sql.unsafe(COLUMNS)} FROM user_memories WHERE user_id = ${userId} AND id = ${id}`;
+        return row ? memoryFromRow(row) : null;
       }),
 
     listUserMemories: (userId, options = {}) =>
@@ -58,20 +37,20 @@ export function userMemoryMethods(run: PgRun): Pick<FullStore, keyof UserMemoryS
         const limit = memoryPageLimit(options);
         const cursor = options.cursor ? decodeMemoryCursor(options.cursor) : null;
         const rows = cursor
-          ? await sql<Row[]>`
+          ? await sql<UserMemoryRow[]>`
               SELECT ${sql.unsafe(COLUMNS)} FROM user_memories WHERE user_id = ${userId} AND (updated_at, id) < (${cursor.updatedAt}, ${cursor.id})
               ORDER BY updated_at DESC, id DESC LIMIT ${limit + 1}`
-          : await sql<Row[]>`SELECT ${sql.unsafe(COLUMNS)} FROM user_memories WHERE user_id = ${userId} ORDER BY updated_at DESC, id DESC LIMIT ${limit + 1}`;
-        return memoryPageOf(rows.map(fromRow), limit);
+          : await sql<UserMemoryRow[]>`SELECT ${sql.unsafe(COLUMNS)} FROM user_memories WHERE user_id = ${userId} ORDER BY updated_at DESC, id DESC LIMIT ${limit + 1}`;
+        return memoryPageOf(rows.map(memoryFromRow), limit);
       }),
 
     updateUserMemory: (userId, id, patch) =>
       run("updateUserMemory", (sql) =>
         sql.begin(async (tx) => {
           const t = tx as unknown as PgSql;
-          const [row] = await t<Row[]>`SELECT ${t.unsafe(COLUMNS)} FROM user_memories WHERE user_id = ${userId} AND id = ${id} FOR UPDATE`;
+          const [row] = await t<UserMemoryRow[]>`SELECT ${t.unsafe(COLUMNS)} FROM user_memories WHERE user_id = ${userId} AND id = ${id} FOR UPDATE`;
           if (!row) throw notFound(id);
-          const next = applyMemoryPatch(fromRow(row), patch);
+          const next = applyMemoryPatch(memoryFromRow(row), patch);
           await t`
             UPDATE user_memories SET text = ${next.text}, updated_at = ${next.updatedAt}, metadata = ${JSON.stringify(next.metadata)},
               history = ${JSON.stringify(next.history)},

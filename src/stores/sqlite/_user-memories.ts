@@ -13,28 +13,7 @@ import type {
   UserMemoryVectorQuery,
 } from "../../core/types.js";
 import { checkDimensions, normalize, packVector, scanMemoryVectors, type StoredMemoryVector, unpackVector } from "../_vectors.js";
-
-interface Row {
-  user_id: string;
-  id: string;
-  text: string;
-  created_at: number;
-  updated_at: number;
-  source: string;
-  metadata: string;
-  history: string;
-}
-
-const fromRow = (row: Row): UserMemory => ({
-  id: row.id,
-  userId: row.user_id,
-  text: row.text,
-  createdAt: row.created_at,
-  updatedAt: row.updated_at,
-  source: JSON.parse(row.source),
-  metadata: JSON.parse(row.metadata),
-  history: JSON.parse(row.history),
-});
+import { memoryFromRow, type UserMemoryRow } from "../_util.js";
 
 const toRow = (m: UserMemory) => [m.userId, m.id, m.text, m.createdAt, m.updatedAt, JSON.stringify(m.source), JSON.stringify(m.metadata), JSON.stringify(m.history)];
 
@@ -77,9 +56,9 @@ export function sqliteUserMemories(db: Database.Database): SqliteUserMemories {
     deleteAll: db.prepare("DELETE FROM user_memories WHERE user_id = ?"),
   };
   const update = db.transaction((userId: string, id: string, patch: UserMemoryPatch): UserMemory => {
-    const row = st.get.get(userId, id) as Row | undefined;
+    const row = st.get.get(userId, id) as UserMemoryRow | undefined;
     if (!row) throw new ThreadkeepError("not_found", `Memory ${id} not found`);
-    const next = applyMemoryPatch(fromRow(row), patch);
+    const next = applyMemoryPatch(memoryFromRow(row), patch);
     st.update.run({ text: next.text, updatedAt: next.updatedAt, metadata: JSON.stringify(next.metadata), history: JSON.stringify(next.history), userId, id });
     return next;
   });
@@ -98,14 +77,14 @@ export function sqliteUserMemories(db: Database.Database): SqliteUserMemories {
       return memory;
     },
     get(userId: string, id: string): UserMemory | null {
-      const row = st.get.get(userId, id) as Row | undefined;
-      return row ? fromRow(row) : null;
+      const row = st.get.get(userId, id) as UserMemoryRow | undefined;
+      return row ? memoryFromRow(row) : null;
     },
     list(userId: string, options: ListOptions = {}): UserMemoryPage {
       const limit = memoryPageLimit(options);
       const cursor = options.cursor ? decodeMemoryCursor(options.cursor) : null;
-      const rows = (cursor ? st.after.all(userId, cursor.updatedAt, cursor.updatedAt, cursor.id, limit + 1) : st.first.all(userId, limit + 1)) as Row[];
-      return memoryPageOf(rows.map(fromRow), limit);
+      const rows = (cursor ? st.after.all(userId, cursor.updatedAt, cursor.updatedAt, cursor.id, limit + 1) : st.first.all(userId, limit + 1)) as UserMemoryRow[];
+      return memoryPageOf(rows.map(memoryFromRow), limit);
     },
     update,
     delete(userId: string, id: string): boolean {

@@ -30,6 +30,12 @@ function binDir(): string | { reason: string } {
   return dir;
 }
 
+/** Servers this process started and that still run: a worker that exits without stop() (a hook's time-out) kills them. */
+const running = new Set<ChildProcess>();
+process.once("exit", () => {
+  for (const server of running) server.kill("SIGKILL");
+});
+
 /** `true` when a primary and a standby can be started; otherwise why not (thrown under CI=true). */
 export function standbyAvailable(what: string): true | string {
   const dir = binDir();
@@ -165,7 +171,8 @@ export async function startPostgresPair(options: PostgresPairOptions): Promise<P
     );
     servers.push(server);
     // A worker that exits without stop() (a hook's time-out) must not leave a server holding the ports.
-    process.once("exit", () => server.kill("SIGKILL"));
+    running.add(server);
+    server.once("exit", () => running.delete(server));
     return server;
   };
   const stop = async () => {

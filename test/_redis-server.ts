@@ -6,6 +6,12 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { createServer } from "node:net";
 
+/** Servers this process started and that still run: a worker that exits without stop() (a hook's time-out) kills them. */
+const running = new Set<ChildProcess>();
+process.once("exit", () => {
+  for (const server of running) server.kill("SIGKILL");
+});
+
 /** Servers that are up and listening. */
 export interface RedisServers {
   ports: number[];
@@ -100,8 +106,8 @@ export async function startRedisServers(count: number, args: (port: number) => s
   const pick = options.pick ?? ((n: number) => freePorts(n, options.bus ?? false, options.range));
   const start = (port: number) => {
     const server = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", ...args(port)], { stdio: ["ignore", "pipe", "ignore"] });
-    // A worker that exits without stop() (a hook's time-out) must not leave servers running.
-    process.once("exit", () => server.kill("SIGKILL"));
+    running.add(server);
+    server.once("exit", () => running.delete(server));
     return server;
   };
   for (let attempt = 1; ; attempt++) {

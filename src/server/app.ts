@@ -14,6 +14,7 @@ import { createMemory } from "../create-memory.js";
 import { createUpstream, type Upstream, type UpstreamOptions } from "../llm/openai-compatible.js";
 import { createAuthenticator, createOperatorCheck, toApiKeyMap } from "./auth.js";
 import { installBodyDrain } from "./body-drain.js";
+import { installJsonParser } from "./json-body.js";
 import { type ClientLimits, createConnectionGuard, resolveClientLimits } from "./connections.js";
 import { installErrorHandlers, sendFailure, toHttpFailure } from "./errors.js";
 import { IdempotencyCache, type IdempotencyOptions } from "./turn/idempotency.js";
@@ -182,6 +183,7 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
 
   // Only JSON bodies: fastify's default text/plain parser would turn a wrong Content-Type into a 400.
   app.removeContentTypeParser("text/plain");
+  installJsonParser(app);
   // First of the onRequest hooks: a connection past the limit is answered before any work.
   connectionGuard.install(app);
   app.decorateRequest("userId", "");

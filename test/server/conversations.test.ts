@@ -5,6 +5,7 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import OpenAI from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Stack, startStack, transcript } from "./_stack.js";
 
@@ -111,6 +112,30 @@ describe("Conversations API", () => {
     expect((await client.conversations.retrieve(conversation.id)).metadata).toEqual({ title: "renamed" });
     expect(await client.conversations.delete(conversation.id)).toEqual({ id: conversation.id, object: "conversation.deleted", deleted: true });
     await expect(client.conversations.retrieve(conversation.id)).rejects.toMatchObject({ status: 404 });
+  });
+
+  it("with openai-python's habit (Content-Type: application/json on every request), deletes a response, an item and a conversation", async () => {
+    // openai-python's BaseClient.default_headers put the JSON content type on every request and only
+    // GET drops it; the official Node client, told the same, sends it on its bodyless DELETEs too.
+    const client = new OpenAI({ baseURL: `${stack.url}/v1`, apiKey: "sk-client-unused", maxRetries: 0, defaultHeaders: { "Content-Type": "application/json" } });
+    const sent: string[] = [];
+    const watched = client.withOptions({
+      fetch: async (url, init) => {
+        sent.push(`${init?.method} ${new Headers(init?.headers).get("content-type")} ${init?.body === undefined || init?.body === null ? "no body" : "body"}`);
+        return fetch(url, init);
+      },
+    });
+    const conversation = await watched.conversations.create({ items: [{ role: "user", content: "one" }, { role: "user", content: "two" }] });
+    const response = await watched.responses.create({ model: "fake-model", input: "three", conversation: conversation.id });
+    expect(await watched.responses.delete(response.id)).toMatchObject({ id: response.id, deleted: true });
+    await expect(watched.responses.retrieve(response.id)).rejects.toMatchObject({ status: 404 });
+    const [first] = (await watched.conversations.items.list(conversation.id, { order: "asc" })).data;
+    expect((await watched.conversations.items.delete(first!.id!, { conversation_id: conversation.id })).id).toBe(conversation.id);
+    expect(await watched.conversations.delete(conversation.id)).toEqual({ id: conversation.id, object: "conversation.deleted", deleted: true });
+    await expect(watched.conversations.retrieve(conversation.id)).rejects.toMatchObject({ status: 404 });
+    // The habit was on the wire: every DELETE carried the JSON content type and no body.
+    const deletes = sent.filter((line) => line.startsWith("DELETE"));
+    expect(deletes).toEqual(Array(3).fill("DELETE application/json no body"));
   });
 
   it("on SQLite too: an item deleted mid-conversation, a response chain continued after it", async () => {

@@ -69,7 +69,7 @@ describe.each(BACKENDS)("in-place edits by an undeclared whole-history client on
     });
     const body: any = await response.json();
     expect(response.status, JSON.stringify(body)).toBe(200);
-    const received = stack.fake.chatRequests()[before].body.messages.filter((m: Msg & { role: string }) => m.role !== "system");
+    const received = stack.fake.chatRequests()[before].body.messages.filter((m: { role: string }) => m.role !== "system") as Msg[];
     const { content, tool_calls } = body.choices[0].message;
     return { received, answer: { role: "assistant", content: content ?? null, ...(tool_calls ? { tool_calls } : {}) } };
   }

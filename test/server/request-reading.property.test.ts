@@ -184,9 +184,10 @@ describe.each(["wide", "narrow"] as const)("request reading, over random mixes o
     await fc.assert(
       fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 10 }), async (steps) => {
         const client = new Client(++runs);
+        // The main line after the previous step.
+        let kept: string[] = [];
         for (const s of steps) {
           const before = client.view.length;
-          const kept = ((await stack.memory.getMessages(client.id).catch(() => [])) as Msg[]).map(key);
           const received =
             s.kind === "thin"
               ? await client.turn(s.calls, false, false)
@@ -209,6 +210,7 @@ describe.each(["wide", "narrow"] as const)("request reading, over random mixes o
           const branched = (await stack.memory.listBranches(client.id)).flatMap((b) => b.messages as Msg[]);
           const everywhere = new Set([...line, ...branched].map(key));
           expect(kept.filter((k) => !everywhere.has(k)), `lost after ${JSON.stringify(s)}`).toEqual([]);
+          kept = line.map(key);
         }
         if (client.view.length === 0) return;
         const line = (await stack.memory.getMessages(client.id)) as Msg[];

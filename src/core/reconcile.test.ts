@@ -87,6 +87,28 @@ describe("readRequest", () => {
     expect(readRequest([u("context"), u("q1")], windowOf(line, 2))).toMatchObject({ reading: "thin", toStore: [u("context"), u("q1")] });
   });
 
+  it("follows an undeclared whole-history client that edits messages in place, on position-aligned evidence", () => {
+    const kept = { ...a("a2"), metadata: { model: "m" } };
+    // An answer corrected, the rest of the chat kept: the line from the correction is the client's.
+    expect(readRequest([u("q1"), a("a1 fixed"), u("q2"), a("a2"), u("q3")], full(line))).toMatchObject({
+      reading: "edit", replaceAfter: 1, branch: { reason: "edit" }, upToSeq: 1, toStore: [a("a1 fixed"), u("q2"), kept, u("q3")],
+    });
+    // The first message edited; several at once.
+    expect(readRequest([u("q1 fixed"), a("a1"), u("q2"), a("a2"), u("q3")], full(line))).toMatchObject({ reading: "edit", replaceAfter: 0, upToSeq: 0 });
+    expect(readRequest([u("q1 fixed"), a("a1"), u("q2 fixed"), a("a2"), u("q3")], full(line))).toMatchObject({ reading: "edit", replaceAfter: 0, toStore: [u("q1 fixed"), { ...a("a1"), metadata: { model: "m" } }, u("q2 fixed"), kept, u("q3")] });
+    // With tool calls in between.
+    const tools = stored([u("q1"), call("c1"), result("c1"), a("a1"), u("q2"), a("a2")]);
+    expect(readRequest([u("q1 fixed"), call("c1"), result("c1"), a("a1"), u("q2"), a("a2"), u("q3")], full(tools))).toMatchObject({ reading: "edit", replaceAfter: 0 });
+  });
+
+  it("takes no position-aligned evidence from a lone answer or from a thin client's re-sent turn", () => {
+    // The one answer a one-turn chat has is not enough: a thin client's own history could hold it.
+    expect(readRequest([u("q1 fixed"), a("a1"), u("q2")], full(stored([u("q1"), a("a1")])))).toMatchObject({ reading: "thin", toStore: [u("q2")] });
+    // A retried tool-loop follow-up whose call and result repeat the first turn's, at the first turn's positions.
+    const repeated = stored([u("look"), call("c1"), result("c1"), a("done"), u("look again"), call("c1"), result("c1"), a("done again")]);
+    expect(readRequest([u("look again"), call("c1"), result("c1")], full(repeated))).toMatchObject({ reading: "thin", toStore: [] });
+  });
+
   it("stores a retried tool-loop follow-up's results once", () => {
     const done = stored([u("q1"), a("a1"), u("look"), call("c1"), result("c1"), a("done")]);
     expect(readRequest([u("look"), call("c1"), result("c1")], full(done))).toMatchObject({ reading: "thin", toStore: [] });

@@ -8,8 +8,9 @@
  *
  * The rule: every reading that keeps what is stored on the main line is tried first; a reading that
  * moves stored turns into a branch (regenerate, edit) is taken only on evidence — the request
- * reproduces the stored line from its start, including an answer the model gave, up to where it
- * changes; or the client is declared to send whole histories. Without evidence the turn is appended.
+ * reproduces, at their own positions on the stored line, an answer the model gave and another stored
+ * message (what differs between them is edited in place); or the client is declared to send whole
+ * histories. Then the model receives the request's conversation. Without evidence the turn is appended.
  * docs/server.md ("How the server decides what is new") has the decision table.
  */
 import { contentText } from "./messages.js";
@@ -161,7 +162,7 @@ export function readRequest(conversation: ChatMessage[], view: StoredView, optio
       if (anchor !== undefined) {
         const matched = prefixMatch(conversation, view.tail, anchor, anchor, same);
         if (anchor + matched - 1 >= last) return plan("continue", { toStore: conversation.slice(last + 1 - anchor) });
-        return replaceFrom(conversation, view as Required<StoredView>, anchor, matched, metadata, meta);
+        return replaceFrom(conversation, view as Required<StoredView>, anchor, matched, metadata, meta, same);
       }
     }
     return alignByPosition(conversation, view as Required<StoredView>, metadata, meta, same);
@@ -179,16 +180,25 @@ export function readRequest(conversation: ChatMessage[], view: StoredView, optio
   // 2. It begins with the stored line's newest messages (a tool loop's follow-up): append the rest.
   const overlap = tailOverlap(conversation, view.tail, same);
   if (overlap > 0 && overlap < n) return plan("overlap", { toStore: conversation.slice(overlap) });
-  // 3. It reproduces the stored line from its start, including an answer the model gave, then
-  // changes or stops: a regenerate or an edit. A lone message is never enough: a thin client may ask
-  // the same again, and a whole-history client's regenerate of the first answer or edit of the first
-  // message looks like a thin turn — those need the client declared. A request without an assistant
-  // message cannot reproduce an answer, and needs no read.
+  // 3. It reproduces, each at its own position on the stored line, an answer the model gave and
+  // another stored message: its sender re-sends the whole conversation, and where it differs from the
+  // line it was edited (in place, anywhere, or cut short: a regenerate). A lone message is never
+  // enough: a thin client may ask the same again, and a whole-history client's regenerate of the
+  // first answer or edit of a one-turn chat looks like a thin turn — those need the client declared.
+  // A request without an assistant message cannot reproduce an answer, and needs no read.
   if (n >= 2 && conversation.some((m) => m.role === "assistant")) {
     if (!view.range) return undefined;
     const matched = matchedFromStart();
-    const compared = view.range.filter((m) => m.seq >= view.first!.seq && m.seq < start + matched);
-    if (compared.length >= 2 && compared.some(isModelReply)) return replaceFrom(conversation, view as Required<StoredView>, start, matched, metadata, meta);
+    const evidence = (upTo: number) => {
+      const reproduced = alignedEqual(conversation.slice(0, upTo), view.range!, start, view.first!.seq, same);
+      return reproduced.length >= 2 && reproduced.some(isModelReply);
+    };
+    // Past the first difference the evidence must not be a thin client's turn re-sent: a retried
+    // tool-loop follow-up stands in a row at the line's end, whatever it shares with older turns.
+    const anchor = anchorOf(conversation, view.tail, same);
+    if (evidence(matched) || ((anchor === undefined || anchor === start) && evidence(n))) {
+      return replaceFrom(conversation, view as Required<StoredView>, start, matched, metadata, meta, same);
+    }
   }
   // 4. No evidence for anything else: what follows the request's last assistant message is new.
   return plan("thin", { toStore: newAfterAnswer(conversation, view.tail) });
@@ -234,6 +244,18 @@ function prefixMatch(conversation: ChatMessage[], range: Message[], start: numbe
   return i;
 }
 
+/**
+ * The stored messages the request reproduces at their own positions (message `i` against seq
+ * `start + i`). Messages the cap dropped (before `first`) cannot be compared and are not counted.
+ */
+function alignedEqual(conversation: ChatMessage[], range: Message[], start: number, first: number, same: ReadRequestOptions["same"] & {}): Message[] {
+  const bySeq = new Map(range.map((m) => [m.seq, m]));
+  return conversation.flatMap((sent, i) => {
+    const mine = start + i >= first ? bySeq.get(start + i) : undefined;
+    return mine && same(mine, sent) ? [mine] : [];
+  });
+}
+
 /** The seq of the newest stored message where the request's first two messages stand in a row. */
 function anchorOf(conversation: ChatMessage[], tail: Message[], same: ReadRequestOptions["same"] & {}): number | undefined {
   for (let i = tail.length - 2; i >= 0; i--) {
@@ -252,7 +274,12 @@ function tailOverlap(conversation: ChatMessage[], tail: Message[], same: ReadReq
   return 0;
 }
 
-/** A regenerate or an edit: the stored line from `start + matched` is replaced and kept as a branch. */
+/**
+ * A regenerate or an edit: the stored line from `start + matched` is replaced and kept as a branch.
+ * What the client re-sends past its first change (an edit in place keeps the rest of the chat) is
+ * stored again; an answer the model gave that it reproduces at its position keeps its model, so it
+ * stays evidence for the next request.
+ */
 function replaceFrom(
   conversation: ChatMessage[],
   view: Required<StoredView>,
@@ -260,16 +287,22 @@ function replaceFrom(
   matched: number,
   metadata: Record<string, unknown>,
   next: HistoryMeta,
+  same: ReadRequestOptions["same"] & {},
 ): ReconcilePlan {
   const meta = historyMeta(metadata);
   const at = start + matched - 1;
+  const storedAt = (seq: number) => view.range.find((m) => m.seq === seq) ?? view.tail.find((m) => m.seq === seq);
   if (matched >= conversation.length) {
     // The request is a prefix of the stored line: it asks again for what followed.
-    const following = view.range.find((m) => m.seq === at + 1) ?? view.tail.find((m) => m.seq === at + 1);
+    const following = storedAt(at + 1);
     const reading = following && following.role !== "user" ? "regenerate" : "edit";
     return withMeta(metadata, meta, { reading, replaceAfter: at, branch: { reason: reading }, toStore: [], upToSeq: at }, next);
   }
-  return withMeta(metadata, meta, { reading: "edit", replaceAfter: at, branch: { reason: "edit" }, toStore: conversation.slice(matched), upToSeq: at }, next);
+  const toStore = conversation.slice(matched).map((sent, i) => {
+    const mine = storedAt(at + 1 + i);
+    return mine && isModelReply(mine) && same(mine, sent) ? { ...sent, metadata: { model: mine.metadata!.model } } : sent;
+  });
+  return withMeta(metadata, meta, { reading: "edit", replaceAfter: at, branch: { reason: "edit" }, toStore, upToSeq: at }, next);
 }
 
 /**
@@ -300,7 +333,7 @@ function alignByPosition(
   }
   const matched = prefixMatch(conversation, view.range, start, first, same);
   if (start + matched - 1 >= last) return withMeta(metadata, meta, { reading: "continue", toStore: conversation.slice(last + 1 - start) }, meta);
-  return replaceFrom(conversation, view, start, matched, metadata, meta);
+  return replaceFrom(conversation, view, start, matched, metadata, meta, same);
 }
 
 /**

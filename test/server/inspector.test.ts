@@ -241,6 +241,36 @@ describe.skipIf(available !== true)("the inspector page in chromium", () => {
     await close();
   });
 
+  it("shows an answer corrected in place as an edit branch, the corrected line as the transcript", async () => {
+    const id = randomUUID();
+    stack.fake.setReply(() => ({ content: "17 × 3 = 41" }));
+    try {
+      await turn(stack, "tk-alice", id, [{ role: "user", content: "What is 17 × 3?" }]);
+      stack.fake.setReply(() => ({ content: "17 × 4 = 68" }));
+      const view = [
+        { role: "user", content: "What is 17 × 3?" },
+        { role: "assistant", content: "17 × 3 = 41" },
+        { role: "user", content: "And 17 × 4?" },
+      ];
+      await turn(stack, "tk-alice", id, view);
+      // A whole-history client (not declared) lets the person fix the wrong answer, and asks on.
+      stack.fake.setReply(() => ({ content: "119" }));
+      await turn(stack, "tk-alice", id, [view[0], { role: "assistant", content: "17 × 3 = 51" }, view[2], { role: "assistant", content: "17 × 4 = 68" }, { role: "user", content: "Sum?" }]);
+    } finally {
+      scriptReplies(stack);
+    }
+    const { page, close } = await open(`/ui/s/${id}`, "tk-alice");
+    const branch = page.locator("details.branch");
+    await branch.waitFor();
+    const summary = await branch.locator("summary").textContent();
+    expect(summary).toContain("after #1");
+    expect(summary).toContain("edit");
+    expect(await page.locator('.transcript > article[data-seq="2"] .content').textContent()).toBe("17 × 3 = 51");
+    await branch.locator("summary").click();
+    await expect.poll(() => branch.locator(".branch-messages .content").allTextContents()).toEqual(["17 × 3 = 41", "And 17 × 4?", "17 × 4 = 68"]);
+    await close();
+  });
+
   it("is usable by keyboard", async () => {
     const { page, close } = await open("/ui", "tk-alice");
     await page.locator("#sessions a.session").first().waitFor();

@@ -1,8 +1,11 @@
 /**
  * The property behind request reading: whatever mix of thin turns, tool loops and whole-history
- * requests (with regenerates and edits, declared or not) reaches one session, no message the client
- * still shows ever leaves the session's main line, and the model always receives the client's
- * conversation. Random programs of client steps, through the real server and the fake upstream.
+ * requests (with regenerates, edits and in-place edits of any message, declared or not) reaches one
+ * session, no message the client still shows ever leaves the session's main line, nothing replaced is
+ * lost (it is in a branch), and whenever a request carries a stored model answer and another stored
+ * message at their positions, the model receives exactly the request's conversation. Random programs
+ * of client steps, through the real server and the fake upstream (`THREADKEEP_PROPERTY_RUNS` sets how
+ * many per window).
  */
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -19,20 +22,40 @@ type Step =
   | { kind: "thin"; calls: number }
   | { kind: "whole"; calls: number; declared: boolean }
   | { kind: "regenerate"; declared: boolean }
-  | { kind: "edit"; nth: number; declared: boolean };
+  | { kind: "edit"; nth: number; declared: boolean }
+  | { kind: "inplace"; nth: number; role: "user" | "assistant"; declared: boolean };
 
 const step: fc.Arbitrary<Step> = fc.oneof(
   fc.record({ kind: fc.constant("thin" as const), calls: fc.integer({ min: 0, max: 2 }) }),
   fc.record({ kind: fc.constant("whole" as const), calls: fc.integer({ min: 0, max: 2 }), declared: fc.boolean() }),
   fc.record({ kind: fc.constant("regenerate" as const), declared: fc.boolean() }),
   fc.record({ kind: fc.constant("edit" as const), nth: fc.nat({ max: 5 }), declared: fc.boolean() }),
+  fc.record({ kind: fc.constant("inplace" as const), nth: fc.nat({ max: 7 }), role: fc.constantFrom("user" as const, "assistant" as const), declared: fc.boolean() }),
 );
+
+const RUNS = Number(process.env.THREADKEEP_PROPERTY_RUNS ?? 60);
 
 /**
  * A program in which the model must see exactly the client's view: no undeclared rewrite (an
  * undeclared regenerate or edit may be appended, leaving the replaced messages in the model's view).
  */
-const clean = (steps: Step[]) => steps.every((s) => s.kind === "thin" || s.kind === "whole" || s.declared);
+const clean = (steps: Step[]) => steps.every((s) => s.kind === "thin" || s.kind === "whole" || s.kind === "inplace" || s.declared);
+
+type Stored = Msg & { seq: number; metadata?: Record<string, unknown> };
+
+/**
+ * The request's proof that it re-sends the whole conversation: at their own positions on the stored
+ * line (message `i` is seq `i + 1`: no program moves the line's start), a stored model answer and
+ * another stored message.
+ */
+function alignedEvidence(messages: Msg[], line: Stored[]): boolean {
+  const bySeq = new Map(line.map((m) => [m.seq, m]));
+  const reproduced = messages.flatMap((m, i) => {
+    const mine = bySeq.get(i + 1);
+    return mine && key(mine) === key(m) ? [mine] : [];
+  });
+  return reproduced.length >= 2 && reproduced.some((m) => m.role === "assistant" && typeof m.metadata?.model === "string");
+}
 
 /** What makes two messages the same to a person reading the chat. */
 const key = (m: Msg) => JSON.stringify([m.role, m.content ?? "", (m.tool_calls ?? []).map((c) => [c.function.name, c.function.arguments]), m.tool_call_id ?? ""]);
@@ -45,6 +68,8 @@ function isSubsequence(view: Msg[], line: Msg[]): boolean {
 }
 
 let stack: Stack;
+/** In-place edits sent with evidence, per window: the programs must exercise them. */
+const inPlace = { wide: 0, narrow: 0 };
 /** A window and budget that hold every program's whole conversation, so the model's input can be checked whole. */
 let wide: Stack;
 /** A window of four messages: most requests are then read against the line read from the store, not the window. */
@@ -69,6 +94,8 @@ class Client {
 
   /** Sends `messages`, answered by `reply`; returns what the model received and the answer. */
   async #send(messages: Msg[], reply: FakeReply, declared: boolean): Promise<{ sent: Msg[]; answer: Msg }> {
+    const line = (await stack.memory.getMessages(this.id).catch(() => [])) as Stored[];
+    const proven = alignedEvidence(messages, line);
     stack.fake.setReply(() => reply);
     const before = stack.fake.chatRequests().length;
     const headers: Record<string, string> = { "X-Session-ID": this.id };
@@ -77,6 +104,10 @@ class Client {
     const body: any = await response.json();
     expect(response.status, JSON.stringify(body)).toBe(200);
     const sent = stack.fake.chatRequests()[before].body.messages.filter((m: Msg) => m.role !== "system") as Msg[];
+    // Proof that the client re-sends the whole conversation: the model gets exactly that conversation
+    // (in the narrow window, what the window keeps of it, and nothing the client replaced).
+    if (proven && stack === wide) expect(sent.map(key), `model input for ${JSON.stringify(messages.map((m) => m.content))}`).toEqual(messages.map(key));
+    if (proven && stack === narrow) expect(isSubsequence(sent, messages), `model input ${JSON.stringify(sent.map((m) => m.content))} for ${JSON.stringify(messages.map((m) => m.content))}`).toBe(true);
     const message = body.choices[0].message;
     const answer: Msg = { role: "assistant", content: message.content ?? null, ...(message.tool_calls ? { tool_calls: message.tool_calls } : {}) };
     return { sent, answer };
@@ -115,6 +146,25 @@ class Client {
     return [sent];
   }
 
+  /**
+   * Edits the `nth` message of `role` in place (an assistant's text answer, or a user's question), keeps
+   * the rest of the chat and asks on, sent whole. Done only when the request carries evidence (what
+   * the property is about; without it a thin reading is right, and the client's view then differs from
+   * the line by design).
+   */
+  async inPlace(nth: number, role: "user" | "assistant", declared: boolean, window: "wide" | "narrow"): Promise<Msg[][]> {
+    const at = this.view.flatMap((m, i) => (m.role === role && !m.tool_calls && m.content !== null ? [i] : []));
+    if (at.length === 0) return [];
+    const i = at[nth % at.length];
+    const edited = [...this.view.slice(0, i), { role, content: this.#text("corrected") }, ...this.view.slice(i + 1), { role: "user" as const, content: this.#text("question") }];
+    const line = (await stack.memory.getMessages(this.id)) as Stored[];
+    if (!declared && !alignedEvidence(edited, line)) return [];
+    if (!declared) inPlace[window]++;
+    const { sent, answer } = await this.#send(edited, { content: this.#text("answer") }, declared);
+    this.view = [...edited, answer];
+    return [sent];
+  }
+
   /** Edits the `nth` user message (of those there are): the view up to it, the new text, sent whole. */
   async edit(nth: number, declared: boolean): Promise<Msg[][]> {
     const users = this.view.flatMap((m, i) => (m.role === "user" ? [i] : []));
@@ -134,6 +184,8 @@ describe.each(["wide", "narrow"] as const)("request reading, over random mixes o
     await fc.assert(
       fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 10 }), async (steps) => {
         const client = new Client(++runs);
+        // The main line after the previous step.
+        let kept: string[] = [];
         for (const s of steps) {
           const before = client.view.length;
           const received =
@@ -143,7 +195,9 @@ describe.each(["wide", "narrow"] as const)("request reading, over random mixes o
                 ? await client.turn(s.calls, true, s.declared)
                 : s.kind === "regenerate"
                   ? await client.regenerate(s.declared)
-                  : await client.edit(s.nth, s.declared);
+                  : s.kind === "edit"
+                    ? await client.edit(s.nth, s.declared)
+                    : await client.inPlace(s.nth, s.role, s.declared, window);
           if (received.length === 0 && client.view.length === before) continue;
           // The model's last request held the client's conversation up to the answer it then gave, in
           // order (in the narrow window, at least the client's newest message).
@@ -152,6 +206,11 @@ describe.each(["wide", "narrow"] as const)("request reading, over random mixes o
           if (window === "wide" && clean(steps)) expect(received.at(-1)!.map(key), `model input after ${JSON.stringify(s)}`).toEqual(shown.map(key));
           const line = (await stack.memory.getMessages(client.id)) as Msg[];
           expect(isSubsequence(client.view, line), `main line after ${JSON.stringify(s)}`).toBe(true);
+          // Nothing replaced is lost: what the main line held is on it still, or in a branch.
+          const branched = (await stack.memory.listBranches(client.id)).flatMap((b) => b.messages as Msg[]);
+          const everywhere = new Set([...line, ...branched].map(key));
+          expect(kept.filter((k) => !everywhere.has(k)), `lost after ${JSON.stringify(s)}`).toEqual([]);
+          kept = line.map(key);
         }
         if (client.view.length === 0) return;
         const line = (await stack.memory.getMessages(client.id)) as Msg[];
@@ -163,7 +222,9 @@ describe.each(["wide", "narrow"] as const)("request reading, over random mixes o
         // A client that declares it sends whole histories gets exactly its view, whatever it rewrote.
         if (steps.every((s) => s.kind !== "thin" && s.declared)) expect(line.map(key)).toEqual(client.view.map(key));
       }),
-      { numRuns: 60 },
+      { numRuns: RUNS },
     );
-  }, 120_000);
+    // The generator reached the case the property is about.
+    expect(inPlace[window]).toBeGreaterThan(RUNS / 10);
+  }, 120_000 * Math.max(1, RUNS / 60));
 });

@@ -58,7 +58,7 @@ export async function buildContext(core: MemoryCore, sessionId: string, options:
   // sessions), so they run side by side: one more round trip each, not one after the other.
   const [recall, fromOthers] = await Promise.all([
     session && recallOn
-      ? withRecall(core.vectors, store, { userId, sessionId: session.id, input, loaded, window: assemblyWindow, system: options.system ?? [] }, core.recall)
+      ? withRecall(core.vectors, store, { userId, sessionId: session.id, input, loaded, window: assemblyWindow, system: options.system ?? [], upToSeq: options.upToSeq }, core.recall)
       : undefined,
     recallOn && scope === "user"
       ? findUserRecall(

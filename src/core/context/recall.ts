@@ -108,7 +108,7 @@ const LEXICAL_DEPTH = 50;
 export async function findRecall(
   vectors: BackgroundEmbedder | undefined,
   store: FullStore,
-  request: { userId: string; sessionId: string; query: string; windowStart: number; summaries: readonly Summary[] },
+  request: { userId: string; sessionId: string; query: string; windowStart: number; summaries: readonly Summary[]; upToSeq?: number },
   options: Required<RecallOptions>,
 ): Promise<RecallResult> {
   const coveredTo = latestSummary(request.summaries)?.toSeq ?? 0;
@@ -133,7 +133,9 @@ export async function findRecall(
           .map(({ hit, score }) => ({ seq: hit.seq, score, query: request.query }));
     const messages: Message[] = [];
     for (const r of recalled) {
-      messages.push(...(await store.getMessages(request.sessionId, { fromSeq: r.seq - NEIGHBOURS, toSeq: r.seq + NEIGHBOURS })));
+      // A hit's neighbours stop where the history does: what follows is being replaced by this turn.
+      const toSeq = Math.min(r.seq + NEIGHBOURS, request.upToSeq ?? Number.POSITIVE_INFINITY);
+      messages.push(...(await store.getMessages(request.sessionId, { fromSeq: r.seq - NEIGHBOURS, toSeq })));
     }
     return { recalled, messages };
   } catch (error) {
@@ -165,7 +167,7 @@ export interface RecallAssembly {
 export async function withRecall(
   vectors: BackgroundEmbedder | undefined,
   store: FullStore,
-  turn: { userId: string; sessionId: string; input: readonly ChatMessage[]; loaded: LoadedContext; window: number; system: ChatMessage[] },
+  turn: { userId: string; sessionId: string; input: readonly ChatMessage[]; loaded: LoadedContext; window: number; system: ChatMessage[]; upToSeq?: number },
   options: Required<RecallOptions>,
 ): Promise<RecallAssembly> {
   const { history, preferences, summaries } = turn.loaded;
@@ -173,7 +175,7 @@ export async function withRecall(
   const found = await findRecall(
     vectors,
     store,
-    { userId: turn.userId, sessionId: turn.sessionId, query: recallQuery(turn.input, preferences?.recallTopic), windowStart, summaries },
+    { userId: turn.userId, sessionId: turn.sessionId, query: recallQuery(turn.input, preferences?.recallTopic), windowStart, summaries, upToSeq: turn.upToSeq },
     options,
   );
   if (found.recalled.length === 0) return { history, preferences, system: turn.system, recalled: [] };

@@ -79,6 +79,9 @@ function failuresOf(json) {
 
 /** The message of an error, without its stack, at most 5 lines. */
 function firstError(message = "") {
+  // Vitest's JSON report keeps no message for a test or hook time-out ("Test timed out in N ms" is
+  // in the console output only).
+  if (/^Error: STACK_TRACE_ERROR/.test(message)) return "a time-out, most likely (the JSON report keeps no message: see the run's log)";
   const lines = String(message).split("\n");
   const stack = lines.findIndex((line) => /^\s+at /.test(line));
   return lines

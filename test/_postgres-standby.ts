@@ -1,6 +1,7 @@
 /**
  * A PostgreSQL primary and a streaming standby of a test's own: `initdb` a primary in a temporary
- * directory, `pg_basebackup -R` a standby from it, both on loopback ports the test names, stopped and
+ * directory, `pg_basebackup -R` a standby from it, both on free loopback ports (15000-16999, see
+ * `_ports.ts`; started again on new ones when a port is taken before a server binds it), stopped and
  * removed afterwards. Run as the current user, or as `postgres` when that is root (PostgreSQL refuses
  * to run as root). Outside CI missing binaries skip with a printed reason; under CI=true they fail.
  */
@@ -9,6 +10,7 @@ import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import postgres from "postgres";
+import { freePorts } from "./_ports.js";
 import { until } from "./_wait.js";
 
 const BINARIES = ["initdb", "postgres", "pg_basebackup"];
@@ -63,8 +65,6 @@ export interface PostgresPair {
 
 /** What {@link startPostgresPair} starts. */
 export interface PostgresPairOptions {
-  primaryPort: number;
-  standbyPort: number;
   /** The primary waits for the standby's flush before a commit returns (`synchronous_standby_names = '*'`). @default false */
   synchronous?: boolean;
 }
@@ -98,12 +98,15 @@ async function answers(url: string): Promise<boolean> {
   }
 }
 
+/** A server that exited before it answered: most likely its port was taken after it was found free. */
+class ServerExited extends Error {}
+
 /** A pair's directory older than this is an earlier run's that never stopped it (a test lasts a minute). */
 const STALE_AFTER_MS = 10 * 60_000;
 
 /**
  * Kills the servers an earlier run left behind (its worker killed before its `stop()` ran) and removes
- * their directories: they would hold the test's fixed ports, and a primary whose backends wait for a
+ * their directories: they would hold ports and memory, and a primary whose backends wait for a
  * vanished synchronous standby does not stop on SIGTERM.
  */
 function reapStalePairs(): void {
@@ -131,11 +134,40 @@ function reapStalePairs(): void {
   }
 }
 
-/** Starts a primary, takes a standby from it with `pg_basebackup`, and waits until it streams. */
-export async function startPostgresPair(options: PostgresPairOptions): Promise<PostgresPair> {
+/**
+ * Starts a primary, takes a standby from it with `pg_basebackup`, and waits until it streams; on new
+ * ports (up to 5 times) when a server exits before it answers.
+ */
+export async function startPostgresPair(options: PostgresPairOptions = {}): Promise<PostgresPair> {
   const bin = binDir();
   if (typeof bin !== "string") throw new Error(bin.reason);
   reapStalePairs();
+  for (let attempt = 1; ; attempt++) {
+    const [primaryPort, standbyPort] = await freePorts(2, [15_000, 16_999]);
+    try {
+      return await startPair(bin, primaryPort, standbyPort, options.synchronous ?? false);
+    } catch (error) {
+      if (!(error instanceof ServerExited) || attempt === 5) throw error;
+    }
+  }
+}
+
+/** Waits until `url` answers, or throws {@link ServerExited} when `server` exits first. */
+async function answersOrExits(what: string, server: ChildProcess, url: string): Promise<void> {
+  let exited = false;
+  const onExit = () => {
+    exited = true;
+  };
+  server.once("exit", onExit);
+  try {
+    await until(what, async () => exited || (await answers(url)), { timeoutMs: 20_000, everyMs: 100 });
+    if (exited) throw new ServerExited(`${what}: the server exited first (its port taken?)`);
+  } finally {
+    server.off("exit", onExit);
+  }
+}
+
+async function startPair(bin: string, primaryPort: number, standbyPort: number, synchronous: boolean): Promise<PostgresPair> {
   const root = process.getuid?.() === 0;
   const user = root ? { uid: Number(execFileSync("id", ["-u", "postgres"])), gid: Number(execFileSync("id", ["-g", "postgres"])) } : {};
   const dir = mkdtempSync(join(tmpdir(), "threadkeep-pg-standby-"));
@@ -193,13 +225,14 @@ export async function startPostgresPair(options: PostgresPairOptions): Promise<P
   const url = (port: number) => `postgres://postgres@127.0.0.1:${port}/postgres`;
   try {
     run("initdb", ["-D", join(dir, "primary"), "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C"]);
-    const primary = start(join(dir, "primary"), options.primaryPort, options.synchronous ?? false);
-    await until("the primary answers", () => answers(url(options.primaryPort)), { timeoutMs: 20_000, everyMs: 100 });
-    run("pg_basebackup", ["-h", "127.0.0.1", "-p", String(options.primaryPort), "-U", "postgres", "-D", join(dir, "standby"), "-R", "-X", "stream", "--no-sync"]);
-    start(join(dir, "standby"), options.standbyPort, false);
-    const check = postgres(url(options.primaryPort), { max: 1, onnotice: () => {} });
+    const primary = start(join(dir, "primary"), primaryPort, synchronous);
+    await answersOrExits("the primary answers", primary, url(primaryPort));
+    run("pg_basebackup", ["-h", "127.0.0.1", "-p", String(primaryPort), "-U", "postgres", "-D", join(dir, "standby"), "-R", "-X", "stream", "--no-sync"]);
+    const standby = start(join(dir, "standby"), standbyPort, false);
+    await answersOrExits("the standby answers", standby, url(standbyPort));
+    const check = postgres(url(primaryPort), { max: 1, onnotice: () => {} });
     try {
-      const state = options.synchronous ? "sync" : "async";
+      const state = synchronous ? "sync" : "async";
       await until(
         `the standby streams (${state})`,
         async () => (await check`SELECT 1 FROM pg_stat_replication WHERE state = 'streaming' AND sync_state = ${state}`).length === 1,
@@ -209,10 +242,10 @@ export async function startPostgresPair(options: PostgresPairOptions): Promise<P
       await check.end({ timeout: 0 });
     }
     return {
-      primaryPort: options.primaryPort,
-      standbyPort: options.standbyPort,
-      primaryUrl: url(options.primaryPort),
-      standbyUrl: url(options.standbyPort),
+      primaryPort,
+      standbyPort,
+      primaryUrl: url(primaryPort),
+      standbyUrl: url(standbyPort),
       killPrimary: () =>
         new Promise<void>((resolve) => {
           if (primary.exitCode !== null || primary.signalCode !== null) return resolve();
@@ -229,7 +262,7 @@ export async function startPostgresPair(options: PostgresPairOptions): Promise<P
           }
         }),
       freezeStandby: async () => {
-        const sql = postgres(url(options.standbyPort), { max: 1, onnotice: () => {} });
+        const sql = postgres(url(standbyPort), { max: 1, onnotice: () => {} });
         let pid: number;
         try {
           [{ pid }] = await sql<{ pid: number }[]>`SELECT pid FROM pg_stat_wal_receiver`;
@@ -244,7 +277,7 @@ export async function startPostgresPair(options: PostgresPairOptions): Promise<P
         };
       },
       promoteStandby: async () => {
-        const sql = postgres(url(options.standbyPort), { max: 1, onnotice: () => {} });
+        const sql = postgres(url(standbyPort), { max: 1, onnotice: () => {} });
         try {
           await sql`SELECT pg_promote(true, 30)`;
         } finally {

@@ -4,7 +4,7 @@
  * and all of them are started again on new ports.
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { createServer } from "node:net";
+import { freePorts } from "./_ports.js";
 
 /** Servers this process started and that still run: a worker that exits without stop() (a hook's time-out) kills them. */
 const running = new Set<ChildProcess>();
@@ -31,28 +31,6 @@ export function redisServerAvailable(what: string, bins: string[] = ["redis-serv
   const reason = `${missing.join(" and ")} not found on PATH (install Redis 7 to run ${what})`;
   if (process.env.CI === "true") throw new Error(`CI=true and ${reason}`);
   return reason;
-}
-
-function portFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once("error", () => resolve(false));
-    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
-  });
-}
-
-/**
- * `count` consecutive ports that are free now, with their cluster bus ports (port + 10000) when `bus`,
- * from `range` (first and last port a run may use).
- */
-async function freePorts(count: number, bus: boolean, range: [number, number] = [21_000, 28_999]): Promise<number[]> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    const base = range[0] + Math.floor(Math.random() * (range[1] - range[0] + 2 - count));
-    const ports = Array.from({ length: count }, (_, i) => base + i);
-    const all = bus ? [...ports, ...ports.map((p) => p + 10_000)] : ports;
-    if ((await Promise.all(all.map(portFree))).every(Boolean)) return ports;
-  }
-  throw new Error(`no ${count} free ports for redis-server`);
 }
 
 function stopAll(servers: ChildProcess[]): Promise<void> {
@@ -93,7 +71,7 @@ export interface PortOptions {
   bus?: boolean;
   /** Picks `count` ports; tests of this helper hand out a taken one. @default free consecutive ports */
   pick?: (count: number) => Promise<number[]>;
-  /** The first and last port the free consecutive ports are picked from. @default [21000, 28999] */
+  /** The first and last port the free consecutive ports are picked from (see `_ports.ts`). @default [21000, 26999] */
   range?: [number, number];
 }
 
@@ -103,7 +81,7 @@ export interface PortOptions {
  * one of them cannot bind.
  */
 export async function startRedisServers(count: number, args: (port: number) => string[], options: PortOptions = {}): Promise<RedisServers> {
-  const pick = options.pick ?? ((n: number) => freePorts(n, options.bus ?? false, options.range));
+  const pick = options.pick ?? ((n: number) => freePorts(n, options.range ?? [21_000, 26_999], options.bus ? 10_000 : undefined));
   const start = (port: number) => {
     const server = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", ...args(port)], { stdio: ["ignore", "pipe", "ignore"] });
     running.add(server);

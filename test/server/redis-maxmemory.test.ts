@@ -5,7 +5,6 @@
  * frees (the limit is raised with CONFIG SET), with nothing half-written.
  */
 import { randomUUID } from "node:crypto";
-import { createServer } from "node:net";
 import { createClient } from "redis";
 import { afterEach, describe, expect, it } from "vitest";
 import { redisServerAvailable, startRedisServers } from "../_redis-server.js";
@@ -18,27 +17,13 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-/** A free port of 17200-17299, the range this test's servers use. */
-async function pickPort(): Promise<number[]> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    const port = 17_200 + Math.floor(Math.random() * 100);
-    const free = await new Promise<boolean>((resolve) => {
-      const probe = createServer();
-      probe.once("error", () => resolve(false));
-      probe.listen(port, "127.0.0.1", () => probe.close(() => resolve(true)));
-    });
-    if (free) return [port];
-  }
-  throw new Error("no free port in 17200-17299");
-}
-
-
 describe("serve on a Redis at its maxmemory (noeviction)", () => {
   it("answers not-saved, keeps reading, shows it in /readyz and /metrics, and saves again once memory frees", { timeout: 30_000 }, async (ctx) => {
     const available = redisServerAvailable("the Redis maxmemory test");
     if (available !== true) ctx.skip(available);
     const servers = await startRedisServers(1, () => ["--save", "", "--appendonly", "no", "--maxmemory-policy", "noeviction"], {
-      pick: () => pickPort(),
+      // A range of this test's own (see test/_ports.ts).
+      range: [17_200, 17_299],
     });
     cleanups.push(() => servers.stop());
     const redisUrl = `redis://127.0.0.1:${servers.ports[0]}`;

@@ -29,6 +29,8 @@ interface Sent {
   line: string;
   /** The command, or the script's name for EVALSHA. */
   name: string;
+  /** When the server ran it (MONITOR's timestamp, µs since the epoch). */
+  at: number;
 }
 
 /** Watches every command sent to the given Redis servers (scripts' own calls left out). */
@@ -39,17 +41,25 @@ async function monitor(urls: string[]) {
       const client = createClient({ url });
       await client.connect();
       await client.monitor((line: string) => {
-        const match = /^\S+ \[\d+ ([^\]]+)\] "([^"]+)"(?: "([^"]+)")?/.exec(line);
-        if (!match || match[1] === "lua") return;
-        const [, addr, command, first] = match;
+        const match = /^(\d+)\.(\d{6}) \[\d+ ([^\]]+)\] "([^"]+)"(?: "([^"]+)")?/.exec(line);
+        if (!match || match[3] === "lua") return;
+        const [, seconds, micros, addr, command, first] = match;
         const name = command.toUpperCase() === "EVALSHA" ? (SCRIPT_NAMES.get(first) ?? `script ${first}`) : command.toUpperCase();
-        sent.push({ addr: `${url} ${addr}`, line, name });
+        sent.push({ addr: `${url} ${addr}`, line, name, at: Number(seconds) * 1e6 + Number(micros) });
       });
       return client;
     }),
   );
   return {
     sent,
+    /**
+     * What the servers ran, in the order they ran it. Each server's lines arrive on a connection of
+     * their own, in that server's order, but the test process reads the connections in whatever order
+     * they become readable: on a busy machine a second node's line (the index update that follows the
+     * commit) can be read before the first node's (the commit). The servers share this machine's
+     * clock, and a node logs a command once it ran (Redis 7), so the timestamps give the real order.
+     */
+    ordered: () => [...sent].sort((a, b) => a.at - b.at),
     close: () => Promise.all(clients.map((c) => c.destroy())),
   };
 }
@@ -89,10 +99,12 @@ async function commandsOfOneTurn(store: string, monitored: string[]): Promise<st
   await sleep(500);
   // The serve process's connections: those that sent commands naming the session.
   const ours = new Set(watch.sent.filter((s) => s.line.includes(session)).map((s) => s.addr));
-  const mark = watch.sent.length;
+  // The servers run on this machine's clock: what they ran from now on is the counted turn's.
+  const mark = Date.now() * 1000;
   await chat("three");
+  // Room for background work after the turn to show up (it would fail the exact lists below).
   await sleep(500);
-  const turn = watch.sent.slice(mark).filter((s) => ours.has(s.addr));
+  const turn = watch.ordered().filter((s) => s.at >= mark && ours.has(s.addr));
   // The session received the turn (so the counted commands did the work).
   expect(fake.chatRequests().at(-1)?.body.messages.map((m: { content: string }) => m.content)).toEqual(["one", "echo: one", "two", "echo: two", "three"]);
   return turn.map((s) => s.name);

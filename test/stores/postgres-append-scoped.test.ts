@@ -21,7 +21,10 @@ const text = (content: string) => ({ role: "user" as const, content });
 const contents = (messages: Message[]) => messages.map((m) => m.content);
 
 describe.runIf(enabled === true)("postgres: the owner-scoped append of schema version 15", () => {
-  const { admin, store, other } = postgresStoresInSchema();
+  // The background indexer a delay after the write (200 ms by default) would race the check that a
+  // one-message append leaves its row unindexed: on a loaded machine the append and the check take
+  // longer than that. Nothing else here searches, so the indexer waits longer than the file lasts.
+  const { admin, store, other } = postgresStoresInSchema({ searchIndexDelayMs: 10 * 60_000 });
 
   it("refuses another owner and an expired session with session_not_found, writing nothing", async () => {
     const id = newSessionId();

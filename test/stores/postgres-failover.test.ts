@@ -1,7 +1,7 @@
 /**
  * Failover of PostgreSQL to a streaming standby: a primary and a synchronous standby of this file's
- * own (ports 15433 and 15434), the store on the multi-host URL
- * `postgres://…@127.0.0.1:15433,127.0.0.1:15434/postgres?target_session_attrs=read-write`. The
+ * own (on free ports), the store on the multi-host URL
+ * `postgres://…@127.0.0.1:<primary>,127.0.0.1:<standby>/postgres?target_session_attrs=read-write`. The
  * primary is killed with SIGKILL while sessions write and the standby is promoted at once (as a
  * failover manager would): writes succeed again on the promoted standby within a bound, with no
  * reconfiguration, and no write the store acknowledged is missing there.
@@ -25,7 +25,7 @@ const report = (line: string) => {
 
 const enabled = standbyAvailable("the PostgreSQL failover test");
 const pair: PostgresPair | undefined =
-  enabled === true ? await startPostgresPair({ primaryPort: 15_433, standbyPort: 15_434, synchronous: true }) : undefined;
+  enabled === true ? await startPostgresPair({ synchronous: true }) : undefined;
 afterAll(async () => {
   await pair?.stop();
 });

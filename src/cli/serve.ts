@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { describeCommand } from "./_commands.js";
 import { isStoreRefusal, isThreadkeepError, ThreadkeepError } from "../core/errors.js";
 import { createUpstream } from "../llm/openai-compatible.js";
-import { createServer, DEFAULT_FAIR_SHARE, describeIdentity, formatRate, isLoopbackHost, type ThreadkeepServer } from "../server/index.js";
+import { createServer, DEFAULT_FAIR_SHARE, describeIdentity, formatRate, isLoopbackHost, startTracing, type ThreadkeepServer, tracingConfig } from "../server/index.js";
 import { addEmbeddingOptions, addRecallOptions, type RecallConfig, type RecallFlags, recallMemoryOptions, resolveRecallConfig } from "./_recall-options.js";
 import { isWorker, reportListening, runPrimary, sharedStoreUrl } from "./_workers.js";
 import { addClientOptions, type ClientFlags, resolveClientFlags } from "./_client-options.js";
@@ -61,6 +61,8 @@ export async function startServe(
   clients: ClientLimits = {},
 ): Promise<ThreadkeepServer> {
   checkExposure(config);
+  // OTEL_* variables that ask for traces start the exporter now: a bad value fails the start.
+  const stopTracing = await startTracing();
   const upstream = config.upstreamUrl ? createUpstream({ baseUrl: config.upstreamUrl, apiKey: config.upstreamKey, timeoutMs: config.upstreamTimeoutMs }) : undefined;
   const server = await createServer({
     memory: {
@@ -88,6 +90,17 @@ export async function startServe(
     ...(recall.memories === "auto" ? { memories: { mode: "auto" as const, model: recall.memoryModel } } : {}),
     logger: { level: process.env.THREADKEEP_LOG_LEVEL ?? "warn" },
   });
+  if (stopTracing) {
+    // Spans still batched are sent when the server closes.
+    const close = server.close.bind(server);
+    server.close = async () => {
+      try {
+        await close();
+      } finally {
+        await stopTracing().catch(() => {});
+      }
+    };
+  }
   try {
     // Open the store now: a bad URL, a missing client or an unreadable schema fails at start, not on
     // the first request. An unreachable store is only reported: turns degrade and /readyz says so.
@@ -113,8 +126,9 @@ export async function startServe(
     const memories = !upstream || recall.memories === "off" ? "off" : `auto (${recall.memoryModel ?? config.model ?? "the upstream's default model"})`;
     const recalling = recall.recall ? `${recall.recallScope === "user" ? "user's sessions" : "session"}, ${recall.embeddingModel ? "hybrid" : "by words"}` : "off";
     const identity = describeIdentity({ userHeader: config.userHeader, userJwt: config.userJwt });
+    const tracing = stopTracing ? `otlp ${tracingConfig()?.protocol}` : "off";
     print(
-      `threadkeep listening on ${url}  store: ${redactUrl(config.store)}  upstream: ${upstreamLabel}  ${auth}  identity: ${identity}  summaries: ${summaries}  embeddings: ${embeddings}  recall: ${recalling}  memories: ${memories}`,
+      `threadkeep listening on ${url}  store: ${redactUrl(config.store)}  upstream: ${upstreamLabel}  ${auth}  identity: ${identity}  summaries: ${summaries}  embeddings: ${embeddings}  recall: ${recalling}  memories: ${memories}  traces: ${tracing}`,
     );
     return server;
   } catch (error) {

@@ -1,5 +1,6 @@
 import type { Command } from "commander";
 import { describeCommand } from "./_commands.js";
+import { environmentWithFile } from "./_config-file.js";
 import { isStoreRefusal, isThreadkeepError, ThreadkeepError } from "../core/errors.js";
 import { createUpstream } from "../llm/openai-compatible.js";
 import { createServer, DEFAULT_FAIR_SHARE, describeIdentity, formatRate, isLoopbackHost, startTracing, type ThreadkeepServer, tracingConfig } from "../server/index.js";
@@ -180,6 +181,7 @@ export function register(program: Command): void {
       "--refusal-delay <duration>",
       "hold a request refused by those limits this long before its 429, so a client retrying at once cannot spin (env THREADKEEP_REFUSAL_DELAY; default 1s)",
     )
+    .option("--config <file>", "read settings from a JSON or YAML file whose keys are these options without their dashes; flags and THREADKEEP_* variables win over it (docs/configuration.md)")
     .option(
       "--workers <n>",
       "server processes sharing the port, e.g. one per core (env THREADKEEP_WORKERS; default 1); needs a sqlite:, postgres:// or redis:// store",
@@ -188,10 +190,12 @@ export function register(program: Command): void {
   addUpstreamOptions(command);
   addRecallOptions(addEmbeddingOptions(command));
   addClientOptions(command);
-  command.action(async (flags: ConfigFlags & RecallFlags & ClientFlags) => {
-    const config = resolveConfig(flags);
-    const recall = resolveRecallConfig(flags);
-    const clients = resolveClientFlags(flags);
+  command.action(async (flags: ConfigFlags & RecallFlags & ClientFlags & { config?: string }) => {
+    // The file sits under the environment: flags > THREADKEEP_* > --config > defaults.
+    const env = await environmentWithFile(command, flags.config);
+    const config = resolveConfig(flags, env);
+    const recall = resolveRecallConfig(flags, env);
+    const clients = resolveClientFlags(flags, env);
     if (config.workers > 1 && !isWorker()) {
       checkExposure(config);
       sharedStoreUrl(config.store);

@@ -54,6 +54,22 @@ export function memoriesShared(
   );
 }
 
+/**
+ * What an API key without a user identity means off loopback: everyone who uses one key (a gateway's,
+ * a team's) is one threadkeep user, with one session list, one search, one set of memories and one
+ * fair-share budget. Undefined when keys are off, on loopback, or the end user is named per request.
+ */
+export function sharedKeyNotice(config: Pick<ThreadkeepConfig, "host" | "apiKeys" | "userHeader" | "userJwt" | "fairShare">): string | undefined {
+  if (isLoopbackHost(config.host) || config.apiKeys.size === 0 || config.userHeader || config.userJwt) return undefined;
+  const inFlight = config.fairShare.userConcurrency > 0 ? `, ${config.fairShare.userConcurrency} model requests in flight` : "";
+  return (
+    `on ${config.host} each API key is one threadkeep user: everyone who uses a key shares its session list, search, ` +
+    `memories and fair-share budget${inFlight}. Behind a gateway that serves many people with one key (Open WebUI, LibreChat), ` +
+    "name the person: --user-jwt-secret (the gateway's signed token) or --user-header X-OpenWebUI-User-Id (when only the gateway reaches threadkeep); " +
+    "otherwise give each person a key of their own (--api-keys key1:alice,key2:bob)."
+  );
+}
+
 /** Starts the server for a resolved configuration and prints where it listens. */
 export async function startServe(
   config: ThreadkeepConfig,
@@ -119,6 +135,8 @@ export async function startServe(
     const url = await server.listen();
     const shared = memoriesShared(config, recall);
     if (shared) process.stderr.write(`threadkeep: warning: ${shared}\n`);
+    const notice = sharedKeyNotice(config);
+    if (notice) process.stderr.write(`threadkeep: note: ${notice}\n`);
     const upstreamLabel = config.upstreamUrl ?? "none (chat answers 503 until --upstream is set)";
     const operators = config.operatorKeys.size > 0 ? ` (${config.operatorKeys.size} operator)` : "";
     const auth = config.apiKeys.size > 0 ? `api keys: ${config.apiKeys.size}${operators}` : "auth: none (loopback only)";

@@ -27,3 +27,12 @@ describe("CHANGELOG.md", () => {
     expect(Number(stores![3])).toBe(FILE_FORMAT_VERSION);
   });
 });
+
+describe("decision records", () => {
+  const record = (name: string) => readFileSync(new URL(`../../docs/decisions/${name}`, import.meta.url), "utf8");
+
+  it("name the schema versions the stores are at now", () => {
+    expect(/the schema is now at version (\d+)/.exec(record("0001-sqlite-schema.md"))?.[1]).toBe(String(SQLITE_SCHEMA_VERSION));
+    expect(/the schema is now at version (\d+)/.exec(record("0002-postgres-schema.md"))?.[1]).toBe(String(SCHEMA_VERSION));
+  });
+});

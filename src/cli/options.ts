@@ -130,6 +130,13 @@ function resolveUserJwt(secret: string | undefined, issuer: string | undefined, 
   return { secret, ...(issuer === undefined ? {} : { issuer }), ...(header === undefined ? {} : { header }) };
 }
 
+function parsePort(value: string | undefined): number {
+  if (value === undefined) return 8787;
+  const port = Number(value.trim());
+  if (!/^\d+$/.test(value.trim()) || port > 65535) throw new ThreadkeepError("invalid_request", `--port must be a port number (0-65535), got "${value}"`);
+  return port;
+}
+
 /** Resolves settings from flags, then THREADKEEP_* environment variables, then defaults. */
 export function resolveConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = process.env): ThreadkeepConfig {
   const pick = (flag: keyof ConfigFlags, name: string) => flags[flag] ?? (env[name] || undefined);
@@ -138,7 +145,7 @@ export function resolveConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = 
   const keys = parseApiKeyEntries(pick("apiKeys", "THREADKEEP_API_KEYS"));
   return {
     host: pick("host", "THREADKEEP_HOST") ?? "127.0.0.1",
-    port: Number.parseInt(pick("port", "THREADKEEP_PORT") ?? "8787", 10),
+    port: parsePort(pick("port", "THREADKEEP_PORT")),
     store,
     upstreamUrl: pick("upstream", "THREADKEEP_UPSTREAM_URL")?.replace(/\/+$/, ""),
     upstreamKey: pick("upstreamKey", "THREADKEEP_UPSTREAM_API_KEY"),

@@ -50,6 +50,10 @@ async function search(text: string, flags: SearchFlags & RecallFlags): Promise<v
   }
 }
 
+/** What `--mode auto` does, as `--help` and docs/cli.md say it (a test holds them to the same words). */
+export const AUTO_MODE_HELP =
+  "auto (default): hybrid with embeddings, else relevance ranking: any of the words, best match first (BM25, stemmed)";
+
 /** Adds `threadkeep search`. */
 export function register(program: Command): void {
   addStoreUrlOption(
@@ -59,7 +63,7 @@ export function register(program: Command): void {
       .argument("<text>", "what to find")
       .option("--user <id>", "whose sessions (default: the default user)")
       .option("--session <id>", "only this session")
-      .option("--mode <mode>", `auto (default: hybrid with embeddings, else fulltext, else substring), ${SEARCH_MODES.join(", ")}`)
+      .option("--mode <mode>", `${AUTO_MODE_HELP}; or ${SEARCH_MODES.join(", ")}`)
       .option("--limit <n>", "most hits", "20")
       .option("--upstream <url>", "OpenAI-compatible base URL that serves the embedding model (env THREADKEEP_UPSTREAM_URL)")
       .option("--upstream-key <key>", "API key for the upstream (env THREADKEEP_UPSTREAM_API_KEY)")

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { resolveConfig } from "./options.js";
-import { checkExposure, memoriesShared, redactUrl, startServe } from "./serve.js";
+import { checkExposure, memoriesShared, redactUrl, sharedKeyNotice, startServe } from "./serve.js";
 
 describe("serve helpers", () => {
   it("masks a password in a store URL", () => {
@@ -28,6 +28,25 @@ describe("--memories auto behind one shared key", () => {
     expect(memoriesShared({ host: "0.0.0.0", apiKeys: one, userHeader: "x-user" }, { memories: "auto" })).toBeUndefined();
     expect(memoriesShared({ host: "0.0.0.0", apiKeys: new Map([["a", "ann"], ["b", "bob"]]) }, { memories: "auto" })).toBeUndefined();
     expect(memoriesShared({ host: "0.0.0.0", apiKeys: one }, { memories: "off" })).toBeUndefined();
+  });
+});
+
+describe("API keys off loopback without a user identity", () => {
+  const at = (flags: Record<string, string>) => resolveConfig({ store: "memory:", ...flags }, {});
+  it("says at start that everyone behind a key is one user, and how to name the person", () => {
+    const notice = sharedKeyNotice(at({ host: "0.0.0.0", apiKeys: "tk-gw:team" }));
+    expect(notice).toMatch(/each API key is one threadkeep user: everyone who uses a key shares its session list, search, memories and fair-share budget, 16 model requests in flight/);
+    expect(notice).toMatch(/--user-jwt-secret/);
+    expect(notice).toMatch(/--user-header X-OpenWebUI-User-Id/);
+    // Several keys may still each be a team's: the notice stands.
+    expect(sharedKeyNotice(at({ host: "10.0.0.5", apiKeys: "a:ann,b:bob" }))).toBeDefined();
+  });
+
+  it("stays quiet on loopback, without keys, or with the end user named per request", () => {
+    expect(sharedKeyNotice(at({ host: "127.0.0.1", apiKeys: "tk-gw:team" }))).toBeUndefined();
+    expect(sharedKeyNotice(at({ host: "0.0.0.0", apiKeys: "tk-gw:team", userHeader: "X-OpenWebUI-User-Id" }))).toBeUndefined();
+    expect(sharedKeyNotice(at({ host: "0.0.0.0", apiKeys: "tk-gw:team", userJwtSecret: "s".repeat(32) }))).toBeUndefined();
+    expect(sharedKeyNotice(at({ host: "127.0.0.1" }))).toBeUndefined();
   });
 });
 

@@ -1,8 +1,9 @@
 import type { Command } from "commander";
 import { describeCommand } from "./_commands.js";
+import { environmentWithFile } from "./_config-file.js";
 import { isStoreRefusal, isThreadkeepError, ThreadkeepError } from "../core/errors.js";
 import { createUpstream } from "../llm/openai-compatible.js";
-import { createServer, DEFAULT_FAIR_SHARE, describeIdentity, formatRate, isLoopbackHost, type ThreadkeepServer } from "../server/index.js";
+import { createServer, DEFAULT_FAIR_SHARE, describeIdentity, formatRate, isLoopbackHost, startTracing, type ThreadkeepServer, tracingConfig } from "../server/index.js";
 import { addEmbeddingOptions, addRecallOptions, type RecallConfig, type RecallFlags, recallMemoryOptions, resolveRecallConfig } from "./_recall-options.js";
 import { isWorker, reportListening, runPrimary, sharedStoreUrl } from "./_workers.js";
 import { addClientOptions, type ClientFlags, resolveClientFlags } from "./_client-options.js";
@@ -53,6 +54,22 @@ export function memoriesShared(
   );
 }
 
+/**
+ * What an API key without a user identity means off loopback: everyone who uses one key (a gateway's,
+ * a team's) is one threadkeep user, with one session list, one search, one set of memories and one
+ * fair-share budget. Undefined when keys are off, on loopback, or the end user is named per request.
+ */
+export function sharedKeyNotice(config: Pick<ThreadkeepConfig, "host" | "apiKeys" | "userHeader" | "userJwt" | "fairShare">): string | undefined {
+  if (isLoopbackHost(config.host) || config.apiKeys.size === 0 || config.userHeader || config.userJwt) return undefined;
+  const inFlight = config.fairShare.userConcurrency > 0 ? `, ${config.fairShare.userConcurrency} model requests in flight` : "";
+  return (
+    `on ${config.host} each API key is one threadkeep user: everyone who uses a key shares its session list, search, ` +
+    `memories and fair-share budget${inFlight}. Behind a gateway that serves many people with one key (Open WebUI, LibreChat), ` +
+    "name the person: --user-jwt-secret (the gateway's signed token) or --user-header X-OpenWebUI-User-Id (when only the gateway reaches threadkeep); " +
+    "otherwise give each person a key of their own (--api-keys key1:alice,key2:bob)."
+  );
+}
+
 /** Starts the server for a resolved configuration and prints where it listens. */
 export async function startServe(
   config: ThreadkeepConfig,
@@ -61,6 +78,8 @@ export async function startServe(
   clients: ClientLimits = {},
 ): Promise<ThreadkeepServer> {
   checkExposure(config);
+  // OTEL_* variables that ask for traces start the exporter now: a bad value fails the start.
+  const stopTracing = await startTracing();
   const upstream = config.upstreamUrl ? createUpstream({ baseUrl: config.upstreamUrl, apiKey: config.upstreamKey, timeoutMs: config.upstreamTimeoutMs }) : undefined;
   const server = await createServer({
     memory: {
@@ -88,6 +107,17 @@ export async function startServe(
     ...(recall.memories === "auto" ? { memories: { mode: "auto" as const, model: recall.memoryModel } } : {}),
     logger: { level: process.env.THREADKEEP_LOG_LEVEL ?? "warn" },
   });
+  if (stopTracing) {
+    // Spans still batched are sent when the server closes.
+    const close = server.close.bind(server);
+    server.close = async () => {
+      try {
+        await close();
+      } finally {
+        await stopTracing().catch(() => {});
+      }
+    };
+  }
   try {
     // Open the store now: a bad URL, a missing client or an unreadable schema fails at start, not on
     // the first request. An unreachable store is only reported: turns degrade and /readyz says so.
@@ -105,6 +135,8 @@ export async function startServe(
     const url = await server.listen();
     const shared = memoriesShared(config, recall);
     if (shared) process.stderr.write(`threadkeep: warning: ${shared}\n`);
+    const notice = sharedKeyNotice(config);
+    if (notice) process.stderr.write(`threadkeep: note: ${notice}\n`);
     const upstreamLabel = config.upstreamUrl ?? "none (chat answers 503 until --upstream is set)";
     const operators = config.operatorKeys.size > 0 ? ` (${config.operatorKeys.size} operator)` : "";
     const auth = config.apiKeys.size > 0 ? `api keys: ${config.apiKeys.size}${operators}` : "auth: none (loopback only)";
@@ -113,8 +145,9 @@ export async function startServe(
     const memories = !upstream || recall.memories === "off" ? "off" : `auto (${recall.memoryModel ?? config.model ?? "the upstream's default model"})`;
     const recalling = recall.recall ? `${recall.recallScope === "user" ? "user's sessions" : "session"}, ${recall.embeddingModel ? "hybrid" : "by words"}` : "off";
     const identity = describeIdentity({ userHeader: config.userHeader, userJwt: config.userJwt });
+    const tracing = stopTracing ? `otlp ${tracingConfig()?.protocol}` : "off";
     print(
-      `threadkeep listening on ${url}  store: ${redactUrl(config.store)}  upstream: ${upstreamLabel}  ${auth}  identity: ${identity}  summaries: ${summaries}  embeddings: ${embeddings}  recall: ${recalling}  memories: ${memories}`,
+      `threadkeep listening on ${url}  store: ${redactUrl(config.store)}  upstream: ${upstreamLabel}  ${auth}  identity: ${identity}  summaries: ${summaries}  embeddings: ${embeddings}  recall: ${recalling}  memories: ${memories}  traces: ${tracing}`,
     );
     return server;
   } catch (error) {
@@ -166,6 +199,7 @@ export function register(program: Command): void {
       "--refusal-delay <duration>",
       "hold a request refused by those limits this long before its 429, so a client retrying at once cannot spin (env THREADKEEP_REFUSAL_DELAY; default 1s)",
     )
+    .option("--config <file>", "read settings from a JSON or YAML file whose keys are these options without their dashes; flags and THREADKEEP_* variables win over it (docs/configuration.md)")
     .option(
       "--workers <n>",
       "server processes sharing the port, e.g. one per core (env THREADKEEP_WORKERS; default 1); needs a sqlite:, postgres:// or redis:// store",
@@ -174,10 +208,12 @@ export function register(program: Command): void {
   addUpstreamOptions(command);
   addRecallOptions(addEmbeddingOptions(command));
   addClientOptions(command);
-  command.action(async (flags: ConfigFlags & RecallFlags & ClientFlags) => {
-    const config = resolveConfig(flags);
-    const recall = resolveRecallConfig(flags);
-    const clients = resolveClientFlags(flags);
+  command.action(async (flags: ConfigFlags & RecallFlags & ClientFlags & { config?: string }) => {
+    // The file sits under the environment: flags > THREADKEEP_* > --config > defaults.
+    const env = await environmentWithFile(command, flags.config);
+    const config = resolveConfig(flags, env);
+    const recall = resolveRecallConfig(flags, env);
+    const clients = resolveClientFlags(flags, env);
     if (config.workers > 1 && !isWorker()) {
       checkExposure(config);
       sharedStoreUrl(config.store);

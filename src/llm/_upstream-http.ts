@@ -6,6 +6,7 @@
  * socket writes.
  */
 import { Client, type Dispatcher, Pool } from "undici";
+import { outgoingTraceHeaders, tracingOn } from "../core/tracing.js";
 
 /** A response of the upstream: the head, and the body whole (`text`) or as it arrives (`body`). */
 export interface RawResponse {
@@ -228,7 +229,9 @@ export function createSender(options: SenderOptions): SendRequest {
         onError: fail,
       };
       const payload = body === undefined ? null : Buffer.from(JSON.stringify(body));
-      const request = { path: prefix + path, method, headers, body: payload };
+      // With tracing on, the W3C traceparent of the active span (the model call) goes along.
+      const sent = tracingOn() ? { ...headers, ...outgoingTraceHeaders() } : headers;
+      const request = { path: prefix + path, method, headers: sent, body: payload };
       if (!retried) {
         pool.dispatch(request, handler);
         return;

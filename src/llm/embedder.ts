@@ -1,3 +1,4 @@
+import { inSpan, modelRequestAttributes } from "../core/tracing.js";
 import type { Embedder } from "../core/embeddings.js";
 import { createUpstream, type Upstream } from "./openai-compatible.js";
 
@@ -21,6 +22,9 @@ export function createEmbedder(options: EmbedderOptions): Embedder {
     options.upstream ?? createUpstream({ baseUrl: options.baseUrl, apiKey: options.apiKey, timeoutMs: options.timeoutMs ?? 30_000 });
   return {
     model: options.model,
-    embed: (texts) => upstream.embeddings(texts, options.model),
+    embed: (texts) =>
+      inSpan("threadkeep.embed", { kind: "client", attributes: { ...modelRequestAttributes("embeddings", options.model), "threadkeep.texts": texts.length } }, () =>
+        upstream.embeddings(texts, options.model),
+      ),
   };
 }

@@ -1,3 +1,4 @@
+import { inSpan, modelRequestAttributes, recordModelResponse } from "../core/tracing.js";
 import { formatTranscript, type SummarizeRequest, type Summarizer } from "../core/context/summarize.js";
 import { ThreadkeepError } from "../core/errors.js";
 import type { Message } from "../core/types.js";
@@ -94,7 +95,12 @@ export function createSummarizer(options: SummarizerOptions): Summarizer {
   return {
     async summarize(request) {
       const body = summaryRequestBody(request, options);
-      const reply = await upstream.chat(body, { signal: request.signal });
+      const attributes = modelRequestAttributes("chat", body.model, request.sessionId);
+      const reply = await inSpan("threadkeep.summarize", { kind: "client", attributes }, async (span) => {
+        const answered = await upstream.chat(body, { signal: request.signal });
+        recordModelResponse(span, { model: answered?.model, id: answered?.id, usage: answered?.usage, finishReason: answered?.choices?.[0]?.finish_reason });
+        return answered;
+      });
       const content = reply?.choices?.[0]?.message?.content;
       const text = typeof content === "string" ? content.trim() : "";
       if (!text) {

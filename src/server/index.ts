@@ -23,3 +23,5 @@ export {
   type SideRequestKind,
   TASK_HEADER,
 } from "./front-ends/index.js";
+export { startTracing, type StopTracing, tracingConfig, type TracingConfig } from "./tracing.js";
+export { setTracing } from "../core/tracing.js";

@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { Counter, Histogram, ServerMetrics } from "./metrics.js";
 
@@ -36,5 +37,13 @@ describe("metrics", () => {
     ]) {
       expect(text).toContain(`# TYPE ${name} `);
     }
+  });
+
+  it("are each listed in docs/server.md's /metrics row", () => {
+    const names = [...new ServerMetrics().render().matchAll(/^# TYPE (\w+) /gm)].map((m) => m[1]);
+    expect(names.length).toBeGreaterThan(10);
+    const doc = readFileSync(new URL("../../docs/server.md", import.meta.url), "utf8");
+    const row = doc.split("\n").find((line) => line.startsWith("| `GET /metrics` |")) ?? "";
+    expect(names.filter((name) => !row.includes(`\`${name}`))).toEqual([]);
   });
 });

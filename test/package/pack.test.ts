@@ -43,7 +43,7 @@ describe("the packed package", () => {
     const userDocs = readdirSync(join(ROOT, "docs")).filter((name) => name.endsWith(".md"));
     expect(userDocs).toContain("cli.md");
     expect(pkg.files.filter((f) => f.startsWith("docs/")).sort()).toEqual(userDocs.map((name) => `docs/${name}`).sort());
-    expect(pkg.files.filter((f) => !/^dist\/|^docs\/[^/]+\.md$/.test(f)).sort()).toEqual(["LICENSE", "README.md", "package.json"]);
+    expect(pkg.files.filter((f) => !/^dist\/|^docs\/[^/]+\.md$/.test(f)).sort()).toEqual(["CHANGELOG.md", "LICENSE", "README.md", "package.json"]);
     expect(pkg.files.filter((f) => /\.test\.|\.map$|\.png$|^bench\/|^test\/|^src\//.test(f))).toEqual([]);
     // What users download stays small: the built code and the pages, not a lab notebook.
     const unpacked = pkg.files.reduce((sum, f) => sum + statSync(join(pkg.app, "node_modules/threadkeep", f)).size, 0);

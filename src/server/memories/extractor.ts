@@ -21,6 +21,7 @@ import { lexicalScore, words } from "../../core/context/memories.js";
 import type { Upstream } from "../../llm/openai-compatible.js";
 import type { ServerMetrics } from "../metrics.js";
 import { type ExtractionMessage, extractionRequest, MalformedExtraction, type MemoryOperation, normaliseMemoryText, parseExtraction } from "./extraction.js";
+import { inSpan } from "../../core/tracing.js";
 
 /** The state key of a session's extraction marker. */
 export const EXTRACTION_STATE_KEY = "memoryExtraction";
@@ -125,7 +126,10 @@ export class MemoryExtractor {
     const { metrics, log, maxAttempts, retryDelayMs } = this.#options;
     for (let attempt = 1; attempt <= maxAttempts && !this.#closed; attempt++) {
       try {
-        metrics.memoryExtractions.inc({ outcome: await this.extract(userId, sessionId) });
+        const outcome = await inSpan("threadkeep.extract_memories", { attributes: { "gen_ai.conversation.id": sessionId, "threadkeep.attempt": attempt } }, () =>
+          this.extract(userId, sessionId),
+        );
+        metrics.memoryExtractions.inc({ outcome });
         return;
       } catch (error) {
         // A session deleted meanwhile has nothing left to extract.

@@ -8,6 +8,7 @@ import type { ReconcilePlan } from "../../core/reconcile.js";
 import type { MessageInput, Session } from "../../core/types.js";
 import { secondsSince } from "../metrics.js";
 import type { TurnDeps } from "./lease.js";
+import { inSpan } from "../../core/tracing.js";
 
 /**
  * How a commit ended: stored; `not-saved` (refused, or the store was down before the write); or
@@ -37,7 +38,15 @@ export interface CommitTurnOptions {
  * Stores a turn in one append; with `operationId` (from an `Idempotency-Key`) a retry stores it at
  * most once. Failures are logged and counted, and reported in the result, never thrown.
  */
-export async function commitTurn(deps: TurnDeps, options: CommitTurnOptions): Promise<CommitResult> {
+export function commitTurn(deps: TurnDeps, options: CommitTurnOptions): Promise<CommitResult> {
+  return inSpan("threadkeep.commit", { attributes: { "threadkeep.messages": options.messages.length } }, async (span) => {
+    const result = await commitOnce(deps, options);
+    span?.setAttribute("threadkeep.commit.result", result);
+    return result;
+  });
+}
+
+async function commitOnce(deps: TurnDeps, options: CommitTurnOptions): Promise<CommitResult> {
   const { sessionId, userId, messages, fence, session, operationId, reconciled } = options;
   const start = performance.now();
   try {

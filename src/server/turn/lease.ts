@@ -6,6 +6,7 @@ import type { FastifyBaseLogger } from "fastify";
 import { isStoreRefusal, isThreadkeepError, ThreadkeepError } from "../../core/errors.js";
 import type { Memory, PreloadedTurn } from "../../core/memory/memory.js";
 import type { ServerMetrics } from "../metrics.js";
+import { startSpan } from "../../core/tracing.js";
 
 /** What a turn needs from the server. */
 export interface TurnDeps {
@@ -30,11 +31,20 @@ export async function withTurnLease<T>(
   preloadFor?: string,
 ): Promise<T> {
   let entered = false;
+  // The lease's span covers the wait for the session's turn (and the context read with it, when
+  // preloaded); the turn's own steps are its siblings.
+  const span = startSpan("threadkeep.lease", { attributes: { "threadkeep.preload": preloadFor !== undefined } });
+  const endSpan = (fenced: boolean) => {
+    if (!span || !span.isRecording()) return;
+    span.setAttribute("threadkeep.leased", fenced);
+    span.end();
+  };
   const run = (options: { preload?: boolean; userId?: string }) =>
     deps.memory.runTurn(
       sessionId,
       (lease, preloaded) => {
         entered = true;
+        endSpan(true);
         return fn(lease.fence, preloaded);
       },
       options,
@@ -62,6 +72,9 @@ export async function withTurnLease<T>(
       { err: error, sessionId },
       "store unavailable while taking the turn lease; running the turn without it",
     );
+    endSpan(false);
     return fn(undefined);
+  } finally {
+    endSpan(false);
   }
 }

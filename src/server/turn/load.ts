@@ -12,6 +12,7 @@ import type { ChatMessage, MessageInput, Session } from "../../core/types.js";
 import { ragQueryOf } from "../front-ends/rag.js";
 import { secondsSince } from "../metrics.js";
 import type { TurnDeps } from "./lease.js";
+import { inSpan } from "../../core/tracing.js";
 
 /** A request's messages, sorted by what threadkeep does with them. */
 export interface SplitMessages {
@@ -122,6 +123,7 @@ export async function loadTurn(deps: TurnDeps, options: LoadTurnOptions): Promis
   const system = [...(planned?.system ?? []), ...(split?.system ?? [])];
   const start = performance.now();
   try {
+    const read = await inSpan("threadkeep.store.read", { attributes: { "threadkeep.preloaded": preloaded !== undefined } }, async () => {
     let created = false;
     let session: Session | undefined;
     if (preloaded) {
@@ -150,8 +152,11 @@ export async function loadTurn(deps: TurnDeps, options: LoadTurnOptions): Promis
       if (!reconciled) reconciled = readRequest(conversation, await readStoredView(await deps.memory.store(), session!, conversation.length), reading)!;
       deps.metrics.readings.inc({ reading: reconciled.reading });
     }
+    return { created, session, reconciled };
+    });
+    const { created, session, reconciled } = read;
     const toStore = reconciled ? reconciled.toStore : planned!.toStore;
-    const context = await deps.memory.buildContext(sessionId, {
+    const context = await inSpan("threadkeep.context", {}, () => deps.memory.buildContext(sessionId, {
       upToSeq: reconciled?.upToSeq,
       historyStartsAt: reconciled?.historyStartsAt,
       userId,
@@ -161,7 +166,7 @@ export async function loadTurn(deps: TurnDeps, options: LoadTurnOptions): Promis
       model,
       session,
       preloaded,
-    });
+    }));
     return {
       messages: context.messages,
       toStore,

@@ -17,6 +17,7 @@ import { type CommitResult, commitTurn } from "./commit.js";
 import { type TurnDeps, withTurnLease } from "./lease.js";
 import { type LoadedTurn, loadTurn, type PlannedTurn } from "./load.js";
 import type { FairShare } from "../fair-share.js";
+import { incomingContext, inSpan, modelRequestAttributes, modelSpanName, recordModelResponse } from "../../core/tracing.js";
 
 /** The header that carries the session id, both ways. */
 export const SESSION_HEADER = "x-session-id";
@@ -173,6 +174,13 @@ export async function runProxiedTurn(deps: TurnRouteDeps, options: ProxiedTurnOp
   const started = performance.now();
   const streaming = dialect.stream;
   let outcomeLabel = "error";
+  // The turn's span continues the caller's trace when the request carries a W3C traceparent.
+  const spanOptions = {
+    kind: "server" as const,
+    parent: incomingContext(request.headers),
+    attributes: { "gen_ai.conversation.id": sessionId, "threadkeep.stream": streaming },
+  };
+  return inSpan("threadkeep.turn", spanOptions, async (span) => {
   try {
     return await withTurnLease(
       turn,
@@ -217,11 +225,19 @@ export async function runProxiedTurn(deps: TurnRouteDeps, options: ProxiedTurnOp
           return { kind: "json", status: 200, headers: replayed, body };
         }
         const upstreamStart = performance.now();
-        let completion: unknown;
+        let completion: any;
         try {
-          completion = await upstream.chat(upstreamBody, {
-            onHeaders: (upstreamHeaders) => Object.assign(headers, upstreamHeaders),
-          });
+          completion = await inSpan(
+            modelSpanName("chat", upstreamBody.model),
+            { kind: "client", attributes: modelRequestAttributes("chat", upstreamBody.model, sessionId) },
+            async (modelSpan) => {
+              const answered = await upstream.chat(upstreamBody, {
+                onHeaders: (upstreamHeaders) => Object.assign(headers, upstreamHeaders),
+              });
+              recordModelResponse(modelSpan, { model: answered?.model, id: answered?.id, usage: answered?.usage, finishReason: answered?.choices?.[0]?.finish_reason });
+              return answered;
+            },
+          );
         } finally {
           deps.metrics.upstreamSeconds.observe(secondsSince(upstreamStart));
         }
@@ -253,7 +269,9 @@ export async function runProxiedTurn(deps: TurnRouteDeps, options: ProxiedTurnOp
     outcomeLabel = error instanceof UpstreamError ? "upstream_error" : "error";
     throw error;
   } finally {
+    span?.setAttribute("threadkeep.outcome", outcomeLabel);
     deps.metrics.turns.inc({ outcome: outcomeLabel, stream: String(streaming) });
     deps.metrics.turnSeconds.observe(secondsSince(started));
   }
+  });
 }

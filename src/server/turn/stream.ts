@@ -21,6 +21,7 @@ import { type CommitResult, commitTurn } from "./commit.js";
 import type { TurnDeps } from "./lease.js";
 import type { LoadedTurn } from "./load.js";
 import { replyMessage } from "./reply.js";
+import { failSpan, modelRequestAttributes, modelSpanName, recordModelResponse, startSpan, withSpan } from "../../core/tracing.js";
 
 /** How one API frames a streamed turn. Each method returns SSE text to send ("" for nothing). */
 export interface StreamDialect {
@@ -132,13 +133,23 @@ export async function streamTurn(input: StreamTurnInput): Promise<StreamTurnResu
   const abort = new AbortController();
   const upstreamStart = performance.now();
   let events: AsyncIterable<StreamEvent>;
+  // The model call's span lasts until the stream ends; the request is sent with it active, so the
+  // traceparent passed upstream names it.
+  const model = input.upstreamBody.model;
+  const modelSpan = startSpan(modelSpanName("chat", model), { kind: "client", attributes: modelRequestAttributes("chat", model, input.sessionId) });
   try {
-    events = await input.upstream.streamChat(input.upstreamBody, {
-      signal: abort.signal,
-      onHeaders: (upstreamHeaders) => Object.assign(input.headers, upstreamHeaders),
-    });
+    events = await withSpan(modelSpan, () =>
+      input.upstream.streamChat(input.upstreamBody, {
+        signal: abort.signal,
+        onHeaders: (upstreamHeaders) => Object.assign(input.headers, upstreamHeaders),
+      }),
+    );
   } catch (error) {
     turn.metrics.upstreamSeconds.observe(secondsSince(upstreamStart));
+    if (modelSpan) {
+      failSpan(modelSpan, error);
+      modelSpan.end();
+    }
     throw error;
   }
 
@@ -177,6 +188,7 @@ export async function streamTurn(input: StreamTurnInput): Promise<StreamTurnResu
   await send(dialect.open());
   let sawDone = false;
   let failure: unknown;
+  let usage: unknown;
   try {
     for await (const event of events) {
       if (event.data === "[DONE]") {
@@ -185,6 +197,7 @@ export async function streamTurn(input: StreamTurnInput): Promise<StreamTurnResu
         continue;
       }
       if (clientGone) break;
+      if (event.chunk?.usage) usage = event.chunk.usage;
       accumulator.add(event.chunk);
       await send(dialect.event(event, accumulator));
     }
@@ -192,6 +205,12 @@ export async function streamTurn(input: StreamTurnInput): Promise<StreamTurnResu
     if (!clientGone) failure = error;
   }
   turn.metrics.upstreamSeconds.observe(secondsSince(upstreamStart));
+  if (modelSpan) {
+    recordModelResponse(modelSpan, { model: accumulator.model, id: accumulator.id, usage, finishReason: accumulator.finishReason ?? undefined });
+    if (failure !== undefined) failSpan(modelSpan, failure);
+    else if (clientGone) modelSpan.setAttribute("threadkeep.client_gone", true);
+    modelSpan.end();
+  }
 
   const incomplete = clientGone || failure !== undefined;
   const replyMessages = dialect.reply(accumulator, incomplete);

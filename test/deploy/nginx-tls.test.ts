@@ -1,0 +1,126 @@
+/**
+ * The nginx recipe of docs/deployment.md, run for real: nginx with TLS (a self-signed certificate
+ * this test makes with openssl) in front of threadkeep, a streamed turn through it. The fake
+ * upstream sends each piece of the answer only once the client has received the one before, so a
+ * proxy that buffered the stream would hold it back: the test then sees pieces arrive only at the end.
+ * Skips with its reason where nginx or openssl is missing; under CI=true that fails (.ci/run installs nginx).
+ */
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { request } from "node:https";
+import { createServer, type AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Stack, startStack } from "../server/_stack.js";
+
+const nginxBin = ["/usr/sbin/nginx", "nginx"].find((bin) => spawnSync(bin, ["-v"]).status === 0);
+const openssl = spawnSync("openssl", ["version"]).status === 0;
+const missing = !nginxBin ? "nginx (Debian package nginx)" : !openssl ? "openssl" : undefined;
+if (missing && process.env.CI === "true") throw new Error(`${missing} is missing (.ci/run installs it)`);
+if (missing) console.warn(`skipping the nginx recipe test: ${missing} is not installed`);
+
+const page = readFileSync(new URL("../../docs/deployment.md", import.meta.url), "utf8");
+const recipe = /```nginx\n([\s\S]*?)```/.exec(page)![1];
+
+const freePort = () =>
+  new Promise<number>((resolve) => {
+    const probe = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = probe.address() as AddressInfo;
+      probe.close(() => resolve(port));
+    });
+  });
+
+let dir: string;
+let nginx: ChildProcess | undefined;
+let stack: Stack;
+let port: number;
+let cert: string;
+
+beforeAll(async () => {
+  if (missing) return;
+  dir = mkdtempSync(join(tmpdir(), "threadkeep-nginx-"));
+  chmodSync(dir, 0o755);
+  const made = spawnSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem")], { encoding: "utf8" });
+  if (made.status !== 0) throw new Error(`openssl failed: ${made.stderr}`);
+  cert = readFileSync(join(dir, "cert.pem"), "utf8");
+  stack = await startStack();
+  port = await freePort();
+  const server = recipe
+    .replace("listen 443 ssl;", `listen 127.0.0.1:${port} ssl;`)
+    .replace("/etc/ssl/threadkeep/fullchain.pem", join(dir, "cert.pem"))
+    .replace("/etc/ssl/threadkeep/privkey.pem", join(dir, "key.pem"))
+    .replace("http://127.0.0.1:8787", stack.url);
+  const temp = (name: string) => `${name} ${join(dir, name)};`;
+  writeFileSync(
+    join(dir, "nginx.conf"),
+    `daemon off;\nmaster_process off;\npid ${join(dir, "nginx.pid")};\nerror_log ${join(dir, "error.log")} warn;\nevents {}\nhttp {\naccess_log off;\n${["client_body_temp_path", "proxy_temp_path", "fastcgi_temp_path", "uwsgi_temp_path", "scgi_temp_path"].map(temp).join("\n")}\n${server}\n}\n`,
+  );
+  nginx = spawn(nginxBin!, ["-p", dir, "-c", join(dir, "nginx.conf")], { stdio: ["ignore", "ignore", "pipe"] });
+  // Ready when the port accepts.
+  for (let i = 0; i < 100; i++) {
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = createServer().listen(port, "127.0.0.1", () => socket.close(() => resolve(false))).on("error", () => resolve(true));
+    });
+    if (open) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+});
+
+afterAll(async () => {
+  nginx?.kill("SIGTERM");
+  await stack?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describe.skipIf(missing !== undefined)("nginx with TLS in front (docs/deployment.md)", () => {
+  it("passes a stream through unbuffered, chunk by chunk, over TLS", async () => {
+    const answer = "abcdefghijklmnop"; // four pieces of four characters
+    let received = "";
+    let heldBack = false;
+    const waiters: (() => void)[] = [];
+    stack.fake.setReply(() => ({
+      content: answer,
+      // Piece i is sent once the client holds piece i-1; a buffering proxy would never let it.
+      beforePiece: async (index) => {
+        if (index === 0) return;
+        const want = answer.slice(0, index * 4);
+        const deadline = Date.now() + 5000;
+        while (!received.includes(want)) {
+          if (Date.now() > deadline) {
+            heldBack = true;
+            return;
+          }
+          await new Promise<void>((resolve) => {
+            waiters.push(resolve);
+            setTimeout(resolve, 50);
+          });
+        }
+      },
+    }));
+    const body = JSON.stringify({ model: "fake-model", stream: true, messages: [{ role: "user", content: "stream through nginx" }] });
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = request(
+        { host: "127.0.0.1", port, path: "/v1/chat/completions", method: "POST", ca: cert, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } },
+        (res) => {
+          res.setEncoding("utf8");
+          res.on("data", (chunk: string) => {
+            for (const line of chunk.split("\n")) {
+              if (!line.startsWith("data: {")) continue;
+              const content = JSON.parse(line.slice(6)).choices?.[0]?.delta?.content;
+              if (typeof content === "string") received += content;
+            }
+            waiters.splice(0).forEach((w) => w());
+          });
+          res.on("end", () => resolve(res.statusCode ?? 0));
+          res.on("error", reject);
+        },
+      );
+      req.on("error", reject);
+      req.end(body);
+    });
+    expect(status).toBe(200);
+    expect(received).toBe(answer);
+    expect(heldBack).toBe(false);
+  });
+});

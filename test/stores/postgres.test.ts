@@ -127,6 +127,7 @@ describe.runIf(enabled === true)("postgres store specifics", () => {
       "sessions",
       "summaries",
       "term_stats",
+      "term_stats_log",
       "threadkeep_migrations",
       "threadkeep_settings",
       "user_memories",

@@ -116,7 +116,8 @@ describe.skipIf(enabled !== true)("postgres full-text indexing off the append", 
     const upgraded = createPostgresStore({ url: `${TEST_POSTGRES_URL}?query_timeout=20`, schema: old, poolSize: 2 });
     try {
       let session = null;
-      const deadline = Date.now() + 60_000;
+      // The upgrade also counts every owner's term statistics over the 150,000 rows (version 19).
+      const deadline = Date.now() + 90_000;
       while (session === null && Date.now() < deadline) {
         // Operations that wait on the migration miss their 20 ms deadline; the migration goes on.
         session = await upgraded.getSession(id).catch(() => null);
@@ -128,7 +129,7 @@ describe.skipIf(enabled !== true)("postgres full-text indexing off the append", 
     } finally {
       await upgraded.close();
     }
-  }, 90_000);
+  }, 120_000);
 
   it("keeps an older process's appends indexed as it writes them, and finds theirs and its own", async () => {
     const old = `tk_test_${randomBytes(6).toString("hex")}`;

@@ -75,6 +75,8 @@ export async function useTextSearchConfig(sql: PgSql, lang: string, schema: stri
     await tx`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY + 1}, hashtext(${schema}))`;
     if ((await current(tx)) === lang) return;
     await tx`UPDATE messages SET tsv = to_tsvector(${lang}::regconfig, left(search_text, 100000))`;
+    // The owners' term statistics count lexemes of the configuration they were built with (version 19).
+    await tx`SELECT threadkeep_recount_terms()`;
     await tx`
       INSERT INTO threadkeep_settings (key, value) VALUES ('fts_language', ${lang})
       ON CONFLICT (key) DO UPDATE SET value = excluded.value`;

@@ -62,50 +62,73 @@ const B = 0.75;
 /**
  * A relevance search: BM25 over any of the query's lexemes (the configuration's stemming and
  * stopwords). `ts_rank` has no IDF, so a word in every message weighs as much as a rare name; here
- * each lexeme's document frequency is counted among the owner's matching messages (every message
- * holding a query lexeme is a candidate, so the count is exact up to {@link RELEVANCE_CANDIDATES}),
- * N and the average length (distinct lexemes) are the owner's: for a small owner from the scan that
- * tests every row anyway, for a large one N from the sessions' seqs and the length over the candidates.
+ * each lexeme's document frequency, N and the average length (distinct lexemes) are the owner's, read
+ * from the term statistics kept as messages are indexed and deleted (schema version 19,
+ * `migrations/019-term-stats.ts`) rather than counted over the owner's messages per query. Messages
+ * still pending (not yet indexed, so not yet counted) among the candidates are added to the counts.
+ * The candidates are the owner's messages holding a query lexeme, the newest
+ * {@link RELEVANCE_CANDIDATES}: read owner first for a small owner, through the GIN index for a large
+ * one (as {@link searchMessages}); only the `limit` best are read whole.
  */
 async function searchRelevance(sql: PgSql, lang: string, query: SearchQuery, limit: number): Promise<SearchHit[]> {
   const tsv = sql`coalesce(m.tsv, to_tsvector(${lang}::regconfig, left(m.search_text, 100000)))`;
   const owned = sql`s.user_id = ${query.userId}
     ${query.sessionId === undefined ? sql`` : sql`AND s.id = ${query.sessionId}`}
     ${query.activeSince === undefined ? sql`` : sql`AND s.last_activity_at >= ${Math.ceil(query.activeSince)}`}`;
-  const small = await isSmallOwner(sql, query);
-  // OFFSET 0: parsed once, not per row (see searchMessages).
-  const q = sql`(SELECT websearch_to_tsquery(${lang}::regconfig, ${anyWord(query.text)}) AS any OFFSET 0) q`;
-  const scanned = small
-    ? sql`SELECT m.session_id, m.seq, m.created_at, m.body, m.v, m.v @@ q.any AS hit FROM sessions s CROSS JOIN ${q}
-        CROSS JOIN LATERAL (SELECT m.session_id, m.seq, m.created_at, m.body, ${tsv} AS v FROM messages m WHERE m.session_id = s.id OFFSET 0) m
-        WHERE ${owned}`
-    : sql`SELECT m.session_id, m.seq, m.created_at, m.body, ${tsv} AS v, true AS hit FROM messages m JOIN sessions s ON s.id = m.session_id CROSS JOIN ${q}
-        WHERE ${owned} AND (m.tsv @@ q.any OR (m.tsv IS NULL AND to_tsvector(${lang}::regconfig, left(m.search_text, 100000)) @@ q.any))
-        ORDER BY m.created_at DESC LIMIT ${RELEVANCE_CANDIDATES}`;
-  const total = small
-    ? sql`(SELECT count(*)::float8 AS n, coalesce(avg(length(v)), 0)::float8 AS avgdl FROM scanned)`
-    : sql`(SELECT greatest((SELECT coalesce(sum(s.last_seq), 0) FROM sessions s WHERE ${owned}), 1)::float8 AS n,
-          coalesce((SELECT avg(length(v)) FROM scanned), 0)::float8 AS avgdl)`;
+  // Both ways of finding the candidates, each behind a one-time filter on the owner's size (the
+  // sizing of isSmallOwner, here in the statement: one round trip instead of two).
+  const candidates = sql`(SELECT m.session_id, m.seq, m.created_at, m.v, m.pending FROM sessions s CROSS JOIN q
+        CROSS JOIN LATERAL (SELECT m.session_id, m.seq, m.created_at, ${tsv} AS v, m.tsv IS NULL AS pending FROM messages m
+          WHERE m.session_id = s.id AND ts_match_vq(${tsv}, q.any) OFFSET 0) m
+        WHERE ${owned} AND (SELECT small FROM sizing)
+        ORDER BY m.created_at DESC LIMIT ${RELEVANCE_CANDIDATES})
+      UNION ALL
+      (SELECT m.session_id, m.seq, m.created_at, ${tsv} AS v, m.tsv IS NULL AS pending FROM messages m JOIN sessions s ON s.id = m.session_id CROSS JOIN q
+        WHERE ${owned} AND NOT (SELECT small FROM sizing)
+        AND (m.tsv @@ q.any OR (m.tsv IS NULL AND to_tsvector(${lang}::regconfig, left(m.search_text, 100000)) @@ q.any))
+        ORDER BY m.created_at DESC LIMIT ${RELEVANCE_CANDIDATES})`;
   const rows = await sql<(MessageRow & { session_id: string })[]>`
-    WITH scanned AS MATERIALIZED (${scanned}),
-    candidates AS (SELECT * FROM scanned WHERE hit ORDER BY created_at DESC LIMIT ${RELEVANCE_CANDIDATES}),
-    terms AS (
-      SELECT c.session_id, c.seq, u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf, length(c.v) AS dl
-      FROM candidates c CROSS JOIN LATERAL unnest(c.v) u
-      WHERE u.lexeme = ANY (tsvector_to_array(to_tsvector(${lang}::regconfig, ${query.text})))
+    WITH q AS MATERIALIZED (
+      SELECT websearch_to_tsquery(${lang}::regconfig, ${anyWord(query.text)}) AS any,
+        tsvector_to_array(to_tsvector(${lang}::regconfig, ${query.text})) AS lexemes
     ),
-    df AS (SELECT lexeme, count(*)::float8 AS n FROM terms GROUP BY lexeme),
-    stats AS ${total},
+    sizing AS MATERIALIZED (
+      SELECT count(*) <= ${SIZING_SESSIONS} AND coalesce(sum(last_seq), 0) <= ${OWNER_SCAN_LIMIT} AS small FROM (
+        SELECT last_seq FROM sessions WHERE user_id = ${query.userId}
+        ${query.sessionId === undefined ? sql`` : sql`AND id = ${query.sessionId}`}
+        LIMIT ${SIZING_SESSIONS + 1}
+      ) owned
+    ),
+    candidates AS MATERIALIZED (${candidates}),
+    -- Only the query's lexemes of each candidate are unnested: marked with weight A (stored vectors
+    -- are all D) and kept by ts_filter, both in C, instead of unnesting every lexeme and its positions.
+    terms AS (
+      SELECT c.session_id, c.seq, c.created_at, c.pending, u.lexeme, coalesce(array_length(u.positions, 1), 1) AS tf, length(c.v) AS dl
+      FROM candidates c CROSS JOIN q CROSS JOIN LATERAL unnest(ts_filter(setweight(setweight(c.v, 'D'), 'A', q.lexemes), '{a}')) u
+    ),
+    stored AS (SELECT ts.lexeme, ts.df FROM q CROSS JOIN term_stats ts WHERE ts.user_id = ${query.userId} AND ts.lexeme = ANY (q.lexemes)),
+    df AS (
+      SELECT p.lexeme, (coalesce(ts.df, 0) + p.pending)::float8 AS n
+      FROM (SELECT lexeme, count(*) FILTER (WHERE pending) AS pending FROM terms GROUP BY lexeme) p
+      LEFT JOIN stored ts ON ts.lexeme = p.lexeme
+    ),
+    stats AS (
+      SELECT greatest(coalesce(o.docs, 0) + c.pending, 1)::float8 AS n,
+        CASE WHEN coalesce(o.docs, 0) > 0 THEN o.lexemes::float8 / o.docs ELSE c.avgdl END AS avgdl
+      FROM (SELECT count(*) FILTER (WHERE pending) AS pending, coalesce(avg(length(v)), 0)::float8 AS avgdl FROM candidates) c
+      LEFT JOIN owner_stats o ON o.user_id = ${query.userId}
+    ),
     scores AS (
-      SELECT t.session_id, t.seq,
-        sum(ln(1 + (st.n - df.n + 0.5) / (df.n + 0.5)) * t.tf * ${K1 + 1}::float8 / (t.tf + ${K1}::float8 * (${1 - B}::float8 + ${B}::float8 * t.dl / greatest(st.avgdl, 1)))) AS score
+      SELECT t.session_id, t.seq, t.created_at,
+        sum(ln(1 + greatest(st.n - df.n + 0.5, 0) / (df.n + 0.5)) * t.tf * ${K1 + 1}::float8 / (t.tf + ${K1}::float8 * (${1 - B}::float8 + ${B}::float8 * t.dl / greatest(st.avgdl, 1)))) AS score
       FROM terms t JOIN df ON df.lexeme = t.lexeme CROSS JOIN stats st
-      GROUP BY t.session_id, t.seq
+      GROUP BY t.session_id, t.seq, t.created_at
+      ORDER BY score DESC, t.created_at DESC, t.seq DESC
+      LIMIT ${limit}
     )
-    SELECT c.session_id, c.seq, c.created_at, c.body FROM scores sc
-    JOIN candidates c ON c.session_id = sc.session_id AND c.seq = sc.seq
-    ORDER BY sc.score DESC, c.created_at DESC, c.seq DESC
-    LIMIT ${limit}`;
+    SELECT m.session_id, m.seq, m.created_at, m.body FROM scores sc
+    JOIN messages m ON m.session_id = sc.session_id AND m.seq = sc.seq
+    ORDER BY sc.score DESC, sc.created_at DESC, sc.seq DESC`;
   return rows.map((row) => {
     const message = toMessage(row);
     return { sessionId: row.session_id, seq: row.seq, snippet: fulltextSnippet(messageText(message), query.text), message };

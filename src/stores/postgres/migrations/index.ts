@@ -22,6 +22,7 @@ import { migrateScopedAppend } from "./015-scoped-append.js";
 import { migrateHardCap } from "./016-hard-cap.js";
 import { migrateUserMemories } from "./017-user-memories.js";
 import { migrateMemoryVectors } from "./018-memory-vectors.js";
+import { migrateTermStats } from "./019-term-stats.js";
 
 /** One forward step: `up` takes the schema from `version - 1` to `version`, in the migrating transaction. */
 export interface Migration {
@@ -54,4 +55,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 16, up: migrateHardCap },
   { version: 17, up: migrateUserMemories },
   { version: 18, up: migrateMemoryVectors },
+  { version: 19, up: migrateTermStats },
 ];

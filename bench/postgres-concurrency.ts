@@ -1,0 +1,148 @@
+/**
+ * `npm run bench -- postgres-concurrency`: PostgreSQL turns under concurrency (issue 34). 20 workers,
+ * each doing turns back to back on a random one of 2,000 sessions of 20 messages of 200 characters: a
+ * turn loads the last 20 messages and appends 2 (question and answer). Subjects, on the same server:
+ *
+ * - threadkeep: `openTurn` (lease and last 20 in one statement) then the fenced, owner-scoped append
+ *   that releases the lease (the proxy's turn, as `bench/postgres-turn.ts` times one at a time);
+ * - LangChain-style: a plain table `(id serial, session_id text, message jsonb)` with an index on
+ *   `session_id`, as LangChain's `PostgresChatMessageHistory` keeps it, read `ORDER BY id DESC LIMIT 20`
+ *   and appended with one INSERT of two rows, through postgres.js with `prepare: false` (what the `pg`
+ *   pool does for unnamed statements: parse and plan each time; `pg` itself is not a dependency);
+ * - raw postgres.js: the same table and statements, prepared (postgres.js's default).
+ *
+ * Each subject has a pool of {@link POOL} connections. Rounds of {@link SECONDS} s alternate between
+ * subjects, so a change in the machine's load hits every subject alike; the report gives each
+ * subject's median turns/s and the range over rounds. `BENCH_QUICK=1` runs shorter, fewer rounds.
+ * The server is `THREADKEEP_BENCH_POSTGRES_URL`, else `THREADKEEP_TEST_POSTGRES_URL`, else the local
+ * service; unreachable, it skips with a printed reason. Everything lives in a schema named
+ * `tk_bench_conc_<random>`, dropped afterwards.
+ */
+import { randomBytes } from "node:crypto";
+import { loadavg } from "node:os";
+import postgres from "postgres";
+import type { FullStore } from "../src/core/types.js";
+import { createPostgresStore } from "../src/stores/postgres/index.js";
+import { printTable, QUICK } from "./_harness.js";
+
+const URL_ =
+  process.env.THREADKEEP_BENCH_POSTGRES_URL ??
+  process.env.THREADKEEP_TEST_POSTGRES_URL ??
+  "postgres://postgres@127.0.0.1:5432/test";
+const WORKERS = 20;
+const SESSIONS = 2_000;
+const MESSAGES = 20;
+const CHARS = 200;
+const POOL = 20;
+const SECONDS = QUICK ? 3 : 10;
+const ROUNDS = QUICK ? 1 : 3;
+const schema = `tk_bench_conc_${randomBytes(4).toString("hex")}`;
+
+/** A message of exactly `CHARS` characters. */
+const text = (i: number) => `message ${i} `.padEnd(CHARS, "lorem ipsum dolor sit amet ").slice(0, CHARS);
+
+/** A subject's turn on session number `n`. */
+type Turn = (n: number, i: number) => Promise<void>;
+
+/** Turns per second of `WORKERS` workers doing `turn` for `SECONDS`. */
+async function measure(turn: Turn): Promise<number> {
+  const until = performance.now() + SECONDS * 1000;
+  let done = 0;
+  await Promise.all(
+    Array.from({ length: WORKERS }, async () => {
+      while (performance.now() < until) {
+        await turn(Math.floor(Math.random() * SESSIONS), done);
+        done++;
+      }
+    }),
+  );
+  return done / SECONDS;
+}
+
+/** Runs `fn` over 0..count-1, `width` at a time. */
+async function each(count: number, width: number, fn: (n: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: width }, async () => {
+    while (next < count) await fn(next++);
+  }));
+}
+
+async function threadkeep(): Promise<{ turn: Turn; close: () => Promise<void> }> {
+  const store: FullStore = createPostgresStore({ url: URL_, schema: `${schema}_tk`, poolSize: POOL });
+  const userId = "bench";
+  const ids = Array.from({ length: SESSIONS }, (_, n) => `conc-${n}`);
+  await each(SESSIONS, 10, async (n) => {
+    await store.createSession({ id: ids[n], userId });
+    await store.appendMessages(ids[n], Array.from({ length: MESSAGES }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: text(i) })));
+  });
+  const turn: Turn = async (n, i) => {
+    const opened = await store.openTurn!(ids[n], { owner: { userId }, last: 20 });
+    await store.appendMessages(ids[n], [{ role: "user", content: text(i) }, { role: "assistant", content: text(i + 1) }], {
+      fence: opened.lease.fence,
+      owner: { userId },
+      releaseLease: true,
+      maxMessages: 200,
+      keepUnsummarized: true,
+    });
+  };
+  return { turn, close: () => store.close() };
+}
+
+async function plainTable(prepare: boolean, name: string): Promise<{ turn: Turn; close: () => Promise<void> }> {
+  const sql = postgres(URL_, { max: POOL, prepare, onnotice: () => {}, connection: { search_path: `${schema}_${name}` } });
+  await sql.unsafe(`CREATE SCHEMA "${schema}_${name}"`);
+  await sql`CREATE TABLE message_store (id serial PRIMARY KEY, session_id text NOT NULL, message jsonb NOT NULL)`;
+  await sql`CREATE INDEX message_store_session ON message_store (session_id)`;
+  await each(SESSIONS, 10, async (n) => {
+    const rows = Array.from({ length: MESSAGES }, (_, i) => ({ session_id: `conc-${n}`, message: sql.json({ type: i % 2 ? "ai" : "human", content: text(i) }) }));
+    await sql`INSERT INTO message_store ${sql(rows, "session_id", "message")}`;
+  });
+  await sql`VACUUM ANALYZE message_store`;
+  const turn: Turn = async (n, i) => {
+    const session = `conc-${n}`;
+    await sql`SELECT message FROM message_store WHERE session_id = ${session} ORDER BY id DESC LIMIT 20`;
+    await sql`INSERT INTO message_store (session_id, message) VALUES
+      (${session}, ${sql.json({ type: "human", content: text(i) })}), (${session}, ${sql.json({ type: "ai", content: text(i + 1) })})`;
+  };
+  return { turn, close: () => sql.end() };
+}
+
+async function main(): Promise<void> {
+  const admin = postgres(URL_, { max: 1, connect_timeout: 2, onnotice: () => {} });
+  try {
+    await admin`SELECT 1`;
+  } catch (error) {
+    console.log(`postgres concurrency benchmark skipped: ${URL_} is not reachable (${(error as Error).message})`);
+    await admin.end();
+    return;
+  }
+  const subjects: [string, { turn: Turn; close: () => Promise<void> }][] = [];
+  try {
+    const t0 = performance.now();
+    subjects.push(["threadkeep", await threadkeep()]);
+    subjects.push(["LangChain-style table (unprepared, as the pg pool)", await plainTable(false, "lc")]);
+    subjects.push(["raw postgres.js (prepared)", await plainTable(true, "raw")]);
+    console.log(`setup: ${SESSIONS} sessions × ${MESSAGES} messages of ${CHARS} characters per subject, ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    const rates = new Map<string, number[]>(subjects.map(([name]) => [name, []]));
+    for (const [, subject] of subjects) await measure(subject.turn); // warm-up round, not counted
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const [name, subject] of subjects) rates.get(name)!.push(await measure(subject.turn));
+    }
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+    const raw = median(rates.get(subjects[2][0])!);
+    console.log(`\nPostgreSQL turns, ${WORKERS} workers, pool ${POOL}, ${ROUNDS} rounds of ${SECONDS} s per subject, ${new Date().toISOString()}, load ${loadavg().map((l) => l.toFixed(1)).join(" ")}:\n`);
+    printTable(
+      ["subject", "turns/s (median)", "range over rounds", "vs raw"],
+      subjects.map(([name]) => {
+        const xs = rates.get(name)!;
+        return [name, median(xs).toFixed(0), `${Math.min(...xs).toFixed(0)}–${Math.max(...xs).toFixed(0)}`, `${(median(xs) / raw).toFixed(2)}×`];
+      }),
+    );
+  } finally {
+    for (const [, subject] of subjects) await subject.close().catch(() => {});
+    for (const suffix of ["tk", "lc", "raw"]) await admin.unsafe(`DROP SCHEMA IF EXISTS "${schema}_${suffix}" CASCADE`);
+    await admin.end();
+  }
+}
+
+await main();

@@ -98,6 +98,9 @@ export async function answersNewConnection(url: string, timeoutMs: number): Prom
     max: 1,
     connect_timeout: timeoutMs / 1000,
     onnotice: () => {},
+    // No lookup of array types (see openClient): when the time runs out during it, `end` below destroys
+    // the connection and the driver drops the lookup's rejection, which ends the process.
+    fetch_types: false,
     connection: { application_name: "threadkeep" },
   });
   let timer: NodeJS.Timeout | undefined;

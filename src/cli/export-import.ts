@@ -75,7 +75,7 @@ export function register(program: Command): void {
               out.end((error?: Error | null) => (error ? reject(error) : resolve())),
             );
           process.stderr.write(
-            `exported ${report.sessions} sessions, ${report.messages} messages${opts.output ? ` to ${opts.output}` : ""}\n`,
+            `exported ${report.sessions} sessions, ${report.messages} messages, ${report.memories} memories${opts.output ? ` to ${opts.output}` : ""}\n`,
           );
         });
       },
@@ -106,7 +106,8 @@ export function register(program: Command): void {
         }
         process.stdout.write(
           `imported ${created + appended + updated} sessions (${created} new, ${appended} completed, ${updated} updated), ` +
-            `${report.messagesAdded} messages; ${unchanged} already present\n`,
+            `${report.messagesAdded} messages; ${unchanged} already present; ` +
+            `${report.memories.created} memories (${report.memories.unchanged} already present)\n`,
         );
         if (report.problems.length > 0) throw new Error(`${report.problems.length} problem(s), listed above`);
       });

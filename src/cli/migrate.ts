@@ -97,19 +97,21 @@ function printReport(report: MigrateReport): void {
       `${report.messagesCopied} messages in ${formatDuration(report.elapsedMs)} ` +
       `(${Math.round(processed / seconds)} sessions/s, ${Math.round(report.messagesSeen / seconds)} messages/s)\n`,
   );
+  const m = report.memories;
+  process.stdout.write(`copied ${m.created} memories (${m.unchanged} already there)\n`);
   if (report.interrupted)
     throw new Error("interrupted: run the same command again to finish (nothing is copied twice)");
   const v = report.verification;
   if (v) {
     process.stdout.write(
-      `verified: ${v.sessionsOk}/${v.sessions} sessions, ${v.targetMessages}/${v.sourceMessages} messages in the target\n`,
+      `verified: ${v.sessionsOk}/${v.sessions} sessions, ${v.targetMessages}/${v.sourceMessages} messages, ${v.memoriesOk}/${v.memories} memories in the target\n`,
     );
     if (v.mismatched.length > 0) {
       throw new Error(
-        `${v.mismatched.length} session(s) differ between source and target, e.g. ${v.mismatched.slice(0, 3).join(", ")}`,
+        `${v.mismatched.length} session(s) or memories differ between source and target, e.g. ${v.mismatched.slice(0, 3).join(", ")}`,
       );
     }
   }
   if (report.problems.length > 0)
-    throw new Error(`${report.problems.length} session(s) could not be copied (listed above)`);
+    throw new Error(`${report.problems.length} session(s) or memories could not be copied (listed above)`);
 }

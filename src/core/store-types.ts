@@ -233,7 +233,7 @@ export interface TurnStore {
  * what `Memory`, the server and the CLI work with — {@link completeStore} makes one of any
  * {@link SessionStore}, and `openTurn()` (core/store/complete.ts) opens a turn on either.
  */
-export interface FullStore extends SessionStore, BranchStore, SummaryStore, StateStore, SearchStore, RetentionStore, CountStore, UserMemoryStore {
+export interface FullStore extends SessionStore, BranchStore, SummaryStore, StateStore, SearchStore, RetentionStore, CountStore, UserMemoryStore, MemoryOwnersStore {
   openTurn?: TurnStore["openTurn"];
 }
 
@@ -299,6 +299,10 @@ export interface UserMemoryInput {
   source?: UserMemorySource;
   metadata?: Record<string, unknown>;
   createdAt?: number;
+  /** Imports and migration only: the memory's last change. @default createdAt */
+  updatedAt?: number;
+  /** Imports and migration only: its earlier versions, oldest first. @default [] */
+  history?: UserMemoryVersion[];
 }
 
 /** What {@link UserMemoryStore.updateUserMemory} changes. */
@@ -343,3 +347,25 @@ export interface UserMemoryStore {
 /** True when the store keeps memories about users ({@link UserMemoryStore}). */
 export const hasUserMemories = (store: SessionStore): store is SessionStore & UserMemoryStore =>
   has(store, "addUserMemory", "getUserMemory", "listUserMemories", "updateUserMemory", "deleteUserMemory", "deleteUserMemories");
+
+/** A page of user ids, ascending. */
+export interface UserIdPage {
+  userIds: string[];
+  nextCursor: string | null;
+}
+
+/**
+ * Every user who has memories at once: export and migration of a whole store. Without it
+ * {@link completeStore} lists none for a store without memories, and refuses with
+ * `capability_missing` for one with memories (a copy never leaves them behind silently).
+ */
+export interface MemoryOwnersStore {
+  /**
+   * The users who have (or had) memories, ordered by id ascending; the cursor is opaque. A user whose
+   * memories are all deleted may still be listed (with none to read).
+   */
+  listMemoryOwners(options?: ListOptions): Promise<UserIdPage>;
+}
+
+/** True when the store can list every user who has memories ({@link MemoryOwnersStore}). */
+export const hasMemoryOwners = (store: SessionStore): store is SessionStore & MemoryOwnersStore => has(store, "listMemoryOwners");

@@ -23,7 +23,7 @@ import type {
   UserMemory,
   UserMemoryVectorStore,
 } from "../core/types.js";
-import { applyMemoryPatch, memoryFromInput, pageUserMemories } from "../core/store/user-memories.js";
+import { applyMemoryPatch, memoryFromInput, pageUserIds, pageUserMemories } from "../core/store/user-memories.js";
 import { checkDimensions, memoryVectorsToKeep, missingMemoryVectors, missingSeqs, normalize, scanMemoryVectors, scanSession, type StoredMemoryVector, type StoredVector, TopK } from "./_vectors.js";
 import { applyBranchSwitch, applyHistoryWrite, branchFromRecord, checkHistoryOptions, type OperationRecord, planBranchSwitch, planHistoryWrite, upsertBranch } from "./history.js";
 import { LocalLeases } from "./_lease.js";
@@ -354,6 +354,11 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): FullStore &
       mine.set(memory.id, memory);
       memories.set(input.userId, mine);
       return structuredClone(memory);
+    },
+
+    async listMemoryOwners(options) {
+      ensureOpen();
+      return pageUserIds([...memories].filter(([, mine]) => mine.size > 0).map(([userId]) => userId), options);
     },
 
     async getUserMemory(userId, id) {

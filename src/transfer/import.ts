@@ -1,17 +1,20 @@
 /**
  * Import: lines of the threadkeep JSONL format into a store. Idempotent: a session already in the
  * store is skipped when identical, completed when the store holds a prefix of it, and reported when
- * it diverges.
+ * it diverges; a memory already there is skipped when identical and reported when not.
  */
 import { completeStore } from "../core/store/complete.js";
 import type { SessionStore } from "../core/types.js";
-import { type FormatProblem, readExport } from "./jsonl-format.js";
+import { type ExportItem, type FormatProblem, readExport } from "./jsonl-format.js";
+import { importUserMemory, type MemoryOutcome } from "./memory-copy.js";
 import { forEachConcurrent, type ImportOutcome, importSessionBundle } from "./session-copy.js";
 
 /** What an import did. */
 export interface ImportReport {
   counts: Record<ImportOutcome["status"], number>;
   messagesAdded: number;
+  /** What became of the memories about users. */
+  memories: Record<MemoryOutcome["status"], number>;
   /** Bad lines, and sessions that could not be imported. */
   problems: FormatProblem[];
 }
@@ -39,6 +42,7 @@ export async function importSessions(
   const report: ImportReport = {
     counts: { created: 0, appended: 0, updated: 0, unchanged: 0, diverged: 0 },
     messagesAdded: 0,
+    memories: { created: 0, unchanged: 0, diverged: 0 },
     problems: [],
   };
   const problem = (p: FormatProblem) => {
@@ -49,13 +53,20 @@ export async function importSessions(
     for await (const item of readExport(lines())) if (item.kind === "problem") problem(item.problem);
     if (report.problems.length > 0) return report;
   }
-  async function* bundles() {
+  async function* items() {
     for await (const item of readExport(lines())) {
-      if (item.kind === "bundle") yield item;
-      else problem(item.problem);
+      if (item.kind === "problem") problem(item.problem);
+      else yield item;
     }
   }
-  await forEachConcurrent(bundles(), options.concurrency ?? 8, async ({ bundle, line }) => {
+  await forEachConcurrent(items(), options.concurrency ?? 8, async (item: Exclude<ExportItem, { kind: "problem" }>) => {
+    if (item.kind === "memory") {
+      const outcome = await importUserMemory(store, item.memory);
+      report.memories[outcome.status]++;
+      if (outcome.status === "diverged") problem({ line: item.line, message: `${outcome.reason}: not imported` });
+      return;
+    }
+    const { bundle, line } = item;
     const outcome = await importSessionBundle(store, bundle);
     report.counts[outcome.status]++;
     report.messagesAdded += outcome.messagesAdded;

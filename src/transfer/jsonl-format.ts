@@ -1,16 +1,20 @@
 /**
  * The threadkeep export format (JSONL, documented in docs/cli.md): one header line, then per session
- * its `session` line followed by its `message`, `summary` and `state` lines. Seqs and times are the
- * original ones, so an export of a store that imported this file reads the same as the file.
+ * its `session` line followed by its `message`, `summary`, `state` and `branch` lines, then the
+ * users' `memory` lines (version 2). Seqs and times are the original ones, so an export of a store
+ * that imported this file reads the same as the file. Version 1 files (no `memory` lines) read as they are.
  */
 import { z } from "zod";
 import { isValidSessionId } from "../core/ids.js";
 import { validateMessage } from "../core/messages.js";
-import { BRANCH_REASONS, type Branch, type Message, type Session } from "../core/types.js";
+import { BRANCH_REASONS, type Branch, type Message, type Session, type UserMemory } from "../core/types.js";
 import { sortedData } from "./canonical.js";
 
-/** Version written in the header; a newer file is refused rather than half understood. */
-export const EXPORT_FORMAT_VERSION = 1;
+/**
+ * Version written in the header; a newer file is refused rather than half understood. 1: sessions,
+ * messages, summaries, state, branches. 2: and `memory` records (memories about users, with history).
+ */
+export const EXPORT_FORMAT_VERSION = 2;
 /** The header's `type`. */
 export const EXPORT_HEADER_TYPE = "threadkeep-export";
 
@@ -46,9 +50,10 @@ export interface FormatProblem {
   sessionId?: string;
 }
 
-/** What {@link readExport} yields: a complete session, or a problem. */
+/** What {@link readExport} yields: a complete session, a memory about a user, or a problem. */
 export type ExportItem =
   | { kind: "bundle"; bundle: SessionBundle; line: number }
+  | { kind: "memory"; memory: UserMemory; line: number }
   | { kind: "problem"; problem: FormatProblem };
 
 /** A message in the exported shape: bookkeeping first, optional fields only when they say something. */
@@ -90,6 +95,16 @@ export function bundleLines(bundle: SessionBundle): string[] {
   return lines;
 }
 
+/** The JSONL line of a memory about a user (with its history; `sessionDeleted` is never stored). */
+export function memoryLine(memory: UserMemory): string {
+  const { id, userId, text, createdAt, updatedAt, source, metadata, history } = memory;
+  const { sessionDeleted: _derived, ...storedSource } = source as UserMemory["source"] & { sessionDeleted?: boolean };
+  return JSON.stringify({
+    type: "memory",
+    memory: { id, userId, text, createdAt, updatedAt, source: sortedData(storedSource), metadata: sortedData(metadata ?? {}), history: history.map(sortedData) },
+  });
+}
+
 /** The header line. */
 export function headerLine(): string {
   return JSON.stringify({ type: EXPORT_HEADER_TYPE, version: EXPORT_FORMAT_VERSION });
@@ -129,6 +144,22 @@ const RECORD = z.discriminatedUnion("type", [
     }),
   }),
   z.object({ type: z.literal("state"), sessionId: sessionIdField, data: object }),
+  z.object({
+    type: z.literal("memory"),
+    memory: z.object({
+      id: z.string().min(1),
+      userId: z.string().min(1),
+      text: z.string(),
+      createdAt: time,
+      updatedAt: time,
+      source: z.discriminatedUnion("kind", [
+        z.object({ kind: z.literal("hand") }),
+        z.object({ kind: z.literal("session"), sessionId: z.string().min(1), seqs: z.array(z.number().int().positive()) }),
+      ]),
+      metadata: object.optional(),
+      history: z.array(z.object({ text: z.string(), replacedAt: time, reason: z.string().optional() })),
+    }),
+  }),
   z.object({
     type: z.literal("branch"),
     sessionId: sessionIdField,
@@ -183,6 +214,7 @@ export async function* readExport(
   lines: AsyncIterable<string> | Iterable<string>,
 ): AsyncGenerator<ExportItem> {
   const seen = new Set<string>();
+  const seenMemories = new Set<string>();
   let block: Block | null = null;
   let lineNo = 0;
   let sawContent = false;
@@ -248,6 +280,19 @@ export async function* readExport(
           sessionId,
         });
       seen.add(sessionId);
+      continue;
+    }
+    if (record.type === "memory") {
+      // Memories belong to users, not sessions: one ends the session block before it.
+      yield* flush();
+      const memory: UserMemory = { ...record.memory, metadata: record.memory.metadata ?? {} };
+      const key = JSON.stringify([memory.userId, memory.id]);
+      if (seenMemories.has(key)) {
+        yield { kind: "problem", problem: { line: lineNo, message: `memory ${memory.id} of user ${memory.userId} appears twice in the file` } };
+        continue;
+      }
+      seenMemories.add(key);
+      yield { kind: "memory", memory, line: lineNo };
       continue;
     }
     const current = block as Block | null;

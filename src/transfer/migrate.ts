@@ -1,11 +1,15 @@
 /**
- * Migration: copies every session (messages, summaries, state, times) between any two stores, a few
- * sessions at a time. A session already in the target is skipped or completed, so an interrupted run
- * is finished by running it again; the run ends by counting what the target holds against the source.
+ * Migration: copies every session (messages, summaries, state, branches, times), then every user's
+ * memories (with their history and source), between any two stores, a few at a time. A session
+ * already in the target is skipped or completed, a memory skipped when identical, so an interrupted
+ * run is finished by running it again; the run ends by checking what the target holds against the
+ * source. What each capability of the contract carries is in capabilities.ts.
  */
 import { iterateAllSessions } from "../core/enumerate.js";
 import { completeStore } from "../core/store/complete.js";
 import type { Session, FullStore, SessionStore } from "../core/types.js";
+import { sameData } from "./canonical.js";
+import { importUserMemory, memoryOwners, type MemoryOutcome, storedMemory, userMemories } from "./memory-copy.js";
 import {
   forEachConcurrent,
   type ImportOutcome,
@@ -15,7 +19,7 @@ import {
 
 /** Options of {@link migrateStores}. */
 export interface MigrateOptions {
-  /** Only this owner's sessions. @default every session */
+  /** Only this owner's sessions and memories. @default every session and every user's memories */
   userId?: string;
   /** Sessions copied at once. @default 16 */
   concurrency?: number;
@@ -39,7 +43,10 @@ export interface MigrateReport {
   messagesCopied: number;
   /** Messages of the sessions processed (copied or already there). */
   messagesSeen: number;
-  problems: { sessionId: string; message: string }[];
+  /** What became of the memories about users (absent when interrupted before them). */
+  memories: Record<MemoryOutcome["status"], number>;
+  /** Sessions or memories not copied; `sessionId` is absent for a memory. */
+  problems: { sessionId?: string; userId?: string; message: string }[];
   interrupted: boolean;
   elapsedMs: number;
   /** Absent when interrupted or not asked for. */
@@ -48,6 +55,10 @@ export interface MigrateReport {
     sessionsOk: number;
     sourceMessages: number;
     targetMessages: number;
+    /** Source memories, and those the target holds identically (same user, text, times, history). */
+    memories: number;
+    memoriesOk: number;
+    /** Session ids, and `memory <userId>/<id>` for memories, that differ. */
     mismatched: string[];
   };
 }
@@ -67,12 +78,19 @@ async function listSessions(store: FullStore, options: MigrateOptions): Promise<
   return all;
 }
 
-async function verify(source: FullStore, target: FullStore, sessions: Session[], concurrency: number) {
+/** The users whose memories a migration copies. */
+function owners(store: FullStore, userId: string | undefined): AsyncIterable<string> | string[] {
+  return userId === undefined ? memoryOwners(store) : [userId];
+}
+
+async function verify(source: FullStore, target: FullStore, sessions: Session[], concurrency: number, userId: string | undefined) {
   const result = {
     sessions: sessions.length,
     sessionsOk: 0,
     sourceMessages: 0,
     targetMessages: 0,
+    memories: 0,
+    memoriesOk: 0,
     mismatched: [] as string[],
   };
   await forEachConcurrent(sessions, concurrency, async ({ id }) => {
@@ -85,6 +103,14 @@ async function verify(source: FullStore, target: FullStore, sessions: Session[],
     result.targetMessages += to;
     if (exists && from === to) result.sessionsOk++;
     else result.mismatched.push(id);
+  });
+  await forEachConcurrent(owners(source, userId), concurrency, async (owner) => {
+    for await (const memory of userMemories(source, owner)) {
+      result.memories++;
+      const copy = await target.getUserMemory(owner, memory.id);
+      if (copy && sameData(storedMemory(copy), memory)) result.memoriesOk++;
+      else result.mismatched.push(`memory ${owner}/${memory.id}`);
+    }
   });
   return result;
 }
@@ -106,6 +132,7 @@ export async function migrateStores(
     counts: { created: 0, appended: 0, updated: 0, unchanged: 0, diverged: 0 },
     messagesCopied: 0,
     messagesSeen: 0,
+    memories: { created: 0, unchanged: 0, diverged: 0 },
     problems: [],
     interrupted: false,
     elapsedMs: 0,
@@ -132,8 +159,27 @@ export async function migrateStores(
     options.signal,
   );
   report.interrupted = done < sessions.length;
+  if (!report.interrupted) {
+    let ownersDone = 0;
+    let ownersSeen = 0;
+    await forEachConcurrent(
+      owners(source, options.userId),
+      concurrency,
+      async (userId) => {
+        ownersSeen++;
+        for await (const memory of userMemories(source, userId)) {
+          const outcome = await importUserMemory(target, memory);
+          report.memories[outcome.status]++;
+          if (outcome.status === "diverged") report.problems.push({ userId, message: `${outcome.reason}: not copied` });
+        }
+        ownersDone++;
+      },
+      options.signal,
+    );
+    report.interrupted = ownersDone < ownersSeen || options.signal?.aborted === true;
+  }
   report.elapsedMs = Date.now() - started;
   if (!report.interrupted && options.verify !== false)
-    report.verification = await verify(source, target, sessions, concurrency);
+    report.verification = await verify(source, target, sessions, concurrency, options.userId);
   return report;
 }

@@ -27,18 +27,20 @@ export type ImportOutcome =
   | { status: "created" | "appended" | "updated" | "unchanged"; messagesAdded: number }
   | { status: "diverged"; messagesAdded: 0; reason: string };
 
-function seqOffset(session: Session): number {
+/** The offset between a stored session's seqs and its original ones. */
+export function seqOffset(session: Session): number {
   const offset = session.metadata?.[SEQ_OFFSET_KEY];
   return typeof offset === "number" && Number.isSafeInteger(offset) ? offset : 0;
 }
 
-function withoutKey(record: Record<string, unknown> | undefined, key: string): Record<string, unknown> {
+/** A copy of `record` without `key`. */
+export function withoutKey(record: Record<string, unknown> | undefined, key: string): Record<string, unknown> {
   const { [key]: _dropped, ...rest } = record ?? {};
   return rest;
 }
 
 /** A stored message in original numbering and time. */
-function originalMessage(message: Message, offset: number): Message {
+export function originalMessage(message: Message, offset: number): Message {
   const createdAt = message.metadata?.[CREATED_AT_KEY];
   const metadata = withoutKey(message.metadata, CREATED_AT_KEY);
   return exportedMessage({
@@ -50,6 +52,7 @@ function originalMessage(message: Message, offset: number): Message {
 }
 
 /** Reads all messages after `afterSeq`, page by page. */
+export { READ_PAGE };
 async function readMessages(store: FullStore, id: string, afterSeq = 0): Promise<Message[]> {
   const all: Message[] = [];
   for (;;) {
@@ -92,7 +95,7 @@ export async function readSessionBundle(
 }
 
 /** A branch with its split point and messages renumbered by `offset`. */
-function shiftBranch(branch: Branch, offset: number): Branch {
+export function shiftBranch(branch: Branch, offset: number): Branch {
   return { ...branch, atSeq: branch.atSeq + offset, messages: branch.messages.map((m) => ({ ...m, seq: m.seq + offset })) };
 }
 

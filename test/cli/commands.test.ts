@@ -23,17 +23,17 @@ describe("threadkeep export / import", () => {
     expect(await runCli("export", "--all", "-o", file, "--store", source)).toEqual({
       code: 0,
       stdout: "",
-      stderr: `exported 4 sessions, 17 messages to ${file}\n`,
+      stderr: `exported 4 sessions, 17 messages, 0 memories to ${file}\n`,
     });
     const target = `sqlite:${join(dir, "target.db")}`;
     const first = await runCli("import", file, "--store", target);
     expect(first).toMatchObject({
       code: 0,
-      stdout: "imported 4 sessions (4 new, 0 completed, 0 updated), 17 messages; 0 already present\n",
+      stdout: "imported 4 sessions (4 new, 0 completed, 0 updated), 17 messages; 0 already present; 0 memories (0 already present)\n",
     });
     const second = await runCli("import", file, "--store", target);
     expect(second.stdout).toBe(
-      "imported 0 sessions (0 new, 0 completed, 0 updated), 0 messages; 4 already present\n",
+      "imported 0 sessions (0 new, 0 completed, 0 updated), 0 messages; 4 already present; 0 memories (0 already present)\n",
     );
     const again = await runCli("export", "--store", target);
     expect(again.stdout).toBe(readFileSync(file, "utf8"));
@@ -104,7 +104,7 @@ describe("threadkeep migrate", () => {
     expect(run.stdout).toMatch(
       /^copied 4 sessions \(4 new, 0 completed, 0 updated; 0 already there\), 17 messages in \S+ /,
     );
-    expect(run.stdout).toMatch(/\nverified: 4\/4 sessions, 17\/17 messages in the target\n$/);
+    expect(run.stdout).toMatch(/\ncopied 0 memories \(0 already there\)\nverified: 4\/4 sessions, 17\/17 messages, 0\/0 memories in the target\n$/);
     const again = await runCli("migrate", "--from", source, "--to", to);
     expect(again.stdout).toMatch(
       /^copied 0 sessions \(0 new, 0 completed, 0 updated; 4 already there\), 0 messages/,

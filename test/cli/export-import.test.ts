@@ -23,7 +23,7 @@ describe("export → import → export", () => {
   });
 
   it("writes a header, then each session's records with original seqs", () => {
-    expect(JSON.parse(original[0])).toEqual({ type: "threadkeep-export", version: 1 });
+    expect(JSON.parse(original[0])).toEqual({ type: "threadkeep-export", version: 2 });
     const records = original.slice(1).map((l) => JSON.parse(l));
     expect(records.filter((r) => r.type === "session")).toHaveLength(4);
     const trimmedSeqs = records
@@ -186,9 +186,23 @@ describe("docs/cli.md", () => {
     const example = /```jsonl\n([\s\S]*?)```/.exec(doc)![1].trimEnd().split("\n");
     const items = [];
     for await (const item of readExport(example)) items.push(item);
-    expect(items.map((i) => i.kind)).toEqual(["bundle"]);
+    expect(items.map((i) => i.kind)).toEqual(["bundle", "memory"]);
     const target = createMemoryStore({ ttlMs: 0 });
     expect((await importSessions(target, () => example)).problems).toEqual([]);
     expect(await exportAll(target)).toEqual(example);
+  });
+});
+
+describe("files of earlier releases", () => {
+  it("imports a version 1 export written by threadkeep 0.1.0 unchanged, and exports it back the same", async () => {
+    const file = readFileSync(new URL("../fixtures/transfer/export-v1-release-0.1.0.jsonl", import.meta.url), "utf8");
+    const lines = file.trimEnd().split("\n");
+    expect(JSON.parse(lines[0])).toEqual({ type: "threadkeep-export", version: 1 });
+    const target = createMemoryStore({ ttlMs: 0 });
+    const report = await importSessions(target, () => lines);
+    expect(report.problems).toEqual([]);
+    expect(report.counts.created).toBe(4);
+    // Only the header's version changes: every record reads back as the 0.1.0 file wrote it.
+    expect((await exportAll(target)).slice(1)).toEqual(lines.slice(1));
   });
 });

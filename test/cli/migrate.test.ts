@@ -81,6 +81,8 @@ describe("migrate", () => {
             sessionsOk: BULK,
             sourceMessages: BULK * 20,
             targetMessages: BULK * 20,
+            memories: 0,
+            memoriesOk: 0,
             mismatched: [],
           });
           const [a, b] = await Promise.all([exportAll(source), exportAll(target)]);

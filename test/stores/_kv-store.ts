@@ -28,6 +28,7 @@ import {
   type Session,
   type SessionState,
   type FullStore,
+  type MemoryOwnersStore,
   type UserMemoryStore,
   type Summary,
 } from "../../src/index.js";
@@ -70,7 +71,7 @@ interface LeaseDoc {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** A {@link FullStore} over any key-value database, memories about users aside (completeStore refuses them). */
-export function createKeyValueStore(db: KeyValue): Omit<FullStore, keyof UserMemoryStore> {
+export function createKeyValueStore(db: KeyValue): Omit<FullStore, keyof UserMemoryStore | keyof MemoryOwnersStore> {
   // Read-modify-write of a document must not interleave; a real database does this with a
   // transaction or a conditional write on a version field.
   let tail: Promise<unknown> = Promise.resolve();

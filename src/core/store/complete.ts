@@ -29,7 +29,7 @@ import type {
   SessionStore,
   TurnOpening,
 } from "../types.js";
-import { hasBranches, hasCombinedTurn, hasCounts, hasRetention, hasSearch, hasState, hasSummaries, hasUserMemories } from "../types.js";
+import { hasBranches, hasCombinedTurn, hasCounts, hasMemoryOwners, hasRetention, hasSearch, hasState, hasSummaries, hasUserMemories } from "../types.js";
 import { readTurn, withLease } from "../open-turn.js";
 import { checkOwner, checkSearchQuery, DEFAULT_SEARCH_LIMIT, rankHits, substringHits } from "./helpers.js";
 import { rankByRelevance, type SessionMessages } from "./relevance.js";
@@ -64,6 +64,7 @@ function isNativelyComplete(store: SessionStore): boolean {
     hasCounts(store) &&
     hasCombinedTurn(store) &&
     hasUserMemories(store) &&
+    hasMemoryOwners(store) &&
     c.ownerScope === true &&
     c.guardedAppends === true &&
     c.idempotentWrites === true
@@ -142,6 +143,13 @@ class Fallbacks {
         deleteUserMemory: async () => false,
         deleteUserMemories: async () => 0,
       } satisfies Partial<FullStore>);
+    }
+    if (!hasMemoryOwners(store)) {
+      // A store with memories it cannot enumerate refuses: an export or migration of the whole store
+      // would otherwise leave them behind without a word.
+      own.listMemoryOwners = hasUserMemories(store)
+        ? () => Promise.reject(capabilityMissing(store, "memory owner enumeration", "list the users who have memories"))
+        : async () => ({ userIds: [], nextCursor: null });
     }
     if (!hasCounts(store)) own.countMessages = async (id) => (await store.getMessages(id)).length;
     // The store is the prototype: its extras (and its `name`, `capabilities`) stay reachable.

@@ -5,7 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { ThreadkeepError } from "../errors.js";
-import type { ListOptions, UserMemory, UserMemoryInput, UserMemoryPage, UserMemoryPatch } from "../types.js";
+import type { ListOptions, UserIdPage, UserMemory, UserMemoryInput, UserMemoryPage, UserMemoryPatch } from "../types.js";
 
 /** Default page size of memory listings. */
 export const DEFAULT_MEMORY_LIST_LIMIT = 50;
@@ -18,10 +18,10 @@ export function memoryFromInput(input: UserMemoryInput, now = Date.now()): UserM
     userId: input.userId,
     text: input.text,
     createdAt,
-    updatedAt: createdAt,
+    updatedAt: input.updatedAt ?? createdAt,
     source: structuredClone(input.source ?? { kind: "hand" }),
     metadata: structuredClone(input.metadata ?? {}),
-    history: [],
+    history: structuredClone(input.history ?? []),
   };
 }
 
@@ -82,4 +82,25 @@ export function memoryPageOf(rows: UserMemory[], limit: number): UserMemoryPage 
   const page = rows.slice(0, limit);
   const last = page.at(-1);
   return { memories: page, nextCursor: rows.length > limit && last ? encodeMemoryCursor(last) : null };
+}
+
+/** One page of user ids (ascending, cursor after the last shown), for stores that hold them in memory. */
+export function pageUserIds(userIds: Iterable<string>, options: ListOptions = {}): UserIdPage {
+  const limit = memoryPageLimit(options);
+  const after = options.cursor ? decodeUserIdCursor(options.cursor) : null;
+  const sorted = [...new Set(userIds)].filter((u) => after === null || u > after).sort();
+  const page = sorted.slice(0, limit);
+  return { userIds: page, nextCursor: sorted.length > limit ? encodeUserIdCursor(page[page.length - 1]) : null };
+}
+
+/** Encodes a user id listing cursor: the last id shown. */
+export function encodeUserIdCursor(userId: string): string {
+  return Buffer.from(userId).toString("base64url");
+}
+
+/** Decodes a user id listing cursor. @throws `invalid_request` for an empty one. */
+export function decodeUserIdCursor(cursor: string): string {
+  const userId = Buffer.from(cursor, "base64url").toString();
+  if (userId.length === 0) throw new ThreadkeepError("invalid_request", "Invalid cursor");
+  return userId;
 }

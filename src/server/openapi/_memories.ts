@@ -77,6 +77,13 @@ export const memoriesPaths = {
       { parameters: [memoryId] },
     ),
   },
+  "/v1/users/me/export": {
+    get: {
+      ...op("Download all of the caller's data (sessions, messages, branches, summaries, state, memories with history) as threadkeep export JSONL, streamed", {
+        "200": { description: "The export, one JSON record a line (docs/cli.md, the export format)", content: { "application/x-ndjson": { schema: { type: "string" } } } },
+      }),
+    },
+  },
   "/v1/users/me": {
     get: op("Who the caller is: the user it acts as, its tenant, and whether its key is an operator key", { "200": ok("The user", user) }),
     delete: op(

@@ -4,7 +4,10 @@
  * user, its end user, or the end user an operator key opened): another user's memory id is
  * `404 not_found`, exactly as one that does not exist.
  */
+import { once } from "node:events";
+import { PassThrough } from "node:stream";
 import type { FastifyInstance } from "fastify";
+import { exportSessions } from "../../transfer/export.js";
 import { z } from "zod";
 import { ThreadkeepError } from "../../core/errors.js";
 import type { Memory } from "../../core/memory/memory.js";
@@ -68,6 +71,29 @@ export function registerMemoryRoutes(app: FastifyInstance, deps: { memory: Memor
     // What the inspector offers: an operator key opens end users of its tenant, when there are any.
     canOpenUsers: request.operator && endUsers,
   }));
+
+  // The caller's own data (GDPR Art. 15/20): sessions, branches, summaries, state and memories in the
+  // export format, written as it is read (a page of messages at a time), at the pace the client reads.
+  app.get("/v1/users/me/export", async (request, reply) => {
+    const store = await memory.store();
+    const out = new PassThrough();
+    const stop = new AbortController();
+    request.raw.once("close", () => stop.abort());
+    out.once("close", () => stop.abort());
+    const writeLine = async (line: string) => {
+      if (!out.write(`${line}\n`)) await once(out, "drain", { signal: stop.signal });
+    };
+    exportSessions(store, { userId: request.userId }, writeLine, { signal: stop.signal }).then(
+      () => out.end(),
+      (error: unknown) => {
+        // Headers are gone by now: a cut stream (no trailing newline, no end) is how the client learns.
+        if (!stop.signal.aborted) request.log.error({ err: error }, "export of the caller's data failed");
+        out.destroy(error as Error);
+      },
+    );
+    const name = `threadkeep-export-${new Date().toISOString().slice(0, 10)}.jsonl`;
+    return reply.header("content-type", "application/x-ndjson; charset=utf-8").header("content-disposition", `attachment; filename="${name}"`).send(out);
+  });
 
   app.delete("/v1/users/me", async (request) => {
     const erased = await memory.eraseUser(request.userId);

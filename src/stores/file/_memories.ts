@@ -6,12 +6,13 @@
  * goes with the memory; a changed text drops it.
  */
 import { createHash } from "node:crypto";
-import { mkdir, readFile, unlink } from "node:fs/promises";
+import { mkdir, readdir, readFile, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { ThreadkeepError } from "../../core/errors.js";
-import { applyMemoryPatch, memoryFromInput, pageUserMemories } from "../../core/store/user-memories.js";
+import { applyMemoryPatch, memoryFromInput, pageUserIds, pageUserMemories } from "../../core/store/user-memories.js";
 import type {
   ListOptions,
+  UserIdPage,
   UserMemory,
   UserMemoryEmbeddingInput,
   UserMemoryInput,
@@ -111,6 +112,36 @@ export class UserMemoryFiles {
       memories.set(memory.id, memory);
       return structuredClone(memory);
     });
+  }
+
+  /** The users with a memory file: each file names its user in its lines (files are named by a hash). */
+  async owners(options?: ListOptions): Promise<UserIdPage> {
+    let names: string[];
+    try {
+      names = await readdir(this.#dir);
+    } catch (error) {
+      if (errnoOf(error) === "ENOENT") return pageUserIds([], options);
+      throw fsError(error, `list ${this.#dir}`);
+    }
+    const userIds: string[] = [];
+    for (const name of names.filter((n) => n.endsWith(".jsonl"))) {
+      const text = await readFile(join(this.#dir, name), "utf8").catch((error: unknown) => {
+        if (errnoOf(error) === "ENOENT") return "";
+        throw fsError(error, `read ${join(this.#dir, name)}`);
+      });
+      for (const line of text.split("\n")) {
+        try {
+          const userId = (JSON.parse(line) as Partial<UserMemory>).userId;
+          if (typeof userId === "string") {
+            userIds.push(userId);
+            break;
+          }
+        } catch {
+          // An unreadable line: the next one names the user as well (the reads warn about it).
+        }
+      }
+    }
+    return pageUserIds(userIds, options);
   }
 
   async get(userId: string, id: string): Promise<UserMemory | null> {

@@ -183,6 +183,11 @@ export function createFileStore(options: FileStoreOptions): FullStore & VectorSt
       return memories.add(input);
     },
 
+    async listMemoryOwners(listOptions) {
+      await ensureReady();
+      return memories.owners(listOptions);
+    },
+
     async getUserMemory(userId, id) {
       await ensureReady();
       return memories.get(userId, id);

@@ -1,7 +1,7 @@
 /** The PostgreSQL store's memories about users (table `user_memories`, schema version 17; their embeddings, version 18). */
 import { ThreadkeepError } from "../../core/errors.js";
-import { applyMemoryPatch, decodeMemoryCursor, memoryFromInput, memoryPageLimit, memoryPageOf } from "../../core/store/user-memories.js";
-import type { FullStore, UserMemory, UserMemoryStore, UserMemoryVectorStore } from "../../core/types.js";
+import { applyMemoryPatch, decodeMemoryCursor, decodeUserIdCursor, encodeUserIdCursor, memoryFromInput, memoryPageLimit, memoryPageOf } from "../../core/store/user-memories.js";
+import type { FullStore, MemoryOwnersStore, UserMemory, UserMemoryStore, UserMemoryVectorStore } from "../../core/types.js";
 import { checkDimensions, dimensionMismatch, normalize, packVector, scanMemoryVectors, unpackVector } from "../_vectors.js";
 import type { PgSql } from "./_client.js";
 import type { PgRun } from "./_operations.js";
@@ -13,7 +13,7 @@ const COLUMNS = "user_id, id, text, created_at, updated_at, source, metadata, hi
 const notFound = (id: string) => new ThreadkeepError("not_found", `Memory ${id} not found`);
 
 /** The memory methods of the store. */
-export function userMemoryMethods(run: PgRun): Pick<FullStore, keyof UserMemoryStore> & UserMemoryVectorStore {
+export function userMemoryMethods(run: PgRun): Pick<FullStore, keyof UserMemoryStore | keyof MemoryOwnersStore> & UserMemoryVectorStore {
   return {
     addUserMemory: (input) =>
       run("addUserMemory", async (sql) => {
@@ -24,6 +24,18 @@ export function userMemoryMethods(run: PgRun): Pick<FullStore, keyof UserMemoryS
           ON CONFLICT DO NOTHING RETURNING id`;
         if (rows.length === 0) throw new ThreadkeepError("invalid_request", `Memory ${m.id} already exists`);
         return m;
+      }),
+
+    listMemoryOwners: (options = {}) =>
+      run("listMemoryOwners", async (sql) => {
+        const limit = memoryPageLimit(options);
+        const after = options.cursor ? decodeUserIdCursor(options.cursor) : "";
+        // COLLATE "C": byte order, the same as the cursor's comparison whatever the database's locale.
+        const rows = await sql<{ user_id: string }[]>`
+          SELECT DISTINCT user_id COLLATE "C" AS user_id FROM user_memories WHERE user_id COLLATE "C" > ${after}
+          ORDER BY 1 LIMIT ${limit + 1}`;
+        const page = rows.slice(0, limit).map((r) => r.user_id);
+        return { userIds: page, nextCursor: rows.length > limit ? encodeUserIdCursor(page[page.length - 1]) : null };
       }),
 
     getUserMemory: (userId, id) =>

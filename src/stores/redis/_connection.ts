@@ -22,7 +22,7 @@ const AUTH_REPLIES = /^(NOAUTH|WRONGPASS|NOPERM|ERR Protocol error: unauthentica
 const ignore = () => {};
 
 /** The commands the store sends that never write: they need no replica's acknowledgement. */
-const READS = new Set(["HGET", "HMGET", "HGETALL", "HVALS", "LRANGE", "LLEN", "ZRANGE", "ZSCORE", "PING"]);
+const READS = new Set(["HGET", "HMGET", "HGETALL", "HVALS", "LRANGE", "LLEN", "ZRANGE", "ZRANGEBYLEX", "ZSCORE", "PING"]);
 
 /**
  * Commands run in order in one script, their replies returned as EXEC returns them; ARGV holds each

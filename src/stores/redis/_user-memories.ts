@@ -6,11 +6,14 @@
  * as Redis orders equal scores). Memories have no TTL: they outlive the sessions they came from.
  * Their embeddings are a third key, `<prefix>m:{<hash>}:vec`, a hash of memory id → `{ model, text,
  * vector }` (the text it was made from: a vector of an older text is not read), deleted with the memory.
+ * `<prefix>m:owners`, a sorted set of the user ids with memories (all scored 0, ordered by id), is what
+ * export and migration enumerate: added to before a user's first memory (in another Cluster slot, so
+ * not in the same step: a failure in between lists a user with no memories, never the reverse).
  */
 import { createHash } from "node:crypto";
 import { ThreadkeepError } from "../../core/errors.js";
-import { applyMemoryPatch, decodeMemoryCursor, memoryFromInput, memoryPageLimit, memoryPageOf } from "../../core/store/user-memories.js";
-import type { FullStore, UserMemory, UserMemoryStore, UserMemoryVectorStore } from "../../core/types.js";
+import { applyMemoryPatch, decodeMemoryCursor, decodeUserIdCursor, encodeUserIdCursor, memoryFromInput, memoryPageLimit, memoryPageOf } from "../../core/store/user-memories.js";
+import type { FullStore, MemoryOwnersStore, UserMemory, UserMemoryStore, UserMemoryVectorStore } from "../../core/types.js";
 import { memoryVectorsToKeep, missingMemoryVectors, packVector, scanMemoryVectors, type StoredMemoryVector, unpackVector } from "../_vectors.js";
 import type { RedisConnection } from "./_connection.js";
 import { script } from "./_scripts.js";
@@ -74,7 +77,7 @@ const PUT_VECTORS = script(
 const notFound = (id: string) => new ThreadkeepError("not_found", `Memory ${id} not found`);
 
 /** The memory methods of the Redis store. */
-export function redisUserMemories(db: RedisConnection, prefix: string): Pick<FullStore, keyof UserMemoryStore> & UserMemoryVectorStore {
+export function redisUserMemories(db: RedisConnection, prefix: string): Pick<FullStore, keyof UserMemoryStore | keyof MemoryOwnersStore> & UserMemoryVectorStore {
   const keysOf = (userId: string) => {
     const tag = createHash("sha256").update(userId).digest("hex").slice(0, 32);
     return [`${prefix}m:{${tag}}:data`, `${prefix}m:{${tag}}:order`, `${prefix}m:{${tag}}:vec`];
@@ -115,12 +118,22 @@ export function redisUserMemories(db: RedisConnection, prefix: string): Pick<Ful
       limit,
     );
 
+  const owners = `${prefix}m:owners`;
   return {
     async addUserMemory(input) {
       const memory = memoryFromInput(input);
+      await db.send(["ZADD", owners, "0", input.userId]);
       const added = await db.eval<number>(ADD, keysOf(input.userId), [memory.id, JSON.stringify(memory), String(memory.updatedAt)]);
       if (added !== 1) throw new ThreadkeepError("invalid_request", `Memory ${memory.id} already exists`);
       return memory;
+    },
+
+    async listMemoryOwners(options = {}) {
+      const limit = memoryPageLimit(options);
+      const from = options.cursor ? `(${decodeUserIdCursor(options.cursor)}` : "-";
+      const userIds = await db.send<string[]>(["ZRANGEBYLEX", owners, from, "+", "LIMIT", "0", String(limit + 1)]);
+      const page = userIds.slice(0, limit);
+      return { userIds: page, nextCursor: userIds.length > limit ? encodeUserIdCursor(page[page.length - 1]) : null };
     },
 
     async getUserMemory(userId, id) {
@@ -166,6 +179,7 @@ export function redisUserMemories(db: RedisConnection, prefix: string): Pick<Ful
         ["HLEN", data],
         ["DEL", data, order, vec],
       ]);
+      await db.send(["ZREM", owners, userId]);
       return count;
     },
 

@@ -1,9 +1,10 @@
 /** The SQLite store's memories about users (table `user_memories`, schema version 10; their embeddings, version 11). */
 import type Database from "better-sqlite3";
 import { ThreadkeepError } from "../../core/errors.js";
-import { applyMemoryPatch, decodeMemoryCursor, memoryFromInput, memoryPageLimit, memoryPageOf } from "../../core/store/user-memories.js";
+import { applyMemoryPatch, decodeMemoryCursor, decodeUserIdCursor, encodeUserIdCursor, memoryFromInput, memoryPageLimit, memoryPageOf } from "../../core/store/user-memories.js";
 import type {
   ListOptions,
+  UserIdPage,
   UserMemory,
   UserMemoryEmbeddingInput,
   UserMemoryInput,
@@ -24,6 +25,7 @@ const COLUMNS = "user_id, id, text, created_at, updated_at, source, metadata, hi
 export interface SqliteUserMemories {
   add(input: UserMemoryInput): UserMemory;
   get(userId: string, id: string): UserMemory | null;
+  owners(options?: ListOptions): UserIdPage;
   list(userId: string, options?: ListOptions): UserMemoryPage;
   update(userId: string, id: string, patch: UserMemoryPatch): UserMemory;
   delete(userId: string, id: string): boolean;
@@ -37,6 +39,7 @@ export interface SqliteUserMemories {
 export function sqliteUserMemories(db: Database.Database): SqliteUserMemories {
   const st = {
     insert: db.prepare("INSERT OR IGNORE INTO user_memories (user_id, id, text, created_at, updated_at, source, metadata, history) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"),
+    owners: db.prepare("SELECT DISTINCT user_id FROM user_memories WHERE user_id > ? ORDER BY user_id LIMIT ?"),
     get: db.prepare(`SELECT ${COLUMNS} FROM user_memories WHERE user_id = ? AND id = ?`),
     first: db.prepare(`SELECT ${COLUMNS} FROM user_memories WHERE user_id = ? ORDER BY updated_at DESC, id DESC LIMIT ?`),
     after: db.prepare(
@@ -75,6 +78,13 @@ export function sqliteUserMemories(db: Database.Database): SqliteUserMemories {
       const memory = memoryFromInput(input);
       if (st.insert.run(...toRow(memory)).changes === 0) throw new ThreadkeepError("invalid_request", `Memory ${memory.id} already exists`);
       return memory;
+    },
+    owners(options: ListOptions = {}): UserIdPage {
+      const limit = memoryPageLimit(options);
+      const after = options.cursor ? decodeUserIdCursor(options.cursor) : "";
+      const userIds = (st.owners.all(after, limit + 1) as { user_id: string }[]).map((r) => r.user_id);
+      const page = userIds.slice(0, limit);
+      return { userIds: page, nextCursor: userIds.length > limit ? encodeUserIdCursor(page[page.length - 1]) : null };
     },
     get(userId: string, id: string): UserMemory | null {
       const row = st.get.get(userId, id) as UserMemoryRow | undefined;

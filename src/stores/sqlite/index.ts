@@ -231,6 +231,10 @@ export function createSqliteStore(options: SqliteStoreOptions): FullStore & Vect
       return change((db) => memories(db).add(input));
     },
 
+    async listMemoryOwners(listOptions) {
+      return use((db) => memories(db).owners(listOptions));
+    },
+
     async getUserMemory(userId, id) {
       return use((db) => memories(db).get(userId, id));
     },

@@ -8,6 +8,7 @@ import { describe, expect, it } from "vitest";
 import { SCHEMA_VERSION } from "../../src/stores/postgres/_schema.js";
 import { SQLITE_SCHEMA_VERSION } from "../../src/stores/sqlite/_schema.js";
 import { FILE_FORMAT_VERSION } from "../../src/stores/file/_records.js";
+import { EXPORT_FORMAT_VERSION } from "../../src/transfer/jsonl-format.js";
 
 const changelog = readFileSync(new URL("../../CHANGELOG.md", import.meta.url), "utf8");
 const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string };
@@ -20,11 +21,12 @@ describe("CHANGELOG.md", () => {
   });
 
   it("names the schema versions the stores write in its newest entry", () => {
-    const stores = /^Stores: SQLite schema (\d+), PostgreSQL schema (\d+), JSONL file format (\d+)\.$/m.exec(newest);
-    expect(stores, "the newest entry needs a line 'Stores: SQLite schema N, PostgreSQL schema N, JSONL file format N.'").not.toBeNull();
+    const stores = /^Stores: SQLite schema (\d+), PostgreSQL schema (\d+), JSONL file format (\d+); export format (\d+)\.$/m.exec(newest);
+    expect(stores, "the newest entry needs a line 'Stores: SQLite schema N, PostgreSQL schema N, JSONL file format N; export format N.'").not.toBeNull();
     expect(Number(stores![1])).toBe(SQLITE_SCHEMA_VERSION);
     expect(Number(stores![2])).toBe(SCHEMA_VERSION);
     expect(Number(stores![3])).toBe(FILE_FORMAT_VERSION);
+    expect(Number(stores![4])).toBe(EXPORT_FORMAT_VERSION);
   });
 });
 

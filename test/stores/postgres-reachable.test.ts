@@ -22,8 +22,7 @@ describe.skipIf(enabled !== true)("postgres: the reachability probe", () => {
   it("answers false when the server goes silent after the handshake, with no rejection left behind", async () => {
     // The first simple or extended query after the startup messages: the server goes silent there, so
     // the probe's deadline falls while its first statement (whatever it is) waits for an answer.
-    let proxy!: TcpProxy;
-    proxy = await startTcpProxy(
+    const proxy: TcpProxy = await startTcpProxy(
       { host: "127.0.0.1", port: Number(new URL(TEST_POSTGRES_URL).port || 5432) },
       { tap: (_socket, chunk) => (chunk[0] === 0x51 || chunk[0] === 0x50 ? proxy.cut("stall") : undefined) },
     );

@@ -59,13 +59,14 @@ export interface LoopBoundResult<T> {
  */
 export async function withinLoopBound<T>(what: string, boundMs: number, fn: () => Promise<T>): Promise<LoopBoundResult<T>> {
   const watch = watchEventLoop(5);
-  let longestMs = 0;
   let value: T;
   try {
     value = await fn();
-  } finally {
-    longestMs = watch.stop();
+  } catch (error) {
+    watch.stop();
+    throw error;
   }
+  const longestMs = watch.stop();
   if (longestMs > boundMs) throw new Error(`${what} held the event loop for ${Math.round(longestMs)} ms (bound ${boundMs} ms)`);
   return { value, longestMs };
 }

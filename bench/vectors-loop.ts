@@ -7,6 +7,8 @@
  * false`, what every build did before): the longest the event loop was held during the first search
  * and during the build after it, the other user's slowest list, and the build's wall time.
  *
+ * Runs the built package (`npm run build` first): the store's worker loads `dist/`.
+ *
  * `BENCH_VECTORS_DB=<folder>` keeps the filled database for later runs (as the `vectors` bench);
  * `BENCH_QUICK=1`: 20,000 vectors of 256 dimensions.
  */
@@ -15,7 +17,9 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { newSessionId } from "../src/core/ids.js";
-import { createSqliteStore } from "../src/stores/sqlite/index.js";
+// The built package: the store's build worker loads compiled code (under `node --import tsx`, which
+// runs the benches, a worker cannot register tsx's loader again on Node 20). `npm run build` first.
+import { createSqliteStore } from "../dist/stores/sqlite/index.js";
 import { watchEventLoop } from "../test/_event-loop-gaps.js";
 import { printTable, QUICK } from "./_harness.js";
 import { filledDatabase, MODEL } from "./_vectors-data.js";
@@ -68,7 +72,6 @@ async function measure(path: string, background: boolean, query: Float32Array) {
   await store.searchVectors({ userId: "big", model: MODEL, vector: query, limit: 10 });
   await nextTask();
   const firstHold = first.stop();
-  console.error(`  first search done (${background ? "worker" : "inline"})`);
   const build = watchEventLoop(5);
   while (indexedSize(path) < SIZE) {
     await new Promise((resolve) => setTimeout(resolve, 200));

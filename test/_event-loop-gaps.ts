@@ -44,3 +44,29 @@ export function watchEventLoop(everyMs: number, onTick?: () => void): EventLoopW
     },
   };
 }
+
+/** What {@link withinLoopBound} measured. */
+export interface LoopBoundResult<T> {
+  value: T;
+  /** The longest the loop went without running a timer during `fn`, in milliseconds. */
+  longestMs: number;
+}
+
+/**
+ * Runs `fn` with the loop watched (a timer every 5 ms) and fails, naming `what`, when the loop was held
+ * longer than `boundMs` at any time during it: the monitor tests use for "no request of another user
+ * waits longer than this while this work runs".
+ */
+export async function withinLoopBound<T>(what: string, boundMs: number, fn: () => Promise<T>): Promise<LoopBoundResult<T>> {
+  const watch = watchEventLoop(5);
+  let value: T;
+  try {
+    value = await fn();
+  } catch (error) {
+    watch.stop();
+    throw error;
+  }
+  const longestMs = watch.stop();
+  if (longestMs > boundMs) throw new Error(`${what} held the event loop for ${Math.round(longestMs)} ms (bound ${boundMs} ms)`);
+  return { value, longestMs };
+}

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { Counter, Histogram, ServerMetrics } from "./metrics.js";
+import { Counter, EventLoopDelay, Histogram, ServerMetrics } from "./metrics.js";
 
 describe("metrics", () => {
   it("renders labelled counters with escaped values", () => {
@@ -34,6 +34,8 @@ describe("metrics", () => {
       "threadkeep_commit_seconds",
       "threadkeep_errors_total",
       "threadkeep_uptime_seconds",
+      "threadkeep_event_loop_delay_seconds",
+      "threadkeep_event_loop_delay_max_seconds",
     ]) {
       expect(text).toContain(`# TYPE ${name} `);
     }
@@ -45,5 +47,19 @@ describe("metrics", () => {
     const doc = readFileSync(new URL("../../docs/server.md", import.meta.url), "utf8");
     const row = doc.split("\n").find((line) => line.startsWith("| `GET /metrics` |")) ?? "";
     expect(names.filter((name) => !row.includes(`\`${name}`))).toEqual([]);
+  });
+
+  it("reports a held event loop as its longest delay", async () => {
+    const delay = new EventLoopDelay();
+    // Let the monitor take samples, then hold the loop for 120 ms.
+    await new Promise((resolve) => setTimeout(resolve, 40));
+    const until = performance.now() + 120;
+    while (performance.now() < until);
+    await new Promise((resolve) => setTimeout(resolve, 40));
+    const text = delay.render();
+    const max = Number(/^threadkeep_event_loop_delay_max_seconds (\S+)$/m.exec(text)![1]);
+    expect(max).toBeGreaterThanOrEqual(0.1);
+    expect(Number(/^threadkeep_event_loop_delay_seconds_count (\d+)$/m.exec(text)![1])).toBeGreaterThan(0);
+    expect(text).toMatch(/^threadkeep_event_loop_delay_seconds\{quantile="0.99"\} \d/m);
   });
 });

@@ -2,6 +2,7 @@
  * A small Prometheus text exposition (format 0.0.4): labelled counters and histograms, enough for
  * turns, latencies and errors without a dependency.
  */
+import { type IntervalHistogram, monitorEventLoopDelay } from "node:perf_hooks";
 import { StoreWrites } from "./store-writes.js";
 
 type Labels = Record<string, string>;
@@ -13,6 +14,36 @@ const labelText = (labels: Labels) => {
   return parts.length ? `{${parts.join(",")}}` : "";
 };
 const keyOf = (labels: Labels) => JSON.stringify(labels);
+
+
+/**
+ * How long the event loop was held (`perf_hooks.monitorEventLoopDelay`, sampled every 10 ms): one
+ * user's heavy work that held it delays every other user's request by as much. A summary of the
+ * delays since the server started (`threadkeep_event_loop_delay_seconds`) and the longest
+ * (`threadkeep_event_loop_delay_max_seconds`).
+ */
+export class EventLoopDelay {
+  readonly #histogram: IntervalHistogram = monitorEventLoopDelay({ resolution: 10 });
+  constructor() {
+    this.#histogram.enable();
+  }
+  render(): string {
+    const h = this.#histogram;
+    const seconds = (ns: number) => (Number.isFinite(ns) ? ns / 1e9 : 0);
+    const name = "threadkeep_event_loop_delay_seconds";
+    const lines = [
+      `# HELP ${name} Delays of the event loop past its 10 ms sampling timer (how long a ready request waited for the loop), since the server started.`,
+      `# TYPE ${name} summary`,
+      ...[0.5, 0.9, 0.99, 0.999].map((q) => `${name}{quantile="${q}"} ${seconds(h.count > 0 ? h.percentile(q * 100) : 0)}`),
+      `${name}_sum ${seconds(h.count > 0 ? h.mean * h.count : 0)}`,
+      `${name}_count ${h.count}`,
+      "# HELP threadkeep_event_loop_delay_max_seconds The longest the event loop was held since the server started.",
+      "# TYPE threadkeep_event_loop_delay_max_seconds gauge",
+      `threadkeep_event_loop_delay_max_seconds ${seconds(h.count > 0 ? h.max : 0)}`,
+    ];
+    return lines.join("\n");
+  }
+}
 
 /** A monotonically increasing count, per label set. */
 export class Counter {
@@ -177,6 +208,7 @@ export class ServerMetrics {
     "threadkeep_client_timeouts_total",
     "Connections closed on a slow client, by kind: headers, body (408), idle (a kept-alive connection unused), stream_stall (a streamed reply not read), reply_stall (a whole reply not read).",
   );
+  readonly eventLoopDelay = new EventLoopDelay();
   readonly started = Date.now();
 
   /** Counts an error code. */
@@ -205,6 +237,7 @@ export class ServerMetrics {
       this.connectionsOpen,
       this.connectionsRefused,
       this.clientTimeouts,
+      this.eventLoopDelay,
     ];
     return `${[...all.map((m) => m.render()), uptime].join("\n")}\n`;
   }

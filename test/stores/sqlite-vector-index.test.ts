@@ -14,6 +14,7 @@ import { createSqliteStore, type SqliteStoreOptions } from "../../src/stores/sql
 import { describeVectors } from "../../src/testing/conformance-vectors.js";
 import { seededRandom } from "../../bench/_harness.js";
 import { sqliteTempFiles } from "./_sqlite-files.js";
+import { until } from "../_wait.js";
 import * as sqliteVec from "sqlite-vec";
 
 const { freshPath } = sqliteTempFiles("threadkeep-sqlite-vector-index-");
@@ -21,7 +22,7 @@ const { freshPath } = sqliteTempFiles("threadkeep-sqlite-vector-index-");
 describe("sqlite with every owner indexed", () => {
   let store: FullStore & VectorStore;
   beforeAll(() => {
-    store = createSqliteStore({ path: freshPath(), vectorIndex: { minOwnerVectors: 1 } });
+    store = createSqliteStore({ path: freshPath(), vectorIndex: { minOwnerVectors: 1, background: false } });
   });
   afterAll(() => store.close());
   describeVectors(() => store, "sqlite (vector index)");
@@ -32,9 +33,19 @@ const DIMS = 32;
 const random = seededRandom(24);
 const vector = () => Array.from({ length: DIMS }, () => random() - 0.5);
 
-/** A store on `path` whose owners are indexed from 50 vectors on, re-scoring `candidates` of them. */
-const open = (path: string, options: Partial<SqliteStoreOptions> = {}) =>
-  createSqliteStore({ path, vectorIndex: { minOwnerVectors: 50, candidates: 20 }, backgroundCheckpoints: false, ...options });
+/**
+ * A store on `path` whose owners are indexed from 50 vectors on, re-scoring `candidates` of them;
+ * built in the calling thread (at once), unless `background` (a worker thread, tested below).
+ */
+const open = (path: string, options: Partial<SqliteStoreOptions> = {}, background = false) => {
+  const vectorIndex = options.vectorIndex ?? { minOwnerVectors: 50, candidates: 20 };
+  return createSqliteStore({
+    path,
+    backgroundCheckpoints: false,
+    ...options,
+    vectorIndex: vectorIndex === false ? false : { ...vectorIndex, background },
+  });
+};
 
 /** Creates a session of `owner` with `n` messages and their vectors; returns the session id and vectors. */
 async function session(store: VectorStore, owner: string, n: number, lastActivityAt?: number) {
@@ -344,4 +355,60 @@ describe("sqlite IVF index", () => {
       await reopened.close();
     }
   });
+});
+
+describe("sqlite IVF index built in a worker thread", () => {
+  const generation = (path: string) => rows(path, "SELECT coalesce(max(generation), 0) FROM vector_index_owners WHERE user_id = 'owner'");
+  // A worker that loads the TypeScript source takes a second or two to start on a loaded machine.
+  const built = (path: string, n: number) => until(`generation ${n} is written`, () => generation(path) >= n, { timeoutMs: 30_000 });
+
+  it("answers exactly while the worker builds, then from the index; trains again in the worker, with the writes made meanwhile", async () => {
+    const path = freshPath();
+    const draw = clusteredVectors(DIMS, 6, 31);
+    const store = open(path, { vectorIndex: { minOwnerVectors: 200, probes: 4, candidates: 40 } }, true);
+    try {
+      await fillOwner(store, "owner", 4, 50, draw);
+      const probe = draw();
+      const exact = await store.searchVectors({ userId: "owner", model: MODEL, vector: probe, limit: 10 });
+      // The search returned before any build was written: the build is the worker's.
+      expect(rows(path, "SELECT count(*) FROM sqlite_master WHERE name = 'vector_index_owners'") === 0 || generation(path) === 0).toBe(true);
+      // Written while the worker plans: placed by its write, not lost (a first build has no queue yet).
+      const [late] = await fillOwner(store, "owner", 1, 5, draw);
+      await built(path, 1);
+      expect(rows(path, "SELECT count(*) FROM vector_index_rows")).toBe(205);
+      expect(rows(path, "SELECT size FROM vector_index_owners")).toBe(205);
+      const indexed = await store.searchVectors({ userId: "owner", model: MODEL, vector: probe, limit: 10 });
+      expect(keys(indexed).slice(0, 5)).toEqual(keys(exact).slice(0, 5));
+      const lateVectors = rows(path, `SELECT count(*) FROM vector_index_rows WHERE session_id = '${late}'`);
+      expect(lateVectors).toBe(5);
+
+      // Past twice the trained size: the search answers from the old cells, the worker trains again.
+      await fillOwner(store, "owner", 1, 200, draw);
+      await store.searchVectors({ userId: "owner", model: MODEL, vector: probe, limit: 1 });
+      await built(path, 2);
+      expect(rows(path, "SELECT trained FROM vector_index_owners")).toBe(405);
+      expect(rows(path, "SELECT count(*) FROM vector_index_rows")).toBe(405);
+      expect(rows(path, "SELECT count(*) FROM vector_index_queue") + rows(path, "SELECT count(*) FROM vector_index_gone")).toBe(0);
+    } finally {
+      await store.close();
+    }
+  }, 60_000);
+
+  it("a close stops a build under way: nothing of it is written, and the next store builds again", async () => {
+    const path = freshPath();
+    const draw = clusteredVectors(DIMS, 6, 37);
+    const store = open(path, { vectorIndex: { minOwnerVectors: 200 } }, true);
+    await fillOwner(store, "owner", 4, 60, draw);
+    await store.searchVectors({ userId: "owner", model: MODEL, vector: draw() });
+    await store.close();
+    expect(generation(path)).toBe(0);
+    const again = open(path, { vectorIndex: { minOwnerVectors: 200 } }, true);
+    try {
+      await again.searchVectors({ userId: "owner", model: MODEL, vector: draw() });
+      await built(path, 1);
+      expect(rows(path, "SELECT count(*) FROM vector_index_rows")).toBe(240);
+    } finally {
+      await again.close();
+    }
+  }, 60_000);
 });

@@ -48,7 +48,8 @@ export interface SqliteStoreOptions {
    * `sqlite-vec`; a search reads the `probes` nearest cells only and re-scores their `candidates`
    * exactly. Smaller owners, and searches within one session, scan every vector. `false` scans every
    * vector always. Where sqlite-vec has no binary for the platform, every search scans (with one warning).
-   * @default { minOwnerVectors: 5000, probes: 8, minProbedVectors: 3000, candidates: 64, retrainAfter: 2 }
+   * Builds and retraining run in a worker thread (`background`), never on the event loop.
+   * @default { minOwnerVectors: 5000, probes: 8, minProbedVectors: 3000, candidates: 64, retrainAfter: 2, background: true }
    */
   vectorIndex?: SqliteVectorIndexOptions | false;
 }

@@ -19,6 +19,11 @@
  *   owner grown to twice the vectors it was trained on is trained again after the search that noticed
  *   (`retrainAfter`), off that search's path. An owner left without vectors (erased) loses its
  *   centroids too: they are averages of its vectors.
+ * - A build (first or again) is planned without a write lock, the training and every vector's cell
+ *   computed from a read ({@link planOwnerIndex}), then written in one transaction that swaps the
+ *   new cells in ({@link writeOwnerIndex}). A file's store does both in a worker thread with its own
+ *   connection (sqlite/_index-builder.ts), so the event loop is never held by a build; searches
+ *   meanwhile scan exactly, or use the earlier cells (docs/decisions/0006-vector-index-builds.md).
  * - A candidate is returned only when its row in `message_vectors` is still the owner's, of the model,
  *   of a session active since `activeSince`; a search whose candidates were thinned below its limit by
  *   that filter is answered by the exact scan instead.
@@ -67,6 +72,15 @@ export interface SqliteVectorIndexOptions {
    * @default 2
    */
   retrainAfter?: number;
+  /**
+   * Build and retrain in a worker thread with its own connection, so the event loop is never held
+   * by a build (a minute of CPU at 100,000 vectors of 768 dimensions); searches meanwhile scan
+   * exactly or use the earlier cells. `false` builds in the calling thread: the first build inside
+   * the search that found the owner large, a retraining right after one. A `:memory:` store, which a
+   * worker cannot open, always builds in its thread.
+   * @default true
+   */
+  background?: boolean;
 }
 
 export const DEFAULT_MIN_OWNER_VECTORS = 5_000;
@@ -254,7 +268,9 @@ function prepare(db: Database.Database) {
     grow: db.prepare("UPDATE vector_index_owners SET size = size + ? WHERE model = ? AND user_id = ?"),
     dropEmpty: db.prepare("DELETE FROM vector_index_owners WHERE size <= 0"),
     ownerSessions: db.prepare("SELECT id FROM sessions WHERE user_id = ? ORDER BY id").pluck(),
-    sessionVectors: db.prepare("SELECT seq, vector FROM message_vectors WHERE session_id = ? AND model = ?").raw(),
+    sessionVectors: db.prepare("SELECT seq, vector, created_at FROM message_vectors WHERE session_id = ? AND model = ?").raw(),
+    sessionKeys: db.prepare("SELECT seq, created_at FROM message_vectors WHERE session_id = ? AND model = ?").raw(),
+    oneVector: db.prepare("SELECT vector FROM message_vectors WHERE session_id = ? AND seq = ?").raw(),
     ownerRows: db.prepare("SELECT id FROM vector_index_rows WHERE user_id = ? AND model = ?").pluck(),
     addRow: db.prepare("INSERT INTO vector_index_rows (session_id, seq, model, user_id) VALUES (?, ?, ?, ?)"),
     queued: db
@@ -332,21 +348,47 @@ function add(st: Statements, owner: Owner, sessionId: string, seq: number, model
 }
 
 /**
- * Trains the owner's cells (√`count` of them, on a sample of its vectors) and puts all its vectors of
- * the model into them, replacing an earlier training (from then on kept by the triggers).
- * @param count the owner's vectors of the model, as the search that decided to index counted them.
- * @returns false when the extension cannot be loaded.
+ * A training of one owner's cells and every vector's place in them, computed from a read of the file
+ * without writing: what {@link writeOwnerIndex} puts in the index in one short transaction.
  */
-export function indexOwner(db: Database.Database, userId: string, model: string, count: number): boolean {
+export interface OwnerIndexPlan {
+  userId: string;
+  model: string;
+  /** The vectors the cells were trained for (`trained` in `vector_index_owners`). */
+  count: number;
+  dims: number;
+  scale: number;
+  centroids: Float32Array;
+  /** `session id \n seq \n created_at` → position in `cells` and `quantized`. */
+  at: Map<string, number>;
+  cells: Int32Array;
+  /** The vectors as int8 at `scale`, `dims` bytes each. */
+  quantized: Buffer;
+}
+
+/**
+ * Trains the owner's cells (√`count` of them, on a sample of its vectors) and computes each of its
+ * vectors' cell and int8 form: the CPU of a build (~0.5 ms a vector at 768 dimensions), with no write
+ * lock held, so it can run on a connection of its own in a worker thread (sqlite/_index-builder.ts).
+ * @param count the owner's vectors of the model, as the search that decided to index counted them.
+ * @param cancelled checked between sessions: a closing store stops a build (returns undefined).
+ * @returns undefined when the extension cannot be loaded, the owner has no vectors, or it was cancelled.
+ */
+export function planOwnerIndex(
+  db: Database.Database,
+  userId: string,
+  model: string,
+  count: number,
+  cancelled: () => boolean = () => false,
+): OwnerIndexPlan | undefined {
   const st = statements(db, true);
-  if (!st) return false;
-  syncVectorIndex(db);
+  if (!st) return undefined;
   const { dims } = st.dimsOf(model);
-  const cells = Math.max(1, Math.round(Math.sqrt(count)));
+  const cellCount = Math.max(1, Math.round(Math.sqrt(count)));
   // The sample: whole sessions in a random order (reading every vector would double the build's reads).
   const random = uniform(count);
   const sessions = st.ownerSessions.all(userId) as string[];
-  const wanted = Math.min(count, cells * SAMPLE_PER_CELL);
+  const wanted = Math.min(count, cellCount * SAMPLE_PER_CELL);
   const sample = new Float32Array(wanted * dims);
   let sampled = 0;
   for (let i = 0; i < sessions.length && sampled < wanted; i++) {
@@ -357,26 +399,67 @@ export function indexOwner(db: Database.Database, userId: string, model: string,
       sample.set(unpack(vector), sampled++ * dims);
     }
   }
-  if (sampled === 0) return true;
-  const trained = trainCells(sample.subarray(0, sampled * dims), dims, { cells, seed: count });
+  if (sampled === 0 || cancelled()) return undefined;
+  const trained = trainCells(sample.subarray(0, sampled * dims), dims, { cells: cellCount, seed: count });
   const scale = scaleOf(sample.subarray(0, sampled * dims));
+  const at = new Map<string, number>();
+  let cells = new Int32Array(Math.max(16, count));
+  let quantized = Buffer.alloc(cells.length * dims);
+  sessions.sort();
+  for (const sessionId of sessions) {
+    if (cancelled()) return undefined;
+    for (const [seq, vector, createdAt] of st.sessionVectors.all(sessionId, model) as [number, Buffer, number][]) {
+      const i = at.size;
+      if (i === cells.length) {
+        // More vectors than the search counted (written since): room for them.
+        const grown = new Int32Array(cells.length * 2);
+        grown.set(cells);
+        cells = grown;
+        quantized = Buffer.concat([quantized, Buffer.alloc(quantized.length)]);
+      }
+      const v = unpack(vector);
+      at.set(`${sessionId}\n${seq}\n${createdAt}`, i);
+      cells[i] = trained.nearest(v);
+      quantize(v, scale).copy(quantized, i * dims);
+    }
+  }
+  return { userId, model, count, dims, scale, centroids: trained.centroids, at, cells, quantized };
+}
+
+/**
+ * Puts a planned training in the index in one transaction, replacing an earlier one (from then on
+ * kept by the triggers): the owner's rows are written from the plan, and a vector written since the
+ * plan read the file is placed in its nearest cell here. Searches meanwhile use the exact scan or
+ * the earlier cells; readers on other connections are never blocked (WAL).
+ */
+export function writeOwnerIndex(db: Database.Database, plan: OwnerIndexPlan): boolean {
+  const st = statements(db, true);
+  if (!st) return false;
+  const { userId, model, dims } = plan;
   db.transaction(() => {
     // Another process may have written since: its queued vectors would come back twice.
     syncVectorIndex(db);
     // A new training starts over: the owner's rows go, and come back in their new cells.
-    const { remove } = st.table(model);
+    const { remove, insert } = st.table(model);
     for (const id of st.ownerRows.all(userId, model) as number[]) {
       remove.run(BigInt(id));
       st.removeRow.run(id);
     }
-    st.putOwner.run(model, userId, count, scale, Buffer.from(trained.centroids.buffer, trained.centroids.byteOffset, trained.centroids.byteLength));
+    const centroids = Buffer.from(plan.centroids.buffer, plan.centroids.byteOffset, plan.centroids.byteLength);
+    st.putOwner.run(model, userId, plan.count, plan.scale, centroids);
     const owner = st.owner(model, userId)!;
     let size = 0;
-    // A session at a time: a connection cannot write while it iterates, and reading the owner's
-    // vectors at once would hold them all in memory (3 GB for a million of 768 dimensions).
+    // A session at a time: a connection cannot write while it iterates.
     for (const sessionId of st.ownerSessions.all(userId) as string[]) {
-      for (const [seq, vector] of st.sessionVectors.all(sessionId, model) as [number, Buffer][]) {
-        add(st, owner, sessionId, seq, model, unpack(vector), userId);
+      for (const [seq, createdAt] of st.sessionKeys.all(sessionId, model) as [number, number][]) {
+        const i = plan.at.get(`${sessionId}\n${seq}\n${createdAt}`);
+        if (i === undefined) {
+          const [vector] = st.oneVector.get(sessionId, seq) as [Buffer];
+          add(st, owner, sessionId, seq, model, unpack(vector), userId);
+        } else {
+          const id = st.addRow.run(sessionId, seq, model, userId).lastInsertRowid;
+          insert.run(BigInt(id), userId, BigInt(plan.cells[i]), plan.quantized.subarray(i * dims, (i + 1) * dims));
+        }
         size++;
       }
     }
@@ -384,6 +467,18 @@ export function indexOwner(db: Database.Database, userId: string, model: string,
     st.dropEmpty.run();
   }).immediate();
   return true;
+}
+
+/**
+ * Trains the owner's cells and puts all its vectors of the model into them, in the calling thread
+ * ({@link planOwnerIndex} then {@link writeOwnerIndex}).
+ * @returns false when the extension cannot be loaded.
+ */
+export function indexOwner(db: Database.Database, userId: string, model: string, count: number): boolean {
+  if (!statements(db, true)) return false;
+  syncVectorIndex(db);
+  const plan = planOwnerIndex(db, userId, model, count);
+  return plan === undefined || writeOwnerIndex(db, plan);
 }
 
 /** Whether the owner's vectors of the model are indexed and the index usable in this process. */

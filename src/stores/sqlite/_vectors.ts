@@ -71,40 +71,54 @@ export function missingVectors(store: SqliteStoreDb, sessionId: string, model: s
   return statements(store.db).missing.all(sessionId, model, limit) as number[];
 }
 
+/** Builds (or, `again`, trains again) an owner's index of a model for `count` vectors. */
+export type BuildVectorIndex = (userId: string, model: string, count: number, again: boolean) => void;
+
 /** Owners whose retraining is scheduled, per connection (one at a time each). */
 const retraining = new WeakMap<Database.Database, Set<string>>();
 
 /**
- * Trains a grown owner's cells again once the current call has returned (the search that noticed is
- * answered from the old cells): a build holds the connection for seconds to minutes (docs/benchmarks/vectors.md).
+ * Builds an owner's index in this thread (`vectorIndex.background: false`, or a store without a file,
+ * which no worker thread can open): at once, and a retraining once the current call has returned (the
+ * search that noticed is answered from the old cells). It holds the event loop for the build
+ * (docs/benchmarks/vectors.md).
  */
-function scheduleRetrain(db: Database.Database, userId: string, model: string): void {
-  let pending = retraining.get(db);
-  if (!pending) retraining.set(db, (pending = new Set()));
-  const key = `${model}\n${userId}`;
-  if (pending.has(key)) return;
-  pending.add(key);
-  setImmediate(() => {
-    try {
-      if (db.open && isIndexed(db, userId, model)) {
-        const count = db.prepare("SELECT size FROM vector_index_owners WHERE model = ? AND user_id = ?").pluck().get(model, userId) as number;
-        indexOwner(db, userId, model, count);
-      }
-    } catch (error) {
-      // A closed store or a busy file: the next search that notices tries again.
-      console.warn(`[threadkeep] sqlite: retraining the vector index failed (${(error as Error).message})`);
-    } finally {
-      pending.delete(key);
+function inlineBuilder(db: Database.Database): BuildVectorIndex {
+  return (userId, model, count, again) => {
+    if (!again) {
+      indexOwner(db, userId, model, count);
+      return;
     }
-  });
+    let pending = retraining.get(db);
+    if (!pending) retraining.set(db, (pending = new Set()));
+    const key = `${model}\n${userId}`;
+    if (pending.has(key)) return;
+    pending.add(key);
+    setImmediate(() => {
+      try {
+        if (db.open) indexOwner(db, userId, model, count);
+      } catch (error) {
+        // A closed store or a busy file: the next search that notices tries again.
+        console.warn(`[threadkeep] sqlite: building the vector index failed (${(error as Error).message})`);
+      } finally {
+        pending.delete(key);
+      }
+    });
+  };
 }
 
 /**
  * The nearest messages of one owner, best first: through the IVF index for an owner it holds (a
  * search of all the owner's sessions, without seq bounds), else by an exact scan, after which an owner
- * found with `minOwnerVectors` or more is indexed for the next search (sqlite/_vector-index.ts).
+ * found with `minOwnerVectors` or more is indexed by `build` (a worker thread for a file's store)
+ * for the searches after it (sqlite/_vector-index.ts).
  */
-export function searchVectors(store: SqliteStoreDb, query: VectorQuery, index: SqliteVectorIndexOptions | false = {}): VectorHit[] {
+export function searchVectors(
+  store: SqliteStoreDb,
+  query: VectorQuery,
+  index: SqliteVectorIndexOptions | false = {},
+  build: BuildVectorIndex = inlineBuilder(store.db),
+): VectorHit[] {
   const st = statements(store.db);
   const normalized = normalize(query.vector);
   const dims = st.dims.get(query.model) as number | undefined;
@@ -137,7 +151,10 @@ export function searchVectors(store: SqliteStoreDb, query: VectorQuery, index: S
     }
     // Too few eligible candidates (expired sessions not swept yet) and the exact scan answers.
     answered = live >= limit || found.complete;
-    if (found.grown) scheduleRetrain(store.db, query.userId, query.model);
+    if (found.grown) {
+      const size = store.db.prepare("SELECT size FROM vector_index_owners WHERE model = ? AND user_id = ?").pluck().get(query.model, query.userId) as number;
+      build(query.userId, query.model, size, true);
+    }
   }
   if (!answered) {
     const rows = (
@@ -151,7 +168,7 @@ export function searchVectors(store: SqliteStoreDb, query: VectorQuery, index: S
       consider(row[0], row[1], row[2], row[3]);
     }
     if (whole && scanned >= (index.minOwnerVectors ?? DEFAULT_MIN_OWNER_VECTORS) && !isIndexed(store.db, query.userId, query.model)) {
-      indexOwner(store.db, query.userId, query.model, scanned);
+      build(query.userId, query.model, scanned, false);
     }
   }
   const hits: VectorHit[] = [];

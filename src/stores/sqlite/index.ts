@@ -29,6 +29,8 @@ import { openSqliteStoreDb, type SqliteStoreDb } from "./_db.js";
 import { storeError } from "./_errors.js";
 import { GroupCommit } from "./_group-commit.js";
 import { createSqliteIndexer } from "./_indexer.js";
+import { createVectorIndexBuilder, type VectorIndexBuilder } from "./_index-builder.js";
+import { DEFAULT_RETRAIN_AFTER } from "./_vector-index.js";
 import { encodeMessages as encode, readMessages } from "./_messages.js";
 import type { SqliteStoreOptions } from "./_options.js";
 import { searchMessages } from "./_search.js";
@@ -66,6 +68,15 @@ export function createSqliteStore(options: SqliteStoreOptions): FullStore & Vect
           },
         });
   const wrote = () => checkpointer?.wrote();
+  // Vector index builds run in a worker thread with a connection of its own (sqlite/_index-builder.ts).
+  const builder: VectorIndexBuilder | undefined =
+    options.path === ":memory:" || options.path === "" || options.vectorIndex === false || options.vectorIndex?.background === false
+      ? undefined
+      : createVectorIndexBuilder({
+          path: options.path,
+          busyTimeoutMs: options.busyTimeoutMs ?? 5000,
+          retrainAfter: options.vectorIndex?.retrainAfter ?? DEFAULT_RETRAIN_AFTER,
+        });
   let memoryCalls: SqliteUserMemories | undefined;
   /** The memory statements, prepared on first use. */
   const memories = (db: SqliteStoreDb) => (memoryCalls ??= sqliteUserMemories(db.db));
@@ -378,7 +389,7 @@ export function createSqliteStore(options: SqliteStoreOptions): FullStore & Vect
 
     async searchVectors(query: VectorQuery) {
       // A search may write: the index's queued changes, or a newly indexed owner.
-      return change((db) => searchVectors(db, query, options.vectorIndex ?? {}));
+      return change((db) => searchVectors(db, query, options.vectorIndex ?? {}, builder && builder.build));
     },
 
     async search(query: SearchQuery) {
@@ -431,7 +442,8 @@ export function createSqliteStore(options: SqliteStoreOptions): FullStore & Vect
       closed = true;
       indexer.cancel();
       leases.clear();
-      // The worker's connection goes first, so closing the store's own checkpoints and removes the log.
+      // The workers' connections go first, so closing the store's own checkpoints and removes the log.
+      await builder?.close();
       await checkpointer?.close();
       // Messages still waiting for the full-text index stay waiting. Indexing them here in one call
       // held the event loop ~11 s per million (the backlog an upgrade leaves), and in steps it would

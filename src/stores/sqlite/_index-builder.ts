@@ -96,6 +96,10 @@ export function createVectorIndexBuilder(options: VectorIndexBuilderOptions): Ve
   let running: Promise<void> | undefined;
   let closing = false;
   const waiters: (() => void)[] = [];
+  let current: Worker | undefined;
+  // Someone awaits the builds (idle, close): the worker must keep the process alive until then, or a
+  // script whose only pending work is that await ends with Node's exit code 13 (an unsettled await).
+  const awaited = () => waiters.length > 0 || closing;
 
   const runOne = (job: Job) =>
     new Promise<void>((resolve) => {
@@ -110,8 +114,9 @@ export function createVectorIndexBuilder(options: VectorIndexBuilderOptions): Ve
           job: { driver: require.resolve("better-sqlite3"), path: options.path, busyTimeoutMs: options.busyTimeoutMs, retrainAfter: options.retrainAfter, ...job, control: control.buffer },
         },
       });
-      // A build never keeps a process alive that has nothing else to do.
-      worker.unref();
+      // A build nobody awaits never keeps a process alive that has nothing else to do.
+      if (!awaited()) worker.unref();
+      current = worker;
       let reported = false;
       const fail = (message: string) => {
         if (reported || closing) return;
@@ -124,7 +129,10 @@ export function createVectorIndexBuilder(options: VectorIndexBuilderOptions): Ve
         reported = true;
       });
       worker.once("error", (error) => fail(error.message));
-      worker.once("exit", () => resolve());
+      worker.once("exit", () => {
+        if (current === worker) current = undefined;
+        resolve();
+      });
     });
 
   const drain = async () => {
@@ -148,11 +156,15 @@ export function createVectorIndexBuilder(options: VectorIndexBuilderOptions): Ve
       running ??= drain();
     },
     idle() {
-      return running ? new Promise((resolve) => waiters.push(resolve)) : Promise.resolve();
+      if (!running) return Promise.resolve();
+      const done = new Promise<void>((resolve) => waiters.push(resolve));
+      current?.ref();
+      return done;
     },
     async close() {
       closing = true;
       Atomics.store(control, 0, 1);
+      current?.ref();
       await running;
     },
   };

@@ -78,9 +78,9 @@ describe("health, metrics and the API description", () => {
       const path = stackOfPaths.join("").replace(/:(\w+)/g, "{$1}");
       for (const method of match[3].split(", ")) if (method !== "HEAD") registered.push(`${method} ${path}`);
     }
+    // Both ways: a route added without its document (or a document without its route) fails here by
+    // itself, so no count of routes is kept by hand.
     expect(registered.sort()).toEqual([...documented].sort());
-    // 34 API routes + summaries, fork, undo, export + the 6 routes of the /ui page + 3 branch routes
-    // + the 5 routes of /v1/memories and GET and DELETE /v1/users/me.
-    expect(documented).toHaveLength(54);
+    expect(documented).toContain("GET /v1/users/me/export");
   });
 });

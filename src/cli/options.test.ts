@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseApiKeyEntries, parseApiKeys, resolveConfig } from "./options.js";
+import { parseApiKeyEntries, parseApiKeys, parseTrustProxy, resolveConfig } from "./options.js";
 
 describe("CLI configuration", () => {
   it("uses defaults with nothing set", () => {
@@ -74,5 +74,15 @@ describe("CLI configuration", () => {
     expect(resolveConfig({}, { THREADKEEP_SESSION_HEADERS: "X-Chat, x-session-id" }).sessionHeaders).toEqual(["x-chat", "x-session-id"]);
     expect(resolveConfig({ sessionHeaders: "x-a" }, { THREADKEEP_SESSION_HEADERS: "x-b" }).sessionHeaders).toEqual(["x-a"]);
     expect(() => resolveConfig({ sessionHeaders: "x chat" }, {})).toThrow(/Invalid session header name "x chat"/);
+  });
+
+  it("reads --trust-proxy as off, on, or addresses and CIDRs, and refuses anything else by name", () => {
+    expect(resolveConfig({}, {}).trustProxy).toBe(false);
+    expect(resolveConfig({}, { THREADKEEP_TRUST_PROXY: "on" }).trustProxy).toBe(true);
+    expect(resolveConfig({ trustProxy: "off" }, { THREADKEEP_TRUST_PROXY: "on" }).trustProxy).toBe(false);
+    expect(parseTrustProxy("127.0.0.1, 10.0.0.0/8,::1,loopback")).toEqual(["127.0.0.1", "10.0.0.0/8", "::1", "loopback"]);
+    for (const bad of ["2", "nginx", "10.0.0.0/8/1", "10.0.0/8", "127.0.0.1/abc"]) {
+      expect(() => parseTrustProxy(bad), bad).toThrow(/--trust-proxy must be/);
+    }
   });
 });

@@ -1,3 +1,4 @@
+import { isIP } from "node:net";
 import type { Command } from "commander";
 import { ThreadkeepError } from "../core/errors.js";
 import { DEFAULTS, parseDuration, parsePositiveInt } from "../core/policies.js";
@@ -41,6 +42,8 @@ export interface ThreadkeepConfig {
   workers: number;
   /** The request headers that name a turn's session, in order (`serve --session-headers`). */
   sessionHeaders: string[];
+  /** Which proxies may name the client in `X-Forwarded-For` (`serve --trust-proxy`): false, true (any peer) or addresses/CIDRs. */
+  trustProxy: boolean | string[];
   /** Per-user and per-key limits on model requests (`serve --user-concurrency`, `--user-rate`, `--key-concurrency`, `--key-rate`). */
   fairShare: Required<FairShareOptions>;
 }
@@ -49,7 +52,7 @@ export interface ThreadkeepConfig {
 export type ConfigFlags = Partial<Record<
   | "host" | "port" | "store" | "upstream" | "upstreamKey" | "apiKeys" | "model" | "window" | "tokenBudget" | "maxMessages" | "ttl" | "leaseTtl" | "bodyLimit" | "workers"
   | "userHeader" | "userJwtSecret" | "userJwtIssuer" | "userJwtHeader" | "sessionHeaders" | "upstreamTimeout"
-  | "userConcurrency" | "userRate" | "keyConcurrency" | "keyRate" | "refusalDelay",
+  | "userConcurrency" | "userRate" | "keyConcurrency" | "keyRate" | "refusalDelay" | "trustProxy",
   string
 >>;
 
@@ -130,6 +133,26 @@ function resolveUserJwt(secret: string | undefined, issuer: string | undefined, 
   return { secret, ...(issuer === undefined ? {} : { issuer }), ...(header === undefined ? {} : { header }) };
 }
 
+/**
+ * `--trust-proxy`: off/false, on/true, or a comma-separated list of addresses, CIDRs and
+ * proxy-addr's names (`loopback`, `linklocal`, `uniquelocal`). No hop count: fastify 5 trusts no
+ * peer for one, since a hop count cannot tell a proxy from a client that sends the header itself.
+ * @throws ThreadkeepError `invalid_request` naming the option.
+ */
+export function parseTrustProxy(value: string | undefined): boolean | string[] {
+  const text = value?.trim().toLowerCase();
+  if (text === undefined || text === "" || text === "off" || text === "false") return false;
+  if (text === "on" || text === "true") return true;
+  const entries = text.split(",").map((e) => e.trim()).filter(Boolean);
+  const names = new Set(["loopback", "linklocal", "uniquelocal"]);
+  for (const entry of entries) {
+    const [address, bits, extra] = entry.split("/");
+    const ok = extra === undefined && (names.has(entry) || (isIP(address!) !== 0 && (bits === undefined || /^\d{1,3}$/.test(bits))));
+    if (!ok) throw new ThreadkeepError("invalid_request", `--trust-proxy must be on, off, or the proxies' addresses/CIDRs separated by commas (e.g. 127.0.0.1,10.0.0.0/8), got "${value}"`);
+  }
+  return entries;
+}
+
 function parsePort(value: string | undefined): number {
   if (value === undefined) return 8787;
   const port = Number(value.trim());
@@ -167,6 +190,7 @@ export function resolveConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = 
     bodyLimit: parsePositiveInt(pick("bodyLimit", "THREADKEEP_BODY_LIMIT") ?? 10 * 1024 * 1024, "body limit"),
     workers: parsePositiveInt(pick("workers", "THREADKEEP_WORKERS") ?? 1, "workers"),
     sessionHeaders: parseSessionHeaders(pick("sessionHeaders", "THREADKEEP_SESSION_HEADERS")),
+    trustProxy: parseTrustProxy(pick("trustProxy", "THREADKEEP_TRUST_PROXY")),
     fairShare: {
       userConcurrency: parseCount(pick("userConcurrency", "THREADKEEP_USER_CONCURRENCY"), DEFAULT_FAIR_SHARE.userConcurrency, "--user-concurrency"),
       userRate: optionalRate(pick("userRate", "THREADKEEP_USER_RATE"), DEFAULT_FAIR_SHARE.userRate, "--user-rate"),

@@ -102,10 +102,13 @@ export async function startServe(
     port: config.port,
     bodyLimit: config.bodyLimit,
     sessionHeaders: config.sessionHeaders,
+    trustProxy: config.trustProxy,
     fairShare: config.fairShare,
     clients,
     ...(recall.memories === "auto" ? { memories: { mode: "auto" as const, model: recall.memoryModel } } : {}),
     logger: { level: process.env.THREADKEEP_LOG_LEVEL ?? "warn" },
+    // A line per request at `info` (THREADKEEP_LOG_LEVEL=info); at the default `warn` none is written.
+    logRequests: true,
   });
   if (stopTracing) {
     // Spans still batched are sent when the server closes.
@@ -198,6 +201,10 @@ export function register(program: Command): void {
     .option(
       "--refusal-delay <duration>",
       "hold a request refused by those limits this long before its 429, so a client retrying at once cannot spin (env THREADKEEP_REFUSAL_DELAY; default 1s)",
+    )
+    .option(
+      "--trust-proxy <which>",
+      "take the client's address from X-Forwarded-For when the peer is a trusted proxy: on (any peer), or the proxies' addresses/CIDRs such as 127.0.0.1,10.0.0.0/8; off by default, since a client that reaches threadkeep directly could write any address there (env THREADKEEP_TRUST_PROXY; default off)",
     )
     .option("--config <file>", "read settings from a JSON or YAML file whose keys are these options without their dashes; flags and THREADKEEP_* variables win over it (docs/configuration.md)")
     .option(

@@ -11,7 +11,7 @@
  * reproduces, at their own positions on the stored line, an answer the model gave and another stored
  * message (what differs between them is edited in place); or the client is declared to send whole
  * histories. Then the model receives the request's conversation. Without evidence the turn is appended.
- * docs/server.md ("How the server decides what is new") has the decision table.
+ * docs/how-it-works.md ("How the server decides what is new") has the decision table.
  */
 import { contentText } from "./messages.js";
 import type { Branch, BranchInput, ChatMessage, Message, MessageContent, Session, FullStore } from "./types.js";

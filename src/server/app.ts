@@ -105,6 +105,13 @@ export interface ServerOptions {
   /** Log a line per request and response (with a logger). @default false */
   logRequests?: boolean;
   /**
+   * Which peers may name the client in `X-Forwarded-For` (fastify's `trustProxy`): `true` any, or
+   * the proxies' addresses and CIDRs (`["127.0.0.1", "10.0.0.0/8"]`, also `loopback`). The request's `ip` (and the request log's `remoteAddress`) is then the client
+   * behind the proxy. Off by default: a client that reaches threadkeep directly could otherwise
+   * write any address into the header and into the logs. @default false
+   */
+  trustProxy?: boolean | string | readonly string[];
+  /**
    * Memories written by the model: with `auto`, after each committed turn the server asks the model
    * (`model`, else the default model) in the background which durable facts about the user the turn
    * adds, changes or contradicts, and applies the answer. Needs an upstream. @default off
@@ -177,6 +184,7 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
     logger: options.logger ?? false,
     bodyLimit,
     logController: new LogController({ disableRequestLogging: !options.logRequests }),
+    trustProxy: typeof options.trustProxy === "object" ? [...options.trustProxy] : (options.trustProxy ?? false),
     // A malformed or over-long URL is answered like every other bad request: an OpenAI error body.
     frameworkErrors: (error, request, reply) => sendFailure(request, reply, error, (code) => metrics.error(code)),
   });

@@ -3,7 +3,7 @@
  * how many it sends per period, so one caller's flood is refused (`429` with `Retry-After`) before it
  * takes a place in a session's line, a store round trip or an upstream call, and everyone else's turns
  * go on. A front-end's side requests (title, tags, follow-ups) are counted apart from turns, so they
- * never use up, nor wait for, the chat's own share. Counts live in this process (see docs/server.md,
+ * never use up, nor wait for, the chat's own share. Counts live in this process (see docs/deployment.md,
  * "Fair share"); the rate is counted by rate-limiter-flexible.
  */
 import type { FastifyRequest } from "fastify";

@@ -41,10 +41,10 @@ describe("metrics", () => {
     }
   });
 
-  it("are each listed in docs/server.md's /metrics row", () => {
+  it("are each listed in docs/observability.md's /metrics row", () => {
     const names = [...new ServerMetrics().render().matchAll(/^# TYPE (\w+) /gm)].map((m) => m[1]);
     expect(names.length).toBeGreaterThan(10);
-    const doc = readFileSync(new URL("../../docs/server.md", import.meta.url), "utf8");
+    const doc = readFileSync(new URL("../../docs/observability.md", import.meta.url), "utf8");
     const row = doc.split("\n").find((line) => line.startsWith("| `GET /metrics` |")) ?? "";
     expect(names.filter((name) => !row.includes(`\`${name}`))).toEqual([]);
   });

@@ -3,6 +3,8 @@
  * this test makes with openssl) in front of threadkeep, a streamed turn through it. The fake
  * upstream sends each piece of the answer only once the client has received the one before, so a
  * proxy that buffered the stream would hold it back: the test then sees pieces arrive only at the end.
+ * The same turn, sent from 127.0.0.2, must be logged with that address, not nginx's 127.0.0.1: the
+ * recipe passes X-Forwarded-For and `serve --trust-proxy` (as the page gives it) believes nginx.
  * Skips with its reason where nginx or openssl is missing; under CI=true that fails (.ci/run installs nginx).
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
@@ -12,6 +14,7 @@ import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseTrustProxy } from "../../src/cli/options.js";
 import { type Stack, startStack } from "../server/_stack.js";
 
 const nginxBin = ["/usr/sbin/nginx", "nginx"].find((bin) => spawnSync(bin, ["-v"]).status === 0);
@@ -22,6 +25,10 @@ if (missing) console.warn(`skipping the nginx recipe test: ${missing} is not ins
 
 const page = readFileSync(new URL("../../docs/deployment.md", import.meta.url), "utf8");
 const recipe = /```nginx\n([\s\S]*?)```/.exec(page)![1];
+const trustProxy = /threadkeep serve [^\n]*--trust-proxy (\S+)/.exec(page)![1];
+
+/** The server's request log lines, parsed. */
+const logged: { msg: string; req?: { remoteAddress?: string; url?: string } }[] = [];
 
 const freePort = () =>
   new Promise<number>((resolve) => {
@@ -44,7 +51,11 @@ beforeAll(async () => {
   const made = spawnSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem")], { encoding: "utf8" });
   if (made.status !== 0) throw new Error(`openssl failed: ${made.stderr}`);
   cert = readFileSync(join(dir, "cert.pem"), "utf8");
-  stack = await startStack();
+  stack = await startStack({
+    trustProxy: parseTrustProxy(trustProxy),
+    logRequests: true,
+    logger: { level: "info", stream: { write: (line: string) => logged.push(JSON.parse(line)) } },
+  });
   port = await freePort();
   const server = recipe
     .replace("listen 443 ssl;", `listen 127.0.0.1:${port} ssl;`)
@@ -101,7 +112,8 @@ describe.skipIf(missing !== undefined)("nginx with TLS in front (docs/deployment
     const body = JSON.stringify({ model: "fake-model", stream: true, messages: [{ role: "user", content: "stream through nginx" }] });
     const status = await new Promise<number>((resolve, reject) => {
       const req = request(
-        { host: "127.0.0.1", port, path: "/v1/chat/completions", method: "POST", ca: cert, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } },
+        // From 127.0.0.2 (loopback too), so the client's address differs from nginx's 127.0.0.1.
+        { host: "127.0.0.1", localAddress: "127.0.0.2", port, path: "/v1/chat/completions", method: "POST", ca: cert, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } },
         (res) => {
           res.setEncoding("utf8");
           res.on("data", (chunk: string) => {
@@ -122,5 +134,9 @@ describe.skipIf(missing !== undefined)("nginx with TLS in front (docs/deployment
     expect(status).toBe(200);
     expect(received).toBe(answer);
     expect(heldBack).toBe(false);
+    // The request log names the client behind nginx, not nginx.
+    const incoming = logged.filter((l) => l.msg === "incoming request" && l.req?.url === "/v1/chat/completions");
+    expect(incoming).toHaveLength(1);
+    expect(incoming[0]!.req!.remoteAddress).toBe("127.0.0.2");
   });
 });

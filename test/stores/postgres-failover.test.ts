@@ -6,7 +6,7 @@
  * failover manager would): writes succeed again on the promoted standby within a bound, with no
  * reconfiguration, and no write the store acknowledged is missing there.
  *
- * `THREADKEEP_REPORT_FAILOVER=1` prints the measured times (docs/server.md, "Failure modes").
+ * `THREADKEEP_REPORT_FAILOVER=1` prints the measured times (docs/troubleshooting.md, "Failure modes").
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, describe, expect, it } from "vitest";

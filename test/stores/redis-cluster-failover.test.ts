@@ -7,7 +7,7 @@
  * With `wait=1` a write is acknowledged only once a replica holds it, so the failover loses none that
  * was (and a write no replica confirms fails instead of being acknowledged).
  *
- * `THREADKEEP_REPORT_FAILOVER=1` prints the measured times (docs/server.md, "Failure modes").
+ * `THREADKEEP_REPORT_FAILOVER=1` prints the measured times (docs/troubleshooting.md, "Failure modes").
  */
 import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";

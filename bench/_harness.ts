@@ -16,6 +16,12 @@ export interface Measurement {
   p99: number;
   /** Microseconds. */
   mean: number;
+  /**
+   * The process's CPU time (user + system, `process.cpuUsage`) per call over the timed calls, in µs:
+   * the JavaScript and driver work the call costs this process, whatever the server or the machine's
+   * other load add to its wall time. Absent for summaries of samples gathered elsewhere.
+   */
+  cpu?: number;
 }
 
 /** Options of {@link measure}. */
@@ -46,14 +52,16 @@ export async function measure(
   const warmup = options.warmup ?? Math.max(20, Math.floor(iterations / 10));
   for (let i = 0; i < warmup; i++) await fn(iterations + i);
   const samples = new Float64Array(iterations);
+  const cpuStart = process.cpuUsage();
   for (let i = 0; i < iterations; i++) {
     const start = performance.now();
     const result = fn(i);
     if (result instanceof Promise) await result;
     samples[i] = (performance.now() - start) * 1000;
   }
+  const cpuUsed = process.cpuUsage(cpuStart);
   options.samples?.push(...samples);
-  return summarize(name, samples);
+  return { ...summarize(name, samples), cpu: (cpuUsed.user + cpuUsed.system) / iterations };
 }
 
 /** The percentiles and mean of samples in µs. */
@@ -61,6 +69,12 @@ export function summarize(name: string, samples: ArrayLike<number>): Measurement
   const sorted = Array.from(samples).sort((a, b) => a - b);
   const mean = sorted.reduce((sum, x) => sum + x, 0) / sorted.length;
   return { name, iterations: sorted.length, p50: percentile(sorted, 50), p99: percentile(sorted, 99), mean };
+}
+
+/** The median of `xs` (upper median for an even count); NaN when empty. */
+export function median(xs: readonly number[]): number {
+  if (xs.length === 0) return Number.NaN;
+  return [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 }
 
 /** Microseconds for a table cell: `12.3 µs`, `1.25 ms`. */

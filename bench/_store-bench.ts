@@ -36,6 +36,10 @@ export interface StoreResult {
   append1AllRounds?: Measurement;
   /** "load last 20" p50 of each round. */
   last20Rounds?: number[];
+  /** The process's CPU µs per "load last 20" in each round (see `Measurement.cpu`). */
+  last20CpuRounds?: number[];
+  /** The process's CPU µs per "append 1" in each round. */
+  append1CpuRounds?: number[];
   /** The baseline's "load last 20" p50 measured in the same interleaved rounds, when paired with one. */
   baselineP50?: number;
   /** "load last 20" p50 over the paired baseline's: the median of the per-round ratios. */
@@ -176,6 +180,8 @@ export async function measureSubjects(scale: Scale, subjects: Subject[]): Promis
     append1: medianRound(appends[k]),
     append1AllRounds: summarize("append 1", appendSamples[k]),
     last20Rounds: reads[k].map((m) => m.p50),
+    last20CpuRounds: reads[k].map((m) => m.cpu ?? Number.NaN),
+    append1CpuRounds: appends[k].map((m) => m.cpu ?? Number.NaN),
   }));
 }
 

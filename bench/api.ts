@@ -18,7 +18,7 @@ import type { Memory } from "../src/core/memory/memory.js";
 import { createMemory } from "../src/create-memory.js";
 import type { FullStore } from "../src/core/types.js";
 import { createSqliteStore } from "../src/stores/sqlite/index.js";
-import { collectGarbage, formatMicros, formatRatio, printTable } from "./_harness.js";
+import { collectGarbage, formatMicros, formatRatio, median, printTable } from "./_harness.js";
 import { openPostgresRaw, openRedisRaw, openSqliteRaw, type RawBaseline } from "./_raw-baselines.js";
 import {
   APPENDS,
@@ -163,6 +163,53 @@ function printRows(rows: Row[]): void {
   );
 }
 
+/** Per-round ratios of `own` over `raw` (same rounds, same order): median, min and max. */
+function roundRatios(own: number[] | undefined, raw: number[] | undefined): { median: number; min: number; max: number } {
+  const ratios = (own ?? []).map((x, k) => x / (raw ?? [])[k]).filter(Number.isFinite);
+  return { median: median(ratios), min: Math.min(...ratios), max: Math.max(...ratios) };
+}
+
+/**
+ * The process's CPU time per operation (user + system over each round's timed calls), the public
+ * API against the raw driver measured in the same process and the same interleaved rounds: the ratio is
+ * the median of the per-round ratios, the spread their min–max. CPU time leaves out what the server
+ * and the machine's other processes add to wall time, so it moves far less between runs on a shared
+ * machine than the wall-time p50 does.
+ */
+function printCpu(rows: Row[]): void {
+  const spread = (r: { min: number; max: number }) => `${r.min.toFixed(2)}–${r.max.toFixed(2)}×`;
+  printTable(
+    ["backend", "scale", "raw CPU/op load 20", "API CPU/op load 20", "load / raw (CPU)", "spread over rounds", "raw CPU/op append 1", "API CPU/op append 1", "append / raw (CPU)", "spread over rounds"],
+    rows.map((row) => {
+      const raw = row.results[0];
+      const api = row.results[2];
+      const load = roundRatios(api.last20CpuRounds, raw.last20CpuRounds);
+      const append = roundRatios(api.append1CpuRounds, raw.append1CpuRounds);
+      return [
+        row.backend,
+        row.scale.label,
+        formatMicros(median(raw.last20CpuRounds ?? [])),
+        formatMicros(median(api.last20CpuRounds ?? [])),
+        formatRatio(load.median),
+        spread(load),
+        formatMicros(median(raw.append1CpuRounds ?? [])),
+        formatMicros(median(api.append1CpuRounds ?? [])),
+        formatRatio(append.median),
+        spread(append),
+      ];
+    }),
+  );
+  const verdict = (ok: boolean) => (ok ? "met" : "MISSED");
+  for (const row of rows) {
+    const load = roundRatios(row.results[2].last20CpuRounds, row.results[0].last20CpuRounds).median;
+    const append = roundRatios(row.results[2].append1CpuRounds, row.results[0].append1CpuRounds).median;
+    console.log(
+      `${row.backend} ${row.scale.label} CPU: Memory load ${formatRatio(load)} raw (target ≤ 1.3×: ${verdict(load <= 1.3)}), ` +
+        `append ${formatRatio(append)} raw (target ≤ 1.6×: ${verdict(append <= 1.6)})`,
+    );
+  }
+}
+
 function printTargets(rows: Row[]): void {
   const verdict = (ok: boolean) => (ok ? "met" : "MISSED");
   for (const row of rows) {
@@ -219,6 +266,8 @@ async function main(): Promise<void> {
   printRows(rows);
   console.log();
   printTargets(rows);
+  console.log(`\n## The process's CPU time per operation, public API vs raw driver (same process, same ${ROUNDS} interleaved rounds)\n`);
+  printCpu(rows);
 }
 
 await main();

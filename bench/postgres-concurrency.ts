@@ -12,7 +12,7 @@
  * - raw postgres.js: the same table and statements, prepared (postgres.js's default).
  *
  * Each subject has a pool of {@link POOL} connections. Rounds of {@link SECONDS} s alternate between
- * subjects, so a change in the machine's load hits every subject alike; the report gives each
+ * subjects, so a change in the machine's load hits every subject alike (`BENCH_TK_POOL` sets threadkeep's pool alone); the report gives each
  * subject's median turns/s and the range over rounds. `BENCH_QUICK=1` runs shorter, fewer rounds.
  * The server is `THREADKEEP_BENCH_POSTGRES_URL`, else `THREADKEEP_TEST_POSTGRES_URL`, else the local
  * service; unreachable, it skips with a printed reason. Everything lives in a schema named
@@ -34,6 +34,8 @@ const SESSIONS = 2_000;
 const MESSAGES = 20;
 const CHARS = 200;
 const POOL = 20;
+/** threadkeep's own pool (`BENCH_TK_POOL`), to see what the pool size does to it alone; the baselines keep {@link POOL}. */
+const TK_POOL = Number(process.env.BENCH_TK_POOL) || POOL;
 const SECONDS = QUICK ? 3 : 10;
 const ROUNDS = QUICK ? 1 : 3;
 const schema = `tk_bench_conc_${randomBytes(4).toString("hex")}`;
@@ -44,9 +46,10 @@ const text = (i: number) => `message ${i} `.padEnd(CHARS, "lorem ipsum dolor sit
 /** A subject's turn on session number `n`. */
 type Turn = (n: number, i: number) => Promise<void>;
 
-/** Turns per second of `WORKERS` workers doing `turn` for `SECONDS`. */
-async function measure(turn: Turn): Promise<number> {
+/** Turns per second of `WORKERS` workers doing `turn` for `SECONDS`, and this process's CPU µs per turn. */
+async function measure(turn: Turn): Promise<{ rate: number; cpu: number }> {
   const until = performance.now() + SECONDS * 1000;
+  const cpuStart = process.cpuUsage();
   let done = 0;
   await Promise.all(
     Array.from({ length: WORKERS }, async () => {
@@ -56,7 +59,8 @@ async function measure(turn: Turn): Promise<number> {
       }
     }),
   );
-  return done / SECONDS;
+  const cpu = process.cpuUsage(cpuStart);
+  return { rate: done / SECONDS, cpu: (cpu.user + cpu.system) / done };
 }
 
 /** Runs `fn` over 0..count-1, `width` at a time. */
@@ -68,7 +72,7 @@ async function each(count: number, width: number, fn: (n: number) => Promise<voi
 }
 
 async function threadkeep(): Promise<{ turn: Turn; close: () => Promise<void> }> {
-  const store: FullStore = createPostgresStore({ url: URL_, schema: `${schema}_tk`, poolSize: POOL });
+  const store: FullStore = createPostgresStore({ url: URL_, schema: `${schema}_tk`, poolSize: TK_POOL });
   const userId = "bench";
   const ids = Array.from({ length: SESSIONS }, (_, n) => `conc-${n}`);
   await each(SESSIONS, 10, async (n) => {
@@ -124,18 +128,29 @@ async function main(): Promise<void> {
     subjects.push(["raw postgres.js (prepared)", await plainTable(true, "raw")]);
     console.log(`setup: ${SESSIONS} sessions × ${MESSAGES} messages of ${CHARS} characters per subject, ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     const rates = new Map<string, number[]>(subjects.map(([name]) => [name, []]));
+    const cpus = new Map<string, number[]>(subjects.map(([name]) => [name, []]));
     for (const [, subject] of subjects) await measure(subject.turn); // warm-up round, not counted
     for (let round = 0; round < ROUNDS; round++) {
-      for (const [name, subject] of subjects) rates.get(name)!.push(await measure(subject.turn));
+      for (const [name, subject] of subjects) {
+        const { rate, cpu } = await measure(subject.turn);
+        rates.get(name)!.push(rate);
+        cpus.get(name)!.push(cpu);
+      }
     }
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
     const raw = median(rates.get(subjects[2][0])!);
-    console.log(`\nPostgreSQL turns, ${WORKERS} workers, pool ${POOL}, ${ROUNDS} rounds of ${SECONDS} s per subject, ${new Date().toISOString()}, load ${loadavg().map((l) => l.toFixed(1)).join(" ")}:\n`);
+    console.log(`\nPostgreSQL turns, ${WORKERS} workers, pool ${POOL} (threadkeep ${TK_POOL}), ${ROUNDS} rounds of ${SECONDS} s per subject, ${new Date().toISOString()}, load ${loadavg().map((l) => l.toFixed(1)).join(" ")}:\n`);
     printTable(
-      ["subject", "turns/s (median)", "range over rounds", "vs raw"],
+      ["subject", "turns/s (median)", "range over rounds", "vs raw", "client CPU per turn (median)"],
       subjects.map(([name]) => {
         const xs = rates.get(name)!;
-        return [name, median(xs).toFixed(0), `${Math.min(...xs).toFixed(0)}–${Math.max(...xs).toFixed(0)}`, `${(median(xs) / raw).toFixed(2)}×`];
+        return [
+          name,
+          median(xs).toFixed(0),
+          `${Math.min(...xs).toFixed(0)}–${Math.max(...xs).toFixed(0)}`,
+          `${(median(xs) / raw).toFixed(2)}×`,
+          `${median(cpus.get(name)!).toFixed(0)} µs`,
+        ];
       }),
     );
   } finally {

@@ -91,7 +91,7 @@ describe("backups and restores", () => {
     const schema = uniqueSchema("tk_backup");
     const dump = join(dir, "pg.dump");
     try {
-      const store = createPostgresStore({ url: TEST_POSTGRES_URL, schema, ttlMs: 0 });
+      const store = createPostgresStore({ url: TEST_POSTGRES_URL, schema });
       const written = await write(store);
       await store.close();
       const dumped = spawnSync("pg_dump", ["-Fc", "-n", schema, "-f", dump, TEST_POSTGRES_URL], { encoding: "utf8" });
@@ -102,7 +102,7 @@ describe("backups and restores", () => {
       const restoredDump = spawnSync("pg_restore", ["--no-owner", "-d", TEST_POSTGRES_URL, dump], { encoding: "utf8" });
       expect(restoredDump.stderr).toBe("");
       expect(restoredDump.status).toBe(0);
-      const restored = createPostgresStore({ url: TEST_POSTGRES_URL, schema, ttlMs: 0 });
+      const restored = createPostgresStore({ url: TEST_POSTGRES_URL, schema });
       try {
         await expectRestored(restored, written);
       } finally {

@@ -11,7 +11,7 @@ const SERVICE_TESTS = [
   "test/server/{end-users,failover,in-place-edits,inspector,inspector-memories,inspector-screenshots,lease-refused,mcp,outage,oversized-body,postgres-disk-full,postgres-recall-round-trips,postgres-turn-round-trips,redis-maxmemory,redis-round-trips,serve,storage-full,workers}.test.ts",
   "test/adapters/*-contract.test.ts",
   "test/stores/{postgres,redis,url}*.test.ts",
-  "test/stores/{sqlite,sqlite-open-turn-quarantine-under-lock}.test.ts",
+  "test/stores/{sqlite,sqlite-open-turn-quarantine-under-lock,backups}.test.ts",
 ];
 
 /** In-process files that mock modules, so they need a module graph of their own. */

@@ -4,7 +4,7 @@ import { expect } from "vitest";
 import { type ErrorCode, isThreadkeepError } from "../core/errors.js";
 import { newSessionId } from "../core/ids.js";
 import { storeBehind } from "../core/store/complete.js";
-import { type FullStore, hasBranches, hasCounts, hasRetention, hasSearch, hasState, hasSummaries, hasUserMemories, type MessageInput, type SessionStore } from "../core/types.js";
+import { type FullStore, hasBranches, hasCounts, hasMemoryOwners, hasRetention, hasSearch, hasState, hasSummaries, hasUserMemories, type MessageInput, type SessionStore } from "../core/types.js";
 
 /**
  * Opens the store under test. Called more than once where a second "process" or a reopen is needed:
@@ -13,7 +13,7 @@ import { type FullStore, hasBranches, hasCounts, hasRetention, hasSearch, hasSta
 export type OpenStore = () => Promise<SessionStore> | SessionStore;
 
 /** What a test may need of the store beyond the required contract. */
-export type Needed = "branches" | "summaries" | "state" | "search" | "retention" | "counts" | "idempotentWrites" | "ownerScope" | "guardedAppends" | "userMemories";
+export type Needed = "branches" | "summaries" | "state" | "search" | "retention" | "counts" | "idempotentWrites" | "ownerScope" | "guardedAppends" | "userMemories" | "memoryOwners";
 
 /** Whether the store under test implements `need` itself (the suite runs it through `completeStore`). */
 export function implementsNatively(store: FullStore, need: Needed): boolean {
@@ -33,6 +33,8 @@ export function implementsNatively(store: FullStore, need: Needed): boolean {
       return hasCounts(native);
     case "userMemories":
       return hasUserMemories(native);
+    case "memoryOwners":
+      return hasMemoryOwners(native);
     default:
       return native.capabilities[need] === true;
   }

@@ -2,13 +2,15 @@
  * Memories about users in the store conformance suite: add, get, list in pages, update with history,
  * delete, and one user's memories never reachable with another user's id; and erasing a user through
  * `Memory.eraseUser` leaves nothing of them (sessions, messages, search hits, vectors, memories) and
- * nothing of anyone else missing. A store that keeps embeddings also keeps one per memory, for its
+ * nothing of anyone else missing. Every owner of memories is listed (a user with memories and no
+ * session too) until erased; an imported memory keeps its `updatedAt` and history exactly. A store
+ * that keeps embeddings also keeps one per memory, for its
  * current text, gone with the memory or its user.
  */
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { Memory } from "../core/memory/memory.js";
-import { canStoreMemoryVectors, canStoreVectors, type FullStore, type UserMemoryVectorStore } from "../core/types.js";
+import { canStoreMemoryVectors, canStoreVectors, type FullStore, type UserIdPage, type UserMemoryVectorStore } from "../core/types.js";
 import { expectCode, implementsNatively, requireNative, sessionMaker, text, user } from "./_conformance-fixtures.js";
 
 /** Registers the memory tests; `store()` gives the suite's open store. */
@@ -90,6 +92,68 @@ export function describeUserMemories(store: () => FullStore): void {
       expect(await store().deleteUserMemories(alice)).toBe(2);
       expect((await store().listUserMemories(alice)).memories).toEqual([]);
       expect(await store().getUserMemory(bob, kept.id)).toEqual(kept);
+    });
+
+    it("lists every owner of memories in id order, sessions or not, until they are erased", async (ctx) => {
+      requireNative(ctx, store(), "userMemories", "memoryOwners");
+      const s = store();
+      const [first, second, third] = [user(), user(), user()].sort();
+      // `second` has memories and no session; `third` a session and no memories (not an owner).
+      await newSession(first);
+      await s.addUserMemory({ userId: first, text: "one" });
+      await s.addUserMemory({ userId: first, text: "two" });
+      await s.addUserMemory({ userId: second, text: "only memories" });
+      await newSession(third);
+      /** Every owner the store lists, page by page (the suite's store holds other tests' owners too). */
+      const allOwners = async () => {
+        const seen: string[] = [];
+        let cursor: string | null = null;
+        let pages = 0;
+        do {
+          // Small pages first (the cursor must neither skip nor repeat), then larger ones: the store may hold many.
+          const limit = pages < 3 ? 1 : 200;
+          const page: UserIdPage = await s.listMemoryOwners({ limit, cursor });
+          expect(page.userIds.length).toBeLessThanOrEqual(limit);
+          seen.push(...page.userIds);
+          cursor = page.nextCursor;
+        } while (cursor && ++pages < 1_000);
+        return seen;
+      };
+      const listed = await allOwners();
+      // Ascending by id, each once, across pages.
+      expect(listed).toEqual([...new Set(listed)].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
+      expect(listed.filter((id) => id === first || id === second || id === third)).toEqual([first, second]);
+
+      await new Memory({ store: s, ttlMs: 0 }).eraseUser(second);
+      const after = await allOwners();
+      expect(after).toContain(first);
+      expect(after).not.toContain(second);
+      await expectCode(s.listMemoryOwners({ limit: 0 }), "invalid_request");
+    });
+
+    it("imports a memory with its updatedAt and history exactly", async (ctx) => {
+      requireNative(ctx, store(), "userMemories");
+      const alice = user();
+      const id = randomUUID();
+      const imported = {
+        id,
+        userId: alice,
+        text: "lives in Utrecht",
+        source: { kind: "session" as const, sessionId: "s-9", seqs: [2] },
+        metadata: { confidence: 0.8 },
+        createdAt: 1_600_000_000_000,
+        updatedAt: 1_700_000_000_123,
+        history: [
+          { text: "lives in Amsterdam", replacedAt: 1_650_000_000_000, reason: "contradiction" },
+          { text: "lives in Haarlem", replacedAt: 1_700_000_000_123 },
+        ],
+      };
+      expect(await store().addUserMemory(imported)).toEqual(imported);
+      expect(await store().getUserMemory(alice, id)).toEqual(imported);
+      // Listed by the imported `updatedAt`, not the time of the import.
+      const newer = await store().addUserMemory({ userId: alice, text: "newer", createdAt: 1_700_000_000_124 });
+      const older = await store().addUserMemory({ userId: alice, text: "older", createdAt: 1_700_000_000_122 });
+      expect((await store().listUserMemories(alice)).memories.map((m) => m.id)).toEqual([newer.id, id, older.id]);
     });
 
     it("keeps none without the capability: lists are empty and writes are capability_missing", async (ctx) => {

@@ -1,13 +1,16 @@
 /**
  * The inspector's Memories view in a real browser (Debian's chromium through playwright-core): the
  * caller's memories with their times, source and history; the source link into the transcript; a
- * memory whose session is gone; edit and delete; an operator key opening an end user of its tenant;
+ * memory whose session is gone; edit and delete; an operator key opening an end user of its tenant
+ * (and downloading that user's data);
  * and another user's memories never shown, in the page or through the API it calls.
  */
 import { randomUUID } from "node:crypto";
+import { readFile } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Browser, BrowserContextOptions } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { headerLine } from "../../src/transfer/jsonl-format.js";
 import { browserAvailable, launchBrowser } from "../_browser.js";
 import { type Stack, startStack } from "./_stack.js";
 
@@ -196,6 +199,15 @@ describe.skipIf(available !== true)("the inspector's Memories view in chromium",
     expect(await page.locator("#memories-user").textContent()).toBe("acme/ann");
     expect(await page.locator("#as-user").textContent()).toBe("as end user ann");
     await expect.poll(() => page.locator("#sessions .title").allTextContents()).toEqual(["Tea or coffee?"]);
+    // The download of their data: fetched with the key and the opened user's header, saved as a file.
+    const [download] = await Promise.all([page.waitForEvent("download"), page.locator("#export-data").click()]);
+    expect(download.suggestedFilename()).toMatch(/^threadkeep-export-\d{4}-\d{2}-\d{2}\.jsonl$/);
+    const file = await readFile((await download.path())!, "utf8");
+    const lines = file.trimEnd().split("\n");
+    expect(lines[0]).toBe(headerLine());
+    expect(lines.some((line) => JSON.parse(line).memory?.text === "ann likes tea")).toBe(true);
+    expect(file).toContain("Tea or coffee?");
+    expect(file).not.toMatch(/Utrecht|vegetarian|oboe/);
     // Their source link opens their transcript, which the page reads as them.
     await page.locator(`li[data-memory="${ids.ann}"] a[data-source-link]`).click();
     await page.waitForURL(`${stack.url}/ui/s/${annSession}#1`);

@@ -67,3 +67,30 @@ describe.each(kinds.map((k) => [k.name, k] as const))("on %s", (_name, kind) => 
     }
   });
 });
+
+// Bounded memory, checked without measuring a heap (bench/user-export.ts measures it at 100,000
+// messages): the route reads a long session's messages a page at a time, never all at once.
+it("reads a long history in pages of messages", async () => {
+  const { READ_PAGE } = await import("../../src/transfer/session-copy.js");
+  const { newSessionId } = await import("../../src/core/ids.js");
+  const store = createMemoryStore({ ttlMs: 0 });
+  const id = newSessionId();
+  const count = READ_PAGE * 2 + 7;
+  await store.createSession({ id, userId: "alice" });
+  await store.appendMessages(id, Array.from({ length: count }, (_, i) => ({ role: "user" as const, content: `m${i}` })));
+  const reads: (number | undefined)[] = [];
+  const getMessages = store.getMessages.bind(store);
+  store.getMessages = (sessionId, options) => {
+    reads.push(options?.limit);
+    return getMessages(sessionId, options);
+  };
+  const stack = await startStack({ apiKeys: { "tk-alice": "alice" }, store });
+  try {
+    const res = await stack.request("GET", "/v1/users/me/export", { headers: { authorization: "Bearer tk-alice" } });
+    const lines = (await res.text()).trimEnd().split("\n");
+    expect(lines.filter((l) => JSON.parse(l).type === "message")).toHaveLength(count);
+    expect(reads).toEqual([READ_PAGE, READ_PAGE, READ_PAGE]);
+  } finally {
+    await stack.close();
+  }
+});

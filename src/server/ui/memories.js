@@ -3,7 +3,9 @@
  * The memories view: what the assistant keeps about the user the page is authenticated as (the key's
  * user, its end user, or the end user an operator key opened), each with its times, where it came
  * from (a link to the messages it was drawn from, "added by hand", or a session that is gone), its
- * earlier texts, and edit and delete. Everything goes through /v1/memories and /v1/users/me.
+ * earlier texts, and edit and delete; and a download of everything kept about that user (their
+ * sessions, memories and preferences as export JSONL). Everything goes through /v1/memories and
+ * /v1/users/me.
  */
 import { api, openedUser, openUser, request } from "./api.js";
 import { confirmAction } from "./dialogs.js";
@@ -190,6 +192,33 @@ export function createMemoriesView(ui) {
     render();
   }
 
+  /**
+   * Saves the user's data as a file. A plain link cannot send the key and the opened user's header,
+   * so the page fetches it and hands the browser the body as a Blob (held in the page's memory while
+   * saved: the server streams it, the browser keeps it).
+   */
+  async function download() {
+    const button = /** @type {HTMLButtonElement | null} */ (document.getElementById("export-data"));
+    if (button) button.disabled = true;
+    try {
+      const response = await request("/v1/users/me/export");
+      const name = /filename="([^"]+)"/.exec(response.headers.get("content-disposition") ?? "")?.[1] ?? "threadkeep-export.jsonl";
+      const url = URL.createObjectURL(await response.blob());
+      // Not through h(), which keeps only same-page links: this one is the page's own blob: URL.
+      const link = document.createElement("a");
+      link.href = url;
+      link.download = name;
+      link.hidden = true;
+      document.body.append(link);
+      link.click();
+      link.remove();
+      // After the click has handed the file over: revoking at once can cancel the save in some browsers.
+      setTimeout(() => URL.revokeObjectURL(url), 60_000);
+    } finally {
+      if (button) button.disabled = false;
+    }
+  }
+
   /** The form an operator key opens another user with; nothing for any other key. */
   function userPicker() {
     if (!me?.canOpenUsers && !openedUser()) return null;
@@ -228,7 +257,12 @@ export function createMemoriesView(ui) {
         { class: "meta", id: "memories-of" },
         "What the assistant keeps about ",
         h("strong", { id: "memories-user" }, me?.id ?? ""),
-        " across sessions.",
+        " across sessions. ",
+        h(
+          "button",
+          { type: "button", class: "link", id: "export-data", title: "Sessions, memories and preferences, as JSONL (the export format)", onclick: () => download().catch(ui.fail) },
+          "Download all data of this user",
+        ),
       ),
       userPicker(),
       status,

@@ -26,6 +26,8 @@ export interface RedisClient {
    * and nowhere else (WAIT: the cluster client would send it to every master).
    */
   nodeFor?(key: string): Promise<{ sendCommand(args: string[]): Promise<unknown> }>;
+  /** On a cluster, a connection to each master, for a command every master must answer for its own keys (SCAN). */
+  masterNodes?(): Promise<{ sendCommand(args: string[]): Promise<unknown> }[]>;
   /** A MULTI/EXEC transaction (on a cluster, on the node of `routing`). */
   multi(routing?: string): RedisTransaction;
   connect(): Promise<unknown>;
@@ -86,6 +88,7 @@ export function clusterClient(redis: RedisModule, seeds: RedisClusterSeeds, opti
     },
     sendCommand: (args) => cluster.sendCommand(routingKey(args), false, args),
     nodeFor: (key) => cluster.getNodeClientForKey(key, false),
+    masterNodes: () => Promise.all(cluster.masters.map((master) => cluster.nodeClient(master))),
     multi: (routing) => {
       const multi = cluster.multi(routing);
       return { addCommand: (args: string[]) => multi.addCommand(routing, false, args), exec: () => multi.exec() };

@@ -22,7 +22,7 @@ const AUTH_REPLIES = /^(NOAUTH|WRONGPASS|NOPERM|ERR Protocol error: unauthentica
 const ignore = () => {};
 
 /** The commands the store sends that never write: they need no replica's acknowledgement. */
-const READS = new Set(["HGET", "HMGET", "HGETALL", "HVALS", "LRANGE", "LLEN", "ZRANGE", "ZRANGEBYLEX", "ZSCORE", "PING"]);
+const READS = new Set(["HGET", "HMGET", "HGETALL", "HVALS", "LRANGE", "LLEN", "ZRANGE", "ZRANGEBYLEX", "ZSCORE", "PING", "SCAN", "HSCAN", "EXISTS"]);
 
 /**
  * Commands run in order in one script, their replies returned as EXEC returns them; ARGV holds each
@@ -167,6 +167,31 @@ export class RedisConnection {
     return reply.catch((error) => {
       throw this.#translate(error);
     });
+  }
+
+  /**
+   * Every key matching the glob `match`, in batches of about `count` (SCAN; on a cluster, on each
+   * master in turn). A key written during the walk may or may not be found, as SCAN guarantees.
+   * The caller awaits each batch, so a long walk leaves the event loop free in between.
+   * @throws as {@link send}.
+   */
+  async *scan(match: string, count: number): AsyncGenerator<string[]> {
+    type Node = { sendCommand(args: string[]): Promise<unknown> };
+    const nodes = await this.#raw<Node[]>(async (client) => (client.masterNodes ? client.masterNodes() : [client])).catch((error) => {
+      throw this.#translate(error);
+    });
+    for (const node of nodes) {
+      let cursor = "0";
+      do {
+        const [next, keys] = await this.#raw<[string, string[]]>(() => node.sendCommand(["SCAN", cursor, "MATCH", match, "COUNT", String(count)])).catch(
+          (error) => {
+            throw this.#translate(error);
+          },
+        );
+        cursor = next;
+        if (keys.length > 0) yield keys;
+      } while (cursor !== "0");
+    }
   }
 
   /** On a cluster, the connection to `key`'s master as the write is sent (see {@link #acknowledged}). */

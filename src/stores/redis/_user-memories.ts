@@ -9,6 +9,9 @@
  * `<prefix>m:owners`, a sorted set of the user ids with memories (all scored 0, ordered by id), is what
  * export and migration enumerate: added to before a user's first memory (in another Cluster slot, so
  * not in the same step: a failure in between lists a user with no memories, never the reverse).
+ * Memories written before that set existed are found once, before the first listing of owners: a walk
+ * of the memory keys (SCAN on every master, a batch at a time) adds their owners, and
+ * `<prefix>m:owners:complete` records that it ran, so no later process walks again.
  */
 import { createHash } from "node:crypto";
 import { ThreadkeepError } from "../../core/errors.js";
@@ -74,6 +77,9 @@ const PUT_VECTORS = script(
    return 1`,
 );
 
+/** Keys per SCAN round trip and memories per HSCAN round trip of the owners' backfill. */
+const BACKFILL_BATCH = 500;
+
 const notFound = (id: string) => new ThreadkeepError("not_found", `Memory ${id} not found`);
 
 /** The memory methods of the Redis store. */
@@ -119,6 +125,47 @@ export function redisUserMemories(db: RedisConnection, prefix: string): Pick<Ful
     );
 
   const owners = `${prefix}m:owners`;
+  const ownersComplete = `${prefix}m:owners:complete`;
+  /** Adds to the owners set the owner of every stored memory (those of releases before the set, 0.x). */
+  const backfillOwners = async () => {
+    if ((await db.send<number>(["EXISTS", ownersComplete])) === 1) return;
+    // Glob characters of the prefix match only themselves; the exact shape is checked below.
+    const pattern = `${prefix.replace(/[*?[\]\\]/g, "\\$&")}m:{*}:data`;
+    const shape = /^m:\{[0-9a-f]{32}\}:data$/;
+    for await (const keys of db.scan(pattern, BACKFILL_BATCH)) {
+      for (const key of keys) {
+        if (!key.startsWith(prefix) || !shape.test(key.slice(prefix.length))) continue;
+        // The data hash's memories name their owner (two users share a hash only if their ids' hashes collide).
+        const found = new Set<string>();
+        let cursor = "0";
+        do {
+          const [next, fields] = await db.send<[string, string[]]>(["HSCAN", key, cursor, "COUNT", String(BACKFILL_BATCH)]);
+          cursor = next;
+          for (let i = 1; i < fields.length; i += 2) {
+            let memory: Partial<UserMemory>;
+            try {
+              memory = JSON.parse(fields[i]) as Partial<UserMemory>;
+            } catch (error) {
+              // Skipping it would leave its owner out of every export without a word.
+              throw new ThreadkeepError("store_corrupt", `Unreadable memory in the redis store (${key})`, { cause: error });
+            }
+            if (typeof memory.userId === "string") found.add(memory.userId);
+          }
+        } while (cursor !== "0");
+        if (found.size > 0) await db.send(["ZADD", owners, ...[...found].flatMap((userId) => ["0", userId])]);
+      }
+    }
+    await db.send(["SET", ownersComplete, String(Date.now())]);
+  };
+  /** The backfill, once a store (again after a failure). */
+  let backfilled: Promise<void> | undefined;
+  const ownersListed = () => {
+    backfilled ??= backfillOwners().catch((error: unknown) => {
+      backfilled = undefined;
+      throw error;
+    });
+    return backfilled;
+  };
   return {
     async addUserMemory(input) {
       const memory = memoryFromInput(input);
@@ -130,6 +177,7 @@ export function redisUserMemories(db: RedisConnection, prefix: string): Pick<Ful
 
     async listMemoryOwners(options = {}) {
       const limit = memoryPageLimit(options);
+      await ownersListed();
       const from = options.cursor ? `(${decodeUserIdCursor(options.cursor)}` : "-";
       const userIds = await db.send<string[]>(["ZRANGEBYLEX", owners, from, "+", "LIMIT", "0", String(limit + 1)]);
       const page = userIds.slice(0, limit);

@@ -8,7 +8,7 @@ const IN_PROCESS = ["src/**/*.test.ts", "test/{adapters,bench,cli,context,recall
 const SERVICE_TESTS = [
   "test/package/*.test.ts",
   "test/cli/{bin,closed-pipe,migrate}.test.ts",
-  "test/server/{end-users,failover,in-place-edits,inspector,inspector-memories,inspector-screenshots,lease-refused,mcp,outage,oversized-body,postgres-disk-full,postgres-recall-round-trips,postgres-turn-round-trips,redis-maxmemory,redis-round-trips,serve,storage-full,workers}.test.ts",
+  "test/server/{end-users,failover,in-place-edits,inspector,inspector-memories,inspector-screenshots,lease-refused,mcp,outage,oversized-body,postgres-disk-full,postgres-recall-round-trips,postgres-turn-round-trips,redis-maxmemory,redis-round-trips,serve,storage-full,user-export,workers}.test.ts",
   "test/adapters/*-contract.test.ts",
   "test/stores/{postgres,redis,url}*.test.ts",
   "test/stores/{sqlite,sqlite-open-turn-quarantine-under-lock,backups}.test.ts",

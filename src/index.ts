@@ -12,7 +12,7 @@ export * from "./core/types.js";
 export * from "./core/errors.js";
 export { isValidSessionId, MAX_SESSION_ID_LENGTH, newSessionId, parseSessionId, scopedSessionId } from "./core/ids.js";
 export { contentText, toChatMessage, validateMessage, validateMessages } from "./core/messages.js";
-export { rankByRelevance, relevanceTerms, type SessionMessages } from "./core/store/relevance.js";
+export { rankByRelevance, rankByRelevanceInSlices, RELEVANCE_SLICE_MS, relevanceTerms, type SessionMessages } from "./core/store/relevance.js";
 export { DEFAULTS, parseDuration } from "./core/policies.js";
 export type { AssembledContext, ContextInput, ContextPreferences } from "./core/context/types.js";
 export { assembleContext } from "./core/context/assemble.js";

@@ -22,7 +22,7 @@ export {
   snippetOf,
   substringHits,
 } from "../core/store/helpers.js";
-export { rankByRelevance } from "../core/store/relevance.js";
+export { rankByRelevance, rankByRelevanceInSlices } from "../core/store/relevance.js";
 
 /** Default page size of session listings. */
 export const DEFAULT_LIST_LIMIT = 50;

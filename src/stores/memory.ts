@@ -41,7 +41,7 @@ import {
   sessionFromInput,
   substringHits,
   DEFAULT_SEARCH_LIMIT,
-  rankByRelevance,
+  rankByRelevanceInSlices,
 } from "./_util.js";
 
 /** The backend name of the in-memory store. */
@@ -324,7 +324,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): FullStore &
           !!entry && entry.session.userId === query.userId && !isExpired(entry) && !inactiveSince(entry.session, query.activeSince),
       );
       if (query.ranking === "relevance") {
-        return rankByRelevance(candidates.map((e) => ({ sessionId: e.session.id, messages: e.messages })), query.text, query.limit ?? DEFAULT_SEARCH_LIMIT);
+        return rankByRelevanceInSlices(candidates.map((e) => ({ sessionId: e.session.id, messages: e.messages })), query.text, query.limit ?? DEFAULT_SEARCH_LIMIT);
       }
       if (query.mode === "fulltext") {
         throw new ThreadkeepError("not_supported", "The memory store has no full-text search; use substring");

@@ -15,7 +15,7 @@ import {
   SessionNotFoundError,
   StateConflictError,
   ThreadkeepError,
-  rankByRelevance,
+  rankByRelevanceInSlices,
   validateMessages,
   type Branch,
   type Lease,
@@ -255,8 +255,8 @@ export function createKeyValueStore(db: KeyValue): Omit<FullStore, keyof UserMem
       const docs = (await allDocs()).filter(
         (doc) => doc.session.userId === userId && !(sessionId && doc.session.id !== sessionId) && doc.session.lastActivityAt >= activeSince,
       );
-      // Relevance (any word, BM25) with threadkeep's own in-code ranking.
-      if (ranking === "relevance") return rankByRelevance(docs.map((d) => ({ sessionId: d.session.id, messages: d.messages })), text, limit);
+      // Relevance (any word, BM25) with threadkeep's own in-code ranking, in slices that let other requests run.
+      if (ranking === "relevance") return rankByRelevanceInSlices(docs.map((d) => ({ sessionId: d.session.id, messages: d.messages })), text, limit);
       if (mode === "fulltext") throw new ThreadkeepError("not_supported", "No full-text search in this store");
       const needle = text.toLowerCase();
       const hits: SearchHit[] = [];

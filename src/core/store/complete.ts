@@ -32,7 +32,7 @@ import type {
 import { hasBranches, hasCombinedTurn, hasCounts, hasMemoryOwners, hasRetention, hasSearch, hasState, hasSummaries, hasUserMemories } from "../types.js";
 import { readTurn, withLease } from "../open-turn.js";
 import { checkOwner, checkSearchQuery, DEFAULT_SEARCH_LIMIT, rankHits, substringHits } from "./helpers.js";
-import { rankByRelevance, type SessionMessages } from "./relevance.js";
+import { rankByRelevanceInSlices, type SessionMessages } from "./relevance.js";
 
 /** How many of an owner's newest sessions, and of their newest messages each, a derived search reads. */
 export const DERIVED_SEARCH_BOUNDS = { sessions: 200, messagesPerSession: 2_000 } as const;
@@ -322,7 +322,7 @@ class Fallbacks {
       if (query.activeSince !== undefined && session.lastActivityAt < query.activeSince) continue;
       searched.push({ sessionId: session.id, messages: await store.getMessages(session.id, { last: DERIVED_SEARCH_BOUNDS.messagesPerSession }) });
     }
-    if (relevance) return rankByRelevance(searched, query.text, query.limit ?? DEFAULT_SEARCH_LIMIT);
+    if (relevance) return rankByRelevanceInSlices(searched, query.text, query.limit ?? DEFAULT_SEARCH_LIMIT);
     return rankHits(searched.flatMap((s) => substringHits(s.sessionId, [...s.messages], query.text)), query.limit);
   }
 }

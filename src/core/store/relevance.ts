@@ -66,54 +66,149 @@ interface Scored {
   word: string;
 }
 
+/** A message with at least one of the query's terms, and what BM25 needs of it. */
+interface Matched {
+  sessionId: string;
+  message: Message;
+  /** Its terms, stopwords left out. */
+  length: number;
+  /** How often each query term occurs in it. */
+  counts: Map<string, number>;
+  word: string;
+}
+
+/** One search's BM25 tally: messages are added one at a time, so a caller can pause between them. */
+class RelevanceTally {
+  #documents = 0;
+  #totalLength = 0;
+  readonly #frequency = new Map<string, number>();
+  readonly #matched: Matched[] = [];
+
+  constructor(readonly query: ReadonlySet<string>) {}
+
+  add(sessionId: string, message: Message): void {
+    const body = messageText(message);
+    this.#documents++;
+    let length = 0;
+    let counts: Map<string, number> | undefined;
+    let word = "";
+    for (const raw of body.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []) {
+      if (ENGLISH_STOPWORDS.has(raw)) continue;
+      length++;
+      const term = stem(raw);
+      if (!this.query.has(term)) continue;
+      counts ??= new Map();
+      counts.set(term, (counts.get(term) ?? 0) + 1);
+      word ||= raw;
+    }
+    this.#totalLength += length;
+    if (!counts) return;
+    for (const term of counts.keys()) this.#frequency.set(term, (this.#frequency.get(term) ?? 0) + 1);
+    this.#matched.push({ sessionId, message, length, counts, word });
+  }
+
+  /** A scorer of the matching messages by BM25, from the counts of every message added. */
+  #scorer(): (matched: Matched) => Scored {
+    const documents = this.#documents;
+    const averageLength = documents > 0 ? this.#totalLength / documents : 0;
+    const idf = new Map([...this.#frequency].map(([term, n]) => [term, Math.log(1 + (documents - n + 0.5) / (n + 0.5))]));
+    return ({ sessionId, message, length, counts, word }) => {
+      const norm = 1 - BM25_B + (BM25_B * length) / (averageLength || 1);
+      let score = 0;
+      for (const [term, tf] of counts) score += (idf.get(term)! * tf * (BM25_K1 + 1)) / (tf + BM25_K1 * norm);
+      return { sessionId, message, score, word };
+    };
+  }
+
+  /** The best `limit` of `scored` as hits. */
+  static hits(scored: Scored[], limit: number): SearchHit[] {
+    scored.sort((a, b) => b.score - a.score || b.message.createdAt - a.message.createdAt || b.message.seq - a.message.seq);
+    return scored.slice(0, limit).map(({ sessionId, message, word }) => ({
+      sessionId,
+      seq: message.seq,
+      snippet: snippetOf(messageText(message), word),
+      message: structuredClone(message),
+    }));
+  }
+
+  /** The best `limit` hits, scored in one go. */
+  rank(limit: number): SearchHit[] {
+    return RelevanceTally.hits(this.#matched.map(this.#scorer()), limit);
+  }
+
+  /** {@link rank}, awaiting `pause` between messages when it gives a promise (between slices). */
+  async rankPausing(limit: number, pause: () => Promise<void> | undefined): Promise<SearchHit[]> {
+    const score = this.#scorer();
+    const scored: Scored[] = [];
+    for (const matched of this.#matched) {
+      scored.push(score(matched));
+      const paused = pause();
+      if (paused) await paused;
+    }
+    return RelevanceTally.hits(scored, limit);
+  }
+}
+
 /**
  * The `limit` messages of `sessions` that best match any of `text`'s terms, by BM25 (k1 1.2, b 0.75;
  * IDF `ln(1 + (N - n + 0.5) / (n + 0.5))` over the messages given), best first; equal scores newest
  * first. A message matching more of the terms, or rarer ones, ranks higher. Hits are copies. A text
  * of stopwords only finds nothing.
+ *
+ * It runs to the end in one go: over a large owner (tens of thousands of messages) that holds the
+ * event loop for hundreds of milliseconds (docs/benchmarks.md, "Event loop"); a server should use
+ * {@link rankByRelevanceInSlices}, which gives the same hits.
  */
 export function rankByRelevance(sessions: Iterable<SessionMessages>, text: string, limit: number): SearchHit[] {
   const query = new Set(relevanceTerms(text));
   if (query.size === 0 || limit <= 0) return [];
-  let documents = 0;
-  let totalLength = 0;
-  const frequency = new Map<string, number>();
-  const matched: { sessionId: string; message: Message; length: number; counts: Map<string, number>; word: string }[] = [];
+  const tally = new RelevanceTally(query);
   for (const { sessionId, messages } of sessions) {
+    for (const message of messages) tally.add(sessionId, message);
+  }
+  return tally.rank(limit);
+}
+
+/** How long {@link rankByRelevanceInSlices} tokenizes before it lets other work run, by default. */
+export const RELEVANCE_SLICE_MS = 10;
+
+/** Messages tokenized between two looks at the clock (a look costs more than a short message). */
+const CLOCK_EVERY = 64;
+
+/**
+ * {@link rankByRelevance} in slices: it tokenizes for about `sliceMs` (default
+ * {@link RELEVANCE_SLICE_MS}), then lets the event loop run other requests' work (`setImmediate`)
+ * before going on, so a search over a large owner does not stop everyone else's. Same hits, same
+ * order; the final scoring and sort (of the matching messages only) run in one go.
+ */
+export async function rankByRelevanceInSlices(
+  sessions: Iterable<SessionMessages>,
+  text: string,
+  limit: number,
+  sliceMs: number = RELEVANCE_SLICE_MS,
+): Promise<SearchHit[]> {
+  const query = new Set(relevanceTerms(text));
+  if (query.size === 0 || limit <= 0) return [];
+  const tally = new RelevanceTally(query);
+  // The arrays as they are now: a store's own arrays may grow or shrink while this waits.
+  const snapshot = [...sessions].map(({ sessionId, messages }) => ({ sessionId, messages: messages.slice() }));
+  let sliceStart = performance.now();
+  let sinceClock = 0;
+  // Undefined (go on) until the slice has run `sliceMs`, then a promise settled at the loop's next turn.
+  const pause = (): Promise<void> | undefined => {
+    if (++sinceClock < CLOCK_EVERY) return undefined;
+    sinceClock = 0;
+    if (performance.now() - sliceStart < sliceMs) return undefined;
+    return new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+      sliceStart = performance.now();
+    });
+  };
+  for (const { sessionId, messages } of snapshot) {
     for (const message of messages) {
-      const body = messageText(message);
-      documents++;
-      let length = 0;
-      let counts: Map<string, number> | undefined;
-      let word = "";
-      for (const raw of body.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []) {
-        if (ENGLISH_STOPWORDS.has(raw)) continue;
-        length++;
-        const term = stem(raw);
-        if (!query.has(term)) continue;
-        counts ??= new Map();
-        counts.set(term, (counts.get(term) ?? 0) + 1);
-        word ||= raw;
-      }
-      totalLength += length;
-      if (!counts) continue;
-      for (const term of counts.keys()) frequency.set(term, (frequency.get(term) ?? 0) + 1);
-      matched.push({ sessionId, message, length, counts, word });
+      tally.add(sessionId, message);
+      const paused = pause();
+      if (paused) await paused;
     }
   }
-  const averageLength = documents > 0 ? totalLength / documents : 0;
-  const idf = new Map([...frequency].map(([term, n]) => [term, Math.log(1 + (documents - n + 0.5) / (n + 0.5))]));
-  const scored: Scored[] = matched.map(({ sessionId, message, length, counts, word }) => {
-    const norm = 1 - BM25_B + (BM25_B * length) / (averageLength || 1);
-    let score = 0;
-    for (const [term, tf] of counts) score += (idf.get(term)! * tf * (BM25_K1 + 1)) / (tf + BM25_K1 * norm);
-    return { sessionId, message, score, word };
-  });
-  scored.sort((a, b) => b.score - a.score || b.message.createdAt - a.message.createdAt || b.message.seq - a.message.seq);
-  return scored.slice(0, limit).map(({ sessionId, message, word }) => ({
-    sessionId,
-    seq: message.seq,
-    snippet: snippetOf(messageText(message), word),
-    message: structuredClone(message),
-  }));
+  return tally.rankPausing(limit, pause);
 }

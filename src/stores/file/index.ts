@@ -45,7 +45,7 @@ import {
   sessionFromInput,
   substringHits,
   DEFAULT_SEARCH_LIMIT,
-  rankByRelevance,
+  rankByRelevanceInSlices,
 } from "../_util.js";
 
 /** The backend name of the JSONL file store. */
@@ -363,7 +363,7 @@ export function createFileStore(options: FileStoreOptions): FullStore & VectorSt
         if (!session || session.userId !== query.userId || inactiveSince(session, query.activeSince)) continue;
         searched.push({ sessionId: session.id, messages: (await read(session.id))?.messages ?? [] });
       }
-      if (relevance) return rankByRelevance(searched, query.text, query.limit ?? DEFAULT_SEARCH_LIMIT);
+      if (relevance) return rankByRelevanceInSlices(searched, query.text, query.limit ?? DEFAULT_SEARCH_LIMIT);
       return rankHits(searched.flatMap((s) => substringHits(s.sessionId, [...s.messages], query.text)), query.limit);
     },
 

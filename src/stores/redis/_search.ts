@@ -3,7 +3,7 @@ import type { SearchHit, SearchQuery } from "../../core/types.js";
 import { parseMessages, type RedisKeys } from "./_codec.js";
 import type { RedisConnection } from "./_connection.js";
 import { INDEX_BATCH, type RedisIndexes } from "./_session-index.js";
-import { checkSearchQuery, DEFAULT_SEARCH_LIMIT, rankByRelevance, rankHits, substringHits } from "../_util.js";
+import { checkSearchQuery, DEFAULT_SEARCH_LIMIT, rankByRelevanceInSlices, rankHits, substringHits } from "../_util.js";
 import type { SessionMessages } from "../../core/store/relevance.js";
 
 /**
@@ -43,6 +43,6 @@ export async function searchMessages(db: RedisConnection, keys: RedisKeys, index
     });
   }
   await indexes.dropFromOwner(query.userId, stale);
-  if (relevance) return rankByRelevance(searched, query.text, query.limit ?? DEFAULT_SEARCH_LIMIT);
+  if (relevance) return rankByRelevanceInSlices(searched, query.text, query.limit ?? DEFAULT_SEARCH_LIMIT);
   return rankHits(hits, query.limit ?? DEFAULT_SEARCH_LIMIT);
 }

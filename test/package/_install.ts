@@ -75,7 +75,7 @@ export interface Installed {
 export async function packAndInstall(work: string): Promise<Installed> {
   const stage = join(work, "stage");
   mkdirSync(stage);
-  for (const file of ["package.json", "README.md", "LICENSE"]) copyFileSync(join(ROOT, file), join(stage, file));
+  for (const file of ["package.json", "README.md", "LICENSE", "CHANGELOG.md"]) copyFileSync(join(ROOT, file), join(stage, file));
   cpSync(join(ROOT, "docs"), join(stage, "docs"), { recursive: true });
   const dist = join(ROOT, "dist");
   const sources = newestMtime(join(ROOT, "src"), (name) => !name.endsWith(".test.ts"));

@@ -23,16 +23,20 @@ interface Backend {
   open(url: string): FullStore;
 }
 
+/** The stores' test-sized timeouts: a connection's, and one operation's. */
+const CONNECT_MS = 1_000;
+const OPERATION_MS = 1_500;
+
 const BACKENDS: Backend[] = [
   {
     name: "postgres",
     url: TEST_POSTGRES_URL,
-    open: (url) => createPostgresStore({ url, connectTimeoutSeconds: 1, queryTimeoutMs: 1_500 }),
+    open: (url) => createPostgresStore({ url, connectTimeoutSeconds: CONNECT_MS / 1000, queryTimeoutMs: OPERATION_MS }),
   },
   {
     name: "redis",
     url: TEST_REDIS_URL,
-    open: (url) => createRedisStore({ url, connectTimeoutMs: 1_000, commandTimeoutMs: 1_500 }),
+    open: (url) => createRedisStore({ url, connectTimeoutMs: CONNECT_MS, commandTimeoutMs: OPERATION_MS }),
   },
 ];
 
@@ -169,8 +173,12 @@ describe.each(BACKENDS)("$name outage", (backend) => {
     const second = await turn(stack, session, "during 2");
     expect(first.status).toBe(200);
     expect(first.warning).toMatch(/^context-unavailable/);
-    // One operation timeout (1.5 s) and the rest refused at once, not a wait per step.
-    expect(first.ms).toBeLessThan(3_000);
+    // Degrading as designed costs one operation's timeout, then at most the connect timeout counted
+    // from it (a new connection tells an outage from a slow statement; the turn's next step waits what
+    // is left of it) — 2.5 s — and the rest is refused at once. A wait per step would cost at least
+    // two operation timeouts and the connect timeout (4 s). The bound sits halfway between the two: a
+    // loaded machine measured 3.16 s against the 3 s once asserted here.
+    expect(first.ms).toBeLessThan(OPERATION_MS + CONNECT_MS + OPERATION_MS / 2);
     expect(second.warning).toMatch(/^context-unavailable, not-saved$/);
     expect(second.ms).toBeLessThan(500);
     proxy.restore();

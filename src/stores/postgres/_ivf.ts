@@ -3,7 +3,7 @@
  * `migrations/020-vector-cells.ts`), the idea of the SQLite store's (`sqlite/_vector-index.ts`) without
  * pgvector, which Debian's PostgreSQL packages do not ship:
  *
- * - An owner whose vectors of a model reach `minOwnerVectors` in an exact scan gets a training, built
+ * - An owner whose vectors of a model reach `minOwnerVectors` (sized when it is searched) gets a training, built
  *   in the background ({@link VectorIndexer}): about √n cells by spherical k-means on a sample
  *   (`stores/_kmeans.ts`), then every vector's nearest cell and int8 code written to `vector_codes`,
  *   a bounded batch per statement. The CPU work runs in slices that give the event loop back; no
@@ -34,7 +34,7 @@ import { type MessageRow, toMessage } from "./_rows.js";
 
 /** How the index is used; `false` turns it off (every search scans exactly). */
 export interface PostgresVectorIndexOptions {
-  /** An owner's vectors of a model are indexed once an exact scan counted at least this many. @default 5000 */
+  /** An owner's vectors of a model are indexed once it holds at least this many (smaller ones are scanned exactly). @default 5000 */
   minOwnerVectors?: number;
   /** Cells probed per search (more when needed to read `minProbedVectors`). @default 8 */
   probes?: number;
@@ -160,7 +160,10 @@ export class VectorIndexer {
     const [row] = await sql<{ id: string; scale: number; trained: number; dims: number }[]>`
       SELECT id, scale, trained, dims FROM vector_ivf WHERE user_id = ${query.userId} AND model = ${query.model} AND ready
       ORDER BY id DESC LIMIT 1`;
-    if (!row) return undefined;
+    if (!row) {
+      await this.#size(sql, query);
+      return undefined;
+    }
     const t = await this.#training(sql, row);
     this.#checkGrowth(query.userId, query.model, t.trained);
     const limit = Math.max(0, Math.floor(query.limit ?? DEFAULT_SEARCH_LIMIT));
@@ -196,10 +199,16 @@ export class VectorIndexer {
     return hits.slice(0, limit).map(({ row: r, score }) => vectorHit(r.session_id, toMessage(r) as Message, score));
   }
 
-  /** After an exact scan that counted `count` of the owner's vectors: schedules a build when large enough. */
-  scanned(query: VectorQuery, count: number): void {
-    if (!this.#enabled || this.#closed || query.sessionId !== undefined || count < this.#minOwner) return;
-    this.#request(query.userId, query.model, count);
+  /**
+   * An owner without a training: sized from its sessions' last seqs (an upper bound of its messages,
+   * read through the owner's index), and when that reaches `minOwnerVectors` a build is queued, which
+   * counts the vectors themselves. Not from the exact scan: past its bound the scan times out.
+   */
+  async #size(sql: PgSql, query: VectorQuery): Promise<void> {
+    if (this.#closed || this.#queue.has(`${query.model}\n${query.userId}`)) return;
+    const [row] = await sql<{ messages: number }[]>`
+      SELECT coalesce(sum(last_seq), 0)::float8 AS messages FROM sessions WHERE user_id = ${query.userId}`;
+    if (row.messages >= this.#minOwner) this.#request(query.userId, query.model, 0);
   }
 
   #request(userId: string, model: string, count: number): void {
@@ -251,6 +260,12 @@ export class VectorIndexer {
   /** Trains the owner's cells and codes its vectors, then makes the training the one searches use. */
   async #build(userId: string, model: string, count: number): Promise<void> {
     const run = <T>(what: string, fn: (sql: PgSql) => Promise<T>) => this.#run(what, fn, { background: true });
+    if (count === 0) {
+      const [counted] = await run("vectorIndexCount", (sql) => sql<{ n: number }[]>`
+        SELECT count(*)::int AS n FROM sessions s JOIN message_vectors v ON v.session_id = s.id WHERE s.user_id = ${userId} AND v.model = ${model}`);
+      count = counted.n;
+      if (count < this.#minOwner) return;
+    }
     const [dimsRow] = await run("vectorIndexDims", (sql) => sql<{ dims: number }[]>`SELECT dims FROM embedding_models WHERE model = ${model}`);
     if (!dimsRow) return;
     const dims = dimsRow.dims;

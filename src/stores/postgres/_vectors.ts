@@ -2,7 +2,7 @@
  * The PostgreSQL store's embeddings (schema version 5, `migrations/005-vectors.ts`): `real[]` beside the messages, dropped with
  * them (foreign key), and an exact cosine scan in SQL over the owner's own vectors, so only the best
  * few rows travel. pgvector is not required (nor used). An owner large enough is searched through the
- * IVF index instead (`postgres/_ivf.ts`, schema version 20), built after an exact scan counted it.
+ * IVF index instead (`postgres/_ivf.ts`, schema version 20), built in the background once seen large.
  */
 import type postgres from "postgres";
 import { SessionNotFoundError } from "../../core/errors.js";
@@ -64,10 +64,9 @@ export async function searchVectors(sql: PgSql, query: VectorQuery, index?: Vect
   const indexed = await index?.search(sql, query);
   if (indexed) return indexed;
   const q = literal(query.vector);
-  // The count of the owner's (filtered) vectors decides whether to build the index for it.
-  const rows = await sql<(MessageRow & { session_id: string; score: number; total: number })[]>`
-    SELECT m.session_id, m.seq, m.created_at, m.body, s.score, s.total FROM (
-      SELECT v.session_id, v.seq, v.created_at, count(*) OVER ()::int AS total,
+  const rows = await sql<(MessageRow & { session_id: string; score: number })[]>`
+    SELECT m.session_id, m.seq, m.created_at, m.body, s.score FROM (
+      SELECT v.session_id, v.seq, v.created_at,
              (SELECT sum(a * b) FROM unnest(v.vector, ${q}::real[]) AS t(a, b))::float8 AS score
       FROM sessions o JOIN message_vectors v ON v.session_id = o.id
       WHERE o.user_id = ${query.userId} AND v.model = ${query.model}
@@ -78,6 +77,5 @@ export async function searchVectors(sql: PgSql, query: VectorQuery, index?: Vect
       ORDER BY score DESC, v.seq DESC LIMIT ${Math.max(0, Math.floor(query.limit ?? DEFAULT_SEARCH_LIMIT))}
     ) s JOIN messages m ON m.session_id = s.session_id AND m.seq = s.seq AND m.created_at = s.created_at
     ORDER BY s.score DESC, m.seq DESC`;
-  if (rows.length > 0) index?.scanned(query, rows[0].total);
   return rows.map((row) => vectorHit(row.session_id, toMessage(row), row.score));
 }

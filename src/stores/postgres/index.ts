@@ -75,7 +75,7 @@ export interface PostgresStoreOptions {
   searchIndexDelayMs?: number;
   /**
    * The IVF index of large owners' embeddings (`postgres/_ivf.ts`, built in the background once an
-   * exact scan counted `minOwnerVectors` of an owner's vectors); `false` scans every search exactly.
+   * owner holds `minOwnerVectors` vectors); `false` scans every search exactly.
    * pgvector is not used. @default {}
    */
   vectorIndex?: PostgresVectorIndexOptions | false;

@@ -10,9 +10,9 @@
  *   search or write waits for a build (they use the exact scan, or the previous training, meanwhile).
  * - A search probes in this process, not in SQL: it scores the centroids (cached per training), reads
  *   the codes of the nearest cells through the primary key, scores them as int8 here, and re-scores the
- *   best `candidates` exactly from their float vectors. A dot product over `unnest` costs about 0.35 ms
- *   a 768-dimension vector in PostgreSQL (the exact scan's bound of ~10,000 vectors), an int8 one here
- *   about a microsecond.
+ *   best `candidates` exactly from their float vectors. A dot product over `unnest` costs 85–390 µs a
+ *   768-dimension vector in PostgreSQL (docs/benchmarks/vectors.md), an int8 one here about a
+ *   microsecond.
  * - Writers keep it current: `putVectors` gives each vector it writes a code in each of the owner's
  *   trainings, under a shared advisory lock a build takes exclusively while it registers its training,
  *   so a vector is either there before the build reads the owner or written with its code. Deletions

@@ -30,7 +30,7 @@ import type { VectorStore } from "../src/core/types.js";
 import { createSqliteStore, type SqliteVectorIndexOptions } from "../src/stores/sqlite/index.js";
 import { openBenchStore } from "./_recall-stores.js";
 import { collectGarbage, formatMicros, percentile, printTable, QUICK } from "./_harness.js";
-import { fill, filledDatabase, K, mixture, MODEL, type Truth } from "./_vectors-data.js";
+import { fill, filledDatabase, K, mixture, MODEL, Truth } from "./_vectors-data.js";
 
 const SIZE = Number(process.env.BENCH_VECTORS_SIZE ?? (QUICK ? 20_000 : 100_000));
 const DIMS = (process.env.BENCH_VECTORS_DIMS ?? (QUICK ? "768" : "768,1536")).split(",").map(Number);
@@ -228,7 +228,76 @@ async function postgresExact(sizes: number[]) {
   printTable(["owner's vectors", "p50", "p90", "p50 per vector"], rows);
 }
 
+/**
+ * `--store postgres`: PostgreSQL's IVF index (postgres/_ivf.ts, schema version 20) against the truth
+ * computed while filling, at `BENCH_VECTORS_SIZE` × 768 in one owner: the background build's wall time
+ * (from the first search to the training being ready), then p50/p90 and recall@10 for each number of
+ * probed cells, and the exact scan for comparison (it fails past its bound, the store's query timeout).
+ */
+async function postgresIndexed() {
+  const { createPostgresStore } = await import("../src/stores/postgres/index.js");
+  const { default: postgres } = await import("postgres");
+  const { TEST_POSTGRES_URL } = await import("../test/_services.js");
+  const { randomBytes } = await import("node:crypto");
+  const schema = `tk_bench_ivf_${randomBytes(4).toString("hex")}`;
+  const admin = postgres(TEST_POSTGRES_URL, { max: 1, onnotice: () => {}, connection: { search_path: schema } });
+  const open = (vectorIndex: object | false) => createPostgresStore({ url: TEST_POSTGRES_URL, schema, vectorIndex, queryTimeoutMs: 30_000 });
+  const dims = 768;
+  const rows: string[][] = [];
+  try {
+    const draw = mixture({ dims, centres: CENTRES, spread: SPREAD, seed: 7 });
+    const queries = Array.from({ length: QUERIES }, draw);
+    const truths = queries.map((q) => new Truth(q));
+    const filler = open(false);
+    let start = performance.now();
+    await fill(filler, "big", SIZE, draw, truths);
+    const fillSeconds = (performance.now() - start) / 1000;
+    await filler.close();
+    console.error(`  postgres: ${SIZE.toLocaleString("en")} × ${dims} filled in ${fillSeconds.toFixed(0)} s`);
+    const exact = open(false);
+    try {
+      const e = await timeSearches(exact, "big", queries.slice(0, 3));
+      rows.push(["exact scan", "–", formatMicros(e.p50), formatMicros(e.p90), formatMicros(e.cpu50), recall(e.results, truths).toFixed(3)]);
+    } catch (error) {
+      rows.push(["exact scan", "–", `failed: ${(error as { code?: string }).code ?? (error as Error).message}`, "–", "–", "–"]);
+    }
+    await exact.close();
+    const indexed = open({});
+    start = performance.now();
+    const used = process.cpuUsage();
+    // The first search sizes the owner and queues the build (answered by the exact scan, which may time out).
+    await indexed.searchVectors({ userId: "big", model: MODEL, vector: queries[0], limit: K }).catch(() => {});
+    while ((await admin`SELECT 1 FROM vector_ivf WHERE ready`).length === 0) await new Promise((r) => setTimeout(r, 200));
+    const buildSeconds = (performance.now() - start) / 1000;
+    const buildCpu = process.cpuUsage(used);
+    await indexed.close();
+    console.error(`  postgres build ${buildSeconds.toFixed(1)} s (process CPU ${((buildCpu.user + buildCpu.system) / 1e6).toFixed(1)} s)`);
+    for (const probes of PROBES) {
+      const store = open({ probes });
+      await timeSearches(store, "big", queries.slice(0, 3));
+      const r = await timeSearches(store, "big", queries);
+      rows.push(["IVF + re-score", `${probes}`, formatMicros(r.p50), formatMicros(r.p90), formatMicros(r.cpu50), recall(r.results, truths).toFixed(3)]);
+      console.error(`  postgres ${rows.at(-1)!.join(" | ")}`);
+      await store.close();
+    }
+    const [{ bytes }] = await admin<{ bytes: string }[]>`SELECT pg_total_relation_size('vector_codes')::text AS bytes`;
+    console.log(`
+PostgreSQL, ${dims} dimensions, ${SIZE.toLocaleString("en")} vectors in one owner (${CENTRES} centres, spread ${SPREAD}), ${QUERIES} queries, limit ${K}, candidates 64, at least 3,000 vectors probed:
+`);
+    printTable(["path", "probes", "p50", "p90", "process CPU p50", `recall@${K}`], rows);
+    console.log(`
+fill ${fillSeconds.toFixed(0)} s; background build (first search to ready) ${buildSeconds.toFixed(1)} s, process CPU ${((buildCpu.user + buildCpu.system) / 1e6).toFixed(1)} s; vector_codes ${mib(Number(bytes))}`);
+  } finally {
+    await admin.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await admin.end();
+  }
+}
+
 console.log(`${cpus()[0]?.model ?? "?"}, ${cpus().length} cores, load average ${loadavg()[0].toFixed(1)} at the start; ${new Date().toISOString()}`);
 const PG_SIZES = process.env.BENCH_VECTORS_POSTGRES?.split(",").map(Number).filter((n) => n > 0) ?? [];
-if (PG_SIZES.length > 0) await postgresExact(PG_SIZES);
-if (process.env.BENCH_VECTORS_SQLITE !== "0") for (const dims of DIMS) await run(dims);
+const STORE = process.argv.includes("--store") ? process.argv[process.argv.indexOf("--store") + 1] : undefined;
+if (STORE === "postgres") await postgresIndexed();
+else {
+  if (PG_SIZES.length > 0) await postgresExact(PG_SIZES);
+  if (process.env.BENCH_VECTORS_SQLITE !== "0") for (const dims of DIMS) await run(dims);
+}

@@ -131,6 +131,8 @@ describe.runIf(enabled === true)("postgres store specifics", () => {
       "threadkeep_migrations",
       "threadkeep_settings",
       "user_memories",
+      "vector_codes",
+      "vector_ivf",
     ]);
   });
 

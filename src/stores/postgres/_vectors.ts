@@ -1,7 +1,8 @@
 /**
  * The PostgreSQL store's embeddings (schema version 5, `migrations/005-vectors.ts`): `real[]` beside the messages, dropped with
  * them (foreign key), and an exact cosine scan in SQL over the owner's own vectors, so only the best
- * few rows travel. pgvector is not required (nor used): the scan is bounded by one owner's messages.
+ * few rows travel. pgvector is not required (nor used). An owner large enough is searched through the
+ * IVF index instead (`postgres/_ivf.ts`, schema version 20), built in the background once seen large.
  */
 import type postgres from "postgres";
 import { SessionNotFoundError } from "../../core/errors.js";
@@ -10,6 +11,7 @@ import { type MessageRow, toMessage } from "./_rows.js";
 import type { PgSql } from "./_client.js";
 import { DEFAULT_SEARCH_LIMIT } from "../_util.js";
 import { checkDimensions, dimensionMismatch, normalize, vectorHit } from "../_vectors.js";
+import type { VectorIndexer } from "./_ivf.js";
 
 type Tx = postgres.TransactionSql<Record<string, unknown>>;
 
@@ -22,9 +24,9 @@ async function dimsOf(sql: PgSql | Tx, model: string): Promise<number | undefine
 }
 
 /** Stores embeddings in one transaction. @throws `embedding_dimension_mismatch`. */
-export async function putVectors(sql: PgSql, sessionId: string, model: string, items: EmbeddingInput[]): Promise<void> {
+export async function putVectors(sql: PgSql, sessionId: string, model: string, items: EmbeddingInput[], index?: VectorIndexer): Promise<void> {
   await sql.begin(async (tx) => {
-    const [session] = await tx`SELECT 1 FROM sessions WHERE id = ${sessionId}`;
+    const [session] = await tx<{ user_id: string }[]>`SELECT user_id FROM sessions WHERE id = ${sessionId}`;
     if (!session) throw new SessionNotFoundError(sessionId);
     if (items.length === 0) return;
     await tx`INSERT INTO embedding_models (model, dims) VALUES (${model}, ${items[0].vector.length}) ON CONFLICT DO NOTHING`;
@@ -41,6 +43,7 @@ export async function putVectors(sql: PgSql, sessionId: string, model: string, i
       JOIN messages m ON m.session_id = ${sessionId} AND m.seq = u.seq AND m.created_at = u.created_at
       ON CONFLICT (session_id, seq) DO UPDATE
         SET created_at = excluded.created_at, model = excluded.model, vector = excluded.vector`;
+    await index?.written(tx as unknown as PgSql, session.user_id, sessionId, model, batch.map((i) => ({ seq: i.seq, vector: normalize(i.vector) })));
   });
 }
 
@@ -54,10 +57,12 @@ export async function missingVectors(sql: PgSql, sessionId: string, model: strin
 }
 
 /** The nearest messages of one owner, best first; ownership is part of the query. */
-export async function searchVectors(sql: PgSql, query: VectorQuery): Promise<VectorHit[]> {
+export async function searchVectors(sql: PgSql, query: VectorQuery, index?: VectorIndexer): Promise<VectorHit[]> {
   const dims = await dimsOf(sql, query.model);
   if (dims === undefined) return [];
   if (dims !== query.vector.length) throw dimensionMismatch(query.model, dims, query.vector.length);
+  const indexed = await index?.search(sql, query);
+  if (indexed) return indexed;
   const q = literal(query.vector);
   const rows = await sql<(MessageRow & { session_id: string; score: number })[]>`
     SELECT m.session_id, m.seq, m.created_at, m.body, s.score FROM (

@@ -30,6 +30,7 @@ import { searchMessages } from "./_search.js";
 import { appendLang, SearchIndexer } from "./_indexing.js";
 import { openedTurnOf } from "./_turn.js";
 import { missingVectors, putVectors, searchVectors } from "./_vectors.js";
+import { type PostgresVectorIndexOptions, VectorIndexer } from "./_ivf.js";
 import { answersNewConnection, openClient, type PgClients, type PgSql } from "./_client.js";
 import { toStoreError } from "./_errors.js";
 import { bodyOf, searchable, toMessage } from "./_rows.js";
@@ -72,6 +73,12 @@ export interface PostgresStoreOptions {
    * finds it meanwhile too, only dearer. @default 200
    */
   searchIndexDelayMs?: number;
+  /**
+   * The IVF index of large owners' embeddings (`postgres/_ivf.ts`, built in the background once an
+   * owner holds `minOwnerVectors` vectors); `false` scans every search exactly.
+   * pgvector is not used. @default {}
+   */
+  vectorIndex?: PostgresVectorIndexOptions | false;
 }
 
 /** What an append function answers (`threadkeep_append_scoped`). */
@@ -141,6 +148,8 @@ export function createPostgresStore(options: PostgresStoreOptions): FullStore & 
   const pending = operations.pending;
   // Appends store their text unindexed; this indexes it in the background (see postgres/_indexing.ts).
   const indexer = new SearchIndexer(run, lang, options.searchIndexDelayMs);
+  // Large owners' vectors are searched through cells trained in the background (see postgres/_ivf.ts).
+  const vectorIndex = new VectorIndexer(run, options.vectorIndex);
 
   const leases = new PostgresLeases({
     sql: () => connected().then((c) => c.main),
@@ -189,10 +198,10 @@ export function createPostgresStore(options: PostgresStoreOptions): FullStore & 
     },
 
     putEmbeddings: (id: string, model: string, items: EmbeddingInput[]) =>
-      run("putEmbeddings", (sql) => putVectors(sql, id, model, items)),
+      run("putEmbeddings", (sql) => putVectors(sql, id, model, items, vectorIndex)),
     missingEmbeddings: (id: string, model: string, limit = 1000) =>
       run("missingEmbeddings", (sql) => missingVectors(sql, id, model, limit)),
-    searchVectors: (query: VectorQuery) => run("searchVectors", (sql) => searchVectors(sql, query)),
+    searchVectors: (query: VectorQuery) => run("searchVectors", (sql) => searchVectors(sql, query, vectorIndex)),
 
     ...sessionMethods(run),
     ...userMemoryMethods(run),
@@ -308,6 +317,7 @@ export function createPostgresStore(options: PostgresStoreOptions): FullStore & 
         // Held turns are given back first, while the pool still answers.
         await leases.close();
         await indexer.close();
+        await vectorIndex.close();
         closed = true;
         operations.close();
         // Bounded like every operation, so a connection that went silent cannot hold close() up.

@@ -1,7 +1,7 @@
 /**
  * The SQLite store's approximate nearest-neighbour index over large owners' embeddings: an IVF
  * (inverted file) index. Each indexed owner's vectors of a model are split into cells by spherical
- * k-means (about √n cells of about √n vectors, trained on a sample, sqlite/_kmeans.ts); each vector is
+ * k-means (about √n cells of about √n vectors, trained on a sample, stores/_kmeans.ts); each vector is
  * kept as int8 in a `sqlite-vec` `vec0` table per model, partitioned by owner and cell. A search scores
  * the owner's centroids, asks sqlite-vec for the nearest vectors of the `probes` nearest cells only (an
  * int8 scan in C of a few thousand vectors, not the owner's million), and re-scores those candidates
@@ -36,7 +36,7 @@
 import type Database from "better-sqlite3";
 import * as sqliteVec from "sqlite-vec";
 import { activeSinceSql } from "./_activity.js";
-import { Cells, trainCells, uniform } from "./_kmeans.js";
+import { Cells, quantize, scaleOf, trainCells, uniform } from "../_kmeans.js";
 
 /** How the index is used; `false` turns it off (every search scans exactly). */
 export interface SqliteVectorIndexOptions {
@@ -116,23 +116,6 @@ export function loadVectorExtension(db: Database.Database): boolean {
     loaded.set(db, ok);
   }
   return ok;
-}
-
-/** A normalised vector as int8 at `scale` (components past ±127/scale are clipped; the re-score is exact). */
-export function quantize(vector: Float32Array, scale: number): Buffer {
-  const out = Buffer.alloc(vector.length);
-  for (let i = 0; i < vector.length; i++) out.writeInt8(Math.max(-127, Math.min(127, Math.round(vector[i] * scale))), i);
-  return out;
-}
-
-/** The int8 scale of a sample: its 99.9th percentile magnitude maps to 127. */
-function scaleOf(sample: Float32Array): number {
-  const step = Math.max(1, Math.floor(sample.length / 200_000));
-  const magnitudes: number[] = [];
-  for (let i = 0; i < sample.length; i += step) magnitudes.push(Math.abs(sample[i]));
-  magnitudes.sort((a, b) => a - b);
-  const top = magnitudes[Math.min(magnitudes.length - 1, Math.floor(magnitudes.length * 0.999))] || 1;
-  return 127 / top;
 }
 
 function unpack(packed: Uint8Array): Float32Array {

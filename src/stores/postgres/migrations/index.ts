@@ -23,6 +23,7 @@ import { migrateHardCap } from "./016-hard-cap.js";
 import { migrateUserMemories } from "./017-user-memories.js";
 import { migrateMemoryVectors } from "./018-memory-vectors.js";
 import { migrateTermStats } from "./019-term-stats.js";
+import { migrateVectorCells } from "./020-vector-cells.js";
 
 /** One forward step: `up` takes the schema from `version - 1` to `version`, in the migrating transaction. */
 export interface Migration {
@@ -56,4 +57,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 17, up: migrateUserMemories },
   { version: 18, up: migrateMemoryVectors },
   { version: 19, up: migrateTermStats },
+  { version: 20, up: migrateVectorCells },
 ];

@@ -1,6 +1,7 @@
 /**
- * The cells of the SQLite store's vector index: spherical k-means over a sample of an owner's
- * normalised vectors, and the nearest cells of a vector. Pure code, no database.
+ * The cells of the SQLite and PostgreSQL stores' IVF vector indexes: spherical k-means over a sample of
+ * an owner's normalised vectors, the nearest cells of a vector, and int8 quantisation. Pure code, no
+ * database (`sqlite/_vector-index.ts`, `postgres/_ivf.ts`).
  *
  * Finding a vector's nearest centroid exactly costs `cells × dims` multiplications (768,000 at a
  * thousand cells of 768 dimensions: a millisecond in JavaScript, twenty minutes for a million vectors).
@@ -149,6 +150,19 @@ export interface TrainOptions {
  * started from distinct sample vectors; a cell left empty is reseeded with a random sample vector.
  */
 export function trainCells(sample: Float32Array, dims: number, options: TrainOptions): Cells {
+  const steps = trainSteps(sample, dims, options);
+  for (;;) {
+    const step = steps.next();
+    if (step.done) return step.value;
+  }
+}
+
+/**
+ * {@link trainCells} in slices: the generator yields after every `sliceVectors` vectors assigned, so an
+ * async caller can give the event loop back between slices (a training of a thousand cells of 768
+ * dimensions is seconds of CPU); its return value is the cells.
+ */
+export function* trainSteps(sample: Float32Array, dims: number, options: TrainOptions, sliceVectors = 256): Generator<void, Cells> {
   const n = sample.length / dims;
   const k = Math.max(1, Math.min(options.cells, n));
   const random = uniform(options.seed ?? 1);
@@ -164,7 +178,10 @@ export function trainCells(sample: Float32Array, dims: number, options: TrainOpt
   const assigned = new Int32Array(n);
   for (let round = 0; round < (options.iterations ?? 4); round++) {
     const cells = new Cells(centroids, dims);
-    for (let i = 0; i < n; i++) assigned[i] = cells.nearest(sample, i * dims);
+    for (let i = 0; i < n; i++) {
+      assigned[i] = cells.nearest(sample, i * dims);
+      if (i % sliceVectors === sliceVectors - 1) yield;
+    }
     const sums = new Float64Array(k * dims);
     const counts = new Int32Array(k);
     for (let i = 0; i < n; i++) {
@@ -187,4 +204,21 @@ export function trainCells(sample: Float32Array, dims: number, options: TrainOpt
     centroids = next;
   }
   return new Cells(centroids, dims);
+}
+
+/** A normalised vector as int8 at `scale` (components past ±127/scale are clipped; the re-score is exact). */
+export function quantize(vector: Float32Array, scale: number): Buffer {
+  const out = Buffer.alloc(vector.length);
+  for (let i = 0; i < vector.length; i++) out.writeInt8(Math.max(-127, Math.min(127, Math.round(vector[i] * scale))), i);
+  return out;
+}
+
+/** The int8 scale of a sample: its 99.9th percentile magnitude maps to 127. */
+export function scaleOf(sample: Float32Array): number {
+  const step = Math.max(1, Math.floor(sample.length / 200_000));
+  const magnitudes: number[] = [];
+  for (let i = 0; i < sample.length; i += step) magnitudes.push(Math.abs(sample[i]));
+  magnitudes.sort((a, b) => a - b);
+  const top = magnitudes[Math.min(magnitudes.length - 1, Math.floor(magnitudes.length * 0.999))] || 1;
+  return 127 / top;
 }

@@ -224,7 +224,9 @@ describe.each(["wide", "narrow"] as const)("request reading, over random mixes o
       }),
       { numRuns: RUNS },
     );
-    // The generator reached the case the property is about.
-    expect(inPlace[window]).toBeGreaterThan(RUNS / 10);
+    // The generator reached the case the property is about. How often it does is random (unseeded runs,
+    // and only edits that carry evidence count): a floor of RUNS / 10 was missed by chance once in three
+    // loaded full runs (6 of 60), which is no sign of a generator that stopped reaching it — none at all is.
+    expect(inPlace[window]).toBeGreaterThan(0);
   }, 120_000 * Math.max(1, RUNS / 60));
 });

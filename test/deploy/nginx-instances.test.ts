@@ -8,12 +8,13 @@
  */
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { randomBytes, randomUUID } from "node:crypto";
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import postgres from "postgres";
+import { startNginx } from "./_nginx.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeUpstream, startFakeUpstream } from "../_fake-upstream.js";
 import { serviceAvailable, TEST_POSTGRES_URL } from "../_services.js";
@@ -90,12 +91,7 @@ beforeAll(async () => {
     .replace("server 127.0.0.1:8787;", `server ${new URL(instances[0]!.url).host};`)
     .replace("server 127.0.0.1:8788;", `server ${new URL(instances[1]!.url).host};`)
     .replace("listen 8080;", `listen 127.0.0.1:${port};`);
-  const temp = (name: string) => `${name} ${join(dir, name)};`;
-  writeFileSync(
-    join(dir, "nginx.conf"),
-    `daemon off;\nmaster_process off;\npid ${join(dir, "nginx.pid")};\nerror_log ${join(dir, "error.log")} warn;\nevents {}\nhttp {\naccess_log off;\n${["client_body_temp_path", "proxy_temp_path", "fastcgi_temp_path", "uwsgi_temp_path", "scgi_temp_path"].map(temp).join("\n")}\n${server}\n}\n`,
-  );
-  nginx = spawn(nginxBin!, ["-p", dir, "-c", join(dir, "nginx.conf")], { stdio: ["ignore", "ignore", "pipe"] });
+  nginx = startNginx(nginxBin!, dir, server);
   // Ready when it answers.
   for (let i = 0; i < 100; i++) {
     if (await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false)) break;

@@ -7,12 +7,13 @@
  * recipe passes X-Forwarded-For and `serve --trust-proxy` (as the page gives it) believes nginx.
  * Skips with its reason where nginx or openssl is missing; under CI=true that fails (.ci/run installs nginx).
  */
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { type ChildProcess, spawnSync } from "node:child_process";
+import { chmodSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { request } from "node:https";
 import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { startNginx } from "./_nginx.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseTrustProxy } from "../../src/cli/options.js";
 import { type Stack, startStack } from "../server/_stack.js";
@@ -62,12 +63,7 @@ beforeAll(async () => {
     .replace("/etc/ssl/threadkeep/fullchain.pem", join(dir, "cert.pem"))
     .replace("/etc/ssl/threadkeep/privkey.pem", join(dir, "key.pem"))
     .replace("http://127.0.0.1:8787", stack.url);
-  const temp = (name: string) => `${name} ${join(dir, name)};`;
-  writeFileSync(
-    join(dir, "nginx.conf"),
-    `daemon off;\nmaster_process off;\npid ${join(dir, "nginx.pid")};\nerror_log ${join(dir, "error.log")} warn;\nevents {}\nhttp {\naccess_log off;\n${["client_body_temp_path", "proxy_temp_path", "fastcgi_temp_path", "uwsgi_temp_path", "scgi_temp_path"].map(temp).join("\n")}\n${server}\n}\n`,
-  );
-  nginx = spawn(nginxBin!, ["-p", dir, "-c", join(dir, "nginx.conf")], { stdio: ["ignore", "ignore", "pipe"] });
+  nginx = startNginx(nginxBin!, dir, server);
   // Ready when the port accepts.
   for (let i = 0; i < 100; i++) {
     const open = await new Promise<boolean>((resolve) => {

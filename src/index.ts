@@ -18,8 +18,8 @@ export type { AssembledContext, ContextInput, ContextPreferences } from "./core/
 export { assembleContext } from "./core/context/assemble.js";
 export { createStore, STORE_SCHEMES } from "./stores/url.js";
 export type { StoreUrlOptions } from "./stores/url.js";
-export { createMemoryStore } from "./stores/memory.js";
-export type { MemoryStoreOptions } from "./stores/memory.js";
+export { createMemoryStore } from "./stores/in-process/index.js";
+export type { MemoryStoreOptions } from "./stores/in-process/index.js";
 export type { OmittedReasons } from "./core/context/types.js";
 export { clearTokenCache, countContextTokens, encodingForModel, TokenCounter } from "./core/context/tokens.js";
 export type { EncodingName } from "./core/context/tokens.js";

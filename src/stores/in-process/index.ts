@@ -1,5 +1,5 @@
-import { SessionNotFoundError, StateConflictError, ThreadkeepError } from "../core/errors.js";
-import { validateMessages } from "../core/messages.js";
+import { SessionNotFoundError, StateConflictError, ThreadkeepError } from "../../core/errors.js";
+import { validateMessages } from "../../core/messages.js";
 import type {
   AppendOptions,
   ListOptions,
@@ -22,11 +22,11 @@ import type {
   VectorStore,
   UserMemory,
   UserMemoryVectorStore,
-} from "../core/types.js";
-import { applyMemoryPatch, memoryFromInput, pageUserIds, pageUserMemories } from "../core/store/user-memories.js";
-import { checkDimensions, memoryVectorsToKeep, missingMemoryVectors, missingSeqs, normalize, scanMemoryVectors, scanSession, type StoredMemoryVector, type StoredVector, TopK } from "./_vectors.js";
-import { applyBranchSwitch, applyHistoryWrite, branchFromRecord, checkHistoryOptions, type OperationRecord, planBranchSwitch, planHistoryWrite, upsertBranch } from "./history.js";
-import { LocalLeases } from "./_lease.js";
+} from "../../core/types.js";
+import { applyMemoryPatch, memoryFromInput, pageUserIds, pageUserMemories } from "../../core/store/user-memories.js";
+import { checkDimensions, memoryVectorsToKeep, missingMemoryVectors, missingSeqs, normalize, scanMemoryVectors, scanSession, type StoredMemoryVector, type StoredVector, TopK } from "../_vectors.js";
+import { applyBranchSwitch, applyHistoryWrite, branchFromRecord, checkHistoryOptions, type OperationRecord, planBranchSwitch, planHistoryWrite, upsertBranch } from "../history.js";
+import { LocalLeases } from "../_lease.js";
 import {
   checkIncarnation,
   checkOwner,
@@ -42,7 +42,7 @@ import {
   substringHits,
   DEFAULT_SEARCH_LIMIT,
   rankByRelevanceInSlices,
-} from "./_util.js";
+} from "../_util.js";
 
 /** The backend name of the in-memory store. */
 export const MEMORY_STORE_NAME = "memory";

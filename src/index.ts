@@ -5,8 +5,8 @@
 export { createMemory } from "./create-memory.js";
 export { Memory } from "./core/memory/memory.js";
 export { SessionHandle } from "./core/memory/session-handle.js";
-export { MAX_MEMORIES_READ, MAX_MEMORY_ID_LENGTH, MAX_MEMORY_METADATA_LENGTH, MAX_MEMORY_TEXT_LENGTH, rankMemories, UserMemories } from "./core/memory/user-memories.js";
-export type { UserMemoryAdd, UserMemoryEdit, UserMemoryListOptions } from "./core/memory/user-memories.js";
+export { MAX_MEMORIES_READ, MAX_MEMORY_ID_LENGTH, MAX_MEMORY_METADATA_LENGTH, MAX_MEMORY_TEXT_LENGTH, rankMemories, UserMemories } from "./core/user-memories/api.js";
+export type { UserMemoryAdd, UserMemoryEdit, UserMemoryListOptions } from "./core/user-memories/api.js";
 export type { AddMessagesOptions, BuildContextOptions, MemoryInit, MemoryOptions, MemorySettings, OwnerOptions, PreloadedTurn, ReplaceAfterOptions, RunTurnOptions } from "./core/memory/memory.js";
 export * from "./core/types.js";
 export * from "./core/errors.js";

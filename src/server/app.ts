@@ -3,7 +3,7 @@
  * routes (routes/) around the proxied turn they share (turn/); this file wires auth, errors, metrics,
  * health and the OpenAPI document (openapi/).
  */
-import { MemoryExtractor } from "./memories/extractor.js";
+import { MemoryExtractor } from "./user-memories/extractor.js";
 import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from "fastify";
 import { assembleContext } from "../core/context/assemble.js";
 import { ThreadkeepError } from "../core/errors.js";

@@ -11,7 +11,7 @@ import { exportSessions } from "../../transfer/export.js";
 import { z } from "zod";
 import { ThreadkeepError } from "../../core/errors.js";
 import type { Memory } from "../../core/memory/memory.js";
-import { MAX_MEMORY_TEXT_LENGTH } from "../../core/memory/user-memories.js";
+import { MAX_MEMORY_TEXT_LENGTH } from "../../core/user-memories/api.js";
 import { parseBody } from "./_validate.js";
 
 const Metadata = z.record(z.string(), z.unknown());

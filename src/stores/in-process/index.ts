@@ -23,7 +23,7 @@ import type {
   UserMemory,
   UserMemoryVectorStore,
 } from "../../core/types.js";
-import { applyMemoryPatch, memoryFromInput, pageUserIds, pageUserMemories } from "../../core/store/user-memories.js";
+import { applyMemoryPatch, memoryFromInput, pageUserIds, pageUserMemories } from "../../core/user-memories/store-helpers.js";
 import { checkDimensions, memoryVectorsToKeep, missingMemoryVectors, missingSeqs, normalize, scanMemoryVectors, scanSession, type StoredMemoryVector, type StoredVector, TopK } from "../_vectors.js";
 import { applyBranchSwitch, applyHistoryWrite, branchFromRecord, checkHistoryOptions, type OperationRecord, planBranchSwitch, planHistoryWrite, upsertBranch } from "../history.js";
 import { LocalLeases } from "../_lease.js";

@@ -1,7 +1,7 @@
 /** The SQLite store's memories about users (table `user_memories`, schema version 10; their embeddings, version 11). */
 import type Database from "better-sqlite3";
 import { ThreadkeepError } from "../../core/errors.js";
-import { applyMemoryPatch, decodeMemoryCursor, decodeUserIdCursor, encodeUserIdCursor, memoryFromInput, memoryPageLimit, memoryPageOf } from "../../core/store/user-memories.js";
+import { applyMemoryPatch, decodeMemoryCursor, decodeUserIdCursor, encodeUserIdCursor, memoryFromInput, memoryPageLimit, memoryPageOf } from "../../core/user-memories/store-helpers.js";
 import type {
   ListOptions,
   UserIdPage,

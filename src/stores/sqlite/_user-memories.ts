@@ -3,14 +3,15 @@ import type Database from "better-sqlite3";
 import { ThreadkeepError } from "../../core/errors.js";
 import { applyMemoryPatch, decodeMemoryCursor, decodeUserIdCursor, encodeUserIdCursor, memoryFromInput, memoryPageLimit, memoryPageOf } from "../../core/user-memories/store-helpers.js";
 import type {
-  FullStore,
   ListOptions,
+  MemoryOwnersStore,
   UserIdPage,
   UserMemory,
   UserMemoryEmbeddingInput,
   UserMemoryInput,
   UserMemoryPage,
   UserMemoryPatch,
+  UserMemoryStore,
   UserMemoryVectorHit,
   UserMemoryVectorQuery,
   UserMemoryVectorStore,
@@ -119,11 +120,7 @@ export function sqliteUserMemories(db: Database.Database): SqliteUserMemories {
   };
 }
 
-type UserMemoryMethods = Pick<
-  FullStore & UserMemoryVectorStore,
-  | "addUserMemory" | "listMemoryOwners" | "getUserMemory" | "listUserMemories" | "updateUserMemory" | "deleteUserMemory"
-  | "deleteUserMemories" | "putUserMemoryEmbeddings" | "missingUserMemoryEmbeddings" | "searchUserMemoryVectors"
->;
+type UserMemoryMethods = UserMemoryStore & MemoryOwnersStore & UserMemoryVectorStore;
 
 /** The user memory methods of the store; the statements are prepared on first use. */
 export function userMemoryMethods({ use, change }: SqliteConnection): UserMemoryMethods {

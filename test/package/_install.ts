@@ -16,16 +16,14 @@ import {
   readlinkSync,
   renameSync,
   rmSync,
-  statSync,
   symlinkSync,
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { distIsFresh, ROOT } from "../_dist.js";
 
-/** The repository root. */
-export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+export { ROOT };
 
 /** What a command printed, and how it ended. */
 export interface CommandResult {
@@ -66,14 +64,6 @@ async function must(command: string, args: string[], cwd: string): Promise<Comma
   return result;
 }
 
-function newestMtime(dir: string, keep: (name: string) => boolean): number {
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
-    if (entry.isFile() && keep(entry.name)) newest = Math.max(newest, statSync(join(entry.parentPath, entry.name)).mtimeMs);
-  }
-  return newest;
-}
-
 /** The packed and installed package. */
 export interface Installed {
   /** The `.tgz` file. */
@@ -94,10 +84,8 @@ export async function packAndInstall(work: string): Promise<Installed> {
   mkdirSync(stage);
   for (const file of ["package.json", "README.md", "LICENSE", "CHANGELOG.md"]) copyFileSync(join(ROOT, file), join(stage, file));
   cpSync(join(ROOT, "docs"), join(stage, "docs"), { recursive: true });
-  const dist = join(ROOT, "dist");
-  const sources = newestMtime(join(ROOT, "src"), (name) => !name.endsWith(".test.ts"));
-  if (existsSync(join(dist, "index.js")) && newestMtime(dist, () => true) >= sources) {
-    cpSync(dist, join(stage, "dist"), { recursive: true });
+  if (distIsFresh()) {
+    cpSync(join(ROOT, "dist"), join(stage, "dist"), { recursive: true });
   } else {
     // The package's own build script, run in the stage so the checkout's dist is left alone.
     for (const path of ["src", "scripts", "tsconfig.json", "tsconfig.build.json"]) cpSync(join(ROOT, path), join(stage, path), { recursive: true });

@@ -1,16 +1,11 @@
 /**
  * `threadkeep serve` as a real child process, for tests of several processes: workers on one port,
  * instances sharing a store, an instance killed mid-turn. The CLI runs from `dist/` when that build is
- * up to date, else from `src/` through tsx (`test/_dist.ts`): a start from `dist/` takes half the CPU
- * (1.3 s against 2.4 s measured to "listening", at load 20 on 2 cores), and these files start dozens.
+ * up to date, else from `src/` through tsx (`cliArgs`).
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { join } from "node:path";
-import { distIsFresh, ROOT } from "../_dist.js";
+import { cliArgs } from "../_dist.js";
 import type { FakeUpstream } from "../_fake-upstream.js";
-
-/** How node starts the CLI: the build, or the source through tsx. */
-const CLI = distIsFresh() ? [join(ROOT, "dist", "cli", "bin.js")] : ["--import", import.meta.resolve("tsx"), join(ROOT, "src", "cli", "bin.ts")];
 
 /** A started `serve` process. */
 export interface ServeProcess {
@@ -32,7 +27,7 @@ export function killServeProcesses(): void {
 
 /** `threadkeep serve --port 0 …args` against `upstream`, with no host, port or key from the environment. */
 export function startServe(args: string[], upstream: FakeUpstream): ServeProcess {
-  const child = spawn(process.execPath, [...CLI, "serve", "--port", "0", ...args], {
+  const child = spawn(process.execPath, [...cliArgs(), "serve", "--port", "0", ...args], {
     // No fair-share limits: these tests flood one user on purpose (fair-share.test.ts tests the limits).
     env: {
       ...process.env,

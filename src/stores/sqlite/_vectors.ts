@@ -25,9 +25,10 @@ function prepare(db: Database.Database) {
        WHERE EXISTS (SELECT 1 FROM messages WHERE session_id = @sid AND seq = @seq AND created_at = @at)
        ON CONFLICT (session_id, seq) DO UPDATE SET created_at = excluded.created_at, model = excluded.model, vector = excluded.vector`,
     ),
+    // Through the keys' index (schema v12), never the vectors' rows: the planner would take the table.
     missing: db
       .prepare(
-        `SELECT m.seq FROM messages m LEFT JOIN message_vectors v ON v.session_id = m.session_id AND v.seq = m.seq
+        `SELECT m.seq FROM messages m LEFT JOIN message_vectors v INDEXED BY message_vectors_current ON v.session_id = m.session_id AND v.seq = m.seq
          WHERE m.session_id = ? AND (v.seq IS NULL OR v.model != ? OR v.created_at != m.created_at) ORDER BY m.seq LIMIT ?`,
       )
       .pluck(),

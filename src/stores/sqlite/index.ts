@@ -153,7 +153,7 @@ export function createSqliteStore(options: SqliteStoreOptions): FullStore & Vect
 
     async searchVectors(query: VectorQuery) {
       // A search may write: the index's queued changes, or a newly indexed owner.
-      return change((db) => searchVectors(db, query, options.vectorIndex ?? {}, builder && builder.build));
+      return searchVectors({ read: use, write: change }, query, options.vectorIndex ?? {}, builder && builder.build);
     },
 
     async search(query: SearchQuery) {

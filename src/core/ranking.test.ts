@@ -24,7 +24,7 @@ describe("rankTurns", () => {
       {
         id: "s-context",
         userId: "alice",
-        messages: ["What did you name your new puppy?", "I adopted a puppy and named him Biscuit.", "Biscuit is a lovely name."],
+        messages: ["What name did you choose for him?", "I adopted a puppy last month.", "His name is Biscuit."],
       },
     ]);
     // Both "adopted" turns hold "adopted" and "puppy" once; only one sits between turns about its name.
@@ -33,6 +33,8 @@ describe("rankTurns", () => {
     expect(ranked[0].reasons.neighbours).toBeGreaterThan(0);
     expect(ranked[0].score).toBeCloseTo(ranked[0].reasons.lexical + ranked[0].reasons.neighbours);
     const alone = ranked.find((t) => t.sessionId === "s-alone" && t.seq === 2)!;
+    expect(alone.reasons.neighbours).toBeLessThan(ranked[0].reasons.neighbours / 4);
+    expect(alone.reasons.lexical).toBeCloseTo(ranked[0].reasons.lexical);
     expect(alone.score).toBeLessThan(ranked[0].score);
     await store.close();
   });

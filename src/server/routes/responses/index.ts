@@ -124,7 +124,7 @@ function responsesDialect(
       ...parsed.chatParams,
       ...(parsed.stream ? { stream_options: { include_usage: true } } : {}),
     }),
-    complete(completion: any, loaded) {
+    complete(completion, loaded) {
       const choice = completion?.choices?.[0];
       if (!meta.model && typeof completion?.model === "string") meta.model = completion.model;
       const finish = statusOf(choice?.finish_reason);

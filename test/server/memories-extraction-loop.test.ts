@@ -10,7 +10,7 @@ import { describe, expect, it } from "vitest";
 import { createMemory } from "../../src/create-memory.js";
 import { newSessionId } from "../../src/core/ids.js";
 import type { Upstream } from "../../src/llm/openai-compatible.js";
-import { MemoryExtractor } from "../../src/server/memories/extractor.js";
+import { MemoryExtractor } from "../../src/server/user-memories/extractor.js";
 import { ServerMetrics } from "../../src/server/metrics.js";
 import { createSqliteStore } from "../../src/stores/sqlite/index.js";
 import { withinLoopBound } from "../_event-loop-gaps.js";

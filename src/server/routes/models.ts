@@ -7,7 +7,7 @@ import { ThreadkeepError } from "../../core/errors.js";
 import { type Upstream, UpstreamError } from "../../llm/openai-compatible.js";
 import { itemFailures, notFound } from "./_item-pages.js";
 import { addRoute } from "../openapi/route.js";
-import { error, ok, withFailures } from "../openapi/_schemas.js";
+import { error, ok, withFailures } from "../openapi/schemas.js";
 
 const route = withFailures(itemFailures);
 

@@ -34,7 +34,7 @@ import { ResponsesStream } from "./_stream.js";
 import { runIdempotentTurn, type TurnDialect, type TurnRouteDeps } from "../../turn/run.js";
 import { withFairShare } from "../../fair-share.js";
 import { addRoute } from "../../openapi/route.js";
-import { AnyObject, ok, withFailures } from "../../openapi/_schemas.js";
+import { AnyObject, ok, withFailures } from "../../openapi/schemas.js";
 
 type IdRoute = { Params: { id: string } };
 

@@ -1,21 +1,15 @@
 import { availableParallelism } from "node:os";
 import { configDefaults, defineConfig } from "vitest/config";
 
-/** Unit tests beside the code, and the tests in test/ (one folder level: a new folder is a service's until sorted). */
-const IN_PROCESS = ["src/**/*.test.ts", "test/{adapters,bench,cli,context,recall,server,stores}/*.test.ts"];
-
-/** The test files that start a browser or a child process, or need PostgreSQL or Redis. */
-const SERVICE_TESTS = [
-  "test/package/*.test.ts",
-  "test/cli/{bin,closed-pipe,migrate}.test.ts",
-  "test/server/{end-users,failover,in-place-edits,inspector,inspector-memories,inspector-screenshots,lease-refused,mcp,outage,oversized-body,postgres-disk-full,postgres-recall-round-trips,postgres-turn-round-trips,redis-maxmemory,redis-round-trips,serve,storage-full,user-export,workers}.test.ts",
-  "test/adapters/*-contract.test.ts",
-  "test/stores/{postgres,redis,url}*.test.ts",
-  "test/stores/{sqlite,sqlite-open-turn-quarantine-under-lock,backups}.test.ts",
-];
-
-/** In-process files that mock modules, so they need a module graph of their own. */
-const MOCKING_TESTS = ["test/cli/lazy-commands.test.ts", "test/stores/sqlite-checkpoint-{fallback,worker-lost}.test.ts"];
+/**
+ * A test file's name decides its project (DEVELOPERS.md, "Tests"); test/package/test-projects.test.ts
+ * fails when a file in a quick project needs a service, a child process or a browser, or mocks modules.
+ */
+const TESTS = ["{src,test}/**/*.test.ts"];
+/** `x.service.test.ts`: starts a browser or a child process, or needs PostgreSQL or Redis. */
+const SERVICE_TESTS = ["{src,test}/**/*.service.test.ts"];
+/** `x.mock.test.ts`: in-process, but mocks modules, so it needs a module graph of its own. */
+const MOCKING_TESTS = ["{src,test}/**/*.mock.test.ts"];
 
 /**
  * `npm test` runs every project, as CI does; `npm run test:quick` the two `quick` ones: unit and
@@ -37,7 +31,7 @@ export default defineConfig({
         extends: true,
         test: {
           name: "quick",
-          include: IN_PROCESS,
+          include: TESTS,
           exclude: [...configDefaults.exclude, ...SERVICE_TESTS, ...MOCKING_TESTS],
           // A worker imports the code once for all its files instead of once per file (most of these
           // files' CPU otherwise). Their tests use random ids and close what they open.
@@ -45,14 +39,7 @@ export default defineConfig({
         },
       },
       { extends: true, test: { name: "quick-mocks", include: MOCKING_TESTS } },
-      // Everything else in test/: the service files, and any file in a folder the quick ones do not name.
-      {
-        extends: true,
-        test: {
-          name: "services",
-          include: [...SERVICE_TESTS, "test/*.test.ts", "test/!(adapters|bench|cli|context|recall|server|stores)/**/*.test.ts", "test/*/*/**/*.test.ts"],
-        },
-      },
+      { extends: true, test: { name: "services", include: SERVICE_TESTS } },
     ],
   },
 });

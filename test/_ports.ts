@@ -8,7 +8,7 @@
  * | --- | --- |
  * | 15000-16999 | PostgreSQL primary/standby pairs (`_postgres-standby.ts`) |
  * | 17100-17199, bus 27100-27199 | the Redis Cluster failover test |
- * | 17200-17299 | `test/server/redis-maxmemory.test.ts` |
+ * | 17200-17299 | `test/server/redis-maxmemory.service.test.ts` |
  * | 21000-26999, bus 31000-36999 | every other `redis-server` (`_redis-server.ts`' default) |
  *
  * All of them are below Linux's ephemeral range (32768-60999, where outgoing connections' local ports

@@ -1,7 +1,7 @@
 /**
  * The `threadkeep` commands as the top-level help lists them: name, how the listing writes its
  * arguments, and a one-line description. No imports, so `threadkeep --help` loads no command; each
- * command file takes its description from here, and test/cli/lazy-commands.test.ts checks that the
+ * command file takes its description from here, and test/internals/lazy-commands.mock.test.ts checks that the
  * listing equals the one the loaded commands produce.
  */
 

@@ -109,7 +109,7 @@ export function modelSpanName(operation: "chat" | "embeddings", model: unknown):
  * Records what an OpenAI-style reply (or a stream's last chunks) says of itself on a model span:
  * the model that answered, the token usage, why it stopped.
  */
-export function recordModelResponse(span: Span | undefined, reply: { model?: unknown; usage?: any; finishReason?: unknown; id?: unknown }): void {
+export function recordModelResponse(span: Span | undefined, reply: { model?: unknown; usage?: { prompt_tokens?: unknown; completion_tokens?: unknown } | null; finishReason?: unknown; id?: unknown }): void {
   if (!span) return;
   if (typeof reply.model === "string") span.setAttribute("gen_ai.response.model", reply.model);
   if (typeof reply.id === "string") span.setAttribute("gen_ai.response.id", reply.id);

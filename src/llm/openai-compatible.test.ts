@@ -14,7 +14,7 @@ describe("OpenAI-compatible upstream client", () => {
   it("sends chat requests with the key and returns the completion", async () => {
     const upstream = createUpstream({ baseUrl: fake.url, apiKey: "sk-server" });
     const result = await upstream.chat({ model: "m", messages: [{ role: "user", content: "hi" }] });
-    expect(result.choices[0].message.content).toBe("echo: hi");
+    expect(result.choices?.[0]?.message?.content).toBe("echo: hi");
     const last = fake.requests.at(-1)!;
     expect(last.headers.authorization).toBe("Bearer sk-server");
     expect(last.body.stream).toBe(false);
@@ -40,8 +40,8 @@ describe("OpenAI-compatible upstream client", () => {
     try {
       const upstream = createUpstream({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1` });
       const ask = () => upstream.chat({ model: "m", messages: [{ role: "user", content: "x" }] });
-      expect((await ask()).choices[0].message.content).toBe("ok");
-      expect((await ask()).choices[0].message.content).toBe("ok");
+      expect((await ask()).choices?.[0]?.message?.content).toBe("ok");
+      expect((await ask()).choices?.[0]?.message?.content).toBe("ok");
       expect(connections).toBe(2);
     } finally {
       server.close();
@@ -94,7 +94,7 @@ describe("OpenAI-compatible upstream client", () => {
       expect(error).toBeInstanceOf(UpstreamError);
       expect(error.upstreamStatus).toBe(0);
       cut = false;
-      expect((await upstream.chat({ model: "m", messages: [] })).choices[0].message.content).toBe("é".repeat(5000));
+      expect((await upstream.chat({ model: "m", messages: [] })).choices?.[0]?.message?.content).toBe("é".repeat(5000));
     } finally {
       server.close();
     }

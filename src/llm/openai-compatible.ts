@@ -61,25 +61,69 @@ export interface UpstreamCallOptions {
   onHeaders?: (headers: Record<string, string>) => void;
 }
 
+/** Token counts as an upstream reports them (OpenAI's `usage`); any may be missing. */
+export interface CompletionUsage {
+  prompt_tokens?: number;
+  completion_tokens?: number;
+  total_tokens?: number;
+  prompt_tokens_details?: { cached_tokens?: number };
+  completion_tokens_details?: { reasoning_tokens?: number };
+}
+
+/** A tool call of an assistant reply (in a chunk, a piece of one, placed by `index`). */
+export interface CompletionToolCall {
+  index?: number;
+  id?: string;
+  type?: string;
+  function?: { name?: string; arguments?: string };
+}
+
+/** The assistant message of a reply, or the delta of a chunk. */
+export interface CompletionMessage {
+  role?: string;
+  content?: string | null;
+  refusal?: string | null;
+  tool_calls?: CompletionToolCall[];
+}
+
+/**
+ * A chat completion as an upstream sends it, parsed but not checked: OpenAI's fields threadkeep reads,
+ * each optional because OpenAI-compatible servers differ in what they send. Readers check what they use.
+ */
+export interface ChatCompletion {
+  id?: string;
+  model?: string;
+  choices?: { index?: number; message?: CompletionMessage; finish_reason?: string | null }[];
+  usage?: CompletionUsage | null;
+}
+
+/** One chunk of a streamed chat completion, parsed but not checked, as {@link ChatCompletion}. */
+export interface ChatCompletionChunk {
+  id?: string;
+  model?: string;
+  choices?: { index?: number; delta?: CompletionMessage; finish_reason?: string | null }[];
+  usage?: CompletionUsage | null;
+}
+
 /** One Server-Sent Event of a streamed chat completion. */
 export interface StreamEvent {
   /** The `data:` payload as received (forwarded verbatim by the proxy). */
   data: string;
   /** The parsed chunk, or null for `[DONE]` and unparseable data. */
-  chunk: any;
+  chunk: ChatCompletionChunk | null;
 }
 
 /** A client for the parts of the OpenAI API threadkeep uses. */
 export interface Upstream {
   readonly baseUrl: string;
   /** POST /chat/completions without streaming. @throws UpstreamError */
-  chat(body: Record<string, unknown>, options?: UpstreamCallOptions): Promise<any>;
+  chat(body: Record<string, unknown>, options?: UpstreamCallOptions): Promise<ChatCompletion>;
   /** POST /chat/completions with `stream: true`; yields events as they arrive. @throws UpstreamError before the first event */
   streamChat(body: Record<string, unknown>, options?: UpstreamCallOptions): Promise<AsyncIterable<StreamEvent>>;
   /** POST /embeddings. @throws UpstreamError */
   embeddings(input: string[], model: string, options?: { signal?: AbortSignal }): Promise<number[][]>;
   /** GET /models. @throws UpstreamError */
-  models(options?: { signal?: AbortSignal }): Promise<any>;
+  models(options?: { signal?: AbortSignal }): Promise<unknown>;
 }
 
 /** The text each JSON reply of a {@link createUpstream} client was parsed from, by the parsed object. */
@@ -154,12 +198,12 @@ export function createUpstream(options: UpstreamOptions): Upstream {
     const text = response.text ?? "";
     const parsed = parseBody(text);
     if (typeof parsed === "object" && parsed !== null) replyTexts.set(parsed, text);
-    return parsed as any;
+    return parsed;
   };
 
   return {
     baseUrl,
-    chat: (body, opts = {}) => json("POST", "/chat/completions", { ...body, stream: false }, opts),
+    chat: async (body, opts = {}) => (await json("POST", "/chat/completions", { ...body, stream: false }, opts)) as ChatCompletion,
     async streamChat(body, opts = {}) {
       const response = await request("POST", "/chat/completions", { ...body, stream: true }, opts.signal, false);
       if (!response.ok) throw refused(response);
@@ -167,7 +211,7 @@ export function createUpstream(options: UpstreamOptions): Upstream {
       const stream = response.body as AsyncIterable<Buffer>;
       return (async function* () {
         for await (const data of sseData(stream)) {
-          let chunk: any = null;
+          let chunk: ChatCompletionChunk | null = null;
           if (data !== "[DONE]") {
             try {
               chunk = JSON.parse(data);
@@ -180,7 +224,7 @@ export function createUpstream(options: UpstreamOptions): Upstream {
       })();
     },
     async embeddings(input, model, opts = {}) {
-      const result = await json("POST", "/embeddings", { input, model }, opts);
+      const result = (await json("POST", "/embeddings", { input, model }, opts)) as { data: unknown };
       return (result.data as { index: number; embedding: number[] }[])
         .sort((a, b) => a.index - b.index)
         .map((d) => d.embedding);
@@ -197,7 +241,7 @@ export class StreamAccumulator {
   model?: string;
   id?: string;
 
-  add(chunk: any): void {
+  add(chunk: ChatCompletionChunk | null | undefined): void {
     if (!chunk) return;
     this.id ??= chunk.id;
     this.model ??= chunk.model;
@@ -217,7 +261,7 @@ export class StreamAccumulator {
   }
 
   /** The assistant message so far. */
-  message(): { role: "assistant"; content: string | null; tool_calls?: any[] } {
+  message(): { role: "assistant"; content: string | null; tool_calls?: { id: string; type: string; function: { name: string; arguments: string } }[] } {
     const toolCalls = this.#toolCalls.filter(Boolean).map((c) => ({ id: c.id ?? "", type: c.type ?? "function", function: c.function }));
     return toolCalls.length > 0
       ? { role: "assistant", content: this.content || null, tool_calls: toolCalls }

@@ -22,7 +22,7 @@ import { checkTenantIds, createUserResolver, hasEndUsers, operatorUser, type Use
 import { ServerMetrics } from "./metrics.js";
 import { FairShare, type FairShareOptions } from "./fair-share.js";
 import { openApiDocument } from "./openapi/index.js";
-import { serviceContracts } from "./openapi/_service.js";
+import { serviceContracts } from "./openapi/service.js";
 import { addRoute } from "./openapi/route.js";
 import { MCP_PATH, registerMcpRoutes } from "./mcp/http.js";
 import { registerChatCompletionRoutes } from "./routes/chat-completions.js";

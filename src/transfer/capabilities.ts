@@ -2,7 +2,7 @@
  * What export, import and migrate do with each capability of the store contract: one entry per
  * capability guard (`has…` of store-types.ts, `canStore…` of vector-types.ts). The table's type is
  * derived from those modules' exports, so a capability added to the contract without an entry here
- * does not compile, and the completeness test (test/transfer/completeness.test.ts) checks the same
+ * does not compile, and the completeness test (test/transfer/completeness.service.test.ts) checks the same
  * at run time against the modules' exports and moves a fixture holding every kind of data.
  */
 import type * as StoreTypes from "../core/store-types.js";

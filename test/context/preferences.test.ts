@@ -108,7 +108,8 @@ describe("context preferences", () => {
       tools: [setContextPreferencesTool],
     });
     expect(upstream.chatRequests().at(-1)?.body.tools[0].function.name).toBe("set_context_preferences");
-    const toolCall = reply.choices[0].message.tool_calls[0];
+    // The fake upstream sends a whole call (id, type, function).
+    const toolCall = reply.choices?.[0]?.message?.tool_calls?.[0] as ToolCall;
     const toolMessage = await handleSetContextPreferences(memory, chat.id, toolCall);
     expect(toolMessage).toEqual({
       role: "tool",

@@ -12,7 +12,7 @@ import { describe, expect, it } from "vitest";
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
 /**
- * The paths the package ships, as pack.test.ts holds `npm pack` to them: the top-level files below,
+ * The paths the package ships, as pack.service.test.ts holds `npm pack` to them: the top-level files below,
  * docs/*.md, and the build under dist/ (which no doc links into). Read from the tree, not from
  * `npm pack`, so this test costs milliseconds.
  */
@@ -26,7 +26,7 @@ function packedFiles(): string[] {
 function relativeLinks(markdown: string): string[] {
   const prose = markdown.replace(/```[\s\S]*?```/g, "").replace(/`[^`\n]*`/g, "");
   // Images are left out on purpose: the inspector's screenshots stay in the repository (the package
-  // ships no PNGs, pack.test.ts), and each has alt text that says what it shows.
+  // ships no PNGs, pack.service.test.ts), and each has alt text that says what it shows.
   const withoutImages = prose.replace(/!\[[^\]]*\]\([^)]*\)/g, "");
   const targets = [...withoutImages.matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)].map((m) => m[1]);
   return targets.filter((t) => !/^[a-z][a-z0-9+.-]*:/i.test(t) && !t.startsWith("#")).map((t) => decodeURI(t.split("#")[0]));

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { isThreadkeepError } from "../errors.js";
-import { parseWith } from "../state/_validate.js";
+import { parseWith } from "../validate.js";
 import type { ChatMessage, ToolCall } from "../types.js";
 import type { ContextPreferences } from "./types.js";
 

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
-import { parseWith } from "./_validate.js";
+import { parseWith } from "../validate.js";
 
 /** Most referenced entities remembered per session. */
 export const MAX_REFERENCES = 10;

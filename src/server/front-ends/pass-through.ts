@@ -6,7 +6,7 @@
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { ChatMessage } from "../../core/types.js";
-import { type Upstream, upstreamText } from "../../llm/openai-compatible.js";
+import { type ChatCompletion, type Upstream, upstreamText } from "../../llm/openai-compatible.js";
 import { secondsSince } from "../metrics.js";
 import type { TurnDialect, TurnRouteDeps } from "../turn/run.js";
 import { streamTurn } from "../turn/stream.js";
@@ -63,7 +63,7 @@ export async function passThrough(
   }
 
   const start = performance.now();
-  let completion: unknown;
+  let completion: ChatCompletion;
   try {
     completion = await upstream.chat(upstreamBody, { onHeaders: (upstreamHeaders) => Object.assign(headers, upstreamHeaders) });
   } finally {

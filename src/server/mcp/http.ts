@@ -7,7 +7,7 @@ import type { FastifyInstance } from "fastify";
 import type { Memory } from "../../core/memory/memory.js";
 import { createMcpServer } from "./tools.js";
 import { addRoute, defineRoute } from "../openapi/route.js";
-import { AnyObject, ok } from "../openapi/_schemas.js";
+import { AnyObject, ok } from "../openapi/schemas.js";
 
 /** The path the MCP endpoint is mounted at. */
 export const MCP_PATH = "/mcp";

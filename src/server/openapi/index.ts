@@ -14,7 +14,7 @@ import { responseContracts } from "../routes/responses/index.js";
 import { searchContract } from "../routes/search.js";
 import { sessionActionContracts } from "../routes/session-actions.js";
 import { sessionContracts } from "../routes/sessions.js";
-import { serviceContracts } from "./_service.js";
+import { serviceContracts } from "./service.js";
 import { describeRoutes, type RouteContract } from "./route.js";
 
 /** Every route's contract, in the document's order. */

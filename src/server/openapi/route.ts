@@ -4,7 +4,7 @@
  * contracts beside its handlers and registers them with {@link addRoute}; the OpenAPI document
  * (index.ts) is generated from the same contracts, so a limit or a field is written once.
  */
-import type { FastifyInstance, RouteGenericInterface, RouteHandlerMethod } from "fastify";
+import type { FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault, RouteGenericInterface, RouteHandlerMethod } from "fastify";
 import { z } from "zod";
 
 /** An HTTP method a route answers. */
@@ -54,7 +54,7 @@ export const defineRoute = (contract: RouteContract): RouteContract => contract;
 export function addRoute<R extends RouteGenericInterface = RouteGenericInterface>(
   app: FastifyInstance,
   contract: RouteContract,
-  handler: RouteHandlerMethod<any, any, any, R>,
+  handler: RouteHandlerMethod<RawServerDefault, RawRequestDefaultExpression, RawReplyDefaultExpression, R>,
 ): void {
   app.route<R>({ method: contract.method, url: contract.url, handler });
 }

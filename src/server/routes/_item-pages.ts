@@ -6,7 +6,7 @@ import { z } from "zod";
 import { isThreadkeepError, ThreadkeepError } from "../../core/errors.js";
 import type { Item } from "../../core/items/index.js";
 import { parseBody } from "./_validate.js";
-import { AnyObject, error } from "../openapi/_schemas.js";
+import { AnyObject, error } from "../openapi/schemas.js";
 
 /** The `metadata` of a response or a conversation, as OpenAI limits it. */
 export const Metadata = z.record(z.string(), z.string().max(512)).refine((m) => Object.keys(m).length <= 16, "at most 16 keys");

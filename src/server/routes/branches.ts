@@ -11,7 +11,7 @@ import { parseBody } from "./_validate.js";
 import type { ServerMetrics } from "../metrics.js";
 import { type TurnDeps, withTurnLease } from "../turn/lease.js";
 import { addRoute } from "../openapi/route.js";
-import { AnyObject, error, Message, ok, SessionParams, withFailures } from "../openapi/_schemas.js";
+import { AnyObject, error, Message, ok, SessionParams, withFailures } from "../openapi/schemas.js";
 
 type BranchRoute = { Params: { id: string; branchId: string } };
 

@@ -16,7 +16,7 @@ import { chatStreamDialect } from "../turn/stream.js";
 import { replyMessage } from "../turn/reply.js";
 import { withFairShare } from "../fair-share.js";
 import { addRoute, shownAs } from "../openapi/route.js";
-import { AnyObject, ChatMessage as ChatMessageDoc, error, SessionId, sessionFailures, withFailures } from "../openapi/_schemas.js";
+import { AnyObject, ChatMessage as ChatMessageDoc, error, SessionId, sessionFailures, withFailures } from "../openapi/schemas.js";
 import type { SideRequestKind } from "../front-ends/index.js";
 
 const ChatBody = z.looseObject({

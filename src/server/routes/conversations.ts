@@ -12,7 +12,7 @@ import type { Session } from "../../core/types.js";
 import { itemFailures, ItemPageDoc, itemList, Metadata, notFound, orNotFound, PAGE_NOTES, PageQuery, pageOf } from "./_item-pages.js";
 import { parseBody } from "./_validate.js";
 import { addRoute } from "../openapi/route.js";
-import { ok, withFailures } from "../openapi/_schemas.js";
+import { ok, withFailures } from "../openapi/schemas.js";
 
 type IdRoute = { Params: { id: string } };
 type ItemRoute = { Params: { id: string; item_id: string } };

@@ -9,7 +9,7 @@ import { readdir, readFile } from "node:fs/promises";
 import type { FastifyInstance, FastifyReply } from "fastify";
 import { z } from "zod";
 import { addRoute, defineRoute, type RouteContract } from "../openapi/route.js";
-import { error, SessionId } from "../openapi/_schemas.js";
+import { error, SessionId } from "../openapi/schemas.js";
 
 /** Where the page's files are, server/ui beside routes/, in src/ and in dist/. */
 const UI_DIR = new URL("../ui/", import.meta.url);

@@ -14,7 +14,7 @@ import type { Memory } from "../../core/memory/memory.js";
 import { MAX_MEMORY_ID_LENGTH, MAX_MEMORY_TEXT_LENGTH } from "../../core/user-memories/api.js";
 import { parseBody } from "./_validate.js";
 import { addRoute, shownAs } from "../openapi/route.js";
-import { AnyObject, ok, sessionFailures, withFailures } from "../openapi/_schemas.js";
+import { AnyObject, ok, sessionFailures, withFailures } from "../openapi/schemas.js";
 
 const Metadata = z.record(z.string(), z.unknown());
 // Core checks the text (trimmed, 1 to MAX_MEMORY_TEXT_LENGTH characters); the document says so.

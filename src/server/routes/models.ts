@@ -7,7 +7,7 @@ import { ThreadkeepError } from "../../core/errors.js";
 import { type Upstream, UpstreamError } from "../../llm/openai-compatible.js";
 import { itemFailures, notFound } from "./_item-pages.js";
 import { addRoute } from "../openapi/route.js";
-import { error, ok, withFailures } from "../openapi/_schemas.js";
+import { error, ok, withFailures } from "../openapi/schemas.js";
 
 const route = withFailures(itemFailures);
 
@@ -38,9 +38,9 @@ export interface ModelRoutesDeps {
 /** Adds the /v1/models routes. */
 export function registerModelRoutes(app: FastifyInstance, deps: ModelRoutesDeps): void {
   const cacheMs = deps.cacheMs ?? 10_000;
-  let cached: { at: number; list: Promise<any> } | undefined;
+  let cached: { at: number; list: Promise<unknown> } | undefined;
 
-  const list = (): Promise<any> => {
+  const list = (): Promise<unknown> => {
     const upstream = deps.upstream;
     if (!upstream) {
       throw new ThreadkeepError("upstream_not_configured", "No upstream model is configured: start threadkeep with --upstream <OpenAI-compatible base URL>");
@@ -67,8 +67,8 @@ export function registerModelRoutes(app: FastifyInstance, deps: ModelRoutesDeps)
   addRoute<{ Params: { id: string } }>(app, modelContracts.get, async (request) => {
     // Ids with slashes (`meta-llama/Llama-3.1-8B`) arrive URL-encoded, as the openai clients send them.
     const id = request.params.id;
-    const models = await list();
-    const model = Array.isArray(models?.data) ? models.data.find((m: { id?: unknown }) => m?.id === id) : undefined;
+    const models = (await list()) as { data?: unknown } | null;
+    const model = Array.isArray(models?.data) ? models.data.find((m: { id?: unknown } | null) => m?.id === id) : undefined;
     if (!model) throw notFound("Model", id, "model");
     return model;
   });

@@ -8,7 +8,7 @@ import type { Memory } from "../../core/memory/memory.js";
 import { parseBody } from "./_validate.js";
 import { DEFAULT_NEIGHBOURS, SEARCH_NOTES, SearchParams } from "../queries.js";
 import { addRoute } from "../openapi/route.js";
-import { listOf, ok, SearchHit, sessionFailures, withFailures } from "../openapi/_schemas.js";
+import { listOf, ok, SearchHit, sessionFailures, withFailures } from "../openapi/schemas.js";
 
 const GlobalSearchParams = SearchParams.extend({ session: z.string().min(1).optional() });
 

@@ -12,7 +12,7 @@ import { parseBody } from "./_validate.js";
 import type { ServerMetrics } from "../metrics.js";
 import { withTurnLease } from "../turn/lease.js";
 import { addRoute } from "../openapi/route.js";
-import { listOf, Message, ok, Session, SessionId, SessionParams, sessionFailures, Summary, withFailures } from "../openapi/_schemas.js";
+import { listOf, Message, ok, Session, SessionId, SessionParams, sessionFailures, Summary, withFailures } from "../openapi/schemas.js";
 
 type IdParams = { Params: { id: string } };
 

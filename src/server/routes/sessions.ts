@@ -31,7 +31,7 @@ import {
   SearchHit,
   sessionFailures,
   withFailures,
-} from "../openapi/_schemas.js";
+} from "../openapi/schemas.js";
 
 type IdParams = { Params: { id: string } };
 

@@ -8,7 +8,7 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Memory } from "../../core/memory/memory.js";
 import type { ClientMode } from "../../core/reconcile.js";
 import type { ChatMessage, MessageInput } from "../../core/types.js";
-import { type Upstream, UpstreamError, upstreamText } from "../../llm/openai-compatible.js";
+import { type ChatCompletion, type Upstream, UpstreamError, upstreamText } from "../../llm/openai-compatible.js";
 import { committedCompletion, markCommitted, operationIdOf } from "./_idempotent-commit.js";
 import { fingerprintOf, type IdempotencyCache, type TurnOutcome } from "./idempotency.js";
 import { secondsSince, type ServerMetrics } from "../metrics.js";
@@ -62,7 +62,7 @@ export interface TurnDialect {
    * A complete upstream reply: the reply messages to store, and the body to answer with. A body that is
    * the reply object itself is sent as the bytes the upstream sent: return it only unchanged.
    */
-  complete(completion: any, loaded: LoadedTurn): { reply: MessageInput[]; body: unknown };
+  complete(completion: ChatCompletion, loaded: LoadedTurn): { reply: MessageInput[]; body: unknown };
   /** How a streamed reply is framed. */
   streamer(loaded: LoadedTurn): StreamDialect;
 }
@@ -225,7 +225,7 @@ export async function runProxiedTurn(deps: TurnRouteDeps, options: ProxiedTurnOp
           return { kind: "json", status: 200, headers: replayed, body };
         }
         const upstreamStart = performance.now();
-        let completion: any;
+        let completion: ChatCompletion;
         try {
           completion = await inSpan(
             modelSpanName("chat", upstreamBody.model),

@@ -11,7 +11,7 @@
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { MessageInput } from "../../core/types.js";
-import { StreamAccumulator, type StreamEvent, type Upstream, UpstreamError } from "../../llm/openai-compatible.js";
+import { type CompletionUsage, StreamAccumulator, type StreamEvent, type Upstream, UpstreamError } from "../../llm/openai-compatible.js";
 import { CLIENT_LIMIT_DEFAULTS } from "../connections.js";
 import { errorBody } from "../errors.js";
 import type { TurnOutcome } from "./idempotency.js";
@@ -188,7 +188,7 @@ export async function streamTurn(input: StreamTurnInput): Promise<StreamTurnResu
   await send(dialect.open());
   let sawDone = false;
   let failure: unknown;
-  let usage: unknown;
+  let usage: CompletionUsage | undefined;
   try {
     for await (const event of events) {
       if (event.data === "[DONE]") {

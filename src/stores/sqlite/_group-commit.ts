@@ -60,7 +60,7 @@ export interface GroupCommitOptions<C> {
 
 interface Job<C> {
   run: (context: C) => unknown;
-  resolve: (value: any) => void;
+  resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
 }
 
@@ -83,7 +83,8 @@ export class GroupCommit<C> {
   /** Queues a write; resolves with its result once its transaction committed. */
   add<T>(run: (context: C) => T): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.#pending.push({ run, resolve, reject });
+      // The job resolves with what `run` returned, a T.
+      this.#pending.push({ run, resolve: (value) => resolve(value as T), reject });
       if (!this.#scheduled) {
         this.#scheduled = true;
         nextLoopTurn(() => this.#flush(false));

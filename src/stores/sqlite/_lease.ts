@@ -53,7 +53,7 @@ interface Waiter {
   ttlMs: number;
   read?: () => unknown;
   deadline: number;
-  resolve: (granted: Granted<any>) => void;
+  resolve: (granted: Granted<unknown>) => void;
   reject: (error: Error) => void;
 }
 

@@ -4,6 +4,7 @@
  */
 import { conversationIdOf, type Item, itemsToMessages, newItemId, RESPONSE_KEY, type StoredResponse } from "../../../core/items/index.js";
 import type { MessageInput } from "../../../core/types.js";
+import type { CompletionMessage, CompletionToolCall, CompletionUsage } from "../../../llm/openai-compatible.js";
 import type { ResponseEcho } from "./_request.js";
 
 /** The usage block of a response. */
@@ -16,7 +17,7 @@ export interface ResponseUsage {
 }
 
 /** A chat completion's usage as Responses usage (zeros when the upstream reported none). */
-export function usageOf(usage: any): ResponseUsage {
+export function usageOf(usage: CompletionUsage | null | undefined): ResponseUsage {
   const input = Number(usage?.prompt_tokens) || 0;
   const output = Number(usage?.completion_tokens) || 0;
   return {
@@ -48,10 +49,10 @@ export function statusOf(finishReason: string | null | undefined): { status: str
 }
 
 /** The output items of a complete chat reply message. */
-export function outputItems(message: any, status: "completed" | "incomplete" = "completed"): Item[] {
+export function outputItems(message: CompletionMessage | undefined, status: "completed" | "incomplete" = "completed"): Item[] {
   const items: Item[] = [];
   const text = typeof message?.content === "string" ? message.content : "";
-  const calls: any[] = Array.isArray(message?.tool_calls) ? message.tool_calls : [];
+  const calls: CompletionToolCall[] = Array.isArray(message?.tool_calls) ? message.tool_calls : [];
   const refusal = typeof message?.refusal === "string" ? message.refusal : undefined;
   if (text || refusal || calls.length === 0) {
     const content: Item["content"] = [];

@@ -34,7 +34,7 @@ import { ResponsesStream } from "./_stream.js";
 import { runIdempotentTurn, type TurnDialect, type TurnRouteDeps } from "../../turn/run.js";
 import { withFairShare } from "../../fair-share.js";
 import { addRoute } from "../../openapi/route.js";
-import { AnyObject, ok, withFailures } from "../../openapi/_schemas.js";
+import { AnyObject, ok, withFailures } from "../../openapi/schemas.js";
 
 type IdRoute = { Params: { id: string } };
 
@@ -166,7 +166,7 @@ function responsesDialect(
       ...parsed.chatParams,
       ...(parsed.stream ? { stream_options: { include_usage: true } } : {}),
     }),
-    complete(completion: any, loaded) {
+    complete(completion, loaded) {
       const choice = completion?.choices?.[0];
       if (!meta.model && typeof completion?.model === "string") meta.model = completion.model;
       const finish = statusOf(choice?.finish_reason);

@@ -14,7 +14,7 @@ import { createPostgresStore } from "../../src/stores/postgres/index.js";
 import { expectCode } from "../../src/testing/index.js";
 import { serviceAvailable, TEST_POSTGRES_URL } from "../_services.js";
 import { atSchemaVersion } from "./_postgres-old-schema.js";
-import { dropSchemas, postgresStoresInSchema, uniqueSchema } from "./_postgres-stores.js";
+import { dropSchemas, postgresStoresInSchema, uniqueSchema } from "../stores/_postgres-stores.js";
 
 const enabled = await serviceAvailable("postgres");
 const text = (content: string) => ({ role: "user" as const, content });

@@ -10,7 +10,7 @@ import { LocalLeases } from "../../src/stores/_lease.js";
 import { openSqliteStoreDb } from "../../src/stores/sqlite/_db.js";
 import { createSqliteStore } from "../../src/stores/sqlite/index.js";
 import { expectCode } from "../../src/testing/index.js";
-import { sqliteTempFiles } from "./_sqlite-files.js";
+import { sqliteTempFiles } from "../stores/_sqlite-files.js";
 
 const { freshPath } = sqliteTempFiles("threadkeep-sqlite-group-");
 const say = (content: string) => [{ role: "user" as const, content }];

@@ -9,7 +9,7 @@ import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
 import { openSqliteDatabase } from "../../src/stores/sqlite/_schema.js";
-import { sqliteStoresPerTest, sqliteTempFiles } from "./_sqlite-files.js";
+import { sqliteStoresPerTest, sqliteTempFiles } from "../stores/_sqlite-files.js";
 
 const { freshPath } = sqliteTempFiles("threadkeep-sqlite-activity-");
 const HOUR = 3_600_000;

@@ -2,7 +2,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { COMMAND_SUMMARIES } from "../../src/cli/_commands.js";
 import { buildProgram } from "../../src/cli/index.js";
-import { runCli } from "./_run.js";
+import { runCli } from "../cli/_run.js";
 
 const FILES = [...new Set(COMMAND_SUMMARIES.map((c) => c.file))];
 

@@ -4,7 +4,7 @@
  * opening it leaves every message waiting for the full-text index.
  */
 import type Database from "better-sqlite3";
-import { openSqliteDatabase } from "../src/stores/sqlite/_schema.js";
+import { openSqliteDatabase } from "../../src/stores/sqlite/_schema.js";
 
 /** A v7 file being written; {@link SqliteV7File.close} it before a store opens the path. */
 export interface SqliteV7File {

@@ -1,5 +1,5 @@
 /** The contracts of the service routes app.ts adds: health, readiness, metrics and this document. */
-import { AnyObject, ok } from "./_schemas.js";
+import { AnyObject, ok } from "./schemas.js";
 import { defineRoute } from "./route.js";
 
 /** GET /healthz, /readyz, /metrics and /openapi.json. */

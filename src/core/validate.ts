@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { ThreadkeepError } from "../errors.js";
+import { ThreadkeepError } from "./errors.js";
 
 /**
  * Parses `value` with `schema`, or throws `invalid_request` naming the first offending field as a

@@ -15,7 +15,7 @@ import { TURN_OPEN } from "../../src/stores/redis/_turn.js";
 import { type FakeUpstream, startFakeUpstream } from "../_fake-upstream.js";
 import { clusterAvailable, type RedisCluster, startRedisCluster } from "../_redis-cluster.js";
 import { serviceAvailable, TEST_REDIS_URL } from "../_services.js";
-import { killServeProcesses, startServe } from "./_serve-process.js";
+import { killServeProcesses, startServe } from "../server/_serve-process.js";
 
 const redisUp = await serviceAvailable("redis");
 const clusterUp = clusterAvailable();

@@ -3,7 +3,7 @@
  * down) against a server that stops answering right after the handshake: it says "unreachable" in
  * time and leaves no rejection behind. The probe once let the driver look up array types first; cut
  * by the probe's deadline, that lookup's rejection was dropped by the driver and ended the process
- * (an unhandled rejection seen in outage.test.ts on a busy machine).
+ * (an unhandled rejection seen in outage.service.test.ts on a busy machine).
  */
 import { afterAll, describe, expect, it } from "vitest";
 import { answersNewConnection } from "../../src/stores/postgres/_client.js";

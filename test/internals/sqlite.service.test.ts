@@ -8,10 +8,10 @@ import { INACTIVE_SESSIONS_SQL, LIST_AFTER_SQL } from "../../src/stores/sqlite/_
 import { PENDING_OF_OWNER_SQL } from "../../src/stores/sqlite/_search-statements.js";
 import { newestMessagesSql, RANGE_NEWEST_FIRST_SQL } from "../../src/stores/sqlite/_statements.js";
 import { createSqliteStore } from "../../src/stores/sqlite/index.js";
-import { expectTwoProcessTurnOrder } from "./_two-process-turns.js";
-import { sqliteV7File } from "../_sqlite-v7-file.js";
+import { expectTwoProcessTurnOrder } from "../stores/_two-process-turns.js";
+import { sqliteV7File } from "./_sqlite-v7-file.js";
 import { expectCode, runStoreConformance } from "../../src/testing/index.js";
-import { sqliteStoresPerTest, sqliteTempFiles } from "./_sqlite-files.js";
+import { sqliteStoresPerTest, sqliteTempFiles } from "../stores/_sqlite-files.js";
 
 const { dir, freshPath } = sqliteTempFiles("threadkeep-sqlite-");
 

@@ -1,6 +1,6 @@
 /**
  * What recall across a user's sessions (`serve --recall-scope user`) costs a proxied turn on
- * PostgreSQL, counted on the wire as postgres-turn-round-trips.test.ts counts a plain turn (two
+ * PostgreSQL, counted on the wire as postgres-turn-round-trips.service.test.ts counts a plain turn (two
  * statements: open the turn, commit it): the store's full-text search more when nothing is found
  * (today two statements: sizing the owner, then the search); when something is, the hit's session and
  * turn pair are read too, side by side (two statements in one round).

@@ -11,8 +11,8 @@ import { openSqliteStoreDb } from "../../src/stores/sqlite/_db.js";
 import { scopedMatch } from "../../src/stores/sqlite/_fulltext.js";
 import { createSqliteStore } from "../../src/stores/sqlite/index.js";
 import { watchEventLoop } from "../_event-loop-gaps.js";
-import { sqliteV7File } from "../_sqlite-v7-file.js";
-import { sqliteStoresPerTest, sqliteTempFiles } from "./_sqlite-files.js";
+import { sqliteV7File } from "./_sqlite-v7-file.js";
+import { sqliteStoresPerTest, sqliteTempFiles } from "../stores/_sqlite-files.js";
 
 const { freshPath } = sqliteTempFiles("threadkeep-sqlite-fulltext-");
 const say = (content: string) => ({ role: "user" as const, content });

@@ -6,7 +6,7 @@
  */
 export { createMemory } from "./create-memory.js";
 export { Memory } from "./core/memory/memory.js";
-export { SessionHandle } from "./core/memory/session-handle.js";
+export { SessionHandle } from "./core/memory/memory.js";
 export { MAX_MEMORIES_READ, MAX_MEMORY_ID_LENGTH, MAX_MEMORY_METADATA_LENGTH, MAX_MEMORY_TEXT_LENGTH, UserMemories } from "./core/user-memories/api.js";
 export type { UserMemoryAdd, UserMemoryEdit, UserMemoryListOptions } from "./core/user-memories/api.js";
 export type { AddMessagesOptions, BuildContextOptions, MemoryInit, MemoryOptions, MemorySettings, OwnerOptions, PreloadedTurn, ReplaceAfterOptions, RunTurnOptions } from "./core/memory/memory.js";

@@ -10,6 +10,15 @@ import { createStore } from "./stores/url.js";
 /**
  * Creates the {@link Memory} that keeps conversations. A store URL (`sqlite:./data/threadkeep.db`, …)
  * is opened on first use; a failure to open it is reported by the first call that needs the store.
+ * @example
+ * ```ts
+ * import { createMemory } from "threadkeep";
+ *
+ * const memory = createMemory({ store: "sqlite:./data/threadkeep.db" });
+ * const chat = memory.session("chat-1", { userId: "alice" });
+ * await chat.addMessage({ role: "user", content: "Hello" });
+ * const { messages } = await chat.context({ model: "gpt-4o-mini" });
+ * ```
  */
 export function createMemory(options: MemoryOptions): Memory {
   if (!options || (typeof options.store !== "string" && typeof options.store?.appendMessages !== "function")) {

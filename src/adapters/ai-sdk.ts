@@ -50,7 +50,16 @@ export interface ChatStore {
 const CHAT_ID_KEY = "aiSdkChatId";
 
 
-/** Creates the chat store of one user. */
+/**
+ * Creates the chat store of one user.
+ * @example
+ * ```ts
+ * import { createChatStore } from "threadkeep/ai-sdk";
+ *
+ * const chats = createChatStore({ memory: "sqlite:./data/threadkeep.db", userId: "alice" });
+ * await chats.saveChat({ chatId: "chat-1", messages });
+ * ```
+ */
 export function createChatStore(options: ChatStoreOptions): ChatStore {
   const memory: Memory = resolveMemory(options.memory);
   const userId = options.userId ?? memory.settings.defaultUserId;

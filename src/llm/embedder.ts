@@ -16,7 +16,16 @@ export interface EmbedderOptions {
   upstream?: Upstream;
 }
 
-/** An {@link Embedder} over any OpenAI-compatible `POST /embeddings` (OpenAI, Ollama, vLLM, llama.cpp, …). */
+/**
+ * An {@link Embedder} over any OpenAI-compatible `POST /embeddings` (OpenAI, Ollama, vLLM, llama.cpp, …).
+ * @example
+ * ```ts
+ * import { createEmbedder, createMemory } from "threadkeep";
+ *
+ * const embedder = createEmbedder({ baseUrl: "http://127.0.0.1:11434/v1", model: "nomic-embed-text" });
+ * const memory = createMemory({ store: "sqlite:./data/threadkeep.db", embedder });
+ * ```
+ */
 export function createEmbedder(options: EmbedderOptions): Embedder {
   const upstream =
     options.upstream ?? createUpstream({ baseUrl: options.baseUrl, apiKey: options.apiKey, timeoutMs: options.timeoutMs ?? 30_000 });

@@ -173,7 +173,15 @@ async function* sseData(body: AsyncIterable<Buffer>): AsyncIterable<string> {
   if (rest.startsWith("data:")) yield rest.slice(5).trim();
 }
 
-/** Creates a client for an OpenAI-compatible API (OpenAI, Ollama, vLLM, llama.cpp, LM Studio, …). */
+/**
+ * Creates a client for an OpenAI-compatible API (OpenAI, Ollama, vLLM, llama.cpp, LM Studio, …).
+ * @example
+ * ```ts
+ * import { createUpstream } from "threadkeep/llm";
+ *
+ * const upstream = createUpstream({ baseUrl: "http://127.0.0.1:11434/v1" });
+ * ```
+ */
 export function createUpstream(options: UpstreamOptions): Upstream {
   const baseUrl = options.baseUrl.replace(/\/+$/, "");
   const timeoutMs = options.timeoutMs ?? 120_000;

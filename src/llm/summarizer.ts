@@ -83,6 +83,13 @@ function modelOf(messages: readonly Message[]): string | undefined {
 /**
  * The default {@link Summarizer}: asks an OpenAI-compatible chat model (OpenAI, Ollama, vLLM, …) to
  * fold a range of messages into the session's running summary.
+ * @example
+ * ```ts
+ * import { createMemory, createSummarizer } from "threadkeep";
+ *
+ * const summarizer = createSummarizer({ baseUrl: "https://api.openai.com/v1", apiKey: process.env.OPENAI_API_KEY, model: "gpt-4o-mini" });
+ * const memory = createMemory({ store: "sqlite:./data/threadkeep.db", summarizer });
+ * ```
  */
 export function createSummarizer(options: SummarizerOptions): Summarizer {
   const upstream =

@@ -156,7 +156,17 @@ function toUpstream(option: ServerOptions["upstream"], apiKey?: string): Upstrea
   return createUpstream(option);
 }
 
-/** Creates the threadkeep HTTP server: the chat proxy, the session API, health, metrics, OpenAPI. */
+/**
+ * Creates the threadkeep HTTP server: the chat proxy, the session API, health, metrics, OpenAPI.
+ * @example
+ * ```ts
+ * import { createServer } from "threadkeep/server";
+ *
+ * const server = await createServer({ memory: { store: "sqlite:./data/threadkeep.db" }, upstream: "http://127.0.0.1:11434/v1", port: 8787 });
+ * console.log(await server.listen()); // http://127.0.0.1:8787
+ * // … await server.close();
+ * ```
+ */
 export async function createServer(options: ServerOptions): Promise<ThreadkeepServer> {
   const ownsMemory = !(options.memory instanceof Memory);
   const memory = options.memory instanceof Memory ? options.memory : createMemory(options.memory);

@@ -11,9 +11,6 @@ export interface StoreUrlOptions {
   ttlMs?: number;
 }
 
-/** The schemes `createStore` understands. */
-export const STORE_SCHEMES = ["memory:", "file:", "sqlite:", "postgres://", "postgresql://", "redis://", "rediss://", "redis+cluster://", "rediss+cluster://"];
-
 /** Where a `file:` or `sqlite:` URL points (`file:./data/x`, `file:///abs/x`, `sqlite::memory:`). */
 export function pathOfUrl(url: string, scheme: "file:" | "sqlite:"): string {
   let rest = url.slice(scheme.length);
@@ -46,40 +43,97 @@ function sqliteParams(url: string): [location: string, shared: boolean] {
 }
 
 /**
+ * One built-in store: how a URL names it, where the package publishes it, what it needs installed.
+ * The URL parser, package.json's `exports` and the README's store table follow {@link STORES}
+ * (test/stores/registry.test.ts checks the last two).
+ */
+export interface StoreEntry {
+  /** The backend's name, and its subpath: `threadkeep/stores/<name>`. */
+  readonly name: string;
+  /** The URL prefixes that open it, as `createStore` matches them. */
+  readonly schemes: readonly string[];
+  /** How an error message names its URL form. */
+  readonly hint: string;
+  /** Its module under `src/` and `dist/`, without the extension: what the subpath points at. */
+  readonly module: string;
+  /** The optional package (a peer dependency) a user installs to use it, if any. */
+  readonly peer?: string;
+  /** Opens the store a URL names, importing the store's module (and its client) on first use. */
+  open(url: string, options: StoreUrlOptions): Promise<FullStore>;
+}
+
+/** The built-in stores, in the order the docs list them. */
+export const STORES: readonly StoreEntry[] = [
+  {
+    name: "memory",
+    schemes: ["memory:"],
+    hint: "memory:",
+    module: "stores/in-process/index",
+    open: async (_url, options) => (await import("./in-process/index.js")).createMemoryStore({ ttlMs: options.ttlMs }),
+  },
+  {
+    name: "file",
+    schemes: ["file:"],
+    hint: "file:<dir>",
+    module: "stores/file/index",
+    open: async (url) => (await import("./file/index.js")).createFileStore({ dir: pathOfUrl(url, "file:") }),
+  },
+  {
+    name: "sqlite",
+    schemes: ["sqlite:"],
+    hint: "sqlite:<path>",
+    module: "stores/sqlite/index",
+    open: async (url) => {
+      const { createSqliteStore } = await importOptional(() => import("./sqlite/index.js"), "better-sqlite3", "sqlite");
+      const [location, shared] = sqliteParams(url);
+      return createSqliteStore({ path: pathOfUrl(location, "sqlite:"), crossProcessLease: shared });
+    },
+  },
+  {
+    name: "postgres",
+    schemes: ["postgres://", "postgresql://"],
+    hint: "postgres://…",
+    module: "stores/postgres/index",
+    peer: "postgres",
+    open: async (url) => (await import("./postgres/index.js")).createPostgresStore({ url }),
+  },
+  {
+    name: "redis",
+    schemes: ["redis://", "rediss://", "redis+cluster://", "rediss+cluster://"],
+    hint: "redis://…, redis+cluster://…",
+    module: "stores/redis/index",
+    peer: "redis",
+    open: async (url, options) => (await import("./redis/index.js")).createRedisStore({ url, ttlMs: options.ttlMs }),
+  },
+];
+
+/** The schemes `createStore` understands. */
+export const STORE_SCHEMES: string[] = STORES.flatMap((store) => store.schemes);
+
+/**
  * Opens the store a URL names: `memory:`, `file:./data/sessions` (JSONL), `sqlite:./data/threadkeep.db`
  * (`?lease=shared` keeps turn leases in the file, for several processes sharing it),
- * `postgres://…`, `redis://…`, `redis+cluster://host:port,host:port` (Redis Cluster). The optional clients (`postgres`, `redis`) are imported only when used.
+ * `postgres://…`, `redis://…`, `redis+cluster://host:port,host:port` (Redis Cluster): one of
+ * {@link STORES}. The optional clients (`postgres`, `redis`) are imported only when used.
  * @throws ThreadkeepError `invalid_store_url` for an unknown scheme, `missing_dependency` for a missing client.
+ * @example
+ * ```ts
+ * import { createMemory, createStore } from "threadkeep";
+ *
+ * const store = await createStore("sqlite:./data/threadkeep.db");
+ * const memory = createMemory({ store });
+ * ```
  */
 export async function createStore(url: string, options: StoreUrlOptions = {}): Promise<FullStore> {
   if (typeof url !== "string" || url.trim() === "") {
     throw new ThreadkeepError("invalid_store_url", "A store URL is required, e.g. sqlite:./data/threadkeep.db");
   }
   const trimmed = url.trim();
-  if (trimmed === "memory:" || trimmed.startsWith("memory:")) {
-    const { createMemoryStore } = await import("./in-process/index.js");
-    return createMemoryStore({ ttlMs: options.ttlMs });
-  }
-  if (trimmed.startsWith("file:")) {
-    const { createFileStore } = await import("./file/index.js");
-    return createFileStore({ dir: pathOfUrl(trimmed, "file:") });
-  }
-  if (trimmed.startsWith("sqlite:")) {
-    const { createSqliteStore } = await importOptional(() => import("./sqlite/index.js"), "better-sqlite3", "sqlite");
-    const [location, shared] = sqliteParams(trimmed);
-    return createSqliteStore({ path: pathOfUrl(location, "sqlite:"), crossProcessLease: shared });
-  }
-  if (trimmed.startsWith("postgres://") || trimmed.startsWith("postgresql://")) {
-    const { createPostgresStore } = await import("./postgres/index.js");
-    return createPostgresStore({ url: trimmed });
-  }
-  if (/^rediss?(\+cluster)?:\/\//.test(trimmed)) {
-    const { createRedisStore } = await import("./redis/index.js");
-    return createRedisStore({ url: trimmed, ttlMs: options.ttlMs });
-  }
+  const store = STORES.find((entry) => entry.schemes.some((scheme) => trimmed.startsWith(scheme)));
+  if (store) return store.open(trimmed, options);
   const scheme = /^[a-z][a-z0-9+.-]*:/i.exec(trimmed)?.[0] ?? trimmed;
   throw new ThreadkeepError(
     "invalid_store_url",
-    `Unknown store URL scheme "${scheme}": use one of memory:, file:<dir>, sqlite:<path>, postgres://…, redis://…, redis+cluster://…`,
+    `Unknown store URL scheme "${scheme}": use one of ${STORES.map((entry) => entry.hint).join(", ")}`,
   );
 }

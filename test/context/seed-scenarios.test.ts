@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Memory } from "../../src/core/memory/memory.js";
-import type { SessionHandle } from "../../src/core/memory/session-handle.js";
+import type { SessionHandle } from "../../src/core/memory/memory.js";
 import { createMemory } from "../../src/create-memory.js";
 import { createUpstream } from "../../src/llm/openai-compatible.js";
 import { createMemoryStore } from "../../src/stores/in-process/index.js";

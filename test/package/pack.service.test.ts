@@ -73,13 +73,39 @@ describe("the packed package", () => {
       const main = await import("threadkeep");
       const names = ["createMemory", "createStore", "exportSessions", "importSessions", "migrateStores", "readExport"];
       console.log(names.map((n) => n + ":" + typeof main[n]).join(" "));
-      for (const sub of ["stores/memory", "stores/file", "stores/sqlite", "server", "llm", "cli"]) await import("threadkeep/" + sub);
+      for (const sub of ["kit", "stores/memory", "stores/file", "stores/sqlite", "server", "llm", "cli"]) await import("threadkeep/" + sub);
     `;
     const result = await run(process.execPath, ["--input-type=module", "-e", code], { cwd: pkg.app });
     expect(result.stderr).toBe("");
     expect(result.stdout.trim().split(" ")).toEqual(
       ["createMemory", "createStore", "exportSessions", "importSessions", "migrateStores", "readExport"].map((n) => `${n}:function`),
     );
+  });
+
+  it("builds the minimal third-party store from threadkeep and threadkeep/kit alone, and runs it", async () => {
+    // test/fixtures/minimal-store.ts as docs/custom-store.md shows it: type-checked against the
+    // installed package's declarations, compiled, then a session written and read through Memory.
+    const source = readFileSync(join(ROOT, "test/fixtures/minimal-store.ts"), "utf8");
+    const asUser = source.replace('"../../src/index.js"', '"threadkeep"').replace('"../../src/stores/kit.js"', '"threadkeep/kit"');
+    expect(asUser).not.toContain("../");
+    writeFileSync(join(pkg.app, "minimal-store.ts"), asUser);
+    const compilerOptions = { strict: true, target: "es2022", module: "nodenext", moduleResolution: "nodenext", lib: ["es2022", "dom"], types: [], skipLibCheck: true };
+    writeFileSync(join(pkg.app, "tsconfig.minimal.json"), JSON.stringify({ compilerOptions, files: ["minimal-store.ts"] }));
+    const tsc = join(ROOT, "node_modules/typescript/bin/tsc");
+    const compiled = await run(process.execPath, [tsc, "-p", "tsconfig.minimal.json"], { cwd: pkg.app });
+    expect(compiled.stdout + compiled.stderr).toBe("");
+    expect(compiled.code).toBe(0);
+    const code = `
+      import { createMemory } from "threadkeep";
+      import { createMapStore } from "./minimal-store.js";
+      const memory = createMemory({ store: createMapStore() });
+      const session = await memory.startSession({ userId: "ada" });
+      await session.addMessages([{ role: "user", content: "hello" }, { role: "assistant", content: "hi" }]);
+      console.log((await session.getMessages()).map((m) => m.content).join(","));
+    `;
+    const result = await run(process.execPath, ["--input-type=module", "-e", code], { cwd: pkg.app });
+    expect(result.stderr).toBe("");
+    expect(result.stdout.trim()).toBe("hello,hi");
   });
 
   it("runs npx threadkeep --help", async () => {

@@ -1,28 +1,20 @@
 /**
  * A third-party store, written as a user of `threadkeep` would write one: it uses only the package's
- * public entry, keeps one JSON document per session in a key-value database, and proves itself with
- * `threadkeep/testing`. docs/custom-store.md shows this file as the complete example.
+ * public entries (`threadkeep` and the store-author tools of `threadkeep/kit`), keeps one JSON
+ * document per session in a key-value database, and proves itself with `threadkeep/testing`. docs/custom-store.md shows this file as the complete example.
  * The "database" here is a Map; a real one (DynamoDB, MongoDB, Cloudflare KV, …) replaces `KeyValue`.
  */
 import {
-  applyBranchSwitch,
-  applyHistoryWrite,
-  branchFromRecord,
-  checkHistoryOptions,
   contentText,
-  planBranchSwitch,
-  planHistoryWrite,
   SessionNotFoundError,
   StateConflictError,
   ThreadkeepError,
-  rankByRelevanceInSlices,
   validateMessages,
   type Branch,
   type Lease,
   type Message,
   type MessageInput,
   type MessageQuery,
-  type OperationRecord,
   type ReplaceOptions,
   type SearchHit,
   type Session,
@@ -32,6 +24,16 @@ import {
   type UserMemoryStore,
   type Summary,
 } from "../../src/index.js";
+import {
+  applyBranchSwitch,
+  applyHistoryWrite,
+  branchFromRecord,
+  checkHistoryOptions,
+  type OperationRecord,
+  planBranchSwitch,
+  planHistoryWrite,
+  rankByRelevanceInSlices,
+} from "../../src/stores/kit.js";
 
 /** The few operations the store needs from its database. Values are JSON text. */
 export interface KeyValue {

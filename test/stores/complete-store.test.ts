@@ -1,7 +1,8 @@
 // completeStore: what it lays over a store that implements only the required contract, what it
 // refuses with capability_missing, and that the built-in stores pass through it untouched.
 import { describe, expect, it } from "vitest";
-import { completeStore, createMemory, createMemoryStore, DERIVED_SEARCH_BOUNDS, ERROR_STATUS, newSessionId, type Summarizer } from "../../src/index.js";
+import { createMemory, createMemoryStore, ERROR_STATUS, newSessionId, type Summarizer } from "../../src/index.js";
+import { completeStore, DERIVED_SEARCH_BOUNDS } from "../../src/stores/kit.js";
 import { storeBehind } from "../../src/core/store/complete.js";
 import { createSqliteStore } from "../../src/stores/sqlite/index.js";
 import { expectCode } from "../../src/testing/index.js";

@@ -8,7 +8,6 @@ import { writeMessages } from "../history/write.js";
 import { MemoryCore } from "./memory-core.js";
 import type { AddMessagesOptions, BuildContextOptions, MemoryInit, MemorySettings, OwnerOptions, ReplaceAfterOptions, RunTurnOptions } from "./memory-options.js";
 import { reindex } from "../reindex.js";
-import { SessionHandle, type SessionMemory } from "./session-handle.js";
 import { StateApi } from "./state-api.js";
 import { UserMemories } from "../user-memories/api.js";
 import { runTurn } from "../turn.js";
@@ -25,7 +24,7 @@ export type { AddMessagesOptions, BuildContextOptions, MemoryInit, MemoryOptions
  * The one object that keeps conversations: the library's entry point, and what the server and the
  * CLI wrap. Every method checks ownership: another owner's session is `session_not_found`.
  */
-export class Memory implements SessionMemory {
+export class Memory {
   readonly settings: MemorySettings;
   /** The memories about users: `memory.memories.add({ text }, { userId })`, `list`, `get`, `update`, `delete`. */
   readonly memories: UserMemories;
@@ -403,5 +402,117 @@ export class Memory implements SessionMemory {
     this.#core.vectors?.close();
     const store = await this.#core.store.catch(() => null);
     await store?.close();
+  }
+}
+
+/** The methods of {@link Memory}. */
+type MemoryMethod = { [K in keyof Memory]: Memory[K] extends (...args: never[]) => unknown ? K : never }[keyof Memory];
+/** What {@link Memory} method `K` takes at `I`, less what a {@link SessionHandle} fills in: the owner, the session, the fence. */
+type Bound<K extends MemoryMethod, I extends number> = Omit<NonNullable<Parameters<Memory[K]>[I]>, keyof OwnerOptions | "sessionId" | "fence">;
+/** What {@link Memory} method `K` returns. */
+type Returns<K extends MemoryMethod> = ReturnType<Memory[K]>;
+
+/**
+ * A session of one owner, bound for convenience: every method forwards to {@link Memory}, and takes
+ * that method's arguments after the session id, the owner filled in. Its types are Memory's, so a
+ * method is declared once (in Memory); it lives in this file because Memory makes handles.
+ */
+export class SessionHandle {
+  readonly #memory: Memory;
+  readonly id: string;
+  readonly userId: string;
+
+  constructor(memory: Memory, id: string, userId: string) {
+    this.#memory = memory;
+    this.id = id;
+    this.userId = userId;
+  }
+
+  #owner(): OwnerOptions {
+    return { userId: this.userId };
+  }
+
+  /** The session record. */
+  info(): Returns<"getSession"> {
+    return this.#memory.getSession(this.id, { ...this.#owner(), create: true });
+  }
+  addMessage(message: MessageInput): Promise<Message> {
+    return this.#memory.addMessages(this.id, [message], this.#owner()).then(([stored]) => stored);
+  }
+  addMessages(messages: MessageInput[], options: Omit<Bound<"addMessages", 2>, "session"> = {}): Returns<"addMessages"> {
+    return this.#memory.addMessages(this.id, messages, { ...options, ...this.#owner() });
+  }
+  replaceAfter(seq: number, messages: MessageInput[], options: Omit<Bound<"replaceAfter", 3>, "session"> = {}): Returns<"replaceAfter"> {
+    return this.#memory.replaceAfter(this.id, seq, messages, { ...options, ...this.#owner() });
+  }
+  pop(): Returns<"pop"> {
+    return this.#memory.pop(this.id, this.#owner());
+  }
+  listBranches(): Returns<"listBranches"> {
+    return this.#memory.listBranches(this.id, this.#owner());
+  }
+  getBranch(branchId: number): Returns<"getBranch"> {
+    return this.#memory.getBranch(this.id, branchId, this.#owner());
+  }
+  switchBranch(branchId: number): Returns<"switchBranch"> {
+    return this.#memory.switchBranch(this.id, branchId, this.#owner());
+  }
+  branchAt(seq: number, options: Bound<"branchAt", 2> = {}): Returns<"branchAt"> {
+    return this.#memory.branchAt(this.id, seq, { ...options, ...this.#owner() });
+  }
+  getMessages(query: Bound<"getMessages", 1> = {}): Returns<"getMessages"> {
+    return this.#memory.getMessages(this.id, { ...query, ...this.#owner() });
+  }
+  search(text: string, options: Bound<"search", 1> = {}): Returns<"search"> {
+    return this.#memory.search(text, { ...options, ...this.#owner(), sessionId: this.id });
+  }
+  getState(): Returns<"getState"> {
+    return this.#memory.getState(this.id, this.#owner());
+  }
+  updateState(update: Parameters<Memory["updateState"]>[1]): Returns<"updateState"> {
+    return this.#memory.updateState(this.id, update, this.#owner());
+  }
+  context(options: Bound<"buildContext", 1> = {}): Returns<"buildContext"> {
+    return this.#memory.buildContext(this.id, { ...options, ...this.#owner() });
+  }
+  clear(): Returns<"clear"> {
+    return this.#memory.clear(this.id, this.#owner());
+  }
+  undoTurn(): Returns<"undoTurn"> {
+    return this.#memory.undoTurn(this.id, this.#owner());
+  }
+  async fork(options: Bound<"fork", 1> = {}): Promise<SessionHandle> {
+    const fork = await this.#memory.fork(this.id, { ...options, ...this.#owner() });
+    return new SessionHandle(this.#memory, fork.id, this.userId);
+  }
+  delete(): Returns<"deleteSession"> {
+    return this.#memory.deleteSession(this.id, this.#owner());
+  }
+  conversation(): Returns<"getConversation"> {
+    return this.#memory.getConversation(this.id, this.#owner());
+  }
+  resolve(text: string, options: Bound<"resolve", 2> = {}): Returns<"resolve"> {
+    return this.#memory.resolve(this.id, text, { ...options, ...this.#owner() });
+  }
+  addReference(entity: Parameters<Memory["addReference"]>[1]): Returns<"addReference"> {
+    return this.#memory.addReference(this.id, entity, this.#owner());
+  }
+  setIntent(name: string): Returns<"setIntent"> {
+    return this.#memory.setIntent(this.id, name, this.#owner());
+  }
+  setPendingConfirmation(input: Parameters<Memory["setPendingConfirmation"]>[1]): Returns<"setPendingConfirmation"> {
+    return this.#memory.setPendingConfirmation(this.id, input, this.#owner());
+  }
+  confirmPending(options: Bound<"confirmPending", 1> = {}): Returns<"confirmPending"> {
+    return this.#memory.confirmPending(this.id, { ...options, ...this.#owner() });
+  }
+  cancelPending(): Returns<"cancelPending"> {
+    return this.#memory.cancelPending(this.id, this.#owner());
+  }
+  setPreferences(preferences: Parameters<Memory["setPreferences"]>[1], options: Bound<"setPreferences", 2> = {}): Returns<"setPreferences"> {
+    return this.#memory.setPreferences(this.id, preferences, { ...options, ...this.#owner() });
+  }
+  recall(text: string, options: Bound<"recall", 2> = {}): Returns<"recall"> {
+    return this.#memory.recall(this.id, text, { ...options, ...this.#owner() });
   }
 }

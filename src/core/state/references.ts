@@ -81,7 +81,16 @@ function segment(words: string[], phrases: Tagged, filler: Set<string>): string 
   return reachable[words.length] || null;
 }
 
-/** Creates a resolver; English (`en`) and Dutch (`nl`) are built in. */
+/**
+ * Creates a resolver; English (`en`) and Dutch (`nl`) are built in.
+ * @example
+ * ```ts
+ * import { createResolver } from "threadkeep";
+ *
+ * const resolver = createResolver({ languages: ["en"], phrases: { en: { confirm: ["ship it"] } } });
+ * const meaning = resolver.resolve("ship it", state); // { kind: "confirm", … } while a confirmation is pending
+ * ```
+ */
 export function createResolver(options: ResolverOptions = {}): Resolver {
   const sets: Record<string, PhraseSet> = { ...BUILTIN_PHRASES };
   for (const [language, given] of Object.entries(options.phrases ?? {})) {

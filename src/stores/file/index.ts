@@ -68,6 +68,13 @@ export interface FileStoreOptions {
 /**
  * A store of one JSONL file per session. Writes are single appends of complete lines, so a crash can
  * only tear the last line; bad lines found on load are quarantined, never dropped.
+ * @example
+ * ```ts
+ * import { createMemory } from "threadkeep";
+ * import { createFileStore } from "threadkeep/stores/file";
+ *
+ * const memory = createMemory({ store: createFileStore({ dir: "./data/sessions" }) });
+ * ```
  */
 export function createFileStore(options: FileStoreOptions): FullStore & VectorStore & UserMemoryVectorStore {
   const dir = resolve(options.dir);

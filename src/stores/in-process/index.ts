@@ -66,7 +66,15 @@ interface Entry {
   operations: OperationRecord[];
 }
 
-/** An in-process store: fast, bounded, and gone when the process ends. */
+/**
+ * An in-process store: fast, bounded, and gone when the process ends.
+ * @example
+ * ```ts
+ * import { createMemory, createMemoryStore } from "threadkeep";
+ *
+ * const memory = createMemory({ store: createMemoryStore({ ttlMs: 30 * 60_000 }) });
+ * ```
+ */
 export function createMemoryStore(options: MemoryStoreOptions = {}): FullStore & VectorStore & UserMemoryVectorStore {
   const ttlMs = options.ttlMs ?? 30 * 60_000;
   const maxSessions = options.maxSessions ?? 10_000;

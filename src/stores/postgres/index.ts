@@ -93,6 +93,13 @@ const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
  * WAL flush (the turn's durable write flushes it): a crash may lose it, and a fenced write then fails
  * with `lease_expired`, since writes check the holder with the fence (see `postgres/migrations/010-held-writes.ts`).
  * `acquireLease` grants durably.
+ * @example
+ * ```ts
+ * import { createMemory } from "threadkeep";
+ * import { createPostgresStore } from "threadkeep/stores/postgres"; // npm install postgres
+ *
+ * const memory = createMemory({ store: createPostgresStore({ url: "postgres://app@127.0.0.1/threadkeep" }) });
+ * ```
  */
 export function createPostgresStore(options: PostgresStoreOptions): FullStore & VectorStore & UserMemoryVectorStore {
   const schema = options.schema ?? "public";

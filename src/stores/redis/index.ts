@@ -61,6 +61,13 @@ type Reply = [number, ...unknown[]];
  * grants, also reads the session, its window, summaries and state; the commit (`releaseLease`)
  * appends, refreshes activity and expiry, and releases the lease in one script. Requires Redis 7.0 or
  * newer (PEXPIRETIME, ZADD GT).
+ * @example
+ * ```ts
+ * import { createMemory } from "threadkeep";
+ * import { createRedisStore } from "threadkeep/stores/redis"; // npm install redis
+ *
+ * const memory = createMemory({ store: createRedisStore({ url: "redis://127.0.0.1:6379" }) });
+ * ```
  */
 export function createRedisStore(options: RedisStoreOptions): FullStore & VectorStore & UserMemoryVectorStore {
   const ttlMs = Math.max(0, options.ttlMs ?? DEFAULT_REDIS_TTL_MS);

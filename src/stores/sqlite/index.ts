@@ -37,6 +37,13 @@ export const SQLITE_STORE_NAME = "sqlite";
  * The embedded store: one SQLite file (WAL), full-text search, turn leases held within this process.
  * The write-ahead log of a file is checkpointed by a worker thread of the store (`backgroundCheckpoints`),
  * so no commit waits for one; durability is the `synchronous` setting's either way.
+ * @example
+ * ```ts
+ * import { createMemory } from "threadkeep";
+ * import { createSqliteStore } from "threadkeep/stores/sqlite";
+ *
+ * const memory = createMemory({ store: createSqliteStore({ path: "./data/threadkeep.db" }) });
+ * ```
  */
 export function createSqliteStore(options: SqliteStoreOptions): FullStore & VectorStore & UserMemoryVectorStore {
   const conn = sqliteConnection(options, {

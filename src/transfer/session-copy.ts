@@ -7,6 +7,7 @@
  * - each message keeps its original time in `metadata.importedCreatedAt`.
  */
 import { appendMessagesOf, saveSummaryOf } from "../core/incarnation.js";
+import { CREATED_AT_KEY } from "../core/messages.js";
 import { completeStore } from "../core/store/complete.js";
 import type { Branch, Message, MessageInput, Session, FullStore, SessionStore } from "../core/types.js";
 import { sameData, sortedData } from "./canonical.js";
@@ -14,8 +15,7 @@ import { type ExportedSummary, exportedMessage, type SessionBundle } from "./jso
 
 /** Session metadata key holding the difference between original and stored seqs. */
 export const SEQ_OFFSET_KEY = "importedSeqOffset";
-/** Message metadata key holding the message's original `createdAt`. */
-export const CREATED_AT_KEY = "importedCreatedAt";
+export { CREATED_AT_KEY };
 
 /** Messages per append: large enough to be fast, small enough for any backend's statement limits. */
 const APPEND_BATCH = 250;

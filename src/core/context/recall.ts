@@ -39,6 +39,11 @@ export interface RecallOptions {
   scope?: RecallScope;
   /** Most of the token budget the other sessions' recalled text may take, as a share (0..1). @default 0.1 */
   budgetShare?: number;
+  /**
+   * Recall from other sessions prefers what was said in the time the message names ("last week",
+   * "in May", "on 3 June, 2023"), read relative to the turn's time. @default true
+   */
+  dates?: boolean;
 }
 
 /** The defaults of {@link RecallOptions}. */
@@ -49,6 +54,7 @@ export const DEFAULT_RECALL: Required<RecallOptions> = {
   minTermShare: 0.5,
   scope: "session",
   budgetShare: 0.1,
+  dates: true,
 };
 
 /** A message brought back into the context, and why. */
@@ -66,6 +72,14 @@ export interface RecalledMessage {
   createdAt?: number;
   /** Its role: recalled from another session only. */
   role?: string;
+  /** Its hit's place in the search ranking (1 is best): recalled from another session only. */
+  rank?: number;
+  /** The query's content words it holds: recalled from another session only. */
+  matched?: string[];
+  /** Set when it was quoted as a neighbour of the hit at this seq, not matched itself. */
+  neighbourOf?: number;
+  /** The words of the query naming a time it was said in (it was preferred for them). */
+  when?: string;
 }
 
 /** What recall adds to a turn: messages to load (with their neighbours) and pin, and the reasons. */

@@ -1,5 +1,6 @@
 import type { ChatMessage, Message, Session, SessionState, Summary } from "../types.js";
 import type { MemoriesInContext } from "./memories.js";
+import type { RecalledMessage } from "./recall.js";
 import type { EncodingName } from "./tokens.js";
 
 /**
@@ -146,7 +147,7 @@ export interface AssembledContext {
    * Older messages brought back by relevance, with their score and the query; those of the owner's
    * other sessions (quoted in a system note) also say which session, its title, when and who.
    */
-  recalled?: { seq: number; score: number; query: string; sessionId?: string; title?: string; createdAt?: number; role?: string }[];
+  recalled?: RecalledMessage[];
   /** The budget the context was assembled within. */
   tokenBudget?: number;
   /** The message window applied (the setting, or the preferences' `maxRecentMessages`). */

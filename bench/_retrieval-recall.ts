@@ -9,6 +9,7 @@
 import { loadavg } from "node:os";
 import type { MemoryOptions } from "../src/core/memory/memory-options.js";
 import { RECALLED_CLOSE, RECALLED_OPEN } from "../src/core/context/recall-user.js";
+import { questionTimeSpan } from "../src/core/context/recall-dates.js";
 import { contentText } from "../src/core/messages.js";
 import type { ChatMessage } from "../src/core/types.js";
 import { createMemory } from "../src/create-memory.js";
@@ -51,11 +52,13 @@ interface RecallRow {
   tokens: number[];
   noteTokens: number[];
   micros: number[];
+  /** Per question, in order: whether an evidence turn was in the context. */
+  hits: boolean[];
 }
 
 async function runOne(memoryOptions: Omit<MemoryOptions, "recall">, loaded: readonly RecallLoaded[], label: string, recall: MemoryOptions["recall"]): Promise<RecallRow> {
   const memory = createMemory({ ...memoryOptions, recall });
-  const row: RecallRow = { label, found: 0, questions: 0, byCategory: new Map(), tokens: [], noteTokens: [], micros: [] };
+  const row: RecallRow = { label, found: 0, questions: 0, byCategory: new Map(), tokens: [], noteTokens: [], micros: [], hits: [] };
   try {
     for (const entry of loaded) {
       for (const question of entry.conversation.questions) {
@@ -73,6 +76,7 @@ async function runOne(memoryOptions: Omit<MemoryOptions, "recall">, loaded: read
           return text !== undefined && texts.some((t) => t.includes(text));
         });
         row.questions++;
+        row.hits.push(hit);
         if (hit) row.found++;
         const [f, of] = row.byCategory.get(question.category) ?? [0, 0];
         row.byCategory.set(question.category, [f + (hit ? 1 : 0), of + 1]);
@@ -113,6 +117,15 @@ export async function recallMode(
       const sortedNotes = [...r.noteTokens].sort((a, b) => a - b);
       return [r.label, String(r.questions), formatShare(r.found / r.questions), String(median(r.tokens)), String(median(r.noteTokens)), String(percentile(sortedNotes, 90)), ms(percentile(sortedMicros, 50)), ms(percentile(sortedMicros, 90))];
     }),
+  );
+  const dated = loaded.flatMap((entry) => entry.conversation.questions.map((q) => questionTimeSpan(q.text, entry.now ?? Date.now()) !== undefined));
+  const count = (row: RecallRow) => row.hits.filter((hit, i) => hit && dated[i]).length;
+  const on = rows.find((r) => r.label === `${options.dateShare}%`);
+  const off = rows.at(-1)!;
+  const n = dated.filter(Boolean).length;
+  console.log(
+    `\nQuestions naming a time (recall-dates.ts): ${n} of ${dated.length}; evidence turn in context at ${options.dateShare}%: ` +
+      `${on ? `${count(on)} with dates` : "–"}, ${count(off)} with dates off.`,
   );
   console.log("\nEvidence turn in context, by LoCoMo category (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop):\n");
   printTable(["share", "1", "2", "3", "4"], rows.map((r) => [r.label, ...[1, 2, 3, 4].map((c) => {

@@ -1,9 +1,10 @@
 /**
- * Recall across sessions (`scope: "user"`): a turn may bring back the few messages of the owner's
- * OTHER live sessions most related to the new message — by words without an embedder, words and
- * meaning fused with one — each with the reply or question it belongs to. They enter as one system
- * note holding quoted, delimited data with where each came from (session title, date), within a share
- * of the token budget: text another conversation stored is never given to the model as instructions.
+ * Recall across sessions (`scope: "user"`): a turn may bring back the turns of the owner's OTHER live
+ * sessions most related to the new message, ranked as search ranks them (words without an embedder,
+ * words and meaning fused with one; those said in the time the message names first), each with the
+ * turns before and after it. They enter as one system note holding quoted, delimited data with where
+ * each came from (session title, the day it was said), within a share of the token budget: text
+ * another conversation stored is never given to the model as instructions.
  *
  * Ownership is the store's: the search is scoped to the owner and to sessions active within the TTL
  * (a deleted session's messages are gone with it), and each hit's session is read again and checked.

@@ -1,6 +1,5 @@
 import type { ChatMessage, Message, Session, SessionState, Summary } from "../types.js";
 import type { MemoriesInContext } from "./memories.js";
-import type { RecalledMessage } from "./recall.js";
 import type { EncodingName } from "./tokens.js";
 
 /**
@@ -171,4 +170,29 @@ export interface PreloadedTurn {
   last: number;
   summaries: Summary[];
   state: SessionState;
+}
+
+/** A message brought back into the context, and why. */
+export interface RecalledMessage {
+  seq: number;
+  /** Cosine similarity to the query (by meaning), or the share of its words the message holds (by words). */
+  score: number;
+  /** What it was found for: the user's message, or the requested topic. */
+  query: string;
+  /** Set when the message is from another of the owner's sessions (scope `user`). */
+  sessionId?: string;
+  /** That session's title (its metadata `title`), if it has one. */
+  title?: string;
+  /** When the message was stored (ms since the epoch): recalled from another session only. */
+  createdAt?: number;
+  /** Its role: recalled from another session only. */
+  role?: string;
+  /** Its hit's place in the search ranking (1 is best): recalled from another session only. */
+  rank?: number;
+  /** The query's content words it holds: recalled from another session only. */
+  matched?: string[];
+  /** Set when it was quoted as a neighbour of the hit at this seq, not matched itself. */
+  neighbourOf?: number;
+  /** The words of the query naming a time it was said in (it was preferred for them). */
+  when?: string;
 }

@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { VectorStore } from "../src/core/types.js";
 import { createFileStore } from "../src/stores/file/index.js";
-import { createMemoryStore } from "../src/stores/memory.js";
+import { createMemoryStore } from "../src/stores/in-process/index.js";
 import { createSqliteStore } from "../src/stores/sqlite/index.js";
 import { TEST_POSTGRES_URL, TEST_REDIS_URL, serviceAvailable } from "../test/_services.js";
 

@@ -12,7 +12,7 @@ import { clearTokenCache } from "../src/core/context/tokens.js";
 import type { ContextInput } from "../src/core/context/types.js";
 import { createMemory } from "../src/create-memory.js";
 import type { Message, MessageInput, FullStore } from "../src/core/types.js";
-import { createMemoryStore } from "../src/stores/memory.js";
+import { createMemoryStore } from "../src/stores/in-process/index.js";
 import { collectGarbage, formatMicros, percentile, printTable, QUICK, seededRandom } from "./_harness.js";
 
 const WORDS = (

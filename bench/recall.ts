@@ -15,7 +15,7 @@ import type { Embedder } from "../src/core/embeddings.js";
 import { createMemory } from "../src/create-memory.js";
 import type { SearchMode } from "../src/core/search.js";
 import type { MessageInput } from "../src/core/types.js";
-import { createMemoryStore } from "../src/stores/memory.js";
+import { createMemoryStore } from "../src/stores/in-process/index.js";
 import { createSqliteStore } from "../src/stores/sqlite/index.js";
 import { fakeEmbedding, SYNONYM_GROUPS } from "../test/_fake-upstream.js";
 import { collectGarbage, formatMicros, measure, printTable, QUICK, seededRandom } from "./_harness.js";

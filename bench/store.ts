@@ -10,7 +10,7 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { FullStore } from "../src/core/types.js";
-import { createMemoryStore } from "../src/stores/memory.js";
+import { createMemoryStore } from "../src/stores/in-process/index.js";
 import { createSqliteStore } from "../src/stores/sqlite/index.js";
 import { collectGarbage } from "./_harness.js";
 import { openSqliteRaw } from "./_raw-baselines.js";

@@ -12,7 +12,7 @@
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { clearTokenCache, countContextTokens } from "../src/core/context/tokens.js";
 import { createMemory } from "../src/create-memory.js";
-import { createMemoryStore } from "../src/stores/memory.js";
+import { createMemoryStore } from "../src/stores/in-process/index.js";
 import { printTable, QUICK, seededRandom } from "./_harness.js";
 
 const SIZES = [100 * 1024, 1024 * 1024, 10 * 1024 * 1024];

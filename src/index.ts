@@ -5,8 +5,8 @@
 export { createMemory } from "./create-memory.js";
 export { Memory } from "./core/memory/memory.js";
 export { SessionHandle } from "./core/memory/session-handle.js";
-export { MAX_MEMORIES_READ, MAX_MEMORY_ID_LENGTH, MAX_MEMORY_METADATA_LENGTH, MAX_MEMORY_TEXT_LENGTH, rankMemories, UserMemories } from "./core/memory/user-memories.js";
-export type { UserMemoryAdd, UserMemoryEdit, UserMemoryListOptions } from "./core/memory/user-memories.js";
+export { MAX_MEMORIES_READ, MAX_MEMORY_ID_LENGTH, MAX_MEMORY_METADATA_LENGTH, MAX_MEMORY_TEXT_LENGTH, rankMemories, UserMemories } from "./core/user-memories/api.js";
+export type { UserMemoryAdd, UserMemoryEdit, UserMemoryListOptions } from "./core/user-memories/api.js";
 export type { AddMessagesOptions, BuildContextOptions, MemoryInit, MemoryOptions, MemorySettings, OwnerOptions, PreloadedTurn, ReplaceAfterOptions, RunTurnOptions } from "./core/memory/memory.js";
 export * from "./core/types.js";
 export * from "./core/errors.js";
@@ -18,8 +18,8 @@ export type { AssembledContext, ContextInput, ContextPreferences } from "./core/
 export { assembleContext } from "./core/context/assemble.js";
 export { createStore, STORE_SCHEMES } from "./stores/url.js";
 export type { StoreUrlOptions } from "./stores/url.js";
-export { createMemoryStore } from "./stores/memory.js";
-export type { MemoryStoreOptions } from "./stores/memory.js";
+export { createMemoryStore } from "./stores/in-process/index.js";
+export type { MemoryStoreOptions } from "./stores/in-process/index.js";
 export type { OmittedReasons } from "./core/context/types.js";
 export { clearTokenCache, countContextTokens, encodingForModel, TokenCounter } from "./core/context/tokens.js";
 export type { EncodingName } from "./core/context/tokens.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createMemoryStore } from "../stores/memory.js";
+import { createMemoryStore } from "../stores/in-process/index.js";
 import { ThreadkeepError } from "./errors.js";
 import { keepLease } from "./lease-keeper.js";
 import type { Lease } from "./types.js";

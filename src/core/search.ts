@@ -6,6 +6,7 @@
 import { ThreadkeepError } from "./errors.js";
 import type { FullStore, Message, SearchHit } from "./types.js";
 import { messageText } from "./store/helpers.js";
+import { type RankingReads, rankTurnsReading } from "./ranking.js";
 
 /** How {@link Memory.search} matches. */
 export type SearchMode = "substring" | "fulltext" | "semantic" | "hybrid";
@@ -117,8 +118,9 @@ export function bestSearchMode(store: FullStore, semantic: boolean): SearchMode 
 }
 
 /**
- * The lexical ranking used inside hybrid search and by lexical recall (BM25 over any of the words): the store's full text by relevance, or (where a
- * store has none) its ranking in code (`SearchQuery.ranking`).
+ * The store's own lexical ranking (BM25 over any of the words), used by lexical recall: the store's full
+ * text by relevance, or (where a store has none) its ranking in code (`SearchQuery.ranking`). Search
+ * ranks these again in core ({@link relevanceHits}).
  */
 export function lexicalRanks(store: FullStore, request: SearchRequest, depth: number): Promise<SearchHit[]> {
   return store.search({
@@ -133,6 +135,23 @@ export function lexicalRanks(store: FullStore, request: SearchRequest, depth: nu
 }
 
 /**
+ * The relevance ranking of search (`relevance`, `auto` without an embedder, and the lexical half of
+ * `hybrid`): the store's BM25 candidates ranked again in core with their neighbouring turns
+ * ({@link rankTurnsReading}), the same on every store. Hits as the store gives them (no score), and
+ * what the ranking read.
+ */
+async function relevanceHits(store: FullStore, request: SearchRequest, limit: number): Promise<{ hits: SearchHit[]; reads: RankingReads }> {
+  const reads = await rankTurnsReading(store, {
+    userId: request.userId,
+    sessionId: request.sessionId,
+    text: request.text,
+    limit,
+    activeSince: request.activeSince,
+  });
+  return { hits: reads.turns.map(({ sessionId, seq, snippet, message }) => ({ sessionId, seq, snippet, message })), reads };
+}
+
+/**
  * Runs a search. `hybrid` without embeddings is the lexical ranking alone (what it fuses with the
  * vectors' ranking). @throws `not_supported` for `semantic` without embeddings; `invalid_request` for
  * a `ranking` the mode does not take.
@@ -142,20 +161,24 @@ export async function runSearch(
   request: SearchRequest,
   vectors?: VectorSearcher,
 ): Promise<RankedHit[]> {
-  const hits = await searchHits(store, request, vectors);
-  return withNeighbours(store, request, hits);
+  const { hits, reads } = await searchHits(store, request, vectors);
+  return withNeighbours(store, request, hits, reads);
 }
 
-async function searchHits(store: FullStore, request: SearchRequest, vectors?: VectorSearcher): Promise<RankedHit[]> {
+async function searchHits(
+  store: FullStore,
+  request: SearchRequest,
+  vectors?: VectorSearcher,
+): Promise<{ hits: RankedHit[]; reads?: RankingReads }> {
   const { mode } = request;
   if (request.ranking !== undefined && mode !== "substring" && mode !== "fulltext") {
     throw new ThreadkeepError("invalid_request", `Search mode "${mode}" ranks by relevance; ranking applies to substring and fulltext`, {
       details: { field: "ranking" },
     });
   }
-  if (request.ranking === "relevance" || (mode === "hybrid" && !vectors)) return lexicalRanks(store, request, request.limit);
+  if (request.ranking === "relevance" || (mode === "hybrid" && !vectors)) return relevanceHits(store, request, request.limit);
   if (mode === "substring" || mode === "fulltext") {
-    return store.search({ userId: request.userId, sessionId: request.sessionId, text: request.text, mode, limit: request.limit, activeSince: request.activeSince });
+    return { hits: await store.search({ userId: request.userId, sessionId: request.sessionId, text: request.text, mode, limit: request.limit, activeSince: request.activeSince }) };
   }
   if (!vectors) {
     throw new ThreadkeepError(
@@ -165,26 +188,40 @@ async function searchHits(store: FullStore, request: SearchRequest, vectors?: Ve
     );
   }
   const query = { userId: request.userId, sessionId: request.sessionId, text: request.text, activeSince: request.activeSince };
-  if (mode === "semantic") return vectors.search(store, { ...query, limit: request.limit });
+  if (mode === "semantic") return { hits: await vectors.search(store, { ...query, limit: request.limit }) };
   const depth = Math.max(FUSION_DEPTH, request.limit);
   const [lexical, semantic] = await Promise.all([
-    lexicalRanks(store, request, depth),
+    relevanceHits(store, request, depth),
     vectors.search(store, { ...query, limit: depth }),
   ]);
-  return fuseRanks([lexical, semantic], request.limit);
+  return { hits: fuseRanks([lexical.hits, semantic], request.limit), reads: lexical.reads };
+}
+
+/** The messages from `fromSeq` to `toSeq` of a session, when the ranking read every one of those seqs. */
+function readAlready(reads: RankingReads | undefined, sessionId: string, fromSeq: number, toSeq: number): Message[] | undefined {
+  if (!reads) return undefined;
+  const messages: Message[] = [];
+  for (let seq = fromSeq; seq <= toSeq; seq++) {
+    const message = reads.known(sessionId, seq);
+    if (message === undefined) return undefined;
+    if (message) messages.push(message);
+  }
+  return messages;
 }
 
 /**
- * Adds each hit's neighbouring turns (`request.neighbours` after, `neighboursBefore` before), read in
- * one range read per hit, all at once. Turns that are hits of their own stay hits too.
+ * Adds each hit's neighbouring turns (`request.neighbours` after, `neighboursBefore` before): what the
+ * ranking read already, else one range read per hit, all at once. Turns that are hits of their own
+ * stay hits too.
  */
-async function withNeighbours(store: FullStore, request: SearchRequest, hits: RankedHit[]): Promise<RankedHit[]> {
+async function withNeighbours(store: FullStore, request: SearchRequest, hits: RankedHit[], reads?: RankingReads): Promise<RankedHit[]> {
   const after = Math.max(0, Math.floor(request.neighbours ?? 0));
   const before = Math.max(0, Math.floor(request.neighboursBefore ?? 0));
   if (hits.length === 0 || (after === 0 && before === 0)) return hits;
   const owner = { userId: request.userId, activeSince: request.activeSince };
   const ranges = await Promise.all(
     hits.map((hit) =>
+      readAlready(reads, hit.sessionId, Math.max(1, hit.seq - before), hit.seq + after) ??
       store
         .getMessages(hit.sessionId, { fromSeq: hit.seq - before, toSeq: hit.seq + after, owner })
         // A session deleted or expired since the search matched it: the hit stands alone.

@@ -3,7 +3,7 @@
  * routes (routes/) around the proxied turn they share (turn/); this file wires auth, errors, metrics,
  * health and the OpenAPI document (openapi/).
  */
-import { MemoryExtractor } from "./memories/extractor.js";
+import { MemoryExtractor } from "./user-memories/extractor.js";
 import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from "fastify";
 import { assembleContext } from "../core/context/assemble.js";
 import { ThreadkeepError } from "../core/errors.js";
@@ -22,6 +22,8 @@ import { checkTenantIds, createUserResolver, hasEndUsers, operatorUser, type Use
 import { ServerMetrics } from "./metrics.js";
 import { FairShare, type FairShareOptions } from "./fair-share.js";
 import { openApiDocument } from "./openapi/index.js";
+import { serviceContracts } from "./openapi/_service.js";
+import { addRoute } from "./openapi/route.js";
 import { MCP_PATH, registerMcpRoutes } from "./mcp/http.js";
 import { registerChatCompletionRoutes } from "./routes/chat-completions.js";
 import { SESSION_HEADER } from "./turn/run.js";
@@ -270,8 +272,8 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
   registerSessionActions(app, { memory, metrics });
   registerInspector(app);
 
-  app.get("/healthz", async () => ({ status: "ok" }));
-  app.get("/readyz", async (_request, reply) => {
+  addRoute(app, serviceContracts.health, async () => ({ status: "ok" }));
+  addRoute(app, serviceContracts.ready, async (_request, reply) => {
     try {
       const store = await memory.store();
       await withTimeout(store.getSession(READY_PROBE_ID), 2000);
@@ -290,10 +292,10 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
       return reply.code(503).send({ status: "unavailable", ...(failure.body as object) });
     }
   });
-  app.get("/metrics", async (_request, reply) =>
+  addRoute(app, serviceContracts.metrics, async (_request, reply) =>
     reply.type("text/plain; version=0.0.4; charset=utf-8").send(metrics.render()),
   );
-  app.get("/openapi.json", async () => openApiDocument);
+  addRoute(app, serviceContracts.openApi, async () => openApiDocument);
 
   const host = options.host ?? "127.0.0.1";
   const port = options.port ?? 8787;

@@ -28,3 +28,12 @@ export const SearchParams = z.object({
 
 /** Turns after each hit a search adds when `neighbours` is not given (measured in bench/retrieval.ts). */
 export const DEFAULT_NEIGHBOURS = 1;
+
+/** What the document says of the search parameters, on both search routes. */
+export const SEARCH_NOTES = {
+  q: "Text to find",
+  limit: "Most hits",
+  ranking:
+    "relevance: any word, best first (BM25; the default of auto); recency: newest first (the default of substring and fulltext)",
+  neighbours: `Turns after each hit added to it (default ${DEFAULT_NEIGHBOURS})`,
+};

@@ -216,9 +216,11 @@ export function quantize(vector: Float32Array, scale: number): Buffer {
 /** The int8 scale of a sample: its 99.9th percentile magnitude maps to 127. */
 export function scaleOf(sample: Float32Array): number {
   const step = Math.max(1, Math.floor(sample.length / 200_000));
-  const magnitudes: number[] = [];
-  for (let i = 0; i < sample.length; i += step) magnitudes.push(Math.abs(sample[i]));
-  magnitudes.sort((a, b) => a - b);
+  // A typed array sorts natively, without a comparator call per comparison: 200,000 magnitudes sorted
+  // as numbers with one held the event loop ~220 ms in a PostgreSQL build (load 17 on 2 cores).
+  const magnitudes = new Float32Array(Math.ceil(sample.length / step));
+  for (let i = 0, j = 0; i < sample.length; i += step, j++) magnitudes[j] = Math.abs(sample[i]);
+  magnitudes.sort();
   const top = magnitudes[Math.min(magnitudes.length - 1, Math.floor(magnitudes.length * 0.999))] || 1;
   return 127 / top;
 }

@@ -4,4 +4,4 @@
  */
 export { LocalLeases } from "./_lease.js";
 export { applyMessageQuery, pageOwnerSessions, sessionFromInput, stampMessages } from "./_util.js";
-export { applyMemoryPatch, compareMemories, decodeMemoryCursor, encodeMemoryCursor, memoryFromInput, pageUserMemories } from "../core/store/user-memories.js";
+export { applyMemoryPatch, compareMemories, decodeMemoryCursor, encodeMemoryCursor, memoryFromInput, pageUserMemories } from "../core/user-memories/store-helpers.js";

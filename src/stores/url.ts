@@ -57,7 +57,7 @@ export async function createStore(url: string, options: StoreUrlOptions = {}): P
   }
   const trimmed = url.trim();
   if (trimmed === "memory:" || trimmed.startsWith("memory:")) {
-    const { createMemoryStore } = await import("./memory.js");
+    const { createMemoryStore } = await import("./in-process/index.js");
     return createMemoryStore({ ttlMs: options.ttlMs });
   }
   if (trimmed.startsWith("file:")) {

@@ -21,7 +21,7 @@ import { describeSummariesAndState } from "./conformance-summaries-and-state.js"
 import { describeVectors } from "./conformance-vectors.js";
 import { describeOwnerScope } from "./conformance-owner.js";
 import { describeTurns } from "./conformance-turn.js";
-import { describeUserMemories } from "./conformance-memories.js";
+import { describeUserMemories } from "./conformance-user-memories.js";
 
 /** Options of {@link runStoreConformance}. */
 export interface ConformanceOptions {

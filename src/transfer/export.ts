@@ -9,7 +9,7 @@ import { parseSessionId } from "../core/ids.js";
 import { completeStore } from "../core/store/complete.js";
 import type { FullStore, Message, Session, SessionStore } from "../core/types.js";
 import { bundleLines, exportedMessage, headerLine, memoryLine, type SessionBundle } from "./jsonl-format.js";
-import { memoryOwners, userMemories } from "./memory-copy.js";
+import { memoryOwners, userMemories } from "./user-memory-copy.js";
 import { originalMessage, READ_PAGE, seqOffset, shiftBranch, SEQ_OFFSET_KEY, withoutKey } from "./session-copy.js";
 
 /**

@@ -6,7 +6,7 @@
 import { completeStore } from "../core/store/complete.js";
 import type { SessionStore } from "../core/types.js";
 import { type ExportItem, type FormatProblem, readExport } from "./jsonl-format.js";
-import { importUserMemory, type MemoryOutcome } from "./memory-copy.js";
+import { importUserMemory, type MemoryOutcome } from "./user-memory-copy.js";
 import { forEachConcurrent, type ImportOutcome, importSessionBundle } from "./session-copy.js";
 
 /** What an import did. */

@@ -9,7 +9,7 @@ import { iterateAllSessions } from "../core/enumerate.js";
 import { completeStore } from "../core/store/complete.js";
 import type { Session, FullStore, SessionStore } from "../core/types.js";
 import { sameData } from "./canonical.js";
-import { importUserMemory, memoryOwners, type MemoryOutcome, storedMemory, userMemories } from "./memory-copy.js";
+import { importUserMemory, memoryOwners, type MemoryOutcome, storedMemory, userMemories } from "./user-memory-copy.js";
 import {
   forEachConcurrent,
   type ImportOutcome,

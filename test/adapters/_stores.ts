@@ -14,7 +14,7 @@ import type { Memory } from "../../src/core/memory/memory.js";
 import { createMemory } from "../../src/create-memory.js";
 import type { FullStore } from "../../src/core/types.js";
 import { createFileStore } from "../../src/stores/file/index.js";
-import { createMemoryStore } from "../../src/stores/memory.js";
+import { createMemoryStore } from "../../src/stores/in-process/index.js";
 import { createPostgresStore } from "../../src/stores/postgres/index.js";
 import { createRedisStore } from "../../src/stores/redis/index.js";
 import { createSqliteStore } from "../../src/stores/sqlite/index.js";

@@ -9,7 +9,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { ThreadkeepSession } from "../../src/adapters/agents.js";
 import { createMemory } from "../../src/create-memory.js";
-import { createMemoryStore } from "../../src/stores/memory.js";
+import { createMemoryStore } from "../../src/stores/in-process/index.js";
 import { lastSentTexts, useFakeAndMemory } from "./_setup.js";
 
 const stack = useFakeAndMemory();

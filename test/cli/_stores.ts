@@ -48,7 +48,7 @@ export async function storeKinds(): Promise<StoreKind[]> {
     {
       name: "memory",
       enabled: true,
-      open: async () => (await import("../../src/stores/memory.js")).createMemoryStore({ ttlMs: 0 }),
+      open: async () => (await import("../../src/stores/in-process/index.js")).createMemoryStore({ ttlMs: 0 }),
       cleanup: async () => {},
     },
     {

@@ -7,9 +7,9 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cliArgs } from "../_dist.js";
 import { type FakeUpstream, startFakeUpstream } from "../_fake-upstream.js";
 
-const BIN = new URL("../../src/cli/bin.ts", import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), "tk-bin-"));
 let fake: FakeUpstream;
 
@@ -30,7 +30,7 @@ interface Run {
 /** `threadkeep …args` in a child process with `input` on its standard input. */
 function threadkeep(args: string[], input = "", env: Record<string, string> = {}, killAfterMs?: number): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", BIN, ...args], {
+    const child = spawn(process.execPath, [...cliArgs(), ...args], {
       env: { ...process.env, NO_COLOR: "1", THREADKEEP_STORE: "", THREADKEEP_UPSTREAM_URL: "", ...env },
       stdio: ["pipe", "pipe", "pipe"],
     });
@@ -112,8 +112,8 @@ describe("threadkeep (child process)", () => {
   it("refuses a malformed PostgreSQL URL at start (serve) and at open (commands), saying what is wrong", async () => {
     // The kill is only a guard against a serve that starts despite the URL (it would never exit); it
     // must not cut a refusal on its way out. Three tsx children compiling the CLI at once on a loaded
-    // 2-core machine printed the refusal but were killed at the 15 s once used here (seen with one
-    // core kept busy), so the guard is most of the test's own time-out.
+    // 2-core machine (when dist/ is older than src/) printed the refusal but were killed at the 15 s
+    // once used here (seen with one core kept busy), so the guard is most of the test's own time-out.
     const guardMs = 45_000;
     const [port, param, database] = await Promise.all([
       threadkeep(["serve", "--port", "0", "--store", "postgres://u:secret@127.0.0.1:99999/db"], "", {}, guardMs),

@@ -4,7 +4,7 @@ import { importSessions } from "../../src/transfer/import.js";
 import { migrateStores } from "../../src/transfer/migrate.js";
 import { newSessionId } from "../../src/core/ids.js";
 import type { FullStore } from "../../src/core/types.js";
-import { createMemoryStore } from "../../src/stores/memory.js";
+import { createMemoryStore } from "../../src/stores/in-process/index.js";
 import { exportAll } from "./_seed.js";
 import { storeKinds } from "./_stores.js";
 

@@ -5,7 +5,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import type { Memory } from "../../src/core/memory/memory.js";
 import { createMemory } from "../../src/create-memory.js";
 import { createUpstream } from "../../src/llm/openai-compatible.js";
-import { createMemoryStore } from "../../src/stores/memory.js";
+import { createMemoryStore } from "../../src/stores/in-process/index.js";
 import { type FakeUpstream, startFakeUpstream } from "../_fake-upstream.js";
 import { driveChat } from "./_chat-driver.js";
 

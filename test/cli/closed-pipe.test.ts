@@ -8,8 +8,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createMemory } from "../../src/create-memory.js";
+import { cliArgs } from "../_dist.js";
 
-const BIN = new URL("../../src/cli/bin.ts", import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), "tk-pipe-"));
 const store = `sqlite:${join(dir, "pipe.db")}`;
 let sessionId = "";
@@ -30,7 +30,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 /** Runs the command and closes its standard output after the first chunk, like `| head -c 1`. */
 function closedEarly(args: string[]): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", BIN, ...args], {
+    const child = spawn(process.execPath, [...cliArgs(), ...args], {
       env: { ...process.env, NO_COLOR: "1", THREADKEEP_STORE: "" },
       stdio: ["ignore", "pipe", "pipe"],
     });

@@ -14,7 +14,7 @@ import { isThreadkeepError } from "../../src/core/errors.js";
 import { newSessionId } from "../../src/core/ids.js";
 import { createMemory } from "../../src/create-memory.js";
 import type { FullStore } from "../../src/core/types.js";
-import { createMemoryStore } from "../../src/stores/memory.js";
+import { createMemoryStore } from "../../src/stores/in-process/index.js";
 import { createSqliteStore } from "../../src/stores/sqlite/index.js";
 import { exportAll } from "./_seed.js";
 

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readExport } from "../../src/transfer/jsonl-format.js";
 import { importSessions } from "../../src/transfer/import.js";
 import type { FullStore } from "../../src/core/types.js";
-import { createMemoryStore } from "../../src/stores/memory.js";
+import { createMemoryStore } from "../../src/stores/in-process/index.js";
 import { exportAll, seedVaried } from "./_seed.js";
 import { storeKinds } from "./_stores.js";
 

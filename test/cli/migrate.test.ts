@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { migrateStores } from "../../src/transfer/migrate.js";
-import { createMemoryStore } from "../../src/stores/memory.js";
+import { createMemoryStore } from "../../src/stores/in-process/index.js";
 import { exportAll, seedBulk, seedVaried } from "./_seed.js";
 import { type StoreKind, storeKinds } from "./_stores.js";
 

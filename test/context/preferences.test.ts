@@ -8,7 +8,7 @@ import {
 import { createMemory } from "../../src/create-memory.js";
 import type { ToolCall } from "../../src/core/types.js";
 import { createUpstream } from "../../src/llm/openai-compatible.js";
-import { createMemoryStore } from "../../src/stores/memory.js";
+import { createMemoryStore } from "../../src/stores/in-process/index.js";
 import { type FakeUpstream, startFakeUpstream } from "../_fake-upstream.js";
 
 let upstream: FakeUpstream;

@@ -8,7 +8,7 @@ import type { Memory } from "../../src/core/memory/memory.js";
 import type { SessionHandle } from "../../src/core/memory/session-handle.js";
 import { createMemory } from "../../src/create-memory.js";
 import { createUpstream } from "../../src/llm/openai-compatible.js";
-import { createMemoryStore } from "../../src/stores/memory.js";
+import { createMemoryStore } from "../../src/stores/in-process/index.js";
 import { type FakeUpstream, startFakeUpstream } from "../_fake-upstream.js";
 
 let upstream: FakeUpstream;

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createMemory } from "../../src/create-memory.js";
 import type { MessageInput } from "../../src/core/types.js";
 import { createSummarizer } from "../../src/llm/summarizer.js";
-import { createMemoryStore } from "../../src/stores/memory.js";
+import { createMemoryStore } from "../../src/stores/in-process/index.js";
 import { type FakeUpstream, startFakeUpstream } from "../_fake-upstream.js";
 
 let upstream: FakeUpstream;

@@ -7,7 +7,7 @@ import { describe, expect, it, vi } from "vitest";
 import type { Summarizer } from "../../src/core/context/summarize.js";
 import { createMemory } from "../../src/create-memory.js";
 import type { MessageInput, FullStore } from "../../src/core/types.js";
-import { createMemoryStore } from "../../src/stores/memory.js";
+import { createMemoryStore } from "../../src/stores/in-process/index.js";
 
 const turns = (from: number, to: number): MessageInput[] =>
   Array.from({ length: to - from + 1 }, (_, i) => ({ role: i % 2 === 0 ? "user" : "assistant", content: `message ${from + i}` }));

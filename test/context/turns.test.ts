@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createMemory } from "../../src/create-memory.js";
-import { createMemoryStore } from "../../src/stores/memory.js";
+import { createMemoryStore } from "../../src/stores/in-process/index.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -8,7 +8,7 @@ import type { Memory } from "../../src/core/memory/memory.js";
 import { createMemory } from "../../src/create-memory.js";
 import type { SearchMode } from "../../src/core/search.js";
 import { createEmbedder } from "../../src/llm/embedder.js";
-import { createMemoryStore } from "../../src/stores/memory.js";
+import { createMemoryStore } from "../../src/stores/in-process/index.js";
 import { createSqliteStore } from "../../src/stores/sqlite/index.js";
 import { type FakeUpstream, startFakeUpstream } from "../_fake-upstream.js";
 

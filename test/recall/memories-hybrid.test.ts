@@ -10,7 +10,7 @@ import type { Memory } from "../../src/core/memory/memory.js";
 import { canStoreMemoryVectors } from "../../src/core/types.js";
 import { createMemory } from "../../src/create-memory.js";
 import { createEmbedder } from "../../src/llm/embedder.js";
-import { createMemoryStore } from "../../src/stores/memory.js";
+import { createMemoryStore } from "../../src/stores/in-process/index.js";
 import { createSqliteStore } from "../../src/stores/sqlite/index.js";
 import { type FakeUpstream, fakeEmbedding, startFakeUpstream } from "../_fake-upstream.js";
 import { startStack } from "../server/_stack.js";

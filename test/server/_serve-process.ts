@@ -1,13 +1,11 @@
 /**
- * `threadkeep serve` as a real child process (the CLI run through tsx), for tests of several
- * processes: workers on one port, instances sharing a store, an instance killed mid-turn.
+ * `threadkeep serve` as a real child process, for tests of several processes: workers on one port,
+ * instances sharing a store, an instance killed mid-turn. The CLI runs from `dist/` when that build is
+ * up to date, else from `src/` through tsx (`cliArgs`).
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
+import { cliArgs } from "../_dist.js";
 import type { FakeUpstream } from "../_fake-upstream.js";
-
-const bin = fileURLToPath(new URL("../../src/cli/bin.ts", import.meta.url));
-const tsx = import.meta.resolve("tsx");
 
 /** A started `serve` process. */
 export interface ServeProcess {
@@ -29,7 +27,7 @@ export function killServeProcesses(): void {
 
 /** `threadkeep serve --port 0 …args` against `upstream`, with no host, port or key from the environment. */
 export function startServe(args: string[], upstream: FakeUpstream): ServeProcess {
-  const child = spawn(process.execPath, ["--import", tsx, bin, "serve", "--port", "0", ...args], {
+  const child = spawn(process.execPath, [...cliArgs(), "serve", "--port", "0", ...args], {
     // No fair-share limits: these tests flood one user on purpose (fair-share.test.ts tests the limits).
     env: {
       ...process.env,

@@ -7,7 +7,7 @@ import type { Memory, MemoryOptions } from "../../src/core/memory/memory.js";
 import { createMemory } from "../../src/create-memory.js";
 import type { FullStore } from "../../src/core/types.js";
 import { createServer, type ServerOptions, type ThreadkeepServer } from "../../src/server/index.js";
-import { createMemoryStore } from "../../src/stores/memory.js";
+import { createMemoryStore } from "../../src/stores/in-process/index.js";
 import { type FakeUpstream, startFakeUpstream } from "../_fake-upstream.js";
 
 /** A running server + fake upstream. */

@@ -15,7 +15,7 @@ import type { Memory } from "../../src/core/memory/memory.js";
 import { createMemory } from "../../src/create-memory.js";
 import { createServer, type ThreadkeepServer } from "../../src/server/index.js";
 import { createSqliteStore } from "../../src/stores/sqlite/index.js";
-import { createMemoryStore } from "../../src/stores/memory.js";
+import { createMemoryStore } from "../../src/stores/in-process/index.js";
 import { type FakeReply, type FakeUpstream, startFakeUpstream } from "../_fake-upstream.js";
 import { type ClientFixture, isInstruction } from "../fixtures/clients/_format.js";
 

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { StoreUnavailableError } from "../../src/core/errors.js";
-import { createMemoryStore } from "../../src/stores/memory.js";
+import { createMemoryStore } from "../../src/stores/in-process/index.js";
 import { type Stack, startStack } from "./_stack.js";
 
 let stack: Stack | undefined;

@@ -10,6 +10,7 @@ import { request as httpRequest } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openApiDocument } from "../../src/server/openapi/index.js";
 import { HTTP_HABITS, type HttpHabits } from "../fixtures/clients/http-habits.js";
+import { registeredRoutes } from "./_routes.js";
 import { type Stack, startStack } from "./_stack.js";
 
 let stack: Stack;
@@ -242,19 +243,3 @@ describe("real clients' HTTP habits on every route", () => {
     expect(differences).toEqual([]);
   });
 });
-
-/** `METHOD /path/:param` of every route in fastify's `printRoutes({ commonPrefix: false })` tree. */
-function registeredRoutes(tree: string): string[] {
-  const routes: string[] = [];
-  const stack: { depth: number; path: string }[] = [];
-  for (const line of tree.split("\n")) {
-    const match = /^([│ ]*)(?:├── |└── )(\S+)(?: \(([^)]+)\))?/.exec(line);
-    if (!match) continue;
-    const depth = match[1]!.length;
-    while (stack.length > 0 && stack.at(-1)!.depth >= depth) stack.pop();
-    const path = (stack.at(-1)?.path ?? "") + match[2]!;
-    stack.push({ depth, path });
-    for (const method of match[3]?.split(", ") ?? []) routes.push(`${method} ${path}`);
-  }
-  return routes;
-}

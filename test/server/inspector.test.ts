@@ -4,6 +4,7 @@
  * person would use it.
  */
 import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
 import type { Browser, BrowserContextOptions, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { browserAvailable, launchBrowser } from "../_browser.js";
@@ -177,7 +178,6 @@ describe.skipIf(available !== true)("the inspector page in chromium", () => {
     await page.locator('.actions button[data-action="export"]').click();
     await page.locator('dialog#confirm button[data-action="confirm"]').click();
     const file = await (await download).path();
-    const { readFileSync } = await import("node:fs");
     const lines = readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l));
     expect(lines.map((l) => l.type)).toEqual(["threadkeep-export", "session", "message", "message", "message", "message"]);
 
@@ -196,8 +196,14 @@ describe.skipIf(available !== true)("the inspector page in chromium", () => {
 
   it("shows new turns as they arrive", async () => {
     const { page, close } = await open(`/ui/s/${bob}`, "tk-bob");
+    // The page looks for new turns every POLL_MS: under a fake clock (the page reloaded under it, the
+    // key kept by the tab) the test moves to the next look instead of waiting up to 3 s for it.
+    const pollMs = Number(/const POLL_MS = (\d+);/.exec(readFileSync(new URL("../../src/server/ui/app.js", import.meta.url), "utf8"))![1]);
+    await page.clock.install();
+    await page.reload();
     await page.locator('article[data-seq="2"]').waitFor();
     await turn(stack, "tk-bob", bob, [{ role: "user", content: "A later question" }]);
+    await page.clock.fastForward(pollMs);
     await page.locator('article[data-seq="4"]').waitFor({ timeout: 10_000 });
     expect(await page.locator('article[data-seq="3"] .content').textContent()).toBe("A later question");
     await close();

@@ -15,9 +15,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Memory } from "../../src/core/memory/memory.js";
 import { createMemory } from "../../src/create-memory.js";
 import { MCP_TOOLS, TRANSCRIPT_TEMPLATE } from "../../src/server/mcp/tools.js";
+import { cliArgs } from "../_dist.js";
 import { startStack, type Stack } from "./_stack.js";
 
-const BIN = new URL("../../src/cli/bin.ts", import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), "tk-mcp-"));
 const storeUrl = `sqlite:${join(dir, "mcp.db")}`;
 let memory: Memory;
@@ -59,7 +59,7 @@ const transports: [string, () => Transport][] = [
     () =>
       new StdioClientTransport({
         command: process.execPath,
-        args: ["--import", "tsx", BIN, "mcp", "--store", storeUrl, "--user", "alice"],
+        args: [...cliArgs(), "mcp", "--store", storeUrl, "--user", "alice"],
         env: { ...(process.env as Record<string, string>), THREADKEEP_STORE: "" },
         stderr: "pipe",
       }),

@@ -12,12 +12,12 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { UserMemory, UserMemoryStore } from "../../src/core/store-types.js";
 import type { FullStore } from "../../src/core/types.js";
-import { EXTRACTION_PROMPT } from "../../src/server/memories/extraction.js";
-import { EXTRACTION_STATE_KEY } from "../../src/server/memories/extractor.js";
+import { EXTRACTION_PROMPT } from "../../src/server/user-memories/extraction.js";
+import { EXTRACTION_STATE_KEY } from "../../src/server/user-memories/extractor.js";
 import type { FakeReply } from "../_fake-upstream.js";
 import { type Stack, startStack } from "./_stack.js";
 import { createSqliteStore } from "../../src/stores/sqlite/index.js";
-import { createMemoryStore } from "../../src/stores/memory.js";
+import { createMemoryStore } from "../../src/stores/in-process/index.js";
 
 const KEYS = { "key-ann": "ann", "key-bob": "bob" };
 const isExtraction = (body: any) => body?.messages?.[0]?.content === EXTRACTION_PROMPT;

@@ -8,8 +8,8 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createMemory } from "../../src/create-memory.js";
 import { createServer } from "../../src/server/index.js";
-import { createMemoryStore } from "../../src/stores/memory.js";
-import { MAX_MEMORY_TEXT_LENGTH } from "../../src/core/memory/user-memories.js";
+import { createMemoryStore } from "../../src/stores/in-process/index.js";
+import { MAX_MEMORY_TEXT_LENGTH } from "../../src/core/user-memories/api.js";
 import { createSqliteStore } from "../../src/stores/sqlite/index.js";
 import { type Stack, startStack } from "./_stack.js";
 

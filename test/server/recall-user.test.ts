@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { RECALLED_CLOSE, RECALLED_OPEN } from "../../src/core/context/recall-user.js";
-import { createMemoryStore } from "../../src/stores/memory.js";
+import { createMemoryStore } from "../../src/stores/in-process/index.js";
 import { type Stack, startStack } from "./_stack.js";
 
 const dir = mkdtempSync(join(tmpdir(), "tk-recall-user-"));

@@ -2,13 +2,10 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
+import { cliArgs } from "../_dist.js";
 import { startFakeUpstream } from "../_fake-upstream.js";
 
-const bin = fileURLToPath(new URL("../../src/cli/bin.ts", import.meta.url));
-// Resolved here, so the CLI can run from any working directory.
-const tsx = import.meta.resolve("tsx");
 const children: ChildProcess[] = [];
 afterEach(() => {
   for (const child of children.splice(0)) if (child.exitCode === null) child.kill("SIGKILL");
@@ -16,7 +13,7 @@ afterEach(() => {
 
 /** Runs `threadkeep serve …` and resolves with the URL it prints, or its exit when it refuses. */
 function serve(args: string[], env: Record<string, string> = {}, cwd?: string) {
-  const child = spawn(process.execPath, ["--import", tsx, bin, "serve", ...args], {
+  const child = spawn(process.execPath, [...cliArgs(), "serve", ...args], {
     cwd,
     env: {
       ...process.env,

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
 import { StoreUnavailableError, ThreadkeepError } from "../../src/core/errors.js";
 import type { FullStore } from "../../src/core/types.js";
-import { createMemoryStore } from "../../src/stores/memory.js";
+import { createMemoryStore } from "../../src/stores/in-process/index.js";
 import { chat, errorOf, metricValue } from "./_error-helpers.js";
 import { type Stack, startStack } from "./_stack.js";
 

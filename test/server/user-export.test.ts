@@ -5,7 +5,7 @@
  */
 import { afterAll, describe, expect, it } from "vitest";
 import type { FullStore } from "../../src/core/types.js";
-import { createMemoryStore } from "../../src/stores/memory.js";
+import { createMemoryStore } from "../../src/stores/in-process/index.js";
 import { exportSessions } from "../../src/transfer/export.js";
 import { importSessions } from "../../src/transfer/import.js";
 import { storeKinds } from "../cli/_stores.js";

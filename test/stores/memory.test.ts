@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
-import { createMemoryStore } from "../../src/stores/memory.js";
+import { createMemoryStore } from "../../src/stores/in-process/index.js";
 import { runStoreConformance } from "../../src/testing/index.js";
 
 // TTL off here: the suite plants sessions with old activity times on purpose; eviction is tested below.

@@ -9,7 +9,7 @@ import { randomUUID } from "node:crypto";
 import { createClient } from "redis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FullStore } from "../../src/core/types.js";
-import { createMemoryStore } from "../../src/stores/memory.js";
+import { createMemoryStore } from "../../src/stores/in-process/index.js";
 import { createRedisStore } from "../../src/stores/redis/index.js";
 import { migrateStores } from "../../src/transfer/migrate.js";
 import { serviceAvailable, TEST_REDIS_URL } from "../_services.js";

@@ -10,7 +10,7 @@
 import { describe, expect, it } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
 import { rankByRelevance } from "../../src/core/store/relevance.js";
-import { createMemoryStore } from "../../src/stores/memory.js";
+import { createMemoryStore } from "../../src/stores/in-process/index.js";
 import { withinLoopBound } from "../_event-loop-gaps.js";
 
 const MESSAGES = 20_000;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createMemory } from "../../create-memory.js";
-import { createMemoryStore } from "../../stores/memory.js";
+import { createMemoryStore } from "../../stores/in-process/index.js";
 import { CREATED_AT_KEY } from "../messages.js";
 import { fitEntries, quoteEntry, RECALLED_CLOSE, RECALLED_OPEN, userRecallNote } from "./recall-user.js";
 import { TokenCounter } from "./tokens.js";

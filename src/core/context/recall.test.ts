@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createMemory } from "../../create-memory.js";
 import { newSessionId } from "../ids.js";
-import { createMemoryStore } from "../../stores/memory.js";
+import { createMemoryStore } from "../../stores/in-process/index.js";
 
 describe("recall within a turn that replaces the line's end", () => {
   it("reads a recalled message's neighbours only up to where the kept history ends", async () => {

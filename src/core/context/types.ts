@@ -1,5 +1,5 @@
 import type { ChatMessage, Message, Session, SessionState, Summary } from "../types.js";
-import type { MemoriesInContext } from "./memories.js";
+import type { MemoriesInContext } from "./user-memories.js";
 import type { EncodingName } from "./tokens.js";
 
 /**

@@ -4,4 +4,4 @@ export { ITEMS_KEY } from "./types.js";
 export { newItemId, normalizeInput, normalizeItem } from "./normalize.js";
 export { isHiddenCarrier, itemsToMessages, messageToItems } from "./convert.js";
 export { conversationIdOf, newResponseId, sessionOfConversation, sessionOfResponse } from "./ids.js";
-export { type FoundResponse, findResponse, itemsOf, removeItems, RESPONSE_KEY, type SeqItem, type StoredResponse } from "./history.js";
+export { type FoundResponse, findResponse, itemsOf, removeItems, RESPONSE_KEY, type SeqItem, type StoredResponse } from "./session-items.js";

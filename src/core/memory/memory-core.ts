@@ -1,5 +1,5 @@
 import { Compactor } from "../context/compaction.js";
-import { DEFAULT_MEMORY_CONTEXT, type MemoryContextOptions } from "../context/memories.js";
+import { DEFAULT_MEMORY_CONTEXT, type MemoryContextOptions } from "../context/user-memories.js";
 import { DEFAULT_RECALL, type RecallOptions } from "../context/recall.js";
 import { BackgroundEmbedder } from "../embeddings.js";
 import { isThreadkeepError, SessionNotFoundError, ThreadkeepError } from "../errors.js";

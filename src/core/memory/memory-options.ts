@@ -3,7 +3,7 @@ import type { Summarizer } from "../context/summarize.js";
 import type { ContextPreferences, PreloadedTurn } from "../context/types.js";
 import type { ResolverOptions } from "../state/references.js";
 import type { Embedder, EmbeddingOptions } from "../embeddings.js";
-import type { MemoryContextOptions } from "../context/memories.js";
+import type { MemoryContextOptions } from "../context/user-memories.js";
 import type { RecallOptions } from "../context/recall.js";
 import type { BranchInput, ChatMessage, Session, SessionStore } from "../types.js";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { createMemoryStore } from "../../stores/memory.js";
+import { createMemoryStore } from "../../stores/in-process/index.js";
 import { createMemory } from "../../create-memory.js";
 import { newSessionId } from "../ids.js";
 

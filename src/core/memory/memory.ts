@@ -10,7 +10,7 @@ import type { AddMessagesOptions, BuildContextOptions, MemoryInit, MemorySetting
 import { reindex } from "../reindex.js";
 import { SessionHandle, type SessionMemory } from "./session-handle.js";
 import { StateApi } from "./state-api.js";
-import { UserMemories } from "./user-memories.js";
+import { UserMemories } from "../user-memories/api.js";
 import { runTurn } from "../turn.js";
 import { newSessionId, parseSessionId } from "../ids.js";
 import { checkJson } from "../json-limits.js";

@@ -12,7 +12,7 @@ import { contextPreferencesSchema, SET_CONTEXT_PREFERENCES } from "../../core/co
 import { formatTranscript } from "../../core/context/summarize.js";
 import { isThreadkeepError, ThreadkeepError } from "../../core/errors.js";
 import type { Memory } from "../../core/memory/memory.js";
-import { MAX_MEMORY_ID_LENGTH, MAX_MEMORY_TEXT_LENGTH } from "../../core/memory/user-memories.js";
+import { MAX_MEMORY_ID_LENGTH, MAX_MEMORY_TEXT_LENGTH } from "../../core/user-memories/api.js";
 import { conversationPatchSchema } from "../../core/state/conversation.js";
 import { DEFAULT_NEIGHBOURS, ListQuery, MessagesQuery, SearchParams } from "../queries.js";
 

@@ -1,36 +1,129 @@
-/** The component schemas of the OpenAPI document (see openapi.ts). */
+/**
+ * The shapes of answers the routes share (sessions, messages, state, context, errors), for the
+ * OpenAPI document only: requests are read with the routes' own zod schemas, and answers are built
+ * from core's types. A shape with an `id` is one component of the document.
+ */
+import { z } from "zod";
+import { contextPreferencesSchema } from "../../core/context/preferences.js";
+import type { ResponseDoc, RouteContract } from "./route.js";
 
-/** A reference to a component schema. */
-export const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+/** Any JSON object. */
+export const AnyObject = z.looseObject({});
+const int = z.int();
+const ints = z.array(int);
+/** An object whose fields may each be missing (answers are described, not checked). */
+const shape = <T extends z.ZodRawShape>(fields: T) => z.object(fields).partial();
 
-/** Building blocks of the path descriptions. */
-export const json = (schema: unknown) => ({ "application/json": { schema } });
-export const ok = (description: string, schema: unknown = { type: "object" }) => ({ description, content: json(schema) });
-export const error = (description: string) => ({ description, content: json(ref("Error")) });
-export const body = (schema: unknown) => ({ requestBody: { required: true, content: json(schema) } });
-
-/** An operation builder that adds `failures` to every operation's responses. */
-export const operations =
-  (failures: Record<string, unknown>) =>
-  (summary: string, responses: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
-    summary,
-    ...extra,
-    responses: { ...responses, ...failures },
-  });
-
-/** The path parameter of a session id. */
-export const sessionId = { name: "id", in: "path", required: true, schema: ref("SessionId") };
-
-/** A query parameter. */
-export const query = (name: string, schema: unknown, description: string, required = false) => ({
-  name,
-  in: "query",
-  required,
-  schema,
-  description,
+/** A session id (documented; the store checks it). */
+export const SessionId = z.string().meta({
+  id: "SessionId",
+  description: "A UUID, or user_{uuid}_conv_{uuid}",
+  examples: ["3f2b8c1e-6d1a-4c3e-9f7a-2b9d8e1c0a55"],
 });
 
-/** The failures every chat and session operation can answer with. */
+/** The path parameters of a session route. */
+export const SessionParams = z.object({ id: SessionId });
+
+/** The OpenAI error body every failure answers with. */
+export const ErrorBody = z
+  .object({
+    error: z.object({ message: z.string(), type: z.string(), code: z.string(), param: z.string().nullish() }),
+  })
+  .meta({ id: "Error" });
+
+/** A chat message as sent (core/messages.ts checks it; this describes it). */
+export const ChatMessage = z
+  .looseObject({
+    role: z.enum(["system", "developer", "user", "assistant", "tool"]),
+    content: z.union([z.string(), z.array(z.unknown()), z.null()]).optional(),
+    name: z.string().optional(),
+    tool_calls: z.array(AnyObject).optional(),
+    tool_call_id: z.string().optional(),
+    metadata: AnyObject.optional(),
+  })
+  .meta({ id: "ChatMessage" });
+
+/** A stored message. */
+export const Message = z
+  .looseObject({ ...ChatMessage.shape, seq: int, createdAt: int, incomplete: z.boolean().optional() })
+  .meta({ id: "Message" });
+
+/** A session. */
+export const Session = shape({ id: SessionId, userId: z.string(), createdAt: int, lastActivityAt: int, metadata: AnyObject }).meta({
+  id: "Session",
+});
+
+/** A listing of sessions. */
+export const SessionPage = shape({
+  data: z.array(Session),
+  nextCursor: z.string().nullable(),
+  hasMore: z.boolean(),
+  store: z.string().describe("With overview=true: the store's name."),
+}).meta({ id: "SessionPage" });
+
+/** Session state. */
+export const SessionState = shape({ version: int, data: AnyObject }).meta({ id: "SessionState" });
+
+/** A search hit. */
+export const SearchHit = shape({
+  sessionId: z.string(),
+  seq: int,
+  snippet: z.string(),
+  message: Message,
+  score: z.number().describe("semantic: cosine similarity; hybrid: fused reciprocal-rank score"),
+  neighbours: z
+    .array(shape({ seq: int, role: z.string(), content: z.string() }))
+    .describe("the turns after the hit in its session (`neighbours`), oldest first"),
+}).meta({ id: "SearchHit" });
+
+/** The context preferences, as session state and PUT …/preferences take them. */
+export const ContextPreferences = contextPreferencesSchema.meta({ id: "ContextPreferences" });
+
+/** A summary of older messages. */
+export const Summary = shape({ id: int, fromSeq: int, toSeq: int, content: z.string(), createdAt: int, metadata: AnyObject }).meta({
+  id: "Summary",
+});
+
+const byReason = <T extends z.ZodType>(value: T) => shape({ window: value, budget: value, toolPairs: value });
+
+/** The context a turn sends, with what was left out. */
+export const AssembledContext = shape({
+  messages: z.array(ChatMessage),
+  tokens: int,
+  includedSeqs: ints,
+  includedSummaryIds: ints,
+  omitted: shape({
+    messages: int,
+    tokens: int,
+    summaries: int,
+    truncated: int,
+    reasons: byReason(int).describe("Stored messages left out, by reason; they add up to `messages`."),
+    summaryTokens: int,
+    input: int.describe("Input tool results dropped: no call in the request answers them."),
+    seqs: byReason(ints).describe("The stored messages left out, by seq, per reason."),
+    truncatedSeqs: ints.describe("Stored messages sent cut to fit."),
+  }),
+  parts: shape({ system: int, summary: int, stateNote: int, history: int, input: int, priming: int }).describe(
+    "Tokens per part; they add up to `tokens`.",
+  ),
+  window: int.describe("The message window applied."),
+  tokenBudget: int,
+  encoding: z.string().describe("Tokenizer encoding used for counting, e.g. o200k_base."),
+  stateNote: z.string().describe("The state note included in `messages`, if any."),
+}).meta({ id: "AssembledContext" });
+
+/** `{ data: [...] }` of `item`. */
+export const listOf = (item: z.ZodType) => shape({ data: z.array(item) });
+
+/** What was deleted: `{ id, deleted }`. */
+export const Deleted = shape({ id: z.string(), object: z.string(), deleted: z.boolean() });
+
+/** A JSON answer. */
+export const ok = (description: string, json: z.ZodType = AnyObject): ResponseDoc => ({ description, json });
+/** A failure, with the OpenAI error body. */
+export const error = (description: string): ResponseDoc => ({ description, json: ErrorBody });
+
+/** The failures of the session and chat routes. */
 export const sessionFailures = {
   "400": error(
     "Invalid request, message, session id or end user (`invalid_request`, `invalid_message`, `invalid_session_id`, `invalid_user`)",
@@ -41,172 +134,7 @@ export const sessionFailures = {
   "503": error("The store is unavailable (`store_unavailable`), or its database refused the turn lease (`store_misconfigured`)"),
 };
 
-/** Shapes shared by the routes: sessions, messages, state, preferences, errors. */
-export const schemas = {
-  SessionId: {
-    type: "string",
-    description: "A UUID, or user_{uuid}_conv_{uuid}",
-    examples: ["3f2b8c1e-6d1a-4c3e-9f7a-2b9d8e1c0a55"],
-  },
-  Error: {
-    type: "object",
-    required: ["error"],
-    properties: {
-      error: {
-        type: "object",
-        required: ["message", "type", "code"],
-        properties: {
-          message: { type: "string" },
-          type: { type: "string" },
-          code: { type: "string" },
-          param: { type: ["string", "null"] },
-        },
-      },
-    },
-  },
-  ChatMessage: {
-    type: "object",
-    required: ["role"],
-    properties: {
-      role: { type: "string", enum: ["system", "developer", "user", "assistant", "tool"] },
-      content: { type: ["string", "array", "null"] },
-      name: { type: "string" },
-      tool_calls: { type: "array", items: { type: "object" } },
-      tool_call_id: { type: "string" },
-      metadata: { type: "object" },
-    },
-    additionalProperties: true,
-  },
-  Message: {
-    allOf: [
-      ref("ChatMessage"),
-      {
-        type: "object",
-        properties: {
-          seq: { type: "integer" },
-          createdAt: { type: "integer" },
-          incomplete: { type: "boolean" },
-        },
-      },
-    ],
-  },
-  Session: {
-    type: "object",
-    properties: {
-      id: ref("SessionId"),
-      userId: { type: "string" },
-      createdAt: { type: "integer" },
-      lastActivityAt: { type: "integer" },
-      metadata: { type: "object" },
-    },
-  },
-  SessionPage: {
-    type: "object",
-    properties: {
-      data: { type: "array", items: ref("Session") },
-      nextCursor: { type: ["string", "null"] },
-      hasMore: { type: "boolean" },
-      store: { type: "string", description: "With overview=true: the store's name." },
-    },
-  },
-  SessionState: {
-    type: "object",
-    properties: { version: { type: "integer" }, data: { type: "object" } },
-  },
-  SearchHit: {
-    type: "object",
-    properties: {
-      sessionId: { type: "string" },
-      seq: { type: "integer" },
-      snippet: { type: "string" },
-      message: ref("Message"),
-      score: { type: "number", description: "semantic: cosine similarity; hybrid: fused reciprocal-rank score" },
-      neighbours: {
-        type: "array",
-        description: "the turns after the hit in its session (`neighbours`), oldest first",
-        items: {
-          type: "object",
-          properties: { seq: { type: "integer" }, role: { type: "string" }, content: { type: "string" } },
-        },
-      },
-    },
-  },
-  ContextPreferences: {
-    type: "object",
-    additionalProperties: false,
-    properties: {
-      maxRecentMessages: { type: "integer", minimum: 1, maximum: 1000 },
-      focusRange: {
-        type: "object",
-        description: "Inclusive, at most 200 messages",
-        properties: { fromSeq: { type: "integer", minimum: 1 }, toSeq: { type: "integer", minimum: 1 } },
-        required: ["fromSeq", "toSeq"],
-        additionalProperties: false,
-      },
-      includeSummaries: { type: "boolean" },
-      pinnedSeqs: { type: "array", items: { type: "integer", minimum: 1 }, maxItems: 50 },
-      memories: { type: "boolean", description: "false leaves the user's memories out of the context" },
-      memoryIds: { type: "array", items: { type: "string", minLength: 1, maxLength: 200 }, maxItems: 50, description: "Memories to include first" },
-      sticky: { type: "boolean" },
-      recallTopic: { type: "string", minLength: 1, maxLength: 500 },
-      recallScope: { type: "string", enum: ["session", "user"], description: "user: also recall from the owner's other sessions" },
-    },
-  },
-  Summary: {
-    type: "object",
-    properties: {
-      id: { type: "integer" },
-      fromSeq: { type: "integer" },
-      toSeq: { type: "integer" },
-      content: { type: "string" },
-      createdAt: { type: "integer" },
-      metadata: { type: "object" },
-    },
-  },
-  AssembledContext: {
-    type: "object",
-    properties: {
-      messages: { type: "array", items: ref("ChatMessage") },
-      tokens: { type: "integer" },
-      includedSeqs: { type: "array", items: { type: "integer" } },
-      includedSummaryIds: { type: "array", items: { type: "integer" } },
-      omitted: {
-        type: "object",
-        properties: {
-          messages: { type: "integer" },
-          tokens: { type: "integer" },
-          summaries: { type: "integer" },
-          truncated: { type: "integer" },
-          reasons: {
-            type: "object",
-            description: "Stored messages left out, by reason; they add up to `messages`.",
-            properties: { window: { type: "integer" }, budget: { type: "integer" }, toolPairs: { type: "integer" } },
-          },
-          summaryTokens: { type: "integer" },
-          input: { type: "integer", description: "Input tool results dropped: no call in the request answers them." },
-          seqs: {
-            type: "object",
-            description: "The stored messages left out, by seq, per reason.",
-            properties: {
-              window: { type: "array", items: { type: "integer" } },
-              budget: { type: "array", items: { type: "integer" } },
-              toolPairs: { type: "array", items: { type: "integer" } },
-            },
-          },
-          truncatedSeqs: { type: "array", items: { type: "integer" }, description: "Stored messages sent cut to fit." },
-        },
-      },
-      parts: {
-        type: "object",
-        description: "Tokens per part; they add up to `tokens`.",
-        properties: Object.fromEntries(
-          ["system", "summary", "stateNote", "history", "input", "priming"].map((k) => [k, { type: "integer" }]),
-        ),
-      },
-      window: { type: "integer", description: "The message window applied." },
-      tokenBudget: { type: "integer" },
-      encoding: { type: "string", description: "Tokenizer encoding used for counting, e.g. o200k_base." },
-      stateNote: { type: "string", description: "The state note included in `messages`, if any." },
-    },
-  },
-} as const;
+/** A contract builder that adds `failures` to each contract's responses. */
+export const withFailures =
+  (failures: Record<string, ResponseDoc>) =>
+  (contract: RouteContract): RouteContract => ({ ...contract, responses: { ...contract.responses, ...failures } });

@@ -1,15 +1,39 @@
 /**
- * The OpenAPI 3.1 description of every route, served at GET /openapi.json. Written by hand: the
- * routes validate with zod, and this document says the same in a form tools understand.
+ * The OpenAPI 3.1 description of every route, served at GET /openapi.json. Generated from the
+ * routes' contracts (route.ts): the zod schemas the handlers read requests with, and what each
+ * contract says of its answers.
  */
+import { mcpContracts } from "../mcp/http.js";
+import { branchContracts } from "../routes/branches.js";
+import { chatCompletionsContract } from "../routes/chat-completions.js";
+import { conversationContracts } from "../routes/conversations.js";
+import { inspectorContracts } from "../routes/inspector.js";
+import { memoryContracts } from "../routes/memories.js";
+import { modelContracts } from "../routes/models.js";
+import { responseContracts } from "../routes/responses/index.js";
+import { searchContract } from "../routes/search.js";
+import { sessionActionContracts } from "../routes/session-actions.js";
+import { sessionContracts } from "../routes/sessions.js";
+import { serviceContracts } from "./_service.js";
+import { describeRoutes, type RouteContract } from "./route.js";
 
-import { branchesPaths } from "./_branches.js";
-import { chatPaths } from "./_chat.js";
-import { responsesPaths } from "./_responses.js";
-import { ok, schemas } from "./_schemas.js";
-import { servicePaths } from "./_service.js";
-import { sessionsPaths } from "./_sessions.js";
-import { memoriesPaths } from "./_memories.js";
+/** Every route's contract, in the document's order. */
+export const routeContracts: readonly RouteContract[] = [
+  chatCompletionsContract,
+  ...Object.values(sessionContracts),
+  searchContract,
+  ...Object.values(sessionActionContracts),
+  ...Object.values(memoryContracts),
+  ...Object.values(mcpContracts),
+  ...Object.values(responseContracts),
+  ...Object.values(conversationContracts),
+  ...Object.values(modelContracts),
+  ...Object.values(branchContracts),
+  ...Object.values(serviceContracts),
+  ...Object.values(inspectorContracts),
+];
+
+const { paths, schemas } = describeRoutes(routeContracts);
 
 /** The OpenAPI document of the threadkeep server. */
 export const openApiDocument = {
@@ -22,28 +46,7 @@ export const openApiDocument = {
   },
   servers: [{ url: "http://127.0.0.1:8787" }],
   security: [{ bearer: [] }],
-  paths: {
-    ...chatPaths,
-    ...sessionsPaths,
-    ...memoriesPaths,
-    "/mcp": {
-      post: {
-        summary: "Model Context Protocol over streamable HTTP (stateless): the caller's sessions as MCP tools and resources",
-        requestBody: { required: true, content: { "application/json": { schema: { type: "object" } } } },
-        responses: {
-          "200": {
-            description: "A JSON-RPC answer, as JSON or as a text/event-stream",
-            content: { "application/json": { schema: { type: "object" } }, "text/event-stream": { schema: { type: "string" } } },
-          },
-        },
-      },
-      get: { summary: "Not offered: the endpoint is stateless (405)", responses: { "405": ok("Use POST", { type: "object" }) } },
-      delete: { summary: "Not offered: the endpoint is stateless (405)", responses: { "405": ok("Use POST", { type: "object" }) } },
-    },
-    ...responsesPaths,
-    ...branchesPaths,
-    ...servicePaths,
-  },
+  paths,
   components: {
     securitySchemes: {
       bearer: {
@@ -54,4 +57,4 @@ export const openApiDocument = {
     },
     schemas,
   },
-} as const;
+};

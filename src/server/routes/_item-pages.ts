@@ -6,12 +6,32 @@ import { z } from "zod";
 import { isThreadkeepError, ThreadkeepError } from "../../core/errors.js";
 import type { Item } from "../../core/items/index.js";
 import { parseBody } from "./_validate.js";
+import { AnyObject, error } from "../openapi/_schemas.js";
 
-const PageQuery = z.object({
+/** The `metadata` of a response or a conversation, as OpenAI limits it. */
+export const Metadata = z.record(z.string(), z.string().max(512)).refine((m) => Object.keys(m).length <= 16, "at most 16 keys");
+
+/** The query of an item list. */
+export const PageQuery = z.object({
   after: z.string().min(1).optional(),
   limit: z.coerce.number().int().min(1).max(100).default(20),
   order: z.enum(["asc", "desc"]).default("desc"),
 });
+
+/** What the document says of {@link PageQuery}. */
+export const PAGE_NOTES = { after: "Item id to start after" };
+
+/** {@link ItemPage}, in the document. */
+export const ItemPageDoc = z
+  .object({ object: z.literal("list"), data: z.array(AnyObject), first_id: z.string().nullable(), last_id: z.string().nullable(), has_more: z.boolean() })
+  .partial();
+
+/** The failures of the Responses, Conversations and models routes. */
+export const itemFailures = {
+  "400": error("Invalid request: the `param` names the field (`invalid_request`)"),
+  "401": error("Missing or unknown API key (`invalid_api_key`), or a bad end-user token (`invalid_user_token`)"),
+  "404": error("No such response, conversation or item for this user (`not_found`)"),
+};
 
 /** A page of items, as the OpenAI list endpoints answer. */
 export interface ItemPage {

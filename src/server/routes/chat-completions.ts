@@ -15,11 +15,83 @@ import { runIdempotentTurn, SESSION_HEADER, type TurnDialect, type TurnRouteDeps
 import { chatStreamDialect } from "../turn/stream.js";
 import { replyMessage } from "../turn/reply.js";
 import { withFairShare } from "../fair-share.js";
+import { addRoute, shownAs } from "../openapi/route.js";
+import { AnyObject, ChatMessage as ChatMessageDoc, error, SessionId, sessionFailures, withFailures } from "../openapi/_schemas.js";
+import type { SideRequestKind } from "../front-ends/index.js";
 
 const ChatBody = z.looseObject({
-  messages: z.array(z.unknown()).min(1, "at least one message is required"),
+  messages: z.array(shownAs(z.unknown(), ChatMessageDoc)).min(1, "at least one message is required"),
   model: z.string().min(1).optional(),
   stream: z.boolean().nullish(),
+});
+
+/** What X-Threadkeep-Pass-Through may say (a type checks each is one). */
+const PASS_THROUGH_KINDS = [
+  "temporary",
+  "title",
+  "tags",
+  "follow_ups",
+  "queries",
+  "autocomplete",
+  "emoji",
+  "image_prompt",
+  "function_calling",
+  "moa",
+  "other",
+] as const satisfies readonly (SideRequestKind | "temporary")[];
+const WARNINGS = ["context-unavailable", "not-saved", "save-unconfirmed", "history-omitted", "input-truncated"] as const;
+const header = (name: string, description: string, schema: z.ZodType = z.string()) => ({ name, schema, description });
+
+/** The contract of POST /v1/chat/completions. */
+export const chatCompletionsContract = withFailures(sessionFailures)({
+  method: "POST",
+  url: "/v1/chat/completions",
+  summary: "OpenAI chat completion with memory",
+  description:
+    "The new turn is the request's messages after its last assistant message (a new session adopts the whole conversation). System and developer messages are sent, not stored. A temporary chat (`local:` id) and a front-end's background task (Open WebUI's title, tags, follow-ups, queries, autocomplete, emoji, image prompt and tool selection prompts, LibreChat's title prompt, or any request with X-Threadkeep-Task) are passed to the upstream as sent and not stored.",
+  headers: [
+    header(
+      "X-Session-ID",
+      "The conversation; else X-OpenWebUI-Chat-Id, else X-Conversation-Id (the order is `serve --session-headers`); a new session when none holds a value.",
+      SessionId,
+    ),
+    header(
+      "X-OpenWebUI-Chat-Id",
+      "Open WebUI's chat id (ENABLE_FORWARD_USER_INFO_HEADERS). A UUID is the session id; another id maps to a UUID v5 of it; `local:…` is a temporary chat.",
+    ),
+    header("X-Conversation-Id", "LibreChat's conversation id ({{LIBRECHAT_BODY_CONVERSATIONID}}), read as X-OpenWebUI-Chat-Id."),
+    header(
+      "X-Threadkeep-Task",
+      "The request's background task (e.g. Open WebUI's {{TASK}}: title_generation); empty on a chat turn. A task is answered and not stored.",
+    ),
+    header(
+      "X-Threadkeep-Client",
+      "How the client sends history: the whole conversation every time, or only the new turn.",
+      z.enum(["whole-history", "thin"]),
+    ),
+    header("Idempotency-Key", "A retry with the same key returns the first result (24 h, per process)."),
+  ],
+  body: ChatBody,
+  responses: {
+    "200": {
+      description:
+        "The upstream's completion as-is (or, with stream: true, its Server-Sent Events). Headers: X-Session-ID (not on a passed-through request); X-Threadkeep-Pass-Through (temporary, or a side request's kind) on a request answered without a session; X-Threadkeep-Warning (context-unavailable, not-saved, save-unconfirmed, history-omitted, input-truncated) when degraded or cut; Idempotent-Replayed on a replay; the upstream's Retry-After, X-RateLimit-* and X-Request-Id.",
+      headers: {
+        "X-Session-ID": SessionId,
+        "X-Threadkeep-Pass-Through": z.enum(PASS_THROUGH_KINDS),
+        "X-Threadkeep-Warning": z.enum(WARNINGS),
+      },
+      json: AnyObject,
+      media: ["text/event-stream"],
+    },
+    "413": error("Body larger than the limit (`payload_too_large`)"),
+    "415": error("Content-Type is not application/json (`unsupported_media_type`)"),
+    "429": error(
+      "Waited too long for earlier turns of the session (`session_busy`), or over a fair-share limit (`too_many_concurrent_turns`, `rate_limited`, with Retry-After)",
+    ),
+    "502": error("Upstream unreachable (`upstream_error`); an upstream error status is passed through with its body"),
+    "504": error("The upstream stayed silent past the upstream timeout (`upstream_timeout`)"),
+  },
 });
 
 /** A validated chat request. */
@@ -57,7 +129,7 @@ function chatDialect(chat: ChatRequest, defaultModel: string | undefined, client
 
 /** Adds POST /v1/chat/completions. */
 export function registerChatCompletionRoutes(app: FastifyInstance, deps: TurnRouteDeps): void {
-  app.post("/v1/chat/completions", async (request, reply) => {
+  addRoute(app, chatCompletionsContract, async (request, reply) => {
     const target = sessionTargetOf(request.headers, deps.sessionHeaders);
     if (target.kind === "session") reply.header(SESSION_HEADER, target.id);
     const chat = parseChatRequest(request.body);

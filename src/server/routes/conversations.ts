@@ -9,16 +9,86 @@ import { z } from "zod";
 import { conversationIdOf, itemsOf, itemsToMessages, normalizeInput, removeItems, sessionOfConversation } from "../../core/items/index.js";
 import type { Memory } from "../../core/memory/memory.js";
 import type { Session } from "../../core/types.js";
-import { itemList, notFound, orNotFound, pageOf } from "./_item-pages.js";
+import { itemFailures, ItemPageDoc, itemList, Metadata, notFound, orNotFound, PAGE_NOTES, PageQuery, pageOf } from "./_item-pages.js";
 import { parseBody } from "./_validate.js";
+import { addRoute } from "../openapi/route.js";
+import { ok, withFailures } from "../openapi/_schemas.js";
 
-type IdParams = { Params: { id: string } };
-type ItemParams = { Params: { id: string; item_id: string } };
+type IdRoute = { Params: { id: string } };
+type ItemRoute = { Params: { id: string; item_id: string } };
 
-const Metadata = z.record(z.string(), z.string().max(512)).refine((m) => Object.keys(m).length <= 16, "at most 16 keys");
 const CreateBody = z.looseObject({ items: z.array(z.unknown()).nullish(), metadata: Metadata.nullish() }).nullish();
 const UpdateBody = z.looseObject({ metadata: Metadata.nullable() });
 const ItemsBody = z.looseObject({ items: z.array(z.unknown()).min(1, "at least one item is required") });
+
+const route = withFailures(itemFailures);
+const IdParams = z.object({ id: z.string() });
+const ItemParams = IdParams.extend({ item_id: z.string() });
+const notes = { id: "conv_… (or a session id)", item_id: "Item id" };
+const conversationObjectDoc = ok("The `conversation` object");
+
+/** The contracts of the /v1/conversations routes. */
+export const conversationContracts = {
+  create: route({
+    method: "POST",
+    url: "/v1/conversations",
+    summary: "Create a conversation (a threadkeep session)",
+    body: CreateBody,
+    responses: { "200": conversationObjectDoc },
+  }),
+  get: route({ method: "GET", url: "/v1/conversations/:id", summary: "A conversation", params: IdParams, notes, responses: { "200": conversationObjectDoc } }),
+  update: route({
+    method: "POST",
+    url: "/v1/conversations/:id",
+    summary: "Replace a conversation's metadata",
+    params: IdParams,
+    notes,
+    body: UpdateBody,
+    responses: { "200": conversationObjectDoc },
+  }),
+  delete: route({
+    method: "DELETE",
+    url: "/v1/conversations/:id",
+    summary: "Delete a conversation and its session",
+    params: IdParams,
+    notes,
+    responses: { "200": ok('`{ id, object: "conversation.deleted", deleted: true }`') },
+  }),
+  addItems: route({
+    method: "POST",
+    url: "/v1/conversations/:id/items",
+    summary: "Add items to a conversation",
+    params: IdParams,
+    notes,
+    body: ItemsBody,
+    responses: { "200": ok("The added items", ItemPageDoc) },
+  }),
+  items: route({
+    method: "GET",
+    url: "/v1/conversations/:id/items",
+    summary: "A conversation's items",
+    params: IdParams,
+    query: PageQuery,
+    notes: { ...notes, ...PAGE_NOTES },
+    responses: { "200": ok("A page of items", ItemPageDoc) },
+  }),
+  item: route({
+    method: "GET",
+    url: "/v1/conversations/:id/items/:item_id",
+    summary: "One item",
+    params: ItemParams,
+    notes,
+    responses: { "200": ok("The item") },
+  }),
+  deleteItem: route({
+    method: "DELETE",
+    url: "/v1/conversations/:id/items/:item_id",
+    summary: "Delete one item",
+    params: ItemParams,
+    notes,
+    responses: { "200": conversationObjectDoc },
+  }),
+};
 
 /** The `conversation` object of a session. */
 export function conversationObject(session: Session): Record<string, unknown> {
@@ -41,7 +111,7 @@ export function registerConversationRoutes(app: FastifyInstance, deps: { memory:
     return orNotFound(() => memory.getSession(sessionId, { userId }), missing);
   };
 
-  app.post("/v1/conversations", async (request) => {
+  addRoute(app, conversationContracts.create, async (request) => {
     const body = parseBody(CreateBody, request.body) ?? {};
     const items = body.items ? normalizeInput(body.items, "items") : [];
     const userId = request.userId;
@@ -50,21 +120,21 @@ export function registerConversationRoutes(app: FastifyInstance, deps: { memory:
     return conversationObject(await memory.getSession(handle.id, { userId }));
   });
 
-  app.get<IdParams>("/v1/conversations/:id", async (request) => conversationObject(await conversation(request.params.id, request.userId)));
+  addRoute<IdRoute>(app, conversationContracts.get, async (request) => conversationObject(await conversation(request.params.id, request.userId)));
 
-  app.post<IdParams>("/v1/conversations/:id", async (request) => {
+  addRoute<IdRoute>(app, conversationContracts.update, async (request) => {
     const body = parseBody(UpdateBody, request.body);
     const session = await conversation(request.params.id, request.userId);
     return conversationObject(await memory.updateSessionMetadata(session.id, body.metadata ?? {}, { userId: request.userId }));
   });
 
-  app.delete<IdParams>("/v1/conversations/:id", async (request) => {
+  addRoute<IdRoute>(app, conversationContracts.delete, async (request) => {
     const session = await conversation(request.params.id, request.userId);
     await memory.deleteSession(session.id, { userId: request.userId });
     return { id: conversationIdOf(session.id), object: "conversation.deleted", deleted: true };
   });
 
-  app.post<IdParams>("/v1/conversations/:id/items", async (request) => {
+  addRoute<IdRoute>(app, conversationContracts.addItems, async (request) => {
     const body = parseBody(ItemsBody, request.body);
     const items = normalizeInput(body.items, "items");
     const userId = request.userId;
@@ -76,13 +146,13 @@ export function registerConversationRoutes(app: FastifyInstance, deps: { memory:
     return itemList(itemsOf(added).map((i) => i.item));
   });
 
-  app.get<IdParams>("/v1/conversations/:id/items", async (request) => {
+  addRoute<IdRoute>(app, conversationContracts.items, async (request) => {
     const session = await conversation(request.params.id, request.userId);
     const messages = await memory.getMessages(session.id, { userId: request.userId });
     return pageOf(itemsOf(messages).map((i) => i.item), request.query);
   });
 
-  app.get<ItemParams>("/v1/conversations/:id/items/:item_id", async (request) => {
+  addRoute<ItemRoute>(app, conversationContracts.item, async (request) => {
     const session = await conversation(request.params.id, request.userId);
     const messages = await memory.getMessages(session.id, { userId: request.userId });
     const found = itemsOf(messages).find((i) => i.item.id === request.params.item_id);
@@ -90,7 +160,7 @@ export function registerConversationRoutes(app: FastifyInstance, deps: { memory:
     return found.item;
   });
 
-  app.delete<ItemParams>("/v1/conversations/:id/items/:item_id", async (request) => {
+  addRoute<ItemRoute>(app, conversationContracts.deleteItem, async (request) => {
     const userId = request.userId;
     const session = await conversation(request.params.id, userId);
     const removed = await removeItems(memory, session.id, userId, (item) => item.id === request.params.item_id);

@@ -7,6 +7,9 @@
 import { createHash } from "node:crypto";
 import { readdir, readFile } from "node:fs/promises";
 import type { FastifyInstance, FastifyReply } from "fastify";
+import { z } from "zod";
+import { addRoute, defineRoute, type RouteContract } from "../openapi/route.js";
+import { error, SessionId } from "../openapi/_schemas.js";
 
 /** Where the page's files are, server/ui beside routes/, in src/ and in dist/. */
 const UI_DIR = new URL("../ui/", import.meta.url);
@@ -32,6 +35,32 @@ export const INSPECTOR_CSP = [
   "form-action 'none'",
   "frame-ancestors 'none'",
 ].join("; ");
+
+const page = (url: string, extra: Partial<RouteContract> = {}) =>
+  defineRoute({
+    method: "GET",
+    url,
+    summary: "The inspector web page (static; it reads the API with the key the user enters)",
+    open: true,
+    responses: { "200": { description: "HTML", media: ["text/html"] } },
+    ...extra,
+  });
+
+/** The contracts of the inspector's routes. */
+export const inspectorContracts = {
+  root: page("/ui"),
+  slash: page("/ui/"),
+  memories: page("/ui/memories", { summary: "The inspector's Memories view: the caller's memories (docs/inspector.md)" }),
+  session: page("/ui/s/:id", { params: z.object({ id: SessionId }) }),
+  view: page("/ui/s/:id/:view", { params: z.object({ id: SessionId, view: z.enum(["context", "state"]) }) }),
+  asset: defineRoute({
+    method: "GET",
+    url: "/ui/assets/:file",
+    summary: "A file of the inspector page (script, style sheet, icon)",
+    open: true,
+    responses: { "200": { description: "The file" }, "404": error("No such file (`not_found`)") },
+  }),
+};
 
 interface Asset {
   body: Buffer;
@@ -76,17 +105,15 @@ export function registerInspector(app: FastifyInstance): void {
     assets.catch(() => (assets = undefined));
     return (await assets).get(name);
   };
-  const page = async (request: { headers: Record<string, unknown> }, reply: FastifyReply) => {
+  const servePage = async (request: { headers: Record<string, unknown> }, reply: FastifyReply) => {
     const index = await asset("index.html");
     if (!index) return reply.callNotFound();
     return send(reply, index, request.headers["if-none-match"] as string | undefined);
   };
-  app.get("/ui", page);
-  app.get("/ui/", page);
-  app.get("/ui/memories", page);
-  app.get("/ui/s/:id", page);
-  app.get("/ui/s/:id/:view", page);
-  app.get<{ Params: { file: string } }>("/ui/assets/:file", async (request, reply) => {
+  for (const contract of [inspectorContracts.root, inspectorContracts.slash, inspectorContracts.memories, inspectorContracts.session, inspectorContracts.view]) {
+    addRoute(app, contract, servePage);
+  }
+  addRoute<{ Params: { file: string } }>(app, inspectorContracts.asset, async (request, reply) => {
     const file = request.params.file;
     const found = file === "index.html" ? undefined : await asset(file);
     if (!found) return reply.callNotFound();

@@ -5,7 +5,28 @@
 import type { FastifyInstance } from "fastify";
 import { ThreadkeepError } from "../../core/errors.js";
 import { type Upstream, UpstreamError } from "../../llm/openai-compatible.js";
-import { notFound } from "./_item-pages.js";
+import { itemFailures, notFound } from "./_item-pages.js";
+import { addRoute } from "../openapi/route.js";
+import { error, ok, withFailures } from "../openapi/_schemas.js";
+
+const route = withFailures(itemFailures);
+
+/** The contracts of the /v1/models routes. */
+export const modelContracts = {
+  list: route({
+    method: "GET",
+    url: "/v1/models",
+    summary: "The upstream's models (cached for 10 s)",
+    responses: { "200": ok('`{ object: "list", data: Model[] }`'), "502": error("The upstream has no /models route (`upstream_error`)") },
+  }),
+  get: route({
+    method: "GET",
+    url: "/v1/models/:id",
+    summary: "One of the upstream's models (URL-encode ids with slashes)",
+    notes: { id: "Model id" },
+    responses: { "200": ok("A `model` object") },
+  }),
+};
 
 /** Options of the model routes. */
 export interface ModelRoutesDeps {
@@ -41,9 +62,9 @@ export function registerModelRoutes(app: FastifyInstance, deps: ModelRoutesDeps)
     return pending;
   };
 
-  app.get("/v1/models", async () => list());
+  addRoute(app, modelContracts.list, async () => list());
 
-  app.get<{ Params: { id: string } }>("/v1/models/:id", async (request) => {
+  addRoute<{ Params: { id: string } }>(app, modelContracts.get, async (request) => {
     // Ids with slashes (`meta-llama/Llama-3.1-8B`) arrive URL-encoded, as the openai clients send them.
     const id = request.params.id;
     const models = await list();

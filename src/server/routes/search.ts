@@ -6,13 +6,27 @@ import type { FastifyInstance } from "fastify";
 import { z } from "zod";
 import type { Memory } from "../../core/memory/memory.js";
 import { parseBody } from "./_validate.js";
-import { DEFAULT_NEIGHBOURS, SearchParams } from "../queries.js";
+import { DEFAULT_NEIGHBOURS, SEARCH_NOTES, SearchParams } from "../queries.js";
+import { addRoute } from "../openapi/route.js";
+import { listOf, ok, SearchHit, sessionFailures, withFailures } from "../openapi/_schemas.js";
 
 const GlobalSearchParams = SearchParams.extend({ session: z.string().min(1).optional() });
 
+/** The contract of GET /v1/search. */
+export const searchContract = withFailures(sessionFailures)({
+  method: "GET",
+  url: "/v1/search",
+  summary: "Search the caller's messages across all their sessions",
+  query: GlobalSearchParams,
+  notes: { ...SEARCH_NOTES, mode: "auto (the default): hybrid with embeddings, else any-word BM25 relevance ranking", session: "Only this session" },
+  responses: {
+    "200": ok("Hits, best first (auto, relevance, semantic, hybrid) or newest first (substring, fulltext)", listOf(SearchHit)),
+  },
+});
+
 /** Adds GET /v1/search. */
 export function registerSearchRoutes(app: FastifyInstance, deps: { memory: Memory }): void {
-  app.get("/v1/search", async (request) => {
+  addRoute(app, searchContract, async (request) => {
     const query = parseBody(GlobalSearchParams, request.query);
     const mode = query.mode ?? "auto";
     const hits = await deps.memory.search(query.q, {

@@ -11,12 +11,49 @@ import { readSessionBundle } from "../../transfer/session-copy.js";
 import { parseBody } from "./_validate.js";
 import type { ServerMetrics } from "../metrics.js";
 import { withTurnLease } from "../turn/lease.js";
+import { addRoute } from "../openapi/route.js";
+import { listOf, Message, ok, Session, SessionId, SessionParams, sessionFailures, Summary, withFailures } from "../openapi/_schemas.js";
 
 type IdParams = { Params: { id: string } };
 
 const ForkBody = z
-  .strictObject({ atSeq: z.number().int().min(0).optional(), id: z.string().optional() })
+  .strictObject({ atSeq: z.number().int().min(0).optional(), id: SessionId.optional() })
   .default({});
+
+const route = withFailures(sessionFailures);
+
+/** The contracts of summaries, fork, undo and export. */
+export const sessionActionContracts = {
+  summaries: route({
+    method: "GET",
+    url: "/v1/sessions/:id/summaries",
+    summary: "Summaries of older messages, by id",
+    params: SessionParams,
+    responses: { "200": ok("Summaries", listOf(Summary)) },
+  }),
+  fork: route({
+    method: "POST",
+    url: "/v1/sessions/:id/fork",
+    summary: "Copy the session up to atSeq (default: all) into a new session of the same owner",
+    params: SessionParams,
+    body: ForkBody,
+    responses: { "201": ok("The new session (also in X-Session-ID)", Session) },
+  }),
+  undo: route({
+    method: "POST",
+    url: "/v1/sessions/:id/undo",
+    summary: "Remove the last turn: the last user message and everything after it",
+    params: SessionParams,
+    responses: { "200": ok("Removed messages", listOf(Message)) },
+  }),
+  export: route({
+    method: "GET",
+    url: "/v1/sessions/:id/export",
+    summary: "The session as threadkeep export JSONL (what `threadkeep import` reads)",
+    params: SessionParams,
+    responses: { "200": { description: "Header line, session line, then its message, summary and state lines", media: ["application/x-ndjson"] } },
+  }),
+};
 
 /** What the session action routes need. */
 export interface SessionActionDeps {
@@ -29,17 +66,17 @@ export function registerSessionActions(app: FastifyInstance, deps: SessionAction
   const { memory } = deps;
   const owner = (request: { userId: string }) => ({ userId: request.userId });
 
-  app.get<IdParams>("/v1/sessions/:id/summaries", async (request) => ({
+  addRoute<IdParams>(app, sessionActionContracts.summaries, async (request) => ({
     data: await memory.listSummaries(request.params.id, owner(request)),
   }));
 
-  app.post<IdParams>("/v1/sessions/:id/fork", async (request, reply) => {
+  addRoute<IdParams>(app, sessionActionContracts.fork, async (request, reply) => {
     const body = parseBody(ForkBody, request.body);
     const fork = await memory.fork(request.params.id, { ...owner(request), atSeq: body.atSeq, id: body.id });
     return reply.code(201).header("x-session-id", fork.id).send(fork);
   });
 
-  app.post<IdParams>("/v1/sessions/:id/undo", async (request) => {
+  addRoute<IdParams>(app, sessionActionContracts.undo, async (request) => {
     // An undo queues with chat turns: it never cuts into a turn being committed.
     const removed = await withTurnLease({ ...deps, log: request.log }, request.params.id, () =>
       memory.undoTurn(request.params.id, owner(request)),
@@ -47,7 +84,7 @@ export function registerSessionActions(app: FastifyInstance, deps: SessionAction
     return { data: removed };
   });
 
-  app.get<IdParams>("/v1/sessions/:id/export", async (request, reply) => {
+  addRoute<IdParams>(app, sessionActionContracts.export, async (request, reply) => {
     const session = await memory.getSession(request.params.id, owner(request));
     const bundle = await readSessionBundle(await memory.store(), session);
     const lines = [headerLine(), ...(bundle ? bundleLines(bundle) : [])];

@@ -28,7 +28,7 @@ import type { SessionMessages } from "../../core/store/relevance.js";
 import type { SessionRecord } from "./_records.js";
 import { type Entry, keyOf, SessionFiles } from "./_sessions.js";
 import { fileVectorSidecar } from "./_vectors.js";
-import { UserMemoryFiles } from "./_memories.js";
+import { UserMemoryFiles } from "./_user-memories.js";
 import { LocalLeases } from "../_lease.js";
 import { sidecarVectors } from "../_vector-sidecar.js";
 import {

@@ -68,24 +68,34 @@ export function guardedWrite<T>(sql: PgSql, id: string, createdAt: number | unde
   }) as Promise<T>;
 }
 
+/** What {@link writeHistory} writes. */
+export interface HistoryWrite {
+  /** The session written to. */
+  id: string;
+  /** Replace what follows this seq; undefined for an idempotent append. */
+  seq: number | undefined;
+  /** The messages, validated. */
+  messages: MessageInput[];
+  /** The write's `operationDigest`; "" without an operation id. */
+  digest: string;
+  options: ReplaceOptions;
+  /** The text search configuration that indexes the messages in the write; null leaves them to the background indexer. */
+  lang: string | null;
+  /** The token of the grant of `options.fence` when known (see `postgres/migrations/010-held-writes.ts`). */
+  holder: string | null;
+  /**
+   * Gives the turn lease of `fence` back in the same statement (see `releaseWithWrite`); `done` hears
+   * of it (with the number of waiting tickets) once the write applied.
+   */
+  release?: { fence: number; done: (waiting: number | null) => void };
+}
+
 /**
  * An idempotent append (`seq` undefined) or a tail replacement, in one round trip, owner-scoped too
- * (`options.owner`). A replayed operation reads its stored messages in a second one. `holder` is the
- * token of the grant of `options.fence` when known (see `postgres/migrations/010-held-writes.ts`). With `release`
- * the turn lease of its fence is given back in the same statement (see `releaseWithWrite`), and
- * `release.done` hears of it (with the number of waiting tickets) once the write applied.
+ * (`options.owner`). A replayed operation reads its stored messages in a second one.
  */
-export async function writeHistory(
-  sql: PgSql,
-  lang: string | null,
-  id: string,
-  seq: number | undefined,
-  valid: MessageInput[],
-  digest: string,
-  options: ReplaceOptions,
-  holder: string | null,
-  release?: { fence: number; done: (waiting: number | null) => void },
-): Promise<Message[]> {
+export async function writeHistory(sql: PgSql, write: HistoryWrite): Promise<Message[]> {
+  const { id, seq, messages: valid, digest, options, lang, holder, release } = write;
   const bodies = valid.map(bodyOf);
   const texts = valid.map((m) => searchable(messageText(m)));
   const branchMeta = options.branch?.metadata === undefined ? null : JSON.stringify(options.branch.metadata);

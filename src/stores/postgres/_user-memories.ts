@@ -1,6 +1,6 @@
 /** The PostgreSQL store's memories about users (table `user_memories`, schema version 17; their embeddings, version 18). */
 import { ThreadkeepError } from "../../core/errors.js";
-import { applyMemoryPatch, decodeMemoryCursor, decodeUserIdCursor, encodeUserIdCursor, memoryFromInput, memoryPageLimit, memoryPageOf } from "../../core/store/user-memories.js";
+import { applyMemoryPatch, decodeMemoryCursor, decodeUserIdCursor, encodeUserIdCursor, memoryFromInput, memoryPageLimit, memoryPageOf } from "../../core/user-memories/store-helpers.js";
 import type { FullStore, MemoryOwnersStore, UserMemory, UserMemoryStore, UserMemoryVectorStore } from "../../core/types.js";
 import { checkDimensions, dimensionMismatch, normalize, packVector, scanMemoryVectors, unpackVector } from "../_vectors.js";
 import type { PgSql } from "./_client.js";

@@ -178,7 +178,7 @@ export function createPostgresStore(options: PostgresStoreOptions): FullStore & 
     const release = fence === undefined ? undefined : { fence, done: (waiting: number | null) => leases.releasedByWrite(id, fence, waiting) };
     const holder = holderOf(id, options.fence);
     const indexLang = appendLang(valid.length, lang);
-    const written = await run("writeHistory", (sql) => history.writeHistory(sql, indexLang, id, seq, valid, digest, options, holder, release));
+    const written = await run("writeHistory", (sql) => history.writeHistory(sql, { id, seq, messages: valid, digest, options, lang: indexLang, holder, release }));
     if (indexLang === null && valid.length > 0) indexer.poke();
     return written;
   };

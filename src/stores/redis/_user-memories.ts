@@ -15,7 +15,7 @@
  */
 import { createHash } from "node:crypto";
 import { ThreadkeepError } from "../../core/errors.js";
-import { applyMemoryPatch, decodeMemoryCursor, decodeUserIdCursor, encodeUserIdCursor, memoryFromInput, memoryPageLimit, memoryPageOf } from "../../core/store/user-memories.js";
+import { applyMemoryPatch, decodeMemoryCursor, decodeUserIdCursor, encodeUserIdCursor, memoryFromInput, memoryPageLimit, memoryPageOf } from "../../core/user-memories/store-helpers.js";
 import type { FullStore, MemoryOwnersStore, UserMemory, UserMemoryStore, UserMemoryVectorStore } from "../../core/types.js";
 import { memoryVectorsToKeep, missingMemoryVectors, packVector, scanMemoryVectors, type StoredMemoryVector, unpackVector } from "../_vectors.js";
 import type { RedisConnection } from "./_connection.js";

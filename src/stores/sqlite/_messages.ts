@@ -1,4 +1,5 @@
-import type { Message, MessageInput, MessageQuery } from "../../core/types.js";
+import type { FullStore, Message, MessageInput, MessageQuery } from "../../core/types.js";
+import type { SqliteConnection } from "./_connection.js";
 import type { SqliteStoreDb } from "./_db.js";
 import type { EncodedMessage } from "./_rows.js";
 import { seqBounds } from "../_util.js";
@@ -32,4 +33,25 @@ export function readMessages(db: SqliteStoreDb, id: string, query: MessageQuery)
   }
   const limit = query.limit === undefined ? -1 : Math.max(0, Math.floor(query.limit));
   return db.messages(id, db.st.rangeOldestFirst.all(id, from, to, limit));
+}
+
+/** The message methods of the store that read or cut a session's messages (appends are the store's own). */
+export function messageReads({ use }: SqliteConnection): Pick<FullStore, "getMessages" | "countMessages" | "popMessage" | "truncateAfter"> {
+  return {
+    async getMessages(id: string, query: MessageQuery = {}) {
+      return use((db) => readMessages(db, id, query));
+    },
+
+    async countMessages(id) {
+      return use(({ st }) => st.countMessages.get(id)!.n);
+    },
+
+    async popMessage(id) {
+      return use((db) => db.tx.pop(id));
+    },
+
+    async truncateAfter(id, seq) {
+      return use((db) => db.tx.truncate(id, seq));
+    },
+  };
 }

@@ -1,18 +1,23 @@
 /** The SQLite store's memories about users (table `user_memories`, schema version 10; their embeddings, version 11). */
 import type Database from "better-sqlite3";
 import { ThreadkeepError } from "../../core/errors.js";
-import { applyMemoryPatch, decodeMemoryCursor, decodeUserIdCursor, encodeUserIdCursor, memoryFromInput, memoryPageLimit, memoryPageOf } from "../../core/store/user-memories.js";
+import { applyMemoryPatch, decodeMemoryCursor, decodeUserIdCursor, encodeUserIdCursor, memoryFromInput, memoryPageLimit, memoryPageOf } from "../../core/user-memories/store-helpers.js";
 import type {
   ListOptions,
+  MemoryOwnersStore,
   UserIdPage,
   UserMemory,
   UserMemoryEmbeddingInput,
   UserMemoryInput,
   UserMemoryPage,
   UserMemoryPatch,
+  UserMemoryStore,
   UserMemoryVectorHit,
   UserMemoryVectorQuery,
+  UserMemoryVectorStore,
 } from "../../core/types.js";
+import type { SqliteConnection } from "./_connection.js";
+import type { SqliteStoreDb } from "./_db.js";
 import { checkDimensions, normalize, packVector, scanMemoryVectors, type StoredMemoryVector, unpackVector } from "../_vectors.js";
 import { memoryFromRow, type UserMemoryRow } from "../_util.js";
 
@@ -112,5 +117,25 @@ export function sqliteUserMemories(db: Database.Database): SqliteUserMemories {
       const vectors = new Map<string, StoredMemoryVector>(rows.map((r) => [r.id, { model: query.model, text: r.text, vector: unpackVector(r.embedding) }]));
       return scanMemoryVectors(rows, (id) => vectors.get(id), query);
     },
+  };
+}
+
+type UserMemoryMethods = UserMemoryStore & MemoryOwnersStore & UserMemoryVectorStore;
+
+/** The user memory methods of the store; the statements are prepared on first use. */
+export function userMemoryMethods({ use, change }: SqliteConnection): UserMemoryMethods {
+  let calls: SqliteUserMemories | undefined;
+  const memories = (db: SqliteStoreDb) => (calls ??= sqliteUserMemories(db.db));
+  return {
+    addUserMemory: async (input) => change((db) => memories(db).add(input)),
+    listMemoryOwners: async (options) => use((db) => memories(db).owners(options)),
+    getUserMemory: async (userId, id) => use((db) => memories(db).get(userId, id)),
+    listUserMemories: async (userId, options) => use((db) => memories(db).list(userId, options)),
+    updateUserMemory: async (userId, id, patch) => change((db) => memories(db).update(userId, id, patch)),
+    deleteUserMemory: async (userId, id) => change((db) => memories(db).delete(userId, id)),
+    deleteUserMemories: async (userId) => change((db) => memories(db).deleteAll(userId)),
+    putUserMemoryEmbeddings: async (userId, model, items) => change((db) => memories(db).putEmbeddings(userId, model, items)),
+    missingUserMemoryEmbeddings: async (userId, model, limit = 100) => use((db) => memories(db).missingEmbeddings(userId, model, limit)),
+    searchUserMemoryVectors: async (query) => use((db) => memories(db).searchVectors(query)),
   };
 }

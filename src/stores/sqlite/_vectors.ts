@@ -25,20 +25,20 @@ function prepare(db: Database.Database) {
        WHERE EXISTS (SELECT 1 FROM messages WHERE session_id = @sid AND seq = @seq AND created_at = @at)
        ON CONFLICT (session_id, seq) DO UPDATE SET created_at = excluded.created_at, model = excluded.model, vector = excluded.vector`,
     ),
+    // Through the keys' index (schema v12), never the vectors' rows: the planner would take the table.
     missing: db
       .prepare(
-        `SELECT m.seq FROM messages m LEFT JOIN message_vectors v ON v.session_id = m.session_id AND v.seq = m.seq
+        `SELECT m.seq FROM messages m LEFT JOIN message_vectors v INDEXED BY message_vectors_current ON v.session_id = m.session_id AND v.seq = m.seq
          WHERE m.session_id = ? AND (v.seq IS NULL OR v.model != ? OR v.created_at != m.created_at) ORDER BY m.seq LIMIT ?`,
       )
       .pluck(),
-    // Ownership is in the query: only vectors of the owner's sessions are read.
-    scan: raw(
+    // The exact scan goes a session at a time, a page of seqs at a time (sliced: see SCAN_SLICE_MS);
+    // ownership and activity are checked on every page, so a session deleted or expired meanwhile drops out.
+    ownerSessions: db.prepare("SELECT id FROM sessions WHERE user_id = ?").pluck(),
+    scanPage: raw(
       `SELECT v.session_id, v.seq, v.created_at, v.vector FROM sessions s JOIN message_vectors v ON v.session_id = s.id
-       WHERE s.user_id = ? AND ${activeSinceSql("s")} AND v.model = ? AND v.seq > ? AND v.seq < ?`,
-    ),
-    scanSession: raw(
-      `SELECT v.session_id, v.seq, v.created_at, v.vector FROM sessions s JOIN message_vectors v ON v.session_id = s.id
-       WHERE s.id = ? AND s.user_id = ? AND ${activeSinceSql("s")} AND v.model = ? AND v.seq > ? AND v.seq < ?`,
+       WHERE s.id = ? AND s.user_id = ? AND ${activeSinceSql("s")} AND v.model = ? AND v.seq > ? AND v.seq < ?
+       ORDER BY v.seq LIMIT ?`,
     ),
     message: raw("SELECT seq, created_at, body FROM messages WHERE session_id = ? AND seq = ? AND created_at = ?"),
   };
@@ -107,23 +107,41 @@ function inlineBuilder(db: Database.Database): BuildVectorIndex {
   };
 }
 
+/** The longest an exact scan computes before it lets the event loop run (then goes on in a later task). */
+const SCAN_SLICE_MS = 10;
+/** Vectors read per page of the exact scan (about a millisecond of scoring at 768 dimensions). */
+const SCAN_PAGE_ROWS = 256;
+
+/** Runs `fn` on the store's database (opened, appends flushed, driver errors coded): one slice of a search. */
+export type UseSqliteStore = <T>(fn: (store: SqliteStoreDb) => T) => T;
+
+/** How a search reaches the store: `read` for a slice that only reads, `write` for one that may write. */
+export interface SqliteSearchAccess {
+  read: UseSqliteStore;
+  write: UseSqliteStore;
+}
+
+const nextTask = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 /**
  * The nearest messages of one owner, best first: through the IVF index for an owner it holds (a
  * search of all the owner's sessions, without seq bounds), else by an exact scan, after which an owner
  * found with `minOwnerVectors` or more is indexed by `build` (a worker thread for a file's store)
  * for the searches after it (sqlite/_vector-index.ts).
+ *
+ * The exact scan runs in slices of {@link SCAN_SLICE_MS}, a page of one session's vectors at a time,
+ * the event loop free between them: 12,000 vectors of 768 dimensions scored in one go held it
+ * 165–575 ms, and an owner's first search (before its index exists) scans them all. Each slice reads
+ * the database as it is then (a search is not a snapshot: a message appended meanwhile may or may not
+ * be seen, one deleted meanwhile is not returned).
  */
-export function searchVectors(
-  store: SqliteStoreDb,
+export async function searchVectors(
+  { read, write }: SqliteSearchAccess,
   query: VectorQuery,
   index: SqliteVectorIndexOptions | false = {},
-  build: BuildVectorIndex = inlineBuilder(store.db),
-): VectorHit[] {
-  const st = statements(store.db);
+  build?: BuildVectorIndex,
+): Promise<VectorHit[]> {
   const normalized = normalize(query.vector);
-  const dims = st.dims.get(query.model) as number | undefined;
-  if (dims === undefined) return [];
-  if (dims !== normalized.length) throw dimensionMismatch(query.model, dims, normalized.length);
   const limit = query.limit ?? DEFAULT_SEARCH_LIMIT;
   const after = query.afterSeq ?? Number.MIN_SAFE_INTEGER;
   const before = query.beforeSeq ?? Number.MAX_SAFE_INTEGER;
@@ -140,42 +158,64 @@ export function searchVectors(
     top.add({ sessionId, seq, snippet: "", message: undefined as never, score });
     createdAt.set(`${sessionId}\n${seq}`, at);
   };
-  let answered = false;
-  if (whole && limit > 0 && isIndexed(store.db, query.userId, query.model)) {
-    const found = indexCandidates(store.db, { userId: query.userId, model: query.model, normalized, since, limit }, index);
-    let live = 0;
-    for (const [sessionId, seq, at, vector, eligible] of found.candidates) {
-      if (!eligible) continue;
-      live++;
-      consider(sessionId, seq, at, vector);
+  // May write: the index's queued changes, or a retraining built inline.
+  const first = write((store) => {
+    const st = statements(store.db);
+    const dims = st.dims.get(query.model) as number | undefined;
+    if (dims === undefined) return undefined;
+    if (dims !== normalized.length) throw dimensionMismatch(query.model, dims, normalized.length);
+    let answered = false;
+    if (whole && limit > 0 && isIndexed(store.db, query.userId, query.model)) {
+      const found = indexCandidates(store.db, { userId: query.userId, model: query.model, normalized, since, limit }, index);
+      let live = 0;
+      for (const [sessionId, seq, at, vector, eligible] of found.candidates) {
+        if (!eligible) continue;
+        live++;
+        consider(sessionId, seq, at, vector);
+      }
+      // Too few eligible candidates (expired sessions not swept yet) and the exact scan answers.
+      answered = live >= limit || found.complete;
+      if (found.grown) {
+        const size = store.db.prepare("SELECT size FROM vector_index_owners WHERE model = ? AND user_id = ?").pluck().get(query.model, query.userId) as number;
+        (build ?? inlineBuilder(store.db))(query.userId, query.model, size, true);
+      }
     }
-    // Too few eligible candidates (expired sessions not swept yet) and the exact scan answers.
-    answered = live >= limit || found.complete;
-    if (found.grown) {
-      const size = store.db.prepare("SELECT size FROM vector_index_owners WHERE model = ? AND user_id = ?").pluck().get(query.model, query.userId) as number;
-      build(query.userId, query.model, size, true);
-    }
-  }
-  if (!answered) {
-    const rows = (
-      query.sessionId
-        ? st.scanSession.iterate(query.sessionId, query.userId, since, since, query.model, after, before)
-        : st.scan.iterate(query.userId, since, since, query.model, after, before)
-    ) as Iterable<Row>;
+    // The sessions to scan exactly; their vectors are read page by page below.
+    const sessions = answered ? [] : query.sessionId !== undefined ? [query.sessionId] : (st.ownerSessions.all(query.userId) as string[]);
+    return { answered, sessions };
+  });
+  if (first === undefined) return [];
+  if (!first.answered) {
     let scanned = 0;
-    for (const row of rows) {
-      scanned++;
-      consider(row[0], row[1], row[2], row[3]);
+    let sliceStart = performance.now();
+    for (const sessionId of first.sessions) {
+      let from = after;
+      for (;;) {
+        const rows = read((store) => statements(store.db).scanPage.all(sessionId, query.userId, since, since, query.model, from, before, SCAN_PAGE_ROWS) as Row[]);
+        for (const row of rows) consider(row[0], row[1], row[2], row[3]);
+        scanned += rows.length;
+        if (performance.now() - sliceStart >= SCAN_SLICE_MS) {
+          await nextTask();
+          sliceStart = performance.now();
+        }
+        if (rows.length < SCAN_PAGE_ROWS) break;
+        from = rows[rows.length - 1][1];
+      }
     }
-    if (whole && scanned >= (index.minOwnerVectors ?? DEFAULT_MIN_OWNER_VECTORS) && !isIndexed(store.db, query.userId, query.model)) {
-      build(query.userId, query.model, scanned, false);
+    if (whole && scanned >= (index.minOwnerVectors ?? DEFAULT_MIN_OWNER_VECTORS)) {
+      write((store) => {
+        if (!isIndexed(store.db, query.userId, query.model)) (build ?? inlineBuilder(store.db))(query.userId, query.model, scanned, false);
+      });
     }
   }
-  const hits: VectorHit[] = [];
-  for (const hit of top.hits) {
-    const found = st.message.all(hit.sessionId, hit.seq, createdAt.get(`${hit.sessionId}\n${hit.seq}`));
-    const [message] = store.messages(hit.sessionId, found as never);
-    if (message) hits.push(vectorHit(hit.sessionId, message, hit.score));
-  }
-  return hits;
+  return read((store) => {
+    const st = statements(store.db);
+    const hits: VectorHit[] = [];
+    for (const hit of top.hits) {
+      const found = st.message.all(hit.sessionId, hit.seq, createdAt.get(`${hit.sessionId}\n${hit.seq}`));
+      const [message] = store.messages(hit.sessionId, found as never);
+      if (message) hits.push(vectorHit(hit.sessionId, message, hit.score));
+    }
+    return hits;
+  });
 }

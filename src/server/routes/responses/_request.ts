@@ -8,18 +8,18 @@ import { z } from "zod";
 import { ThreadkeepError } from "../../../core/errors.js";
 import { type Item, normalizeInput, sessionOfConversation } from "../../../core/items/index.js";
 import { parseBody } from "../_validate.js";
+import { Metadata } from "../_item-pages.js";
 
-const Metadata = z.record(z.string(), z.string().max(512)).refine((m) => Object.keys(m).length <= 16, "at most 16 keys");
-
-const ResponsesBody = z.looseObject({
+/** The body of `POST /v1/responses`. */
+export const ResponsesBody = z.looseObject({
   model: z.string().min(1).optional(),
   input: z.union([z.string(), z.array(z.unknown())]),
   instructions: z.string().nullish(),
   previous_response_id: z.string().min(1).nullish(),
   conversation: z.union([z.string().min(1), z.looseObject({ id: z.string().min(1) })]).nullish(),
   stream: z.boolean().nullish(),
-  store: z.boolean().nullish(),
-  tools: z.array(z.looseObject({ type: z.string() })).nullish(),
+  store: z.boolean().nullish().describe("default true"),
+  tools: z.array(z.looseObject({ type: z.string() })).nullish().describe("Function tools only"),
   tool_choice: z.union([z.enum(["none", "auto", "required"]), z.looseObject({ type: z.string() })]).nullish(),
   parallel_tool_calls: z.boolean().nullish(),
   temperature: z.number().min(0).max(2).nullish(),

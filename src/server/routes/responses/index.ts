@@ -7,6 +7,7 @@
  * a front-end's side request is answered without a session.
  */
 import type { FastifyInstance, FastifyRequest } from "fastify";
+import { z } from "zod";
 import { ThreadkeepError } from "../../../core/errors.js";
 import { newSessionId } from "../../../core/ids.js";
 import {
@@ -25,15 +26,56 @@ import type { Memory } from "../../../core/memory/memory.js";
 import { toChatMessage } from "../../../core/messages.js";
 import type { ChatMessage } from "../../../core/types.js";
 import type { PlannedTurn } from "../../turn/load.js";
-import { notFound, orNotFound, pageOf } from "../_item-pages.js";
+import { itemFailures, ItemPageDoc, notFound, orNotFound, PAGE_NOTES, PageQuery, pageOf } from "../_item-pages.js";
 import { clientHintOf, passThrough, sessionTargetOf, sideRequestOf } from "../../front-ends/index.js";
 import { outputItems, outputMessages, type ResponseMeta, responseObject, statusOf, storedResponseObject, usageOf } from "./_object.js";
-import { parseResponsesRequest, type ResponsesRequest } from "./_request.js";
+import { parseResponsesRequest, ResponsesBody, type ResponsesRequest } from "./_request.js";
 import { ResponsesStream } from "./_stream.js";
 import { runIdempotentTurn, type TurnDialect, type TurnRouteDeps } from "../../turn/run.js";
 import { withFairShare } from "../../fair-share.js";
+import { addRoute } from "../../openapi/route.js";
+import { AnyObject, ok, withFailures } from "../../openapi/_schemas.js";
 
-type IdParams = { Params: { id: string } };
+type IdRoute = { Params: { id: string } };
+
+const route = withFailures(itemFailures);
+const IdParams = z.object({ id: z.string() });
+const notes = { id: "resp_…" };
+
+/** The contracts of the /v1/responses routes. */
+export const responseContracts = {
+  create: route({
+    method: "POST",
+    url: "/v1/responses",
+    summary: "Create a response (translated to the upstream's chat completions; stream: true for Responses events)",
+    body: ResponsesBody,
+    responses: {
+      "200": {
+        description: "A `response` object, or with stream: true its Server-Sent Events. Header X-Session-ID names the session.",
+        json: AnyObject,
+        media: ["text/event-stream"],
+      },
+    },
+  }),
+  get: route({ method: "GET", url: "/v1/responses/:id", summary: "A stored response", params: IdParams, notes, responses: { "200": ok("The `response` object") } }),
+  delete: route({
+    method: "DELETE",
+    url: "/v1/responses/:id",
+    summary: "Delete a response with its input and output items",
+    params: IdParams,
+    notes,
+    responses: { "200": ok('`{ id, object: "response", deleted: true }`') },
+  }),
+  inputItems: route({
+    method: "GET",
+    url: "/v1/responses/:id/input_items",
+    summary: "The input items of a response",
+    params: IdParams,
+    query: PageQuery,
+    notes: { ...notes, ...PAGE_NOTES },
+    responses: { "200": ok("A page of items", ItemPageDoc) },
+  }),
+};
 
 /** A stored response of the caller, with its session. @throws not_found otherwise (another owner's too). */
 async function loadResponse(memory: Memory, userId: string, id: string, param?: string): Promise<FoundResponse & { sessionId: string }> {
@@ -143,7 +185,7 @@ function responsesDialect(
 export function registerResponseRoutes(app: FastifyInstance, deps: TurnRouteDeps): void {
   const { memory } = deps;
 
-  app.post("/v1/responses", async (request, reply) => {
+  addRoute(app, responseContracts.create, async (request, reply) => {
     const parsed = parseResponsesRequest(request.body);
     if (!deps.upstream) {
       throw new ThreadkeepError("upstream_not_configured", "No upstream model is configured: start threadkeep with --upstream <OpenAI-compatible base URL>");
@@ -183,17 +225,17 @@ export function registerResponseRoutes(app: FastifyInstance, deps: TurnRouteDeps
     });
   });
 
-  app.get<IdParams>("/v1/responses/:id", async (request) => {
+  addRoute<IdRoute>(app, responseContracts.get, async (request) => {
     const found = await loadResponse(memory, request.userId, request.params.id);
     return storedResponseObject(found.record, found.sessionId, itemsOf(found.output).map((i) => i.item));
   });
 
-  app.get<IdParams>("/v1/responses/:id/input_items", async (request) => {
+  addRoute<IdRoute>(app, responseContracts.inputItems, async (request) => {
     const found = await loadResponse(memory, request.userId, request.params.id);
     return pageOf(itemsOf(found.input).map((i) => i.item), request.query);
   });
 
-  app.delete<IdParams>("/v1/responses/:id", async (request) => {
+  addRoute<IdRoute>(app, responseContracts.delete, async (request) => {
     const found = await loadResponse(memory, request.userId, request.params.id);
     const seqs = new Set([...found.input, ...found.output].map((m) => m.seq));
     await removeItems(memory, found.sessionId, request.userId, (_item, seq) => seqs.has(seq));

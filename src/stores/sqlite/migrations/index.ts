@@ -14,6 +14,7 @@ import { leanAppend } from "./008-lean-append.js";
 import { activitySeq } from "./009-activity-seq.js";
 import { userMemories } from "./010-user-memories.js";
 import { memoryVectors } from "./011-memory-vectors.js";
+import { vectorLookup } from "./012-vector-lookup.js";
 
 /** One forward step of the schema per entry, in order. */
 export const SQLITE_MIGRATIONS: readonly string[] = [
@@ -28,4 +29,5 @@ export const SQLITE_MIGRATIONS: readonly string[] = [
   activitySeq,
   userMemories,
   memoryVectors,
+  vectorLookup,
 ];

@@ -1,5 +1,5 @@
-import { SessionNotFoundError, StateConflictError, ThreadkeepError } from "../core/errors.js";
-import { validateMessages } from "../core/messages.js";
+import { SessionNotFoundError, StateConflictError, ThreadkeepError } from "../../core/errors.js";
+import { validateMessages } from "../../core/messages.js";
 import type {
   AppendOptions,
   ListOptions,
@@ -20,13 +20,12 @@ import type {
   VectorQuery,
   FullStore,
   VectorStore,
-  UserMemory,
   UserMemoryVectorStore,
-} from "../core/types.js";
-import { applyMemoryPatch, memoryFromInput, pageUserIds, pageUserMemories } from "../core/store/user-memories.js";
-import { checkDimensions, memoryVectorsToKeep, missingMemoryVectors, missingSeqs, normalize, scanMemoryVectors, scanSession, type StoredMemoryVector, type StoredVector, TopK } from "./_vectors.js";
-import { applyBranchSwitch, applyHistoryWrite, branchFromRecord, checkHistoryOptions, type OperationRecord, planBranchSwitch, planHistoryWrite, upsertBranch } from "./history.js";
-import { LocalLeases } from "./_lease.js";
+} from "../../core/types.js";
+import { checkDimensions, missingSeqs, normalize, scanSession, type StoredVector, TopK } from "../_vectors.js";
+import { inProcessUserMemories } from "./_user-memories.js";
+import { applyBranchSwitch, applyHistoryWrite, branchFromRecord, checkHistoryOptions, type OperationRecord, planBranchSwitch, planHistoryWrite, upsertBranch } from "../history.js";
+import { LocalLeases } from "../_lease.js";
 import {
   checkIncarnation,
   checkOwner,
@@ -42,7 +41,7 @@ import {
   substringHits,
   DEFAULT_SEARCH_LIMIT,
   rankByRelevanceInSlices,
-} from "./_util.js";
+} from "../_util.js";
 
 /** The backend name of the in-memory store. */
 export const MEMORY_STORE_NAME = "memory";
@@ -78,10 +77,6 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): FullStore &
   // Vectors hang off their session's entry: a deleted or re-created session takes none along.
   const vectors = new WeakMap<Entry, Map<number, StoredVector>>();
   const dimensions = new Map<string, number>();
-  // Memories about users, by user then id: they outlive sessions (and the session TTL).
-  const memories = new Map<string, Map<string, UserMemory>>();
-  // A memory's vector hangs off the memory as stored: a deleted memory (or erased user) takes it along.
-  const memoryVectors = new WeakMap<UserMemory, StoredMemoryVector>();
   let closed = false;
 
   const isExpired = (entry: Entry, now = Date.now()) =>
@@ -102,6 +97,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): FullStore &
   const ensureOpen = () => {
     if (closed) throw new ThreadkeepError("store_unavailable", "The memory store is closed");
   };
+  const userMemories = inProcessUserMemories(ensureOpen);
 
   /** The live entry, evicting it first if it expired. */
   const find = (id: string): Entry | undefined => {
@@ -346,77 +342,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): FullStore &
       return removed;
     },
 
-    async addUserMemory(input) {
-      ensureOpen();
-      const memory = memoryFromInput(input);
-      const mine = memories.get(input.userId) ?? new Map<string, UserMemory>();
-      if (mine.has(memory.id)) throw new ThreadkeepError("invalid_request", `Memory ${memory.id} already exists`);
-      mine.set(memory.id, memory);
-      memories.set(input.userId, mine);
-      return structuredClone(memory);
-    },
-
-    async listMemoryOwners(options) {
-      ensureOpen();
-      return pageUserIds([...memories].filter(([, mine]) => mine.size > 0).map(([userId]) => userId), options);
-    },
-
-    async getUserMemory(userId, id) {
-      ensureOpen();
-      const memory = memories.get(userId)?.get(id);
-      return memory ? structuredClone(memory) : null;
-    },
-
-    async listUserMemories(userId, options) {
-      ensureOpen();
-      return pageUserMemories(memories.get(userId)?.values() ?? [], options);
-    },
-
-    async updateUserMemory(userId, id, patch) {
-      ensureOpen();
-      const mine = memories.get(userId);
-      const memory = mine?.get(id);
-      if (!mine || !memory) throw new ThreadkeepError("not_found", `Memory ${id} not found`);
-      const next = applyMemoryPatch(memory, patch);
-      const vector = memoryVectors.get(memory);
-      if (vector && vector.text === next.text) memoryVectors.set(next, vector);
-      mine.set(id, next);
-      return structuredClone(next);
-    },
-
-    async putUserMemoryEmbeddings(userId, model, items) {
-      ensureOpen();
-      const mine = memories.get(userId);
-      const keep = memoryVectorsToKeep(model, items, [...(mine?.values() ?? [])].map((m) => memoryVectors.get(m)));
-      for (const [id, vector] of keep) {
-        const memory = mine?.get(id);
-        if (memory && memory.text === vector.text) memoryVectors.set(memory, vector);
-      }
-    },
-
-    async missingUserMemoryEmbeddings(userId, model, limit = 100) {
-      ensureOpen();
-      const mine = memories.get(userId);
-      return missingMemoryVectors(mine?.values() ?? [], (id) => memoryVectors.get(mine!.get(id)!), model, limit);
-    },
-
-    async searchUserMemoryVectors(query) {
-      ensureOpen();
-      const mine = memories.get(query.userId);
-      return scanMemoryVectors(mine?.values() ?? [], (id) => memoryVectors.get(mine!.get(id)!), query);
-    },
-
-    async deleteUserMemory(userId, id) {
-      ensureOpen();
-      return memories.get(userId)?.delete(id) ?? false;
-    },
-
-    async deleteUserMemories(userId) {
-      ensureOpen();
-      const count = memories.get(userId)?.size ?? 0;
-      memories.delete(userId);
-      return count;
-    },
+    ...userMemories.methods,
 
     async acquireLease(id, options) {
       ensureOpen();
@@ -428,7 +354,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): FullStore &
       if (timer) clearInterval(timer);
       leases.clear();
       entries.clear();
-      memories.clear();
+      userMemories.clear();
     },
   };
 }

@@ -9,7 +9,7 @@ import { createHash } from "node:crypto";
 import { mkdir, readdir, readFile, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { ThreadkeepError } from "../../core/errors.js";
-import { applyMemoryPatch, memoryFromInput, pageUserIds, pageUserMemories } from "../../core/store/user-memories.js";
+import { applyMemoryPatch, memoryFromInput, pageUserIds, pageUserMemories } from "../../core/user-memories/store-helpers.js";
 import type {
   ListOptions,
   UserIdPage,

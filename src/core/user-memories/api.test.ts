@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createMemory } from "../../create-memory.js";
-import { createMemoryStore } from "../../stores/memory.js";
+import { createMemoryStore } from "../../stores/in-process/index.js";
 import { newSessionId } from "../ids.js";
 
 describe("memory.memories: a memory's source session", () => {

@@ -8,10 +8,10 @@ import { ThreadkeepError } from "../errors.js";
 import { reciprocalRankFusion } from "../search.js";
 import { checkJson } from "../json-limits.js";
 import { relevanceTerms } from "../store/relevance.js";
-import { memoryPageLimit } from "../store/user-memories.js";
-import { memoryWritten } from "../store/memory-presence.js";
+import { memoryPageLimit } from "./store-helpers.js";
+import { memoryWritten } from "./presence.js";
 import type { FullStore, ListOptions, UserMemory, UserMemoryPage, UserMemorySource } from "../types.js";
-import type { OwnerOptions } from "./memory-options.js";
+import type { OwnerOptions } from "../memory/memory-options.js";
 
 /** Longest memory text, in characters (after trimming): a memory is a short statement, not a document. */
 export const MAX_MEMORY_TEXT_LENGTH = 2_000;

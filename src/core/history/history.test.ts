@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { createMemoryStore } from "../stores/memory.js";
-import { newSessionId } from "./ids.js";
-import { createMemory } from "../create-memory.js";
+import { createMemoryStore } from "../../stores/in-process/index.js";
+import { newSessionId } from "../ids.js";
+import { createMemory } from "../../create-memory.js";
 
 const memoryOn = (options: { maxMessages?: number } = {}) => createMemory({ store: createMemoryStore({ ttlMs: 0 }), ...options });
 const contents = (messages: { content: unknown }[]) => messages.map((m) => m.content);

@@ -10,14 +10,14 @@
  * applied or was malformed (a malformed answer is not asked again: the same turn would cost the
  * same tokens for the same answer).
  */
-import { memoryWritten } from "../../core/store/memory-presence.js";
+import { memoryWritten } from "../../core/user-memories/presence.js";
 import type { FastifyBaseLogger } from "fastify";
 import { isThreadkeepError } from "../../core/errors.js";
 import { contentText } from "../../core/messages.js";
 import type { Memory } from "../../core/memory/memory.js";
 import { hasRetention, hasUserMemories, type UserMemory, type UserMemoryStore } from "../../core/store-types.js";
 import type { FullStore, Message } from "../../core/types.js";
-import { lexicalScore, words } from "../../core/context/memories.js";
+import { lexicalScore, words } from "../../core/context/user-memories.js";
 import type { Upstream } from "../../llm/openai-compatible.js";
 import type { ServerMetrics } from "../metrics.js";
 import { type ExtractionMessage, extractionRequest, MalformedExtraction, type MemoryOperation, normaliseMemoryText, parseExtraction } from "./extraction.js";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { UserMemory } from "../store-types.js";
-import { lexicalScore, renderMemoryNote, selectMemories, words } from "./memories.js";
+import { lexicalScore, renderMemoryNote, selectMemories, words } from "./user-memories.js";
 import { TokenCounter } from "./tokens.js";
 
 const memory = (id: string, text: string, at: number): UserMemory => ({

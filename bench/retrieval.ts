@@ -18,16 +18,20 @@
  * Without `--data` it prints where to get a dataset and exits 0; a `--data` file that is missing or
  * unreadable is an error.
  */
+import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import { isAbsolute, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import type { Message } from "../src/core/types.js";
 import { createMemory } from "../src/create-memory.js";
 import { createServer } from "../src/server/index.js";
 import { elapsedMs, printTable } from "./_harness.js";
 import { Bm25Index } from "./_bm25.js";
 import { type BenchConversation, type BenchDataset, readLocomo } from "./_locomo.js";
 import { openBenchStore } from "./_recall-stores.js";
+import { recallMode } from "./_retrieval-recall.js";
+import { importSessionBundle } from "../src/transfer/session-copy.js";
 import { AT_DEPTH, formatShare, refusedAll, scoreQuestion, summaryCells, Tally, turnKey, turnsOfHits } from "./_retrieval-score.js";
 
 const USAGE = `The retrieval benchmark needs a dataset in LoCoMo's format (Maharana et al., 2024, "Evaluating
@@ -56,12 +60,29 @@ interface Loaded {
   documents: { id: string; text: string }[];
 }
 
-function options(): { data?: string; store: string } {
+function options(): { data?: string; store: string; mode: string; shares: number[] } {
   const { values } = parseArgs({
-    options: { data: { type: "string" }, store: { type: "string", default: "sqlite" } },
+    options: {
+      data: { type: "string" },
+      store: { type: "string", default: "sqlite" },
+      mode: { type: "string", default: "search" },
+      shares: { type: "string", default: "5,10,15,20,25" },
+    },
     strict: true,
   });
-  return { data: values.data, store: values.store ?? "sqlite" };
+  const shares = (values.shares ?? "").split(",").map(Number);
+  if (shares.some((s) => !(s > 0 && s <= 100))) throw new Error(`--shares takes percentages of the token budget, e.g. 5,10,15; got ${values.shares}`);
+  return { data: values.data, store: values.store ?? "sqlite", mode: values.mode ?? "search", shares };
+}
+
+/** LoCoMo's `session_N_date_time` (`1:56 pm on 8 May, 2023`) as ms since the epoch (UTC), or undefined. */
+function locomoTime(dateTime: string | undefined): number | undefined {
+  const m = /^(\d{1,2}):(\d{2}) ?(am|pm) on (\d{1,2}) (\w+),? (\d{4})$/i.exec(dateTime?.trim() ?? "");
+  if (!m) return undefined;
+  const month = new Date(`${m[5]} 1, 2000 00:00 UTC`).getUTCMonth();
+  if (Number.isNaN(month)) return undefined;
+  const hour = (Number(m[1]) % 12) + (m[3].toLowerCase() === "pm" ? 12 : 0);
+  return Date.UTC(Number(m[6]), month, Number(m[4]), hour, Number(m[2]));
 }
 
 function readDataset(path: string): BenchDataset {
@@ -97,6 +118,7 @@ async function main(): Promise<void> {
     return;
   }
   if (!STORES.includes(args.store)) throw new Error(`Unknown --store ${args.store}: one of ${STORES.join(", ")}`);
+  if (args.mode !== "search" && args.mode !== "recall") throw new Error(`Unknown --mode ${args.mode}: search or recall`);
   const path = isAbsolute(args.data) ? args.data : resolve(process.env.INIT_CWD ?? process.cwd(), args.data);
   const dataset = readDataset(path);
   const { conversations } = dataset;
@@ -121,10 +143,18 @@ async function main(): Promise<void> {
       const entry: Loaded = { conversation, userId, apiKey: `bench-${conversation.id}`, keys: new Map(), documents: [] };
       for (const session of conversation.sessions) {
         const metadata = { locomo: { sample: conversation.id, session: session.number, dateTime: session.dateTime ?? null } };
-        const handle = await memory.startSession({ userId, metadata });
-        const stored = await memory.addMessages(handle.id, session.turns.map(({ role, content }) => ({ role, content })), { userId });
-        stored.forEach((message, i) => {
-          const key = turnKey(handle.id, message.seq);
+        // Imported as the export format carries sessions, so each keeps its date as its time.
+        const at = locomoTime(session.dateTime) ?? Date.now();
+        const id = randomUUID();
+        const messages = session.turns.map(({ role, content }, i): Message => ({ seq: i + 1, createdAt: at + i * 1000, role, content }));
+        await importSessionBundle(opened.store, {
+          session: { id, userId, createdAt: at, lastActivityAt: at + messages.length * 1000, metadata },
+          messages,
+          summaries: [],
+          state: null,
+        });
+        messages.forEach((message, i) => {
+          const key = turnKey(id, message.seq);
           entry.keys.set(session.turns[i].id, key);
           entry.documents.push({ id: key, text: message.content as string });
         });
@@ -134,6 +164,17 @@ async function main(): Promise<void> {
     await memory.idle();
     await opened.settle?.();
     const ingestion = elapsedMs(ingestStart);
+    if (args.mode === "recall") {
+      console.log(`store ${args.store}: ingestion ${ingestion} (import of each session with its date)`);
+      const recallLoaded = loaded.map((l) => ({
+        conversation: l.conversation,
+        userId: l.userId,
+        now: locomoTime(l.conversation.sessions.at(-1)?.dateTime),
+        texts: new Map(l.conversation.sessions.flatMap((s) => s.turns.map((t) => [t.id, t.content] as const))),
+      }));
+      await recallMode({ store: opened.store, ttlMs: 0 }, recallLoaded, { shares: args.shares, dateShare: 10, dataName: path.split("/").at(-1) ?? path, store: args.store });
+      return;
+    }
 
     server = await createServer({ memory, apiKeys: Object.fromEntries(loaded.map((l) => [l.apiKey, l.userId])), host: "127.0.0.1", port: 0 });
     const base = await server.listen();

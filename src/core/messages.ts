@@ -94,3 +94,12 @@ export function toChatMessage(message: Message | MessageInput): ChatMessage {
     message as Message;
   return chat;
 }
+
+/** Message metadata key holding the time a message was first said, kept by import and migration. */
+export const CREATED_AT_KEY = "importedCreatedAt";
+
+/** When a message was said: its original time when it was imported, else when the store accepted it. */
+export function saidAt(message: Pick<Message, "createdAt" | "metadata">): number {
+  const original = message.metadata?.[CREATED_AT_KEY];
+  return typeof original === "number" ? original : message.createdAt;
+}

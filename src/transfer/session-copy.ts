@@ -8,6 +8,7 @@
  */
 import { setImmediate as nextTask } from "node:timers/promises";
 import { appendMessagesOf, saveSummaryOf } from "../core/incarnation.js";
+import { CREATED_AT_KEY } from "../core/messages.js";
 import { completeStore } from "../core/store/complete.js";
 import type { Branch, Message, MessageInput, Session, FullStore, SessionStore } from "../core/types.js";
 import { sameData, sortedData } from "./canonical.js";
@@ -15,8 +16,7 @@ import { type ExportedSummary, exportedMessage, type SessionBundle } from "./jso
 
 /** Session metadata key holding the difference between original and stored seqs. */
 export const SEQ_OFFSET_KEY = "importedSeqOffset";
-/** Message metadata key holding the message's original `createdAt`. */
-export const CREATED_AT_KEY = "importedCreatedAt";
+export { CREATED_AT_KEY };
 
 /** Messages per append: large enough to be fast, small enough for any backend's statement limits. */
 const APPEND_BATCH = 250;

@@ -93,16 +93,21 @@ describe.each(STORES)("recall across a user's sessions on $name", ({ store }) =>
     expect(note).toContain('"conversation":"Hobbies"');
     expect(note).toContain(`"date":"${new Date().toISOString().slice(0, 10)}"`);
     expect(note).not.toContain("Bob's hobbies");
-    // The recalled pair is Alice's question and the answer, once each, from her one earlier session.
+    // The hit is Alice's question (and the answer, which holds the words too), quoted with the turns around it (the answer, her next message), once
+    // each, from her one earlier session.
     const lines = note.split("\n").filter((l) => l.startsWith("{"));
-    expect(lines.map((l) => JSON.parse(l).from)).toEqual(["user", "assistant"]);
+    expect(lines.map((l) => JSON.parse(l).from)).toEqual(["user", "assistant", "user"]);
+    expect(JSON.parse(lines[2]).text).toContain("apron");
 
     // /context (previewed with a message) lists them under recalled, with where they come from.
     const ctx = (await (await alice.call("GET", `/v1/sessions/${fresh}/context?message=${encodeURIComponent("the pottery class?")}`)).json()) as any;
-    expect(ctx.recalled.map((r: any) => [r.sessionId, r.title, r.role])).toEqual([
-      [earlier, "Hobbies", "user"],
-      [earlier, "Hobbies", "assistant"],
+    expect(ctx.recalled.map((r: any) => [r.sessionId, r.title, r.role, r.neighbourOf ?? null])).toEqual([
+      [earlier, "Hobbies", "user", null],
+      [earlier, "Hobbies", "assistant", null],
+      [earlier, "Hobbies", "user", 2],
     ]);
+    // Why the hit was chosen: its rank, and the question's words it holds.
+    expect(ctx.recalled[0]).toMatchObject({ seq: 1, rank: 1, matched: ["pottery", "class"] });
     expect(ctx.messages.some((m: any) => m.role === "system" && m.content.includes(ANSWER))).toBe(true);
 
     // Bob asking the same is given his own history only.

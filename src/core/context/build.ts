@@ -71,6 +71,7 @@ export async function buildContext(core: MemoryCore, sessionId: string, options:
             activeSince: core.scope(userId).activeSince,
             maxTokens: Math.floor(tokenBudget * core.recall.budgetShare),
             counter,
+            now: options.now,
           },
           core.recall,
         )

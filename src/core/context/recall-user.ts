@@ -1,26 +1,42 @@
 /**
- * Recall across sessions (`scope: "user"`): a turn may bring back the few messages of the owner's
- * OTHER live sessions most related to the new message — by words without an embedder, words and
- * meaning fused with one — each with the reply or question it belongs to. They enter as one system
- * note holding quoted, delimited data with where each came from (session title, date), within a share
- * of the token budget: text another conversation stored is never given to the model as instructions.
+ * Recall across sessions (`scope: "user"`): a turn may bring back the turns of the owner's OTHER live
+ * sessions most related to the new message, ranked as search ranks them (words without an embedder,
+ * words and meaning fused with one; those said in the time the message names first), each with the
+ * turns before and after it. They enter as one system note holding quoted, delimited data with where
+ * each came from (session title, the day it was said), within a share of the token budget: text
+ * another conversation stored is never given to the model as instructions.
  *
  * Ownership is the store's: the search is scoped to the owner and to sessions active within the TTL
  * (a deleted session's messages are gone with it), and each hit's session is read again and checked.
  */
 import type { BackgroundEmbedder } from "../embeddings.js";
-import { contentText } from "../messages.js";
-import { fuseRanks } from "../search.js";
+import { ThreadkeepError } from "../errors.js";
+import { contentText, saidAt } from "../messages.js";
+import { fuseRanks, lexicalRanks } from "../search.js";
 import type { ChatMessage, FullStore, Message, SearchHit, Session } from "../types.js";
-import { terms } from "./_terms.js";
-import { lexicalRecall, type RecalledMessage, type RecallOptions } from "./recall.js";
+import { terms, termShare } from "./_terms.js";
+import { questionTimeSpan, saidAbout } from "./recall-dates.js";
+import type { RecalledMessage, RecallOptions } from "./recall.js";
 import type { TokenCounter } from "./tokens.js";
 
-/** Candidates read from each ranking before the best `limit` are kept. */
-const DEPTH = 20;
+/** Candidates read from each ranking: the time a question names can lift a hit from this deep. */
+const DEPTH = 30;
+/** Best hits whose turns are read for quoting (more than fit the default share, fewer than DEPTH reads). */
+const READ_HITS = 12;
+/**
+ * Content words of the query a hit must hold: a word the user's history holds everywhere ("anything",
+ * a name) brings back nothing alone, and a message of one content word recalls nothing.
+ */
+const MIN_MATCHED = 2;
+/** Turns quoted around a hit, before and after it: the answer is often the reply to what matched. */
+const NEIGHBOURS_BEFORE = 1;
+const NEIGHBOURS_AFTER = 1;
 
 /** Longest text of one recalled message, in tokens (a long one is cut with a marker). */
 const MAX_MESSAGE_TOKENS = 400;
+
+/** Tokens within which a note's size is counted whole rather than line by line. */
+const NEAR_LIMIT = 8;
 
 /** The tags around the recalled data; the data itself can never contain them (see {@link quoteEntry}). */
 export const RECALLED_OPEN = "<recalled-messages>";
@@ -72,13 +88,27 @@ export function fitEntries(
 ): { kept: QuotedMessage[]; indices: number[] } {
   const kept: QuotedMessage[] = [];
   const indices: number[] = [];
+  const exact = (list: QuotedMessage[]) => counter.message({ role: "system", content: userRecallNote(list) });
+  // Lines are counted one by one (tokens rarely merge across a line break), and the whole note again
+  // only near the limit, so a long note costs a count per line rather than per line squared.
+  let total = exact([]);
   entries.forEach((entry, i) => {
     const head = counter.head(entry.text, MAX_MESSAGE_TOKENS);
     const candidate = head === entry.text ? entry : { ...entry, text: `${head} […]` };
-    if (counter.message({ role: "system", content: userRecallNote([...kept, candidate]) }) > maxTokens) return;
+    const cost = counter.text(`${quoteEntry(candidate)}\n`);
+    if (total + cost > maxTokens - NEAR_LIMIT) {
+      if (total + cost - NEAR_LIMIT > maxTokens) return;
+      const counted = exact([...kept, candidate]);
+      if (counted > maxTokens) return;
+      total = counted;
+    } else total += cost;
     kept.push(candidate);
     indices.push(i);
   });
+  while (kept.length > 0 && exact(kept) > maxTokens) {
+    kept.pop();
+    indices.pop();
+  }
   return { kept, indices };
 }
 
@@ -88,29 +118,6 @@ function titleOf(session: Session): string | undefined {
   return typeof t === "string" && t.trim() ? t.trim().slice(0, 120) : undefined;
 }
 
-/** The hit and the other half of its turn: a user message's reply, an assistant message's question. */
-function turnOf(hit: SearchHit, around: readonly Message[]): Message[] {
-  const partner =
-    hit.message.role === "user"
-      ? around.find((m) => m.seq === hit.seq + 1 && m.role === "assistant")
-      : hit.message.role === "assistant"
-        ? around.find((m) => m.seq === hit.seq - 1 && m.role === "user")
-        : undefined;
-  return [hit.message, ...(partner ? [partner] : [])].sort((a, b) => a.seq - b.seq);
-}
-
-/** The seq spans to read for the hits' turns, one per session where they touch: `[sessionId, from, to]`. */
-function turnSpans(hits: readonly SearchHit[]): [string, number, number][] {
-  const spans: [string, number, number][] = [];
-  const sorted = [...hits].sort((a, b) => a.sessionId.localeCompare(b.sessionId) || a.seq - b.seq);
-  for (const hit of sorted) {
-    const last = spans.at(-1);
-    if (last && last[0] === hit.sessionId && hit.seq - 1 <= last[2] + 1) last[2] = Math.max(last[2], hit.seq + 1);
-    else spans.push([hit.sessionId, Math.max(1, hit.seq - 1), hit.seq + 1]);
-  }
-  return spans;
-}
-
 /** What cross-session recall adds to a turn. */
 export interface UserRecall {
   /** The system note (absent when nothing is recalled). */
@@ -118,42 +125,93 @@ export interface UserRecall {
   recalled: RecalledMessage[];
 }
 
+/** A ranked hit with its turns around it, read for quoting. */
+interface Candidate {
+  hit: SearchHit;
+  rank: number;
+  /** The share of the query's content words the hit holds, and which. */
+  score: number;
+  matched: string[];
+  /** Said within the time the question names. */
+  inSpan: boolean;
+}
+
+/** The seq spans to read for the hits and their neighbours, one per session where they touch: `[sessionId, from, to]`. */
+function turnSpans(hits: readonly SearchHit[]): [string, number, number][] {
+  const spans: [string, number, number][] = [];
+  const sorted = [...hits].sort((a, b) => a.sessionId.localeCompare(b.sessionId) || a.seq - b.seq);
+  for (const hit of sorted) {
+    const last = spans.at(-1);
+    const from = Math.max(1, hit.seq - NEIGHBOURS_BEFORE);
+    if (last && last[0] === hit.sessionId && from <= last[2] + 1) last[2] = Math.max(last[2], hit.seq + NEIGHBOURS_AFTER);
+    else spans.push([hit.sessionId, from, hit.seq + NEIGHBOURS_AFTER]);
+  }
+  return spans;
+}
+
+/** The query's content words a text holds. */
+function matchedTerms(wanted: ReadonlySet<string>, text: string): string[] {
+  const held = terms(text);
+  return [...wanted].filter((t) => held.has(t));
+}
+
+/**
+ * The candidates in the order they are quoted: the search ranking (fused with meaning with an
+ * embedder), those said in the time the question names (when it names one) moved ahead, in rank order.
+ */
+function ordered(candidates: Candidate[]): Candidate[] {
+  return [...candidates.filter((c) => c.inSpan), ...candidates.filter((c) => !c.inSpan)];
+}
+
 /**
  * Finds the owner's messages in other sessions to recall for `query`, and quotes them within
- * `maxTokens`. Failures cost the recall, never the turn (logged).
+ * `maxTokens`: the search ranking's best hits (those of the time the question names first), each with
+ * the turns around it, while they fit. Failures cost the recall, never the turn (logged).
  */
 export async function findUserRecall(
   vectors: BackgroundEmbedder | undefined,
   store: FullStore,
-  request: { userId: string; sessionId: string; query: string; activeSince?: number; maxTokens: number; counter: TokenCounter },
+  request: { userId: string; sessionId: string; query: string; activeSince?: number; maxTokens: number; counter: TokenCounter; now?: number },
   options: Required<RecallOptions>,
 ): Promise<UserRecall> {
   const { userId, sessionId, query, activeSince } = request;
-  if (!query || request.maxTokens <= 0 || terms(query).size < 2) return { recalled: [] };
+  const wanted = terms(query);
+  if (!query || request.maxTokens <= 0 || wanted.size < MIN_MATCHED) return { recalled: [] };
   try {
     const elsewhere = (hit: SearchHit) => hit.sessionId !== sessionId;
     const [lexical, semantic] = await Promise.all([
-      lexicalRecall(store, { userId, text: query, activeSince }, options, DEPTH),
+      lexicalRanks(store, { userId, text: query, activeSince, mode: "fulltext", limit: DEPTH }, DEPTH),
       vectors ? vectors.search(store, { userId, text: query, limit: DEPTH, activeSince }) : Promise.resolve([]),
     ]);
-    const scores = new Map<string, number>();
-    const key = (hit: SearchHit) => `${hit.sessionId}\n${hit.seq}`;
-    for (const { hit, score } of lexical) scores.set(key(hit), score);
     const close = semantic.filter((h) => (h.score ?? 0) >= options.minScore);
-    for (const hit of close) scores.set(key(hit), Math.max(scores.get(key(hit)) ?? 0, hit.score ?? 0));
-    const lists = [lexical.map((l) => l.hit).filter(elsewhere), close.filter(elsewhere)].filter((l) => l.length > 0);
-    const best = lists.length > 1 ? fuseRanks(lists, options.limit) : (lists[0] ?? []).slice(0, options.limit);
-    if (best.length === 0) return { recalled: [] };
+    const lists = [lexical.filter(elsewhere), close.filter(elsewhere)].filter((l) => l.length > 0);
+    const ranked = lists.length > 1 ? fuseRanks(lists, DEPTH) : (lists[0] ?? []);
+    if (ranked.length === 0) return { recalled: [] };
+    const span = options.dates ? questionTimeSpan(query, request.now ?? Date.now()) : undefined;
+    const candidates = ordered(
+      ranked.map((hit, rank) => {
+        const text = contentText(hit.message.content);
+        return { hit, rank: rank + 1, score: termShare(wanted, text), matched: matchedTerms(wanted, text), inSpan: span ? saidAbout(saidAt(hit.message), span) : false };
+      }).filter((c) => c.matched.length >= MIN_MATCHED),
+    ).slice(0, READ_HITS);
 
-    const sessionIds = [...new Set(best.map((h) => h.sessionId))];
-    const spans = turnSpans(best);
+    const sessionIds = [...new Set(candidates.map((c) => c.hit.sessionId))];
+    const spans = turnSpans(candidates.map((c) => c.hit));
+    const owner = { userId, activeSince };
     const [sessions, reads] = await Promise.all([
       Promise.all(sessionIds.map((id) => store.getSession(id))),
-      Promise.all(spans.map(([id, fromSeq, toSeq]) => store.getMessages(id, { fromSeq, toSeq }))),
+      Promise.all(
+        spans.map(([id, fromSeq, toSeq]) =>
+          store.getMessages(id, { fromSeq, toSeq, owner }).catch((error: unknown) => {
+            // A session deleted or expired since the search matched it: left out below.
+            if (error instanceof ThreadkeepError && error.code === "session_not_found") return [] as Message[];
+            throw error;
+          }),
+        ),
+      ),
     ]);
     const read = new Map<string, Message[]>();
     spans.forEach(([id], i) => read.set(id, [...(read.get(id) ?? []), ...reads[i]]));
-    const around = best.map((h) => read.get(h.sessionId) ?? []);
     // The store scoped the search already; a session gone, another owner's or expired since is left out.
     const live = new Map(
       sessions
@@ -161,20 +219,24 @@ export async function findUserRecall(
         .map((s) => [s.id, s]),
     );
     const seen = new Set<string>();
-    const picked: { message: Message; session: Session; score: number }[] = [];
-    best.forEach((hit, i) => {
-      const session = live.get(hit.sessionId);
+    const picked: { message: Message; session: Session; candidate: Candidate }[] = [];
+    // A turn that is a hit of its own is reported as one, even when quoted beside a better hit.
+    const asHit = new Map(candidates.map((c) => [`${c.hit.sessionId}\n${c.hit.seq}`, c]));
+    candidates.forEach((candidate) => {
+      const session = live.get(candidate.hit.sessionId);
       if (!session) return;
-      for (const message of turnOf(hit, around[i])) {
-        const k = `${hit.sessionId}\n${message.seq}`;
+      const { seq } = candidate.hit;
+      const around = (read.get(session.id) ?? []).filter((m) => m.seq >= seq - NEIGHBOURS_BEFORE && m.seq <= seq + NEIGHBOURS_AFTER);
+      for (const message of around) {
+        const k = `${session.id}\n${message.seq}`;
         if (seen.has(k)) continue;
         seen.add(k);
-        picked.push({ message, session, score: scores.get(key(hit)) ?? 0 });
+        picked.push({ message, session, candidate: asHit.get(k) ?? candidate });
       }
     });
     const entries = picked.map(({ message, session }) => ({
       title: titleOf(session),
-      createdAt: message.createdAt,
+      createdAt: saidAt(message),
       role: message.role,
       text: contentText(message.content),
     }));
@@ -182,15 +244,22 @@ export async function findUserRecall(
     if (kept.length === 0) return { recalled: [] };
     return {
       note: { role: "system", content: userRecallNote(kept) },
-      recalled: indices.map((i) => picked[i]).map(({ message, session, score }) => ({
-        seq: message.seq,
-        score,
-        query,
-        sessionId: session.id,
-        ...(titleOf(session) ? { title: titleOf(session) } : {}),
-        createdAt: message.createdAt,
-        role: message.role,
-      })),
+      recalled: indices.map((i) => picked[i]).map(({ message, session, candidate }) => {
+        const own = message.seq === candidate.hit.seq;
+        return {
+          seq: message.seq,
+          score: own ? candidate.score : termShare(wanted, contentText(message.content)),
+          query,
+          sessionId: session.id,
+          ...(titleOf(session) ? { title: titleOf(session) } : {}),
+          createdAt: saidAt(message),
+          role: message.role,
+          rank: candidate.rank,
+          matched: own ? candidate.matched : matchedTerms(wanted, contentText(message.content)),
+          ...(own ? {} : { neighbourOf: candidate.hit.seq }),
+          ...(candidate.inSpan && span ? { when: span.phrase } : {}),
+        };
+      }),
     };
   } catch (error) {
     console.warn(`[threadkeep] recall from other sessions of session ${sessionId} failed; the turn goes on without it: ${error}`);

@@ -14,7 +14,9 @@ import type { ChatMessage, Message, FullStore, SearchHit, Summary } from "../typ
 import { terms, termShare } from "./_terms.js";
 import { latestSummary } from "./compaction.js";
 import { type LoadedContext, NEIGHBOURS } from "./load.js";
-import type { ContextPreferences } from "./types.js";
+import type { ContextPreferences, RecalledMessage } from "./types.js";
+
+export type { RecalledMessage };
 
 /** Where recall looks: the session only, or also the same owner's other sessions. */
 export type RecallScope = "session" | "user";
@@ -23,13 +25,14 @@ export type RecallScope = "session" | "user";
 export interface RecallOptions {
   /** Recall at all (by meaning with an embedder, by words without). @default true */
   enabled?: boolean;
-  /** Most messages recalled per turn (per scope). @default 3 */
+  /** Most messages recalled per turn from the session itself (from other sessions, `budgetShare` bounds it). @default 3 */
   limit?: number;
   /** Least cosine similarity worth recalling (with an embedder). @default 0.3 */
   minScore?: number;
   /**
-   * Least share of the query's content words a message must hold to be recalled by words (and at
-   * least two of them: a query of one content word recalls nothing by words). @default 0.5
+   * Least share of the query's content words a message of the session must hold to be recalled by
+   * words (and at least two of them: a query of one content word recalls nothing by words). From other
+   * sessions, any hit of the search ranking holding two of them is a candidate. @default 0.5
    */
   minTermShare?: number;
   /**
@@ -39,6 +42,11 @@ export interface RecallOptions {
   scope?: RecallScope;
   /** Most of the token budget the other sessions' recalled text may take, as a share (0..1). @default 0.1 */
   budgetShare?: number;
+  /**
+   * Recall from other sessions prefers what was said in the time the message names ("last week",
+   * "in May", "on 3 June, 2023"), read relative to the turn's time. @default true
+   */
+  dates?: boolean;
 }
 
 /** The defaults of {@link RecallOptions}. */
@@ -49,24 +57,8 @@ export const DEFAULT_RECALL: Required<RecallOptions> = {
   minTermShare: 0.5,
   scope: "session",
   budgetShare: 0.1,
+  dates: true,
 };
-
-/** A message brought back into the context, and why. */
-export interface RecalledMessage {
-  seq: number;
-  /** Cosine similarity to the query (by meaning), or the share of its words the message holds (by words). */
-  score: number;
-  /** What it was found for: the user's message, or the requested topic. */
-  query: string;
-  /** Set when the message is from another of the owner's sessions (scope `user`). */
-  sessionId?: string;
-  /** That session's title (its metadata `title`), if it has one. */
-  title?: string;
-  /** When the message was stored (ms since the epoch): recalled from another session only. */
-  createdAt?: number;
-  /** Its role: recalled from another session only. */
-  role?: string;
-}
 
 /** What recall adds to a turn: messages to load (with their neighbours) and pin, and the reasons. */
 export interface RecallResult {

@@ -146,7 +146,7 @@ export interface AssembledContext {
    * Older messages brought back by relevance, with their score and the query; those of the owner's
    * other sessions (quoted in a system note) also say which session, its title, when and who.
    */
-  recalled?: { seq: number; score: number; query: string; sessionId?: string; title?: string; createdAt?: number; role?: string }[];
+  recalled?: RecalledMessage[];
   /** The budget the context was assembled within. */
   tokenBudget?: number;
   /** The message window applied (the setting, or the preferences' `maxRecentMessages`). */
@@ -170,4 +170,29 @@ export interface PreloadedTurn {
   last: number;
   summaries: Summary[];
   state: SessionState;
+}
+
+/** A message brought back into the context, and why. */
+export interface RecalledMessage {
+  seq: number;
+  /** Cosine similarity to the query (by meaning), or the share of its words the message holds (by words). */
+  score: number;
+  /** What it was found for: the user's message, or the requested topic. */
+  query: string;
+  /** Set when the message is from another of the owner's sessions (scope `user`). */
+  sessionId?: string;
+  /** That session's title (its metadata `title`), if it has one. */
+  title?: string;
+  /** When the message was stored (ms since the epoch): recalled from another session only. */
+  createdAt?: number;
+  /** Its role: recalled from another session only. */
+  role?: string;
+  /** Its hit's place in the search ranking (1 is best): recalled from another session only. */
+  rank?: number;
+  /** The query's content words it holds: recalled from another session only. */
+  matched?: string[];
+  /** Set when it was quoted as a neighbour of the hit at this seq, not matched itself. */
+  neighbourOf?: number;
+  /** The words of the query naming a time it was said in (it was preferred for them). */
+  when?: string;
 }

@@ -41,10 +41,33 @@ function othersLabel(recalled) {
 }
 
 /**
+ * Why each message quoted from another session was chosen: its place in the search ranking, the share
+ * of the question's words it holds and which, the day it was said (and the time the question named,
+ * when that preferred it), or the hit it was quoted beside.
+ * @param {any} recalled
+ * @returns {string[]}
+ */
+export function othersReasons(recalled) {
+  return (Array.isArray(recalled) ? recalled : [])
+    .filter((/** @type {any} */ r) => r.sessionId)
+    .map((/** @type {any} */ r) => {
+      const date = typeof r.createdAt === "number" ? new Date(r.createdAt).toISOString().slice(0, 10) : "undated";
+      const source = `${r.title ?? r.sessionId.slice(0, 8)} #${r.seq} ${r.role ?? ""}`.trim();
+      const why =
+        typeof r.neighbourOf === "number"
+          ? `beside hit #${r.neighbourOf}`
+          : `rank ${r.rank ?? "?"}, score ${typeof r.score === "number" ? r.score.toFixed(2) : "?"}`;
+      const matched = Array.isArray(r.matched) && r.matched.length > 0 ? `, matched: ${r.matched.join(", ")}` : "";
+      const when = r.when ? `, said in the time asked about (“${r.when}”)` : "";
+      return `${source} · ${date} · ${why}${matched}${when}`;
+    });
+}
+
+/**
  * Labels each sent message with its part: system first, then the summary, the state note, recalled
  * messages and the window (by seq).
  * @param {any} ctx
- * @returns {{ part: string, label: string, message: any }[]}
+ * @returns {{ part: string, label: string, message: any, reasons?: string[] }[]}
  */
 function labelled(ctx) {
   /** @type {any[]} */
@@ -59,7 +82,7 @@ function labelled(ctx) {
   return messages.map((message, i) => {
     if (i === summaryAt) return { part: "summary", label: `summaries ${(ctx.includedSummaryIds ?? []).map((/** @type {number} */ id) => `#${id}`).join(", ")}`, message };
     if (i === noteAt) return { part: "stateNote", label: "state note", message };
-    if (i < leading && isOthersNote(message)) return { part: "recalled", label: othersLabel(ctx.recalled), message };
+    if (i < leading && isOthersNote(message)) return { part: "recalled", label: othersLabel(ctx.recalled), message, reasons: othersReasons(ctx.recalled) };
     if (i < leading) return { part: "system", label: message.role, message };
     const seq = seqs[i - leading];
     const why = recalled.get(seq);
@@ -198,6 +221,7 @@ export function renderContext(ctx, session) {
           "li",
           { class: `sent-msg part-${item.part}`, "data-part": item.part },
           h("div", { class: "label" }, h("span", { class: `swatch part-${item.part}` }), item.label),
+          item.reasons?.length ? h("ul", { class: "recall-reasons", "aria-label": "Why each was recalled" }, item.reasons.map((r) => h("li", null, r))) : null,
           h("div", { class: "content" }, contentText(item.message.content) || (item.message.tool_calls ? `tool calls: ${item.message.tool_calls.map((/** @type {any} */ c) => c?.function?.name).join(", ")}` : "")),
         ),
       ),

@@ -16,7 +16,9 @@ export const BM25_B = 0.75;
  */
 export const STOPWORDS: ReadonlySet<string> = new Set([
   // Lucene's ENGLISH_STOP_WORDS_SET.
-  ..."a an and are as at be but by for if in into is it no not of on or such that the their then there these they this to was will with".split(" "),
+  ..."a an and are as at be but by for if in into is it no not of on or such that the their then there these they this to was will with".split(
+    " ",
+  ),
   // What questions are made of.
   ..."what when where which who whom whose why how do does did has have had".split(" "),
   ..."s t d ll m re ve".split(" "),

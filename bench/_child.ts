@@ -31,7 +31,13 @@ export function startChild(
 }
 
 /** One POST with a keep-alive agent; resolves with its latency in microseconds (and the body, with `keep`). */
-export function post(agent: Agent, url: URL, body: string, headers: Record<string, string>, keep?: (body: string) => void): Promise<number> {
+export function post(
+  agent: Agent,
+  url: URL,
+  body: string,
+  headers: Record<string, string>,
+  keep?: (body: string) => void,
+): Promise<number> {
   const start = performance.now();
   return new Promise((resolve, reject) => {
     const headersOut = { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...headers };
@@ -56,7 +62,9 @@ export function post(agent: Agent, url: URL, body: string, headers: Record<strin
 export function statCpuMicros(path: string): number {
   try {
     // After "(comm) ": utime and stime are fields 14 and 15 of the line, in clock ticks of 10 ms (USER_HZ 100).
-    const fields = readFileSync(path, "utf8").replace(/^.*\) /s, "").split(" ");
+    const fields = readFileSync(path, "utf8")
+      .replace(/^.*\) /s, "")
+      .split(" ");
     return (Number(fields[11]) + Number(fields[12])) * 10_000;
   } catch {
     return 0;

@@ -91,8 +91,7 @@ export function formatRatio(ratio: number): string {
 /** Prints a GitHub-flavoured Markdown table, padded so it also reads well in a terminal. */
 export function printTable(headers: string[], rows: string[][]): void {
   const widths = headers.map((h, c) => Math.max(h.length, ...rows.map((r) => (r[c] ?? "").length)));
-  const line = (cells: string[]) =>
-    `| ${cells.map((cell, c) => (cell ?? "").padEnd(widths[c])).join(" | ")} |`;
+  const line = (cells: string[]) => `| ${cells.map((cell, c) => (cell ?? "").padEnd(widths[c])).join(" | ")} |`;
   console.log(line(headers));
   console.log(`| ${widths.map((w) => "-".repeat(w)).join(" | ")} |`);
   for (const row of rows) console.log(line(row));

@@ -71,10 +71,15 @@ export function turnContent(turn: LocomoTurn): string {
  * maps to a turn only when it is exactly that turn's `dia_id`.
  */
 export function evidenceIds(evidence: readonly unknown[]): string[] {
-  return evidence.flatMap((entry) => String(entry).split(/[;,\s]+/).filter(Boolean));
+  return evidence.flatMap((entry) =>
+    String(entry)
+      .split(/[;,\s]+/)
+      .filter(Boolean),
+  );
 }
 
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value);
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
 
 function fail(message: string): never {
   throw new Error(`Not a LoCoMo dataset: ${message}`);
@@ -98,7 +103,12 @@ export function readLocomo(json: unknown): BenchDataset {
       if (!Array.isArray(value)) fail(`${id}.${key} is not a list of turns`);
       const number = Number(match[1]);
       const turns = value.map((turn: unknown): BenchTurn => {
-        if (!isRecord(turn) || typeof turn.speaker !== "string" || typeof turn.dia_id !== "string" || typeof turn.text !== "string")
+        if (
+          !isRecord(turn) ||
+          typeof turn.speaker !== "string" ||
+          typeof turn.dia_id !== "string" ||
+          typeof turn.text !== "string"
+        )
           fail(`${id}.${key} has a turn without speaker, dia_id or text`);
         const caption = typeof turn.blip_caption === "string" ? turn.blip_caption : undefined;
         return {
@@ -108,7 +118,8 @@ export function readLocomo(json: unknown): BenchDataset {
         };
       });
       const dateTime = conversation[`session_${number}_date_time`];
-      if (turns.length > 0) sessions.push({ number, dateTime: typeof dateTime === "string" ? dateTime : undefined, turns });
+      if (turns.length > 0)
+        sessions.push({ number, dateTime: typeof dateTime === "string" ? dateTime : undefined, turns });
     }
     sessions.sort((a, b) => a.number - b.number);
     const stored = new Set(sessions.flatMap((s) => s.turns.map((t) => t.id)));

@@ -24,7 +24,8 @@ export async function dropRedisPrefix(url: string, prefix: string): Promise<void
   const { createClient } = await import("redis");
   const client = createClient({ url });
   await client.connect();
-  for await (const keys of client.scanIterator({ MATCH: `${prefix}*`, COUNT: 1000 })) if (keys.length > 0) await client.del(keys);
+  for await (const keys of client.scanIterator({ MATCH: `${prefix}*`, COUNT: 1000 }))
+    if (keys.length > 0) await client.del(keys);
   await client.close();
 }
 
@@ -61,7 +62,12 @@ export interface Paired {
  * call by call, two round trips; `PAIRED_TURNS` turns each) with both servers up: on a shared machine
  * the load drifts between the rows of the table above, so the comparison is made round by round.
  */
-export async function pairedRedis(driver: ProxyDriver, upstream: string, redis: string, prefix: string): Promise<Paired> {
+export async function pairedRedis(
+  driver: ProxyDriver,
+  upstream: string,
+  redis: string,
+  prefix: string,
+): Promise<Paired> {
   const { startRole } = driver;
   const env = { BENCH_STORE: redis, BENCH_UPSTREAM: upstream, BENCH_WORKERS: "1", BENCH_REDIS_PREFIX: prefix };
   const byCall = await startRole("server", { ...env, BENCH_CALL_BY_CALL: "1" });
@@ -79,7 +85,11 @@ export async function pairedRedis(driver: ProxyDriver, upstream: string, redis: 
       const b = (await driver.p50(combined.url, PAIRED_TURNS, true)) - direct;
       rounds.push({ byCall: a, combined: b });
     }
-    const median = (values: number[]) => percentile([...values].sort((x, y) => x - y), 50);
+    const median = (values: number[]) =>
+      percentile(
+        [...values].sort((x, y) => x - y),
+        50,
+      );
     return {
       addedByCall: median(rounds.map((r) => r.byCall)),
       addedCombined: median(rounds.map((r) => r.combined)),
@@ -90,8 +100,6 @@ export async function pairedRedis(driver: ProxyDriver, upstream: string, redis: 
     combined.child.kill("SIGTERM");
   }
 }
-
-
 
 /** The paired comparison's line of the report. */
 export function pairedLine(paired: Paired): string {

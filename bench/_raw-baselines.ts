@@ -51,7 +51,8 @@ export function openSqliteRaw(_scale: Scale, dir: string): RawBaseline {
       loaded = scale;
       const started = performance.now();
       const loadSession = db.transaction((s: number) => {
-        for (let m = 0; m < scale.messagesPerSession; m++) insert.run(sessionIdOf(s), m + 1, JSON.stringify(messageOf(s, m)));
+        for (let m = 0; m < scale.messagesPerSession; m++)
+          insert.run(sessionIdOf(s), m + 1, JSON.stringify(messageOf(s, m)));
       });
       for (let s = 0; s < scale.sessions; s++) loadSession(s);
       console.log(`  raw: loaded ${totalMessages(scale).toLocaleString("en")} messages in ${elapsedMs(started)}`);
@@ -93,7 +94,11 @@ export async function openPostgresRaw(url: string, schema: string, pool: number)
     parsed: {
       name: "raw postgres.js + JSON.parse",
       last20: async (id) =>
-        (await raw<{ seq: string; body: string }[]>`SELECT seq, body FROM messages WHERE session_id = ${id} ORDER BY seq DESC LIMIT 20`).map((row) => {
+        (
+          await raw<
+            { seq: string; body: string }[]
+          >`SELECT seq, body FROM messages WHERE session_id = ${id} ORDER BY seq DESC LIMIT 20`
+        ).map((row) => {
           const message = JSON.parse(row.body);
           message.seq = Number(row.seq);
           return message as unknown;
@@ -141,7 +146,10 @@ export async function openRedisRaw(url: string, prefix: string): Promise<RawBase
       let next = 0;
       const worker = async () => {
         for (let s = next++; s < scale.sessions; s = next++) {
-          await raw.rPush(key(sessionIdOf(s)), Array.from({ length: scale.messagesPerSession }, (_, m) => JSON.stringify(messageOf(s, m))));
+          await raw.rPush(
+            key(sessionIdOf(s)),
+            Array.from({ length: scale.messagesPerSession }, (_, m) => JSON.stringify(messageOf(s, m))),
+          );
         }
       };
       await Promise.all(Array.from({ length: 32 }, worker));

@@ -44,7 +44,8 @@ class MessageReader {
       this.#total = at < 0 ? -1 : this.#headEnd + Number.parseInt(head.slice(at + 15), 10);
     }
     const complete = this.#chunked
-      ? buffer.length >= this.#headEnd + CHUNKED_END.length - 2 && buffer.subarray(buffer.length - CHUNKED_END.length).equals(CHUNKED_END)
+      ? buffer.length >= this.#headEnd + CHUNKED_END.length - 2 &&
+        buffer.subarray(buffer.length - CHUNKED_END.length).equals(CHUNKED_END)
       : buffer.length >= this.#total;
     if (!complete) return;
     const headEnd = this.#headEnd;
@@ -57,7 +58,7 @@ class MessageReader {
 /** The body of a chunked message (rare here: fastify and the lean upstream send a length). */
 function unchunk(buffer: Buffer, from: number): string {
   let body = "";
-  for (let at = from; ; ) {
+  for (let at = from; ;) {
     const line = buffer.indexOf("\r\n", at);
     const size = Number.parseInt(buffer.toString("latin1", at, line), 16);
     if (!size) return body;
@@ -81,7 +82,10 @@ export class RawConnection {
       this.#pending = null;
       const status = Number(buffer.toString("latin1", 9, 12));
       const keep = pending.keep || status !== 200;
-      pending.resolve({ status, body: keep ? (chunked ? unchunk(buffer, headEnd) : buffer.toString("utf8", headEnd)) : undefined });
+      pending.resolve({
+        status,
+        body: keep ? (chunked ? unchunk(buffer, headEnd) : buffer.toString("utf8", headEnd)) : undefined,
+      });
     });
     socket.on("data", (chunk: Buffer) => this.#reader.push(chunk));
     const fail = (error: Error) => {
@@ -108,7 +112,10 @@ export class RawConnection {
   post(path: string, body: string, headers = "", keep = false): Promise<RawResponse> {
     return new Promise((resolve, reject) => {
       this.#pending = { keep, resolve, reject };
-      this.#socket.write(`POST ${path} HTTP/1.1\r\n${this.#head}${headers}Content-Length: ${body.length}\r\n\r\n${body}`, "latin1");
+      this.#socket.write(
+        `POST ${path} HTTP/1.1\r\n${this.#head}${headers}Content-Length: ${body.length}\r\n\r\n${body}`,
+        "latin1",
+      );
     });
   }
 
@@ -150,8 +157,10 @@ export function startLeanUpstream(delayMs = 0): Promise<{ url: string; server: S
     socket.on("data", (chunk: Buffer) => reader.push(chunk));
     socket.on("error", () => socket.destroy());
   });
-  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => {
-    const address = server.address() as { port: number };
-    resolve({ url: `http://127.0.0.1:${address.port}/v1`, server });
-  }));
+  return new Promise((resolve) =>
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address() as { port: number };
+      resolve({ url: `http://127.0.0.1:${address.port}/v1`, server });
+    }),
+  );
 }

@@ -15,7 +15,14 @@ import { sessionIdOf } from "./_store-data.js";
 export const BENCH_EMBEDDING_MODEL = "synonyms-16";
 
 /** Everyday filler around the one topical word of each message (common words every owner has). */
-export const FILLER = ["sounds good", "let me think about it", "thanks for the help", "what else is there", "okay then", "maybe later today"];
+export const FILLER = [
+  "sounds good",
+  "let me think about it",
+  "thanks for the help",
+  "what else is there",
+  "okay then",
+  "maybe later today",
+];
 
 /**
  * One step of a build: sessions `from..to-1` of `perSession` messages, owned `sessionsPerOwner` each by
@@ -40,7 +47,9 @@ export function sentences(seed: number): () => string {
   const random = seededRandom(seed);
   const pick = <T>(items: readonly T[]) => items[Math.floor(random() * items.length)];
   return () =>
-    `${pick(FILLER)} ${pick(pick(SYNONYM_GROUPS))} ${pick(FILLER)} ${Math.floor(random() * 0xffffff).toString(16).padStart(6, "0")}`;
+    `${pick(FILLER)} ${pick(pick(SYNONYM_GROUPS))} ${pick(FILLER)} ${Math.floor(random() * 0xffffff)
+      .toString(16)
+      .padStart(6, "0")}`;
 }
 
 /** The messages of session `s`: the same for every store and run. */
@@ -73,11 +82,17 @@ export async function bulkLoad(store: VectorStore, block: RecallBlock, options: 
       const id = sessionIdOf(s);
       await store.createSession({ id, userId: ownerOf(block, s) });
       const stored = await store.appendMessages(id, sessionMessages(s, perSession));
-      const items = stored.map((m) => ({ seq: m.seq, createdAt: m.createdAt, vector: fakeEmbedding(embeddingText(m)) }));
+      const items = stored.map((m) => ({
+        seq: m.seq,
+        createdAt: m.createdAt,
+        vector: fakeEmbedding(embeddingText(m)),
+      }));
       await store.putEmbeddings(id, BENCH_EMBEDDING_MODEL, items);
       if (++done % step === 0) {
         const messages = (from + done) * perSession;
-        console.error(`  ${options.label ?? store.name}: ${messages.toLocaleString("en")} messages loaded, ${elapsedMs(started)}`);
+        console.error(
+          `  ${options.label ?? store.name}: ${messages.toLocaleString("en")} messages loaded, ${elapsedMs(started)}`,
+        );
       }
     }
   };

@@ -36,12 +36,22 @@ const openers: Record<string, Opener> = {
   async file() {
     const dir = mkdtempSync(join(tmpdir(), "tk-recall-file-"));
     const store = createFileStore({ dir });
-    return { name: "file", store, concurrency: 4, remove: async () => (await store.close(), rmSync(dir, { recursive: true, force: true })) };
+    return {
+      name: "file",
+      store,
+      concurrency: 4,
+      remove: async () => (await store.close(), rmSync(dir, { recursive: true, force: true })),
+    };
   },
   async sqlite() {
     const dir = mkdtempSync(join(tmpdir(), "tk-recall-sqlite-"));
     const store = createSqliteStore({ path: join(dir, "bench.db") });
-    return { name: "sqlite", store, concurrency: 1, remove: async () => (await store.close(), rmSync(dir, { recursive: true, force: true })) };
+    return {
+      name: "sqlite",
+      store,
+      concurrency: 1,
+      remove: async () => (await store.close(), rmSync(dir, { recursive: true, force: true })),
+    };
   },
   async postgres() {
     const available = await serviceAvailable("postgres");
@@ -57,7 +67,10 @@ const openers: Record<string, Opener> = {
       concurrency: 8,
       // The database as autovacuum leaves it once it settles (statistics, the full-text index's pending
       // list merged, visibility set), rather than measured while autovacuum does that work.
-      settle: async () => void (await admin.unsafe(`VACUUM (ANALYZE) "${schema}".sessions, "${schema}".messages, "${schema}".message_vectors`)),
+      settle: async () =>
+        void (await admin.unsafe(
+          `VACUUM (ANALYZE) "${schema}".sessions, "${schema}".messages, "${schema}".message_vectors`,
+        )),
       remove: async () => {
         await store.close();
         await admin.unsafe(`DROP SCHEMA "${schema}" CASCADE`);
@@ -80,7 +93,8 @@ const openers: Record<string, Opener> = {
         await store.close();
         const raw = createClient({ url: TEST_REDIS_URL });
         await raw.connect();
-        for await (const keys of raw.scanIterator({ MATCH: `${keyPrefix}*`, COUNT: 1000 })) if (keys.length > 0) await raw.unlink(keys);
+        for await (const keys of raw.scanIterator({ MATCH: `${keyPrefix}*`, COUNT: 1000 }))
+          if (keys.length > 0) await raw.unlink(keys);
         await raw.quit();
       },
     };
@@ -89,7 +103,9 @@ const openers: Record<string, Opener> = {
 
 /** The store names to measure: `BENCH_RECALL_STORES`, else all. */
 export function benchStoreNames(): string[] {
-  const wanted = process.env.BENCH_RECALL_STORES?.split(",").map((s) => s.trim()).filter(Boolean);
+  const wanted = process.env.BENCH_RECALL_STORES?.split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
   return wanted && wanted.length > 0 ? wanted.filter((n) => n in openers) : Object.keys(openers);
 }
 

@@ -56,9 +56,23 @@ interface RecallRow {
   hits: boolean[];
 }
 
-async function runOne(memoryOptions: Omit<MemoryOptions, "recall">, loaded: readonly RecallLoaded[], label: string, recall: MemoryOptions["recall"]): Promise<RecallRow> {
+async function runOne(
+  memoryOptions: Omit<MemoryOptions, "recall">,
+  loaded: readonly RecallLoaded[],
+  label: string,
+  recall: MemoryOptions["recall"],
+): Promise<RecallRow> {
   const memory = createMemory({ ...memoryOptions, recall });
-  const row: RecallRow = { label, found: 0, questions: 0, byCategory: new Map(), tokens: [], noteTokens: [], micros: [], hits: [] };
+  const row: RecallRow = {
+    label,
+    found: 0,
+    questions: 0,
+    byCategory: new Map(),
+    tokens: [],
+    noteTokens: [],
+    micros: [],
+    hits: [],
+  };
   try {
     for (const entry of loaded) {
       for (const question of entry.conversation.questions) {
@@ -107,18 +121,48 @@ export async function recallMode(
     rows.push(await runOne(memoryOptions, loaded, `${share}%`, { scope: "user", budgetShare: share / 100 }));
     console.error(`  share ${share}%: ${formatShare(rows.at(-1)!.found / rows.at(-1)!.questions)}`);
   }
-  rows.push(await runOne(memoryOptions, loaded, `${options.dateShare}%, dates off`, { scope: "user", budgetShare: options.dateShare / 100, dates: false }));
+  rows.push(
+    await runOne(memoryOptions, loaded, `${options.dateShare}%, dates off`, {
+      scope: "user",
+      budgetShare: options.dateShare / 100,
+      dates: false,
+    }),
+  );
   const ms = (us: number) => `${(us / 1000).toFixed(1)} ms`;
-  console.log(`\nRecall into a new session's context on ${options.dataName}, store ${options.store}, ${new Date().toISOString()}, load ${loadavg().map((l) => l.toFixed(1)).join(" ")}:\n`);
+  console.log(
+    `\nRecall into a new session's context on ${options.dataName}, store ${options.store}, ${new Date().toISOString()}, load ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(" ")}:\n`,
+  );
   printTable(
-    ["share of the 8,000-token budget", "questions", "evidence turn in context", "median context tokens", "median recall note tokens", "p90 note tokens", "p50 build", "p90 build"],
+    [
+      "share of the 8,000-token budget",
+      "questions",
+      "evidence turn in context",
+      "median context tokens",
+      "median recall note tokens",
+      "p90 note tokens",
+      "p50 build",
+      "p90 build",
+    ],
     rows.map((r) => {
       const sortedMicros = [...r.micros].sort((a, b) => a - b);
       const sortedNotes = [...r.noteTokens].sort((a, b) => a - b);
-      return [r.label, String(r.questions), formatShare(r.found / r.questions), String(median(r.tokens)), String(median(r.noteTokens)), String(percentile(sortedNotes, 90)), ms(percentile(sortedMicros, 50)), ms(percentile(sortedMicros, 90))];
+      return [
+        r.label,
+        String(r.questions),
+        formatShare(r.found / r.questions),
+        String(median(r.tokens)),
+        String(median(r.noteTokens)),
+        String(percentile(sortedNotes, 90)),
+        ms(percentile(sortedMicros, 50)),
+        ms(percentile(sortedMicros, 90)),
+      ];
     }),
   );
-  const dated = loaded.flatMap((entry) => entry.conversation.questions.map((q) => questionTimeSpan(q.text, entry.now ?? Date.now()) !== undefined));
+  const dated = loaded.flatMap((entry) =>
+    entry.conversation.questions.map((q) => questionTimeSpan(q.text, entry.now ?? Date.now()) !== undefined),
+  );
   const count = (row: RecallRow) => row.hits.filter((hit, i) => hit && dated[i]).length;
   const on = rows.find((r) => r.label === `${options.dateShare}%`);
   const off = rows.at(-1)!;
@@ -127,9 +171,17 @@ export async function recallMode(
     `\nQuestions naming a time (recall-dates.ts): ${n} of ${dated.length}; evidence turn in context at ${options.dateShare}%: ` +
       `${on ? `${count(on)} with dates` : "–"}, ${count(off)} with dates off.`,
   );
-  console.log("\nEvidence turn in context, by LoCoMo category (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop):\n");
-  printTable(["share", "1", "2", "3", "4"], rows.map((r) => [r.label, ...[1, 2, 3, 4].map((c) => {
-    const [f, of] = r.byCategory.get(c) ?? [0, 0];
-    return of > 0 ? formatShare(f / of) : "–";
-  })]));
+  console.log(
+    "\nEvidence turn in context, by LoCoMo category (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop):\n",
+  );
+  printTable(
+    ["share", "1", "2", "3", "4"],
+    rows.map((r) => [
+      r.label,
+      ...[1, 2, 3, 4].map((c) => {
+        const [f, of] = r.byCategory.get(c) ?? [0, 0];
+        return of > 0 ? formatShare(f / of) : "–";
+      }),
+    ]),
+  );
 }

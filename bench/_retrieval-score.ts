@@ -151,6 +151,8 @@ export const refusedAll = (summary: TallySummary): boolean =>
 /** The table row of a summary: questions, at 5, found in 10, no hit, errors, p50, p90. */
 export function summaryCells(summary: TallySummary): string[] {
   const errors = [...summary.errors].map(([reason, n]) => `${reason} × ${n}`).join(", ");
-  const figures = refusedAll(summary) ? ["", "", ""] : [formatShare(summary.atFirst), formatShare(summary.found), formatShare(summary.empty)];
+  const figures = refusedAll(summary)
+    ? ["", "", ""]
+    : [formatShare(summary.atFirst), formatShare(summary.found), formatShare(summary.empty)];
   return [String(summary.questions), ...figures, errors || "–", formatMicros(summary.p50), formatMicros(summary.p90)];
 }

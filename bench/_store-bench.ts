@@ -94,9 +94,7 @@ export async function loadStore(
     }
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
-  console.log(
-    `  ${name}: loaded ${totalMessages(scale).toLocaleString("en")} messages in ${elapsedMs(started)}`,
-  );
+  console.log(`  ${name}: loaded ${totalMessages(scale).toLocaleString("en")} messages in ${elapsedMs(started)}`);
   if (store.capabilities.fullTextSearch) {
     // A backend may index text after the append returns; a full-text search waits for it, so the
     // timed appends do not pay for the bulk load's indexing.
@@ -228,12 +226,7 @@ export interface Growth {
  * measured so), and no slower at the big scale than at the small one (from `growth`, next to the
  * baseline's own growth: what SQLite itself does with a larger file).
  */
-export function printTargets(
-  results: StoreResult[],
-  subject: string,
-  baseline: string,
-  growth: Growth[] = [],
-): void {
+export function printTargets(results: StoreResult[], subject: string, baseline: string, growth: Growth[] = []): void {
   const find = (name: string, scale: Scale) => results.find((r) => r.subject === name && r.scale === scale);
   const [small, big] = SCALES;
   for (const scale of SCALES) {
@@ -242,9 +235,7 @@ export function printTargets(
     if (!own?.last20 || raw === undefined) continue;
     const ratio = own.ratio ?? own.last20.p50 / raw;
     const met = ratio <= 2 ? "met" : "MISSED";
-    console.log(
-      `${subject} "load last 20" at ${scale.label}: ${formatRatio(ratio)} raw (target ≤ 2×: ${met})`,
-    );
+    console.log(`${subject} "load last 20" at ${scale.label}: ${formatRatio(ratio)} raw (target ≤ 2×: ${met})`);
   }
   const own = growth.find((g) => g.subject === subject);
   if (!own) return;
@@ -260,7 +251,12 @@ export function printTargets(
  * The report of a store behind a network hop (PostgreSQL, Redis): the table, the "within 2× of raw"
  * target, and the "p99 under 2 ms on loopback" target.
  */
-export function printNetworkStoreReport(title: string, results: StoreResult[], subject: string, baseline: string): void {
+export function printNetworkStoreReport(
+  title: string,
+  results: StoreResult[],
+  subject: string,
+  baseline: string,
+): void {
   console.log(
     `\n## ${title} (${READS.toLocaleString("en")} reads, ${APPENDS.toLocaleString("en")} appends per round, ` +
       `median of ${ROUNDS} interleaved rounds, random sessions)\n`,

@@ -76,7 +76,13 @@ export class Truth {
 }
 
 /** Fills one owner's sessions with `count` messages and their vectors; offers each to `truths`. */
-export async function fill(store: VectorStore, owner: string, count: number, draw: () => Float32Array, truths: Truth[] = []) {
+export async function fill(
+  store: VectorStore,
+  owner: string,
+  count: number,
+  draw: () => Float32Array,
+  truths: Truth[] = [],
+) {
   for (let done = 0; done < count; done += PER_SESSION) {
     const n = Math.min(PER_SESSION, count - done);
     const session = await store.createSession({ id: newSessionId(), userId: owner });
@@ -85,7 +91,11 @@ export async function fill(store: VectorStore, owner: string, count: number, dra
       Array.from({ length: n }, (_, i) => ({ role: "user" as const, content: `message ${done + i}` })),
     );
     const vectors = added.map(() => draw());
-    await store.putEmbeddings(session.id, MODEL, added.map((m, i) => ({ seq: m.seq, createdAt: m.createdAt, vector: vectors[i] })));
+    await store.putEmbeddings(
+      session.id,
+      MODEL,
+      added.map((m, i) => ({ seq: m.seq, createdAt: m.createdAt, vector: vectors[i] })),
+    );
     for (const t of truths) for (let i = 0; i < n; i++) t.offer(`${session.id}:${added[i].seq}`, vectors[i]);
     if ((done + n) % 100_000 === 0) console.error(`    ${(done + n).toLocaleString("en")} vectors`);
   }
@@ -126,7 +136,13 @@ export async function filledDatabase(options: {
     if (data.keys.length >= queries.length) {
       const truths = queries.map((q, i) => Object.assign(new Truth(q), { keys: data.keys[i] }));
       // The draw continues from a different seed: the stored vectors' sequence is not replayed.
-      return { path, queries, truths, fillSeconds: data.fillSeconds, draw: mixture({ dims, centres: options.centres, spread: options.spread, seed: 7000 + dims }) };
+      return {
+        path,
+        queries,
+        truths,
+        fillSeconds: data.fillSeconds,
+        draw: mixture({ dims, centres: options.centres, spread: options.spread, seed: 7000 + dims }),
+      };
     }
   }
   const truths = queries.map((q) => new Truth(q));

@@ -145,7 +145,18 @@ async function benchBackend(backend: Backend, scale: Scale, root: string): Promi
 
 function printRows(rows: Row[]): void {
   printTable(
-    ["backend", "scale", "subject", "last 20 p50", "last 20 p99", "append 1 p50", "append 1 p99", "append 1 p99, all rounds", "load / raw", "append / raw"],
+    [
+      "backend",
+      "scale",
+      "subject",
+      "last 20 p50",
+      "last 20 p99",
+      "append 1 p50",
+      "append 1 p99",
+      "append 1 p99, all rounds",
+      "load / raw",
+      "append / raw",
+    ],
     rows.flatMap((row) =>
       row.results.map((r, k) => [
         row.backend,
@@ -164,7 +175,10 @@ function printRows(rows: Row[]): void {
 }
 
 /** Per-round ratios of `own` over `raw` (same rounds, same order): median, min and max. */
-function roundRatios(own: number[] | undefined, raw: number[] | undefined): { median: number; min: number; max: number } {
+function roundRatios(
+  own: number[] | undefined,
+  raw: number[] | undefined,
+): { median: number; min: number; max: number } {
   const ratios = (own ?? []).map((x, k) => x / (raw ?? [])[k]).filter(Number.isFinite);
   return { median: median(ratios), min: Math.min(...ratios), max: Math.max(...ratios) };
 }
@@ -179,7 +193,18 @@ function roundRatios(own: number[] | undefined, raw: number[] | undefined): { me
 function printCpu(rows: Row[]): void {
   const spread = (r: { min: number; max: number }) => `${r.min.toFixed(2)}–${r.max.toFixed(2)}×`;
   printTable(
-    ["backend", "scale", "raw CPU/op load 20", "API CPU/op load 20", "load / raw (CPU)", "spread over rounds", "raw CPU/op append 1", "API CPU/op append 1", "append / raw (CPU)", "spread over rounds"],
+    [
+      "backend",
+      "scale",
+      "raw CPU/op load 20",
+      "API CPU/op load 20",
+      "load / raw (CPU)",
+      "spread over rounds",
+      "raw CPU/op append 1",
+      "API CPU/op append 1",
+      "append / raw (CPU)",
+      "spread over rounds",
+    ],
     rows.map((row) => {
       const raw = row.results[0];
       const api = row.results[2];
@@ -218,11 +243,15 @@ function printTargets(rows: Row[]): void {
         `append ${formatRatio(row.appendRatio)} raw (target ≤ 1.6×: ${verdict(row.appendRatio <= 1.6)})`,
     );
     if (row.loadRatioParsed !== undefined)
-      console.log(`  ${row.backend} ${row.scale.label}: Memory load ${formatRatio(row.loadRatioParsed)} of a raw read that also parses its JSON`);
+      console.log(
+        `  ${row.backend} ${row.scale.label}: Memory load ${formatRatio(row.loadRatioParsed)} of a raw read that also parses its JSON`,
+      );
     // Of every round's appends together: one round's p99 is its second-slowest of 200 (quick) or fifth of 500.
     const p99 = row.results[2].append1AllRounds?.p99 ?? NaN;
     if (row.backend === "sqlite")
-      console.log(`  sqlite ${row.scale.label} Memory append p99, all rounds ${formatMicros(p99)} (target < 2 ms: ${verdict(p99 < 2000)})`);
+      console.log(
+        `  sqlite ${row.scale.label} Memory append p99, all rounds ${formatMicros(p99)} (target < 2 ms: ${verdict(p99 < 2000)})`,
+      );
   }
   const [a, b] = SCALES;
   for (const backend of new Set(rows.map((r) => r.backend))) {
@@ -247,7 +276,9 @@ async function main(): Promise<void> {
   try {
     for (const backend of BACKENDS.filter((b) => !only || only.includes(b.name))) {
       for (const scale of scales) {
-        console.log(`# ${backend.name}, ${scale.label}: ${scale.sessions.toLocaleString("en")} sessions × ${scale.messagesPerSession}`);
+        console.log(
+          `# ${backend.name}, ${scale.label}: ${scale.sessions.toLocaleString("en")} sessions × ${scale.messagesPerSession}`,
+        );
         const row = await benchBackend(backend, scale, root);
         if (typeof row === "string") {
           console.log(`  ${backend.name} skipped: ${row}`);
@@ -266,7 +297,9 @@ async function main(): Promise<void> {
   printRows(rows);
   console.log();
   printTargets(rows);
-  console.log(`\n## The process's CPU time per operation, public API vs raw driver (same process, same ${ROUNDS} interleaved rounds)\n`);
+  console.log(
+    `\n## The process's CPU time per operation, public API vs raw driver (same process, same ${ROUNDS} interleaved rounds)\n`,
+  );
   printCpu(rows);
 }
 

@@ -32,7 +32,11 @@ async function run(name: string, store: FullStore): Promise<string[][]> {
   const { startFakeUpstream } = await import("../test/_fake-upstream.js");
   const calls = new Map<string, number>();
   const fake = await startFakeUpstream();
-  const memory = createMemory({ store: counted(store, calls), summarizer: createSummarizer({ baseUrl: fake.url }), compaction: { background: true } });
+  const memory = createMemory({
+    store: counted(store, calls),
+    summarizer: createSummarizer({ baseUrl: fake.url }),
+    compaction: { background: true },
+  });
   const server = await createServer({ memory, upstream: fake.url, port: 0 });
   const url = await server.listen();
   const id = randomUUID();
@@ -85,4 +89,15 @@ if ((await serviceAvailable("postgres")) === true) {
     await sql.end();
   }
 }
-printTable(["store", "turns", "store calls / turn", "compaction checks / turn", "compaction reads / turn", "appends / turn", "calls by method"], rows);
+printTable(
+  [
+    "store",
+    "turns",
+    "store calls / turn",
+    "compaction checks / turn",
+    "compaction reads / turn",
+    "appends / turn",
+    "calls by method",
+  ],
+  rows,
+);

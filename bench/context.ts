@@ -25,10 +25,9 @@ const WORDS = (
 function session(count: number): Message[] {
   const rand = seededRandom(42);
   const text = (min: number, max: number) =>
-    Array.from(
-      { length: min + Math.floor(rand() * (max - min)) },
-      () => WORDS[Math.floor(rand() * WORDS.length)],
-    ).join(" ");
+    Array.from({ length: min + Math.floor(rand() * (max - min)) }, () => WORDS[Math.floor(rand() * WORDS.length)]).join(
+      " ",
+    );
   const out: MessageInput[] = [];
   let call = 0;
   while (out.length < count) {
@@ -54,16 +53,12 @@ function session(count: number): Message[] {
     }
     out.push({ role: "assistant", content: text(25, 220) });
   }
-  return out
-    .slice(0, count)
-    .map((m, i) => ({ ...m, seq: i + 1, createdAt: 1_700_000_000_000 + i }) as Message);
+  return out.slice(0, count).map((m, i) => ({ ...m, seq: i + 1, createdAt: 1_700_000_000_000 + i }) as Message);
 }
 
 const history = session(200);
 const base: Omit<ContextInput, "history" | "window"> = {
-  system: [
-    { role: "system", content: "You are a helpful assistant that manages the user's tasks. Be brief." },
-  ],
+  system: [{ role: "system", content: "You are a helpful assistant that manages the user's tasks. Be brief." }],
   summaries: [{ id: 1, fromSeq: 1, toSeq: 120, content: WORDS.slice(0, 60).join(" "), createdAt: 1 }],
   state: {
     version: 3,
@@ -97,12 +92,7 @@ function time(name: string, messages: Message[], window: number, iterations: num
   return { name, samples, note };
 }
 
-async function timeAsync(
-  name: string,
-  iterations: number,
-  fn: () => Promise<unknown>,
-  note: string,
-): Promise<Row> {
+async function timeAsync(name: string, iterations: number, fn: () => Promise<unknown>, note: string): Promise<Row> {
   for (let i = 0; i < 100; i++) await fn();
   const samples: number[] = [];
   for (let i = 0; i < iterations; i++) {
@@ -133,15 +123,9 @@ await chat.addMessages(history.map(({ seq: _s, createdAt: _c, ...m }) => m));
 await store.saveSummary(chat.id, base.summaries[0]);
 await memory.updateState(chat.id, () => base.state!.data);
 const reads = () =>
-  Promise.all([
-    store.getMessages(chat.id, { last: 20 }),
-    store.listSummaries(chat.id),
-    store.getState(chat.id),
-  ]);
+  Promise.all([store.getMessages(chat.id, { last: 20 }), store.listSummaries(chat.id), store.getState(chat.id)]);
 const turn = { system: base.system, input: base.input, model: base.model };
-rows.push(
-  await timeAsync("store reads of a turn (memory store)", warmRounds, reads, "last 20 + summaries + state"),
-);
+rows.push(await timeAsync("store reads of a turn (memory store)", warmRounds, reads, "last 20 + summaries + state"));
 rows.push(
   await timeAsync(
     "Memory.buildContext (memory store), warm",

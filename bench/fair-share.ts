@@ -34,7 +34,8 @@ const KEYS = { "k-flood": "flood", "k-probe": "probe" };
 type Limits = false | { userConcurrency?: number; userRate?: null };
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const turnBody = (n: number) => JSON.stringify({ model: "fake", messages: [{ role: "user", content: `question ${n}` }] });
+const turnBody = (n: number) =>
+  JSON.stringify({ model: "fake", messages: [{ role: "user", content: `question ${n}` }] });
 
 /** Child role: the fake upstream. */
 async function runUpstream(): Promise<void> {
@@ -127,7 +128,12 @@ async function main(): Promise<void> {
     { name: "flood, default limits (16 in flight, 600/min)", limits: {}, flood: true },
     { name: "flood, 16 in flight, no rate limit", limits: { userRate: null }, flood: true },
     { name: "flood waiting out Retry-After, default limits", limits: {}, flood: true, polite: true },
-    { name: "flood waiting out Retry-After, 16 in flight, no rate limit", limits: { userRate: null }, flood: true, polite: true },
+    {
+      name: "flood waiting out Retry-After, 16 in flight, no rate limit",
+      limits: { userRate: null },
+      flood: true,
+      polite: true,
+    },
   ];
   console.log(
     `fair share: one user floods with ${FLOOD} turns at once while another chats; upstream answers after ${DELAY_MS} ms; ${MEMORY_STORE ? "memory:" : "SQLite"}; ${SECONDS} s a phase; ${cpus().length} cores (${cpus()[0]?.model ?? "?"}), load average ${loadavg()[0].toFixed(1)} at the start\n`,
@@ -144,7 +150,9 @@ async function main(): Promise<void> {
         const url = new URL(server.url);
         // Warm-up: the server's first turns pay for JIT compilation and the tokenizer.
         await probe(url, 1);
-        const flood = phase.flood ? await startChild(script, "flood", { BENCH_URL: server.url, BENCH_FLOOD_POLITE: phase.polite ? "1" : "0" }) : undefined;
+        const flood = phase.flood
+          ? await startChild(script, "flood", { BENCH_URL: server.url, BENCH_FLOOD_POLITE: phase.polite ? "1" : "0" })
+          : undefined;
         if (flood) await sleep(1000);
         const result = await probe(url, SECONDS);
         const counts = flood ? JSON.parse(/COUNTS (\S+)/.exec(await stop(flood.child))?.[1] ?? "{}") : {};
@@ -169,7 +177,19 @@ async function main(): Promise<void> {
     rmSync(dir, { recursive: true, force: true });
   }
   console.log("");
-  printTable(["phase", "probe turns", "probe p50", "probe p90", "probe p99", "probe refused", "flood answered/s", "flood refused/s"], rows);
+  printTable(
+    [
+      "phase",
+      "probe turns",
+      "probe p50",
+      "probe p90",
+      "probe p99",
+      "probe refused",
+      "flood answered/s",
+      "flood refused/s",
+    ],
+    rows,
+  );
 }
 
 if (ROLE === "upstream") await runUpstream();

@@ -39,7 +39,9 @@ async function run(name: string, storeUrl: string): Promise<Measurement[]> {
   const memory = createMemory({ store: storeUrl, ttlMs: 0, defaultUserId: USER });
   const start = performance.now();
   await seed(memory);
-  console.log(`${name}: seeded ${SESSIONS.toLocaleString("en")} sessions × ${MESSAGES} messages in ${Math.round(performance.now() - start)} ms`);
+  console.log(
+    `${name}: seeded ${SESSIONS.toLocaleString("en")} sessions × ${MESSAGES} messages in ${Math.round(performance.now() - start)} ms`,
+  );
   const server = await createServer({ memory, port: 0 });
   const url = await server.listen();
   const get = async (path: string) => {
@@ -52,7 +54,9 @@ async function run(name: string, storeUrl: string): Promise<Measurement[]> {
   let cursor: string | null = null;
   const walkStart = performance.now();
   do {
-    const page = JSON.parse(await get(`/v1/sessions?overview=true&limit=${PAGE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`));
+    const page = JSON.parse(
+      await get(`/v1/sessions?overview=true&limit=${PAGE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ""}`),
+    );
     cursor = page.nextCursor;
     if (cursor) cursors.push(cursor);
   } while (cursor);
@@ -61,9 +65,17 @@ async function run(name: string, storeUrl: string): Promise<Measurement[]> {
   const last = encodeURIComponent(cursors.at(-1) ?? "");
   const results = [
     await measure(`${name}: list page 1, overview`, () => get(`/v1/sessions?overview=true&limit=${PAGE}`), 200),
-    await measure(`${name}: list last page, overview`, () => get(`/v1/sessions?overview=true&limit=${PAGE}&cursor=${last}`), 200),
+    await measure(
+      `${name}: list last page, overview`,
+      () => get(`/v1/sessions?overview=true&limit=${PAGE}&cursor=${last}`),
+      200,
+    ),
     await measure(`${name}: list page 1, plain`, () => get(`/v1/sessions?limit=${PAGE}`), 200),
-    await measure(`${name}: search all sessions`, () => get(`/v1/search?q=${encodeURIComponent("trip number 4321")}&limit=50`), 50),
+    await measure(
+      `${name}: search all sessions`,
+      () => get(`/v1/search?q=${encodeURIComponent("trip number 4321")}&limit=50`),
+      50,
+    ),
     await measure(`${name}: GET /ui`, () => get("/ui"), 500),
     await measure(`${name}: GET /ui/assets/app.js`, () => get("/ui/assets/app.js"), 500),
   ];

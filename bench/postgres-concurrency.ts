@@ -66,9 +66,11 @@ async function measure(turn: Turn): Promise<{ rate: number; cpu: number }> {
 /** Runs `fn` over 0..count-1, `width` at a time. */
 async function each(count: number, width: number, fn: (n: number) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: width }, async () => {
-    while (next < count) await fn(next++);
-  }));
+  await Promise.all(
+    Array.from({ length: width }, async () => {
+      while (next < count) await fn(next++);
+    }),
+  );
 }
 
 async function threadkeep(): Promise<{ turn: Turn; close: () => Promise<void> }> {
@@ -77,28 +79,46 @@ async function threadkeep(): Promise<{ turn: Turn; close: () => Promise<void> }>
   const ids = Array.from({ length: SESSIONS }, (_, n) => `conc-${n}`);
   await each(SESSIONS, 10, async (n) => {
     await store.createSession({ id: ids[n], userId });
-    await store.appendMessages(ids[n], Array.from({ length: MESSAGES }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: text(i) })));
+    await store.appendMessages(
+      ids[n],
+      Array.from({ length: MESSAGES }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: text(i) })),
+    );
   });
   const turn: Turn = async (n, i) => {
     const opened = await store.openTurn!(ids[n], { owner: { userId }, last: 20 });
-    await store.appendMessages(ids[n], [{ role: "user", content: text(i) }, { role: "assistant", content: text(i + 1) }], {
-      fence: opened.lease.fence,
-      owner: { userId },
-      releaseLease: true,
-      maxMessages: 200,
-      keepUnsummarized: true,
-    });
+    await store.appendMessages(
+      ids[n],
+      [
+        { role: "user", content: text(i) },
+        { role: "assistant", content: text(i + 1) },
+      ],
+      {
+        fence: opened.lease.fence,
+        owner: { userId },
+        releaseLease: true,
+        maxMessages: 200,
+        keepUnsummarized: true,
+      },
+    );
   };
   return { turn, close: () => store.close() };
 }
 
 async function plainTable(prepare: boolean, name: string): Promise<{ turn: Turn; close: () => Promise<void> }> {
-  const sql = postgres(URL_, { max: POOL, prepare, onnotice: () => {}, connection: { search_path: `${schema}_${name}` } });
+  const sql = postgres(URL_, {
+    max: POOL,
+    prepare,
+    onnotice: () => {},
+    connection: { search_path: `${schema}_${name}` },
+  });
   await sql.unsafe(`CREATE SCHEMA "${schema}_${name}"`);
   await sql`CREATE TABLE message_store (id serial PRIMARY KEY, session_id text NOT NULL, message jsonb NOT NULL)`;
   await sql`CREATE INDEX message_store_session ON message_store (session_id)`;
   await each(SESSIONS, 10, async (n) => {
-    const rows = Array.from({ length: MESSAGES }, (_, i) => ({ session_id: `conc-${n}`, message: sql.json({ type: i % 2 ? "ai" : "human", content: text(i) }) }));
+    const rows = Array.from({ length: MESSAGES }, (_, i) => ({
+      session_id: `conc-${n}`,
+      message: sql.json({ type: i % 2 ? "ai" : "human", content: text(i) }),
+    }));
     await sql`INSERT INTO message_store ${sql(rows, "session_id", "message")}`;
   });
   await sql`VACUUM ANALYZE message_store`;
@@ -126,7 +146,9 @@ async function main(): Promise<void> {
     subjects.push(["threadkeep", await threadkeep()]);
     subjects.push(["LangChain-style table (unprepared, as the pg pool)", await plainTable(false, "lc")]);
     subjects.push(["raw postgres.js (prepared)", await plainTable(true, "raw")]);
-    console.log(`setup: ${SESSIONS} sessions × ${MESSAGES} messages of ${CHARS} characters per subject, ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    console.log(
+      `setup: ${SESSIONS} sessions × ${MESSAGES} messages of ${CHARS} characters per subject, ${((performance.now() - t0) / 1000).toFixed(1)} s`,
+    );
     const rates = new Map<string, number[]>(subjects.map(([name]) => [name, []]));
     const cpus = new Map<string, number[]>(subjects.map(([name]) => [name, []]));
     for (const [, subject] of subjects) await measure(subject.turn); // warm-up round, not counted
@@ -139,7 +161,11 @@ async function main(): Promise<void> {
     }
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
     const raw = median(rates.get(subjects[2][0])!);
-    console.log(`\nPostgreSQL turns, ${WORKERS} workers, pool ${POOL} (threadkeep ${TK_POOL}), ${ROUNDS} rounds of ${SECONDS} s per subject, ${new Date().toISOString()}, load ${loadavg().map((l) => l.toFixed(1)).join(" ")}:\n`);
+    console.log(
+      `\nPostgreSQL turns, ${WORKERS} workers, pool ${POOL} (threadkeep ${TK_POOL}), ${ROUNDS} rounds of ${SECONDS} s per subject, ${new Date().toISOString()}, load ${loadavg()
+        .map((l) => l.toFixed(1))
+        .join(" ")}:\n`,
+    );
     printTable(
       ["subject", "turns/s (median)", "range over rounds", "vs raw", "client CPU per turn (median)"],
       subjects.map(([name]) => {

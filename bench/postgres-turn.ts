@@ -70,13 +70,20 @@ async function turns(store: FullStore, pid: number | null, label: string, sample
     const s1 = cpuOf(pid);
     const c2 = clientCpu();
     const t2 = performance.now();
-    await store.appendMessages(id, [{ role: "user", content: `question ${i}` }, { role: "assistant", content: `answer ${i}` }], {
-      fence: turn.lease.fence,
-      owner: { userId },
-      releaseLease: true,
-      maxMessages: 200,
-      keepUnsummarized: true,
-    });
+    await store.appendMessages(
+      id,
+      [
+        { role: "user", content: `question ${i}` },
+        { role: "assistant", content: `answer ${i}` },
+      ],
+      {
+        fence: turn.lease.fence,
+        owner: { userId },
+        releaseLease: true,
+        maxMessages: 200,
+        keepUnsummarized: true,
+      },
+    );
     const t3 = performance.now();
     const c3 = clientCpu();
     const s2 = cpuOf(pid);
@@ -153,7 +160,9 @@ async function main(): Promise<void> {
     await admin`DROP SCHEMA IF EXISTS ${admin(schema)} CASCADE`;
     await admin.end();
   }
-  console.log(`\n## PostgreSQL turn, statement by statement (${ROUNDS} rounds × ${TURNS} turns, one session, sequential)\n`);
+  console.log(
+    `\n## PostgreSQL turn, statement by statement (${ROUNDS} rounds × ${TURNS} turns, one session, sequential)\n`,
+  );
   printTable(
     ["subject", "p50", "p90", "p99"],
     Object.entries(samples).map(([name, values]) => {
@@ -166,7 +175,11 @@ async function main(): Promise<void> {
     ["subject", "median", "range"],
     Object.entries(cpu).map(([name, values]) => {
       const sorted = values.sort((a, b) => a - b);
-      return [name, sorted[Math.floor(sorted.length / 2)].toFixed(0), `${sorted[0].toFixed(0)}–${sorted.at(-1)!.toFixed(0)}`];
+      return [
+        name,
+        sorted[Math.floor(sorted.length / 2)].toFixed(0),
+        `${sorted[0].toFixed(0)}–${sorted.at(-1)!.toFixed(0)}`,
+      ];
     }),
   );
 }

@@ -82,7 +82,8 @@ async function runServer(): Promise<void> {
 }
 
 /** Starts this script in a role and waits for the URL it prints. */
-const startRole = (role: string, env: Record<string, string> = {}) => startChild(fileURLToPath(import.meta.url), role, env);
+const startRole = (role: string, env: Record<string, string> = {}) =>
+  startChild(fileURLToPath(import.meta.url), role, env);
 
 interface Run {
   turnsPerSecond: number;
@@ -95,7 +96,13 @@ interface Run {
  * `total` turns in all, through the lean client of bench/_raw-http.ts; chat completions (with an
  * `X-Session-ID` when `withSession`) or Responses (each session a previous_response_id chain).
  */
-async function drive(base: string, sessions: number, total: number, withSession: boolean, api: "chat" | "responses" = "chat"): Promise<Run> {
+async function drive(
+  base: string,
+  sessions: number,
+  total: number,
+  withSession: boolean,
+  api: "chat" | "responses" = "chat",
+): Promise<Run> {
   const url = new URL(base);
   const path = `${url.pathname.replace(/\/?(v1)?\/?$/, "")}/v1/${api === "chat" ? "chat/completions" : "responses"}`;
   const connections = await Promise.all(Array.from({ length: sessions }, () => RawConnection.open(url)));
@@ -126,7 +133,8 @@ async function drive(base: string, sessions: number, total: number, withSession:
 }
 
 /** {@link drive} for the Responses API. */
-const driveResponses = (base: string, sessions: number, total: number) => drive(base, sessions, total, true, "responses");
+const driveResponses = (base: string, sessions: number, total: number) =>
+  drive(base, sessions, total, true, "responses");
 
 interface Row {
   api: "chat" | "responses";
@@ -192,7 +200,12 @@ async function main(): Promise<void> {
     for (const [name, storeUrl, workers, env] of stores.filter(([n]) => !only || only.some((o) => n.startsWith(o)))) {
       let server: { child: ChildProcess; url: string };
       try {
-        server = await startRole("server", { BENCH_STORE: storeUrl, BENCH_UPSTREAM: upstream.url, BENCH_WORKERS: String(workers), ...env });
+        server = await startRole("server", {
+          BENCH_STORE: storeUrl,
+          BENCH_UPSTREAM: upstream.url,
+          BENCH_WORKERS: String(workers),
+          ...env,
+        });
       } catch (error) {
         console.log(`${name}: skipped, ${(error as Error).message}`);
         continue;
@@ -210,15 +223,37 @@ async function main(): Promise<void> {
             await drive(server.url, sessions, warm, true);
             await driveResponses(server.url, sessions, warm);
             const warmCpu = (treeCpuMicros(server.child.pid!) - cpuBefore) / (2 * warm);
-            console.log(`${name} × ${sessions}: warm-up, ${warm} turns of each API: server CPU ${Math.round(warmCpu)} µs/turn`);
+            console.log(
+              `${name} × ${sessions}: warm-up, ${warm} turns of each API: server CPU ${Math.round(warmCpu)} µs/turn`,
+            );
           }
           const direct = await drive(upstream.url, sessions, TURNS[sessions], false);
           const pid = server.child.pid!;
-          const chat = await measuredCpu(pid, upstream.child.pid!, TURNS[sessions], () => drive(server.url, sessions, TURNS[sessions], true));
-          const responses = await measuredCpu(pid, upstream.child.pid!, TURNS[sessions], () => driveResponses(server.url, sessions, TURNS[sessions]));
+          const chat = await measuredCpu(pid, upstream.child.pid!, TURNS[sessions], () =>
+            drive(server.url, sessions, TURNS[sessions], true),
+          );
+          const responses = await measuredCpu(pid, upstream.child.pid!, TURNS[sessions], () =>
+            driveResponses(server.url, sessions, TURNS[sessions]),
+          );
           rows.push(
-            { api: "chat", store: name, sessions, direct, through: chat.value, cpuPerTurn: chat.server, benchCpu: chat.bench },
-            { api: "responses", store: name, sessions, direct, through: responses.value, cpuPerTurn: responses.server, benchCpu: responses.bench },
+            {
+              api: "chat",
+              store: name,
+              sessions,
+              direct,
+              through: chat.value,
+              cpuPerTurn: chat.server,
+              benchCpu: chat.bench,
+            },
+            {
+              api: "responses",
+              store: name,
+              sessions,
+              direct,
+              through: responses.value,
+              cpuPerTurn: responses.server,
+              benchCpu: responses.bench,
+            },
           );
           console.log(
             `${name} × ${sessions}: ${Math.round(chat.value.turnsPerSecond)} chat turns/s (server CPU ${Math.round(chat.server)} µs/turn, ` +
@@ -232,13 +267,17 @@ async function main(): Promise<void> {
       }
     }
     if (redis) {
-      const p50 = async (base: string, total: number, withSession: boolean) => (await drive(base, 1, total, withSession)).p50;
+      const p50 = async (base: string, total: number, withSession: boolean) =>
+        (await drive(base, 1, total, withSession)).p50;
       paired = await pairedRedis({ startRole, p50, warmupTurns: WARMUP_TURNS }, upstream.url, redis, redisPrefix);
     }
   } finally {
     upstream.child.kill("SIGTERM");
     rmSync(dir, { recursive: true, force: true });
-    if (redis) await dropRedisPrefix(redis, redisPrefix).catch((error) => console.log(`redis: keys under ${redisPrefix} left: ${error}`));
+    if (redis)
+      await dropRedisPrefix(redis, redisPrefix).catch((error) =>
+        console.log(`redis: keys under ${redisPrefix} left: ${error}`),
+      );
   }
   report(rows, paired);
 }
@@ -287,20 +326,27 @@ function report(rows: Row[], paired?: Paired): void {
       `sqlite throughput at 100 sessions: ${Math.round(rate)} turns/s (target > 2,000: ${rate > 2000 ? "met" : "MISSED"})`,
     );
     const cpu = many.cpuPerTurn ?? Number.NaN;
-    console.log(`sqlite server CPU per turn at 100 sessions: ${Math.round(cpu)} µs (target ≤ 500 µs: ${cpu <= 500 ? "met" : "MISSED"})`);
+    console.log(
+      `sqlite server CPU per turn at 100 sessions: ${Math.round(cpu)} µs (target ≤ 500 µs: ${cpu <= 500 ? "met" : "MISSED"})`,
+    );
     const responses = rows.find((r) => r.api === "responses" && r.store === "sqlite" && r.sessions === 100)?.cpuPerTurn;
-    if (responses !== undefined) console.log(`sqlite server CPU per Responses turn at 100 sessions: ${Math.round(responses)} µs`);
+    if (responses !== undefined)
+      console.log(`sqlite server CPU per Responses turn at 100 sessions: ${Math.round(responses)} µs`);
   }
   const two = rows.find((r) => r.api === "chat" && r.store === "sqlite ×2 workers" && r.sessions === 100);
   if (many && two) {
     const ratio = two.through.turnsPerSecond / many.through.turnsPerSecond;
-    console.log(`sqlite 2 workers / 1 worker at 100 sessions: ${ratio.toFixed(2)}× turns/s (target ≥ 1.5×: ${ratio >= 1.5 ? "met" : "MISSED"})`);
+    console.log(
+      `sqlite 2 workers / 1 worker at 100 sessions: ${ratio.toFixed(2)}× turns/s (target ≥ 1.5×: ${ratio >= 1.5 ? "met" : "MISSED"})`,
+    );
   }
   if (paired) console.log(pairedLine(paired));
   const pg = rows.find((r) => r.api === "chat" && r.store === "postgres" && r.sessions === 1);
   if (pg) {
     const added = (pg.through.p50 - pg.direct.p50) / 1000;
-    console.log(`postgres added latency p50 at 1 session: ${added.toFixed(2)} ms (target ≤ 2 ms: ${added <= 2 ? "met" : "MISSED"})`);
+    console.log(
+      `postgres added latency p50 at 1 session: ${added.toFixed(2)} ms (target ≤ 2 ms: ${added <= 2 ? "met" : "MISSED"})`,
+    );
   }
 }
 

@@ -35,7 +35,8 @@ const codes = seededRandom(1_313);
 async function latency(): Promise<void> {
   const perSession = 100;
   const sessionsPerOwner = Number(process.env.BENCH_RECALL_SESSIONS_PER_OWNER ?? 10);
-  const sizes = process.env.BENCH_RECALL_SIZES?.split(",").map(Number) ?? (QUICK ? [4_000, 20_000] : [100_000, 1_000_000]);
+  const sizes =
+    process.env.BENCH_RECALL_SIZES?.split(",").map(Number) ?? (QUICK ? [4_000, 20_000] : [100_000, 1_000_000]);
   const iterations = Number(process.env.BENCH_RECALL_ITERATIONS ?? (QUICK ? 20 : 200));
   const rows: string[][] = [];
   for (const name of benchStoreNames()) {
@@ -52,7 +53,11 @@ async function latency(): Promise<void> {
     try {
       for (const size of sizes) {
         const to = size / perSession;
-        const seconds = await bulkLoad(store, { from: built, to, perSession, sessionsPerOwner }, { concurrency: opened.concurrency });
+        const seconds = await bulkLoad(
+          store,
+          { from: built, to, perSession, sessionsPerOwner },
+          { concurrency: opened.concurrency },
+        );
         built = to;
         await opened.settle?.();
         const owners = to / sessionsPerOwner;
@@ -63,7 +68,8 @@ async function latency(): Promise<void> {
             continue;
           }
           const query = () => `${qpick(qpick(SYNONYM_GROUPS))} ${qpick(FILLER).split(" ")[0]}`;
-          const search = () => memory.search(query(), { userId: `owner-${Math.floor(queryRandom() * owners)}`, mode, limit: 5 });
+          const search = () =>
+            memory.search(query(), { userId: `owner-${Math.floor(queryRandom() * owners)}`, mode, limit: 5 });
           try {
             const m = await measure(`${name} ${mode}`, search, iterations, { warmup: Math.min(20, iterations) });
             cells.push(`${formatMicros(m.p50)} / ${formatMicros(m.p99)}`);
@@ -81,7 +87,9 @@ async function latency(): Promise<void> {
       collectGarbage();
     }
   }
-  console.log(`\nSearch latency, p50 / p99, limit 5 (a random owner's ${sessionsPerOwner} sessions × 100 messages; the store holds the total):\n`);
+  console.log(
+    `\nSearch latency, p50 / p99, limit 5 (a random owner's ${sessionsPerOwner} sessions × 100 messages; the store holds the total):\n`,
+  );
   printTable(["store", "messages", "build", "fulltext", "semantic", "hybrid"], rows);
 }
 
@@ -103,8 +111,14 @@ async function recallAtFive(): Promise<void> {
   for (let s = 0; s < sessions; s++) {
     const session = await memory.startSession({ userId: "rq" });
     const [fact, question] = facts[s % facts.length];
-    const code = Math.floor(codes() * 0x10000).toString(16).padStart(4, "0").toUpperCase();
-    const messages: MessageInput[] = [{ role: "user", content: `${sentence()}` }, { role: "assistant", content: "ok" }];
+    const code = Math.floor(codes() * 0x10000)
+      .toString(16)
+      .padStart(4, "0")
+      .toUpperCase();
+    const messages: MessageInput[] = [
+      { role: "user", content: `${sentence()}` },
+      { role: "assistant", content: "ok" },
+    ];
     messages.push({ role: "user", content: fact.replace("{code}", code) }, { role: "assistant", content: "Noted." });
     for (let i = 0; i < 40; i++) messages.push({ role: i % 2 ? "assistant" : "user", content: sentence() });
     await memory.addMessages(session.id, messages, { userId: "rq" });
@@ -128,9 +142,13 @@ async function recallAtFive(): Promise<void> {
 
 /** (3) Tokens per turn over 200 turns. */
 async function tokensPerTurn(): Promise<void> {
-  const summary = "The user asked a long series of numbered questions about topics and their details; answers were given. ".repeat(4);
+  const summary =
+    "The user asked a long series of numbered questions about topics and their details; answers were given. ".repeat(4);
   const variants: [string, Partial<Parameters<typeof createMemory>[0]>][] = [
-    ["whole history (what a client re-sending everything sends)", { window: 1000, tokenBudget: 1_000_000, maxMessages: 0 }],
+    [
+      "whole history (what a client re-sending everything sends)",
+      { window: 1000, tokenBudget: 1_000_000, maxMessages: 0 },
+    ],
     ["window of 20, no summaries", {}],
     ["summaries + window (serve's default)", { summarizer: { summarize: async () => summary } }],
   ];
@@ -140,15 +158,28 @@ async function tokensPerTurn(): Promise<void> {
     const session = await memory.startSession();
     const tokens: number[] = [];
     for (let i = 1; i <= 200; i++) {
-      const input = [{ role: "user" as const, content: `Question ${i}: what do you make of topic number ${i} and its details?` }];
+      const input = [
+        { role: "user" as const, content: `Question ${i}: what do you make of topic number ${i} and its details?` },
+      ];
       const context = await memory.buildContext(session.id, { input, tokenBudget: options.tokenBudget });
       tokens.push(context.tokens);
-      await memory.addMessages(session.id, [...input, { role: "assistant", content: `Answer ${i}: topic ${i} is interesting, and here are some details about it.` }]);
+      await memory.addMessages(session.id, [
+        ...input,
+        { role: "assistant", content: `Answer ${i}: topic ${i} is interesting, and here are some details about it.` },
+      ]);
     }
     await memory.close();
     const at = (n: number) => String(tokens[n - 1]);
     const late = tokens.slice(100);
-    rows.push([label, at(10), at(50), at(100), at(200), String(Math.max(...late)), String(tokens.reduce((a, b) => a + b, 0))]);
+    rows.push([
+      label,
+      at(10),
+      at(50),
+      at(100),
+      at(200),
+      String(Math.max(...late)),
+      String(tokens.reduce((a, b) => a + b, 0)),
+    ]);
   }
   console.log("\nTokens sent per turn over a 200-turn conversation (tokenizer o200k; ~30 tokens a message):\n");
   printTable(["context", "turn 10", "turn 50", "turn 100", "turn 200", "max 101–200", "total 200 turns"], rows);

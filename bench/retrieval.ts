@@ -32,7 +32,16 @@ import { type BenchConversation, type BenchDataset, readLocomo } from "./_locomo
 import { openBenchStore } from "./_recall-stores.js";
 import { recallMode } from "./_retrieval-recall.js";
 import { importSessionBundle } from "../src/transfer/session-copy.js";
-import { AT_DEPTH, formatShare, refusedAll, scoreQuestion, summaryCells, Tally, turnKey, turnsOfHits } from "./_retrieval-score.js";
+import {
+  AT_DEPTH,
+  formatShare,
+  refusedAll,
+  scoreQuestion,
+  summaryCells,
+  Tally,
+  turnKey,
+  turnsOfHits,
+} from "./_retrieval-score.js";
 
 const USAGE = `The retrieval benchmark needs a dataset in LoCoMo's format (Maharana et al., 2024, "Evaluating
 Very Long-Term Conversational Memory of LLM Agents"; data/locomo10.json of snap-research/LoCoMo,
@@ -71,7 +80,8 @@ function options(): { data?: string; store: string; mode: string; shares: number
     strict: true,
   });
   const shares = (values.shares ?? "").split(",").map(Number);
-  if (shares.some((s) => !(s > 0 && s <= 100))) throw new Error(`--shares takes percentages of the token budget, e.g. 5,10,15; got ${values.shares}`);
+  if (shares.some((s) => !(s > 0 && s <= 100)))
+    throw new Error(`--shares takes percentages of the token budget, e.g. 5,10,15; got ${values.shares}`);
   return { data: values.data, store: values.store ?? "sqlite", mode: values.mode ?? "search", shares };
 }
 
@@ -102,12 +112,18 @@ function readDataset(path: string): BenchDataset {
 }
 
 /** Searches with `GET /v1/search` as a client would; the body's `data`, or the refusal's status and code. */
-async function search(base: string, apiKey: string, q: string, mode: string): Promise<{ hits: unknown[] } | { error: string }> {
+async function search(
+  base: string,
+  apiKey: string,
+  q: string,
+  mode: string,
+): Promise<{ hits: unknown[] } | { error: string }> {
   const params = new URLSearchParams({ q, limit: String(AT_DEPTH) });
   if (mode !== "auto") params.set("mode", mode);
   const response = await fetch(`${base}/v1/search?${params}`, { headers: { authorization: `Bearer ${apiKey}` } });
   const body = (await response.json()) as { data?: unknown[]; error?: { code?: string } };
-  if (response.status !== 200 || !Array.isArray(body.data)) return { error: `${response.status} ${body.error?.code ?? "error"}` };
+  if (response.status !== 200 || !Array.isArray(body.data))
+    return { error: `${response.status} ${body.error?.code ?? "error"}` };
   return { hits: body.data };
 }
 
@@ -118,7 +134,8 @@ async function main(): Promise<void> {
     return;
   }
   if (!STORES.includes(args.store)) throw new Error(`Unknown --store ${args.store}: one of ${STORES.join(", ")}`);
-  if (args.mode !== "search" && args.mode !== "recall") throw new Error(`Unknown --mode ${args.mode}: search or recall`);
+  if (args.mode !== "search" && args.mode !== "recall")
+    throw new Error(`Unknown --mode ${args.mode}: search or recall`);
   const path = isAbsolute(args.data) ? args.data : resolve(process.env.INIT_CWD ?? process.cwd(), args.data);
   const dataset = readDataset(path);
   const { conversations } = dataset;
@@ -128,7 +145,9 @@ async function main(): Promise<void> {
   console.log(
     `${conversations.length} conversations, ${sessions} sessions, ${turns} turns; ${questions} questions (categories 1–4) scored` +
       (dataset.unscoredQuestions > 0 ? `, ${dataset.unscoredQuestions} not (no evidence id names a turn)` : "") +
-      (dataset.unmappedEvidence.length > 0 ? `; evidence ids naming no turn: ${dataset.unmappedEvidence.join(", ")}` : ""),
+      (dataset.unmappedEvidence.length > 0
+        ? `; evidence ids naming no turn: ${dataset.unmappedEvidence.join(", ")}`
+        : ""),
   );
 
   const opened = await openBenchStore(args.store);
@@ -140,13 +159,26 @@ async function main(): Promise<void> {
     const ingestStart = performance.now();
     for (const conversation of conversations) {
       const userId = `locomo-${conversation.id}`;
-      const entry: Loaded = { conversation, userId, apiKey: `bench-${conversation.id}`, keys: new Map(), documents: [] };
+      const entry: Loaded = {
+        conversation,
+        userId,
+        apiKey: `bench-${conversation.id}`,
+        keys: new Map(),
+        documents: [],
+      };
       for (const session of conversation.sessions) {
-        const metadata = { locomo: { sample: conversation.id, session: session.number, dateTime: session.dateTime ?? null } };
+        const metadata = {
+          locomo: { sample: conversation.id, session: session.number, dateTime: session.dateTime ?? null },
+        };
         // Imported as the export format carries sessions, so each keeps its date as its time.
         const at = locomoTime(session.dateTime) ?? Date.now();
         const id = randomUUID();
-        const messages = session.turns.map(({ role, content }, i): Message => ({ seq: i + 1, createdAt: at + i * 1000, role, content }));
+        const messages = session.turns.map(({ role, content }, i): Message => ({
+          seq: i + 1,
+          createdAt: at + i * 1000,
+          role,
+          content,
+        }));
         await importSessionBundle(opened.store, {
           session: { id, userId, createdAt: at, lastActivityAt: at + messages.length * 1000, metadata },
           messages,
@@ -172,28 +204,54 @@ async function main(): Promise<void> {
         now: locomoTime(l.conversation.sessions.at(-1)?.dateTime),
         texts: new Map(l.conversation.sessions.flatMap((s) => s.turns.map((t) => [t.id, t.content] as const))),
       }));
-      await recallMode({ store: opened.store, ttlMs: 0 }, recallLoaded, { shares: args.shares, dateShare: 10, dataName: path.split("/").at(-1) ?? path, store: args.store });
+      await recallMode({ store: opened.store, ttlMs: 0 }, recallLoaded, {
+        shares: args.shares,
+        dateShare: 10,
+        dataName: path.split("/").at(-1) ?? path,
+        store: args.store,
+      });
       return;
     }
 
-    server = await createServer({ memory, apiKeys: Object.fromEntries(loaded.map((l) => [l.apiKey, l.userId])), host: "127.0.0.1", port: 0 });
+    server = await createServer({
+      memory,
+      apiKeys: Object.fromEntries(loaded.map((l) => [l.apiKey, l.userId])),
+      host: "127.0.0.1",
+      port: 0,
+    });
     const base = await server.listen();
     const warmStart = performance.now();
     for (const entry of loaded) await search(base, entry.apiKey, "hello", "auto");
     const warm = elapsedMs(warmStart);
-    console.log(`store ${args.store}: ingestion ${ingestion} (Memory.addMessages, one call a session), first search per user ${warm}`);
+    console.log(
+      `store ${args.store}: ingestion ${ingestion} (Memory.addMessages, one call a session), first search per user ${warm}`,
+    );
 
-    const variants: [label: string, run: (entry: Loaded, q: string) => Promise<{ turns: string[] } | { error: string }>][] = [];
+    const variants: [
+      label: string,
+      run: (entry: Loaded, q: string) => Promise<{ turns: string[] } | { error: string }>,
+    ][] = [];
     const floors = new Map<Loaded, Bm25Index<string>>();
     const buildStart = performance.now();
     for (const entry of loaded) floors.set(entry, new Bm25Index(entry.documents));
     console.log(`BM25 floor: indexes built in ${elapsedMs(buildStart)}`);
-    variants.push(["plain BM25 floor (in process)", async (entry, q) => ({ turns: floors.get(entry)!.search(q, AT_DEPTH).map((h) => h.id) })]);
+    variants.push([
+      "plain BM25 floor (in process)",
+      async (entry, q) => ({
+        turns: floors
+          .get(entry)!
+          .search(q, AT_DEPTH)
+          .map((h) => h.id),
+      }),
+    ]);
     for (const mode of MODES) {
-      variants.push([`threadkeep mode=${mode}${mode === "auto" ? " (default)" : ""}`, async (entry, q) => {
-        const result = await search(base, entry.apiKey, q, mode);
-        return "error" in result ? result : { turns: turnsOfHits(result.hits) };
-      }]);
+      variants.push([
+        `threadkeep mode=${mode}${mode === "auto" ? " (default)" : ""}`,
+        async (entry, q) => {
+          const result = await search(base, entry.apiKey, q, mode);
+          return "error" in result ? result : { turns: turnsOfHits(result.hits) };
+        },
+      ]);
     }
     // Question by question, every variant in turn, so a change in the machine's load hits them alike.
     const tallies = variants.map(() => ({ all: new Tally(), categories: new Map<number, Tally>() }));
@@ -217,14 +275,33 @@ async function main(): Promise<void> {
     const rows = variants.map(([label], v) => [label, ...summaryCells(tallies[v].all.summary())]);
     const byCategory = variants.map(([label], v) => {
       const { categories } = tallies[v];
-      return [label, ...[1, 2, 3, 4].map((c) => {
-        const summary = categories.get(c)?.summary();
-        return summary && !refusedAll(summary) ? formatShare(summary.atFirst) : "–";
-      })];
+      return [
+        label,
+        ...[1, 2, 3, 4].map((c) => {
+          const summary = categories.get(c)?.summary();
+          return summary && !refusedAll(summary) ? formatShare(summary.atFirst) : "–";
+        }),
+      ];
     });
 
-    console.log(`\nRetrieval on ${path.split("/").at(-1)}, store ${args.store}, ${new Date().toISOString()}, load ${loadavg().map((l) => l.toFixed(1)).join(" ")}:\n`);
-    printTable(["search", "questions", "answer turn in top 5", "share of answer turns in top 10", "no hit at all", "refused", "p50", "p90"], rows);
+    console.log(
+      `\nRetrieval on ${path.split("/").at(-1)}, store ${args.store}, ${new Date().toISOString()}, load ${loadavg()
+        .map((l) => l.toFixed(1))
+        .join(" ")}:\n`,
+    );
+    printTable(
+      [
+        "search",
+        "questions",
+        "answer turn in top 5",
+        "share of answer turns in top 10",
+        "no hit at all",
+        "refused",
+        "p50",
+        "p90",
+      ],
+      rows,
+    );
     console.log("\nAnswer turn in top 5, by LoCoMo category (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop):\n");
     printTable(["search", "1", "2", "3", "4"], byCategory);
   } finally {

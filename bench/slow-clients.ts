@@ -44,7 +44,8 @@ async function runServer(): Promise<void> {
   process.once("SIGTERM", () => server.close().then(() => process.exit(0)));
 }
 
-const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) / 1024;
+const rssMiB = (pid: number) =>
+  Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0) / 1024;
 
 /** Opens a connection and resolves once it is connected, with when it closed (Infinity while open). */
 function openConnection(url: URL): Promise<{ socket: Socket; closedAt: () => number; received: () => string }> {
@@ -61,7 +62,11 @@ function openConnection(url: URL): Promise<{ socket: Socket; closedAt: () => num
 }
 
 /** Normal chat turns one after another until `until()` says stop; latencies in µs. */
-async function turns(agent: Agent, url: URL, until: (done: number) => boolean): Promise<{ samples: number[]; failed: number }> {
+async function turns(
+  agent: Agent,
+  url: URL,
+  until: (done: number) => boolean,
+): Promise<{ samples: number[]; failed: number }> {
   const samples: number[] = [];
   let failed = 0;
   const headers = { "x-session-id": randomUUID() };
@@ -131,8 +136,13 @@ async function main(): Promise<void> {
       await new Promise((r) => setTimeout(r, 100));
     const idleCut = idle.map((c) => c.closedAt() - c.openedAt).sort((a, b) => a - b);
     const idleOpen = idleCut.filter((ms) => ms === Number.POSITIVE_INFINITY).length;
-    const idleAnswered = idle.filter((c) => /^HTTP\/1\.1 (\d+) /.exec(c.received())?.[1]).map((c) => c.received().slice(9, 12));
-    const statuses = [...new Set(idleAnswered)].map((code) => `${idleAnswered.filter((c) => c === code).length}× ${code}`).join(", ") || "none";
+    const idleAnswered = idle
+      .filter((c) => /^HTTP\/1\.1 (\d+) /.exec(c.received())?.[1])
+      .map((c) => c.received().slice(9, 12));
+    const statuses =
+      [...new Set(idleAnswered)]
+        .map((code) => `${idleAnswered.filter((c) => c === code).length}× ${code}`)
+        .join(", ") || "none";
 
     for (const socket of held) socket.destroy();
     held.length = 0;
@@ -160,8 +170,24 @@ async function main(): Promise<void> {
     printTable(
       ["cut after (from first byte / opening)", "count", "first", "median", "last", "still open", "answered"],
       [
-        ["tricklers", String(TRICKLERS), s(cutAfter[0]), s(percentile(cutAfter, 50)), s(cutAfter[cutAfter.length - 1]), String(stillOpen), `${answered408}× 408`],
-        ["idle connections", String(IDLE), s(idleCut[0]), s(percentile(idleCut, 50)), s(idleCut[idleCut.length - 1]), String(idleOpen), statuses],
+        [
+          "tricklers",
+          String(TRICKLERS),
+          s(cutAfter[0]),
+          s(percentile(cutAfter, 50)),
+          s(cutAfter[cutAfter.length - 1]),
+          String(stillOpen),
+          `${answered408}× 408`,
+        ],
+        [
+          "idle connections",
+          String(IDLE),
+          s(idleCut[0]),
+          s(percentile(idleCut, 50)),
+          s(idleCut[idleCut.length - 1]),
+          String(idleOpen),
+          statuses,
+        ],
       ],
     );
     console.log("");

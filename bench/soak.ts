@@ -127,9 +127,19 @@ async function runServer(): Promise<void> {
 }
 
 /** Starts the server child for one store; resolves with its URL, and collects its samples. */
-function startServer(store: string, upstream: string, intervalMs: number): Promise<{ child: ChildProcess; url: string; samples: Sample[] }> {
+function startServer(
+  store: string,
+  upstream: string,
+  intervalMs: number,
+): Promise<{ child: ChildProcess; url: string; samples: Sample[] }> {
   const child = spawn(process.execPath, ["--expose-gc", "--import", "tsx", fileURLToPath(import.meta.url)], {
-    env: { ...process.env, SOAK_ROLE: "server", SOAK_STORE: store, SOAK_UPSTREAM: upstream, SOAK_INTERVAL_MS: String(intervalMs) },
+    env: {
+      ...process.env,
+      SOAK_ROLE: "server",
+      SOAK_STORE: store,
+      SOAK_UPSTREAM: upstream,
+      SOAK_INTERVAL_MS: String(intervalMs),
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const samples: Sample[] = [];
@@ -151,11 +161,30 @@ function startServer(store: string, upstream: string, intervalMs: number): Promi
   });
 }
 
-const WORDS = ["car", "automobile", "budget", "invoice", "weather", "rain", "travel", "flight", "recipe", "pasta", "garden", "tomato"];
+const WORDS = [
+  "car",
+  "automobile",
+  "budget",
+  "invoice",
+  "weather",
+  "rain",
+  "travel",
+  "flight",
+  "recipe",
+  "pasta",
+  "garden",
+  "tomato",
+];
 const pick = <T>(xs: readonly T[]) => xs[Math.floor(Math.random() * xs.length)];
 
 /** The load: `workers` loops, each doing a random action after another until `until`. */
-async function load(url: string, sessions: string[], workers: number, until: number, fulltext: boolean): Promise<Record<string, number>> {
+async function load(
+  url: string,
+  sessions: string[],
+  workers: number,
+  until: number,
+  fulltext: boolean,
+): Promise<Record<string, number>> {
   const counts: Record<string, number> = {};
   const count = (key: string) => (counts[key] = (counts[key] ?? 0) + 1);
   const one = async () => {
@@ -202,7 +231,12 @@ const fmt = (n: number) => (Number.isInteger(n) ? String(n) : n.toFixed(1));
 
 async function main(): Promise<number> {
   const { values } = parseArgs({
-    options: { minutes: { type: "string", default: "1" }, store: { type: "string", default: "all" }, interval: { type: "string" }, workers: { type: "string", default: "6" } },
+    options: {
+      minutes: { type: "string", default: "1" },
+      store: { type: "string", default: "all" },
+      interval: { type: "string" },
+      workers: { type: "string", default: "6" },
+    },
   });
   const minutes = Number(values.minutes);
   const seconds = minutes * 60;
@@ -210,7 +244,8 @@ async function main(): Promise<number> {
   const names = values.store === "all" ? [...STORES] : (values.store!.split(",") as StoreName[]);
   const fake = await startFakeUpstream();
   fake.setReply((body) => {
-    if (body?.messages?.[0]?.content === DEFAULT_SUMMARY_INSTRUCTIONS) return { content: "The user asked about several topics." };
+    if (body?.messages?.[0]?.content === DEFAULT_SUMMARY_INSTRUCTIONS)
+      return { content: "The user asked about several topics." };
     return {};
   });
   // The fake records every request: keep its log short, it lives in this process (not the measured one).
@@ -229,15 +264,29 @@ async function main(): Promise<number> {
           continue;
         }
       }
-      const storeUrl = { memory: "memory:", file: `file:${join(dir, "file-store")}`, sqlite: `sqlite:${join(dir, "soak.db")}`, postgres: TEST_POSTGRES_URL, redis: TEST_REDIS_URL }[name];
+      const storeUrl = {
+        memory: "memory:",
+        file: `file:${join(dir, "file-store")}`,
+        sqlite: `sqlite:${join(dir, "soak.db")}`,
+        postgres: TEST_POSTGRES_URL,
+        redis: TEST_REDIS_URL,
+      }[name];
       const server = await startServer(storeUrl, fake.url, intervalS * 1000);
       const sessions = Array.from({ length: 24 }, () => randomUUID());
       let counts: Record<string, number>;
       try {
-        counts = await load(server.url, sessions, Number(values.workers), Date.now() + seconds * 1000, name === "sqlite" || name === "postgres");
+        counts = await load(
+          server.url,
+          sessions,
+          Number(values.workers),
+          Date.now() + seconds * 1000,
+          name === "sqlite" || name === "postgres",
+        );
         // The last sample may be due: wait for it.
         await new Promise((r) => setTimeout(r, 200));
-        await Promise.all(sessions.map((id) => fetch(`${server.url}/v1/sessions/${id}`, { method: "DELETE" }).catch(() => {})));
+        await Promise.all(
+          sessions.map((id) => fetch(`${server.url}/v1/sessions/${id}`, { method: "DELETE" }).catch(() => {})),
+        );
       } finally {
         await new Promise((resolve) => {
           server.child.once("exit", resolve);
@@ -248,12 +297,23 @@ async function main(): Promise<number> {
       const failed = Object.entries(counts).filter(([k]) => /5xx|error/.test(k));
       const flat = verdict.flat && failed.length === 0;
       allFlat &&= flat;
-      console.log(`\n${name}: ${Object.entries(counts).sort().map(([k, v]) => `${k}: ${v}`).join(", ")}`);
+      console.log(
+        `\n${name}: ${Object.entries(counts)
+          .sort()
+          .map(([k, v]) => `${k}: ${v}`)
+          .join(", ")}`,
+      );
       console.log("   t s  RSS MiB  heap MiB  handles  fds  loop p99 ms");
       for (const s of server.samples)
-        console.log(`${String(s.t).padStart(6)}  ${s.rssMiB.toFixed(1).padStart(7)}  ${s.heapMiB.toFixed(1).padStart(8)}  ${String(s.handles).padStart(7)}  ${String(s.fds).padStart(3)}  ${s.loopP99Ms.toFixed(1).padStart(11)}`);
-      const parts = Object.entries(verdict.metrics).map(([k, m]) => `${k} ${fmt(m.first)} → ${fmt(m.last)}${m.ok ? "" : " (CREEP)"}`);
-      console.log(`${name}: ${flat ? "flat after warm-up" : "NOT flat"}: ${parts.join(", ")}${failed.length ? `; failures: ${failed.map(([k, v]) => `${k} ×${v}`).join(", ")}` : ""}`);
+        console.log(
+          `${String(s.t).padStart(6)}  ${s.rssMiB.toFixed(1).padStart(7)}  ${s.heapMiB.toFixed(1).padStart(8)}  ${String(s.handles).padStart(7)}  ${String(s.fds).padStart(3)}  ${s.loopP99Ms.toFixed(1).padStart(11)}`,
+        );
+      const parts = Object.entries(verdict.metrics).map(
+        ([k, m]) => `${k} ${fmt(m.first)} → ${fmt(m.last)}${m.ok ? "" : " (CREEP)"}`,
+      );
+      console.log(
+        `${name}: ${flat ? "flat after warm-up" : "NOT flat"}: ${parts.join(", ")}${failed.length ? `; failures: ${failed.map(([k, v]) => `${k} ×${v}`).join(", ")}` : ""}`,
+      );
     }
   } finally {
     clearInterval(trim);

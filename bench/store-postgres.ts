@@ -162,8 +162,7 @@ function lockVariants(sql: Sql): [string, (id: string, i: number) => Promise<unk
     ],
     [
       "advisory lock and max(seq), one call",
-      (id, i) =>
-        sql`SELECT bench_append_advisory(${id}, ${[body(i)]}::text[], ${[text(i)]}::text[], 'simple')`,
+      (id, i) => sql`SELECT bench_append_advisory(${id}, ${[body(i)]}::text[], ${[text(i)]}::text[], 'simple')`,
     ],
     [
       "row lock, client transaction",
@@ -182,8 +181,7 @@ function lockVariants(sql: Sql): [string, (id: string, i: number) => Promise<unk
       (id, i) =>
         sql.begin(async (tx) => {
           await tx`SELECT pg_advisory_xact_lock(hashtextextended(${id}, 0))`;
-          const [m] =
-            await tx`SELECT coalesce(max(seq), 0)::int AS last FROM messages WHERE session_id = ${id}`;
+          const [m] = await tx`SELECT coalesce(max(seq), 0)::int AS last FROM messages WHERE session_id = ${id}`;
           await tx`
             INSERT INTO messages (session_id, seq, created_at, body, search_text, tsv)
             VALUES (${id}, ${m.last + 1}, threadkeep_now_ms(), ${body(i)}, ${text(i)}, to_tsvector('simple', ${text(i)}))`;
@@ -226,9 +224,7 @@ async function benchLocks(): Promise<void> {
           }
         }
         for (const [name, results] of rounds) {
-          const median = [...results].sort((a, b) => a.perSecond - b.perSecond)[
-            Math.floor(results.length / 2)
-          ];
+          const median = [...results].sort((a, b) => a.perSecond - b.perSecond)[Math.floor(results.length / 2)];
           rows.push([
             name,
             durable ? "on" : "off",

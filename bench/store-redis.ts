@@ -47,9 +47,7 @@ async function loadRaw(raw: Raw, scale: Scale): Promise<Subject> {
   let next = 0;
   const worker = async () => {
     for (let s = next++; s < scale.sessions; s = next++) {
-      const bodies = Array.from({ length: scale.messagesPerSession }, (_, m) =>
-        JSON.stringify(messageOf(s, m)),
-      );
+      const bodies = Array.from({ length: scale.messagesPerSession }, (_, m) => JSON.stringify(messageOf(s, m)));
       await raw.rPush(key(sessionIdOf(s)), bodies);
     }
   };

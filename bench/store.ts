@@ -49,8 +49,7 @@ const RAW = "raw better-sqlite3";
 export const STORE_ENTRIES: StoreEntry[] = [
   {
     name: "memory",
-    open: async (_dir, scale) =>
-      createMemoryStore({ ttlMs: 0, sweepIntervalMs: 0, maxSessions: scale.sessions * 2 }),
+    open: async (_dir, scale) => createMemoryStore({ ttlMs: 0, sweepIntervalMs: 0, maxSessions: scale.sessions * 2 }),
   },
   {
     name: "file",
@@ -149,9 +148,7 @@ async function runScale(scale: Scale, entries: StoreEntry[], root: string): Prom
  */
 async function runGrowth(entries: StoreEntry[], root: string): Promise<Growth[]> {
   const [small, big] = SCALES;
-  console.log(
-    `# growth: ${small.label} and ${big.label} side by side (${entries.map((e) => e.name).join(", ")})`,
-  );
+  console.log(`# growth: ${small.label} and ${big.label} side by side (${entries.map((e) => e.name).join(", ")})`);
   const opened: Opened[] = [];
   try {
     const subjects: Subject[] = [];

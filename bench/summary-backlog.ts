@@ -20,24 +20,38 @@ import { printTable } from "./_harness.js";
 const OUTAGE_S = Number(process.env.BENCH_BACKLOG_OUTAGE_S ?? 10);
 const SESSIONS = Number(process.env.BENCH_BACKLOG_SESSIONS ?? 8);
 const PAUSE_MS = Number(process.env.BENCH_BACKLOG_PAUSE_MS ?? 50);
-const HARD_CAP = process.env.BENCH_BACKLOG_HARD_CAP === undefined ? undefined : Number(process.env.BENCH_BACKLOG_HARD_CAP);
+const HARD_CAP =
+  process.env.BENCH_BACKLOG_HARD_CAP === undefined ? undefined : Number(process.env.BENCH_BACKLOG_HARD_CAP);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const fake = await startFakeUpstream();
 let down = false;
 fake.setReply((body) => {
   if (body?.messages?.[0]?.content !== DEFAULT_SUMMARY_INSTRUCTIONS) return {};
-  return down ? { status: 503, error: { message: "summary model down" } } : { content: "The user asked numbered questions." };
+  return down
+    ? { status: 503, error: { message: "summary model down" } }
+    : { content: "The user asked numbered questions." };
 });
 const dir = mkdtempSync(join(tmpdir(), "tk-bench-backlog-"));
-const memory = createMemory({ store: `sqlite:${join(dir, "backlog.db")}`, maxMessages: 20, summarizer: createSummarizer({ baseUrl: fake.url }), compaction: { background: true, hardCap: HARD_CAP } });
+const memory = createMemory({
+  store: `sqlite:${join(dir, "backlog.db")}`,
+  maxMessages: 20,
+  summarizer: createSummarizer({ baseUrl: fake.url }),
+  compaction: { background: true, hardCap: HARD_CAP },
+});
 const server = await createServer({ memory, upstream: fake.url, fairShare: false, port: 0, logger: false });
 const url = await server.listen();
 const warn = console.warn;
 console.warn = () => {};
-console.log(`summary backlog: ${SESSIONS} sessions, a turn every ~${PAUSE_MS} ms each, summary model down ${OUTAGE_S} s; --max-messages 20, ceiling ${HARD_CAP ?? "40 (default)"}, background compaction, SQLite; ${cpus().length} cores, load average ${loadavg()[0].toFixed(1)}\n`);
+console.log(
+  `summary backlog: ${SESSIONS} sessions, a turn every ~${PAUSE_MS} ms each, summary model down ${OUTAGE_S} s; --max-messages 20, ceiling ${HARD_CAP ?? "40 (default)"}, background compaction, SQLite; ${cpus().length} cores, load average ${loadavg()[0].toFixed(1)}\n`,
+);
 
-interface Log { at: number; warned: boolean; stored: number }
+interface Log {
+  at: number;
+  warned: boolean;
+  stored: number;
+}
 let restoredAt = Number.POSITIVE_INFINITY;
 let stopAt = Number.POSITIVE_INFINITY;
 const chat = async (): Promise<Log[]> => {
@@ -50,7 +64,11 @@ const chat = async (): Promise<Log[]> => {
       body: JSON.stringify({ model: "m", messages: [{ role: "user", content: `question ${i}` }] }),
     });
     await res.arrayBuffer();
-    log.push({ at: performance.now(), warned: res.headers.get("x-threadkeep-warning") === "history-omitted", stored: 0 });
+    log.push({
+      at: performance.now(),
+      warned: res.headers.get("x-threadkeep-warning") === "history-omitted",
+      stored: 0,
+    });
     await sleep(PAUSE_MS);
   }
   log.at(-1)!.stored = (await memory.getMessages(id)).length;
@@ -79,7 +97,17 @@ const rows = logs.map((log, i) => {
     String(log.at(-1)!.stored),
   ];
 });
-printTable(["session", "warned during outage", "turns after restore", "warned after", "last warning after restore", "stored at end"], rows);
+printTable(
+  [
+    "session",
+    "warned during outage",
+    "turns after restore",
+    "warned after",
+    "last warning after restore",
+    "stored at end",
+  ],
+  rows,
+);
 await server.close();
 await memory.close();
 await fake.close();

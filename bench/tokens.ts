@@ -90,7 +90,13 @@ async function once(text: string, stored: boolean): Promise<Row> {
   delay.disable();
   const cpuStallMs = meter.stop();
   await memory.close();
-  return { wallMs, cpuMs: (used.user + used.system) / 1000, stallMs: delay.max / 1e6, cpuStallMs, tokens: context.tokens };
+  return {
+    wallMs,
+    cpuMs: (used.user + used.system) / 1000,
+    stallMs: delay.max / 1e6,
+    cpuStallMs,
+    tokens: context.tokens,
+  };
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
@@ -128,7 +134,10 @@ async function main(): Promise<void> {
       }
     }
   }
-  printTable(["shape", "message", "wall p50", "CPU p50", "CPU vs 100 KB", "max stall", "CPU stall", "tokens sent"], rows);
+  printTable(
+    ["shape", "message", "wall p50", "CPU p50", "CPU vs 100 KB", "max stall", "CPU stall", "tokens sent"],
+    rows,
+  );
   console.log(
     `\nlongest event-loop stall: ${ms(worstStall)} wall, ${ms(worstCpuStall)} CPU (target ≤ 50 ms); ${ROUNDS} round(s) per row`,
   );

@@ -79,9 +79,17 @@ const rows = [...results].map(([name, rounds]) => {
   const cpu = rounds.map((r) => r.cpuMicros);
   const latencies = rounds.flatMap((r) => r.latencies).sort((a, b) => a - b);
   const mean = cpu.reduce((s, x) => s + x, 0) / cpu.length;
-  return [name, formatMicros(mean), `${formatMicros(Math.min(...cpu))} – ${formatMicros(Math.max(...cpu))}`, formatMicros(percentile(latencies, 50)), formatMicros(percentile(latencies, 99))];
+  return [
+    name,
+    formatMicros(mean),
+    `${formatMicros(Math.min(...cpu))} – ${formatMicros(Math.max(...cpu))}`,
+    formatMicros(percentile(latencies, 50)),
+    formatMicros(percentile(latencies, 99)),
+  ];
 });
-console.log(`${ROUNDS} rounds of ${TURNS_PER_ROUND} turns each (non-streamed chat completions, SQLite in memory, one client)\n`);
+console.log(
+  `${ROUNDS} rounds of ${TURNS_PER_ROUND} turns each (non-streamed chat completions, SQLite in memory, one client)\n`,
+);
 printTable(["tracing", "CPU per turn (mean of rounds)", "rounds' range", "latency p50", "latency p99"], rows);
 
 connection.close();

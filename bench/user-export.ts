@@ -97,8 +97,28 @@ try {
   await memory.close();
 
   printTable(
-    ["messages", "lines", "file", "time", "time (sampling heap)", "live heap before", "peak live heap while streaming", "growth"],
-    [[TOTAL.toLocaleString("en"), lines.toLocaleString("en"), mb(bytes), `${Math.round(plainMs)} ms`, `${Math.round(ms)} ms`, mb(before), mb(peak), mb(peak - before)]],
+    [
+      "messages",
+      "lines",
+      "file",
+      "time",
+      "time (sampling heap)",
+      "live heap before",
+      "peak live heap while streaming",
+      "growth",
+    ],
+    [
+      [
+        TOTAL.toLocaleString("en"),
+        lines.toLocaleString("en"),
+        mb(bytes),
+        `${Math.round(plainMs)} ms`,
+        `${Math.round(ms)} ms`,
+        mb(before),
+        mb(peak),
+        mb(peak - before),
+      ],
+    ],
   );
   console.log("(live heap: after a forced GC, every 5,000 lines, on the first pass; the second pass only reads)");
 } finally {

@@ -33,7 +33,8 @@ const folder = keep ?? mkdtempSync(join(tmpdir(), "threadkeep-bench-vectors-loop
 function dropIndex(path: string): void {
   const db = new Database(path);
   try {
-    if (db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'vector_index_owners'").get()) db.exec("DELETE FROM vector_index_owners");
+    if (db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'vector_index_owners'").get())
+      db.exec("DELETE FROM vector_index_owners");
   } finally {
     db.close();
   }
@@ -43,7 +44,10 @@ function indexedSize(path: string): number {
   const db = new Database(path, { readonly: true });
   try {
     if (!db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'vector_index_owners'").get()) return 0;
-    return (db.prepare("SELECT size FROM vector_index_owners WHERE user_id = 'big'").pluck().get() as number | undefined) ?? 0;
+    return (
+      (db.prepare("SELECT size FROM vector_index_owners WHERE user_id = 'big'").pluck().get() as number | undefined) ??
+      0
+    );
   } finally {
     db.close();
   }
@@ -89,7 +93,15 @@ async function measure(path: string, background: boolean, query: Float32Array) {
 
 try {
   console.error(`filling ${SIZE.toLocaleString("en")} vectors of ${DIMS} dimensions (kept: ${keep ?? "no"})`);
-  const filled = await filledDatabase({ folder, dims: DIMS, size: SIZE, queries: 1, smallOwners: [], centres: 256, spread: 1 });
+  const filled = await filledDatabase({
+    folder,
+    dims: DIMS,
+    size: SIZE,
+    queries: 1,
+    smallOwners: [],
+    centres: 256,
+    spread: 1,
+  });
   console.error(`filled in ${filled.fillSeconds.toFixed(0)} s`);
   const rows: string[][] = [];
   for (const background of [true, false]) {
@@ -102,8 +114,19 @@ try {
       `${r.buildSeconds.toFixed(1)} s`,
     ]);
   }
-  console.log(`\n${SIZE.toLocaleString("en")} vectors × ${DIMS} dims; another user lists sessions every 20 ms. ${cpus().length} cores, load ${loadavg()[0].toFixed(1)}`);
-  printTable(["build", "longest hold: first search", "longest hold: build after it", "other user's slowest list", "build (wall)"], rows);
+  console.log(
+    `\n${SIZE.toLocaleString("en")} vectors × ${DIMS} dims; another user lists sessions every 20 ms. ${cpus().length} cores, load ${loadavg()[0].toFixed(1)}`,
+  );
+  printTable(
+    [
+      "build",
+      "longest hold: first search",
+      "longest hold: build after it",
+      "other user's slowest list",
+      "build (wall)",
+    ],
+    rows,
+  );
 } finally {
   if (!keep) rmSync(folder, { recursive: true, force: true });
 }

@@ -62,7 +62,12 @@ async function timeSearches(store: VectorStore, owner: string, queries: Float32A
   }
   samples.sort((a, b) => a - b);
   cpu.sort((a, b) => a - b);
-  return { p50: percentile(samples, 50) * 1000, p90: percentile(samples, 90) * 1000, cpu50: percentile(cpu, 50) * 1000, results };
+  return {
+    p50: percentile(samples, 50) * 1000,
+    p90: percentile(samples, 90) * 1000,
+    cpu50: percentile(cpu, 50) * 1000,
+    results,
+  };
 }
 
 function recall(results: string[][], truths: Truth[]): number {
@@ -90,7 +95,11 @@ function withExtension<T>(path: string, fn: (db: Database.Database) => T): T {
 /** Drops the vector index a previous run built in a kept database (so this run measures the build). */
 function dropIndex(path: string): void {
   withExtension(path, (db) => {
-    const names = db.prepare("SELECT type, name, sql FROM sqlite_master WHERE name LIKE 'vector_index%' OR name LIKE 'message_vectors_index%'").all() as {
+    const names = db
+      .prepare(
+        "SELECT type, name, sql FROM sqlite_master WHERE name LIKE 'vector_index%' OR name LIKE 'message_vectors_index%'",
+      )
+      .all() as {
       type: string;
       name: string;
       sql: string | null;
@@ -106,7 +115,12 @@ function dropIndex(path: string): void {
 /** Bytes of the index's tables (sqlite's dbstat, one table at a time so it reads only theirs). */
 function indexBytes(path: string): number {
   return withExtension(path, (db) => {
-    const names = db.prepare("SELECT name FROM sqlite_master WHERE name LIKE 'vector_index%' AND (type = 'index' OR sql NOT LIKE 'CREATE VIRTUAL%')").pluck().all() as string[];
+    const names = db
+      .prepare(
+        "SELECT name FROM sqlite_master WHERE name LIKE 'vector_index%' AND (type = 'index' OR sql NOT LIKE 'CREATE VIRTUAL%')",
+      )
+      .pluck()
+      .all() as string[];
     const size = db.prepare("SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name = ?").pluck();
     return names.reduce((sum, name) => sum + (size.get(name) as number), 0);
   });
@@ -115,19 +129,32 @@ function indexBytes(path: string): number {
 async function run(dims: number) {
   const kept = process.env.BENCH_VECTORS_DB;
   const folder = kept ?? mkdtempSync(join(tmpdir(), "tk-bench-vectors-"));
-  const open = (path: string, vectorIndex: SqliteVectorIndexOptions | false) => createSqliteStore({ path, vectorIndex, backgroundCheckpoints: false });
+  const open = (path: string, vectorIndex: SqliteVectorIndexOptions | false) =>
+    createSqliteStore({ path, vectorIndex, backgroundCheckpoints: false });
   try {
-    const data = await filledDatabase({ folder, dims, size: SIZE, queries: QUERIES, smallOwners: SMALL_OWNERS, centres: CENTRES, spread: SPREAD });
+    const data = await filledDatabase({
+      folder,
+      dims,
+      size: SIZE,
+      queries: QUERIES,
+      smallOwners: SMALL_OWNERS,
+      centres: CENTRES,
+      spread: SPREAD,
+    });
     const { path, queries, truths } = data;
     dropIndex(path);
-    console.error(`  ${dims} dims: ${SIZE.toLocaleString("en")} vectors (fill ${data.fillSeconds.toFixed(0)} s); rss ${mib(rss())}`);
+    console.error(
+      `  ${dims} dims: ${SIZE.toLocaleString("en")} vectors (fill ${data.fillSeconds.toFixed(0)} s); rss ${mib(rss())}`,
+    );
     collectGarbage();
 
     const exact = open(path, false);
     const exactRun = await timeSearches(exact, "big", queries.slice(0, EXACT_QUERIES));
     await exact.close();
     const agree = recall(exactRun.results, truths);
-    console.error(`  exact: p50 ${formatMicros(exactRun.p50)} (CPU ${formatMicros(exactRun.cpu50)}); agrees with the computed top ${K}: ${agree.toFixed(3)}; rss ${mib(rss())}`);
+    console.error(
+      `  exact: p50 ${formatMicros(exactRun.p50)} (CPU ${formatMicros(exactRun.cpu50)}); agrees with the computed top ${K}: ${agree.toFixed(3)}; rss ${mib(rss())}`,
+    );
 
     // The first search by the indexed store scans exactly and then indexes the owner.
     const rssBefore = rss();
@@ -140,10 +167,21 @@ async function run(dims: number) {
     await indexed.close();
     const rssBuilt = rss();
     const peakBuild = process.resourceUsage().maxRSS * 1024;
-    console.error(`  first search (exact scan + index build): ${buildSeconds.toFixed(1)} s, CPU ${((buildCpu.user + buildCpu.system) / 1e6).toFixed(1)} s; rss ${mib(rssBuilt)}`);
+    console.error(
+      `  first search (exact scan + index build): ${buildSeconds.toFixed(1)} s, CPU ${((buildCpu.user + buildCpu.system) / 1e6).toFixed(1)} s; rss ${mib(rssBuilt)}`,
+    );
 
     const rows: string[][] = [];
-    rows.push([`${dims}`, "exact scan", "–", "–", formatMicros(exactRun.p50), formatMicros(exactRun.p90), formatMicros(exactRun.cpu50), agree.toFixed(3)]);
+    rows.push([
+      `${dims}`,
+      "exact scan",
+      "–",
+      "–",
+      formatMicros(exactRun.p50),
+      formatMicros(exactRun.p90),
+      formatMicros(exactRun.cpu50),
+      agree.toFixed(3),
+    ]);
     for (const candidates of CANDIDATES) {
       for (const probes of PROBES) {
         const store = open(path, { minOwnerVectors: Number.MAX_SAFE_INTEGER, probes, candidates });
@@ -151,7 +189,16 @@ async function run(dims: number) {
         used = process.cpuUsage();
         await timeSearches(store, "big", queries.slice(0, 3)); // warm-up (the first reads the centroids)
         const r = await timeSearches(store, "big", queries);
-        rows.push([`${dims}`, "IVF + re-score", `${probes}`, `${candidates}`, formatMicros(r.p50), formatMicros(r.p90), formatMicros(r.cpu50), recall(r.results, truths).toFixed(3)]);
+        rows.push([
+          `${dims}`,
+          "IVF + re-score",
+          `${probes}`,
+          `${candidates}`,
+          formatMicros(r.p50),
+          formatMicros(r.p90),
+          formatMicros(r.cpu50),
+          recall(r.results, truths).toFixed(3),
+        ]);
         console.error(`  ${rows.at(-1)!.join(" | ")}`);
         await store.close();
       }
@@ -180,7 +227,14 @@ async function run(dims: number) {
       const x = await timeSearches(indexedSmall, owner, queries.slice(0, 20));
       let same = 0;
       e.results.forEach((r, i) => (same += r.filter((key) => x.results[i].includes(key)).length));
-      small.push([`${n.toLocaleString("en")}`, formatMicros(e.p50), formatMicros(e.cpu50), formatMicros(x.p50), formatMicros(x.cpu50), (same / (20 * K)).toFixed(3)]);
+      small.push([
+        `${n.toLocaleString("en")}`,
+        formatMicros(e.p50),
+        formatMicros(e.cpu50),
+        formatMicros(x.p50),
+        formatMicros(x.cpu50),
+        (same / (20 * K)).toFixed(3),
+      ]);
     }
     await indexedSmall.close();
     await exactSmall.close();
@@ -214,10 +268,20 @@ async function postgresExact(sizes: number[]) {
       try {
         await timeSearches(opened.store, "big", queries.slice(0, 1)); // warm-up
         const r = await timeSearches(opened.store, "big", queries);
-        rows.push([size.toLocaleString("en"), formatMicros(r.p50), formatMicros(r.p90), `${(r.p50 / size).toFixed(0)} µs`]);
+        rows.push([
+          size.toLocaleString("en"),
+          formatMicros(r.p50),
+          formatMicros(r.p90),
+          `${(r.p50 / size).toFixed(0)} µs`,
+        ]);
       } catch (error) {
         // Past the store's query timeout is a result too.
-        rows.push([size.toLocaleString("en"), `failed: ${(error as { code?: string }).code ?? (error as Error).message}`, "–", "–"]);
+        rows.push([
+          size.toLocaleString("en"),
+          `failed: ${(error as { code?: string }).code ?? (error as Error).message}`,
+          "–",
+          "–",
+        ]);
       }
       console.error(`  postgres ${rows.at(-1)!.join(" | ")}`);
     }
@@ -241,7 +305,8 @@ async function postgresIndexed() {
   const { randomBytes } = await import("node:crypto");
   const schema = `tk_bench_ivf_${randomBytes(4).toString("hex")}`;
   const admin = postgres(TEST_POSTGRES_URL, { max: 1, onnotice: () => {}, connection: { search_path: schema } });
-  const open = (vectorIndex: object | false) => createPostgresStore({ url: TEST_POSTGRES_URL, schema, vectorIndex, queryTimeoutMs: 30_000 });
+  const open = (vectorIndex: object | false) =>
+    createPostgresStore({ url: TEST_POSTGRES_URL, schema, vectorIndex, queryTimeoutMs: 30_000 });
   const dims = 768;
   const rows: string[][] = [];
   try {
@@ -257,9 +322,23 @@ async function postgresIndexed() {
     const exact = open(false);
     try {
       const e = await timeSearches(exact, "big", queries.slice(0, 3));
-      rows.push(["exact scan", "–", formatMicros(e.p50), formatMicros(e.p90), formatMicros(e.cpu50), recall(e.results, truths).toFixed(3)]);
+      rows.push([
+        "exact scan",
+        "–",
+        formatMicros(e.p50),
+        formatMicros(e.p90),
+        formatMicros(e.cpu50),
+        recall(e.results, truths).toFixed(3),
+      ]);
     } catch (error) {
-      rows.push(["exact scan", "–", `failed: ${(error as { code?: string }).code ?? (error as Error).message}`, "–", "–", "–"]);
+      rows.push([
+        "exact scan",
+        "–",
+        `failed: ${(error as { code?: string }).code ?? (error as Error).message}`,
+        "–",
+        "–",
+        "–",
+      ]);
     }
     await exact.close();
     const indexed = open({});
@@ -267,16 +346,26 @@ async function postgresIndexed() {
     const used = process.cpuUsage();
     // The first search sizes the owner and queues the build (answered by the exact scan, which may time out).
     await indexed.searchVectors({ userId: "big", model: MODEL, vector: queries[0], limit: K }).catch(() => {});
-    while ((await admin`SELECT 1 FROM vector_ivf WHERE ready`).length === 0) await new Promise((r) => setTimeout(r, 200));
+    while ((await admin`SELECT 1 FROM vector_ivf WHERE ready`).length === 0)
+      await new Promise((r) => setTimeout(r, 200));
     const buildSeconds = (performance.now() - start) / 1000;
     const buildCpu = process.cpuUsage(used);
     await indexed.close();
-    console.error(`  postgres build ${buildSeconds.toFixed(1)} s (process CPU ${((buildCpu.user + buildCpu.system) / 1e6).toFixed(1)} s)`);
+    console.error(
+      `  postgres build ${buildSeconds.toFixed(1)} s (process CPU ${((buildCpu.user + buildCpu.system) / 1e6).toFixed(1)} s)`,
+    );
     for (const probes of PROBES) {
       const store = open({ probes });
       await timeSearches(store, "big", queries.slice(0, 3));
       const r = await timeSearches(store, "big", queries);
-      rows.push(["IVF + re-score", `${probes}`, formatMicros(r.p50), formatMicros(r.p90), formatMicros(r.cpu50), recall(r.results, truths).toFixed(3)]);
+      rows.push([
+        "IVF + re-score",
+        `${probes}`,
+        formatMicros(r.p50),
+        formatMicros(r.p90),
+        formatMicros(r.cpu50),
+        recall(r.results, truths).toFixed(3),
+      ]);
       console.error(`  postgres ${rows.at(-1)!.join(" | ")}`);
       await store.close();
     }
@@ -293,8 +382,13 @@ fill ${fillSeconds.toFixed(0)} s; background build (first search to ready) ${bui
   }
 }
 
-console.log(`${cpus()[0]?.model ?? "?"}, ${cpus().length} cores, load average ${loadavg()[0].toFixed(1)} at the start; ${new Date().toISOString()}`);
-const PG_SIZES = process.env.BENCH_VECTORS_POSTGRES?.split(",").map(Number).filter((n) => n > 0) ?? [];
+console.log(
+  `${cpus()[0]?.model ?? "?"}, ${cpus().length} cores, load average ${loadavg()[0].toFixed(1)} at the start; ${new Date().toISOString()}`,
+);
+const PG_SIZES =
+  process.env.BENCH_VECTORS_POSTGRES?.split(",")
+    .map(Number)
+    .filter((n) => n > 0) ?? [];
 const STORE = process.argv.includes("--store") ? process.argv[process.argv.indexOf("--store") + 1] : undefined;
 if (STORE === "postgres") await postgresIndexed();
 else {

@@ -49,7 +49,8 @@ function specifiers(file) {
 }
 
 const options = { module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, allowJs: false };
-const resolveImport = (spec, file) => ts.resolveModuleName(spec, file, options, ts.sys).resolvedModule?.resolvedFileName;
+const resolveImport = (spec, file) =>
+  ts.resolveModuleName(spec, file, options, ts.sys).resolvedModule?.resolvedFileName;
 
 /** The problems of the tree at `srcDir` (and of test/ and bench/ beside it), one line each; none when it holds. */
 export function checkLayers(srcDir) {
@@ -81,13 +82,16 @@ export function checkLayers(srcDir) {
       }
       // Private to its folder: a file beside it or below it may use it, a test beside the code included.
       if (basename(target).startsWith("_") && !isUnder(file, dirname(target))) {
-        problems.push(`${name}: imports "${spec}" (${relative(ROOT, target)}): an underscored file is private to ${relative(ROOT, dirname(target))}/`);
+        problems.push(
+          `${name}: imports "${spec}" (${relative(ROOT, target)}): an underscored file is private to ${relative(ROOT, dirname(target))}/`,
+        );
       }
       const [from, to] = [unitOf(file), unitOf(target)];
       // A test beside the code is a consumer of its layer, not part of it.
       if (from === to || isTest(file)) continue;
       const [fromRank, toRank] = [rankOf.get(from), rankOf.get(to)];
-      if (fromRank === undefined) problems.push(`${name}: src/${from} has no place in the layer table of scripts/check-layers.mjs`);
+      if (fromRank === undefined)
+        problems.push(`${name}: src/${from} has no place in the layer table of scripts/check-layers.mjs`);
       else if (toRank === undefined || toRank >= fromRank) {
         problems.push(`${name}: imports "${spec}" (${relative(ROOT, target)}): ${from} may not import from ${to}`);
       }
@@ -150,7 +154,9 @@ export function checkLayers(srcDir) {
     const members = new Set(component);
     const cycle = shortestCycle(component.sort()[0], members);
     const names = component.map((file) => relative(ROOT, file));
-    problems.push(`import circle of ${component.length} files (${names.join(", ")}): ${cycle.map((file) => relative(ROOT, file)).join(" -> ")}`);
+    problems.push(
+      `import circle of ${component.length} files (${names.join(", ")}): ${cycle.map((file) => relative(ROOT, file)).join(" -> ")}`,
+    );
   }
 
   // Tests and benches use src/ as a user does; a test of an internal lives in test/internals/, and what is
@@ -163,9 +169,13 @@ export function checkLayers(srcDir) {
       const target = resolveImport(spec, file);
       if (!target) continue;
       if (isUnder(target, SRC) && basename(target).startsWith("_")) {
-        problems.push(`${name}: imports "${spec}" (${relative(ROOT, target)}): an underscored file of src/ is used only from test/internals/`);
+        problems.push(
+          `${name}: imports "${spec}" (${relative(ROOT, target)}): an underscored file of src/ is used only from test/internals/`,
+        );
       } else if (isUnder(target, INTERNALS)) {
-        problems.push(`${name}: imports "${spec}" (${relative(ROOT, target)}): test/internals/ is used only from test/internals/`);
+        problems.push(
+          `${name}: imports "${spec}" (${relative(ROOT, target)}): test/internals/ is used only from test/internals/`,
+        );
       }
     }
   }

@@ -25,11 +25,15 @@ function parseArgs(argv) {
   const rest = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
-    const [name, inline] = arg.startsWith("--") && arg.includes("=") ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)] : [arg, undefined];
+    const [name, inline] =
+      arg.startsWith("--") && arg.includes("=")
+        ? [arg.slice(0, arg.indexOf("=")), arg.slice(arg.indexOf("=") + 1)]
+        : [arg, undefined];
     if (name === "--runs" || name === "--busy-cores") {
       const value = inline ?? argv[++i];
       const n = Number(value);
-      if (!Number.isInteger(n) || n < (name === "--runs" ? 1 : 0)) throw new Error(`${name} needs a whole number${name === "--runs" ? " ≥ 1" : " ≥ 0"}, got ${value}`);
+      if (!Number.isInteger(n) || n < (name === "--runs" ? 1 : 0))
+        throw new Error(`${name} needs a whole number${name === "--runs" ? " ≥ 1" : " ≥ 0"}, got ${value}`);
       if (name === "--runs") runs = n;
       else busy = n;
     } else rest.push(arg);
@@ -47,10 +51,14 @@ function busyCores(count) {
 function runVitest(args, run, log, json) {
   const out = openSync(log, "w");
   const vitest = join(process.cwd(), "node_modules", "vitest", "vitest.mjs");
-  const child = spawn(process.execPath, [vitest, "run", ...args, "--reporter=default", "--reporter=json", `--outputFile.json=${json}`], {
-    stdio: ["ignore", out, out],
-    env: { ...process.env, THREADKEEP_REPEAT_RUN: String(run), FORCE_COLOR: "0" },
-  });
+  const child = spawn(
+    process.execPath,
+    [vitest, "run", ...args, "--reporter=default", "--reporter=json", `--outputFile.json=${json}`],
+    {
+      stdio: ["ignore", out, out],
+      env: { ...process.env, THREADKEEP_REPEAT_RUN: String(run), FORCE_COLOR: "0" },
+    },
+  );
   current = child;
   return new Promise((resolve) => {
     child.once("exit", (code, signal) => {
@@ -69,10 +77,14 @@ function failuresOf(json) {
     const name = relative(process.cwd(), file.name);
     const tests = (file.assertionResults ?? []).filter((test) => test.status === "failed");
     for (const test of tests) {
-      failed.push({ test: [name, ...(test.ancestorTitles ?? []), test.title].join(" > "), error: firstError(test.failureMessages?.[0]) });
+      failed.push({
+        test: [name, ...(test.ancestorTitles ?? []), test.title].join(" > "),
+        error: firstError(test.failureMessages?.[0]),
+      });
     }
     // A file that failed without a failed test: it did not load, or a hook failed.
-    if (tests.length === 0 && file.status === "failed") failed.push({ test: `${name} (the file itself)`, error: firstError(file.message) });
+    if (tests.length === 0 && file.status === "failed")
+      failed.push({ test: `${name} (the file itself)`, error: firstError(file.message) });
   }
   return { failed, total: report.numTotalTests ?? 0 };
 }
@@ -81,7 +93,8 @@ function failuresOf(json) {
 function firstError(message = "") {
   // Vitest's JSON report keeps no message for a test or hook time-out ("Test timed out in N ms" is
   // in the console output only).
-  if (/^Error: STACK_TRACE_ERROR/.test(message)) return "a time-out, most likely (the JSON report keeps no message: see the run's log)";
+  if (/^Error: STACK_TRACE_ERROR/.test(message))
+    return "a time-out, most likely (the JSON report keeps no message: see the run's log)";
   const lines = String(message).split("\n");
   const stack = lines.findIndex((line) => /^\s+at /.test(line));
   return lines
@@ -116,7 +129,9 @@ async function main() {
       process.exit(130);
     });
   }
-  console.log(`test:repeat: ${runs} run(s) of vitest run ${rest.join(" ") || "(the whole suite)"}${busy ? `, ${busy} core(s) kept busy` : ""}; logs in ${dir}`);
+  console.log(
+    `test:repeat: ${runs} run(s) of vitest run ${rest.join(" ") || "(the whole suite)"}${busy ? `, ${busy} core(s) kept busy` : ""}; logs in ${dir}`,
+  );
   /** Per test: how many runs it failed in, and its first error. */
   const counts = new Map();
   let redRuns = 0;
@@ -131,8 +146,15 @@ async function main() {
     if (existsSync(json)) ({ failed, total } = failuresOf(json));
     // A red exit without a failed test: an unhandled error, or vitest could not start (see the log).
     if (code !== 0 && failed.length === 0) {
-      const tail = readFileSync(log, "utf8").split("\n").filter((line) => /error/i.test(line)).slice(0, 3).join("\n");
-      failed.push({ test: "(the run itself: exit code without a failed test; an unhandled error?)", error: tail || `exit code ${code}, see ${log}` });
+      const tail = readFileSync(log, "utf8")
+        .split("\n")
+        .filter((line) => /error/i.test(line))
+        .slice(0, 3)
+        .join("\n");
+      failed.push({
+        test: "(the run itself: exit code without a failed test; an unhandled error?)",
+        error: tail || `exit code ${code}, see ${log}`,
+      });
     }
     if (failed.length > 0) redRuns++;
     for (const { test, error } of failed) {
@@ -140,13 +162,17 @@ async function main() {
       entry.times++;
       counts.set(test, entry);
     }
-    console.log(`run ${run}/${runs}: ${failed.length === 0 ? "green" : `${failed.length} failed`} (${total} tests, ${seconds} s, exit code ${code})`);
+    console.log(
+      `run ${run}/${runs}: ${failed.length === 0 ? "green" : `${failed.length} failed`} (${total} tests, ${seconds} s, exit code ${code})`,
+    );
   }
   cleanup();
   console.log(`\n${runs - redRuns} of ${runs} runs green${busy ? ` (${busy} core(s) kept busy)` : ""}`);
   if (counts.size > 0) {
     console.log("\nfailed tests (runs failed / runs):");
-    for (const [test, { times, firstRun, error }] of [...counts].sort((a, b) => b[1].times - a[1].times || a[0].localeCompare(b[0]))) {
+    for (const [test, { times, firstRun, error }] of [...counts].sort(
+      (a, b) => b[1].times - a[1].times || a[0].localeCompare(b[0]),
+    )) {
       console.log(`  ${times}/${runs}  ${test}`);
       console.log(`        first error (run ${firstRun}): ${error.split("\n").join("\n        ")}`);
     }

@@ -22,7 +22,10 @@ import { createStore } from "./stores/url.js";
  */
 export function createMemory(options: MemoryOptions): Memory {
   if (!options || (typeof options.store !== "string" && typeof options.store?.appendMessages !== "function")) {
-    throw new ThreadkeepError("invalid_request", "createMemory needs a store: a SessionStore or a URL such as sqlite:./data/threadkeep.db");
+    throw new ThreadkeepError(
+      "invalid_request",
+      "createMemory needs a store: a SessionStore or a URL such as sqlite:./data/threadkeep.db",
+    );
   }
   const { store } = options;
   if (typeof store !== "string") return new Memory({ ...options, store });

@@ -7,9 +7,25 @@
 export { createMemory } from "./create-memory.js";
 export { Memory } from "./core/memory/memory.js";
 export { SessionHandle } from "./core/memory/memory.js";
-export { MAX_MEMORIES_READ, MAX_MEMORY_ID_LENGTH, MAX_MEMORY_METADATA_LENGTH, MAX_MEMORY_TEXT_LENGTH, UserMemories } from "./core/user-memories/api.js";
+export {
+  MAX_MEMORIES_READ,
+  MAX_MEMORY_ID_LENGTH,
+  MAX_MEMORY_METADATA_LENGTH,
+  MAX_MEMORY_TEXT_LENGTH,
+  UserMemories,
+} from "./core/user-memories/api.js";
 export type { UserMemoryAdd, UserMemoryEdit, UserMemoryListOptions } from "./core/user-memories/api.js";
-export type { AddMessagesOptions, BuildContextOptions, MemoryInit, MemoryOptions, MemorySettings, OwnerOptions, PreloadedTurn, ReplaceAfterOptions, RunTurnOptions } from "./core/memory/memory.js";
+export type {
+  AddMessagesOptions,
+  BuildContextOptions,
+  MemoryInit,
+  MemoryOptions,
+  MemorySettings,
+  OwnerOptions,
+  PreloadedTurn,
+  ReplaceAfterOptions,
+  RunTurnOptions,
+} from "./core/memory/memory.js";
 export type * from "./core/types.js";
 export { BRANCH_REASONS, OPERATION_HISTORY, ROLES } from "./core/types.js";
 export * from "./core/errors.js";
@@ -45,7 +61,14 @@ export {
   parseConversationState,
   renderConversationNote,
 } from "./core/state/conversation.js";
-export type { ConversationPatch, ConversationState, EntityRef, Intent, PendingConfirmation, PendingInput } from "./core/state/conversation.js";
+export type {
+  ConversationPatch,
+  ConversationState,
+  EntityRef,
+  Intent,
+  PendingConfirmation,
+  PendingInput,
+} from "./core/state/conversation.js";
 export { BUILTIN_PHRASES, createResolver, resolveMessage } from "./core/state/references.js";
 export type { PhraseSet, Resolution, Resolver, ResolverOptions } from "./core/state/references.js";
 export { createSummarizer, DEFAULT_SUMMARY_INSTRUCTIONS } from "./llm/summarizer.js";

@@ -14,7 +14,8 @@ export const ROOT = fileURLToPath(new URL("..", import.meta.url));
 export function newestMtime(dir: string, keep: (name: string) => boolean): number {
   let newest = 0;
   for (const entry of readdirSync(dir, { withFileTypes: true, recursive: true })) {
-    if (entry.isFile() && keep(entry.name)) newest = Math.max(newest, statSync(join(entry.parentPath, entry.name)).mtimeMs);
+    if (entry.isFile() && keep(entry.name))
+      newest = Math.max(newest, statSync(join(entry.parentPath, entry.name)).mtimeMs);
   }
   return newest;
 }
@@ -34,6 +35,8 @@ let cli: string[] | undefined;
  * "listening" for `serve`, at load 20 on 2 cores), and the suite starts dozens.
  */
 export function cliArgs(): string[] {
-  cli ??= distIsFresh() ? [join(ROOT, "dist", "cli", "bin.js")] : ["--import", import.meta.resolve("tsx"), join(ROOT, "src", "cli", "bin.ts")];
+  cli ??= distIsFresh()
+    ? [join(ROOT, "dist", "cli", "bin.js")]
+    : ["--import", import.meta.resolve("tsx"), join(ROOT, "src", "cli", "bin.ts")];
   return cli;
 }

@@ -57,7 +57,11 @@ export interface LoopBoundResult<T> {
  * longer than `boundMs` at any time during it: the monitor tests use for "no request of another user
  * waits longer than this while this work runs".
  */
-export async function withinLoopBound<T>(what: string, boundMs: number, fn: () => Promise<T>): Promise<LoopBoundResult<T>> {
+export async function withinLoopBound<T>(
+  what: string,
+  boundMs: number,
+  fn: () => Promise<T>,
+): Promise<LoopBoundResult<T>> {
   const watch = watchEventLoop(5);
   let value: T;
   try {
@@ -67,6 +71,7 @@ export async function withinLoopBound<T>(what: string, boundMs: number, fn: () =
     throw error;
   }
   const longestMs = watch.stop();
-  if (longestMs > boundMs) throw new Error(`${what} held the event loop for ${Math.round(longestMs)} ms (bound ${boundMs} ms)`);
+  if (longestMs > boundMs)
+    throw new Error(`${what} held the event loop for ${Math.round(longestMs)} ms (bound ${boundMs} ms)`);
   return { value, longestMs };
 }

@@ -89,7 +89,10 @@ const HASHED_DIMS = 8;
 
 export function fakeEmbedding(text: string): number[] {
   const vector = new Array(SYNONYM_GROUPS.length + HASHED_DIMS).fill(0);
-  for (const word of text.toLowerCase().split(/[^a-z0-9]+/).filter((w) => w.length > 2)) {
+  for (const word of text
+    .toLowerCase()
+    .split(/[^a-z0-9]+/)
+    .filter((w) => w.length > 2)) {
     const group = SYNONYM_GROUPS.findIndex((g) => g.includes(word));
     if (group >= 0) {
       vector[group] += 1;
@@ -132,9 +135,20 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
         return;
       }
       const inputs: string[] = Array.isArray(body?.input) ? body.input : [body?.input ?? ""];
-      const data = inputs.map((text, index) => ({ object: "embedding", index, embedding: fakeEmbedding(String(text)) }));
+      const data = inputs.map((text, index) => ({
+        object: "embedding",
+        index,
+        embedding: fakeEmbedding(String(text)),
+      }));
       res.writeHead(200, { "content-type": "application/json" });
-      res.end(JSON.stringify({ object: "list", data, model: body?.model ?? "fake", usage: { prompt_tokens: 1, total_tokens: 1 } }));
+      res.end(
+        JSON.stringify({
+          object: "list",
+          data,
+          model: body?.model ?? "fake",
+          usage: { prompt_tokens: 1, total_tokens: 1 },
+        }),
+      );
       return;
     }
     if (path.endsWith("/models") && req.method === "GET" && modelIds) {
@@ -145,7 +159,9 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
     }
     if (!path.endsWith("/chat/completions")) {
       res.writeHead(404, { "content-type": "application/json" });
-      res.end(JSON.stringify({ error: { message: `no route ${path}`, type: "invalid_request_error", code: "not_found" } }));
+      res.end(
+        JSON.stringify({ error: { message: `no route ${path}`, type: "invalid_request_error", code: "not_found" } }),
+      );
       return;
     }
 
@@ -184,7 +200,9 @@ export async function startFakeUpstream(): Promise<FakeUpstream> {
       if (reply.tool_calls) send({ tool_calls: reply.tool_calls.map((c: any, index) => ({ index, ...c })) }, null);
       send({}, reply.tool_calls ? "tool_calls" : "stop");
       if (body?.stream_options?.include_usage) {
-        res.write(`data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model, choices: [], usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } })}\n\n`);
+        res.write(
+          `data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model, choices: [], usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } })}\n\n`,
+        );
       }
       res.end("data: [DONE]\n\n");
       return;

@@ -271,10 +271,13 @@ function promptTemplate(template: string): string {
 
 /** `utils/task.py` `replace_messages_variable` (`{{MESSAGES}}`, `{{MESSAGES:START:n}}`, `{{MESSAGES:END:n}}`). */
 function replaceMessages(template: string, messages: Msg[]): string {
-  return template.replace(/\{\{MESSAGES(?::(START|END):(\d+))?\}\}/g, (_all, side: string | undefined, n: string | undefined) => {
-    if (!side) return messagesContent(messages);
-    return messagesContent(side === "START" ? messages.slice(0, Number(n)) : messages.slice(-Number(n)));
-  });
+  return template.replace(
+    /\{\{MESSAGES(?::(START|END):(\d+))?\}\}/g,
+    (_all, side: string | undefined, n: string | undefined) => {
+      if (!side) return messagesContent(messages);
+      return messagesContent(side === "START" ? messages.slice(0, Number(n)) : messages.slice(-Number(n)));
+    },
+  );
 }
 
 /** `utils/task.py` `replace_prompt_variable` (case-insensitive `{{prompt}}`). */
@@ -290,7 +293,9 @@ export function renderTask(template: string, messages: Msg[]): string {
 
 /** `autocomplete_generation_template`. */
 export function renderAutocomplete(prompt: string, messages: Msg[], type = "General"): string {
-  return promptTemplate(replaceMessages(replacePrompt(AUTOCOMPLETE_TEMPLATE.replaceAll("{{TYPE}}", type), prompt), messages));
+  return promptTemplate(
+    replaceMessages(replacePrompt(AUTOCOMPLETE_TEMPLATE.replaceAll("{{TYPE}}", type), prompt), messages),
+  );
 }
 
 /** `emoji_generation_template`. */
@@ -327,7 +332,10 @@ export function ragRendered(words: string, context: string, template = RAG_TEMPL
 }
 
 /** Open WebUI's user-info headers with `ENABLE_FORWARD_USER_INFO_HEADERS=true`, and the chat id when the request has one. */
-export function openWebUiHeaders(chatId: string | undefined, user = { id: "3f6d1c2a-9b1e-4c55-8a0f-6f2c1a7e9d10", name: "Ada Lovelace", email: "ada@example.com", role: "user" }): Record<string, string> {
+export function openWebUiHeaders(
+  chatId: string | undefined,
+  user = { id: "3f6d1c2a-9b1e-4c55-8a0f-6f2c1a7e9d10", name: "Ada Lovelace", email: "ada@example.com", role: "user" },
+): Record<string, string> {
   return {
     "X-OpenWebUI-User-Name": encodeURIComponent(user.name).replaceAll("%20", " "),
     "X-OpenWebUI-User-Id": user.id,
@@ -341,7 +349,10 @@ export function openWebUiHeaders(chatId: string | undefined, user = { id: "3f6d1
  * A connection's custom headers as Open WebUI resolves them (`utils/headers.py` `parse_custom_headers`):
  * `{{CHAT_ID}}` is the request's chat id, `{{TASK}}` its task (`""` on a chat turn).
  */
-export function customHeaders(template: Record<string, string>, vars: { chatId?: string; task?: string }): Record<string, string> {
+export function customHeaders(
+  template: Record<string, string>,
+  vars: { chatId?: string; task?: string },
+): Record<string, string> {
   const resolved: Record<string, string> = {};
   for (const [name, value] of Object.entries(template)) {
     resolved[name] = value.replaceAll("{{CHAT_ID}}", vars.chatId ?? "").replaceAll("{{TASK}}", vars.task ?? "");

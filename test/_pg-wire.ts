@@ -9,7 +9,16 @@
 import type { Socket } from "node:net";
 
 /** Frontend message types worth naming; any other type is counted under its letter. */
-const NAMES: Record<string, string> = { Q: "query", P: "parse", B: "bind", E: "execute", S: "sync", D: "describe", C: "close", X: "terminate" };
+const NAMES: Record<string, string> = {
+  Q: "query",
+  P: "parse",
+  B: "bind",
+  E: "execute",
+  S: "sync",
+  D: "describe",
+  C: "close",
+  X: "terminate",
+};
 
 /** A running count of frontend messages over every connection fed to it. */
 export interface PgWireCounter {

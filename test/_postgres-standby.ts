@@ -25,10 +25,15 @@ function debianBinDirs(): string[] {
 function binDir(): string | { reason: string } {
   const found = spawnSync("pg_config", ["--bindir"], { encoding: "utf8" });
   const candidates = [...(found.status === 0 ? [found.stdout.trim()] : []), ...debianBinDirs()];
-  const dir = candidates.find((candidate) => BINARIES.every((bin) => existsSync(join(candidate, bin)))) ?? candidates[0] ?? "";
+  const dir =
+    candidates.find((candidate) => BINARIES.every((bin) => existsSync(join(candidate, bin)))) ?? candidates[0] ?? "";
   const missing = BINARIES.filter((bin) => !dir || !existsSync(join(dir, bin)));
-  if (missing.length > 0) return { reason: `${missing.join(", ")} not found (looked in ${dir || "pg_config --bindir and /usr/lib/postgresql/*/bin"}; install PostgreSQL's server and client packages)` };
-  if (process.getuid?.() === 0 && spawnSync("id", ["-u", "postgres"]).status !== 0) return { reason: "running as root and there is no postgres user to run PostgreSQL as" };
+  if (missing.length > 0)
+    return {
+      reason: `${missing.join(", ")} not found (looked in ${dir || "pg_config --bindir and /usr/lib/postgresql/*/bin"}; install PostgreSQL's server and client packages)`,
+    };
+  if (process.getuid?.() === 0 && spawnSync("id", ["-u", "postgres"]).status !== 0)
+    return { reason: "running as root and there is no postgres user to run PostgreSQL as" };
   return dir;
 }
 
@@ -167,13 +172,24 @@ async function answersOrExits(what: string, server: ChildProcess, url: string): 
   }
 }
 
-async function startPair(bin: string, primaryPort: number, standbyPort: number, synchronous: boolean): Promise<PostgresPair> {
+async function startPair(
+  bin: string,
+  primaryPort: number,
+  standbyPort: number,
+  synchronous: boolean,
+): Promise<PostgresPair> {
   const root = process.getuid?.() === 0;
-  const user = root ? { uid: Number(execFileSync("id", ["-u", "postgres"])), gid: Number(execFileSync("id", ["-g", "postgres"])) } : {};
+  const user = root
+    ? { uid: Number(execFileSync("id", ["-u", "postgres"])), gid: Number(execFileSync("id", ["-g", "postgres"])) }
+    : {};
   const dir = mkdtempSync(join(tmpdir(), "threadkeep-pg-standby-"));
   if (root) chownSync(dir, user.uid!, user.gid!);
   const run = (name: string, args: string[]) => {
-    const done = spawnSync(join(bin, name), args, { ...user, encoding: "utf8", env: { ...process.env, PGCONNECT_TIMEOUT: "5" } });
+    const done = spawnSync(join(bin, name), args, {
+      ...user,
+      encoding: "utf8",
+      env: { ...process.env, PGCONNECT_TIMEOUT: "5" },
+    });
     if (done.status !== 0) throw new Error(`${name} failed: ${done.stderr || done.stdout}`);
   };
   const servers: ChildProcess[] = [];
@@ -185,19 +201,31 @@ async function startPair(bin: string, primaryPort: number, standbyPort: number, 
     const server = spawn(
       join(bin, "postgres"),
       [
-        "-D", data,
-        "-p", String(port),
-        "-k", dir,
-        "-c", "listen_addresses=127.0.0.1",
+        "-D",
+        data,
+        "-p",
+        String(port),
+        "-k",
+        dir,
+        "-c",
+        "listen_addresses=127.0.0.1",
         // A test server: no fsync (its own crash is not what is tested; a replica's flush still is the ack).
-        "-c", "fsync=off",
-        "-c", "shared_buffers=16MB",
-        "-c", "max_connections=40",
-        "-c", "max_wal_senders=4",
-        "-c", "wal_level=replica",
-        "-c", `synchronous_standby_names=${synchronous ? "*" : ""}`,
-        "-c", "logging_collector=off",
-        "-c", "log_min_messages=fatal",
+        "-c",
+        "fsync=off",
+        "-c",
+        "shared_buffers=16MB",
+        "-c",
+        "max_connections=40",
+        "-c",
+        "max_wal_senders=4",
+        "-c",
+        "wal_level=replica",
+        "-c",
+        `synchronous_standby_names=${synchronous ? "*" : ""}`,
+        "-c",
+        "logging_collector=off",
+        "-c",
+        "log_min_messages=fatal",
       ],
       { ...user, stdio: "ignore" },
     );
@@ -224,10 +252,33 @@ async function startPair(bin: string, primaryPort: number, standbyPort: number, 
   };
   const url = (port: number) => `postgres://postgres@127.0.0.1:${port}/postgres`;
   try {
-    run("initdb", ["-D", join(dir, "primary"), "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8", "--locale=C"]);
+    run("initdb", [
+      "-D",
+      join(dir, "primary"),
+      "-U",
+      "postgres",
+      "--auth=trust",
+      "--no-sync",
+      "-E",
+      "UTF8",
+      "--locale=C",
+    ]);
     const primary = start(join(dir, "primary"), primaryPort, synchronous);
     await answersOrExits("the primary answers", primary, url(primaryPort));
-    run("pg_basebackup", ["-h", "127.0.0.1", "-p", String(primaryPort), "-U", "postgres", "-D", join(dir, "standby"), "-R", "-X", "stream", "--no-sync"]);
+    run("pg_basebackup", [
+      "-h",
+      "127.0.0.1",
+      "-p",
+      String(primaryPort),
+      "-U",
+      "postgres",
+      "-D",
+      join(dir, "standby"),
+      "-R",
+      "-X",
+      "stream",
+      "--no-sync",
+    ]);
     const standby = start(join(dir, "standby"), standbyPort, false);
     await answersOrExits("the standby answers", standby, url(standbyPort));
     const check = postgres(url(primaryPort), { max: 1, onnotice: () => {} });
@@ -235,7 +286,9 @@ async function startPair(bin: string, primaryPort: number, standbyPort: number, 
       const state = synchronous ? "sync" : "async";
       await until(
         `the standby streams (${state})`,
-        async () => (await check`SELECT 1 FROM pg_stat_replication WHERE state = 'streaming' AND sync_state = ${state}`).length === 1,
+        async () =>
+          (await check`SELECT 1 FROM pg_stat_replication WHERE state = 'streaming' AND sync_state = ${state}`)
+            .length === 1,
         { timeoutMs: 20_000, everyMs: 100 },
       );
     } finally {

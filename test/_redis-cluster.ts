@@ -55,15 +55,23 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
   const servers = await startRedisServers(
     count,
     (port) => [
-      "--cluster-enabled", "yes",
-      "--cluster-config-file", join(dir, `nodes-${port}.conf`),
-      "--cluster-node-timeout", String(options.nodeTimeoutMs ?? 5000),
-      "--cluster-require-full-coverage", options.requireFullCoverage === false ? "no" : "yes",
-      "--dir", dir,
-      "--save", "",
-      "--appendonly", "no",
+      "--cluster-enabled",
+      "yes",
+      "--cluster-config-file",
+      join(dir, `nodes-${port}.conf`),
+      "--cluster-node-timeout",
+      String(options.nodeTimeoutMs ?? 5000),
+      "--cluster-require-full-coverage",
+      options.requireFullCoverage === false ? "no" : "yes",
+      "--dir",
+      dir,
+      "--save",
+      "",
+      "--appendonly",
+      "no",
       // A replica (re)joining syncs at once, not after the default 5 s wait for more replicas.
-      "--repl-diskless-sync-delay", "0",
+      "--repl-diskless-sync-delay",
+      "0",
     ],
     { bus: true, ...(options.portRange ? { range: options.portRange } : {}) },
   ).catch((error) => {
@@ -86,16 +94,30 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
     }
     // redis-cli makes the first three nodes masters and gives each a replica of another master; the
     // replicas are moved below, so that the replica of ports[i] is ports[i + 3].
-    await run("redis-cli", ["--cluster", "create", ...ports.slice(0, 3).map((p) => `127.0.0.1:${p}`), "--cluster-replicas", "0", "--cluster-yes"]);
+    await run("redis-cli", [
+      "--cluster",
+      "create",
+      ...ports.slice(0, 3).map((p) => `127.0.0.1:${p}`),
+      "--cluster-replicas",
+      "0",
+      "--cluster-yes",
+    ]);
     if (options.replicas) {
-      const ids = await Promise.all(ports.slice(0, 3).map(async (port) => (await cli(port, "CLUSTER", "MYID")).stdout.trim()));
+      const ids = await Promise.all(
+        ports.slice(0, 3).map(async (port) => (await cli(port, "CLUSTER", "MYID")).stdout.trim()),
+      );
       for (let i = 0; i < 3; i++) {
         await cli(ports[i + 3], "CLUSTER", "MEET", "127.0.0.1", String(ports[0]));
       }
       for (let i = 0; i < 3; i++) {
         // A node must know its master before it can replicate it: MEET spreads by gossip.
         for (let k = 0; ; k++) {
-          if ((await cli(ports[i + 3], "CLUSTER", "REPLICATE", ids[i]).catch((error) => ({ stdout: String(error) }))).stdout.trim() === "OK") break;
+          if (
+            (
+              await cli(ports[i + 3], "CLUSTER", "REPLICATE", ids[i]).catch((error) => ({ stdout: String(error) }))
+            ).stdout.trim() === "OK"
+          )
+            break;
           if (k > 200) throw new Error(`the node on port ${ports[i + 3]} did not become a replica`);
           await sleep(50);
         }
@@ -106,13 +128,22 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
     for (const port of ports) {
       for (let i = 0; ; i++) {
         const ok = (await cli(port, "CLUSTER", "INFO")).stdout.includes("cluster_state:ok");
-        const synced = ports.indexOf(port) < 3 || (await cli(port, "INFO", "replication")).stdout.includes("master_link_status:up");
+        const synced =
+          ports.indexOf(port) < 3 || (await cli(port, "INFO", "replication")).stdout.includes("master_link_status:up");
         if (ok && synced) break;
         if (i > 200) throw new Error(`the cluster did not settle on port ${port}`);
         await sleep(50);
       }
     }
-    return { ports, url: `redis+cluster://${ports.slice(0, 3).map((p) => `127.0.0.1:${p}`).join(",")}`, servers, stop };
+    return {
+      ports,
+      url: `redis+cluster://${ports
+        .slice(0, 3)
+        .map((p) => `127.0.0.1:${p}`)
+        .join(",")}`,
+      servers,
+      stop,
+    };
   } catch (error) {
     await stop();
     throw error;

@@ -52,7 +52,10 @@ function stopAll(servers: ChildProcess[]): Promise<void> {
 function listening(server: ChildProcess, port: number): Promise<boolean> {
   return new Promise((resolve, reject) => {
     let output = "";
-    const timer = setTimeout(() => reject(new Error(`redis-server on port ${port} did not start: ${output.slice(-500)}`)), 10_000);
+    const timer = setTimeout(
+      () => reject(new Error(`redis-server on port ${port} did not start: ${output.slice(-500)}`)),
+      10_000,
+    );
     const done = (ok: boolean) => {
       clearTimeout(timer);
       resolve(ok);
@@ -80,10 +83,17 @@ export interface PortOptions {
  * ports (consecutive; with their bus ports free too when `bus`), trying new ports up to 5 times when
  * one of them cannot bind.
  */
-export async function startRedisServers(count: number, args: (port: number) => string[], options: PortOptions = {}): Promise<RedisServers> {
-  const pick = options.pick ?? ((n: number) => freePorts(n, options.range ?? [21_000, 26_999], options.bus ? 10_000 : undefined));
+export async function startRedisServers(
+  count: number,
+  args: (port: number) => string[],
+  options: PortOptions = {},
+): Promise<RedisServers> {
+  const pick =
+    options.pick ?? ((n: number) => freePorts(n, options.range ?? [21_000, 26_999], options.bus ? 10_000 : undefined));
   const start = (port: number) => {
-    const server = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", ...args(port)], { stdio: ["ignore", "pipe", "ignore"] });
+    const server = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", ...args(port)], {
+      stdio: ["ignore", "pipe", "ignore"],
+    });
     running.add(server);
     server.once("exit", () => running.delete(server));
     return server;
@@ -111,7 +121,8 @@ export async function startRedisServers(count: number, args: (port: number) => s
         },
         restart: async (index) => {
           servers[index] = start(ports[index]);
-          if (!(await listening(servers[index], ports[index]))) throw new Error(`redis-server could not bind port ${ports[index]} again`);
+          if (!(await listening(servers[index], ports[index])))
+            throw new Error(`redis-server could not bind port ${ports[index]} again`);
         },
         stop: () => stopAll(servers),
       };

@@ -40,7 +40,8 @@ export default class SummaryReporter implements Reporter {
     failed += unhandledErrors.length;
     if (reasons.size > 0) {
       console.log("\nSkipped, and why:");
-      for (const [key, count] of [...reasons].sort(([a], [b]) => a.localeCompare(b))) console.log(`  ${count} × ${key}`);
+      for (const [key, count] of [...reasons].sort(([a], [b]) => a.localeCompare(b)))
+        console.log(`  ${count} × ${key}`);
     }
     console.log(`\n${passed} passed, ${failed} failed, ${skipped} skipped`);
   }

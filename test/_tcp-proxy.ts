@@ -36,7 +36,10 @@ export interface TcpProxyOptions {
 }
 
 /** Starts a proxy to `host:port`. */
-export async function startTcpProxy(target: { host: string; port: number }, options: TcpProxyOptions = {}): Promise<TcpProxy> {
+export async function startTcpProxy(
+  target: { host: string; port: number },
+  options: TcpProxyOptions = {},
+): Promise<TcpProxy> {
   const pairs = new Set<Pair>();
   let mode: "open" | "stall" | "reset" = "open";
 

@@ -16,11 +16,20 @@ export interface UntilOptions {
  * Resolves once `condition` holds (a check that throws counts as not yet); throws naming `what`
  * when it still does not after `timeoutMs`.
  */
-export async function until(what: string, condition: () => boolean | Promise<boolean>, options: UntilOptions = {}): Promise<void> {
+export async function until(
+  what: string,
+  condition: () => boolean | Promise<boolean>,
+  options: UntilOptions = {},
+): Promise<void> {
   const { timeoutMs = 10_000, everyMs = 20 } = options;
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (await Promise.resolve().then(condition).catch(() => false)) return;
+    if (
+      await Promise.resolve()
+        .then(condition)
+        .catch(() => false)
+    )
+      return;
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting until ${what}`);
     await sleep(everyMs);
   }

@@ -81,12 +81,19 @@ function itemKind(item: unknown): string {
  * would not give back exactly.
  */
 export function checkedItems(items: unknown): AgentInputItem[] {
-  if (!Array.isArray(items)) throw new ThreadkeepError("invalid_message", "addItems takes an array of Agents SDK items");
+  if (!Array.isArray(items))
+    throw new ThreadkeepError("invalid_message", "addItems takes an array of Agents SDK items");
   return Array.from({ length: items.length }, (_, i) => {
     const item: unknown = items[i];
     const checked = i in items ? snapshotData(item) : null;
-    const problem = checked === null ? "holds data a store cannot keep exactly (only JSON values and Uint8Array)" : itemProblem(checked);
-    if (problem) throw new ThreadkeepError("invalid_message", `Agents SDK session item ${i} (${itemKind(item)}) ${problem}`, { details: { param: `items[${i}]` } });
+    const problem =
+      checked === null
+        ? "holds data a store cannot keep exactly (only JSON values and Uint8Array)"
+        : itemProblem(checked);
+    if (problem)
+      throw new ThreadkeepError("invalid_message", `Agents SDK session item ${i} (${itemKind(item)}) ${problem}`, {
+        details: { param: `items[${i}]` },
+      });
     return checked as AgentInputItem;
   });
 }
@@ -98,7 +105,8 @@ export function areAgentItems(items: unknown[]): boolean {
 
 /** A copy of checked data as JSON can store it: each `Uint8Array` as `{ "$threadkeep_bytes": base64 }`. */
 export function toStorable(value: unknown): unknown {
-  if (value instanceof Uint8Array) return { [BYTES_KEY]: Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString("base64") };
+  if (value instanceof Uint8Array)
+    return { [BYTES_KEY]: Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString("base64") };
   if (Array.isArray(value)) return value.map(toStorable);
   if (value === null || typeof value !== "object") return value;
   return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, toStorable(v)]));
@@ -116,5 +124,7 @@ export function fromStorable(value: unknown): unknown {
 
 /** A fingerprint of checked data, the same whatever its key order and whichever store it came back from. */
 export function fingerprint(value: unknown): string {
-  return createHash("sha256").update(JSON.stringify(sortedData(toStorable(value)))).digest("base64url");
+  return createHash("sha256")
+    .update(JSON.stringify(sortedData(toStorable(value))))
+    .digest("base64url");
 }

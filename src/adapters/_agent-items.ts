@@ -23,7 +23,11 @@ function part(p: Loose): ItemContentPart {
     case "refusal":
       return { type: "refusal", refusal: String(p.refusal ?? "") };
     case "input_image":
-      return { type: "input_image", image_url: typeof p.image === "string" ? p.image : undefined, detail: p.detail ?? "auto" };
+      return {
+        type: "input_image",
+        image_url: typeof p.image === "string" ? p.image : undefined,
+        detail: p.detail ?? "auto",
+      };
     default:
       return { ...p, type: String(p.type) };
   }
@@ -40,7 +44,11 @@ export type ItemIdFor = (type: string, index: number) => string;
 
 /** Item ids derived from an operation id and the item's position. */
 export function operationItemIds(operationId: string): ItemIdFor {
-  return (type, index) => newItemId(type).replace(/_.*$/, `_${createHash("sha256").update(`${operationId}\u0000${index}`).digest("hex").slice(0, 48)}`);
+  return (type, index) =>
+    newItemId(type).replace(
+      /_.*$/,
+      `_${createHash("sha256").update(`${operationId}\u0000${index}`).digest("hex").slice(0, 48)}`,
+    );
 }
 
 /** The Responses item an agent item means (with the agent item in {@link AGENT_ITEM_KEY}). */
@@ -50,14 +58,39 @@ export function toResponsesItem(agentItem: AgentInputItem, idFor: ItemIdFor = ne
   const type = String(a.type ?? "message");
   const status = (a.status as string | undefined) ?? "completed";
   if (type === "message") {
-    const content = typeof a.content === "string" ? [{ type: a.role === "assistant" ? "output_text" : "input_text", text: a.content }] : (a.content as Loose[]).map(part);
-    return { id: idFor("message", index), type: "message", role: a.role as "user", content, status: status as "completed", ...carry };
+    const content =
+      typeof a.content === "string"
+        ? [{ type: a.role === "assistant" ? "output_text" : "input_text", text: a.content }]
+        : (a.content as Loose[]).map(part);
+    return {
+      id: idFor("message", index),
+      type: "message",
+      role: a.role as "user",
+      content,
+      status: status as "completed",
+      ...carry,
+    };
   }
   if (type === "function_call") {
-    return { id: idFor(type, index), type, call_id: String(a.callId), name: String(a.name), arguments: String(a.arguments), status, ...carry };
+    return {
+      id: idFor(type, index),
+      type,
+      call_id: String(a.callId),
+      name: String(a.name),
+      arguments: String(a.arguments),
+      status,
+      ...carry,
+    };
   }
   if (type === "function_call_result") {
-    return { id: idFor("function_call_output", index), type: "function_call_output", call_id: String(a.callId), output: outputText(a.output), status, ...carry };
+    return {
+      id: idFor("function_call_output", index),
+      type: "function_call_output",
+      call_id: String(a.callId),
+      output: outputText(a.output),
+      status,
+      ...carry,
+    };
   }
   return { id: idFor(type, index), type, ...carry };
 }
@@ -74,17 +107,34 @@ function agentItemOf(item: Item, names: Map<string, string>): AgentInputItem | n
   if (i.type === "message") {
     const parts = (i.content as ItemContentPart[]).filter((p) => typeof p.text === "string");
     if (i.role === "assistant") {
-      return { type: "message", role: "assistant", status: "completed", content: parts.map((p) => ({ type: "output_text", text: p.text! })) } as AgentInputItem;
+      return {
+        type: "message",
+        role: "assistant",
+        status: "completed",
+        content: parts.map((p) => ({ type: "output_text", text: p.text! })),
+      } as AgentInputItem;
     }
     return { type: "message", role: i.role, content: parts.map((p) => p.text).join("\n") } as AgentInputItem;
   }
   if (i.type === "function_call") {
     names.set(String(i.call_id), String(i.name));
-    return { type: "function_call", callId: i.call_id, name: i.name, arguments: i.arguments, status: "completed" } as AgentInputItem;
+    return {
+      type: "function_call",
+      callId: i.call_id,
+      name: i.name,
+      arguments: i.arguments,
+      status: "completed",
+    } as AgentInputItem;
   }
   if (i.type === "function_call_output") {
     const text = typeof i.output === "string" ? i.output : JSON.stringify(i.output);
-    return { type: "function_call_result", callId: i.call_id, name: names.get(String(i.call_id)) ?? "", status: "completed", output: { type: "text", text } } as AgentInputItem;
+    return {
+      type: "function_call_result",
+      callId: i.call_id,
+      name: names.get(String(i.call_id)) ?? "",
+      status: "completed",
+      output: { type: "text", text },
+    } as AgentInputItem;
   }
   // An item of another client that an agent cannot replay (a Responses reasoning item without its agent form).
   return null;

@@ -16,7 +16,8 @@ const hasExactly = (record: object, keys: string[]) => {
 
 function items(value: unknown): AgentInputItem[] {
   const copy = snapshotData(value) as unknown[] | null;
-  if (!copy || !areAgentItems(copy)) throw invalid("Session history transaction items contain invalid or unsupported data.");
+  if (!copy || !areAgentItems(copy))
+    throw invalid("Session history transaction items contain invalid or unsupported data.");
   return copy as AgentInputItem[];
 }
 
@@ -38,28 +39,43 @@ export function checkedTransaction(args: unknown): CheckedTransaction {
     // A throwing getter's message may hold anything: it is not passed on.
     throw invalid("Session history transaction arguments are invalid.");
   }
-  if (typeof operationId !== "string" || !operationId.trim()) throw invalid("Session history transaction operationId must be a non-empty string.");
+  if (typeof operationId !== "string" || !operationId.trim())
+    throw invalid("Session history transaction operationId must be a non-empty string.");
   if (!transaction || typeof transaction !== "object") throw invalid("Session history transaction must be an object.");
   const record = snapshotData(transaction) as Record<string, unknown> | null;
   if (!record) throw invalid("Session history transaction items contain invalid or unsupported data.");
   if (record.type === "append_items") {
-    if (!hasExactly(transaction, ["type", "items"]) || !Array.isArray(record.items)) throw invalid("Session history append transaction fields are invalid.");
+    if (!hasExactly(transaction, ["type", "items"]) || !Array.isArray(record.items))
+      throw invalid("Session history append transaction fields are invalid.");
     return { operationId, transaction: { type: "append_items", items: items(record.items) } };
   }
   if (record.type !== "replace_suffix") throw invalid("Unsupported session history transaction type.");
-  if (!hasExactly(transaction, ["type", "expectedSuffix", "replacement"]) || !Array.isArray(record.expectedSuffix) || !Array.isArray(record.replacement)) {
+  if (
+    !hasExactly(transaction, ["type", "expectedSuffix", "replacement"]) ||
+    !Array.isArray(record.expectedSuffix) ||
+    !Array.isArray(record.replacement)
+  ) {
     throw invalid("Session history suffix transaction fields are invalid.");
   }
-  return { operationId, transaction: { type: "replace_suffix", expectedSuffix: items(record.expectedSuffix), replacement: items(record.replacement) } };
+  return {
+    operationId,
+    transaction: {
+      type: "replace_suffix",
+      expectedSuffix: items(record.expectedSuffix),
+      replacement: items(record.replacement),
+    },
+  };
 }
 
 /** Reads `applyHistoryMutations`' arguments and checks them. @throws `invalid_request` */
 export function checkedMutations(args: unknown): SessionHistoryMutation[] {
   const record = snapshotData(args) as { mutations?: unknown } | null;
-  if (!record || typeof record !== "object" || !Array.isArray(record.mutations)) throw invalid("Session history mutations must be an object with a mutations array.");
+  if (!record || typeof record !== "object" || !Array.isArray(record.mutations))
+    throw invalid("Session history mutations must be an object with a mutations array.");
   return record.mutations.map((m, i) => {
     const mutation = m as Record<string, unknown> | null;
-    if (!mutation || mutation.type !== "replace_function_call") throw invalid(`Session history mutation ${i} has an unsupported type.`);
+    if (!mutation || mutation.type !== "replace_function_call")
+      throw invalid(`Session history mutation ${i} has an unsupported type.`);
     const replacement = mutation.replacement as Record<string, unknown> | undefined;
     if (typeof mutation.callId !== "string" || replacement?.type !== "function_call" || !areAgentItems([replacement])) {
       throw invalid(`Session history mutation ${i} needs a callId and a function_call replacement.`);

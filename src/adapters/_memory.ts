@@ -20,7 +20,8 @@ const opened = new Map<string, Memory>();
  */
 export function resolveMemory(memory: MemoryOrUrl): Memory {
   if (memory instanceof Memory) return memory;
-  if (typeof memory !== "string") throw new ThreadkeepError("invalid_request", "memory must be a threadkeep Memory or a store URL");
+  if (typeof memory !== "string")
+    throw new ThreadkeepError("invalid_request", "memory must be a threadkeep Memory or a store URL");
   let found = opened.get(memory);
   if (!found) {
     found = createMemory({ store: memory });
@@ -41,7 +42,8 @@ export async function closeOpenedMemories(): Promise<void> {
  * maps to a UUID derived from the owner and the id, so the same id of two users are two sessions.
  */
 export function sessionIdFor(externalId: string, userId: string): string {
-  if (typeof externalId !== "string" || externalId.length === 0) throw new ThreadkeepError("invalid_session_id", "A session id must be a non-empty string");
+  if (typeof externalId !== "string" || externalId.length === 0)
+    throw new ThreadkeepError("invalid_session_id", "A session id must be a non-empty string");
   if (isValidSessionId(externalId)) return externalId.toLowerCase();
   const hex = createHash("sha256").update(`threadkeep\u0000${userId}\u0000${externalId}`).digest("hex");
   // Shaped as a version 8 (custom) RFC 9562 UUID, which threadkeep accepts like any canonical UUID.

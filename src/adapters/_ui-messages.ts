@@ -24,7 +24,8 @@ function userContent(parts: Part[]): MessageInput["content"] {
   const chat: ContentPart[] = [];
   for (const part of parts) {
     if (part.type === "text") chat.push({ type: "text", text: String(part.text) });
-    else if (part.type === "file" && String(part.mediaType).startsWith("image/")) chat.push({ type: "image_url", image_url: { url: part.url } });
+    else if (part.type === "file" && String(part.mediaType).startsWith("image/"))
+      chat.push({ type: "image_url", image_url: { url: part.url } });
   }
   if (chat.every((p) => p.type === "text")) return chat.map((p) => p.text).join("\n");
   return chat;
@@ -32,17 +33,32 @@ function userContent(parts: Part[]): MessageInput["content"] {
 
 /** The chat messages of one assistant step: its text, its finished tool calls, and their results. */
 function assistantStep(parts: Part[]): MessageInput[] {
-  const text = parts.filter((p) => p.type === "text").map((p) => String(p.text)).join("");
+  const text = parts
+    .filter((p) => p.type === "text")
+    .map((p) => String(p.text))
+    .join("");
   const done = parts.filter((p) => isToolPart(p) && (p.state === "output-available" || p.state === "output-error"));
   if (!text && done.length === 0) return [];
-  const calls: ToolCall[] = done.map((p) => ({ id: String(p.toolCallId), type: "function", function: { name: toolName(p), arguments: JSON.stringify(p.input ?? {}) } }));
+  const calls: ToolCall[] = done.map((p) => ({
+    id: String(p.toolCallId),
+    type: "function",
+    function: { name: toolName(p), arguments: JSON.stringify(p.input ?? {}) },
+  }));
   const results: MessageInput[] = done.map((p) => ({
     role: "tool",
     tool_call_id: String(p.toolCallId),
-    content: p.state === "output-error" ? `Error: ${String(p.errorText)}` : typeof p.output === "string" ? p.output : JSON.stringify(p.output ?? null),
+    content:
+      p.state === "output-error"
+        ? `Error: ${String(p.errorText)}`
+        : typeof p.output === "string"
+          ? p.output
+          : JSON.stringify(p.output ?? null),
   }));
   // A step's text comes before its calls are answered; a step that only calls tools has null content.
-  return [{ role: "assistant", content: text || (calls.length ? null : ""), ...(calls.length ? { tool_calls: calls } : {}) }, ...results];
+  return [
+    { role: "assistant", content: text || (calls.length ? null : ""), ...(calls.length ? { tool_calls: calls } : {}) },
+    ...results,
+  ];
 }
 
 /** What a message is, for an error: its index and id, never its content. */
@@ -53,16 +69,21 @@ function named(message: unknown, index: number): string {
 
 /** The first problem the AI SDK's schema finds, as `path: message` (the value itself is never shown). */
 function firstIssue(error: unknown): string {
-  const issues = ((error as { cause?: { issues?: { path?: PropertyKey[]; message?: string }[] } }).cause?.issues ?? [])[0];
+  const issues = ((error as { cause?: { issues?: { path?: PropertyKey[]; message?: string }[] } }).cause?.issues ??
+    [])[0];
   if (!issues) return "it does not match the AI SDK's UIMessage schema";
   const path = (issues.path ?? []).slice(1).map(String).join(".");
   return `${path ? `${path}: ` : ""}${issues.message ?? "invalid"}`;
 }
 
 const notUIMessage = (message: unknown, index: number, why: string) =>
-  new ThreadkeepError("invalid_message", `saveChat: ${named(message, index)} is not a UIMessage the AI SDK produces: ${why}`, {
-    details: { param: `messages[${index}]` },
-  });
+  new ThreadkeepError(
+    "invalid_message",
+    `saveChat: ${named(message, index)} is not a UIMessage the AI SDK produces: ${why}`,
+    {
+      details: { param: `messages[${index}]` },
+    },
+  );
 
 /**
  * Plain JSON copies of the UI messages `saveChat` was handed: a JSON copy is what every store keeps (as the
@@ -70,7 +91,10 @@ const notUIMessage = (message: unknown, index: number, why: string) =>
  * @throws `invalid_message` for a value that is not an array of JSON objects.
  */
 export function uiMessageCopies(messages: unknown): UIMessage[] {
-  if (!Array.isArray(messages)) throw new ThreadkeepError("invalid_message", "saveChat: messages must be an array of UIMessages", { details: { param: "messages" } });
+  if (!Array.isArray(messages))
+    throw new ThreadkeepError("invalid_message", "saveChat: messages must be an array of UIMessages", {
+      details: { param: "messages" },
+    });
   return Array.from({ length: messages.length }, (_, i) => {
     const message: unknown = messages[i];
     let copy: unknown;
@@ -79,7 +103,8 @@ export function uiMessageCopies(messages: unknown): UIMessage[] {
     } catch {
       copy = null;
     }
-    if (copy === null || typeof copy !== "object" || Array.isArray(copy)) throw notUIMessage(message, i, "it is not an object of JSON data");
+    if (copy === null || typeof copy !== "object" || Array.isArray(copy))
+      throw notUIMessage(message, i, "it is not an object of JSON data");
     return copy as UIMessage;
   });
 }
@@ -95,7 +120,8 @@ export async function checkUIMessages(messages: UIMessage[], from = 0): Promise<
     const message = messages[i];
     // An answer cut off before its first part has no parts yet; the schema wants one, a saved chat may not.
     const parts = (message as { parts?: unknown }).parts;
-    const checked = Array.isArray(parts) && parts.length === 0 ? { ...message, parts: [{ type: "step-start" as const }] } : message;
+    const checked =
+      Array.isArray(parts) && parts.length === 0 ? { ...message, parts: [{ type: "step-start" as const }] } : message;
     const result = await safeValidateUIMessages({ messages: [checked] });
     if (!result.success) throw notUIMessage(message, i, firstIssue(result.error));
   }
@@ -136,7 +162,8 @@ export function messagesToUI(messages: readonly Message[]): StoredUIMessage[] {
     else if (m.metadata?.[UI_PART_OF_KEY] !== undefined) continue;
     else if (m.role === "user" || m.role === "assistant" || m.role === "system") {
       const text = contentText(m.content);
-      if (text) result.push({ message: { id: `msg-${m.seq}`, role: m.role, parts: [{ type: "text", text }] }, seq: m.seq });
+      if (text)
+        result.push({ message: { id: `msg-${m.seq}`, role: m.role, parts: [{ type: "text", text }] }, seq: m.seq });
     }
   }
   return result;

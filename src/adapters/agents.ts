@@ -55,7 +55,12 @@ const recordOf = (metadata: Record<string, unknown> | undefined, id: string) => 
 };
 
 /** An Agents SDK session whose history lives in a threadkeep session. */
-export class ThreadkeepSession implements SessionHistoryTransactionAwareSession, SessionHistoryRewriteAwareSession, OpenAIResponsesCompactionAwareSession {
+export class ThreadkeepSession
+  implements
+    SessionHistoryTransactionAwareSession,
+    SessionHistoryRewriteAwareSession,
+    OpenAIResponsesCompactionAwareSession
+{
   readonly memory: Memory;
   readonly userId: string;
   readonly #id: string;
@@ -72,7 +77,10 @@ export class ThreadkeepSession implements SessionHistoryTransactionAwareSession,
   }
 
   #messages(last?: number): Promise<Message[]> {
-    return orEmpty(() => this.memory.getMessages(this.#id, { userId: this.userId, ...(last === undefined ? {} : { last }) }), []);
+    return orEmpty(
+      () => this.memory.getMessages(this.#id, { userId: this.userId, ...(last === undefined ? {} : { last }) }),
+      [],
+    );
   }
 
   /** The most recent `limit` items (all without it), oldest first. */
@@ -104,7 +112,10 @@ export class ThreadkeepSession implements SessionHistoryTransactionAwareSession,
         if (items.length <= 1) await this.memory.pop(this.#id, { userId: this.userId });
         else {
           const rest = itemsToMessages(items.slice(0, -1));
-          await this.memory.replaceAfter(this.#id, last.seq - 1, rest, { userId: this.userId, expectedLastSeq: last.seq });
+          await this.memory.replaceAfter(this.#id, last.seq - 1, rest, {
+            userId: this.userId,
+            expectedLastSeq: last.seq,
+          });
         }
         return messagesToAgentItems([last]).at(-1);
       } catch (error) {
@@ -166,7 +177,10 @@ export class ThreadkeepSession implements SessionHistoryTransactionAwareSession,
     const applied = await this.#applied(messages, operationId);
     if (applied) {
       if (applied.digest === digest) return;
-      throw new ThreadkeepError("operation_conflict", `Operation ${JSON.stringify(operationId)} was already applied with another transaction`);
+      throw new ThreadkeepError(
+        "operation_conflict",
+        `Operation ${JSON.stringify(operationId)} was already applied with another transaction`,
+      );
     }
     const { expectedSuffix, replacement } = transaction;
     const items = messagesToAgentItems(messages);
@@ -179,7 +193,11 @@ export class ThreadkeepSession implements SessionHistoryTransactionAwareSession,
       await this.memory.addMessages(this.#id, [], owner);
       return;
     }
-    await this.#replaceFrom(messages, items, from, replacement, { operationId, ids, record: { id: operationId, digest } });
+    await this.#replaceFrom(messages, items, from, replacement, {
+      operationId,
+      ids,
+      record: { id: operationId, digest },
+    });
   }
 
   /** The record of a suffix transaction with this id: on a message it wrote, or on the branch of what it replaced. */
@@ -190,7 +208,8 @@ export class ThreadkeepSession implements SessionHistoryTransactionAwareSession,
     }
     const branches = await orEmpty(() => this.memory.listBranches(this.#id, { userId: this.userId }), []);
     for (const b of branches) {
-      const found = recordOf(b.metadata, operationId) ?? b.messages.map((m) => recordOf(m.metadata, operationId)).find(Boolean);
+      const found =
+        recordOf(b.metadata, operationId) ?? b.messages.map((m) => recordOf(m.metadata, operationId)).find(Boolean);
       if (found) return found;
     }
     return undefined;
@@ -209,7 +228,8 @@ export class ThreadkeepSession implements SessionHistoryTransactionAwareSession,
   ): Promise<void> {
     let at = 0;
     let count = 0;
-    for (let n: number; at < messages.length && count + (n = messagesToAgentItems([messages[at]]).length) <= from; at++) count += n;
+    for (let n: number; at < messages.length && count + (n = messagesToAgentItems([messages[at]]).length) <= from; at++)
+      count += n;
     const first = messages[at];
     const lastSeq = messages.at(-1)?.seq ?? 0;
     const written = [...agentItemsToMessages(items.slice(count, from)), ...agentItemsToMessages(tail, options.ids)];

@@ -49,7 +49,6 @@ export interface ChatStore {
 /** The session metadata key holding the AI SDK chat id. */
 const CHAT_ID_KEY = "aiSdkChatId";
 
-
 /**
  * Creates the chat store of one user.
  * @example
@@ -84,7 +83,8 @@ export function createChatStore(options: ChatStoreOptions): ChatStore {
       while (same_ < ui.length && same_ < messages.length && sameData(ui[same_].message, messages[same_])) same_++;
       // What is stored already was checked when it was saved; the rest is checked before anything is written.
       await checkUIMessages(messages, same_);
-      if (ui.length === 0 && lastSeq === 0) await memory.startSession({ ...owner, id: sessionId, metadata: { [CHAT_ID_KEY]: chatId } });
+      if (ui.length === 0 && lastSeq === 0)
+        await memory.startSession({ ...owner, id: sessionId, metadata: { [CHAT_ID_KEY]: chatId } });
       const added = messages.slice(same_).flatMap(uiToMessages);
       if (same_ === ui.length) {
         if (added.length) await memory.addMessages(sessionId, added, owner);
@@ -93,8 +93,12 @@ export function createChatStore(options: ChatStoreOptions): ChatStore {
       const changed = ui[same_];
       const next = messages[same_];
       // The answer being written (same id, at the end) is updated; any other change supersedes a branch.
-      const update = next !== undefined && next.id === changed.message.id && next.role === "assistant" && same_ === ui.length - 1;
-      const reason = changed.message.role === "assistant" && (next === undefined || next.role === "assistant") ? "regenerate" : "edit";
+      const update =
+        next !== undefined && next.id === changed.message.id && next.role === "assistant" && same_ === ui.length - 1;
+      const reason =
+        changed.message.role === "assistant" && (next === undefined || next.role === "assistant")
+          ? "regenerate"
+          : "edit";
       await memory.replaceAfter(sessionId, changed.seq - 1, added, {
         ...owner,
         expectedLastSeq: lastSeq,
@@ -108,7 +112,15 @@ export function createChatStore(options: ChatStoreOptions): ChatStore {
         const id = s.metadata[CHAT_ID_KEY];
         if (typeof id !== "string") return [];
         const title = typeof s.metadata.title === "string" ? s.metadata.title : undefined;
-        return [{ id, sessionId: s.id, ...(title ? { title } : {}), createdAt: s.createdAt, lastActivityAt: s.lastActivityAt }];
+        return [
+          {
+            id,
+            sessionId: s.id,
+            ...(title ? { title } : {}),
+            createdAt: s.createdAt,
+            lastActivityAt: s.lastActivityAt,
+          },
+        ];
       });
     },
 

@@ -32,7 +32,13 @@ export interface ThreadkeepChatMessageHistoryOptions {
   userId?: string;
 }
 
-const ROLE_OF_TYPE: Record<string, Role> = { human: "user", ai: "assistant", system: "system", developer: "developer", tool: "tool" };
+const ROLE_OF_TYPE: Record<string, Role> = {
+  human: "user",
+  ai: "assistant",
+  system: "system",
+  developer: "developer",
+  tool: "tool",
+};
 
 type Block = Record<string, unknown>;
 
@@ -51,7 +57,8 @@ function chatPart(block: Block): ContentPart | null {
     case "text":
       return typeof block.text === "string" ? { type: "text", text: block.text } : null;
     case "image_url": {
-      const image = typeof block.image_url === "string" ? { url: block.image_url } : (block.image_url as Block | undefined);
+      const image =
+        typeof block.image_url === "string" ? { url: block.image_url } : (block.image_url as Block | undefined);
       return typeof image?.url === "string" ? { type: "image_url", image_url: { ...image } } : null;
     }
     case "image": {
@@ -82,8 +89,13 @@ function content(message: BaseMessage): MessageInput["content"] {
 export function fromLangChain(message: BaseMessage): MessageInput {
   const [stored] = mapChatMessagesToStoredMessages([message]);
   const type = message.type as string;
-  const role = type === "generic" ? toRole((message as BaseMessage & { role?: string }).role) : (ROLE_OF_TYPE[type] ?? "user");
-  const chat: MessageInput = { role, content: content(message), metadata: { langchain: stored as unknown as Record<string, unknown> } };
+  const role =
+    type === "generic" ? toRole((message as BaseMessage & { role?: string }).role) : (ROLE_OF_TYPE[type] ?? "user");
+  const chat: MessageInput = {
+    role,
+    content: content(message),
+    metadata: { langchain: stored as unknown as Record<string, unknown> },
+  };
   if (message.name) chat.name = message.name;
   if (message instanceof AIMessage && message.tool_calls?.length) {
     chat.tool_calls = message.tool_calls.map((call) => ({
@@ -146,12 +158,19 @@ function kindOf(value: unknown): string {
 
 /** @throws `invalid_message` naming the first value that is not a LangChain message; nothing is stored then. */
 function checkedMessages(messages: unknown): BaseMessage[] {
-  if (!Array.isArray(messages)) throw new ThreadkeepError("invalid_message", "addMessages takes an array of LangChain messages", { details: { param: "messages" } });
+  if (!Array.isArray(messages))
+    throw new ThreadkeepError("invalid_message", "addMessages takes an array of LangChain messages", {
+      details: { param: "messages" },
+    });
   messages.forEach((m: unknown, i) => {
     if (!isBaseMessage(m)) {
-      throw new ThreadkeepError("invalid_message", `LangChain message ${i} is ${kindOf(m)}, not a LangChain message (HumanMessage, AIMessage, …)`, {
-        details: { param: `messages[${i}]` },
-      });
+      throw new ThreadkeepError(
+        "invalid_message",
+        `LangChain message ${i} is ${kindOf(m)}, not a LangChain message (HumanMessage, AIMessage, …)`,
+        {
+          details: { param: `messages[${i}]` },
+        },
+      );
     }
   });
   return messages;
@@ -183,7 +202,9 @@ export class ThreadkeepChatMessageHistory extends BaseListChatMessageHistory {
 
   /** Appends the messages in one atomic step (the whole turn, when LangChain hands it over at once). */
   override async addMessages(messages: BaseMessage[]): Promise<void> {
-    await this.memory.addMessages(this.sessionId, checkedMessages(messages).map(fromLangChain), { userId: this.userId });
+    await this.memory.addMessages(this.sessionId, checkedMessages(messages).map(fromLangChain), {
+      userId: this.userId,
+    });
   }
 
   override async clear(): Promise<void> {

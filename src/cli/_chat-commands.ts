@@ -59,12 +59,8 @@ function usage(state: ChatState, text: string): void {
 export function printMessages(state: ChatState, messages: Message[]): void {
   const { paint } = state;
   for (const m of messages) {
-    const text = m.tool_calls
-      ? `→ ${m.tool_calls.map((c) => c.function.name).join(", ")}`
-      : oneLine(m.content, 100);
-    state.print(
-      `${paint.dim(`#${m.seq}`)} ${m.role}: ${text}${m.incomplete ? paint.yellow(" [incomplete]") : ""}`,
-    );
+    const text = m.tool_calls ? `→ ${m.tool_calls.map((c) => c.function.name).join(", ")}` : oneLine(m.content, 100);
+    state.print(`${paint.dim(`#${m.seq}`)} ${m.role}: ${text}${m.incomplete ? paint.yellow(" [incomplete]") : ""}`);
   }
 }
 
@@ -73,9 +69,7 @@ async function resume(state: ChatState, arg: string): Promise<void> {
   let id = arg;
   if (/^\d+$/.test(arg)) {
     if (state.listed.length === 0)
-      state.listed = (await state.memory.listSessions({ userId: state.userId, limit: 20 })).sessions.map(
-        (s) => s.id,
-      );
+      state.listed = (await state.memory.listSessions({ userId: state.userId, limit: 20 })).sessions.map((s) => s.id);
     id = state.listed[Number(arg) - 1];
     if (!id) return usage(state, `There is no session number ${arg}; /sessions lists them`);
   }
@@ -109,8 +103,11 @@ async function summarize(state: ChatState): Promise<void> {
     );
   const model = state.model ?? "";
   // Unlike background compaction (which waits for a threshold), /summary folds in everything now.
-  const content = await createSummarizer({ baseUrl: state.upstream.baseUrl, upstream: state.upstream, model })
-    .summarize({ sessionId: state.sessionId, messages, previous });
+  const content = await createSummarizer({
+    baseUrl: state.upstream.baseUrl,
+    upstream: state.upstream,
+    model,
+  }).summarize({ sessionId: state.sessionId, messages, previous });
   const store = await state.memory.store();
   const saved = await saveSummaryOf(store, session, {
     fromSeq: previous?.fromSeq ?? messages[0].seq,
@@ -149,9 +146,7 @@ export const COMMANDS: Record<string, SlashCommand> = {
         ago(r.lastActivityAt),
         r.title,
       ]);
-      state.print(
-        table([" #", "ID", "MESSAGES", "LAST ACTIVITY", "TITLE"], cells, true, state.paint).trimEnd(),
-      );
+      state.print(table([" #", "ID", "MESSAGES", "LAST ACTIVITY", "TITLE"], cells, true, state.paint).trimEnd());
     },
   },
   resume: { args: "<id | n>", help: "continue a stored session (n: its number in /sessions)", run: resume },

@@ -22,8 +22,14 @@ const seconds = (ms: number) => `${ms / 1000}s`;
 export function addClientOptions(command: Command): Command {
   const d = CLIENT_LIMIT_DEFAULTS;
   return command
-    .option("--headers-timeout <duration>", `time for a request's headers to arrive, then 408 (env THREADKEEP_HEADERS_TIMEOUT; default ${seconds(d.headersTimeoutMs)})`)
-    .option("--request-timeout <duration>", `time for a whole request, headers and body, to arrive, then 408 (env THREADKEEP_REQUEST_TIMEOUT; default ${seconds(d.requestTimeoutMs)})`)
+    .option(
+      "--headers-timeout <duration>",
+      `time for a request's headers to arrive, then 408 (env THREADKEEP_HEADERS_TIMEOUT; default ${seconds(d.headersTimeoutMs)})`,
+    )
+    .option(
+      "--request-timeout <duration>",
+      `time for a whole request, headers and body, to arrive, then 408 (env THREADKEEP_REQUEST_TIMEOUT; default ${seconds(d.requestTimeoutMs)})`,
+    )
     .option(
       "--idle-timeout <duration>",
       `a kept-alive connection closes after this long without a new request; keep it above a load balancer's idle time-out (env THREADKEEP_IDLE_TIMEOUT; default ${seconds(d.idleTimeoutMs)})`,

@@ -72,7 +72,11 @@ export function settingsTable(command: Command): string {
     const fileKey = s.negate ? `\`${s.key}: false\`` : `\`${s.key}\``;
     return `| ${flag} | ${fileKey} | ${env} | ${s.default ? escapeCell(s.default) : "–"} | ${escapeCell(s.description)} |`;
   });
-  return ["| flag | file key | environment | default | what it sets |", "| --- | --- | --- | --- | --- |", ...rows].join("\n");
+  return [
+    "| flag | file key | environment | default | what it sets |",
+    "| --- | --- | --- | --- | --- |",
+    ...rows,
+  ].join("\n");
 }
 
 /** Reads a config file: JSON when it parses as JSON (or ends in .json), YAML otherwise. */
@@ -81,14 +85,20 @@ async function readConfigFile(path: string): Promise<Record<string, unknown>> {
   try {
     text = readFileSync(path, "utf8");
   } catch (error) {
-    throw new ThreadkeepError("invalid_request", `--config ${path}: cannot read it (${(error as Error).message})`, { cause: error });
+    throw new ThreadkeepError("invalid_request", `--config ${path}: cannot read it (${(error as Error).message})`, {
+      cause: error,
+    });
   }
   let data: unknown;
   try {
     if (/\.json$/i.test(path)) data = JSON.parse(text);
     else data = (await import("yaml")).parse(text);
   } catch (error) {
-    throw new ThreadkeepError("invalid_request", `--config ${path}: not valid ${/\.json$/i.test(path) ? "JSON" : "YAML"}: ${(error as Error).message}`, { cause: error });
+    throw new ThreadkeepError(
+      "invalid_request",
+      `--config ${path}: not valid ${/\.json$/i.test(path) ? "JSON" : "YAML"}: ${(error as Error).message}`,
+      { cause: error },
+    );
   }
   if (data === null || data === undefined) return {};
   if (typeof data !== "object" || Array.isArray(data)) {
@@ -104,7 +114,11 @@ async function readConfigFile(path: string): Promise<Record<string, unknown>> {
  * @throws ThreadkeepError `invalid_request` naming the file and key for an unknown key or a value
  * that is not a string, number or boolean (a list is accepted where the option takes a comma list).
  */
-export async function environmentWithFile(command: Command, path: string | undefined, env: NodeJS.ProcessEnv = process.env): Promise<NodeJS.ProcessEnv> {
+export async function environmentWithFile(
+  command: Command,
+  path: string | undefined,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<NodeJS.ProcessEnv> {
   if (!path) return env;
   const data = await readConfigFile(path);
   const byKey = new Map(settingsOf(command).map((s) => [s.key, s]));
@@ -112,18 +126,28 @@ export async function environmentWithFile(command: Command, path: string | undef
   for (const [key, value] of Object.entries(data)) {
     const spec = byKey.get(key);
     if (!spec) {
-      throw new ThreadkeepError("invalid_request", `--config ${path}: unknown key "${key}"; the keys are the options of serve without their dashes (${[...byKey.keys()].slice(0, 4).join(", ")}, …)`);
+      throw new ThreadkeepError(
+        "invalid_request",
+        `--config ${path}: unknown key "${key}"; the keys are the options of serve without their dashes (${[...byKey.keys()].slice(0, 4).join(", ")}, …)`,
+      );
     }
     let text: string;
     if (spec.negate) {
-      if (typeof value !== "boolean") throw new ThreadkeepError("invalid_request", `--config ${path}: ${key} must be true or false (as --${spec.flag.slice(2)}), got ${JSON.stringify(value)}`);
+      if (typeof value !== "boolean")
+        throw new ThreadkeepError(
+          "invalid_request",
+          `--config ${path}: ${key} must be true or false (as --${spec.flag.slice(2)}), got ${JSON.stringify(value)}`,
+        );
       text = value ? "on" : (spec.envValue ?? "off");
     } else if (Array.isArray(value) && value.every((v) => typeof v === "string" || typeof v === "number")) {
       text = value.join(",");
     } else if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") {
       text = String(value);
     } else {
-      throw new ThreadkeepError("invalid_request", `--config ${path}: ${key} (${spec.flag}) must be a string, number or list, got ${JSON.stringify(value)}`);
+      throw new ThreadkeepError(
+        "invalid_request",
+        `--config ${path}: ${key} (${spec.flag}) must be a string, number or list, got ${JSON.stringify(value)}`,
+      );
     }
     if (merged[spec.env] === undefined || merged[spec.env] === "") merged[spec.env] = text;
   }

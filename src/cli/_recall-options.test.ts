@@ -4,13 +4,20 @@ import { parseSwitch, recallMemoryOptions, resolveRecallConfig } from "./_recall
 
 describe("summary settings of serve and chat", () => {
   it("are on by default, off by flag or environment, with an optional model", () => {
-    expect(resolveRecallConfig({}, {})).toMatchObject({ summaries: true, summaryModel: undefined, embeddingModel: undefined, recall: true });
+    expect(resolveRecallConfig({}, {})).toMatchObject({
+      summaries: true,
+      summaryModel: undefined,
+      embeddingModel: undefined,
+      recall: true,
+    });
     expect(resolveRecallConfig({ summaries: false }, { THREADKEEP_SUMMARIES: "on" }).summaries).toBe(false);
     expect(resolveRecallConfig({}, { THREADKEEP_SUMMARIES: "off", THREADKEEP_SUMMARY_MODEL: "small" })).toMatchObject({
       summaries: false,
       summaryModel: "small",
     });
-    expect(resolveRecallConfig({ summaryModel: "flag" }, { THREADKEEP_SUMMARY_MODEL: "env" }).summaryModel).toBe("flag");
+    expect(resolveRecallConfig({ summaryModel: "flag" }, { THREADKEEP_SUMMARY_MODEL: "env" }).summaryModel).toBe(
+      "flag",
+    );
     expect(() => parseSwitch("maybe", "THREADKEEP_SUMMARIES", true)).toThrow(/must be on or off/);
   });
 
@@ -37,15 +44,27 @@ describe("summary settings of serve and chat", () => {
   it("recall in the session by default, across the user's sessions with --recall-scope user or its variable", () => {
     expect(resolveRecallConfig({}, {}).recallScope).toBe("session");
     expect(resolveRecallConfig({}, { THREADKEEP_RECALL_SCOPE: "user" }).recallScope).toBe("user");
-    expect(resolveRecallConfig({ recallScope: "session" }, { THREADKEEP_RECALL_SCOPE: "user" }).recallScope).toBe("session");
-    expect(recallMemoryOptions(resolveRecallConfig({ recallScope: "user" }, {}), {}, undefined).recall).toEqual({ enabled: true, scope: "user" });
-    expect(() => resolveRecallConfig({ recallScope: "everyone" }, {})).toThrow(/--recall-scope must be session or user/);
-    expect(() => resolveRecallConfig({}, { THREADKEEP_RECALL_SCOPE: "all" })).toThrow(/THREADKEEP_RECALL_SCOPE must be session or user/);
+    expect(resolveRecallConfig({ recallScope: "session" }, { THREADKEEP_RECALL_SCOPE: "user" }).recallScope).toBe(
+      "session",
+    );
+    expect(recallMemoryOptions(resolveRecallConfig({ recallScope: "user" }, {}), {}, undefined).recall).toEqual({
+      enabled: true,
+      scope: "user",
+    });
+    expect(() => resolveRecallConfig({ recallScope: "everyone" }, {})).toThrow(
+      /--recall-scope must be session or user/,
+    );
+    expect(() => resolveRecallConfig({}, { THREADKEEP_RECALL_SCOPE: "all" })).toThrow(
+      /THREADKEEP_RECALL_SCOPE must be session or user/,
+    );
   });
 
   it("take --memories auto or off (default off) and a memory model, from flags or environment", () => {
     expect(resolveRecallConfig({}, {})).toMatchObject({ memories: "off", memoryModel: undefined });
-    expect(resolveRecallConfig({}, { THREADKEEP_MEMORIES: "auto", THREADKEEP_MEMORY_MODEL: "small" })).toMatchObject({ memories: "auto", memoryModel: "small" });
+    expect(resolveRecallConfig({}, { THREADKEEP_MEMORIES: "auto", THREADKEEP_MEMORY_MODEL: "small" })).toMatchObject({
+      memories: "auto",
+      memoryModel: "small",
+    });
     expect(resolveRecallConfig({ memories: "off" }, { THREADKEEP_MEMORIES: "auto" }).memories).toBe("off");
     expect(() => resolveRecallConfig({ memories: "always" }, {})).toThrow(/must be auto or off, got "always"/);
   });

@@ -77,7 +77,8 @@ function parseMemoriesMode(value: string | undefined): "auto" | "off" {
 
 /** Resolves the summary settings from flags, then environment, then defaults. */
 export function resolveRecallConfig(flags: RecallFlags, env: NodeJS.ProcessEnv = process.env): RecallConfig {
-  const summaries = flags.summaries === false ? false : parseSwitch(env.THREADKEEP_SUMMARIES, "THREADKEEP_SUMMARIES", true);
+  const summaries =
+    flags.summaries === false ? false : parseSwitch(env.THREADKEEP_SUMMARIES, "THREADKEEP_SUMMARIES", true);
   return {
     summaries,
     summaryModel: flags.summaryModel ?? (env.THREADKEEP_SUMMARY_MODEL || undefined),
@@ -97,17 +98,32 @@ export function resolveRecallConfig(flags: RecallFlags, env: NodeJS.ProcessEnv =
 /** Adds `--embedding-model`, `--embedding-url`, `--embedding-key` (search, reindex, serve, chat). */
 export function addEmbeddingOptions(command: Command): Command {
   return command
-    .option("--embedding-model <name>", "embedding model for semantic search and recall; off when unset (env THREADKEEP_EMBEDDING_MODEL)")
-    .option("--embedding-url <url>", "OpenAI-compatible base URL serving /embeddings (env THREADKEEP_EMBEDDING_URL; default: --upstream)")
-    .option("--embedding-key <key>", "API key for --embedding-url (env THREADKEEP_EMBEDDING_API_KEY; default: --upstream-key)");
+    .option(
+      "--embedding-model <name>",
+      "embedding model for semantic search and recall; off when unset (env THREADKEEP_EMBEDDING_MODEL)",
+    )
+    .option(
+      "--embedding-url <url>",
+      "OpenAI-compatible base URL serving /embeddings (env THREADKEEP_EMBEDDING_URL; default: --upstream)",
+    )
+    .option(
+      "--embedding-key <key>",
+      "API key for --embedding-url (env THREADKEEP_EMBEDDING_API_KEY; default: --upstream-key)",
+    );
 }
 
 /** The embedder the settings name, or none. @throws `invalid_request` when no URL serves the model. */
-export function embedderFor(recall: RecallConfig, config: Pick<ThreadkeepConfig, "upstreamUrl" | "upstreamKey">): Embedder | undefined {
+export function embedderFor(
+  recall: RecallConfig,
+  config: Pick<ThreadkeepConfig, "upstreamUrl" | "upstreamKey">,
+): Embedder | undefined {
   if (!recall.embeddingModel) return undefined;
   const baseUrl = recall.embeddingUrl ?? config.upstreamUrl;
   if (!baseUrl) {
-    throw new ThreadkeepError("invalid_request", "--embedding-model needs --embedding-url (or --upstream) to reach the model");
+    throw new ThreadkeepError(
+      "invalid_request",
+      "--embedding-model needs --embedding-url (or --upstream) to reach the model",
+    );
   }
   const apiKey = recall.embeddingKey ?? (recall.embeddingUrl ? undefined : config.upstreamKey);
   return createEmbedder({ baseUrl, apiKey, model: recall.embeddingModel });
@@ -143,7 +159,10 @@ export function recallMemoryOptions(
   upstream: Upstream | undefined,
 ): Partial<MemoryOptions> {
   const embedder = embedderFor(recall, config);
-  const embedding: Partial<MemoryOptions> = { ...(embedder ? { embedder } : {}), recall: { enabled: recall.recall, scope: recall.recallScope } };
+  const embedding: Partial<MemoryOptions> = {
+    ...(embedder ? { embedder } : {}),
+    recall: { enabled: recall.recall, scope: recall.recallScope },
+  };
   if (!recall.summaries || !upstream) return embedding;
   const model = recall.summaryModel ?? config.model;
   return {

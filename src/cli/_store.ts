@@ -6,10 +6,7 @@ import { DEFAULT_STORE_URL, resolveConfig } from "./options.js";
 
 /** Adds `--store` alone (export, import, sessions): the window and budget flags mean nothing there. */
 export function addStoreUrlOption(command: Command): Command {
-  return command.option(
-    "--store <url>",
-    `session store URL (env THREADKEEP_STORE; default ${DEFAULT_STORE_URL})`,
-  );
+  return command.option("--store <url>", `session store URL (env THREADKEEP_STORE; default ${DEFAULT_STORE_URL})`);
 }
 
 /**

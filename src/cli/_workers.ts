@@ -71,7 +71,9 @@ export function runPrimary(count: number, print: (line: string) => void): Promis
           exitCode = code || 1;
           stop("worker failure");
         } else {
-          process.stderr.write(`threadkeep: worker ${worker.process.pid} died (${signal ?? `code ${code}`}); starting another\n`);
+          process.stderr.write(
+            `threadkeep: worker ${worker.process.pid} died (${signal ?? `code ${code}`}); starting another\n`,
+          );
           fork();
         }
       }

@@ -10,7 +10,13 @@ import { isThreadkeepError, ThreadkeepError } from "../core/errors.js";
 import { newSessionId, parseSessionId } from "../core/ids.js";
 import type { Memory } from "../core/memory/memory.js";
 import { createMemory } from "../create-memory.js";
-import { addEmbeddingOptions, addRecallOptions, type RecallFlags, recallMemoryOptions, resolveRecallConfig } from "./_recall-options.js";
+import {
+  addEmbeddingOptions,
+  addRecallOptions,
+  type RecallFlags,
+  recallMemoryOptions,
+  resolveRecallConfig,
+} from "./_recall-options.js";
 import type { ChatMessage } from "../core/types.js";
 import { createUpstream, StreamAccumulator, type Upstream } from "../llm/openai-compatible.js";
 import { type ChatState, printMessages, runSlashCommand } from "./_chat-commands.js";
@@ -150,9 +156,7 @@ export function startChat(options: ChatOptions): ChatController {
         if (!abort.signal.aborted) {
           output.write("\n");
           // The model failed: nothing of this turn is stored.
-          state.warn(
-            `The model failed, nothing was stored: ${error instanceof Error ? error.message : String(error)}`,
-          );
+          state.warn(`The model failed, nothing was stored: ${error instanceof Error ? error.message : String(error)}`);
           state.failures++;
           return;
         }
@@ -162,11 +166,11 @@ export function startChat(options: ChatOptions): ChatController {
       const incomplete = abort.signal.aborted;
       output.write(incomplete ? paint.yellow(" [stopped]\n") : "\n");
       // What was shown is what is kept: a stopped reply is stored, marked incomplete.
-      await memory.addMessages(
-        sessionId,
-        [user, { ...reply.message(), ...(incomplete ? { incomplete: true } : {}) }],
-        { ...owner, fence: lease.fence, session },
-      );
+      await memory.addMessages(sessionId, [user, { ...reply.message(), ...(incomplete ? { incomplete: true } : {}) }], {
+        ...owner,
+        fence: lease.fence,
+        session,
+      });
     });
   }
 
@@ -178,10 +182,7 @@ export function startChat(options: ChatOptions): ChatController {
     }
     const exists = await memory.getSession(state.sessionId, { userId: state.userId }).catch(() => null);
     const recent = exists ? await memory.getMessages(state.sessionId, { userId: state.userId, last: 2 }) : [];
-    const where = [
-      options.model && `model ${options.model}`,
-      options.storeLabel && `store ${options.storeLabel}`,
-    ]
+    const where = [options.model && `model ${options.model}`, options.storeLabel && `store ${options.storeLabel}`]
       .filter(Boolean)
       .join(" · ");
     state.print(paint.dim(`threadkeep chat${where ? ` · ${where}` : ""}`));
@@ -252,13 +253,19 @@ Example:
   threadkeep chat --upstream http://127.0.0.1:11434/v1 --model llama3.2 --store sqlite:./data/threadkeep.db`,
   );
   command.action(
-    async (flags: ConfigFlags & RecallFlags & { resume?: boolean; session?: string; user?: string; system?: string }) => {
+    async (
+      flags: ConfigFlags & RecallFlags & { resume?: boolean; session?: string; user?: string; system?: string },
+    ) => {
       const config = resolveConfig(flags);
       if (flags.resume && flags.session)
         throw new ThreadkeepError("invalid_request", "Use --resume or --session, not both");
       const sessionId = flags.session === undefined ? undefined : parseSessionId(flags.session);
       const upstream = config.upstreamUrl
-        ? createUpstream({ baseUrl: config.upstreamUrl, apiKey: config.upstreamKey, timeoutMs: config.upstreamTimeoutMs })
+        ? createUpstream({
+            baseUrl: config.upstreamUrl,
+            apiKey: config.upstreamKey,
+            timeoutMs: config.upstreamTimeoutMs,
+          })
         : undefined;
       const memory = createMemory({
         store: config.store,
@@ -289,8 +296,7 @@ Example:
       try {
         const code = await chat.done;
         if (code === 1) throw new Error("a turn or command failed (see above)");
-        if (code === 2)
-          throw new ThreadkeepError("invalid_request", "a command was not understood (see above)");
+        if (code === 2) throw new ThreadkeepError("invalid_request", "a command was not understood (see above)");
       } finally {
         process.off("SIGINT", chat.interrupt);
         await memory.close();

@@ -26,7 +26,9 @@ describe("docs/configuration.md", () => {
 
   it("has a variable for every serve option, each its own", () => {
     const settings = settingsOf(serveCommand());
-    const flags = serveCommand().options.map((o) => o.long).filter((f) => f !== "--config" && f !== "--help");
+    const flags = serveCommand()
+      .options.map((o) => o.long)
+      .filter((f) => f !== "--config" && f !== "--help");
     expect(settings.map((s) => s.flag)).toEqual(flags);
     expect(new Set(settings.map((s) => s.env)).size).toBe(settings.length);
   });
@@ -36,7 +38,10 @@ describe("serve --config", () => {
   const command = serveCommand();
 
   it("takes flags over the environment, the environment over the file, the file over defaults (YAML)", async () => {
-    const path = file("a.yaml", "port: 9001\nwindow: 7\ntoken-budget: 1234\nsummaries: false\nsession-headers: [x-one, x-two]\nheaders-timeout: 5s\n");
+    const path = file(
+      "a.yaml",
+      "port: 9001\nwindow: 7\ntoken-budget: 1234\nsummaries: false\nsession-headers: [x-one, x-two]\nheaders-timeout: 5s\n",
+    );
     const env = await environmentWithFile(command, path, { THREADKEEP_WINDOW: "9", THREADKEEP_TOKEN_BUDGET: "" });
     const config = resolveConfig({ port: "9002" }, env);
     expect(config.port).toBe(9002); // flag over file
@@ -49,15 +54,23 @@ describe("serve --config", () => {
   });
 
   it("reads JSON", async () => {
-    const env = await environmentWithFile(command, file("b.json", JSON.stringify({ host: "0.0.0.0", "api-keys": "k1:ann" })), {});
+    const env = await environmentWithFile(
+      command,
+      file("b.json", JSON.stringify({ host: "0.0.0.0", "api-keys": "k1:ann" })),
+      {},
+    );
     const config = resolveConfig({}, env);
     expect(config.host).toBe("0.0.0.0");
     expect(config.apiKeys.get("k1")).toBe("ann");
   });
 
   it("refuses an unknown key, a value of the wrong kind and a bad value at start, naming the option", async () => {
-    await expect(environmentWithFile(command, file("c.yaml", "prot: 9000\n"), {})).rejects.toThrow(/unknown key "prot"/);
-    await expect(environmentWithFile(command, file("d.yaml", "window: {a: 1}\n"), {})).rejects.toThrow(/window \(--window\) must be/);
+    await expect(environmentWithFile(command, file("c.yaml", "prot: 9000\n"), {})).rejects.toThrow(
+      /unknown key "prot"/,
+    );
+    await expect(environmentWithFile(command, file("d.yaml", "window: {a: 1}\n"), {})).rejects.toThrow(
+      /window \(--window\) must be/,
+    );
     await expect(environmentWithFile(command, file("e.json", "{ port: "), {})).rejects.toThrow(/not valid JSON/);
     const env = await environmentWithFile(command, file("f.yaml", "port: abc\nlease-ttl: 1ms\n"), {});
     expect(() => resolveConfig({}, env)).toThrow(/--port must be a port number/);

@@ -55,31 +55,29 @@ export function register(program: Command): void {
       "after",
       "\nExamples:\n  threadkeep export --all -o backup.jsonl\n  threadkeep export --session 5f0c…  | jq .",
     )
-    .action(
-      async (opts: { session?: string; user?: string; all?: boolean; output?: string; store?: string }) => {
-        const selection = selectionOf(opts);
-        await withStore(opts, async (store) => {
-          const out: Output = opts.output ? createWriteStream(opts.output) : process.stdout;
-          let failure: Error | undefined;
-          if (opts.output) {
-            // An unwritable path fails here, as an error message, not as an unhandled stream error.
-            await once(out, "open");
-            out.on("error", (error: Error) => (failure = error));
-          }
-          const report = await exportSessions(store, selection, (line) => {
-            if (failure) throw failure;
-            return write(out, `${line}\n`);
-          });
-          if (opts.output)
-            await new Promise<void>((resolve, reject) =>
-              out.end((error?: Error | null) => (error ? reject(error) : resolve())),
-            );
-          process.stderr.write(
-            `exported ${report.sessions} sessions, ${report.messages} messages, ${report.memories} memories${opts.output ? ` to ${opts.output}` : ""}\n`,
-          );
+    .action(async (opts: { session?: string; user?: string; all?: boolean; output?: string; store?: string }) => {
+      const selection = selectionOf(opts);
+      await withStore(opts, async (store) => {
+        const out: Output = opts.output ? createWriteStream(opts.output) : process.stdout;
+        let failure: Error | undefined;
+        if (opts.output) {
+          // An unwritable path fails here, as an error message, not as an unhandled stream error.
+          await once(out, "open");
+          out.on("error", (error: Error) => (failure = error));
+        }
+        const report = await exportSessions(store, selection, (line) => {
+          if (failure) throw failure;
+          return write(out, `${line}\n`);
         });
-      },
-    );
+        if (opts.output)
+          await new Promise<void>((resolve, reject) =>
+            out.end((error?: Error | null) => (error ? reject(error) : resolve())),
+          );
+        process.stderr.write(
+          `exported ${report.sessions} sessions, ${report.messages} messages, ${report.memories} memories${opts.output ? ` to ${opts.output}` : ""}\n`,
+        );
+      });
+    });
 
   const importCommand = program
     .command("import")
@@ -97,8 +95,7 @@ export function register(program: Command): void {
       await withStore(opts, async (store) => {
         const report = await importSessions(store, fileLines(file), {
           strict: opts.strict,
-          onProblem: (p) =>
-            process.stderr.write(`${file}:${p.line}${p.toLine ? `-${p.toLine}` : ""}: ${p.message}\n`),
+          onProblem: (p) => process.stderr.write(`${file}:${p.line}${p.toLine ? `-${p.toLine}` : ""}: ${p.message}\n`),
         });
         const { created, appended, updated, unchanged } = report.counts;
         if (opts.strict && report.problems.length > 0) {

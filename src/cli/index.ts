@@ -43,7 +43,9 @@ function commandNamed(argv: string[]): CommandSummary | undefined {
  */
 export async function buildProgram(options: BuildProgramOptions = {}): Promise<Command> {
   const program = new Command("threadkeep")
-    .description("Session memory for LLM chat applications: an OpenAI-compatible memory proxy, a chat, and session tools.")
+    .description(
+      "Session memory for LLM chat applications: an OpenAI-compatible memory proxy, a chat, and session tools.",
+    )
     .version(process.env.npm_package_version ?? "0.1.0")
     .showHelpAfterError("(threadkeep --help, or threadkeep <command> --help, lists the options)")
     .exitOverride()
@@ -76,7 +78,9 @@ export async function main(argv: string[] = process.argv): Promise<number> {
     }
     if (isThreadkeepError(error)) {
       process.stderr.write(`threadkeep: ${error.message}\n`);
-      return error.status >= 400 && error.status < 500 && error.code !== "session_not_found" ? EXIT.usage : EXIT.failure;
+      return error.status >= 400 && error.status < 500 && error.code !== "session_not_found"
+        ? EXIT.usage
+        : EXIT.failure;
     }
     process.stderr.write(`threadkeep: ${error instanceof Error ? error.message : String(error)}\n`);
     return EXIT.failure;

@@ -41,7 +41,7 @@ export function register(program: Command): void {
     program
       .command("mcp")
       .description(describeCommand("mcp"))
-      .option("--user <id>", "the user whose sessions the tools see (env THREADKEEP_USER; default \"default\")"),
+      .option("--user <id>", 'the user whose sessions the tools see (env THREADKEEP_USER; default "default")'),
   )
     .addHelpText(
       "after",

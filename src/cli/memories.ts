@@ -36,14 +36,18 @@ function show(flags: Flags, memory: { id: string; text: string; updatedAt: numbe
   if (flags.json) return print(memory);
   const paint = paintFor(process.stdout);
   const edits = memory.history.length > 0 ? paint.dim(` (${memory.history.length} earlier)`) : "";
-  process.stdout.write(`${paint.dim(memory.id)}  ${new Date(memory.updatedAt).toISOString()}  ${oneLine(memory.text, 100)}${edits}\n`);
+  process.stdout.write(
+    `${paint.dim(memory.id)}  ${new Date(memory.updatedAt).toISOString()}  ${oneLine(memory.text, 100)}${edits}\n`,
+  );
 }
 
 /** Adds `threadkeep memories` and `threadkeep users`. */
 export function register(program: Command): void {
   const memories = program.command("memories").description(describeCommand("memories"));
   const common = (command: Command) =>
-    addStoreUrlOption(command.option("--user <id>", "whose memories (default: the default user)").option("--json", "print JSON"));
+    addStoreUrlOption(
+      command.option("--user <id>", "whose memories (default: the default user)").option("--json", "print JSON"),
+    );
 
   common(
     memories
@@ -54,7 +58,12 @@ export function register(program: Command): void {
       .option("--cursor <cursor>", "the next page (printed after a full page)"),
   ).action((flags: Flags & { query?: string; limit: string; cursor?: string }) =>
     withMemory(flags, async (memory) => {
-      const page = await memory.memories.list({ userId: flags.user, q: flags.query, limit: parsePositiveInt(flags.limit, "--limit"), cursor: flags.cursor });
+      const page = await memory.memories.list({
+        userId: flags.user,
+        q: flags.query,
+        limit: parsePositiveInt(flags.limit, "--limit"),
+        cursor: flags.cursor,
+      });
       if (flags.json) return print(page);
       if (page.memories.length === 0) process.stdout.write("no memories\n");
       for (const m of page.memories) show({}, m);
@@ -62,27 +71,40 @@ export function register(program: Command): void {
     }),
   );
 
-  common(memories.command("add").description("Add a memory by hand").argument("<text>", "the statement")).action((text: string, flags: Flags) =>
-    withMemory(flags, async (memory) => show(flags, await memory.memories.add({ text }, { userId: flags.user }))),
+  common(memories.command("add").description("Add a memory by hand").argument("<text>", "the statement")).action(
+    (text: string, flags: Flags) =>
+      withMemory(flags, async (memory) => show(flags, await memory.memories.add({ text }, { userId: flags.user }))),
   );
 
-  common(memories.command("edit").description("Change a memory's text (the old one is kept in its history)").argument("<id>").argument("<text>")).action(
-    (id: string, text: string, flags: Flags) => withMemory(flags, async (memory) => show(flags, await memory.memories.update(id, { text }, { userId: flags.user }))),
+  common(
+    memories
+      .command("edit")
+      .description("Change a memory's text (the old one is kept in its history)")
+      .argument("<id>")
+      .argument("<text>"),
+  ).action((id: string, text: string, flags: Flags) =>
+    withMemory(flags, async (memory) =>
+      show(flags, await memory.memories.update(id, { text }, { userId: flags.user })),
+    ),
   );
 
-  common(memories.command("delete").description("Delete a memory with its history").argument("<id>")).action((id: string, flags: Flags) =>
-    withMemory(flags, async (memory) => {
-      if (!(await memory.memories.delete(id, { userId: flags.user }))) throw new ThreadkeepError("not_found", `Memory ${id} not found`);
-      if (flags.json) print({ id, deleted: true });
-      else process.stdout.write(`deleted ${id}\n`);
-    }),
+  common(memories.command("delete").description("Delete a memory with its history").argument("<id>")).action(
+    (id: string, flags: Flags) =>
+      withMemory(flags, async (memory) => {
+        if (!(await memory.memories.delete(id, { userId: flags.user })))
+          throw new ThreadkeepError("not_found", `Memory ${id} not found`);
+        if (flags.json) print({ id, deleted: true });
+        else process.stdout.write(`deleted ${id}\n`);
+      }),
   );
 
   const users = program.command("users").description(describeCommand("users"));
   addStoreUrlOption(
     users
       .command("erase")
-      .description("Erase everything kept about a user: sessions (messages, branches, summaries, vectors, state) and memories with their history")
+      .description(
+        "Erase everything kept about a user: sessions (messages, branches, summaries, vectors, state) and memories with their history",
+      )
       .argument("<userId>", "the user (an end user behind a key is <key's user>/<end user>)")
       .option("--json", "print JSON"),
   ).action((userId: string, flags: Flags) =>

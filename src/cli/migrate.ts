@@ -22,10 +22,7 @@ export function register(program: Command): void {
   program
     .command("migrate")
     .description(describeCommand("migrate"))
-    .requiredOption(
-      "--from <url>",
-      "source store URL (memory:, file:<dir>, sqlite:<path>, postgres://…, redis://…)",
-    )
+    .requiredOption("--from <url>", "source store URL (memory:, file:<dir>, sqlite:<path>, postgres://…, redis://…)")
     .requiredOption("--to <url>", "target store URL")
     .option("--user <id>", "only this owner's sessions")
     .option("--concurrency <n>", "sessions copied at once", "16")
@@ -43,14 +40,7 @@ Example:
   threadkeep migrate --from sqlite:./data/threadkeep.db --to postgres://threadkeep@db.internal/threadkeep`,
     )
     .action(
-      async (opts: {
-        from: string;
-        to: string;
-        user?: string;
-        concurrency: string;
-        verify: boolean;
-        ttl?: string;
-      }) => {
+      async (opts: { from: string; to: string; user?: string; concurrency: string; verify: boolean; ttl?: string }) => {
         if (sameStore(opts.from, opts.to))
           throw new ThreadkeepError("invalid_request", "--from and --to name the same store");
         const concurrency = parsePositiveInt(opts.concurrency, "--concurrency");

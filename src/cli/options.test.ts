@@ -4,7 +4,14 @@ import { parseApiKeyEntries, parseApiKeys, parseTrustProxy, resolveConfig } from
 describe("CLI configuration", () => {
   it("uses defaults with nothing set", () => {
     const config = resolveConfig({}, {});
-    expect(config).toMatchObject({ host: "127.0.0.1", port: 8787, store: "sqlite:./data/threadkeep.db", window: 20, maxMessages: 200, workers: 1 });
+    expect(config).toMatchObject({
+      host: "127.0.0.1",
+      port: 8787,
+      store: "sqlite:./data/threadkeep.db",
+      window: 20,
+      maxMessages: 200,
+      workers: 1,
+    });
     expect(config.ttlMs).toBe(7 * 86_400_000);
     expect(config.apiKeys.size).toBe(0);
   });
@@ -22,12 +29,29 @@ describe("CLI configuration", () => {
   it("reads the fair-share limits and the upstream timeout, and refuses malformed ones", () => {
     expect(resolveConfig({}, {})).toMatchObject({
       upstreamTimeoutMs: 120_000,
-      fairShare: { userConcurrency: 16, userRate: { requests: 600, seconds: 60 }, keyConcurrency: 0, keyRate: null, refusalDelayMs: 1000 },
+      fairShare: {
+        userConcurrency: 16,
+        userRate: { requests: 600, seconds: 60 },
+        keyConcurrency: 0,
+        keyRate: null,
+        refusalDelayMs: 1000,
+      },
     });
-    const env = { THREADKEEP_USER_CONCURRENCY: "off", THREADKEEP_USER_RATE: "10/s", THREADKEEP_KEY_RATE: "5000/h", THREADKEEP_UPSTREAM_TIMEOUT: "30s" };
+    const env = {
+      THREADKEEP_USER_CONCURRENCY: "off",
+      THREADKEEP_USER_RATE: "10/s",
+      THREADKEEP_KEY_RATE: "5000/h",
+      THREADKEEP_UPSTREAM_TIMEOUT: "30s",
+    };
     expect(resolveConfig({ keyConcurrency: "64", refusalDelay: "0" }, env)).toMatchObject({
       upstreamTimeoutMs: 30_000,
-      fairShare: { userConcurrency: 0, userRate: { requests: 10, seconds: 1 }, keyConcurrency: 64, keyRate: { requests: 5000, seconds: 3600 }, refusalDelayMs: 0 },
+      fairShare: {
+        userConcurrency: 0,
+        userRate: { requests: 10, seconds: 1 },
+        keyConcurrency: 64,
+        keyRate: { requests: 5000, seconds: 3600 },
+        refusalDelayMs: 0,
+      },
     });
     expect(resolveConfig({ userRate: "off" }, {}).fairShare.userRate).toBeNull();
     expect(resolveConfig({ userRate: "120" }, {}).fairShare.userRate).toEqual({ requests: 120, seconds: 60 });
@@ -37,22 +61,39 @@ describe("CLI configuration", () => {
   });
 
   it("parses API keys and rejects malformed ones", () => {
-    expect([...parseApiKeys("k1:alice, k2:bob")]).toEqual([["k1", "alice"], ["k2", "bob"]]);
+    expect([...parseApiKeys("k1:alice, k2:bob")]).toEqual([
+      ["k1", "alice"],
+      ["k2", "bob"],
+    ]);
     expect(() => parseApiKeys("justakey")).toThrow(/expected key:user/);
     expect(() => parseApiKeys("k1:")).toThrow(/expected key:user/);
     expect(() => resolveConfig({ window: "zero" }, {})).toThrow(/window must be/);
   });
 
   it("reads the :operator flag after key:user, and only there", () => {
-    const { keys, operators } = parseApiKeyEntries("k1:acme, k2:acme:operator, k:with:colon:bob:operator, k3:operator, k4:x:y");
-    expect([...keys]).toEqual([["k1", "acme"], ["k2", "acme"], ["k:with:colon", "bob"], ["k3", "operator"], ["k4:x", "y"]]);
+    const { keys, operators } = parseApiKeyEntries(
+      "k1:acme, k2:acme:operator, k:with:colon:bob:operator, k3:operator, k4:x:y",
+    );
+    expect([...keys]).toEqual([
+      ["k1", "acme"],
+      ["k2", "acme"],
+      ["k:with:colon", "bob"],
+      ["k3", "operator"],
+      ["k4:x", "y"],
+    ]);
     expect([...operators]).toEqual(["k2", "k:with:colon"]);
     expect([...parseApiKeys("k2:acme:operator")]).toEqual([["k2", "acme"]]);
     expect(() => parseApiKeyEntries(":operator")).toThrow(/expected key:user/);
     expect(() => parseApiKeyEntries("k:  :operator")).toThrow(/expected key:user/);
     // A key given twice keeps its last entry, flag and all.
     expect([...parseApiKeyEntries("k2:acme:operator,k2:acme").operators]).toEqual([]);
-    expect(resolveConfig({}, { THREADKEEP_API_KEYS: "k1:acme,k2:acme:operator" })).toMatchObject({ apiKeys: new Map([["k1", "acme"], ["k2", "acme"]]), operatorKeys: new Set(["k2"]) });
+    expect(resolveConfig({}, { THREADKEEP_API_KEYS: "k1:acme,k2:acme:operator" })).toMatchObject({
+      apiKeys: new Map([
+        ["k1", "acme"],
+        ["k2", "acme"],
+      ]),
+      operatorKeys: new Set(["k2"]),
+    });
   });
 
   it("reads the end-user options from flags or environment, and refuses token settings without a secret", () => {
@@ -71,8 +112,13 @@ describe("CLI configuration", () => {
 
   it("reads the session headers in order, lower-cased, and refuses a name that is no header name", () => {
     expect(resolveConfig({}, {}).sessionHeaders).toEqual(["x-session-id", "x-openwebui-chat-id", "x-conversation-id"]);
-    expect(resolveConfig({}, { THREADKEEP_SESSION_HEADERS: "X-Chat, x-session-id" }).sessionHeaders).toEqual(["x-chat", "x-session-id"]);
-    expect(resolveConfig({ sessionHeaders: "x-a" }, { THREADKEEP_SESSION_HEADERS: "x-b" }).sessionHeaders).toEqual(["x-a"]);
+    expect(resolveConfig({}, { THREADKEEP_SESSION_HEADERS: "X-Chat, x-session-id" }).sessionHeaders).toEqual([
+      "x-chat",
+      "x-session-id",
+    ]);
+    expect(resolveConfig({ sessionHeaders: "x-a" }, { THREADKEEP_SESSION_HEADERS: "x-b" }).sessionHeaders).toEqual([
+      "x-a",
+    ]);
     expect(() => resolveConfig({ sessionHeaders: "x chat" }, {})).toThrow(/Invalid session header name "x chat"/);
   });
 
@@ -80,7 +126,12 @@ describe("CLI configuration", () => {
     expect(resolveConfig({}, {}).trustProxy).toBe(false);
     expect(resolveConfig({}, { THREADKEEP_TRUST_PROXY: "on" }).trustProxy).toBe(true);
     expect(resolveConfig({ trustProxy: "off" }, { THREADKEEP_TRUST_PROXY: "on" }).trustProxy).toBe(false);
-    expect(parseTrustProxy("127.0.0.1, 10.0.0.0/8,::1,loopback")).toEqual(["127.0.0.1", "10.0.0.0/8", "::1", "loopback"]);
+    expect(parseTrustProxy("127.0.0.1, 10.0.0.0/8,::1,loopback")).toEqual([
+      "127.0.0.1",
+      "10.0.0.0/8",
+      "::1",
+      "loopback",
+    ]);
     for (const bad of ["2", "nginx", "10.0.0.0/8/1", "10.0.0/8", "127.0.0.1/abc"]) {
       expect(() => parseTrustProxy(bad), bad).toThrow(/--trust-proxy must be/);
     }

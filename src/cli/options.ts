@@ -49,12 +49,37 @@ export interface ThreadkeepConfig {
 }
 
 /** The flag values commander hands over (all strings, all optional). */
-export type ConfigFlags = Partial<Record<
-  | "host" | "port" | "store" | "upstream" | "upstreamKey" | "apiKeys" | "model" | "window" | "tokenBudget" | "maxMessages" | "ttl" | "leaseTtl" | "bodyLimit" | "workers"
-  | "userHeader" | "userJwtSecret" | "userJwtIssuer" | "userJwtHeader" | "sessionHeaders" | "upstreamTimeout"
-  | "userConcurrency" | "userRate" | "keyConcurrency" | "keyRate" | "refusalDelay" | "trustProxy",
-  string
->>;
+export type ConfigFlags = Partial<
+  Record<
+    | "host"
+    | "port"
+    | "store"
+    | "upstream"
+    | "upstreamKey"
+    | "apiKeys"
+    | "model"
+    | "window"
+    | "tokenBudget"
+    | "maxMessages"
+    | "ttl"
+    | "leaseTtl"
+    | "bodyLimit"
+    | "workers"
+    | "userHeader"
+    | "userJwtSecret"
+    | "userJwtIssuer"
+    | "userJwtHeader"
+    | "sessionHeaders"
+    | "upstreamTimeout"
+    | "userConcurrency"
+    | "userRate"
+    | "keyConcurrency"
+    | "keyRate"
+    | "refusalDelay"
+    | "trustProxy",
+    string
+  >
+>;
 
 /** The flag after `key:user` that makes a key an operator key. */
 const OPERATOR_FLAG = ":operator";
@@ -68,14 +93,20 @@ const OPERATOR_FLAG = ":operator";
 export function parseApiKeyEntries(text: string | undefined): { keys: Map<string, string>; operators: Set<string> } {
   const keys = new Map<string, string>();
   const operators = new Set<string>();
-  for (let entry of (text ?? "").split(",").map((e) => e.trim()).filter(Boolean)) {
+  for (let entry of (text ?? "")
+    .split(",")
+    .map((e) => e.trim())
+    .filter(Boolean)) {
     const flagged = entry.endsWith(OPERATOR_FLAG) && entry.slice(0, -OPERATOR_FLAG.length).lastIndexOf(":") > 0;
     if (flagged) entry = entry.slice(0, -OPERATOR_FLAG.length);
     const colon = entry.lastIndexOf(":");
     const key = entry.slice(0, colon).trim();
     const user = entry.slice(colon + 1).trim();
     if (colon <= 0 || !key || !user) {
-      throw new ThreadkeepError("invalid_request", `Invalid API key entry "${entry.slice(0, 6)}…": expected key:user or key:user:operator`);
+      throw new ThreadkeepError(
+        "invalid_request",
+        `Invalid API key entry "${entry.slice(0, 6)}…": expected key:user or key:user:operator`,
+      );
     }
     keys.set(key, user);
     if (flagged) operators.add(key);
@@ -106,7 +137,8 @@ export const DEFAULT_UPSTREAM_TIMEOUT_MS = 120_000;
 function parseUpstreamTimeout(value: string | undefined): number {
   if (value === undefined) return DEFAULT_UPSTREAM_TIMEOUT_MS;
   const ms = parseDuration(value);
-  if (ms < 100) throw new ThreadkeepError("invalid_request", `--upstream-timeout must be at least 100ms, got "${value}"`);
+  if (ms < 100)
+    throw new ThreadkeepError("invalid_request", `--upstream-timeout must be at least 100ms, got "${value}"`);
   return ms;
 }
 
@@ -114,7 +146,8 @@ function parseUpstreamTimeout(value: string | undefined): number {
 function parseCount(value: string | undefined, fallback: number, name: string): number {
   if (value === undefined) return fallback;
   if (value.trim().toLowerCase() === "off") return 0;
-  if (!/^\d+$/.test(value.trim())) throw new ThreadkeepError("invalid_request", `${name} must be a whole number (0 or off: no limit), got "${value}"`);
+  if (!/^\d+$/.test(value.trim()))
+    throw new ThreadkeepError("invalid_request", `${name} must be a whole number (0 or off: no limit), got "${value}"`);
   return Number(value.trim());
 }
 
@@ -123,10 +156,17 @@ function optionalRate(value: string | undefined, fallback: RateLimit | null, nam
 }
 
 /** The end-user token settings; the issuer and header without a secret would be ignored, so they are refused. */
-function resolveUserJwt(secret: string | undefined, issuer: string | undefined, header: string | undefined): UserJwtOptions | undefined {
+function resolveUserJwt(
+  secret: string | undefined,
+  issuer: string | undefined,
+  header: string | undefined,
+): UserJwtOptions | undefined {
   if (secret === undefined) {
     if (issuer !== undefined || header !== undefined) {
-      throw new ThreadkeepError("invalid_request", "--user-jwt-issuer and --user-jwt-header need --user-jwt-secret (or THREADKEEP_USER_JWT_SECRET)");
+      throw new ThreadkeepError(
+        "invalid_request",
+        "--user-jwt-issuer and --user-jwt-header need --user-jwt-secret (or THREADKEEP_USER_JWT_SECRET)",
+      );
     }
     return undefined;
   }
@@ -143,12 +183,21 @@ export function parseTrustProxy(value: string | undefined): boolean | string[] {
   const text = value?.trim().toLowerCase();
   if (text === undefined || text === "" || text === "off" || text === "false") return false;
   if (text === "on" || text === "true") return true;
-  const entries = text.split(",").map((e) => e.trim()).filter(Boolean);
+  const entries = text
+    .split(",")
+    .map((e) => e.trim())
+    .filter(Boolean);
   const names = new Set(["loopback", "linklocal", "uniquelocal"]);
   for (const entry of entries) {
     const [address, bits, extra] = entry.split("/");
-    const ok = extra === undefined && (names.has(entry) || (isIP(address!) !== 0 && (bits === undefined || /^\d{1,3}$/.test(bits))));
-    if (!ok) throw new ThreadkeepError("invalid_request", `--trust-proxy must be on, off, or the proxies' addresses/CIDRs separated by commas (e.g. 127.0.0.1,10.0.0.0/8), got "${value}"`);
+    const ok =
+      extra === undefined &&
+      (names.has(entry) || (isIP(address!) !== 0 && (bits === undefined || /^\d{1,3}$/.test(bits))));
+    if (!ok)
+      throw new ThreadkeepError(
+        "invalid_request",
+        `--trust-proxy must be on, off, or the proxies' addresses/CIDRs separated by commas (e.g. 127.0.0.1,10.0.0.0/8), got "${value}"`,
+      );
   }
   return entries;
 }
@@ -156,7 +205,8 @@ export function parseTrustProxy(value: string | undefined): boolean | string[] {
 function parsePort(value: string | undefined): number {
   if (value === undefined) return 8787;
   const port = Number(value.trim());
-  if (!/^\d+$/.test(value.trim()) || port > 65535) throw new ThreadkeepError("invalid_request", `--port must be a port number (0-65535), got "${value}"`);
+  if (!/^\d+$/.test(value.trim()) || port > 65535)
+    throw new ThreadkeepError("invalid_request", `--port must be a port number (0-65535), got "${value}"`);
   return port;
 }
 
@@ -183,8 +233,14 @@ export function resolveConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = 
     ),
     model: pick("model", "THREADKEEP_MODEL"),
     window: parsePositiveInt(pick("window", "THREADKEEP_WINDOW") ?? DEFAULTS.window, "window"),
-    tokenBudget: parsePositiveInt(pick("tokenBudget", "THREADKEEP_TOKEN_BUDGET") ?? DEFAULTS.tokenBudget, "token budget"),
-    maxMessages: parsePositiveInt(pick("maxMessages", "THREADKEEP_MAX_MESSAGES") ?? DEFAULTS.maxMessages, "max messages"),
+    tokenBudget: parsePositiveInt(
+      pick("tokenBudget", "THREADKEEP_TOKEN_BUDGET") ?? DEFAULTS.tokenBudget,
+      "token budget",
+    ),
+    maxMessages: parsePositiveInt(
+      pick("maxMessages", "THREADKEEP_MAX_MESSAGES") ?? DEFAULTS.maxMessages,
+      "max messages",
+    ),
     ttlMs: ttl !== undefined ? parseDuration(ttl) : store.startsWith("memory:") ? DEFAULTS.memoryTtlMs : DEFAULTS.ttlMs,
     leaseTtlMs: parseLeaseTtl(pick("leaseTtl", "THREADKEEP_LEASE_TTL")),
     bodyLimit: parsePositiveInt(pick("bodyLimit", "THREADKEEP_BODY_LIMIT") ?? 10 * 1024 * 1024, "body limit"),
@@ -192,11 +248,21 @@ export function resolveConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = 
     sessionHeaders: parseSessionHeaders(pick("sessionHeaders", "THREADKEEP_SESSION_HEADERS")),
     trustProxy: parseTrustProxy(pick("trustProxy", "THREADKEEP_TRUST_PROXY")),
     fairShare: {
-      userConcurrency: parseCount(pick("userConcurrency", "THREADKEEP_USER_CONCURRENCY"), DEFAULT_FAIR_SHARE.userConcurrency, "--user-concurrency"),
+      userConcurrency: parseCount(
+        pick("userConcurrency", "THREADKEEP_USER_CONCURRENCY"),
+        DEFAULT_FAIR_SHARE.userConcurrency,
+        "--user-concurrency",
+      ),
       userRate: optionalRate(pick("userRate", "THREADKEEP_USER_RATE"), DEFAULT_FAIR_SHARE.userRate, "--user-rate"),
-      keyConcurrency: parseCount(pick("keyConcurrency", "THREADKEEP_KEY_CONCURRENCY"), DEFAULT_FAIR_SHARE.keyConcurrency, "--key-concurrency"),
+      keyConcurrency: parseCount(
+        pick("keyConcurrency", "THREADKEEP_KEY_CONCURRENCY"),
+        DEFAULT_FAIR_SHARE.keyConcurrency,
+        "--key-concurrency",
+      ),
       keyRate: optionalRate(pick("keyRate", "THREADKEEP_KEY_RATE"), DEFAULT_FAIR_SHARE.keyRate, "--key-rate"),
-      refusalDelayMs: parseDuration(pick("refusalDelay", "THREADKEEP_REFUSAL_DELAY") ?? DEFAULT_FAIR_SHARE.refusalDelayMs),
+      refusalDelayMs: parseDuration(
+        pick("refusalDelay", "THREADKEEP_REFUSAL_DELAY") ?? DEFAULT_FAIR_SHARE.refusalDelayMs,
+      ),
     },
   };
 }
@@ -207,7 +273,10 @@ export function addStoreOptions(command: Command): Command {
     .option("--store <url>", `session store URL (env THREADKEEP_STORE; default ${DEFAULT_STORE_URL})`)
     .option("--window <n>", `recent messages sent to the model (env THREADKEEP_WINDOW; default ${DEFAULTS.window})`)
     .option("--token-budget <n>", `context token budget (env THREADKEEP_TOKEN_BUDGET; default ${DEFAULTS.tokenBudget})`)
-    .option("--max-messages <n>", `messages kept per session (env THREADKEEP_MAX_MESSAGES; default ${DEFAULTS.maxMessages})`)
+    .option(
+      "--max-messages <n>",
+      `messages kept per session (env THREADKEEP_MAX_MESSAGES; default ${DEFAULTS.maxMessages})`,
+    )
     .option("--ttl <duration>", "inactivity expiry, e.g. 7d or 30m (env THREADKEEP_TTL; default 7d, 30m for memory:)")
     .option(
       "--lease-ttl <duration>",
@@ -218,7 +287,10 @@ export function addStoreOptions(command: Command): Command {
 /** Adds the upstream model flags (`serve`, `chat`). */
 export function addUpstreamOptions(command: Command): Command {
   return command
-    .option("--upstream <url>", "OpenAI-compatible base URL, e.g. http://127.0.0.1:11434/v1 (env THREADKEEP_UPSTREAM_URL)")
+    .option(
+      "--upstream <url>",
+      "OpenAI-compatible base URL, e.g. http://127.0.0.1:11434/v1 (env THREADKEEP_UPSTREAM_URL)",
+    )
     .option("--upstream-key <key>", "API key for the upstream (env THREADKEEP_UPSTREAM_API_KEY)")
     .option(
       "--upstream-timeout <duration>",

@@ -22,7 +22,8 @@ interface ReindexFlags extends RecallFlags {
 async function reindex(flags: ReindexFlags): Promise<void> {
   const config = resolveConfig({ store: flags.store, upstream: flags.upstream, upstreamKey: flags.upstreamKey });
   const embedder = embedderFor(resolveRecallConfig(flags), config);
-  if (!embedder) throw new ThreadkeepError("invalid_request", "reindex needs --embedding-model (or THREADKEEP_EMBEDDING_MODEL)");
+  if (!embedder)
+    throw new ThreadkeepError("invalid_request", "reindex needs --embedding-model (or THREADKEEP_EMBEDDING_MODEL)");
   const memory = createMemory({ store: config.store, ttlMs: 0, embedder });
   const started = Date.now();
   try {
@@ -46,7 +47,10 @@ export function register(program: Command): void {
       program
         .command("reindex")
         .description(describeCommand("reindex"))
-        .option("--upstream <url>", "OpenAI-compatible base URL that serves the embedding model (env THREADKEEP_UPSTREAM_URL)")
+        .option(
+          "--upstream <url>",
+          "OpenAI-compatible base URL that serves the embedding model (env THREADKEEP_UPSTREAM_URL)",
+        )
         .option("--upstream-key <key>", "API key for the upstream (env THREADKEEP_UPSTREAM_API_KEY)"),
     ),
   ).action(reindex);

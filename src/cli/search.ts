@@ -57,16 +57,21 @@ export const AUTO_MODE_HELP =
 /** Adds `threadkeep search`. */
 export function register(program: Command): void {
   addStoreUrlOption(
-    addEmbeddingOptions(program
-      .command("search")
-      .description(describeCommand("search"))
-      .argument("<text>", "what to find")
-      .option("--user <id>", "whose sessions (default: the default user)")
-      .option("--session <id>", "only this session")
-      .option("--mode <mode>", `${AUTO_MODE_HELP}; or ${SEARCH_MODES.join(", ")}`)
-      .option("--limit <n>", "most hits", "20")
-      .option("--upstream <url>", "OpenAI-compatible base URL that serves the embedding model (env THREADKEEP_UPSTREAM_URL)")
-      .option("--upstream-key <key>", "API key for the upstream (env THREADKEEP_UPSTREAM_API_KEY)")
-      .option("--json", "print JSON")),
+    addEmbeddingOptions(
+      program
+        .command("search")
+        .description(describeCommand("search"))
+        .argument("<text>", "what to find")
+        .option("--user <id>", "whose sessions (default: the default user)")
+        .option("--session <id>", "only this session")
+        .option("--mode <mode>", `${AUTO_MODE_HELP}; or ${SEARCH_MODES.join(", ")}`)
+        .option("--limit <n>", "most hits", "20")
+        .option(
+          "--upstream <url>",
+          "OpenAI-compatible base URL that serves the embedding model (env THREADKEEP_UPSTREAM_URL)",
+        )
+        .option("--upstream-key <key>", "API key for the upstream (env THREADKEEP_UPSTREAM_API_KEY)")
+        .option("--json", "print JSON"),
+    ),
   ).action(search);
 }

@@ -3,8 +3,24 @@ import { describeCommand } from "./_commands.js";
 import { environmentWithFile } from "./_config-file.js";
 import { isStoreRefusal, isThreadkeepError, ThreadkeepError } from "../core/errors.js";
 import { createUpstream } from "../llm/openai-compatible.js";
-import { createServer, DEFAULT_FAIR_SHARE, describeIdentity, formatRate, isLoopbackHost, startTracing, type ThreadkeepServer, tracingConfig } from "../server/index.js";
-import { addEmbeddingOptions, addRecallOptions, type RecallConfig, type RecallFlags, recallMemoryOptions, resolveRecallConfig } from "./_recall-options.js";
+import {
+  createServer,
+  DEFAULT_FAIR_SHARE,
+  describeIdentity,
+  formatRate,
+  isLoopbackHost,
+  startTracing,
+  type ThreadkeepServer,
+  tracingConfig,
+} from "../server/index.js";
+import {
+  addEmbeddingOptions,
+  addRecallOptions,
+  type RecallConfig,
+  type RecallFlags,
+  recallMemoryOptions,
+  resolveRecallConfig,
+} from "./_recall-options.js";
 import { isWorker, reportListening, runPrimary, sharedStoreUrl } from "./_workers.js";
 import { addClientOptions, type ClientFlags, resolveClientFlags } from "./_client-options.js";
 import type { ClientLimits } from "../server/connections.js";
@@ -47,7 +63,14 @@ export function memoriesShared(
   config: Pick<ThreadkeepConfig, "host" | "apiKeys" | "userHeader" | "userJwt">,
   recall: Pick<RecallConfig, "memories">,
 ): string | undefined {
-  if (recall.memories !== "auto" || isLoopbackHost(config.host) || config.apiKeys.size > 1 || config.userHeader || config.userJwt) return undefined;
+  if (
+    recall.memories !== "auto" ||
+    isLoopbackHost(config.host) ||
+    config.apiKeys.size > 1 ||
+    config.userHeader ||
+    config.userJwt
+  )
+    return undefined;
   return (
     `--memories auto on ${config.host} behind one shared API key without --user-header: everyone who uses the key is one user, ` +
     "and the memories written about one person reach everyone's context. Set --user-header (or --user-jwt-secret) or one key per person."
@@ -59,9 +82,12 @@ export function memoriesShared(
  * a team's) is one threadkeep user, with one session list, one search, one set of memories and one
  * fair-share budget. Undefined when keys are off, on loopback, or the end user is named per request.
  */
-export function sharedKeyNotice(config: Pick<ThreadkeepConfig, "host" | "apiKeys" | "userHeader" | "userJwt" | "fairShare">): string | undefined {
+export function sharedKeyNotice(
+  config: Pick<ThreadkeepConfig, "host" | "apiKeys" | "userHeader" | "userJwt" | "fairShare">,
+): string | undefined {
   if (isLoopbackHost(config.host) || config.apiKeys.size === 0 || config.userHeader || config.userJwt) return undefined;
-  const inFlight = config.fairShare.userConcurrency > 0 ? `, ${config.fairShare.userConcurrency} model requests in flight` : "";
+  const inFlight =
+    config.fairShare.userConcurrency > 0 ? `, ${config.fairShare.userConcurrency} model requests in flight` : "";
   return (
     `on ${config.host} each API key is one threadkeep user: everyone who uses a key shares its session list, search, ` +
     `memories and fair-share budget${inFlight}. Behind a gateway that serves many people with one key (Open WebUI, LibreChat), ` +
@@ -80,7 +106,9 @@ export async function startServe(
   checkExposure(config);
   // OTEL_* variables that ask for traces start the exporter now: a bad value fails the start.
   const stopTracing = await startTracing();
-  const upstream = config.upstreamUrl ? createUpstream({ baseUrl: config.upstreamUrl, apiKey: config.upstreamKey, timeoutMs: config.upstreamTimeoutMs }) : undefined;
+  const upstream = config.upstreamUrl
+    ? createUpstream({ baseUrl: config.upstreamUrl, apiKey: config.upstreamKey, timeoutMs: config.upstreamTimeoutMs })
+    : undefined;
   const server = await createServer({
     memory: {
       store: config.store,
@@ -142,11 +170,18 @@ export async function startServe(
     if (notice) process.stderr.write(`threadkeep: note: ${notice}\n`);
     const upstreamLabel = config.upstreamUrl ?? "none (chat answers 503 until --upstream is set)";
     const operators = config.operatorKeys.size > 0 ? ` (${config.operatorKeys.size} operator)` : "";
-    const auth = config.apiKeys.size > 0 ? `api keys: ${config.apiKeys.size}${operators}` : "auth: none (loopback only)";
-    const summaries = !upstream || !recall.summaries ? "off" : (recall.summaryModel ?? config.model ?? "the conversation's model");
+    const auth =
+      config.apiKeys.size > 0 ? `api keys: ${config.apiKeys.size}${operators}` : "auth: none (loopback only)";
+    const summaries =
+      !upstream || !recall.summaries ? "off" : (recall.summaryModel ?? config.model ?? "the conversation's model");
     const embeddings = recall.embeddingModel ?? "off";
-    const memories = !upstream || recall.memories === "off" ? "off" : `auto (${recall.memoryModel ?? config.model ?? "the upstream's default model"})`;
-    const recalling = recall.recall ? `${recall.recallScope === "user" ? "user's sessions" : "session"}, ${recall.embeddingModel ? "hybrid" : "by words"}` : "off";
+    const memories =
+      !upstream || recall.memories === "off"
+        ? "off"
+        : `auto (${recall.memoryModel ?? config.model ?? "the upstream's default model"})`;
+    const recalling = recall.recall
+      ? `${recall.recallScope === "user" ? "user's sessions" : "session"}, ${recall.embeddingModel ? "hybrid" : "by words"}`
+      : "off";
     const identity = describeIdentity({ userHeader: config.userHeader, userJwt: config.userJwt });
     const tracing = stopTracing ? `otlp ${tracingConfig()?.protocol}` : "off";
     print(
@@ -178,8 +213,14 @@ export function register(program: Command): void {
       "--user-jwt-secret <secret>",
       "verify the gateway's signed end-user token (Open WebUI's FORWARD_USER_INFO_HEADER_JWT_SECRET); prefer the env THREADKEEP_USER_JWT_SECRET",
     )
-    .option("--user-jwt-issuer <iss>", "the iss the end-user token must carry (env THREADKEEP_USER_JWT_ISSUER; default open-webui)")
-    .option("--user-jwt-header <name>", "the header of the end-user token (env THREADKEEP_USER_JWT_HEADER; default X-OpenWebUI-User-Jwt)")
+    .option(
+      "--user-jwt-issuer <iss>",
+      "the iss the end-user token must carry (env THREADKEEP_USER_JWT_ISSUER; default open-webui)",
+    )
+    .option(
+      "--user-jwt-header <name>",
+      "the header of the end-user token (env THREADKEEP_USER_JWT_HEADER; default X-OpenWebUI-User-Jwt)",
+    )
     .option(
       "--body-limit <bytes>",
       "largest request body in bytes; a larger one gets 413 once the rest (up to 4x this more) is read and dropped (env THREADKEEP_BODY_LIMIT; default 10485760)",
@@ -196,8 +237,14 @@ export function register(program: Command): void {
       "--user-rate <rate>",
       `model requests per user per period, e.g. 600/min or 10/s; more get 429 rate_limited (env THREADKEEP_USER_RATE; default ${formatRate(DEFAULT_FAIR_SHARE.userRate)}; off: none)`,
     )
-    .option("--key-concurrency <n>", "as --user-concurrency, for all users of one API key together (env THREADKEEP_KEY_CONCURRENCY; default none)")
-    .option("--key-rate <rate>", "as --user-rate, for all users of one API key together (env THREADKEEP_KEY_RATE; default none)")
+    .option(
+      "--key-concurrency <n>",
+      "as --user-concurrency, for all users of one API key together (env THREADKEEP_KEY_CONCURRENCY; default none)",
+    )
+    .option(
+      "--key-rate <rate>",
+      "as --user-rate, for all users of one API key together (env THREADKEEP_KEY_RATE; default none)",
+    )
     .option(
       "--refusal-delay <duration>",
       "hold a request refused by those limits this long before its 429, so a client retrying at once cannot spin (env THREADKEEP_REFUSAL_DELAY; default 1s)",
@@ -206,7 +253,10 @@ export function register(program: Command): void {
       "--trust-proxy <which>",
       "take the client's address from X-Forwarded-For when the peer is a trusted proxy: on (any peer), or the proxies' addresses/CIDRs such as 127.0.0.1,10.0.0.0/8; off by default, since a client that reaches threadkeep directly could write any address there (env THREADKEEP_TRUST_PROXY; default off)",
     )
-    .option("--config <file>", "read settings from a JSON or YAML file whose keys are these options without their dashes; flags and THREADKEEP_* variables win over it (docs/configuration.md)")
+    .option(
+      "--config <file>",
+      "read settings from a JSON or YAML file whose keys are these options without their dashes; flags and THREADKEEP_* variables win over it (docs/configuration.md)",
+    )
     .option(
       "--workers <n>",
       "server processes sharing the port, e.g. one per core (env THREADKEEP_WORKERS; default 1); needs a sqlite:, postgres:// or redis:// store",

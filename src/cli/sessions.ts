@@ -28,16 +28,10 @@ export interface SessionSummaryRow {
 }
 
 /** Adds the message count and title to each session (a few sessions at a time). */
-export async function describeSessions(
-  store: FullStore,
-  sessions: Session[],
-): Promise<SessionSummaryRow[]> {
+export async function describeSessions(store: FullStore, sessions: Session[]): Promise<SessionSummaryRow[]> {
   const rows = new Map<string, SessionSummaryRow>();
   await forEachConcurrent(sessions, 8, async (s) => {
-    const [messages, head] = await Promise.all([
-      store.countMessages(s.id),
-      store.getMessages(s.id, { limit: 10 }),
-    ]);
+    const [messages, head] = await Promise.all([store.countMessages(s.id), store.getMessages(s.id, { limit: 10 })]);
     const first = head.find((m) => m.role === "user");
     rows.set(s.id, {
       id: s.id,
@@ -95,8 +89,7 @@ async function show(id: string, opts: { store?: string; last?: string; json?: bo
     const messages = last ? bundle.messages.slice(-last) : bundle.messages;
     if (opts.json) return json({ ...bundle, messages });
     const { session } = bundle;
-    const range =
-      bundle.messages.length > 0 ? ` (seq ${bundle.messages[0].seq}–${bundle.messages.at(-1)!.seq})` : "";
+    const range = bundle.messages.length > 0 ? ` (seq ${bundle.messages[0].seq}–${bundle.messages.at(-1)!.seq})` : "";
     const info = [
       ["session", session.id],
       ["user", session.userId],
@@ -111,9 +104,7 @@ async function show(id: string, opts: { store?: string; last?: string; json?: bo
     process.stdout.write(`${info.map(([k, v]) => `${k.padEnd(10)}${v}`).join("\n")}\n\n`);
     const paint = paintFor(process.stdout);
     for (const m of messages) {
-      const text = m.tool_calls
-        ? `→ ${m.tool_calls.map((c) => c.function.name).join(", ")}`
-        : oneLine(m.content, 100);
+      const text = m.tool_calls ? `→ ${m.tool_calls.map((c) => c.function.name).join(", ")}` : oneLine(m.content, 100);
       process.stdout.write(
         `${paint.dim(`#${m.seq}`.padEnd(6))}${m.role.padEnd(10)}${text}${m.incomplete ? paint.yellow(" [incomplete]") : ""}\n`,
       );
@@ -121,18 +112,14 @@ async function show(id: string, opts: { store?: string; last?: string; json?: bo
     for (const b of bundle.branches ?? []) {
       const from = b.parentId === null ? "" : ` (inside branch ${b.parentId})`;
       const first = b.messages[0] ? oneLine(b.messages[0].content, 60) : "";
-      process.stdout.write(`${paint.dim(`branch ${b.id}`)} after #${b.atSeq}, ${b.reason}${from}: ${b.messages.length} messages ${first}\n`);
+      process.stdout.write(
+        `${paint.dim(`branch ${b.id}`)} after #${b.atSeq}, ${b.reason}${from}: ${b.messages.length} messages ${first}\n`,
+      );
     }
   });
 }
 
-async function prune(opts: {
-  store?: string;
-  ttl?: string;
-  olderThan?: string;
-  dryRun?: boolean;
-  json?: boolean;
-}) {
+async function prune(opts: { store?: string; ttl?: string; olderThan?: string; dryRun?: boolean; json?: boolean }) {
   const olderThanMs = opts.olderThan
     ? parseDuration(opts.olderThan)
     : resolveConfig({ store: opts.store, ttl: opts.ttl }).ttlMs;
@@ -147,18 +134,14 @@ async function prune(opts: {
     }
     if (opts.json) return json({ dryRun: opts.dryRun === true, olderThanMs, sessions: ids });
     const verb = opts.dryRun ? "would delete" : "deleted";
-    process.stdout.write(
-      `${verb} ${ids.length} session(s) inactive for more than ${formatDuration(olderThanMs)}\n`,
-    );
+    process.stdout.write(`${verb} ${ids.length} session(s) inactive for more than ${formatDuration(olderThanMs)}\n`);
     if (opts.dryRun) for (const id of ids) process.stdout.write(`${id}\n`);
   });
 }
 
 /** Adds `threadkeep sessions …`. */
 export function register(program: Command): void {
-  const sessions = program
-    .command("sessions")
-    .description(describeCommand("sessions"));
+  const sessions = program.command("sessions").description(describeCommand("sessions"));
 
   addStoreUrlOption(
     sessions

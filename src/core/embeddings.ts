@@ -71,8 +71,9 @@ export class BackgroundEmbedder implements VectorSearcher {
     for (;;) {
       const seqs = await store.missingEmbeddings(sessionId, this.embedder.model, this.#batchSize * 4);
       if (seqs.length === 0) return done;
-      const messages = (await store.getMessages(sessionId, { fromSeq: seqs[0], toSeq: seqs.at(-1)! }))
-        .filter((m) => seqs.includes(m.seq));
+      const messages = (await store.getMessages(sessionId, { fromSeq: seqs[0], toSeq: seqs.at(-1)! })).filter((m) =>
+        seqs.includes(m.seq),
+      );
       let progressed = false;
       for (let i = 0; i < messages.length; i += this.#batchSize) {
         const batch = messages.slice(i, i + this.#batchSize);
@@ -85,7 +86,11 @@ export class BackgroundEmbedder implements VectorSearcher {
         await store.putEmbeddings(
           sessionId,
           this.embedder.model,
-          batch.map((m, k) => ({ seq: m.seq, createdAt: m.createdAt, vector: byIndex.get(k) ?? new Array(dims).fill(0) })),
+          batch.map((m, k) => ({
+            seq: m.seq,
+            createdAt: m.createdAt,
+            vector: byIndex.get(k) ?? new Array(dims).fill(0),
+          })),
         );
         done += batch.length;
         progressed = true;
@@ -171,7 +176,15 @@ export class BackgroundEmbedder implements VectorSearcher {
   /** Semantic search: the query's embedding against the store's vectors of the model. */
   async search(
     store: FullStore,
-    query: { userId: string; sessionId?: string; text: string; limit: number; beforeSeq?: number; afterSeq?: number; activeSince?: number },
+    query: {
+      userId: string;
+      sessionId?: string;
+      text: string;
+      limit: number;
+      beforeSeq?: number;
+      afterSeq?: number;
+      activeSince?: number;
+    },
   ): Promise<RankedHit[]> {
     if (!canStoreVectors(store)) return [];
     const vector = await this.queryVector(query.text);
@@ -183,7 +196,10 @@ export class BackgroundEmbedder implements VectorSearcher {
    * when the store keeps no memory vectors. Memories not embedded yet (written before a restart, or
    * while the embedder failed) are scheduled, and count from the next call on.
    */
-  async searchUserMemories(store: FullStore, query: { userId: string; text: string; limit: number; minScore: number }): Promise<UserMemoryVectorHit[]> {
+  async searchUserMemories(
+    store: FullStore,
+    query: { userId: string; text: string; limit: number; minScore: number },
+  ): Promise<UserMemoryVectorHit[]> {
     if (!canStoreMemoryVectors(store)) return [];
     const vector = await this.queryVector(query.text);
     const [hits, missing] = await Promise.all([

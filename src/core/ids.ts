@@ -15,9 +15,7 @@ export function newSessionId(): string {
 
 /** True for a canonical UUID (any version) or `user_{uuid}_conv_{uuid}`. */
 export function isValidSessionId(id: unknown): id is string {
-  return (
-    typeof id === "string" && id.length <= MAX_SESSION_ID_LENGTH && (UUID_RE.test(id) || SCOPED_RE.test(id))
-  );
+  return typeof id === "string" && id.length <= MAX_SESSION_ID_LENGTH && (UUID_RE.test(id) || SCOPED_RE.test(id));
 }
 
 /**
@@ -27,9 +25,7 @@ export function isValidSessionId(id: unknown): id is string {
 export function parseSessionId(id: unknown): string {
   if (!isValidSessionId(id)) {
     const shown = typeof id === "string" ? JSON.stringify(id.slice(0, 100)) : typeof id;
-    throw new InvalidSessionIdError(
-      `Invalid session id ${shown}: expected a UUID or user_{uuid}_conv_{uuid}`,
-    );
+    throw new InvalidSessionIdError(`Invalid session id ${shown}: expected a UUID or user_{uuid}_conv_{uuid}`);
   }
   return id.toLowerCase();
 }

@@ -70,7 +70,8 @@ export function keepLease(lease: Lease, options: LeaseKeeperOptions): KeptLease 
     } catch (error) {
       // The store is away: keep trying, faster than the lifetime runs out, so a short outage costs nothing.
       schedule(Math.min(intervalMs, RETRY_MAX_MS));
-      if (!stopped && !failing) warn(`renewing the turn lease of session ${lease.sessionId} failed, retrying: ${error}`);
+      if (!stopped && !failing)
+        warn(`renewing the turn lease of session ${lease.sessionId} failed, retrying: ${error}`);
       failing = true;
     }
   };

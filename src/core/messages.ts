@@ -90,8 +90,13 @@ export function contentText(content: ChatMessage["content"]): string {
 
 /** The OpenAI chat message of a stored message: bookkeeping (`seq`, `createdAt`, metadata) removed. */
 export function toChatMessage(message: Message | MessageInput): ChatMessage {
-  const { seq: _seq, createdAt: _createdAt, metadata: _metadata, incomplete: _incomplete, ...chat } =
-    message as Message;
+  const {
+    seq: _seq,
+    createdAt: _createdAt,
+    metadata: _metadata,
+    incomplete: _incomplete,
+    ...chat
+  } = message as Message;
   return chat;
 }
 

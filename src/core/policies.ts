@@ -47,7 +47,10 @@ export function parseDuration(value: string | number): number {
 export function parsePositiveInt(value: string | number, name: string): number {
   const n = typeof value === "number" ? value : Number(String(value).trim());
   if (!Number.isSafeInteger(n) || n <= 0) {
-    throw new ThreadkeepError("invalid_request", `${name} must be a positive whole number, got ${JSON.stringify(value)}`);
+    throw new ThreadkeepError(
+      "invalid_request",
+      `${name} must be a positive whole number, got ${JSON.stringify(value)}`,
+    );
   }
   return n;
 }

@@ -28,7 +28,11 @@ describe("rankTurns", () => {
       },
     ]);
     // Both "adopted" turns hold "adopted" and "puppy" once; only one sits between turns about its name.
-    const ranked = await rankTurns(store, { userId: "alice", text: "which puppy was adopted and what name", limit: 10 });
+    const ranked = await rankTurns(store, {
+      userId: "alice",
+      text: "which puppy was adopted and what name",
+      limit: 10,
+    });
     expect(ranked[0]).toMatchObject({ sessionId: "s-context", seq: 2 });
     expect(ranked[0].reasons.neighbours).toBeGreaterThan(0);
     expect(ranked[0].score).toBeCloseTo(ranked[0].reasons.lexical + ranked[0].reasons.neighbours);
@@ -47,7 +51,12 @@ describe("rankTurns", () => {
     ]);
     const all = await rankTurns(store, { userId: "alice", text: "sister cello", limit: 10 });
     expect(new Set(all.map((t) => t.sessionId))).toEqual(new Set(["s-mine", "s-now"]));
-    const elsewhere = await rankTurns(store, { userId: "alice", text: "sister cello", limit: 10, excludeSessionId: "s-now" });
+    const elsewhere = await rankTurns(store, {
+      userId: "alice",
+      text: "sister cello",
+      limit: 10,
+      excludeSessionId: "s-now",
+    });
     expect(elsewhere.map((t) => [t.sessionId, t.seq])).toEqual([
       ["s-mine", 1],
       ["s-mine", 2],

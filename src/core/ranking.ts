@@ -100,7 +100,11 @@ function neighbourRanges(candidates: readonly SearchHit[], known: ReadonlySet<st
 }
 
 /** Reads the ranges, owner-scoped; a session deleted or expired since the search reads as empty. */
-async function readRanges(store: FullStore, query: RankingQuery, ranges: readonly [string, number, number][]): Promise<Message[][]> {
+async function readRanges(
+  store: FullStore,
+  query: RankingQuery,
+  ranges: readonly [string, number, number][],
+): Promise<Message[][]> {
   const owner = { userId: query.userId, activeSince: query.activeSince };
   return Promise.all(
     ranges.map(([sessionId, fromSeq, toSeq]) =>
@@ -147,7 +151,8 @@ export async function rankTurnsReading(store: FullStore, query: RankingQuery): P
     ranking: "relevance",
     limit: depth,
   });
-  const candidates = query.excludeSessionId === undefined ? found : found.filter((hit) => hit.sessionId !== query.excludeSessionId);
+  const candidates =
+    query.excludeSessionId === undefined ? found : found.filter((hit) => hit.sessionId !== query.excludeSessionId);
   if (candidates.length === 0) return none;
 
   const reads = new Map<string, Read>();

@@ -109,7 +109,11 @@ const sortKeys = (value: unknown): unknown =>
   Array.isArray(value)
     ? value.map(sortKeys)
     : value && typeof value === "object"
-      ? Object.fromEntries(Object.keys(value).sort().map((k) => [k, sortKeys((value as Record<string, unknown>)[k])]))
+      ? Object.fromEntries(
+          Object.keys(value)
+            .sort()
+            .map((k) => [k, sortKeys((value as Record<string, unknown>)[k])]),
+        )
       : value;
 
 /**
@@ -118,8 +122,14 @@ const sortKeys = (value: unknown): unknown =>
  * `tool_call_id`.
  */
 export function sameMessage(a: ChatMessage, b: ChatMessage): boolean {
-  const calls = (m: ChatMessage) => JSON.stringify((m.tool_calls ?? []).map((c) => [c.function?.name, canonicalArguments(c.function?.arguments)]));
-  return a.role === b.role && text(a.content) === text(b.content) && calls(a) === calls(b) && (a.tool_call_id ?? "") === (b.tool_call_id ?? "");
+  const calls = (m: ChatMessage) =>
+    JSON.stringify((m.tool_calls ?? []).map((c) => [c.function?.name, canonicalArguments(c.function?.arguments)]));
+  return (
+    a.role === b.role &&
+    text(a.content) === text(b.content) &&
+    calls(a) === calls(b) &&
+    (a.tool_call_id ?? "") === (b.tool_call_id ?? "")
+  );
 }
 
 /** What follows the request's last assistant message: a thin client's new turn. */
@@ -138,15 +148,22 @@ const isModelReply = (m: Message | undefined) => m?.role === "assistant" && type
  * messages. Returns `undefined` when `view.range` is needed and was not read: read it
  * ({@link readStoredView}) and ask again.
  */
-export function readRequest(conversation: ChatMessage[], view: StoredView, options: ReadRequestOptions = {}): ReconcilePlan | undefined {
+export function readRequest(
+  conversation: ChatMessage[],
+  view: StoredView,
+  options: ReadRequestOptions = {},
+): ReconcilePlan | undefined {
   const metadata = options.metadata ?? {};
   const meta = historyMeta(metadata);
   const same = options.same ?? sameMessage;
   const start = meta.historyStartsAt ?? 1;
   const n = conversation.length;
   const last = view.last?.seq ?? 0;
-  const plan = (reading: RequestReadingKind, fields: Omit<ReconcilePlan, "reading" | "historyStartsAt">, next: HistoryMeta = meta): ReconcilePlan =>
-    withMeta(metadata, meta, { reading, ...fields }, next);
+  const plan = (
+    reading: RequestReadingKind,
+    fields: Omit<ReconcilePlan, "reading" | "historyStartsAt">,
+    next: HistoryMeta = meta,
+  ): ReconcilePlan => withMeta(metadata, meta, { reading, ...fields }, next);
 
   // Nothing stored (a new or cleared session): the request's conversation is the history.
   if (view.last === undefined) return plan("new", { toStore: conversation }, {});
@@ -210,7 +227,9 @@ export function readRequest(conversation: ChatMessage[], view: StoredView, optio
  */
 function newAfterAnswer(conversation: ChatMessage[], tail: Message[]): ChatMessage[] {
   const answered = new Set(tail.flatMap((m) => (m.role === "tool" && m.tool_call_id ? [m.tool_call_id] : [])));
-  return afterLastAnswer(conversation).filter((m) => !(m.role === "tool" && m.tool_call_id && answered.has(m.tool_call_id)));
+  return afterLastAnswer(conversation).filter(
+    (m) => !(m.role === "tool" && m.tool_call_id && answered.has(m.tool_call_id)),
+  );
 }
 
 /** A plan, with the session's metadata to write when the client's first seq moves. */
@@ -223,7 +242,10 @@ function withMeta(
   const start = next.historyStartsAt ?? 1;
   const planned: ReconcilePlan = { ...fields, historyStartsAt: start };
   if (start === (before.historyStartsAt ?? 1)) return planned;
-  const kept: Record<string, unknown> = { ...(metadata[HISTORY_META_KEY] as Record<string, unknown> | undefined), historyStartsAt: start };
+  const kept: Record<string, unknown> = {
+    ...(metadata[HISTORY_META_KEY] as Record<string, unknown> | undefined),
+    historyStartsAt: start,
+  };
   if (start === 1) delete kept.historyStartsAt;
   return { ...planned, metadata: { ...metadata, [HISTORY_META_KEY]: kept } };
 }
@@ -232,7 +254,13 @@ function withMeta(
  * How many of the request's first messages equal the stored line from seq `start` on. Messages the
  * cap dropped (before `first`) cannot be compared and are taken as equal.
  */
-function prefixMatch(conversation: ChatMessage[], range: Message[], start: number, first: number, same: ReadRequestOptions["same"] & {}): number {
+function prefixMatch(
+  conversation: ChatMessage[],
+  range: Message[],
+  start: number,
+  first: number,
+  same: ReadRequestOptions["same"] & {},
+): number {
   const bySeq = new Map(range.map((m) => [m.seq, m]));
   let i = 0;
   for (; i < conversation.length; i++) {
@@ -248,7 +276,13 @@ function prefixMatch(conversation: ChatMessage[], range: Message[], start: numbe
  * The stored messages the request reproduces at their own positions (message `i` against seq
  * `start + i`). Messages the cap dropped (before `first`) cannot be compared and are not counted.
  */
-function alignedEqual(conversation: ChatMessage[], range: Message[], start: number, first: number, same: ReadRequestOptions["same"] & {}): Message[] {
+function alignedEqual(
+  conversation: ChatMessage[],
+  range: Message[],
+  start: number,
+  first: number,
+  same: ReadRequestOptions["same"] & {},
+): Message[] {
   const bySeq = new Map(range.map((m) => [m.seq, m]));
   return conversation.flatMap((sent, i) => {
     const mine = start + i >= first ? bySeq.get(start + i) : undefined;
@@ -257,7 +291,11 @@ function alignedEqual(conversation: ChatMessage[], range: Message[], start: numb
 }
 
 /** The seq of the newest stored message where the request's first two messages stand in a row. */
-function anchorOf(conversation: ChatMessage[], tail: Message[], same: ReadRequestOptions["same"] & {}): number | undefined {
+function anchorOf(
+  conversation: ChatMessage[],
+  tail: Message[],
+  same: ReadRequestOptions["same"] & {},
+): number | undefined {
   for (let i = tail.length - 2; i >= 0; i--) {
     if (same(tail[i], conversation[0]) && same(tail[i + 1], conversation[1])) return tail[i].seq;
   }
@@ -296,13 +334,25 @@ function replaceFrom(
     // The request is a prefix of the stored line: it asks again for what followed.
     const following = storedAt(at + 1);
     const reading = following && following.role !== "user" ? "regenerate" : "edit";
-    return withMeta(metadata, meta, { reading, replaceAfter: at, branch: { reason: reading }, toStore: [], upToSeq: at }, next);
+    return withMeta(
+      metadata,
+      meta,
+      { reading, replaceAfter: at, branch: { reason: reading }, toStore: [], upToSeq: at },
+      next,
+    );
   }
   const toStore = conversation.slice(matched).map((sent, i) => {
     const mine = storedAt(at + 1 + i);
-    return mine && isModelReply(mine) && same(mine, sent) ? { ...sent, metadata: { model: mine.metadata!.model } } : sent;
+    return mine && isModelReply(mine) && same(mine, sent)
+      ? { ...sent, metadata: { model: mine.metadata!.model } }
+      : sent;
   });
-  return withMeta(metadata, meta, { reading: "edit", replaceAfter: at, branch: { reason: "edit" }, toStore, upToSeq: at }, next);
+  return withMeta(
+    metadata,
+    meta,
+    { reading: "edit", replaceAfter: at, branch: { reason: "edit" }, toStore, upToSeq: at },
+    next,
+  );
 }
 
 /**
@@ -327,12 +377,19 @@ function alignByPosition(
     return withMeta(
       metadata,
       meta,
-      { reading: "edit", replaceAfter: first - 1, branch: { reason: "edit", metadata: { historyStartsAt: start } }, toStore: conversation, upToSeq: first - 1 },
+      {
+        reading: "edit",
+        replaceAfter: first - 1,
+        branch: { reason: "edit", metadata: { historyStartsAt: start } },
+        toStore: conversation,
+        upToSeq: first - 1,
+      },
       { ...meta, historyStartsAt: first },
     );
   }
   const matched = prefixMatch(conversation, view.range, start, first, same);
-  if (start + matched - 1 >= last) return withMeta(metadata, meta, { reading: "continue", toStore: conversation.slice(last + 1 - start) }, meta);
+  if (start + matched - 1 >= last)
+    return withMeta(metadata, meta, { reading: "continue", toStore: conversation.slice(last + 1 - start) }, meta);
   return replaceFrom(conversation, view, start, matched, metadata, meta, same);
 }
 

@@ -95,7 +95,11 @@ export function fuseRanks(lists: readonly (readonly SearchHit[])[], limit: numbe
  * Reciprocal-rank fusion of ranked lists of anything `key` names (messages, memories): each item
  * scores the sum of 1 / (k + rank) over the lists it appears in. Unsorted; the item kept is the first seen.
  */
-export function reciprocalRankFusion<T>(lists: readonly (readonly T[])[], key: (item: T) => string, k = RRF_K): { item: T; score: number }[] {
+export function reciprocalRankFusion<T>(
+  lists: readonly (readonly T[])[],
+  key: (item: T) => string,
+  k = RRF_K,
+): { item: T; score: number }[] {
   const fused = new Map<string, { item: T; score: number }>();
   for (const list of lists) {
     list.forEach((item, rank) => {
@@ -140,7 +144,11 @@ export function lexicalRanks(store: FullStore, request: SearchRequest, depth: nu
  * ({@link rankTurnsReading}), the same on every store. Hits as the store gives them (no score), and
  * what the ranking read.
  */
-async function relevanceHits(store: FullStore, request: SearchRequest, limit: number): Promise<{ hits: SearchHit[]; reads: RankingReads }> {
+async function relevanceHits(
+  store: FullStore,
+  request: SearchRequest,
+  limit: number,
+): Promise<{ hits: SearchHit[]; reads: RankingReads }> {
   const reads = await rankTurnsReading(store, {
     userId: request.userId,
     sessionId: request.sessionId,
@@ -148,7 +156,10 @@ async function relevanceHits(store: FullStore, request: SearchRequest, limit: nu
     limit,
     activeSince: request.activeSince,
   });
-  return { hits: reads.turns.map(({ sessionId, seq, snippet, message }) => ({ sessionId, seq, snippet, message })), reads };
+  return {
+    hits: reads.turns.map(({ sessionId, seq, snippet, message }) => ({ sessionId, seq, snippet, message })),
+    reads,
+  };
 }
 
 /**
@@ -172,13 +183,27 @@ async function searchHits(
 ): Promise<{ hits: RankedHit[]; reads?: RankingReads }> {
   const { mode } = request;
   if (request.ranking !== undefined && mode !== "substring" && mode !== "fulltext") {
-    throw new ThreadkeepError("invalid_request", `Search mode "${mode}" ranks by relevance; ranking applies to substring and fulltext`, {
-      details: { field: "ranking" },
-    });
+    throw new ThreadkeepError(
+      "invalid_request",
+      `Search mode "${mode}" ranks by relevance; ranking applies to substring and fulltext`,
+      {
+        details: { field: "ranking" },
+      },
+    );
   }
-  if (request.ranking === "relevance" || (mode === "hybrid" && !vectors)) return relevanceHits(store, request, request.limit);
+  if (request.ranking === "relevance" || (mode === "hybrid" && !vectors))
+    return relevanceHits(store, request, request.limit);
   if (mode === "substring" || mode === "fulltext") {
-    return { hits: await store.search({ userId: request.userId, sessionId: request.sessionId, text: request.text, mode, limit: request.limit, activeSince: request.activeSince }) };
+    return {
+      hits: await store.search({
+        userId: request.userId,
+        sessionId: request.sessionId,
+        text: request.text,
+        mode,
+        limit: request.limit,
+        activeSince: request.activeSince,
+      }),
+    };
   }
   if (!vectors) {
     throw new ThreadkeepError(
@@ -187,7 +212,12 @@ async function searchHits(
       { details: { field: "mode" } },
     );
   }
-  const query = { userId: request.userId, sessionId: request.sessionId, text: request.text, activeSince: request.activeSince };
+  const query = {
+    userId: request.userId,
+    sessionId: request.sessionId,
+    text: request.text,
+    activeSince: request.activeSince,
+  };
   if (mode === "semantic") return { hits: await vectors.search(store, { ...query, limit: request.limit }) };
   const depth = Math.max(FUSION_DEPTH, request.limit);
   const [lexical, semantic] = await Promise.all([
@@ -198,7 +228,12 @@ async function searchHits(
 }
 
 /** The messages from `fromSeq` to `toSeq` of a session, when the ranking read every one of those seqs. */
-function readAlready(reads: RankingReads | undefined, sessionId: string, fromSeq: number, toSeq: number): Message[] | undefined {
+function readAlready(
+  reads: RankingReads | undefined,
+  sessionId: string,
+  fromSeq: number,
+  toSeq: number,
+): Message[] | undefined {
   if (!reads) return undefined;
   const messages: Message[] = [];
   for (let seq = fromSeq; seq <= toSeq; seq++) {
@@ -214,21 +249,27 @@ function readAlready(reads: RankingReads | undefined, sessionId: string, fromSeq
  * ranking read already, else one range read per hit, all at once. Turns that are hits of their own
  * stay hits too.
  */
-async function withNeighbours(store: FullStore, request: SearchRequest, hits: RankedHit[], reads?: RankingReads): Promise<RankedHit[]> {
+async function withNeighbours(
+  store: FullStore,
+  request: SearchRequest,
+  hits: RankedHit[],
+  reads?: RankingReads,
+): Promise<RankedHit[]> {
   const after = Math.max(0, Math.floor(request.neighbours ?? 0));
   const before = Math.max(0, Math.floor(request.neighboursBefore ?? 0));
   if (hits.length === 0 || (after === 0 && before === 0)) return hits;
   const owner = { userId: request.userId, activeSince: request.activeSince };
   const ranges = await Promise.all(
-    hits.map((hit) =>
-      readAlready(reads, hit.sessionId, Math.max(1, hit.seq - before), hit.seq + after) ??
-      store
-        .getMessages(hit.sessionId, { fromSeq: hit.seq - before, toSeq: hit.seq + after, owner })
-        // A session deleted or expired since the search matched it: the hit stands alone.
-        .catch((error: unknown) => {
-          if (error instanceof ThreadkeepError && error.code === "session_not_found") return [] as Message[];
-          throw error;
-        }),
+    hits.map(
+      (hit) =>
+        readAlready(reads, hit.sessionId, Math.max(1, hit.seq - before), hit.seq + after) ??
+        store
+          .getMessages(hit.sessionId, { fromSeq: hit.seq - before, toSeq: hit.seq + after, owner })
+          // A session deleted or expired since the search matched it: the hit stands alone.
+          .catch((error: unknown) => {
+            if (error instanceof ThreadkeepError && error.code === "session_not_found") return [] as Message[];
+            throw error;
+          }),
     ),
   );
   return hits.map((hit, i) => ({

@@ -2,8 +2,26 @@
  * The {@link SessionStore} contract every backend implements, and its {@link StoreCapabilities}.
  */
 import type { Lease, LeaseOptions, OpenedTurn, TurnOpening } from "./lease-types.js";
-import type { AppendOptions, ListOptions, MessageQuery, ReplaceOptions, SearchHit, SearchQuery, SessionPage } from "./query-types.js";
-import type { Branch, BranchRecord, Message, MessageInput, Session, SessionInput, SessionState, Summary, SummaryInput } from "./session-types.js";
+import type {
+  AppendOptions,
+  ListOptions,
+  MessageQuery,
+  ReplaceOptions,
+  SearchHit,
+  SearchQuery,
+  SessionPage,
+} from "./query-types.js";
+import type {
+  Branch,
+  BranchRecord,
+  Message,
+  MessageInput,
+  Session,
+  SessionInput,
+  SessionState,
+  Summary,
+  SummaryInput,
+} from "./session-types.js";
 
 /**
  * What a backend says about itself. Only the first three are required; the rest name things a store
@@ -233,27 +251,41 @@ export interface TurnStore {
  * what `Memory`, the server and the CLI work with — {@link completeStore} makes one of any
  * {@link SessionStore}, and `openTurn()` (core/store/complete.ts) opens a turn on either.
  */
-export interface FullStore extends SessionStore, BranchStore, SummaryStore, StateStore, SearchStore, RetentionStore, CountStore, UserMemoryStore, MemoryOwnersStore {
+export interface FullStore
+  extends
+    SessionStore,
+    BranchStore,
+    SummaryStore,
+    StateStore,
+    SearchStore,
+    RetentionStore,
+    CountStore,
+    UserMemoryStore,
+    MemoryOwnersStore {
   openTurn?: TurnStore["openTurn"];
 }
 
-const has = (store: SessionStore, ...methods: string[]): boolean => methods.every((m) => typeof (store as unknown as Record<string, unknown>)[m] === "function");
+const has = (store: SessionStore, ...methods: string[]): boolean =>
+  methods.every((m) => typeof (store as unknown as Record<string, unknown>)[m] === "function");
 
 /** True when the store keeps branches ({@link BranchStore}). */
-export const hasBranches = (store: SessionStore): store is SessionStore & BranchStore => has(store, "replaceAfter", "listBranches", "switchBranch", "saveBranch");
+export const hasBranches = (store: SessionStore): store is SessionStore & BranchStore =>
+  has(store, "replaceAfter", "listBranches", "switchBranch", "saveBranch");
 /** True when the store keeps summaries ({@link SummaryStore}). */
-export const hasSummaries = (store: SessionStore): store is SessionStore & SummaryStore => has(store, "saveSummary", "listSummaries");
+export const hasSummaries = (store: SessionStore): store is SessionStore & SummaryStore =>
+  has(store, "saveSummary", "listSummaries");
 /** True when the store keeps state ({@link StateStore}). */
 export const hasState = (store: SessionStore): store is SessionStore & StateStore => has(store, "getState", "setState");
 /** True when the store searches by itself ({@link SearchStore}). */
 export const hasSearch = (store: SessionStore): store is SessionStore & SearchStore => has(store, "search");
 /** True when the store can enumerate and sweep every session ({@link RetentionStore}). */
-export const hasRetention = (store: SessionStore): store is SessionStore & RetentionStore => has(store, "listAllSessions", "expire");
+export const hasRetention = (store: SessionStore): store is SessionStore & RetentionStore =>
+  has(store, "listAllSessions", "expire");
 /** True when the store counts messages by itself ({@link CountStore}). */
 export const hasCounts = (store: SessionStore): store is SessionStore & CountStore => has(store, "countMessages");
 /** True when the store opens a turn in one round trip ({@link TurnStore} with `capabilities.combinedTurn`). */
-export const hasCombinedTurn = (store: SessionStore): store is SessionStore & TurnStore => store.capabilities.combinedTurn === true && has(store, "openTurn");
-
+export const hasCombinedTurn = (store: SessionStore): store is SessionStore & TurnStore =>
+  store.capabilities.combinedTurn === true && has(store, "openTurn");
 
 /** Where a {@link UserMemory} came from. */
 export type UserMemorySource =
@@ -346,7 +378,15 @@ export interface UserMemoryStore {
 
 /** True when the store keeps memories about users ({@link UserMemoryStore}). */
 export const hasUserMemories = (store: SessionStore): store is SessionStore & UserMemoryStore =>
-  has(store, "addUserMemory", "getUserMemory", "listUserMemories", "updateUserMemory", "deleteUserMemory", "deleteUserMemories");
+  has(
+    store,
+    "addUserMemory",
+    "getUserMemory",
+    "listUserMemories",
+    "updateUserMemory",
+    "deleteUserMemory",
+    "deleteUserMemories",
+  );
 
 /** A page of user ids, ascending. */
 export interface UserIdPage {
@@ -368,4 +408,5 @@ export interface MemoryOwnersStore {
 }
 
 /** True when the store can list every user who has memories ({@link MemoryOwnersStore}). */
-export const hasMemoryOwners = (store: SessionStore): store is SessionStore & MemoryOwnersStore => has(store, "listMemoryOwners");
+export const hasMemoryOwners = (store: SessionStore): store is SessionStore & MemoryOwnersStore =>
+  has(store, "listMemoryOwners");

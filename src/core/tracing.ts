@@ -4,7 +4,17 @@
  * one has switched tracing on, every helper here is one boolean test and a direct call, so a
  * process without tracing pays nothing for it (`npm run bench -- tracing`).
  */
-import { type Attributes, context, type Context, propagation, ROOT_CONTEXT, type Span, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
+import {
+  type Attributes,
+  context,
+  type Context,
+  propagation,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+} from "@opentelemetry/api";
 
 let enabled = false;
 
@@ -48,22 +58,31 @@ export function failSpan(span: Span, error: unknown): void {
 export function inSpan<T>(name: string, options: SpanOptions, fn: (span: Span | undefined) => Promise<T>): Promise<T> {
   if (!enabled) return fn(undefined);
   const parent = options.parent ?? context.active();
-  return tracer().startActiveSpan(name, { kind: KINDS[options.kind ?? "internal"], attributes: options.attributes }, parent, async (span) => {
-    try {
-      return await fn(span);
-    } catch (error) {
-      failSpan(span, error);
-      throw error;
-    } finally {
-      span.end();
-    }
-  });
+  return tracer().startActiveSpan(
+    name,
+    { kind: KINDS[options.kind ?? "internal"], attributes: options.attributes },
+    parent,
+    async (span) => {
+      try {
+        return await fn(span);
+      } catch (error) {
+        failSpan(span, error);
+        throw error;
+      } finally {
+        span.end();
+      }
+    },
+  );
 }
 
 /** Starts a span that does not become the active one (a step whose end is not a function's return). */
 export function startSpan(name: string, options: SpanOptions = {}): Span | undefined {
   if (!enabled) return undefined;
-  return tracer().startSpan(name, { kind: KINDS[options.kind ?? "internal"], attributes: options.attributes }, options.parent ?? context.active());
+  return tracer().startSpan(
+    name,
+    { kind: KINDS[options.kind ?? "internal"], attributes: options.attributes },
+    options.parent ?? context.active(),
+  );
 }
 
 /** The context a request's W3C `traceparent` (and `tracestate`) names; undefined without tracing. */
@@ -93,7 +112,11 @@ export function withSpan<T>(span: Span | undefined, fn: () => T): T {
  * The GenAI semantic convention attributes of a model request (`gen_ai.*`): the operation, the
  * requested model, and the conversation (threadkeep's session id) when there is one.
  */
-export function modelRequestAttributes(operation: "chat" | "embeddings", model: unknown, sessionId?: string): Attributes {
+export function modelRequestAttributes(
+  operation: "chat" | "embeddings",
+  model: unknown,
+  sessionId?: string,
+): Attributes {
   const attributes: Attributes = { "gen_ai.operation.name": operation };
   if (typeof model === "string" && model) attributes["gen_ai.request.model"] = model;
   if (sessionId) attributes["gen_ai.conversation.id"] = sessionId;
@@ -109,12 +132,21 @@ export function modelSpanName(operation: "chat" | "embeddings", model: unknown):
  * Records what an OpenAI-style reply (or a stream's last chunks) says of itself on a model span:
  * the model that answered, the token usage, why it stopped.
  */
-export function recordModelResponse(span: Span | undefined, reply: { model?: unknown; usage?: { prompt_tokens?: unknown; completion_tokens?: unknown } | null; finishReason?: unknown; id?: unknown }): void {
+export function recordModelResponse(
+  span: Span | undefined,
+  reply: {
+    model?: unknown;
+    usage?: { prompt_tokens?: unknown; completion_tokens?: unknown } | null;
+    finishReason?: unknown;
+    id?: unknown;
+  },
+): void {
   if (!span) return;
   if (typeof reply.model === "string") span.setAttribute("gen_ai.response.model", reply.model);
   if (typeof reply.id === "string") span.setAttribute("gen_ai.response.id", reply.id);
   const usage = reply.usage;
   if (typeof usage?.prompt_tokens === "number") span.setAttribute("gen_ai.usage.input_tokens", usage.prompt_tokens);
-  if (typeof usage?.completion_tokens === "number") span.setAttribute("gen_ai.usage.output_tokens", usage.completion_tokens);
+  if (typeof usage?.completion_tokens === "number")
+    span.setAttribute("gen_ai.usage.output_tokens", usage.completion_tokens);
   if (typeof reply.finishReason === "string") span.setAttribute("gen_ai.response.finish_reasons", [reply.finishReason]);
 }

@@ -28,7 +28,11 @@ describe("Memory.runTurn with preload", () => {
     const { store, reads } = countingStore();
     const memory = createMemory({ store, window: 4, ttlMs: 0 });
     const id = newSessionId();
-    await memory.addMessages(id, [1, 2, 3, 4, 5, 6].map((i) => ({ role: "user" as const, content: `m${i}` })), { userId: "alice" });
+    await memory.addMessages(
+      id,
+      [1, 2, 3, 4, 5, 6].map((i) => ({ role: "user" as const, content: `m${i}` })),
+      { userId: "alice" },
+    );
     await memory.updateState(id, () => ({ topic: "tea" }), { userId: "alice" });
     const context = await memory.runTurn(
       id,
@@ -37,9 +41,18 @@ describe("Memory.runTurn with preload", () => {
         expect(preloaded?.messages.map((m) => m.seq)).toEqual([3, 4, 5, 6]);
         expect(preloaded?.state.data).toEqual({ topic: "tea" });
         const before = reads();
-        const built = await memory.buildContext(id, { userId: "alice", preloaded, input: [{ role: "user", content: "next" }] });
+        const built = await memory.buildContext(id, {
+          userId: "alice",
+          preloaded,
+          input: [{ role: "user", content: "next" }],
+        });
         expect(reads()).toBe(before);
-        await memory.addMessages(id, [{ role: "user", content: "next" }], { userId: "alice", fence: lease.fence, session: preloaded?.session ?? undefined, releaseLease: true });
+        await memory.addMessages(id, [{ role: "user", content: "next" }], {
+          userId: "alice",
+          fence: lease.fence,
+          session: preloaded?.session ?? undefined,
+          releaseLease: true,
+        });
         return built;
       },
       { userId: "alice", preload: true },
@@ -57,9 +70,13 @@ describe("Memory.runTurn with preload", () => {
     await memory.addMessages(id, [{ role: "user", content: "private" }], { userId: "alice" });
     let ran = false;
     await expect(
-      memory.runTurn(id, async () => {
-        ran = true;
-      }, { userId: "bob", preload: true }),
+      memory.runTurn(
+        id,
+        async () => {
+          ran = true;
+        },
+        { userId: "bob", preload: true },
+      ),
     ).rejects.toMatchObject({ code: "session_not_found" });
     expect(ran).toBe(false);
     await memory.runTurn(id, async () => {}, { waitMs: 50 });
@@ -70,13 +87,19 @@ describe("Memory.runTurn with preload", () => {
     const store = createMemoryStore({ ttlMs: 0 });
     const memory = createMemory({ store, ttlMs: 60_000 });
     const fresh = newSessionId();
-    const none = await memory.runTurn(fresh, async (_lease, preloaded) => preloaded, { userId: "alice", preload: true });
+    const none = await memory.runTurn(fresh, async (_lease, preloaded) => preloaded, {
+      userId: "alice",
+      preload: true,
+    });
     expect(none).toMatchObject({ session: null, messages: [] });
     const old = newSessionId();
     await store.createSession({ id: old, userId: "alice", createdAt: Date.now() - 120_000 });
     await store.appendMessages(old, [{ role: "user", content: "long ago" }]);
     await store.touchSession(old, Date.now() - 120_000);
-    const expired = await memory.runTurn(old, async (_lease, preloaded) => preloaded, { userId: "alice", preload: true });
+    const expired = await memory.runTurn(old, async (_lease, preloaded) => preloaded, {
+      userId: "alice",
+      preload: true,
+    });
     expect(expired).toMatchObject({ session: null, messages: [] });
     expect(await store.getSession(old)).toBeNull();
     await memory.close();

@@ -32,7 +32,14 @@ export async function runTurn<T>(
     const last = contextReach(core, undefined);
     const opened = await openTurn(store, id, { owner: core.scope(userId), lease: { ttlMs, waitMs }, last });
     lease = opened.lease;
-    preloaded = { userId, session: opened.session, messages: opened.messages, last, summaries: opened.summaries, state: opened.state };
+    preloaded = {
+      userId,
+      session: opened.session,
+      messages: opened.messages,
+      last,
+      summaries: opened.summaries,
+      state: opened.state,
+    };
     try {
       if (opened.status === "foreign") throw new SessionNotFoundError(id);
       // As `find` does: an expired session is gone, and this turn starts a new one.

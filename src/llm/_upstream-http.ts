@@ -21,7 +21,13 @@ export interface RawResponse {
 }
 
 /** Sends one request; `whole` reads the body before resolving (the timeout then covers it too). */
-export type SendRequest = (method: "GET" | "POST", path: string, body: unknown, signal: AbortSignal | undefined, whole: boolean) => Promise<RawResponse>;
+export type SendRequest = (
+  method: "GET" | "POST",
+  path: string,
+  body: unknown,
+  signal: AbortSignal | undefined,
+  whole: boolean,
+) => Promise<RawResponse>;
 
 /** Socket failures that, before any answer, mean a kept-alive connection was already closed. */
 const STALE = new Set(["UND_ERR_SOCKET", "ECONNRESET", "EPIPE"]);
@@ -115,7 +121,14 @@ export function createSender(options: SenderOptions): SendRequest {
   const timeouts = { headersTimeout: 0, bodyTimeout: 0, connectTimeout: timeoutMs + 1000 };
   const pool = new Pool(base.origin, timeouts);
 
-  const send = (method: "GET" | "POST", path: string, body: unknown, signal: AbortSignal | undefined, whole: boolean, retried: boolean) =>
+  const send = (
+    method: "GET" | "POST",
+    path: string,
+    body: unknown,
+    signal: AbortSignal | undefined,
+    whole: boolean,
+    retried: boolean,
+  ) =>
     new Promise<RawResponse>((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason);
       let abort: ((error: Error) => void) | undefined;
@@ -169,7 +182,9 @@ export function createSender(options: SenderOptions): SendRequest {
       function fail(error: unknown) {
         finish();
         if (stream) {
-          const reason = stalled ? unreachable(`timed out: the stream sent nothing for ${timeoutMs} ms`, error, true) : error;
+          const reason = stalled
+            ? unreachable(`timed out: the stream sent nothing for ${timeoutMs} ms`, error, true)
+            : error;
           return stream.end(signal?.aborted ? signal.reason : reason);
         }
         if (settled) return;
@@ -180,7 +195,15 @@ export function createSender(options: SenderOptions): SendRequest {
         // connection, as the other idle ones may be just as stale. An error that says nothing of its
         // socket (a reset of a fresh connection) is not retried: the upstream may have the request.
         const socket = (error as { socket?: { bytesRead?: number } } | undefined)?.socket;
-        if (!retried && !responded && !timedOut && !signal?.aborted && code && STALE.has(code) && (socket?.bytesRead ?? 0) > 0) {
+        if (
+          !retried &&
+          !responded &&
+          !timedOut &&
+          !signal?.aborted &&
+          code &&
+          STALE.has(code) &&
+          (socket?.bytesRead ?? 0) > 0
+        ) {
           send(method, path, body, signal, whole, true).then(resolve, reject);
           return;
         }

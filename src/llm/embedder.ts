@@ -28,12 +28,18 @@ export interface EmbedderOptions {
  */
 export function createEmbedder(options: EmbedderOptions): Embedder {
   const upstream =
-    options.upstream ?? createUpstream({ baseUrl: options.baseUrl, apiKey: options.apiKey, timeoutMs: options.timeoutMs ?? 30_000 });
+    options.upstream ??
+    createUpstream({ baseUrl: options.baseUrl, apiKey: options.apiKey, timeoutMs: options.timeoutMs ?? 30_000 });
   return {
     model: options.model,
     embed: (texts) =>
-      inSpan("threadkeep.embed", { kind: "client", attributes: { ...modelRequestAttributes("embeddings", options.model), "threadkeep.texts": texts.length } }, () =>
-        upstream.embeddings(texts, options.model),
+      inSpan(
+        "threadkeep.embed",
+        {
+          kind: "client",
+          attributes: { ...modelRequestAttributes("embeddings", options.model), "threadkeep.texts": texts.length },
+        },
+        () => upstream.embeddings(texts, options.model),
       ),
   };
 }

@@ -185,18 +185,29 @@ async function* sseData(body: AsyncIterable<Buffer>): AsyncIterable<string> {
 export function createUpstream(options: UpstreamOptions): Upstream {
   const baseUrl = options.baseUrl.replace(/\/+$/, "");
   const timeoutMs = options.timeoutMs ?? 120_000;
-  const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+  const headers: Record<string, string> = {
+    "content-type": "application/json",
+    accept: "application/json, text/event-stream",
+  };
   if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
   const unreachable = (reason: string, cause: unknown, timedOut = false) => {
     const message = timedOut ? `Upstream ${baseUrl} ${reason}` : `Upstream ${baseUrl} unreachable: ${reason}`;
     const code = timedOut ? "upstream_timeout" : "upstream_unreachable";
     return new UpstreamError(0, { error: { message, type: "upstream_error", code } }, message, { cause, timedOut });
   };
-  const request = createSender({ base: new URL(baseUrl), headers, timeoutMs, clientHeader: CLIENT_HEADER, unreachable });
+  const request = createSender({
+    base: new URL(baseUrl),
+    headers,
+    timeoutMs,
+    clientHeader: CLIENT_HEADER,
+    unreachable,
+  });
 
   const refused = (response: RawResponse) => {
     const parsed = parseBody(response.text ?? "");
-    return new UpstreamError(response.status, parsed, errorMessage(response.status, parsed), { headers: response.headers });
+    return new UpstreamError(response.status, parsed, errorMessage(response.status, parsed), {
+      headers: response.headers,
+    });
   };
 
   const json = async (method: "GET" | "POST", path: string, body?: unknown, opts: UpstreamCallOptions = {}) => {
@@ -211,7 +222,8 @@ export function createUpstream(options: UpstreamOptions): Upstream {
 
   return {
     baseUrl,
-    chat: async (body, opts = {}) => (await json("POST", "/chat/completions", { ...body, stream: false }, opts)) as ChatCompletion,
+    chat: async (body, opts = {}) =>
+      (await json("POST", "/chat/completions", { ...body, stream: false }, opts)) as ChatCompletion,
     async streamChat(body, opts = {}) {
       const response = await request("POST", "/chat/completions", { ...body, stream: true }, opts.signal, false);
       if (!response.ok) throw refused(response);
@@ -269,8 +281,14 @@ export class StreamAccumulator {
   }
 
   /** The assistant message so far. */
-  message(): { role: "assistant"; content: string | null; tool_calls?: { id: string; type: string; function: { name: string; arguments: string } }[] } {
-    const toolCalls = this.#toolCalls.filter(Boolean).map((c) => ({ id: c.id ?? "", type: c.type ?? "function", function: c.function }));
+  message(): {
+    role: "assistant";
+    content: string | null;
+    tool_calls?: { id: string; type: string; function: { name: string; arguments: string } }[];
+  } {
+    const toolCalls = this.#toolCalls
+      .filter(Boolean)
+      .map((c) => ({ id: c.id ?? "", type: c.type ?? "function", function: c.function }));
     return toolCalls.length > 0
       ? { role: "assistant", content: this.content || null, tool_calls: toolCalls }
       : { role: "assistant", content: this.content };

@@ -39,10 +39,7 @@ export interface SummarizerOptions {
 }
 
 /** The chat request body the default summarizer sends for a request. */
-export function summaryRequestBody(
-  request: SummarizeRequest,
-  options: SummarizerOptions,
-): Record<string, unknown> {
+export function summaryRequestBody(request: SummarizeRequest, options: SummarizerOptions): Record<string, unknown> {
   const transcript = formatTranscript(request.messages, { maxCharsPerMessage: options.maxCharsPerMessage });
   const previous = request.previous
     ? `Previous summary (messages ${request.previous.fromSeq}–${request.previous.toSeq}):\n${request.previous.content}\n\n`
@@ -105,7 +102,12 @@ export function createSummarizer(options: SummarizerOptions): Summarizer {
       const attributes = modelRequestAttributes("chat", body.model, request.sessionId);
       const reply = await inSpan("threadkeep.summarize", { kind: "client", attributes }, async (span) => {
         const answered = await upstream.chat(body, { signal: request.signal });
-        recordModelResponse(span, { model: answered?.model, id: answered?.id, usage: answered?.usage, finishReason: answered?.choices?.[0]?.finish_reason });
+        recordModelResponse(span, {
+          model: answered?.model,
+          id: answered?.id,
+          usage: answered?.usage,
+          finishReason: answered?.choices?.[0]?.finish_reason,
+        });
         return answered;
       });
       const content = reply?.choices?.[0]?.message?.content;

@@ -182,7 +182,8 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
     clientLimits = resolveClientLimits(options.clients);
     checkTenantIds(apiKeys.size > 0 ? apiKeys.values() : [memory.settings.defaultUserId], endUsers);
     // A key that is not an API key would be an operator of nothing: a typo, said at start.
-    if (operatorKeys.some((key) => !apiKeys.has(key))) throw new ThreadkeepError("invalid_request", "Every operator key must also be one of the API keys");
+    if (operatorKeys.some((key) => !apiKeys.has(key)))
+      throw new ThreadkeepError("invalid_request", "Every operator key must also be one of the API keys");
     resolveUser = createUserResolver(endUsers);
   } catch (error) {
     if (ownsMemory) await memory.close();
@@ -238,11 +239,7 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
     (request, reply) => {
       // Failures before the handler (body too large, bad JSON) still echo a valid session id.
       const given = request.headers[SESSION_HEADER];
-      if (
-        request.url.startsWith("/v1/chat/") &&
-        !reply.hasHeader(SESSION_HEADER) &&
-        isValidSessionId(given)
-      ) {
+      if (request.url.startsWith("/v1/chat/") && !reply.hasHeader(SESSION_HEADER) && isValidSessionId(given)) {
         reply.header(SESSION_HEADER, given.toLowerCase());
       }
     },
@@ -261,7 +258,9 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
       : undefined;
   const turnDeps = {
     memory,
-    afterCommit: memoryExtractor ? (userId: string, sessionId: string) => memoryExtractor.schedule(userId, sessionId) : undefined,
+    afterCommit: memoryExtractor
+      ? (userId: string, sessionId: string) => memoryExtractor.schedule(userId, sessionId)
+      : undefined,
     metrics,
     upstream,
     idempotency: new IdempotencyCache(options.idempotency),

@@ -23,15 +23,15 @@ describe("createOperatorCheck", () => {
     const isOperator = createOperatorCheck(["tk-ops", "tk-ops"]);
     expect(isOperator("Bearer tk-ops")).toBe(true);
     expect(isOperator("bearer  tk-ops ")).toBe(true);
-    for (const header of [undefined, "", "Bearer", "Bearer tk-a", "tk-ops", "Basic tk-ops", "Bearer tk-ops2"]) expect(isOperator(header)).toBe(false);
+    for (const header of [undefined, "", "Bearer", "Bearer tk-a", "tk-ops", "Basic tk-ops", "Bearer tk-ops2"])
+      expect(isOperator(header)).toBe(false);
     expect(createOperatorCheck([])("Bearer tk-ops")).toBe(false);
   });
 });
 
 describe("isLoopbackHost", () => {
   it("knows loopback addresses", () => {
-    for (const host of ["127.0.0.1", "127.1.2.3", "localhost", "::1", "[::1]"])
-      expect(isLoopbackHost(host)).toBe(true);
+    for (const host of ["127.0.0.1", "127.1.2.3", "localhost", "::1", "[::1]"]) expect(isLoopbackHost(host)).toBe(true);
     for (const host of ["0.0.0.0", "::", "192.168.0.2", "example.com", "128.0.0.1"])
       expect(isLoopbackHost(host)).toBe(false);
   });

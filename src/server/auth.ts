@@ -11,19 +11,13 @@ const digest = (text: string) => createHash("sha256").update(text).digest();
  * caller is `defaultUserId` and any `Authorization` header is ignored (OpenAI clients always send one).
  * Keys are compared in constant time, over every configured key, so timing tells nothing about them.
  */
-export function createAuthenticator(
-  apiKeys: ReadonlyMap<string, string>,
-  defaultUserId = "default",
-): Authenticator {
+export function createAuthenticator(apiKeys: ReadonlyMap<string, string>, defaultUserId = "default"): Authenticator {
   if (apiKeys.size === 0) return () => defaultUserId;
   const entries = [...apiKeys].map(([key, user]) => ({ hash: digest(key), user }));
   return (authorization) => {
     const match = /^Bearer\s+(.+)$/i.exec(authorization?.trim() ?? "");
     if (!match) {
-      throw new ThreadkeepError(
-        "invalid_api_key",
-        "Missing API key: send Authorization: Bearer <threadkeep API key>",
-      );
+      throw new ThreadkeepError("invalid_api_key", "Missing API key: send Authorization: Bearer <threadkeep API key>");
     }
     const offered = digest(match[1].trim());
     let user: string | undefined;

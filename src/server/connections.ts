@@ -66,7 +66,10 @@ export function resolveClientLimits(limits: ClientLimits = {}): Required<ClientL
   for (const [key, value] of Object.entries(limits) as [keyof ClientLimits, number | undefined][]) {
     if (value === undefined) continue;
     if (!Number.isSafeInteger(value) || value <= 0) {
-      throw new ThreadkeepError("invalid_request", `${key} must be a positive whole number, got ${JSON.stringify(value)}`);
+      throw new ThreadkeepError(
+        "invalid_request",
+        `${key} must be a positive whole number, got ${JSON.stringify(value)}`,
+      );
     }
     resolved[key] = value;
   }
@@ -94,7 +97,10 @@ interface SocketState {
 }
 
 /** The fastify options a {@link ConnectionGuard} sets. */
-export type GuardServerOptions = Pick<FastifyServerOptions, "requestTimeout" | "keepAliveTimeout" | "clientErrorHandler"> & {
+export type GuardServerOptions = Pick<
+  FastifyServerOptions,
+  "requestTimeout" | "keepAliveTimeout" | "clientErrorHandler"
+> & {
   http: HttpServerOptions;
 };
 
@@ -128,7 +134,12 @@ export function createConnectionGuard(limits: Required<ClientLimits>, metrics: S
   return { serverOptions, install: (app) => install(app, limits, metrics, sockets) };
 }
 
-function install(app: FastifyInstance, limits: Required<ClientLimits>, metrics: ServerMetrics, sockets: WeakMap<Socket, SocketState>): void {
+function install(
+  app: FastifyInstance,
+  limits: Required<ClientLimits>,
+  metrics: ServerMetrics,
+  sockets: WeakMap<Socket, SocketState>,
+): void {
   const server: Server = app.server;
   let open = 0;
   server.maxConnections = limits.maxConnections + refusalRoom(limits.maxConnections);
@@ -171,7 +182,13 @@ function install(app: FastifyInstance, limits: Required<ClientLimits>, metrics: 
       .code(503)
       .header("retry-after", "1")
       .header("connection", "close")
-      .send(errorBody(503, "too_many_connections", `The server holds its limit of ${limits.maxConnections} connections; retry shortly.`));
+      .send(
+        errorBody(
+          503,
+          "too_many_connections",
+          `The server holds its limit of ${limits.maxConnections} connections; retry shortly.`,
+        ),
+      );
   });
 }
 
@@ -179,7 +196,12 @@ function install(app: FastifyInstance, limits: Required<ClientLimits>, metrics: 
  * Answers what Node's parser or time-outs refused before fastify saw a request: an OpenAI error body
  * with a stable code, then the connection closes (as Node and fastify do by default, with their own bodies).
  */
-function answerClientError(error: NodeJS.ErrnoException, socket: Socket, state: SocketState | undefined, metrics: ServerMetrics): void {
+function answerClientError(
+  error: NodeJS.ErrnoException,
+  socket: Socket,
+  state: SocketState | undefined,
+  metrics: ServerMetrics,
+): void {
   if (error.code === "ECONNRESET" || socket.destroyed) return;
   let status = 400;
   let code = "invalid_request";
@@ -200,7 +222,8 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Socket, state: 
   const replying = state?.response !== undefined && state.response.headersSent && !state.response.writableFinished;
   if (socket.writable && !replying) {
     const body = JSON.stringify(errorBody(status, code, message));
-    const reason = status === 408 ? "Request Timeout" : status === 431 ? "Request Header Fields Too Large" : "Bad Request";
+    const reason =
+      status === 408 ? "Request Timeout" : status === 431 ? "Request Header Fields Too Large" : "Bad Request";
     socket.write(
       `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
     );

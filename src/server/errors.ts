@@ -149,8 +149,6 @@ export function installErrorHandlers(
   });
   app.setNotFoundHandler((request, reply) => {
     count("not_found");
-    reply
-      .code(404)
-      .send(errorBody(404, "not_found", `No route ${request.method} ${request.url.split("?")[0]}`));
+    reply.code(404).send(errorBody(404, "not_found", `No route ${request.method} ${request.url.split("?")[0]}`));
   });
 }

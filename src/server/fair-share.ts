@@ -56,7 +56,10 @@ export function parseRate(text: string, name: string): RateLimit | null {
   const match = /^(\d+)\s*(?:\/\s*(s|sec|second|m|min|minute|h|hour))?$/.exec(value);
   const requests = match ? Number(match[1]) : Number.NaN;
   if (!match || !Number.isSafeInteger(requests)) {
-    throw new ThreadkeepError("invalid_request", `${name} must be requests per period, e.g. 600/min, 10/s or off; got "${text}"`);
+    throw new ThreadkeepError(
+      "invalid_request",
+      `${name} must be requests per period, e.g. 600/min, 10/s or off; got "${text}"`,
+    );
   }
   const unit = match[2] ?? "min";
   const seconds = unit.startsWith("s") ? 1 : unit.startsWith("h") ? 3600 : 60;
@@ -66,7 +69,8 @@ export function parseRate(text: string, name: string): RateLimit | null {
 /** A rate as users write it: `600/min`. */
 export function formatRate(rate: RateLimit | null): string {
   if (!rate) return "off";
-  const unit = rate.seconds === 1 ? "s" : rate.seconds === 3600 ? "h" : rate.seconds === 60 ? "min" : `${rate.seconds}s`;
+  const unit =
+    rate.seconds === 1 ? "s" : rate.seconds === 3600 ? "h" : rate.seconds === 60 ? "min" : `${rate.seconds}s`;
   return `${rate.requests}/${unit}`;
 }
 

@@ -92,7 +92,9 @@ export function checkTenantIds(tenants: Iterable<string>, options: EndUserOption
  * @throws ThreadkeepError `invalid_request` for an empty secret or an invalid header name.
  */
 export function createUserResolver(options: EndUserOptions): ResolveUser {
-  const plain = options.userHeader ? { name: headerName(options.userHeader, "userHeader"), label: options.userHeader.trim() } : undefined;
+  const plain = options.userHeader
+    ? { name: headerName(options.userHeader, "userHeader"), label: options.userHeader.trim() }
+    : undefined;
   const jwt = options.userJwt;
   if (!jwt) {
     if (!plain) return async (_request, tenant) => tenant;
@@ -141,12 +143,18 @@ export interface OperatorRequest {
  * @throws ThreadkeepError `operator_only` (403) when the key is not an operator's; `invalid_request`
  *   without end users, or with a gateway's end user on the same request; `invalid_user` for an unusable value.
  */
-export function operatorUser(request: Pick<IncomingMessage, "headers" | "rawHeaders">, context: OperatorRequest): string {
+export function operatorUser(
+  request: Pick<IncomingMessage, "headers" | "rawHeaders">,
+  context: OperatorRequest,
+): string {
   const name = OPERATOR_USER_HEADER.toLowerCase();
   const value = singleHeader(request, name, "invalid_user");
   if (value === undefined) return context.user;
   if (!context.operator) {
-    throw new ThreadkeepError("operator_only", `Only an operator key may open another user (${OPERATOR_USER_HEADER}); this key sees its own user only`);
+    throw new ThreadkeepError(
+      "operator_only",
+      `Only an operator key may open another user (${OPERATOR_USER_HEADER}); this key sees its own user only`,
+    );
   }
   if (!context.endUsers) {
     throw new ThreadkeepError(
@@ -155,7 +163,10 @@ export function operatorUser(request: Pick<IncomingMessage, "headers" | "rawHead
     );
   }
   if (context.user !== context.tenant) {
-    throw new ThreadkeepError("invalid_request", `${OPERATOR_USER_HEADER} and a gateway's end user on one request: send one of them`);
+    throw new ThreadkeepError(
+      "invalid_request",
+      `${OPERATOR_USER_HEADER} and a gateway's end user on one request: send one of them`,
+    );
   }
   return endUserId(context.tenant, checkEndUser(utf8(value, OPERATOR_USER_HEADER), OPERATOR_USER_HEADER));
 }
@@ -191,7 +202,8 @@ function createTokenVerifier(options: UserJwtOptions): (token: string) => Promis
 /** What was wrong with a token, in words an operator can act on (never the token itself). */
 function tokenProblem(error: unknown): string {
   if (error instanceof joseErrors.JWTExpired) return "the token has expired";
-  if (error instanceof joseErrors.JWSSignatureVerificationFailed) return "the signature does not match the configured secret";
+  if (error instanceof joseErrors.JWSSignatureVerificationFailed)
+    return "the signature does not match the configured secret";
   if (error instanceof joseErrors.JOSEAlgNotAllowed) return "only HS256 tokens are accepted";
   if (error instanceof joseErrors.JWTClaimValidationFailed) return `${error.message} (claim "${error.claim}")`;
   return "not a valid signed token";
@@ -244,6 +256,7 @@ function headerName(name: string, option: string): string {
   if (!/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(lower)) {
     throw new ThreadkeepError("invalid_request", `${option} "${name}" is not a valid header name`);
   }
-  if (lower === "authorization") throw new ThreadkeepError("invalid_request", `${option} cannot be the Authorization header`);
+  if (lower === "authorization")
+    throw new ThreadkeepError("invalid_request", `${option} cannot be the Authorization header`);
   return lower;
 }

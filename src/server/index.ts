@@ -10,7 +10,13 @@ export { createAuthenticator, isLoopbackHost } from "./auth.js";
 export type { IdempotencyOptions } from "./turn/idempotency.js";
 export { DEFAULT_FAIR_SHARE, type FairShareOptions, formatRate, parseRate, type RateLimit } from "./fair-share.js";
 export type { EndUserOptions, UserJwtOptions } from "./identity.js";
-export { DEFAULT_USER_JWT_HEADER, DEFAULT_USER_JWT_ISSUER, describeIdentity, endUserId, OPERATOR_USER_HEADER } from "./identity.js";
+export {
+  DEFAULT_USER_JWT_HEADER,
+  DEFAULT_USER_JWT_ISSUER,
+  describeIdentity,
+  endUserId,
+  OPERATOR_USER_HEADER,
+} from "./identity.js";
 export { openApiDocument } from "./openapi/index.js";
 export { SESSION_HEADER, WARNING_HEADER } from "./turn/run.js";
 export {

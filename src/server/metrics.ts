@@ -7,14 +7,12 @@ import { StoreWrites } from "./store-writes.js";
 
 type Labels = Record<string, string>;
 
-const escapeLabel = (value: string) =>
-  value.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"');
+const escapeLabel = (value: string) => value.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"');
 const labelText = (labels: Labels) => {
   const parts = Object.entries(labels).map(([k, v]) => `${k}="${escapeLabel(v)}"`);
   return parts.length ? `{${parts.join(",")}}` : "";
 };
 const keyOf = (labels: Labels) => JSON.stringify(labels);
-
 
 /**
  * How long the event loop was held (`perf_hooks.monitorEventLoopDelay`, sampled every 10 ms): one
@@ -34,7 +32,9 @@ export class EventLoopDelay {
     const lines = [
       `# HELP ${name} Delays of the event loop past its 10 ms sampling timer (how long a ready request waited for the loop), since the server started.`,
       `# TYPE ${name} summary`,
-      ...[0.5, 0.9, 0.99, 0.999].map((q) => `${name}{quantile="${q}"} ${seconds(h.count > 0 ? h.percentile(q * 100) : 0)}`),
+      ...[0.5, 0.9, 0.99, 0.999].map(
+        (q) => `${name}{quantile="${q}"} ${seconds(h.count > 0 ? h.percentile(q * 100) : 0)}`,
+      ),
       `${name}_sum ${seconds(h.count > 0 ? h.mean * h.count : 0)}`,
       `${name}_count ${h.count}`,
       "# HELP threadkeep_event_loop_delay_max_seconds The longest the event loop was held since the server started.",
@@ -67,8 +67,7 @@ export class Counter {
 
   render(): string {
     const lines = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} counter`];
-    for (const { labels, value } of this.#values.values())
-      lines.push(`${this.name}${labelText(labels)} ${value}`);
+    for (const { labels, value } of this.#values.values()) lines.push(`${this.name}${labelText(labels)} ${value}`);
     return lines.join("\n");
   }
 }
@@ -95,9 +94,7 @@ export class Gauge {
 }
 
 /** Latency buckets in seconds: 0.5 ms to 60 s, covering a store read and a slow model. */
-export const LATENCY_BUCKETS = [
-  0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
-];
+export const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
 /** A distribution of observed values (seconds), per label set. */
 export class Histogram {
@@ -152,10 +149,7 @@ export class ServerMetrics {
     "threadkeep_turns_total",
     "Chat turns by outcome (ok, not_saved, save_unconfirmed, incomplete, upstream_error, error) and streaming.",
   );
-  readonly turnSeconds = new Histogram(
-    "threadkeep_turn_duration_seconds",
-    "Whole turn, from request to last byte.",
-  );
+  readonly turnSeconds = new Histogram("threadkeep_turn_duration_seconds", "Whole turn, from request to last byte.");
   readonly storeLoadSeconds = new Histogram(
     "threadkeep_store_load_seconds",
     "Loading a session and assembling its context.",
@@ -164,14 +158,8 @@ export class ServerMetrics {
     "threadkeep_upstream_seconds",
     "Upstream model call, to the full reply (streams: to the last event).",
   );
-  readonly commitSeconds = new Histogram(
-    "threadkeep_commit_seconds",
-    "Committing a turn's messages to the store.",
-  );
-  readonly requests = new Counter(
-    "threadkeep_http_requests_total",
-    "HTTP requests by method, route and status.",
-  );
+  readonly commitSeconds = new Histogram("threadkeep_commit_seconds", "Committing a turn's messages to the store.");
+  readonly requests = new Counter("threadkeep_http_requests_total", "HTTP requests by method, route and status.");
   readonly errors = new Counter("threadkeep_errors_total", "Error responses and degraded turns by code.");
   readonly sideRequests = new Counter(
     "threadkeep_side_requests_total",
@@ -199,7 +187,10 @@ export class ServerMetrics {
   );
   /** Whether the store had room for the last turn's commit (`threadkeep_store_full`, `/readyz`). */
   readonly storeWrites = new StoreWrites();
-  readonly connectionsOpen = new Gauge("threadkeep_connections_open", "Client connections open, within the connection limit.");
+  readonly connectionsOpen = new Gauge(
+    "threadkeep_connections_open",
+    "Client connections open, within the connection limit.",
+  );
   readonly connectionsRefused = new Counter(
     "threadkeep_connections_refused_total",
     "Connections past the limit: answered 503 too_many_connections, or dropped unanswered past the refusal room.",

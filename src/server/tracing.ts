@@ -30,12 +30,20 @@ export function tracingConfig(env: NodeJS.ProcessEnv = process.env): TracingConf
   const exporters = (env.OTEL_TRACES_EXPORTER || "otlp").split(",").map((e) => e.trim().toLowerCase());
   if (exporters.includes("none")) return undefined;
   if (exporters.some((e) => e !== "otlp")) {
-    throw new ThreadkeepError("invalid_request", `OTEL_TRACES_EXPORTER="${env.OTEL_TRACES_EXPORTER}": threadkeep exports traces with otlp only (or none)`);
+    throw new ThreadkeepError(
+      "invalid_request",
+      `OTEL_TRACES_EXPORTER="${env.OTEL_TRACES_EXPORTER}": threadkeep exports traces with otlp only (or none)`,
+    );
   }
-  const variable = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ? "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL" : "OTEL_EXPORTER_OTLP_PROTOCOL";
+  const variable = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL
+    ? "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"
+    : "OTEL_EXPORTER_OTLP_PROTOCOL";
   const protocol = (env[variable] || "http/protobuf").trim();
   if (!(PROTOCOLS as readonly string[]).includes(protocol)) {
-    throw new ThreadkeepError("invalid_request", `${variable}="${protocol}": threadkeep exports traces over ${PROTOCOLS.join(" or ")}`);
+    throw new ThreadkeepError(
+      "invalid_request",
+      `${variable}="${protocol}": threadkeep exports traces over ${PROTOCOLS.join(" or ")}`,
+    );
   }
   return { protocol: protocol as TracingConfig["protocol"], serviceName: env.OTEL_SERVICE_NAME || "threadkeep" };
 }
@@ -55,7 +63,9 @@ export async function startTracing(env: NodeJS.ProcessEnv = process.env): Promis
   const [{ NodeTracerProvider, BatchSpanProcessor }, resources, exporterModule] = await Promise.all([
     import("@opentelemetry/sdk-trace-node"),
     import("@opentelemetry/resources"),
-    config.protocol === "http/json" ? import("@opentelemetry/exporter-trace-otlp-http") : import("@opentelemetry/exporter-trace-otlp-proto"),
+    config.protocol === "http/json"
+      ? import("@opentelemetry/exporter-trace-otlp-http")
+      : import("@opentelemetry/exporter-trace-otlp-proto"),
   ]);
   // The service name defaults to threadkeep; OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win.
   const resource = resources

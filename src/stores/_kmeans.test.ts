@@ -30,7 +30,8 @@ describe("trainCells", () => {
     const data = clustered(2000, dims, 8, 3);
     const cells = trainCells(data, dims, { cells: 16, seed: 5 });
     expect(cells.cells).toBe(16);
-    for (let c = 0; c < 16; c++) expect(Math.hypot(...cells.centroids.subarray(c * dims, (c + 1) * dims))).toBeCloseTo(1, 4);
+    for (let c = 0; c < 16; c++)
+      expect(Math.hypot(...cells.centroids.subarray(c * dims, (c + 1) * dims))).toBeCloseTo(1, 4);
     // Every vector is far nearer its own centroid than a random direction would be.
     let near = 0;
     for (let i = 0; i < 2000; i++) if (cells.score(cells.nearest(data, i * dims), data, i * dims) > 0.5) near++;
@@ -60,6 +61,7 @@ describe("trainCells", () => {
     const order = cells.nearestCells(q, 4);
     expect(order).toHaveLength(4);
     expect(order[0]).toBe(exactNearest(cells, q, 0));
-    for (let i = 1; i < order.length; i++) expect(cells.score(order[i - 1], q)).toBeGreaterThanOrEqual(cells.score(order[i], q));
+    for (let i = 1; i < order.length; i++)
+      expect(cells.score(order[i - 1], q)).toBeGreaterThanOrEqual(cells.score(order[i], q));
   });
 });

@@ -162,7 +162,12 @@ export function trainCells(sample: Float32Array, dims: number, options: TrainOpt
  * async caller can give the event loop back between slices (a training of a thousand cells of 768
  * dimensions is seconds of CPU); its return value is the cells.
  */
-export function* trainSteps(sample: Float32Array, dims: number, options: TrainOptions, sliceVectors = 256): Generator<void, Cells> {
+export function* trainSteps(
+  sample: Float32Array,
+  dims: number,
+  options: TrainOptions,
+  sliceVectors = 256,
+): Generator<void, Cells> {
   const n = sample.length / dims;
   const k = Math.max(1, Math.min(options.cells, n));
   const random = uniform(options.seed ?? 1);
@@ -209,7 +214,8 @@ export function* trainSteps(sample: Float32Array, dims: number, options: TrainOp
 /** A normalised vector as int8 at `scale` (components past ±127/scale are clipped; the re-score is exact). */
 export function quantize(vector: Float32Array, scale: number): Buffer {
   const out = Buffer.alloc(vector.length);
-  for (let i = 0; i < vector.length; i++) out.writeInt8(Math.max(-127, Math.min(127, Math.round(vector[i] * scale))), i);
+  for (let i = 0; i < vector.length; i++)
+    out.writeInt8(Math.max(-127, Math.min(127, Math.round(vector[i] * scale))), i);
   return out;
 }
 

@@ -46,7 +46,10 @@ export class LocalLeases {
           const at = current ? current.queue.indexOf(waiter) : -1;
           if (current && at >= 0) current.queue.splice(at, 1);
           reject(
-            new ThreadkeepError("session_busy", `Timed out after ${waitMs} ms waiting for the turn of session ${sessionId}`),
+            new ThreadkeepError(
+              "session_busy",
+              `Timed out after ${waitMs} ms waiting for the turn of session ${sessionId}`,
+            ),
           );
         }, waitMs),
       };

@@ -108,11 +108,7 @@ export function sessionFromInput(input: SessionInput): Session {
 }
 
 /** One owner's page of sessions in listing order (copies), for stores that hold every session in memory. */
-export function pageOwnerSessions(
-  sessions: Iterable<Session>,
-  userId: string,
-  options: ListOptions = {},
-): SessionPage {
+export function pageOwnerSessions(sessions: Iterable<Session>, userId: string, options: ListOptions = {}): SessionPage {
   const limit = options.limit ?? DEFAULT_LIST_LIMIT;
   const cursor = options.cursor ? decodeCursor(options.cursor) : null;
   const owned = [...sessions]
@@ -166,7 +162,11 @@ export function checkSummarySession(id: string, session: Pick<Session, "createdA
  * stored session's `createdAt`: the one it was meant for was deleted meanwhile).
  * @throws `session_not_found` then.
  */
-export function checkIncarnation(id: string, session: Pick<Session, "createdAt">, sessionCreatedAt: number | undefined): void {
+export function checkIncarnation(
+  id: string,
+  session: Pick<Session, "createdAt">,
+  sessionCreatedAt: number | undefined,
+): void {
   if (sessionCreatedAt !== undefined && session.createdAt !== sessionCreatedAt) throw new SessionNotFoundError(id);
 }
 

@@ -79,7 +79,12 @@ export function sidecarVectors(
 
 /** Serialises a stored vector as one JSON line: `{ seq, c, m, v }` with `v` packed float32 in base64. */
 export function encodeStoredVector(v: StoredVector): string {
-  return JSON.stringify({ seq: v.seq, c: v.createdAt, m: v.model, v: Buffer.from(v.vector.buffer, v.vector.byteOffset, v.vector.byteLength).toString("base64") });
+  return JSON.stringify({
+    seq: v.seq,
+    c: v.createdAt,
+    m: v.model,
+    v: Buffer.from(v.vector.buffer, v.vector.byteOffset, v.vector.byteLength).toString("base64"),
+  });
 }
 
 /** Reads a line written by {@link encodeStoredVector}; null when it is not one. */
@@ -89,7 +94,9 @@ export function decodeStoredVector(line: string): StoredVector | null {
     const bytes = Buffer.from(o.v, "base64");
     const vector = new Float32Array(bytes.byteLength >> 2);
     for (let i = 0; i < vector.length; i++) vector[i] = bytes.readFloatLE(i * 4);
-    return typeof o.seq === "number" && typeof o.m === "string" ? { seq: o.seq, createdAt: o.c, model: o.m, vector } : null;
+    return typeof o.seq === "number" && typeof o.m === "string"
+      ? { seq: o.seq, createdAt: o.c, model: o.m, vector }
+      : null;
   } catch {
     return null;
   }

@@ -3,7 +3,15 @@
  * similarity, the dimension check, and an exact top-k scan (bounded by the owner's own messages).
  */
 import { ThreadkeepError } from "../core/errors.js";
-import type { Message, UserMemory, UserMemoryEmbeddingInput, UserMemoryVectorHit, UserMemoryVectorQuery, VectorHit, VectorQuery } from "../core/types.js";
+import type {
+  Message,
+  UserMemory,
+  UserMemoryEmbeddingInput,
+  UserMemoryVectorHit,
+  UserMemoryVectorQuery,
+  VectorHit,
+  VectorQuery,
+} from "../core/types.js";
 import { DEFAULT_SEARCH_LIMIT, messageText } from "./_util.js";
 
 /** Packs a vector as float32 (4 bytes a dimension), the stored form in every backend. */
@@ -63,7 +71,9 @@ export interface StoredVector {
 
 /** The messages a query may return, given its seq bounds. */
 export function inBounds(seq: number, query: Pick<VectorQuery, "beforeSeq" | "afterSeq">): boolean {
-  return (query.beforeSeq === undefined || seq < query.beforeSeq) && (query.afterSeq === undefined || seq > query.afterSeq);
+  return (
+    (query.beforeSeq === undefined || seq < query.beforeSeq) && (query.afterSeq === undefined || seq > query.afterSeq)
+  );
 }
 
 /** Keeps the best `limit` hits while scanning (a sorted array: limits are small). */
@@ -117,7 +127,12 @@ export function scanSession(
 }
 
 /** Seqs of `messages` without a current vector of `model`, oldest first. */
-export function missingSeqs(messages: readonly Message[], vectors: Iterable<StoredVector>, model: string, limit: number): number[] {
+export function missingSeqs(
+  messages: readonly Message[],
+  vectors: Iterable<StoredVector>,
+  model: string,
+  limit: number,
+): number[] {
   const have = new Map<number, number>();
   for (const v of vectors) if (v.model === model) have.set(v.seq, v.createdAt);
   const missing: number[] = [];
@@ -140,7 +155,11 @@ export interface StoredMemoryVector {
  * The vectors to keep for `items` (normalised), checked against each other and the user's vectors of
  * `model` already kept. @throws `embedding_dimension_mismatch`.
  */
-export function memoryVectorsToKeep(model: string, items: readonly UserMemoryEmbeddingInput[], kept: Iterable<StoredMemoryVector | undefined>): Map<string, StoredMemoryVector> {
+export function memoryVectorsToKeep(
+  model: string,
+  items: readonly UserMemoryEmbeddingInput[],
+  kept: Iterable<StoredMemoryVector | undefined>,
+): Map<string, StoredMemoryVector> {
   let dims: number | undefined;
   for (const v of kept) if (v?.model === model) dims ??= v.vector.length;
   const out = new Map<string, StoredMemoryVector>();

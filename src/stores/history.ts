@@ -59,7 +59,9 @@ export function operationDigest(seq: number | null, messages: MessageInput[]): s
   try {
     json = JSON.stringify([seq, bodies]);
   } catch (error) {
-    throw new ThreadkeepError("invalid_request", `Cannot store a value as JSON: ${(error as Error).message}`, { cause: error });
+    throw new ThreadkeepError("invalid_request", `Cannot store a value as JSON: ${(error as Error).message}`, {
+      cause: error,
+    });
   }
   return createHash("sha256").update(json).digest("base64url");
 }
@@ -67,16 +69,25 @@ export function operationDigest(seq: number | null, messages: MessageInput[]): s
 /** @throws `invalid_request` for a malformed operation id, seq or branch. */
 export function checkHistoryOptions(options: ReplaceOptions, seq?: number): void {
   const { operationId, expectedLastSeq, branch } = options;
-  if (operationId !== undefined && (typeof operationId !== "string" || !operationId || operationId.length > MAX_OPERATION_ID)) {
-    throw new ThreadkeepError("invalid_request", `operationId must be a string of 1 to ${MAX_OPERATION_ID} characters`, {
-      details: { param: "operationId" },
-    });
+  if (
+    operationId !== undefined &&
+    (typeof operationId !== "string" || !operationId || operationId.length > MAX_OPERATION_ID)
+  ) {
+    throw new ThreadkeepError(
+      "invalid_request",
+      `operationId must be a string of 1 to ${MAX_OPERATION_ID} characters`,
+      {
+        details: { param: "operationId" },
+      },
+    );
   }
   if (seq !== undefined && (!Number.isSafeInteger(seq) || seq < 0)) {
     throw new ThreadkeepError("invalid_request", "seq must be a non-negative integer", { details: { param: "seq" } });
   }
   if (expectedLastSeq !== undefined && !Number.isSafeInteger(expectedLastSeq)) {
-    throw new ThreadkeepError("invalid_request", "expectedLastSeq must be an integer", { details: { param: "expectedLastSeq" } });
+    throw new ThreadkeepError("invalid_request", "expectedLastSeq must be an integer", {
+      details: { param: "expectedLastSeq" },
+    });
   }
   if (branch !== undefined && !BRANCH_REASONS.includes(branch?.reason)) {
     throw new ThreadkeepError("invalid_request", `branch.reason must be one of ${BRANCH_REASONS.join(", ")}`, {
@@ -115,7 +126,11 @@ export function branchNotFound(branchId: number): ThreadkeepError {
 }
 
 /** The applied operation with this id, or null; @throws `operation_conflict` when its content differs. */
-export function findOperation(operations: OperationRecord[], id: string | undefined, digest: string): OperationRecord | null {
+export function findOperation(
+  operations: OperationRecord[],
+  id: string | undefined,
+  digest: string,
+): OperationRecord | null {
   if (id === undefined) return null;
   const found = operations.find((op) => op.id === id);
   if (found && found.digest !== digest) throw operationConflict(id);
@@ -243,7 +258,17 @@ export function planHistoryWrite(
   }
   if (options.branch && removed.length > 0) {
     const nextId = (data.branches.at(-1)?.id ?? 0) + 1;
-    plan.branch = branchFromRecord({ atSeq: after, parentId: null, reason: options.branch.reason, createdAt: now, metadata: options.branch.metadata, messages: removed }, nextId);
+    plan.branch = branchFromRecord(
+      {
+        atSeq: after,
+        parentId: null,
+        reason: options.branch.reason,
+        createdAt: now,
+        metadata: options.branch.metadata,
+        messages: removed,
+      },
+      nextId,
+    );
     plan.moved = data.branches.filter((b) => b.parentId === null && b.atSeq > after).map((b) => b.id);
   }
   if (options.operationId !== undefined) {
@@ -293,7 +318,9 @@ export function planBranchSwitch(data: HistoryData, branchId: number): BranchSwi
     restored: structuredClone(target.messages),
     branch: { ...structuredClone(target), messages: structuredClone(tail) },
     toMain: data.branches.filter((b) => b.parentId === branchId).map((b) => b.id),
-    toBranch: data.branches.filter((b) => b.parentId === null && b.id !== branchId && b.atSeq > target.atSeq).map((b) => b.id),
+    toBranch: data.branches
+      .filter((b) => b.parentId === null && b.id !== branchId && b.atSeq > target.atSeq)
+      .map((b) => b.id),
   };
 }
 

@@ -9,7 +9,13 @@ export { LocalLeases } from "./_lease.js";
 export { applyMessageQuery, pageOwnerSessions, sessionFromInput, stampMessages } from "./_util.js";
 export { applyMemoryPatch, memoryFromInput, pageUserMemories } from "../core/user-memories/store-helpers.js";
 export { rankMemories } from "../core/user-memories/api.js";
-export { rankByRelevance, rankByRelevanceInSlices, RELEVANCE_SLICE_MS, relevanceTerms, type SessionMessages } from "../core/store/relevance.js";
+export {
+  rankByRelevance,
+  rankByRelevanceInSlices,
+  RELEVANCE_SLICE_MS,
+  relevanceTerms,
+  type SessionMessages,
+} from "../core/store/relevance.js";
 export { completeStore, DERIVED_SEARCH_BOUNDS, openTurn } from "../core/store/complete.js";
 export {
   canStoreMemoryVectors,

@@ -15,7 +15,8 @@ export interface StoreUrlOptions {
 export function pathOfUrl(url: string, scheme: "file:" | "sqlite:"): string {
   let rest = url.slice(scheme.length);
   if (rest.startsWith("//")) rest = rest.slice(2);
-  if (rest === "") throw new ThreadkeepError("invalid_store_url", `${scheme} store URL needs a path, e.g. ${scheme}./data`);
+  if (rest === "")
+    throw new ThreadkeepError("invalid_store_url", `${scheme} store URL needs a path, e.g. ${scheme}./data`);
   return decodeURIComponent(rest);
 }
 
@@ -37,7 +38,10 @@ function sqliteParams(url: string): [location: string, shared: boolean] {
   }
   const lease = params.map(([, value]) => value);
   if (lease.length !== 1 || lease[0] !== "shared") {
-    throw new ThreadkeepError("invalid_store_url", `sqlite: URL parameter lease must be "shared", got "${lease.join(",")}"`);
+    throw new ThreadkeepError(
+      "invalid_store_url",
+      `sqlite: URL parameter lease must be "shared", got "${lease.join(",")}"`,
+    );
   }
   return [url.slice(0, at), true];
 }

@@ -4,7 +4,19 @@ import { expect } from "vitest";
 import { type ErrorCode, isThreadkeepError } from "../core/errors.js";
 import { newSessionId } from "../core/ids.js";
 import { storeBehind } from "../core/store/complete.js";
-import { type FullStore, hasBranches, hasCounts, hasMemoryOwners, hasRetention, hasSearch, hasState, hasSummaries, hasUserMemories, type MessageInput, type SessionStore } from "../core/types.js";
+import {
+  type FullStore,
+  hasBranches,
+  hasCounts,
+  hasMemoryOwners,
+  hasRetention,
+  hasSearch,
+  hasState,
+  hasSummaries,
+  hasUserMemories,
+  type MessageInput,
+  type SessionStore,
+} from "../core/types.js";
 
 /**
  * Opens the store under test. Called more than once where a second "process" or a reopen is needed:
@@ -13,7 +25,18 @@ import { type FullStore, hasBranches, hasCounts, hasMemoryOwners, hasRetention, 
 export type OpenStore = () => Promise<SessionStore> | SessionStore;
 
 /** What a test may need of the store beyond the required contract. */
-export type Needed = "branches" | "summaries" | "state" | "search" | "retention" | "counts" | "idempotentWrites" | "ownerScope" | "guardedAppends" | "userMemories" | "memoryOwners";
+export type Needed =
+  | "branches"
+  | "summaries"
+  | "state"
+  | "search"
+  | "retention"
+  | "counts"
+  | "idempotentWrites"
+  | "ownerScope"
+  | "guardedAppends"
+  | "userMemories"
+  | "memoryOwners";
 
 /** Whether the store under test implements `need` itself (the suite runs it through `completeStore`). */
 export function implementsNatively(store: FullStore, need: Needed): boolean {

@@ -65,7 +65,8 @@ export function describeExpiry(store: () => FullStore, name: string, open: OpenS
       const make = async (content: string) => {
         const session = await s.createSession({ id: newSessionId(), userId: owner });
         const [message] = await s.appendMessages(session.id, [text(content)]);
-        if (isVectorStore(s)) await s.putEmbeddings(session.id, model, [{ seq: 1, createdAt: message.createdAt, vector: [1, 0] }]);
+        if (isVectorStore(s))
+          await s.putEmbeddings(session.id, model, [{ seq: 1, createdAt: message.createdAt, vector: [1, 0] }]);
         return session.id;
       };
       const old = await make("needle in the old haystack");
@@ -74,15 +75,28 @@ export function describeExpiry(store: () => FullStore, name: string, open: OpenS
       const activeSince = Date.now() - 5 * 60_000;
       const found = async (query: { sessionId?: string; activeSince?: number }) => {
         const ids: string[][] = [];
-        for (const mode of s.capabilities.fullTextSearch ? (["substring", "fulltext"] as const) : (["substring"] as const)) {
+        for (const mode of s.capabilities.fullTextSearch
+          ? (["substring", "fulltext"] as const)
+          : (["substring"] as const)) {
           ids.push((await s.search({ userId: owner, text: "needle", mode, ...query })).map((h) => h.sessionId).sort());
-          if (mode === "fulltext") ids.push((await s.search({ userId: owner, text: "needle", mode, ranking: "relevance", ...query })).map((h) => h.sessionId).sort());
+          if (mode === "fulltext")
+            ids.push(
+              (await s.search({ userId: owner, text: "needle", mode, ranking: "relevance", ...query }))
+                .map((h) => h.sessionId)
+                .sort(),
+            );
         }
-        if (isVectorStore(s)) ids.push((await s.searchVectors({ userId: owner, model, vector: [1, 0], ...query })).map((h) => h.sessionId).sort());
+        if (isVectorStore(s))
+          ids.push(
+            (await s.searchVectors({ userId: owner, model, vector: [1, 0], ...query })).map((h) => h.sessionId).sort(),
+          );
         return ids;
       };
       const all = await found({});
-      expect(all.every((ids) => ids.length === 2), JSON.stringify(all)).toBe(true);
+      expect(
+        all.every((ids) => ids.length === 2),
+        JSON.stringify(all),
+      ).toBe(true);
       for (const ids of await found({ activeSince })) expect(ids).toEqual([fresh]);
       for (const ids of await found({ activeSince, sessionId: old })) expect(ids).toEqual([]);
       for (const ids of await found({ activeSince, sessionId: fresh })) expect(ids).toEqual([fresh]);
@@ -113,12 +127,16 @@ export function describeExpiry(store: () => FullStore, name: string, open: OpenS
       expect(first.seq).toBe(1);
       expect((await memory.getMessages(id, { userId: owner })).map((m) => m.content)).toEqual(["a new start"]);
       expect(await memory.getState(id, { userId: owner })).toEqual({ version: 0, data: {} });
-      expect((await memory.listSessions({ userId: owner })).sessions.map((x) => x.id).sort()).toEqual([id, live.id].sort());
+      expect((await memory.listSessions({ userId: owner })).sessions.map((x) => x.id).sort()).toEqual(
+        [id, live.id].sort(),
+      );
     });
   });
 
   describe("a session past the store's own TTL", () => {
-    const skip = open ? undefined : `${name} has no TTL of its own: it keeps sessions until expire() (Memory applies its TTL)`;
+    const skip = open
+      ? undefined
+      : `${name} has no TTL of its own: it keeps sessions until expire() (Memory applies its TTL)`;
     let opened: FullStore | undefined;
     afterEach(async () => {
       vi.useRealTimers();
@@ -137,10 +155,15 @@ export function describeExpiry(store: () => FullStore, name: string, open: OpenS
       const session = await store.createSession({ id: newSessionId(), userId: owner, metadata: { title: "old" } });
       const id = session.id;
       await store.appendMessages(id, [text("find me later"), { role: "assistant", content: "first answer" }]);
-      await store.replaceAfter(id, 1, [{ role: "assistant", content: "second answer" }], { branch: { reason: "regenerate" } });
+      await store.replaceAfter(id, 1, [{ role: "assistant", content: "second answer" }], {
+        branch: { reason: "regenerate" },
+      });
       await store.saveSummary(id, { fromSeq: 1, toSeq: 2, content: "a summary" });
       await store.setState(id, { step: 1 }, 0);
-      if (isVectorStore(store)) await store.putEmbeddings(id, model, [{ seq: 1, createdAt: (await store.getMessages(id))[0].createdAt, vector: [1, 0] }]);
+      if (isVectorStore(store))
+        await store.putEmbeddings(id, model, [
+          { seq: 1, createdAt: (await store.getMessages(id))[0].createdAt, vector: [1, 0] },
+        ]);
       const { createdAt } = (await store.getSession(id))!;
       const branchId = (await store.listBranches(id))[0].id;
       // Time passes: past the TTL, before anything has swept the session away.
@@ -175,12 +198,17 @@ export function describeExpiry(store: () => FullStore, name: string, open: OpenS
       if (isVectorStore(store)) {
         reads.push(
           ["missingEmbeddings", (s) => store.missingEmbeddings(s, model)],
-          ["searchVectors in the session", (s) => store.searchVectors({ userId: owner, sessionId: s, model: model, vector: [1, 0] })],
+          [
+            "searchVectors in the session",
+            (s) => store.searchVectors({ userId: owner, sessionId: s, model: model, vector: [1, 0] }),
+          ],
         );
       }
-      for (const [call, read] of reads) expect(await outcome(() => read(id)), call).toEqual(await outcome(() => read(missing)));
+      for (const [call, read] of reads)
+        expect(await outcome(() => read(id)), call).toEqual(await outcome(() => read(missing)));
       expect(await store.search({ userId: owner, text: "find me" })).toEqual([]);
-      if (isVectorStore(store)) expect(await store.searchVectors({ userId: owner, model: model, vector: [1, 0] })).toEqual([]);
+      if (isVectorStore(store))
+        expect(await store.searchVectors({ userId: owner, model: model, vector: [1, 0] })).toEqual([]);
       expect((await store.listSessions(owner)).sessions.map((s) => s.id)).toEqual([live]);
       expect(await allIds(store)).not.toContain(id);
     });
@@ -189,7 +217,11 @@ export function describeExpiry(store: () => FullStore, name: string, open: OpenS
       if (skip) return ctx.skip(skip);
       const { store, owner, id } = await lapsed();
       for (const activeSince of [undefined, Date.now() - 2 * CONFORMANCE_TTL_MS]) {
-        const turn = await openTurn(store, id, { owner: { userId: owner, activeSince }, lease: { ttlMs: 5_000 }, last: 20 });
+        const turn = await openTurn(store, id, {
+          owner: { userId: owner, activeSince },
+          lease: { ttlMs: 5_000 },
+          last: 20,
+        });
         await turn.lease.release();
         expect({ ...turn, lease: undefined }, `activeSince ${activeSince}`).toEqual({
           lease: undefined,
@@ -207,8 +239,14 @@ export function describeExpiry(store: () => FullStore, name: string, open: OpenS
       const { store, owner, id, createdAt, branchId, missing } = await lapsed();
       const writes: [string, (sessionId: string) => Promise<unknown>][] = [
         ["appendMessages", (s) => store.appendMessages(s, [text("too late")])],
-        ["appendMessages owner-scoped", (s) => store.appendMessages(s, [text("too late")], { owner: { userId: owner } })],
-        ["appendMessages with an operation id", (s) => store.appendMessages(s, [text("too late")], { operationId: "late-1" })],
+        [
+          "appendMessages owner-scoped",
+          (s) => store.appendMessages(s, [text("too late")], { owner: { userId: owner } }),
+        ],
+        [
+          "appendMessages with an operation id",
+          (s) => store.appendMessages(s, [text("too late")], { operationId: "late-1" }),
+        ],
         ["appendMessages empty, capping", (s) => store.appendMessages(s, [], { maxMessages: 1 })],
         ["replaceAfter", (s) => store.replaceAfter(s, 1, [text("too late")])],
         ["popMessage", (s) => store.popMessage(s)],
@@ -217,13 +255,19 @@ export function describeExpiry(store: () => FullStore, name: string, open: OpenS
         ["touchSession at now", (s) => store.touchSession(s, Date.now())],
         ["updateSessionMetadata", (s) => store.updateSessionMetadata(s, { title: "revived" })],
         ["switchBranch", (s) => store.switchBranch(s, branchId)],
-        ["saveBranch", (s) => store.saveBranch(s, { atSeq: 0, parentId: null, reason: "fork", createdAt: Date.now(), messages: [] })],
+        [
+          "saveBranch",
+          (s) => store.saveBranch(s, { atSeq: 0, parentId: null, reason: "fork", createdAt: Date.now(), messages: [] }),
+        ],
         ["saveSummary", (s) => store.saveSummary(s, { fromSeq: 1, toSeq: 1, content: "late" })],
         ["setState", (s) => store.setState(s, { step: 2 }, 1)],
         ["setState from 0", (s) => store.setState(s, { step: 2 }, 0)],
       ];
       if (implementsNatively(store, "summaries")) {
-        writes.push(["saveSummary guarded", (s) => store.saveSummary(s, { fromSeq: 1, toSeq: 1, content: "late", sessionCreatedAt: createdAt })]);
+        writes.push([
+          "saveSummary guarded",
+          (s) => store.saveSummary(s, { fromSeq: 1, toSeq: 1, content: "late", sessionCreatedAt: createdAt }),
+        ]);
       }
       if (isVectorStore(store)) {
         writes.push(["putEmbeddings", (s) => store.putEmbeddings(s, model, [{ seq: 1, createdAt, vector: [0, 1] }])]);

@@ -15,7 +15,11 @@ const contents = (messages: { content: unknown }[]) => messages.map((m) => m.con
 export function describeHistory(store: () => FullStore, reopen: () => Promise<FullStore>): void {
   const newSession = async (...messages: string[]) => {
     const session = await store().createSession({ id: newSessionId(), userId: `user-${randomUUID()}` });
-    if (messages.length > 0) await store().appendMessages(session.id, messages.map((m, i) => text(m, i % 2 ? "assistant" : "user")));
+    if (messages.length > 0)
+      await store().appendMessages(
+        session.id,
+        messages.map((m, i) => text(m, i % 2 ? "assistant" : "user")),
+      );
     return session.id;
   };
 
@@ -38,7 +42,9 @@ export function describeHistory(store: () => FullStore, reopen: () => Promise<Fu
       requireNative(ctx, store(), "idempotentWrites");
       const id = await newSession();
       const results = await Promise.allSettled(
-        Array.from({ length: 10 }, () => store().appendMessages(id, [text("once"), text("twice")], { operationId: "retry" })),
+        Array.from({ length: 10 }, () =>
+          store().appendMessages(id, [text("once"), text("twice")], { operationId: "retry" }),
+        ),
       );
       expect(results.every((r) => r.status === "fulfilled")).toBe(true);
       expect(contents(await store().getMessages(id))).toEqual(["once", "twice"]);
@@ -53,13 +59,23 @@ export function describeHistory(store: () => FullStore, reopen: () => Promise<Fu
       const second = await store().acquireLease(id, { ttlMs: 10_000 });
       try {
         // The first holder retries a commit whose answer it lost: it applied, so it is not refused.
-        expect(await store().appendMessages(id, [text("a")], { fence: first.fence, operationId: "op-1" })).toEqual(stored);
-        await expectCode(store().appendMessages(id, [text("a")], { fence: first.fence, operationId: "op-2" }), "lease_expired");
-        await expectCode(store().appendMessages(id, [text("b")], { fence: first.fence, operationId: "op-1" }), "operation_conflict");
+        expect(await store().appendMessages(id, [text("a")], { fence: first.fence, operationId: "op-1" })).toEqual(
+          stored,
+        );
+        await expectCode(
+          store().appendMessages(id, [text("a")], { fence: first.fence, operationId: "op-2" }),
+          "lease_expired",
+        );
+        await expectCode(
+          store().appendMessages(id, [text("b")], { fence: first.fence, operationId: "op-1" }),
+          "operation_conflict",
+        );
         const replaced = await store().replaceAfter(id, 1, [text("b")], { fence: second.fence, operationId: "op-3" });
         await second.release();
         await (await store().acquireLease(id, { ttlMs: 10_000 })).release();
-        expect(await store().replaceAfter(id, 1, [text("b")], { fence: second.fence, operationId: "op-3" })).toEqual(replaced);
+        expect(await store().replaceAfter(id, 1, [text("b")], { fence: second.fence, operationId: "op-3" })).toEqual(
+          replaced,
+        );
         expect(contents(await store().getMessages(id))).toEqual(["hello", "b"]);
       } finally {
         await second.release();
@@ -97,7 +113,10 @@ export function describeHistory(store: () => FullStore, reopen: () => Promise<Fu
       const id = await newSession("q1", "a1");
       await expectCode(store().replaceAfter(id, 3, [text("x")]), "history_conflict");
       await expectCode(store().replaceAfter(id, 1, [text("x")], { expectedLastSeq: 1 }), "history_conflict");
-      await expectCode(store().replaceAfter(id, 1, [text("ok"), { role: "nobody", content: "x" } as never]), "invalid_message");
+      await expectCode(
+        store().replaceAfter(id, 1, [text("ok"), { role: "nobody", content: "x" } as never]),
+        "invalid_message",
+      );
       await expectCode(store().replaceAfter(id, -1, [text("x")]), "invalid_request");
       expect(contents(await store().getMessages(id))).toEqual(["q1", "a1"]);
       await store().replaceAfter(id, 1, [text("a1 again", "assistant")], { expectedLastSeq: 2 });
@@ -118,10 +137,19 @@ export function describeHistory(store: () => FullStore, reopen: () => Promise<Fu
     it("is idempotent with an operation id", async (ctx) => {
       requireNative(ctx, store(), "idempotentWrites");
       const id = await newSession("q1", "a1");
-      const first = await store().replaceAfter(id, 1, [text("a1 regenerated", "assistant")], { operationId: "r1", expectedLastSeq: 2 });
-      const again = await store().replaceAfter(id, 1, [text("a1 regenerated", "assistant")], { operationId: "r1", expectedLastSeq: 2 });
+      const first = await store().replaceAfter(id, 1, [text("a1 regenerated", "assistant")], {
+        operationId: "r1",
+        expectedLastSeq: 2,
+      });
+      const again = await store().replaceAfter(id, 1, [text("a1 regenerated", "assistant")], {
+        operationId: "r1",
+        expectedLastSeq: 2,
+      });
       expect(again).toEqual(first);
-      await expectCode(store().replaceAfter(id, 0, [text("a1 regenerated", "assistant")], { operationId: "r1" }), "operation_conflict");
+      await expectCode(
+        store().replaceAfter(id, 0, [text("a1 regenerated", "assistant")], { operationId: "r1" }),
+        "operation_conflict",
+      );
       expect(contents(await store().getMessages(id))).toEqual(["q1", "a1 regenerated"]);
     });
 
@@ -156,7 +184,9 @@ export function describeHistory(store: () => FullStore, reopen: () => Promise<Fu
       requireNative(ctx, store(), "branches");
       const id = await newSession("Suggest a cat name.", "Whiskers");
       await store().replaceAfter(id, 1, [text("Luna", "assistant")], { branch: { reason: "regenerate" } });
-      await store().replaceAfter(id, 1, [text("Mochi", "assistant")], { branch: { reason: "regenerate", metadata: { by: "test" } } });
+      await store().replaceAfter(id, 1, [text("Mochi", "assistant")], {
+        branch: { reason: "regenerate", metadata: { by: "test" } },
+      });
       expect(contents(await store().getMessages(id))).toEqual(["Suggest a cat name.", "Mochi"]);
       const branches = await store().listBranches(id);
       expect(branches.map((b) => [b.id, b.atSeq, b.parentId, b.reason, contents(b.messages)])).toEqual([
@@ -182,7 +212,9 @@ export function describeHistory(store: () => FullStore, reopen: () => Promise<Fu
       requireNative(ctx, store(), "branches");
       const id = await newSession("q1", "a1", "q2", "a2");
       await store().replaceAfter(id, 3, [text("a2 regenerated", "assistant")], { branch: { reason: "regenerate" } });
-      await store().replaceAfter(id, 0, [text("q1 edited"), text("a1 edited", "assistant")], { branch: { reason: "edit" } });
+      await store().replaceAfter(id, 0, [text("q1 edited"), text("a1 edited", "assistant")], {
+        branch: { reason: "edit" },
+      });
       const [firstListed, edited] = await store().listBranches(id);
       let regenerated = firstListed;
       expect(regenerated.parentId).toBe(edited.id);
@@ -206,7 +238,10 @@ export function describeHistory(store: () => FullStore, reopen: () => Promise<Fu
       await store().truncateAfter(id, 1);
       await expectCode(store().switchBranch(id, 1), "history_conflict");
       expect(contents(await store().getMessages(id))).toEqual(["q1"]);
-      await expectCode(store().replaceAfter(id, 0, [text("x")], { branch: { reason: "nope" as never } }), "invalid_request");
+      await expectCode(
+        store().replaceAfter(id, 0, [text("x")], { branch: { reason: "nope" as never } }),
+        "invalid_request",
+      );
     });
 
     it("stores whole branch records for imports, keeping their ids", async (ctx) => {
@@ -230,7 +265,10 @@ export function describeHistory(store: () => FullStore, reopen: () => Promise<Fu
     it("keeps branches and operation ids across close and reopen", async (ctx) => {
       if (!store().capabilities.persistent) ctx.skip(`${store().name} is not persistent`);
       const id = await newSession("q1", "a1");
-      await store().replaceAfter(id, 1, [text("a1'", "assistant")], { branch: { reason: "regenerate" }, operationId: "op" });
+      await store().replaceAfter(id, 1, [text("a1'", "assistant")], {
+        branch: { reason: "regenerate" },
+        operationId: "op",
+      });
       const second = await reopen();
       expect(contents((await second.listBranches(id))[0].messages)).toEqual(["a1"]);
       await second.replaceAfter(id, 1, [text("a1'", "assistant")], { operationId: "op" });

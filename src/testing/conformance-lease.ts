@@ -103,7 +103,8 @@ export function describeTurnLease(store: () => FullStore, target: { name: string
       );
       const all = await store().getMessages(session.id);
       expect(all.map((m) => m.seq)).toEqual(Array.from({ length: 40 }, (_, i) => i + 1));
-      for (let i = 0; i < 40; i += 2) expect(String(all[i + 1].content)).toMatch(new RegExp(`^a${String(all[i].content).slice(1)} `));
+      for (let i = 0; i < 40; i += 2)
+        expect(String(all[i + 1].content)).toMatch(new RegExp(`^a${String(all[i].content).slice(1)} `));
     });
 
     it("holds across two store instances where the backend shares state", async (ctx) => {

@@ -43,7 +43,10 @@ export function describeMessages(store: () => FullStore): void {
 
     it("reads the last N, ranges, and before a seq", async () => {
       const session = await newSession();
-      await store().appendMessages(session.id, Array.from({ length: 30 }, (_, i) => text(`m${i + 1}`)));
+      await store().appendMessages(
+        session.id,
+        Array.from({ length: 30 }, (_, i) => text(`m${i + 1}`)),
+      );
       const seqs = async (q: Parameters<FullStore["getMessages"]>[1]) =>
         (await store().getMessages(session.id, q)).map((m) => m.seq);
       expect(await seqs({ last: 3 })).toEqual([28, 29, 30]);
@@ -131,18 +134,33 @@ export function describeMessages(store: () => FullStore): void {
       await store().appendMessages(again.id, [text("new")]);
       // Every write path refuses: the plain append, an idempotent one, a replacement, a capped one.
       await expectCode(store().appendMessages(again.id, [text("old")], guard), "session_not_found");
-      await expectCode(store().appendMessages(again.id, [text("old")], { ...guard, operationId: "op-guard" }), "session_not_found");
-      await expectCode(store().appendMessages(again.id, [text("old")], { ...guard, maxMessages: 1, keepUnsummarized: true }), "session_not_found");
+      await expectCode(
+        store().appendMessages(again.id, [text("old")], { ...guard, operationId: "op-guard" }),
+        "session_not_found",
+      );
+      await expectCode(
+        store().appendMessages(again.id, [text("old")], { ...guard, maxMessages: 1, keepUnsummarized: true }),
+        "session_not_found",
+      );
       await expectCode(store().replaceAfter(again.id, 0, [text("old")], guard), "session_not_found");
       await expectCode(store().appendMessages(again.id, [], guard), "session_not_found");
       expect((await store().getMessages(again.id)).map((m) => [m.seq, m.content])).toEqual([[1, "new"]]);
-      const [added] = await store().appendMessages(again.id, [text("same session")], { sessionCreatedAt: again.createdAt, operationId: "op-guard" });
+      const [added] = await store().appendMessages(again.id, [text("same session")], {
+        sessionCreatedAt: again.createdAt,
+        operationId: "op-guard",
+      });
       expect([added.seq, added.content]).toEqual([2, "same session"]);
     });
 
     it("keeps unicode and 1 MB messages intact", async () => {
       const session = await newSession();
-      const samples = ["Welke producten heb je daarvoor? 🍎🥦", "日本語のテキスト", "مرحبا بالعالم", "a\u0000b\u2028c", "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 \"quotes\" 'single' \\ back"];
+      const samples = [
+        "Welke producten heb je daarvoor? 🍎🥦",
+        "日本語のテキスト",
+        "مرحبا بالعالم",
+        "a\u0000b\u2028c",
+        "𝔘𝔫𝔦𝔠𝔬𝔡𝔢 \"quotes\" 'single' \\ back",
+      ];
       const big = "x".repeat(1024 * 1024 - 8) + "🦄end";
       await store().appendMessages(session.id, [...samples.map(text), text(big)]);
       const read = await store().getMessages(session.id);

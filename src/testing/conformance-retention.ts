@@ -14,7 +14,9 @@ export function describeRetention(store: () => FullStore): void {
     it("caps messages per session in the same step as the append", async () => {
       const session = await newSession();
       await store().appendMessages(session.id, [text("1"), text("2"), text("3")], { maxMessages: 5 });
-      await store().appendMessages(session.id, [text("4"), text("5"), text("6"), text("7"), text("8")], { maxMessages: 5 });
+      await store().appendMessages(session.id, [text("4"), text("5"), text("6"), text("7"), text("8")], {
+        maxMessages: 5,
+      });
       const all = await store().getMessages(session.id);
       expect(all.map((m) => m.seq)).toEqual([4, 5, 6, 7, 8]);
       expect(await store().countMessages(session.id)).toBe(5);
@@ -25,7 +27,10 @@ export function describeRetention(store: () => FullStore): void {
 
     it("applies the cap on an empty append (compaction trims without adding)", async () => {
       const session = await newSession();
-      await store().appendMessages(session.id, Array.from({ length: 8 }, (_, i) => text(`m${i + 1}`)));
+      await store().appendMessages(
+        session.id,
+        Array.from({ length: 8 }, (_, i) => text(`m${i + 1}`)),
+      );
       expect(await store().appendMessages(session.id, [], { maxMessages: 3 })).toEqual([]);
       expect((await store().getMessages(session.id)).map((m) => m.seq)).toEqual([6, 7, 8]);
       expect((await store().appendMessages(session.id, [text("next")]))[0].seq).toBe(9);

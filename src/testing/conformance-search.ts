@@ -17,7 +17,10 @@ export function describeSearch(store: () => FullStore, name: string): void {
       const a = await newSession(owner);
       const b = await newSession(owner);
       const stranger = await newSession();
-      await store().appendMessages(a.id, [text("Create a task: buy GROCERIES"), { role: "assistant", content: "Done." }]);
+      await store().appendMessages(a.id, [
+        text("Create a task: buy GROCERIES"),
+        { role: "assistant", content: "Done." },
+      ]);
       await store().appendMessages(b.id, [text("Welke producten heb je daarvoor? groceries in het Nederlands")]);
       await store().appendMessages(stranger.id, [text("my groceries are secret")]);
       const hits = await store().search({ userId: owner, text: "groceries" });
@@ -41,7 +44,8 @@ export function describeSearch(store: () => FullStore, name: string): void {
         text("it's 'quoted'"),
         ...Array.from({ length: 10 }, (_, i) => text(`repeat ${i}`)),
       ]);
-      const q = (t: string, limit?: number) => store().search({ userId: session.userId, sessionId: session.id, text: t, limit });
+      const q = (t: string, limit?: number) =>
+        store().search({ userId: session.userId, sessionId: session.id, text: t, limit });
       expect((await q("%")).map((h) => h.seq)).toEqual([1]);
       expect((await q("_")).map((h) => h.seq)).toEqual([2]);
       expect((await q("'quoted'")).map((h) => h.seq)).toEqual([3]);
@@ -62,7 +66,8 @@ export function describeSearch(store: () => FullStore, name: string): void {
         text("Ik wil boodschappen doen voor morgen"),
         text("nothing relevant"),
       ]);
-      const q = (t: string) => store().search({ userId: session.userId, sessionId: session.id, text: t, mode: "fulltext" });
+      const q = (t: string) =>
+        store().search({ userId: session.userId, sessionId: session.id, text: t, mode: "fulltext" });
       expect((await q("fox dog")).map((h) => h.seq)).toEqual([1]);
       expect((await q("boodschappen")).map((h) => h.seq)).toEqual([2]);
       expect(await q("elephant")).toEqual([]);
@@ -82,7 +87,12 @@ export function describeSearch(store: () => FullStore, name: string): void {
       await store().appendMessages(stranger.id, [text("grocery secrets of another owner")]);
       const stemmed = await store().search({ userId: owner, text: "grocery", mode: "fulltext" });
       expect(stemmed.map((h) => h.seq).sort()).toEqual([1, 3]);
-      const ranked = await store().search({ userId: owner, text: "grocery list", mode: "fulltext", ranking: "relevance" });
+      const ranked = await store().search({
+        userId: owner,
+        text: "grocery list",
+        mode: "fulltext",
+        ranking: "relevance",
+      });
       expect(ranked.map((h) => h.seq)).toEqual([3, 1]);
       const any = await store().search({ userId: owner, text: "grocery dog", mode: "fulltext", ranking: "relevance" });
       expect(any.map((h) => h.seq).sort()).toEqual([1, 2, 3]);
@@ -102,12 +112,19 @@ export function describeSearch(store: () => FullStore, name: string): void {
       ]);
       // Longer than "I signed up for pottery", so however the store counts "about" against "pottery" (a full-text
       // index may count every owner's rows, some not yet indexed), the message with "pottery" ranks above it.
-      await store().appendMessages(other.id, [text("weather again, more weather"), text("a chat about cooking pasta at home")]);
+      await store().appendMessages(other.id, [
+        text("weather again, more weather"),
+        text("a chat about cooking pasta at home"),
+      ]);
       await store().appendMessages(stranger.id, [text("pottery class secrets of another owner")]);
-      const ranked = (t: string, limit?: number) => store().search({ userId: owner, text: t, ranking: "relevance", limit });
+      const ranked = (t: string, limit?: number) =>
+        store().search({ userId: owner, text: t, ranking: "relevance", limit });
       // Any word: "pottery" alone matches two messages; with "class" the one holding both comes first.
       const hits = await ranked("What did I say about the pottery class?");
-      expect(hits.slice(0, 2).map((h) => h.message.content)).toEqual(["the pottery class was about glazing bowls", "I signed up for pottery"]);
+      expect(hits.slice(0, 2).map((h) => h.message.content)).toEqual([
+        "the pottery class was about glazing bowls",
+        "I signed up for pottery",
+      ]);
       // A rare word outweighs a common one: "pottery" (2 of 6 messages) over "weather" (3 of 6).
       const rare = await ranked("weather pottery glazing");
       expect(rare[0].message.content).toBe("the pottery class was about glazing bowls");
@@ -115,25 +132,40 @@ export function describeSearch(store: () => FullStore, name: string): void {
       expect(rare.every((h) => h.sessionId !== stranger.id)).toBe(true);
       expect(await ranked("weather", 2)).toHaveLength(2);
       // Stemmed and case-folded: "Glazed" finds "glazing", "Classes" finds "class".
-      expect((await ranked("Glazed classes")).map((h) => h.message.content)).toEqual(["the pottery class was about glazing bowls"]);
+      expect((await ranked("Glazed classes")).map((h) => h.message.content)).toEqual([
+        "the pottery class was about glazing bowls",
+      ]);
       // Stopwords alone find nothing; one session only with sessionId.
       expect(await ranked("what is the")).toEqual([]);
-      const inOther = await store().search({ userId: owner, sessionId: other.id, text: "weather", ranking: "relevance" });
+      const inOther = await store().search({
+        userId: owner,
+        sessionId: other.id,
+        text: "weather",
+        ranking: "relevance",
+      });
       expect(inOther.map((h) => h.seq)).toEqual([1]);
     });
 
     it("keeps owners apart whose ids differ only in punctuation or case, in every mode", async () => {
       const tag = randomUUID().slice(0, 8);
       const owners = [`${tag}-x`, `${tag} x`, `${tag}.X`];
-      for (const owner of owners) await store().appendMessages((await newSession(owner)).id, [text(`lookalike note of ${owner}`)]);
+      for (const owner of owners)
+        await store().appendMessages((await newSession(owner)).id, [text(`lookalike note of ${owner}`)]);
       for (const owner of owners) {
-        const modes = store().capabilities.fullTextSearch ? (["substring", "fulltext"] as const) : (["substring"] as const);
+        const modes = store().capabilities.fullTextSearch
+          ? (["substring", "fulltext"] as const)
+          : (["substring"] as const);
         for (const mode of modes) {
           const hits = await store().search({ userId: owner, text: "lookalike note", mode });
           expect(hits.map((h) => h.message.content)).toEqual([`lookalike note of ${owner}`]);
         }
         if (store().capabilities.fullTextSearch) {
-          const ranked = await store().search({ userId: owner, text: "lookalike note", mode: "fulltext", ranking: "relevance" });
+          const ranked = await store().search({
+            userId: owner,
+            text: "lookalike note",
+            mode: "fulltext",
+            ranking: "relevance",
+          });
           expect(ranked.map((h) => h.message.content)).toEqual([`lookalike note of ${owner}`]);
         }
       }

@@ -16,7 +16,12 @@ export function describeSummariesAndState(store: () => FullStore): void {
       requireNative(ctx, store(), "summaries");
       const session = await newSession();
       const later = await store().saveSummary(session.id, { fromSeq: 11, toSeq: 20, content: "second part" });
-      const first = await store().saveSummary(session.id, { fromSeq: 1, toSeq: 10, content: "first part", metadata: { model: "m" } });
+      const first = await store().saveSummary(session.id, {
+        fromSeq: 1,
+        toSeq: 10,
+        content: "first part",
+        metadata: { model: "m" },
+      });
       expect(first.id).not.toBe(later.id);
       const list = await store().listSummaries(session.id);
       expect(list.map((s) => [s.fromSeq, s.toSeq, s.content])).toEqual([
@@ -29,16 +34,32 @@ export function describeSummariesAndState(store: () => FullStore): void {
     it("refuses a summary made from a session deleted and created again under its id", async (ctx) => {
       requireNative(ctx, store(), "summaries");
       const old = await newSession();
-      const kept = await store().saveSummary(old.id, { fromSeq: 1, toSeq: 2, content: "same session", sessionCreatedAt: old.createdAt });
+      const kept = await store().saveSummary(old.id, {
+        fromSeq: 1,
+        toSeq: 2,
+        content: "same session",
+        sessionCreatedAt: old.createdAt,
+      });
       expect(kept.content).toBe("same session");
       expect(kept).not.toHaveProperty("sessionCreatedAt");
       await store().deleteSession(old.id);
-      await expectCode(store().saveSummary(old.id, { fromSeq: 1, toSeq: 5, content: "gone", sessionCreatedAt: old.createdAt }), "session_not_found");
+      await expectCode(
+        store().saveSummary(old.id, { fromSeq: 1, toSeq: 5, content: "gone", sessionCreatedAt: old.createdAt }),
+        "session_not_found",
+      );
       const again = await store().createSession({ id: old.id, userId: old.userId, createdAt: old.createdAt + 1 });
       await store().appendMessages(again.id, [{ role: "user", content: "new" }]);
-      await expectCode(store().saveSummary(again.id, { fromSeq: 1, toSeq: 5, content: "old text", sessionCreatedAt: old.createdAt }), "session_not_found");
+      await expectCode(
+        store().saveSummary(again.id, { fromSeq: 1, toSeq: 5, content: "old text", sessionCreatedAt: old.createdAt }),
+        "session_not_found",
+      );
       expect(await store().listSummaries(again.id)).toEqual([]);
-      const saved = await store().saveSummary(again.id, { fromSeq: 1, toSeq: 1, content: "new text", sessionCreatedAt: again.createdAt });
+      const saved = await store().saveSummary(again.id, {
+        fromSeq: 1,
+        toSeq: 1,
+        content: "new text",
+        sessionCreatedAt: again.createdAt,
+      });
       expect((await store().listSummaries(again.id)).map((s) => [s.id, s.content])).toEqual([[saved.id, "new text"]]);
     });
 

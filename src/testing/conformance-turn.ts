@@ -18,10 +18,17 @@ export function describeTurns(store: () => FullStore): void {
     const setup = async (messages = 5) => {
       const owner = `owner-${randomUUID()}`;
       const session = await store().createSession({ id: newSessionId(), userId: owner });
-      await store().appendMessages(session.id, Array.from({ length: messages }, (_, i) => say(`m${i + 1}`)));
+      await store().appendMessages(
+        session.id,
+        Array.from({ length: messages }, (_, i) => say(`m${i + 1}`)),
+      );
       return { owner, id: session.id };
     };
-    const opening = (userId: string, last = 3) => ({ owner: { userId }, last, lease: { ttlMs: 10_000, waitMs: 5_000 } });
+    const opening = (userId: string, last = 3) => ({
+      owner: { userId },
+      last,
+      lease: { ttlMs: 10_000, waitMs: 5_000 },
+    });
 
     it("openTurn holds the lease and reads the session, its newest messages, summaries and state", async () => {
       const { owner, id } = await setup();
@@ -34,8 +41,14 @@ export function describeTurns(store: () => FullStore): void {
       try {
         expect(opened.status).toBe("ok");
         expect(opened.session).toMatchObject({ id, userId: owner });
-        expect(opened.messages.map((m) => [m.seq, m.content])).toEqual([[3, "m3"], [4, "m4"], [5, "m5"]]);
-        expect(opened.summaries.map((s) => [s.fromSeq, s.toSeq, s.content])).toEqual(summaries ? [[1, 2, "the start"]] : []);
+        expect(opened.messages.map((m) => [m.seq, m.content])).toEqual([
+          [3, "m3"],
+          [4, "m4"],
+          [5, "m5"],
+        ]);
+        expect(opened.summaries.map((s) => [s.fromSeq, s.toSeq, s.content])).toEqual(
+          summaries ? [[1, 2, "the start"]] : [],
+        );
         expect(opened.state).toEqual(state ? { version: 1, data: { topic: "tea" } } : { version: 0, data: {} });
         await expectCode(store().acquireLease(id, { waitMs: 50 }), "session_busy");
         const [added] = await store().appendMessages(id, [say("m6")], { fence: opened.lease.fence });
@@ -52,11 +65,19 @@ export function describeTurns(store: () => FullStore): void {
     it("openTurn reads exactly what the separate reads return, whatever the text holds", async () => {
       const owner = `owner-${randomUUID()}`;
       const tricky = 'quotes " \' back\\slash \n new line \t tab, 🦜 é 中文, </script>, ] } , "}';
-      const session = await store().createSession({ id: newSessionId(), userId: owner, metadata: { title: tricky, n: [1, { x: null }] } });
+      const session = await store().createSession({
+        id: newSessionId(),
+        userId: owner,
+        metadata: { title: tricky, n: [1, { x: null }] },
+      });
       const id = session.id;
       await store().appendMessages(id, [
         say(tricky),
-        { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "f", arguments: '{"a":"\\"}' } }] },
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [{ id: "c1", type: "function", function: { name: "f", arguments: '{"a":"\\"}' } }],
+        },
         { role: "tool", tool_call_id: "c1", content: [{ type: "text", text: tricky }] },
       ] as never);
       if (implementsNatively(store(), "summaries")) {
@@ -88,9 +109,18 @@ export function describeTurns(store: () => FullStore): void {
 
       const foreign = await openTurn(store(), id, opening(`stranger-${randomUUID()}`));
       await foreign.lease.release();
-      expect(foreign).toMatchObject({ status: "foreign", session: null, messages: [], summaries: [], state: { version: 0, data: {} } });
+      expect(foreign).toMatchObject({
+        status: "foreign",
+        session: null,
+        messages: [],
+        summaries: [],
+        state: { version: 0, data: {} },
+      });
 
-      const late = await openTurn(store(), id, { ...opening(owner), owner: { userId: owner, activeSince: Date.now() + 60_000 } });
+      const late = await openTurn(store(), id, {
+        ...opening(owner),
+        owner: { userId: owner, activeSince: Date.now() + 60_000 },
+      });
       await late.lease.release();
       expect(late).toMatchObject({ status: "expired", session: null, messages: [] });
       expect(await store().countMessages(id)).toBe(5);
@@ -120,20 +150,30 @@ export function describeTurns(store: () => FullStore): void {
       const { owner, id } = await setup(2);
       const refused = await openTurn(store(), id, opening(owner));
       await expectCode(
-        store().replaceAfter(id, 1, [say("edit")], { fence: refused.lease.fence, expectedLastSeq: 1, releaseLease: true }),
+        store().replaceAfter(id, 1, [say("edit")], {
+          fence: refused.lease.fence,
+          expectedLastSeq: 1,
+          releaseLease: true,
+        }),
         "history_conflict",
       );
       await expectCode(store().acquireLease(id, { waitMs: 50 }), "session_busy");
       await refused.lease.release();
 
       const turn = await openTurn(store(), id, opening(owner));
-      await store().appendMessages(id, [say("q"), { role: "assistant", content: "a" }], { fence: turn.lease.fence, releaseLease: true });
+      await store().appendMessages(id, [say("q"), { role: "assistant", content: "a" }], {
+        fence: turn.lease.fence,
+        releaseLease: true,
+      });
       const next = await store().acquireLease(id, { waitMs: 200, ttlMs: 10_000 });
       // The first holder's own release, after the commit released it, must not free the next one.
       await turn.lease.release();
       expect(await turn.lease.renew(10_000)).toBe(false);
       await expectCode(store().acquireLease(id, { waitMs: 50 }), "session_busy");
-      await store().replaceAfter(id, 3, [{ role: "assistant", content: "again" }], { fence: next.fence, releaseLease: true });
+      await store().replaceAfter(id, 3, [{ role: "assistant", content: "again" }], {
+        fence: next.fence,
+        releaseLease: true,
+      });
       await (await store().acquireLease(id, { waitMs: 200 })).release();
       await next.release();
       expect((await store().getMessages(id)).map((m) => m.content)).toEqual(["m1", "m2", "q", "again"]);
@@ -144,12 +184,18 @@ export function describeTurns(store: () => FullStore): void {
       const { owner, id } = await setup(1);
       const turn = [say("q"), { role: "assistant" as const, content: "a" }];
       const first = await openTurn(store(), id, opening(owner));
-      const stored = await store().appendMessages(id, turn, { fence: first.lease.fence, operationId: "commit", releaseLease: true });
+      const stored = await store().appendMessages(id, turn, {
+        fence: first.lease.fence,
+        operationId: "commit",
+        releaseLease: true,
+      });
 
       // A retried commit (its first answer lost) under a new lease: nothing changes, and the turn is
       // over all the same, so the lease is given back as an applied write would.
       const retry = await openTurn(store(), id, opening(owner));
-      expect(await store().appendMessages(id, turn, { fence: retry.lease.fence, operationId: "commit", releaseLease: true })).toEqual(stored);
+      expect(
+        await store().appendMessages(id, turn, { fence: retry.lease.fence, operationId: "commit", releaseLease: true }),
+      ).toEqual(stored);
       const next = await store().acquireLease(id, { waitMs: 200, ttlMs: 10_000 });
       await retry.lease.release();
       expect(await retry.lease.renew(10_000)).toBe(false);
@@ -157,19 +203,35 @@ export function describeTurns(store: () => FullStore): void {
 
       // The same retry with a fence since taken over: an applied operation is still answered with
       // what it stored, but the lease now held by someone else stays theirs.
-      expect(await store().appendMessages(id, turn, { fence: first.lease.fence, operationId: "commit", releaseLease: true })).toEqual(stored);
+      expect(
+        await store().appendMessages(id, turn, { fence: first.lease.fence, operationId: "commit", releaseLease: true }),
+      ).toEqual(stored);
       await expectCode(store().acquireLease(id, { waitMs: 50 }), "session_busy");
       expect(await next.renew(10_000)).toBe(true);
 
       // A replacement replayed, and a replay that conflicts (the write fails, so the lease stays held).
-      const edited = await store().replaceAfter(id, 2, [{ role: "assistant", content: "b" }], { fence: next.fence, operationId: "edit", releaseLease: true });
+      const edited = await store().replaceAfter(id, 2, [{ role: "assistant", content: "b" }], {
+        fence: next.fence,
+        operationId: "edit",
+        releaseLease: true,
+      });
       const again = await openTurn(store(), id, opening(owner));
       await expectCode(
-        store().replaceAfter(id, 2, [{ role: "assistant", content: "c" }], { fence: again.lease.fence, operationId: "edit", releaseLease: true }),
+        store().replaceAfter(id, 2, [{ role: "assistant", content: "c" }], {
+          fence: again.lease.fence,
+          operationId: "edit",
+          releaseLease: true,
+        }),
         "operation_conflict",
       );
       await expectCode(store().acquireLease(id, { waitMs: 50 }), "session_busy");
-      expect(await store().replaceAfter(id, 2, [{ role: "assistant", content: "b" }], { fence: again.lease.fence, operationId: "edit", releaseLease: true })).toEqual(edited);
+      expect(
+        await store().replaceAfter(id, 2, [{ role: "assistant", content: "b" }], {
+          fence: again.lease.fence,
+          operationId: "edit",
+          releaseLease: true,
+        }),
+      ).toEqual(edited);
       await (await store().acquireLease(id, { waitMs: 200 })).release();
       await again.lease.release();
       await next.release();

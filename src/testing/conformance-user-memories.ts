@@ -10,7 +10,13 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { Memory } from "../core/memory/memory.js";
-import { canStoreMemoryVectors, canStoreVectors, type FullStore, type UserIdPage, type UserMemoryVectorStore } from "../core/types.js";
+import {
+  canStoreMemoryVectors,
+  canStoreVectors,
+  type FullStore,
+  type UserIdPage,
+  type UserMemoryVectorStore,
+} from "../core/types.js";
 import { expectCode, implementsNatively, requireNative, sessionMaker, text, user } from "./_conformance-fixtures.js";
 
 /** Registers the memory tests; `store()` gives the suite's open store. */
@@ -22,12 +28,26 @@ export function describeUserMemories(store: () => FullStore): void {
       requireNative(ctx, store(), "userMemories");
       const alice = user();
       const added = await store().addUserMemory({ userId: alice, text: "is vegetarian", metadata: { topic: "food" } });
-      expect(added).toMatchObject({ userId: alice, text: "is vegetarian", source: { kind: "hand" }, metadata: { topic: "food" }, history: [] });
+      expect(added).toMatchObject({
+        userId: alice,
+        text: "is vegetarian",
+        source: { kind: "hand" },
+        metadata: { topic: "food" },
+        history: [],
+      });
       expect(added.id).toMatch(/^[0-9a-f-]{36}$/);
       expect(added.updatedAt).toBe(added.createdAt);
       expect(await store().getUserMemory(alice, added.id)).toEqual(added);
-      const fromTurn = await store().addUserMemory({ userId: alice, text: "manager is Sam", source: { kind: "session", sessionId: "s-1", seqs: [3, 4] } });
-      expect((await store().getUserMemory(alice, fromTurn.id))?.source).toEqual({ kind: "session", sessionId: "s-1", seqs: [3, 4] });
+      const fromTurn = await store().addUserMemory({
+        userId: alice,
+        text: "manager is Sam",
+        source: { kind: "session", sessionId: "s-1", seqs: [3, 4] },
+      });
+      expect((await store().getUserMemory(alice, fromTurn.id))?.source).toEqual({
+        kind: "session",
+        sessionId: "s-1",
+        seqs: [3, 4],
+      });
 
       const bob = user();
       expect(await store().getUserMemory(bob, added.id)).toBeNull();
@@ -45,7 +65,8 @@ export function describeUserMemories(store: () => FullStore): void {
       // Two share a time: the id breaks the tie, and the cursor must not skip or repeat either.
       const times = [base, base + 1, base + 1, base + 2, base + 3];
       const made = [];
-      for (const [i, createdAt] of times.entries()) made.push(await store().addUserMemory({ userId: alice, text: `fact ${i}`, createdAt }));
+      for (const [i, createdAt] of times.entries())
+        made.push(await store().addUserMemory({ userId: alice, text: `fact ${i}`, createdAt }));
       await store().addUserMemory({ userId: user(), text: "someone else" });
       const seen: string[] = [];
       let cursor: string | null = null;
@@ -66,11 +87,27 @@ export function describeUserMemories(store: () => FullStore): void {
     it("updates a memory, keeping the old text in its history", async (ctx) => {
       requireNative(ctx, store(), "userMemories");
       const alice = user();
-      const added = await store().addUserMemory({ userId: alice, text: "lives in Amsterdam", metadata: { a: 1 }, createdAt: Date.now() - 1_000 });
-      const moved = await store().updateUserMemory(alice, added.id, { text: "lives in Utrecht", reason: "contradiction", metadata: { b: 2 } });
-      expect(moved).toMatchObject({ id: added.id, text: "lives in Utrecht", createdAt: added.createdAt, metadata: { a: 1, b: 2 } });
+      const added = await store().addUserMemory({
+        userId: alice,
+        text: "lives in Amsterdam",
+        metadata: { a: 1 },
+        createdAt: Date.now() - 1_000,
+      });
+      const moved = await store().updateUserMemory(alice, added.id, {
+        text: "lives in Utrecht",
+        reason: "contradiction",
+        metadata: { b: 2 },
+      });
+      expect(moved).toMatchObject({
+        id: added.id,
+        text: "lives in Utrecht",
+        createdAt: added.createdAt,
+        metadata: { a: 1, b: 2 },
+      });
       expect(moved.updatedAt).toBeGreaterThan(added.updatedAt);
-      expect(moved.history).toEqual([{ text: "lives in Amsterdam", replacedAt: moved.updatedAt, reason: "contradiction" }]);
+      expect(moved.history).toEqual([
+        { text: "lives in Amsterdam", replacedAt: moved.updatedAt, reason: "contradiction" },
+      ]);
       const again = await store().updateUserMemory(alice, added.id, { text: "lives in Utrecht", metadata: { c: 3 } });
       expect(again.history).toHaveLength(1);
       expect(await store().getUserMemory(alice, added.id)).toEqual(again);
@@ -157,7 +194,8 @@ export function describeUserMemories(store: () => FullStore): void {
     });
 
     it("keeps none without the capability: lists are empty and writes are capability_missing", async (ctx) => {
-      if (implementsNatively(store(), "userMemories")) ctx.skip(`${store().name} keeps memories (this is the fallback's test)`);
+      if (implementsNatively(store(), "userMemories"))
+        ctx.skip(`${store().name} keeps memories (this is the fallback's test)`);
       const alice = user();
       expect((await store().listUserMemories(alice)).memories).toEqual([]);
       await expectCode(store().addUserMemory({ userId: alice, text: "x" }), "capability_missing");
@@ -174,15 +212,20 @@ export function describeUserMemories(store: () => FullStore): void {
       const theirs = await newSession(bob);
       const firsts = new Map<string, number>();
       for (const session of [...mine, theirs]) {
-        const [first] = await s.appendMessages(session.id, [text(`about the ${word}`), { role: "assistant", content: "noted" }]);
+        const [first] = await s.appendMessages(session.id, [
+          text(`about the ${word}`),
+          { role: "assistant", content: "noted" },
+        ]);
         firsts.set(session.id, first.createdAt);
-        if (implementsNatively(s, "summaries")) await s.saveSummary(session.id, { fromSeq: 1, toSeq: 2, content: `summary ${word}` });
+        if (implementsNatively(s, "summaries"))
+          await s.saveSummary(session.id, { fromSeq: 1, toSeq: 2, content: `summary ${word}` });
         if (implementsNatively(s, "state")) await s.setState(session.id, { k: 1 }, 0);
       }
       const vectors = canStoreVectors(s);
       const model = `m-${randomUUID().slice(0, 8)}`;
       if (vectors) {
-        for (const session of [...mine, theirs]) await s.putEmbeddings(session.id, model, [{ seq: 1, createdAt: firsts.get(session.id)!, vector: [1, 0, 0] }]);
+        for (const session of [...mine, theirs])
+          await s.putEmbeddings(session.id, model, [{ seq: 1, createdAt: firsts.get(session.id)!, vector: [1, 0, 0] }]);
       }
       const memories = implementsNatively(s, "userMemories");
       const memoryVectors = memories && canStoreMemoryVectors(s);
@@ -209,14 +252,21 @@ export function describeUserMemories(store: () => FullStore): void {
       expect(await s.search({ userId: alice, text: word, mode: "substring" })).toEqual([]);
       if (vectors) expect(await s.searchVectors({ userId: alice, model, vector: [1, 0, 0], limit: 10 })).toEqual([]);
       expect((await s.listUserMemories(alice)).memories).toEqual([]);
-      if (memoryVectors) expect(await s.searchUserMemoryVectors({ userId: alice, model, vector: [1, 0, 0] })).toEqual([]);
+      if (memoryVectors)
+        expect(await s.searchUserMemoryVectors({ userId: alice, model, vector: [1, 0, 0] })).toEqual([]);
 
       expect((await s.listSessions(bob)).sessions.map((x) => x.id)).toEqual([theirs.id]);
       expect(await s.getMessages(theirs.id)).toHaveLength(2);
-      expect((await s.search({ userId: bob, text: word, mode: "substring" })).map((h) => h.sessionId)).toEqual([theirs.id]);
-      if (vectors) expect((await s.searchVectors({ userId: bob, model, vector: [1, 0, 0], limit: 10 })).map((h) => h.sessionId)).toEqual([theirs.id]);
+      expect((await s.search({ userId: bob, text: word, mode: "substring" })).map((h) => h.sessionId)).toEqual([
+        theirs.id,
+      ]);
+      if (vectors)
+        expect(
+          (await s.searchVectors({ userId: bob, model, vector: [1, 0, 0], limit: 10 })).map((h) => h.sessionId),
+        ).toEqual([theirs.id]);
       if (memories) expect((await s.listUserMemories(bob)).memories.map((m) => m.text)).toEqual(["bob's memory"]);
-      if (memoryVectors) expect(await s.searchUserMemoryVectors({ userId: bob, model, vector: [1, 0, 0] })).toHaveLength(1);
+      if (memoryVectors)
+        expect(await s.searchUserMemoryVectors({ userId: bob, model, vector: [1, 0, 0] })).toHaveLength(1);
       expect(await memory.eraseUser(alice)).toEqual({ sessions: 0, memories: 0 });
     });
   });
@@ -255,7 +305,9 @@ export function describeUserMemories(store: () => FullStore): void {
       expect(hits.map((h) => h.id)).toEqual([car.id, cat.id]);
       expect(hits[0].score).toBeCloseTo(1 / Math.sqrt(1.01), 4);
       expect(hits[1].score).toBeCloseTo(0.1 / Math.sqrt(1.01), 4);
-      expect((await s.searchUserMemoryVectors({ userId: alice, model: m, vector: [0, 1, 0], limit: 1 })).map((h) => h.id)).toEqual([cat.id]);
+      expect(
+        (await s.searchUserMemoryVectors({ userId: alice, model: m, vector: [0, 1, 0], limit: 1 })).map((h) => h.id),
+      ).toEqual([cat.id]);
       expect(await s.searchUserMemoryVectors({ userId: alice, model: model(), vector: [1, 0, 0] })).toEqual([]);
       expect(await s.searchUserMemoryVectors({ userId: bob, model: m, vector: [1, 0, 0] })).toEqual([]);
       expect(ids(await s.missingUserMemoryEmbeddings(alice, model()))).toEqual(ids([car, cat, plain]));
@@ -277,18 +329,26 @@ export function describeUserMemories(store: () => FullStore): void {
 
       await s.updateUserMemory(alice, moved.id, { text: "lives in Utrecht" });
       expect(await s.missingUserMemoryEmbeddings(alice, m)).toEqual([{ id: moved.id, text: "lives in Utrecht" }]);
-      expect((await s.searchUserMemoryVectors({ userId: alice, model: m, vector: [1, 0, 0] })).map((h) => h.id)).toEqual([gone.id]);
+      expect(
+        (await s.searchUserMemoryVectors({ userId: alice, model: m, vector: [1, 0, 0] })).map((h) => h.id),
+      ).toEqual([gone.id]);
       // A vector made from the old text (an embedding that raced the update) is not kept.
       await s.putUserMemoryEmbeddings(alice, m, [{ id: moved.id, text: "lives in Amsterdam", vector: [1, 0, 0] }]);
       expect(await s.missingUserMemoryEmbeddings(alice, m)).toEqual([{ id: moved.id, text: "lives in Utrecht" }]);
       await s.putUserMemoryEmbeddings(alice, m, [{ id: moved.id, text: "lives in Utrecht", vector: [1, 0, 0] }]);
-      expect((await s.searchUserMemoryVectors({ userId: alice, model: m, vector: [1, 0, 0] })).map((h) => h.id)).toEqual([moved.id, gone.id]);
+      expect(
+        (await s.searchUserMemoryVectors({ userId: alice, model: m, vector: [1, 0, 0] })).map((h) => h.id),
+      ).toEqual([moved.id, gone.id]);
 
       expect(await s.deleteUserMemory(alice, gone.id)).toBe(true);
-      expect((await s.searchUserMemoryVectors({ userId: alice, model: m, vector: [0, 1, 0] })).map((h) => h.id)).toEqual([moved.id]);
+      expect(
+        (await s.searchUserMemoryVectors({ userId: alice, model: m, vector: [0, 1, 0] })).map((h) => h.id),
+      ).toEqual([moved.id]);
       // A vector for a memory deleted meanwhile is not kept either.
       await s.putUserMemoryEmbeddings(alice, m, [{ id: gone.id, text: gone.text, vector: [0, 1, 0] }]);
-      expect((await s.searchUserMemoryVectors({ userId: alice, model: m, vector: [0, 1, 0] })).map((h) => h.id)).toEqual([moved.id]);
+      expect(
+        (await s.searchUserMemoryVectors({ userId: alice, model: m, vector: [0, 1, 0] })).map((h) => h.id),
+      ).toEqual([moved.id]);
       // Made again under the same id, a memory starts without a vector.
       await s.addUserMemory({ userId: alice, id: gone.id, text: gone.text });
       expect(await s.missingUserMemoryEmbeddings(alice, m)).toEqual([{ id: gone.id, text: gone.text }]);
@@ -301,10 +361,19 @@ export function describeUserMemories(store: () => FullStore): void {
       const s = vectors(ctx);
       const alice = user();
       const m = model();
-      const [a, b] = [await s.addUserMemory({ userId: alice, text: "a" }), await s.addUserMemory({ userId: alice, text: "b" })];
+      const [a, b] = [
+        await s.addUserMemory({ userId: alice, text: "a" }),
+        await s.addUserMemory({ userId: alice, text: "b" }),
+      ];
       await s.putUserMemoryEmbeddings(alice, m, [{ id: a.id, text: a.text, vector: [1, 0, 0] }]);
-      await expectCode(s.putUserMemoryEmbeddings(alice, m, [{ id: b.id, text: b.text, vector: [1, 0] }]), "embedding_dimension_mismatch");
-      await expectCode(s.searchUserMemoryVectors({ userId: alice, model: m, vector: [1, 0] }), "embedding_dimension_mismatch");
+      await expectCode(
+        s.putUserMemoryEmbeddings(alice, m, [{ id: b.id, text: b.text, vector: [1, 0] }]),
+        "embedding_dimension_mismatch",
+      );
+      await expectCode(
+        s.searchUserMemoryVectors({ userId: alice, model: m, vector: [1, 0] }),
+        "embedding_dimension_mismatch",
+      );
       expect(await s.missingUserMemoryEmbeddings(alice, m)).toEqual([{ id: b.id, text: b.text }]);
     });
   });

@@ -26,7 +26,11 @@ export function describeVectors(store: () => FullStore, name: string): void {
       const s = vectors(ctx);
       const owner = `user-${randomUUID()}`;
       const m = model();
-      const [a, b, stranger] = [await session(s, owner), await session(s, owner), await session(s, `user-${randomUUID()}`)];
+      const [a, b, stranger] = [
+        await session(s, owner),
+        await session(s, owner),
+        await session(s, `user-${randomUUID()}`),
+      ];
       const [car, banana] = await s.appendMessages(a.id, [text("my car"), text("a banana")]);
       const [truck] = await s.appendMessages(b.id, [text("a truck")]);
       const [secret] = await s.appendMessages(stranger.id, [text("a car of another owner")]);
@@ -52,7 +56,13 @@ export function describeVectors(store: () => FullStore, name: string): void {
       expect(all.some((h) => h.sessionId === stranger.id)).toBe(false);
       const inA = await s.searchVectors({ userId: owner, model: m, vector: [1, 0, 0], sessionId: a.id, afterSeq: 1 });
       expect(inA.map((h) => h.seq)).toEqual([2]);
-      const before = await s.searchVectors({ userId: owner, model: m, vector: [0, 1, 0], sessionId: a.id, beforeSeq: 2 });
+      const before = await s.searchVectors({
+        userId: owner,
+        model: m,
+        vector: [0, 1, 0],
+        sessionId: a.id,
+        beforeSeq: 2,
+      });
       expect(before.map((h) => h.seq)).toEqual([1]);
       // Naming another owner's session returns nothing of it.
       expect(await s.searchVectors({ userId: owner, model: m, vector: [1, 0, 0], sessionId: stranger.id })).toEqual([]);
@@ -93,9 +103,12 @@ export function describeVectors(store: () => FullStore, name: string): void {
       const [one, two] = await s.appendMessages(a.id, [text("one"), text("two")]);
       const at = (x: typeof one, vector: number[]) => ({ seq: x.seq, createdAt: x.createdAt, vector });
       await s.putEmbeddings(a.id, m, [at(one, [1, 0]), at(two, [0, 1]), at(one, [0, 1])]);
-      const near = async (vector: number[]) => (await s.searchVectors({ userId: owner, model: m, vector, limit: 1 }))[0];
+      const near = async (vector: number[]) =>
+        (await s.searchVectors({ userId: owner, model: m, vector, limit: 1 }))[0];
       expect((await near([0, 1])).score).toBeCloseTo(1, 5);
-      expect((await s.searchVectors({ userId: owner, model: m, vector: [1, 0] })).map((h) => h.score.toFixed(3))).toEqual(["0.000", "0.000"]);
+      expect(
+        (await s.searchVectors({ userId: owner, model: m, vector: [1, 0] })).map((h) => h.score.toFixed(3)),
+      ).toEqual(["0.000", "0.000"]);
       await s.putEmbeddings(a.id, m, [at(two, [1, 0])]);
       expect((await near([1, 0])).message.content).toBe("two");
     });
@@ -107,12 +120,19 @@ export function describeVectors(store: () => FullStore, name: string): void {
       const sessions = await Promise.all(models.map(() => session(s, owner)));
       const added = await Promise.all(sessions.map((x, i) => s.appendMessages(x.id, [text(`note ${i}`)])));
       await Promise.all(
-        sessions.map((x, i) => s.putEmbeddings(x.id, models[i], [{ seq: added[i][0].seq, createdAt: added[i][0].createdAt, vector: [i + 1, 1] }])),
+        sessions.map((x, i) =>
+          s.putEmbeddings(x.id, models[i], [
+            { seq: added[i][0].seq, createdAt: added[i][0].createdAt, vector: [i + 1, 1] },
+          ]),
+        ),
       );
       for (const [i, m] of models.entries()) {
         const hits = await s.searchVectors({ userId: owner, model: m, vector: [i + 1, 1] });
         expect(hits.map((h) => h.message.content)).toEqual([`note ${i}`]);
-        await expectCode(s.searchVectors({ userId: owner, model: m, vector: [1, 1, 1] }), "embedding_dimension_mismatch");
+        await expectCode(
+          s.searchVectors({ userId: owner, model: m, vector: [1, 1, 1] }),
+          "embedding_dimension_mismatch",
+        );
       }
     });
   });

@@ -4,10 +4,12 @@
 export function sortedData<T>(value: T): T {
   if (Array.isArray(value)) return value.map(sortedData) as T;
   if (value === null || typeof value !== "object" || value instanceof Uint8Array) return value;
-  const entries = Object.keys(value).sort().flatMap((k) => {
-    const v = (value as Record<string, unknown>)[k];
-    return v === undefined ? [] : [[k, sortedData(v)]];
-  });
+  const entries = Object.keys(value)
+    .sort()
+    .flatMap((k) => {
+      const v = (value as Record<string, unknown>)[k];
+      return v === undefined ? [] : [[k, sortedData(v)]];
+    });
   return Object.fromEntries(entries) as T;
 }
 

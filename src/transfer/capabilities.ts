@@ -10,8 +10,7 @@ import type * as VectorTypes from "../core/vector-types.js";
 
 /** The name of a capability guard of the contract. */
 export type CapabilityGuard =
-  | Extract<keyof typeof StoreTypes, `has${string}`>
-  | Extract<keyof typeof VectorTypes, `canStore${string}`>;
+  Extract<keyof typeof StoreTypes, `has${string}`> | Extract<keyof typeof VectorTypes, `canStore${string}`>;
 
 /** How a transfer treats what one capability keeps. */
 export interface CapabilityTransfer {
@@ -30,8 +29,14 @@ export const CAPABILITY_TRANSFER: Record<CapabilityGuard, CapabilityTransfer> = 
   hasSummaries: { treatment: "carried", how: "`summary` records, in original seq numbering" },
   hasState: { treatment: "carried", how: "`state` records: the state's data (versions restart on the target)" },
   hasUserMemories: { treatment: "carried", how: "`memory` records: text, times, source, metadata and history" },
-  hasMemoryOwners: { treatment: "carried", how: "enumerates the users whose `memory` records a whole-store export writes" },
-  hasRetention: { treatment: "behaviour", how: "enumerates the sessions a whole-store export writes; keeps nothing itself" },
+  hasMemoryOwners: {
+    treatment: "carried",
+    how: "enumerates the users whose `memory` records a whole-store export writes",
+  },
+  hasRetention: {
+    treatment: "behaviour",
+    how: "enumerates the sessions a whole-store export writes; keeps nothing itself",
+  },
   hasSearch: { treatment: "behaviour", how: "full-text indexes are rebuilt by the target from the messages" },
   hasCounts: { treatment: "behaviour", how: "counts are of the messages carried" },
   hasCombinedTurn: { treatment: "behaviour", how: "a faster way to open a turn; keeps nothing" },

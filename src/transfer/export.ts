@@ -100,7 +100,14 @@ export async function exportSessions(
     let page = head.firstPage;
     const id = head.bundle.session.id;
     for (;;) {
-      for (const message of page) await write(JSON.stringify({ type: "message", sessionId: id, message: exportedMessage(originalMessage(message, head.offset)) }));
+      for (const message of page)
+        await write(
+          JSON.stringify({
+            type: "message",
+            sessionId: id,
+            message: exportedMessage(originalMessage(message, head.offset)),
+          }),
+        );
       report.messages += page.length;
       if (page.length < READ_PAGE) break;
       page = await store.getMessages(id, { afterSeq: page[page.length - 1].seq, limit: READ_PAGE });

@@ -102,7 +102,16 @@ export function memoryLine(memory: UserMemory): string {
   const { sessionDeleted: _derived, ...storedSource } = source as UserMemory["source"] & { sessionDeleted?: boolean };
   return JSON.stringify({
     type: "memory",
-    memory: { id, userId, text, createdAt, updatedAt, source: sortedData(storedSource), metadata: sortedData(metadata ?? {}), history: history.map(sortedData) },
+    memory: {
+      id,
+      userId,
+      text,
+      createdAt,
+      updatedAt,
+      source: sortedData(storedSource),
+      metadata: sortedData(metadata ?? {}),
+      history: history.map(sortedData),
+    },
   });
 }
 
@@ -155,7 +164,11 @@ const RECORD = z.discriminatedUnion("type", [
       updatedAt: time,
       source: z.discriminatedUnion("kind", [
         z.object({ kind: z.literal("hand") }),
-        z.object({ kind: z.literal("session"), sessionId: z.string().min(1), seqs: z.array(z.number().int().positive()) }),
+        z.object({
+          kind: z.literal("session"),
+          sessionId: z.string().min(1),
+          seqs: z.array(z.number().int().positive()),
+        }),
       ]),
       metadata: object.optional(),
       history: z.array(z.object({ text: z.string(), replacedAt: time, reason: z.string().optional() })),
@@ -211,9 +224,7 @@ interface Block {
  * Reads an export line by line and yields each session once its block is complete. A session
  * with any bad line is not yielded (its problems are), so a session is imported whole or not at all.
  */
-export async function* readExport(
-  lines: AsyncIterable<string> | Iterable<string>,
-): AsyncGenerator<ExportItem> {
+export async function* readExport(lines: AsyncIterable<string> | Iterable<string>): AsyncGenerator<ExportItem> {
   const seen = new Set<string>();
   const seenMemories = new Set<string>();
   let block: Block | null = null;
@@ -292,7 +303,10 @@ export async function* readExport(
       const memory: UserMemory = { ...record.memory, metadata: record.memory.metadata ?? {} };
       const key = JSON.stringify([memory.userId, memory.id]);
       if (seenMemories.has(key)) {
-        yield { kind: "problem", problem: { line: lineNo, message: `memory ${memory.id} of user ${memory.userId} appears twice in the file` } };
+        yield {
+          kind: "problem",
+          problem: { line: lineNo, message: `memory ${memory.id} of user ${memory.userId} appears twice in the file` },
+        };
         continue;
       }
       seenMemories.add(key);

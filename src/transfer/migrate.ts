@@ -10,12 +10,7 @@ import { completeStore } from "../core/store/complete.js";
 import type { Session, FullStore, SessionStore } from "../core/types.js";
 import { sameData } from "./canonical.js";
 import { importUserMemory, memoryOwners, type MemoryOutcome, storedMemory, userMemories } from "./user-memory-copy.js";
-import {
-  forEachConcurrent,
-  type ImportOutcome,
-  importSessionBundle,
-  readSessionBundle,
-} from "./session-copy.js";
+import { forEachConcurrent, type ImportOutcome, importSessionBundle, readSessionBundle } from "./session-copy.js";
 
 /** Options of {@link migrateStores}. */
 export interface MigrateOptions {
@@ -83,7 +78,13 @@ function owners(store: FullStore, userId: string | undefined): AsyncIterable<str
   return userId === undefined ? memoryOwners(store) : [userId];
 }
 
-async function verify(source: FullStore, target: FullStore, sessions: Session[], concurrency: number, userId: string | undefined) {
+async function verify(
+  source: FullStore,
+  target: FullStore,
+  sessions: Session[],
+  concurrency: number,
+  userId: string | undefined,
+) {
   const result = {
     sessions: sessions.length,
     sessionsOk: 0,

@@ -97,7 +97,11 @@ export async function readSessionBundle(
 
 /** A branch with its split point and messages renumbered by `offset`. */
 export function shiftBranch(branch: Branch, offset: number): Branch {
-  return { ...branch, atSeq: branch.atSeq + offset, messages: branch.messages.map((m) => ({ ...m, seq: m.seq + offset })) };
+  return {
+    ...branch,
+    atSeq: branch.atSeq + offset,
+    messages: branch.messages.map((m) => ({ ...m, seq: m.seq + offset })),
+  };
 }
 
 function storedInput(message: Message): MessageInput {
@@ -127,10 +131,7 @@ async function appendAll(store: FullStore, target: Session, messages: Message[])
  * identical → nothing written; the stored messages a prefix of the bundle's (an interrupted run)
  * → the missing tail, summaries and state are added; anything else → `diverged`, nothing written.
  */
-export async function importSessionBundle(
-  anyStore: SessionStore,
-  bundle: SessionBundle,
-): Promise<ImportOutcome> {
+export async function importSessionBundle(anyStore: SessionStore, bundle: SessionBundle): Promise<ImportOutcome> {
   const store = completeStore(anyStore);
   const { session, messages } = bundle;
   const offset = (messages[0]?.seq ?? 1) - 1;
@@ -215,8 +216,7 @@ export async function importSessionBundle(
     await store.setState(target.id, bundle.state, 0);
     if (status === "unchanged") status = "updated";
   }
-  const wantedMetadata =
-    targetOffset > 0 ? { ...session.metadata, [SEQ_OFFSET_KEY]: targetOffset } : session.metadata;
+  const wantedMetadata = targetOffset > 0 ? { ...session.metadata, [SEQ_OFFSET_KEY]: targetOffset } : session.metadata;
   if (status !== "created" && !sameData(target.metadata, wantedMetadata)) {
     await store.updateSessionMetadata(target.id, wantedMetadata);
     if (status === "unchanged") status = "updated";

@@ -18,7 +18,11 @@ import type { FakeUpstream } from "../_fake-upstream.js";
 
 const text = (t: string) => ({ type: "text" as const, text: t });
 const userMsg = (id: string, t: string): UIMessage => ({ id, role: "user", parts: [text(t)] });
-const answer = (id: string, t: string): UIMessage => ({ id, role: "assistant", parts: [{ type: "step-start" }, { ...text(t), state: "done" }] });
+const answer = (id: string, t: string): UIMessage => ({
+  id,
+  role: "assistant",
+  parts: [{ type: "step-start" }, { ...text(t), state: "done" }],
+});
 
 /** A chat with every kind of part the AI SDK puts in a UIMessage, in the states a saved chat holds them. */
 export const RICH_CHAT: UIMessage[] = [
@@ -39,7 +43,12 @@ export const RICH_CHAT: UIMessage[] = [
     metadata: { model: "fake-model", usage: { inputTokens: 12, outputTokens: 30 }, finishReason: "tool-calls" },
     parts: [
       { type: "step-start" },
-      { type: "reasoning", text: "The user wants a description.", state: "done", providerMetadata: { openai: { itemId: "rs_1", reasoningEncryptedContent: null } } },
+      {
+        type: "reasoning",
+        text: "The user wants a description.",
+        state: "done",
+        providerMetadata: { openai: { itemId: "rs_1", reasoningEncryptedContent: null } },
+      },
       { type: "text", text: "Let me look.", state: "done", providerMetadata: { openai: { itemId: "msg_1" } } },
       {
         type: "tool-get_weather",
@@ -49,15 +58,54 @@ export const RICH_CHAT: UIMessage[] = [
         output: { city: "Utrecht", forecast: "sunny", temperatures: [12.5, -3, 0] },
         callProviderMetadata: { openai: { itemId: "fc_1" } },
       },
-      { type: "tool-search", toolCallId: "call_s1", state: "output-error", input: undefined, rawInput: '{"q": x', errorText: "invalid JSON" },
-      { type: "tool-lookup", toolCallId: "call_l1", state: "output-available", input: {}, output: "plain text result", preliminary: false, providerExecuted: true },
-      { type: "dynamic-tool", toolName: "mcp_fetch", toolCallId: "call_d1", state: "output-available", input: { url: "https://example.invalid" }, output: { status: 200 } },
-      { type: "dynamic-tool", toolName: "mcp_fail", toolCallId: "call_d2", state: "output-error", input: undefined, errorText: "bad input" },
+      {
+        type: "tool-search",
+        toolCallId: "call_s1",
+        state: "output-error",
+        input: undefined,
+        rawInput: '{"q": x',
+        errorText: "invalid JSON",
+      },
+      {
+        type: "tool-lookup",
+        toolCallId: "call_l1",
+        state: "output-available",
+        input: {},
+        output: "plain text result",
+        preliminary: false,
+        providerExecuted: true,
+      },
+      {
+        type: "dynamic-tool",
+        toolName: "mcp_fetch",
+        toolCallId: "call_d1",
+        state: "output-available",
+        input: { url: "https://example.invalid" },
+        output: { status: 200 },
+      },
+      {
+        type: "dynamic-tool",
+        toolName: "mcp_fail",
+        toolCallId: "call_d2",
+        state: "output-error",
+        input: undefined,
+        errorText: "bad input",
+      },
       { type: "step-start" },
-      { type: "source-url", sourceId: "src-1", url: "https://example.invalid/page", title: "A page", providerMetadata: { openai: { rank: 1 } } },
+      {
+        type: "source-url",
+        sourceId: "src-1",
+        url: "https://example.invalid/page",
+        title: "A page",
+        providerMetadata: { openai: { rank: 1 } },
+      },
       { type: "source-document", sourceId: "src-2", mediaType: "application/pdf", title: "Spec", filename: "spec.pdf" },
       { type: "file", mediaType: "image/png", url: "data:image/png;base64,AAAA" },
-      { type: "data-weather", id: "w-1", data: { city: "Utrecht", status: "done", nested: { list: [1, "two", null, true] } } },
+      {
+        type: "data-weather",
+        id: "w-1",
+        data: { city: "Utrecht", status: "done", nested: { list: [1, "two", null, true] } },
+      },
       { type: "data-notice", data: "transient-looking but persisted" },
       { type: "text", text: "It is sunny; the PDF is a spec.", state: "done" },
     ],
@@ -67,11 +115,35 @@ export const RICH_CHAT: UIMessage[] = [
     role: "assistant",
     parts: [
       { type: "step-start" },
-      { type: "tool-book", toolCallId: "call_b1", state: "input-streaming", input: { city: "Ut" }, rawInput: '{"city":"Ut' },
+      {
+        type: "tool-book",
+        toolCallId: "call_b1",
+        state: "input-streaming",
+        input: { city: "Ut" },
+        rawInput: '{"city":"Ut',
+      },
       { type: "tool-book", toolCallId: "call_b2", state: "input-available", input: { city: "Utrecht" } },
-      { type: "tool-pay", toolCallId: "call_p1", state: "approval-requested", input: { amount: 5 }, approval: { id: "ap-1" } },
-      { type: "tool-pay", toolCallId: "call_p2", state: "approval-responded", input: { amount: 6 }, approval: { id: "ap-2", approved: true, reason: "ok" } },
-      { type: "tool-pay", toolCallId: "call_p3", state: "output-denied", input: { amount: 7 }, approval: { id: "ap-3", approved: false, reason: "too much" } },
+      {
+        type: "tool-pay",
+        toolCallId: "call_p1",
+        state: "approval-requested",
+        input: { amount: 5 },
+        approval: { id: "ap-1" },
+      },
+      {
+        type: "tool-pay",
+        toolCallId: "call_p2",
+        state: "approval-responded",
+        input: { amount: 6 },
+        approval: { id: "ap-2", approved: true, reason: "ok" },
+      },
+      {
+        type: "tool-pay",
+        toolCallId: "call_p3",
+        state: "output-denied",
+        input: { amount: 7 },
+        approval: { id: "ap-3", approved: false, reason: "too much" },
+      },
       { type: "text", text: "Streaming…", state: "streaming" },
     ],
   },
@@ -84,7 +156,8 @@ export function aiSdkChatStoreContract(stack: Holder, upstream: { readonly fake:
   const chats = () => createChatStore({ memory: stack.memory, userId: "contract" });
   /** What the guide's JSON file would give back. */
   const asJson = (messages: UIMessage[]) => JSON.parse(JSON.stringify(messages)) as UIMessage[];
-  const sessionOf = async (chatId: string) => (await chats().listChats({ limit: 1000 })).find((c) => c.id === chatId)!.sessionId;
+  const sessionOf = async (chatId: string) =>
+    (await chats().listChats({ limit: 1000 })).find((c) => c.id === chatId)!.sessionId;
   const stored = async (chatId: string) => stack.memory.getMessages(await sessionOf(chatId), { userId: "contract" });
   const branches = async (chatId: string) => stack.memory.listBranches(await sessionOf(chatId), { userId: "contract" });
 
@@ -99,14 +172,29 @@ export function aiSdkChatStoreContract(stack: Holder, upstream: { readonly fake:
     fake.setReply((body) =>
       body.messages.at(-1).role === "tool"
         ? { content: "Sunny in Utrecht." }
-        : { tool_calls: [{ id: "call_w1", type: "function", function: { name: "get_weather", arguments: '{"city":"Utrecht"}' } }] },
+        : {
+            tool_calls: [
+              { id: "call_w1", type: "function", function: { name: "get_weather", arguments: '{"city":"Utrecht"}' } },
+            ],
+          },
     );
-    const tools = { get_weather: tool({ description: "The weather", inputSchema: z.object({ city: z.string() }), execute: async ({ city }: { city: string }) => ({ city, forecast: "sunny" }) }) };
+    const tools = {
+      get_weather: tool({
+        description: "The weather",
+        inputSchema: z.object({ city: z.string() }),
+        execute: async ({ city }: { city: string }) => ({ city, forecast: "sunny" }),
+      }),
+    };
     // One request of a useChat route, as the persistence guide writes it: load, append, stream, save on finish.
     const respond = async (message: UIMessage) => {
       const messages = [...(await store.loadChat(chatId)), message];
       const provider = createOpenAI({ baseURL: fake.url, apiKey: "sk-test" });
-      const result = streamText({ model: provider.chat("fake-model"), messages: await convertToModelMessages(messages), tools, stopWhen: stepCountIs(3) });
+      const result = streamText({
+        model: provider.chat("fake-model"),
+        messages: await convertToModelMessages(messages),
+        tools,
+        stopWhen: stepCountIs(3),
+      });
       let finished!: UIMessage[];
       let saved!: Promise<void>;
       const stream = result.toUIMessageStream({
@@ -122,13 +210,25 @@ export function aiSdkChatStoreContract(stack: Holder, upstream: { readonly fake:
       return finished;
     };
     const first = await respond(userMsg(`u-${randomUUID()}`, "Weather in Utrecht?"));
-    expect(first[1].parts).toContainEqual(expect.objectContaining({ type: "tool-get_weather", state: "output-available", output: { city: "Utrecht", forecast: "sunny" } }));
+    expect(first[1].parts).toContainEqual(
+      expect.objectContaining({
+        type: "tool-get_weather",
+        state: "output-available",
+        output: { city: "Utrecht", forecast: "sunny" },
+      }),
+    );
     expect(first[1].metadata).toEqual({ finishReason: "stop" });
     expect(await store.loadChat(chatId)).toStrictEqual(asJson(first));
     fake.setReply(() => ({ content: "You're welcome." }));
     const second = await respond(userMsg(`u-${randomUUID()}`, "Thanks"));
     expect(await store.loadChat(chatId)).toStrictEqual(asJson(second));
-    expect((fake.chatRequests().at(-1)!.body.messages as { role: string }[]).map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant", "user"]);
+    expect((fake.chatRequests().at(-1)!.body.messages as { role: string }[]).map((m) => m.role)).toEqual([
+      "user",
+      "assistant",
+      "tool",
+      "assistant",
+      "user",
+    ]);
   });
 
   it("gives back exactly what was saved: ids, every kind of part in every state, metadata", async () => {
@@ -146,7 +246,10 @@ export function aiSdkChatStoreContract(stack: Holder, upstream: { readonly fake:
   it("takes any string as a chat id, and message ids as the SDK makes them", async () => {
     const store = chats();
     for (const chatId of ["Xq3k9LmN0pQrStUv", "chat/with spaces & ü", randomUUID(), `${"x".repeat(300)}`]) {
-      const messages = [userMsg(`msg-${randomUUID()}`, `hello ${chatId.slice(0, 10)}`), answer("msgs_AbCdEfGhIjKlMnOp", "hi")];
+      const messages = [
+        userMsg(`msg-${randomUUID()}`, `hello ${chatId.slice(0, 10)}`),
+        answer("msgs_AbCdEfGhIjKlMnOp", "hi"),
+      ];
       await store.saveChat({ chatId, messages });
       expect(await store.loadChat(chatId)).toStrictEqual(messages);
     }
@@ -163,7 +266,12 @@ export function aiSdkChatStoreContract(stack: Holder, upstream: { readonly fake:
     await store.saveChat({ chatId, messages: turn2 });
     const after = await stored(chatId);
     expect(after.slice(0, before.length)).toEqual(before);
-    expect(after.map((m) => [m.role, m.content])).toEqual([["user", "one"], ["assistant", "first"], ["user", "two"], ["assistant", "second"]]);
+    expect(after.map((m) => [m.role, m.content])).toEqual([
+      ["user", "one"],
+      ["assistant", "first"],
+      ["user", "two"],
+      ["assistant", "second"],
+    ]);
     await store.saveChat({ chatId, messages: asJson(turn2) });
     expect(await stored(chatId)).toEqual(after);
     expect(await branches(chatId)).toEqual([]);
@@ -174,16 +282,48 @@ export function aiSdkChatStoreContract(stack: Holder, upstream: { readonly fake:
     const store = chats();
     const chatId = randomUUID();
     const question = userMsg("u1", "Pay 5?");
-    const asking: UIMessage = { id: "a1", role: "assistant", parts: [{ type: "step-start" }, { type: "tool-pay", toolCallId: "c1", state: "approval-requested", input: { amount: 5 }, approval: { id: "ap" } }] };
+    const asking: UIMessage = {
+      id: "a1",
+      role: "assistant",
+      parts: [
+        { type: "step-start" },
+        {
+          type: "tool-pay",
+          toolCallId: "c1",
+          state: "approval-requested",
+          input: { amount: 5 },
+          approval: { id: "ap" },
+        },
+      ],
+    };
     await store.saveChat({ chatId, messages: [question, asking] });
-    const approved: UIMessage = { ...asking, parts: [{ type: "step-start" }, { type: "tool-pay", toolCallId: "c1", state: "approval-responded", input: { amount: 5 }, approval: { id: "ap", approved: true } }] };
+    const approved: UIMessage = {
+      ...asking,
+      parts: [
+        { type: "step-start" },
+        {
+          type: "tool-pay",
+          toolCallId: "c1",
+          state: "approval-responded",
+          input: { amount: 5 },
+          approval: { id: "ap", approved: true },
+        },
+      ],
+    };
     await store.saveChat({ chatId, messages: [question, approved] });
     const done: UIMessage = {
       ...asking,
       metadata: { finishReason: "stop" },
       parts: [
         { type: "step-start" },
-        { type: "tool-pay", toolCallId: "c1", state: "output-available", input: { amount: 5 }, output: { paid: true }, approval: { id: "ap", approved: true } },
+        {
+          type: "tool-pay",
+          toolCallId: "c1",
+          state: "output-available",
+          input: { amount: 5 },
+          output: { paid: true },
+          approval: { id: "ap", approved: true },
+        },
         { type: "step-start" },
         { type: "text", text: "Paid.", state: "done" },
       ],
@@ -236,7 +376,10 @@ export function aiSdkChatStoreContract(stack: Holder, upstream: { readonly fake:
     const first = [userMsg("u1", "one, edited"), answer("a4", "new start")];
     await store.saveChat({ chatId, messages: first });
     expect(await store.loadChat(chatId)).toStrictEqual(first);
-    expect((await branches(chatId)).map((b) => [b.reason, b.atSeq])).toEqual([["edit", 2], ["edit", 0]]);
+    expect((await branches(chatId)).map((b) => [b.reason, b.atSeq])).toEqual([
+      ["edit", 2],
+      ["edit", 0],
+    ]);
   });
 
   it("refuses what the AI SDK never produces with a coded error naming the message, storing nothing", async () => {
@@ -254,13 +397,21 @@ export function aiSdkChatStoreContract(stack: Holder, upstream: { readonly fake:
       [[...good, { id: "u5", role: "user", parts: [{ type: "text" }] }], /message 2 \("u5"\)/],
     ];
     for (const [messages, message] of bad) {
-      const error = await store.saveChat({ chatId, messages: messages as UIMessage[] }).then(() => null, (e: unknown) => e);
-      expect(error, JSON.stringify(messages)).toMatchObject({ code: "invalid_message", message: expect.stringMatching(message) });
+      const error = await store.saveChat({ chatId, messages: messages as UIMessage[] }).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(error, JSON.stringify(messages)).toMatchObject({
+        code: "invalid_message",
+        message: expect.stringMatching(message),
+      });
     }
     expect(await store.loadChat(chatId)).toStrictEqual(good);
     // A refused first save leaves no chat behind.
     const fresh = `chat-${randomUUID()}`;
-    await expect(store.saveChat({ chatId: fresh, messages: [{ id: "x", role: "robot", parts: [] } as unknown as UIMessage] })).rejects.toMatchObject({ code: "invalid_message" });
+    await expect(
+      store.saveChat({ chatId: fresh, messages: [{ id: "x", role: "robot", parts: [] } as unknown as UIMessage] }),
+    ).rejects.toMatchObject({ code: "invalid_message" });
     expect((await store.listChats({ limit: 1000 })).map((c) => c.id)).not.toContain(fresh);
     await expect(store.saveChat({ chatId: "", messages: good })).rejects.toMatchObject({ code: "invalid_session_id" });
   });
@@ -282,7 +433,9 @@ export function aiSdkChatStoreContract(stack: Holder, upstream: { readonly fake:
     const sessionId = randomUUID();
     await mine.saveChat({ chatId: sessionId, messages: [userMsg("u1", "mine")] });
     expect(await theirs.loadChat(sessionId)).toEqual([]);
-    await expect(theirs.saveChat({ chatId: sessionId, messages: [userMsg("u1", "theirs")] })).rejects.toMatchObject({ code: "session_not_found" });
+    await expect(theirs.saveChat({ chatId: sessionId, messages: [userMsg("u1", "theirs")] })).rejects.toMatchObject({
+      code: "session_not_found",
+    });
     expect(await theirs.deleteChat(sessionId)).toBe(false);
     expect(await mine.loadChat(sessionId)).toStrictEqual([userMsg("u1", "mine")]);
   });

@@ -44,7 +44,12 @@ export function langchainMessages(): BaseMessage[] {
       additional_kwargs: { client: { trace: [1, 2, 3] } },
       response_metadata: { source: "form" },
     }),
-    new HumanMessage({ content: [{ type: "text", text: "standard blocks" }, { type: "image", url: "https://example.invalid/a.png", mimeType: "image/png" }] }),
+    new HumanMessage({
+      content: [
+        { type: "text", text: "standard blocks" },
+        { type: "image", url: "https://example.invalid/a.png", mimeType: "image/png" },
+      ],
+    }),
     new AIMessage({
       content: "",
       id: "ai-1",
@@ -52,14 +57,22 @@ export function langchainMessages(): BaseMessage[] {
         { id: "call_1", name: "list_tasks", args: { all: true, filter: { tags: ["a", "b"] } }, type: "tool_call" },
         { id: "call_2", name: "get_weather", args: { city: "Utrecht" }, type: "tool_call" },
       ],
-      invalid_tool_calls: [{ id: "call_3", name: "broken", args: "{not json", error: "bad JSON", type: "invalid_tool_call" }],
+      invalid_tool_calls: [
+        { id: "call_3", name: "broken", args: "{not json", error: "bad JSON", type: "invalid_tool_call" },
+      ],
       response_metadata: { model_name: "m1", finish_reason: "tool_calls", system_fingerprint: null },
       additional_kwargs: { custom: 1, refusal: null },
       usage_metadata: { input_tokens: 3, output_tokens: 2, total_tokens: 5, input_token_details: { cache_read: 1 } },
     }),
     new ToolMessage({ content: '[{"id":42}]', tool_call_id: "call_1", name: "list_tasks", artifact: { rows: 1 } }),
     new ToolMessage({ content: "Utrecht is down", tool_call_id: "call_2", status: "error" }),
-    new AIMessage({ content: [{ type: "text", text: "Task 42." }, { type: "reasoning", reasoning: "it is the only one" }], name: "planner" }),
+    new AIMessage({
+      content: [
+        { type: "text", text: "Task 42." },
+        { type: "reasoning", reasoning: "it is the only one" },
+      ],
+      name: "planner",
+    }),
     new ChatMessage({ content: "a note", role: "critic" }),
     new FunctionMessage({ content: "legacy result", name: "old_function" }),
   ];
@@ -89,24 +102,55 @@ export function langchainHistoryContract(stack: Holder, upstream: { readonly fak
   it("keeps a RunnableWithMessageHistory conversation, invoked and streamed, as LangChain's reference history does", async () => {
     const fake = upstream.fake;
     fake.setReply((body) => ({ content: `echo: ${body.messages.at(-1).content}` }));
-    const prompt = ChatPromptTemplate.fromMessages([["system", "You are terse."], new MessagesPlaceholder("history"), ["human", "{input}"]]);
-    const model = new ChatOpenAI({ model: "fake-model", apiKey: "sk-test", configuration: { baseURL: fake.url }, maxRetries: 0 });
+    const prompt = ChatPromptTemplate.fromMessages([
+      ["system", "You are terse."],
+      new MessagesPlaceholder("history"),
+      ["human", "{input}"],
+    ]);
+    const model = new ChatOpenAI({
+      model: "fake-model",
+      apiKey: "sk-test",
+      configuration: { baseURL: fake.url },
+      maxRetries: 0,
+    });
     const run = async (getMessageHistory: () => InMemoryChatMessageHistory | ThreadkeepChatMessageHistory) => {
-      const chain = new RunnableWithMessageHistory({ runnable: prompt.pipe(model), getMessageHistory, inputMessagesKey: "input", historyMessagesKey: "history" });
+      const chain = new RunnableWithMessageHistory({
+        runnable: prompt.pipe(model),
+        getMessageHistory,
+        inputMessagesKey: "input",
+        historyMessagesKey: "history",
+      });
       const config = { configurable: { sessionId: "ignored" } };
       await chain.invoke({ input: "My name is Ada." }, config);
       for await (const _chunk of await chain.stream({ input: "What is my name?" }, config)) void _chunk;
-      return (fake.chatRequests().at(-1)!.body.messages as { role: string; content: string }[]).map((m) => `${m.role}: ${m.content}`);
+      return (fake.chatRequests().at(-1)!.body.messages as { role: string; content: string }[]).map(
+        (m) => `${m.role}: ${m.content}`,
+      );
     };
     const reference = new InMemoryChatMessageHistory();
     const h = history();
     const sentWithReference = await run(() => reference);
     const sent = await run(() => h);
     expect(sent).toEqual(sentWithReference);
-    expect(sent).toEqual(["system: You are terse.", "user: My name is Ada.", "assistant: echo: My name is Ada.", "user: What is my name?"]);
-    const without = (ms: BaseMessage[]) => serialised(ms).map(({ type, data }) => ({ type, content: data.content, tool_calls: (data as { tool_calls?: unknown }).tool_calls }));
+    expect(sent).toEqual([
+      "system: You are terse.",
+      "user: My name is Ada.",
+      "assistant: echo: My name is Ada.",
+      "user: What is my name?",
+    ]);
+    const without = (ms: BaseMessage[]) =>
+      serialised(ms).map(({ type, data }) => ({
+        type,
+        content: data.content,
+        tool_calls: (data as { tool_calls?: unknown }).tool_calls,
+      }));
     expect(without(await h.getMessages())).toEqual(without(await reference.getMessages()));
-    expect((await h.getMessages()).map((m) => m.constructor.name)).toEqual(["HumanMessage", "AIMessage", "HumanMessage", "AIMessage"]);
+    expect((await h.getMessages()).map((m) => m.constructor.name)).toEqual([
+      "HumanMessage",
+      "AIMessage",
+      "HumanMessage",
+      "AIMessage",
+    ]);
   });
 
   it("gives back every message type with all its fields, as LangChain's reference history does", async () => {
@@ -135,7 +179,9 @@ export function langchainHistoryContract(stack: Holder, upstream: { readonly fak
     await h.addMessages(langchainMessages().slice(4, 7));
     const context = await stack.memory.buildContext(h.sessionId, { userId: "contract" });
     expect(context.messages.map((m) => m.role)).toEqual(["assistant", "tool", "tool"]);
-    expect(context.messages[0].tool_calls?.map((c) => [c.id, c.function.name, JSON.parse(c.function.arguments)])).toEqual([
+    expect(
+      context.messages[0].tool_calls?.map((c) => [c.id, c.function.name, JSON.parse(c.function.arguments)]),
+    ).toEqual([
       ["call_1", "list_tasks", { all: true, filter: { tags: ["a", "b"] } }],
       ["call_2", "get_weather", { city: "Utrecht" }],
     ]);
@@ -154,7 +200,12 @@ export function langchainHistoryContract(stack: Holder, upstream: { readonly fak
           { type: "file", data: "JVBER", mimeType: "application/pdf", filename: "a.pdf" },
         ],
       }),
-      new AIMessage({ content: [{ type: "reasoning", reasoning: "hidden" }, { type: "text", text: "They differ." }] }),
+      new AIMessage({
+        content: [
+          { type: "reasoning", reasoning: "hidden" },
+          { type: "text", text: "They differ." },
+        ],
+      }),
     ]);
     const context = await stack.memory.buildContext(h.sessionId, { userId: "contract" });
     expect(context.messages.map((m) => m.content)).toEqual([
@@ -167,7 +218,10 @@ export function langchainHistoryContract(stack: Holder, upstream: { readonly fak
       ],
       "They differ.",
     ]);
-    expect(serialised(await h.getMessages())[1].data.content).toEqual([{ type: "reasoning", reasoning: "hidden" }, { type: "text", text: "They differ." }]);
+    expect(serialised(await h.getMessages())[1].data.content).toEqual([
+      { type: "reasoning", reasoning: "hidden" },
+      { type: "text", text: "They differ." },
+    ]);
   });
 
   it("keeps a streamed answer (an AIMessageChunk, as RunnableWithMessageHistory hands it over) with its tool calls", async () => {
@@ -176,14 +230,24 @@ export function langchainHistoryContract(stack: Holder, upstream: { readonly fak
       content: "Calling.",
       id: "run-1",
       tool_call_chunks: [{ id: "call_9", name: "lookup", args: '{"q":', index: 0, type: "tool_call_chunk" }],
-    }).concat(new AIMessageChunk({ content: "", tool_call_chunks: [{ args: "1}", index: 0, type: "tool_call_chunk" }] }));
+    }).concat(
+      new AIMessageChunk({ content: "", tool_call_chunks: [{ args: "1}", index: 0, type: "tool_call_chunk" }] }),
+    );
     expect(chunk.tool_calls).toEqual([{ id: "call_9", name: "lookup", args: { q: 1 }, type: "tool_call" }]);
     await h.addMessages([new HumanMessage("look it up"), chunk]);
     const [, answer] = await h.getMessages();
     expect(answer).toBeInstanceOf(AIMessage);
-    expect(answer).toMatchObject({ content: "Calling.", id: "run-1", tool_calls: [{ id: "call_9", name: "lookup", args: { q: 1 } }] });
+    expect(answer).toMatchObject({
+      content: "Calling.",
+      id: "run-1",
+      tool_calls: [{ id: "call_9", name: "lookup", args: { q: 1 } }],
+    });
     const stored = await stack.memory.getMessages(h.sessionId, { userId: "contract" });
-    expect(stored[1]).toMatchObject({ role: "assistant", content: "Calling.", tool_calls: [{ id: "call_9", function: { name: "lookup", arguments: '{"q":1}' } }] });
+    expect(stored[1]).toMatchObject({
+      role: "assistant",
+      content: "Calling.",
+      tool_calls: [{ id: "call_9", function: { name: "lookup", arguments: '{"q":1}' } }],
+    });
   });
 
   it("hands out copies: changing a message given or read changes nothing stored", async () => {
@@ -204,7 +268,12 @@ export function langchainHistoryContract(stack: Holder, upstream: { readonly fak
     await h.addMessages([]);
     await h.addMessages([new HumanMessage("3"), new AIMessage("4")]);
     expect((await h.getMessages()).map((m) => m.content)).toEqual(["1", "2", "3", "4"]);
-    const error = await h.addMessages([new HumanMessage("5"), { content: "not a message" } as unknown as BaseMessage]).then(() => null, (e: unknown) => e);
+    const error = await h
+      .addMessages([new HumanMessage("5"), { content: "not a message" } as unknown as BaseMessage])
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
     expect(error).toMatchObject({ code: "invalid_message", message: expect.stringMatching(/message 1\b/) });
     expect((await h.getMessages()).map((m) => m.content)).toEqual(["1", "2", "3", "4"]);
   });
@@ -213,8 +282,14 @@ export function langchainHistoryContract(stack: Holder, upstream: { readonly fak
     const h = history();
     await h.addUserMessage("start");
     for (const bad of [null, "text", 42, { role: "user", content: "an OpenAI message, not a LangChain one" }]) {
-      const error = await h.addMessage(bad as unknown as BaseMessage).then(() => null, (e: unknown) => e);
-      expect(error, JSON.stringify(bad)).toMatchObject({ code: "invalid_message", message: expect.stringMatching(/message 0\b/) });
+      const error = await h.addMessage(bad as unknown as BaseMessage).then(
+        () => null,
+        (e: unknown) => e,
+      );
+      expect(error, JSON.stringify(bad)).toMatchObject({
+        code: "invalid_message",
+        message: expect.stringMatching(/message 0\b/),
+      });
     }
     await expect(h.addMessages("nope" as unknown as BaseMessage[])).rejects.toMatchObject({ code: "invalid_message" });
     expect((await h.getMessages()).map((m) => m.content)).toEqual(["start"]);

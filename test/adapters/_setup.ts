@@ -30,7 +30,11 @@ export function useFakeUpstream(): { readonly fake: FakeUpstream } {
 
 /** The last chat request's messages as `role: text` (frameworks send text as a string or as text parts). */
 export function lastSentTexts(fake: FakeUpstream): string[] {
-  return fake.chatRequests().at(-1)!.body.messages.map((m: { role: string; content: unknown }) =>
-    `${m.role}: ${typeof m.content === "string" ? m.content : (m.content as { text?: string }[]).map((p) => p.text ?? "").join("")}`,
-  );
+  return fake
+    .chatRequests()
+    .at(-1)!
+    .body.messages.map(
+      (m: { role: string; content: unknown }) =>
+        `${m.role}: ${typeof m.content === "string" ? m.content : (m.content as { text?: string }[]).map((p) => p.text ?? "").join("")}`,
+    );
 }

@@ -33,12 +33,14 @@ export interface AdapterStore {
 const reasons = { postgres: await serviceAvailable("postgres"), redis: await serviceAvailable("redis") };
 
 /** Every store, in the order the suites run them. */
-export const ADAPTER_STORES: AdapterStore[] = (["memory", "file", "sqlite", "postgres", "redis"] as const).map((name) => {
-  const reason = name === "postgres" || name === "redis" ? reasons[name] : true;
-  if (reason === true) return { name, label: name };
-  console.warn(`[adapters] skipping the ${name} store: ${reason}`);
-  return { name, skipped: reason, label: `${name}, skipped: ${reason}` };
-});
+export const ADAPTER_STORES: AdapterStore[] = (["memory", "file", "sqlite", "postgres", "redis"] as const).map(
+  (name) => {
+    const reason = name === "postgres" || name === "redis" ? reasons[name] : true;
+    if (reason === true) return { name, label: name };
+    console.warn(`[adapters] skipping the ${name} store: ${reason}`);
+    return { name, skipped: reason, label: `${name}, skipped: ${reason}` };
+  },
+);
 
 interface Opened {
   store: FullStore;
@@ -52,12 +54,16 @@ function open(name: AdapterStore["name"]): Opened {
     case "file":
     case "sqlite": {
       const dir = mkdtempSync(join(tmpdir(), `tk-adapters-${name}-`));
-      const store = name === "file" ? createFileStore({ dir }) : createSqliteStore({ path: join(dir, "threadkeep.db") });
+      const store =
+        name === "file" ? createFileStore({ dir }) : createSqliteStore({ path: join(dir, "threadkeep.db") });
       return { store, cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
     }
     case "postgres": {
       const schema = uniqueSchema("tk_adapters");
-      return { store: createPostgresStore({ url: TEST_POSTGRES_URL, schema, poolSize: 4 }), cleanup: () => dropSchemas(schema) };
+      return {
+        store: createPostgresStore({ url: TEST_POSTGRES_URL, schema, poolSize: 4 }),
+        cleanup: () => dropSchemas(schema),
+      };
     }
     case "redis": {
       const keyPrefix = `tk-adapters-${randomUUID()}:`;
@@ -72,7 +78,8 @@ async function deleteRedisKeys(prefix: string): Promise<void> {
   const client = createClient({ url: TEST_REDIS_URL });
   await client.connect();
   try {
-    for await (const keys of client.scanIterator({ MATCH: `${prefix}*`, COUNT: 1000 })) if (keys.length) await client.del(keys);
+    for await (const keys of client.scanIterator({ MATCH: `${prefix}*`, COUNT: 1000 }))
+      if (keys.length) await client.del(keys);
   } finally {
     client.destroy();
   }

@@ -3,7 +3,15 @@
  * OpenAIChatCompletionsModel over the `openai` client pointed at the fake upstream, with
  * ThreadkeepSession as its session: two runs, a tool turn, streaming, popItem; items round-trip.
  */
-import { Agent, type AgentInputItem, isSessionHistoryTransactionAwareSession, OpenAIChatCompletionsModel, Runner, setTracingDisabled, tool } from "@openai/agents";
+import {
+  Agent,
+  type AgentInputItem,
+  isSessionHistoryTransactionAwareSession,
+  OpenAIChatCompletionsModel,
+  Runner,
+  setTracingDisabled,
+  tool,
+} from "@openai/agents";
 import OpenAI from "openai";
 import { beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -18,7 +26,10 @@ const runner = new Runner({ tracingDisabled: true });
 
 beforeAll(async () => {
   setTracingDisabled(true);
-  const model = new OpenAIChatCompletionsModel(new OpenAI({ baseURL: stack.fake.url, apiKey: "sk-test", maxRetries: 0 }), "fake-model");
+  const model = new OpenAIChatCompletionsModel(
+    new OpenAI({ baseURL: stack.fake.url, apiKey: "sk-test", maxRetries: 0 }),
+    "fake-model",
+  );
   const weather = tool({
     name: "get_weather",
     description: "The weather in a city",
@@ -28,8 +39,10 @@ beforeAll(async () => {
   agent = new Agent({ name: "Assistant", instructions: "Be terse.", model, tools: [weather] });
 });
 
-const session = (sessionId: string, userId = "alice") => new ThreadkeepSession({ memory: stack.memory, sessionId, userId });
-const sentTo = () => stack.fake.chatRequests().at(-1)!.body.messages as { role: string; content: unknown; tool_calls?: unknown[] }[];
+const session = (sessionId: string, userId = "alice") =>
+  new ThreadkeepSession({ memory: stack.memory, sessionId, userId });
+const sentTo = () =>
+  stack.fake.chatRequests().at(-1)!.body.messages as { role: string; content: unknown; tool_calls?: unknown[] }[];
 
 describe("ThreadkeepSession with the Agents SDK Runner", () => {
   it("remembers the first run in the second", async () => {
@@ -58,7 +71,11 @@ describe("ThreadkeepSession with the Agents SDK Runner", () => {
     stack.fake.setReply((body) =>
       body.messages.at(-1).role === "tool"
         ? { content: `It is ${body.messages.at(-1).content}.` }
-        : { tool_calls: [{ id: "call_w1", type: "function", function: { name: "get_weather", arguments: '{"city":"Utrecht"}' } }] },
+        : {
+            tool_calls: [
+              { id: "call_w1", type: "function", function: { name: "get_weather", arguments: '{"city":"Utrecht"}' } },
+            ],
+          },
     );
     const s = session("agents-tool-turn");
     const result = await runner.run(agent, "Weather in Utrecht?", { session: s });
@@ -67,10 +84,19 @@ describe("ThreadkeepSession with the Agents SDK Runner", () => {
     await runner.run(agent, "Thanks", { session: s });
     const sent = sentTo();
     expect(sent.map((m) => m.role)).toEqual(["system", "user", "assistant", "tool", "assistant", "user"]);
-    expect(sent[2].tool_calls).toEqual([{ id: "call_w1", type: "function", function: { name: "get_weather", arguments: '{"city":"Utrecht"}' } }]);
+    expect(sent[2].tool_calls).toEqual([
+      { id: "call_w1", type: "function", function: { name: "get_weather", arguments: '{"city":"Utrecht"}' } },
+    ]);
     expect(sent[3]).toMatchObject({ role: "tool", tool_call_id: "call_w1", content: "Sunny in Utrecht" });
     const items = await s.getItems();
-    expect(items.map((i) => i.type)).toEqual(["message", "function_call", "function_call_result", "message", "message", "message"]);
+    expect(items.map((i) => i.type)).toEqual([
+      "message",
+      "function_call",
+      "function_call_result",
+      "message",
+      "message",
+      "message",
+    ]);
     expect(items[2]).toMatchObject({ type: "function_call_result", callId: "call_w1", name: "get_weather" });
   });
 
@@ -84,7 +110,11 @@ describe("ThreadkeepSession with the Agents SDK Runner", () => {
     expect(text).toBe("streamed: Stream this");
     expect((await s.getItems()).map((i) => i.type)).toEqual(["message", "message"]);
     const popped = await s.popItem();
-    expect(popped).toMatchObject({ type: "message", role: "assistant", content: [{ type: "output_text", text: "streamed: Stream this" }] });
+    expect(popped).toMatchObject({
+      type: "message",
+      role: "assistant",
+      content: [{ type: "output_text", text: "streamed: Stream this" }],
+    });
     expect(await s.getItems()).toEqual([{ type: "message", role: "user", content: "Stream this" }]);
     expect(await s.getItems(0)).toEqual([]);
     await runner.run(agent, "Again", { session: s });
@@ -95,12 +125,41 @@ describe("ThreadkeepSession with the Agents SDK Runner", () => {
 describe("ThreadkeepSession items", () => {
   const items: AgentInputItem[] = [
     { role: "user", content: "hello" },
-    { role: "user", content: [{ type: "input_text", text: "look" }, { type: "input_image", image: "https://example.invalid/a.png", detail: "low" }] },
-    { type: "reasoning", id: "rs_1", content: [{ type: "input_text", text: "thinking" }], providerData: { encrypted: "x" } },
-    { type: "message", role: "assistant", id: "msg_1", status: "completed", content: [{ type: "output_text", text: "Checking.", providerData: { annotations: [] } }] },
+    {
+      role: "user",
+      content: [
+        { type: "input_text", text: "look" },
+        { type: "input_image", image: "https://example.invalid/a.png", detail: "low" },
+      ],
+    },
+    {
+      type: "reasoning",
+      id: "rs_1",
+      content: [{ type: "input_text", text: "thinking" }],
+      providerData: { encrypted: "x" },
+    },
+    {
+      type: "message",
+      role: "assistant",
+      id: "msg_1",
+      status: "completed",
+      content: [{ type: "output_text", text: "Checking.", providerData: { annotations: [] } }],
+    },
     { type: "function_call", id: "fc_1", callId: "call_1", name: "lookup", arguments: '{"q":1}', status: "completed" },
-    { type: "function_call_result", callId: "call_1", name: "lookup", status: "completed", output: { type: "text", text: "found" } },
-    { type: "hosted_tool_call", id: "ws_1", name: "web_search_call", status: "completed", providerData: { query: "x" } },
+    {
+      type: "function_call_result",
+      callId: "call_1",
+      name: "lookup",
+      status: "completed",
+      output: { type: "text", text: "found" },
+    },
+    {
+      type: "hosted_tool_call",
+      id: "ws_1",
+      name: "web_search_call",
+      status: "completed",
+      providerData: { query: "x" },
+    },
     { type: "message", role: "assistant", status: "completed", content: [{ type: "output_text", text: "Done." }] },
   ];
 
@@ -140,7 +199,10 @@ describe("ThreadkeepSession items", () => {
     await s.applyHistoryTransaction({ operationId: "op-2", transaction: replace });
     expect(await s.getItems()).toEqual([items[0], items[7], items[0]]);
     await expect(
-      s.applyHistoryTransaction({ operationId: "op-3", transaction: { type: "replace_suffix", expectedSuffix: [items[1]], replacement: [] } }),
+      s.applyHistoryTransaction({
+        operationId: "op-3",
+        transaction: { type: "replace_suffix", expectedSuffix: [items[1]], replacement: [] },
+      }),
     ).rejects.toMatchObject({ code: "history_conflict" });
     expect(await s.getItems()).toEqual([items[0], items[7], items[0]]);
   });
@@ -175,7 +237,11 @@ describe("ThreadkeepSession items", () => {
     const theirs = session("agents-shared-name", "bob");
     expect(await theirs.getSessionId()).not.toBe(await mine.getSessionId());
     expect(await theirs.getItems()).toEqual([]);
-    const stranger = new ThreadkeepSession({ memory: stack.memory, sessionId: await mine.getSessionId(), userId: "bob" });
+    const stranger = new ThreadkeepSession({
+      memory: stack.memory,
+      sessionId: await mine.getSessionId(),
+      userId: "bob",
+    });
     expect(await stranger.getItems()).toEqual([]);
     expect(await stranger.popItem()).toBeUndefined();
     await expect(stranger.addItems([items[0]])).rejects.toMatchObject({ code: "session_not_found" });

@@ -6,7 +6,10 @@ import { ADAPTER_STORES, useStoreMemory } from "./_stores.js";
 
 const upstream = useFakeUpstream();
 
-describe.each(ADAPTER_STORES)("createChatStore honours the AI SDK chat persistence pattern on the $label store", (store) => {
-  if (store.skipped) it.skip(store.skipped, () => {});
-  else aiSdkChatStoreContract(useStoreMemory(store), upstream);
-});
+describe.each(ADAPTER_STORES)(
+  "createChatStore honours the AI SDK chat persistence pattern on the $label store",
+  (store) => {
+    if (store.skipped) it.skip(store.skipped, () => {});
+    else aiSdkChatStoreContract(useStoreMemory(store), upstream);
+  },
+);

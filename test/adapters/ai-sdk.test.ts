@@ -24,7 +24,11 @@ let ids = 0;
 const user = (text: string): UIMessage => ({ id: `u${++ids}`, role: "user", parts: [{ type: "text", text }] });
 
 /** One request of a useChat route: stream the answer to `messages` and save the chat when it ends. */
-async function respond(chats: ReturnType<typeof createChatStore>, chatId: string, messages: UIMessage[]): Promise<UIMessage[]> {
+async function respond(
+  chats: ReturnType<typeof createChatStore>,
+  chatId: string,
+  messages: UIMessage[],
+): Promise<UIMessage[]> {
   const provider = createOpenAI({ baseURL: stack.fake.url, apiKey: "sk-test" });
   const result = streamText({
     model: provider.chat("fake-model"),
@@ -57,7 +61,12 @@ describe("createChatStore with AI SDK streamText", () => {
     let chat = await respond(chats, chatId, [...(await chats.loadChat(chatId)), user("My name is Ada.")]);
     expect(chat.map((m) => m.role)).toEqual(["user", "assistant"]);
     chat = await respond(chats, chatId, [...(await chats.loadChat(chatId)), user("What is my name?")]);
-    expect(sentTexts()).toEqual(["system: Be terse.", "user: My name is Ada.", "assistant: echo: My name is Ada.", "user: What is my name?"]);
+    expect(sentTexts()).toEqual([
+      "system: Be terse.",
+      "user: My name is Ada.",
+      "assistant: echo: My name is Ada.",
+      "user: What is my name?",
+    ]);
     const answer = chat.at(-1)!;
 
     // Regenerate: useChat sends the chat without its last answer; the new answer replaces it.
@@ -65,7 +74,9 @@ describe("createChatStore with AI SDK streamText", () => {
     chat = await respond(chats, chatId, chat.slice(0, -1));
     expect(chat).toHaveLength(4);
     expect(chat.at(-1)!.id).not.toBe(answer.id);
-    expect(chat.at(-1)!.parts.filter((p) => p.type === "text")).toEqual([expect.objectContaining({ type: "text", text: "You are Ada." })]);
+    expect(chat.at(-1)!.parts.filter((p) => p.type === "text")).toEqual([
+      expect.objectContaining({ type: "text", text: "You are Ada." }),
+    ]);
     expect(await chats.loadChat(chatId)).toEqual(chat);
 
     const sessionId = (await chats.listChats()).find((c) => c.id === chatId)!.sessionId;
@@ -106,19 +117,35 @@ describe("createChatStore with AI SDK streamText", () => {
     stack.fake.setReply((body) =>
       body.messages.at(-1).role === "tool"
         ? { content: "Sunny in Utrecht." }
-        : { tool_calls: [{ id: "call_w1", type: "function", function: { name: "get_weather", arguments: '{"city":"Utrecht"}' } }] },
+        : {
+            tool_calls: [
+              { id: "call_w1", type: "function", function: { name: "get_weather", arguments: '{"city":"Utrecht"}' } },
+            ],
+          },
     );
     const first = user("Weather in Utrecht?");
     const chat = await respond(chats, "tool-chat", [first]);
     const answer = chat[1];
     const toolPart = answer.parts.find((p) => p.type === "tool-get_weather");
-    expect(toolPart).toMatchObject({ toolCallId: "call_w1", state: "output-available", input: { city: "Utrecht" }, output: { city: "Utrecht", forecast: "sunny" } });
+    expect(toolPart).toMatchObject({
+      toolCallId: "call_w1",
+      state: "output-available",
+      input: { city: "Utrecht" },
+      output: { city: "Utrecht", forecast: "sunny" },
+    });
     expect(chat[0]).toEqual(first);
 
     stack.fake.setReply(() => ({ content: "You're welcome." }));
     await respond(chats, "tool-chat", [...chat, user("Thanks")]);
     const sent = stack.fake.chatRequests().at(-1)!.body.messages;
-    expect(sent.map((m: { role: string }) => m.role)).toEqual(["system", "user", "assistant", "tool", "assistant", "user"]);
+    expect(sent.map((m: { role: string }) => m.role)).toEqual([
+      "system",
+      "user",
+      "assistant",
+      "tool",
+      "assistant",
+      "user",
+    ]);
     expect(sent[2].tool_calls[0]).toMatchObject({ id: "call_w1", function: { name: "get_weather" } });
     const loaded = await chats.loadChat("tool-chat");
     expect(loaded.slice(0, 2)).toEqual(chat);

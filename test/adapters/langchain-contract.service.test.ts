@@ -6,7 +6,10 @@ import { ADAPTER_STORES, useStoreMemory } from "./_stores.js";
 
 const upstream = useFakeUpstream();
 
-describe.each(ADAPTER_STORES)("ThreadkeepChatMessageHistory honours LangChain's history contract on the $label store", (store) => {
-  if (store.skipped) it.skip(store.skipped, () => {});
-  else langchainHistoryContract(useStoreMemory(store), upstream);
-});
+describe.each(ADAPTER_STORES)(
+  "ThreadkeepChatMessageHistory honours LangChain's history contract on the $label store",
+  (store) => {
+    if (store.skipped) it.skip(store.skipped, () => {});
+    else langchainHistoryContract(useStoreMemory(store), upstream);
+  },
+);

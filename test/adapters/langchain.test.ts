@@ -19,11 +19,17 @@ import { useFakeAndMemory } from "./_setup.js";
 
 const stack = useFakeAndMemory();
 
-const history = (sessionId: string, userId = "alice") => new ThreadkeepChatMessageHistory({ memory: stack.memory, sessionId, userId });
+const history = (sessionId: string, userId = "alice") =>
+  new ThreadkeepChatMessageHistory({ memory: stack.memory, sessionId, userId });
 
 describe("ThreadkeepChatMessageHistory", () => {
   it("keeps a RunnableWithMessageHistory conversation over two turns", async () => {
-    const model = new ChatOpenAI({ model: "fake-model", apiKey: "sk-test", configuration: { baseURL: stack.fake.url }, maxRetries: 0 });
+    const model = new ChatOpenAI({
+      model: "fake-model",
+      apiKey: "sk-test",
+      configuration: { baseURL: stack.fake.url },
+      maxRetries: 0,
+    });
     const prompt = ChatPromptTemplate.fromMessages([
       ["system", "You are terse."],
       new MessagesPlaceholder("history"),
@@ -61,7 +67,14 @@ describe("ThreadkeepChatMessageHistory", () => {
   it("round-trips every LangChain message type exactly", async () => {
     const messages = [
       new SystemMessage({ content: "Be brief.", id: "sys-1" }),
-      new HumanMessage({ content: [{ type: "text", text: "Look:" }, { type: "image_url", image_url: { url: "data:image/png;base64,AAAA" } }], name: "ada", id: "h-1" }),
+      new HumanMessage({
+        content: [
+          { type: "text", text: "Look:" },
+          { type: "image_url", image_url: { url: "data:image/png;base64,AAAA" } },
+        ],
+        name: "ada",
+        id: "h-1",
+      }),
       new AIMessage({
         content: "",
         id: "ai-1",
@@ -95,7 +108,11 @@ describe("ThreadkeepChatMessageHistory", () => {
       h.sessionId,
       [
         { role: "user", content: "list my tasks" },
-        { role: "assistant", content: null, tool_calls: [{ id: "c9", type: "function", function: { name: "list", arguments: '{"x":1}' } }] },
+        {
+          role: "assistant",
+          content: null,
+          tool_calls: [{ id: "c9", type: "function", function: { name: "list", arguments: '{"x":1}' } }],
+        },
         { role: "tool", tool_call_id: "c9", content: "[]" },
         { role: "assistant", content: "None." },
       ],

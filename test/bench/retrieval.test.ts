@@ -10,7 +10,13 @@ import { refusedAll, scoreQuestion, Tally, turnKey, turnsOfHits } from "../../be
 
 describe("the BM25 floor", () => {
   it("tokenizes to lowercase alphanumeric runs, drops stopwords, and does not stem", () => {
-    expect(tokenize("What did Ann's PAINTING class cost in 2023?")).toEqual(["ann", "painting", "class", "cost", "2023"]);
+    expect(tokenize("What did Ann's PAINTING class cost in 2023?")).toEqual([
+      "ann",
+      "painting",
+      "class",
+      "cost",
+      "2023",
+    ]);
     expect(tokenize("what is the")).toEqual([]);
   });
 
@@ -48,7 +54,11 @@ describe("the BM25 floor", () => {
   });
 
   it("keeps index order between equal scores", () => {
-    const index = new Bm25Index([{ id: 1, text: "tea" }, { id: 2, text: "tea" }, { id: 3, text: "tea" }]);
+    const index = new Bm25Index([
+      { id: 1, text: "tea" },
+      { id: 2, text: "tea" },
+      { id: 3, text: "tea" },
+    ]);
     expect(index.search("tea", 10).map((h) => h.id)).toEqual([1, 2, 3]);
   });
 });
@@ -81,7 +91,10 @@ describe("reading LoCoMo's format", () => {
     expect(conversations).toHaveLength(1);
     const [conversation] = conversations;
     expect(conversation.id).toBe("conv-x");
-    expect(conversation.sessions.map((s) => [s.number, s.dateTime])).toEqual([[1, "1 May 2023"], [2, "2 May 2023"]]);
+    expect(conversation.sessions.map((s) => [s.number, s.dateTime])).toEqual([
+      [1, "1 May 2023"],
+      [2, "2 May 2023"],
+    ]);
     expect(conversation.sessions[0].turns).toEqual([
       { id: "D1:1", role: "user", content: "Ann: Hi Bob!" },
       { id: "D1:2", role: "assistant", content: "Bob: Look at this. [shares a photo: a photo of a dog]" },
@@ -91,7 +104,9 @@ describe("reading LoCoMo's format", () => {
 
   it("scores categories 1–4 only, splits joined evidence ids, and reports ids that name no turn", () => {
     const dataset = readLocomo([sample]);
-    expect(dataset.conversations[0].questions).toEqual([{ text: "What did Bob see?", category: 1, evidence: ["D1:2", "D2:1"] }]);
+    expect(dataset.conversations[0].questions).toEqual([
+      { text: "What did Bob see?", category: 1, evidence: ["D1:2", "D2:1"] },
+    ]);
     expect(dataset.unscoredQuestions).toBe(1);
     expect(dataset.unmappedEvidence).toEqual(["conv-x/D9:9", "conv-x/D:1:1"]);
     expect(evidenceIds(["D1:2; D2:1", "D3:4,D3:5"])).toEqual(["D1:2", "D2:1", "D3:4", "D3:5"]);
@@ -104,10 +119,19 @@ describe("reading LoCoMo's format", () => {
 });
 
 describe("scoring", () => {
-  const hit = (sessionId: string, seq: number, extra: Record<string, unknown> = {}) => ({ sessionId, seq, snippet: "", message: { seq }, ...extra });
+  const hit = (sessionId: string, seq: number, extra: Record<string, unknown> = {}) => ({
+    sessionId,
+    seq,
+    snippet: "",
+    message: { seq },
+    ...extra,
+  });
 
   it("lists the turns of plain hits in rank order, each once", () => {
-    expect(turnsOfHits([hit("s", 9), hit("t", 2), hit("s", 9), { nonsense: true }])).toEqual([turnKey("s", 9), turnKey("t", 2)]);
+    expect(turnsOfHits([hit("s", 9), hit("t", 2), hit("s", 9), { nonsense: true }])).toEqual([
+      turnKey("s", 9),
+      turnKey("t", 2),
+    ]);
   });
 
   it("counts the neighbouring turns a hit carries, so k counts turns and not hits", () => {
@@ -121,7 +145,12 @@ describe("scoring", () => {
     expect(turns).toEqual(["s#4", "s#5", "s#6", "t#2", "t#3", "u#8"]);
     // The fourth hit is the sixth turn shown: past the first 5, though it is within the first 5 hits.
     expect(scoreQuestion(turns, new Set(["u#8"]))).toEqual({ atFirst: false, found: 1, evidence: 1, empty: false });
-    expect(scoreQuestion(turns, new Set(["s#6", "t#2", "x#1"]))).toEqual({ atFirst: true, found: 2, evidence: 3, empty: false });
+    expect(scoreQuestion(turns, new Set(["s#6", "t#2", "x#1"]))).toEqual({
+      atFirst: true,
+      found: 2,
+      evidence: 3,
+      empty: false,
+    });
     expect(scoreQuestion([], new Set(["s#1"]))).toEqual({ atFirst: false, found: 0, evidence: 1, empty: true });
   });
 

@@ -120,11 +120,20 @@ describe("threadkeep (child process)", () => {
       threadkeep(["sessions", "list", "--store", "postgres://u@127.0.0.1:5432/db?foo=1"], "", {}, guardMs),
       threadkeep(["export", "--store", "postgres://u@127.0.0.1:5432"], "", {}, guardMs),
     ]);
-    expect(port).toMatchObject({ code: 2, stderr: expect.stringMatching(/^threadkeep: Not a host\[:port\] in a PostgreSQL URL/) });
+    expect(port).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/^threadkeep: Not a host\[:port\] in a PostgreSQL URL/),
+    });
     expect(port.stdout).not.toContain("listening");
     expect(port.stderr).not.toContain("secret");
-    expect(param).toMatchObject({ code: 2, stderr: expect.stringMatching(/^threadkeep: Unknown PostgreSQL URL parameter "foo"/) });
-    expect(database).toMatchObject({ code: 2, stderr: expect.stringMatching(/^threadkeep: A PostgreSQL URL names its database/) });
+    expect(param).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/^threadkeep: Unknown PostgreSQL URL parameter "foo"/),
+    });
+    expect(database).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/^threadkeep: A PostgreSQL URL names its database/),
+    });
     for (const run of [port, param, database]) noStackTrace(run);
   }, 60_000);
 });

@@ -17,10 +17,17 @@ afterAll(async () => {
 async function seedBranches(store: FullStore): Promise<string> {
   const id = newSessionId();
   await store.createSession({ id, userId: "alice" });
-  const turns = Array.from({ length: 12 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: `turn ${i + 1}` }) as const);
+  const turns = Array.from(
+    { length: 12 },
+    (_, i) => ({ role: i % 2 ? "assistant" : "user", content: `turn ${i + 1}` }) as const,
+  );
   await store.appendMessages(id, [...turns], { maxMessages: 8 });
-  await store.replaceAfter(id, 11, [{ role: "assistant", content: "turn 12 again" }], { branch: { reason: "regenerate" } });
-  await store.replaceAfter(id, 8, [{ role: "assistant", content: "turn 9 edited" }], { branch: { reason: "edit", metadata: { by: "test" } } });
+  await store.replaceAfter(id, 11, [{ role: "assistant", content: "turn 12 again" }], {
+    branch: { reason: "regenerate" },
+  });
+  await store.replaceAfter(id, 8, [{ role: "assistant", content: "turn 9 edited" }], {
+    branch: { reason: "edit", metadata: { by: "test" } },
+  });
   return id;
 }
 
@@ -54,7 +61,12 @@ describe("branches in export, import and migrate", () => {
         expect(await exportAll(target)).toEqual(await exportAll(source));
         expect((await migrateStores(source, target)).counts.unchanged).toBe(1);
         await target.switchBranch(id, 2);
-        expect((await target.getMessages(id)).map((m) => m.content).slice(-4)).toEqual(["turn 9", "turn 10", "turn 11", "turn 12 again"]);
+        expect((await target.getMessages(id)).map((m) => m.content).slice(-4)).toEqual([
+          "turn 9",
+          "turn 10",
+          "turn 11",
+          "turn 12 again",
+        ]);
       } finally {
         await target.close();
       }

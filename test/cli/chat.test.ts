@@ -98,9 +98,7 @@ describe("threadkeep chat", () => {
     const hits = await d.say("/search OAT", /\(this session\)\n[\s\S]*\(this session\)\n/);
     expect(hits).toMatch(/#2 assistant: echo: Buy oat milk \(this session\)\n/);
     expect(hits).toMatch(/#1 user: Buy oat milk \(this session\)\n/);
-    expect(await d.say("/search nothing-like-this", /no messages/)).toBe(
-      'no messages contain "nothing-like-this"\n',
-    );
+    expect(await d.say("/search nothing-like-this", /no messages/)).toBe('no messages contain "nothing-like-this"\n');
 
     expect(await d.say("/history 2", /#4.*\n/)).toBe("#3 user: Also bread\n#4 assistant: echo: Also bread\n");
     const context = await d.say("/context", /left out.*\n/);
@@ -202,9 +200,7 @@ describe("threadkeep chat", () => {
     const d = chatWith();
     const id = ID.exec(await d.waitFor(/\(new\)/))![1];
     await d.say("hello", /model overloaded/);
-    expect(d.err()).toContain(
-      "The model failed, nothing was stored: Upstream answered 500: model overloaded",
-    );
+    expect(d.err()).toContain("The model failed, nothing was stored: Upstream answered 500: model overloaded");
     expect(await memory.getMessages(id, { userId }).catch(() => [])).toEqual([]);
     // Not even an empty session is left for a later --resume to pick up.
     await expect(memory.getSession(id, { userId })).rejects.toMatchObject({ code: "session_not_found" });
@@ -214,9 +210,7 @@ describe("threadkeep chat", () => {
   it("answers an unknown slash command with help, and ends with exit code 2 when piped", async () => {
     const d = chatWith();
     await d.waitFor(/\(new\)/);
-    expect(await d.say("/frobnicate now", /\/help/)).toBe(
-      'Unknown command "/frobnicate". Type /help for the list.\n',
-    );
+    expect(await d.say("/frobnicate now", /\/help/)).toBe('Unknown command "/frobnicate". Type /help for the list.\n');
     const help = await d.say("/help", /\/exit.*\n.*\n/);
     for (const name of [
       "sessions",
@@ -248,9 +242,7 @@ describe("threadkeep chat", () => {
 
     const d = driveChat({ memory, userId });
     await d.waitFor(/No model configured/);
-    expect(d.err()).toMatch(
-      /--upstream <url> \(or THREADKEEP_UPSTREAM_URL\).*--model <name> \(or THREADKEEP_MODEL\)/,
-    );
+    expect(d.err()).toMatch(/--upstream <url> \(or THREADKEEP_UPSTREAM_URL\).*--model <name> \(or THREADKEEP_MODEL\)/);
     expect(await d.say("hello?", /No model configured/)).toMatch(/^No model configured/);
     expect(await d.say("/search blue folder", /\n$/)).toContain(`${id} #1 user: Remember the blue folder`);
     await d.say(`/resume ${id}`, /#2 assistant: echo: Remember the blue folder\n/);

@@ -22,7 +22,10 @@ beforeAll(async () => {
     sessionId = id;
     await memory.addMessages(id, [{ role: "user", content: `hello ${i} ${long}` }]);
   }
-  await memory.addMessages(sessionId, Array.from({ length: 150 }, (_, i) => ({ role: "user" as const, content: `more ${i} ${long}` })));
+  await memory.addMessages(
+    sessionId,
+    Array.from({ length: 150 }, (_, i) => ({ role: "user" as const, content: `more ${i} ${long}` })),
+  );
   await memory.close();
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -13,7 +13,9 @@ describe("docs/cli.md command table", () => {
     const doc = readFileSync(new URL("../../docs/cli.md", import.meta.url), "utf8");
     // The first table of the page: its rows name commands as `threadkeep x …` or `threadkeep x` / `y`.
     const table = doc.slice(doc.indexOf("| command |"), doc.indexOf("\n\n", doc.indexOf("| command |")));
-    const documented = [...table.matchAll(/`threadkeep (\w+)[^`]*`(?: \/ `(\w+)`)?/g)].flatMap((m) => (m[2] ? [m[1], m[2]] : [m[1]])).sort();
+    const documented = [...table.matchAll(/`threadkeep (\w+)[^`]*`(?: \/ `(\w+)`)?/g)]
+      .flatMap((m) => (m[2] ? [m[1], m[2]] : [m[1]]))
+      .sort();
     expect(documented).toEqual(listed);
   });
 });

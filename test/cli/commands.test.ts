@@ -29,7 +29,8 @@ describe("threadkeep export / import", () => {
     const first = await runCli("import", file, "--store", target);
     expect(first).toMatchObject({
       code: 0,
-      stdout: "imported 4 sessions (4 new, 0 completed, 0 updated), 17 messages; 0 already present; 0 memories (0 already present)\n",
+      stdout:
+        "imported 4 sessions (4 new, 0 completed, 0 updated), 17 messages; 0 already present; 0 memories (0 already present)\n",
     });
     const second = await runCli("import", file, "--store", target);
     expect(second.stdout).toBe(
@@ -65,9 +66,7 @@ describe("threadkeep export / import", () => {
       ),
     );
     expect(
-      JSON.parse(
-        (await runCli("sessions", "list", "--json", "--store", `sqlite:${join(dir, "strict.db")}`)).stdout,
-      ),
+      JSON.parse((await runCli("sessions", "list", "--json", "--store", `sqlite:${join(dir, "strict.db")}`)).stdout),
     ).toEqual([]);
     const lenient = await runCli("import", file, "--store", `sqlite:${join(dir, "lenient.db")}`);
     expect(lenient.code).toBe(1);
@@ -104,11 +103,11 @@ describe("threadkeep migrate", () => {
     expect(run.stdout).toMatch(
       /^copied 4 sessions \(4 new, 0 completed, 0 updated; 0 already there\), 17 messages in \S+ /,
     );
-    expect(run.stdout).toMatch(/\ncopied 0 memories \(0 already there\)\nverified: 4\/4 sessions, 17\/17 messages, 0\/0 memories in the target\n$/);
-    const again = await runCli("migrate", "--from", source, "--to", to);
-    expect(again.stdout).toMatch(
-      /^copied 0 sessions \(0 new, 0 completed, 0 updated; 4 already there\), 0 messages/,
+    expect(run.stdout).toMatch(
+      /\ncopied 0 memories \(0 already there\)\nverified: 4\/4 sessions, 17\/17 messages, 0\/0 memories in the target\n$/,
     );
+    const again = await runCli("migrate", "--from", source, "--to", to);
+    expect(again.stdout).toMatch(/^copied 0 sessions \(0 new, 0 completed, 0 updated; 4 already there\), 0 messages/);
   });
 
   it("refuses to migrate a store onto itself", async () => {
@@ -143,8 +142,7 @@ describe("threadkeep --help", () => {
       expect(chat).toContain(flag);
     }
     const sessions = await help("sessions");
-    for (const sub of ["list", "show", "delete", "prune"])
-      expect(sessions).toMatch(new RegExp(`^  ${sub}\\b`, "m"));
+    for (const sub of ["list", "show", "delete", "prune"]) expect(sessions).toMatch(new RegExp(`^  ${sub}\\b`, "m"));
     expect(await help("sessions", "list")).toContain("--json");
     expect(await help("sessions", "prune")).toMatch(/--older-than <duration>[\s\S]*--dry-run/);
     expect(await help("export")).toContain("-o, --output <file>");

@@ -49,7 +49,10 @@ function recreatedAfterFirstAppend(store: FullStore): FullStore {
 async function longSession(store: FullStore): Promise<string> {
   const id = newSessionId();
   await store.createSession({ id, userId: "alice" });
-  await store.appendMessages(id, Array.from({ length: COPIED }, (_, i) => ({ role: "user" as const, content: `message ${i}` })));
+  await store.appendMessages(
+    id,
+    Array.from({ length: COPIED }, (_, i) => ({ role: "user" as const, content: `message ${i}` })),
+  );
   return id;
 }
 

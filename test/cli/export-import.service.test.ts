@@ -83,9 +83,7 @@ describe("import of a store that already holds some of it", () => {
     const report = await importSessions(target, () => lines);
     expect(report.counts).toMatchObject({ unchanged: 3, diverged: 1 });
     expect(report.problems).toHaveLength(1);
-    expect(report.problems[0].message).toMatch(
-      new RegExp(`session ${tools} not imported: its message 7 differs`),
-    );
+    expect(report.problems[0].message).toMatch(new RegExp(`session ${tools} not imported: its message 7 differs`));
   });
 });
 

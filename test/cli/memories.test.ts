@@ -18,20 +18,32 @@ describe("threadkeep memories", () => {
     const id = JSON.parse(added.stdout).id as string;
     await runCli("memories", "add", "manager is Sam", "--user", "alice", "--store", url);
     const list = await runCli("memories", "list", "--user", "alice", "--json", "--store", url);
-    expect(JSON.parse(list.stdout).memories.map((m: { text: string }) => m.text)).toEqual(["manager is Sam", "is vegetarian"]);
+    expect(JSON.parse(list.stdout).memories.map((m: { text: string }) => m.text)).toEqual([
+      "manager is Sam",
+      "is vegetarian",
+    ]);
     const ranked = await runCli("memories", "list", "--user", "alice", "--query", "vegetarian", "--store", url);
     expect(ranked.stdout).toMatch(new RegExp(`^${id}  \\S+  is vegetarian\\n$`));
     expect((await runCli("memories", "list", "--user", "bob", "--store", url)).stdout).toBe("no memories\n");
 
     const edited = await runCli("memories", "edit", id, "is vegan", "--user", "alice", "--json", "--store", url);
-    expect(JSON.parse(edited.stdout)).toMatchObject({ text: "is vegan", history: [{ text: "is vegetarian", reason: "edit" }] });
+    expect(JSON.parse(edited.stdout)).toMatchObject({
+      text: "is vegan",
+      history: [{ text: "is vegetarian", reason: "edit" }],
+    });
     // Another user's id is not found, for an edit as for a delete.
-    for (const args of [["edit", id, "x"], ["delete", id]]) {
+    for (const args of [
+      ["edit", id, "x"],
+      ["delete", id],
+    ]) {
       const run = await runCli("memories", ...args, "--user", "bob", "--store", url);
       expect(run.code).not.toBe(0);
       expect(run.stderr).toMatch(/not found/);
     }
-    expect(await runCli("memories", "delete", id, "--user", "alice", "--store", url)).toMatchObject({ code: 0, stdout: `deleted ${id}\n` });
+    expect(await runCli("memories", "delete", id, "--user", "alice", "--store", url)).toMatchObject({
+      code: 0,
+      stdout: `deleted ${id}\n`,
+    });
     const empty = await runCli("memories", "add", "   ", "--user", "alice", "--store", url);
     expect(empty.code).not.toBe(0);
     expect(empty.stderr).toMatch(/text must not be empty/);

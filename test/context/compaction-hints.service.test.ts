@@ -69,14 +69,23 @@ function checkingEveryWrite(store: FullStore, using: Summarizer, settings: typeo
   return async (id: string, messages: MessageInput[]) => {
     if (!(await store.getSession(id))) await store.createSession({ id, userId: "default" });
     await store.appendMessages(id, messages);
-    await compactSession(store, id, using, { window: settings.window, maxMessages: settings.maxMessages, threshold: settings.compaction.threshold, maxBatch: 100 });
+    await compactSession(store, id, using, {
+      window: settings.window,
+      maxMessages: settings.maxMessages,
+      threshold: settings.compaction.threshold,
+      maxBatch: 100,
+    });
   };
 }
 
 /** Fails when a check now would still find work: a summary to write or messages to drop. */
 async function expectNothingLeftDue(oracle: Memory, id: string, turnNo: number) {
   const result = await oracle.compact(id);
-  expect({ turn: turnNo, summary: result.summary?.toSeq, dropped: result.dropped }).toEqual({ turn: turnNo, summary: undefined, dropped: 0 });
+  expect({ turn: turnNo, summary: result.summary?.toSeq, dropped: result.dropped }).toEqual({
+    turn: turnNo,
+    summary: undefined,
+    dropped: 0,
+  });
 }
 
 /**
@@ -103,7 +112,10 @@ async function recreatedElsewhere(raw: FullStore) {
   const after = await shapeOf(raw, id);
   expect(after.last).toBe(before.last! + 2);
   // Dropped (first moved on) only as far as a summary of the new session reaches.
-  expect({ dropped: after.first - 1, reach: after.reach }, "no unsummarised message is dropped").toEqual({ dropped: Math.min(after.first - 1, after.reach), reach: after.reach });
+  expect({ dropped: after.first - 1, reach: after.reach }, "no unsummarised message is dropped").toEqual({
+    dropped: Math.min(after.first - 1, after.reach),
+    reach: after.reach,
+  });
   for (let i = 27; i <= 30; i++) {
     await mine.addMessages(id, turn(i));
     const now = await shapeOf(raw, id);
@@ -121,54 +133,58 @@ describe.each(kinds.map((k) => [k.name, k] as const))("compaction after writes o
   it.skipIf(skip).each([
     ["a cap well above the window", SETTINGS],
     ["a cap inside window + threshold", { ...SETTINGS, window: 12, maxMessages: 16, compaction: { threshold: 10 } }],
-  ])("a 60-turn session gets the summaries and cap of a check after every write, and quiet turns read nothing (%s)", async (_case, settings) => {
-    const raw = await kind.open();
-    const { store, calls } = counted(raw);
-    const hinted = memoryOver(store, settings);
-    const everyWrite = checkingEveryWrite(raw, summarizer, settings);
-    const [a, b] = [newSessionId(), newSessionId()];
-    let before = await shapeOf(raw, a);
-    const turns = { summarised: 0, capped: 0, quiet: 0 };
-    for (let i = 1; i <= 60; i++) {
-      calls.length = 0;
-      await hinted.addMessages(a, turn(i));
-      const made = calls.slice();
-      await everyWrite(b, turn(i));
-      const after = await shapeOf(raw, a);
-      expect({ turn: i, ...after }).toEqual({ turn: i, ...(await shapeOf(raw, b)) });
-      expect(after.first - 1, "the cap drops only summarised messages").toBeLessThanOrEqual(after.reach);
-      const reads = made.filter((c) => CHECK_READS.has(c));
-      // The first turn also creates the session (a refused owner-scoped append, then the usual path).
-      const writes = made.filter((c) => !CHECK_READS.has(c)).slice(i === 1 ? -1 : 0);
-      if (after.summaries.length !== before.summaries.length) {
-        turns.summarised++;
-        expect(reads.length, `turn ${i} summarised`).toBeGreaterThan(0);
-      } else if (before.count > 0 && after.first !== before.first) {
-        // Only the cap was due, over summarised messages: the append itself kept the newest
-        // (bounded by the summaries, keepUnsummarized), nothing is read and nothing else written.
-        turns.capped++;
-        expect({ turn: i, reads, writes }).toEqual({ turn: i, reads: [], writes: ["appendMessages"] });
-      } else {
-        turns.quiet++;
-        expect({ turn: i, reads, writes }).toEqual({ turn: i, reads: [], writes: ["appendMessages"] });
+  ])(
+    "a 60-turn session gets the summaries and cap of a check after every write, and quiet turns read nothing (%s)",
+    async (_case, settings) => {
+      const raw = await kind.open();
+      const { store, calls } = counted(raw);
+      const hinted = memoryOver(store, settings);
+      const everyWrite = checkingEveryWrite(raw, summarizer, settings);
+      const [a, b] = [newSessionId(), newSessionId()];
+      let before = await shapeOf(raw, a);
+      const turns = { summarised: 0, capped: 0, quiet: 0 };
+      for (let i = 1; i <= 60; i++) {
+        calls.length = 0;
+        await hinted.addMessages(a, turn(i));
+        const made = calls.slice();
+        await everyWrite(b, turn(i));
+        const after = await shapeOf(raw, a);
+        expect({ turn: i, ...after }).toEqual({ turn: i, ...(await shapeOf(raw, b)) });
+        expect(after.first - 1, "the cap drops only summarised messages").toBeLessThanOrEqual(after.reach);
+        const reads = made.filter((c) => CHECK_READS.has(c));
+        // The first turn also creates the session (a refused owner-scoped append, then the usual path).
+        const writes = made.filter((c) => !CHECK_READS.has(c)).slice(i === 1 ? -1 : 0);
+        if (after.summaries.length !== before.summaries.length) {
+          turns.summarised++;
+          expect(reads.length, `turn ${i} summarised`).toBeGreaterThan(0);
+        } else if (before.count > 0 && after.first !== before.first) {
+          // Only the cap was due, over summarised messages: the append itself kept the newest
+          // (bounded by the summaries, keepUnsummarized), nothing is read and nothing else written.
+          turns.capped++;
+          expect({ turn: i, reads, writes }).toEqual({ turn: i, reads: [], writes: ["appendMessages"] });
+        } else {
+          turns.quiet++;
+          expect({ turn: i, reads, writes }).toEqual({ turn: i, reads: [], writes: ["appendMessages"] });
+        }
+        before = after;
       }
-      before = after;
-    }
-    const final = await shapeOf(raw, a);
-    expect(final.summaries.length).toBeGreaterThanOrEqual(5);
-    expect(final.count).toBeLessThanOrEqual(settings.maxMessages);
-    expect(final.last).toBe(120);
-    expect(turns.quiet + turns.capped).toBeGreaterThan(turns.summarised);
-    expect(turns.capped).toBeGreaterThan(0);
-    await hinted.idle();
-    await raw.close();
-  });
+      const final = await shapeOf(raw, a);
+      expect(final.summaries.length).toBeGreaterThanOrEqual(5);
+      expect(final.count).toBeLessThanOrEqual(settings.maxMessages);
+      expect(final.last).toBe(120);
+      expect(turns.quiet + turns.capped).toBeGreaterThan(turns.summarised);
+      expect(turns.capped).toBeGreaterThan(0);
+      await hinted.idle();
+      await raw.close();
+    },
+  );
 
   it.skipIf(skip)("while summaries fail the cap drops nothing unsummarised, and both catch up as before", async () => {
     const raw = await kind.open();
     let failing = false;
     const flaky: Summarizer = {
-      summarize: (request) => (failing ? Promise.reject(new Error("summary model down")) : summarizer.summarize(request)),
+      summarize: (request) =>
+        failing ? Promise.reject(new Error("summary model down")) : summarizer.summarize(request),
     };
     const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
     const hinted = createMemory({ store: raw, summarizer: flaky, ...SETTINGS });
@@ -188,42 +204,48 @@ describe.each(kinds.map((k) => [k.name, k] as const))("compaction after writes o
     await raw.close();
   });
 
-  it.skipIf(skip)("summaries and caps made by another Memory on the same session leave no due work undone", async () => {
-    const raw = await kind.open();
-    const { store, calls } = counted(raw);
-    const mine = memoryOver(store);
-    // Another process: summarises eagerly and caps tighter, so what this one remembers goes stale.
-    const other = memoryOver(raw, { window: 4, maxMessages: 12, compaction: { threshold: 1 } });
-    const oracle = memoryOver(raw);
-    const id = newSessionId();
-    let reads = 0;
-    for (let i = 1; i <= 60; i++) {
-      const writer = i % 10 >= 7 ? other : mine;
-      calls.length = 0;
-      await writer.addMessages(id, turn(i));
-      reads += calls.filter((c) => CHECK_READS.has(c)).length;
-      // What this Memory's settings make due must be done after each of its own writes.
-      if (writer === mine) await expectNothingLeftDue(oracle, id, i);
-    }
-    const final = await shapeOf(raw, id);
-    expect(final.last).toBe(120);
-    expect(final.count).toBeLessThanOrEqual(30);
-    // The summaries build on each other whoever wrote them: one line from the first message on.
-    const summaries = await raw.listSummaries(id);
-    expect(summaries.every((s) => s.fromSeq === 1)).toBe(true);
-    const reach = summaries.map((s) => s.toSeq);
-    expect(reach).toEqual([...reach].sort((x, y) => x - y));
-    expect(reads).toBeGreaterThan(0);
-    await mine.idle();
-    await other.idle();
-    await raw.close();
-  });
+  it.skipIf(skip)(
+    "summaries and caps made by another Memory on the same session leave no due work undone",
+    async () => {
+      const raw = await kind.open();
+      const { store, calls } = counted(raw);
+      const mine = memoryOver(store);
+      // Another process: summarises eagerly and caps tighter, so what this one remembers goes stale.
+      const other = memoryOver(raw, { window: 4, maxMessages: 12, compaction: { threshold: 1 } });
+      const oracle = memoryOver(raw);
+      const id = newSessionId();
+      let reads = 0;
+      for (let i = 1; i <= 60; i++) {
+        const writer = i % 10 >= 7 ? other : mine;
+        calls.length = 0;
+        await writer.addMessages(id, turn(i));
+        reads += calls.filter((c) => CHECK_READS.has(c)).length;
+        // What this Memory's settings make due must be done after each of its own writes.
+        if (writer === mine) await expectNothingLeftDue(oracle, id, i);
+      }
+      const final = await shapeOf(raw, id);
+      expect(final.last).toBe(120);
+      expect(final.count).toBeLessThanOrEqual(30);
+      // The summaries build on each other whoever wrote them: one line from the first message on.
+      const summaries = await raw.listSummaries(id);
+      expect(summaries.every((s) => s.fromSeq === 1)).toBe(true);
+      const reach = summaries.map((s) => s.toSeq);
+      expect(reach).toEqual([...reach].sort((x, y) => x - y));
+      expect(reads).toBeGreaterThan(0);
+      await mine.idle();
+      await other.idle();
+      await raw.close();
+    },
+  );
 
-  it.skipIf(skip)("a session deleted and created again by another process keeps its unsummarised messages when this one writes next", async () => {
-    const raw = await kind.open();
-    await recreatedElsewhere(raw);
-    await raw.close();
-  });
+  it.skipIf(skip)(
+    "a session deleted and created again by another process keeps its unsummarised messages when this one writes next",
+    async () => {
+      const raw = await kind.open();
+      await recreatedElsewhere(raw);
+      await raw.close();
+    },
+  );
 
   it.skipIf(skip)("a session removed, trimmed or created again elsewhere is checked again", async () => {
     const raw = await kind.open();

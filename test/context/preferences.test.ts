@@ -83,9 +83,7 @@ describe("context preferences", () => {
     // Across the owner's sessions: search without a session id.
     const other = await memory.startSession();
     await other.addMessage({ role: "user", content: "the wifi password changed" });
-    expect((await memory.search("wifi password")).map((h) => h.sessionId).sort()).toEqual(
-      [chat.id, other.id].sort(),
-    );
+    expect((await memory.search("wifi password")).map((h) => h.sessionId).sort()).toEqual([chat.id, other.id].sort());
     await memory.close();
   });
 
@@ -141,11 +139,7 @@ describe("context preferences", () => {
       sticky: true,
       includeSummaries: false,
     });
-    const reset = await handleSetContextPreferences(
-      memory,
-      chat.id,
-      call({ reset: true, maxRecentMessages: 8 }),
-    );
+    const reset = await handleSetContextPreferences(memory, chat.id, call({ reset: true, maxRecentMessages: 8 }));
     expect(JSON.parse(reset.content as string).preferences).toEqual({ maxRecentMessages: 8 });
     await expect(handleSetContextPreferences(memory, "not-a-session", call({}))).rejects.toMatchObject({
       code: "invalid_session_id",

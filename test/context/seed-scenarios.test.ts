@@ -57,9 +57,7 @@ function taskApp(memory: Memory) {
       return `Created task ${task.id}: ${task.title}.`;
     }
     const task =
-      meaning.kind === "reference" && meaning.entity.type === "task"
-        ? tasks.get(Number(meaning.entity.id))
-        : undefined;
+      meaning.kind === "reference" && meaning.entity.type === "task" ? tasks.get(Number(meaning.entity.id)) : undefined;
     if (task && /due tomorrow/i.test(text)) {
       task.due = "tomorrow";
       await chat.setIntent("update_task");
@@ -122,13 +120,9 @@ describe("seed scenarios", () => {
     expect(app.tasks.get(1)).toEqual({ id: 1, title: "buy groceries", due: "tomorrow" });
     expect(lastSystemNote()).toContain("Recently referenced: task 1 (buy groceries)");
 
-    expect(await app.turn(chat, "delete that task")).toBe(
-      "Delete task 1 (buy groceries)? Say yes or cancel.",
-    );
+    expect(await app.turn(chat, "delete that task")).toBe("Delete task 1 (buy groceries)? Say yes or cancel.");
     expect(app.tasks.has(1)).toBe(true);
-    expect(lastSystemNote()).toContain(
-      'Waiting for the user to confirm: delete_task {"id":1} ("Delete task 1?")',
-    );
+    expect(lastSystemNote()).toContain('Waiting for the user to confirm: delete_task {"id":1} ("Delete task 1?")');
 
     expect(await app.turn(chat, "yes")).toBe("Deleted task 1.");
     expect(await app.turn(chat, "yes")).not.toBe("Deleted task 1.");
@@ -136,9 +130,7 @@ describe("seed scenarios", () => {
     expect((await chat.conversation()).pending).toBeUndefined();
 
     await app.turn(chat, "Create a task: call the plumber");
-    expect(await app.turn(chat, "delete that task")).toBe(
-      "Delete task 2 (call the plumber)? Say yes or cancel.",
-    );
+    expect(await app.turn(chat, "delete that task")).toBe("Delete task 2 (call the plumber)? Say yes or cancel.");
     expect(await app.turn(chat, "cancel")).toBe("Cancelled.");
     expect((await chat.conversation()).pending).toBeUndefined();
     await app.turn(chat, "yes");
@@ -162,11 +154,7 @@ describe("seed scenarios", () => {
     expect(app.deleted).toEqual([1]);
 
     await chat.setPendingConfirmation({ action: "delete_task", args: { id: 9 } });
-    const taken = await Promise.all([
-      chat.confirmPending(),
-      chat.confirmPending(),
-      memory.confirmPending(chat.id),
-    ]);
+    const taken = await Promise.all([chat.confirmPending(), chat.confirmPending(), memory.confirmPending(chat.id)]);
     expect(taken.filter(Boolean)).toHaveLength(1);
     await memory.close();
   });

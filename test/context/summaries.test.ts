@@ -61,8 +61,7 @@ describe("summaries with an OpenAI-compatible summarizer", () => {
     const context = await chat.context({ input: [{ role: "user", content: "what was that task?" }] });
     expect(context.messages[0]).toEqual({
       role: "system",
-      content:
-        "Summary of the earlier conversation (messages 1–6):\nThe user asked to buy groceries (task 42).",
+      content: "Summary of the earlier conversation (messages 1–6):\nThe user asked to buy groceries (task 42).",
     });
     expect(context.includedSeqs).toEqual(Array.from({ length: 10 }, (_, i) => 7 + i));
     expect(context.includedSummaryIds).toEqual([summary.id]);

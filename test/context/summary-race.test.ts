@@ -10,7 +10,10 @@ import type { MessageInput, FullStore } from "../../src/core/types.js";
 import { createMemoryStore } from "../../src/stores/in-process/index.js";
 
 const turns = (from: number, to: number): MessageInput[] =>
-  Array.from({ length: to - from + 1 }, (_, i) => ({ role: i % 2 === 0 ? "user" : "assistant", content: `message ${from + i}` }));
+  Array.from({ length: to - from + 1 }, (_, i) => ({
+    role: i % 2 === 0 ? "user" : "assistant",
+    content: `message ${from + i}`,
+  }));
 
 /** A summarizer whose first request waits until `release()`; `started` resolves when it is asked. */
 function gatedSummarizer() {
@@ -30,7 +33,13 @@ function gatedSummarizer() {
 
 async function race(store: FullStore) {
   const gate = gatedSummarizer();
-  const compacting = createMemory({ store, summarizer: gate.summarizer, window: 10, maxMessages: 20, compaction: { threshold: 5 } });
+  const compacting = createMemory({
+    store,
+    summarizer: gate.summarizer,
+    window: 10,
+    maxMessages: 20,
+    compaction: { threshold: 5 },
+  });
   const other = createMemory({ store, maxMessages: 0 });
   const chat = await compacting.startSession();
   await chat.addMessages(turns(1, 15)); // 5 outside the window: not more than the threshold yet

@@ -29,9 +29,9 @@ describe("Memory.runTurn", () => {
   it("releases the turn when the turn throws", async () => {
     const memory = createMemory({ store: createMemoryStore({ ttlMs: 0 }) });
     const chat = await memory.startSession();
-    await expect(
-      memory.runTurn(chat.id, async () => Promise.reject(new Error("upstream down"))),
-    ).rejects.toThrow("upstream down");
+    await expect(memory.runTurn(chat.id, async () => Promise.reject(new Error("upstream down")))).rejects.toThrow(
+      "upstream down",
+    );
     expect(await memory.runTurn(chat.id, async () => "next", { waitMs: 50 })).toBe("next");
     await memory.close();
   });

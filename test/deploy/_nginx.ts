@@ -6,7 +6,13 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 
-const TEMP_PATHS = ["client_body_temp_path", "proxy_temp_path", "fastcgi_temp_path", "uwsgi_temp_path", "scgi_temp_path"];
+const TEMP_PATHS = [
+  "client_body_temp_path",
+  "proxy_temp_path",
+  "fastcgi_temp_path",
+  "uwsgi_temp_path",
+  "scgi_temp_path",
+];
 
 /** Starts `nginxBin` in the foreground with `server` (one or more blocks of the `http` context) under `dir`. */
 export function startNginx(nginxBin: string, dir: string, server: string): ChildProcess {

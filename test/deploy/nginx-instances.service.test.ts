@@ -23,7 +23,13 @@ const bin = fileURLToPath(new URL("../../dist/cli/bin.js", import.meta.url));
 const nginxBin = ["/usr/sbin/nginx", "nginx"].find((b) => spawnSync(b, ["-v"]).status === 0);
 const postgresUp = await serviceAvailable("postgres");
 if (!nginxBin && process.env.CI === "true") throw new Error("nginx is missing (.ci/run installs it)");
-const missing = !nginxBin ? "nginx (Debian package nginx)" : postgresUp !== true ? postgresUp : !existsSync(bin) ? "dist/ (run npm run build)" : undefined;
+const missing = !nginxBin
+  ? "nginx (Debian package nginx)"
+  : postgresUp !== true
+    ? postgresUp
+    : !existsSync(bin)
+      ? "dist/ (run npm run build)"
+      : undefined;
 if (missing) console.warn(`skipping the several-instances recipe test: ${missing}`);
 
 const page = readFileSync(new URL("../../docs/deployment.md", import.meta.url), "utf8");
@@ -46,10 +52,34 @@ interface Instance {
 
 /** Starts `threadkeep serve` from dist/ and resolves once it prints where it listens. */
 function serve(store: string, upstream: string): Promise<Instance> {
-  const child = spawn(process.execPath, [bin, "serve", "--port", "0", "--store", store, "--upstream", upstream, "--no-summaries", "--trust-proxy", "127.0.0.1"], {
-    env: { ...process.env, THREADKEEP_LOG_LEVEL: "info", THREADKEEP_HOST: "", THREADKEEP_PORT: "", THREADKEEP_API_KEYS: "", THREADKEEP_STORE: "", THREADKEEP_UPSTREAM_URL: "" },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      bin,
+      "serve",
+      "--port",
+      "0",
+      "--store",
+      store,
+      "--upstream",
+      upstream,
+      "--no-summaries",
+      "--trust-proxy",
+      "127.0.0.1",
+    ],
+    {
+      env: {
+        ...process.env,
+        THREADKEEP_LOG_LEVEL: "info",
+        THREADKEEP_HOST: "",
+        THREADKEEP_PORT: "",
+        THREADKEEP_API_KEYS: "",
+        THREADKEEP_STORE: "",
+        THREADKEEP_UPSTREAM_URL: "",
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
   let stdout = "";
   let stderr = "";
   child.stderr!.on("data", (d) => (stderr += d));
@@ -58,7 +88,9 @@ function serve(store: string, upstream: string): Promise<Instance> {
       stdout += d;
       const match = /listening on (http:\/\/\S+)/.exec(stdout);
       if (match) {
-        const turns = () => stdout.split("\n").filter((l) => l.includes('"incoming request"') && l.includes('"/v1/chat/completions"')).length;
+        const turns = () =>
+          stdout.split("\n").filter((l) => l.includes('"incoming request"') && l.includes('"/v1/chat/completions"'))
+            .length;
         resolve({ child, url: match[1]!, turns });
       }
     });
@@ -94,14 +126,27 @@ beforeAll(async () => {
   nginx = startNginx(nginxBin!, dir, server);
   // Ready when it answers.
   for (let i = 0; i < 100; i++) {
-    if (await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false)) break;
+    if (
+      await fetch(`http://127.0.0.1:${port}/healthz`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      break;
     await new Promise((r) => setTimeout(r, 50));
   }
 }, 60_000);
 
 afterAll(async () => {
   nginx?.kill("SIGTERM");
-  await Promise.all(instances.map((i) => new Promise((resolve) => (i.child.exitCode !== null ? resolve(null) : (i.child.once("exit", resolve), i.child.kill("SIGTERM"))))));
+  await Promise.all(
+    instances.map(
+      (i) =>
+        new Promise((resolve) =>
+          i.child.exitCode !== null ? resolve(null) : (i.child.once("exit", resolve), i.child.kill("SIGTERM")),
+        ),
+    ),
+  );
   await fake?.close();
   if (admin) {
     await admin.unsafe(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
@@ -131,7 +176,9 @@ describe.skipIf(missing !== undefined)("several instances behind one nginx upstr
         { role: "user", content: `turn ${k + 1}` },
         ...(k + 1 < turn ? [{ role: "assistant", content: `echo: turn ${k + 1}` }] : []),
       ]).flat();
-      expect(sent.messages.filter((m) => m.role !== "system").map((m) => ({ role: m.role, content: m.content }))).toEqual(expected);
+      expect(
+        sent.messages.filter((m) => m.role !== "system").map((m) => ({ role: m.role, content: m.content })),
+      ).toEqual(expected);
     }
     // Round-robin: both instances took turns, alternating.
     expect(served).not.toContain(-1);

@@ -49,7 +49,27 @@ beforeAll(async () => {
   if (missing) return;
   dir = mkdtempSync(join(tmpdir(), "threadkeep-nginx-"));
   chmodSync(dir, 0o755);
-  const made = spawnSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem")], { encoding: "utf8" });
+  const made = spawnSync(
+    "openssl",
+    [
+      "req",
+      "-x509",
+      "-newkey",
+      "rsa:2048",
+      "-nodes",
+      "-days",
+      "1",
+      "-subj",
+      "/CN=127.0.0.1",
+      "-addext",
+      "subjectAltName=IP:127.0.0.1",
+      "-keyout",
+      join(dir, "key.pem"),
+      "-out",
+      join(dir, "cert.pem"),
+    ],
+    { encoding: "utf8" },
+  );
   if (made.status !== 0) throw new Error(`openssl failed: ${made.stderr}`);
   cert = readFileSync(join(dir, "cert.pem"), "utf8");
   stack = await startStack({
@@ -67,7 +87,9 @@ beforeAll(async () => {
   // Ready when the port accepts.
   for (let i = 0; i < 100; i++) {
     const open = await new Promise<boolean>((resolve) => {
-      const socket = createServer().listen(port, "127.0.0.1", () => socket.close(() => resolve(false))).on("error", () => resolve(true));
+      const socket = createServer()
+        .listen(port, "127.0.0.1", () => socket.close(() => resolve(false)))
+        .on("error", () => resolve(true));
     });
     if (open) break;
     await new Promise((r) => setTimeout(r, 50));
@@ -105,11 +127,23 @@ describe.skipIf(missing !== undefined)("nginx with TLS in front (docs/deployment
         }
       },
     }));
-    const body = JSON.stringify({ model: "fake-model", stream: true, messages: [{ role: "user", content: "stream through nginx" }] });
+    const body = JSON.stringify({
+      model: "fake-model",
+      stream: true,
+      messages: [{ role: "user", content: "stream through nginx" }],
+    });
     const status = await new Promise<number>((resolve, reject) => {
       const req = request(
         // From 127.0.0.2 (loopback too), so the client's address differs from nginx's 127.0.0.1.
-        { host: "127.0.0.1", localAddress: "127.0.0.2", port, path: "/v1/chat/completions", method: "POST", ca: cert, headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } },
+        {
+          host: "127.0.0.1",
+          localAddress: "127.0.0.2",
+          port,
+          path: "/v1/chat/completions",
+          method: "POST",
+          ca: cert,
+          headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
+        },
         (res) => {
           res.setEncoding("utf8");
           res.on("data", (chunk: string) => {

@@ -10,8 +10,10 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 
 const present = spawnSync("systemd-analyze", ["--version"]).status === 0;
-if (!present && process.env.CI === "true") throw new Error("systemd-analyze is missing (Debian package systemd; .ci/run installs it)");
-if (!present) console.warn("skipping the systemd unit check: systemd-analyze is not installed (Debian package systemd)");
+if (!present && process.env.CI === "true")
+  throw new Error("systemd-analyze is missing (Debian package systemd; .ci/run installs it)");
+if (!present)
+  console.warn("skipping the systemd unit check: systemd-analyze is not installed (Debian package systemd)");
 
 const page = readFileSync(new URL("../../docs/deployment.md", import.meta.url), "utf8");
 const unit = /<!-- unit: threadkeep\.service[^>]*-->\n```ini\n([\s\S]*?)```/.exec(page)?.[1];

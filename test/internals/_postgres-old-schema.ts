@@ -8,7 +8,11 @@ import { migrate } from "../../src/stores/postgres/_schema.js";
 import { TEST_POSTGRES_URL } from "../_services.js";
 
 /** Migrates `schema` to `version`, then runs `fn` with a client whose search path is that schema. */
-export async function atSchemaVersion(schema: string, version: number, fn: (sql: postgres.Sql) => Promise<unknown>): Promise<void> {
+export async function atSchemaVersion(
+  schema: string,
+  version: number,
+  fn: (sql: postgres.Sql) => Promise<unknown>,
+): Promise<void> {
   const sql = postgres(TEST_POSTGRES_URL, { max: 1, onnotice: () => {}, connection: { search_path: schema } });
   try {
     await migrate(sql as unknown as PgSql, schema, version);

@@ -21,8 +21,14 @@ describe("CHANGELOG.md", () => {
   });
 
   it("names the schema versions the stores write in its newest entry", () => {
-    const stores = /^Stores: SQLite schema (\d+), PostgreSQL schema (\d+), JSONL file format (\d+); export format (\d+)\.$/m.exec(newest);
-    expect(stores, "the newest entry needs a line 'Stores: SQLite schema N, PostgreSQL schema N, JSONL file format N; export format N.'").not.toBeNull();
+    const stores =
+      /^Stores: SQLite schema (\d+), PostgreSQL schema (\d+), JSONL file format (\d+); export format (\d+)\.$/m.exec(
+        newest,
+      );
+    expect(
+      stores,
+      "the newest entry needs a line 'Stores: SQLite schema N, PostgreSQL schema N, JSONL file format N; export format N.'",
+    ).not.toBeNull();
     expect(Number(stores![1])).toBe(SQLITE_SCHEMA_VERSION);
     expect(Number(stores![2])).toBe(SCHEMA_VERSION);
     expect(Number(stores![3])).toBe(FILE_FORMAT_VERSION);
@@ -34,7 +40,11 @@ describe("decision records", () => {
   const record = (name: string) => readFileSync(new URL(`../../docs/decisions/${name}`, import.meta.url), "utf8");
 
   it("name the schema versions the stores are at now", () => {
-    expect(/the schema is now at version (\d+)/.exec(record("0001-sqlite-schema.md"))?.[1]).toBe(String(SQLITE_SCHEMA_VERSION));
-    expect(/the schema is now at version (\d+)/.exec(record("0002-postgres-schema.md"))?.[1]).toBe(String(SCHEMA_VERSION));
+    expect(/the schema is now at version (\d+)/.exec(record("0001-sqlite-schema.md"))?.[1]).toBe(
+      String(SQLITE_SCHEMA_VERSION),
+    );
+    expect(/the schema is now at version (\d+)/.exec(record("0002-postgres-schema.md"))?.[1]).toBe(
+      String(SCHEMA_VERSION),
+    );
   });
 });

@@ -34,7 +34,11 @@ describe.skipIf(enabled !== true)("postgres activity floor", () => {
     // Floors ascending with the index i; appends then in the reverse order, each within a step of its
     // floor, so the exact order is the reverse of the floors'.
     const ids: string[] = [];
-    for (let i = 0; i < 8; i++) ids.push((await store.createSession({ id: newSessionId(), userId: owner, lastActivityAt: Date.now() - 1000 + i * 10 })).id);
+    for (let i = 0; i < 8; i++)
+      ids.push(
+        (await store.createSession({ id: newSessionId(), userId: owner, lastActivityAt: Date.now() - 1000 + i * 10 }))
+          .id,
+      );
     await store.createSession({ id: newSessionId(), userId: owner, lastActivityAt: base });
     for (const id of [...ids].reverse()) {
       await store.appendMessages(id, [{ role: "user", content: "hi" }]);

@@ -30,11 +30,22 @@ describe.runIf(enabled === true)("postgres: the owner-scoped append of schema ve
     const id = newSessionId();
     await store.createSession({ id, userId: "alice" });
     await store.appendMessages(id, [text("mine")], { owner: { userId: "alice" } });
-    await expectCode(store.appendMessages(id, [text("intrusion")], { owner: { userId: "mallory" } }), "session_not_found");
-    await expectCode(store.appendMessages(id, [text("a"), text("b")], { owner: { userId: "mallory" }, maxMessages: 200 }), "session_not_found");
-    await expectCode(store.appendMessages(id, [text("late")], { owner: { userId: "alice", activeSince: Date.now() + 60_000 } }), "session_not_found");
+    await expectCode(
+      store.appendMessages(id, [text("intrusion")], { owner: { userId: "mallory" } }),
+      "session_not_found",
+    );
+    await expectCode(
+      store.appendMessages(id, [text("a"), text("b")], { owner: { userId: "mallory" }, maxMessages: 200 }),
+      "session_not_found",
+    );
+    await expectCode(
+      store.appendMessages(id, [text("late")], { owner: { userId: "alice", activeSince: Date.now() + 60_000 } }),
+      "session_not_found",
+    );
     expect(contents(await store.getMessages(id))).toEqual(["mine"]);
-    const [session] = await admin<{ last_seq: number }[]>`SELECT last_seq::integer AS last_seq FROM sessions WHERE id = ${id}`;
+    const [session] = await admin<
+      { last_seq: number }[]
+    >`SELECT last_seq::integer AS last_seq FROM sessions WHERE id = ${id}`;
     expect(session.last_seq).toBe(1);
   });
 
@@ -46,9 +57,18 @@ describe.runIf(enabled === true)("postgres: the owner-scoped append of schema ve
     const held = await other.acquireLease(id, { ttlMs: 10_000 });
     try {
       // The refused lease must not tell mallory that alice's session exists.
-      await expectCode(store.appendMessages(id, [text("x")], { fence: stale.fence, owner: { userId: "mallory" } }), "session_not_found");
-      await expectCode(store.appendMessages(id, [text("x")], { fence: stale.fence, owner: { userId: "alice" } }), "lease_expired");
-      await expectCode(other.appendMessages(id, [text("x")], { fence: held.fence, owner: { userId: "mallory" } }), "session_not_found");
+      await expectCode(
+        store.appendMessages(id, [text("x")], { fence: stale.fence, owner: { userId: "mallory" } }),
+        "session_not_found",
+      );
+      await expectCode(
+        store.appendMessages(id, [text("x")], { fence: stale.fence, owner: { userId: "alice" } }),
+        "lease_expired",
+      );
+      await expectCode(
+        other.appendMessages(id, [text("x")], { fence: held.fence, owner: { userId: "mallory" } }),
+        "session_not_found",
+      );
       const [added] = await other.appendMessages(id, [text("held")], { fence: held.fence, owner: { userId: "alice" } });
       expect(added.seq).toBe(1);
       expect(contents(await store.getMessages(id))).toEqual(["held"]);
@@ -60,7 +80,8 @@ describe.runIf(enabled === true)("postgres: the owner-scoped append of schema ve
   it("caps one-message appends as it caps batches, and keeps what summaries do not reach", async () => {
     const id = newSessionId();
     await store.createSession({ id, userId: "u" });
-    for (let i = 1; i <= 5; i++) await store.appendMessages(id, [text(`m${i}`)], { maxMessages: 3, owner: { userId: "u" } });
+    for (let i = 1; i <= 5; i++)
+      await store.appendMessages(id, [text(`m${i}`)], { maxMessages: 3, owner: { userId: "u" } });
     expect((await store.getMessages(id)).map((m) => m.seq)).toEqual([3, 4, 5]);
     // With keepUnsummarized nothing past the summaries goes: none cover seq 3 yet.
     await store.appendMessages(id, [text("m6")], { maxMessages: 3, keepUnsummarized: true, owner: { userId: "u" } });
@@ -69,7 +90,9 @@ describe.runIf(enabled === true)("postgres: the owner-scoped append of schema ve
     await store.appendMessages(id, [text("m7")], { maxMessages: 3, keepUnsummarized: true });
     expect((await store.getMessages(id)).map((m) => m.seq)).toEqual([5, 6, 7]);
     // A one-message append is indexed later, as before: its row waits with a NULL tsvector.
-    const [row] = await admin<{ pending: boolean }[]>`SELECT tsv IS NULL AS pending FROM messages WHERE session_id = ${id} AND seq = 7`;
+    const [row] = await admin<
+      { pending: boolean }[]
+    >`SELECT tsv IS NULL AS pending FROM messages WHERE session_id = ${id} AND seq = 7`;
     expect(row.pending).toBe(true);
   });
 });
@@ -88,12 +111,16 @@ describe.runIf(enabled === true)("postgres: upgrading a version 14 schema to 15"
     const after = createPostgresStore({ url: TEST_POSTGRES_URL, schema: old, poolSize: 4 });
     try {
       await atSchemaVersion(old, 14, async (sql) => {
-        expect(await sql`SELECT 1 FROM pg_proc WHERE proname = 'threadkeep_append_scoped' AND pronamespace = current_schema()::regnamespace`).toHaveLength(0);
+        expect(
+          await sql`SELECT 1 FROM pg_proc WHERE proname = 'threadkeep_append_scoped' AND pronamespace = current_schema()::regnamespace`,
+        ).toHaveLength(0);
         await sql`INSERT INTO sessions (id, user_id, created_at, last_activity_at) VALUES (${id}, 'u', 0, threadkeep_now_ms())`;
         expect((await oldAppend(sql, "old 1", "u"))[0].out_status).toBe("ok");
       });
       await after.appendMessages(id, [text("new 1")], { maxMessages: 200, owner: { userId: "u" } });
-      expect(await v14`SELECT 1 FROM pg_proc WHERE proname = 'threadkeep_append_scoped' AND pronamespace = current_schema()::regnamespace`).toHaveLength(1);
+      expect(
+        await v14`SELECT 1 FROM pg_proc WHERE proname = 'threadkeep_append_scoped' AND pronamespace = current_schema()::regnamespace`,
+      ).toHaveLength(1);
       await Promise.all(
         Array.from({ length: 40 }, (_, i) =>
           i % 2 === 0

@@ -30,7 +30,11 @@ describe.skipIf(enabled !== true)("postgres full-text indexing off the append", 
     await admin.end();
   });
   const pending = async (id?: string) =>
-    (await admin<{ n: number }[]>`SELECT count(*)::int AS n FROM messages WHERE tsv IS NULL ${id ? admin`AND session_id = ${id}` : admin``}`)[0].n;
+    (
+      await admin<
+        { n: number }[]
+      >`SELECT count(*)::int AS n FROM messages WHERE tsv IS NULL ${id ? admin`AND session_id = ${id}` : admin``}`
+    )[0].n;
   const until = async (check: () => Promise<boolean>) => {
     const deadline = Date.now() + 20_000;
     while (!(await check())) {
@@ -52,7 +56,10 @@ describe.skipIf(enabled !== true)("postgres full-text indexing off the append", 
     // A large owner is searched through the GIN index; pending rows come from the index of pending rows.
     const big = await slow.createSession({ id: newSessionId(), userId: owner });
     for (let done = 0; done <= OWNER_SCAN_LIMIT; done += 5_000) {
-      await slow.appendMessages(big.id, Array.from({ length: 5_000 }, (_, i) => ({ role: "user" as const, content: `filler ${done + i}` })));
+      await slow.appendMessages(
+        big.id,
+        Array.from({ length: 5_000 }, (_, i) => ({ role: "user" as const, content: `filler ${done + i}` })),
+      );
     }
     await admin`SELECT threadkeep_index_pending('english', 100000)`;
     await slow.appendMessages(big.id, [{ role: "user", content: "a zebra, just now" }]);
@@ -66,10 +73,9 @@ describe.skipIf(enabled !== true)("postgres full-text indexing off the append", 
     expect(zebras.map((h) => h.message.content)).toEqual(["zebras everywhere", "a zebra, just now"]);
     // Indexed, the same answer.
     await admin`SELECT threadkeep_index_pending('english', 100000)`;
-    expect((await slow.search({ userId: owner, text: "zebra", mode: "fulltext" })).map((h) => h.message.content)).toEqual([
-      "zebras everywhere",
-      "a zebra, just now",
-    ]);
+    expect(
+      (await slow.search({ userId: owner, text: "zebra", mode: "fulltext" })).map((h) => h.message.content),
+    ).toEqual(["zebras everywhere", "a zebra, just now"]);
   }, 120_000);
 
   it("indexes at most one batch per drain statement, and the background drain empties the backlog", async () => {
@@ -77,7 +83,10 @@ describe.skipIf(enabled !== true)("postgres full-text indexing off the append", 
     const count = 3 * INDEX_BATCH + 7;
     for (let i = 0; i < count; i += DEFER_UP_TO) {
       const n = Math.min(DEFER_UP_TO, count - i);
-      await slow.appendMessages(session.id, Array.from({ length: n }, (_, k) => ({ role: "user" as const, content: `word${i + k}` })));
+      await slow.appendMessages(
+        session.id,
+        Array.from({ length: n }, (_, k) => ({ role: "user" as const, content: `word${i + k}` })),
+      );
     }
     const before = await pending();
     expect(before).toBeGreaterThanOrEqual(count);
@@ -94,9 +103,16 @@ describe.skipIf(enabled !== true)("postgres full-text indexing off the append", 
 
   it("indexes a large append (an import, a migration) in the append itself", async () => {
     const session = await slow.createSession({ id: newSessionId(), userId: "bulk" });
-    await slow.appendMessages(session.id, Array.from({ length: DEFER_UP_TO + 1 }, (_, i) => ({ role: "user" as const, content: `bulk ${i}` })));
+    await slow.appendMessages(
+      session.id,
+      Array.from({ length: DEFER_UP_TO + 1 }, (_, i) => ({ role: "user" as const, content: `bulk ${i}` })),
+    );
     expect(await pending(session.id)).toBe(0);
-    await slow.replaceAfter(session.id, 0, Array.from({ length: DEFER_UP_TO + 1 }, (_, i) => ({ role: "user" as const, content: `again ${i}` })));
+    await slow.replaceAfter(
+      session.id,
+      0,
+      Array.from({ length: DEFER_UP_TO + 1 }, (_, i) => ({ role: "user" as const, content: `again ${i}` })),
+    );
     expect(await pending(session.id)).toBe(0);
     await slow.replaceAfter(session.id, DEFER_UP_TO, [{ role: "user", content: "small" }]);
     expect(await pending(session.id)).toBe(1);
@@ -117,7 +133,11 @@ describe.skipIf(enabled !== true)("postgres full-text indexing off the append", 
         SELECT ${id}, g, '{"role":"user","content":"m"}', t, to_tsvector('english', t), 0
         FROM generate_series(1, ${ROWS}::int) AS g, LATERAL (SELECT 'message number ' || g || ' about ' || md5(g::text) AS t) AS x`;
     });
-    const upgraded = createPostgresStore({ url: `${TEST_POSTGRES_URL}?query_timeout=${QUERY_TIMEOUT_MS}`, schema: old, poolSize: 2 });
+    const upgraded = createPostgresStore({
+      url: `${TEST_POSTGRES_URL}?query_timeout=${QUERY_TIMEOUT_MS}`,
+      schema: old,
+      poolSize: 2,
+    });
     try {
       let session = null;
       const deadline = Date.now() + 90_000;
@@ -131,7 +151,9 @@ describe.skipIf(enabled !== true)("postgres full-text indexing off the append", 
         SELECT version, applied_at FROM ${admin(old)}.threadkeep_migrations WHERE version >= 18 ORDER BY version`;
       expect(steps.at(-1)!.version).toBeGreaterThanOrEqual(19);
       // The table is large enough that the timeout would have cut the migration (1.5 s measured at load 17).
-      const termCount = Number(steps.find((s) => s.version === 19)!.applied_at) - Number(steps.find((s) => s.version === 18)!.applied_at);
+      const termCount =
+        Number(steps.find((s) => s.version === 19)!.applied_at) -
+        Number(steps.find((s) => s.version === 18)!.applied_at);
       expect(termCount).toBeGreaterThan(QUERY_TIMEOUT_MS);
     } finally {
       await upgraded.close();
@@ -149,7 +171,12 @@ describe.skipIf(enabled !== true)("postgres full-text indexing off the append", 
       await sql`INSERT INTO sessions (id, user_id, created_at, last_activity_at) VALUES (${id}, 'old', 0, threadkeep_now_ms())`;
       await append(sql, "written by version eleven");
     });
-    const upgraded = createPostgresStore({ url: TEST_POSTGRES_URL, schema: old, poolSize: 2, searchIndexDelayMs: 60_000 });
+    const upgraded = createPostgresStore({
+      url: TEST_POSTGRES_URL,
+      schema: old,
+      poolSize: 2,
+      searchIndexDelayMs: 60_000,
+    });
     try {
       await upgraded.appendMessages(id, [{ role: "user", content: "written by version twelve" }]);
       // A process of version 11 still running: its append function indexes as it did.

@@ -24,7 +24,10 @@ describe.skipIf(enabled !== true)("postgres full-text search, small and large ow
     // A session past the scan limit makes the owner large; the small session alone is small.
     const big = await store.createSession({ id: newSessionId(), userId: owner });
     for (let done = 0; done <= OWNER_SCAN_LIMIT; done += 2_000) {
-      const batch = Array.from({ length: 2_000 }, (_, i) => ({ role: "user" as const, content: `filler line ${done + i}` }));
+      const batch = Array.from({ length: 2_000 }, (_, i) => ({
+        role: "user" as const,
+        content: `filler line ${done + i}`,
+      }));
       if (done === 10_000) batch[7] = { role: "user", content: "the zebra in the big session" };
       await store.appendMessages(big.id, batch);
     }
@@ -37,7 +40,8 @@ describe.skipIf(enabled !== true)("postgres full-text search, small and large ow
     const theirs = await store.createSession({ id: newSessionId(), userId: stranger });
     await store.appendMessages(theirs.id, [{ role: "user", content: "the stranger's zebra" }]);
 
-    const contents = async (q: Parameters<typeof store.search>[0]) => (await store.search(q)).map((h) => h.message.content);
+    const contents = async (q: Parameters<typeof store.search>[0]) =>
+      (await store.search(q)).map((h) => h.message.content);
     // Large owner (GIN index): every match of theirs, newest first, none of the stranger's.
     expect(await contents({ userId: owner, text: "zebra", mode: "fulltext" })).toEqual([
       "zebras and giraffes",
@@ -48,11 +52,19 @@ describe.skipIf(enabled !== true)("postgres full-text search, small and large ow
     expect(ranked[0]).toBe("zebras and giraffes");
     expect(ranked.slice(1).sort()).toEqual(["a zebra crossing", "the zebra in the big session"]);
     // One small session (scanned), and the small stranger (scanned).
-    expect(await contents({ userId: owner, sessionId: small.id, text: "zebra", mode: "fulltext" })).toEqual(["zebras and giraffes", "a zebra crossing"]);
-    expect(await contents({ userId: owner, sessionId: small.id, text: "zebra giraffe", mode: "fulltext", ranking: "relevance" })).toEqual([
+    expect(await contents({ userId: owner, sessionId: small.id, text: "zebra", mode: "fulltext" })).toEqual([
       "zebras and giraffes",
       "a zebra crossing",
     ]);
+    expect(
+      await contents({
+        userId: owner,
+        sessionId: small.id,
+        text: "zebra giraffe",
+        mode: "fulltext",
+        ranking: "relevance",
+      }),
+    ).toEqual(["zebras and giraffes", "a zebra crossing"]);
     expect(await contents({ userId: stranger, text: "zebra", mode: "fulltext" })).toEqual(["the stranger's zebra"]);
     expect(await contents({ userId: stranger, sessionId: small.id, text: "zebra", mode: "fulltext" })).toEqual([]);
     expect(await contents({ userId: owner, sessionId: theirs.id, text: "zebra", mode: "fulltext" })).toEqual([]);

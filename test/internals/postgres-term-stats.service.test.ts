@@ -57,9 +57,13 @@ describe.skipIf(enabled !== true)("postgres owners' term statistics", () => {
     expect((await admin`SELECT * FROM term_stats WHERE df <> 0`).length).toBe(0);
     expect(await compare()).toBeGreaterThan(0);
     // A large append is indexed (and counted) in place.
-    const many = Array.from({ length: DEFER_UP_TO + 4 }, (_, i) => say(`import line ${i} about lions ${i % 3 === 0 ? "and zebras" : ""}`));
+    const many = Array.from({ length: DEFER_UP_TO + 4 }, (_, i) =>
+      say(`import line ${i} about lions ${i % 3 === 0 ? "and zebras" : ""}`),
+    );
     await store.appendMessages(a2.id, many);
-    expect((await admin`SELECT count(*)::int AS n FROM messages WHERE session_id = ${a2.id} AND tsv IS NULL`)[0].n).toBe(0);
+    expect(
+      (await admin`SELECT count(*)::int AS n FROM messages WHERE session_id = ${a2.id} AND tsv IS NULL`)[0].n,
+    ).toBe(0);
     await compare();
     // A cap drops the oldest (indexed) messages within the append.
     await store.appendMessages(a2.id, [say("capped lions")], { maxMessages: 5 });

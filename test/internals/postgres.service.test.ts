@@ -146,8 +146,7 @@ describe.runIf(enabled === true)("postgres store specifics", () => {
       await Promise.all([a.getSession(id), b.getSession(id), a.listAllSessions(), b.countMessages(id)]);
       await a.createSession({ id, userId: "u" });
       expect((await b.getSession(id))?.userId).toBe("u");
-      const versions =
-        await admin`SELECT version FROM ${admin(fresh)}.threadkeep_migrations ORDER BY version`;
+      const versions = await admin`SELECT version FROM ${admin(fresh)}.threadkeep_migrations ORDER BY version`;
       expect(versions.map((v) => v.version)).toEqual(Array.from({ length: SCHEMA_VERSION }, (_, i) => i + 1));
     } finally {
       await Promise.all([a.close(), b.close()]);
@@ -191,19 +190,31 @@ describe.runIf(enabled === true)("postgres store specifics", () => {
     const id = newSessionId();
     const say = (content: string) => JSON.stringify({ role: "user", content });
     // What a version 12 process sends for a plain append (postgres/migrations/010-held-writes.ts).
-    const oldAppend = (sql: postgres.Sql, content: string, fence: number | null = null, holder: string | null = null) => sql<{ out_status: string }[]>`
+    const oldAppend = (
+      sql: postgres.Sql,
+      content: string,
+      fence: number | null = null,
+      holder: string | null = null,
+    ) => sql<{ out_status: string }[]>`
       SELECT out_status FROM threadkeep_append_held(${id}, ${[say(content)]}::text[], ${[content]}::text[], 200::bigint, ${fence}::bigint, ${holder}::text, NULL::regconfig)`;
     await atSchemaVersion(old, 12, async (sql) => {
-      expect(await sql`SELECT 1 FROM pg_proc WHERE proname = 'threadkeep_append_fenced' AND pronamespace = current_schema()::regnamespace`).toHaveLength(0);
+      expect(
+        await sql`SELECT 1 FROM pg_proc WHERE proname = 'threadkeep_append_fenced' AND pronamespace = current_schema()::regnamespace`,
+      ).toHaveLength(0);
       await sql`INSERT INTO sessions (id, user_id, created_at, last_activity_at) VALUES (${id}, 'u', 0, threadkeep_now_ms())`;
       for (let i = 1; i <= 3; i++) expect((await oldAppend(sql, `old ${i}`))[0].out_status).toBe("ok");
     });
     const after = open({ schema: old });
     const v12 = postgres(TEST_POSTGRES_URL, { max: 4, onnotice: () => {}, connection: { search_path: old } });
     try {
-      await after.appendMessages(id, [{ role: "user", content: "new 1" }], { maxMessages: 200, owner: { userId: "u" } });
-      expect(await admin`SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-        WHERE p.proname = 'threadkeep_append_fenced' AND n.nspname = ${old}`).toHaveLength(1);
+      await after.appendMessages(id, [{ role: "user", content: "new 1" }], {
+        maxMessages: 200,
+        owner: { userId: "u" },
+      });
+      expect(
+        await admin`SELECT 1 FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+        WHERE p.proname = 'threadkeep_append_fenced' AND n.nspname = ${old}`,
+      ).toHaveLength(1);
       // Both versions' appends at once on one session: they queue on the same locks, seqs stay contiguous.
       await Promise.all(
         Array.from({ length: 40 }, (_, i) =>
@@ -218,10 +229,18 @@ describe.runIf(enabled === true)("postgres store specifics", () => {
       // another holder, is refused by the old function, as a stale holder of this version is by the new.
       const turn = await after.openTurn!(id, { owner: { userId: "u" }, last: 20, lease: { ttlMs: 10_000 } });
       expect((await oldAppend(v12, "stale", turn.lease.fence - 1))[0].out_status).toBe("lease_expired");
-      expect((await oldAppend(v12, "other holder", turn.lease.fence, "not-the-holder"))[0].out_status).toBe("lease_expired");
-      await after.appendMessages(id, [{ role: "user", content: "committed" }], { fence: turn.lease.fence, releaseLease: true, owner: { userId: "u" } });
+      expect((await oldAppend(v12, "other holder", turn.lease.fence, "not-the-holder"))[0].out_status).toBe(
+        "lease_expired",
+      );
+      await after.appendMessages(id, [{ role: "user", content: "committed" }], {
+        fence: turn.lease.fence,
+        releaseLease: true,
+        owner: { userId: "u" },
+      });
       // Released by the new function: a version 12 grant (the same statement) takes the lease at once.
-      const [lease] = await admin<{ expires_at: number }[]>`SELECT expires_at::float8 AS expires_at FROM ${admin(old)}.leases WHERE session_id = ${id}`;
+      const [lease] = await admin<
+        { expires_at: number }[]
+      >`SELECT expires_at::float8 AS expires_at FROM ${admin(old)}.leases WHERE session_id = ${id}`;
       expect(lease.expires_at).toBe(0);
       expect((await after.getMessages(id, { last: 1 }))[0]).toMatchObject({ seq: 45, content: "committed" });
       const versions = await admin`SELECT version FROM ${admin(old)}.threadkeep_migrations ORDER BY version`;
@@ -237,17 +256,24 @@ describe.runIf(enabled === true)("postgres store specifics", () => {
     extraSchemas.push(old);
     const id = newSessionId();
     await atSchemaVersion(old, 13, async (sql) => {
-      expect(await sql`SELECT 1 FROM pg_proc WHERE proname = 'threadkeep_turn_doc' AND pronamespace = current_schema()::regnamespace`).toHaveLength(0);
+      expect(
+        await sql`SELECT 1 FROM pg_proc WHERE proname = 'threadkeep_turn_doc' AND pronamespace = current_schema()::regnamespace`,
+      ).toHaveLength(0);
     });
     const after = open({ schema: old });
     const v13 = postgres(TEST_POSTGRES_URL, { max: 1, onnotice: () => {}, connection: { search_path: old } });
     try {
       await after.createSession({ id, userId: "u" });
-      await after.appendMessages(id, [{ role: "user", content: "one" }, { role: "assistant", content: "two" }]);
+      await after.appendMessages(id, [
+        { role: "user", content: "one" },
+        { role: "assistant", content: "two" },
+      ]);
       const turn = await after.openTurn!(id, { owner: { userId: "u" }, last: 20 });
       expect(turn.messages.map((m) => m.content)).toEqual(["one", "two"]);
       // What a version 13 process's grant joins: the version 7 function, unchanged.
-      const rows = await v13<{ o_kind: string; o_body: string | null }[]>`SELECT o_kind, o_body FROM threadkeep_turn_read(${turn.lease.fence}::bigint, ${id}, 'u', NULL, 20)`;
+      const rows = await v13<
+        { o_kind: string; o_body: string | null }[]
+      >`SELECT o_kind, o_body FROM threadkeep_turn_read(${turn.lease.fence}::bigint, ${id}, 'u', NULL, 20)`;
       expect(rows.map((r) => r.o_kind).sort()).toEqual(["message", "message", "session"]);
       await turn.lease.release();
       const versions = await admin`SELECT version FROM ${admin(old)}.threadkeep_migrations ORDER BY version`;
@@ -263,9 +289,7 @@ describe.runIf(enabled === true)("postgres store specifics", () => {
     try {
       const session = await store.createSession({ id: newSessionId(), userId: "u" });
       await Promise.all(
-        [store, second].flatMap((s, p) =>
-          Array.from({ length: 100 }, (_, i) => turn(s, session.id, `p${p}t${i}`)),
-        ),
+        [store, second].flatMap((s, p) => Array.from({ length: 100 }, (_, i) => turn(s, session.id, `p${p}t${i}`))),
       );
       expectAdjacentTurns(await store.getMessages(session.id), 200);
     } finally {

@@ -20,7 +20,17 @@ import { killServeProcesses, startServe } from "../server/_serve-process.js";
 const redisUp = await serviceAvailable("redis");
 const clusterUp = clusterAvailable();
 const SCRIPT_NAMES = new Map(
-  [TURN_OPEN, WRITE, L.LEASE_POLL, L.LEASE_RELEASE, L.LEASE_RENEW, S.USER_INDEX, S.GLOBAL_INDEX, S.GET_STATE, S.OWNED_RANGE].map((s) => [s.sha, s.name]),
+  [
+    TURN_OPEN,
+    WRITE,
+    L.LEASE_POLL,
+    L.LEASE_RELEASE,
+    L.LEASE_RENEW,
+    S.USER_INDEX,
+    S.GLOBAL_INDEX,
+    S.GET_STATE,
+    S.OWNED_RANGE,
+  ].map((s) => [s.sha, s.name]),
 );
 
 /** One command a client sent, as MONITOR shows it: `<time> [<db> <addr>] "CMD" "arg" …`. */
@@ -44,7 +54,8 @@ async function monitor(urls: string[]) {
         const match = /^(\d+)\.(\d{6}) \[\d+ ([^\]]+)\] "([^"]+)"(?: "([^"]+)")?/.exec(line);
         if (!match || match[3] === "lua") return;
         const [, seconds, micros, addr, command, first] = match;
-        const name = command.toUpperCase() === "EVALSHA" ? (SCRIPT_NAMES.get(first) ?? `script ${first}`) : command.toUpperCase();
+        const name =
+          command.toUpperCase() === "EVALSHA" ? (SCRIPT_NAMES.get(first) ?? `script ${first}`) : command.toUpperCase();
         sent.push({ addr: `${url} ${addr}`, line, name, at: Number(seconds) * 1e6 + Number(micros) });
       });
       return client;
@@ -106,7 +117,12 @@ async function commandsOfOneTurn(store: string, monitored: string[]): Promise<st
   await sleep(500);
   const turn = watch.ordered().filter((s) => s.at >= mark && ours.has(s.addr));
   // The session received the turn (so the counted commands did the work).
-  expect(fake.chatRequests().at(-1)?.body.messages.map((m: { content: string }) => m.content)).toEqual(["one", "echo: one", "two", "echo: two", "three"]);
+  expect(
+    fake
+      .chatRequests()
+      .at(-1)
+      ?.body.messages.map((m: { content: string }) => m.content),
+  ).toEqual(["one", "echo: one", "two", "echo: two", "three"]);
   return turn.map((s) => s.name);
 }
 
@@ -123,7 +139,10 @@ describe.skipIf(clusterUp !== true)("a proxied turn on a Redis Cluster", { timeo
 
   it("opens and commits in one script each; the indexes (other slots) follow the commit", async () => {
     cluster = await startRedisCluster();
-    const names = await commandsOfOneTurn(cluster.url, cluster.ports.map((p) => `redis://127.0.0.1:${p}`));
+    const names = await commandsOfOneTurn(
+      cluster.url,
+      cluster.ports.map((p) => `redis://127.0.0.1:${p}`),
+    );
     expect(names.slice(0, 2)).toEqual(["turn-open", "history-write"]);
     expect(names.slice(2).sort()).toEqual(["global-index", "user-index"]);
   });

@@ -27,7 +27,11 @@ describe.skipIf(enabled !== true)("redis turns", () => {
     return s;
   };
   const key = (id: string, name: string) => `${keyPrefix}s:{${id}}:${name}`;
-  const opening = (userId: string): TurnOpening => ({ owner: { userId }, last: 10, lease: { ttlMs: 10_000, waitMs: 5_000 } });
+  const opening = (userId: string): TurnOpening => ({
+    owner: { userId },
+    last: 10,
+    lease: { ttlMs: 10_000, waitMs: 5_000 },
+  });
   const setup = async (s: FullStore) => {
     const owner = `owner-${randomUUID()}`;
     const { id } = await s.createSession({ id: newSessionId(), userId: owner });
@@ -114,7 +118,9 @@ describe.skipIf(enabled !== true)("redis turns", () => {
     // Another process writing with this fence (it holds no token for it) cannot release the lease.
     await other.appendMessages(id, [say("fenced elsewhere")], { fence: turn.lease.fence, releaseLease: true });
     expect(await raw.get(key(id, "lease"))).not.toBeNull();
-    await expect(s.replaceAfter(id, 0, [say("x")], { fence: turn.lease.fence, expectedLastSeq: 1, releaseLease: true })).rejects.toMatchObject({ code: "history_conflict" });
+    await expect(
+      s.replaceAfter(id, 0, [say("x")], { fence: turn.lease.fence, expectedLastSeq: 1, releaseLease: true }),
+    ).rejects.toMatchObject({ code: "history_conflict" });
     expect(await raw.get(key(id, "lease"))).not.toBeNull();
     expect(await turn.lease.renew(10_000)).toBe(true);
     await turn.lease.release();
@@ -129,7 +135,10 @@ describe.skipIf(enabled !== true)("redis turns", () => {
     const turn = await s.openTurn!(id, opening(owner));
     await sleep(5);
     await s.createSession({ id: newSessionId(), userId: owner, lastActivityAt: Date.now() - 1 });
-    await s.appendMessages(id, [say("q"), { role: "assistant", content: "a" }], { fence: turn.lease.fence, releaseLease: true });
+    await s.appendMessages(id, [say("q"), { role: "assistant", content: "a" }], {
+      fence: turn.lease.fence,
+      releaseLease: true,
+    });
     const session = (await s.getSession(id))!;
     expect(await raw.zScore(`${keyPrefix}u:${owner}:sessions`, id)).toBe(session.lastActivityAt);
     expect(await raw.zScore(`${keyPrefix}{index}:activity`, id)).toBe(session.lastActivityAt);

@@ -21,7 +21,7 @@ const text = (content: string) => ({ role: "user" as const, content });
 function rowActivity(path: string, id: string): number {
   const db = new Database(path, { readonly: true });
   try {
-    return (db.prepare("SELECT last_activity_at FROM sessions WHERE id = ?").pluck().get(id) as number);
+    return db.prepare("SELECT last_activity_at FROM sessions WHERE id = ?").pluck().get(id) as number;
   } finally {
     db.close();
   }
@@ -88,16 +88,26 @@ describe("sqlite: the last activity carried by the newest messages (schema v9)",
       [b, T0 + 2_000],
     ]);
     const page = await store.listSessions("u", { limit: 1 });
-    expect((await store.listSessions("u", { limit: 1, cursor: page.nextCursor })).sessions.map((s) => s.id)).toEqual([b]);
+    expect((await store.listSessions("u", { limit: 1, cursor: page.nextCursor })).sessions.map((s) => s.id)).toEqual([
+      b,
+    ]);
     const since = { userId: "u", activeSince: T0 + 2_500 };
-    expect((await store.getMessages(a, { last: 20, owner: since })).map((m) => m.content)).toEqual(["first of a", "zebra in a"]);
+    expect((await store.getMessages(a, { last: 20, owner: since })).map((m) => m.content)).toEqual([
+      "first of a",
+      "zebra in a",
+    ]);
     await expect(store.getMessages(b, { last: 20, owner: since })).rejects.toMatchObject({ code: "session_not_found" });
     at(4_000);
     expect(await store.appendMessages(a, [text("scoped append")], { owner: since })).toHaveLength(1);
-    await expect(store.appendMessages(b, [text("expired for this caller")], { owner: since })).rejects.toMatchObject({ code: "session_not_found" });
+    await expect(store.appendMessages(b, [text("expired for this caller")], { owner: since })).rejects.toMatchObject({
+      code: "session_not_found",
+    });
     for (const mode of ["substring", "fulltext"] as const) {
       const hits = await store.search({ userId: "u", text: "zebra", mode, activeSince: T0 + 2_500 });
-      expect(hits.map((h) => h.sessionId), mode).toEqual([a]);
+      expect(
+        hits.map((h) => h.sessionId),
+        mode,
+      ).toEqual([a]);
     }
     expect(await store.expire(T0 + 2_500)).toEqual([b]);
     expect((await store.listSessions("u")).sessions.map((s) => s.id)).toEqual([a]);
@@ -158,7 +168,8 @@ describe("sqlite: the last activity carried by the newest messages (schema v9)",
     const body = JSON.stringify(text("from version 8"));
     old.prepare("INSERT INTO sessions (id, user_id, created_at, last_activity_at) VALUES (?, 'u', 1, 50)").run(touched);
     old.prepare("INSERT INTO sessions (id, user_id, created_at, last_activity_at) VALUES (?, 'u', 1, 7000)").run(plain);
-    for (const id of [touched, plain]) old.prepare("INSERT INTO messages (session_id, seq, created_at, body) VALUES (?, 1, 7000, ?)").run(id, body);
+    for (const id of [touched, plain])
+      old.prepare("INSERT INTO messages (session_id, seq, created_at, body) VALUES (?, 1, 7000, ?)").run(id, body);
     // Version 8 marked a session whose messages waited for the full-text index in its row.
     old.prepare("UPDATE sessions SET fts_pending = 1 WHERE id = ?").run(plain);
     old.close();
@@ -166,7 +177,9 @@ describe("sqlite: the last activity carried by the newest messages (schema v9)",
     const store = storeAt(path, { fullTextIndexDelayMs: 60_000 });
     expect((await store.getSession(touched))!.lastActivityAt).toBe(50);
     expect((await store.getSession(plain))!.lastActivityAt).toBe(7000);
-    expect((await store.search({ userId: "u", text: "version", mode: "fulltext" })).map((h) => h.sessionId)).toEqual([plain]);
+    expect((await store.search({ userId: "u", text: "version", mode: "fulltext" })).map((h) => h.sessionId)).toEqual([
+      plain,
+    ]);
     expect(await store.expire(100)).toEqual([touched]);
     at(1_000);
     await store.appendMessages(plain, [text("after the upgrade")]);

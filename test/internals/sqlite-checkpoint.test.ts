@@ -75,7 +75,8 @@ describe("sqlite store checkpoints", () => {
     const path = join(dir, "commits", "threadkeep.db");
     const store = createSqliteStore({ path, backgroundCheckpoints: false });
     const session = await store.createSession({ id: newSessionId(), userId: "u" });
-    for (let i = 0; i < 300; i++) await store.appendMessages(session.id, [{ role: "user", content: padded(`message ${i}`) }]);
+    for (let i = 0; i < 300; i++)
+      await store.appendMessages(session.id, [{ role: "user", content: padded(`message ${i}`) }]);
     // 300 appends wrote over 2,000 pages, but the log never held much more than 1,000.
     expect(statSync(`${path}-wal`).size).toBeLessThan(walBytes(1_100));
     expect(await store.countMessages(session.id)).toBe(300);

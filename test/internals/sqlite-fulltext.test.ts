@@ -19,12 +19,17 @@ const say = (content: string) => ({ role: "user" as const, content });
 const rowsIn = (db: Database.Database) => db.prepare("SELECT count(*) FROM messages_fts").pluck().get() as number;
 /** Messages not yet in the full-text index: above their session's indexed seq. */
 const unindexed = (db: Database.Database) =>
-  db.prepare("SELECT count(*) FROM messages m JOIN sessions s ON s.id = m.session_id WHERE m.seq > s.fts_seq").pluck().get() as number;
+  db
+    .prepare("SELECT count(*) FROM messages m JOIN sessions s ON s.id = m.session_id WHERE m.seq > s.fts_seq")
+    .pluck()
+    .get() as number;
 
 /** {@link unindexed}, of one owner's sessions. */
 const unindexedOf = (db: Database.Database, userId: string) =>
   db
-    .prepare("SELECT count(*) FROM messages m JOIN sessions s ON s.id = m.session_id WHERE m.seq > s.fts_seq AND s.user_id = ?")
+    .prepare(
+      "SELECT count(*) FROM messages m JOIN sessions s ON s.id = m.session_id WHERE m.seq > s.fts_seq AND s.user_id = ?",
+    )
     .pluck()
     .get(userId) as number;
 /** Sessions marked as having messages wait for the index. */
@@ -97,9 +102,7 @@ describe("sqlite full-text index", () => {
     const hits = await store.search({ userId: "u", text: "alpha", mode: "fulltext" });
     expect(hits.map((h) => h.message.content)).toEqual(["alpha seven", "alpha six"]);
     expect(pending()).toBe(0);
-    expect(() =>
-      raw.exec("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)"),
-    ).not.toThrow();
+    expect(() => raw.exec("INSERT INTO messages_fts (messages_fts, rank) VALUES ('integrity-check', 1)")).not.toThrow();
     raw.close();
   });
 
@@ -109,7 +112,10 @@ describe("sqlite full-text index", () => {
     const session = await store.createSession({ id: newSessionId(), userId: "u" });
     const raw = new Database(path);
     const pending = () => unindexed(raw);
-    await store.appendMessages(session.id, Array.from({ length: 1_600 }, (_, i) => ({ role: "user" as const, content: `backlog ${i}` })));
+    await store.appendMessages(
+      session.id,
+      Array.from({ length: 1_600 }, (_, i) => ({ role: "user" as const, content: `backlog ${i}` })),
+    );
     expect(pending()).toBe(1_600);
     // Sampled between the indexer's steps: the backlog shrinks a chunk at a time, not all at once.
     const seen = new Set<number>();
@@ -135,22 +141,30 @@ describe("sqlite full-text index", () => {
       sessions[owner] = [];
       for (let i = 0; i < 2; i++) {
         const session = await store.createSession({ id: newSessionId(), userId: owner });
-        await store.appendMessages(session.id, [{ role: "user", content: `shared words for ${owner}` }, { role: "user", content: "shared again" }]);
+        await store.appendMessages(session.id, [
+          { role: "user", content: `shared words for ${owner}` },
+          { role: "user", content: "shared again" },
+        ]);
         sessions[owner].push(session.id);
       }
     }
     // A search indexes its owner's sessions: each owner's, so the index holds every row.
     for (const owner of owners) await store.search({ userId: owner, text: "shared", mode: "fulltext" });
     const raw = new Database(path, { readonly: true });
-    const matched = (match: string) => raw.prepare("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?").pluck().get(match);
+    const matched = (match: string) =>
+      raw.prepare("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH ?").pluck().get(match);
     for (const owner of owners) {
       // The index itself returns the owner's rows only (4 of 20), and the session's only (2).
       expect(matched(scopedMatch("shared", { userId: owner }))).toBe(4);
       expect(matched(scopedMatch("shared again", { userId: owner }, true))).toBe(4);
       expect(matched(scopedMatch("shared", { userId: owner, sessionId: sessions[owner][1] }))).toBe(2);
-      expect(matched(scopedMatch("shared", { userId: owner, sessionId: sessions[owners[0] === owner ? "a b" : "a-b"][0] }))).toBe(0);
+      expect(
+        matched(scopedMatch("shared", { userId: owner, sessionId: sessions[owners[0] === owner ? "a b" : "a-b"][0] })),
+      ).toBe(0);
       const hits = await store.search({ userId: owner, text: "shared words", mode: "fulltext", ranking: "relevance" });
-      expect(hits.map((h) => h.message.content).sort()).toEqual([`shared words for ${owner}`, `shared words for ${owner}`, "shared again", "shared again"].sort());
+      expect(hits.map((h) => h.message.content).sort()).toEqual(
+        [`shared words for ${owner}`, `shared words for ${owner}`, "shared again", "shared again"].sort(),
+      );
       expect(hits.every((h) => sessions[owner].includes(h.sessionId))).toBe(true);
     }
     raw.close();
@@ -160,10 +174,17 @@ describe("sqlite full-text index", () => {
     const db = openSqliteStoreDb({ path: freshPath(), busyTimeoutMs: 1000, synchronous: "normal" }, new LocalLeases());
     try {
       const ids = [newSessionId(), newSessionId(), newSessionId()];
-      const insert = db.db.prepare("INSERT INTO sessions (id, user_id, created_at, last_activity_at) VALUES (?, 'u', 0, 0)");
+      const insert = db.db.prepare(
+        "INSERT INTO sessions (id, user_id, created_at, last_activity_at) VALUES (?, 'u', 0, 0)",
+      );
       for (const id of ids) {
         insert.run(id);
-        db.tx.append(id, Array.from({ length: 300 }, (_, i) => JSON.stringify(say(`word ${i}`))), {}, 1);
+        db.tx.append(
+          id,
+          Array.from({ length: 300 }, (_, i) => JSON.stringify(say(`word ${i}`))),
+          {},
+          1,
+        );
       }
       const steps: number[] = [];
       let more = true;
@@ -194,12 +215,20 @@ describe("sqlite full-text index", () => {
       // Indexed (a search indexes first); then the tail replaced by a branch-keeping write.
       expect(await find("old")).toHaveLength(4);
       await store.replaceAfter(id, 2, [say("new three")], { branch: { reason: "regenerate" } });
-      expect(await find("old")).toEqual([[2, "old two"], [1, "old one"]]);
+      expect(await find("old")).toEqual([
+        [2, "old two"],
+        [1, "old one"],
+      ]);
       expect(await find("new")).toEqual([[3, "new three"]]);
       // Back to the branch: its messages return at their seqs and are found again.
       const [branch] = await store.listBranches(id);
       await store.switchBranch(id, branch.id);
-      expect(await find("old")).toEqual([[4, "old four"], [3, "old three"], [2, "old two"], [1, "old one"]]);
+      expect(await find("old")).toEqual([
+        [4, "old four"],
+        [3, "old three"],
+        [2, "old two"],
+        [1, "old one"],
+      ]);
       expect(await find("new")).toEqual([]);
       // Seqs reused before the index saw them: truncated, written again, never searched in between.
       await store.truncateAfter(id, 1);
@@ -282,11 +311,19 @@ describe("sqlite full-text index", () => {
     const raw = new Database(path, { readonly: true });
     try {
       // One session first: only it is indexed.
-      const inSession = await store.search({ userId: "a", sessionId: mine[0]!.id, text: "waiting", mode: "fulltext", limit: 5_000 });
+      const inSession = await store.search({
+        userId: "a",
+        sessionId: mine[0]!.id,
+        text: "waiting",
+        mode: "fulltext",
+        limit: 5_000,
+      });
       expect(inSession).toHaveLength(1_000);
       expect(unindexedOf(raw, "a")).toBe(2 * 1_000);
       // Another owner's session named: nothing of it is indexed (nor found).
-      expect(await store.search({ userId: "a", sessionId: theirs[0]!.id, text: "waiting", mode: "fulltext" })).toEqual([]);
+      expect(await store.search({ userId: "a", sessionId: theirs[0]!.id, text: "waiting", mode: "fulltext" })).toEqual(
+        [],
+      );
       expect(unindexedOf(raw, "b")).toBe(20 * 1_000);
       // The owner: all of theirs, nothing of the other owner's 20,000.
       const hits = await store.search({ userId: "a", text: "waiting", mode: "fulltext", limit: 5_000 });
@@ -296,7 +333,9 @@ describe("sqlite full-text index", () => {
       expect(pendingSessions(raw)).toBe(20);
       expect(rowsIn(raw)).toBe(3 * 1_000);
       // Their own search finds all of theirs.
-      expect(await store.search({ userId: "b", text: "waiting", mode: "fulltext", limit: 50_000 })).toHaveLength(20 * 1_000);
+      expect(await store.search({ userId: "b", text: "waiting", mode: "fulltext", limit: 50_000 })).toHaveLength(
+        20 * 1_000,
+      );
       expect(pendingSessions(raw)).toBe(0);
     } finally {
       raw.close();
@@ -326,7 +365,9 @@ describe("sqlite full-text index", () => {
         const deadline = Date.now() + 30_000;
         while (unindexed(raw) > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
         expect(unindexed(raw)).toBe(0);
-        expect(await again.search({ userId: "v", text: "waiting", mode: "fulltext", limit: 50_000 })).toHaveLength(5 * 6_000);
+        expect(await again.search({ userId: "v", text: "waiting", mode: "fulltext", limit: 50_000 })).toHaveLength(
+          5 * 6_000,
+        );
       } finally {
         await again.close();
       }
@@ -374,7 +415,9 @@ describe("sqlite full-text index", () => {
       const second = await store.createSession({ id: newSessionId(), userId: "u" });
       await store.appendMessages(second.id, [say("kept")]);
       expect(await store.search({ userId: "u", text: "gone", mode: "fulltext" })).toEqual([]);
-      expect((await store.search({ userId: "u", text: "kept", mode: "fulltext" })).map((h) => h.sessionId)).toEqual([second.id]);
+      expect((await store.search({ userId: "u", text: "kept", mode: "fulltext" })).map((h) => h.sessionId)).toEqual([
+        second.id,
+      ]);
       const raw = new Database(path, { readonly: true });
       expect(raw.prepare("SELECT key FROM sessions").pluck().all()).toEqual([2]);
       raw.close();

@@ -35,7 +35,14 @@ describe("sqlite group commit", () => {
       ]);
       await fresh.release();
       expect(results.map((r) => r.status)).toEqual([
-        "fulfilled", "fulfilled", "fulfilled", "fulfilled", "rejected", "rejected", "rejected", "fulfilled",
+        "fulfilled",
+        "fulfilled",
+        "fulfilled",
+        "fulfilled",
+        "rejected",
+        "rejected",
+        "rejected",
+        "fulfilled",
       ]);
       const codes = results.flatMap((r) => (r.status === "rejected" ? [(r.reason as { code?: string }).code] : []));
       expect(codes).toEqual(["session_not_found", "session_not_found", "lease_expired"]);
@@ -64,7 +71,9 @@ describe("sqlite group commit", () => {
     await store.close();
     expect((await Promise.all([last, other])).map(([m]) => m.seq)).toEqual([2, 3]);
     const raw = new Database(path, { readonly: true });
-    expect(raw.prepare("SELECT seq FROM messages WHERE session_id = ? ORDER BY seq").pluck().all(id)).toEqual([1, 2, 3]);
+    expect(raw.prepare("SELECT seq FROM messages WHERE session_id = ? ORDER BY seq").pluck().all(id)).toEqual([
+      1, 2, 3,
+    ]);
     raw.close();
     await expectCode(store.appendMessages(id, say("after close")), "store_unavailable");
   });
@@ -76,7 +85,8 @@ describe("sqlite group commit", () => {
     for (const id of [a, b]) await store.createSession({ id, userId: "u" });
     const reader = new Database(path, { readonly: true });
     try {
-      const count = (id: string) => reader.prepare("SELECT count(*) FROM messages WHERE session_id = ?").pluck().get(id);
+      const count = (id: string) =>
+        reader.prepare("SELECT count(*) FROM messages WHERE session_id = ?").pluck().get(id);
       // Unfenced, nothing queued: committed before the call returns, no wait for the event loop.
       const alone = store.appendMessages(a, say("alone"), { owner: { userId: "u" } });
       expect(count(a)).toBe(1);
@@ -122,14 +132,18 @@ describe("sqlite group commit", () => {
   it("fails a whole batch, earlier writes included, when one write ends the transaction", () => {
     const db = openSqliteStoreDb({ path: freshPath(), busyTimeoutMs: 1000, synchronous: "normal" }, new LocalLeases());
     try {
-      const insert = db.db.prepare("INSERT INTO sessions (id, user_id, created_at, last_activity_at) VALUES (?, 'u', 0, 0)");
+      const insert = db.db.prepare(
+        "INSERT INTO sessions (id, user_id, created_at, last_activity_at) VALUES (?, 'u', 0, 0)",
+      );
       const write = (id: string) => db.db.transaction(() => insert.run(id));
       // What SQLite does on an I/O error or running out of memory: the whole transaction is gone.
       const ending = db.db.transaction(() => {
         db.db.exec("ROLLBACK");
         throw new Error("the transaction ended");
       });
-      expect(() => db.tx.batch([() => write("a")(), () => ending(), () => write("c")()])).toThrow("the transaction ended");
+      expect(() => db.tx.batch([() => write("a")(), () => ending(), () => write("c")()])).toThrow(
+        "the transaction ended",
+      );
       expect(db.db.prepare("SELECT count(*) FROM sessions").pluck().get()).toBe(0);
       // A write that fails alone is undone alone.
       const failing = db.db.transaction(() => {
@@ -146,11 +160,15 @@ describe("sqlite group commit", () => {
 
   it("counts a batch of appends as one committed write (what the checkpointer paces itself by)", () => {
     let committed = 0;
-    const db = openSqliteStoreDb({ path: freshPath(), busyTimeoutMs: 1000, synchronous: "normal" }, new LocalLeases(), () => committed++);
+    const db = openSqliteStoreDb(
+      { path: freshPath(), busyTimeoutMs: 1000, synchronous: "normal" },
+      new LocalLeases(),
+      () => committed++,
+    );
     try {
       const id = newSessionId();
       db.db.prepare("INSERT INTO sessions (id, user_id, created_at, last_activity_at) VALUES (?, 'u', 0, 0)").run(id);
-      db.tx.append(id, ["{\"role\":\"user\",\"content\":\"alone\"}"], {}, 1);
+      db.tx.append(id, ['{"role":"user","content":"alone"}'], {}, 1);
       expect(committed).toBe(1);
       const outcomes = db.tx.batch(
         [1, 2, 3].map((n) => () => db.tx.append(id, [`{"role":"user","content":"m${n}"}`], {}, 1)),

@@ -20,7 +20,9 @@ const suitePath = join(dir, "conformance", "threadkeep.db");
 runStoreConformance("sqlite", () => createSqliteStore({ path: suitePath }));
 // The same contract with turn leases kept in the file (several processes on one database).
 const sharedPath = join(dir, "conformance-shared", "threadkeep.db");
-runStoreConformance("sqlite (lease in the file)", () => createSqliteStore({ path: sharedPath, crossProcessLease: true }));
+runStoreConformance("sqlite (lease in the file)", () =>
+  createSqliteStore({ path: sharedPath, crossProcessLease: true }),
+);
 
 describe("sqlite store with the lease in the file", () => {
   it("serialises 2 processes × 100 concurrent turns: contiguous seq, each turn adjacent, none lost or duplicated", async () => {
@@ -28,7 +30,11 @@ describe("sqlite store with the lease in the file", () => {
     const store = createSqliteStore({ path, crossProcessLease: true });
     try {
       const session = await store.createSession({ id: newSessionId(), userId: "hammer" });
-      const recipe = { module: "src/stores/sqlite/index.ts", factory: "createSqliteStore", options: { path, crossProcessLease: true } };
+      const recipe = {
+        module: "src/stores/sqlite/index.ts",
+        factory: "createSqliteStore",
+        options: { path, crossProcessLease: true },
+      };
       await expectTwoProcessTurnOrder(store, recipe, session.id);
     } finally {
       await store.close();
@@ -54,16 +60,31 @@ describe("sqlite store with the lease in the file", () => {
       expect(releases()).toBe(1);
       // A write that fails keeps the lease: nothing released, and the holder's release still frees it.
       const next = await store.openTurn!(id, { owner: { userId: "fold" }, lease: { ttlMs: 10_000 }, last: 20 });
-      await expectCode(store.appendMessages(id, [{ role: "user", content: "x" }], { fence: next.lease.fence, releaseLease: true, owner: { userId: "other" } }), "session_not_found");
+      await expectCode(
+        store.appendMessages(id, [{ role: "user", content: "x" }], {
+          fence: next.lease.fence,
+          releaseLease: true,
+          owner: { userId: "other" },
+        }),
+        "session_not_found",
+      );
       expect(releases()).toBe(1);
       await next.lease.release();
       expect(releases()).toBe(2);
       // A replayed idempotent commit gives its lease back in its transaction too.
       const opening = { owner: { userId: "fold" }, lease: { ttlMs: 10_000 }, last: 20 };
       const first = await store.openTurn!(id, opening);
-      await store.appendMessages(id, [{ role: "user", content: "once" }], { fence: first.lease.fence, releaseLease: true, operationId: "op-1" });
+      await store.appendMessages(id, [{ role: "user", content: "once" }], {
+        fence: first.lease.fence,
+        releaseLease: true,
+        operationId: "op-1",
+      });
       const retry = await store.openTurn!(id, opening);
-      await store.appendMessages(id, [{ role: "user", content: "once" }], { fence: retry.lease.fence, releaseLease: true, operationId: "op-1" });
+      await store.appendMessages(id, [{ role: "user", content: "once" }], {
+        fence: retry.lease.fence,
+        releaseLease: true,
+        operationId: "op-1",
+      });
       expect(releases()).toBe(4);
       await retry.lease.release();
       expect(releases()).toBe(4);
@@ -97,7 +118,10 @@ describe("sqlite store with the lease in the file", () => {
       expect(turn.status).toBe("ok");
       const held = holdLock();
       const [stored] = await Promise.all([
-        store.appendMessages(id, [{ role: "user", content: "after the lock" }], { fence: turn.lease.fence, releaseLease: true }),
+        store.appendMessages(id, [{ role: "user", content: "after the lock" }], {
+          fence: turn.lease.fence,
+          releaseLease: true,
+        }),
         held,
       ]);
       expect(stored.map((m) => m.content)).toEqual(["after the lock"]);
@@ -170,10 +194,7 @@ describe("sqlite store specifics", () => {
     const body = JSON.stringify({ role: "user", content: "Remember the Zebra crossing" });
     insert("INSERT INTO sessions (id, user_id, created_at, last_activity_at) VALUES (?, 'u', 1, 1)", id);
     insert("INSERT INTO messages (session_id, seq, created_at, body) VALUES (?, 1, 1, ?)", id, body);
-    insert(
-      "INSERT INTO message_text (session_id, seq, search_text) VALUES (?, 1, 'remember the zebra crossing')",
-      id,
-    );
+    insert("INSERT INTO message_text (session_id, seq, search_text) VALUES (?, 1, 'remember the zebra crossing')", id);
     old.close();
     const store = storeAt(path);
     expect((await store.getMessages(id)).map((m) => m.content)).toEqual(["Remember the Zebra crossing"]);
@@ -205,19 +226,31 @@ describe("sqlite store specifics", () => {
     const store = storeAt(path);
     expect((await store.getMessages(a)).map((m) => m.content)).toEqual(["Indexed Zebra", "queued zebra"]);
     const hits = await store.search({ userId: "u", text: "zebra", mode: "fulltext" });
-    expect(hits.map((h) => [h.sessionId, h.seq]).sort()).toEqual([[a, 1], [a, 2], [b, 1]].sort());
-    expect((await store.search({ userId: "u", text: "ZEBRA TOO", mode: "substring" })).map((h) => h.sessionId)).toEqual([b]);
+    expect(hits.map((h) => [h.sessionId, h.seq]).sort()).toEqual(
+      [
+        [a, 1],
+        [a, 2],
+        [b, 1],
+      ].sort(),
+    );
+    expect((await store.search({ userId: "u", text: "ZEBRA TOO", mode: "substring" })).map((h) => h.sessionId)).toEqual(
+      [b],
+    );
     expect((await store.listSessions("u")).sessions.map((s) => s.id)).toEqual([b, a, c]);
     expect(await store.expire(2)).toEqual([c]);
     // Written after the migration: appended, indexed, deleted from the index with its message.
     await store.appendMessages(b, [{ role: "user", content: "fresh zebra" }]);
     expect((await store.listSessions("u")).sessions.map((s) => s.id)).toEqual([b, a]);
-    expect((await store.search({ userId: "u", text: "fresh", mode: "fulltext" })).map((h) => [h.sessionId, h.seq])).toEqual([[b, 2]]);
+    expect(
+      (await store.search({ userId: "u", text: "fresh", mode: "fulltext" })).map((h) => [h.sessionId, h.seq]),
+    ).toEqual([[b, 2]]);
     await store.popMessage(b);
     expect(await store.search({ userId: "u", text: "fresh", mode: "fulltext" })).toEqual([]);
     const db = new Database(path, { readonly: true });
     expect(db.pragma("user_version", { simple: true })).toBe(SQLITE_SCHEMA_VERSION);
-    expect(db.prepare("SELECT name FROM sqlite_schema WHERE name IN ('message_text', 'fts_pending')").all()).toEqual([]);
+    expect(db.prepare("SELECT name FROM sqlite_schema WHERE name IN ('message_text', 'fts_pending')").all()).toEqual(
+      [],
+    );
     db.close();
   });
 
@@ -238,9 +271,7 @@ describe("sqlite store specifics", () => {
     expect(warn).toHaveBeenCalledOnce();
     expect(String(warn.mock.calls[0][0])).toContain(session.id);
     const moved = raw.prepare("SELECT session_id, seq, record, raw FROM quarantine").all();
-    expect(moved).toEqual([
-      { session_id: session.id, seq: 2, record: "message", raw: '{"role": "user", "cont' },
-    ]);
+    expect(moved).toEqual([{ session_id: session.id, seq: 2, record: "message", raw: '{"role": "user", "cont' }]);
     raw.close();
     expect(await store.countMessages(session.id)).toBe(2);
     expect((await store.appendMessages(session.id, [{ role: "user", content: "four" }]))[0].seq).toBe(4);
@@ -260,10 +291,7 @@ describe("sqlite store specifics", () => {
     expect((await store.getSession(session.id))?.metadata).toEqual({});
     expect(await store.getState(session.id)).toEqual({ version: 1, data: {} });
     expect((await store.setState(session.id, { k: 2 }, 1)).version).toBe(2);
-    expect(raw.prepare("SELECT record FROM quarantine ORDER BY id").pluck().all()).toEqual([
-      "metadata",
-      "state",
-    ]);
+    expect(raw.prepare("SELECT record FROM quarantine ORDER BY id").pluck().all()).toEqual(["metadata", "state"]);
     raw.close();
   });
 

@@ -82,13 +82,15 @@ export interface Installed {
 export async function packAndInstall(work: string): Promise<Installed> {
   const stage = join(work, "stage");
   mkdirSync(stage);
-  for (const file of ["package.json", "README.md", "LICENSE", "CHANGELOG.md"]) copyFileSync(join(ROOT, file), join(stage, file));
+  for (const file of ["package.json", "README.md", "LICENSE", "CHANGELOG.md"])
+    copyFileSync(join(ROOT, file), join(stage, file));
   cpSync(join(ROOT, "docs"), join(stage, "docs"), { recursive: true });
   if (distIsFresh()) {
     cpSync(join(ROOT, "dist"), join(stage, "dist"), { recursive: true });
   } else {
     // The package's own build script, run in the stage so the checkout's dist is left alone.
-    for (const path of ["src", "scripts", "tsconfig.json", "tsconfig.build.json"]) cpSync(join(ROOT, path), join(stage, path), { recursive: true });
+    for (const path of ["src", "scripts", "tsconfig.json", "tsconfig.build.json"])
+      cpSync(join(ROOT, path), join(stage, path), { recursive: true });
     symlinkSync(join(ROOT, "node_modules"), join(stage, "node_modules"));
     await must("npm", ["run", "build"], stage);
   }
@@ -104,7 +106,11 @@ export async function packAndInstall(work: string): Promise<Installed> {
   if (process.env.THREADKEEP_TEST_FRESH_INSTALL !== "1" && existsSync(kept)) {
     // Everything but threadkeep itself as an earlier install of the same dependencies left it; npm
     // then installs the tarball into that tree as into an empty folder, keeping what is satisfied.
-    linkTree(join(kept, "node_modules"), join(app, "node_modules"), (name) => name !== "threadkeep" && name !== ".package-lock.json");
+    linkTree(
+      join(kept, "node_modules"),
+      join(app, "node_modules"),
+      (name) => name !== "threadkeep" && name !== ".package-lock.json",
+    );
     rmSync(join(app, "node_modules", ".bin", "threadkeep"), { force: true });
     await must("npm", ["install", tarball, ...INSTALL_FLAGS], app);
     return { tarball, files: info.files.map((f) => f.path), app };
@@ -144,10 +150,24 @@ const KEPT = join(tmpdir(), "threadkeep-test-installs");
  */
 async function installKey(): Promise<string> {
   const manifest = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8"));
-  const fields = ["dependencies", "optionalDependencies", "peerDependencies", "peerDependenciesMeta", "bundleDependencies", "overrides"];
+  const fields = [
+    "dependencies",
+    "optionalDependencies",
+    "peerDependencies",
+    "peerDependenciesMeta",
+    "bundleDependencies",
+    "overrides",
+  ];
   const npmVersion = (await must("npm", ["--version"], ROOT)).stdout.trim();
   const addon = JSON.parse(readFileSync(join(ROOT, "node_modules", "better-sqlite3", "package.json"), "utf8")).version;
-  const inputs = [fields.map((f) => manifest[f] ?? null), npmVersion, process.version, process.platform, process.arch, addon];
+  const inputs = [
+    fields.map((f) => manifest[f] ?? null),
+    npmVersion,
+    process.version,
+    process.platform,
+    process.arch,
+    addon,
+  ];
   return createHash("sha256").update(JSON.stringify(inputs)).digest("hex").slice(0, 16);
 }
 

@@ -18,7 +18,9 @@ const ROOT = fileURLToPath(new URL("../..", import.meta.url));
  */
 function packedFiles(): string[] {
   const top = ["package.json", "README.md", "LICENSE", "CHANGELOG.md"];
-  const docs = readdirSync(join(ROOT, "docs")).filter((name) => name.endsWith(".md")).map((name) => `docs/${name}`);
+  const docs = readdirSync(join(ROOT, "docs"))
+    .filter((name) => name.endsWith(".md"))
+    .map((name) => `docs/${name}`);
   return [...top, ...docs];
 }
 
@@ -29,7 +31,9 @@ function relativeLinks(markdown: string): string[] {
   // ships no PNGs, pack.service.test.ts), and each has alt text that says what it shows.
   const withoutImages = prose.replace(/!\[[^\]]*\]\([^)]*\)/g, "");
   const targets = [...withoutImages.matchAll(/\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)].map((m) => m[1]);
-  return targets.filter((t) => !/^[a-z][a-z0-9+.-]*:/i.test(t) && !t.startsWith("#")).map((t) => decodeURI(t.split("#")[0]));
+  return targets
+    .filter((t) => !/^[a-z][a-z0-9+.-]*:/i.test(t) && !t.startsWith("#"))
+    .map((t) => decodeURI(t.split("#")[0]));
 }
 
 describe("links in the packed docs", () => {

@@ -15,7 +15,11 @@ const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.ur
 
 /** The module specifiers a source file imports from. */
 const importsOf = (path: string) =>
-  [...readFileSync(new URL(path, import.meta.url), "utf8").matchAll(/^\s*(?:import|export)\b[^;]*?\bfrom\s+"([^"]+)"/gms)].map((m) => m[1]);
+  [
+    ...readFileSync(new URL(path, import.meta.url), "utf8").matchAll(
+      /^\s*(?:import|export)\b[^;]*?\bfrom\s+"([^"]+)"/gms,
+    ),
+  ].map((m) => m[1]);
 
 describe("the main entry", () => {
   it(`exports at most ${MAX_MAIN_NAMES} runtime names`, () => {
@@ -29,7 +33,15 @@ describe("the main entry", () => {
   });
 
   it("leaves internals out", () => {
-    for (const name of ["clearTokenCache", "parseDuration", "normalizePhrase", "summaryRequestBody", "DUTCH_PHRASES", "LocalLeases", "completeStore"]) {
+    for (const name of [
+      "clearTokenCache",
+      "parseDuration",
+      "normalizePhrase",
+      "summaryRequestBody",
+      "DUTCH_PHRASES",
+      "LocalLeases",
+      "completeStore",
+    ]) {
       expect(main, name).not.toHaveProperty(name);
     }
   });
@@ -41,7 +53,14 @@ describe("threadkeep/kit", () => {
   });
 
   it("holds the store-author tools", () => {
-    for (const name of ["LocalLeases", "applyMessageQuery", "completeStore", "hasBranches", "planHistoryWrite", "rankByRelevanceInSlices"]) {
+    for (const name of [
+      "LocalLeases",
+      "applyMessageQuery",
+      "completeStore",
+      "hasBranches",
+      "planHistoryWrite",
+      "rankByRelevanceInSlices",
+    ]) {
       expect(typeof (kit as Record<string, unknown>)[name], name).toBe("function");
     }
   });

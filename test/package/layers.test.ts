@@ -39,7 +39,8 @@ describe("the layers of src/", () => {
       "core/a/_inner.ts": "export const inner = 1;\n",
       "core/b/peer.ts": 'export { inner } from "../a/_inner.js";\n',
       "../test/stores/uses-inner.test.ts": 'import { z } from "../../src/stores/_z.js";\nexport const t = z;\n',
-      "../test/internals/inner.test.ts": 'import { z } from "../../src/stores/_z.js";\nexport { h } from "./_helper.js";\nexport const t = z;\n',
+      "../test/internals/inner.test.ts":
+        'import { z } from "../../src/stores/_z.js";\nexport { h } from "./_helper.js";\nexport const t = z;\n',
       "../test/internals/_helper.ts": 'export { inner as h } from "../../src/core/a/_inner.js";\n',
       "../test/stores/borrows.test.ts": 'export { h } from "../internals/_helper.js";\n',
       "../bench/peeks.ts": 'export { inner } from "../src/core/a/_inner.js";\n',
@@ -55,7 +56,7 @@ describe("the layers of src/", () => {
     }
     expect(checkLayers(join(work, "src")).sort()).toEqual([
       'bench/peeks.ts: imports "../src/core/a/_inner.js" (src/core/a/_inner.ts): an underscored file of src/ is used only from test/internals/',
-      'import circle of 2 files (src/stores/p.ts, src/stores/q.ts): src/stores/p.ts -> src/stores/q.ts -> src/stores/p.ts',
+      "import circle of 2 files (src/stores/p.ts, src/stores/q.ts): src/stores/p.ts -> src/stores/q.ts -> src/stores/p.ts",
       'src/core/b/peer.ts: imports "../a/_inner.js" (src/core/a/_inner.ts): an underscored file is private to src/core/a/',
       'src/core/dynamic.ts: imports "../stores/p.js" (src/stores/p.ts): core may not import from stores',
       'src/core/inline-type.ts: imports "../llm/l.js" (src/llm/l.ts): core may not import from llm',

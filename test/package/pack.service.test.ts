@@ -35,15 +35,31 @@ const npx = (args: string[], input = "", env: Record<string, string> = {}) =>
 
 describe("the packed package", () => {
   it("holds the build, the user docs and the license, and nothing else", () => {
-    for (const file of ["package.json", "README.md", "LICENSE", "dist/index.js", "dist/index.d.ts", "dist/cli/bin.js", "dist/server/ui/index.html", "dist/server/ui/app.js"]) {
+    for (const file of [
+      "package.json",
+      "README.md",
+      "LICENSE",
+      "dist/index.js",
+      "dist/index.d.ts",
+      "dist/cli/bin.js",
+      "dist/server/ui/index.html",
+      "dist/server/ui/app.js",
+    ]) {
       expect(pkg.files).toContain(file);
     }
     // Every user page of docs/ ships (the README and the pages link to each other); the decision
     // records, the screenshots, sources, tests, benchmarks and source maps do not.
     const userDocs = readdirSync(join(ROOT, "docs")).filter((name) => name.endsWith(".md"));
     expect(userDocs).toContain("cli.md");
-    expect(pkg.files.filter((f) => f.startsWith("docs/")).sort()).toEqual(userDocs.map((name) => `docs/${name}`).sort());
-    expect(pkg.files.filter((f) => !/^dist\/|^docs\/[^/]+\.md$/.test(f)).sort()).toEqual(["CHANGELOG.md", "LICENSE", "README.md", "package.json"]);
+    expect(pkg.files.filter((f) => f.startsWith("docs/")).sort()).toEqual(
+      userDocs.map((name) => `docs/${name}`).sort(),
+    );
+    expect(pkg.files.filter((f) => !/^dist\/|^docs\/[^/]+\.md$/.test(f)).sort()).toEqual([
+      "CHANGELOG.md",
+      "LICENSE",
+      "README.md",
+      "package.json",
+    ]);
     expect(pkg.files.filter((f) => /\.test\.|\.map$|\.png$|^bench\/|^test\/|^src\//.test(f))).toEqual([]);
     // What users download stays small: the built code and the pages, not a lab notebook.
     const unpacked = pkg.files.reduce((sum, f) => sum + statSync(join(pkg.app, "node_modules/threadkeep", f)).size, 0);
@@ -78,7 +94,9 @@ describe("the packed package", () => {
     const result = await run(process.execPath, ["--input-type=module", "-e", code], { cwd: pkg.app });
     expect(result.stderr).toBe("");
     expect(result.stdout.trim().split(" ")).toEqual(
-      ["createMemory", "createStore", "exportSessions", "importSessions", "migrateStores", "readExport"].map((n) => `${n}:function`),
+      ["createMemory", "createStore", "exportSessions", "importSessions", "migrateStores", "readExport"].map(
+        (n) => `${n}:function`,
+      ),
     );
   });
 
@@ -86,11 +104,24 @@ describe("the packed package", () => {
     // test/fixtures/minimal-store.ts as docs/custom-store.md shows it: type-checked against the
     // installed package's declarations, compiled, then a session written and read through Memory.
     const source = readFileSync(join(ROOT, "test/fixtures/minimal-store.ts"), "utf8");
-    const asUser = source.replace('"../../src/index.js"', '"threadkeep"').replace('"../../src/stores/kit.js"', '"threadkeep/kit"');
+    const asUser = source
+      .replace('"../../src/index.js"', '"threadkeep"')
+      .replace('"../../src/stores/kit.js"', '"threadkeep/kit"');
     expect(asUser).not.toContain("../");
     writeFileSync(join(pkg.app, "minimal-store.ts"), asUser);
-    const compilerOptions = { strict: true, target: "es2022", module: "nodenext", moduleResolution: "nodenext", lib: ["es2022", "dom"], types: [], skipLibCheck: true };
-    writeFileSync(join(pkg.app, "tsconfig.minimal.json"), JSON.stringify({ compilerOptions, files: ["minimal-store.ts"] }));
+    const compilerOptions = {
+      strict: true,
+      target: "es2022",
+      module: "nodenext",
+      moduleResolution: "nodenext",
+      lib: ["es2022", "dom"],
+      types: [],
+      skipLibCheck: true,
+    };
+    writeFileSync(
+      join(pkg.app, "tsconfig.minimal.json"),
+      JSON.stringify({ compilerOptions, files: ["minimal-store.ts"] }),
+    );
     const tsc = join(ROOT, "node_modules/typescript/bin/tsc");
     const compiled = await run(process.execPath, [tsc, "-p", "tsconfig.minimal.json"], { cwd: pkg.app });
     expect(compiled.stdout + compiled.stderr).toBe("");
@@ -134,11 +165,12 @@ describe("the packed package", () => {
     const result = await npx(["threadkeep", "chat", ...flags], "My name is Ada.\nWhat is my name?\n");
     expect(result.code).toBe(0);
     expect(result.stdout).toContain("echo: What is my name?");
-    expect(fake.chatRequests().at(-1)!.body.messages.map((m: { content: string }) => m.content)).toEqual([
-      "My name is Ada.",
-      "echo: My name is Ada.",
-      "What is my name?",
-    ]);
+    expect(
+      fake
+        .chatRequests()
+        .at(-1)!
+        .body.messages.map((m: { content: string }) => m.content),
+    ).toEqual(["My name is Ada.", "echo: My name is Ada.", "What is my name?"]);
   });
 
   it("serves the proxy with npx threadkeep serve", async () => {
@@ -169,7 +201,8 @@ describe("the packed package", () => {
       expect(reply.choices[0].message.content).toBe("echo: second");
       expect(fake.chatRequests().at(-1)!.body.messages).toHaveLength(3);
       // The inspector page ships in the package and is served by the same process.
-      for (const path of ["/ui", "/ui/assets/app.js", "/ui/assets/app.css"]) expect((await fetch(`${url}${path}`)).status, path).toBe(200);
+      for (const path of ["/ui", "/ui/assets/app.js", "/ui/assets/app.css"])
+        expect((await fetch(`${url}${path}`)).status, path).toBe(200);
     } finally {
       process.kill(-child.pid!, "SIGTERM");
     }

@@ -92,7 +92,9 @@ describe("the test projects", () => {
   });
 
   it("quick holds no file that mocks modules (rename it x.mock.test.ts)", () => {
-    const mocking = files.filter((file) => projectOf(file) === "quick" && MOCKS_MODULES.test(readFileSync(file, "utf8")));
+    const mocking = files.filter(
+      (file) => projectOf(file) === "quick" && MOCKS_MODULES.test(readFileSync(file, "utf8")),
+    );
     expect(mocking.map((file) => relative(ROOT, file))).toEqual([]);
   });
 
@@ -104,14 +106,17 @@ describe("the test projects", () => {
       "test/a/deep.test.ts": 'import { URL } from "./_kinds.js";\nexport const u = URL;\n',
       "test/a/spawns.test.ts": 'export const run = () => import("node:child_process");\n',
       "test/a/browses.test.ts": 'import type { Browser } from "playwright-core";\nexport type B = Browser;\n',
-      "test/a/plain.test.ts": 'import { readFileSync } from "node:fs";\nimport { x } from "../../src/x.js";\nexport const y = [readFileSync, x];\n',
+      "test/a/plain.test.ts":
+        'import { readFileSync } from "node:fs";\nimport { x } from "../../src/x.js";\nexport const y = [readFileSync, x];\n',
       "src/x.ts": 'import postgres from "postgres";\nexport const x = postgres;\n',
     };
     for (const [path, text] of Object.entries(tree)) {
       mkdirSync(dirname(join(work, path)), { recursive: true });
       writeFileSync(join(work, path), text);
     }
-    const chains = testFiles(join(work, "test")).map((file) => serviceChain(file, work)?.join(" -> ") ?? relative(work, file));
+    const chains = testFiles(join(work, "test")).map(
+      (file) => serviceChain(file, work)?.join(" -> ") ?? relative(work, file),
+    );
     expect(chains.sort()).toEqual([
       "test/a/browses.test.ts -> playwright-core",
       "test/a/deep.test.ts -> test/a/_kinds.ts -> test/a/_stores.ts -> test/_services.ts",

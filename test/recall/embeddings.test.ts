@@ -22,7 +22,10 @@ afterAll(async () => {
   await fake.close();
 });
 
-const open = (store = createSqliteStore({ path: ":memory:" }), extra: Parameters<typeof createMemory>[0] extends infer O ? Partial<O> : never = {}) => {
+const open = (
+  store = createSqliteStore({ path: ":memory:" }),
+  extra: Parameters<typeof createMemory>[0] extends infer O ? Partial<O> : never = {},
+) => {
   const memory = createMemory({
     store,
     embedder: createEmbedder({ baseUrl: fake.url, model: "fake-embed" }),
@@ -63,7 +66,9 @@ describe("semantic and hybrid search", () => {
     const memory = open();
     const mine = await memory.startSession({ userId: "alice" });
     const theirs = await memory.startSession({ userId: "bob" });
-    await memory.addMessages(mine.id, [user("I parked the car downtown"), user("Remember the groceries")], { userId: "alice" });
+    await memory.addMessages(mine.id, [user("I parked the car downtown"), user("Remember the groceries")], {
+      userId: "alice",
+    });
     await memory.addMessages(theirs.id, [user("bob's car is red")], { userId: "bob" });
     await memory.idle();
     expect(await memory.search("automobile", { userId: "alice", mode: "substring" })).toEqual([]);
@@ -128,7 +133,9 @@ describe("semantic and hybrid search", () => {
     const renamed = open(store, { embedder: createEmbedder({ baseUrl: fake.url, model: "fake-embed-v2" }) });
     expect(await renamed.search("automobile", { userId: "erin", mode: "semantic" })).toEqual([]);
     expect((await renamed.reindex()).embedded).toBe(2);
-    expect((await renamed.search("automobile", { userId: "erin", mode: "semantic", limit: 1 }))[0].message.content).toBe("a car");
+    expect(
+      (await renamed.search("automobile", { userId: "erin", mode: "semantic", limit: 1 }))[0].message.content,
+    ).toBe("a car");
     // Same name, other dimensions: refused clearly, and the messages are still stored.
     const shorter = open(store, {
       embedder: { model: "fake-embed", embed: async (texts) => texts.map(() => [1, 0, 0]) },
@@ -143,22 +150,34 @@ describe("semantic and hybrid search", () => {
 });
 
 describe("recall into context", () => {
-  const filler = (i: number) => [user(`Small talk number ${i} about nothing much`), { role: "assistant" as const, content: `Reply ${i}` }];
+  const filler = (i: number) => [
+    user(`Small talk number ${i} about nothing much`),
+    { role: "assistant" as const, content: `Reply ${i}` },
+  ];
 
   it("brings back the older message related to the question, marked, and reports why", async () => {
     const memory = open(createSqliteStore({ path: ":memory:" }), { window: 10 });
     const session = await memory.startSession({ userId: "frank" });
     await memory.addMessages(
       session.id,
-      [user("My car is a blue Volvo from 2012"), { role: "assistant", content: "Noted." }, ...Array.from({ length: 15 }, (_, i) => filler(i)).flat()],
+      [
+        user("My car is a blue Volvo from 2012"),
+        { role: "assistant", content: "Noted." },
+        ...Array.from({ length: 15 }, (_, i) => filler(i)).flat(),
+      ],
       { userId: "frank" },
     );
     await memory.idle();
-    const context = await memory.buildContext(session.id, { userId: "frank", input: [user("Which automobile do I drive?")] });
+    const context = await memory.buildContext(session.id, {
+      userId: "frank",
+      input: [user("Which automobile do I drive?")],
+    });
     expect(context.includedSeqs).toContain(1);
     expect(context.recalled?.map((r) => r.seq)).toEqual([1]);
     expect(context.recalled?.[0].query).toBe("Which automobile do I drive?");
-    expect(context.messages.some((m) => m.role === "system" && String(m.content).startsWith("Recalled from earlier"))).toBe(true);
+    expect(
+      context.messages.some((m) => m.role === "system" && String(m.content).startsWith("Recalled from earlier")),
+    ).toBe(true);
     expect(context.messages.some((m) => m.content === "My car is a blue Volvo from 2012")).toBe(true);
     // A topic the model asked for is recalled instead of the question's.
     await memory.setPreferences(session.id, { recallTopic: "car" }, { userId: "frank" });
@@ -166,7 +185,10 @@ describe("recall into context", () => {
     expect(topical.recalled?.map((r) => [r.seq, r.query])).toEqual([[1, "car"]]);
     // Off by a setting.
     const off = open((await memory.store()) as never, { window: 10, recall: { enabled: false } });
-    const plain = await off.buildContext(session.id, { userId: "frank", input: [user("Which automobile do I drive?")] });
+    const plain = await off.buildContext(session.id, {
+      userId: "frank",
+      input: [user("Which automobile do I drive?")],
+    });
     expect(plain.includedSeqs).not.toContain(1);
     expect(plain.recalled).toBeUndefined();
   });

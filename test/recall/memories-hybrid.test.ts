@@ -34,7 +34,11 @@ describe.each(stores)("memories ranked with an embedder (%s store)", (_name, mak
   /** The same store with and without an embedder. */
   function open() {
     const store = makeStore();
-    const withEmbedder = createMemory({ store, embedder: createEmbedder({ baseUrl: fake.url, model: "fake-embed" }), embedding: { retryDelayMs: 60_000 } });
+    const withEmbedder = createMemory({
+      store,
+      embedder: createEmbedder({ baseUrl: fake.url, model: "fake-embed" }),
+      embedding: { retryDelayMs: 60_000 },
+    });
     const lexical = createMemory({ store });
     opened.push(withEmbedder);
     return { store, withEmbedder, lexical };
@@ -44,7 +48,8 @@ describe.each(stores)("memories ranked with an embedder (%s store)", (_name, mak
   it("lists a memory that shares no word with q but means the same, first, only with the embedder", async () => {
     const { store, withEmbedder, lexical } = open();
     const userId = `user-${randomUUID()}`;
-    for (const text of ["Owns a red sedan", "Has a puppy called Rex", "Is vegetarian"]) await withEmbedder.memories.add({ text }, { userId });
+    for (const text of ["Owns a red sedan", "Has a puppy called Rex", "Is vegetarian"])
+      await withEmbedder.memories.add({ text }, { userId });
     await withEmbedder.idle();
     expect(canStoreMemoryVectors(store) && (await store.missingUserMemoryEmbeddings(userId, "fake-embed"))).toEqual([]);
 
@@ -66,10 +71,16 @@ describe.each(stores)("memories ranked with an embedder (%s store)", (_name, mak
     await withEmbedder.idle();
     const q = "Where should I get my car serviced?";
     expect(texts(await lexical.memories.list({ userId, q }))).toEqual([wash, "Wants to get a haircut"]);
-    expect(texts(await withEmbedder.memories.list({ userId, q }))).toEqual([wash, "Owns a red sedan", "Wants to get a haircut"]);
+    expect(texts(await withEmbedder.memories.list({ userId, q }))).toEqual([
+      wash,
+      "Owns a red sedan",
+      "Wants to get a haircut",
+    ]);
     const first = await withEmbedder.memories.list({ userId, q, limit: 2 });
     expect(texts(first)).toEqual([wash, "Owns a red sedan"]);
-    expect(texts(await withEmbedder.memories.list({ userId, q, limit: 2, cursor: first.nextCursor! }))).toEqual(["Wants to get a haircut"]);
+    expect(texts(await withEmbedder.memories.list({ userId, q, limit: 2, cursor: first.nextCursor! }))).toEqual([
+      "Wants to get a haircut",
+    ]);
   });
 
   it("embeds a changed memory again, and a deleted one is gone", async () => {
@@ -93,11 +104,19 @@ describe.each(stores)("memories ranked with an embedder (%s store)", (_name, mak
     // The oldest memory, sharing no word with the message: without meaning it is the first left out.
     const sedan = await store.addUserMemory({ userId, text: "Owns a red sedan", createdAt: 1_000 });
     for (let i = 0; i < 30; i++) {
-      await store.addUserMemory({ userId, text: `Collects stamps from country number ${i} and keeps them in album ${i}`, createdAt: 2_000 + i });
+      await store.addUserMemory({
+        userId,
+        text: `Collects stamps from country number ${i} and keeps them in album ${i}`,
+        createdAt: 2_000 + i,
+      });
     }
     await withEmbedder.memories.scheduleEmbedding({ userId });
     await withEmbedder.idle();
-    const turn = { userId, input: [{ role: "user" as const, content: "Which vehicle needs servicing?" }], tokenBudget: 2_000 };
+    const turn = {
+      userId,
+      input: [{ role: "user" as const, content: "Which vehicle needs servicing?" }],
+      tokenBudget: 2_000,
+    };
 
     const plain = (await lexical.buildContext(randomUUID(), turn)).memories!;
     expect(plain.omitted).toBeGreaterThan(0);
@@ -112,12 +131,15 @@ describe.each(stores)("memories ranked with an embedder (%s store)", (_name, mak
   it("ranks by words alone when the embedder fails, and says so", async () => {
     const { withEmbedder } = open();
     const userId = `user-${randomUUID()}`;
-    for (const text of ["Owns a red sedan", "Gets the car washed every Sunday"]) await withEmbedder.memories.add({ text }, { userId });
+    for (const text of ["Owns a red sedan", "Gets the car washed every Sunday"])
+      await withEmbedder.memories.add({ text }, { userId });
     await withEmbedder.idle();
     const warn = vi.spyOn(console, "warn").mockImplementation(() => {});
     fake.setEmbeddingsDown(true);
     try {
-      expect(texts(await withEmbedder.memories.list({ userId, q: "Is my car clean? (asked while embeddings are down)" }))).toEqual(["Gets the car washed every Sunday"]);
+      expect(
+        texts(await withEmbedder.memories.list({ userId, q: "Is my car clean? (asked while embeddings are down)" })),
+      ).toEqual(["Gets the car washed every Sunday"]);
       expect(warn.mock.calls.map((c) => String(c[0])).join("\n")).toMatch(/ranked by words only/);
     } finally {
       fake.setEmbeddingsDown(false);
@@ -131,11 +153,15 @@ describe("GET /v1/memories?q= with --embedding-model", () => {
     const embedder = { model: "fake-embed", embed: async (texts: string[]) => texts.map(fakeEmbedding) };
     const stack = await startStack({ apiKeys: { "key-ann": "ann", "key-bob": "bob" }, memoryOptions: { embedder } });
     try {
-      const add = (key: string, text: string) => stack.request("POST", "/v1/memories", { headers: { authorization: `Bearer ${key}` }, body: { text } });
-      for (const text of ["Owns a red sedan", "Wants to get a haircut", "Is vegetarian"]) expect((await add("key-ann", text)).status).toBe(201);
+      const add = (key: string, text: string) =>
+        stack.request("POST", "/v1/memories", { headers: { authorization: `Bearer ${key}` }, body: { text } });
+      for (const text of ["Owns a red sedan", "Wants to get a haircut", "Is vegetarian"])
+        expect((await add("key-ann", text)).status).toBe(201);
       expect((await add("key-bob", "Drives a truck")).status).toBe(201);
       await stack.memory.idle();
-      const res = await stack.request("GET", `/v1/memories?q=${encodeURIComponent("Which vehicle needs servicing?")}`, { headers: { authorization: "Bearer key-ann" } });
+      const res = await stack.request("GET", `/v1/memories?q=${encodeURIComponent("Which vehicle needs servicing?")}`, {
+        headers: { authorization: "Bearer key-ann" },
+      });
       expect(res.status).toBe(200);
       const body = (await res.json()) as { data: { text: string }[]; has_more: boolean };
       expect(body.data.map((m) => m.text)).toEqual(["Owns a red sedan"]);

@@ -47,13 +47,20 @@ export const ROUTE_EXAMPLES: Record<string, RouteExample> = {
     },
   },
   "POST /v1/responses": { body: { model: "m", input: [{ role: "user", content: "hi" }], store: true } },
-  "POST /v1/conversations": { body: { items: [{ type: "message", role: "user", content: "hi" }], metadata: { a: "b" } } },
+  "POST /v1/conversations": {
+    body: { items: [{ type: "message", role: "user", content: "hi" }], metadata: { a: "b" } },
+  },
   "POST /v1/conversations/{id}/items": { body: { items: [{ type: "message", role: "user", content: "hi" }] } },
   "POST /v1/sessions": { body: { id: "{id}", metadata: { project: "x" } } },
   "GET /v1/sessions": { query: { limit: "10", cursor: "abc" } },
   "GET /v1/sessions/{id}/messages": { query: { after: "0", limit: "10" } },
   "POST /v1/sessions/{id}/messages": {
-    body: { messages: [{ role: "user", content: "hi", metadata: { a: 1 } }, { role: "assistant", content: "yo" }] },
+    body: {
+      messages: [
+        { role: "user", content: "hi", metadata: { a: 1 } },
+        { role: "assistant", content: "yo" },
+      ],
+    },
   },
   "GET /v1/sessions/{id}/search": { query: { q: "hi", limit: "5", mode: "substring" } },
   "GET /v1/search": { query: { q: "hi", limit: "5", mode: "substring", session: "{id}" } },
@@ -119,10 +126,30 @@ const BAD_BODIES: { name: string; body: string; contentType?: string }[] = [
 ];
 
 /** Path ids that are not a session id (or are odd spellings of one). */
-const BAD_IDS = ["not-a-uuid", "%00", "x".repeat(300), "..%2F..%2Fetc", "{}", "00000000-0000-0000-0000-000000000000", "%F0%9F%98%80"];
+const BAD_IDS = [
+  "not-a-uuid",
+  "%00",
+  "x".repeat(300),
+  "..%2F..%2Fetc",
+  "{}",
+  "00000000-0000-0000-0000-000000000000",
+  "%F0%9F%98%80",
+];
 
 /** Values no query parameter takes. */
-const BAD_QUERY = ["", "-1", "0", "abc", "1e309", "99999999999999999999", "%00", "x".repeat(3000), "1.5", "%ZZ", "true"];
+const BAD_QUERY = [
+  "",
+  "-1",
+  "0",
+  "abc",
+  "1e309",
+  "99999999999999999999",
+  "%00",
+  "x".repeat(3000),
+  "1.5",
+  "%ZZ",
+  "true",
+];
 
 /** Replaces the value at `path` of a JSON value (a copy) with raw JSON text. */
 function withValueAt(base: unknown, path: (string | number)[], raw: string): string {
@@ -146,7 +173,9 @@ function pathsOf(value: unknown, prefix: (string | number)[] = [], depth = 0): (
 const fill = (text: string, id: string) => text.replaceAll("{id}", id);
 
 function queryString(query: Record<string, string>): string {
-  const parts = Object.entries(query).map(([k, v]) => `${encodeURIComponent(k)}=${v.startsWith("%") ? v : encodeURIComponent(v)}`);
+  const parts = Object.entries(query).map(
+    ([k, v]) => `${encodeURIComponent(k)}=${v.startsWith("%") ? v : encodeURIComponent(v)}`,
+  );
   return parts.length > 0 ? `?${parts.join("&")}` : "";
 }
 
@@ -180,11 +209,16 @@ export function buildCorpus(existing: string, fresh: () => string, seed = 9): Ba
     const example = ROUTE_EXAMPLES[key] ?? {};
     const takesBody = route.hasBody || example.body !== undefined;
     const withId = route.path.includes("{id}");
-    const add = (name: string, target: "fresh" | "existing", build: (id: string) => Omit<BadCase, "name" | "fresh" | "method">) => {
+    const add = (
+      name: string,
+      target: "fresh" | "existing",
+      build: (id: string) => Omit<BadCase, "name" | "fresh" | "method">,
+    ) => {
       const id = target === "fresh" ? fresh() : existing;
       cases.push({ name: `${key} ${name} (${target})`, method: route.method, fresh: target === "fresh", ...build(id) });
     };
-    const baseQuery = (id: string) => Object.fromEntries(Object.entries(example.query ?? {}).map(([k, v]) => [k, fill(v, id)]));
+    const baseQuery = (id: string) =>
+      Object.fromEntries(Object.entries(example.query ?? {}).map(([k, v]) => [k, fill(v, id)]));
     const baseBody = (id: string) => (example.body === undefined ? undefined : fill(JSON.stringify(example.body), id));
     const target = (): "fresh" | "existing" => (next() < 0.5 ? "fresh" : "existing");
     const pathFor = (id: string) => route.path.replaceAll("{id}", id).replaceAll("{item_id}", "item_1");
@@ -238,9 +272,20 @@ export function buildCorpus(existing: string, fresh: () => string, seed = 9): Ba
     // Headers a chat client sends.
     if (route.path.startsWith("/v1/chat/")) {
       for (const bad of ["not-a-uuid", " ", "x".repeat(2000), "user_x_conv_y"]) {
-        cases.push({ name: `${key} x-session-id ${bad.slice(0, 12)}`, method: route.method, path: route.path, body: baseBody(existing), headers: { "x-session-id": bad }, fresh: false });
+        cases.push({
+          name: `${key} x-session-id ${bad.slice(0, 12)}`,
+          method: route.method,
+          path: route.path,
+          body: baseBody(existing),
+          headers: { "x-session-id": bad },
+          fresh: false,
+        });
       }
-      add("authorization odd", target(), (id) => ({ path: route.path, body: baseBody(id), headers: { "x-session-id": id, authorization: "Bearer \u00ff" } }));
+      add("authorization odd", target(), (id) => ({
+        path: route.path,
+        body: baseBody(id),
+        headers: { "x-session-id": id, authorization: "Bearer \u00ff" },
+      }));
     }
   }
   return cases;

@@ -45,7 +45,9 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const { store, memoryOptions, noUpstream, upstreamTimeoutMs, ...serverOptions } = options;
   const memory = createMemory({ store: store ?? createMemoryStore(), ...memoryOptions });
   const server = await createServer({
-    upstream: noUpstream ? undefined : { baseUrl: fake.url, apiKey: "sk-upstream-secret", timeoutMs: upstreamTimeoutMs },
+    upstream: noUpstream
+      ? undefined
+      : { baseUrl: fake.url, apiKey: "sk-upstream-secret", timeoutMs: upstreamTimeoutMs },
     // Tests drive more turns per user than any chat does; those of the limits set them (fair-share.test.ts).
     fairShare: false,
     ...serverOptions,
@@ -67,11 +69,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
           ...opts.headers,
         },
         body:
-          opts.body === undefined
-            ? undefined
-            : typeof opts.body === "string"
-              ? opts.body
-              : JSON.stringify(opts.body),
+          opts.body === undefined ? undefined : typeof opts.body === "string" ? opts.body : JSON.stringify(opts.body),
       }),
     async close() {
       await server.close();

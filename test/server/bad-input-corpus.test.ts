@@ -18,7 +18,11 @@ afterAll(() => {
 });
 
 async function snapshot(store: FullStore, id: string): Promise<string> {
-  const [session, count, state] = await Promise.all([store.getSession(id), store.countMessages(id), store.getState(id)]);
+  const [session, count, state] = await Promise.all([
+    store.getSession(id),
+    store.countMessages(id),
+    store.getState(id),
+  ]);
   return JSON.stringify({ metadata: session?.metadata, count, state });
 }
 
@@ -67,10 +71,14 @@ describe.each(stores)("bad-input corpus on the $name store", ({ store, every }) 
         if (status >= 500) serverErrors.push(`${c.name}: ${status} ${text.slice(0, 200)}`);
         if (status >= 400 && c.path.startsWith("/v1/")) {
           const code = (JSON.parse(text) as { error?: { code?: unknown } }).error?.code;
-          if (typeof code !== "string") serverErrors.push(`${c.name}: ${status} without an error code: ${text.slice(0, 200)}`);
+          if (typeof code !== "string")
+            serverErrors.push(`${c.name}: ${status} without an error code: ${text.slice(0, 200)}`);
         }
-        const id = c.fresh ? /[0-9a-f-]{36}/.exec(`${c.path} ${c.body ?? ""} ${c.headers?.["x-session-id"] ?? ""}`)?.[0] : undefined;
-        if (status >= 400 && id && id !== existing && (await backing.getSession(id))) leftovers.push(`${c.name}: session ${id} left behind`);
+        const id = c.fresh
+          ? /[0-9a-f-]{36}/.exec(`${c.path} ${c.body ?? ""} ${c.headers?.["x-session-id"] ?? ""}`)?.[0]
+          : undefined;
+        if (status >= 400 && id && id !== existing && (await backing.getSession(id)))
+          leftovers.push(`${c.name}: session ${id} left behind`);
         const after = await snapshot(backing, existing);
         if (status >= 400 && after !== before) leftovers.push(`${c.name}: changed the existing session`);
         before = after;

@@ -57,9 +57,7 @@ describe("chat errors", () => {
       error: { message: "model not found", type: "invalid_request_error", code: "model_not_found" },
     });
     await expect(stack.memory.getSession(id)).rejects.toMatchObject({ code: "session_not_found" });
-    expect(await metricValue(stack, 'threadkeep_turns_total{outcome="upstream_error",stream="false"}')).toBe(
-      1,
-    );
+    expect(await metricValue(stack, 'threadkeep_turns_total{outcome="upstream_error",stream="false"}')).toBe(1);
   });
 
   it("keeps an existing session untouched when the upstream fails", async () => {
@@ -128,11 +126,7 @@ describe("chat errors", () => {
       [{ model: "m" }, "invalid_request", "messages"],
       [{ model: "m", messages: [] }, "invalid_request", "messages"],
       [{ model: 5, messages: [{ role: "user", content: "x" }] }, "invalid_request", "model"],
-      [
-        { model: "m", stream: "yes", messages: [{ role: "user", content: "x" }] },
-        "invalid_request",
-        "stream",
-      ],
+      [{ model: "m", stream: "yes", messages: [{ role: "user", content: "x" }] }, "invalid_request", "stream"],
       [
         {
           model: "m",
@@ -144,11 +138,7 @@ describe("chat errors", () => {
         "invalid_message",
         "messages[1].role",
       ],
-      [
-        { model: "m", messages: [{ role: "tool", content: "x" }] },
-        "invalid_message",
-        "messages[0].tool_call_id",
-      ],
+      [{ model: "m", messages: [{ role: "tool", content: "x" }] }, "invalid_message", "messages[0].tool_call_id"],
     ];
     for (const [body, code, param] of cases) {
       const res = await stack.request("POST", "/v1/chat/completions", { body });
@@ -192,7 +182,12 @@ describe("chat errors", () => {
     const late = await slow;
     expect(late.status).toBe(200);
     expect(late.headers.get("x-threadkeep-warning")).toBeNull();
-    expect((await stack.memory.getMessages(id)).map((m) => m.content)).toEqual(["slow", "re: slow", "fast", "re: fast"]);
+    expect((await stack.memory.getMessages(id)).map((m) => m.content)).toEqual([
+      "slow",
+      "re: slow",
+      "fast",
+      "re: fast",
+    ]);
   });
 
   it("answers unknown routes with an OpenAI-style 404", async () => {

@@ -19,7 +19,6 @@ import { createMemoryStore } from "../../src/stores/in-process/index.js";
 import { type FakeReply, type FakeUpstream, startFakeUpstream } from "../_fake-upstream.js";
 import { type ClientFixture, isInstruction } from "../fixtures/clients/_format.js";
 
-
 const FIXTURES = join(dirname(fileURLToPath(import.meta.url)), "../fixtures/clients");
 const fixtureFiles = readdirSync(FIXTURES)
   .filter((file) => file.endsWith(".json"))
@@ -48,10 +47,19 @@ const parsedArguments = (raw: unknown): unknown => {
  */
 function comparable(message: any): Comparable {
   const content = message.content;
-  const text = typeof content === "string" ? content : Array.isArray(content) ? content.map((p: any) => p?.text ?? "").join("") : "";
+  const text =
+    typeof content === "string"
+      ? content
+      : Array.isArray(content)
+        ? content.map((p: any) => p?.text ?? "").join("")
+        : "";
   const out: Comparable = { role: message.role, content: text };
   if (Array.isArray(message.tool_calls) && message.tool_calls.length > 0) {
-    out.tool_calls = message.tool_calls.map((c: any) => ({ id: c.id, name: c.function?.name, arguments: parsedArguments(c.function?.arguments) }));
+    out.tool_calls = message.tool_calls.map((c: any) => ({
+      id: c.id,
+      name: c.function?.name,
+      arguments: parsedArguments(c.function?.arguments),
+    }));
   }
   if (typeof message.tool_call_id === "string") out.tool_call_id = message.tool_call_id;
   return out;
@@ -60,12 +68,21 @@ function comparable(message: any): Comparable {
 const conversation = (messages: any[]): Comparable[] => messages.filter((m) => !isInstruction(m)).map(comparable);
 
 /** Sends one recorded request as it was recorded and reads the whole answer (streamed or not). */
-function send(baseUrl: string, exchange: ClientFixture["exchanges"][number]): Promise<{ status: number; body: string }> {
+function send(
+  baseUrl: string,
+  exchange: ClientFixture["exchanges"][number],
+): Promise<{ status: number; body: string }> {
   const url = new URL(exchange.request.path, baseUrl);
   const raw = JSON.stringify(exchange.request.body);
   return new Promise((resolve, reject) => {
     const req = httpRequest(
-      { host: url.hostname, port: url.port, method: exchange.request.method, path: url.pathname + url.search, headers: { ...exchange.request.headers, "content-length": Buffer.byteLength(raw) } },
+      {
+        host: url.hostname,
+        port: url.port,
+        method: exchange.request.method,
+        path: url.pathname + url.search,
+        headers: { ...exchange.request.headers, "content-length": Buffer.byteLength(raw) },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (chunk: Buffer) => chunks.push(chunk));
@@ -124,7 +141,9 @@ async function replay(file: string, fixture: ClientFixture, target: Target) {
     const where = `${file} exchange #${i} (turn ${recorded.turn}, ${recorded.action})`;
     // A previous_response_id names the response of the request before (the recorder checks that):
     // this replay's response, not the recording's.
-    const body = recorded.request.body?.previous_response_id ? { ...recorded.request.body, previous_response_id: lastResponseId } : recorded.request.body;
+    const body = recorded.request.body?.previous_response_id
+      ? { ...recorded.request.body, previous_response_id: lastResponseId }
+      : recorded.request.body;
     const exchange = { ...recorded, request: { ...recorded.request, body } };
     const before = fake.chatRequests().length;
     reply = exchange.reply as FakeReply;
@@ -134,12 +153,19 @@ async function replay(file: string, fixture: ClientFixture, target: Target) {
     lastResponseId = /"id":"(resp_[0-9a-zA-Z_-]+)"/.exec(answer.body)?.[1];
     const calls = fake.chatRequests().slice(before);
     expect(calls.length, `${where}: model calls`).toBe(1);
-    expect(conversation(calls[0].body.messages), `${where}: what the model received`).toEqual(conversation(exchange.expected));
+    expect(conversation(calls[0].body.messages), `${where}: what the model received`).toEqual(
+      conversation(exchange.expected),
+    );
     if (Array.isArray(exchange.request.body?.messages)) {
       // A chat request's system messages go first, as the app sent them; threadkeep adds none with its defaults.
       const instructions = exchange.request.body.messages.filter(isInstruction).map(comparable);
-      expect(calls[0].body.messages.filter(isInstruction).map(comparable), `${where}: the system messages`).toEqual(instructions);
-      expect(calls[0].body.messages.slice(0, instructions.length).map(comparable), `${where}: the system messages come first`).toEqual(instructions);
+      expect(calls[0].body.messages.filter(isInstruction).map(comparable), `${where}: the system messages`).toEqual(
+        instructions,
+      );
+      expect(
+        calls[0].body.messages.slice(0, instructions.length).map(comparable),
+        `${where}: the system messages come first`,
+      ).toEqual(instructions);
     }
     if (exchange.action === "regenerate" || exchange.action === "edit") rewrites.push(exchange.action);
     const branches = await target.memory.listBranches(sessionId);

@@ -49,7 +49,11 @@ const dir = mkdtempSync(join(tmpdir(), "tk-end-users-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const BACKENDS = [
-  { name: "sqlite", store: () => `sqlite:${join(dir, "end-users.db")}`, available: async (): Promise<true | string> => true },
+  {
+    name: "sqlite",
+    store: () => `sqlite:${join(dir, "end-users.db")}`,
+    available: async (): Promise<true | string> => true,
+  },
   { name: "postgres", store: () => TEST_POSTGRES_URL, available: () => serviceAvailable("postgres") },
   { name: "redis", store: () => TEST_REDIS_URL, available: () => serviceAvailable("redis") },
 ];
@@ -77,7 +81,10 @@ function caller(stack: () => Stack, key: string, identity: Record<string, string
     const res = await stack().request(method, path, { headers, body });
     const text = await res.text();
     // The export is JSON lines, everything else one JSON body.
-    return { status: res.status, body: (res.headers.get("content-type")?.includes("application/json") ? JSON.parse(text) : text) as any };
+    return {
+      status: res.status,
+      body: (res.headers.get("content-type")?.includes("application/json") ? JSON.parse(text) : text) as any,
+    };
   };
   return {
     headers,
@@ -186,10 +193,15 @@ describe.each(CASES)("end users by $mode on $name", ({ store, available, options
       }
     }
     const messages = await alice.call("GET", `/v1/sessions/${alicesChat}/messages`);
-    expect(messages.body.data.map((m: { content: string }) => m.content)).toContain("The plumber comes on Tuesday, code 4711");
+    expect(messages.body.data.map((m: { content: string }) => m.content)).toContain(
+      "The plumber comes on Tuesday, code 4711",
+    );
     // Nor can another person change it.
     expect((await bob.call("DELETE", `/v1/sessions/${alicesChat}`)).status).toBe(404);
-    expect((await bob.call("POST", `/v1/sessions/${alicesChat}/messages`, { messages: [{ role: "user", content: "x" }] })).status).toBe(404);
+    expect(
+      (await bob.call("POST", `/v1/sessions/${alicesChat}/messages`, { messages: [{ role: "user", content: "x" }] }))
+        .status,
+    ).toBe(404);
     expect((await alice.call("GET", `/v1/sessions/${alicesChat}`)).status).toBe(200);
   });
 
@@ -197,7 +209,9 @@ describe.each(CASES)("end users by $mode on $name", ({ store, available, options
     if (skip) ctx.skip(skip);
     const connect = async (headers: Record<string, string>) => {
       const client = new Client({ name: "threadkeep-test", version: "1.0.0" });
-      await client.connect(new StreamableHTTPClientTransport(new URL(`${stack.url}/mcp`), { requestInit: { headers } }));
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(`${stack.url}/mcp`), { requestInit: { headers } }),
+      );
       return client;
     };
     const text = (result: unknown) => JSON.parse((result as { content: { text: string }[] }).content[0].text);
@@ -241,7 +255,9 @@ describe("end users by trusted header: what is refused and what is ignored", () 
       for (const [name, value] of headers) req.appendHeader(name, value);
       req.on("response", (res) => {
         let text = "";
-        res.on("data", (d) => (text += d)).on("end", () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
+        res
+          .on("data", (d) => (text += d))
+          .on("end", () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
       });
       req.on("error", reject).end();
     });
@@ -253,7 +269,13 @@ describe("end users by trusted header: what is refused and what is ignored", () 
       ["a tab inside", [[USER_HEADER, "ali\tce"]]],
       ["a C1 control as UTF-8", [[USER_HEADER, Buffer.from("ali\u0085ce").toString("latin1")]]],
       ["latin1 bytes that are not UTF-8", [[USER_HEADER, "j\u00f6rg"]]],
-      ["sent twice", [[USER_HEADER, "alice"], [USER_HEADER, "bob"]]],
+      [
+        "sent twice",
+        [
+          [USER_HEADER, "alice"],
+          [USER_HEADER, "bob"],
+        ],
+      ],
     ];
     for (const [why, headers] of bad) {
       const res = await rawGet(stack.url, headers);
@@ -288,7 +310,9 @@ describe("end users by trusted header: what is refused and what is ignored", () 
     // The session is the key's user's, whoever the header named; every name sees the same list.
     expect((await plain.memory.getSession(session, { userId: "acme" })).id).toBe(session);
     const list = async (headers: Record<string, string>) =>
-      ((await (await plain.request("GET", "/v1/sessions", { headers })).json()) as any).data.map((s: { id: string }) => s.id);
+      ((await (await plain.request("GET", "/v1/sessions", { headers })).json()) as any).data.map(
+        (s: { id: string }) => s.id,
+      );
     const own = await list({ authorization: "Bearer key-gw" });
     expect(own).toContain(session);
     expect(await list({ authorization: "Bearer key-gw", [USER_HEADER]: "someone-else" })).toEqual(own);
@@ -298,7 +322,10 @@ describe("end users by trusted header: what is refused and what is ignored", () 
     const open = await startStack({ userHeader: USER_HEADER });
     try {
       const session = randomUUID();
-      const made = await open.request("POST", "/v1/sessions", { headers: { [USER_HEADER]: "alice" }, body: { id: session } });
+      const made = await open.request("POST", "/v1/sessions", {
+        headers: { [USER_HEADER]: "alice" },
+        body: { id: session },
+      });
       expect(made.status).toBe(201);
       expect((await open.memory.getSession(session, { userId: "default/alice" })).id).toBe(session);
       expect((await open.request("GET", `/v1/sessions/${session}`)).status).toBe(404);
@@ -308,8 +335,16 @@ describe("end users by trusted header: what is refused and what is ignored", () 
   });
 
   it("refuses at start a key user whose id an end user's could be mistaken for", async () => {
-    const attempt = createServer({ memory: { store: createMemoryStore() }, apiKeys: { k: "acme/alice" }, userHeader: USER_HEADER, port: 0 });
-    await expect(attempt).rejects.toMatchObject({ code: "invalid_request", message: expect.stringMatching(/contains "\/"/) });
+    const attempt = createServer({
+      memory: { store: createMemoryStore() },
+      apiKeys: { k: "acme/alice" },
+      userHeader: USER_HEADER,
+      port: 0,
+    });
+    await expect(attempt).rejects.toMatchObject({
+      code: "invalid_request",
+      message: expect.stringMatching(/contains "\/"/),
+    });
     // Without end users the same id is just a user id.
     const fine = await createServer({ memory: { store: createMemoryStore() }, apiKeys: { k: "acme/alice" }, port: 0 });
     await fine.close();
@@ -322,7 +357,10 @@ describe("end users by signed token: what is refused", () => {
   beforeAll(async () => {
     [stack, custom] = await Promise.all([
       startStack({ apiKeys: { "key-gw": "acme" }, userHeader: USER_HEADER, userJwt: { secret: SECRET } }),
-      startStack({ apiKeys: { "key-gw": "acme" }, userJwt: { secret: SECRET, issuer: "my-gateway", header: "X-End-User-Token" } }),
+      startStack({
+        apiKeys: { "key-gw": "acme" },
+        userJwt: { secret: SECRET, issuer: "my-gateway", header: "X-End-User-Token" },
+      }),
     ]);
   });
   afterAll(async () => {
@@ -332,7 +370,10 @@ describe("end users by signed token: what is refused", () => {
   const create = (target: Stack, headers: Record<string, string>) => {
     const session = randomUUID();
     return target
-      .request("POST", "/v1/sessions", { headers: { authorization: "Bearer key-gw", ...headers }, body: { id: session } })
+      .request("POST", "/v1/sessions", {
+        headers: { authorization: "Bearer key-gw", ...headers },
+        body: { id: session },
+      })
       .then((res) => ({ res, session }));
   };
 

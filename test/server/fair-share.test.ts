@@ -66,7 +66,10 @@ describe("fair share", () => {
     await upstreamSaw(s, 2);
     const bob = [turn(s, "k-bob"), turn(s, "k-bob")];
     await upstreamSaw(s, 4);
-    await until(async () => (await metricValue(s, 'threadkeep_fair_share_refusals_total{limit="user_concurrency",kind="turn"}')) === 6);
+    await until(
+      async () =>
+        (await metricValue(s, 'threadkeep_fair_share_refusals_total{limit="user_concurrency",kind="turn"}')) === 6,
+    );
     release();
     const answers = await Promise.all(flood);
     const refused = answers.filter((r) => r.status === 429);
@@ -74,7 +77,11 @@ describe("fair share", () => {
     expect(refused).toHaveLength(6);
     for (const res of refused) {
       expect(res.headers.get("retry-after")).toBe("1");
-      expect(await errorOf(res)).toMatchObject({ type: "rate_limit_error", code: "too_many_concurrent_turns", message: expect.stringMatching(/at most 2 at once/) });
+      expect(await errorOf(res)).toMatchObject({
+        type: "rate_limit_error",
+        code: "too_many_concurrent_turns",
+        message: expect.stringMatching(/at most 2 at once/),
+      });
     }
     expect((await Promise.all(bob)).map((r) => r.status)).toEqual([200, 200]);
     expect(await metricValue(s, 'threadkeep_fair_share_refusals_total{limit="user_concurrency",kind="turn"}')).toBe(6);
@@ -87,16 +94,26 @@ describe("fair share", () => {
   });
 
   it("refuses a user past the rate limit with the seconds until the window reopens; another user goes on", async () => {
-    const s = await start({ apiKeys: KEYS, fairShare: { userConcurrency: 0, userRate: { requests: 3, seconds: 60 }, refusalDelayMs: 0 } });
+    const s = await start({
+      apiKeys: KEYS,
+      fairShare: { userConcurrency: 0, userRate: { requests: 3, seconds: 60 }, refusalDelayMs: 0 },
+    });
     for (let i = 0; i < 3; i++) expect((await turn(s, "k-alice")).status).toBe(200);
     const refused = await turn(s, "k-alice");
     expect(refused.status).toBe(429);
     const retryAfter = Number(refused.headers.get("retry-after"));
     expect(retryAfter).toBeGreaterThanOrEqual(1);
     expect(retryAfter).toBeLessThanOrEqual(60);
-    expect(await errorOf(refused)).toMatchObject({ type: "rate_limit_error", code: "rate_limited", message: expect.stringMatching(/3\/min turns/) });
+    expect(await errorOf(refused)).toMatchObject({
+      type: "rate_limit_error",
+      code: "rate_limited",
+      message: expect.stringMatching(/3\/min turns/),
+    });
     // The Responses API is counted in the same bucket.
-    const responses = await s.request("POST", "/v1/responses", { body: { model: "m", input: "hi" }, headers: { authorization: "Bearer k-alice" } });
+    const responses = await s.request("POST", "/v1/responses", {
+      body: { model: "m", input: "hi" },
+      headers: { authorization: "Bearer k-alice" },
+    });
     expect(responses.status).toBe(429);
     expect((await errorOf(responses)).code).toBe("rate_limited");
     for (let i = 0; i < 3; i++) expect((await turn(s, "k-bob")).status).toBe(200);
@@ -154,13 +171,19 @@ describe("fair share", () => {
       await gate;
       return { content: "done" };
     });
-    const first = [turn(s, "k-gateway", { "x-openwebui-user-id": "ada" }), turn(s, "k-gateway", { "x-openwebui-user-id": "ada" })];
+    const first = [
+      turn(s, "k-gateway", { "x-openwebui-user-id": "ada" }),
+      turn(s, "k-gateway", { "x-openwebui-user-id": "ada" }),
+    ];
     const second = turn(s, "k-gateway", { "x-openwebui-user-id": "grace" });
     await upstreamSaw(s, 3);
     // Each end user is within their own two, but the key has its three in flight.
     const refused = await turn(s, "k-gateway", { "x-openwebui-user-id": "grace" });
     expect(refused.status).toBe(429);
-    expect(await errorOf(refused)).toMatchObject({ code: "too_many_concurrent_turns", message: expect.stringMatching(/this API key: at most 3/) });
+    expect(await errorOf(refused)).toMatchObject({
+      code: "too_many_concurrent_turns",
+      message: expect.stringMatching(/this API key: at most 3/),
+    });
     // Another key is not touched by it.
     const other = turn(s, "k-other");
     await upstreamSaw(s, 4);

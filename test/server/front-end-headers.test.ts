@@ -17,7 +17,10 @@ beforeAll(async () => {
 afterAll(() => stack?.close());
 
 const chat = (headers: Record<string, string>, content = "hi") =>
-  stack.request("POST", "/v1/chat/completions", { body: { model: "fake-model", messages: [{ role: "user", content }] }, headers });
+  stack.request("POST", "/v1/chat/completions", {
+    body: { model: "fake-model", messages: [{ role: "user", content }] },
+    headers,
+  });
 const respond = (headers: Record<string, string>, body: Record<string, unknown>) =>
   stack.request("POST", "/v1/responses", { body: { model: "fake-model", ...body }, headers });
 
@@ -36,7 +39,12 @@ describe("session headers", () => {
     const id = uuidV5("chat-42", FRONT_END_ID_NAMESPACE);
     expect(first.headers.get("x-session-id")).toBe(id);
     await chat({ "X-Chat": "chat-42" }, "two");
-    expect((await stack.memory.getMessages(id)).map((m) => m.content)).toEqual(["one", "echo: one", "two", "echo: two"]);
+    expect((await stack.memory.getMessages(id)).map((m) => m.content)).toEqual([
+      "one",
+      "echo: one",
+      "two",
+      "echo: two",
+    ]);
   });
 });
 
@@ -48,7 +56,11 @@ describe("/v1/responses", () => {
     expect(first.headers.get("x-session-id")).toBe(chatId);
     await respond({ "X-Chat": chatId }, { input: "what did I ask?" });
     const last = stack.fake.chatRequests().at(-1)!;
-    expect(last.body.messages.map((m: { content: string }) => m.content)).toEqual(["remember: basil", "echo: remember: basil", "what did I ask?"]);
+    expect(last.body.messages.map((m: { content: string }) => m.content)).toEqual([
+      "remember: basil",
+      "echo: remember: basil",
+      "what did I ask?",
+    ]);
   });
 
   it("answers a temporary chat and a task without a session", async () => {

@@ -47,7 +47,10 @@ describe("heavy input", () => {
     await res.json();
     const longestGap = loop.stop();
     expect(asked).toBeGreaterThan(0);
-    expect(longestGap, `longest event-loop gap (the slowest /healthz took ${Math.round(slowest)} ms by the clock)`).toBeLessThan(500);
+    expect(
+      longestGap,
+      `longest event-loop gap (the slowest /healthz took ${Math.round(slowest)} ms by the clock)`,
+    ).toBeLessThan(500);
     // The model got the message cut to the budget, with the marker saying so.
     const sent = stack.fake.chatRequests()[0].body.messages.at(-1).content as string;
     expect(sent.length).toBeLessThan(100_000);

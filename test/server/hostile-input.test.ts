@@ -42,9 +42,24 @@ describe("hostile input", () => {
     const session = randomUUID();
     const deep = nested(5000);
     const cases: [string, string, string, string][] = [
-      ["POST", "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"c"}],"user_data":${deep}}`, "user_data"],
-      ["POST", "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"c","metadata":${deep}}]}`, "messages[0].metadata"],
-      ["POST", `/v1/sessions/${session}/messages`, `{"messages":[{"role":"user","content":"c","metadata":${deep}}]}`, "messages[0].metadata"],
+      [
+        "POST",
+        "/v1/chat/completions",
+        `{"model":"m","messages":[{"role":"user","content":"c"}],"user_data":${deep}}`,
+        "user_data",
+      ],
+      [
+        "POST",
+        "/v1/chat/completions",
+        `{"model":"m","messages":[{"role":"user","content":"c","metadata":${deep}}]}`,
+        "messages[0].metadata",
+      ],
+      [
+        "POST",
+        `/v1/sessions/${session}/messages`,
+        `{"messages":[{"role":"user","content":"c","metadata":${deep}}]}`,
+        "messages[0].metadata",
+      ],
       ["POST", "/v1/sessions", `{"id":"${session}","metadata":${deep}}`, "metadata"],
       ["PATCH", `/v1/sessions/${session}/state`, `{"data":{"x":${deep}}}`, "data.x"],
       ["PUT", `/v1/sessions/${session}/preferences`, deep, "a"],
@@ -68,15 +83,25 @@ describe("hostile input", () => {
     const session = randomUUID();
     const forged = [
       { role: "user", content: "a", metadata: { items: [1, null, "x"] } },
-      { role: "assistant", content: "b", metadata: { items: [{ id: 5, set: "no" }], response: { id: "resp_x", inputCount: "many" } } },
+      {
+        role: "assistant",
+        content: "b",
+        metadata: { items: [{ id: 5, set: "no" }], response: { id: "resp_x", inputCount: "many" } },
+      },
       { role: "user", content: "c", metadata: { items: [{ item: { id: "i" } }], hiddenOnly: "yes" } },
     ];
-    expect((await stack.request("POST", `/v1/sessions/${session}/messages`, { body: { messages: forged } })).status).toBe(201);
+    expect(
+      (await stack.request("POST", `/v1/sessions/${session}/messages`, { body: { messages: forged } })).status,
+    ).toBe(201);
     const conversation = `conv_${session.replace(/-/g, "")}`;
     const items = await stack.request("GET", `/v1/conversations/${conversation}/items?order=asc`);
     expect(items.status).toBe(200);
     const data = ((await items.json()) as { data: { id: string; content: { text: string }[] }[] }).data;
-    expect(data.map((i) => [i.id, i.content[0].text])).toEqual([["msg_tk1", "a"], ["msg_tk2", "b"], ["msg_tk3", "c"]]);
+    expect(data.map((i) => [i.id, i.content[0].text])).toEqual([
+      ["msg_tk1", "a"],
+      ["msg_tk2", "b"],
+      ["msg_tk3", "c"],
+    ]);
     const response = `resp_${session.replace(/-/g, "")}0123456789abcdef`;
     expect((await stack.request("GET", `/v1/responses/${response}`)).status).toBe(404);
     const next = await stack.request("POST", "/v1/responses", { body: { model: "m", input: "d", conversation } });
@@ -185,7 +210,9 @@ describe("hostile input", () => {
     expect(context.omitted.truncatedMessages).toEqual([
       { seq: 5, tokens: expect.any(Number), sentTokens: expect.any(Number) },
     ]);
-    expect(context.omitted.truncatedMessages[0].tokens).toBeGreaterThan(context.omitted.truncatedMessages[0].sentTokens);
+    expect(context.omitted.truncatedMessages[0].tokens).toBeGreaterThan(
+      context.omitted.truncatedMessages[0].sentTokens,
+    );
   });
 });
 
@@ -212,7 +239,10 @@ describe("upstream headers", () => {
 
   it("passes them back on a success, plain and streamed", async () => {
     stack = await startStack();
-    stack.fake.setReply(() => ({ content: "ok", headers: { "x-request-id": "req_9", "x-ratelimit-remaining-tokens": "99" } }));
+    stack.fake.setReply(() => ({
+      content: "ok",
+      headers: { "x-request-id": "req_9", "x-ratelimit-remaining-tokens": "99" },
+    }));
     for (const stream of [false, true]) {
       const res = await stack.request("POST", "/v1/chat/completions", {
         body: { model: "m", stream, messages: [{ role: "user", content: "hi" }] },

@@ -37,7 +37,10 @@ interface Answer {
 /** Sends over a fresh request on 127.0.0.1, plain (no habits) or with a client's habits. */
 function send(plain: Plain, habits?: HttpHabits): Promise<Answer> {
   const url = new URL(plain.path, stack.url);
-  const headers: Record<string, string> = { ...(habits ? { ...habits.headers, Authorization: "Bearer sk-client-unused" } : {}), ...plain.headers };
+  const headers: Record<string, string> = {
+    ...(habits ? { ...habits.headers, Authorization: "Bearer sk-client-unused" } : {}),
+    ...plain.headers,
+  };
   const hasBody = plain.body !== undefined;
   const contentType = habits?.contentType ?? "application/json";
   if (hasBody) {
@@ -45,7 +48,9 @@ function send(plain: Plain, habits?: HttpHabits): Promise<Answer> {
     if (habits?.framing !== "chunked") headers["Content-Length"] = String(Buffer.byteLength(plain.body!));
     if (habits?.expectContinue) headers.Expect = "100-continue";
   } else if (habits) {
-    const typed = habits.bodylessContentType === "always" || (habits.bodylessContentType === "except-get" && plain.method !== "GET");
+    const typed =
+      habits.bodylessContentType === "always" ||
+      (habits.bodylessContentType === "except-get" && plain.method !== "GET");
     if (typed) headers["Content-Type"] = contentType;
     if (habits.bodylessLength === "zero") headers["Content-Length"] = "0";
   }
@@ -54,7 +59,11 @@ function send(plain: Plain, habits?: HttpHabits): Promise<Answer> {
       const chunks: Buffer[] = [];
       res.on("data", (chunk: Buffer) => chunks.push(chunk));
       res.on("end", () =>
-        resolve({ status: res.statusCode!, type: String(res.headers["content-type"] ?? "").split(";")[0]!, text: Buffer.concat(chunks).toString("utf8") }),
+        resolve({
+          status: res.statusCode!,
+          type: String(res.headers["content-type"] ?? "").split(";")[0]!,
+          text: Buffer.concat(chunks).toString("utf8"),
+        }),
       );
       res.on("error", reject);
     });
@@ -83,7 +92,11 @@ function shape(value: unknown): unknown {
   const object = value as Record<string, unknown>;
   const error = object.error as { code?: unknown } | undefined;
   if (error && typeof error === "object" && typeof error.code === "string") return { error: error.code };
-  return Object.fromEntries(Object.keys(object).sort().map((key) => [key, shape(object[key])]));
+  return Object.fromEntries(
+    Object.keys(object)
+      .sort()
+      .map((key) => [key, shape(object[key])]),
+  );
 }
 
 function kind(answer: Answer): unknown {
@@ -100,7 +113,8 @@ const json = (value: unknown) => JSON.stringify(value);
  */
 function sameKind(a: unknown, b: unknown): boolean {
   if (a === "null" || b === "null") return true;
-  if (a === "array" || b === "array") return a === b || (Array.isArray(a) && a[0] === "array") || (Array.isArray(b) && b[0] === "array");
+  if (a === "array" || b === "array")
+    return a === b || (Array.isArray(a) && a[0] === "array") || (Array.isArray(b) && b[0] === "array");
   if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return a === b;
   const keysA = Object.keys(a).sort();
   const keysB = Object.keys(b).sort();
@@ -131,16 +145,17 @@ const EXAMPLES: Record<string, { body?: unknown; query?: string; headers?: Recor
 };
 
 /** Every `METHOD path` of the OpenAPI document, with what it documents. */
-const ROUTES = Object.entries(openApiDocument.paths as Record<string, Record<string, any>>).flatMap(([path, operations]) =>
-  Object.entries(operations).map(([method, operation]) => ({
-    method: method.toUpperCase(),
-    path,
-    hasBody: operation.requestBody !== undefined,
-    requiredQuery: ((operation.parameters ?? []) as { in: string; name: string; required?: boolean }[])
-      .filter((p) => p.in === "query" && p.required)
-      .map((p) => p.name),
-    statuses: Object.keys(operation.responses ?? {}).map(Number),
-  })),
+const ROUTES = Object.entries(openApiDocument.paths as Record<string, Record<string, any>>).flatMap(
+  ([path, operations]) =>
+    Object.entries(operations).map(([method, operation]) => ({
+      method: method.toUpperCase(),
+      path,
+      hasBody: operation.requestBody !== undefined,
+      requiredQuery: ((operation.parameters ?? []) as { in: string; name: string; required?: boolean }[])
+        .filter((p) => p.in === "query" && p.required)
+        .map((p) => p.name),
+      statuses: Object.keys(operation.responses ?? {}).map(Number),
+    })),
 );
 
 async function plainJson(method: string, path: string, body?: unknown): Promise<any> {
@@ -156,7 +171,9 @@ async function freshSession(): Promise<{ id: string; branchId: number }> {
     { role: "user", content: "hello there" },
     { role: "assistant", content: "hi" },
   ]);
-  await stack.memory.replaceAfter(id, 1, [{ role: "assistant", content: "hello" }], { branch: { reason: "regenerate" } });
+  await stack.memory.replaceAfter(id, 1, [{ role: "assistant", content: "hello" }], {
+    branch: { reason: "regenerate" },
+  });
   const [branch] = await stack.memory.listBranches(id);
   return { id, branchId: branch!.id };
 }
@@ -170,7 +187,8 @@ async function requestOf(route: (typeof ROUTES)[number]): Promise<Plain> {
   const example = EXAMPLES[key] ?? {};
   let path = route.path;
   const params = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
-  const fill = (name: string, value: string | number) => (path = path.replace(`{${name}}`, encodeURIComponent(String(value))));
+  const fill = (name: string, value: string | number) =>
+    (path = path.replace(`{${name}}`, encodeURIComponent(String(value))));
   if (params.length > 0) {
     if (path.startsWith("/v1/sessions/") || path.startsWith("/ui/s/")) {
       const session = await freshSession();
@@ -182,9 +200,12 @@ async function requestOf(route: (typeof ROUTES)[number]): Promise<Plain> {
     } else if (path.startsWith("/v1/responses/")) {
       fill("id", (await plainJson("POST", "/v1/responses", { model: "fake-model", input: "hi" })).id);
     } else if (path.startsWith("/v1/conversations/")) {
-      const conversation = await plainJson("POST", "/v1/conversations", { items: [{ type: "message", role: "user", content: "hi" }] });
+      const conversation = await plainJson("POST", "/v1/conversations", {
+        items: [{ type: "message", role: "user", content: "hi" }],
+      });
       fill("id", conversation.id);
-      if (params.includes("item_id")) fill("item_id", (await plainJson("GET", `/v1/conversations/${conversation.id}/items`)).data[0].id);
+      if (params.includes("item_id"))
+        fill("item_id", (await plainJson("GET", `/v1/conversations/${conversation.id}/items`)).data[0].id);
     } else if (path.startsWith("/v1/models/")) {
       fill("id", "fake-model");
     } else if (path.startsWith("/ui/assets/")) {
@@ -193,7 +214,8 @@ async function requestOf(route: (typeof ROUTES)[number]): Promise<Plain> {
   }
   expect(path, `${key}: say in requestOf how to fill its path parameters`).not.toMatch(/\{\w+\}/);
   if (route.hasBody) expect(example.body, `${key} takes a body: add an example to EXAMPLES`).toBeDefined();
-  for (const name of route.requiredQuery) expect(example.query ?? "", `${key} needs ?${name}: add it to EXAMPLES`).toContain(`${name}=`);
+  for (const name of route.requiredQuery)
+    expect(example.query ?? "", `${key} needs ?${name}: add it to EXAMPLES`).toContain(`${name}=`);
   return {
     method: route.method,
     path: example.query ? `${path}?${example.query}` : path,
@@ -211,7 +233,8 @@ async function plainKind(route: (typeof ROUTES)[number]): Promise<unknown> {
   if (known !== undefined) return known;
   const plain = await send(await requestOf(route));
   // The plain request is a valid one: a documented success (GET and DELETE /mcp are 405 by design).
-  if (route.statuses.some((s) => s >= 200 && s < 300)) expect(plain.status, `${key} plain: ${plain.text}`).toBeLessThan(300);
+  if (route.statuses.some((s) => s >= 200 && s < 300))
+    expect(plain.status, `${key} plain: ${plain.text}`).toBeLessThan(300);
   plainKinds.set(key, kind(plain));
   return kind(plain);
 }
@@ -222,24 +245,34 @@ describe("real clients' HTTP habits on every route", () => {
     // registered API route is documented (so none escapes this test).
     const documented = new Set(ROUTES.map((r) => `${r.method} ${r.path.replace(/\{(\w+)\}/g, ":$1")}`));
     for (const route of ROUTES) {
-      expect(stack.server.app.hasRoute({ method: route.method as "GET", url: route.path.replace(/\{(\w+)\}/g, ":$1") }), `${route.method} ${route.path}`).toBe(true);
+      expect(
+        stack.server.app.hasRoute({ method: route.method as "GET", url: route.path.replace(/\{(\w+)\}/g, ":$1") }),
+        `${route.method} ${route.path}`,
+      ).toBe(true);
     }
     const registered = registeredRoutes(stack.server.app.printRoutes({ commonPrefix: false }));
-    const api = registered.filter((r) => /^\S+ \/(v1\/|mcp|ui|healthz|readyz|metrics|openapi\.json)/.test(r) && !r.startsWith("HEAD "));
+    const api = registered.filter(
+      (r) => /^\S+ \/(v1\/|mcp|ui|healthz|readyz|metrics|openapi\.json)/.test(r) && !r.startsWith("HEAD "),
+    );
     expect(api.length).toBeGreaterThanOrEqual(50);
     expect(api.filter((r) => !documented.has(r))).toEqual([]);
     expect(ROUTES.length).toBe(documented.size);
   });
 
-  it.each(HTTP_HABITS.map((habits) => [habits.name, habits] as const))("%s: each route answers as without the habits", async (_name, habits) => {
-    const differences: string[] = [];
-    for (const route of ROUTES) {
-      const plain = await plainKind(route);
-      const withHabits = await send(await requestOf(route), habits);
-      if (!sameKind(plain, kind(withHabits))) {
-        differences.push(`${route.method} ${route.path}: plain ${json(plain)}, with habits ${withHabits.status} ${withHabits.text.slice(0, 200)}`);
+  it.each(HTTP_HABITS.map((habits) => [habits.name, habits] as const))(
+    "%s: each route answers as without the habits",
+    async (_name, habits) => {
+      const differences: string[] = [];
+      for (const route of ROUTES) {
+        const plain = await plainKind(route);
+        const withHabits = await send(await requestOf(route), habits);
+        if (!sameKind(plain, kind(withHabits))) {
+          differences.push(
+            `${route.method} ${route.path}: plain ${json(plain)}, with habits ${withHabits.status} ${withHabits.text.slice(0, 200)}`,
+          );
+        }
       }
-    }
-    expect(differences).toEqual([]);
-  });
+      expect(differences).toEqual([]);
+    },
+  );
 });

@@ -17,7 +17,12 @@ import type { FakeReply } from "../_fake-upstream.js";
 import { serviceAvailable, TEST_POSTGRES_URL, TEST_REDIS_URL } from "../_services.js";
 import { type Stack, startStack } from "./_stack.js";
 
-type Msg = { role: "user" | "assistant" | "tool"; content: string | null; tool_calls?: unknown[]; tool_call_id?: string };
+type Msg = {
+  role: "user" | "assistant" | "tool";
+  content: string | null;
+  tool_calls?: unknown[];
+  tool_call_id?: string;
+};
 
 const dir = mkdtempSync(join(tmpdir(), "tk-in-place-"));
 // A schema of its own: the shared database's default one may be at another branch's version.
@@ -31,8 +36,16 @@ afterAll(async () => {
 });
 
 const BACKENDS = [
-  { name: "sqlite", store: () => `sqlite:${join(dir, "edits.db")}`, available: async (): Promise<true | string> => true },
-  { name: "postgres", store: () => createPostgresStore({ url: TEST_POSTGRES_URL, schema, poolSize: 2 }), available: () => serviceAvailable("postgres") },
+  {
+    name: "sqlite",
+    store: () => `sqlite:${join(dir, "edits.db")}`,
+    available: async (): Promise<true | string> => true,
+  },
+  {
+    name: "postgres",
+    store: () => createPostgresStore({ url: TEST_POSTGRES_URL, schema, poolSize: 2 }),
+    available: () => serviceAvailable("postgres"),
+  },
   { name: "redis", store: () => TEST_REDIS_URL, available: () => serviceAvailable("redis") },
 ];
 
@@ -41,7 +54,12 @@ const assistant = (content: string): Msg => ({ role: "assistant", content });
 const CALL = { id: "call_weather_1", type: "function", function: { name: "weather", arguments: '{"city":"Oslo"}' } };
 
 /** What a person reading the chat compares: role, text, tool calls, tool call id. */
-const shown = (m: Msg) => [m.role, m.content ?? "", JSON.stringify((m.tool_calls ?? []).map((c: any) => [c.function.name, c.function.arguments])), m.tool_call_id ?? ""];
+const shown = (m: Msg) => [
+  m.role,
+  m.content ?? "",
+  JSON.stringify((m.tool_calls ?? []).map((c: any) => [c.function.name, c.function.arguments])),
+  m.tool_call_id ?? "",
+];
 
 describe.each(BACKENDS)("in-place edits by an undeclared whole-history client on $name", ({ store, available }) => {
   let stack: Stack;
@@ -69,7 +87,8 @@ describe.each(BACKENDS)("in-place edits by an undeclared whole-history client on
     });
     const body: any = await response.json();
     expect(response.status, JSON.stringify(body)).toBe(200);
-    const received = stack.fake.chatRequests()[before].body.messages.filter((m: { role: string }) => m.role !== "system") as Msg[];
+    const requests = stack.fake.chatRequests();
+    const received = requests[before].body.messages.filter((m: { role: string }) => m.role !== "system") as Msg[];
     const { content, tool_calls } = body.choices[0].message;
     return { received, answer: { role: "assistant", content: content ?? null, ...(tool_calls ? { tool_calls } : {}) } };
   }
@@ -89,7 +108,14 @@ describe.each(BACKENDS)("in-place edits by an undeclared whole-history client on
   }
 
   /** The edit sends the model the client's conversation; the main line is the client's; the replaced messages are in an "edit" branch. */
-  async function expectFollowed(session: string, request: Msg[], received: Msg[], answer: Msg, replaced: string[], atSeq: number) {
+  async function expectFollowed(
+    session: string,
+    request: Msg[],
+    received: Msg[],
+    answer: Msg,
+    replaced: string[],
+    atSeq: number,
+  ) {
     expect(received.map(shown)).toEqual(request.map(shown));
     const line = (await stack.memory.getMessages(session)) as Msg[];
     expect(line.map(shown)).toEqual([...request, answer].map(shown));
@@ -118,7 +144,13 @@ describe.each(BACKENDS)("in-place edits by an undeclared whole-history client on
   it("follows the first user message edited in place", async (ctx) => {
     if (skip) ctx.skip(skip);
     const session = randomUUID();
-    const view = await twoTurns(session, "My name is Ada.", "Nice to meet you, Ada.", "I live in Oslo.", "Oslo is lovely.");
+    const view = await twoTurns(
+      session,
+      "My name is Ada.",
+      "Nice to meet you, Ada.",
+      "I live in Oslo.",
+      "Oslo is lovely.",
+    );
     const request = [user("My name is Grace."), view[1], view[2], view[3], user("What is my name?")];
     const { received, answer } = await send(session, request, { content: "Grace." });
     expect(received.map((m) => m.content)).not.toContain("My name is Ada.");
@@ -128,12 +160,33 @@ describe.each(BACKENDS)("in-place edits by an undeclared whole-history client on
   it("follows several messages edited at once", async (ctx) => {
     if (skip) ctx.skip(skip);
     const session = randomUUID();
-    const view = await twoTurns(session, "Plan a trip to Rome.", "Day 1: Colosseum.", "Make it two days.", "Day 2: Vatican.");
+    const view = await twoTurns(
+      session,
+      "Plan a trip to Rome.",
+      "Day 1: Colosseum.",
+      "Make it two days.",
+      "Day 2: Vatican.",
+    );
     const third = await send(session, [...view, user("Add food tips.")], { content: "Try carbonara." });
     const whole = [...view, user("Add food tips."), third.answer];
-    const request = [user("Plan a trip to Florence."), whole[1], user("Make it three days."), assistant("Day 2: Uffizi."), whole[4], whole[5], user("And the budget?")];
+    const request = [
+      user("Plan a trip to Florence."),
+      whole[1],
+      user("Make it three days."),
+      assistant("Day 2: Uffizi."),
+      whole[4],
+      whole[5],
+      user("And the budget?"),
+    ];
     const { received, answer } = await send(session, request, { content: "About 300 euros." });
-    await expectFollowed(session, request, received, answer, ["Plan a trip to Rome.", "Make it two days.", "Day 2: Vatican."], 0);
+    await expectFollowed(
+      session,
+      request,
+      received,
+      answer,
+      ["Plan a trip to Rome.", "Make it two days.", "Day 2: Vatican."],
+      0,
+    );
   });
 
   it("follows an edit with tool calls in between", async (ctx) => {
@@ -146,7 +199,15 @@ describe.each(BACKENDS)("in-place edits by an undeclared whole-history client on
     const view = [q1, called.answer, result, answered.answer, user("Do I need an umbrella?")];
     const second = await send(session, view, { content: "Yes." });
     // The question edited in place; the tool call, its result and the answers kept.
-    const request = [user("What's the weather in Oslo tomorrow?"), called.answer, result, answered.answer, view[4], second.answer, user("And boots?")];
+    const request = [
+      user("What's the weather in Oslo tomorrow?"),
+      called.answer,
+      result,
+      answered.answer,
+      view[4],
+      second.answer,
+      user("And boots?"),
+    ];
     const { received, answer } = await send(session, request, { content: "Yes, boots too." });
     await expectFollowed(session, request, received, answer, ["What's the weather in Oslo?"], 0);
     // The tool call keeps its pair on the main line.
@@ -160,7 +221,12 @@ describe.each(BACKENDS)("in-place edits by an undeclared whole-history client on
     const first = await send(session, [user("My name is Ada.")], { content: "Hello Ada." });
     // Only the answer is reproduced: a thin client's own history could hold it, so nothing is replaced.
     await send(session, [user("My name is Grace."), first.answer, user("What is my name?")], { content: "Ada." });
-    expect(((await stack.memory.getMessages(session)) as Msg[]).map((m) => m.content)).toEqual(["My name is Ada.", "Hello Ada.", "What is my name?", "Ada."]);
+    expect(((await stack.memory.getMessages(session)) as Msg[]).map((m) => m.content)).toEqual([
+      "My name is Ada.",
+      "Hello Ada.",
+      "What is my name?",
+      "Ada.",
+    ]);
     expect(await stack.memory.listBranches(session)).toEqual([]);
   });
 });

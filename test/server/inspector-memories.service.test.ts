@@ -30,10 +30,12 @@ describe.skipIf(available !== true)("the inspector's Memories view in chromium",
 
   /** One chat turn through the proxy, as an application would send it. */
   async function turn(key: string, sessionId: string, content: string, headers: Record<string, string> = {}) {
-    await stack.client(key).chat.completions.create(
-      { model: "demo-model", messages: [{ role: "user", content }] },
-      { headers: { "X-Session-ID": sessionId, ...headers } },
-    );
+    await stack
+      .client(key)
+      .chat.completions.create(
+        { model: "demo-model", messages: [{ role: "user", content }] },
+        { headers: { "X-Session-ID": sessionId, ...headers } },
+      );
   }
 
   const rest = (key: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
@@ -46,21 +48,41 @@ describe.skipIf(available !== true)("the inspector's Memories view in chromium",
     const alice = { userId: "alice" };
     await turn("tk-alice", talk, "Hello there");
     await turn("tk-alice", talk, "We moved to Utrecht last spring");
-    ids.utrecht = (await stack.memory.memories.add({ text: "lives in Utrecht", source: { kind: "session", sessionId: talk, seqs: [3] } }, alice)).id;
+    ids.utrecht = (
+      await stack.memory.memories.add(
+        { text: "lives in Utrecht", source: { kind: "session", sessionId: talk, seqs: [3] } },
+        alice,
+      )
+    ).id;
     // Apart in time, so the newest-first order is fixed (a tie would fall to the random ids).
     await sleep(5);
     ids.hand = (await stack.memory.memories.add({ text: "prefers short answers" }, alice)).id;
     await sleep(5);
-    ids.manager = (await stack.memory.memories.add({ text: "manager is Sam", source: { kind: "session", sessionId: talk, seqs: [1, 2] } }, alice)).id;
+    ids.manager = (
+      await stack.memory.memories.add(
+        { text: "manager is Sam", source: { kind: "session", sessionId: talk, seqs: [1, 2] } },
+        alice,
+      )
+    ).id;
     await sleep(5);
     await stack.memory.memories.update(ids.manager, { text: "manager is Priya", reason: "contradiction" }, alice);
     await turn("tk-alice", gone, "I am vegetarian");
     await sleep(5);
-    ids.gone = (await stack.memory.memories.add({ text: "is vegetarian", source: { kind: "session", sessionId: gone, seqs: [1] } }, alice)).id;
+    ids.gone = (
+      await stack.memory.memories.add(
+        { text: "is vegetarian", source: { kind: "session", sessionId: gone, seqs: [1] } },
+        alice,
+      )
+    ).id;
     await stack.memory.deleteSession(gone, alice);
     ids.bob = (await stack.memory.memories.add({ text: "plays the oboe" }, { userId: "bob" })).id;
     await turn("tk-gw", annSession, "Tea or coffee?", { [USER_HEADER]: "ann" });
-    ids.ann = (await stack.memory.memories.add({ text: "ann likes tea", source: { kind: "session", sessionId: annSession, seqs: [1] } }, { userId: "acme/ann" })).id;
+    ids.ann = (
+      await stack.memory.memories.add(
+        { text: "ann likes tea", source: { kind: "session", sessionId: annSession, seqs: [1] } },
+        { userId: "acme/ann" },
+      )
+    ).id;
   });
   afterAll(async () => {
     await browser?.close();
@@ -69,7 +91,12 @@ describe.skipIf(available !== true)("the inspector's Memories view in chromium",
 
   /** Opens a page of the inspector and enters the key in its key dialog. */
   async function open(path: string, key: string, options: BrowserContextOptions = {}) {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, timezoneId: "UTC", locale: "en-GB", ...options });
+    const context = await browser.newContext({
+      viewport: { width: 1280, height: 900 },
+      timezoneId: "UTC",
+      locale: "en-GB",
+      ...options,
+    });
     const page = await context.newPage();
     const errors: string[] = [];
     page.on("pageerror", (error) => errors.push(error.message));
@@ -82,7 +109,9 @@ describe.skipIf(available !== true)("the inspector's Memories view in chromium",
   it("lists the caller's memories with their times, source and history, and nobody else's", async () => {
     const { page, errors, close } = await open("/ui/memories", "tk-alice");
     const texts = () => page.locator(".memory .memory-text").allTextContents();
-    await expect.poll(texts).toEqual(["is vegetarian", "manager is Priya", "prefers short answers", "lives in Utrecht"]);
+    await expect
+      .poll(texts)
+      .toEqual(["is vegetarian", "manager is Priya", "prefers short answers", "lives in Utrecht"]);
     expect(await page.locator("#memories-user").textContent()).toBe("alice");
     expect(await page.locator("#memories-status").textContent()).toBe("4 memories");
 
@@ -92,7 +121,7 @@ describe.skipIf(available !== true)("the inspector's Memories view in chromium",
     expect(await hand.locator("details.history").count()).toBe(0);
 
     const utrecht = page.locator(`li[data-memory="${ids.utrecht}"]`);
-    expect(await utrecht.locator('a[data-source-link]').getAttribute("href")).toBe(`/ui/s/${talk}#3`);
+    expect(await utrecht.locator("a[data-source-link]").getAttribute("href")).toBe(`/ui/s/${talk}#3`);
     expect(await utrecht.locator(".source").textContent()).toBe(`from session ${talk.slice(0, 8)}… #3`);
 
     // A contradiction replaced "manager is Sam": the old text is in the history, with why.
@@ -107,7 +136,9 @@ describe.skipIf(available !== true)("the inspector's Memories view in chromium",
     // Its session was deleted: the text stays, the source says so, and there is no link to follow.
     const vegetarian = page.locator(`li[data-memory="${ids.gone}"]`);
     expect(await vegetarian.locator(".memory-text").textContent()).toBe("is vegetarian");
-    expect(await vegetarian.locator('.source[data-source="deleted"]').textContent()).toBe(`from session ${gone.slice(0, 8)}… #1 session deleted`);
+    expect(await vegetarian.locator('.source[data-source="deleted"]').textContent()).toBe(
+      `from session ${gone.slice(0, 8)}… #1 session deleted`,
+    );
     expect(await vegetarian.locator(".source .badge").textContent()).toBe("session deleted");
     expect(await vegetarian.locator("a").count()).toBe(0);
 
@@ -235,7 +266,9 @@ describe.skipIf(available !== true)("the inspector's Memories view in chromium",
     expect(await page.locator("#user-picker").count()).toBe(0);
     await page.evaluate("sessionStorage.setItem('threadkeep.user', 'ann')");
     await page.reload();
-    await expect.poll(() => page.locator("#error").textContent()).toBe("Only an operator key may open another user: go back to the key's own user.");
+    await expect
+      .poll(() => page.locator("#error").textContent())
+      .toBe("Only an operator key may open another user: go back to the key's own user.");
     expect(await page.locator(".memory").count()).toBe(0);
     expect((await page.locator("body").textContent()) ?? "").not.toContain("ann likes tea");
     // The way back is offered, and leads to the key's own (empty) memories.
@@ -244,7 +277,12 @@ describe.skipIf(available !== true)("the inspector's Memories view in chromium",
     await close();
 
     // The API the page calls: another user's memory is 404, the header from a non-operator 403.
-    for (const [key, id] of [["tk-bob", ids.utrecht], ["tk-alice", ids.bob], ["tk-alice", ids.ann], ["tk-gw", ids.utrecht]] as const) {
+    for (const [key, id] of [
+      ["tk-bob", ids.utrecht],
+      ["tk-alice", ids.bob],
+      ["tk-alice", ids.ann],
+      ["tk-gw", ids.utrecht],
+    ] as const) {
       expect((await rest(key, "GET", `/v1/memories/${id}`)).status, `${key} ${id}`).toBe(404);
       expect((await rest(key, "PATCH", `/v1/memories/${id}`, { text: "taken over" })).status).toBe(404);
     }

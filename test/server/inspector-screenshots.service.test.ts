@@ -17,7 +17,10 @@ import { type Stack, startStack } from "./_stack.js";
 const available = browserAvailable();
 if (available !== true) console.log(`[skip] inspector screenshots: ${available}`);
 
-const OUT = process.env.UPDATE_SCREENSHOTS === "1" ? fileURLToPath(new URL("../../docs/inspector/", import.meta.url)) : `${mkdtempSync(join(tmpdir(), "threadkeep-shots-"))}/`;
+const OUT =
+  process.env.UPDATE_SCREENSHOTS === "1"
+    ? fileURLToPath(new URL("../../docs/inspector/", import.meta.url))
+    : `${mkdtempSync(join(tmpdir(), "threadkeep-shots-"))}/`;
 const T0 = Date.UTC(2026, 10, 20, 9, 0, 0);
 const TRIP = "3f2b8c1e-6d1a-4c3e-9f7a-2b9d8e1c0a55";
 const EMAIL = "7c9e6679-7425-40de-944b-e07fc1f90ae7";
@@ -25,8 +28,16 @@ const RECIPE = "a3bb189e-8bf9-4888-9912-ace4e6543002";
 const MOVE = "5d2c4b7a-1e3f-4a6b-8c9d-0e1f2a3b4c5d";
 const AUTH = { authorization: "Bearer tk-demo" };
 
-const hotels = { id: "call_h1", type: "function", function: { name: "search_hotels", arguments: '{"near":"Dom tower","nights":1}' } };
-const weather = { id: "call_w1", type: "function", function: { name: "get_weather", arguments: '{"city":"Utrecht","day":"Saturday"}' } };
+const hotels = {
+  id: "call_h1",
+  type: "function",
+  function: { name: "search_hotels", arguments: '{"near":"Dom tower","nights":1}' },
+};
+const weather = {
+  id: "call_w1",
+  type: "function",
+  function: { name: "get_weather", arguments: '{"city":"Utrecht","day":"Saturday"}' },
+};
 const REPLIES: Record<string, { content?: string; tool_calls?: unknown[] }> = {
   "Plan a weekend trip to Utrecht for two": { content: "Happy to. Are you arriving on Saturday morning?" },
   "Yes, by train from Amsterdam": { content: "The 9:12 intercity from Amsterdam Centraal arrives at 9:39." },
@@ -46,7 +57,12 @@ describe.skipIf(available !== true)("inspector screenshots", () => {
 
   async function turn(session: string, message: Record<string, unknown>) {
     tick();
-    await stack.client("tk-demo").chat.completions.create({ model: "gpt-4o-mini", messages: [message as never] }, { headers: { "X-Session-ID": session } });
+    await stack
+      .client("tk-demo")
+      .chat.completions.create(
+        { model: "gpt-4o-mini", messages: [message as never] },
+        { headers: { "X-Session-ID": session } },
+      );
   }
 
   beforeAll(async () => {
@@ -68,10 +84,18 @@ describe.skipIf(available !== true)("inspector screenshots", () => {
     });
     await turn(RECIPE, { role: "user", content: "A vegetarian recipe for four, under 30 minutes" });
     await turn(EMAIL, { role: "user", content: "Draft a short email to the landlord about the heating" });
-    for (const text of ["Plan a weekend trip to Utrecht for two", "Yes, by train from Amsterdam", "Find a hotel near the Dom tower"]) {
+    for (const text of [
+      "Plan a weekend trip to Utrecht for two",
+      "Yes, by train from Amsterdam",
+      "Find a hotel near the Dom tower",
+    ]) {
       await turn(TRIP, { role: "user", content: text });
     }
-    await turn(TRIP, { role: "tool", tool_call_id: "call_h1", content: '{"hotels":[{"name":"Hotel Dom","price":129},{"name":"Canal House","price":114}]}' });
+    await turn(TRIP, {
+      role: "tool",
+      tool_call_id: "call_h1",
+      content: '{"hotels":[{"name":"Hotel Dom","price":129},{"name":"Canal House","price":114}]}',
+    });
     await turn(TRIP, { role: "user", content: "Book the Canal House" });
     await turn(TRIP, { role: "user", content: "What's the weather on Saturday?" });
     await turn(TRIP, { role: "tool", tool_call_id: "call_w1", content: '{"celsius":14,"sky":"dry","wind":"light"}' });
@@ -88,24 +112,41 @@ describe.skipIf(available !== true)("inspector screenshots", () => {
               { type: "booking", id: "TK-4821", label: "Canal House, Saturday, one night", at },
               { type: "hotel", id: "canal-house", label: "Canal House", at: at - 240_000 },
             ],
-            pending: { id: "c1", action: "cancel_booking", args: { id: "TK-4821" }, prompt: "Cancel booking TK-4821?", createdAt: at, expiresAt: at + 300_000 },
+            pending: {
+              id: "c1",
+              action: "cancel_booking",
+              args: { id: "TK-4821" },
+              prompt: "Cancel booking TK-4821?",
+              createdAt: at,
+              expiresAt: at + 300_000,
+            },
           },
         },
       },
     });
-    await stack.request("PUT", `/v1/sessions/${TRIP}/preferences`, { headers: AUTH, body: { pinnedSeqs: [1], sticky: true } });
+    await stack.request("PUT", `/v1/sessions/${TRIP}/preferences`, {
+      headers: AUTH,
+      body: { pinnedSeqs: [1], sticky: true },
+    });
     // Memories, at the same moment (the clock does not move, so the other pictures keep their times):
     // fixed ids order them, newest first by id.
     const demo = { userId: "demo" };
     const remember = (id: string, text: string, source?: { kind: "session"; sessionId: string; seqs: number[] }) =>
-      stack.memory.memories.add({ id: `00000000-0000-4000-8000-00000000000${id}`, text, ...(source ? { source } : {}) }, demo);
+      stack.memory.memories.add(
+        { id: `00000000-0000-4000-8000-00000000000${id}`, text, ...(source ? { source } : {}) },
+        demo,
+      );
     await stack.memory.addMessages(MOVE, [{ role: "user", content: "We are moving to Utrecht in March" }], demo);
     await remember("1", "is moving to Utrecht in March", { kind: "session", sessionId: MOVE, seqs: [1] });
     await stack.memory.deleteSession(MOVE, demo);
     await remember("2", "prefers short answers");
     await remember("3", "travels by train", { kind: "session", sessionId: TRIP, seqs: [3, 4] });
     await remember("4", "cooks for four", { kind: "session", sessionId: RECIPE, seqs: [1] });
-    await stack.memory.memories.update("00000000-0000-4000-8000-000000000004", { text: "is vegetarian, cooks for four", reason: "contradiction" }, demo);
+    await stack.memory.memories.update(
+      "00000000-0000-4000-8000-000000000004",
+      { text: "is vegetarian, cooks for four", reason: "contradiction" },
+      demo,
+    );
     tick(2);
     browser = await launchBrowser();
   });
@@ -116,7 +157,12 @@ describe.skipIf(available !== true)("inspector screenshots", () => {
   });
 
   async function shoot(name: string, path: string, scheme: "light" | "dark", prepare?: (page: Page) => Promise<void>) {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 860 }, colorScheme: scheme, timezoneId: "UTC", locale: "en-GB" });
+    const context = await browser.newContext({
+      viewport: { width: 1280, height: 860 },
+      colorScheme: scheme,
+      timezoneId: "UTC",
+      locale: "en-GB",
+    });
     await context.addInitScript("sessionStorage.setItem('threadkeep.apiKey', 'tk-demo')");
     const page = await context.newPage();
     await page.clock.setFixedTime(new Date(clock));

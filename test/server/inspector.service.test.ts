@@ -14,7 +14,11 @@ const available = browserAvailable();
 if (available !== true) console.log(`[skip] inspector browser tests: ${available}`);
 
 const KEYS = { "tk-alice": "alice", "tk-bob": "bob" };
-const WEATHER_CALL = { id: "call_w1", type: "function", function: { name: "get_weather", arguments: '{"city":"Utrecht"}' } };
+const WEATHER_CALL = {
+  id: "call_w1",
+  type: "function",
+  function: { name: "get_weather", arguments: '{"city":"Utrecht"}' },
+};
 
 /** The fake model: asks for the weather tool when asked about weather, else echoes. */
 function scriptReplies(stack: Stack) {
@@ -28,7 +32,12 @@ function scriptReplies(stack: Stack) {
 
 /** One chat turn through the proxy, as an application would send it. */
 async function turn(stack: Stack, key: string, sessionId: string, messages: unknown[]) {
-  await stack.client(key).chat.completions.create({ model: "demo-model", messages: messages as never }, { headers: { "X-Session-ID": sessionId } });
+  await stack
+    .client(key)
+    .chat.completions.create(
+      { model: "demo-model", messages: messages as never },
+      { headers: { "X-Session-ID": sessionId } },
+    );
 }
 
 describe.skipIf(available !== true)("the inspector page in chromium", () => {
@@ -42,7 +51,9 @@ describe.skipIf(available !== true)("the inspector page in chromium", () => {
     scriptReplies(stack);
     browser = await launchBrowser();
     await turn(stack, "tk-alice", alice, [{ role: "user", content: "What is the weather in Utrecht?" }]);
-    await turn(stack, "tk-alice", alice, [{ role: "tool", tool_call_id: "call_w1", content: '{"celsius":14,"sky":"dry"}' }]);
+    await turn(stack, "tk-alice", alice, [
+      { role: "tool", tool_call_id: "call_w1", content: '{"celsius":14,"sky":"dry"}' },
+    ]);
     for (const text of ["Plan a walk", "Which route?", "Along the canal"]) {
       await turn(stack, "tk-alice", alice, [{ role: "user", content: text }]);
     }
@@ -55,7 +66,12 @@ describe.skipIf(available !== true)("the inspector page in chromium", () => {
 
   /** Opens a page of the inspector and, when a key is given, enters it in the page's key dialog. */
   async function open(path: string, key: string | null, options: BrowserContextOptions = {}) {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, timezoneId: "UTC", locale: "en-GB", ...options });
+    const context = await browser.newContext({
+      viewport: { width: 1280, height: 800 },
+      timezoneId: "UTC",
+      locale: "en-GB",
+      ...options,
+    });
     const page = await context.newPage();
     const errors: string[] = [];
     page.on("pageerror", (error) => errors.push(error.message));
@@ -109,7 +125,9 @@ describe.skipIf(available !== true)("the inspector page in chromium", () => {
   });
 
   it("shows what the context leaves out once the window is exceeded, and previews another window without storing it", async () => {
-    const stateBefore = await (await stack.request("GET", `/v1/sessions/${alice}/state`, { headers: { authorization: "Bearer tk-alice" } })).json();
+    const stateBefore = await (
+      await stack.request("GET", `/v1/sessions/${alice}/state`, { headers: { authorization: "Bearer tk-alice" } })
+    ).json();
     const { page, close } = await open(`/ui/s/${alice}/context`, "tk-alice");
     const window = page.locator('.left-out li[data-reason="window"]');
     await window.waitFor();
@@ -124,7 +142,9 @@ describe.skipIf(available !== true)("the inspector page in chromium", () => {
     await page.waitForURL(`**/ui/s/${alice}#1`);
     expect(await page.locator('article[data-seq="1"].target').count()).toBe(1);
     await close();
-    const stateAfter = await (await stack.request("GET", `/v1/sessions/${alice}/state`, { headers: { authorization: "Bearer tk-alice" } })).json();
+    const stateAfter = await (
+      await stack.request("GET", `/v1/sessions/${alice}/state`, { headers: { authorization: "Bearer tk-alice" } })
+    ).json();
     expect(stateAfter).toEqual(stateBefore);
   });
 
@@ -156,7 +176,10 @@ describe.skipIf(available !== true)("the inspector page in chromium", () => {
     await page.locator('article[data-seq="1"]').waitFor();
     await page.locator('.actions button[data-action="delete"]').click();
     await page.locator('dialog#confirm button[data-action="cancel"]').click();
-    const status = () => stack.request("GET", `/v1/sessions/${id}`, { headers: { authorization: "Bearer tk-alice" } }).then((r) => r.status);
+    const status = () =>
+      stack
+        .request("GET", `/v1/sessions/${id}`, { headers: { authorization: "Bearer tk-alice" } })
+        .then((r) => r.status);
     expect(await status()).toBe(200);
     await page.locator('.actions button[data-action="delete"]').click();
     expect(await page.locator("dialog#confirm h2").textContent()).toBe("Delete this session?");
@@ -178,8 +201,18 @@ describe.skipIf(available !== true)("the inspector page in chromium", () => {
     await page.locator('.actions button[data-action="export"]').click();
     await page.locator('dialog#confirm button[data-action="confirm"]').click();
     const file = await (await download).path();
-    const lines = readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l));
-    expect(lines.map((l) => l.type)).toEqual(["threadkeep-export", "session", "message", "message", "message", "message"]);
+    const lines = readFileSync(file, "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    expect(lines.map((l) => l.type)).toEqual([
+      "threadkeep-export",
+      "session",
+      "message",
+      "message",
+      "message",
+      "message",
+    ]);
 
     await page.locator('.actions button[data-action="undo"]').click();
     await page.locator('dialog#confirm button[data-action="confirm"]').click();
@@ -198,7 +231,9 @@ describe.skipIf(available !== true)("the inspector page in chromium", () => {
     const { page, close } = await open(`/ui/s/${bob}`, "tk-bob");
     // The page looks for new turns every POLL_MS: under a fake clock (the page reloaded under it, the
     // key kept by the tab) the test moves to the next look instead of waiting up to 3 s for it.
-    const pollMs = Number(/const POLL_MS = (\d+);/.exec(readFileSync(new URL("../../src/server/ui/app.js", import.meta.url), "utf8"))![1]);
+    const pollMs = Number(
+      /const POLL_MS = (\d+);/.exec(readFileSync(new URL("../../src/server/ui/app.js", import.meta.url), "utf8"))![1],
+    );
     await page.clock.install();
     await page.reload();
     await page.locator('article[data-seq="2"]').waitFor();
@@ -243,7 +278,9 @@ describe.skipIf(available !== true)("the inspector page in chromium", () => {
     await page.locator('dialog#confirm button[data-action="confirm"]').click();
     await expect.poll(() => page.locator('.transcript > article[data-seq="4"] .content').textContent()).toBe("Name 2");
     await page.locator("details.branch summary").first().click();
-    await expect.poll(() => page.locator("details.branch .branch-messages .content").allTextContents()).toContain("Name 3");
+    await expect
+      .poll(() => page.locator("details.branch .branch-messages .content").allTextContents())
+      .toContain("Name 3");
     await close();
   });
 
@@ -261,7 +298,13 @@ describe.skipIf(available !== true)("the inspector page in chromium", () => {
       await turn(stack, "tk-alice", id, view);
       // A whole-history client (not declared) lets the person fix the wrong answer, and asks on.
       stack.fake.setReply(() => ({ content: "119" }));
-      await turn(stack, "tk-alice", id, [view[0], { role: "assistant", content: "17 × 3 = 51" }, view[2], { role: "assistant", content: "17 × 4 = 68" }, { role: "user", content: "Sum?" }]);
+      await turn(stack, "tk-alice", id, [
+        view[0],
+        { role: "assistant", content: "17 × 3 = 51" },
+        view[2],
+        { role: "assistant", content: "17 × 4 = 68" },
+        { role: "user", content: "Sum?" },
+      ]);
     } finally {
       scriptReplies(stack);
     }
@@ -273,7 +316,9 @@ describe.skipIf(available !== true)("the inspector page in chromium", () => {
     expect(summary).toContain("edit");
     expect(await page.locator('.transcript > article[data-seq="2"] .content').textContent()).toBe("17 × 3 = 51");
     await branch.locator("summary").click();
-    await expect.poll(() => branch.locator(".branch-messages .content").allTextContents()).toEqual(["17 × 3 = 41", "And 17 × 4?", "17 × 4 = 68"]);
+    await expect
+      .poll(() => branch.locator(".branch-messages .content").allTextContents())
+      .toEqual(["17 × 3 = 41", "And 17 × 4?", "17 × 4 = 68"]);
     await close();
   });
 
@@ -293,7 +338,9 @@ describe.skipIf(available !== true)("the inspector page in chromium", () => {
     expect(await page.evaluate("document.activeElement && document.activeElement.id")).toBe("q");
     await page.keyboard.type("canal");
     await page.keyboard.press("Enter");
-    await expect.poll(() => page.locator("#sessions .hit .title").allTextContents()).toEqual(["echo: Along the canal", "Along the canal"]);
+    await expect
+      .poll(() => page.locator("#sessions .hit .title").allTextContents())
+      .toEqual(["echo: Along the canal", "Along the canal"]);
     await close();
   });
 });

@@ -117,7 +117,10 @@ describe.skipIf(enabled !== true)("a PostgreSQL database that refuses the turn l
     const url = new URL(TEST_POSTGRES_URL);
     url.port = String(port);
     const sink = logSink();
-    stack = await startStack({ store: createPostgresStore({ url: url.href, schema, connectTimeoutSeconds: 1 }), logger: sink.logger });
+    stack = await startStack({
+      store: createPostgresStore({ url: url.href, schema, connectTimeoutSeconds: 1 }),
+      logger: sink.logger,
+    });
     const degraded = await chat(stack);
     expect(degraded.status).toBe(200);
     expect(degraded.warning).toContain("context-unavailable");

@@ -63,7 +63,12 @@ class LibreChatConversation {
   async start(text: string): Promise<{ response: Response; finished: Promise<number> }> {
     this.messages.push({ role: "user", content: text });
     const response = await stack.request("POST", "/v1/chat/completions", {
-      body: { model: MODEL, stream: true, stream_options: { include_usage: true }, messages: [INSTRUCTIONS, ...this.messages] },
+      body: {
+        model: MODEL,
+        stream: true,
+        stream_options: { include_usage: true },
+        messages: [INSTRUCTIONS, ...this.messages],
+      },
       headers: this.headers(),
     });
     const finished = response.text().then((sse) => {
@@ -80,7 +85,10 @@ class LibreChatConversation {
   }
 
   /** The title request; `sent` is its body. */
-  async title(prompt: string, extra: Record<string, unknown> = {}): Promise<{ response: Response; sent: any; since: number }> {
+  async title(
+    prompt: string,
+    extra: Record<string, unknown> = {},
+  ): Promise<{ response: Response; sent: any; since: number }> {
     const since = stack.fake.chatRequests().length;
     const sent = { model: TITLE_MODEL, messages: [{ role: "user", content: prompt }], stream: false, ...extra };
     const response = await stack.request("POST", "/v1/chat/completions", { body: sent, headers: this.headers() });
@@ -89,7 +97,8 @@ class LibreChatConversation {
 }
 
 const sessionIds = async () => new Set((await stack.memory.listSessions({ limit: 1000 })).sessions.map((s) => s.id));
-const mainLine = async (id: string) => (await stack.memory.getMessages(id)).map((m) => ({ role: m.role, content: m.content }));
+const mainLine = async (id: string) =>
+  (await stack.memory.getMessages(id)).map((m) => ({ role: m.role, content: m.content }));
 
 /** The title was answered by the upstream with exactly what LibreChat sent, and not kept. */
 async function expectTitlePassedThrough(title: { response: Response; sent: any; since: number }) {
@@ -97,7 +106,10 @@ async function expectTitlePassedThrough(title: { response: Response; sent: any; 
   expect(title.response.headers.get("x-session-id")).toBeNull();
   expect(title.response.headers.get("x-threadkeep-pass-through")).toBe("title");
   expect(((await title.response.json()) as any).choices[0].message.content).toBe("Weekend In Lisbon");
-  const upstream = stack.fake.chatRequests().slice(title.since).filter((r) => r.body.model === TITLE_MODEL);
+  const upstream = stack.fake
+    .chatRequests()
+    .slice(title.since)
+    .filter((r) => r.body.model === TITLE_MODEL);
   expect(upstream.map((r) => r.body)).toEqual([title.sent]);
 }
 
@@ -116,7 +128,10 @@ describe("LibreChat custom endpoint with X-Conversation-Id: {{LIBRECHAT_BODY_CON
     await convo.turn("Which day is best for Sintra?");
     const third = await convo.turn("And where should we eat?");
     expect(third.headers.get("x-session-id")).toBe(convo.conversationId);
-    const lastTurn = stack.fake.chatRequests().filter((r) => r.body.model === MODEL).at(-1)!;
+    const lastTurn = stack.fake
+      .chatRequests()
+      .filter((r) => r.body.model === MODEL)
+      .at(-1)!;
     expect(transcript(lastTurn.body)).toEqual(transcript({ messages: [INSTRUCTIONS, ...convo.messages.slice(0, -1)] }));
     expect(lastTurn.body.stream_options).toEqual({ include_usage: true });
     expect(await mainLine(convo.conversationId)).toEqual(convo.messages);
@@ -129,12 +144,23 @@ describe("LibreChat custom endpoint with X-Conversation-Id: {{LIBRECHAT_BODY_CON
     // Langchain's withStructuredOutput asks through a forced function call.
     const tool = {
       type: "function",
-      function: { name: "extract", description: "", parameters: { type: "object", properties: { language: { type: "string" }, title: { type: "string" } }, required: ["language", "title"] } },
+      function: {
+        name: "extract",
+        description: "",
+        parameters: {
+          type: "object",
+          properties: { language: { type: "string" }, title: { type: "string" } },
+          required: ["language", "title"],
+        },
+      },
     };
-    const title = await convo.title(libreChatStructuredTitlePrompt("Plan a weekend in Lisbon", convo.messages[1].content), {
-      tools: [tool],
-      tool_choice: { type: "function", function: { name: "extract" } },
-    });
+    const title = await convo.title(
+      libreChatStructuredTitlePrompt("Plan a weekend in Lisbon", convo.messages[1].content),
+      {
+        tools: [tool],
+        tool_choice: { type: "function", function: { name: "extract" } },
+      },
+    );
     await expectTitlePassedThrough(title);
     expect((await mainLine(convo.conversationId)).length).toBe(2);
   });
@@ -171,7 +197,10 @@ describe("LibreChat custom endpoint with X-Conversation-Id: {{LIBRECHAT_BODY_CON
       headers: convo.headers(),
     });
     expect(response.status).toBe(400);
-    expect(((await response.json()) as any).error).toMatchObject({ code: "invalid_request", message: expect.stringContaining("whole-history or thin") });
+    expect(((await response.json()) as any).error).toMatchObject({
+      code: "invalid_request",
+      message: expect.stringContaining("whole-history or thin"),
+    });
     expect(await sessionIds()).not.toContain(convo.conversationId);
   });
 });

@@ -90,7 +90,15 @@ describe.each(transports)("threadkeep MCP over %s", (_name, transport) => {
     expect(tools.map((t) => t.name).sort()).toEqual([...MCP_TOOLS].sort());
     const prefs = tools.find((t) => t.name === "set_context_preferences")!;
     expect(Object.keys(prefs.inputSchema.properties ?? {})).toEqual(
-      expect.arrayContaining(["session_id", "maxRecentMessages", "focusRange", "pinnedSeqs", "sticky", "memory_ids", "memories"]),
+      expect.arrayContaining([
+        "session_id",
+        "maxRecentMessages",
+        "focusRange",
+        "pinnedSeqs",
+        "sticky",
+        "memory_ids",
+        "memories",
+      ]),
     );
   });
 
@@ -98,7 +106,9 @@ describe.each(transports)("threadkeep MCP over %s", (_name, transport) => {
     const listed = parsed(await call("list_sessions", {}));
     expect(listed.sessions.map((s: { id: string }) => s.id)).toEqual([alice]);
     const messages = parsed(await call("read_messages", { session_id: alice, after: 2, limit: 1 }));
-    expect(messages.map((m: { seq: number; content: string }) => [m.seq, m.content])).toEqual([[3, "And one to call the plumber"]]);
+    expect(messages.map((m: { seq: number; content: string }) => [m.seq, m.content])).toEqual([
+      [3, "And one to call the plumber"],
+    ]);
     const hits = parsed(await call("search", { q: "groceries" }));
     expect(hits.map((h: { sessionId: string; seq: number }) => [h.sessionId, h.seq]).sort()).toEqual([
       [alice, 1],
@@ -121,7 +131,12 @@ describe.each(transports)("threadkeep MCP over %s", (_name, transport) => {
   it("reads and updates the conversational state", async () => {
     await call("add_reference", { session_id: alice, type: "task", id: 42, label: "buy groceries" });
     const pending = parsed(
-      await call("set_pending_confirmation", { session_id: alice, action: "delete_task", args: { id: 42 }, prompt: "Delete task 42?" }),
+      await call("set_pending_confirmation", {
+        session_id: alice,
+        action: "delete_task",
+        args: { id: 42 },
+        prompt: "Delete task 42?",
+      }),
     );
     expect(pending).toMatchObject({ action: "delete_task", args: { id: 42 } });
     let state = parsed(await call("get_conversation_state", { session_id: alice }));
@@ -161,13 +176,21 @@ describe.each(transports)("threadkeep MCP over %s", (_name, transport) => {
       expect(parsed(result).error.code, name).toBe("session_not_found");
     }
     expect(parsed(await call("search", { q: "secret" }))).toEqual([]);
-    await expect(client.readResource({ uri: TRANSCRIPT_TEMPLATE.replace("{sessionId}", bob) })).rejects.toThrow(/No session/);
+    await expect(client.readResource({ uri: TRANSCRIPT_TEMPLATE.replace("{sessionId}", bob) })).rejects.toThrow(
+      /No session/,
+    );
     expect(await memory.getState(bob, { userId: "bob" })).toEqual({ version: 0, data: {} });
   });
 
   it("adds, lists, searches, reads, updates and deletes the user's memories", async () => {
     const added = parsed(await call("add_memory", { text: "  Is vegetarian  ", metadata: { via: "mcp" } }));
-    expect(added).toMatchObject({ userId: "alice", text: "Is vegetarian", source: { kind: "hand" }, metadata: { via: "mcp" }, history: [] });
+    expect(added).toMatchObject({
+      userId: "alice",
+      text: "Is vegetarian",
+      source: { kind: "hand" },
+      metadata: { via: "mcp" },
+      history: [],
+    });
     const other = parsed(await call("add_memory", { text: "Manager is Sam" }));
     try {
       const listed = parsed(await call("list_memories", {}));
@@ -179,7 +202,11 @@ describe.each(transports)("threadkeep MCP over %s", (_name, transport) => {
       expect(searched.memories.map((m: { text: string }) => m.text)).toEqual(["Manager is Sam"]);
       expect(parsed(await call("get_memory", { id: added.id }))).toEqual(added);
       const updated = parsed(await call("update_memory", { id: added.id, text: "Is vegan" }));
-      expect(updated).toMatchObject({ id: added.id, text: "Is vegan", history: [{ text: "Is vegetarian", reason: "edit" }] });
+      expect(updated).toMatchObject({
+        id: added.id,
+        text: "Is vegan",
+        history: [{ text: "Is vegetarian", reason: "edit" }],
+      });
       expect((await memory.memories.get(added.id, { userId: "alice" }))?.text).toBe("Is vegan");
       expect(parsed(await call("delete_memory", { id: added.id }))).toEqual({ id: added.id, deleted: true });
       expect(await memory.memories.get(added.id, { userId: "alice" })).toBeNull();
@@ -203,7 +230,10 @@ describe.each(transports)("threadkeep MCP over %s", (_name, transport) => {
       expect(parsed(result).error.code, name).toBe("not_found");
     }
     expect(parsed(await call("list_memories", { q: "groceries secret" })).memories).toEqual([]);
-    expect(await memory.memories.get(bobMemory, { userId: "bob" })).toMatchObject({ text: "Bob keeps his groceries list secret", history: [] });
+    expect(await memory.memories.get(bobMemory, { userId: "bob" })).toMatchObject({
+      text: "Bob keeps his groceries list secret",
+      history: [],
+    });
   });
 
   it("answers bad memory input as a tool error", async () => {
@@ -232,7 +262,11 @@ describe("set_context_preferences memory_ids through the proxy", () => {
       // The oldest memory, and unrelated to the message: without the pin it is the first left out.
       const pinned = await store.addUserMemory({ userId: "ann", text: "Manager is Sam", createdAt: 1_000 });
       for (let i = 0; i < 30; i++) {
-        await store.addUserMemory({ userId: "ann", text: `Collects stamps from country number ${i} and keeps them in album ${i}`, createdAt: 2_000 + i });
+        await store.addUserMemory({
+          userId: "ann",
+          text: `Collects stamps from country number ${i} and keeps them in album ${i}`,
+          createdAt: 2_000 + i,
+        });
       }
       const session = crypto.randomUUID();
       const turn = async (text: string) => {
@@ -243,15 +277,24 @@ describe("set_context_preferences memory_ids through the proxy", () => {
         expect(res.status).toBe(200);
         await res.json();
         const sent = pinStack.fake.chatRequests().at(-1)!.body.messages as { role: string; content: string }[];
-        return sent.find((m) => m.role === "system" && m.content.startsWith("What you know about the user"))?.content ?? "";
+        return (
+          sent.find((m) => m.role === "system" && m.content.startsWith("What you know about the user"))?.content ?? ""
+        );
       };
       // Unpinned, the share holds only some memories: related stamps, not "Manager is Sam".
       const before = await turn("Tell me about my stamp albums");
       expect(before).toContain("Collects stamps");
       expect(before).not.toContain(pinned.id);
 
-      await client.connect(new StreamableHTTPClientTransport(new URL(`${pinStack.url}/mcp`), { requestInit: { headers: { Authorization: "Bearer key-ann" } } }));
-      const set = await client.callTool({ name: "set_context_preferences", arguments: { session_id: session, memory_ids: [pinned.id], sticky: true } });
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(`${pinStack.url}/mcp`), {
+          requestInit: { headers: { Authorization: "Bearer key-ann" } },
+        }),
+      );
+      const set = await client.callTool({
+        name: "set_context_preferences",
+        arguments: { session_id: session, memory_ids: [pinned.id], sticky: true },
+      });
       expect(parsed(set)).toMatchObject({ memoryIds: [pinned.id], sticky: true });
 
       const after = await turn("Tell me about my stamp albums");

@@ -29,8 +29,17 @@ afterEach(async () => {
 });
 
 /** A stack with memories on whose extraction answers come from `answer` (turns are echoed). */
-async function start(answer: (body: any) => FakeReply | Promise<FakeReply>, store: FullStore = createMemoryStore(), extra = {}) {
-  const stack = await startStack({ store, apiKeys: KEYS, memories: { mode: "auto", model: "memory-model", retryDelayMs: 10, resume: false }, ...extra });
+async function start(
+  answer: (body: any) => FakeReply | Promise<FakeReply>,
+  store: FullStore = createMemoryStore(),
+  extra = {},
+) {
+  const stack = await startStack({
+    store,
+    apiKeys: KEYS,
+    memories: { mode: "auto", model: "memory-model", retryDelayMs: 10, resume: false },
+    ...extra,
+  });
   stacks.push(stack);
   stack.fake.setReply((body) => (isExtraction(body) ? answer(body) : {}));
   return { stack, store };
@@ -43,16 +52,24 @@ async function turn(stack: Stack, key: string, sessionId: string, text: string, 
   });
   expect(res.status).toBe(200);
   await res.json();
-  return stack.fake.chatRequests().filter((r) => !isExtraction(r.body)).at(-1)!.body.messages as { role: string; content: string }[];
+  return stack.fake
+    .chatRequests()
+    .filter((r) => !isExtraction(r.body))
+    .at(-1)!.body.messages as { role: string; content: string }[];
 }
 
 const ops = (operations: unknown[]): FakeReply => ({ content: JSON.stringify({ operations }) });
-const memoriesOf = async (store: UserMemoryStore, userId: string) => (await store.listUserMemories(userId, { limit: 100 })).memories;
+const memoriesOf = async (store: UserMemoryStore, userId: string) =>
+  (await store.listUserMemories(userId, { limit: 100 })).memories;
 const noteOf = (messages: { role: string; content: string }[]) =>
   messages.find((m) => m.role === "system" && m.content.startsWith("What you know about the user"))?.content;
 const idle = (stack: Stack) => stack.server.memoryExtractor!.idle();
 const extractions = (stack: Stack, outcome: string) =>
-  Number(new RegExp(`threadkeep_memory_extractions_total\\{outcome="${outcome}"\\} (\\d+)`).exec(stack.server.metrics.render())?.[1] ?? 0);
+  Number(
+    new RegExp(`threadkeep_memory_extractions_total\\{outcome="${outcome}"\\} (\\d+)`).exec(
+      stack.server.metrics.render(),
+    )?.[1] ?? 0,
+  );
 
 describe("memories written by the model (--memories auto)", () => {
   it("a fact said in session A is in the context of session B of the same user, never of another user's", async () => {
@@ -96,10 +113,17 @@ describe("memories written by the model (--memories auto)", () => {
     const memories = await memoriesOf(store, "ann");
     expect(memories).toHaveLength(1);
     expect(memories[0].text).toBe("Lives in Utrecht");
-    expect(memories[0].history).toEqual([expect.objectContaining({ text: "Lives in Amsterdam", reason: "contradiction" })]);
-    expect(stack.server.metrics.render()).toMatch(/threadkeep_memory_operations_total\{op="add",result="duplicate"\} 1/);
+    expect(memories[0].history).toEqual([
+      expect.objectContaining({ text: "Lives in Amsterdam", reason: "contradiction" }),
+    ]);
+    expect(stack.server.metrics.render()).toMatch(
+      /threadkeep_memory_operations_total\{op="add",result="duplicate"\} 1/,
+    );
     // Each turn's extraction saw only what followed the last one.
-    const last = stack.fake.chatRequests().filter((r) => isExtraction(r.body)).at(-1)!.body.messages[1].content;
+    const last = stack.fake
+      .chatRequests()
+      .filter((r) => isExtraction(r.body))
+      .at(-1)!.body.messages[1].content;
     expect(last).toContain("[m1] Lives in Utrecht");
     expect(last).not.toContain("Amsterdam.");
   });
@@ -111,7 +135,12 @@ describe("memories written by the model (--memories auto)", () => {
       { content: "Sure! Here are the memories: vegetarian" },
       { content: JSON.stringify({ operations: [{ op: "add", text: "x".repeat(10 * 1024 * 1024) }] }) },
       { content: JSON.stringify({ ops: [] }) },
-      ops([{ op: "delete", ref: bobs.id }, { op: "update", ref: bobs.id, text: "pwned" }, { op: "update", ref: "m99", text: "ghost" }, { op: "drop_table" }]),
+      ops([
+        { op: "delete", ref: bobs.id },
+        { op: "update", ref: bobs.id, text: "pwned" },
+        { op: "update", ref: "m99", text: "ghost" },
+        { op: "drop_table" },
+      ]),
       { status: 200, content: "" },
     ];
     let i = 0;
@@ -177,8 +206,12 @@ describe("memories written by the model (--memories auto)", () => {
       const second = await start(() => ops([{ op: "add", text: "Has a dog called Rex" }]), reopened, {
         memories: { mode: "auto", model: "memory-model", retryDelayMs: 10 },
       });
-      await expect.poll(async () => (await memoriesOf(reopened, "ann")).map((m) => m.text)).toEqual(["Has a dog called Rex"]);
-      expect(second.stack.fake.chatRequests().filter((r) => isExtraction(r.body))[0].body.messages[1].content).toContain("My dog Rex");
+      await expect
+        .poll(async () => (await memoriesOf(reopened, "ann")).map((m) => m.text))
+        .toEqual(["Has a dog called Rex"]);
+      expect(
+        second.stack.fake.chatRequests().filter((r) => isExtraction(r.body))[0].body.messages[1].content,
+      ).toContain("My dog Rex");
     } finally {
       await Promise.all(stacks.map((s) => s.close()));
       stacks = [];
@@ -191,13 +224,16 @@ describe("memories in the context", () => {
   async function seeded(texts: string[], extra = {}) {
     const store = createMemoryStore();
     const memories: UserMemory[] = [];
-    for (const [i, text] of texts.entries()) memories.push(await store.addUserMemory({ userId: "ann", text, createdAt: 1000 + i }));
+    for (const [i, text] of texts.entries())
+      memories.push(await store.addUserMemory({ userId: "ann", text, createdAt: 1000 + i }));
     const stack = await startStack({ store, apiKeys: KEYS, ...extra });
     stacks.push(stack);
     return { stack, store, memories };
   }
   const context = async (stack: Stack, session: string, input: string) => {
-    const res = await stack.request("GET", `/v1/sessions/${session}/context?message=${encodeURIComponent(input)}`, { headers: { authorization: "Bearer key-ann" } });
+    const res = await stack.request("GET", `/v1/sessions/${session}/context?message=${encodeURIComponent(input)}`, {
+      headers: { authorization: "Bearer key-ann" },
+    });
     expect(res.status).toBe(200);
     return (await res.json()) as any;
   };
@@ -220,8 +256,13 @@ describe("memories in the context", () => {
   });
 
   it("when they do not fit the share: pinned first, then the most related to the new message", async () => {
-    const filler = Array.from({ length: 40 }, (_, i) => `Collects stamps from country number ${i} and keeps them in album ${i}`);
-    const { stack, memories } = await seeded([...filler, "Is allergic to peanuts", "Manager is Sam"], { memoryOptions: { tokenBudget: 4000 } });
+    const filler = Array.from(
+      { length: 40 },
+      (_, i) => `Collects stamps from country number ${i} and keeps them in album ${i}`,
+    );
+    const { stack, memories } = await seeded([...filler, "Is allergic to peanuts", "Manager is Sam"], {
+      memoryOptions: { tokenBudget: 4000 },
+    });
     const session = randomUUID();
     await turn(stack, "key-ann", session, "hello");
     const pinned = memories.find((m) => m.text === "Manager is Sam")!;
@@ -243,7 +284,10 @@ describe("memories in the context", () => {
     const { stack } = await seeded(["Is vegetarian"]);
     const session = randomUUID();
     expect(noteOf(await turn(stack, "key-ann", session, "hello"))).toContain("Is vegetarian");
-    await stack.request("PUT", `/v1/sessions/${session}/preferences`, { headers: { authorization: "Bearer key-ann" }, body: { memories: false, sticky: true } });
+    await stack.request("PUT", `/v1/sessions/${session}/preferences`, {
+      headers: { authorization: "Bearer key-ann" },
+      body: { memories: false, sticky: true },
+    });
     expect(noteOf(await turn(stack, "key-ann", session, "hello"))).toBeUndefined();
     expect(noteOf(await turn(stack, "key-ann", randomUUID(), "hello"))).toContain("Is vegetarian");
   });

@@ -24,13 +24,16 @@ const MEMORIES = 1000;
  */
 const BOUND_MS = 150;
 
-const words = (n: number, seed: number) => Array.from({ length: n }, (_, i) => `word${(seed * 7919 + i * 104_729) % 5000}`).join(" ");
+const words = (n: number, seed: number) =>
+  Array.from({ length: n }, (_, i) => `word${(seed * 7919 + i * 104_729) % 5000}`).join(" ");
 
 describe("memory extraction and the event loop", () => {
   it("extracting from a full turn against 1,000 memories holds the loop at most 150 ms", async () => {
     const store = createSqliteStore({ path: freshPath(), backgroundCheckpoints: false });
     const memory = createMemory({ store });
-    const answer = { operations: Array.from({ length: 10 }, (_, i) => ({ op: "add", text: `fact ${i}: ${words(20, i)}` })) };
+    const answer = {
+      operations: Array.from({ length: 10 }, (_, i) => ({ op: "add", text: `fact ${i}: ${words(20, i)}` })),
+    };
     let asked = 0;
     const upstream = {
       chat: async () => {
@@ -44,14 +47,25 @@ describe("memory extraction and the event loop", () => {
     try {
       const sessionId = newSessionId();
       await store.createSession({ id: sessionId, userId: "u" });
-      await store.appendMessages(sessionId, Array.from({ length: 12 }, (_, i) => ({ role: i % 2 ? ("assistant" as const) : ("user" as const), content: words(250, i).slice(0, 2000) })));
-      for (let i = 0; i < MEMORIES; i++) await store.addUserMemory({ userId: "u", text: words(40, 100 + i).slice(0, 300) });
+      await store.appendMessages(
+        sessionId,
+        Array.from({ length: 12 }, (_, i) => ({
+          role: i % 2 ? ("assistant" as const) : ("user" as const),
+          content: words(250, i).slice(0, 2000),
+        })),
+      );
+      for (let i = 0; i < MEMORIES; i++)
+        await store.addUserMemory({ userId: "u", text: words(40, 100 + i).slice(0, 300) });
 
       const extracted = await withinLoopBound("extracting memories", BOUND_MS, () => extractor.extract("u", sessionId));
       expect(extracted.value).toBe("applied");
       expect(asked).toBe(1);
-      expect((await store.listUserMemories("u", { limit: 20 })).memories.filter((m) => m.text.startsWith("fact ")).length).toBe(10);
-      console.log(`[loop] memory extraction against ${MEMORIES} memories: longest hold ${Math.round(extracted.longestMs)} ms`);
+      expect(
+        (await store.listUserMemories("u", { limit: 20 })).memories.filter((m) => m.text.startsWith("fact ")).length,
+      ).toBe(10);
+      console.log(
+        `[loop] memory extraction against ${MEMORIES} memories: longest hold ${Math.round(extracted.longestMs)} ms`,
+      );
     } finally {
       await extractor.close();
       await memory.close();

@@ -34,9 +34,18 @@ async function call(key: string, method: string, path: string, body?: unknown, h
 
 describe("/v1/memories", () => {
   it("adds, lists, gets, edits (keeping the history) and deletes the caller's memories", async () => {
-    const added = await call("tk-alice", "POST", "/v1/memories", { text: "  is vegetarian ", metadata: { topic: "food" } });
+    const added = await call("tk-alice", "POST", "/v1/memories", {
+      text: "  is vegetarian ",
+      metadata: { topic: "food" },
+    });
     expect(added.status).toBe(201);
-    expect(added.body).toMatchObject({ text: "is vegetarian", userId: "alice", source: { kind: "hand" }, metadata: { topic: "food" }, history: [] });
+    expect(added.body).toMatchObject({
+      text: "is vegetarian",
+      userId: "alice",
+      source: { kind: "hand" },
+      metadata: { topic: "food" },
+      history: [],
+    });
     const id = added.body.id as string;
     await call("tk-alice", "POST", "/v1/memories", { text: "manager is Sam" });
 
@@ -62,11 +71,19 @@ describe("/v1/memories", () => {
   });
 
   it("ranks by relevance with q, and lists only memories sharing a word with it", async () => {
-    for (const text of ["lives in Utrecht", "works at a bakery in Utrecht near the station", "has two cats", "likes Utrecht's canals and cats"]) {
+    for (const text of [
+      "lives in Utrecht",
+      "works at a bakery in Utrecht near the station",
+      "has two cats",
+      "likes Utrecht's canals and cats",
+    ]) {
       await call("tk-bob", "POST", "/v1/memories", { text });
     }
     const found = await call("tk-bob", "GET", "/v1/memories?q=cats");
-    expect(found.body.data.map((m: { text: string }) => m.text)).toEqual(["has two cats", "likes Utrecht's canals and cats"]);
+    expect(found.body.data.map((m: { text: string }) => m.text)).toEqual([
+      "has two cats",
+      "likes Utrecht's canals and cats",
+    ]);
     const paged = await call("tk-bob", "GET", "/v1/memories?q=utrecht&limit=2");
     expect(paged.body.data[0].text).toBe("lives in Utrecht");
     expect(paged.body.data).toHaveLength(2);
@@ -95,7 +112,9 @@ describe("/v1/memories", () => {
     expect((await call("tk-gw", "GET", "/v1/memories", undefined, ben)).body.data).toEqual([]);
     expect((await call("tk-gw", "GET", `/v1/memories/${anns.body.id}`, undefined, ben)).status).toBe(404);
     expect((await call("tk-gw", "GET", "/v1/memories")).body.data).toEqual([]);
-    expect((await call("tk-gw", "GET", "/v1/memories", undefined, ann)).body.data.map((m: { text: string }) => m.text)).toEqual(["ann likes tea"]);
+    expect(
+      (await call("tk-gw", "GET", "/v1/memories", undefined, ann)).body.data.map((m: { text: string }) => m.text),
+    ).toEqual(["ann likes tea"]);
   });
 
   it("answers bad input with 400 invalid_request", async () => {
@@ -133,20 +152,44 @@ describe("a memory's source", () => {
     const session = randomUUID();
     const added = await stack.request("POST", `/v1/sessions/${session}/messages`, {
       headers: { authorization: "Bearer tk-alice" },
-      body: { messages: [{ role: "user", content: "I moved to Utrecht" }, { role: "assistant", content: "Noted." }] },
+      body: {
+        messages: [
+          { role: "user", content: "I moved to Utrecht" },
+          { role: "assistant", content: "Noted." },
+        ],
+      },
     });
     expect(added.status).toBe(201);
-    const memory = await stack.memory.memories.add({ text: "lives in Utrecht", source: { kind: "session", sessionId: session, seqs: [1, 2] } }, { userId: "alice" });
+    const memory = await stack.memory.memories.add(
+      { text: "lives in Utrecht", source: { kind: "session", sessionId: session, seqs: [1, 2] } },
+      { userId: "alice" },
+    );
     expect(memory.source).toEqual({ kind: "session", sessionId: session, seqs: [1, 2], sessionDeleted: false });
-    expect((await call("tk-alice", "GET", `/v1/memories/${memory.id}`)).body.source).toEqual({ kind: "session", sessionId: session, seqs: [1, 2], sessionDeleted: false });
+    expect((await call("tk-alice", "GET", `/v1/memories/${memory.id}`)).body.source).toEqual({
+      kind: "session",
+      sessionId: session,
+      seqs: [1, 2],
+      sessionDeleted: false,
+    });
 
     expect((await call("tk-alice", "DELETE", `/v1/sessions/${session}`)).status).toBe(200);
     const after = await call("tk-alice", "GET", `/v1/memories/${memory.id}`);
-    expect(after.body).toMatchObject({ text: "lives in Utrecht", source: { kind: "session", sessionId: session, seqs: [1, 2], sessionDeleted: true } });
-    const listed = (await call("tk-alice", "GET", "/v1/memories?limit=100")).body.data.find((m: { id: string }) => m.id === memory.id);
+    expect(after.body).toMatchObject({
+      text: "lives in Utrecht",
+      source: { kind: "session", sessionId: session, seqs: [1, 2], sessionDeleted: true },
+    });
+    const listed = (await call("tk-alice", "GET", "/v1/memories?limit=100")).body.data.find(
+      (m: { id: string }) => m.id === memory.id,
+    );
     expect(listed.source.sessionDeleted).toBe(true);
-    expect((await call("tk-alice", "GET", "/v1/memories?q=utrecht")).body.data.find((m: { id: string }) => m.id === memory.id).source.sessionDeleted).toBe(true);
-    const edited = await call("tk-alice", "PATCH", `/v1/memories/${memory.id}`, { text: "lives in Utrecht, near the canal" });
+    expect(
+      (await call("tk-alice", "GET", "/v1/memories?q=utrecht")).body.data.find(
+        (m: { id: string }) => m.id === memory.id,
+      ).source.sessionDeleted,
+    ).toBe(true);
+    const edited = await call("tk-alice", "PATCH", `/v1/memories/${memory.id}`, {
+      text: "lives in Utrecht, near the canal",
+    });
     expect(edited.body.source.sessionDeleted).toBe(true);
   });
 
@@ -156,7 +199,10 @@ describe("a memory's source", () => {
       headers: { authorization: "Bearer tk-bob" },
       body: { messages: [{ role: "user", content: "bob's" }] },
     });
-    const pointed = await stack.memory.memories.add({ text: "points at bob's session", source: { kind: "session", sessionId: bobs, seqs: [1] } }, { userId: "alice" });
+    const pointed = await stack.memory.memories.add(
+      { text: "points at bob's session", source: { kind: "session", sessionId: bobs, seqs: [1] } },
+      { userId: "alice" },
+    );
     expect(pointed.source).toMatchObject({ sessionDeleted: true });
     const hand = (await call("tk-alice", "POST", "/v1/memories", { text: "by hand" })).body;
     expect(hand.source).toEqual({ kind: "hand" });
@@ -167,10 +213,29 @@ describe("operator keys (X-Threadkeep-User)", () => {
   const ops = (user: string): Record<string, string> => ({ "X-Threadkeep-User": user });
 
   it("says who the caller is, and whether it may open other users", async () => {
-    expect((await call("tk-alice", "GET", "/v1/users/me")).body).toEqual({ object: "user", id: "alice", tenant: "alice", operator: false, canOpenUsers: false });
-    expect((await call("tk-gw", "GET", "/v1/users/me", undefined, { [USER_HEADER]: "ann" })).body).toMatchObject({ id: "acme/ann", tenant: "acme", operator: false });
-    expect((await call("tk-ops", "GET", "/v1/users/me")).body).toEqual({ object: "user", id: "acme", tenant: "acme", operator: true, canOpenUsers: true });
-    expect((await call("tk-ops", "GET", "/v1/users/me", undefined, ops("ann"))).body).toMatchObject({ id: "acme/ann", operator: true });
+    expect((await call("tk-alice", "GET", "/v1/users/me")).body).toEqual({
+      object: "user",
+      id: "alice",
+      tenant: "alice",
+      operator: false,
+      canOpenUsers: false,
+    });
+    expect((await call("tk-gw", "GET", "/v1/users/me", undefined, { [USER_HEADER]: "ann" })).body).toMatchObject({
+      id: "acme/ann",
+      tenant: "acme",
+      operator: false,
+    });
+    expect((await call("tk-ops", "GET", "/v1/users/me")).body).toEqual({
+      object: "user",
+      id: "acme",
+      tenant: "acme",
+      operator: true,
+      canOpenUsers: true,
+    });
+    expect((await call("tk-ops", "GET", "/v1/users/me", undefined, ops("ann"))).body).toMatchObject({
+      id: "acme/ann",
+      operator: true,
+    });
   });
 
   it("lets an operator key read, edit and delete its tenant's end users' memories, and their sessions", async () => {
@@ -186,12 +251,20 @@ describe("operator keys (X-Threadkeep-User)", () => {
     const seen = await call("tk-ops", "GET", "/v1/memories", undefined, ops(name));
     expect(seen.status).toBe(200);
     expect(seen.body.data.map((m: { id: string }) => m.id)).toEqual([fact.id]);
-    expect((await call("tk-ops", "GET", "/v1/sessions", undefined, ops(name))).body.data.map((s: { id: string }) => s.id)).toEqual([session]);
+    expect(
+      (await call("tk-ops", "GET", "/v1/sessions", undefined, ops(name))).body.data.map((s: { id: string }) => s.id),
+    ).toEqual([session]);
     const edited = await call("tk-ops", "PATCH", `/v1/memories/${fact.id}`, { text: "eve drinks soy milk" }, ops(name));
-    expect(edited.body).toMatchObject({ text: "eve drinks soy milk", userId: `acme/${name}`, history: [expect.objectContaining({ text: "eve drinks oat milk" })] });
+    expect(edited.body).toMatchObject({
+      text: "eve drinks soy milk",
+      userId: `acme/${name}`,
+      history: [expect.objectContaining({ text: "eve drinks oat milk" })],
+    });
     // Without the header the operator key is its own user, who has none of eve's.
     expect((await call("tk-ops", "GET", `/v1/memories/${fact.id}`)).status).toBe(404);
-    expect((await call("tk-ops", "DELETE", `/v1/memories/${fact.id}`, undefined, ops(name))).body).toMatchObject({ deleted: true });
+    expect((await call("tk-ops", "DELETE", `/v1/memories/${fact.id}`, undefined, ops(name))).body).toMatchObject({
+      deleted: true,
+    });
     expect((await call("tk-gw", "GET", "/v1/memories", undefined, eve)).body.data).toEqual([]);
   });
 
@@ -205,14 +278,27 @@ describe("operator keys (X-Threadkeep-User)", () => {
   });
 
   it("refuses the header from every other key with 403 operator_only, and bad values with 400", async () => {
-    for (const [key, extra] of [["tk-alice", {}], ["tk-gw", {}], ["tk-gw", { [USER_HEADER]: "ann" }]] as const) {
-      for (const [method, path] of [["GET", "/v1/memories"], ["GET", "/v1/users/me"], ["GET", "/v1/sessions"], ["DELETE", "/v1/users/me"]] as const) {
+    for (const [key, extra] of [
+      ["tk-alice", {}],
+      ["tk-gw", {}],
+      ["tk-gw", { [USER_HEADER]: "ann" }],
+    ] as const) {
+      for (const [method, path] of [
+        ["GET", "/v1/memories"],
+        ["GET", "/v1/users/me"],
+        ["GET", "/v1/sessions"],
+        ["DELETE", "/v1/users/me"],
+      ] as const) {
         const res = await call(key, method, path, undefined, { ...extra, ...ops("ann") });
         expect(res.status, `${key} ${method} ${path}`).toBe(403);
         expect(res.body.error).toMatchObject({ code: "operator_only", type: "permission_error" });
       }
     }
-    expect((await call("tk-gw", "GET", "/v1/memories", undefined, { [USER_HEADER]: "ann" })).body.data.map((m: { text: string }) => m.text)).toEqual(["ann likes tea"]);
+    expect(
+      (await call("tk-gw", "GET", "/v1/memories", undefined, { [USER_HEADER]: "ann" })).body.data.map(
+        (m: { text: string }) => m.text,
+      ),
+    ).toEqual(["ann likes tea"]);
     const both = await call("tk-ops", "GET", "/v1/memories", undefined, { ...ops("ann"), [USER_HEADER]: "ben" });
     expect(both.status).toBe(400);
     expect(both.body.error.code).toBe("invalid_request");
@@ -225,17 +311,29 @@ describe("operator keys (X-Threadkeep-User)", () => {
 
   it("needs end users on the server, and every operator key among the API keys", async () => {
     const memory = createMemory({ store: createMemoryStore() });
-    const server = await createServer({ memory, apiKeys: { "tk-ops": "acme" }, operatorKeys: ["tk-ops"], port: 0, fairShare: false });
+    const server = await createServer({
+      memory,
+      apiKeys: { "tk-ops": "acme" },
+      operatorKeys: ["tk-ops"],
+      port: 0,
+      fairShare: false,
+    });
     const url = await server.listen();
     try {
-      const res = await fetch(`${url}/v1/memories`, { headers: { authorization: "Bearer tk-ops", "X-Threadkeep-User": "ann" } });
+      const res = await fetch(`${url}/v1/memories`, {
+        headers: { authorization: "Bearer tk-ops", "X-Threadkeep-User": "ann" },
+      });
       expect(res.status).toBe(400);
       expect(((await res.json()) as any).error.message).toMatch(/--user-header/);
-      expect(await (await fetch(`${url}/v1/users/me`, { headers: { authorization: "Bearer tk-ops" } })).json()).toMatchObject({ operator: true, canOpenUsers: false });
+      expect(
+        await (await fetch(`${url}/v1/users/me`, { headers: { authorization: "Bearer tk-ops" } })).json(),
+      ).toMatchObject({ operator: true, canOpenUsers: false });
     } finally {
       await server.close();
     }
-    await expect(createServer({ memory, apiKeys: { "tk-a": "acme" }, operatorKeys: ["tk-typo"], port: 0 })).rejects.toMatchObject({ code: "invalid_request" });
+    await expect(
+      createServer({ memory, apiKeys: { "tk-a": "acme" }, operatorKeys: ["tk-typo"], port: 0 }),
+    ).rejects.toMatchObject({ code: "invalid_request" });
     await memory.close();
   });
 });

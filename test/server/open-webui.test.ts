@@ -113,17 +113,26 @@ class OpenWebUiChat {
   /** A background task as `routers/tasks.py` sends it: one user message, not streamed. */
   async task(template: string, extra: Record<string, unknown> = {}): Promise<Task> {
     const since = stack.fake.chatRequests().length;
-    const sent = { model: MODEL, messages: [{ role: "user", content: renderTask(template, this.messages) }], stream: false, ...extra };
+    const sent = {
+      model: MODEL,
+      messages: [{ role: "user", content: renderTask(template, this.messages) }],
+      stream: false,
+      ...extra,
+    };
     const response = await stack.request("POST", "/v1/chat/completions", { body: sent, headers: this.headers() });
     return { response, sent, json: await response.json(), since };
   }
 }
 
 const sessionIds = async () => new Set((await stack.memory.listSessions({ limit: 1000 })).sessions.map((s) => s.id));
-const mainLine = async (id: string) => (await stack.memory.getMessages(id)).map((m) => ({ role: m.role, content: m.content }));
+const mainLine = async (id: string) =>
+  (await stack.memory.getMessages(id)).map((m) => ({ role: m.role, content: m.content }));
 /** The upstream requests since the `since`th that carried `sent`'s messages. */
 const upstreamOf = (sent: any, since: number) =>
-  stack.fake.chatRequests().slice(since).filter((r) => JSON.stringify(r.body.messages) === JSON.stringify(sent.messages));
+  stack.fake
+    .chatRequests()
+    .slice(since)
+    .filter((r) => JSON.stringify(r.body.messages) === JSON.stringify(sent.messages));
 const sideCount = (kind: string) => stack.server.metrics.sideRequests.get({ kind });
 
 /** A task was answered by the upstream with exactly what it sent, and nothing of it kept. */
@@ -163,7 +172,10 @@ for (const setup of ["forwarded", "custom"] as const) {
       expect(third.headers.get("x-session-id")).toBe(chat.chatId);
 
       // The model saw the chat as Open WebUI sent it, and the session holds exactly its turns.
-      const lastTurn = stack.fake.chatRequests().filter((r) => r.body.stream).at(-1)!;
+      const lastTurn = stack.fake
+        .chatRequests()
+        .filter((r) => r.body.stream)
+        .at(-1)!;
       expect(transcript(lastTurn.body)).toEqual(transcript({ messages: [SYSTEM, ...chat.messages.slice(0, -1)] }));
       expect(await mainLine(chat.chatId)).toEqual(chat.messages);
       expect(await stack.memory.listBranches(chat.chatId)).toEqual([]);
@@ -179,8 +191,15 @@ for (const setup of ["forwarded", "custom"] as const) {
       const chat = new OpenWebUiChat(setup);
       await chat.turn("What's the weather for my basil today?");
       const since = stack.fake.chatRequests().length;
-      const sent = { model: MODEL, messages: toolSelectionMessages([{ name: "get_weather" }], chat.messages), stream: false };
-      const response = await stack.request("POST", "/v1/chat/completions", { body: sent, headers: chat.headers(undefined) });
+      const sent = {
+        model: MODEL,
+        messages: toolSelectionMessages([{ name: "get_weather" }], chat.messages),
+        stream: false,
+      };
+      const response = await stack.request("POST", "/v1/chat/completions", {
+        body: sent,
+        headers: chat.headers(undefined),
+      });
       await expectPassedThrough({ response, sent, json: await response.json(), since }, "function_calling");
       expect([...(await sessionIds())].filter((id) => !before.has(id))).toEqual([chat.chatId]);
     });
@@ -196,7 +215,10 @@ for (const setup of ["forwarded", "custom"] as const) {
       const second = await chat.turn("And rosemary?");
       expect(second.headers.get("x-session-id")).toBeNull();
       // The upstream got exactly the conversation Open WebUI sent, nothing added.
-      const lastTurn = stack.fake.chatRequests().filter((r) => r.body.stream).at(-1)!;
+      const lastTurn = stack.fake
+        .chatRequests()
+        .filter((r) => r.body.stream)
+        .at(-1)!;
       expect(lastTurn.body).toEqual({ model: MODEL, messages: [SYSTEM, ...chat.messages.slice(0, -1)], stream: true });
       expect(chat.messages.at(-1)?.content).toMatch(/^Answer to "And rosemary\?"/);
       expect(await sessionIds()).toEqual(before);
@@ -210,13 +232,23 @@ for (const setup of ["forwarded", "custom"] as const) {
       const words = "What does my notes file say about watering?";
       const rewritten = ragRendered(words, ragSource(1, "basil-notes.md", "Water when the top 2 cm of soil are dry."));
       const response = await stack.request("POST", "/v1/chat/completions", {
-        body: { model: MODEL, messages: [SYSTEM, ...chat.messages, { role: "user", content: rewritten }], stream: true },
+        body: {
+          model: MODEL,
+          messages: [SYSTEM, ...chat.messages, { role: "user", content: rewritten }],
+          stream: true,
+        },
         headers: chat.headers(),
       });
       expect(response.headers.get("x-session-id")).toBe(chat.chatId);
       expect(response.headers.get("x-threadkeep-pass-through")).toBeNull();
-      chat.messages.push({ role: "user", content: words }, { role: "assistant", content: streamedText(await response.text()) });
-      const upstream = stack.fake.chatRequests().filter((r) => r.body.stream).at(-1)!;
+      chat.messages.push(
+        { role: "user", content: words },
+        { role: "assistant", content: streamedText(await response.text()) },
+      );
+      const upstream = stack.fake
+        .chatRequests()
+        .filter((r) => r.body.stream)
+        .at(-1)!;
       expect(upstream.body.messages.at(-1).content).toBe(rewritten);
       expect((await mainLine(chat.chatId)).slice(0, 2)).toEqual(chat.messages.slice(0, 2));
       expect((await mainLine(chat.chatId)).at(-1)).toEqual(chat.messages.at(-1));
@@ -229,10 +261,17 @@ for (const setup of ["forwarded", "custom"] as const) {
       const words = "What does my notes file say about watering?";
       const rewritten = ragRendered(words, ragSource(1, "basil-notes.md", "Water when the top 2 cm of soil are dry."));
       const response = await stack.request("POST", "/v1/chat/completions", {
-        body: { model: MODEL, messages: [SYSTEM, ...chat.messages, { role: "user", content: rewritten }], stream: true },
+        body: {
+          model: MODEL,
+          messages: [SYSTEM, ...chat.messages, { role: "user", content: rewritten }],
+          stream: true,
+        },
         headers: chat.headers(),
       });
-      chat.messages.push({ role: "user", content: words }, { role: "assistant", content: streamedText(await response.text()) });
+      chat.messages.push(
+        { role: "user", content: words },
+        { role: "assistant", content: streamedText(await response.text()) },
+      );
       await chat.turn("Thanks! And in winter?");
       expect(await stack.memory.listBranches(chat.chatId)).toEqual([]);
       const stored = await mainLine(chat.chatId);
@@ -266,8 +305,13 @@ for (const setup of ["forwarded", "custom"] as const) {
       const before = await mainLine(chat.chatId);
       await chat.edit(0, "How do I keep mint alive on a windowsill?");
       expect(await mainLine(chat.chatId)).toEqual(chat.messages);
-      const sent = stack.fake.chatRequests().filter((r) => r.body.stream).at(-1)!.body.messages;
-      expect(sent.filter((m: Msg) => m.role !== "system")).toEqual([{ role: "user", content: "How do I keep mint alive on a windowsill?" }]);
+      const sent = stack.fake
+        .chatRequests()
+        .filter((r) => r.body.stream)
+        .at(-1)!.body.messages;
+      expect(sent.filter((m: Msg) => m.role !== "system")).toEqual([
+        { role: "user", content: "How do I keep mint alive on a windowsill?" },
+      ]);
       const branches = await stack.memory.listBranches(chat.chatId);
       expect(branches.map((b) => b.reason)).toEqual(["regenerate", "edit"]);
       expect(branches[0].messages.map((m) => m.content)).toEqual([first.content]);
@@ -279,7 +323,8 @@ for (const setup of ["forwarded", "custom"] as const) {
 describe("Open WebUI with a custom header X-Threadkeep-Task: {{TASK}}", () => {
   it("passes a task through by the name Open WebUI puts in {{TASK}}, even from a customised template, and keeps turns (empty {{TASK}})", async () => {
     const chatId = randomUUID();
-    const headers = (task: string) => customHeaders({ "X-Session-ID": "{{CHAT_ID}}", "X-Threadkeep-Task": "{{TASK}}" }, { chatId, task });
+    const headers = (task: string) =>
+      customHeaders({ "X-Session-ID": "{{CHAT_ID}}", "X-Threadkeep-Task": "{{TASK}}" }, { chatId, task });
     const turn = await stack.request("POST", "/v1/chat/completions", {
       body: { model: MODEL, messages: [{ role: "user", content: "Name three herbs for shade." }], stream: false },
       headers: headers(""),
@@ -287,9 +332,20 @@ describe("Open WebUI with a custom header X-Threadkeep-Task: {{TASK}}", () => {
     expect(turn.headers.get("x-session-id")).toBe(chatId);
     // An admin's own title template: no default structure, so only the header tells.
     const since = stack.fake.chatRequests().length;
-    const sent = { model: MODEL, messages: [{ role: "user", content: "Title this chat in three words: herbs for shade" }], stream: false };
-    const response = await stack.request("POST", "/v1/chat/completions", { body: sent, headers: headers("title_generation") });
-    await expectPassedThrough({ response, sent, json: await response.json(), since }, "title", /^Answer to "Title this chat/);
+    const sent = {
+      model: MODEL,
+      messages: [{ role: "user", content: "Title this chat in three words: herbs for shade" }],
+      stream: false,
+    };
+    const response = await stack.request("POST", "/v1/chat/completions", {
+      body: sent,
+      headers: headers("title_generation"),
+    });
+    await expectPassedThrough(
+      { response, sent, json: await response.json(), since },
+      "title",
+      /^Answer to "Title this chat/,
+    );
     expect((await mainLine(chatId)).map((m) => m.role)).toEqual(["user", "assistant"]);
   });
 });

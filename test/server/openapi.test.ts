@@ -42,7 +42,10 @@ describe("the OpenAPI document", () => {
     for (const [path, operations] of Object.entries(paths)) {
       const inPath = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]).sort();
       for (const [method, operation] of Object.entries(operations)) {
-        const declared = (operation.parameters ?? []).filter((p) => p.in === "path").map((p) => p.name).sort();
+        const declared = (operation.parameters ?? [])
+          .filter((p) => p.in === "path")
+          .map((p) => p.name)
+          .sort();
         expect(declared, `${method} ${path}`).toEqual(inPath);
       }
     }
@@ -63,7 +66,10 @@ describe("the OpenAPI document", () => {
       const query = operations.get?.parameters?.filter((p) => p.in === "query") ?? [];
       const base = Object.fromEntries(query.filter((p) => p.required).map((p) => [p.name, "hello"]));
       for (const parameter of query) {
-        for (const [bound, step] of [["maximum", 1], ["minimum", -1]] as const) {
+        for (const [bound, step] of [
+          ["maximum", 1],
+          ["minimum", -1],
+        ] as const) {
           const limit = parameter.schema[bound];
           if (typeof limit !== "number") continue;
           const url = (value: number) =>
@@ -80,7 +86,12 @@ describe("the OpenAPI document", () => {
       }
     }
     // The session listing, messages, search and memories all have bounded pages.
-    for (const bound of ["/v1/sessions limit maximum", "/v1/sessions/{id}/messages limit maximum", "/v1/search limit maximum", "/v1/memories limit maximum"]) {
+    for (const bound of [
+      "/v1/sessions limit maximum",
+      "/v1/sessions/{id}/messages limit maximum",
+      "/v1/search limit maximum",
+      "/v1/memories limit maximum",
+    ]) {
       expect(checked).toContain(bound);
     }
   });

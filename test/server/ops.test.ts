@@ -51,8 +51,6 @@ describe("health and metrics", () => {
       expect(text).toContain(`${name}_count 1`);
     }
     expect(text).toContain('threadkeep_errors_total{code="invalid_session_id"} 1');
-    expect(text).toContain(
-      'threadkeep_http_requests_total{method="POST",route="/v1/chat/completions",status="200"} 1',
-    );
+    expect(text).toContain('threadkeep_http_requests_total{method="POST",route="/v1/chat/completions",status="200"} 1');
   });
 });

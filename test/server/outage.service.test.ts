@@ -78,14 +78,26 @@ describe.each(BACKENDS)("$name outage", (backend) => {
     return { proxy, stack, direct, proxied };
   }
 
-  async function turn(s: Stack, session: string, content: string, headers: Record<string, string> = {}): Promise<Answer> {
+  async function turn(
+    s: Stack,
+    session: string,
+    content: string,
+    headers: Record<string, string> = {},
+  ): Promise<Answer> {
     const started = Date.now();
     const res = await s.request("POST", "/v1/chat/completions", {
       headers: { "x-session-id": session, ...headers },
       body: { model: "fake", messages: [{ role: "user", content }] },
     });
     await res.text();
-    return { session, content, status: res.status, warning: res.headers.get("x-threadkeep-warning"), sentAt: started, ms: Date.now() - started };
+    return {
+      session,
+      content,
+      status: res.status,
+      warning: res.headers.get("x-threadkeep-warning"),
+      sentAt: started,
+      ms: Date.now() - started,
+    };
   }
 
   it("cut for 3 s under load: every request answered, no session locked after, nothing acknowledged lost", async (ctx) => {
@@ -116,7 +128,9 @@ describe.each(BACKENDS)("$name outage", (backend) => {
     proxy.restore();
     const restoredAt = Date.now();
     // The store finds the server again by its own probe, within the connect timeout on an idle machine.
-    await until("the store answers again", () => proxied.getSession(randomUUID()).then(() => true), { timeoutMs: 15_000 });
+    await until("the store answers again", () => proxied.getSession(randomUUID()).then(() => true), {
+      timeoutMs: 15_000,
+    });
     await phase("after the outage", 1_500);
     running = false;
     await Promise.all(load);

@@ -39,7 +39,8 @@ function socketBuffersBytes(): number {
 }
 
 /** The server process's resident memory, from /proc. */
-const rssBytes = (pid: number) => Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) * 1024;
+const rssBytes = (pid: number) =>
+  Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))![1]) * 1024;
 
 const chunk = Buffer.alloc(64 * 1024, "x");
 

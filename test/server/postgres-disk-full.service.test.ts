@@ -20,22 +20,25 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
 
-
 describe("serve on a PostgreSQL out of disk (53100 disk_full)", () => {
-  it("answers not-saved, keeps reading, shows it in /readyz and /metrics, and saves again once space returns", { timeout: 30_000 }, async (ctx) => {
-    const available = await serviceAvailable("postgres");
-    if (available !== true) ctx.skip(available);
-    const schema = uniqueSchema();
-    cleanups.push(() => dropSchemas(schema));
-    const admin = postgres(TEST_POSTGRES_URL, { max: 1, onnotice: () => {}, connection: { search_path: schema } });
-    cleanups.push(() => admin.end());
-    const stack = await startStack({ store: createPostgresStore({ url: TEST_POSTGRES_URL, schema }) });
-    cleanups.push(() => stack.close());
+  it(
+    "answers not-saved, keeps reading, shows it in /readyz and /metrics, and saves again once space returns",
+    { timeout: 30_000 },
+    async (ctx) => {
+      const available = await serviceAvailable("postgres");
+      if (available !== true) ctx.skip(available);
+      const schema = uniqueSchema();
+      cleanups.push(() => dropSchemas(schema));
+      const admin = postgres(TEST_POSTGRES_URL, { max: 1, onnotice: () => {}, connection: { search_path: schema } });
+      cleanups.push(() => admin.end());
+      const stack = await startStack({ store: createPostgresStore({ url: TEST_POSTGRES_URL, schema }) });
+      cleanups.push(() => stack.close());
 
-    const session = randomUUID();
-    for (const text of ["one", "two"]) expect(await chatTurn(stack.url, session, text)).toMatchObject({ status: 200, warning: null });
+      const session = randomUUID();
+      for (const text of ["one", "two"])
+        expect(await chatTurn(stack.url, session, text)).toMatchObject({ status: 200, warning: null });
 
-    await admin.unsafe(`
+      await admin.unsafe(`
       CREATE FUNCTION disk_full() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN
         RAISE EXCEPTION 'could not extend file "base/16384/16390": No space left on device'
@@ -44,28 +47,31 @@ describe("serve on a PostgreSQL out of disk (53100 disk_full)", () => {
       CREATE TRIGGER disk_full BEFORE INSERT ON messages FOR EACH ROW EXECUTE FUNCTION disk_full();
     `);
 
-    const refused = await chatTurn(stack.url, session, "three");
-    expect(refused).toMatchObject({ status: 200, warning: "not-saved" });
-    expect(JSON.parse(refused.body).choices[0].message.content).toBe("echo: three");
-    expect(stack.fake.chatRequests().at(-1)!.body.messages.map((m: { content: string }) => m.content)).toEqual([
-      "one",
-      "echo: one",
-      "two",
-      "echo: two",
-      "three",
-    ]);
-    const ready = await stack.request("GET", "/readyz");
-    expect(ready.status).toBe(200);
-    expect(await ready.json()).toMatchObject({ status: "degraded", storageFull: { error: expect.stringMatching(/53100.*No space left on device/) } });
-    expect(await metricValue(stack, "threadkeep_store_full")).toBe(1);
-    expect(await metricValue(stack, 'threadkeep_errors_total{code="storage_full"}')).toBe(1);
+      const refused = await chatTurn(stack.url, session, "three");
+      expect(refused).toMatchObject({ status: 200, warning: "not-saved" });
+      expect(JSON.parse(refused.body).choices[0].message.content).toBe("echo: three");
+      expect(
+        stack.fake
+          .chatRequests()
+          .at(-1)!
+          .body.messages.map((m: { content: string }) => m.content),
+      ).toEqual(["one", "echo: one", "two", "echo: two", "three"]);
+      const ready = await stack.request("GET", "/readyz");
+      expect(ready.status).toBe(200);
+      expect(await ready.json()).toMatchObject({
+        status: "degraded",
+        storageFull: { error: expect.stringMatching(/53100.*No space left on device/) },
+      });
+      expect(await metricValue(stack, "threadkeep_store_full")).toBe(1);
+      expect(await metricValue(stack, 'threadkeep_errors_total{code="storage_full"}')).toBe(1);
 
-    // Space returns: the next turn (the session's lease given back after the refused write) is saved.
-    await admin.unsafe("DROP TRIGGER disk_full ON messages");
-    expect(await chatTurn(stack.url, session, "four")).toMatchObject({ status: 200, warning: null });
-    expect(await (await stack.request("GET", "/readyz")).json()).toMatchObject({ status: "ok" });
-    expect(await metricValue(stack, "threadkeep_store_full")).toBe(0);
-    const stored = await stack.memory.getMessages(session);
-    expect(stored.map((m) => m.content)).toEqual(["one", "echo: one", "two", "echo: two", "four", "echo: four"]);
-  });
+      // Space returns: the next turn (the session's lease given back after the refused write) is saved.
+      await admin.unsafe("DROP TRIGGER disk_full ON messages");
+      expect(await chatTurn(stack.url, session, "four")).toMatchObject({ status: 200, warning: null });
+      expect(await (await stack.request("GET", "/readyz")).json()).toMatchObject({ status: "ok" });
+      expect(await metricValue(stack, "threadkeep_store_full")).toBe(0);
+      const stored = await stack.memory.getMessages(session);
+      expect(stored.map((m) => m.content)).toEqual(["one", "echo: one", "two", "echo: two", "four", "echo: four"]);
+    },
+  );
 });

@@ -28,7 +28,10 @@ async function quiet(counter: PgWireCounter, ms = 500): Promise<void> {
 }
 
 /** A word no other run's sessions hold (the database is shared; every run is the same default user). */
-const word = () => `zq${randomBytes(6).toString("hex").replace(/\d/g, (d) => "abcdefghij"[Number(d)])}`;
+const word = () =>
+  `zq${randomBytes(6)
+    .toString("hex")
+    .replace(/\d/g, (d) => "abcdefghij"[Number(d)])}`;
 
 describe("PostgreSQL round trips of a proxied turn with --recall-scope user", { timeout: 60_000 }, () => {
   it("costs the search when nothing is recalled, and two parallel reads more when one earlier turn is", async (ctx) => {
@@ -38,9 +41,15 @@ describe("PostgreSQL round trips of a proxied turn with --recall-scope user", { 
     cleanups.push(() => fake.close());
     const counter = pgWireCounter({ aside: /threadkeep_index_pending/ });
     const target = new URL(TEST_POSTGRES_URL);
-    const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) }, { tap: counter.feed });
+    const proxy = await startTcpProxy(
+      { host: target.hostname, port: Number(target.port || 5432) },
+      { tap: counter.feed },
+    );
     cleanups.push(() => proxy.close());
-    const url = await startServe(["--store", proxy.url(TEST_POSTGRES_URL), "--no-summaries", "--recall-scope", "user"], fake).listening;
+    const url = await startServe(
+      ["--store", proxy.url(TEST_POSTGRES_URL), "--no-summaries", "--recall-scope", "user"],
+      fake,
+    ).listening;
 
     const [a, b] = [word(), word()];
     expect((await chat(url, randomUUID(), `The ${a} ${b} is kept in the blue box.`)).status).toBe(200);

@@ -43,7 +43,10 @@ describe.each(SETTINGS)("PostgreSQL round trips of a proxied turn, $name", { tim
     // The search-index drain (postgres/_indexing.ts) is counted apart: background work, not the turn's.
     const counter = pgWireCounter({ aside: /threadkeep_index_pending/ });
     const target = new URL(TEST_POSTGRES_URL);
-    const proxy = await startTcpProxy({ host: target.hostname, port: Number(target.port || 5432) }, { tap: counter.feed });
+    const proxy = await startTcpProxy(
+      { host: target.hostname, port: Number(target.port || 5432) },
+      { tap: counter.feed },
+    );
     cleanups.push(() => proxy.close());
     const url = await startServe(["--store", proxy.url(TEST_POSTGRES_URL), ...args], fake).listening;
 

@@ -70,10 +70,7 @@ describe("chat completions through threadkeep", () => {
       expect(history.length).toBe(Math.min(6, 2 * i));
       expect(request.body.messages.at(-1)).toEqual({ role: "user", content: `message ${i + 1}` });
     }
-    expect(transcript(requests[19].body).slice(0, 2)).toEqual([
-      "user: message 17",
-      "assistant: echo: message 17",
-    ]);
+    expect(transcript(requests[19].body).slice(0, 2)).toEqual(["user: message 17", "assistant: echo: message 17"]);
     expect(await stack.memory.getMessages(id)).toHaveLength(40);
   });
 
@@ -135,9 +132,7 @@ describe("chat completions through threadkeep", () => {
       type: "function",
       function: { name: "get_weather", arguments: '{"city":"Oslo"}' },
     };
-    stack.fake.setReply((_body, index) =>
-      index === 0 ? { tool_calls: [call] } : { content: "It is cold." },
-    );
+    stack.fake.setReply((_body, index) => (index === 0 ? { tool_calls: [call] } : { content: "It is cold." }));
     const { sessionId } = await turn(undefined, "Weather in Oslo?");
     await stack
       .client()

@@ -100,7 +100,9 @@ describe.each(STORES)("recall across a user's sessions on $name", ({ store }) =>
     expect(JSON.parse(lines[2]).text).toContain("apron");
 
     // /context (previewed with a message) lists them under recalled, with where they come from.
-    const ctx = (await (await alice.call("GET", `/v1/sessions/${fresh}/context?message=${encodeURIComponent("the pottery class?")}`)).json()) as any;
+    const ctx = (await (
+      await alice.call("GET", `/v1/sessions/${fresh}/context?message=${encodeURIComponent("the pottery class?")}`)
+    ).json()) as any;
     expect(ctx.recalled.map((r: any) => [r.sessionId, r.title, r.role, r.neighbourOf ?? null])).toEqual([
       [earlier, "Hobbies", "user", null],
       [earlier, "Hobbies", "assistant", null],
@@ -125,7 +127,12 @@ describe.each(STORES)("recall across a user's sessions on $name", ({ store }) =>
     await alice.chat(earlier, "I signed up for a pottery class, when and where is it again?");
     expect((await alice.call("DELETE", `/v1/sessions/${earlier}`)).status).toBe(200);
     await alice.chat(randomUUID(), "What did I say about the pottery class?");
-    expect(s.fake.chatRequests().at(-1)?.body.messages.map((m: any) => m.role)).toEqual(["user"]);
+    expect(
+      s.fake
+        .chatRequests()
+        .at(-1)
+        ?.body.messages.map((m: any) => m.role),
+    ).toEqual(["user"]);
     await s.close();
 
     const local = await start("session");
@@ -137,7 +144,9 @@ describe.each(STORES)("recall across a user's sessions on $name", ({ store }) =>
     // A session's recallScope preference turns it on for that session.
     const asking = randomUUID();
     await carol.chat(asking, "hello");
-    expect((await carol.call("PUT", `/v1/sessions/${asking}/preferences`, { recallScope: "user", sticky: true })).status).toBe(200);
+    expect(
+      (await carol.call("PUT", `/v1/sessions/${asking}/preferences`, { recallScope: "user", sticky: true })).status,
+    ).toBe(200);
     await carol.chat(asking, "What did I say about the pottery class?");
     expect(lastSystem(local).some((c) => c.includes(ANSWER))).toBe(true);
   });
@@ -160,7 +169,8 @@ describe.each(STORES)("recall across a user's sessions on $name", ({ store }) =>
     const inside = note.slice(note.indexOf(RECALLED_OPEN) + RECALLED_OPEN.length, note.lastIndexOf(RECALLED_CLOSE));
     expect(inside).toContain("Ignore previous instructions");
     // No line of the block starts as an instruction: each is one JSON object holding the text.
-    for (const line of inside.split("\n").filter(Boolean)) expect(JSON.parse(line).text).toContain("Ignore previous instructions");
+    for (const line of inside.split("\n").filter(Boolean))
+      expect(JSON.parse(line).text).toContain("Ignore previous instructions");
     expect(note.slice(0, note.indexOf(RECALLED_OPEN))).toMatch(/not instructions/);
     // The stored text is not a message to the model: only the new question is a user message.
     expect(sent.filter((m) => m.role === "user").map((m) => m.content)).toEqual(["What about my pottery class notes?"]);

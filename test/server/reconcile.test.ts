@@ -65,8 +65,13 @@ describe("whole-history clients", () => {
 
   async function start(capped: boolean) {
     // The summarizer talks to the same fake, under its own model name.
-    const summarizer = { summarize: (request: SummarizeRequest) => createSummarizer({ baseUrl: stack.fake.url, model: SUMMARY_MODEL }).summarize(request) };
-    stack = await startStack(capped ? { memoryOptions: { maxMessages: 10, window: 6, compaction: { threshold: 6 }, summarizer } } : {});
+    const summarizer = {
+      summarize: (request: SummarizeRequest) =>
+        createSummarizer({ baseUrl: stack.fake.url, model: SUMMARY_MODEL }).summarize(request),
+    };
+    stack = await startStack(
+      capped ? { memoryOptions: { maxMessages: 10, window: 6, compaction: { threshold: 6 }, summarizer } } : {},
+    );
     let answers = 0;
     stack.fake.setReply((body) => {
       if (body.model === SUMMARY_MODEL) return { content: "Summary: the user talked about pets." };
@@ -96,7 +101,9 @@ describe("whole-history clients", () => {
   for (const capped of [false, true]) {
     it(`keeps the main line once and every superseded answer as a branch${capped ? " (capped at 10, summarised)" : ""}`, async () => {
       const client = await start(capped);
-      const turns = capped ? ["I have a cat.", "She is grey.", "She likes fish.", "And naps.", "Name ideas?", "Shorter ones?"] : ["I have a cat.", "Name ideas?"];
+      const turns = capped
+        ? ["I have a cat.", "She is grey.", "She likes fish.", "And naps.", "Name ideas?", "Shorter ones?"]
+        : ["I have a cat.", "Name ideas?"];
       for (const text of turns) {
         expectModelSaw(await client.send(text), client, capped);
         await expectStoredMainLine(client, capped);
@@ -147,14 +154,21 @@ describe("whole-history clients", () => {
         ...plain(await stack.memory.getMessages(client.id, { userId: "default" })),
         ...(await stack.memory.listBranches(client.id)).flatMap((b) => plain(b.messages)),
       ].map((m) => m.content);
-      if (!capped) for (const n of [1, 2, 3, 4, 5, 6, 7, 8]) expect(kept.some((c) => String(c).startsWith(`answer ${n} `))).toBe(true);
+      if (!capped)
+        for (const n of [1, 2, 3, 4, 5, 6, 7, 8])
+          expect(kept.some((c) => String(c).startsWith(`answer ${n} `))).toBe(true);
 
       // Switch back (ChatGPT's "< 1/2 >"): the conversation before the first-message edit returns.
       const response = await stack.request("POST", `/v1/sessions/${client.id}/branches/${editFirst.id}/switch`);
       expect(response.status).toBe(200);
       expect(plain(await stack.memory.getMessages(client.id, { userId: "default" }))).toEqual(beforeEdit);
       const dogLine = (await stack.memory.getBranch(client.id, editFirst.id)).messages;
-      expect(plain(dogLine).map((m) => m.content)).toEqual(["I have a dog.", expect.stringContaining("I have a dog."), "He is brown.", expect.stringContaining("He is brown.")]);
+      expect(plain(dogLine).map((m) => m.content)).toEqual([
+        "I have a dog.",
+        expect.stringContaining("I have a dog."),
+        "He is brown.",
+        expect.stringContaining("He is brown."),
+      ]);
 
       // A client that shows the restored line (it kept it as its own branch) continues it.
       client.messages = clientBeforeEdit;
@@ -182,7 +196,10 @@ describe("whole-history clients", () => {
     // Regenerate: the same history again, without the answer.
     const second = await stream();
     expect(plain(stack.fake.chatRequests().at(-1)!.body.messages)).toEqual(history);
-    expect(plain(await stack.memory.getMessages(client.id, { userId: "default" }))).toEqual([...history, { role: "assistant", content: second }]);
+    expect(plain(await stack.memory.getMessages(client.id, { userId: "default" }))).toEqual([
+      ...history,
+      { role: "assistant", content: second },
+    ]);
     expect((await stack.memory.listBranches(client.id)).map((b) => [b.reason, plain(b.messages)])).toEqual([
       ["regenerate", [{ role: "assistant", content: first }]],
     ]);
@@ -198,7 +215,13 @@ describe("whole-history clients", () => {
     expect((await stack.memory.listBranches(client.id)).map((b) => b.reason)).toEqual(["edit"]);
     // A lone new first message cannot be told from a thin turn: it is appended, nothing is hidden.
     const sent = await client.edit(0, "I have a dog.");
-    expect(plain(sent).map((m) => m.content)).toEqual(["I have a cat.", 'answer 1 to "I have a cat."', "Names for a grey cat?", 'answer 3 to "Names for a grey cat?"', "I have a dog."]);
+    expect(plain(sent).map((m) => m.content)).toEqual([
+      "I have a cat.",
+      'answer 1 to "I have a cat."',
+      "Names for a grey cat?",
+      'answer 3 to "Names for a grey cat?"',
+      "I have a dog.",
+    ]);
     expect(await stack.memory.listBranches(client.id)).toHaveLength(1);
   });
 
@@ -206,7 +229,10 @@ describe("whole-history clients", () => {
     const client = await start(false);
     const openai = stack.client();
     for (const text of ["first", "first"]) {
-      await openai.chat.completions.create({ model: "fake-model", messages: [{ role: "user", content: text }] }, { headers: { "X-Session-ID": client.id } });
+      await openai.chat.completions.create(
+        { model: "fake-model", messages: [{ role: "user", content: text }] },
+        { headers: { "X-Session-ID": client.id } },
+      );
     }
     expect(plain(await stack.memory.getMessages(client.id, { userId: "default" })).map((m) => m.content)).toEqual([
       "first",
@@ -221,15 +247,27 @@ describe("whole-history clients", () => {
     const client = await start(false);
     const headers = { "X-Session-ID": client.id };
     for (const q of ["q1", "q2", "q1"]) {
-      const input = [{ role: "system", content: "Be terse." }, { role: "user", content: q }];
-      expect((await stack.request("POST", "/v1/responses", { body: { model: "fake-model", input }, headers })).status).toBe(200);
+      const input = [
+        { role: "system", content: "Be terse." },
+        { role: "user", content: q },
+      ];
+      expect(
+        (await stack.request("POST", "/v1/responses", { body: { model: "fake-model", input }, headers })).status,
+      ).toBe(200);
     }
     const sent = stack.fake.chatRequests().at(-1)!.body.messages;
     expect(sent[0]).toEqual({ role: "system", content: "Be terse." });
     expect(plain(sent).map((m) => m.content)).toEqual(["q1", 'answer 1 to "q1"', "q2", 'answer 2 to "q2"', "q1"]);
     // Nothing was read as a regenerate, and the system item is sent each time, never stored.
     expect(await stack.memory.listBranches(client.id)).toEqual([]);
-    expect((await stack.memory.getMessages(client.id, { userId: "default" })).map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant", "user", "assistant"]);
+    expect((await stack.memory.getMessages(client.id, { userId: "default" })).map((m) => m.role)).toEqual([
+      "user",
+      "assistant",
+      "user",
+      "assistant",
+      "user",
+      "assistant",
+    ]);
   });
 
   it("leaves a thin client that re-sends the tool call it answers as it was", async () => {
@@ -238,14 +276,24 @@ describe("whole-history clients", () => {
     stack.fake.setReply((_body, index) => (index === 0 ? { tool_calls: [call] } : { content: "Found it." }));
     const openai = stack.client();
     const headers = { headers: { "X-Session-ID": client.id } };
-    const first = await openai.chat.completions.create({ model: "fake-model", messages: [{ role: "user", content: "Look it up" }] }, headers);
+    const first = await openai.chat.completions.create(
+      { model: "fake-model", messages: [{ role: "user", content: "Look it up" }] },
+      headers,
+    );
     await openai.chat.completions.create(
-      { model: "fake-model", messages: [first.choices[0].message, { role: "tool", tool_call_id: "call_1", content: "42" }] },
+      {
+        model: "fake-model",
+        messages: [first.choices[0].message, { role: "tool", tool_call_id: "call_1", content: "42" }],
+      },
       headers,
     );
     const stored = await stack.memory.getMessages(client.id, { userId: "default" });
     expect(stored.map((m) => m.role)).toEqual(["user", "assistant", "tool", "assistant"]);
-    expect(plain(stack.fake.chatRequests().at(-1)!.body.messages).map((m) => m.role)).toEqual(["user", "assistant", "tool"]);
+    expect(plain(stack.fake.chatRequests().at(-1)!.body.messages).map((m) => m.role)).toEqual([
+      "user",
+      "assistant",
+      "tool",
+    ]);
     expect(await stack.memory.listBranches(client.id)).toEqual([]);
   });
 
@@ -255,7 +303,9 @@ describe("whole-history clients", () => {
     await client.send("Another?");
     await client.regenerate();
     const list: any = await (await stack.request("GET", `/v1/sessions/${client.id}/branches`)).json();
-    expect(list.data).toEqual([expect.objectContaining({ id: 1, atSeq: 3, parentId: null, reason: "regenerate", messageCount: 1 })]);
+    expect(list.data).toEqual([
+      expect.objectContaining({ id: 1, atSeq: 3, parentId: null, reason: "regenerate", messageCount: 1 }),
+    ]);
     const one: any = await (await stack.request("GET", `/v1/sessions/${client.id}/branches/1`)).json();
     expect(one.messages[0]).toMatchObject({ role: "assistant", seq: 4 });
     expect((await stack.request("GET", `/v1/sessions/${client.id}/branches/9`)).status).toBe(404);
@@ -266,4 +316,3 @@ describe("whole-history clients", () => {
     expect(switched.branch).toMatchObject({ id: 1, messageCount: 1 });
   });
 });
-

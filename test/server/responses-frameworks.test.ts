@@ -3,7 +3,14 @@
  * (default Responses model, OpenAIConversationsSession) and the AI SDK's `@ai-sdk/openai` provider.
  */
 import { createOpenAI } from "@ai-sdk/openai";
-import { Agent, OpenAIConversationsSession, run, setDefaultOpenAIClient, setTracingDisabled, tool } from "@openai/agents";
+import {
+  Agent,
+  OpenAIConversationsSession,
+  run,
+  setDefaultOpenAIClient,
+  setTracingDisabled,
+  tool,
+} from "@openai/agents";
 import { streamText } from "ai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -27,7 +34,11 @@ describe("OpenAI Agents SDK", () => {
       const last = body.messages.at(-1);
       if (last.role === "tool") return { content: `It is ${last.content}.` };
       if (text(last).includes("Weather in Paris")) {
-        return { tool_calls: [{ id: "call_paris", type: "function", function: { name: "get_weather", arguments: '{"city":"Paris"}' } }] };
+        return {
+          tool_calls: [
+            { id: "call_paris", type: "function", function: { name: "get_weather", arguments: '{"city":"Paris"}' } },
+          ],
+        };
       }
       const remembered = body.messages.some((m: any) => m.role === "user" && text(m).includes("Paris"));
       return { content: remembered ? "You asked about Paris." : "I do not know." };
@@ -47,11 +58,13 @@ describe("OpenAI Agents SDK", () => {
     expect(second.finalOutput).toBe("You asked about Paris.");
 
     const sent = stack.fake.chatRequests().at(-1)!.body;
-    expect(sent.tools).toEqual([expect.objectContaining({ type: "function", function: expect.objectContaining({ name: "get_weather" }) })]);
+    expect(sent.tools).toEqual([
+      expect.objectContaining({ type: "function", function: expect.objectContaining({ name: "get_weather" }) }),
+    ]);
     expect(transcript(sent)).toEqual([
       "system: Be brief.",
       "user: Weather in Paris?",
-      'assistant: null',
+      "assistant: null",
       "tool: sunny in Paris",
       "assistant: It is sunny in Paris.",
       "user: Which city did I ask about?",
@@ -60,7 +73,12 @@ describe("OpenAI Agents SDK", () => {
     const conversationId = await session.getSessionId();
     const items = await client.conversations.items.list(conversationId, { order: "asc" });
     expect(items.data.map((i) => i.type)).toEqual([
-      "message", "function_call", "function_call_output", "message", "message", "message",
+      "message",
+      "function_call",
+      "function_call_output",
+      "message",
+      "message",
+      "message",
     ]);
   });
 });

@@ -62,8 +62,12 @@ describe("GET /v1/search", () => {
     const auto = await call("tk-alice", `/v1/search?q=${q}&session=${id}`);
     // Seq 1 holds "pottery" and "class"; seq 3 only "about".
     expect(auto.body.data.map((h: { seq: number }) => h.seq)).toEqual([1, 3]);
-    expect(auto.body.data[0].neighbours).toEqual([{ seq: 2, role: "assistant", content: "The Tuesday wheel-throwing one." }]);
-    expect((await call("tk-alice", `/v1/search?q=${q}&session=${id}&neighbours=0`)).body.data[0].neighbours).toBeUndefined();
+    expect(auto.body.data[0].neighbours).toEqual([
+      { seq: 2, role: "assistant", content: "The Tuesday wheel-throwing one." },
+    ]);
+    expect(
+      (await call("tk-alice", `/v1/search?q=${q}&session=${id}&neighbours=0`)).body.data[0].neighbours,
+    ).toBeUndefined();
     // Every word, newest first, stays there: the question's words are not all in any message.
     expect((await call("tk-alice", `/v1/search?q=${q}&session=${id}&ranking=recency`)).body.data).toEqual([]);
     const hybrid = await call("tk-alice", `/v1/search?q=${q}&session=${id}&mode=hybrid`);

@@ -84,7 +84,9 @@ describe("threadkeep serve", { timeout: 60_000 }, () => {
       "identity: end users from signed X-OpenWebUI-User-Jwt (HS256, iss open-webui) (X-OpenWebUI-User-Id without it: 401)",
     );
     expect(run.output().stdout).not.toContain("a-secret-shared-with-open-webui");
-    const res = await fetch(`${url}/v1/sessions`, { headers: { authorization: "Bearer tk-gw", "x-openwebui-user-jwt": "forged" } });
+    const res = await fetch(`${url}/v1/sessions`, {
+      headers: { authorization: "Bearer tk-gw", "x-openwebui-user-jwt": "forged" },
+    });
     expect(res.status).toBe(401);
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe("invalid_user_token");
     run.child.kill("SIGTERM");

@@ -83,7 +83,10 @@ describe("summaries, fork, undo and export", () => {
     const summaries = await call("tk-alice", "GET", `/v1/sessions/${id}/summaries`);
     expect(summaries.status).toBe(200);
     expect(summaries.body.data.length).toBeGreaterThan(0);
-    expect(summaries.body.data[0]).toMatchObject({ fromSeq: 1, content: expect.stringMatching(/^summary of \d+ messages$/) });
+    expect(summaries.body.data[0]).toMatchObject({
+      fromSeq: 1,
+      content: expect.stringMatching(/^summary of \d+ messages$/),
+    });
     expect((await call("tk-bob", "GET", `/v1/sessions/${id}/summaries`)).status).toBe(404);
   });
 
@@ -116,7 +119,10 @@ describe("summaries, fork, undo and export", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toMatch(/^application\/x-ndjson/);
     expect(res.headers.get("content-disposition")).toBe(`attachment; filename="threadkeep-${id}.jsonl"`);
-    const lines = (res.body as string).trim().split("\n").map((l) => JSON.parse(l));
+    const lines = (res.body as string)
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l));
     expect(lines.map((l) => l.type)).toEqual(["threadkeep-export", "session", "message", "message"]);
     expect(lines[1].session).toMatchObject({ id, userId: "alice" });
     expect(lines[3].message).toMatchObject({ seq: 2, role: "assistant", content: "x2" });
@@ -141,7 +147,12 @@ describe("the /ui page", () => {
     expect(js.headers.get("content-type")).toBe("text/javascript; charset=utf-8");
     const etag = js.headers.get("etag") ?? "";
     expect((await stack.request("GET", "/ui/assets/app.js", { headers: { "if-none-match": etag } })).status).toBe(304);
-    for (const path of ["/ui/assets/nope.js", "/ui/assets/tsconfig.json", "/ui/assets/index.html", "/ui/assets/..%2Fapp.ts"]) {
+    for (const path of [
+      "/ui/assets/nope.js",
+      "/ui/assets/tsconfig.json",
+      "/ui/assets/index.html",
+      "/ui/assets/..%2Fapp.ts",
+    ]) {
       expect((await stack.request("GET", path)).status).toBe(404);
     }
     // The page holds no data: the API behind it still wants a key.

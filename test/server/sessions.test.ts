@@ -26,9 +26,7 @@ describe("session REST API", () => {
     expect((await call("tk-alice", "GET", `/v1/sessions/${id}`)).body.id).toBe(id);
     const again = await call("tk-alice", "POST", "/v1/sessions", { id });
     expect(again.status).toBe(200);
-    expect(
-      (await call("tk-alice", "GET", "/v1/sessions")).body.data.map((s: { id: string }) => s.id),
-    ).toContain(id);
+    expect((await call("tk-alice", "GET", "/v1/sessions")).body.data.map((s: { id: string }) => s.id)).toContain(id);
     expect(await call("tk-alice", "DELETE", `/v1/sessions/${id}`)).toMatchObject({
       status: 200,
       body: { id, deleted: true },
@@ -156,9 +154,9 @@ describe("session REST API", () => {
     });
     expect(bad.status).toBe(400);
     expect(bad.body.error).toMatchObject({ code: "invalid_request", param: "preferences.maxRecentMessages" });
-    expect(
-      (await call("tk-alice", "PUT", `/v1/sessions/${randomUUID()}/preferences`, { sticky: true })).status,
-    ).toBe(404);
+    expect((await call("tk-alice", "PUT", `/v1/sessions/${randomUUID()}/preferences`, { sticky: true })).status).toBe(
+      404,
+    );
   });
 
   it("applies preferences to the next turn only, and a context preview does not use them up", async () => {

@@ -75,7 +75,11 @@ describe("slow clients", { timeout: 20_000 }, () => {
     const client = await open(url);
     const started = Date.now();
     client.socket.write("POST /v1/chat/completions HTTP/1.1\r\n");
-    trickle(client.socket, Array.from({ length: 100 }, (_, i) => `x-trickle-${i}: ${i}\r\n`), 50);
+    trickle(
+      client.socket,
+      Array.from({ length: 100 }, (_, i) => `x-trickle-${i}: ${i}\r\n`),
+      50,
+    );
     const closedAt = await client.closed;
     expect(closedAt - started).toBeGreaterThanOrEqual(HEADERS_MS - 50);
     expect(closedAt - started).toBeLessThan(HEADERS_MS + SLACK_MS);
@@ -210,7 +214,11 @@ describe("slow clients", { timeout: 20_000 }, () => {
       `POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${body.length}\r\n\r\n${body}`,
     );
     const started = Date.now();
-    await waitFor(async () => ((await metric(url, 'threadkeep_client_timeouts_total{kind="reply_stall"}')) === 1 ? true : undefined), STALL_MS + 15_000);
+    await waitFor(
+      async () =>
+        (await metric(url, 'threadkeep_client_timeouts_total{kind="reply_stall"}')) === 1 ? true : undefined,
+      STALL_MS + 15_000,
+    );
     expect(Date.now() - started).toBeGreaterThanOrEqual(STALL_MS);
     // The turn itself completed: the reply was stored before it was sent.
     expect(await metric(url, 'threadkeep_turns_total{outcome="ok",stream="false"}')).toBe(1);
@@ -246,7 +254,11 @@ describe("slow clients", { timeout: 20_000 }, () => {
 
     const id = randomUUID();
     const client = await open(url);
-    const body = JSON.stringify({ model: "m", stream: true, messages: [{ role: "user", content: "tell me everything" }] });
+    const body = JSON.stringify({
+      model: "m",
+      stream: true,
+      messages: [{ role: "user", content: "tell me everything" }],
+    });
     client.socket.write(
       `POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\nx-session-id: ${id}\r\ncontent-length: ${body.length}\r\n\r\n${body}`,
     );

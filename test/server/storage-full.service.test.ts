@@ -34,7 +34,8 @@ afterEach(async () => {
 /** `true` when `prlimit` can change a child's limits; otherwise why not (thrown under CI=true). */
 function prlimitAvailable(): true | string {
   if (process.platform === "linux" && spawnSync("prlimit", ["--version"]).status === 0) return true;
-  const reason = "prlimit (util-linux) is not available: the file-size limit of a running process cannot be changed here";
+  const reason =
+    "prlimit (util-linux) is not available: the file-size limit of a running process cannot be changed here";
   if (process.env.CI === "true") throw new Error(`CI=true and ${reason}`);
   return reason;
 }
@@ -47,14 +48,19 @@ function setFileSizeLimit(pid: number, soft: string): void {
 
 /** The soft file-size limit of `pid`, as `prlimit` prints it (`unlimited` or bytes). */
 function fileSizeLimit(pid: number): string {
-  const run = spawnSync("prlimit", ["--pid", String(pid), "--fsize", "--raw", "--noheadings", "--output=SOFT"], { encoding: "utf8" });
+  const run = spawnSync("prlimit", ["--pid", String(pid), "--fsize", "--raw", "--noheadings", "--output=SOFT"], {
+    encoding: "utf8",
+  });
   if (run.status !== 0) throw new Error(`prlimit failed: ${run.stderr}`);
   return run.stdout.trim();
 }
 
 async function readyz(url: string) {
   const res = await fetch(`${url}/readyz`);
-  return { status: res.status, body: (await res.json()) as { status: string; storageFull?: { since: string; error: string } } };
+  return {
+    status: res.status,
+    body: (await res.json()) as { status: string; storageFull?: { since: string; error: string } },
+  };
 }
 
 async function metric(url: string, series: string): Promise<number> {
@@ -140,15 +146,12 @@ async function fullDiskScenario(store: (typeof STORES)[number], disk: Disk): Pro
   // Reads go on: the next turn gets the saved history (and not the refused turn), and is refused too.
   const again = await chatTurn(url, session, `full 2 ${BIG}`);
   expect(again).toMatchObject({ status: 200, warning: "not-saved" });
-  expect(fake.chatRequests().at(-1)!.body.messages.map((m: { content: string }) => m.content.slice(0, 12))).toEqual([
-    "one",
-    "re: one",
-    "two",
-    "re: two",
-    "three",
-    "re: three",
-    "full 2 yyyyy",
-  ]);
+  expect(
+    fake
+      .chatRequests()
+      .at(-1)!
+      .body.messages.map((m: { content: string }) => m.content.slice(0, 12)),
+  ).toEqual(["one", "re: one", "two", "re: two", "three", "re: three", "full 2 yyyyy"]);
   expect(await metric(url, 'threadkeep_errors_total{code="storage_full"}')).toBe(2);
   expect(serve.child.exitCode).toBeNull();
 
@@ -212,7 +215,9 @@ async function mountTmpfs(size: string): Promise<string | { skip: string }> {
   const run = spawnSync("mount", ["-t", "tmpfs", "-o", `size=${size},mode=0700`, "tmpfs", dir], { encoding: "utf8" });
   if (run.status !== 0) {
     await rm(dir, { recursive: true, force: true });
-    return { skip: `cannot mount a tmpfs here (needs root or CAP_SYS_ADMIN): ${(run.stderr || String(run.error)).trim()}` };
+    return {
+      skip: `cannot mount a tmpfs here (needs root or CAP_SYS_ADMIN): ${(run.stderr || String(run.error)).trim()}`,
+    };
   }
   cleanups.push(async () => {
     // Lazy: the killed serve may still hold files in it for a moment.

@@ -63,7 +63,9 @@ describe("store trouble", () => {
   });
 
   it("answers without history when the session's stored data cannot be read (store_corrupt)", async () => {
-    const { store, failing } = flakyStore((method) => new ThreadkeepError("store_corrupt", `${method}: unreadable (test)`));
+    const { store, failing } = flakyStore(
+      (method) => new ThreadkeepError("store_corrupt", `${method}: unreadable (test)`),
+    );
     stack = await startStack({ store });
     const id = randomUUID();
     await stack.client().chat.completions.create(chat("one"), { headers: { "X-Session-ID": id } });

@@ -95,7 +95,10 @@ describe("streaming", () => {
     read.catch(() => {});
     let timer: NodeJS.Timeout | undefined;
     const stuck = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`held back: the client got ${received} of ${pieces.length} pieces`)), 15_000);
+      timer = setTimeout(
+        () => reject(new Error(`held back: the client got ${received} of ${pieces.length} pieces`)),
+        15_000,
+      );
     });
     try {
       await Promise.race([read, stuck]);

@@ -58,9 +58,14 @@ describe("an upstream that never answers", () => {
     expect(stuck.status).toBe(200);
     const events = (await stuck.text()).split("\n\n").filter(Boolean);
     const error = events.map((e) => JSON.parse(e.replace(/^data: /, "") || "null")).find((e) => e?.error)?.error;
-    expect(error).toMatchObject({ code: "upstream_timeout", message: expect.stringMatching(new RegExp(`the stream sent nothing for ${TIMEOUT_MS} ms`)) });
+    expect(error).toMatchObject({
+      code: "upstream_timeout",
+      message: expect.stringMatching(new RegExp(`the stream sent nothing for ${TIMEOUT_MS} ms`)),
+    });
     expect(events).not.toContain("data: [DONE]");
-    expect(await metricValue(stack, 'threadkeep_errors_total{code="upstream_stream_stalled"}')).toBeGreaterThanOrEqual(1);
+    expect(await metricValue(stack, 'threadkeep_errors_total{code="upstream_stream_stalled"}')).toBeGreaterThanOrEqual(
+      1,
+    );
     const stored = await stack.memory.getMessages(sessionId);
     expect(stored.map((m) => [m.role, m.content, m.incomplete ?? false])).toEqual([
       ["user", "tell me a story", false],

@@ -53,7 +53,13 @@ async function turn(sessionId: string, text: string) {
   expect(res.status).toBe(200);
   await res.json();
   await memory.idle();
-  return { warning: res.headers.get("x-threadkeep-warning"), sent: fake.chatRequests().filter((r) => !isSummaryRequest(r.body)).at(-1)!.body.messages as ChatMessage[] };
+  return {
+    warning: res.headers.get("x-threadkeep-warning"),
+    sent: fake
+      .chatRequests()
+      .filter((r) => !isSummaryRequest(r.body))
+      .at(-1)!.body.messages as ChatMessage[],
+  };
 }
 
 const counter = new TokenCounter("o200k_base");
@@ -106,7 +112,9 @@ describe("summaries on the server", () => {
     } finally {
       summariesFail = false;
     }
-    expect(logged.mock.calls.some(([line]) => /summarizing session .* failed, its messages are kept/.test(String(line)))).toBe(true);
+    expect(
+      logged.mock.calls.some(([line]) => /summarizing session .* failed, its messages are kept/.test(String(line))),
+    ).toBe(true);
     logged.mockRestore();
     // 20 + 22 messages reach back; past that, older turns go without a summary, and the header says so.
     expect(warnings.slice(0, 21).every((w) => w === null)).toBe(true);

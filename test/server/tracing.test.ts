@@ -24,12 +24,17 @@ interface ExportedSpan {
 /** The values of OTLP/JSON attributes (`{ key, value: { stringValue | intValue | … } }`). */
 function attributesOf(list: { key: string; value: Record<string, any> }[] = []): Record<string, unknown> {
   const value = (v: Record<string, any>): unknown =>
-    "stringValue" in v ? v.stringValue
-    : "intValue" in v ? Number(v.intValue)
-    : "boolValue" in v ? v.boolValue
-    : "doubleValue" in v ? v.doubleValue
-    : "arrayValue" in v ? (v.arrayValue.values ?? []).map(value)
-    : undefined;
+    "stringValue" in v
+      ? v.stringValue
+      : "intValue" in v
+        ? Number(v.intValue)
+        : "boolValue" in v
+          ? v.boolValue
+          : "doubleValue" in v
+            ? v.doubleValue
+            : "arrayValue" in v
+              ? (v.arrayValue.values ?? []).map(value)
+              : undefined;
   return Object.fromEntries(list.map((a) => [a.key, value(a.value)]));
 }
 
@@ -54,7 +59,15 @@ beforeAll(async () => {
           const service = attributesOf(rs.resource?.attributes)["service.name"];
           for (const ss of rs.scopeSpans ?? []) {
             for (const s of ss.spans ?? []) {
-              spans.push({ traceId: s.traceId, spanId: s.spanId, parentSpanId: s.parentSpanId || undefined, name: s.name, kind: s.kind, attributes: attributesOf(s.attributes), service });
+              spans.push({
+                traceId: s.traceId,
+                spanId: s.spanId,
+                parentSpanId: s.parentSpanId || undefined,
+                name: s.name,
+                kind: s.kind,
+                attributes: attributesOf(s.attributes),
+                service,
+              });
             }
           }
         }
@@ -78,8 +91,13 @@ beforeAll(async () => {
     memoryOptions: {
       window: 2,
       compaction: { threshold: 2, background: true },
-      summarizer: { summarize: (request) => createSummarizer({ baseUrl: late.url, model: "fake-summary" }).summarize(request) },
-      embedder: { model: "fake-embed", embed: (texts) => createEmbedder({ baseUrl: late.url, model: "fake-embed" }).embed(texts) },
+      summarizer: {
+        summarize: (request) => createSummarizer({ baseUrl: late.url, model: "fake-summary" }).summarize(request),
+      },
+      embedder: {
+        model: "fake-embed",
+        embed: (texts) => createEmbedder({ baseUrl: late.url, model: "fake-embed" }).embed(texts),
+      },
     },
   });
   late.url = stack.fake.url;
@@ -95,17 +113,28 @@ afterAll(async () => {
 describe("tracing configuration", () => {
   it("is off without an OTLP endpoint, or when disabled", () => {
     expect(tracingConfig({})).toBeUndefined();
-    expect(tracingConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", OTEL_SDK_DISABLED: "true" })).toBeUndefined();
-    expect(tracingConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", OTEL_TRACES_EXPORTER: "none" })).toBeUndefined();
+    expect(
+      tracingConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", OTEL_SDK_DISABLED: "true" }),
+    ).toBeUndefined();
+    expect(
+      tracingConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", OTEL_TRACES_EXPORTER: "none" }),
+    ).toBeUndefined();
   });
 
   it("defaults to http/protobuf and the service name threadkeep", () => {
-    expect(tracingConfig({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "http://127.0.0.1:4318/v1/traces" })).toEqual({ protocol: "http/protobuf", serviceName: "threadkeep" });
+    expect(tracingConfig({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "http://127.0.0.1:4318/v1/traces" })).toEqual({
+      protocol: "http/protobuf",
+      serviceName: "threadkeep",
+    });
   });
 
   it("refuses a protocol it cannot export with, naming the variable", () => {
-    expect(() => tracingConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4317", OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" })).toThrow(/OTEL_EXPORTER_OTLP_PROTOCOL="grpc"/);
-    expect(() => tracingConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4317", OTEL_TRACES_EXPORTER: "zipkin" })).toThrow(/OTEL_TRACES_EXPORTER/);
+    expect(() =>
+      tracingConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4317", OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" }),
+    ).toThrow(/OTEL_EXPORTER_OTLP_PROTOCOL="grpc"/);
+    expect(() =>
+      tracingConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4317", OTEL_TRACES_EXPORTER: "zipkin" }),
+    ).toThrow(/OTEL_TRACES_EXPORTER/);
   });
 });
 
@@ -127,7 +156,9 @@ describe("a turn's trace", () => {
         { headers: { "x-session-id": session, traceparent } },
       );
     }
-    const all = await exported((s) => s.some((x) => x.name === "threadkeep.summarize") && s.some((x) => x.name === "threadkeep.embed"));
+    const all = await exported(
+      (s) => s.some((x) => x.name === "threadkeep.summarize") && s.some((x) => x.name === "threadkeep.embed"),
+    );
     const turns = all.filter((s) => s.name === "threadkeep.turn");
     expect(turns).toHaveLength(3);
     for (const turn of turns) {
@@ -138,9 +169,19 @@ describe("a turn's trace", () => {
       expect(turn.attributes["gen_ai.conversation.id"]).toBe(session);
       expect(turn.service).toBe("threadkeep-under-test");
     }
-    const childrenOf = (parent: ExportedSpan) => all.filter((s) => s.parentSpanId === parent.spanId).map((s) => s.name).sort();
+    const childrenOf = (parent: ExportedSpan) =>
+      all
+        .filter((s) => s.parentSpanId === parent.spanId)
+        .map((s) => s.name)
+        .sort();
     expect(childrenOf(turns[0])).toEqual(
-      expect.arrayContaining(["chat fake-model", "threadkeep.commit", "threadkeep.context", "threadkeep.lease", "threadkeep.store.read"]),
+      expect.arrayContaining([
+        "chat fake-model",
+        "threadkeep.commit",
+        "threadkeep.context",
+        "threadkeep.lease",
+        "threadkeep.store.read",
+      ]),
     );
     const model = all.find((s) => s.name === "chat fake-model" && s.parentSpanId === turns[0].spanId)!;
     expect(model.kind).toBe(3); // CLIENT
@@ -163,26 +204,49 @@ describe("a turn's trace", () => {
     // Background work of the turn: the summary and the embeddings, in the caller's trace too.
     const summary = all.find((s) => s.name === "threadkeep.summarize")!;
     expect(summary.traceId).toBe(CALLER_TRACE);
-    expect(summary.attributes).toMatchObject({ "gen_ai.operation.name": "chat", "gen_ai.request.model": "fake-summary", "gen_ai.conversation.id": session });
+    expect(summary.attributes).toMatchObject({
+      "gen_ai.operation.name": "chat",
+      "gen_ai.request.model": "fake-summary",
+      "gen_ai.conversation.id": session,
+    });
     const embed = all.find((s) => s.name === "threadkeep.embed")!;
-    expect(embed.attributes).toMatchObject({ "gen_ai.operation.name": "embeddings", "gen_ai.request.model": "fake-embed" });
+    expect(embed.attributes).toMatchObject({
+      "gen_ai.operation.name": "embeddings",
+      "gen_ai.request.model": "fake-embed",
+    });
     expect(contentTypes.every((t) => t.startsWith("application/json"))).toBe(true);
   });
 
   it("covers a streamed turn, with the usage the stream's last chunk reports", async () => {
     const session = crypto.randomUUID();
     const stream = await stack.client().chat.completions.create(
-      { model: "fake-model", stream: true, stream_options: { include_usage: true }, messages: [{ role: "user", content: "stream it" }] },
+      {
+        model: "fake-model",
+        stream: true,
+        stream_options: { include_usage: true },
+        messages: [{ role: "user", content: "stream it" }],
+      },
       { headers: { "x-session-id": session } },
     );
     for await (const chunk of stream) void chunk;
-    const all = await exported((s) => s.some((x) => x.name === "threadkeep.turn" && x.attributes["gen_ai.conversation.id"] === session && x.attributes["threadkeep.stream"] === true));
+    const all = await exported((s) =>
+      s.some(
+        (x) =>
+          x.name === "threadkeep.turn" &&
+          x.attributes["gen_ai.conversation.id"] === session &&
+          x.attributes["threadkeep.stream"] === true,
+      ),
+    );
     const turn = all.find((s) => s.name === "threadkeep.turn" && s.attributes["gen_ai.conversation.id"] === session)!;
     // No traceparent: a trace of its own.
     expect(turn.traceId).not.toBe(CALLER_TRACE);
     expect(turn.parentSpanId).toBeUndefined();
     await exported((s) => s.some((x) => x.name === "chat fake-model" && x.parentSpanId === turn.spanId));
     const model = all.find((s) => s.name === "chat fake-model" && s.parentSpanId === turn.spanId)!;
-    expect(model.attributes).toMatchObject({ "gen_ai.usage.input_tokens": 10, "gen_ai.usage.output_tokens": 5, "gen_ai.response.finish_reasons": ["stop"] });
+    expect(model.attributes).toMatchObject({
+      "gen_ai.usage.input_tokens": 10,
+      "gen_ai.usage.output_tokens": 5,
+      "gen_ai.response.finish_reasons": ["stop"],
+    });
   });
 });

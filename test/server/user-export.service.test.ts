@@ -24,7 +24,9 @@ async function seed(store: FullStore, userId: string): Promise<string> {
     { role: "user", content: `${userId} asks` },
     { role: "assistant", content: "first answer" },
   ]);
-  await store.replaceAfter(id, 1, [{ role: "assistant", content: "second answer" }], { branch: { reason: "regenerate" } });
+  await store.replaceAfter(id, 1, [{ role: "assistant", content: "second answer" }], {
+    branch: { reason: "regenerate" },
+  });
   await store.setState(id, { owner: userId }, 0);
   await store.addUserMemory({ id: "shared-id", userId, text: `${userId} likes tea` });
   await store.updateUserMemory(userId, "shared-id", { text: `${userId} likes coffee`, reason: "edit" });
@@ -46,7 +48,15 @@ describe.each(kinds.map((k) => [k.name, k] as const))("on %s", (_name, kind) => 
       expect(text).not.toContain("bob");
       expect(text).not.toContain(bob);
       const lines = text.trimEnd().split("\n");
-      expect(lines.map((l) => JSON.parse(l).type)).toEqual(["threadkeep-export", "session", "message", "message", "state", "branch", "memory"]);
+      expect(lines.map((l) => JSON.parse(l).type)).toEqual([
+        "threadkeep-export",
+        "session",
+        "message",
+        "message",
+        "state",
+        "branch",
+        "memory",
+      ]);
       // The same as an operator's export of that user, and a complete file: it imports as the same data.
       const expected: string[] = [];
       await exportSessions(store, { userId: "alice" }, (l) => void expected.push(l));
@@ -77,7 +87,10 @@ it("reads a long history in pages of messages", async () => {
   const id = newSessionId();
   const count = READ_PAGE * 2 + 7;
   await store.createSession({ id, userId: "alice" });
-  await store.appendMessages(id, Array.from({ length: count }, (_, i) => ({ role: "user" as const, content: `m${i}` })));
+  await store.appendMessages(
+    id,
+    Array.from({ length: count }, (_, i) => ({ role: "user" as const, content: `m${i}` })),
+  );
   const reads: (number | undefined)[] = [];
   const getMessages = store.getMessages.bind(store);
   store.getMessages = (sessionId, options) => {

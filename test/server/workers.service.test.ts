@@ -42,11 +42,15 @@ const chat = (url: string, sessionId: string, content: string) =>
 /** POST on a new connection each time (so consecutive calls reach different workers); status, headers and body. */
 function postFresh(url: string, headers: Record<string, string>, body: unknown) {
   return new Promise<{ status: number; headers: Record<string, unknown>; body: any }>((resolve, reject) => {
-    const req = request(url, { method: "POST", agent: false, headers: { "content-type": "application/json", ...headers } }, (res) => {
-      let text = "";
-      res.on("data", (d) => (text += d));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: JSON.parse(text) }));
-    });
+    const req = request(
+      url,
+      { method: "POST", agent: false, headers: { "content-type": "application/json", ...headers } },
+      (res) => {
+        let text = "";
+        res.on("data", (d) => (text += d));
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: JSON.parse(text) }));
+      },
+    );
     req.on("error", reject);
     req.end(JSON.stringify(body));
   });
@@ -90,7 +94,10 @@ describe("threadkeep serve --workers", { timeout: 90_000 }, () => {
       for (let i = 0; i < 10; i++) {
         const metrics = await getFresh(`${url}/metrics`);
         const worker = /threadkeep_turn_duration_seconds_sum\S* (\S+)/.exec(metrics)?.[1] ?? "none";
-        counts.set(worker, Number(/threadkeep_turns_total\{outcome="ok",stream="false"\} (\d+)/.exec(metrics)?.[1] ?? 0));
+        counts.set(
+          worker,
+          Number(/threadkeep_turns_total\{outcome="ok",stream="false"\} (\d+)/.exec(metrics)?.[1] ?? 0),
+        );
       }
       expect(counts.size).toBe(2);
       expect([...counts.values()].reduce((a, b) => a + b, 0)).toBe(TURNS);

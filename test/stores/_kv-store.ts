@@ -125,7 +125,13 @@ export function createKeyValueStore(db: KeyValue): Omit<FullStore, keyof UserMem
 
   return {
     name: "key-value",
-    capabilities: { persistent: true, fullTextSearch: false, crossProcessLease: true, nativeExpiry: false, idempotentWrites: true },
+    capabilities: {
+      persistent: true,
+      fullTextSearch: false,
+      crossProcessLease: true,
+      nativeExpiry: false,
+      idempotentWrites: true,
+    },
 
     createSession: (input) =>
       exclusive(async () => {
@@ -138,7 +144,14 @@ export function createKeyValueStore(db: KeyValue): Omit<FullStore, keyof UserMem
           lastActivityAt: input.lastActivityAt ?? createdAt,
           metadata: input.metadata ?? {},
         };
-        await write({ session, messages: [], summaries: [], state: { version: 0, data: {} }, branches: [], operations: [] });
+        await write({
+          session,
+          messages: [],
+          summaries: [],
+          state: { version: 0, data: {} },
+          branches: [],
+          operations: [],
+        });
         return structuredClone(session);
       }),
     getSession: async (id) => (await read(id))?.session ?? null,
@@ -234,8 +247,13 @@ export function createKeyValueStore(db: KeyValue): Omit<FullStore, keyof UserMem
         const doc = await need(id);
         // The guard: a summary made from a session deleted (and created again) meanwhile is refused.
         const { sessionCreatedAt, ...fields } = input;
-        if (sessionCreatedAt !== undefined && doc.session.createdAt !== sessionCreatedAt) throw new SessionNotFoundError(id);
-        const summary = { ...fields, id: Math.max(0, ...doc.summaries.map((s) => s.id)) + 1, createdAt: input.createdAt ?? Date.now() };
+        if (sessionCreatedAt !== undefined && doc.session.createdAt !== sessionCreatedAt)
+          throw new SessionNotFoundError(id);
+        const summary = {
+          ...fields,
+          id: Math.max(0, ...doc.summaries.map((s) => s.id)) + 1,
+          createdAt: input.createdAt ?? Date.now(),
+        };
         doc.summaries.push(summary);
         doc.summaries.sort((a, b) => a.fromSeq - b.fromSeq || a.id - b.id);
         await write(doc);
@@ -255,10 +273,18 @@ export function createKeyValueStore(db: KeyValue): Omit<FullStore, keyof UserMem
     async search({ userId, sessionId, text, mode, ranking, limit = 20, activeSince = -Infinity }) {
       if (!text.trim()) throw new ThreadkeepError("invalid_request", "Search text must not be empty");
       const docs = (await allDocs()).filter(
-        (doc) => doc.session.userId === userId && !(sessionId && doc.session.id !== sessionId) && doc.session.lastActivityAt >= activeSince,
+        (doc) =>
+          doc.session.userId === userId &&
+          !(sessionId && doc.session.id !== sessionId) &&
+          doc.session.lastActivityAt >= activeSince,
       );
       // Relevance (any word, BM25) with threadkeep's own in-code ranking, in slices that let other requests run.
-      if (ranking === "relevance") return rankByRelevanceInSlices(docs.map((d) => ({ sessionId: d.session.id, messages: d.messages })), text, limit);
+      if (ranking === "relevance")
+        return rankByRelevanceInSlices(
+          docs.map((d) => ({ sessionId: d.session.id, messages: d.messages })),
+          text,
+          limit,
+        );
       if (mode === "fulltext") throw new ThreadkeepError("not_supported", "No full-text search in this store");
       const needle = text.toLowerCase();
       const hits: SearchHit[] = [];
@@ -266,7 +292,13 @@ export function createKeyValueStore(db: KeyValue): Omit<FullStore, keyof UserMem
         for (const message of doc.messages) {
           const body = contentText(message.content);
           const at = body.toLowerCase().indexOf(needle);
-          if (at >= 0) hits.push({ sessionId: doc.session.id, seq: message.seq, snippet: body.slice(Math.max(0, at - 40), at + needle.length + 40), message });
+          if (at >= 0)
+            hits.push({
+              sessionId: doc.session.id,
+              seq: message.seq,
+              snippet: body.slice(Math.max(0, at - 40), at + needle.length + 40),
+              message,
+            });
         }
       }
       return hits.sort((a, b) => b.message.createdAt - a.message.createdAt || b.seq - a.seq).slice(0, limit);

@@ -43,7 +43,11 @@ export function postgresStoresInSchema(options: StoresInSchemaOptions = {}): {
 } {
   const { adminConnections = 2, ...storeOptions } = options;
   const schema = uniqueSchema();
-  const admin = postgres(TEST_POSTGRES_URL, { onnotice: () => {}, max: adminConnections, connection: { search_path: schema } });
+  const admin = postgres(TEST_POSTGRES_URL, {
+    onnotice: () => {},
+    max: adminConnections,
+    connection: { search_path: schema },
+  });
   const open = () => createPostgresStore({ poolSize: 4, ...storeOptions, url: TEST_POSTGRES_URL, schema });
   const [store, other] = [open(), open()];
   beforeAll(async () => {

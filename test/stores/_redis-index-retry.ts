@@ -48,7 +48,8 @@ export async function expectRetryNeverMovesBack(rig: IndexRetryRig): Promise<voi
   const created = (await a.getSession(fresh))!.lastActivityAt;
   await a.createSession({ id: doomed, userId: owner });
   await a.touchSession(rewound, past);
-  for (const id of [fresh, doomed, rewound]) expect(warnings.filter((w) => w.includes(id)).length).toBeGreaterThanOrEqual(1);
+  for (const id of [fresh, doomed, rewound])
+    expect(warnings.filter((w) => w.includes(id)).length).toBeGreaterThanOrEqual(1);
   // Long enough for two retries to fail (after 200 and 400 ms): the next is 800 ms away.
   await sleep(700);
   await rig.allow(ownerIndex);
@@ -69,8 +70,15 @@ export async function expectRetryNeverMovesBack(rig: IndexRetryRig): Promise<voi
     await sleep(50);
   }
   await sleep(500);
-  expect({ owner: await zScore(ownerIndex, fresh), activity: await zScore(activityIndex, fresh) }).toEqual({ owner: newer, activity: newer });
-  expect([await zScore(ownerIndex, doomed), await zScore(activityIndex, doomed), await zScore(idsIndex, doomed)]).toEqual([null, null, null]);
+  expect({ owner: await zScore(ownerIndex, fresh), activity: await zScore(activityIndex, fresh) }).toEqual({
+    owner: newer,
+    activity: newer,
+  });
+  expect([
+    await zScore(ownerIndex, doomed),
+    await zScore(activityIndex, doomed),
+    await zScore(idsIndex, doomed),
+  ]).toEqual([null, null, null]);
   expect(await zScore(activityIndex, rewound)).toBe(past);
   expect((await a.listSessions(owner)).sessions.map((s) => s.id)).toEqual([fresh, rewound]);
 }

@@ -18,7 +18,9 @@ export function sqliteTempFiles(prefix: string): { dir: string; freshPath: () =>
 }
 
 /** `storeAt` opens SQLite stores that are closed after each test of the enclosing `describe`. */
-export function sqliteStoresPerTest(): { storeAt: (path: string, options?: Omit<SqliteStoreOptions, "path">) => FullStore } {
+export function sqliteStoresPerTest(): {
+  storeAt: (path: string, options?: Omit<SqliteStoreOptions, "path">) => FullStore;
+} {
   const open: FullStore[] = [];
   afterEach(async () => {
     await Promise.all(open.splice(0).map((s) => s.close()));

@@ -60,7 +60,11 @@ await store.close();
  * seq, each turn's question and answer adjacent, each turn saw exactly the turn before it, none lost
  * or duplicated, and the processes really took turns with each other.
  */
-export async function expectTwoProcessTurnOrder(store: FullStore, recipe: StoreRecipe, sessionId: string): Promise<void> {
+export async function expectTwoProcessTurnOrder(
+  store: FullStore,
+  recipe: StoreRecipe,
+  sessionId: string,
+): Promise<void> {
   const args = ["--import", "tsx", "--input-type=module", "-e", TURN_WORKER, JSON.stringify(recipe), sessionId];
   const children = ["a", "b"].map((name) => spawn(process.execPath, [...args, name], { cwd: root }));
   const exits = children.map(
@@ -96,7 +100,10 @@ export async function expectTwoProcessTurnOrder(store: FullStore, recipe: StoreR
   // runs the two processes while they join the line (a×57 b×100 a×43 is correct FIFO when a stalls).
   const switches = turns.filter((t, i) => i > 0 && t[0] !== turns[i - 1][0]).length;
   const order = runsOf(turns.map((t) => t[0]));
-  expect(switches, `turns in order, by process: ${order}; b began ${startedAt[1] - startedAt[0]} ms after a`).toBeGreaterThanOrEqual(2);
+  expect(
+    switches,
+    `turns in order, by process: ${order}; b began ${startedAt[1] - startedAt[0]} ms after a`,
+  ).toBeGreaterThanOrEqual(2);
 }
 
 /** `a×3 b×1 a×2` for a, a, a, b, a, a. */

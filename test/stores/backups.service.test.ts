@@ -113,44 +113,57 @@ describe("backups and restores", () => {
     }
   });
 
-  it.skipIf(redisBin !== true)("redis: BGSAVE, then a server started on the dump", async () => {
-    const redisDir = mkdtempSync(join(dir, "redis-"));
-    const servers = await startRedisServers(1, () => ["--dir", redisDir, "--dbfilename", "dump.rdb", "--save", "", "--appendonly", "no"]);
-    const url = `redis://127.0.0.1:${servers.ports[0]}`;
-    try {
-      const store = createRedisStore({ url, keyPrefix: "tk:", ttlMs: 0 });
-      const written = await write(store);
-      await store.close();
-      const raw = createClient({ url });
-      await raw.connect();
-      // BGSAVE answers at once; the dump is done when the count of snapshots taken since start
-      // (`rdb_saves`, Redis 7) has moved and no save runs. LASTSAVE was once used here: it has a
-      // resolution of one second, and a fresh server's dump taken in its first second left it unmoved,
-      // so the wait never ended (cause in the test; seen once in ten full runs).
-      const saves = async () => Number(/^rdb_saves:(\d+)/m.exec(await raw.info("persistence"))?.[1]);
-      const before = await saves();
-      expect(before).toBeGreaterThanOrEqual(0);
-      await raw.bgSave();
-      for (;;) {
-        const info = await raw.info("persistence");
-        if (info.includes("rdb_bgsave_in_progress:0") && (await saves()) > before) {
-          expect(info).toContain("rdb_last_bgsave_status:ok");
-          break;
-        }
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-      await raw.close();
-      // A server that died after the dump: everything written since is lost, the dump is what remains.
-      await servers.kill(0);
-      await servers.restart(0);
-      const restored = createRedisStore({ url, keyPrefix: "tk:", ttlMs: 0 });
+  it.skipIf(redisBin !== true)(
+    "redis: BGSAVE, then a server started on the dump",
+    async () => {
+      const redisDir = mkdtempSync(join(dir, "redis-"));
+      const servers = await startRedisServers(1, () => [
+        "--dir",
+        redisDir,
+        "--dbfilename",
+        "dump.rdb",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+      ]);
+      const url = `redis://127.0.0.1:${servers.ports[0]}`;
       try {
-        await expectRestored(restored, written);
+        const store = createRedisStore({ url, keyPrefix: "tk:", ttlMs: 0 });
+        const written = await write(store);
+        await store.close();
+        const raw = createClient({ url });
+        await raw.connect();
+        // BGSAVE answers at once; the dump is done when the count of snapshots taken since start
+        // (`rdb_saves`, Redis 7) has moved and no save runs. LASTSAVE was once used here: it has a
+        // resolution of one second, and a fresh server's dump taken in its first second left it unmoved,
+        // so the wait never ended (cause in the test; seen once in ten full runs).
+        const saves = async () => Number(/^rdb_saves:(\d+)/m.exec(await raw.info("persistence"))?.[1]);
+        const before = await saves();
+        expect(before).toBeGreaterThanOrEqual(0);
+        await raw.bgSave();
+        for (;;) {
+          const info = await raw.info("persistence");
+          if (info.includes("rdb_bgsave_in_progress:0") && (await saves()) > before) {
+            expect(info).toContain("rdb_last_bgsave_status:ok");
+            break;
+          }
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        await raw.close();
+        // A server that died after the dump: everything written since is lost, the dump is what remains.
+        await servers.kill(0);
+        await servers.restart(0);
+        const restored = createRedisStore({ url, keyPrefix: "tk:", ttlMs: 0 });
+        try {
+          await expectRestored(restored, written);
+        } finally {
+          await restored.close();
+        }
       } finally {
-        await restored.close();
+        await servers.stop();
       }
-    } finally {
-      await servers.stop();
-    }
-  }, 30_000);
+    },
+    30_000,
+  );
 });

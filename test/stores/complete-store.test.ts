@@ -36,7 +36,10 @@ describe("completeStore", () => {
     await expectCode(store.setState(id, { a: 1 }, 0), "capability_missing");
     await expectCode(store.saveSummary(id, { fromSeq: 1, toSeq: 1, content: "s" }), "capability_missing");
     await expectCode(store.switchBranch(id, 1), "capability_missing");
-    await expectCode(store.saveBranch(id, { atSeq: 0, parentId: null, reason: "fork", createdAt: 1, messages: [] }), "capability_missing");
+    await expectCode(
+      store.saveBranch(id, { atSeq: 0, parentId: null, reason: "fork", createdAt: 1, messages: [] }),
+      "capability_missing",
+    );
     await expectCode(store.listAllSessions(), "capability_missing");
     await expectCode(store.expire(Date.now()), "capability_missing");
     await store.setState(id, {}, 0).catch((error: { message: string; details?: unknown }) => {
@@ -52,12 +55,17 @@ describe("completeStore", () => {
   it("replaces a tail without a branch, and refuses one that asks to keep the tail, changing nothing", async () => {
     const { store, id } = await minimal();
     await store.appendMessages(id, [say("q"), say("a1", "assistant")]);
-    await expectCode(store.replaceAfter(id, 1, [say("a2", "assistant")], { branch: { reason: "regenerate" } }), "capability_missing");
+    await expectCode(
+      store.replaceAfter(id, 1, [say("a2", "assistant")], { branch: { reason: "regenerate" } }),
+      "capability_missing",
+    );
     expect((await store.getMessages(id)).map((m) => m.content)).toEqual(["q", "a1"]);
     const replaced = await store.replaceAfter(id, 1, [say("a2", "assistant")], { expectedLastSeq: 2 });
     expect(replaced.map((m) => [m.seq, m.content])).toEqual([[2, "a2"]]);
     // Nothing removed: a branch asked for is simply not made, as on every store.
-    expect((await store.replaceAfter(id, 2, [say("more")], { branch: { reason: "edit" } })).map((m) => m.seq)).toEqual([3]);
+    expect((await store.replaceAfter(id, 2, [say("more")], { branch: { reason: "edit" } })).map((m) => m.seq)).toEqual([
+      3,
+    ]);
     await expectCode(store.replaceAfter(id, 1, [say("x")], { expectedLastSeq: 2 }), "history_conflict");
   });
 
@@ -97,14 +105,22 @@ describe("Memory over a store with only the required methods", () => {
   it("keeps a conversation, caps it, searches it and opens turns", async () => {
     const memory = createMemory({ store: createMapStore(), maxMessages: 4 });
     const id = newSessionId();
-    for (let i = 1; i <= 3; i++) await memory.addMessages(id, [say(`question ${i}`), say(`answer ${i}`, "assistant")], { userId: "ann" });
+    for (let i = 1; i <= 3; i++)
+      await memory.addMessages(id, [say(`question ${i}`), say(`answer ${i}`, "assistant")], { userId: "ann" });
     expect((await memory.getMessages(id, { userId: "ann" })).map((m) => m.seq)).toEqual([3, 4, 5, 6]);
     expect((await memory.search("answer 3", { userId: "ann" })).map((h) => h.seq)).toEqual([6]);
     await expectCode(memory.getMessages(id, { userId: "bob" }), "session_not_found");
-    const read = await memory.runTurn(id, async (lease, preloaded) => {
-      await memory.addMessages(id, [say("question 4"), say("answer 4", "assistant")], { userId: "ann", fence: lease.fence });
-      return preloaded?.messages.length;
-    }, { userId: "ann", preload: true });
+    const read = await memory.runTurn(
+      id,
+      async (lease, preloaded) => {
+        await memory.addMessages(id, [say("question 4"), say("answer 4", "assistant")], {
+          userId: "ann",
+          fence: lease.fence,
+        });
+        return preloaded?.messages.length;
+      },
+      { userId: "ann", preload: true },
+    );
     expect(read).toBe(4);
     expect((await memory.getMessages(id, { userId: "ann", last: 1 }))[0].content).toBe("answer 4");
     await memory.close();

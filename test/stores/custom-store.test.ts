@@ -8,7 +8,8 @@ const db = mapKeyValue();
 runStoreConformance("key-value (third-party)", () => createKeyValueStore(db));
 
 /** A fixture's source as a user writes it: the package entries instead of the repository's files. */
-const asUser = (source: string) => source.replace('"../../src/index.js"', '"threadkeep"').replace('"../../src/stores/kit.js"', '"threadkeep/kit"');
+const asUser = (source: string) =>
+  source.replace('"../../src/index.js"', '"threadkeep"').replace('"../../src/stores/kit.js"', '"threadkeep/kit"');
 
 describe("docs/custom-store.md", () => {
   it("shows the store above in full, as a user imports it", async () => {

@@ -53,10 +53,7 @@ describe("file store specifics", () => {
       userId: "u1",
       metadata: { title: "Boodschappen" },
     });
-    await store.appendMessages(session.id, [
-      text("Welke producten heb je daarvoor? 🍎"),
-      text("line one\nline two"),
-    ]);
+    await store.appendMessages(session.id, [text("Welke producten heb je daarvoor? 🍎"), text("line one\nline two")]);
     await store.appendMessages(session.id, [{ role: "assistant", content: "Appels." }]);
     await store.close();
     const raw = readFileSync(sessionFile(dir, session.id), "utf8");
@@ -136,10 +133,7 @@ describe("file store specifics", () => {
     await store.appendMessages(session.id, [text("a"), text("b"), text("c")]);
     const before = readFileSync(sessionFile(dir, session.id), "utf8");
     await expectCode(store.touchSession(session.id, Number.NaN), "invalid_request");
-    await expectCode(
-      store.setState(session.id, null as unknown as Record<string, unknown>, 0),
-      "invalid_request",
-    );
+    await expectCode(store.setState(session.id, null as unknown as Record<string, unknown>, 0), "invalid_request");
     await expectCode(
       store.updateSessionMetadata(session.id, [] as unknown as Record<string, unknown>),
       "invalid_request",
@@ -148,10 +142,7 @@ describe("file store specifics", () => {
       store.saveSummary(session.id, { fromSeq: 1, toSeq: 2, content: 7 as unknown as string }),
       "invalid_request",
     );
-    await expectCode(
-      store.appendMessages(session.id, [{ ...text("x"), metadata: { n: 1n } }]),
-      "invalid_request",
-    );
+    await expectCode(store.appendMessages(session.id, [{ ...text("x"), metadata: { n: 1n } }]), "invalid_request");
     expect(readFileSync(sessionFile(dir, session.id), "utf8")).toBe(before);
     expect(await store.truncateAfter(session.id, 1.5)).toBe(2);
     const [stored] = await store.appendMessages(session.id, [{ ...text("d"), metadata: { at: when } }], {

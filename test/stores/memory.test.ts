@@ -4,7 +4,9 @@ import { createMemoryStore } from "../../src/stores/in-process/index.js";
 import { runStoreConformance } from "../../src/testing/index.js";
 
 // TTL off here: the suite plants sessions with old activity times on purpose; eviction is tested below.
-runStoreConformance("memory", () => createMemoryStore({ ttlMs: 0 }), { withTtl: (ttlMs) => createMemoryStore({ ttlMs, sweepIntervalMs: 0 }) });
+runStoreConformance("memory", () => createMemoryStore({ ttlMs: 0 }), {
+  withTtl: (ttlMs) => createMemoryStore({ ttlMs, sweepIntervalMs: 0 }),
+});
 
 describe("memory store specifics", () => {
   it("evicts sessions inactive past the TTL on access", async () => {

@@ -24,8 +24,7 @@ const report = (line: string) => {
 };
 
 const enabled = standbyAvailable("the PostgreSQL failover test");
-const pair: PostgresPair | undefined =
-  enabled === true ? await startPostgresPair({ synchronous: true }) : undefined;
+const pair: PostgresPair | undefined = enabled === true ? await startPostgresPair({ synchronous: true }) : undefined;
 afterAll(async () => {
   await pair?.stop();
 });
@@ -98,10 +97,14 @@ describe("the PostgreSQL store when the primary fails over to a standby", { time
       await pair!.killPrimary();
       await pair!.promoteStandby();
       const promotedMs = Date.now() - killedAt;
-      await until("every session writes again", () => writers.every((w) => w.failures.length > 0 && w.backAt !== undefined), {
-        timeoutMs: RECOVERY_BOUND_MS,
-        everyMs: 10,
-      }).finally(() => {
+      await until(
+        "every session writes again",
+        () => writers.every((w) => w.failures.length > 0 && w.backAt !== undefined),
+        {
+          timeoutMs: RECOVERY_BOUND_MS,
+          everyMs: 10,
+        },
+      ).finally(() => {
         stopped = true;
       });
       await load;
@@ -109,7 +112,8 @@ describe("the PostgreSQL store when the primary fails over to a standby", { time
 
       // The outage is a store error the server turns into `not-saved` / `save-unconfirmed`, never another kind.
       for (const writer of writers) {
-        for (const { error } of writer.failures) expect(isThreadkeepError(error, "store_unavailable"), String(error)).toBe(true);
+        for (const { error } of writer.failures)
+          expect(isThreadkeepError(error, "store_unavailable"), String(error)).toBe(true);
       }
       expect(backMs).toBeLessThan(RECOVERY_BOUND_MS);
       const lost: string[] = [];

@@ -17,20 +17,33 @@ const enabled = await serviceAvailable("postgres");
 describe.runIf(enabled === true)("postgres: guarded appends beside other writes to one session", () => {
   const { store, other } = postgresStoresInSchema();
 
-  it.each([["unguarded", false], ["guarded", true]])("%s appends beside idempotent appends: no write fails", async (_, guarded) => {
-    const id = newSessionId();
-    const session = await store.createSession({ id, userId: "u" });
-    const failures: string[] = [];
-    const fail = (e: unknown) => failures.push(`${isThreadkeepError(e) ? e.code : ""} ${(e as Error).message}`);
-    await Promise.all(
-      Array.from({ length: 10 }, (_, i) => [
-        other.appendMessages(id, [{ role: "user", content: `turn ${i}` }], { operationId: `op-${i}` }).catch(fail),
-        store.appendMessages(id, [{ role: "user", content: `copied ${i}` }], guarded ? { sessionCreatedAt: session.createdAt } : {}).catch(fail),
-      ]).flat(),
-    );
-    expect(failures).toEqual([]);
-    expect(await store.countMessages(id)).toBe(20);
-  }, 60_000);
+  it.each([
+    ["unguarded", false],
+    ["guarded", true],
+  ])(
+    "%s appends beside idempotent appends: no write fails",
+    async (_, guarded) => {
+      const id = newSessionId();
+      const session = await store.createSession({ id, userId: "u" });
+      const failures: string[] = [];
+      const fail = (e: unknown) => failures.push(`${isThreadkeepError(e) ? e.code : ""} ${(e as Error).message}`);
+      await Promise.all(
+        Array.from({ length: 10 }, (_, i) => [
+          other.appendMessages(id, [{ role: "user", content: `turn ${i}` }], { operationId: `op-${i}` }).catch(fail),
+          store
+            .appendMessages(
+              id,
+              [{ role: "user", content: `copied ${i}` }],
+              guarded ? { sessionCreatedAt: session.createdAt } : {},
+            )
+            .catch(fail),
+        ]).flat(),
+      );
+      expect(failures).toEqual([]);
+      expect(await store.countMessages(id)).toBe(20);
+    },
+    60_000,
+  );
 
   it("guarded appends, plain appends, tail replacements and guarded idempotent appends at once: no write fails", async () => {
     const id = newSessionId();
@@ -43,8 +56,12 @@ describe.runIf(enabled === true)("postgres: guarded appends beside other writes 
       Array.from({ length: 8 }, (_, i) => [
         store.appendMessages(id, [{ role: "user", content: `copied ${i}` }], guard).catch(fail),
         other.appendMessages(id, [{ role: "user", content: `plain ${i}` }]).catch(fail),
-        other.replaceAfter(id, 1, [{ role: "assistant", content: `again ${i}` }], { branch: { reason: "regenerate" } }).catch(fail),
-        store.appendMessages(id, [{ role: "user", content: `guarded op ${i}` }], { ...guard, operationId: `g-${i}` }).catch(fail),
+        other
+          .replaceAfter(id, 1, [{ role: "assistant", content: `again ${i}` }], { branch: { reason: "regenerate" } })
+          .catch(fail),
+        store
+          .appendMessages(id, [{ role: "user", content: `guarded op ${i}` }], { ...guard, operationId: `g-${i}` })
+          .catch(fail),
       ]).flat(),
     );
     expect(failures).toEqual([]);
@@ -58,7 +75,9 @@ describe.runIf(enabled === true)("postgres: guarded appends beside other writes 
     await store.deleteSession(id);
     await new Promise((r) => setTimeout(r, 2));
     await store.createSession({ id, userId: "u" });
-    const refused = await store.appendMessages(id, [{ role: "user", content: "late" }], { sessionCreatedAt: old.createdAt }).catch((e: unknown) => e);
+    const refused = await store
+      .appendMessages(id, [{ role: "user", content: "late" }], { sessionCreatedAt: old.createdAt })
+      .catch((e: unknown) => e);
     expect(isThreadkeepError(refused) && refused.code).toBe("session_not_found");
     const alsoRefused = await store
       .appendMessages(id, [{ role: "user", content: "late" }], { sessionCreatedAt: old.createdAt, operationId: "x" })

@@ -64,7 +64,9 @@ describe.skipIf(enabled !== true)("postgres: a grant whose answer was lost", () 
     expect(isThreadkeepError(failure) && failure.code).toBe("store_unavailable");
     expect(Date.now() - started).toBeLessThan(5_000);
     // The grant did commit: the lease is held, by nobody who knows it, for a minute.
-    const [row] = await raw<{ left: string }[]>`SELECT expires_at - threadkeep_now_ms() AS left FROM leases WHERE session_id = ${id}`;
+    const [row] = await raw<
+      { left: string }[]
+    >`SELECT expires_at - threadkeep_now_ms() AS left FROM leases WHERE session_id = ${id}`;
     expect(Number(row.left)).toBeGreaterThan(50_000);
     await expect(direct.acquireLease(id, { waitMs: 100 })).rejects.toMatchObject({ code: "session_busy" });
 
@@ -87,7 +89,9 @@ describe.skipIf(enabled !== true)("postgres: a grant whose answer was lost", () 
     armed = id;
     await expect(proxied.acquireLease(id, { waitMs: 10_000 })).rejects.toMatchObject({ code: "store_unavailable" });
     const tickets = async () =>
-      raw<{ left: string }[]>`SELECT alive_until - threadkeep_now_ms() AS left FROM lease_queue WHERE session_id = ${id}`;
+      raw<
+        { left: string }[]
+      >`SELECT alive_until - threadkeep_now_ms() AS left FROM lease_queue WHERE session_id = ${id}`;
     const [ticket] = await tickets();
     expect(Number(ticket.left)).toBeGreaterThan(2_000);
     proxy.restore();

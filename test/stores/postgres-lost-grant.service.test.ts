@@ -30,7 +30,11 @@ describe.runIf(enabled === true)("postgres: a turn's grant lost in a crash", () 
 
   type LeaseRow = { fence: number; expires_at: number; holder: string };
   const leaseRow = async (id: string) =>
-    (await admin<LeaseRow[]>`SELECT fence::int, expires_at::float8 AS expires_at, holder FROM leases WHERE session_id = ${id}`)[0];
+    (
+      await admin<
+        LeaseRow[]
+      >`SELECT fence::int, expires_at::float8 AS expires_at, holder FROM leases WHERE session_id = ${id}`
+    )[0];
 
   /** What a crash before the grant's commit was flushed leaves: the row and the sequence as before. */
   const loseGrant = async (id: string, before: LeaseRow, fence: number) => {
@@ -103,6 +107,9 @@ describe.runIf(enabled === true)("postgres: a turn's grant lost in a crash", () 
     await store.appendMessages(id, [say("from the holder, through another store")], { fence: held.fence });
     await expectCode(store.appendMessages(id, [say("stale")], { fence: held.fence - 1 }), "lease_expired");
     await held.release();
-    expect((await store.getMessages(id)).map((m) => m.content)).toEqual(["m1", "from the holder, through another store"]);
+    expect((await store.getMessages(id)).map((m) => m.content)).toEqual([
+      "m1",
+      "from the holder, through another store",
+    ]);
   });
 });

@@ -35,11 +35,18 @@ describe.skipIf(enabled !== true)("PostgreSQL owner-scoped calls on the wire", (
     const owner = { userId, activeSince: Date.now() - 60_000 };
     const message = (n: number) => [{ role: "user" as const, content: `m${n}` }];
     expect(await statementsOf((n) => pg.store.appendMessages(id, message(n), { owner }))).toBe(1);
-    expect(await statementsOf((n) => pg.store.appendMessages(id, message(n), { owner, operationId: `op-${randomUUID()}` }))).toBe(1);
+    expect(
+      await statementsOf((n) => pg.store.appendMessages(id, message(n), { owner, operationId: `op-${randomUUID()}` })),
+    ).toBe(1);
     expect(await statementsOf(() => pg.store.getMessages(id, { last: 20, owner }))).toBe(1);
     const stranger = { userId: `stranger-${randomUUID()}` };
     expect(
-      await statementsOf((n) => expectCode(pg.store.appendMessages(id, message(n), { owner: stranger, operationId: `op-${n}` }), "session_not_found")),
+      await statementsOf((n) =>
+        expectCode(
+          pg.store.appendMessages(id, message(n), { owner: stranger, operationId: `op-${n}` }),
+          "session_not_found",
+        ),
+      ),
     ).toBe(1);
     expect(await pg.store.countMessages(id)).toBe(4);
   });

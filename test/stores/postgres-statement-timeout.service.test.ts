@@ -40,9 +40,21 @@ describe.skipIf(enabled !== true)("postgres: a statement timeout is not an outag
     // One connection, so the second statement waits behind the first and misses its deadline while
     // the server is still running it; a connect timeout far below the query timeout, so an outage
     // would begin refusing at once.
-    const store = createPostgresStore({ url: TEST_POSTGRES_URL, poolSize: 1, queryTimeoutMs: 1_000, connectTimeoutSeconds: 0.2 });
+    const store = createPostgresStore({
+      url: TEST_POSTGRES_URL,
+      poolSize: 1,
+      queryTimeoutMs: 1_000,
+      connectTimeoutSeconds: 0.2,
+    });
     stores.push(store);
-    for (let tries = 0; !(await store.getSession(newSessionId()).then(() => true, () => false)); tries++) {
+    for (
+      let tries = 0;
+      !(await store.getSession(newSessionId()).then(
+        () => true,
+        () => false,
+      ));
+      tries++
+    ) {
       if (tries === 8) throw new Error("the store did not open");
       await sleep(400);
     }
@@ -73,7 +85,12 @@ describe.skipIf(enabled !== true)("postgres: a statement timeout is not an outag
       const id = newSessionId();
       // Ten operations at once open every connection of the pool; each may time out (1 ms), none may crash.
       const outcomes = await Promise.all(
-        Array.from({ length: 10 }, () => store.getSession(id).then(() => "ok", (e: unknown) => (isThreadkeepError(e) ? e.code : String(e)))),
+        Array.from({ length: 10 }, () =>
+          store.getSession(id).then(
+            () => "ok",
+            (e: unknown) => (isThreadkeepError(e) ? e.code : String(e)),
+          ),
+        ),
       );
       for (const outcome of outcomes) expect(["ok", "store_unavailable", "store_timeout"]).toContain(outcome);
       await sleep(300);

@@ -78,7 +78,9 @@ describe.runIf(enabled === true)("postgres combined turn", () => {
       const turn = await opened;
       await turn.lease.release();
       expect(turn.messages.map((m) => m.content)).toEqual(["m1", "late"]);
-      await expect(store.appendMessages(id, [say("too late")], { fence: stale.fence })).rejects.toMatchObject({ code: "lease_expired" });
+      await expect(store.appendMessages(id, [say("too late")], { fence: stale.fence })).rejects.toMatchObject({
+        code: "lease_expired",
+      });
     } finally {
       reserved.release();
     }
@@ -91,7 +93,9 @@ describe.runIf(enabled === true)("postgres combined turn", () => {
     const listening = await admin.listen(channel, (payload) => heard.push(payload));
     const waitingTickets = async (id: string, n: number) => {
       const deadline = Date.now() + 5_000;
-      while ((await admin<{ n: number }[]>`SELECT count(*)::int AS n FROM lease_queue WHERE session_id = ${id}`)[0].n < n) {
+      while (
+        (await admin<{ n: number }[]>`SELECT count(*)::int AS n FROM lease_queue WHERE session_id = ${id}`)[0].n < n
+      ) {
         if (Date.now() > deadline) throw new Error("the waiter never joined the line");
         await new Promise((r) => setTimeout(r, 10));
       }

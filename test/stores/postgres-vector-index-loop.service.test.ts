@@ -30,7 +30,12 @@ const PER_SESSION = 500;
 const BOUND_MS = 250;
 
 describe.skipIf(enabled !== true)("postgres vector index build and the event loop", () => {
-  const store = createPostgresStore({ url: TEST_POSTGRES_URL, schema, poolSize: 3, vectorIndex: { minOwnerVectors: MIN_OWNER_VECTORS } });
+  const store = createPostgresStore({
+    url: TEST_POSTGRES_URL,
+    schema,
+    poolSize: 3,
+    vectorIndex: { minOwnerVectors: MIN_OWNER_VECTORS },
+  });
   const admin = postgres(TEST_POSTGRES_URL, { max: 1, onnotice: () => {}, connection: { search_path: schema } });
   afterAll(async () => {
     await store.close();
@@ -46,8 +51,15 @@ describe.skipIf(enabled !== true)("postgres vector index build and the event loo
     for (let s = 0; s < VECTORS / PER_SESSION; s++) {
       const id = newSessionId();
       await store.createSession({ id, userId: "big" });
-      const added = await store.appendMessages(id, Array.from({ length: PER_SESSION }, (_, i) => ({ role: "user" as const, content: `${s}.${i}` })));
-      await store.putEmbeddings(id, MODEL, added.map((m) => ({ seq: m.seq, createdAt: m.createdAt, vector: vector() })));
+      const added = await store.appendMessages(
+        id,
+        Array.from({ length: PER_SESSION }, (_, i) => ({ role: "user" as const, content: `${s}.${i}` })),
+      );
+      await store.putEmbeddings(
+        id,
+        MODEL,
+        added.map((m) => ({ seq: m.seq, createdAt: m.createdAt, vector: vector() })),
+      );
     }
     const ready = async () => (await admin`SELECT 1 FROM vector_ivf WHERE user_id = 'big' AND ready`).length > 0;
     expect(await ready()).toBe(false);
@@ -74,7 +86,9 @@ describe.skipIf(enabled !== true)("postgres vector index build and the event loo
     await lister;
     const [{ n: codes }] = await admin<{ n: number }[]>`SELECT count(*)::int AS n FROM vector_codes`;
     // Wall times of a PostgreSQL round trip include the server's own wait for a core: logged, not bounded.
-    console.log(`[loop] postgres IVF build of ${VECTORS} × ${DIMS}: longest hold ${Math.round(built.longestMs)} ms; ${listed} lists, slowest ${Math.round(slowest)} ms`);
+    console.log(
+      `[loop] postgres IVF build of ${VECTORS} × ${DIMS}: longest hold ${Math.round(built.longestMs)} ms; ${listed} lists, slowest ${Math.round(slowest)} ms`,
+    );
     expect(codes).toBe(VECTORS);
     expect(listed).toBeGreaterThan(0);
   }, 180_000);

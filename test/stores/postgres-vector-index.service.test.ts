@@ -51,8 +51,15 @@ describe.skipIf(enabled !== true)("postgres vector index", () => {
   async function session(owner: string, vectors: number[][]) {
     const id = newSessionId();
     await store.createSession({ id, userId: owner });
-    const added = await store.appendMessages(id, vectors.map((_, i) => ({ role: "user" as const, content: `${owner} ${i}` })));
-    await store.putEmbeddings(id, MODEL, added.map((m, i) => ({ seq: m.seq, createdAt: m.createdAt, vector: vectors[i] })));
+    const added = await store.appendMessages(
+      id,
+      vectors.map((_, i) => ({ role: "user" as const, content: `${owner} ${i}` })),
+    );
+    await store.putEmbeddings(
+      id,
+      MODEL,
+      added.map((m, i) => ({ seq: m.seq, createdAt: m.createdAt, vector: vectors[i] })),
+    );
     return { id, added };
   }
 
@@ -64,7 +71,10 @@ describe.skipIf(enabled !== true)("postgres vector index", () => {
       added.forEach((m, i) => all.push({ sessionId: id, seq: m.seq, vector: vectors[i] }));
     }
     // Another owner holding copies of big's first vectors: were ownership not in the probe, they would tie.
-    const copies = await session("other", all.slice(0, 200).map((v) => v.vector));
+    const copies = await session(
+      "other",
+      all.slice(0, 200).map((v) => v.vector),
+    );
     const exact = (q: number[], k = 10) =>
       all
         .map((v) => ({ key: `${v.sessionId}:${v.seq}`, score: cosine(q, v.vector) }))

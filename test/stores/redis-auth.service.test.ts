@@ -43,7 +43,10 @@ describe.skipIf(available !== true)("a Redis server that requires a password", (
     try {
       // Once to load the client, then at once.
       await timedFailure(() => store.getSession(newSessionId()));
-      for (const call of [() => store.getSession(newSessionId()), () => store.createSession({ id: newSessionId(), userId: "u" })]) {
+      for (const call of [
+        () => store.getSession(newSessionId()),
+        () => store.createSession({ id: newSessionId(), userId: "u" }),
+      ]) {
         const { error, ms } = await timedFailure(call);
         expect(isThreadkeepError(error, "store_unavailable"), String(error)).toBe(true);
         expect(isStoreRefusal(error), String(error)).toBe(true);

@@ -57,7 +57,12 @@ let cluster: RedisCluster | undefined;
 // node), so the hook leaves it room to say which step did not finish instead of cutting it short.
 beforeEach(async () => {
   if (enabled === true) {
-    cluster = await startRedisCluster({ replicas: true, nodeTimeoutMs: NODE_TIMEOUT_MS, requireFullCoverage: false, portRange: [17_100, 17_199] });
+    cluster = await startRedisCluster({
+      replicas: true,
+      nodeTimeoutMs: NODE_TIMEOUT_MS,
+      requireFullCoverage: false,
+      portRange: [17_100, 17_199],
+    });
   }
 }, 120_000);
 afterEach(async () => {
@@ -71,12 +76,18 @@ const keyPrefix = `tk-failover-${randomUUID()}:`;
  * in another slot, whose master may be the dead one while the session's own write succeeds.
  */
 function openStore(warnings: string[], parameters = "") {
-  return createRedisStore({ url: `${cluster!.url}${parameters}`, keyPrefix, ttlMs: 0, onWarning: (message) => warnings.push(message) });
+  return createRedisStore({
+    url: `${cluster!.url}${parameters}`,
+    keyPrefix,
+    ttlMs: 0,
+    onWarning: (message) => warnings.push(message),
+  });
 }
 
 /** The only warning a failover may cause: an index update to retry (the write itself succeeded). */
 function expectOnlyIndexRetries(warnings: string[]) {
-  for (const warning of warnings) expect(warning).toMatch(/was written, but its index update failed \(retrying in the background\)/);
+  for (const warning of warnings)
+    expect(warning).toMatch(/was written, but its index update failed \(retrying in the background\)/);
 }
 
 /** Resolves once the node on `port` replicates a master and is in sync with it. */
@@ -170,20 +181,32 @@ async function lostWrites(store: SessionStore, writers: Writer[]): Promise<strin
  * Kills master `victim` while every session writes; returns when the victim's sessions have all
  * written again (or the bound passed), with the times measured from the kill.
  */
-async function killUnderLoad(store: SessionStore, writers: Writer[], victim: number, afterPromotion?: () => Promise<void>) {
+async function killUnderLoad(
+  store: SessionStore,
+  writers: Writer[],
+  victim: number,
+  afterPromotion?: () => Promise<void>,
+) {
   let stopped = false;
   const load = writeUntil(store, writers, () => stopped);
   await until("every session has written", () => writers.every((w) => w.acked.length >= 3));
   const killedAt = Date.now();
   await cluster!.servers.kill(victim);
   const replica = victim + 3;
-  await until("the replica is promoted", () => isMaster(cluster!.ports[replica]), { timeoutMs: PROMOTION_BOUND_MS, everyMs: 25 });
+  await until("the replica is promoted", () => isMaster(cluster!.ports[replica]), {
+    timeoutMs: PROMOTION_BOUND_MS,
+    everyMs: 25,
+  });
   const promotedMs = Date.now() - killedAt;
   await afterPromotion?.();
   const victims = writers.filter((w) => w.master === victim);
-  await until("the dead master's sessions write again", () => victims.every((w) => w.failures.length > 0 && w.backAt !== undefined), {
-    timeoutMs: BACK_AFTER_PROMOTION_MS,
-  }).finally(() => {
+  await until(
+    "the dead master's sessions write again",
+    () => victims.every((w) => w.failures.length > 0 && w.backAt !== undefined),
+    {
+      timeoutMs: BACK_AFTER_PROMOTION_MS,
+    },
+  ).finally(() => {
     stopped = true;
   });
   await load;
@@ -204,7 +227,8 @@ describe("the Redis store when a Redis Cluster master fails over", { timeout: 90
       for (const writer of others) expect(writer.failures).toEqual([]);
       for (const writer of victims) {
         // The outage is a store error the server turns into `not-saved` / `save-unconfirmed`, never another kind.
-        for (const { error } of writer.failures) expect(isThreadkeepError(error, "store_unavailable"), String(error)).toBe(true);
+        for (const { error } of writer.failures)
+          expect(isThreadkeepError(error, "store_unavailable"), String(error)).toBe(true);
       }
       expectOnlyIndexRetries(warnings);
       // Without `wait`, replication is asynchronous: what is lost is reported, not asserted (see the next test).
@@ -218,9 +242,13 @@ describe("the Redis store when a Redis Cluster master fails over", { timeout: 90
       // The dead node, started again, comes back as its old replica's replica.
       await cluster!.servers.restart(0);
       const restartedAt = Date.now();
-      await until("the restarted node is a replica in sync", () => inSync(cluster!.ports[0]), { timeoutMs: PROMOTION_BOUND_MS });
+      await until("the restarted node is a replica in sync", () => inSync(cluster!.ports[0]), {
+        timeoutMs: PROMOTION_BOUND_MS,
+      });
       expect(await isMaster(cluster!.ports[3])).toBe(true);
-      report(`the restarted node was an in-sync replica ${Date.now() - restartedAt} ms after its start (${restartedAt - killedAt} ms after the kill)`);
+      report(
+        `the restarted node was an in-sync replica ${Date.now() - restartedAt} ms after its start (${restartedAt - killedAt} ms after the kill)`,
+      );
     } finally {
       await store.close();
     }
@@ -251,18 +279,29 @@ describe("the Redis store when a Redis Cluster master fails over", { timeout: 90
       } finally {
         cluster!.servers.signal(victim + 3, "SIGCONT");
       }
-      await until("the thawed replica confirms writes again", () => store.appendMessages(frozen.id, [{ role: "user", content: "confirmed" }]).then(() => true));
+      await until("the thawed replica confirms writes again", () =>
+        store.appendMessages(frozen.id, [{ role: "user", content: "confirmed" }]).then(() => true),
+      );
 
       // After the promotion the shard has no replica left, so its writes fail until the dead node
       // comes back as the new master's replica.
       let restartedAt = 0;
-      const { killedAt, promotedMs, backMs, victims, others } = await killUnderLoad(store, writers, victim, async () => {
-        await cluster!.servers.restart(victim);
-        restartedAt = Date.now();
-      });
-      for (const writer of others) expect(writer.failures.map((f) => `master ${writer.master} ${f.at - killedAt} ms: ${f.error.message}`)).toEqual([]);
+      const { killedAt, promotedMs, backMs, victims, others } = await killUnderLoad(
+        store,
+        writers,
+        victim,
+        async () => {
+          await cluster!.servers.restart(victim);
+          restartedAt = Date.now();
+        },
+      );
+      for (const writer of others)
+        expect(writer.failures.map((f) => `master ${writer.master} ${f.at - killedAt} ms: ${f.error.message}`)).toEqual(
+          [],
+        );
       for (const writer of victims) {
-        for (const { error } of writer.failures) expect(isThreadkeepError(error, "store_unavailable"), String(error)).toBe(true);
+        for (const { error } of writer.failures)
+          expect(isThreadkeepError(error, "store_unavailable"), String(error)).toBe(true);
       }
       expect(await lostWrites(store, writers)).toEqual([]);
       expectOnlyIndexRetries(warnings);

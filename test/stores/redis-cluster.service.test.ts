@@ -21,7 +21,10 @@ afterAll(async () => {
 const keyPrefix = `tk-test-${randomUUID()}:`;
 const open = () => createRedisStore({ url: cluster!.url, keyPrefix, ttlMs: 0 });
 
-runStoreConformance("redis cluster", open, { enabled, withTtl: (ttlMs) => createRedisStore({ url: cluster!.url, keyPrefix, ttlMs }) });
+runStoreConformance("redis cluster", open, {
+  enabled,
+  withTtl: (ttlMs) => createRedisStore({ url: cluster!.url, keyPrefix, ttlMs }),
+});
 
 describe.skipIf(enabled !== true)("redis store on a Redis Cluster", () => {
   it("spreads sessions over the masters and keeps each session's keys on one of them", async () => {
@@ -44,7 +47,11 @@ describe.skipIf(enabled !== true)("redis store on a Redis Cluster", () => {
         // KEYS answers for the node asked only (no redirection): exactly one node holds the session.
         const held = await Promise.all(nodes.map((node) => node.keys(`threadkeep:s:{${id}}:*`)));
         expect(held.filter((keys) => keys.length > 0)).toHaveLength(1);
-        expect(held.flat().sort()).toEqual([`threadkeep:s:{${id}}:meta`, `threadkeep:s:{${id}}:msgs`, `threadkeep:s:{${id}}:state`]);
+        expect(held.flat().sort()).toEqual([
+          `threadkeep:s:{${id}}:meta`,
+          `threadkeep:s:{${id}}:msgs`,
+          `threadkeep:s:{${id}}:state`,
+        ]);
       }
       expect((await store.listSessions("spread", { limit: 50 })).sessions).toHaveLength(12);
       for (const id of ids) await store.deleteSession(id);
@@ -58,7 +65,11 @@ describe.skipIf(enabled !== true)("redis store on a Redis Cluster", () => {
     const store = open();
     try {
       const session = await store.createSession({ id: newSessionId(), userId: "hammer" });
-      const recipe = { module: "src/stores/redis/index.ts", factory: "createRedisStore", options: { url: cluster!.url, keyPrefix, ttlMs: 0 } };
+      const recipe = {
+        module: "src/stores/redis/index.ts",
+        factory: "createRedisStore",
+        options: { url: cluster!.url, keyPrefix, ttlMs: 0 },
+      };
       await expectTwoProcessTurnOrder(store, recipe, session.id);
     } finally {
       await store.close();

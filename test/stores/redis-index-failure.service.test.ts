@@ -27,7 +27,8 @@ describe.skipIf(enabled !== true)("redis: an index update that fails after its w
   });
   afterAll(async () => {
     await memory.close();
-    for await (const keys of raw.scanIterator({ MATCH: `${keyPrefix}*`, COUNT: 1000 })) if (keys.length > 0) await raw.del(keys);
+    for await (const keys of raw.scanIterator({ MATCH: `${keyPrefix}*`, COUNT: 1000 }))
+      if (keys.length > 0) await raw.del(keys);
     await raw.close();
   });
 

@@ -50,7 +50,9 @@ describe.skipIf(enabled !== true)("redis: owners of memories written before the 
     // 260 owners: more than one listing page (SCAN batches depend on the whole database).
     const users = Array.from({ length: 260 }, (_, i) => `old-${String(i).padStart(4, "0")}`);
     for (let i = 0; i < users.length; i += 100) {
-      await Promise.all(users.slice(i, i + 100).map((userId) => writer.addUserMemory({ userId, text: `fact of ${userId}` })));
+      await Promise.all(
+        users.slice(i, i + 100).map((userId) => writer.addUserMemory({ userId, text: `fact of ${userId}` })),
+      );
     }
     // One owner with two memories, one edited: its history must arrive too.
     const edited = await writer.addUserMemory({ userId: "old-0000", text: "second" });

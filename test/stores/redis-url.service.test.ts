@@ -46,7 +46,10 @@ describe.skipIf(enabled !== true)("redis store URLs the server refuses", () => {
     const connectTimeoutMs = 10_000;
     const store = createRedisStore({ url: url.toString(), connectTimeoutMs });
     try {
-      for (const call of [() => store.getSession(newSessionId()), () => store.createSession({ id: newSessionId(), userId: "u" })]) {
+      for (const call of [
+        () => store.getSession(newSessionId()),
+        () => store.createSession({ id: newSessionId(), userId: "u" }),
+      ]) {
         const { error, ms } = await timedFailure(call);
         expect(isThreadkeepError(error, "store_unavailable"), String(error)).toBe(true);
         // Not an outage: the server turns a proxied turn into store_misconfigured, not a degraded answer.
@@ -89,7 +92,9 @@ describe.skipIf(enabled !== true)("redis store URL ?wait=N on a server without r
       );
       expect(isThreadkeepError(refused, "store_unavailable")).toBe(true);
       expect((refused as { details?: unknown }).details).toEqual({ outcome: "unknown" });
-      expect((refused as Error).message).toContain("0 of the 1 replicas it waits for acknowledged within 50 ms (wait=1)");
+      expect((refused as Error).message).toContain(
+        "0 of the 1 replicas it waits for acknowledged within 50 ms (wait=1)",
+      );
       // It applied on the server: "unknown" is the honest outcome.
       expect((await plain.getMessages(session.id)).map((m) => m.content)).toEqual(["stored", "unconfirmed"]);
 

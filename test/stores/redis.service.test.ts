@@ -12,10 +12,8 @@ import { expectCode, runStoreConformance } from "../../src/testing/index.js";
 
 const enabled = await serviceAvailable("redis");
 const keyPrefix = `tk-test-${randomUUID()}:`;
-const open = (extra: Partial<RedisStoreOptions> = {}) =>
-  createRedisStore({ url: TEST_REDIS_URL, keyPrefix, ...extra });
+const open = (extra: Partial<RedisStoreOptions> = {}) => createRedisStore({ url: TEST_REDIS_URL, keyPrefix, ...extra });
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
 
 // TTL off for the shared suite: it plants sessions with activity times days (or decades) in the past,
 // which a store measuring expiry from the last activity drops at once. Native expiry is tested below.
@@ -89,7 +87,11 @@ describe.skipIf(enabled !== true)("redis store specifics", () => {
     const s = store({ ttlMs });
     const owner = `lapsed-${randomUUID()}`;
     // Inactive just past the TTL: its keys expire a tenth of the TTL later (about 5 s from now).
-    const lapsed = await s.createSession({ id: newSessionId(), userId: owner, lastActivityAt: Date.now() - ttlMs - 1_000 });
+    const lapsed = await s.createSession({
+      id: newSessionId(),
+      userId: owner,
+      lastActivityAt: Date.now() - ttlMs - 1_000,
+    });
     const live = await s.createSession({ id: newSessionId(), userId: owner });
     expect(await raw.exists(`${keyPrefix}s:{${lapsed.id}}:meta`)).toBe(1);
     expect(await s.getSession(lapsed.id)).toBeNull();
@@ -150,7 +152,9 @@ describe.skipIf(enabled !== true)("redis store specifics", () => {
       for (const t of expiries) expect(t).toBeGreaterThanOrEqual(at + ttlMs);
       expect(await raw.pExpireTime(ownerIndex)).toBeGreaterThanOrEqual(Math.max(...expiries));
       await sleep(40);
-      await s.appendMessages(session.id, [{ role: "user", content: `still here ${sent++}` }], { owner: { userId: owner } });
+      await s.appendMessages(session.id, [{ role: "user", content: `still here ${sent++}` }], {
+        owner: { userId: owner },
+      });
     }
     expect(await s.countMessages(session.id)).toBe(sent);
     expect((await s.getState(session.id)).data).toEqual({ k: 1 });
@@ -170,7 +174,11 @@ describe.skipIf(enabled !== true)("redis store specifics", () => {
     await sleep(5);
     for (const plain of [true, false]) {
       // The lean append and the full write (an operation id) alike see the keys expire too soon.
-      await s.appendMessages(session.id, [{ role: "user", content: "later" }], plain ? { owner: { userId: owner } } : { owner: { userId: owner }, operationId: randomUUID() });
+      await s.appendMessages(
+        session.id,
+        [{ role: "user", content: "later" }],
+        plain ? { owner: { userId: owner } } : { owner: { userId: owner }, operationId: randomUUID() },
+      );
       const at = (await s.getSession(session.id))!.lastActivityAt;
       for (const name of ["meta", "msgs"]) expect(await raw.pExpireTime(key(name))).toBeGreaterThanOrEqual(at + ttlMs);
       for (const name of ["meta", "msgs"]) await raw.pExpireAt(key(name), at + ttlMs - 1);
@@ -221,7 +229,9 @@ describe.skipIf(enabled !== true)("redis store specifics", () => {
     const session = await s.createSession({ id: newSessionId(), userId: owner });
     const ahead = Date.now() + 60_000.5;
     await s.touchSession(session.id, ahead);
-    const [message] = await s.appendMessages(session.id, [{ role: "user", content: "hi" }], { owner: { userId: owner } });
+    const [message] = await s.appendMessages(session.id, [{ role: "user", content: "hi" }], {
+      owner: { userId: owner },
+    });
     expect(message.seq).toBe(1);
     expect((await s.getSession(session.id))?.lastActivityAt).toBe(ahead);
     expect(await raw.hGet(`${keyPrefix}s:{${session.id}}:meta`, "lastActivityAt")).toBe(String(ahead));
@@ -316,7 +326,9 @@ describe.skipIf(enabled !== true)("redis store specifics", () => {
     // read gets its own session's window (MULTI … EXEC sent as plain commands must never interleave).
     const calls = sessions.flatMap((x, k) => [
       s.getMessages(x.id, { last: 20, owner: { userId: `reader-${k}` } }).then((read) => read.map((m) => m.content)),
-      s.appendMessages(x.id, [{ role: "assistant", content: `reply ${k}` }], { owner: { userId: `reader-${k}` } }).then(() => "appended"),
+      s
+        .appendMessages(x.id, [{ role: "assistant", content: `reply ${k}` }], { owner: { userId: `reader-${k}` } })
+        .then(() => "appended"),
       s.getMessages(x.id, { last: 20, owner: { userId: "intruder" } }).then(
         () => "read by another owner",
         (error: unknown) => (isThreadkeepError(error, "session_not_found") ? "refused" : String(error)),
@@ -332,13 +344,19 @@ describe.skipIf(enabled !== true)("redis store specifics", () => {
     await raw.set(`${keyPrefix}s:{${sessions[0].id}}:msgs`, "not a list");
     await expectCode(s.getMessages(sessions[0].id, { last: 20, owner: { userId: "reader-0" } }), "store_corrupt");
     // The connection goes on serving.
-    expect((await s.getMessages(sessions[1].id, { last: 20, owner: { userId: "reader-1" } })).map((m) => m.content)).toEqual(["only 1", "reply 1"]);
+    expect(
+      (await s.getMessages(sessions[1].id, { last: 20, owner: { userId: "reader-1" } })).map((m) => m.content),
+    ).toEqual(["only 1", "reply 1"]);
   });
 
   it("serialises 2 processes × 100 concurrent turns: contiguous seq, each turn adjacent, none lost or duplicated", async () => {
     const s = store({ ttlMs: 0 });
     const session = await s.createSession({ id: newSessionId(), userId: "hammer" });
-    const recipe = { module: "src/stores/redis/index.ts", factory: "createRedisStore", options: { url: TEST_REDIS_URL, keyPrefix, ttlMs: 0 } };
+    const recipe = {
+      module: "src/stores/redis/index.ts",
+      factory: "createRedisStore",
+      options: { url: TEST_REDIS_URL, keyPrefix, ttlMs: 0 },
+    };
     await expectTwoProcessTurnOrder(s, recipe, session.id);
   }, 60_000);
 

@@ -35,7 +35,10 @@ describe("STORES", () => {
     const published = Object.keys(pkg.exports).filter((key) => key.startsWith("./stores/"));
     expect(published.sort()).toEqual(STORES.map((store) => `./stores/${store.name}`).sort());
     for (const store of STORES) {
-      expect(pkg.exports[`./stores/${store.name}`], store.name).toEqual({ types: `./dist/${store.module}.d.ts`, import: `./dist/${store.module}.js` });
+      expect(pkg.exports[`./stores/${store.name}`], store.name).toEqual({
+        types: `./dist/${store.module}.d.ts`,
+        import: `./dist/${store.module}.js`,
+      });
       expect(existsSync(new URL(`../../src/${store.module}.ts`, import.meta.url)), store.module).toBe(true);
     }
   });
@@ -49,7 +52,11 @@ describe("STORES", () => {
 
   it("is the README's store table: a row per store, each row a store's URL, the peer to install named", () => {
     const rows = readmeStoreRows();
-    for (const { url } of rows) expect(STORE_SCHEMES.some((scheme) => url.startsWith(scheme)), url).toBe(true);
+    for (const { url } of rows)
+      expect(
+        STORE_SCHEMES.some((scheme) => url.startsWith(scheme)),
+        url,
+      ).toBe(true);
     for (const store of STORES) {
       const own = rows.filter(({ url }) => store.schemes.some((scheme) => url.startsWith(scheme)));
       expect(own.length, `README rows for ${store.name}`).toBeGreaterThan(0);
@@ -61,6 +68,8 @@ describe("STORES", () => {
     const memory = await createStore("memory:");
     expect(memory.name).toBe("memory");
     await memory.close();
-    await expect(createStore("mongodb://x")).rejects.toThrow(`use one of ${STORES.map((store) => store.hint).join(", ")}`);
+    await expect(createStore("mongodb://x")).rejects.toThrow(
+      `use one of ${STORES.map((store) => store.hint).join(", ")}`,
+    );
   });
 });

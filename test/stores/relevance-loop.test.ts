@@ -16,7 +16,10 @@ import { withinLoopBound } from "../_event-loop-gaps.js";
 const MESSAGES = 20_000;
 const PER_SESSION = 500;
 const BOUND_MS = 100;
-const WORDS = "caroline painting museum trip dog cat running weekend family concert music guitar paris lake hiking books reading coffee garden friends".split(" ");
+const WORDS =
+  "caroline painting museum trip dog cat running weekend family concert music guitar paris lake hiking books reading coffee garden friends".split(
+    " ",
+  );
 
 /** A 35-word message; which words, and how often, varies with `i` so BM25 has something to rank. */
 const text = (i: number) => Array.from({ length: 35 }, (_, j) => WORDS[(i * 7 + j * j * 13) % WORDS.length]).join(" ");
@@ -27,7 +30,10 @@ describe("relevance search and the event loop", () => {
     const sessions: { sessionId: string; messages: Awaited<ReturnType<typeof store.getMessages>> }[] = [];
     for (let s = 0; s < MESSAGES / PER_SESSION; s++) {
       const session = await store.createSession({ id: newSessionId(), userId: "big" });
-      await store.appendMessages(session.id, Array.from({ length: PER_SESSION }, (_, k) => ({ role: "user" as const, content: text(s * PER_SESSION + k) })));
+      await store.appendMessages(
+        session.id,
+        Array.from({ length: PER_SESSION }, (_, k) => ({ role: "user" as const, content: text(s * PER_SESSION + k) })),
+      );
       sessions.push({ sessionId: session.id, messages: await store.getMessages(session.id) });
     }
     const query = "when did caroline go to the museum with her dog";

@@ -42,18 +42,30 @@ describe("background work on a large SQLite history and the event loop", () => {
       const id = newSessionId();
       await source.createSession({ id, userId: "big" });
       for (let at = 0; at < MESSAGES; at += 1000) {
-        await source.appendMessages(id, Array.from({ length: 1000 }, (_, i) => ({ role: "user" as const, content: `message ${at + i} of a long history` })));
+        await source.appendMessages(
+          id,
+          Array.from({ length: 1000 }, (_, i) => ({
+            role: "user" as const,
+            content: `message ${at + i} of a long history`,
+          })),
+        );
       }
 
-      const embedded = await withinLoopBound("embedding catch-up of 12,000 messages", BOUND_MS, () => embeddings.embedSession(source, id));
+      const embedded = await withinLoopBound("embedding catch-up of 12,000 messages", BOUND_MS, () =>
+        embeddings.embedSession(source, id),
+      );
       expect(embedded.value).toBe(MESSAGES);
       expect(await source.missingEmbeddings(id, "m", 10)).toEqual([]);
 
       const lines: string[] = [];
-      const exported = await withinLoopBound("exporting 12,000 messages", BOUND_MS, () => exportSessions(source, { userId: "big" }, (line) => void lines.push(line)));
+      const exported = await withinLoopBound("exporting 12,000 messages", BOUND_MS, () =>
+        exportSessions(source, { userId: "big" }, (line) => void lines.push(line)),
+      );
       expect(exported.value.messages).toBe(MESSAGES);
 
-      const imported = await withinLoopBound("importing 12,000 messages", BOUND_MS, () => importSessions(target, () => lines));
+      const imported = await withinLoopBound("importing 12,000 messages", BOUND_MS, () =>
+        importSessions(target, () => lines),
+      );
       expect(imported.value.messagesAdded).toBe(MESSAGES);
       expect((await target.getMessages(id, { last: 1 }))[0].content).toBe(`message ${MESSAGES - 1} of a long history`);
 

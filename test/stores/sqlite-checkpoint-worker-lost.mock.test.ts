@@ -61,7 +61,8 @@ describe("sqlite store whose checkpoint worker dies after it started", () => {
     const store = createSqliteStore({ path });
     try {
       const session = await store.createSession({ id: newSessionId(), userId: "u" });
-      const append = (content: string) => store.appendMessages(session.id, [{ role: "user", content: padded(content) }]);
+      const append = (content: string) =>
+        store.appendMessages(session.id, [{ role: "user", content: padded(content) }]);
       // Until a checkpoint copies the log into it, the database file keeps the size it was created with.
       const created = statSync(path).size;
       for (let i = 0; i < 250; i++) await append(`message ${i}`);
@@ -108,7 +109,8 @@ describe("sqlite store whose checkpoint worker dies after it started", () => {
     const store = createSqliteStore({ path });
     try {
       const session = await store.createSession({ id: newSessionId(), userId: "u" });
-      for (let i = 0; i < 250; i++) await store.appendMessages(session.id, [{ role: "user", content: padded(`m${i}`) }]);
+      for (let i = 0; i < 250; i++)
+        await store.appendMessages(session.id, [{ role: "user", content: padded(`m${i}`) }]);
       expect(workers.started).toHaveLength(1);
       await workers.exited.get(workers.started[0]);
       // The error and the exit that follows it are one loss, reported once.
@@ -119,7 +121,8 @@ describe("sqlite store whose checkpoint worker dies after it started", () => {
       // pages longer first), and the one after starts it over.
       for (let i = 0; i < 5; i++) await store.appendMessages(session.id, [{ role: "user", content: padded(`k${i}`) }]);
       const longest = statSync(`${path}-wal`).size;
-      for (let i = 0; i < 800; i++) await store.appendMessages(session.id, [{ role: "user", content: padded(`n${i}`) }]);
+      for (let i = 0; i < 800; i++)
+        await store.appendMessages(session.id, [{ role: "user", content: padded(`n${i}`) }]);
       expect(statSync(`${path}-wal`).size).toBeLessThanOrEqual(longest);
       expect(await store.countMessages(session.id)).toBe(1_055);
     } finally {

@@ -34,12 +34,15 @@ async function holdWriteLock(path: string, ms: number, sql = ""): Promise<void> 
 async function corruptSession(store: FullStore, path: string): Promise<string> {
   const id = newSessionId();
   await store.createSession({ id, userId: "u", metadata: { a: 1 } });
-  await store.appendMessages(id, ["one", "two", "three"].map((content) => ({ role: "user" as const, content })));
+  await store.appendMessages(
+    id,
+    ["one", "two", "three"].map((content) => ({ role: "user" as const, content })),
+  );
   await store.saveSummary!(id, { fromSeq: 1, toSeq: 2, content: "s", metadata: { m: 1 } });
   await store.setState(id, { ok: 1 }, 0);
   const raw = new Database(path);
   raw.prepare("UPDATE sessions SET metadata = 'nope', state = 'not json' WHERE id = ?").run(id);
-  raw.prepare("UPDATE messages SET body = '{\"role\": \"user\", \"cont' WHERE session_id = ? AND seq = 2").run(id);
+  raw.prepare('UPDATE messages SET body = \'{"role": "user", "cont\' WHERE session_id = ? AND seq = 2').run(id);
   raw.prepare("UPDATE summaries SET metadata = '[oops' WHERE session_id = ?").run(id);
   raw.close();
   return id;
@@ -68,7 +71,10 @@ describe("sqlite openTurn on corrupt records", () => {
       "state",
       "summary",
     ]);
-    expect(raw.prepare("SELECT metadata, state FROM sessions WHERE id = ?").get(id)).toEqual({ metadata: "{}", state: "{}" });
+    expect(raw.prepare("SELECT metadata, state FROM sessions WHERE id = ?").get(id)).toEqual({
+      metadata: "{}",
+      state: "{}",
+    });
     raw.close();
     // Moved aside once: the next turn finds nothing corrupt.
     const again = await store.openTurn!(id, { owner: { userId: "u" }, last: 20, lease: { ttlMs: 5_000 } });

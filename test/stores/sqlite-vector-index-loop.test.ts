@@ -37,7 +37,10 @@ describe("sqlite vector index build and the event loop", () => {
       const db = new Database(path, { readonly: true });
       try {
         const exists = db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'vector_index_owners'").get();
-        return exists ? ((db.prepare("SELECT size FROM vector_index_owners WHERE user_id = 'big'").pluck().get() as number | undefined) ?? 0) : 0;
+        return exists
+          ? ((db.prepare("SELECT size FROM vector_index_owners WHERE user_id = 'big'").pluck().get() as
+              number | undefined) ?? 0)
+          : 0;
       } finally {
         db.close();
       }
@@ -62,8 +65,15 @@ describe("sqlite vector index build and the event loop", () => {
         for (let s = 0; s < MESSAGES / PER_SESSION; s++) {
           const id = newSessionId();
           await store.createSession({ id, userId: "big" });
-          const added = await store.appendMessages(id, Array.from({ length: PER_SESSION }, (_, i) => ({ role: "user" as const, content: `${s}.${i}` })));
-          await store.putEmbeddings(id, MODEL, added.map((m) => ({ seq: m.seq, createdAt: m.createdAt, vector: vector() })));
+          const added = await store.appendMessages(
+            id,
+            Array.from({ length: PER_SESSION }, (_, i) => ({ role: "user" as const, content: `${s}.${i}` })),
+          );
+          await store.putEmbeddings(
+            id,
+            MODEL,
+            added.map((m) => ({ seq: m.seq, createdAt: m.createdAt, vector: vector() })),
+          );
           await nextTask();
         }
       });
@@ -77,11 +87,15 @@ describe("sqlite vector index build and the event loop", () => {
         await until("the owner's index is written", () => indexed() === MESSAGES, { timeoutMs: 60_000, everyMs: 50 });
         await nextTask();
         // The searches after it go through the index.
-        expect(await store.searchVectors({ userId: "big", model: MODEL, vector: vector(), limit: 10 })).toHaveLength(10);
+        expect(await store.searchVectors({ userId: "big", model: MODEL, vector: vector(), limit: 10 })).toHaveLength(
+          10,
+        );
       });
       stop = true;
       await lister;
-      console.log(`[loop] longest hold embedding ${Math.round(embedded.longestMs)} ms, indexing ${Math.round(built.longestMs)} ms; slowest list while indexing ${Math.round(slowest)} ms`);
+      console.log(
+        `[loop] longest hold embedding ${Math.round(embedded.longestMs)} ms, indexing ${Math.round(built.longestMs)} ms; slowest list while indexing ${Math.round(slowest)} ms`,
+      );
       expect(listed).toBeGreaterThan(10);
       expect(slowest).toBeLessThanOrEqual(BOUND_MS);
     } finally {

@@ -51,9 +51,16 @@ const open = (path: string, options: Partial<SqliteStoreOptions> = {}, backgroun
 async function session(store: VectorStore, owner: string, n: number, lastActivityAt?: number) {
   const id = newSessionId();
   await store.createSession({ id, userId: owner });
-  const added = await store.appendMessages(id, Array.from({ length: n }, (_, i) => ({ role: "user" as const, content: `${owner} ${i}` })));
+  const added = await store.appendMessages(
+    id,
+    Array.from({ length: n }, (_, i) => ({ role: "user" as const, content: `${owner} ${i}` })),
+  );
   const vectors = added.map(() => vector());
-  await store.putEmbeddings(id, MODEL, added.map((m, i) => ({ seq: m.seq, createdAt: m.createdAt, vector: vectors[i] })));
+  await store.putEmbeddings(
+    id,
+    MODEL,
+    added.map((m, i) => ({ seq: m.seq, createdAt: m.createdAt, vector: vectors[i] })),
+  );
   if (lastActivityAt !== undefined) await store.touchSession(id, lastActivityAt);
   return { id, added, vectors };
 }
@@ -110,7 +117,9 @@ describe("sqlite vector index", () => {
       expect((await top(fresh)).message.content).toBe("fresh");
       // A replaced vector is found by its new value, and no longer by its old one.
       const replaced = vector();
-      await store.putEmbeddings(a.id, MODEL, [{ seq: a.added[3].seq, createdAt: a.added[3].createdAt, vector: replaced }]);
+      await store.putEmbeddings(a.id, MODEL, [
+        { seq: a.added[3].seq, createdAt: a.added[3].createdAt, vector: replaced },
+      ]);
       expect((await top(replaced)).seq).toBe(a.added[3].seq);
       expect((await top(a.vectors[3]))?.seq).not.toBe(a.added[3].seq);
       // Truncated messages are gone from the answers and from the index.
@@ -136,7 +145,9 @@ describe("sqlite vector index", () => {
       await store.deleteSession(b.id);
       expect((await top(fresh)).sessionId).toBe(a.id);
       expect(rows(path, "SELECT count(*) FROM vector_index_rows")).toBe(10);
-      expect(rows(path, "SELECT count(*) FROM vector_index_gone") + rows(path, "SELECT count(*) FROM vector_index_queue")).toBe(0);
+      expect(
+        rows(path, "SELECT count(*) FROM vector_index_gone") + rows(path, "SELECT count(*) FROM vector_index_queue"),
+      ).toBe(0);
     } finally {
       await store.close();
     }
@@ -207,14 +218,27 @@ function clusteredVectors(dims: number, centres: number, seed: number) {
 }
 
 /** Fills `sessions` sessions of `owner` with `perSession` messages whose vectors come from `draw`. */
-async function fillOwner(store: VectorStore, owner: string, sessions: number, perSession: number, draw: () => number[]) {
+async function fillOwner(
+  store: VectorStore,
+  owner: string,
+  sessions: number,
+  perSession: number,
+  draw: () => number[],
+) {
   const ids: string[] = [];
   for (let s = 0; s < sessions; s++) {
     const id = newSessionId();
     ids.push(id);
     await store.createSession({ id, userId: owner });
-    const added = await store.appendMessages(id, Array.from({ length: perSession }, (_, i) => ({ role: "user" as const, content: `${owner} ${s}.${i}` })));
-    await store.putEmbeddings(id, MODEL, added.map((m) => ({ seq: m.seq, createdAt: m.createdAt, vector: draw() })));
+    const added = await store.appendMessages(
+      id,
+      Array.from({ length: perSession }, (_, i) => ({ role: "user" as const, content: `${owner} ${s}.${i}` })),
+    );
+    await store.putEmbeddings(
+      id,
+      MODEL,
+      added.map((m) => ({ seq: m.seq, createdAt: m.createdAt, vector: draw() })),
+    );
   }
   return ids;
 }
@@ -231,7 +255,9 @@ describe("sqlite IVF index", () => {
     const exact = open(path, { vectorIndex: false });
     // 3,000 vectors: 55 cells of about 55; 6 probed cells read about a tenth of them.
     await fillOwner(exact, "owner", 30, 100, draw);
-    const indexed = open(path, { vectorIndex: { minOwnerVectors: 1000, probes: 6, candidates: 120, minProbedVectors: 0 } });
+    const indexed = open(path, {
+      vectorIndex: { minOwnerVectors: 1000, probes: 6, candidates: 120, minProbedVectors: 0 },
+    });
     try {
       await indexed.searchVectors({ userId: "owner", model: MODEL, vector: draw() }); // trains and builds
       expect(rows(path, "SELECT count(*) FROM vector_index_rows")).toBe(3000);
@@ -246,7 +272,9 @@ describe("sqlite IVF index", () => {
       }
       expect(found / 200).toBeGreaterThanOrEqual(0.9);
       // With one cell probed, the answer is approximate: fewer of the exact top 10.
-      const narrow = open(path, { vectorIndex: { minOwnerVectors: 1000, probes: 1, candidates: 10, minProbedVectors: 0 } });
+      const narrow = open(path, {
+        vectorIndex: { minOwnerVectors: 1000, probes: 1, candidates: 10, minProbedVectors: 0 },
+      });
       let narrowFound = 0;
       for (let q = 0; q < 20; q++) {
         const vector = draw();
@@ -280,7 +308,9 @@ describe("sqlite IVF index", () => {
       const probe = draw();
       const [added] = await store.appendMessages(later, [{ role: "user", content: "added late" }]);
       await store.putEmbeddings(later, MODEL, [{ seq: added.seq, createdAt: added.createdAt, vector: probe }]);
-      expect((await store.searchVectors({ userId: "owner", model: MODEL, vector: probe, limit: 1 }))[0].message.content).toBe("added late");
+      expect(
+        (await store.searchVectors({ userId: "owner", model: MODEL, vector: probe, limit: 1 }))[0].message.content,
+      ).toBe("added late");
       await settle();
       expect(generation()).toBe(1);
 
@@ -295,7 +325,9 @@ describe("sqlite IVF index", () => {
       expect(rows(path, "SELECT size FROM vector_index_owners")).toBe(411);
       expect(rows(path, "SELECT count(*) FROM vector_index_rows")).toBe(411);
       expect(rows(path, "SELECT length(centroids) / 4 / " + DIMS + " FROM vector_index_owners")).toBe(20);
-      expect((await store.searchVectors({ userId: "owner", model: MODEL, vector: probe, limit: 1 }))[0].message.content).toBe("added late");
+      expect(
+        (await store.searchVectors({ userId: "owner", model: MODEL, vector: probe, limit: 1 }))[0].message.content,
+      ).toBe("added late");
     } finally {
       await store.close();
     }
@@ -347,10 +379,14 @@ describe("sqlite IVF index", () => {
     db.close();
     const reopened = open(path);
     try {
-      expect((await reopened.searchVectors({ userId: "owner", model: MODEL, vector: a.vectors[4], limit: 1 }))[0].seq).toBe(5);
+      expect(
+        (await reopened.searchVectors({ userId: "owner", model: MODEL, vector: a.vectors[4], limit: 1 }))[0].seq,
+      ).toBe(5);
       expect(rows(path, "SELECT count(*) FROM sqlite_master WHERE name GLOB 'vector_index_m1*'")).toBe(0);
       expect(rows(path, "SELECT count(*) FROM vector_index_rows")).toBe(60);
-      expect((await reopened.searchVectors({ userId: "owner", model: MODEL, vector: a.vectors[4], limit: 1 }))[0].seq).toBe(5);
+      expect(
+        (await reopened.searchVectors({ userId: "owner", model: MODEL, vector: a.vectors[4], limit: 1 }))[0].seq,
+      ).toBe(5);
     } finally {
       await reopened.close();
     }
@@ -358,9 +394,11 @@ describe("sqlite IVF index", () => {
 });
 
 describe("sqlite IVF index built in a worker thread", () => {
-  const generation = (path: string) => rows(path, "SELECT coalesce(max(generation), 0) FROM vector_index_owners WHERE user_id = 'owner'");
+  const generation = (path: string) =>
+    rows(path, "SELECT coalesce(max(generation), 0) FROM vector_index_owners WHERE user_id = 'owner'");
   // A worker that loads the TypeScript source takes a second or two to start on a loaded machine.
-  const built = (path: string, n: number) => until(`generation ${n} is written`, () => generation(path) >= n, { timeoutMs: 30_000 });
+  const built = (path: string, n: number) =>
+    until(`generation ${n} is written`, () => generation(path) >= n, { timeoutMs: 30_000 });
 
   it("answers exactly while the worker builds, then from the index; trains again in the worker, with the writes made meanwhile", async () => {
     const path = freshPath();
@@ -371,7 +409,10 @@ describe("sqlite IVF index built in a worker thread", () => {
       const probe = draw();
       const exact = await store.searchVectors({ userId: "owner", model: MODEL, vector: probe, limit: 10 });
       // The search returned before any build was written: the build is the worker's.
-      expect(rows(path, "SELECT count(*) FROM sqlite_master WHERE name = 'vector_index_owners'") === 0 || generation(path) === 0).toBe(true);
+      expect(
+        rows(path, "SELECT count(*) FROM sqlite_master WHERE name = 'vector_index_owners'") === 0 ||
+          generation(path) === 0,
+      ).toBe(true);
       // Written while the worker plans: placed by its write, not lost (a first build has no queue yet).
       const [late] = await fillOwner(store, "owner", 1, 5, draw);
       await built(path, 1);
@@ -388,7 +429,9 @@ describe("sqlite IVF index built in a worker thread", () => {
       await built(path, 2);
       expect(rows(path, "SELECT trained FROM vector_index_owners")).toBe(405);
       expect(rows(path, "SELECT count(*) FROM vector_index_rows")).toBe(405);
-      expect(rows(path, "SELECT count(*) FROM vector_index_queue") + rows(path, "SELECT count(*) FROM vector_index_gone")).toBe(0);
+      expect(
+        rows(path, "SELECT count(*) FROM vector_index_queue") + rows(path, "SELECT count(*) FROM vector_index_gone"),
+      ).toBe(0);
     } finally {
       await store.close();
     }

@@ -35,7 +35,11 @@ describe("sqlite exact vector scan and the event loop", () => {
   it("an owner's first search over 12,000 × 768 vectors leaves another user's requests within 250 ms, with the exact answer", async () => {
     const path = freshPath();
     // No index build: the scan alone is measured (a build would start in the worker after it).
-    const store = createSqliteStore({ path, backgroundCheckpoints: false, vectorIndex: { minOwnerVectors: MESSAGES + 1 } });
+    const store = createSqliteStore({
+      path,
+      backgroundCheckpoints: false,
+      vectorIndex: { minOwnerVectors: MESSAGES + 1 },
+    });
     const random = seededRandom(3434);
     const vector = () => Array.from({ length: DIMS }, () => random() - 0.5);
     const other = newSessionId();
@@ -46,7 +50,10 @@ describe("sqlite exact vector scan and the event loop", () => {
       for (let s = 0; s < MESSAGES / PER_SESSION; s++) {
         const id = newSessionId();
         await store.createSession({ id, userId: "big" });
-        const added = await store.appendMessages(id, Array.from({ length: PER_SESSION }, (_, i) => ({ role: "user" as const, content: `${s}.${i}` })));
+        const added = await store.appendMessages(
+          id,
+          Array.from({ length: PER_SESSION }, (_, i) => ({ role: "user" as const, content: `${s}.${i}` })),
+        );
         const items = added.map((m) => ({ seq: m.seq, createdAt: m.createdAt, vector: vector() }));
         await store.putEmbeddings(id, MODEL, items);
         for (const item of items) stored.push({ sessionId: id, seq: item.seq, vector: unit(item.vector) });
@@ -80,7 +87,9 @@ describe("sqlite exact vector scan and the event loop", () => {
       const searchMs = performance.now() - started;
       stop = true;
       await lister;
-      console.log(`[loop] exact scan of ${MESSAGES} × ${DIMS}: longest hold ${Math.round(searched.longestMs)} ms, search ${Math.round(searchMs)} ms, ${listed} lists, slowest ${Math.round(slowest)} ms`);
+      console.log(
+        `[loop] exact scan of ${MESSAGES} × ${DIMS}: longest hold ${Math.round(searched.longestMs)} ms, search ${Math.round(searchMs)} ms, ${listed} lists, slowest ${Math.round(slowest)} ms`,
+      );
       expect(searched.value.map((h) => `${h.sessionId}:${h.seq}`)).toEqual(expected);
       // The other user was served during the search, not only after it.
       expect(listed).toBeGreaterThan(0);

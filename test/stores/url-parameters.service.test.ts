@@ -32,9 +32,15 @@ function lockRow(raw: postgres.Sql, id: string): Promise<{ release: () => void; 
   return new Promise((resolveLocked, rejectLocked) => {
     raw
       .begin(async (tx) => {
-        const [{ pid }] = await tx<{ pid: number }[]>`SELECT id, pg_backend_pid() AS pid FROM sessions WHERE id = ${id} FOR UPDATE`;
+        const [{ pid }] = await tx<
+          { pid: number }[]
+        >`SELECT id, pg_backend_pid() AS pid FROM sessions WHERE id = ${id} FOR UPDATE`;
         const blocked = async () =>
-          (await raw<{ n: number }[]>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE ${pid}::int = ANY(pg_blocking_pids(pid))`)[0].n;
+          (
+            await raw<
+              { n: number }[]
+            >`SELECT count(*)::int AS n FROM pg_stat_activity WHERE ${pid}::int = ANY(pg_blocking_pids(pid))`
+          )[0].n;
         await new Promise<void>((release) => resolveLocked({ release, blocked }));
       })
       .catch(rejectLocked);
@@ -82,7 +88,10 @@ describe.skipIf(enabled !== true)("postgres URL parameters on a real server", ()
     // machine it may need another try, after the pause a store takes before it tries a server it
     // found down again (~250 ms).
     for (let tries = 1; ; tries++) {
-      const ok = await store.getSession(newSessionId()).then(() => true, () => false);
+      const ok = await store.getSession(newSessionId()).then(
+        () => true,
+        () => false,
+      );
       if (ok) break;
       if (tries === 8) throw new Error("the store did not open in 8 tries");
       await new Promise((r) => setTimeout(r, 400));
@@ -130,7 +139,10 @@ describe.skipIf(enabled !== true)("postgres URL parameters on a real server", ()
       proxy.cut("stall");
       const quick = await open(withParams(proxy.url(TEST_POSTGRES_URL), "connect_timeout=0.5&query_timeout=10000"));
       const slow = await open(withParams(proxy.url(TEST_POSTGRES_URL), "connect_timeout=2&query_timeout=10000"));
-      const [a, b] = await Promise.all([timedFailure(() => quick.getSession(newSessionId())), timedFailure(() => slow.getSession(newSessionId()))]);
+      const [a, b] = await Promise.all([
+        timedFailure(() => quick.getSession(newSessionId())),
+        timedFailure(() => slow.getSession(newSessionId())),
+      ]);
       expect([a.code, b.code]).toEqual(["store_unavailable", "store_unavailable"]);
       expect(a.ms).toBeGreaterThanOrEqual(400);
       expect(b.ms).toBeGreaterThanOrEqual(1_900);

@@ -41,21 +41,44 @@ const guards = Object.entries({ ...storeTypes, ...vectorTypes }).filter(
 
 /** Builds the fixture through the store contract. */
 async function build(store: FullStore): Promise<void> {
-  await store.createSession({ id: ALICE_SESSION, userId: "alice", metadata: { title: "Trip", tags: ["a"] }, createdAt: T0 });
+  await store.createSession({
+    id: ALICE_SESSION,
+    userId: "alice",
+    metadata: { title: "Trip", tags: ["a"] },
+    createdAt: T0,
+  });
   await store.appendMessages(ALICE_SESSION, [
     { role: "system", content: "You plan trips." },
     { role: "user", content: "Where to in May?" },
     { role: "assistant", content: "Lisbon.", metadata: { model: "m1" } },
   ]);
   // A regenerated answer: the first one is kept as a branch.
-  await store.replaceAfter(ALICE_SESSION, 2, [{ role: "assistant", content: "Porto." }], { branch: { reason: "regenerate" } });
+  await store.replaceAfter(ALICE_SESSION, 2, [{ role: "assistant", content: "Porto." }], {
+    branch: { reason: "regenerate" },
+  });
   await store.appendMessages(ALICE_SESSION, [{ role: "user", content: "Book it" }]);
   await store.saveSummary(ALICE_SESSION, { fromSeq: 1, toSeq: 2, content: "Asked about May.", createdAt: T0 + 5 });
   await store.setState(ALICE_SESSION, { city: "Porto", nights: 3 }, 0);
   await store.touchSession(ALICE_SESSION, T0 + 60_000);
-  await store.addUserMemory({ id: "m-alice-1", userId: "alice", text: "likes Porto", source: { kind: "session", sessionId: ALICE_SESSION, seqs: [3] }, createdAt: T0 + 10 });
-  await store.updateUserMemory("alice", "m-alice-1", { text: "loves Porto", reason: "edit", metadata: { confidence: 0.9 } });
-  await store.addUserMemory({ id: "m-alice-2", userId: "alice", text: "vegetarian", createdAt: T0 + 20, metadata: { by: "hand" } });
+  await store.addUserMemory({
+    id: "m-alice-1",
+    userId: "alice",
+    text: "likes Porto",
+    source: { kind: "session", sessionId: ALICE_SESSION, seqs: [3] },
+    createdAt: T0 + 10,
+  });
+  await store.updateUserMemory("alice", "m-alice-1", {
+    text: "loves Porto",
+    reason: "edit",
+    metadata: { confidence: 0.9 },
+  });
+  await store.addUserMemory({
+    id: "m-alice-2",
+    userId: "alice",
+    text: "vegetarian",
+    createdAt: T0 + 20,
+    metadata: { by: "hand" },
+  });
   // Another user with the same memory id: ownership must never be merged.
   await store.createSession({ id: BOB_SESSION, userId: "bob", metadata: {}, createdAt: T0 + 1 });
   await store.appendMessages(BOB_SESSION, [{ role: "user", content: "hi" }]);
@@ -81,9 +104,16 @@ async function snapshot(store: FullStore) {
       sessions.push({
         session: { ...s, metadata: s.metadata ?? {} },
         messages: (await store.getMessages(s.id)).map(original),
-        summaries: (await store.listSummaries(s.id)).map(({ id: _id, ...rest }) => ({ ...rest, metadata: rest.metadata ?? {} })),
+        summaries: (await store.listSummaries(s.id)).map(({ id: _id, ...rest }) => ({
+          ...rest,
+          metadata: rest.metadata ?? {},
+        })),
         state: (await store.getState(s.id)).data,
-        branches: (await store.listBranches(s.id)).map((b) => ({ ...b, metadata: b.metadata ?? {}, messages: b.messages.map(original) })),
+        branches: (await store.listBranches(s.id)).map((b) => ({
+          ...b,
+          metadata: b.metadata ?? {},
+          messages: b.messages.map(original),
+        })),
       });
     }
   }
@@ -144,7 +174,13 @@ describe.each(enabled.map((k) => [k.name, k] as const))("from %s", (_name, sourc
       const target = await targetOf(targetKind);
       const report = await migrateStores(source, target);
       expect(report.problems).toEqual([]);
-      expect(report.verification).toMatchObject({ sessions: 2, sessionsOk: 2, memories: 4, memoriesOk: 4, mismatched: [] });
+      expect(report.verification).toMatchObject({
+        sessions: 2,
+        sessionsOk: 2,
+        memories: 4,
+        memoriesOk: 4,
+        mismatched: [],
+      });
       expect([targetKind.name, await snapshot(target)]).toEqual([targetKind.name, expected]);
       await clear(target);
       const imported = await importSessions(target, () => lines);

@@ -6,12 +6,14 @@
 
 /** Words too common to say what a message is about (a short English list). */
 const STOPWORDS = new Set(
-  ("a about above after again all also am an and any are as at be been before being below between both but by can " +
+  (
+    "a about above after again all also am an and any are as at be been before being below between both but by can " +
     "could did do does doing done down during each else ever few for from further get got had has have having he her " +
     "here hers him his how i if in into is it its just like me more most my no nor not now of off on once only or other " +
     "our ours out over own same say said she should so some such tell than that the their them then there these they " +
     "this those through to too under until up very was we were what when where which while who whom why will with " +
-    "would you your yours").split(" "),
+    "would you your yours"
+  ).split(" "),
 );
 
 /** Longer "words" (a hash, a base64 blob, text without spaces) say nothing a query would repeat. */
@@ -22,7 +24,10 @@ const MAX_SCORED_CHARS = 20_000;
 /** The distinct content words of a text (of its first {@link MAX_SCORED_CHARS} characters). */
 export function terms(text: string): Set<string> {
   const out = new Set<string>();
-  for (const word of text.slice(0, MAX_SCORED_CHARS).toLowerCase().split(/[^\p{L}\p{N}]+/u)) {
+  for (const word of text
+    .slice(0, MAX_SCORED_CHARS)
+    .toLowerCase()
+    .split(/[^\p{L}\p{N}]+/u)) {
     if (word.length < 2 || word.length > MAX_WORD || STOPWORDS.has(word)) continue;
     out.add(word.length > 3 && word.endsWith("s") && !word.endsWith("ss") ? word.slice(0, -1) : word);
   }

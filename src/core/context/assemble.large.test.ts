@@ -43,7 +43,10 @@ describe("assembleContext on huge input", () => {
   }
 
   it("cuts many large input messages with one sort, not a scan per cut", () => {
-    const input = Array.from({ length: 20_000 }, (_, i) => ({ role: "user" as const, content: `${i} ${"ab".repeat(250)}` }));
+    const input = Array.from({ length: 20_000 }, (_, i) => ({
+      role: "user" as const,
+      content: `${i} ${"ab".repeat(250)}`,
+    }));
     const start = process.cpuUsage();
     const ctx = assembleContext({ system: [], history: [], summaries: [], input, window: 20, tokenBudget: 8000 });
     const used = process.cpuUsage(start);

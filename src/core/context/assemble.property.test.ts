@@ -27,9 +27,7 @@ const WORDS = [
  */
 function randomHistory(rand: () => number, length: number): Message[] {
   const text = (max: number) =>
-    Array.from({ length: 1 + Math.floor(rand() * max) }, () => WORDS[Math.floor(rand() * WORDS.length)]).join(
-      " ",
-    );
+    Array.from({ length: 1 + Math.floor(rand() * max) }, () => WORDS[Math.floor(rand() * WORDS.length)]).join(" ");
   const out: Omit<Message, "seq" | "createdAt">[] = [];
   let callId = 0;
   while (out.length < length) {
@@ -49,8 +47,7 @@ function randomHistory(rand: () => number, length: number): Message[] {
       });
       // Sometimes a result goes missing (an interrupted turn).
       for (const id of calls)
-        if (rand() > 0.05)
-          out.push({ role: "tool", tool_call_id: id, content: text(rand() < 0.1 ? 300 : 40) });
+        if (rand() > 0.05) out.push({ role: "tool", tool_call_id: id, content: text(rand() < 0.1 ? 300 : 40) });
     } else if (r < 0.95) {
       // Parallel calls as separate assistant messages, one call each (the OpenAI Agents SDK's shape),
       // then their results in any order.
@@ -59,7 +56,9 @@ function randomHistory(rand: () => number, length: number): Message[] {
         out.push({
           role: "assistant",
           content: null,
-          tool_calls: [{ id, type: "function", function: { name: "lookup", arguments: JSON.stringify({ q: text(4) }) } }],
+          tool_calls: [
+            { id, type: "function", function: { name: "lookup", arguments: JSON.stringify({ q: text(4) }) } },
+          ],
         });
       for (const id of [...calls].sort(() => rand() - 0.5))
         if (rand() > 0.05) out.push({ role: "tool", tool_call_id: id, content: text(20) });
@@ -79,8 +78,7 @@ describe("assembleContext on random histories", () => {
       const input: ChatMessage[] = [
         { role: "user", content: "and now? ".repeat(1 + Math.floor(rand() * (rand() < 0.1 ? 2000 : 10))) },
       ];
-      const system: ChatMessage[] =
-        rand() < 0.7 ? [{ role: "system", content: "You are a helpful assistant." }] : [];
+      const system: ChatMessage[] = rand() < 0.7 ? [{ role: "system", content: "You are a helpful assistant." }] : [];
       const pins = rand() < 0.3 ? [1 + Math.floor(rand() * Math.max(1, history.length))] : undefined;
       const ctx = assembleContext({
         system,
@@ -100,13 +98,11 @@ describe("assembleContext on random histories", () => {
         expect(ctx.includedSeqs.length + ctx.omitted.messages).toBe(history.length);
         if (!pins) expect(ctx.includedSeqs.length).toBeLessThanOrEqual(window);
       } catch (error) {
-        throw new Error(
-          `seed ${seed} (window ${window}, budget ${tokenBudget}): ${(error as Error).message}`,
-          { cause: error },
-        );
+        throw new Error(`seed ${seed} (window ${window}, budget ${tokenBudget}): ${(error as Error).message}`, {
+          cause: error,
+        });
       }
-      for (const key of ["window", "budget", "toolPairs"] as const)
-        if (ctx.omitted.reasons![key] > 0) seen[key]++;
+      for (const key of ["window", "budget", "toolPairs"] as const) if (ctx.omitted.reasons![key] > 0) seen[key]++;
       if (ctx.omitted.truncated > 0) seen.truncated++;
     }
     // The generator must reach every way of leaving something out, or the property proves little.
@@ -128,14 +124,28 @@ describe("parallel calls as separate assistant messages", () => {
       { role: "tool", tool_call_id: "lima", content: "22°C" },
       { role: "tool", tool_call_id: "oslo", content: "-3°C" },
     ].map((m, i) => ({ ...m, seq: i + 1, createdAt: i }) as Message);
-    const ctx = assembleContext({ system: [], history, summaries: [], input: [{ role: "user", content: "Warmer?" }], window: 4, tokenBudget: 8000 });
+    const ctx = assembleContext({
+      system: [],
+      history,
+      summaries: [],
+      input: [{ role: "user", content: "Warmer?" }],
+      window: 4,
+      tokenBudget: 8000,
+    });
     expect(ctx.includedSeqs).toEqual([2, 3, 4, 5]);
     expectValidToolPairs(ctx.messages);
     expect(ctx.messages[0].tool_calls?.map((c) => c.id)).toEqual(["oslo", "lima"]);
     expect(ctx.messages.slice(1, 3).map((m) => m.content)).toEqual(["22°C", "-3°C"]);
     expect(ctx.tokens).toBe(countContextTokens(ctx.messages));
     // A window of 3 cannot hold the unit: it leaves together, not a call without its result.
-    const small = assembleContext({ system: [], history, summaries: [], input: [{ role: "user", content: "Warmer?" }], window: 3, tokenBudget: 8000 });
+    const small = assembleContext({
+      system: [],
+      history,
+      summaries: [],
+      input: [{ role: "user", content: "Warmer?" }],
+      window: 3,
+      tokenBudget: 8000,
+    });
     expect(small.includedSeqs).toEqual([]);
   });
 });

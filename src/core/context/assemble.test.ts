@@ -137,7 +137,12 @@ describe("assembleContext", () => {
 
   it("says which seqs it left out and why, and what each part costs", () => {
     const long = "word ".repeat(300);
-    const history = stamp([result("ghost"), ...Array.from({ length: 8 }, (_, i) => user(`${i} ${long}`)), user("hi"), user(long.repeat(4))]);
+    const history = stamp([
+      result("ghost"),
+      ...Array.from({ length: 8 }, (_, i) => user(`${i} ${long}`)),
+      user("hi"),
+      user(long.repeat(4)),
+    ]);
     const ctx = assemble({
       system: [{ role: "system", content: "Be brief." }],
       history,

@@ -138,9 +138,7 @@ export function assembleContext(input: ContextInput): AssembledContext {
 
   // Summaries of what the window does not show; the oldest summaries go first when space is short.
   const windowStartSeq =
-    history.length === 0 || window === 0
-      ? Number.POSITIVE_INFINITY
-      : history[Math.max(0, history.length - window)].seq;
+    history.length === 0 || window === 0 ? Number.POSITIVE_INFINITY : history[Math.max(0, history.length - window)].seq;
   // Summaries the sent one contains, or whose messages the window shows, are not missing if left out.
   const relevant = selectSummaries(input.summaries).filter((s) => s.fromSeq < windowStartSeq);
   let summaries: Summary[] = [];

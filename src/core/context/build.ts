@@ -27,7 +27,11 @@ export function contextReach(core: MemoryCore, window: number | undefined): numb
 }
 
 /** Memory's `buildContext`: loads what the session keeps and assembles the next turn's context. */
-export async function buildContext(core: MemoryCore, sessionId: string, options: BuildContextOptions): Promise<AssembledContext> {
+export async function buildContext(
+  core: MemoryCore,
+  sessionId: string,
+  options: BuildContextOptions,
+): Promise<AssembledContext> {
   const userId = core.owner(options);
   const id = parseSessionId(sessionId);
   // A session that does not exist yet reads as empty: the turn's first append creates it, so a turn
@@ -43,7 +47,14 @@ export async function buildContext(core: MemoryCore, sessionId: string, options:
   // Read beside the session's own reads, so memories add no round trip to the turn.
   const memoryRead = readUserMemories(store, userId, core.memoryContext);
   const loaded: LoadedContext = session
-    ? await loadContext(store, session.id, reading, options.preferences, { fromSeq: startSeq, upToSeq: options.upToSeq }, preloaded)
+    ? await loadContext(
+        store,
+        session.id,
+        reading,
+        options.preferences,
+        { fromSeq: startSeq, upToSeq: options.upToSeq },
+        preloaded,
+      )
     : { history: [], summaries: [], state: { version: 0, data: {} }, preferences: options.preferences };
   const userMemories = await memoryRead;
   const tokenBudget = options.tokenBudget ?? core.settings.tokenBudget;
@@ -58,7 +69,20 @@ export async function buildContext(core: MemoryCore, sessionId: string, options:
   // sessions), so they run side by side: one more round trip each, not one after the other.
   const [recall, fromOthers] = await Promise.all([
     session && recallOn
-      ? withRecall(core.vectors, store, { userId, sessionId: session.id, input, loaded, window: assemblyWindow, system: options.system ?? [], upToSeq: options.upToSeq }, core.recall)
+      ? withRecall(
+          core.vectors,
+          store,
+          {
+            userId,
+            sessionId: session.id,
+            input,
+            loaded,
+            window: assemblyWindow,
+            system: options.system ?? [],
+            upToSeq: options.upToSeq,
+          },
+          core.recall,
+        )
       : undefined,
     recallOn && scope === "user"
       ? findUserRecall(
@@ -80,15 +104,24 @@ export async function buildContext(core: MemoryCore, sessionId: string, options:
   const preferences = recall?.preferences ?? loaded.preferences;
   const memories =
     userMemories && preferences?.memories !== false
-      ? await memoryNote(store, userId, userMemories, core.vectors ? { vectors: core.vectors, minScore: core.recall.minScore } : undefined, {
-          query: recallQuery(input),
-          pinned: preferences?.memoryIds,
-          budget: Math.floor(tokenBudget * core.memoryContext.share),
-          counter: new TokenCounter(encodingForModel(options.model), { limit: tokenBudget }),
-        })
+      ? await memoryNote(
+          store,
+          userId,
+          userMemories,
+          core.vectors ? { vectors: core.vectors, minScore: core.recall.minScore } : undefined,
+          {
+            query: recallQuery(input),
+            pinned: preferences?.memoryIds,
+            budget: Math.floor(tokenBudget * core.memoryContext.share),
+            counter: new TokenCounter(encodingForModel(options.model), { limit: tokenBudget }),
+          },
+        )
       : undefined;
   const system = recall?.system ?? options.system ?? [];
-  const notes = [...(memories?.note ? [{ role: "system" as const, content: memories.note }] : []), ...(fromOthers?.note ? [fromOthers.note] : [])];
+  const notes = [
+    ...(memories?.note ? [{ role: "system" as const, content: memories.note }] : []),
+    ...(fromOthers?.note ? [fromOthers.note] : []),
+  ];
   const context = assembleContext({
     system: notes.length > 0 ? [...system, ...notes] : system,
     history: recall?.history ?? loaded.history,
@@ -156,11 +189,19 @@ async function memoryNote(
   const lexical = selectMemories(memories, request);
   if (lexical.report.omitted === 0 || !semantics || !request.query) return lexical;
   try {
-    const hits = await semantics.vectors.searchUserMemories(store, { userId, text: request.query, limit: memories.length, minScore: semantics.minScore });
-    return hits.length > 0 ? selectMemories(memories, { ...request, closeness: new Map(hits.map((h) => [h.id, h.score])) }) : lexical;
+    const hits = await semantics.vectors.searchUserMemories(store, {
+      userId,
+      text: request.query,
+      limit: memories.length,
+      minScore: semantics.minScore,
+    });
+    return hits.length > 0
+      ? selectMemories(memories, { ...request, closeness: new Map(hits.map((h) => [h.id, h.score])) })
+      : lexical;
   } catch (error) {
-    console.warn(`[threadkeep] ranking the memories of user ${userId} by meaning failed; ranked by words only: ${error}`);
+    console.warn(
+      `[threadkeep] ranking the memories of user ${userId} by meaning failed; ranked by words only: ${error}`,
+    );
     return lexical;
   }
 }
-

@@ -61,7 +61,11 @@ export const HINT_MAX_AGE_MS = 5 * 60_000;
  * Every bound only grows with `coveredTo` and `firstSeq`, which is why stale (lower) values of them
  * err towards checking.
  */
-export function planAfterWrite(shape: Pick<SessionShape, "coveredTo" | "firstSeq">, lastSeq: number, settings: CompactionSettings): "none" | "cap" | "check" {
+export function planAfterWrite(
+  shape: Pick<SessionShape, "coveredTo" | "firstSeq">,
+  lastSeq: number,
+  settings: CompactionSettings,
+): "none" | "cap" | "check" {
   // A negative threshold asks for a summary of even an empty range: always check, as before.
   if (settings.threshold < 0) return "check";
   if (lastSeq > settings.window + settings.threshold + Math.max(shape.coveredTo, shape.firstSeq - 1)) return "check";

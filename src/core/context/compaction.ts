@@ -90,10 +90,7 @@ export async function compactSession(
   const end = Math.max(lastSeq - settings.window, firstSeq + overflow - 1);
   const start = Math.max(coveredTo, firstSeq - 1) + 1;
   const result: CompactionResult = { dropped: 0 };
-  if (
-    end - start + 1 > settings.threshold ||
-    (overflow > 0 && coveredTo < firstSeq + overflow - 1 && end >= start)
-  ) {
+  if (end - start + 1 > settings.threshold || (overflow > 0 && coveredTo < firstSeq + overflow - 1 && end >= start)) {
     const batch = await store.getMessages(sessionId, {
       fromSeq: start,
       toSeq: end,
@@ -119,7 +116,11 @@ export async function compactSession(
   if (droppable > 0) {
     // An empty append applies the cap in the store's one atomic step; bounded by the summaries where
     // the store can, since what was read above may be stale by now.
-    await store.appendMessages(sessionId, [], { maxMessages: settings.maxMessages, keepUnsummarized: true, hardCap: hardCapOf(settings) });
+    await store.appendMessages(sessionId, [], {
+      maxMessages: settings.maxMessages,
+      keepUnsummarized: true,
+      hardCap: hardCapOf(settings),
+    });
     result.dropped = droppable;
   }
   // Dropping n of the oldest moves the first seq on by at least n (by more where seqs have gaps).

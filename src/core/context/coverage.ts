@@ -14,7 +14,12 @@ export const HISTORY_OMITTED = "history-omitted";
  * The window to assemble with when summaries are on: every loaded message after the latest summary,
  * at least `window` and at most `window + reach` of them.
  */
-export function windowAfterSummary(history: readonly Message[], summaries: readonly Summary[], window: number, reach: number): number {
+export function windowAfterSummary(
+  history: readonly Message[],
+  summaries: readonly Summary[],
+  window: number,
+  reach: number,
+): number {
   const coveredTo = latestSummary(summaries)?.toSeq ?? 0;
   let unsummarized = 0;
   for (const m of history) if (m.seq > coveredTo) unsummarized++;

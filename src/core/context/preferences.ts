@@ -90,7 +90,8 @@ export const setContextPreferencesTool = {
         recallScope: {
           type: "string",
           enum: ["session", "user"],
-          description: "Where recall looks: this conversation only (session), or also the user's other conversations (user).",
+          description:
+            "Where recall looks: this conversation only (session), or also the user's other conversations (user).",
         },
         memories: { type: "boolean", description: "Whether to include what you know about the user (memories)." },
         memoryIds: {
@@ -138,10 +139,7 @@ export async function handleSetContextPreferences(
     return reply({ ok: false, error: "arguments are not valid JSON" });
   }
   try {
-    const { reset, ...rest } = (typeof args === "object" && args !== null ? args : { args }) as Record<
-      string,
-      unknown
-    >;
+    const { reset, ...rest } = (typeof args === "object" && args !== null ? args : { args }) as Record<string, unknown>;
     if (reset !== undefined && typeof reset !== "boolean")
       return reply({ ok: false, error: "reset: must be a boolean" });
     const preferences = parseContextPreferences(rest);

@@ -14,9 +14,35 @@ export interface TimeSpan {
 
 const DAY = 86_400_000;
 
-const MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"];
+const MONTHS = [
+  "january",
+  "february",
+  "march",
+  "april",
+  "may",
+  "june",
+  "july",
+  "august",
+  "september",
+  "october",
+  "november",
+  "december",
+];
 const MONTH = `(${MONTHS.join("|")}|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)`;
-const NUMBERS: Record<string, number> = { a: 1, an: 1, one: 1, two: 2, three: 3, four: 4, five: 5, six: 6, seven: 7, eight: 8, nine: 9, ten: 10 };
+const NUMBERS: Record<string, number> = {
+  a: 1,
+  an: 1,
+  one: 1,
+  two: 2,
+  three: 3,
+  four: 4,
+  five: 5,
+  six: 6,
+  seven: 7,
+  eight: 8,
+  nine: 9,
+  ten: 10,
+};
 
 const monthIndex = (word: string): number => MONTHS.findIndex((m) => m.startsWith(word.slice(0, 3)));
 const startOfDay = (t: number): number => Math.floor(t / DAY) * DAY;
@@ -52,7 +78,9 @@ export function questionTimeSpan(question: string, now: number): TimeSpan | unde
   }
   if (found.length === 0) {
     // "in May", "May 2023", "in May of 2023".
-    for (const m of q.matchAll(new RegExp(`\\b(?:in |during |early |late |mid-?)?${MONTH}(?:,? (?:of )?(\\d{4}))?\\b`, "g"))) {
+    for (const m of q.matchAll(
+      new RegExp(`\\b(?:in |during |early |late |mid-?)?${MONTH}(?:,? (?:of )?(\\d{4}))?\\b`, "g"),
+    )) {
       const bare = !m[2] && !/^(in|during|early|late|mid)/.test(m[0]);
       // A bare "may" is a verb far more often than a month.
       if (bare && m[1] === "may") continue;
@@ -63,22 +91,29 @@ export function questionTimeSpan(question: string, now: number): TimeSpan | unde
     }
   }
   if (found.length === 0) {
-    for (const m of q.matchAll(/\b(?:in |during )(\d{4})\b/g)) add(utc(Number(m[1]), 0), utc(Number(m[1]) + 1, 0), m[0]);
+    for (const m of q.matchAll(/\b(?:in |during )(\d{4})\b/g))
+      add(utc(Number(m[1]), 0), utc(Number(m[1]) + 1, 0), m[0]);
   }
   const relative: [RegExp, (m: RegExpMatchArray) => [number, number]][] = [
     [/\byesterday\b/, () => [today - DAY, today]],
     [/\btoday\b/, () => [today, today + DAY]],
     [/\blast weekend\b/, () => [today - 9 * DAY, today]],
     [/\blast week\b/, () => [today - 14 * DAY, today]],
-    [/\blast month\b/, () => [utc(at.getUTCFullYear(), at.getUTCMonth() - 1), utc(at.getUTCFullYear(), at.getUTCMonth())]],
+    [
+      /\blast month\b/,
+      () => [utc(at.getUTCFullYear(), at.getUTCMonth() - 1), utc(at.getUTCFullYear(), at.getUTCMonth())],
+    ],
     [/\blast year\b/, () => [utc(at.getUTCFullYear() - 1, 0), utc(at.getUTCFullYear(), 0)]],
     [/\bthis year\b/, () => [utc(at.getUTCFullYear(), 0), now + DAY]],
-    [/\b(a|an|one|two|three|four|five|six|seven|eight|nine|ten|\d+) (day|week|month|year)s? ago\b/, (m) => {
-      const n = NUMBERS[m[1]] ?? Number(m[1]);
-      const unit = { day: DAY, week: 7 * DAY, month: 30 * DAY, year: 365 * DAY }[m[2] as "day"];
-      // "Two weeks ago" is about then, give or take half a unit.
-      return [today - (n + 0.5) * unit, today - (n - 0.5) * unit + DAY];
-    }],
+    [
+      /\b(a|an|one|two|three|four|five|six|seven|eight|nine|ten|\d+) (day|week|month|year)s? ago\b/,
+      (m) => {
+        const n = NUMBERS[m[1]] ?? Number(m[1]);
+        const unit = { day: DAY, week: 7 * DAY, month: 30 * DAY, year: 365 * DAY }[m[2] as "day"];
+        // "Two weeks ago" is about then, give or take half a unit.
+        return [today - (n + 0.5) * unit, today - (n - 0.5) * unit + DAY];
+      },
+    ],
   ];
   if (found.length === 0) {
     for (const [pattern, span] of relative) {

@@ -143,7 +143,8 @@ function turnSpans(hits: readonly SearchHit[]): [string, number, number][] {
   for (const hit of sorted) {
     const last = spans.at(-1);
     const from = Math.max(1, hit.seq - NEIGHBOURS_BEFORE);
-    if (last && last[0] === hit.sessionId && from <= last[2] + 1) last[2] = Math.max(last[2], hit.seq + NEIGHBOURS_AFTER);
+    if (last && last[0] === hit.sessionId && from <= last[2] + 1)
+      last[2] = Math.max(last[2], hit.seq + NEIGHBOURS_AFTER);
     else spans.push([hit.sessionId, from, hit.seq + NEIGHBOURS_AFTER]);
   }
   return spans;
@@ -171,7 +172,15 @@ function ordered(candidates: Candidate[]): Candidate[] {
 export async function findUserRecall(
   vectors: BackgroundEmbedder | undefined,
   store: FullStore,
-  request: { userId: string; sessionId: string; query: string; activeSince?: number; maxTokens: number; counter: TokenCounter; now?: number },
+  request: {
+    userId: string;
+    sessionId: string;
+    query: string;
+    activeSince?: number;
+    maxTokens: number;
+    counter: TokenCounter;
+    now?: number;
+  },
   options: Required<RecallOptions>,
 ): Promise<UserRecall> {
   const { userId, sessionId, query, activeSince } = request;
@@ -189,10 +198,18 @@ export async function findUserRecall(
     if (ranked.length === 0) return { recalled: [] };
     const span = options.dates ? questionTimeSpan(query, request.now ?? Date.now()) : undefined;
     const candidates = ordered(
-      ranked.map((hit, rank) => {
-        const text = contentText(hit.message.content);
-        return { hit, rank: rank + 1, score: termShare(wanted, text), matched: matchedTerms(wanted, text), inSpan: span ? saidAbout(saidAt(hit.message), span) : false };
-      }).filter((c) => c.matched.length >= MIN_MATCHED),
+      ranked
+        .map((hit, rank) => {
+          const text = contentText(hit.message.content);
+          return {
+            hit,
+            rank: rank + 1,
+            score: termShare(wanted, text),
+            matched: matchedTerms(wanted, text),
+            inSpan: span ? saidAbout(saidAt(hit.message), span) : false,
+          };
+        })
+        .filter((c) => c.matched.length >= MIN_MATCHED),
     ).slice(0, READ_HITS);
 
     const sessionIds = [...new Set(candidates.map((c) => c.hit.sessionId))];
@@ -215,7 +232,10 @@ export async function findUserRecall(
     // The store scoped the search already; a session gone, another owner's or expired since is left out.
     const live = new Map(
       sessions
-        .filter((s): s is Session => s !== null && s.userId === userId && (activeSince === undefined || s.lastActivityAt >= activeSince))
+        .filter(
+          (s): s is Session =>
+            s !== null && s.userId === userId && (activeSince === undefined || s.lastActivityAt >= activeSince),
+        )
         .map((s) => [s.id, s]),
     );
     const seen = new Set<string>();
@@ -226,7 +246,9 @@ export async function findUserRecall(
       const session = live.get(candidate.hit.sessionId);
       if (!session) return;
       const { seq } = candidate.hit;
-      const around = (read.get(session.id) ?? []).filter((m) => m.seq >= seq - NEIGHBOURS_BEFORE && m.seq <= seq + NEIGHBOURS_AFTER);
+      const around = (read.get(session.id) ?? []).filter(
+        (m) => m.seq >= seq - NEIGHBOURS_BEFORE && m.seq <= seq + NEIGHBOURS_AFTER,
+      );
       for (const message of around) {
         const k = `${session.id}\n${message.seq}`;
         if (seen.has(k)) continue;
@@ -244,25 +266,29 @@ export async function findUserRecall(
     if (kept.length === 0) return { recalled: [] };
     return {
       note: { role: "system", content: userRecallNote(kept) },
-      recalled: indices.map((i) => picked[i]).map(({ message, session, candidate }) => {
-        const own = message.seq === candidate.hit.seq;
-        return {
-          seq: message.seq,
-          score: own ? candidate.score : termShare(wanted, contentText(message.content)),
-          query,
-          sessionId: session.id,
-          ...(titleOf(session) ? { title: titleOf(session) } : {}),
-          createdAt: saidAt(message),
-          role: message.role,
-          rank: candidate.rank,
-          matched: own ? candidate.matched : matchedTerms(wanted, contentText(message.content)),
-          ...(own ? {} : { neighbourOf: candidate.hit.seq }),
-          ...(candidate.inSpan && span ? { when: span.phrase } : {}),
-        };
-      }),
+      recalled: indices
+        .map((i) => picked[i])
+        .map(({ message, session, candidate }) => {
+          const own = message.seq === candidate.hit.seq;
+          return {
+            seq: message.seq,
+            score: own ? candidate.score : termShare(wanted, contentText(message.content)),
+            query,
+            sessionId: session.id,
+            ...(titleOf(session) ? { title: titleOf(session) } : {}),
+            createdAt: saidAt(message),
+            role: message.role,
+            rank: candidate.rank,
+            matched: own ? candidate.matched : matchedTerms(wanted, contentText(message.content)),
+            ...(own ? {} : { neighbourOf: candidate.hit.seq }),
+            ...(candidate.inSpan && span ? { when: span.phrase } : {}),
+          };
+        }),
     };
   } catch (error) {
-    console.warn(`[threadkeep] recall from other sessions of session ${sessionId} failed; the turn goes on without it: ${error}`);
+    console.warn(
+      `[threadkeep] recall from other sessions of session ${sessionId} failed; the turn goes on without it: ${error}`,
+    );
     return { recalled: [] };
   }
 }

@@ -22,6 +22,8 @@ describe("recall within a turn that replaces the line's end", () => {
     expect(texts).toContain("Which apple varieties make the best apple pie?");
     expect(texts).not.toContain("The answer being replaced.");
     // Without a replacement the same neighbours do reach the line's end.
-    expect((await memory.buildContext(id, { input })).messages.map((m) => m.content)).toContain("The answer being replaced.");
+    expect((await memory.buildContext(id, { input })).messages.map((m) => m.content)).toContain(
+      "The answer being replaced.",
+    );
   });
 });

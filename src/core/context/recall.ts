@@ -100,7 +100,14 @@ const LEXICAL_DEPTH = 50;
 export async function findRecall(
   vectors: BackgroundEmbedder | undefined,
   store: FullStore,
-  request: { userId: string; sessionId: string; query: string; windowStart: number; summaries: readonly Summary[]; upToSeq?: number },
+  request: {
+    userId: string;
+    sessionId: string;
+    query: string;
+    windowStart: number;
+    summaries: readonly Summary[];
+    upToSeq?: number;
+  },
   options: Required<RecallOptions>,
 ): Promise<RecallResult> {
   const coveredTo = latestSummary(request.summaries)?.toSeq ?? 0;
@@ -119,7 +126,14 @@ export async function findRecall(
         )
           .filter((h) => (h.score ?? 0) >= options.minScore)
           .map((h) => ({ seq: h.seq, score: h.score ?? 0, query: request.query }))
-      : (await lexicalRecall(store, { userId: request.userId, sessionId: request.sessionId, text: request.query }, options, LEXICAL_DEPTH))
+      : (
+          await lexicalRecall(
+            store,
+            { userId: request.userId, sessionId: request.sessionId, text: request.query },
+            options,
+            LEXICAL_DEPTH,
+          )
+        )
           .filter(({ hit }) => hit.seq < request.windowStart && hit.seq > coveredTo)
           .slice(0, options.limit)
           .map(({ hit, score }) => ({ seq: hit.seq, score, query: request.query }));
@@ -159,7 +173,15 @@ export interface RecallAssembly {
 export async function withRecall(
   vectors: BackgroundEmbedder | undefined,
   store: FullStore,
-  turn: { userId: string; sessionId: string; input: readonly ChatMessage[]; loaded: LoadedContext; window: number; system: ChatMessage[]; upToSeq?: number },
+  turn: {
+    userId: string;
+    sessionId: string;
+    input: readonly ChatMessage[];
+    loaded: LoadedContext;
+    window: number;
+    system: ChatMessage[];
+    upToSeq?: number;
+  },
   options: Required<RecallOptions>,
 ): Promise<RecallAssembly> {
   const { history, preferences, summaries } = turn.loaded;
@@ -167,7 +189,14 @@ export async function withRecall(
   const found = await findRecall(
     vectors,
     store,
-    { userId: turn.userId, sessionId: turn.sessionId, query: recallQuery(turn.input, preferences?.recallTopic), windowStart, summaries, upToSeq: turn.upToSeq },
+    {
+      userId: turn.userId,
+      sessionId: turn.sessionId,
+      query: recallQuery(turn.input, preferences?.recallTopic),
+      windowStart,
+      summaries,
+      upToSeq: turn.upToSeq,
+    },
     options,
   );
   if (found.recalled.length === 0) return { history, preferences, system: turn.system, recalled: [] };

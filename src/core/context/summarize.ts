@@ -52,9 +52,7 @@ export function formatTranscript(messages: readonly Message[], options: Transcri
  * range lies inside a kept one is left out. Oldest first.
  */
 export function selectSummaries(summaries: readonly Summary[]): Summary[] {
-  const widestFirst = [...summaries].sort(
-    (a, b) => b.toSeq - a.toSeq || a.fromSeq - b.fromSeq || b.id - a.id,
-  );
+  const widestFirst = [...summaries].sort((a, b) => b.toSeq - a.toSeq || a.fromSeq - b.fromSeq || b.id - a.id);
   const kept: Summary[] = [];
   for (const summary of widestFirst) {
     if (kept.some((k) => k.fromSeq <= summary.fromSeq && k.toSeq >= summary.toSeq)) continue;

@@ -10,15 +10,13 @@ describe("TokenCounter", () => {
     // Same length, different content: more than one cache bucket holds, and short texts too.
     const texts = Array.from(
       { length: 40 },
-      (_, i) =>
-        `${String(i).padStart(3, "0")} ${"abcdefghij".repeat(5).slice(i % 10)}${"xyz".repeat(i % 10)}`,
+      (_, i) => `${String(i).padStart(3, "0")} ${"abcdefghij".repeat(5).slice(i % 10)}${"xyz".repeat(i % 10)}`,
     );
     texts.push("ok", "ja", "", "日本語のテキスト", "x".repeat(5000));
     for (let round = 0; round < 2; round++) {
       for (const text of texts) expect(counter.text(text)).toBe(o200k(text));
       // Fresh copies, as a store read delivers them.
-      for (const text of JSON.parse(JSON.stringify(texts)) as string[])
-        expect(counter.text(text)).toBe(o200k(text));
+      for (const text of JSON.parse(JSON.stringify(texts)) as string[]) expect(counter.text(text)).toBe(o200k(text));
     }
     expect(new TokenCounter("cl100k_base").text(texts[0])).toBe(cl100k(texts[0]));
   });
@@ -71,8 +69,35 @@ function random(seed: number): () => number {
   };
 }
 
-const PIECES = ["the", "Quick", "brown", "fox's", "don't", "42", "1234567", "  ", " ", "\n", "\n\n", "\t", "(", ");", "=>",
-  "漢字", "かな", "😀", "👍🏽", "é", "naïve", "\u00a0", "http://x.io/a?b=c", "{\"k\": [1, 2]}", "    return x;", "-", "__init__"];
+const PIECES = [
+  "the",
+  "Quick",
+  "brown",
+  "fox's",
+  "don't",
+  "42",
+  "1234567",
+  "  ",
+  " ",
+  "\n",
+  "\n\n",
+  "\t",
+  "(",
+  ");",
+  "=>",
+  "漢字",
+  "かな",
+  "😀",
+  "👍🏽",
+  "é",
+  "naïve",
+  "\u00a0",
+  "http://x.io/a?b=c",
+  '{"k": [1, 2]}',
+  "    return x;",
+  "-",
+  "__init__",
+];
 
 describe("TokenCounter on long texts", () => {
   it("counts a long text in chunks exactly as gpt-tokenizer counts it whole, when it has whitespace", () => {

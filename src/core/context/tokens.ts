@@ -42,9 +42,7 @@ function encodingOf(name: EncodingName): Encoding {
 export function encodingForModel(model?: string): EncodingName {
   if (!model) return "o200k_base";
   const name = model.toLowerCase().replace(/^.*\//, "");
-  return /^(gpt-4(-|$)|gpt-4-32k|gpt-35|gpt-3\.5|text-embedding-(ada|3))/.test(name)
-    ? "cl100k_base"
-    : "o200k_base";
+  return /^(gpt-4(-|$)|gpt-4-32k|gpt-35|gpt-3\.5|text-embedding-(ada|3))/.test(name) ? "cl100k_base" : "o200k_base";
 }
 
 /** Most cached texts per encoding; past it the cache starts afresh. */
@@ -238,8 +236,7 @@ export class TokenCounter {
     if (typeof content === "string") return this.text(content);
     if (!Array.isArray(content)) return 0;
     let total = 0;
-    for (const part of content)
-      total += typeof part.text === "string" ? this.text(part.text) : NON_TEXT_PART_TOKENS;
+    for (const part of content) total += typeof part.text === "string" ? this.text(part.text) : NON_TEXT_PART_TOKENS;
     return total;
   }
 
@@ -336,7 +333,6 @@ export function* messageTexts(messages: Iterable<ChatMessage>): Generator<string
     else if (Array.isArray(message.content))
       for (const part of message.content) if (typeof part.text === "string") yield part.text;
     if (typeof message.name === "string") yield message.name;
-    if (Array.isArray(message.tool_calls))
-      for (const call of message.tool_calls) yield call.function.arguments;
+    if (Array.isArray(message.tool_calls)) for (const call of message.tool_calls) yield call.function.arguments;
   }
 }

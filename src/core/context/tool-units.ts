@@ -22,7 +22,12 @@ const isEmpty = (content: ChatMessage["content"]) =>
 
 /** A tool-call-only assistant message that joins the calls of `open`, whose results have not begun. */
 function joinsCalls(open: ToolUnit | null, message: ChatMessage): boolean {
-  return open !== null && isToolCaller(message) && isEmpty(message.content) && open.messages.every((m) => m.role === "assistant");
+  return (
+    open !== null &&
+    isToolCaller(message) &&
+    isEmpty(message.content) &&
+    open.messages.every((m) => m.role === "assistant")
+  );
 }
 
 /**
@@ -84,8 +89,7 @@ export function validInput(
   carried?: ToolUnit,
 ): { kept: ChatMessage[]; dropped: number } {
   const known = new Set<string>();
-  for (const message of carried?.messages ?? [])
-    for (const call of message.tool_calls ?? []) known.add(call.id);
+  for (const message of carried?.messages ?? []) for (const call of message.tool_calls ?? []) known.add(call.id);
   const kept: ChatMessage[] = [];
   for (const message of input) {
     if (isToolCaller(message)) for (const call of message.tool_calls!) known.add(call.id);
@@ -96,13 +100,9 @@ export function validInput(
 }
 
 /** The last unit when its missing results are all in `input`, so it must travel with the input. */
-export function unitCompletedByInput(
-  units: readonly ToolUnit[],
-  input: readonly ChatMessage[],
-): ToolUnit | undefined {
+export function unitCompletedByInput(units: readonly ToolUnit[], input: readonly ChatMessage[]): ToolUnit | undefined {
   const last = units.at(-1);
-  if (!last || last.valid || last.pending.size === 0 || last.messages[0].role !== "assistant")
-    return undefined;
+  if (!last || last.valid || last.pending.size === 0 || last.messages[0].role !== "assistant") return undefined;
   const answered = new Set(input.filter((m) => m.role === "tool").map((m) => m.tool_call_id));
   for (const id of last.pending) if (!answered.has(id)) return undefined;
   return last;

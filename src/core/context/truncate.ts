@@ -14,9 +14,7 @@ export function truncationMarker(leftOut: number): string {
 }
 
 function hasText(message: ChatMessage): boolean {
-  return typeof message.content === "string"
-    ? message.content.length > 0
-    : contentText(message.content).length > 0;
+  return typeof message.content === "string" ? message.content.length > 0 : contentText(message.content).length > 0;
 }
 
 /**
@@ -24,11 +22,7 @@ function hasText(message: ChatMessage): boolean {
  * message has no text to cut or cannot get that small (tool calls and overhead are never cut).
  * Non-text parts of a multi-part content are left out of the cut message.
  */
-export function truncateMessage(
-  message: ChatMessage,
-  maxTokens: number,
-  counter: TokenCounter,
-): Counted | null {
+export function truncateMessage(message: ChatMessage, maxTokens: number, counter: TokenCounter): Counted | null {
   if (!hasText(message)) return null;
   const text = contentText(message.content);
   const textTokens = counter.text(text);

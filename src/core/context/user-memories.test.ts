@@ -16,12 +16,20 @@ const memory = (id: string, text: string, at: number): UserMemory => ({
 const counter = new TokenCounter("o200k_base");
 
 describe("memories in the context", () => {
-  const list = [memory("a", "Is vegetarian", 1), memory("b", "Manager is Sam", 2), memory("c", "Allergic to peanuts", 3)];
+  const list = [
+    memory("a", "Is vegetarian", 1),
+    memory("b", "Manager is Sam", 2),
+    memory("c", "Allergic to peanuts", 3),
+  ];
 
   it("takes all, oldest first, when the note fits", () => {
     const { note, report } = selectMemories([...list].reverse(), { query: "hi", budget: 1000, counter });
     expect(note).toBe(renderMemoryNote(list));
-    expect(report.included.map((m) => [m.id, m.reason])).toEqual([["a", "all"], ["b", "all"], ["c", "all"]]);
+    expect(report.included.map((m) => [m.id, m.reason])).toEqual([
+      ["a", "all"],
+      ["b", "all"],
+      ["c", "all"],
+    ]);
     expect(report.tokens).toBe(counter.message({ role: "system", content: note as string }));
   });
 
@@ -31,8 +39,16 @@ describe("memories in the context", () => {
     // Room for two of the three.
     const budget = header + line(list[1]) + line(list[2]);
     expect(budget).toBeLessThan(header + line(list[0]) + line(list[1]) + line(list[2]));
-    const { note, report } = selectMemories(list, { query: "any peanuts in the satay?", pinned: ["b", "gone"], budget, counter });
-    expect(report.included).toEqual([{ id: "b", reason: "pinned" }, { id: "c", reason: "related", score: expect.any(Number) }]);
+    const { note, report } = selectMemories(list, {
+      query: "any peanuts in the satay?",
+      pinned: ["b", "gone"],
+      budget,
+      counter,
+    });
+    expect(report.included).toEqual([
+      { id: "b", reason: "pinned" },
+      { id: "c", reason: "related", score: expect.any(Number) },
+    ]);
     expect(report.omitted).toBe(1);
     expect(report.missingPinned).toEqual(["gone"]);
     expect(report.tokens).toBeLessThanOrEqual(budget);

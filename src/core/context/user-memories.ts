@@ -70,7 +70,8 @@ export function lexicalScore(query: ReadonlySet<string>, text: string): number {
   const own = new Set(words(text));
   if (own.size === 0 || query.size === 0) return 0;
   let prefixes = prefixesOf.get(query);
-  if (!prefixes) prefixesOf.set(query, (prefixes = new Set([...query].filter((w) => w.length >= 5).map((w) => w.slice(0, 5)))));
+  if (!prefixes)
+    prefixesOf.set(query, (prefixes = new Set([...query].filter((w) => w.length >= 5).map((w) => w.slice(0, 5)))));
   let hits = 0;
   for (const w of own) if (query.has(w) || (w.length >= 5 && prefixes.has(w.slice(0, 5)))) hits++;
   return hits / Math.sqrt(own.size);
@@ -89,15 +90,23 @@ export function renderMemoryNote(memories: readonly Pick<UserMemory, "id" | "tex
  * `closeness` (cosine similarity of the memories close in meaning), the reciprocal-rank fusion of the
  * lexical order and the order by meaning.
  */
-export function relatedMemories(memories: readonly UserMemory[], query: string, closeness?: ReadonlyMap<string, number>): Map<string, number> {
+export function relatedMemories(
+  memories: readonly UserMemory[],
+  query: string,
+  closeness?: ReadonlyMap<string, number>,
+): Map<string, number> {
   const words_ = new Set(words(query));
   const lexical = memories
     .map((m) => ({ m, score: lexicalScore(words_, m.text) }))
     .filter((x) => x.score > 0)
     .sort((a, b) => b.score - a.score || b.m.updatedAt - a.m.updatedAt);
   if (!closeness || closeness.size === 0) return new Map(lexical.map((x) => [x.m.id, x.score]));
-  const close = memories.filter((m) => closeness.has(m.id)).sort((a, b) => closeness.get(b.id)! - closeness.get(a.id)! || b.updatedAt - a.updatedAt);
-  return new Map(reciprocalRankFusion([lexical.map((x) => x.m), close], (m) => m.id).map(({ item, score }) => [item.id, score]));
+  const close = memories
+    .filter((m) => closeness.has(m.id))
+    .sort((a, b) => closeness.get(b.id)! - closeness.get(a.id)! || b.updatedAt - a.updatedAt);
+  return new Map(
+    reciprocalRankFusion([lexical.map((x) => x.m), close], (m) => m.id).map(({ item, score }) => [item.id, score]),
+  );
 }
 
 /**
@@ -107,10 +116,17 @@ export function relatedMemories(memories: readonly UserMemory[], query: string, 
  */
 export function selectMemories(
   memories: readonly UserMemory[],
-  request: { query: string; pinned?: readonly string[]; budget: number; counter: TokenCounter; closeness?: ReadonlyMap<string, number> },
+  request: {
+    query: string;
+    pinned?: readonly string[];
+    budget: number;
+    counter: TokenCounter;
+    closeness?: ReadonlyMap<string, number>;
+  },
 ): { note: string | null; report: MemoriesInContext } {
   const { budget, counter } = request;
-  const noteTokens = (list: readonly UserMemory[]) => counter.message({ role: "system", content: renderMemoryNote(list) });
+  const noteTokens = (list: readonly UserMemory[]) =>
+    counter.message({ role: "system", content: renderMemoryNote(list) });
   const byOldest = (list: UserMemory[]) => list.sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1));
   const pinnedIds = new Set(request.pinned ?? []);
   const missingPinned = [...pinnedIds].filter((id) => !memories.some((m) => m.id === id));
@@ -123,7 +139,10 @@ export function selectMemories(
     return { note: renderMemoryNote(all), report: { included, omitted: 0, tokens: whole, budget, ...extra } };
   }
   const related = relatedMemories(memories, request.query, request.closeness);
-  const scored = memories.map((m) => ({ m, score: pinnedIds.has(m.id) ? Number.POSITIVE_INFINITY : (related.get(m.id) ?? 0) }));
+  const scored = memories.map((m) => ({
+    m,
+    score: pinnedIds.has(m.id) ? Number.POSITIVE_INFINITY : (related.get(m.id) ?? 0),
+  }));
   scored.sort((a, b) => b.score - a.score || b.m.updatedAt - a.m.updatedAt);
   const chosen: UserMemory[] = [];
   const reasons = new Map<string, IncludedMemory>();
@@ -144,11 +163,18 @@ export function selectMemories(
           : { id: m.id, reason: "recent" },
     );
   }
-  if (chosen.length === 0) return { note: null, report: { included: [], omitted: memories.length, tokens: 0, budget, ...extra } };
+  if (chosen.length === 0)
+    return { note: null, report: { included: [], omitted: memories.length, tokens: 0, budget, ...extra } };
   const ordered = byOldest(chosen);
   tokens = noteTokens(ordered);
   return {
     note: renderMemoryNote(ordered),
-    report: { included: ordered.map((m) => reasons.get(m.id) as IncludedMemory), omitted: memories.length - chosen.length, tokens, budget, ...extra },
+    report: {
+      included: ordered.map((m) => reasons.get(m.id) as IncludedMemory),
+      omitted: memories.length - chosen.length,
+      tokens,
+      budget,
+      ...extra,
+    },
   };
 }

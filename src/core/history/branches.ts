@@ -12,7 +12,12 @@ export async function clear(core: MemoryCore, sessionId: string, options: OwnerO
   const session = await core.resolve(sessionId, core.owner(options), false);
   const store = await core.store;
   await core.delete(session.id);
-  await store.createSession({ id: session.id, userId: session.userId, metadata: session.metadata, createdAt: session.createdAt });
+  await store.createSession({
+    id: session.id,
+    userId: session.userId,
+    metadata: session.metadata,
+    createdAt: session.createdAt,
+  });
 }
 
 export async function undoTurn(core: MemoryCore, sessionId: string, options: OwnerOptions): Promise<Message[]> {
@@ -26,7 +31,11 @@ export async function undoTurn(core: MemoryCore, sessionId: string, options: Own
   return removed;
 }
 
-export async function fork(core: MemoryCore, sessionId: string, options: OwnerOptions & { atSeq?: number; id?: string }): Promise<Session> {
+export async function fork(
+  core: MemoryCore,
+  sessionId: string,
+  options: OwnerOptions & { atSeq?: number; id?: string },
+): Promise<Session> {
   const source = await core.resolve(sessionId, core.owner(options), false);
   const store = await core.store;
   const id = options.id ? parseSessionId(options.id) : newSessionId();
@@ -69,13 +78,23 @@ export async function listBranches(core: MemoryCore, sessionId: string, options:
   return (await core.store).listBranches(session.id);
 }
 
-export async function getBranch(core: MemoryCore, sessionId: string, branchId: number, options: OwnerOptions): Promise<Branch> {
+export async function getBranch(
+  core: MemoryCore,
+  sessionId: string,
+  branchId: number,
+  options: OwnerOptions,
+): Promise<Branch> {
   const found = (await listBranches(core, sessionId, options)).find((b) => b.id === branchId);
   if (!found) throw new ThreadkeepError("not_found", `No branch ${branchId} in session ${sessionId}`);
   return found;
 }
 
-export async function switchBranch(core: MemoryCore, sessionId: string, branchId: number, options: OwnerOptions & { fence?: number }): Promise<Branch> {
+export async function switchBranch(
+  core: MemoryCore,
+  sessionId: string,
+  branchId: number,
+  options: OwnerOptions & { fence?: number },
+): Promise<Branch> {
   const session = await core.resolve(sessionId, core.owner(options), false);
   const store = await core.store;
   return swapHistoryStart(store, session, await store.switchBranch(session.id, branchId, { fence: options.fence }));
@@ -90,7 +109,10 @@ export async function branchAt(
   const session = await core.resolve(sessionId, core.owner(options), false);
   const store = await core.store;
   const before = (await store.listBranches(session.id)).at(-1)?.id ?? 0;
-  await store.replaceAfter(session.id, seq, [], { fence: options.fence, branch: { reason: options.reason ?? "fork", metadata: options.metadata } });
+  await store.replaceAfter(session.id, seq, [], {
+    fence: options.fence,
+    branch: { reason: options.reason ?? "fork", metadata: options.metadata },
+  });
   const after = (await store.listBranches(session.id)).at(-1);
   return after && after.id > before ? after : null;
 }

@@ -7,7 +7,13 @@ import { keeperKey } from "../turn.js";
 import type { Message, MessageInput, FullStore } from "../types.js";
 
 /** Appends (`seq` undefined) or replaces what follows `seq`: Memory's `addMessages` and `replaceAfter`. */
-export function writeMessages(core: MemoryCore, sessionId: string, seq: number | undefined, messages: MessageInput[], options: ReplaceAfterOptions): Promise<Message[]> {
+export function writeMessages(
+  core: MemoryCore,
+  sessionId: string,
+  seq: number | undefined,
+  messages: MessageInput[],
+  options: ReplaceAfterOptions,
+): Promise<Message[]> {
   const store = core.opened;
   if (!store || seq !== undefined || options.session || options.releaseLease) {
     return write(core, sessionId, seq, messages, options, true);
@@ -20,7 +26,14 @@ export function writeMessages(core: MemoryCore, sessionId: string, seq: number |
     const valid = validateMessages(messages);
     id = parseSessionId(sessionId);
     const { fence, operationId, expectedLastSeq, branch } = options;
-    const append = { fence, operationId, expectedLastSeq, branch, ...core.compactor.writeCap(), owner: core.scope(core.owner(options)) };
+    const append = {
+      fence,
+      operationId,
+      expectedLastSeq,
+      branch,
+      ...core.compactor.writeCap(),
+      owner: core.scope(core.owner(options)),
+    };
     appended = store.appendMessages(id, valid, append);
   } catch (error) {
     return Promise.reject(error);
@@ -36,7 +49,14 @@ export function writeMessages(core: MemoryCore, sessionId: string, seq: number |
 }
 
 /** {@link writeMessages} in full; `ownerScoped`: try the owner-scoped append first. */
-async function write(core: MemoryCore, sessionId: string, seq: number | undefined, messages: MessageInput[], options: ReplaceAfterOptions, ownerScoped: boolean): Promise<Message[]> {
+async function write(
+  core: MemoryCore,
+  sessionId: string,
+  seq: number | undefined,
+  messages: MessageInput[],
+  options: ReplaceAfterOptions,
+  ownerScoped: boolean,
+): Promise<Message[]> {
   const valid = validateMessages(messages);
   const store = core.opened ?? (await core.store);
   const { fence, operationId, expectedLastSeq, branch } = options;
@@ -61,7 +81,10 @@ async function write(core: MemoryCore, sessionId: string, seq: number | undefine
   const { session, created } = await core.open(sessionId, userId, true, undefined, options.session);
   let added: Message[];
   try {
-    added = seq === undefined ? await store.appendMessages(session.id, valid, write) : await store.replaceAfter(session.id, seq, valid, write);
+    added =
+      seq === undefined
+        ? await store.appendMessages(session.id, valid, write)
+        : await store.replaceAfter(session.id, seq, valid, write);
   } catch (error) {
     // A refused first write leaves no empty session behind.
     if (created) await core.delete(session.id).catch(() => false);
@@ -75,21 +98,36 @@ async function write(core: MemoryCore, sessionId: string, seq: number | undefine
  * the write's own step, or `completeStore` right after it).
  * The lease's heartbeat stops first, so no renew lands after the release and takes the lease back.
  */
-async function releasesLease(core: MemoryCore, store: FullStore, sessionId: string, options: ReplaceAfterOptions): Promise<boolean | undefined> {
+async function releasesLease(
+  core: MemoryCore,
+  store: FullStore,
+  sessionId: string,
+  options: ReplaceAfterOptions,
+): Promise<boolean | undefined> {
   if (!options.releaseLease || options.fence === undefined) return undefined;
   await core.keepers.get(keeperKey(parseSessionId(sessionId), options.fence))?.stop();
   return true;
 }
 
 /** What follows every committed write: embedding, and compaction when a summarizer is set. */
-function afterWrite(core: MemoryCore, store: FullStore, sessionId: string, added: Message[]): Message[] | Promise<Message[]> {
+function afterWrite(
+  core: MemoryCore,
+  store: FullStore,
+  sessionId: string,
+  added: Message[],
+): Message[] | Promise<Message[]> {
   // Embedding never holds up (or fails) the write: it runs after, and retries by itself.
   core.vectors?.schedule(store, sessionId);
   if (!core.compactor.summarizer) return added;
   return compactAfterWrite(core, store, sessionId, added);
 }
 
-async function compactAfterWrite(core: MemoryCore, store: FullStore, sessionId: string, added: Message[]): Promise<Message[]> {
+async function compactAfterWrite(
+  core: MemoryCore,
+  store: FullStore,
+  sessionId: string,
+  added: Message[],
+): Promise<Message[]> {
   const compaction = core.compactor.afterWrite(store, sessionId, added);
   if (!core.settings.compaction.background) await compaction;
   return added;

@@ -15,7 +15,13 @@ describe("items ↔ chat messages", () => {
   it("a string input is one user message, stored as plain chat content", () => {
     const items = normalizeInput("hello");
     expect(items).toEqual([
-      { id: expect.stringMatching(/^msg_/), type: "message", role: "user", content: [{ type: "input_text", text: "hello" }], status: "completed" },
+      {
+        id: expect.stringMatching(/^msg_/),
+        type: "message",
+        role: "user",
+        content: [{ type: "input_text", text: "hello" }],
+        status: "completed",
+      },
     ]);
     const { messages, back } = roundTrip(items);
     expect(messages.map(toChatMessage)).toEqual([{ role: "user", content: "hello" }]);
@@ -80,7 +86,13 @@ describe("items ↔ chat messages", () => {
         role: "assistant",
         id: "msg_a",
         status: "completed",
-        content: [{ type: "output_text", text: "a cat", annotations: [{ type: "url_citation", url: "https://x", start_index: 0, end_index: 1, title: "t" }] }],
+        content: [
+          {
+            type: "output_text",
+            text: "a cat",
+            annotations: [{ type: "url_citation", url: "https://x", start_index: 0, end_index: 1, title: "t" }],
+          },
+        ],
       },
       { role: "assistant", content: [{ type: "refusal", refusal: "no" }] },
       { type: "function_call_output", call_id: "c", output: [{ type: "input_text", text: "part" }] },
@@ -97,16 +109,34 @@ describe("items ↔ chat messages", () => {
   it("a chat completions history reads as items with ids that stay put", () => {
     const history: Message[] = [
       { seq: 1, createdAt: 1, role: "user", content: "add a task" },
-      { seq: 2, createdAt: 1, role: "assistant", content: null, tool_calls: [{ id: "t1", type: "function", function: { name: "add", arguments: "{}" } }] },
+      {
+        seq: 2,
+        createdAt: 1,
+        role: "assistant",
+        content: null,
+        tool_calls: [{ id: "t1", type: "function", function: { name: "add", arguments: "{}" } }],
+      },
       { seq: 3, createdAt: 1, role: "tool", tool_call_id: "t1", content: "ok" },
       { seq: 4, createdAt: 1, role: "assistant", content: "Done." },
     ];
     const items = history.flatMap((m) => messageToItems(m));
     expect(items).toEqual([
-      { id: "msg_tk1", type: "message", role: "user", content: [{ type: "input_text", text: "add a task" }], status: "completed" },
+      {
+        id: "msg_tk1",
+        type: "message",
+        role: "user",
+        content: [{ type: "input_text", text: "add a task" }],
+        status: "completed",
+      },
       { id: "fc_tk2_1", type: "function_call", call_id: "t1", name: "add", arguments: "{}", status: "completed" },
       { id: "fco_tk3", type: "function_call_output", call_id: "t1", output: "ok", status: "completed" },
-      { id: "msg_tk4", type: "message", role: "assistant", content: [{ type: "output_text", text: "Done.", annotations: [] }], status: "completed" },
+      {
+        id: "msg_tk4",
+        type: "message",
+        role: "assistant",
+        content: [{ type: "output_text", text: "Done.", annotations: [] }],
+        status: "completed",
+      },
     ]);
     expect(history.flatMap((m) => messageToItems(m))).toEqual(items);
     // Stored again through the Responses side, they spell the same chat messages.
@@ -117,7 +147,9 @@ describe("items ↔ chat messages", () => {
     expect(() => normalizeInput(42)).toThrow(/input: must be a string or an array/);
     expect(() => normalizeInput([{ role: "robot", content: "x" }])).toThrow(/input\[0\]\.role/);
     expect(() => normalizeInput([{ type: "function_call", call_id: "c", name: "n" }])).toThrow(/input\[0\]\.arguments/);
-    expect(() => normalizeInput([{ role: "user", content: [{ type: "input_audio" }] }])).toThrow(/input\[0\]\.content\[0\]\.type/);
+    expect(() => normalizeInput([{ role: "user", content: [{ type: "input_audio" }] }])).toThrow(
+      /input\[0\]\.content\[0\]\.type/,
+    );
     expect(() => normalizeInput([{ type: "item_reference", id: "msg_1" }])).toThrow(/item_reference is not supported/);
   });
 });

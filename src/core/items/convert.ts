@@ -59,10 +59,17 @@ function toolCall(item: FunctionCallItem): ToolCall {
 // ---- chat message → items ----
 
 function itemPart(part: ContentPart, assistant: boolean): ItemContentPart {
-  if (part.type === "text") return assistant ? { type: "output_text", text: part.text ?? "", annotations: [] } : { type: "input_text", text: part.text ?? "" };
+  if (part.type === "text")
+    return assistant
+      ? { type: "output_text", text: part.text ?? "", annotations: [] }
+      : { type: "input_text", text: part.text ?? "" };
   if (part.type === "image_url" && isObject(part.image_url)) {
     const url = part.image_url.url;
-    return { type: "input_image", image_url: typeof url === "string" ? url : null, detail: (part.image_url.detail as string) ?? "auto" };
+    return {
+      type: "input_image",
+      image_url: typeof url === "string" ? url : null,
+      detail: (part.image_url.detail as string) ?? "auto",
+    };
   }
   if (part.type === "file" && isObject(part.file)) return { type: "input_file", ...part.file };
   return { ...part };
@@ -84,15 +91,28 @@ function derivedItems(message: MessageInput & { seq?: number }): Item[] {
   const status = message.incomplete ? "incomplete" : "completed";
   if (message.role === "tool") {
     const output = typeof message.content === "string" ? message.content : itemParts(message.content, false);
-    return [{ id: derivedId("fco", seq, 0), type: "function_call_output", call_id: message.tool_call_id ?? "", output, status }];
+    return [
+      {
+        id: derivedId("fco", seq, 0),
+        type: "function_call_output",
+        call_id: message.tool_call_id ?? "",
+        output,
+        status,
+      },
+    ];
   }
   if (message.role !== "assistant") {
     const role = message.role === "developer" || message.role === "system" ? message.role : "user";
-    return [{ id: derivedId("msg", seq, 0), type: "message", role, content: itemParts(message.content, false), status }];
+    return [
+      { id: derivedId("msg", seq, 0), type: "message", role, content: itemParts(message.content, false), status },
+    ];
   }
   const items: Item[] = [];
   const calls = message.tool_calls ?? [];
-  const hasText = typeof message.content === "string" ? message.content.length > 0 : Array.isArray(message.content) && message.content.length > 0;
+  const hasText =
+    typeof message.content === "string"
+      ? message.content.length > 0
+      : Array.isArray(message.content) && message.content.length > 0;
   if (hasText || typeof message.refusal === "string" || calls.length === 0) {
     const content = message.content === null ? [] : itemParts(message.content, true);
     if (typeof message.refusal === "string") content.push({ type: "refusal", refusal: message.refusal });
@@ -155,7 +175,11 @@ export function itemsToMessages(items: readonly Item[]): MessageInput[] {
       continue;
     }
     const last = groups.at(-1);
-    const joinsLast = item.type === "function_call" && last !== undefined && pendingHidden.length === 0 && callsCanJoin(last.message, last.items);
+    const joinsLast =
+      item.type === "function_call" &&
+      last !== undefined &&
+      pendingHidden.length === 0 &&
+      callsCanJoin(last.message, last.items);
     if (joinsLast && last) {
       (last.message.tool_calls ??= []).push(toolCall(item as FunctionCallItem));
       last.items.push(item);
@@ -163,8 +187,14 @@ export function itemsToMessages(items: readonly Item[]): MessageInput[] {
     }
     let message: MessageInput;
     if (item.type === "message") message = messageFromItem(item as MessageItem);
-    else if (item.type === "function_call") message = { role: "assistant", content: null, tool_calls: [toolCall(item as FunctionCallItem)] };
-    else message = { role: "tool", tool_call_id: String(item.call_id), content: typeof item.output === "string" ? item.output : chatContent(item.output as ItemContentPart[]) };
+    else if (item.type === "function_call")
+      message = { role: "assistant", content: null, tool_calls: [toolCall(item as FunctionCallItem)] };
+    else
+      message = {
+        role: "tool",
+        tool_call_id: String(item.call_id),
+        content: typeof item.output === "string" ? item.output : chatContent(item.output as ItemContentPart[]),
+      };
     const hidden = new Map<number, Item[]>();
     if (pendingHidden.length) hidden.set(0, pendingHidden);
     pendingHidden = [];
@@ -192,7 +222,8 @@ export function itemsToMessages(items: readonly Item[]): MessageInput[] {
 
 function isEntry(entry: unknown): entry is ItemEntry {
   if (!isObject(entry)) return false;
-  if ("item" in entry) return isObject(entry.item) && typeof entry.item.id === "string" && typeof entry.item.type === "string";
+  if ("item" in entry)
+    return isObject(entry.item) && typeof entry.item.id === "string" && typeof entry.item.type === "string";
   return (
     typeof entry.id === "string" &&
     (entry.set === undefined || isObject(entry.set)) &&

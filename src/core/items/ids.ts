@@ -45,10 +45,15 @@ export function sessionOfConversation(conversationId: unknown, param = "conversa
   try {
     return parseSessionId(conversationId);
   } catch {
-    const shown = typeof conversationId === "string" ? JSON.stringify(conversationId.slice(0, 100)) : typeof conversationId;
-    throw new ThreadkeepError("invalid_request", `Invalid conversation id ${shown}: expected conv_… as returned by threadkeep`, {
-      details: { field: param },
-    });
+    const shown =
+      typeof conversationId === "string" ? JSON.stringify(conversationId.slice(0, 100)) : typeof conversationId;
+    throw new ThreadkeepError(
+      "invalid_request",
+      `Invalid conversation id ${shown}: expected conv_… as returned by threadkeep`,
+      {
+        details: { field: param },
+      },
+    );
   }
 }
 

@@ -14,7 +14,8 @@ const REFUSED_TYPES = new Set(["item_reference"]);
 
 /** A new item id with the prefix OpenAI uses for the type (`msg_`, `fc_`, …) and 48 random hex digits. */
 export function newItemId(type: string): string {
-  const prefix = type === "message" ? "msg" : type === "function_call" ? "fc" : type === "function_call_output" ? "fco" : "item";
+  const prefix =
+    type === "message" ? "msg" : type === "function_call" ? "fc" : type === "function_call_output" ? "fco" : "item";
   return `${prefix}_${randomHex(24)}`;
 }
 
@@ -32,13 +33,16 @@ function text(value: unknown, param: string): string {
 }
 
 function inputPart(value: unknown, param: string, assistant: boolean): ItemContentPart {
-  if (!isObject(value) || typeof value.type !== "string") throw invalid(param, "a content part must be an object with a string type");
+  if (!isObject(value) || typeof value.type !== "string")
+    throw invalid(param, "a content part must be an object with a string type");
   const part = value as ItemContentPart;
   switch (part.type) {
     case "input_text":
       text(part.text, `${param}.text`);
       // An assistant message's text is output text, whichever way the client spelled it.
-      return assistant ? { type: "output_text", text: part.text as string, annotations: [] } : { ...part, type: "input_text" };
+      return assistant
+        ? { type: "output_text", text: part.text as string, annotations: [] }
+        : { ...part, type: "input_text" };
     case "output_text":
       text(part.text, `${param}.text`);
       return { ...part, annotations: Array.isArray(part.annotations) ? part.annotations : [] };
@@ -73,14 +77,25 @@ function messageItem(value: Record<string, unknown>, param: string): MessageItem
   const assistant = role === "assistant";
   let content: ItemContentPart[];
   if (typeof value.content === "string") {
-    content = [assistant ? { type: "output_text", text: value.content, annotations: [] } : { type: "input_text", text: value.content }];
+    content = [
+      assistant
+        ? { type: "output_text", text: value.content, annotations: [] }
+        : { type: "input_text", text: value.content },
+    ];
   } else if (Array.isArray(value.content)) {
     content = value.content.map((part, j) => inputPart(part, `${param}.content[${j}]`, assistant));
   } else {
     throw invalid(`${param}.content`, "must be a string or an array of content parts");
   }
   const { id: _id, type: _type, status: _status, role: _role, content: _content, ...rest } = value;
-  return { ...rest, id: idOf(value, "message"), type: "message", role: role as MessageItem["role"], content, status: status(value.status) };
+  return {
+    ...rest,
+    id: idOf(value, "message"),
+    type: "message",
+    role: role as MessageItem["role"],
+    content,
+    status: status(value.status),
+  };
 }
 
 /** Checks and completes one input item. */
@@ -105,7 +120,9 @@ export function normalizeItem(value: unknown, param: string): Item {
   }
   if (type === "function_call_output") {
     const output = value.output;
-    const parts = Array.isArray(output) ? output.map((part, j) => inputPart(part, `${param}.output[${j}]`, false)) : undefined;
+    const parts = Array.isArray(output)
+      ? output.map((part, j) => inputPart(part, `${param}.output[${j}]`, false))
+      : undefined;
     const result: FunctionCallOutputItem = {
       ...value,
       id,

@@ -32,11 +32,14 @@ export interface FoundResponse {
 
 /** Finds a response among a session's messages (oldest first, contiguous). */
 export function findResponse(messages: readonly Message[], responseId: string): FoundResponse | null {
-  const index = messages.findLastIndex((m) => (m.metadata?.[RESPONSE_KEY] as StoredResponse | undefined)?.id === responseId);
+  const index = messages.findLastIndex(
+    (m) => (m.metadata?.[RESPONSE_KEY] as StoredResponse | undefined)?.id === responseId,
+  );
   if (index < 0) return null;
   const record = messages[index].metadata?.[RESPONSE_KEY] as StoredResponse;
   // A record not of our making (metadata is writable through the session API) finds nothing.
-  if (!Number.isSafeInteger(record.inputCount) || !Number.isSafeInteger(record.outputCount) || record.outputCount < 1) return null;
+  if (!Number.isSafeInteger(record.inputCount) || !Number.isSafeInteger(record.outputCount) || record.outputCount < 1)
+    return null;
   const outputStart = Math.max(0, index + 1 - record.outputCount);
   const inputStart = Math.max(0, outputStart - record.inputCount);
   return {
@@ -98,7 +101,11 @@ export async function removeItems(
       rewritten.push(...again);
     }
     // One atomic replace: the tail is stored again without the removed items, or not at all.
-    await memory.replaceAfter(sessionId, messages[first].seq - 1, rewritten, { userId, fence: lease.fence, expectedLastSeq: messages.at(-1)?.seq });
+    await memory.replaceAfter(sessionId, messages[first].seq - 1, rewritten, {
+      userId,
+      fence: lease.fence,
+      expectedLastSeq: messages.at(-1)?.seq,
+    });
     return removed;
   });
 }

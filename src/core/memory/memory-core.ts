@@ -32,7 +32,8 @@ export class MemoryCore {
     const storeOption = options.store;
     this.store = Promise.resolve(storeOption).then((store: SessionStore) => {
       // Summaries are what a summarizer makes: a store that cannot keep them is refused up front.
-      if (options.summarizer && !hasSummaries(store)) throw capabilityMissing(store, "summaries", "keep what the summarizer writes");
+      if (options.summarizer && !hasSummaries(store))
+        throw capabilityMissing(store, "summaries", "keep what the summarizer writes");
       return completeStore(store);
     });
     // A failed open is reported by the first call that needs the store, not as an unhandled rejection.
@@ -60,15 +61,25 @@ export class MemoryCore {
       },
       stateNote: options.stateNote ?? true,
     };
-    this.compactor = new Compactor(options.summarizer, { window: this.settings.window, maxMessages: this.settings.maxMessages, ...this.settings.compaction });
+    this.compactor = new Compactor(options.summarizer, {
+      window: this.settings.window,
+      maxMessages: this.settings.maxMessages,
+      ...this.settings.compaction,
+    });
     this.resolver = createResolver(options.resolver);
     if (options.embedder) this.vectors = new BackgroundEmbedder(options.embedder, options.embedding);
     this.recall = { ...DEFAULT_RECALL, ...options.recall };
     const { budgetShare, scope } = this.recall;
     if (!(budgetShare >= 0 && budgetShare <= 1))
-      throw new ThreadkeepError("invalid_request", `recall.budgetShare must be between 0 and 1, got ${budgetShare}`, { details: { field: "recall.budgetShare" } });
+      throw new ThreadkeepError("invalid_request", `recall.budgetShare must be between 0 and 1, got ${budgetShare}`, {
+        details: { field: "recall.budgetShare" },
+      });
     if (scope !== "session" && scope !== "user")
-      throw new ThreadkeepError("invalid_request", `recall.scope must be "session" or "user", got ${JSON.stringify(scope)}`, { details: { field: "recall.scope" } });
+      throw new ThreadkeepError(
+        "invalid_request",
+        `recall.scope must be "session" or "user", got ${JSON.stringify(scope)}`,
+        { details: { field: "recall.scope" } },
+      );
     this.memoryContext = { ...DEFAULT_MEMORY_CONTEXT, ...options.memoryContext };
   }
 

@@ -30,7 +30,9 @@ describe("Memory", () => {
       code: "session_not_found",
     });
     await expect(memory.deleteSession(id, { userId: "bob" })).rejects.toMatchObject({ code: "session_not_found" });
-    await expect(memory.search("mine", { userId: "bob", sessionId: id })).rejects.toMatchObject({ code: "session_not_found" });
+    await expect(memory.search("mine", { userId: "bob", sessionId: id })).rejects.toMatchObject({
+      code: "session_not_found",
+    });
     expect(await memory.search("mine", { userId: "bob" })).toEqual([]);
     expect((await memory.listSessions({ userId: "bob" })).sessions).toEqual([]);
     expect((await memory.getMessages(id, { userId: "alice" })).map((m) => m.content)).toEqual(["mine"]);
@@ -68,7 +70,11 @@ describe("Memory", () => {
       { role: "user", content: "first" },
       { role: "assistant", content: "one" },
       { role: "user", content: "list tasks" },
-      { role: "assistant", content: null, tool_calls: [{ id: "c1", type: "function", function: { name: "ls", arguments: "{}" } }] },
+      {
+        role: "assistant",
+        content: null,
+        tool_calls: [{ id: "c1", type: "function", function: { name: "ls", arguments: "{}" } }],
+      },
       { role: "tool", tool_call_id: "c1", content: "[]" },
       { role: "assistant", content: "none" },
     ]);
@@ -111,9 +117,7 @@ describe("Memory", () => {
   it("updates state by compare-and-set, retrying concurrent writers", async () => {
     const memory = memoryOn();
     const chat = await memory.startSession();
-    await Promise.all(
-      Array.from({ length: 10 }, () => chat.updateState((d) => ({ n: ((d.n as number) ?? 0) + 1 }))),
-    );
+    await Promise.all(Array.from({ length: 10 }, () => chat.updateState((d) => ({ n: ((d.n as number) ?? 0) + 1 }))));
     expect((await chat.getState()).data.n).toBe(10);
     await expect(memory.updateState(chat.id, () => ({}), { expectedVersion: 3 })).rejects.toMatchObject({
       code: "state_conflict",

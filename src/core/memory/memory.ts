@@ -6,7 +6,15 @@ import type { Resolution } from "../state/references.js";
 import { branchAt, clear, fork, getBranch, listBranches, pop, switchBranch, undoTurn } from "../history/branches.js";
 import { writeMessages } from "../history/write.js";
 import { MemoryCore } from "./memory-core.js";
-import type { AddMessagesOptions, BuildContextOptions, MemoryInit, MemorySettings, OwnerOptions, ReplaceAfterOptions, RunTurnOptions } from "./memory-options.js";
+import type {
+  AddMessagesOptions,
+  BuildContextOptions,
+  MemoryInit,
+  MemorySettings,
+  OwnerOptions,
+  ReplaceAfterOptions,
+  RunTurnOptions,
+} from "./memory-options.js";
 import { reindex } from "../reindex.js";
 import { StateApi } from "./state-api.js";
 import { UserMemories } from "../user-memories/api.js";
@@ -15,10 +23,33 @@ import { newSessionId, parseSessionId } from "../ids.js";
 import { checkJson } from "../json-limits.js";
 import { ThreadkeepError } from "../errors.js";
 import { bestSearchMode, type RankedHit, runSearch, type SearchMode, type SearchRanking } from "../search.js";
-import type { Branch, BranchInput, Lease, ListOptions, Message, MessageInput, MessageQuery, SearchHit, Session, SessionPage, SessionState, FullStore, Summary } from "../types.js";
+import type {
+  Branch,
+  BranchInput,
+  Lease,
+  ListOptions,
+  Message,
+  MessageInput,
+  MessageQuery,
+  SearchHit,
+  Session,
+  SessionPage,
+  SessionState,
+  FullStore,
+  Summary,
+} from "../types.js";
 
 export type { PreloadedTurn } from "../context/types.js";
-export type { AddMessagesOptions, BuildContextOptions, MemoryInit, MemoryOptions, MemorySettings, OwnerOptions, ReplaceAfterOptions, RunTurnOptions } from "./memory-options.js";
+export type {
+  AddMessagesOptions,
+  BuildContextOptions,
+  MemoryInit,
+  MemoryOptions,
+  MemorySettings,
+  OwnerOptions,
+  ReplaceAfterOptions,
+  RunTurnOptions,
+} from "./memory-options.js";
 
 /**
  * The one object that keeps conversations: the library's entry point, and what the server and the
@@ -57,7 +88,9 @@ export class Memory {
   }
 
   /** Creates a session (a new UUID unless `id` is given) and returns a handle to it. */
-  async startSession(options: OwnerOptions & { id?: string; metadata?: Record<string, unknown> } = {}): Promise<SessionHandle> {
+  async startSession(
+    options: OwnerOptions & { id?: string; metadata?: Record<string, unknown> } = {},
+  ): Promise<SessionHandle> {
     const userId = this.#core.owner(options);
     const id = options.id ? parseSessionId(options.id) : newSessionId();
     const store = await this.#core.store;
@@ -79,9 +112,12 @@ export class Memory {
 
   /** One owner's sessions, most recent activity first; none past the TTL, swept or not. */
   async listSessions(options: OwnerOptions & ListOptions = {}): Promise<SessionPage> {
-    const page = await (await this.#core.store).listSessions(this.#core.owner(options), { limit: options.limit, cursor: options.cursor });
+    const page = await (
+      await this.#core.store
+    ).listSessions(this.#core.owner(options), { limit: options.limit, cursor: options.cursor });
     const { activeSince } = this.#core.scope(this.#core.owner(options));
-    const live = activeSince === undefined ? page.sessions : page.sessions.filter((s) => s.lastActivityAt >= activeSince);
+    const live =
+      activeSince === undefined ? page.sessions : page.sessions.filter((s) => s.lastActivityAt >= activeSince);
     // Most recent first: past the first expired session every one is, on this page and the next.
     return live.length === page.sessions.length ? page : { sessions: live, nextCursor: null };
   }
@@ -93,7 +129,11 @@ export class Memory {
   }
 
   /** Replaces a session's metadata. */
-  async updateSessionMetadata(sessionId: string, metadata: Record<string, unknown>, options: OwnerOptions = {}): Promise<Session> {
+  async updateSessionMetadata(
+    sessionId: string,
+    metadata: Record<string, unknown>,
+    options: OwnerOptions = {},
+  ): Promise<Session> {
     checkJson(metadata, "metadata");
     const session = await this.#core.resolve(sessionId, this.#core.owner(options), false);
     return (await this.#core.store).updateSessionMetadata(session.id, metadata);
@@ -114,7 +154,12 @@ export class Memory {
    * session if needed; with `branch`, the replaced messages are kept as a branch. The message cap and
    * summaries apply as in {@link addMessages}. @throws `history_conflict` (see `FullStore.replaceAfter`).
    */
-  async replaceAfter(sessionId: string, seq: number, messages: MessageInput[], options: ReplaceAfterOptions = {}): Promise<Message[]> {
+  async replaceAfter(
+    sessionId: string,
+    seq: number,
+    messages: MessageInput[],
+    options: ReplaceAfterOptions = {},
+  ): Promise<Message[]> {
     return writeMessages(this.#core, sessionId, seq, messages, options);
   }
 
@@ -137,7 +182,11 @@ export class Memory {
    * Makes a branch the main line again (ChatGPT's "< 2/2 >"): its messages follow its `atSeq`, and the
    * branch now holds what they replace, so switching again switches back. @returns the branch after the swap.
    */
-  async switchBranch(sessionId: string, branchId: number, options: OwnerOptions & { fence?: number } = {}): Promise<Branch> {
+  async switchBranch(
+    sessionId: string,
+    branchId: number,
+    options: OwnerOptions & { fence?: number } = {},
+  ): Promise<Branch> {
     return switchBranch(this.#core, sessionId, branchId, options);
   }
 
@@ -145,7 +194,11 @@ export class Memory {
    * Continues the main line from `seq`: what followed it is kept as a branch (`reason`, default `fork`)
    * and the next message gets seq `seq + 1`. @returns the new branch, or null when nothing followed `seq`.
    */
-  async branchAt(sessionId: string, seq: number, options: OwnerOptions & { reason?: BranchInput["reason"]; metadata?: Record<string, unknown>; fence?: number } = {}): Promise<Branch | null> {
+  async branchAt(
+    sessionId: string,
+    seq: number,
+    options: OwnerOptions & { reason?: BranchInput["reason"]; metadata?: Record<string, unknown>; fence?: number } = {},
+  ): Promise<Branch | null> {
     return branchAt(this.#core, sessionId, seq, options);
   }
 
@@ -163,7 +216,10 @@ export class Memory {
     if (store) {
       const { userId, owner: _owner, ...range } = query;
       try {
-        return store.getMessages(parseSessionId(sessionId), { ...range, owner: this.#core.scope(this.#core.owner({ userId })) });
+        return store.getMessages(parseSessionId(sessionId), {
+          ...range,
+          owner: this.#core.scope(this.#core.owner({ userId })),
+        });
       } catch (error) {
         return Promise.reject(error);
       }
@@ -174,7 +230,10 @@ export class Memory {
   async #getMessages(sessionId: string, query: MessageQuery & OwnerOptions): Promise<Message[]> {
     const { userId, owner: _owner, ...range } = query;
     const store = await this.#core.store;
-    return store.getMessages(parseSessionId(sessionId), { ...range, owner: this.#core.scope(this.#core.owner({ userId })) });
+    return store.getMessages(parseSessionId(sessionId), {
+      ...range,
+      owner: this.#core.scope(this.#core.owner({ userId })),
+    });
   }
 
   /**
@@ -207,7 +266,11 @@ export class Memory {
     // A session past the TTL is not searched, swept or not (the store leaves it out in the same query).
     const { activeSince } = this.#core.scope(userId);
     const { neighbours, neighboursBefore } = options;
-    return runSearch(store, { userId, sessionId, text, mode, ranking, limit: options.limit ?? 20, activeSince, neighbours, neighboursBefore }, this.#core.vectors);
+    return runSearch(
+      store,
+      { userId, sessionId, text, mode, ranking, limit: options.limit ?? 20, activeSince, neighbours, neighboursBefore },
+      this.#core.vectors,
+    );
   }
 
   /** Summaries of a session, by seq. */
@@ -261,7 +324,11 @@ export class Memory {
    * `buildContext({ preloaded })`; the turn's last write may pass `releaseLease` to give the lease
    * back in the same round trip.
    */
-  async runTurn<T>(sessionId: string, fn: (lease: Lease, preloaded?: PreloadedTurn) => Promise<T>, options: RunTurnOptions = {}): Promise<T> {
+  async runTurn<T>(
+    sessionId: string,
+    fn: (lease: Lease, preloaded?: PreloadedTurn) => Promise<T>,
+    options: RunTurnOptions = {},
+  ): Promise<T> {
     return runTurn(this.#core, sessionId, fn, options);
   }
 
@@ -311,7 +378,11 @@ export class Memory {
   }
 
   /** Records an entity the conversation just referenced; "that task" resolves to the latest task. */
-  async addReference(sessionId: string, entity: Omit<EntityRef, "at">, options: OwnerOptions = {}): Promise<ConversationState> {
+  async addReference(
+    sessionId: string,
+    entity: Omit<EntityRef, "at">,
+    options: OwnerOptions = {},
+  ): Promise<ConversationState> {
     return this.#state.addReference(sessionId, entity, options);
   }
 
@@ -321,7 +392,11 @@ export class Memory {
   }
 
   /** Asks for a confirmation: the action waits (replacing any earlier one) until confirmed, cancelled or expired. */
-  async setPendingConfirmation(sessionId: string, input: PendingInput, options: OwnerOptions = {}): Promise<PendingConfirmation> {
+  async setPendingConfirmation(
+    sessionId: string,
+    input: PendingInput,
+    options: OwnerOptions = {},
+  ): Promise<PendingConfirmation> {
     return this.#state.setPendingConfirmation(sessionId, input, options);
   }
 
@@ -329,12 +404,18 @@ export class Memory {
    * Takes the pending confirmation to execute it: returned to exactly one caller, and null when there
    * is none, it expired, or it is not the one with `id`.
    */
-  async confirmPending(sessionId: string, options: OwnerOptions & { id?: string; now?: number } = {}): Promise<PendingConfirmation | null> {
+  async confirmPending(
+    sessionId: string,
+    options: OwnerOptions & { id?: string; now?: number } = {},
+  ): Promise<PendingConfirmation | null> {
     return this.#state.takePending(sessionId, options);
   }
 
   /** Drops the pending confirmation. @returns it, or null when there was none (or it had expired). */
-  async cancelPending(sessionId: string, options: OwnerOptions & { now?: number } = {}): Promise<PendingConfirmation | null> {
+  async cancelPending(
+    sessionId: string,
+    options: OwnerOptions & { now?: number } = {},
+  ): Promise<PendingConfirmation | null> {
     return this.#state.takePending(sessionId, options);
   }
 
@@ -353,7 +434,8 @@ export class Memory {
    * to be sure. @returns how many sessions and memories were deleted.
    */
   async eraseUser(userId: string): Promise<{ sessions: number; memories: number }> {
-    if (typeof userId !== "string" || userId === "") throw new ThreadkeepError("invalid_request", "eraseUser needs a user id");
+    if (typeof userId !== "string" || userId === "")
+      throw new ThreadkeepError("invalid_request", "eraseUser needs a user id");
     const store = await this.#core.store;
     let sessions = 0;
     // Deleting moves the listing under a cursor, so each pass lists from the start until none is left.
@@ -391,7 +473,9 @@ export class Memory {
    * outage, for messages stored before embeddings were on, or after a model change).
    * @returns sessions visited and messages embedded; `onProgress` hears after each session.
    */
-  async reindex(onProgress?: (done: number, embedded: number) => void): Promise<{ sessions: number; embedded: number }> {
+  async reindex(
+    onProgress?: (done: number, embedded: number) => void,
+  ): Promise<{ sessions: number; embedded: number }> {
     return reindex(this.#core, onProgress);
   }
 
@@ -408,7 +492,10 @@ export class Memory {
 /** The methods of {@link Memory}. */
 type MemoryMethod = { [K in keyof Memory]: Memory[K] extends (...args: never[]) => unknown ? K : never }[keyof Memory];
 /** What {@link Memory} method `K` takes at `I`, less what a {@link SessionHandle} fills in: the owner, the session, the fence. */
-type Bound<K extends MemoryMethod, I extends number> = Omit<NonNullable<Parameters<Memory[K]>[I]>, keyof OwnerOptions | "sessionId" | "fence">;
+type Bound<K extends MemoryMethod, I extends number> = Omit<
+  NonNullable<Parameters<Memory[K]>[I]>,
+  keyof OwnerOptions | "sessionId" | "fence"
+>;
 /** What {@link Memory} method `K` returns. */
 type Returns<K extends MemoryMethod> = ReturnType<Memory[K]>;
 
@@ -439,10 +526,17 @@ export class SessionHandle {
   addMessage(message: MessageInput): Promise<Message> {
     return this.#memory.addMessages(this.id, [message], this.#owner()).then(([stored]) => stored);
   }
-  addMessages(messages: MessageInput[], options: Omit<Bound<"addMessages", 2>, "session"> = {}): Returns<"addMessages"> {
+  addMessages(
+    messages: MessageInput[],
+    options: Omit<Bound<"addMessages", 2>, "session"> = {},
+  ): Returns<"addMessages"> {
     return this.#memory.addMessages(this.id, messages, { ...options, ...this.#owner() });
   }
-  replaceAfter(seq: number, messages: MessageInput[], options: Omit<Bound<"replaceAfter", 3>, "session"> = {}): Returns<"replaceAfter"> {
+  replaceAfter(
+    seq: number,
+    messages: MessageInput[],
+    options: Omit<Bound<"replaceAfter", 3>, "session"> = {},
+  ): Returns<"replaceAfter"> {
     return this.#memory.replaceAfter(this.id, seq, messages, { ...options, ...this.#owner() });
   }
   pop(): Returns<"pop"> {
@@ -509,7 +603,10 @@ export class SessionHandle {
   cancelPending(): Returns<"cancelPending"> {
     return this.#memory.cancelPending(this.id, this.#owner());
   }
-  setPreferences(preferences: Parameters<Memory["setPreferences"]>[1], options: Bound<"setPreferences", 2> = {}): Returns<"setPreferences"> {
+  setPreferences(
+    preferences: Parameters<Memory["setPreferences"]>[1],
+    options: Bound<"setPreferences", 2> = {},
+  ): Returns<"setPreferences"> {
     return this.#memory.setPreferences(this.id, preferences, { ...options, ...this.#owner() });
   }
   recall(text: string, options: Bound<"recall", 2> = {}): Returns<"recall"> {

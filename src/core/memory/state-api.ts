@@ -22,7 +22,10 @@ import type { Resolution } from "../state/references.js";
 import { changeConversation, storePreferences, takePending } from "../state/session-state.js";
 
 /** How the state API searches a session, for {@link StateApi.recall}: {@link Memory.search}. */
-export type StateSearch = (text: string, options: OwnerOptions & { sessionId?: string; mode?: SearchMode | "auto"; limit?: number }) => Promise<RankedHit[]>;
+export type StateSearch = (
+  text: string,
+  options: OwnerOptions & { sessionId?: string; mode?: SearchMode | "auto"; limit?: number },
+) => Promise<RankedHit[]>;
 
 /**
  * The state API of a {@link Memory}, a part it holds and hands these methods to: the session's state
@@ -66,7 +69,8 @@ export class StateApi {
         try {
           return await store.setState(session.id, next(structuredClone(current.data)), current.version);
         } catch (error) {
-          if (!isThreadkeepError(error, "state_conflict") || options.expectedVersion !== undefined || attempt >= 20) throw error;
+          if (!isThreadkeepError(error, "state_conflict") || options.expectedVersion !== undefined || attempt >= 20)
+            throw error;
         }
       }
     } catch (error) {
@@ -81,7 +85,11 @@ export class StateApi {
     return readPreferences((await store.getState(id)).data);
   }
 
-  async setPreferences(sessionId: string, preferences: ContextPreferences, options: OwnerOptions & { merge?: boolean }): Promise<ContextPreferences | undefined> {
+  async setPreferences(
+    sessionId: string,
+    preferences: ContextPreferences,
+    options: OwnerOptions & { merge?: boolean },
+  ): Promise<ContextPreferences | undefined> {
     const valid = parseContextPreferences(preferences);
     return storePreferences(await this.#core.access(sessionId, options), valid, options.merge ?? false);
   }
@@ -95,7 +103,11 @@ export class StateApi {
     if (!hit) return null;
     const around = options.around ?? 2;
     const focusRange = { fromSeq: Math.max(1, hit.seq - around), toSeq: hit.seq + around };
-    await this.setPreferences(sessionId, { focusRange, ...(options.sticky ? { sticky: true } : {}) }, { userId: options.userId, merge: true });
+    await this.setPreferences(
+      sessionId,
+      { focusRange, ...(options.sticky ? { sticky: true } : {}) },
+      { userId: options.userId, merge: true },
+    );
     return hit;
   }
 
@@ -112,7 +124,11 @@ export class StateApi {
     });
   }
 
-  async addReference(sessionId: string, entity: Omit<EntityRef, "at">, options: OwnerOptions): Promise<ConversationState> {
+  async addReference(
+    sessionId: string,
+    entity: Omit<EntityRef, "at">,
+    options: OwnerOptions,
+  ): Promise<ConversationState> {
     return changeConversation(await this.#core.access(sessionId, options), (state) => {
       const next = withReference(state, entity);
       return [next, next];
@@ -126,13 +142,20 @@ export class StateApi {
     });
   }
 
-  async setPendingConfirmation(sessionId: string, input: PendingInput, options: OwnerOptions): Promise<PendingConfirmation> {
+  async setPendingConfirmation(
+    sessionId: string,
+    input: PendingInput,
+    options: OwnerOptions,
+  ): Promise<PendingConfirmation> {
     const pending = newPending(input);
     return changeConversation(await this.#core.access(sessionId, options), (state) => [{ ...state, pending }, pending]);
   }
 
   /** Takes the pending confirmation: {@link Memory.confirmPending} and {@link Memory.cancelPending} alike. */
-  async takePending(sessionId: string, options: OwnerOptions & { id?: string; now?: number }): Promise<PendingConfirmation | null> {
+  async takePending(
+    sessionId: string,
+    options: OwnerOptions & { id?: string; now?: number },
+  ): Promise<PendingConfirmation | null> {
     return takePending(await this.#core.access(sessionId, options), options);
   }
 

@@ -11,11 +11,7 @@ import {
 import { createResolver, normalizePhrase, resolveMessage } from "./references.js";
 
 const NOW = 1_700_000_000_000;
-const task42 = withReference(
-  { references: [] },
-  { type: "task", id: 42, label: "buy groceries" },
-  NOW - 5000,
-);
+const task42 = withReference({ references: [] }, { type: "task", id: 42, label: "buy groceries" }, NOW - 5000);
 const withNote = withReference(task42, { type: "note", id: "n7" }, NOW - 1000);
 const pendingDelete = (ttlMs = 60_000): ConversationState => ({
   ...task42,
@@ -69,9 +65,9 @@ describe("resolveMessage", () => {
 
   it("reads a yes without a pending action, or a longer sentence, as no confirmation", () => {
     expect(resolveMessage("yes", { references: [] }, NOW)).toEqual({ kind: "none" });
-    expect(resolveMessage("yes but first tell me about the weather", pendingDelete(), NOW)).not.toMatchObject(
-      { kind: "confirm" },
-    );
+    expect(resolveMessage("yes but first tell me about the weather", pendingDelete(), NOW)).not.toMatchObject({
+      kind: "confirm",
+    });
     expect(resolveMessage("no yes", pendingDelete(), NOW)).not.toMatchObject({ kind: "confirm" });
   });
 

@@ -1,9 +1,4 @@
-import {
-  type ConversationState,
-  type EntityRef,
-  isExpired,
-  type PendingConfirmation,
-} from "./conversation.js";
+import { type ConversationState, type EntityRef, isExpired, type PendingConfirmation } from "./conversation.js";
 import { DUTCH_PHRASES, ENGLISH_PHRASES, type PhraseSet } from "./phrases.js";
 
 export { DUTCH_PHRASES, ENGLISH_PHRASES, type PhraseSet } from "./phrases.js";
@@ -176,9 +171,7 @@ export function createResolver(options: ResolverOptions = {}): Resolver {
         padded = padded.replace(` ${hit[0]} `, " ");
       }
       const hit = findIn(padded, genericByLength);
-      return hit
-        ? { kind: "reference", entity: refs[0], phrase: hit[0], language: hit[1] }
-        : { kind: "none" };
+      return hit ? { kind: "reference", entity: refs[0], phrase: hit[0], language: hit[1] } : { kind: "none" };
     },
   };
 }

@@ -29,7 +29,17 @@ import type {
   SessionStore,
   TurnOpening,
 } from "../types.js";
-import { hasBranches, hasCombinedTurn, hasCounts, hasMemoryOwners, hasRetention, hasSearch, hasState, hasSummaries, hasUserMemories } from "../types.js";
+import {
+  hasBranches,
+  hasCombinedTurn,
+  hasCounts,
+  hasMemoryOwners,
+  hasRetention,
+  hasSearch,
+  hasState,
+  hasSummaries,
+  hasUserMemories,
+} from "../types.js";
 import { readTurn, withLease } from "../open-turn.js";
 import { checkOwner, checkSearchQuery, DEFAULT_SEARCH_LIMIT, rankHits, substringHits } from "./helpers.js";
 import { rankByRelevanceInSlices, type SessionMessages } from "./relevance.js";
@@ -105,7 +115,8 @@ class Fallbacks {
     };
     if (!hasBranches(store)) {
       Object.assign(own, {
-        replaceAfter: (id: string, seq: number, messages: MessageInput[], options?: ReplaceOptions) => this.#replace(id, seq, messages, options),
+        replaceAfter: (id: string, seq: number, messages: MessageInput[], options?: ReplaceOptions) =>
+          this.#replace(id, seq, messages, options),
         listBranches: async () => [],
         switchBranch: () => Promise.reject(capabilityMissing(store, "branches", "switch to a branch")),
         saveBranch: () => Promise.reject(capabilityMissing(store, "branches", "keep a branch")),
@@ -234,20 +245,28 @@ class Fallbacks {
     }
     // Derived: check, truncate, append. Two steps, so only under the turn lease is it atomic.
     const valid = validateMessages(messages); // before anything is removed: a bad batch changes nothing
-    if (!Number.isInteger(seq) || seq < 0) throw new ThreadkeepError("invalid_request", `Seq must be a non-negative integer, got ${seq}`);
+    if (!Number.isInteger(seq) || seq < 0)
+      throw new ThreadkeepError("invalid_request", `Seq must be a non-negative integer, got ${seq}`);
     const session = await store.getSession(id);
     if (!session) throw new SessionNotFoundError(id);
     const [last] = await store.getMessages(id, { last: 1 });
     const lastSeq = last?.seq ?? 0;
     if (options.expectedLastSeq !== undefined && options.expectedLastSeq !== lastSeq) {
-      throw new ThreadkeepError("history_conflict", `Session ${id} ends at seq ${lastSeq}, not ${options.expectedLastSeq}`);
+      throw new ThreadkeepError(
+        "history_conflict",
+        `Session ${id} ends at seq ${lastSeq}, not ${options.expectedLastSeq}`,
+      );
     }
     const [first] = await store.getMessages(id, { limit: 1 });
     const floor = first ? first.seq - 1 : lastSeq;
     if (seq < floor || seq > lastSeq) {
-      throw new ThreadkeepError("history_conflict", `Seq ${seq} is not on session ${id} (it holds ${floor + 1}..${lastSeq})`);
+      throw new ThreadkeepError(
+        "history_conflict",
+        `Seq ${seq} is not on session ${id} (it holds ${floor + 1}..${lastSeq})`,
+      );
     }
-    if (options.branch && seq < lastSeq) throw capabilityMissing(store, "branches", "keep the messages a regenerate or edit replaces");
+    if (options.branch && seq < lastSeq)
+      throw capabilityMissing(store, "branches", "keep the messages a regenerate or edit replaces");
     const { branch: _branch, expectedLastSeq: _expected, ...write } = options;
     if (seq < lastSeq) {
       if (options.fence !== undefined) await store.appendMessages(id, [], { fence: options.fence }); // a stale fence truncates nothing
@@ -304,7 +323,8 @@ class Fallbacks {
     const store = this.#store;
     checkSearchQuery(query);
     const relevance = query.ranking === "relevance";
-    if (query.mode === "fulltext" && !relevance) throw new ThreadkeepError("not_supported", `The ${store.name} store has no full-text search; use substring`);
+    if (query.mode === "fulltext" && !relevance)
+      throw new ThreadkeepError("not_supported", `The ${store.name} store has no full-text search; use substring`);
     const sessions: Session[] = [];
     if (query.sessionId) {
       const session = await store.getSession(query.sessionId);
@@ -320,10 +340,16 @@ class Fallbacks {
     const searched: SessionMessages[] = [];
     for (const session of sessions.slice(0, DERIVED_SEARCH_BOUNDS.sessions)) {
       if (query.activeSince !== undefined && session.lastActivityAt < query.activeSince) continue;
-      searched.push({ sessionId: session.id, messages: await store.getMessages(session.id, { last: DERIVED_SEARCH_BOUNDS.messagesPerSession }) });
+      searched.push({
+        sessionId: session.id,
+        messages: await store.getMessages(session.id, { last: DERIVED_SEARCH_BOUNDS.messagesPerSession }),
+      });
     }
     if (relevance) return rankByRelevanceInSlices(searched, query.text, query.limit ?? DEFAULT_SEARCH_LIMIT);
-    return rankHits(searched.flatMap((s) => substringHits(s.sessionId, [...s.messages], query.text)), query.limit);
+    return rankHits(
+      searched.flatMap((s) => substringHits(s.sessionId, [...s.messages], query.text)),
+      query.limit,
+    );
   }
 }
 

@@ -23,8 +23,12 @@ export const BM25_B = 0.75;
  * dropping it keeps it from making every message a candidate.
  */
 export const ENGLISH_STOPWORDS: ReadonlySet<string> = new Set([
-  ..."a an and are as at be but by for if in into is it no not of on or such that the their then there these they this to was will with".split(" "),
-  ..."what when where which who whom whose why how do does did has have had am were been being would could should can".split(" "),
+  ..."a an and are as at be but by for if in into is it no not of on or such that the their then there these they this to was will with".split(
+    " ",
+  ),
+  ..."what when where which who whom whose why how do does did has have had am were been being would could should can".split(
+    " ",
+  ),
   ..."i me my mine you your yours he him his she her hers we us our ours its them theirs".split(" "),
   ..."s t d ll m re ve".split(" "),
 ]);
@@ -111,7 +115,9 @@ class RelevanceTally {
   #scorer(): (matched: Matched) => Scored {
     const documents = this.#documents;
     const averageLength = documents > 0 ? this.#totalLength / documents : 0;
-    const idf = new Map([...this.#frequency].map(([term, n]) => [term, Math.log(1 + (documents - n + 0.5) / (n + 0.5))]));
+    const idf = new Map(
+      [...this.#frequency].map(([term, n]) => [term, Math.log(1 + (documents - n + 0.5) / (n + 0.5))]),
+    );
     return ({ sessionId, message, length, counts, word }) => {
       const norm = 1 - BM25_B + (BM25_B * length) / (averageLength || 1);
       let score = 0;
@@ -122,7 +128,9 @@ class RelevanceTally {
 
   /** The best `limit` of `scored` as hits. */
   static hits(scored: Scored[], limit: number): SearchHit[] {
-    scored.sort((a, b) => b.score - a.score || b.message.createdAt - a.message.createdAt || b.message.seq - a.message.seq);
+    scored.sort(
+      (a, b) => b.score - a.score || b.message.createdAt - a.message.createdAt || b.message.seq - a.message.seq,
+    );
     return scored.slice(0, limit).map(({ sessionId, message, word }) => ({
       sessionId,
       seq: message.seq,

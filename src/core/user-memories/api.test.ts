@@ -17,8 +17,14 @@ describe("memory.memories: a memory's source session", () => {
     vi.setSystemTime(Date.now() + 61_000);
     for (const id of [kept, deleted]) await memory.addMessages(id, [{ role: "user", content: "hello" }], alice);
     await memory.addMessages(bobs, [{ role: "user", content: "bob's" }], { userId: "bob" });
-    const add = (sessionId: string) => memory.memories.add({ text: `from ${sessionId}`, source: { kind: "session", sessionId, seqs: [1] } }, alice);
-    const ids = { kept: (await add(kept)).id, deleted: (await add(deleted)).id, expired: (await add(expired)).id, bobs: (await add(bobs)).id };
+    const add = (sessionId: string) =>
+      memory.memories.add({ text: `from ${sessionId}`, source: { kind: "session", sessionId, seqs: [1] } }, alice);
+    const ids = {
+      kept: (await add(kept)).id,
+      deleted: (await add(deleted)).id,
+      expired: (await add(expired)).id,
+      bobs: (await add(bobs)).id,
+    };
     const bad = (await add("not-a-session-id")).id;
     const hand = (await memory.memories.add({ text: "by hand" }, alice)).id;
     await memory.deleteSession(deleted, alice);
@@ -35,7 +41,10 @@ describe("memory.memories: a memory's source session", () => {
     expect(await gone(hand)).toBe("hand");
     // The text stays; the listing says the same; nothing is stored of the flag.
     const { memories } = await memory.memories.list(alice);
-    expect(memories.find((m) => m.id === ids.deleted)).toMatchObject({ text: `from ${deleted}`, source: { sessionDeleted: true } });
+    expect(memories.find((m) => m.id === ids.deleted)).toMatchObject({
+      text: `from ${deleted}`,
+      source: { sessionDeleted: true },
+    });
     expect(memories.find((m) => m.id === ids.kept)?.source).toMatchObject({ sessionDeleted: false });
     const stored = await (await memory.store()).getUserMemory("alice", ids.deleted);
     expect(stored?.source).toEqual({ kind: "session", sessionId: deleted, seqs: [1] });

@@ -59,16 +59,19 @@ export function checkMemoryText(text: unknown): string {
   if (typeof text !== "string") throw invalid("text must be a string");
   const trimmed = text.trim();
   if (trimmed === "") throw invalid("text must not be empty");
-  if (trimmed.length > MAX_MEMORY_TEXT_LENGTH) throw invalid(`text must be at most ${MAX_MEMORY_TEXT_LENGTH} characters, got ${trimmed.length}`);
+  if (trimmed.length > MAX_MEMORY_TEXT_LENGTH)
+    throw invalid(`text must be at most ${MAX_MEMORY_TEXT_LENGTH} characters, got ${trimmed.length}`);
   return trimmed;
 }
 
 /** Checks memory metadata: a JSON object of bounded depth and size. @throws `invalid_request`. */
 export function checkMemoryMetadata(metadata: unknown): Record<string, unknown> {
-  if (typeof metadata !== "object" || metadata === null || Array.isArray(metadata)) throw invalid("metadata must be an object");
+  if (typeof metadata !== "object" || metadata === null || Array.isArray(metadata))
+    throw invalid("metadata must be an object");
   checkJson(metadata, "metadata");
   const length = JSON.stringify(metadata).length;
-  if (length > MAX_MEMORY_METADATA_LENGTH) throw invalid(`metadata must be at most ${MAX_MEMORY_METADATA_LENGTH} characters of JSON, got ${length}`);
+  if (length > MAX_MEMORY_METADATA_LENGTH)
+    throw invalid(`metadata must be at most ${MAX_MEMORY_METADATA_LENGTH} characters of JSON, got ${length}`);
   return metadata as Record<string, unknown>;
 }
 
@@ -107,7 +110,10 @@ export function memoryTerms(text: string): string[] {
  * Ranks memories by relevance to `query`, best first, leaving out those that share no word with it:
  * BM25 over the given memories (rare words weigh more, short memories a little more), ties newest first.
  */
-export function rankMemories<M extends Pick<UserMemory, "text" | "updatedAt" | "id">>(memories: M[], query: string): { memory: M; score: number }[] {
+export function rankMemories<M extends Pick<UserMemory, "text" | "updatedAt" | "id">>(
+  memories: M[],
+  query: string,
+): { memory: M; score: number }[] {
   const wanted = [...new Set(memoryTerms(query))];
   if (wanted.length === 0) return [];
   const docs = memories.map((memory) => ({ memory, terms: memoryTerms(memory.text) }));
@@ -129,7 +135,9 @@ export function rankMemories<M extends Pick<UserMemory, "text" | "updatedAt" | "
     }
     if (score > 0) ranked.push({ memory, score });
   }
-  return ranked.sort((x, y) => y.score - x.score || y.memory.updatedAt - x.memory.updatedAt || (x.memory.id < y.memory.id ? 1 : -1));
+  return ranked.sort(
+    (x, y) => y.score - x.score || y.memory.updatedAt - x.memory.updatedAt || (x.memory.id < y.memory.id ? 1 : -1),
+  );
 }
 
 function encodeOffset(offset: number): string {
@@ -174,10 +182,14 @@ export function rankMemoriesHybrid<M extends Pick<UserMemory, "text" | "updatedA
 ): { memory: M; score: number }[] {
   const lexical = rankMemories(memories, query);
   if (!closeness || closeness.size === 0) return lexical;
-  const close = memories.filter((m) => closeness.has(m.id)).sort((a, b) => closeness.get(b.id)! - closeness.get(a.id)! || (a.id < b.id ? -1 : 1));
+  const close = memories
+    .filter((m) => closeness.has(m.id))
+    .sort((a, b) => closeness.get(b.id)! - closeness.get(a.id)! || (a.id < b.id ? -1 : 1));
   return reciprocalRankFusion([lexical.map((r) => r.memory), close], (m) => m.id)
     .map(({ item, score }) => ({ memory: item, score }))
-    .sort((x, y) => y.score - x.score || y.memory.updatedAt - x.memory.updatedAt || (x.memory.id < y.memory.id ? 1 : -1));
+    .sort(
+      (x, y) => y.score - x.score || y.memory.updatedAt - x.memory.updatedAt || (x.memory.id < y.memory.id ? 1 : -1),
+    );
 }
 
 /** `memory.memories`: one user's memories (see the file's comment). */
@@ -219,7 +231,11 @@ export class UserMemories {
     if (ids.length === 0) return memories;
     const live = new Map(await Promise.all(ids.map(async (id) => [id, await this.#sessionLive(id, userId)] as const)));
     // New objects: a custom store may hand out what it holds.
-    return memories.map((m) => (m.source.kind === "session" ? { ...m, source: { ...m.source, sessionDeleted: !live.get(m.source.sessionId) } } : m));
+    return memories.map((m) =>
+      m.source.kind === "session"
+        ? { ...m, source: { ...m.source, sessionDeleted: !live.get(m.source.sessionId) } }
+        : m,
+    );
   }
 
   /** Stores a new memory (by hand unless `source` says otherwise). @throws `invalid_request`. */
@@ -228,7 +244,8 @@ export class UserMemories {
     const text = checkMemoryText(input.text);
     const metadata = input.metadata === undefined ? undefined : checkMemoryMetadata(input.metadata);
     const source = input.source === undefined ? undefined : checkSource(input.source);
-    if (input.id !== undefined && !isMemoryId(input.id)) throw invalid(`id must be a string of 1 to ${MAX_MEMORY_ID_LENGTH} characters`);
+    if (input.id !== undefined && !isMemoryId(input.id))
+      throw invalid(`id must be a string of 1 to ${MAX_MEMORY_ID_LENGTH} characters`);
     const store = await this.#store;
     const userId = this.#owner(options);
     const added = await store.addUserMemory({ userId, text, metadata, source, id: input.id });
@@ -257,12 +274,16 @@ export class UserMemories {
       const page = await (await this.#store).listUserMemories(userId, { limit, cursor: options.cursor });
       return { ...page, memories: await this.#withSources(userId, page.memories) };
     }
-    if (typeof options.q !== "string" || options.q.length > MAX_MEMORY_TEXT_LENGTH) throw invalid(`q must be a string of at most ${MAX_MEMORY_TEXT_LENGTH} characters`);
+    if (typeof options.q !== "string" || options.q.length > MAX_MEMORY_TEXT_LENGTH)
+      throw invalid(`q must be a string of at most ${MAX_MEMORY_TEXT_LENGTH} characters`);
     const offset = options.cursor ? decodeOffset(options.cursor) : 0;
     const [memories, closeness] = await Promise.all([this.all({ userId }), this.#closeness(userId, options.q)]);
     const ranked = rankMemoriesHybrid(memories, options.q, closeness);
     const page = ranked.slice(offset, offset + limit).map((r) => r.memory);
-    return { memories: await this.#withSources(userId, page), nextCursor: ranked.length > offset + limit ? encodeOffset(offset + limit) : null };
+    return {
+      memories: await this.#withSources(userId, page),
+      nextCursor: ranked.length > offset + limit ? encodeOffset(offset + limit) : null,
+    };
   }
 
   /** Cosine similarity by id of the user's memories close to `text` in meaning; none without an embedder. */
@@ -270,10 +291,17 @@ export class UserMemories {
     if (!this.#semantics || text.trim() === "") return undefined;
     const { vectors, minScore } = this.#semantics;
     try {
-      const hits = await vectors.searchUserMemories(await this.#store, { userId, text, limit: SEMANTIC_DEPTH, minScore });
+      const hits = await vectors.searchUserMemories(await this.#store, {
+        userId,
+        text,
+        limit: SEMANTIC_DEPTH,
+        minScore,
+      });
       return new Map(hits.map((h) => [h.id, h.score]));
     } catch (error) {
-      console.warn(`[threadkeep] ranking the memories of user ${userId} by meaning failed; ranked by words only: ${error}`);
+      console.warn(
+        `[threadkeep] ranking the memories of user ${userId} by meaning failed; ranked by words only: ${error}`,
+      );
       return undefined;
     }
   }
@@ -304,7 +332,8 @@ export class UserMemories {
     const text = edit.text === undefined ? undefined : checkMemoryText(edit.text);
     const metadata = edit.metadata === undefined ? undefined : checkMemoryMetadata(edit.metadata);
     if (text === undefined && metadata === undefined) throw invalid("An edit needs text or metadata");
-    if (edit.reason !== undefined && (typeof edit.reason !== "string" || edit.reason.length > 64)) throw invalid("reason must be a string of at most 64 characters");
+    if (edit.reason !== undefined && (typeof edit.reason !== "string" || edit.reason.length > 64))
+      throw invalid("reason must be a string of at most 64 characters");
     if (!isMemoryId(id)) throw new ThreadkeepError("not_found", "Memory not found");
     const store = await this.#store;
     const userId = this.#owner(options);

@@ -5,7 +5,14 @@
  */
 import { randomUUID } from "node:crypto";
 import { ThreadkeepError } from "../errors.js";
-import type { ListOptions, UserIdPage, UserMemory, UserMemoryInput, UserMemoryPage, UserMemoryPatch } from "../types.js";
+import type {
+  ListOptions,
+  UserIdPage,
+  UserMemory,
+  UserMemoryInput,
+  UserMemoryPage,
+  UserMemoryPatch,
+} from "../types.js";
 
 /** Default page size of memory listings. */
 export const DEFAULT_MEMORY_LIST_LIMIT = 50;
@@ -38,7 +45,10 @@ export function applyMemoryPatch(memory: UserMemory, patch: UserMemoryPatch, now
 }
 
 /** Orders memories most recently updated first, ties by id descending (the listing order). */
-export function compareMemories(a: Pick<UserMemory, "updatedAt" | "id">, b: Pick<UserMemory, "updatedAt" | "id">): number {
+export function compareMemories(
+  a: Pick<UserMemory, "updatedAt" | "id">,
+  b: Pick<UserMemory, "updatedAt" | "id">,
+): number {
   if (a.updatedAt !== b.updatedAt) return b.updatedAt - a.updatedAt;
   return a.id < b.id ? 1 : a.id > b.id ? -1 : 0;
 }
@@ -63,7 +73,8 @@ export function decodeMemoryCursor(cursor: string): { updatedAt: number; id: str
 /** The listing's page size. @throws `invalid_request` for one that is not a positive integer. */
 export function memoryPageLimit(options: ListOptions = {}): number {
   const limit = options.limit ?? DEFAULT_MEMORY_LIST_LIMIT;
-  if (!Number.isSafeInteger(limit) || limit < 1) throw new ThreadkeepError("invalid_request", `limit must be a positive integer, got ${limit}`);
+  if (!Number.isSafeInteger(limit) || limit < 1)
+    throw new ThreadkeepError("invalid_request", `limit must be a positive integer, got ${limit}`);
   return limit;
 }
 

@@ -65,7 +65,9 @@ export async function passThrough(
   const start = performance.now();
   let completion: ChatCompletion;
   try {
-    completion = await upstream.chat(upstreamBody, { onHeaders: (upstreamHeaders) => Object.assign(headers, upstreamHeaders) });
+    completion = await upstream.chat(upstreamBody, {
+      onHeaders: (upstreamHeaders) => Object.assign(headers, upstreamHeaders),
+    });
   } finally {
     deps.metrics.upstreamSeconds.observe(secondsSince(start));
   }
@@ -73,5 +75,8 @@ export async function passThrough(
   // The upstream's own bytes when the dialect answers with its reply unchanged (chat completions).
   const text = answer.body === completion ? upstreamText(completion) : undefined;
   if (text !== undefined) headers["content-type"] = "application/json; charset=utf-8";
-  return reply.code(200).headers(headers).send(text ?? answer.body);
+  return reply
+    .code(200)
+    .headers(headers)
+    .send(text ?? answer.body);
 }

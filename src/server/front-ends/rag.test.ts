@@ -2,7 +2,10 @@ import { describe, expect, it } from "vitest";
 import { RAG_TEMPLATE, RAG_TEMPLATE_WITH_QUERY, ragRendered, ragSource } from "../../../test/_front-ends.js";
 import { ragQueryOf } from "./rag.js";
 
-const sources = [ragSource(1, "basil.md", "Water basil every 3 days."), ragSource(2, "https://example.com/herbs", "Basil hates cold drafts.")].join("\n");
+const sources = [
+  ragSource(1, "basil.md", "Water basil every 3 days."),
+  ragSource(2, "https://example.com/herbs", "Basil hates cold drafts."),
+].join("\n");
 
 describe("ragQueryOf", () => {
   it("recovers the words of a message Open WebUI rewrote with DEFAULT_RAG_TEMPLATE (the template before the words)", () => {

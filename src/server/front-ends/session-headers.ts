@@ -64,7 +64,10 @@ export function isTemporaryChatId(id: string): boolean {
 
 /** RFC 4122 §4.3 name-based UUID (version 5, SHA-1) of `name` in `namespace`. */
 export function uuidV5(name: string, namespace: string): string {
-  const hash = createHash("sha1").update(Buffer.from(namespace.replace(/-/g, ""), "hex")).update(name, "utf8").digest();
+  const hash = createHash("sha1")
+    .update(Buffer.from(namespace.replace(/-/g, ""), "hex"))
+    .update(name, "utf8")
+    .digest();
   hash[6] = (hash[6] & 0x0f) | 0x50;
   hash[8] = (hash[8] & 0x3f) | 0x80;
   const hex = hash.subarray(0, 16).toString("hex");
@@ -81,7 +84,9 @@ export function sessionIdForChat(chatId: string): string {
   const id: string = chatId;
   if (isValidSessionId(id)) return id.toLowerCase();
   if (chatId.length > MAX_FRONT_END_ID_LENGTH) {
-    throw new InvalidSessionIdError(`Chat id of ${chatId.length} characters: at most ${MAX_FRONT_END_ID_LENGTH} are accepted`);
+    throw new InvalidSessionIdError(
+      `Chat id of ${chatId.length} characters: at most ${MAX_FRONT_END_ID_LENGTH} are accepted`,
+    );
   }
   return uuidV5(chatId, FRONT_END_ID_NAMESPACE);
 }
@@ -99,7 +104,12 @@ export function sessionTargetOf(
     const id = headerId(headers[header]);
     if (id === undefined) continue;
     if (isTemporaryChatId(id)) return { kind: "temporary", header };
-    return { kind: "session", id: header === SESSION_HEADER ? parseSessionId(id) : sessionIdForChat(id), given: true, header };
+    return {
+      kind: "session",
+      id: header === SESSION_HEADER ? parseSessionId(id) : sessionIdForChat(id),
+      given: true,
+      header,
+    };
   }
   return { kind: "session", id: newSessionId(), given: false };
 }
@@ -115,7 +125,10 @@ export function parseSessionHeaders(text: string | undefined): string[] {
     .filter(Boolean);
   for (const name of names) {
     if (!/^[!#$%&'*+.^_`|~0-9a-z-]+$/.test(name)) {
-      throw new ThreadkeepError("invalid_request", `Invalid session header name ${JSON.stringify(name.slice(0, 60))}: expected a header name such as x-session-id`);
+      throw new ThreadkeepError(
+        "invalid_request",
+        `Invalid session header name ${JSON.stringify(name.slice(0, 60))}: expected a header name such as x-session-id`,
+      );
     }
   }
   return names.length > 0 ? [...new Set(names)] : [...DEFAULT_SESSION_HEADERS];

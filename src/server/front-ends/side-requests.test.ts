@@ -43,9 +43,13 @@ describe("taskOfPrompt", () => {
   });
 
   it("allows a task model's system prompt before the task, in its own message or merged into the tools one", () => {
-    expect(taskOfPrompt([{ role: "system", content: "You are terse." }, ...user(renderTask(TITLE_TEMPLATE, chat))])).toBe("title");
+    expect(
+      taskOfPrompt([{ role: "system", content: "You are terse." }, ...user(renderTask(TITLE_TEMPLATE, chat))]),
+    ).toBe("title");
     const [tools, query] = toolSelectionMessages([], chat);
-    expect(taskOfPrompt([{ role: "system", content: `You are terse.\n${tools.content}` }, query])).toBe("function_calling");
+    expect(taskOfPrompt([{ role: "system", content: `You are terse.\n${tools.content}` }, query])).toBe(
+      "function_calling",
+    );
   });
 
   it("recognises LibreChat's title prompts", () => {
@@ -58,9 +62,17 @@ describe("taskOfPrompt", () => {
     // The same prompt inside a longer chat: a person pasted it.
     expect(taskOfPrompt([...chat, { role: "user", content: followUps }])).toBeUndefined();
     // Its opening and output line, but not the template's structure.
-    expect(taskOfPrompt(user("### Task:\nSuggest 3-5 relevant follow-up questions about basil.\n### Output:\nJSON format: { \"follow_ups\": [] }"))).toBeUndefined();
+    expect(
+      taskOfPrompt(
+        user(
+          '### Task:\nSuggest 3-5 relevant follow-up questions about basil.\n### Output:\nJSON format: { "follow_ups": [] }',
+        ),
+      ),
+    ).toBeUndefined();
     expect(taskOfPrompt(user('Why does Open WebUI ask for { "title": "…" } in <chat_history>?'))).toBeUndefined();
-    expect(taskOfPrompt(user("Provide a concise, 5-word-or-less title for the conversation, using title case conventions."))).toBeUndefined();
+    expect(
+      taskOfPrompt(user("Provide a concise, 5-word-or-less title for the conversation, using title case conventions.")),
+    ).toBeUndefined();
     expect(taskOfPrompt(user(`${followUps}\nThanks!`))).toBeUndefined();
   });
 
@@ -75,8 +87,12 @@ describe("taskOfPrompt", () => {
   it("looks only at the last message being the user's, after system messages", () => {
     expect(taskOfPrompt([])).toBeUndefined();
     expect(taskOfPrompt([{ role: "assistant", content: renderTask(TITLE_TEMPLATE, chat) }])).toBeUndefined();
-    expect(taskOfPrompt([{ role: "user", content: [{ type: "text", text: renderTask(TAGS_TEMPLATE, chat) }] }])).toBe("tags");
-    expect(taskOfPrompt([{ role: "user", content: [{ type: "image_url", image_url: { url: "data:," } }] }])).toBeUndefined();
+    expect(taskOfPrompt([{ role: "user", content: [{ type: "text", text: renderTask(TAGS_TEMPLATE, chat) }] }])).toBe(
+      "tags",
+    );
+    expect(
+      taskOfPrompt([{ role: "user", content: [{ type: "image_url", image_url: { url: "data:," } }] }]),
+    ).toBeUndefined();
     expect(AUTOCOMPLETE_TEMPLATE).toContain("#### Output:");
   });
 });

@@ -91,7 +91,11 @@ function openWebUiTask(text: string): SideRequestKind | undefined {
 
 /** Open WebUI's tool selection: the tools template as system message, then `Query: …` / `History: …`. */
 function openWebUiToolSelection(system: string[], text: string): boolean {
-  const tools = system.some((s) => (s.startsWith(OPEN_WEBUI_TOOLS_OPENING) || s.includes(`\n${OPEN_WEBUI_TOOLS_OPENING}`)) && s.includes(OPEN_WEBUI_TOOLS_TASK));
+  const tools = system.some(
+    (s) =>
+      (s.startsWith(OPEN_WEBUI_TOOLS_OPENING) || s.includes(`\n${OPEN_WEBUI_TOOLS_OPENING}`)) &&
+      s.includes(OPEN_WEBUI_TOOLS_TASK),
+  );
   return tools && (text.startsWith("Query: ") || text.startsWith("History:\n"));
 }
 

@@ -13,17 +13,29 @@ import { AnyObject, ok } from "../openapi/schemas.js";
 export const MCP_PATH = "/mcp";
 
 const notOffered = (method: "GET" | "DELETE") =>
-  defineRoute({ method, url: MCP_PATH, summary: "Not offered: the endpoint is stateless (405)", responses: { "405": ok("Use POST") } });
+  defineRoute({
+    method,
+    url: MCP_PATH,
+    summary: "Not offered: the endpoint is stateless (405)",
+    responses: { "405": ok("Use POST") },
+  });
 
 /** The contracts of /mcp. */
 export const mcpContracts = {
   post: defineRoute({
     method: "POST",
     url: MCP_PATH,
-    summary: "Model Context Protocol over streamable HTTP (stateless): the caller's sessions as MCP tools and resources",
+    summary:
+      "Model Context Protocol over streamable HTTP (stateless): the caller's sessions as MCP tools and resources",
     // The MCP SDK reads the JSON-RPC message.
     body: AnyObject,
-    responses: { "200": { description: "A JSON-RPC answer, as JSON or as a text/event-stream", json: AnyObject, media: ["text/event-stream"] } },
+    responses: {
+      "200": {
+        description: "A JSON-RPC answer, as JSON or as a text/event-stream",
+        json: AnyObject,
+        media: ["text/event-stream"],
+      },
+    },
   }),
   get: notOffered("GET"),
   delete: notOffered("DELETE"),
@@ -42,10 +54,21 @@ export function registerMcpRoutes(app: FastifyInstance, deps: { memory: Memory }
     await server.connect(transport);
     await transport.handleRequest(request.raw, reply.raw, request.body);
   });
-  const notAllowed = async (_request: unknown, reply: { code(n: number): { header(k: string, v: string): { send(b: unknown): unknown } } }) =>
-    reply.code(405).header("allow", "POST").send({
-      error: { message: "This MCP endpoint is stateless: use POST", type: "invalid_request_error", code: "method_not_allowed", param: null },
-    });
+  const notAllowed = async (
+    _request: unknown,
+    reply: { code(n: number): { header(k: string, v: string): { send(b: unknown): unknown } } },
+  ) =>
+    reply
+      .code(405)
+      .header("allow", "POST")
+      .send({
+        error: {
+          message: "This MCP endpoint is stateless: use POST",
+          type: "invalid_request_error",
+          code: "method_not_allowed",
+          param: null,
+        },
+      });
   addRoute(app, mcpContracts.get, notAllowed);
   addRoute(app, mcpContracts.delete, notAllowed);
 }

@@ -50,7 +50,10 @@ export const TRANSCRIPT_TEMPLATE = "threadkeep://sessions/{sessionId}/transcript
 const sessionId = z.string().min(1).describe("The session id (a UUID, or user_{uuid}_conv_{uuid}).");
 
 const memoryId = z.string().min(1).max(MAX_MEMORY_ID_LENGTH).describe("The memory id (as list_memories shows it).");
-const memoryText = z.string().max(MAX_MEMORY_TEXT_LENGTH).describe("One short statement about the user, e.g. \"Is vegetarian\".");
+const memoryText = z
+  .string()
+  .max(MAX_MEMORY_TEXT_LENGTH)
+  .describe('One short statement about the user, e.g. "Is vegetarian".');
 
 /** Another user's memory reads exactly as one that does not exist (as `/v1/memories/{id}` answers 404). */
 const memoryNotFound = (id: string) => new ThreadkeepError("not_found", `Memory ${id} not found`);
@@ -66,7 +69,9 @@ async function attempt(work: () => Promise<unknown>): Promise<CallToolResult> {
     return json(await work());
   } catch (error) {
     if (!isThreadkeepError(error)) throw error;
-    const body = { error: { code: error.code, message: error.message, ...(error.details ? { details: error.details } : {}) } };
+    const body = {
+      error: { code: error.code, message: error.message, ...(error.details ? { details: error.details } : {}) },
+    };
     return { isError: true, content: [{ type: "text", text: JSON.stringify(body) }] };
   }
 }
@@ -88,16 +93,20 @@ export function createMcpServer(options: McpServerOptions): McpServer {
   server.registerTool(
     "read_messages",
     {
-      description: "Read a conversation's messages, oldest first, each with its seq: those after `after`, at most `limit`.",
+      description:
+        "Read a conversation's messages, oldest first, each with its seq: those after `after`, at most `limit`.",
       inputSchema: { session_id: sessionId, ...MessagesQuery.partial().shape },
     },
     (args) =>
-      attempt(() => memory.getMessages(args.session_id, { ...owner, afterSeq: args.after ?? 0, limit: args.limit ?? 100 })),
+      attempt(() =>
+        memory.getMessages(args.session_id, { ...owner, afterSeq: args.after ?? 0, limit: args.limit ?? 100 }),
+      ),
   );
   server.registerTool(
     "search",
     {
-      description: "Search your messages (all conversations, or one with session_id); each hit has its session, seq and a snippet.",
+      description:
+        "Search your messages (all conversations, or one with session_id); each hit has its session, seq and a snippet.",
       inputSchema: { ...SearchParams.partial().shape, q: SearchParams.shape.q, session_id: sessionId.optional() },
     },
     (args) =>
@@ -124,7 +133,8 @@ export function createMcpServer(options: McpServerOptions): McpServer {
         sticky: z.boolean().optional(),
       },
     },
-    (args) => attempt(() => memory.recall(args.session_id, args.text, { ...owner, around: args.around, sticky: args.sticky })),
+    (args) =>
+      attempt(() => memory.recall(args.session_id, args.text, { ...owner, around: args.around, sticky: args.sticky })),
   );
   server.registerTool(
     "show_context",
@@ -153,16 +163,25 @@ export function createMcpServer(options: McpServerOptions): McpServer {
       inputSchema: {
         session_id: sessionId,
         ...contextPreferencesSchema.shape,
-        memory_ids: contextPreferencesSchema.shape.memoryIds.describe("Memories (by id) to always include in the context."),
+        memory_ids: contextPreferencesSchema.shape.memoryIds.describe(
+          "Memories (by id) to always include in the context.",
+        ),
       },
     },
     ({ session_id, memory_ids, ...preferences }) =>
-      attempt(() => memory.setPreferences(session_id, { ...preferences, ...(memory_ids ? { memoryIds: memory_ids } : {}) }, { ...owner, merge: true })),
+      attempt(() =>
+        memory.setPreferences(
+          session_id,
+          { ...preferences, ...(memory_ids ? { memoryIds: memory_ids } : {}) },
+          { ...owner, merge: true },
+        ),
+      ),
   );
   server.registerTool(
     "get_conversation_state",
     {
-      description: "Read a conversation's state: the last intent, the entities it refers to (\"that task\"), a pending confirmation.",
+      description:
+        'Read a conversation\'s state: the last intent, the entities it refers to ("that task"), a pending confirmation.',
       inputSchema: { session_id: sessionId },
     },
     (args) => attempt(() => memory.getConversation(args.session_id, owner)),
@@ -178,8 +197,13 @@ export function createMcpServer(options: McpServerOptions): McpServer {
   server.registerTool(
     "add_reference",
     {
-      description: "Remember that the conversation now talks about an entity, so \"that task\" resolves to it.",
-      inputSchema: { session_id: sessionId, type: z.string().min(1).max(64), id: z.union([z.string().min(1), z.number()]), label: z.string().max(200).optional() },
+      description: 'Remember that the conversation now talks about an entity, so "that task" resolves to it.',
+      inputSchema: {
+        session_id: sessionId,
+        type: z.string().min(1).max(64),
+        id: z.union([z.string().min(1), z.number()]),
+        label: z.string().max(200).optional(),
+      },
     },
     ({ session_id, ...entity }) => attempt(() => memory.addReference(session_id, entity, owner)),
   );
@@ -209,11 +233,22 @@ export function createMcpServer(options: McpServerOptions): McpServer {
         cursor: z.string().min(1).max(1_000).optional(),
       },
     },
-    (args) => attempt(() => memory.memories.list({ ...owner, q: args.q?.trim() ? args.q : undefined, limit: args.limit ?? 50, cursor: args.cursor })),
+    (args) =>
+      attempt(() =>
+        memory.memories.list({
+          ...owner,
+          q: args.q?.trim() ? args.q : undefined,
+          limit: args.limit ?? 50,
+          cursor: args.cursor,
+        }),
+      ),
   );
   server.registerTool(
     "get_memory",
-    { description: "Read one memory about the user, with where it came from and its earlier texts.", inputSchema: { id: memoryId } },
+    {
+      description: "Read one memory about the user, with where it came from and its earlier texts.",
+      inputSchema: { id: memoryId },
+    },
     ({ id }) =>
       attempt(async () => {
         const found = await memory.memories.get(id, owner);

@@ -4,7 +4,14 @@
  * contracts beside its handlers and registers them with {@link addRoute}; the OpenAPI document
  * (index.ts) is generated from the same contracts, so a limit or a field is written once.
  */
-import type { FastifyInstance, RawReplyDefaultExpression, RawRequestDefaultExpression, RawServerDefault, RouteGenericInterface, RouteHandlerMethod } from "fastify";
+import type {
+  FastifyInstance,
+  RawReplyDefaultExpression,
+  RawRequestDefaultExpression,
+  RawServerDefault,
+  RouteGenericInterface,
+  RouteHandlerMethod,
+} from "fastify";
 import { z } from "zod";
 
 /** An HTTP method a route answers. */
@@ -135,7 +142,12 @@ export function operationOf(contract: RouteContract, schemas: SchemaSet): Record
     parameters.push({ name, in: "path", required: true, schema, ...(notes[name] ? { description: notes[name] } : {}) });
   }
   for (const header of contract.headers ?? []) {
-    parameters.push({ name: header.name, in: "header", schema: schemas.of(header.schema), description: header.description });
+    parameters.push({
+      name: header.name,
+      in: "header",
+      schema: schemas.of(header.schema),
+      description: header.description,
+    });
   }
   if (contract.query) {
     const query = schemas.of(contract.query);
@@ -143,7 +155,13 @@ export function operationOf(contract: RouteContract, schemas: SchemaSet): Record
     for (const [name, schema] of Object.entries(query.properties as Record<string, Record<string, unknown>>)) {
       const { description, ...rest } = schema;
       const text = notes[name] ?? description;
-      parameters.push({ name, in: "query", required: required.has(name), schema: rest, ...(text ? { description: text } : {}) });
+      parameters.push({
+        name,
+        in: "query",
+        required: required.has(name),
+        schema: rest,
+        ...(text ? { description: text } : {}),
+      });
     }
   }
   const responses = Object.fromEntries(
@@ -152,7 +170,11 @@ export function operationOf(contract: RouteContract, schemas: SchemaSet): Record
       {
         description: doc.description,
         ...(doc.headers
-          ? { headers: Object.fromEntries(Object.entries(doc.headers).map(([name, schema]) => [name, { schema: schemas.of(schema) }])) }
+          ? {
+              headers: Object.fromEntries(
+                Object.entries(doc.headers).map(([name, schema]) => [name, { schema: schemas.of(schema) }]),
+              ),
+            }
           : {}),
         ...content(schemas, doc),
       },

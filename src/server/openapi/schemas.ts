@@ -49,7 +49,13 @@ export const Message = z
   .meta({ id: "Message" });
 
 /** A session. */
-export const Session = shape({ id: SessionId, userId: z.string(), createdAt: int, lastActivityAt: int, metadata: AnyObject }).meta({
+export const Session = shape({
+  id: SessionId,
+  userId: z.string(),
+  createdAt: int,
+  lastActivityAt: int,
+  metadata: AnyObject,
+}).meta({
   id: "Session",
 });
 
@@ -80,7 +86,14 @@ export const SearchHit = shape({
 export const ContextPreferences = contextPreferencesSchema.meta({ id: "ContextPreferences" });
 
 /** A summary of older messages. */
-export const Summary = shape({ id: int, fromSeq: int, toSeq: int, content: z.string(), createdAt: int, metadata: AnyObject }).meta({
+export const Summary = shape({
+  id: int,
+  fromSeq: int,
+  toSeq: int,
+  content: z.string(),
+  createdAt: int,
+  metadata: AnyObject,
+}).meta({
   id: "Summary",
 });
 
@@ -131,7 +144,9 @@ export const sessionFailures = {
   "401": error("Missing or unknown API key (`invalid_api_key`), or a bad end-user token (`invalid_user_token`)"),
   "403": error("`X-Threadkeep-User` sent with a key that is not an operator key (`operator_only`)"),
   "404": error("No such session for this user (`session_not_found`)"),
-  "503": error("The store is unavailable (`store_unavailable`), or its database refused the turn lease (`store_misconfigured`)"),
+  "503": error(
+    "The store is unavailable (`store_unavailable`), or its database refused the turn lease (`store_misconfigured`)",
+  ),
 };
 
 /** A contract builder that adds `failures` to each contract's responses. */

@@ -4,7 +4,13 @@ import { defineRoute } from "./route.js";
 
 /** GET /healthz, /readyz, /metrics and /openapi.json. */
 export const serviceContracts = {
-  health: defineRoute({ method: "GET", url: "/healthz", summary: "The process is up", open: true, responses: { "200": ok("Up") } }),
+  health: defineRoute({
+    method: "GET",
+    url: "/healthz",
+    summary: "The process is up",
+    open: true,
+    responses: { "200": ok("Up") },
+  }),
   ready: defineRoute({
     method: "GET",
     url: "/readyz",

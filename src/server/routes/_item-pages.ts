@@ -9,7 +9,9 @@ import { parseBody } from "./_validate.js";
 import { AnyObject, error } from "../openapi/schemas.js";
 
 /** The `metadata` of a response or a conversation, as OpenAI limits it. */
-export const Metadata = z.record(z.string(), z.string().max(512)).refine((m) => Object.keys(m).length <= 16, "at most 16 keys");
+export const Metadata = z
+  .record(z.string(), z.string().max(512))
+  .refine((m) => Object.keys(m).length <= 16, "at most 16 keys");
 
 /** The query of an item list. */
 export const PageQuery = z.object({
@@ -23,7 +25,13 @@ export const PAGE_NOTES = { after: "Item id to start after" };
 
 /** {@link ItemPage}, in the document. */
 export const ItemPageDoc = z
-  .object({ object: z.literal("list"), data: z.array(AnyObject), first_id: z.string().nullable(), last_id: z.string().nullable(), has_more: z.boolean() })
+  .object({
+    object: z.literal("list"),
+    data: z.array(AnyObject),
+    first_id: z.string().nullable(),
+    last_id: z.string().nullable(),
+    has_more: z.boolean(),
+  })
   .partial();
 
 /** The failures of the Responses, Conversations and models routes. */
@@ -44,7 +52,13 @@ export interface ItemPage {
 
 /** A list of items as a page (all of them: used where nothing is paged). */
 export function itemList(items: Item[]): ItemPage {
-  return { object: "list", data: items, first_id: items[0]?.id ?? null, last_id: items.at(-1)?.id ?? null, has_more: false };
+  return {
+    object: "list",
+    data: items,
+    first_id: items[0]?.id ?? null,
+    last_id: items.at(-1)?.id ?? null,
+    has_more: false,
+  };
 }
 
 /**
@@ -57,7 +71,10 @@ export function pageOf(items: Item[], query: unknown): ItemPage {
   let start = 0;
   if (after) {
     const at = ordered.findIndex((item) => item.id === after);
-    if (at < 0) throw new ThreadkeepError("invalid_request", `after: no item with id ${JSON.stringify(after.slice(0, 100))}`, { details: { field: "after" } });
+    if (at < 0)
+      throw new ThreadkeepError("invalid_request", `after: no item with id ${JSON.stringify(after.slice(0, 100))}`, {
+        details: { field: "after" },
+      });
     start = at + 1;
   }
   const data = ordered.slice(start, start + limit);
@@ -66,7 +83,11 @@ export function pageOf(items: Item[], query: unknown): ItemPage {
 
 /** OpenAI's "not found" for a response, conversation or item. */
 export function notFound(what: string, id: string, param?: string): ThreadkeepError {
-  return new ThreadkeepError("not_found", `${what} with id '${id.slice(0, 200)}' not found.`, param ? { details: { field: param } } : {});
+  return new ThreadkeepError(
+    "not_found",
+    `${what} with id '${id.slice(0, 200)}' not found.`,
+    param ? { details: { field: param } } : {},
+  );
 }
 
 /** Runs `fn`, turning `session_not_found` (missing, or another owner's) into `error`. */

@@ -52,7 +52,8 @@ export const branchContracts = {
   switch: route({
     method: "POST",
     url: "/v1/sessions/:id/branches/:branchId/switch",
-    summary: "Make the branch the main line again; the branch then holds what it replaced (switch again to switch back)",
+    summary:
+      "Make the branch the main line again; the branch then holds what it replaced (switch again to switch back)",
     params: BranchParams,
     responses: {
       "200": ok(

@@ -16,7 +16,14 @@ import { chatStreamDialect } from "../turn/stream.js";
 import { replyMessage } from "../turn/reply.js";
 import { withFairShare } from "../fair-share.js";
 import { addRoute, shownAs } from "../openapi/route.js";
-import { AnyObject, ChatMessage as ChatMessageDoc, error, SessionId, sessionFailures, withFailures } from "../openapi/schemas.js";
+import {
+  AnyObject,
+  ChatMessage as ChatMessageDoc,
+  error,
+  SessionId,
+  sessionFailures,
+  withFailures,
+} from "../openapi/schemas.js";
 import type { SideRequestKind } from "../front-ends/index.js";
 
 const ChatBody = z.looseObject({
@@ -39,7 +46,13 @@ const PASS_THROUGH_KINDS = [
   "moa",
   "other",
 ] as const satisfies readonly (SideRequestKind | "temporary")[];
-const WARNINGS = ["context-unavailable", "not-saved", "save-unconfirmed", "history-omitted", "input-truncated"] as const;
+const WARNINGS = [
+  "context-unavailable",
+  "not-saved",
+  "save-unconfirmed",
+  "history-omitted",
+  "input-truncated",
+] as const;
 const header = (name: string, description: string, schema: z.ZodType = z.string()) => ({ name, schema, description });
 
 /** The contract of POST /v1/chat/completions. */
@@ -59,7 +72,10 @@ export const chatCompletionsContract = withFailures(sessionFailures)({
       "X-OpenWebUI-Chat-Id",
       "Open WebUI's chat id (ENABLE_FORWARD_USER_INFO_HEADERS). A UUID is the session id; another id maps to a UUID v5 of it; `local:…` is a temporary chat.",
     ),
-    header("X-Conversation-Id", "LibreChat's conversation id ({{LIBRECHAT_BODY_CONVERSATIONID}}), read as X-OpenWebUI-Chat-Id."),
+    header(
+      "X-Conversation-Id",
+      "LibreChat's conversation id ({{LIBRECHAT_BODY_CONVERSATIONID}}), read as X-OpenWebUI-Chat-Id.",
+    ),
     header(
       "X-Threadkeep-Task",
       "The request's background task (e.g. Open WebUI's {{TASK}}: title_generation); empty on a chat turn. A task is answered and not stored.",
@@ -145,7 +161,11 @@ export function registerChatCompletionRoutes(app: FastifyInstance, deps: TurnRou
       // The messages as the client sent them, not as validated.
       const sent = chat.body.messages as ChatMessage[];
       return withFairShare(deps.fairShare, request, side ? "side" : "turn", () =>
-        passThrough(deps, request, reply, { kind: side ?? "temporary", dialect: chatDialect(chat, deps.defaultModel), messages: sent }),
+        passThrough(deps, request, reply, {
+          kind: side ?? "temporary",
+          dialect: chatDialect(chat, deps.defaultModel),
+          messages: sent,
+        }),
       );
     }
     return withFairShare(deps.fairShare, request, "turn", () =>

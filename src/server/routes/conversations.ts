@@ -6,10 +6,27 @@
  */
 import type { FastifyInstance } from "fastify";
 import { z } from "zod";
-import { conversationIdOf, itemsOf, itemsToMessages, normalizeInput, removeItems, sessionOfConversation } from "../../core/items/index.js";
+import {
+  conversationIdOf,
+  itemsOf,
+  itemsToMessages,
+  normalizeInput,
+  removeItems,
+  sessionOfConversation,
+} from "../../core/items/index.js";
 import type { Memory } from "../../core/memory/memory.js";
 import type { Session } from "../../core/types.js";
-import { itemFailures, ItemPageDoc, itemList, Metadata, notFound, orNotFound, PAGE_NOTES, PageQuery, pageOf } from "./_item-pages.js";
+import {
+  itemFailures,
+  ItemPageDoc,
+  itemList,
+  Metadata,
+  notFound,
+  orNotFound,
+  PAGE_NOTES,
+  PageQuery,
+  pageOf,
+} from "./_item-pages.js";
 import { parseBody } from "./_validate.js";
 import { addRoute } from "../openapi/route.js";
 import { ok, withFailures } from "../openapi/schemas.js";
@@ -36,7 +53,14 @@ export const conversationContracts = {
     body: CreateBody,
     responses: { "200": conversationObjectDoc },
   }),
-  get: route({ method: "GET", url: "/v1/conversations/:id", summary: "A conversation", params: IdParams, notes, responses: { "200": conversationObjectDoc } }),
+  get: route({
+    method: "GET",
+    url: "/v1/conversations/:id",
+    summary: "A conversation",
+    params: IdParams,
+    notes,
+    responses: { "200": conversationObjectDoc },
+  }),
   update: route({
     method: "POST",
     url: "/v1/conversations/:id",
@@ -92,7 +116,12 @@ export const conversationContracts = {
 
 /** The `conversation` object of a session. */
 export function conversationObject(session: Session): Record<string, unknown> {
-  return { id: conversationIdOf(session.id), object: "conversation", created_at: Math.floor(session.createdAt / 1000), metadata: session.metadata };
+  return {
+    id: conversationIdOf(session.id),
+    object: "conversation",
+    created_at: Math.floor(session.createdAt / 1000),
+    metadata: session.metadata,
+  };
 }
 
 /** Adds the /v1/conversations routes. */
@@ -120,12 +149,16 @@ export function registerConversationRoutes(app: FastifyInstance, deps: { memory:
     return conversationObject(await memory.getSession(handle.id, { userId }));
   });
 
-  addRoute<IdRoute>(app, conversationContracts.get, async (request) => conversationObject(await conversation(request.params.id, request.userId)));
+  addRoute<IdRoute>(app, conversationContracts.get, async (request) =>
+    conversationObject(await conversation(request.params.id, request.userId)),
+  );
 
   addRoute<IdRoute>(app, conversationContracts.update, async (request) => {
     const body = parseBody(UpdateBody, request.body);
     const session = await conversation(request.params.id, request.userId);
-    return conversationObject(await memory.updateSessionMetadata(session.id, body.metadata ?? {}, { userId: request.userId }));
+    return conversationObject(
+      await memory.updateSessionMetadata(session.id, body.metadata ?? {}, { userId: request.userId }),
+    );
   });
 
   addRoute<IdRoute>(app, conversationContracts.delete, async (request) => {
@@ -149,7 +182,10 @@ export function registerConversationRoutes(app: FastifyInstance, deps: { memory:
   addRoute<IdRoute>(app, conversationContracts.items, async (request) => {
     const session = await conversation(request.params.id, request.userId);
     const messages = await memory.getMessages(session.id, { userId: request.userId });
-    return pageOf(itemsOf(messages).map((i) => i.item), request.query);
+    return pageOf(
+      itemsOf(messages).map((i) => i.item),
+      request.query,
+    );
   });
 
   addRoute<ItemRoute>(app, conversationContracts.item, async (request) => {

@@ -50,7 +50,9 @@ const page = (url: string, extra: Partial<RouteContract> = {}) =>
 export const inspectorContracts = {
   root: page("/ui"),
   slash: page("/ui/"),
-  memories: page("/ui/memories", { summary: "The inspector's Memories view: the caller's memories (docs/inspector.md)" }),
+  memories: page("/ui/memories", {
+    summary: "The inspector's Memories view: the caller's memories (docs/inspector.md)",
+  }),
   session: page("/ui/s/:id", { params: z.object({ id: SessionId }) }),
   view: page("/ui/s/:id/:view", { params: z.object({ id: SessionId, view: z.enum(["context", "state"]) }) }),
   asset: defineRoute({
@@ -110,7 +112,13 @@ export function registerInspector(app: FastifyInstance): void {
     if (!index) return reply.callNotFound();
     return send(reply, index, request.headers["if-none-match"] as string | undefined);
   };
-  for (const contract of [inspectorContracts.root, inspectorContracts.slash, inspectorContracts.memories, inspectorContracts.session, inspectorContracts.view]) {
+  for (const contract of [
+    inspectorContracts.root,
+    inspectorContracts.slash,
+    inspectorContracts.memories,
+    inspectorContracts.session,
+    inspectorContracts.view,
+  ]) {
     addRoute(app, contract, servePage);
   }
   addRoute<{ Params: { file: string } }>(app, inspectorContracts.asset, async (request, reply) => {

@@ -55,12 +55,16 @@ const UserDoc = z
     object: z.literal("user"),
     id: z
       .string()
-      .describe("The user the request acts as: the key's user, its end user (`<tenant>/<end user>`), or the end user an operator key opened"),
+      .describe(
+        "The user the request acts as: the key's user, its end user (`<tenant>/<end user>`), or the end user an operator key opened",
+      ),
     tenant: z.string().describe("The API key's user"),
     operator: z.boolean().describe("The key is an operator key (`--api-keys key:user:operator`)"),
     canOpenUsers: z
       .boolean()
-      .describe("The key may open its tenant's end users with `X-Threadkeep-User` (an operator key, on a server with end users)"),
+      .describe(
+        "The key may open its tenant's end users with `X-Threadkeep-User` (an operator key, on a server with end users)",
+      ),
   })
   .partial();
 const IdParams = z.object({ id: z.string().max(MAX_MEMORY_ID_LENGTH) });
@@ -78,11 +82,24 @@ export const memoryContracts = {
     responses: {
       "200": ok(
         "A page",
-        z.object({ object: z.literal("list"), data: z.array(MemoryDoc), next_cursor: z.string().nullable(), has_more: z.boolean() }).partial(),
+        z
+          .object({
+            object: z.literal("list"),
+            data: z.array(MemoryDoc),
+            next_cursor: z.string().nullable(),
+            has_more: z.boolean(),
+          })
+          .partial(),
       ),
     },
   }),
-  add: route({ method: "POST", url: "/v1/memories", summary: "Write a memory by hand", body: AddBody, responses: { "201": ok("The memory", MemoryDoc) } }),
+  add: route({
+    method: "POST",
+    url: "/v1/memories",
+    summary: "Write a memory by hand",
+    body: AddBody,
+    responses: { "201": ok("The memory", MemoryDoc) },
+  }),
   get: route({
     method: "GET",
     url: "/v1/memories/:id",
@@ -106,7 +123,12 @@ export const memoryContracts = {
     summary: "Delete a memory with its history",
     params: IdParams,
     notes,
-    responses: { "200": ok("Deleted", z.object({ id: z.string(), object: z.literal("memory.deleted"), deleted: z.boolean() }).partial()) },
+    responses: {
+      "200": ok(
+        "Deleted",
+        z.object({ id: z.string(), object: z.literal("memory.deleted"), deleted: z.boolean() }).partial(),
+      ),
+    },
   }),
   me: route({
     method: "GET",
@@ -119,7 +141,12 @@ export const memoryContracts = {
     url: "/v1/users/me/export",
     summary:
       "Download all of the caller's data (sessions, messages, branches, summaries, state, memories with history) as threadkeep export JSONL, streamed",
-    responses: { "200": { description: "The export, one JSON record a line (docs/cli.md, the export format)", media: ["application/x-ndjson"] } },
+    responses: {
+      "200": {
+        description: "The export, one JSON record a line (docs/cli.md, the export format)",
+        media: ["application/x-ndjson"],
+      },
+    },
   }),
   erase: route({
     method: "DELETE",
@@ -128,7 +155,9 @@ export const memoryContracts = {
     responses: {
       "200": ok(
         "What was erased",
-        z.object({ object: z.literal("user.erased"), deleted: z.boolean(), sessions: z.int(), memories: z.int() }).partial(),
+        z
+          .object({ object: z.literal("user.erased"), deleted: z.boolean(), sessions: z.int(), memories: z.int() })
+          .partial(),
       ),
     },
   }),
@@ -201,7 +230,10 @@ export function registerMemoryRoutes(app: FastifyInstance, deps: { memory: Memor
       },
     );
     const name = `threadkeep-export-${new Date().toISOString().slice(0, 10)}.jsonl`;
-    return reply.header("content-type", "application/x-ndjson; charset=utf-8").header("content-disposition", `attachment; filename="${name}"`).send(out);
+    return reply
+      .header("content-type", "application/x-ndjson; charset=utf-8")
+      .header("content-disposition", `attachment; filename="${name}"`)
+      .send(out);
   });
 
   addRoute(app, memoryContracts.erase, async (request) => {

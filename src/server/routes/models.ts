@@ -17,7 +17,10 @@ export const modelContracts = {
     method: "GET",
     url: "/v1/models",
     summary: "The upstream's models (cached for 10 s)",
-    responses: { "200": ok('`{ object: "list", data: Model[] }`'), "502": error("The upstream has no /models route (`upstream_error`)") },
+    responses: {
+      "200": ok('`{ object: "list", data: Model[] }`'),
+      "502": error("The upstream has no /models route (`upstream_error`)"),
+    },
   }),
   get: route({
     method: "GET",
@@ -43,7 +46,10 @@ export function registerModelRoutes(app: FastifyInstance, deps: ModelRoutesDeps)
   const list = (): Promise<unknown> => {
     const upstream = deps.upstream;
     if (!upstream) {
-      throw new ThreadkeepError("upstream_not_configured", "No upstream model is configured: start threadkeep with --upstream <OpenAI-compatible base URL>");
+      throw new ThreadkeepError(
+        "upstream_not_configured",
+        "No upstream model is configured: start threadkeep with --upstream <OpenAI-compatible base URL>",
+      );
     }
     if (cached && Date.now() - cached.at < cacheMs) return cached.list;
     const pending = upstream.models().catch((error: unknown) => {
@@ -51,7 +57,13 @@ export function registerModelRoutes(app: FastifyInstance, deps: ModelRoutesDeps)
       if (error instanceof UpstreamError && (error.upstreamStatus === 404 || error.upstreamStatus === 405)) {
         throw new UpstreamError(
           502,
-          { error: { message: `The upstream ${upstream.baseUrl} has no /models route (it answered ${error.upstreamStatus}): name the model in each request`, type: "server_error", code: "upstream_error" } },
+          {
+            error: {
+              message: `The upstream ${upstream.baseUrl} has no /models route (it answered ${error.upstreamStatus}): name the model in each request`,
+              type: "server_error",
+              code: "upstream_error",
+            },
+          },
           `The upstream has no /models route`,
           { cause: error },
         );
@@ -68,7 +80,9 @@ export function registerModelRoutes(app: FastifyInstance, deps: ModelRoutesDeps)
     // Ids with slashes (`meta-llama/Llama-3.1-8B`) arrive URL-encoded, as the openai clients send them.
     const id = request.params.id;
     const models = (await list()) as { data?: unknown } | null;
-    const model = Array.isArray(models?.data) ? models.data.find((m: { id?: unknown } | null) => m?.id === id) : undefined;
+    const model = Array.isArray(models?.data)
+      ? models.data.find((m: { id?: unknown } | null) => m?.id === id)
+      : undefined;
     if (!model) throw notFound("Model", id, "model");
     return model;
   });

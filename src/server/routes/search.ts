@@ -18,9 +18,16 @@ export const searchContract = withFailures(sessionFailures)({
   url: "/v1/search",
   summary: "Search the caller's messages across all their sessions",
   query: GlobalSearchParams,
-  notes: { ...SEARCH_NOTES, mode: "auto (the default): hybrid with embeddings, else any-word BM25 relevance ranking", session: "Only this session" },
+  notes: {
+    ...SEARCH_NOTES,
+    mode: "auto (the default): hybrid with embeddings, else any-word BM25 relevance ranking",
+    session: "Only this session",
+  },
   responses: {
-    "200": ok("Hits, best first (auto, relevance, semantic, hybrid) or newest first (substring, fulltext)", listOf(SearchHit)),
+    "200": ok(
+      "Hits, best first (auto, relevance, semantic, hybrid) or newest first (substring, fulltext)",
+      listOf(SearchHit),
+    ),
   },
 });
 

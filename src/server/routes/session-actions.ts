@@ -12,13 +12,21 @@ import { parseBody } from "./_validate.js";
 import type { ServerMetrics } from "../metrics.js";
 import { withTurnLease } from "../turn/lease.js";
 import { addRoute } from "../openapi/route.js";
-import { listOf, Message, ok, Session, SessionId, SessionParams, sessionFailures, Summary, withFailures } from "../openapi/schemas.js";
+import {
+  listOf,
+  Message,
+  ok,
+  Session,
+  SessionId,
+  SessionParams,
+  sessionFailures,
+  Summary,
+  withFailures,
+} from "../openapi/schemas.js";
 
 type IdParams = { Params: { id: string } };
 
-const ForkBody = z
-  .strictObject({ atSeq: z.number().int().min(0).optional(), id: SessionId.optional() })
-  .default({});
+const ForkBody = z.strictObject({ atSeq: z.number().int().min(0).optional(), id: SessionId.optional() }).default({});
 
 const route = withFailures(sessionFailures);
 
@@ -51,7 +59,12 @@ export const sessionActionContracts = {
     url: "/v1/sessions/:id/export",
     summary: "The session as threadkeep export JSONL (what `threadkeep import` reads)",
     params: SessionParams,
-    responses: { "200": { description: "Header line, session line, then its message, summary and state lines", media: ["application/x-ndjson"] } },
+    responses: {
+      "200": {
+        description: "Header line, session line, then its message, summary and state lines",
+        media: ["application/x-ndjson"],
+      },
+    },
   }),
 };
 

@@ -67,7 +67,8 @@ export const sessionContracts = {
     notes: {
       limit: "Page size",
       cursor: "nextCursor of the previous page",
-      overview: "true: each session also has title (its first user message) and messageCount, and the page names the store",
+      overview:
+        "true: each session also has title (its first user message) and messageCount, and the page names the store",
     },
     responses: { "200": ok("A page", SessionPage) },
   }),
@@ -78,7 +79,13 @@ export const sessionContracts = {
     body: CreateBody,
     responses: { "201": ok("Created", Session), "200": ok("Already existed (same owner)", Session) },
   }),
-  get: route({ method: "GET", url: "/v1/sessions/:id", summary: "A session", params: SessionParams, responses: { "200": ok("The session", Session) } }),
+  get: route({
+    method: "GET",
+    url: "/v1/sessions/:id",
+    summary: "A session",
+    params: SessionParams,
+    responses: { "200": ok("The session", Session) },
+  }),
   delete: route({
     method: "DELETE",
     url: "/v1/sessions/:id",
@@ -93,7 +100,12 @@ export const sessionContracts = {
     params: SessionParams,
     query: MessagesQuery,
     notes: { after: "Only messages with seq > after", limit: "Page size" },
-    responses: { "200": ok("A page", z.object({ data: z.array(Message), hasMore: z.boolean(), nextAfter: z.int().nullable() }).partial()) },
+    responses: {
+      "200": ok(
+        "A page",
+        z.object({ data: z.array(Message), hasMore: z.boolean(), nextAfter: z.int().nullable() }).partial(),
+      ),
+    },
   }),
   append: route({
     method: "POST",
@@ -122,18 +134,28 @@ export const sessionContracts = {
       model: "Model for token counting",
       window: "Preview with this message window (nothing is stored)",
       tokenBudget: "Preview with this token budget (nothing is stored)",
-      message: "Preview the turn of this user message (what recall brings back, how memories rank against it); nothing is stored",
+      message:
+        "Preview the turn of this user message (what recall brings back, how memories rank against it); nothing is stored",
     },
     responses: { "200": ok("Assembled context", AssembledContext) },
   }),
-  state: route({ method: "GET", url: "/v1/sessions/:id/state", summary: "Session state", params: SessionParams, responses: { "200": ok("State", SessionState) } }),
+  state: route({
+    method: "GET",
+    url: "/v1/sessions/:id/state",
+    summary: "Session state",
+    params: SessionParams,
+    responses: { "200": ok("State", SessionState) },
+  }),
   patchState: route({
     method: "PATCH",
     url: "/v1/sessions/:id/state",
     summary: "Merge into session state (null removes a key)",
     params: SessionParams,
     body: StatePatch,
-    responses: { "200": ok("New state", SessionState), "409": error("expectedVersion did not match (`state_conflict`)") },
+    responses: {
+      "200": ok("New state", SessionState),
+      "409": error("expectedVersion did not match (`state_conflict`)"),
+    },
   }),
   preferences: route({
     method: "PUT",
@@ -153,10 +175,7 @@ export interface SessionRoutesDeps {
 }
 
 /** Applies a JSON merge patch (RFC 7396) to the top level of session state: `null` removes a key. */
-export function mergeState(
-  data: Record<string, unknown>,
-  patch: Record<string, unknown>,
-): Record<string, unknown> {
+export function mergeState(data: Record<string, unknown>, patch: Record<string, unknown>): Record<string, unknown> {
   const next = { ...data };
   for (const [key, value] of Object.entries(patch)) {
     if (value === null) delete next[key];
@@ -278,11 +297,7 @@ export function registerSessionRoutes(app: FastifyInstance, deps: SessionRoutesD
 
   addRoute<IdParams>(app, sessionContracts.preferences, async (request) => {
     await existing(request.params.id, request.userId);
-    const stored = await memory.setPreferences(
-      request.params.id,
-      request.body as ContextPreferences,
-      owner(request),
-    );
+    const stored = await memory.setPreferences(request.params.id, request.body as ContextPreferences, owner(request));
     return { preferences: stored ?? {} };
   });
 }

@@ -52,6 +52,12 @@ export async function committedCompletion(
     object: "chat.completion",
     created: Math.floor(stored.createdAt / 1000),
     model: stored.metadata?.model ?? "unknown",
-    choices: [{ index: 0, message, finish_reason: stored.metadata?.finishReason ?? (stored.tool_calls ? "tool_calls" : "stop") }],
+    choices: [
+      {
+        index: 0,
+        message,
+        finish_reason: stored.metadata?.finishReason ?? (stored.tool_calls ? "tool_calls" : "stop"),
+      },
+    ],
   };
 }

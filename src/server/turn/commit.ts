@@ -39,11 +39,15 @@ export interface CommitTurnOptions {
  * most once. Failures are logged and counted, and reported in the result, never thrown.
  */
 export function commitTurn(deps: TurnDeps, options: CommitTurnOptions): Promise<CommitResult> {
-  return inSpan("threadkeep.commit", { attributes: { "threadkeep.messages": options.messages.length } }, async (span) => {
-    const result = await commitOnce(deps, options);
-    span?.setAttribute("threadkeep.commit.result", result);
-    return result;
-  });
+  return inSpan(
+    "threadkeep.commit",
+    { attributes: { "threadkeep.messages": options.messages.length } },
+    async (span) => {
+      const result = await commitOnce(deps, options);
+      span?.setAttribute("threadkeep.commit.result", result);
+      return result;
+    },
+  );
 }
 
 async function commitOnce(deps: TurnDeps, options: CommitTurnOptions): Promise<CommitResult> {
@@ -53,7 +57,8 @@ async function commitOnce(deps: TurnDeps, options: CommitTurnOptions): Promise<C
     // A metadata write (the client's first seq moved) follows the append: the lease is released after it.
     const releaseLease = options.last && !reconciled?.metadata;
     const write = { userId, fence, session, operationId, branch: reconciled?.branch, releaseLease };
-    if (reconciled?.replaceAfter !== undefined) await deps.memory.replaceAfter(sessionId, reconciled.replaceAfter, messages, write);
+    if (reconciled?.replaceAfter !== undefined)
+      await deps.memory.replaceAfter(sessionId, reconciled.replaceAfter, messages, write);
     else await deps.memory.addMessages(sessionId, messages, write);
     if (reconciled?.metadata) await deps.memory.updateSessionMetadata(sessionId, reconciled.metadata, { userId });
     deps.metrics.storeWrites.saved();

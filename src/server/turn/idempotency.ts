@@ -29,8 +29,7 @@ interface Entry {
 
 /** What {@link IdempotencyCache.begin} decided. */
 export type IdempotencyTicket =
-  | { first: true; settle(outcome: TurnOutcome | undefined): void }
-  | { first: false; outcome: TurnOutcome };
+  { first: true; settle(outcome: TurnOutcome | undefined): void } | { first: false; outcome: TurnOutcome };
 
 /** A stable fingerprint of a request body, so a key reused for a different request is caught. */
 export function fingerprintOf(body: unknown): string {
@@ -80,8 +79,7 @@ export class IdempotencyCache {
       const done = new Promise<TurnOutcome | undefined>((r) => (resolve = r));
       const fresh: Entry = { fingerprint, expiresAt: Date.now() + this.#ttlMs, done };
       this.#entries.set(key, fresh);
-      if (this.#entries.size > this.#maxEntries)
-        this.#entries.delete(this.#entries.keys().next().value as string);
+      if (this.#entries.size > this.#maxEntries) this.#entries.delete(this.#entries.keys().next().value as string);
       return {
         first: true,
         settle: (outcome) => {

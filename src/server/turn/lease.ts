@@ -65,7 +65,11 @@ export async function withTurnLease<T>(
     // column, a permission) would cost every turn its order, silently: fail the turn instead (503,
     // logged with the SQL error and counted by the error handler), before any model call.
     if (isStoreRefusal(error)) {
-      throw new ThreadkeepError("store_misconfigured", `The turn could not take its lease: ${error.message}. The store's database needs fixing.`, { cause: error });
+      throw new ThreadkeepError(
+        "store_misconfigured",
+        `The turn could not take its lease: ${error.message}. The store's database needs fixing.`,
+        { cause: error },
+      );
     }
     if (!isThreadkeepError(error, "store_unavailable")) throw error;
     deps.log.warn(

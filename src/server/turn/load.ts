@@ -7,7 +7,15 @@ import { isThreadkeepError } from "../../core/errors.js";
 import type { PreloadedTurn } from "../../core/memory/memory.js";
 import { isHiddenCarrier } from "../../core/items/index.js";
 import { toChatMessage } from "../../core/messages.js";
-import { afterLastAnswer, type ClientMode, type ReconcilePlan, readRequest, readStoredView, sameMessage, viewFromWindow } from "../../core/reconcile.js";
+import {
+  afterLastAnswer,
+  type ClientMode,
+  type ReconcilePlan,
+  readRequest,
+  readStoredView,
+  sameMessage,
+  viewFromWindow,
+} from "../../core/reconcile.js";
 import type { ChatMessage, MessageInput, Session } from "../../core/types.js";
 import { ragQueryOf } from "../front-ends/rag.js";
 import { secondsSince } from "../metrics.js";
@@ -119,54 +127,68 @@ export async function loadTurn(deps: TurnDeps, options: LoadTurnOptions): Promis
   const planned = Array.isArray(request) ? undefined : request;
   // A planned turn that is read (a Responses request on a named session) splits its input as a chat
   // request's messages are split: its system and developer items are sent, never stored or compared.
-  const split = planned && !planned.read ? undefined : splitMessages((planned ? planned.toStore : request) as ChatMessage[]);
+  const split =
+    planned && !planned.read ? undefined : splitMessages((planned ? planned.toStore : request) as ChatMessage[]);
   const system = [...(planned?.system ?? []), ...(split?.system ?? [])];
   const start = performance.now();
   try {
-    const read = await inSpan("threadkeep.store.read", { attributes: { "threadkeep.preloaded": preloaded !== undefined } }, async () => {
-    let created = false;
-    let session: Session | undefined;
-    if (preloaded) {
-      // Read with the lease (another owner's session was refused there).
-      session = preloaded.session ?? undefined;
-      created = !session;
-    } else {
-      try {
-        // Throws session_not_found for another owner's session as for a missing one; buildContext
-        // below tells them apart again, refusing the former and reading the latter as empty.
-        session = await deps.memory.getSession(sessionId, { userId });
-      } catch (error) {
-        if (!isThreadkeepError(error, "session_not_found")) throw error;
-        created = true;
-      }
-    }
-    let reconciled: ReconcilePlan | undefined;
-    if (split) {
-      const conversation = split.conversation;
-      const reading = { metadata: session?.metadata, client: options.client, same: sameAsSent };
-      // The window read with the lease answers most requests; a whole history, or a request that may
-      // be a regenerate or an edit, is compared with the stored line read from its start.
-      const window = preloaded ? viewFromWindow(preloaded.messages, preloaded.messages.length < preloaded.last, session) : undefined;
-      if (!session) reconciled = readRequest(conversation, { tail: [] }, reading);
-      else if (window) reconciled = readRequest(conversation, window, reading);
-      if (!reconciled) reconciled = readRequest(conversation, await readStoredView(await deps.memory.store(), session!, conversation.length), reading)!;
-      deps.metrics.readings.inc({ reading: reconciled.reading });
-    }
-    return { created, session, reconciled };
-    });
+    const read = await inSpan(
+      "threadkeep.store.read",
+      { attributes: { "threadkeep.preloaded": preloaded !== undefined } },
+      async () => {
+        let created = false;
+        let session: Session | undefined;
+        if (preloaded) {
+          // Read with the lease (another owner's session was refused there).
+          session = preloaded.session ?? undefined;
+          created = !session;
+        } else {
+          try {
+            // Throws session_not_found for another owner's session as for a missing one; buildContext
+            // below tells them apart again, refusing the former and reading the latter as empty.
+            session = await deps.memory.getSession(sessionId, { userId });
+          } catch (error) {
+            if (!isThreadkeepError(error, "session_not_found")) throw error;
+            created = true;
+          }
+        }
+        let reconciled: ReconcilePlan | undefined;
+        if (split) {
+          const conversation = split.conversation;
+          const reading = { metadata: session?.metadata, client: options.client, same: sameAsSent };
+          // The window read with the lease answers most requests; a whole history, or a request that may
+          // be a regenerate or an edit, is compared with the stored line read from its start.
+          const window = preloaded
+            ? viewFromWindow(preloaded.messages, preloaded.messages.length < preloaded.last, session)
+            : undefined;
+          if (!session) reconciled = readRequest(conversation, { tail: [] }, reading);
+          else if (window) reconciled = readRequest(conversation, window, reading);
+          if (!reconciled)
+            reconciled = readRequest(
+              conversation,
+              await readStoredView(await deps.memory.store(), session!, conversation.length),
+              reading,
+            )!;
+          deps.metrics.readings.inc({ reading: reconciled.reading });
+        }
+        return { created, session, reconciled };
+      },
+    );
     const { created, session, reconciled } = read;
     const toStore = reconciled ? reconciled.toStore : planned!.toStore;
-    const context = await inSpan("threadkeep.context", {}, () => deps.memory.buildContext(sessionId, {
-      upToSeq: reconciled?.upToSeq,
-      historyStartsAt: reconciled?.historyStartsAt,
-      userId,
-      system,
-      // Items a chat model cannot read (reasoning) are stored, never sent.
-      input: toStore.filter((m) => !isHiddenCarrier(m)).map(toChatMessage),
-      model,
-      session,
-      preloaded,
-    }));
+    const context = await inSpan("threadkeep.context", {}, () =>
+      deps.memory.buildContext(sessionId, {
+        upToSeq: reconciled?.upToSeq,
+        historyStartsAt: reconciled?.historyStartsAt,
+        userId,
+        system,
+        // Items a chat model cannot read (reasoning) are stored, never sent.
+        input: toStore.filter((m) => !isHiddenCarrier(m)).map(toChatMessage),
+        model,
+        session,
+        preloaded,
+      }),
+    );
     return {
       messages: context.messages,
       toStore,
@@ -188,7 +210,9 @@ export async function loadTurn(deps: TurnDeps, options: LoadTurnOptions): Promis
     deps.metrics.error("context_unavailable");
     const toStore = split ? split.newTurn : planned!.toStore;
     // threadkeep's own fields never reach the model, on this path either.
-    const messages = planned ? [...system, ...toStore.map(toChatMessage)] : (request as ChatMessage[]).map(toChatMessage);
+    const messages = planned
+      ? [...system, ...toStore.map(toChatMessage)]
+      : (request as ChatMessage[]).map(toChatMessage);
     return { messages, toStore, created: false, contextAvailable: false };
   } finally {
     deps.metrics.storeLoadSeconds.observe(secondsSince(start));

@@ -14,8 +14,7 @@ export function replyMessage(
   const content = source.content;
   const stored: MessageInput = {
     role: "assistant",
-    content:
-      typeof content === "string" || Array.isArray(content) ? (content as MessageInput["content"]) : null,
+    content: typeof content === "string" || Array.isArray(content) ? (content as MessageInput["content"]) : null,
   };
   if (Array.isArray(source.tool_calls) && source.tool_calls.length > 0)
     stored.tool_calls = source.tool_calls as MessageInput["tool_calls"];

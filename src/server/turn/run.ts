@@ -17,7 +17,13 @@ import { type CommitResult, commitTurn } from "./commit.js";
 import { type TurnDeps, withTurnLease } from "./lease.js";
 import { type LoadedTurn, loadTurn, type PlannedTurn } from "./load.js";
 import type { FairShare } from "../fair-share.js";
-import { incomingContext, inSpan, modelRequestAttributes, modelSpanName, recordModelResponse } from "../../core/tracing.js";
+import {
+  incomingContext,
+  inSpan,
+  modelRequestAttributes,
+  modelSpanName,
+  recordModelResponse,
+} from "../../core/tracing.js";
 
 /** The header that carries the session id, both ways. */
 export const SESSION_HEADER = "x-session-id";
@@ -111,7 +117,14 @@ export async function runIdempotentTurn(
   }
   let outcome: TurnOutcome | undefined;
   try {
-    outcome = await runProxiedTurn(deps, { request, reply, sessionId: turn.sessionId, dialect: turn.dialect, record: true, operationId });
+    outcome = await runProxiedTurn(deps, {
+      request,
+      reply,
+      sessionId: turn.sessionId,
+      dialect: turn.dialect,
+      record: true,
+      operationId,
+    });
   } finally {
     ticket.settle(outcome);
   }
@@ -132,19 +145,32 @@ async function confirmSave(
 ): Promise<void> {
   const unconfirmed = outcome.unconfirmed;
   if (!unconfirmed) return;
-  const turn: TurnDeps = { memory: deps.memory, metrics: deps.metrics, log: request.log, afterCommit: deps.afterCommit };
+  const turn: TurnDeps = {
+    memory: deps.memory,
+    metrics: deps.metrics,
+    log: request.log,
+    afterCommit: deps.afterCommit,
+  };
   const committed = await withTurnLease(turn, sessionId, (fence) =>
-    commitTurn(turn, { sessionId, userId: request.userId, messages: unconfirmed.messages, fence, operationId, reconciled: unconfirmed.reconciled, last: true }),
+    commitTurn(turn, {
+      sessionId,
+      userId: request.userId,
+      messages: unconfirmed.messages,
+      fence,
+      operationId,
+      reconciled: unconfirmed.reconciled,
+      last: true,
+    }),
   );
   if (committed !== "saved" || outcome.unconfirmed !== unconfirmed) return;
   outcome.unconfirmed = undefined;
-  const rest = (outcome.headers[WARNING_HEADER] ?? "")
-    .split(", ")
-    .filter((w) => w && w !== "save-unconfirmed");
+  const rest = (outcome.headers[WARNING_HEADER] ?? "").split(", ").filter((w) => w && w !== "save-unconfirmed");
   if (rest.length > 0) outcome.headers[WARNING_HEADER] = rest.join(", ");
   else delete outcome.headers[WARNING_HEADER];
   if (outcome.kind === "sse") {
-    outcome.events = outcome.events.map((e) => e.replace(saveWarningLine({ saved: false, warning: "save-unconfirmed", sawDone: false }), ""));
+    outcome.events = outcome.events.map((e) =>
+      e.replace(saveWarningLine({ saved: false, warning: "save-unconfirmed", sawDone: false }), ""),
+    );
   }
 }
 
@@ -165,11 +191,19 @@ export interface ProxiedTurnOptions {
  * is the whole HTTP turn). Answers the client itself and returns what it sent (for idempotent
  * replay) when the turn succeeded.
  */
-export async function runProxiedTurn(deps: TurnRouteDeps, options: ProxiedTurnOptions): Promise<TurnOutcome | undefined> {
+export async function runProxiedTurn(
+  deps: TurnRouteDeps,
+  options: ProxiedTurnOptions,
+): Promise<TurnOutcome | undefined> {
   const { request, reply, sessionId, dialect, operationId } = options;
   const record = options.record ?? false;
   const upstream = deps.upstream as Upstream;
-  const turn: TurnDeps = { memory: deps.memory, metrics: deps.metrics, log: request.log, afterCommit: deps.afterCommit };
+  const turn: TurnDeps = {
+    memory: deps.memory,
+    metrics: deps.metrics,
+    log: request.log,
+    afterCommit: deps.afterCommit,
+  };
   const userId = request.userId;
   const started = performance.now();
   const streaming = dialect.stream;
@@ -181,97 +215,121 @@ export async function runProxiedTurn(deps: TurnRouteDeps, options: ProxiedTurnOp
     attributes: { "gen_ai.conversation.id": sessionId, "threadkeep.stream": streaming },
   };
   return inSpan("threadkeep.turn", spanOptions, async (span) => {
-  try {
-    return await withTurnLease(
-      turn,
-      sessionId,
-      async (fence, preloaded) => {
-        const loaded = await loadTurn(turn, { sessionId, userId, request: dialect.input, model: dialect.model, preloaded, client: dialect.client });
-        const headers: Record<string, string> = { [SESSION_HEADER]: sessionId };
-        if (!loaded.contextAvailable) addWarning(headers, "context-unavailable");
-        if (loaded.truncated) addWarning(headers, "input-truncated");
-        for (const warning of loaded.warnings ?? []) addWarning(headers, warning);
-        const upstreamBody = dialect.upstreamBody(loaded.messages);
-
-        if (streaming) {
-          const result = await streamTurn({
-            turn,
-            upstream,
-            request,
-            reply,
+    try {
+      return await withTurnLease(
+        turn,
+        sessionId,
+        async (fence, preloaded) => {
+          const loaded = await loadTurn(turn, {
             sessionId,
             userId,
-            loaded,
-            upstreamBody,
-            headers,
-            fence,
-            record,
-            operationId,
-            persist: dialect.persist,
-            dialect: dialect.streamer(loaded),
-            stallTimeoutMs: deps.streamStallTimeoutMs,
+            request: dialect.input,
+            model: dialect.model,
+            preloaded,
+            client: dialect.client,
           });
-          outcomeLabel = result.label;
-          return result.outcome;
-        }
+          const headers: Record<string, string> = { [SESSION_HEADER]: sessionId };
+          if (!loaded.contextAvailable) addWarning(headers, "context-unavailable");
+          if (loaded.truncated) addWarning(headers, "input-truncated");
+          for (const warning of loaded.warnings ?? []) addWarning(headers, warning);
+          const upstreamBody = dialect.upstreamBody(loaded.messages);
 
-        const earlier = operationId && dialect.persist !== false ? await committedCompletion(deps.memory, sessionId, userId, operationId) : null;
-        if (earlier) {
-          // An attempt of this request committed on another process: answer with what it stored.
-          const replayed = { ...headers, "idempotent-replayed": "true" };
-          const body = dialect.complete(earlier, loaded).body;
-          outcomeLabel = "ok";
-          reply.code(200).headers(replayed).send(body);
-          return { kind: "json", status: 200, headers: replayed, body };
-        }
-        const upstreamStart = performance.now();
-        let completion: ChatCompletion;
-        try {
-          completion = await inSpan(
-            modelSpanName("chat", upstreamBody.model),
-            { kind: "client", attributes: modelRequestAttributes("chat", upstreamBody.model, sessionId) },
-            async (modelSpan) => {
-              const answered = await upstream.chat(upstreamBody, {
-                onHeaders: (upstreamHeaders) => Object.assign(headers, upstreamHeaders),
-              });
-              recordModelResponse(modelSpan, { model: answered?.model, id: answered?.id, usage: answered?.usage, finishReason: answered?.choices?.[0]?.finish_reason });
-              return answered;
-            },
-          );
-        } finally {
-          deps.metrics.upstreamSeconds.observe(secondsSince(upstreamStart));
-        }
-        const answer = dialect.complete(completion, loaded);
-        const messages = markCommitted([...loaded.toStore, ...answer.reply], operationId);
-        const committed: CommitResult =
-          dialect.persist === false
-            ? "saved"
-            : await commitTurn(turn, { sessionId, userId, messages, fence, session: loaded.session, operationId, reconciled: loaded.reconciled, last: true });
-        if (committed !== "saved") addWarning(headers, committed);
-        outcomeLabel = committed === "saved" ? "ok" : committed.replace("-", "_");
-        // A dialect that answers with the upstream's reply unchanged sends its bytes as they came
-        // (as a stream's events are), not a serialisation of what they were parsed into.
-        const text = answer.body === completion ? upstreamText(completion) : undefined;
-        if (text !== undefined) headers["content-type"] = "application/json; charset=utf-8";
-        const body = text ?? answer.body;
-        reply.code(200).headers(headers).send(body);
-        return {
-          kind: "json",
-          status: 200,
-          headers,
-          body,
-          ...(committed === "save-unconfirmed" ? { unconfirmed: { messages, reconciled: loaded.reconciled } } : {}),
-        };
-      },
-      userId,
-    );
-  } catch (error) {
-    outcomeLabel = error instanceof UpstreamError ? "upstream_error" : "error";
-    throw error;
-  } finally {
-    span?.setAttribute("threadkeep.outcome", outcomeLabel);
-    deps.metrics.turns.inc({ outcome: outcomeLabel, stream: String(streaming) });
-    deps.metrics.turnSeconds.observe(secondsSince(started));
-  }
+          if (streaming) {
+            const result = await streamTurn({
+              turn,
+              upstream,
+              request,
+              reply,
+              sessionId,
+              userId,
+              loaded,
+              upstreamBody,
+              headers,
+              fence,
+              record,
+              operationId,
+              persist: dialect.persist,
+              dialect: dialect.streamer(loaded),
+              stallTimeoutMs: deps.streamStallTimeoutMs,
+            });
+            outcomeLabel = result.label;
+            return result.outcome;
+          }
+
+          const earlier =
+            operationId && dialect.persist !== false
+              ? await committedCompletion(deps.memory, sessionId, userId, operationId)
+              : null;
+          if (earlier) {
+            // An attempt of this request committed on another process: answer with what it stored.
+            const replayed = { ...headers, "idempotent-replayed": "true" };
+            const body = dialect.complete(earlier, loaded).body;
+            outcomeLabel = "ok";
+            reply.code(200).headers(replayed).send(body);
+            return { kind: "json", status: 200, headers: replayed, body };
+          }
+          const upstreamStart = performance.now();
+          let completion: ChatCompletion;
+          try {
+            completion = await inSpan(
+              modelSpanName("chat", upstreamBody.model),
+              { kind: "client", attributes: modelRequestAttributes("chat", upstreamBody.model, sessionId) },
+              async (modelSpan) => {
+                const answered = await upstream.chat(upstreamBody, {
+                  onHeaders: (upstreamHeaders) => Object.assign(headers, upstreamHeaders),
+                });
+                recordModelResponse(modelSpan, {
+                  model: answered?.model,
+                  id: answered?.id,
+                  usage: answered?.usage,
+                  finishReason: answered?.choices?.[0]?.finish_reason,
+                });
+                return answered;
+              },
+            );
+          } finally {
+            deps.metrics.upstreamSeconds.observe(secondsSince(upstreamStart));
+          }
+          const answer = dialect.complete(completion, loaded);
+          const messages = markCommitted([...loaded.toStore, ...answer.reply], operationId);
+          const committed: CommitResult =
+            dialect.persist === false
+              ? "saved"
+              : await commitTurn(turn, {
+                  sessionId,
+                  userId,
+                  messages,
+                  fence,
+                  session: loaded.session,
+                  operationId,
+                  reconciled: loaded.reconciled,
+                  last: true,
+                });
+          if (committed !== "saved") addWarning(headers, committed);
+          outcomeLabel = committed === "saved" ? "ok" : committed.replace("-", "_");
+          // A dialect that answers with the upstream's reply unchanged sends its bytes as they came
+          // (as a stream's events are), not a serialisation of what they were parsed into.
+          const text = answer.body === completion ? upstreamText(completion) : undefined;
+          if (text !== undefined) headers["content-type"] = "application/json; charset=utf-8";
+          const body = text ?? answer.body;
+          reply.code(200).headers(headers).send(body);
+          return {
+            kind: "json",
+            status: 200,
+            headers,
+            body,
+            ...(committed === "save-unconfirmed" ? { unconfirmed: { messages, reconciled: loaded.reconciled } } : {}),
+          };
+        },
+        userId,
+      );
+    } catch (error) {
+      outcomeLabel = error instanceof UpstreamError ? "upstream_error" : "error";
+      throw error;
+    } finally {
+      span?.setAttribute("threadkeep.outcome", outcomeLabel);
+      deps.metrics.turns.inc({ outcome: outcomeLabel, stream: String(streaming) });
+      deps.metrics.turnSeconds.observe(secondsSince(started));
+    }
   });
 }

@@ -11,7 +11,13 @@
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { MessageInput } from "../../core/types.js";
-import { type CompletionUsage, StreamAccumulator, type StreamEvent, type Upstream, UpstreamError } from "../../llm/openai-compatible.js";
+import {
+  type CompletionUsage,
+  StreamAccumulator,
+  type StreamEvent,
+  type Upstream,
+  UpstreamError,
+} from "../../llm/openai-compatible.js";
 import { CLIENT_LIMIT_DEFAULTS } from "../connections.js";
 import { errorBody } from "../errors.js";
 import type { TurnOutcome } from "./idempotency.js";
@@ -21,7 +27,14 @@ import { type CommitResult, commitTurn } from "./commit.js";
 import type { TurnDeps } from "./lease.js";
 import type { LoadedTurn } from "./load.js";
 import { replyMessage } from "./reply.js";
-import { failSpan, modelRequestAttributes, modelSpanName, recordModelResponse, startSpan, withSpan } from "../../core/tracing.js";
+import {
+  failSpan,
+  modelRequestAttributes,
+  modelSpanName,
+  recordModelResponse,
+  startSpan,
+  withSpan,
+} from "../../core/tracing.js";
 
 /** How one API frames a streamed turn. Each method returns SSE text to send ("" for nothing). */
 export interface StreamDialect {
@@ -63,7 +76,8 @@ export const chatStreamDialect: StreamDialect = {
     const { failure, sawDone } = end;
     let tail = "";
     if (failure !== undefined) {
-      const [status, code] = failure instanceof UpstreamError && failure.timedOut ? [504, "upstream_timeout"] : [502, "upstream_error"];
+      const [status, code] =
+        failure instanceof UpstreamError && failure.timedOut ? [504, "upstream_timeout"] : [502, "upstream_error"];
       tail += `data: ${JSON.stringify(errorBody(status, code, `The upstream stream failed: ${(failure as Error)?.message ?? failure}`))}\n\n`;
     }
     // Headers are long gone; an SSE comment carries the warning without disturbing clients.
@@ -136,7 +150,10 @@ export async function streamTurn(input: StreamTurnInput): Promise<StreamTurnResu
   // The model call's span lasts until the stream ends; the request is sent with it active, so the
   // traceparent passed upstream names it.
   const model = input.upstreamBody.model;
-  const modelSpan = startSpan(modelSpanName("chat", model), { kind: "client", attributes: modelRequestAttributes("chat", model, input.sessionId) });
+  const modelSpan = startSpan(modelSpanName("chat", model), {
+    kind: "client",
+    attributes: modelRequestAttributes("chat", model, input.sessionId),
+  });
   try {
     events = await withSpan(modelSpan, () =>
       input.upstream.streamChat(input.upstreamBody, {
@@ -181,7 +198,10 @@ export async function streamTurn(input: StreamTurnInput): Promise<StreamTurnResu
     // The client stopped reading: holding the turn (its lease, the upstream call) for it would let one
     // reader block its session for good. Cut it as if it had left.
     turn.metrics.clientTimeouts.inc({ kind: "stream_stall" });
-    input.request.log.warn({ sessionId: input.sessionId, stallMs }, "stream reader stopped reading; cut, partial reply stored as incomplete");
+    input.request.log.warn(
+      { sessionId: input.sessionId, stallMs },
+      "stream reader stopped reading; cut, partial reply stored as incomplete",
+    );
     onClose();
     raw.destroy();
   };
@@ -206,7 +226,12 @@ export async function streamTurn(input: StreamTurnInput): Promise<StreamTurnResu
   }
   turn.metrics.upstreamSeconds.observe(secondsSince(upstreamStart));
   if (modelSpan) {
-    recordModelResponse(modelSpan, { model: accumulator.model, id: accumulator.id, usage, finishReason: accumulator.finishReason ?? undefined });
+    recordModelResponse(modelSpan, {
+      model: accumulator.model,
+      id: accumulator.id,
+      usage,
+      finishReason: accumulator.finishReason ?? undefined,
+    });
     if (failure !== undefined) failSpan(modelSpan, failure);
     else if (clientGone) modelSpan.setAttribute("threadkeep.client_gone", true);
     modelSpan.end();
@@ -236,14 +261,22 @@ export async function streamTurn(input: StreamTurnInput): Promise<StreamTurnResu
       { err: failure, sessionId: input.sessionId },
       "upstream stream failed mid-way; partial reply stored as incomplete",
     );
-    turn.metrics.error(failure instanceof UpstreamError && failure.timedOut ? "upstream_stream_stalled" : "upstream_stream_failed");
+    turn.metrics.error(
+      failure instanceof UpstreamError && failure.timedOut ? "upstream_stream_stalled" : "upstream_stream_failed",
+    );
   }
   if (!raw.destroyed && !raw.writableEnded) {
     const tail = dialect.close({ saved, warning: saved ? undefined : committed, failure, sawDone });
     if (input.record) recorded.push(tail);
     raw.end(tail);
   }
-  const label = incomplete ? (clientGone ? "incomplete" : "upstream_error") : saved ? "ok" : committed.replace("-", "_");
+  const label = incomplete
+    ? clientGone
+      ? "incomplete"
+      : "upstream_error"
+    : saved
+      ? "ok"
+      : committed.replace("-", "_");
   const outcome: TurnOutcome | undefined = incomplete
     ? undefined
     : {
@@ -251,7 +284,9 @@ export async function streamTurn(input: StreamTurnInput): Promise<StreamTurnResu
         status: 200,
         headers,
         events: recorded,
-        ...(committed === "save-unconfirmed" ? { unconfirmed: { messages: toCommit, reconciled: loaded.reconciled } } : {}),
+        ...(committed === "save-unconfirmed"
+          ? { unconfirmed: { messages: toCommit, reconciled: loaded.reconciled } }
+          : {}),
       };
   return { label, outcome };
 }

@@ -103,20 +103,37 @@ async function load() {
     optional(`${sessionPath(id)}/branches`),
   ]);
   if (open.id !== id) return;
-  Object.assign(open, { session, messages, summaries: summaries?.data ?? [], branches: branches?.data ?? null, seen: session.lastActivityAt });
+  Object.assign(open, {
+    session,
+    messages,
+    summaries: summaries?.data ?? [],
+    branches: branches?.data ?? null,
+    seen: session.lastActivityAt,
+  });
 }
 
 function header() {
   const s = open.session;
   const firstUser = open.messages.find((m) => m.role === "user");
-  const title = firstUser ? String(typeof firstUser.content === "string" ? firstUser.content : "(multi-part message)") : "(no user message)";
+  const title = firstUser
+    ? String(typeof firstUser.content === "string" ? firstUser.content : "(multi-part message)")
+    : "(no user message)";
   replace($("session-title"), title.length > 100 ? `${title.slice(0, 99)}…` : title);
   const fork = s.metadata?.forkedFrom;
   replace(
     $("session-meta"),
     h("code", null, s.id),
     ` · ${s.userId} · ${open.messages.length} messages · created ${formatTime(s.createdAt)} · last activity ${formatTime(s.lastActivityAt)}`,
-    fork?.sessionId ? [" · forked from ", h("a", { href: `/ui/s/${fork.sessionId}#${fork.atSeq}`, "data-nav": true }, `${String(fork.sessionId).slice(0, 8)}… #${fork.atSeq}`)] : null,
+    fork?.sessionId
+      ? [
+          " · forked from ",
+          h(
+            "a",
+            { href: `/ui/s/${fork.sessionId}#${fork.atSeq}`, "data-nav": true },
+            `${String(fork.sessionId).slice(0, 8)}… #${fork.atSeq}`,
+          ),
+        ]
+      : null,
   );
   for (const tab of document.querySelectorAll(".tabs a")) {
     if (!(tab instanceof HTMLAnchorElement)) continue;
@@ -155,11 +172,13 @@ async function renderView() {
         summaries: open.summaries,
         branches: open.branches,
         onFork: (seq) => actions.forkSession(target(), seq, after).catch(fail),
-        onLoadBranch: async (b) => (await api(`${sessionPath(id)}/branches/${encodeURIComponent(b.id)}`)).messages ?? [],
+        onLoadBranch: async (b) =>
+          (await api(`${sessionPath(id)}/branches/${encodeURIComponent(b.id)}`)).messages ?? [],
         onSwitchBranch: (b) => actions.switchBranch(target(), b, after).catch(fail),
       }),
     );
-    for (const d of view.querySelectorAll("details.tool")) if (opened.has(d.getAttribute("data-call"))) d.setAttribute("open", "");
+    for (const d of view.querySelectorAll("details.tool"))
+      if (opened.has(d.getAttribute("data-call"))) d.setAttribute("open", "");
     showSeq(view, location.hash);
   }
 }
@@ -260,7 +279,12 @@ function bindUi() {
   });
   const act = (/** @type {string} */ name) => {
     if (!open.id) return;
-    const run = { delete: () => actions.deleteSession(target(), after), undo: () => actions.undoTurn(target(), after), fork: () => actions.forkSession(target(), undefined, after), export: () => actions.exportSession(target()) }[name];
+    const run = {
+      delete: () => actions.deleteSession(target(), after),
+      undo: () => actions.undoTurn(target(), after),
+      fork: () => actions.forkSession(target(), undefined, after),
+      export: () => actions.exportSession(target()),
+    }[name];
     run?.().catch(fail);
   };
   for (const button of document.querySelectorAll(".actions button")) {
@@ -269,7 +293,10 @@ function bindUi() {
   const runPreview = () => {
     const window = input("window").valueAsNumber;
     const budget = input("budget").valueAsNumber;
-    preview = { window: Number.isFinite(window) ? window : undefined, tokenBudget: Number.isFinite(budget) ? budget : undefined };
+    preview = {
+      window: Number.isFinite(window) ? window : undefined,
+      tokenBudget: Number.isFinite(budget) ? budget : undefined,
+    };
     renderView().catch(fail);
   };
   $("preview").addEventListener("click", runPreview);
@@ -304,7 +331,10 @@ async function start() {
   bindUi();
   bindKeys();
   const modes = await searchModes();
-  replace($("mode"), modes.map((m) => h("option", { value: m }, m)));
+  replace(
+    $("mode"),
+    modes.map((m) => h("option", { value: m }, m)),
+  );
   // A list the key may not read (a user it may not open) still leaves the view to say why and go back.
   await list.refresh().catch(fail);
   await show();

@@ -80,15 +80,26 @@ function labelled(ctx) {
   const summaryAt = (ctx.includedSummaryIds ?? []).length > 0 ? leading - (ctx.stateNote ? 2 : 1) : -1;
   const noteAt = ctx.stateNote ? leading - 1 : -1;
   return messages.map((message, i) => {
-    if (i === summaryAt) return { part: "summary", label: `summaries ${(ctx.includedSummaryIds ?? []).map((/** @type {number} */ id) => `#${id}`).join(", ")}`, message };
+    if (i === summaryAt)
+      return {
+        part: "summary",
+        label: `summaries ${(ctx.includedSummaryIds ?? []).map((/** @type {number} */ id) => `#${id}`).join(", ")}`,
+        message,
+      };
     if (i === noteAt) return { part: "stateNote", label: "state note", message };
-    if (i < leading && isOthersNote(message)) return { part: "recalled", label: othersLabel(ctx.recalled), message, reasons: othersReasons(ctx.recalled) };
+    if (i < leading && isOthersNote(message))
+      return { part: "recalled", label: othersLabel(ctx.recalled), message, reasons: othersReasons(ctx.recalled) };
     if (i < leading) return { part: "system", label: message.role, message };
     const seq = seqs[i - leading];
     const why = recalled.get(seq);
     if (!why) return { part: "history", label: `#${seq} ${message.role}`, message, seq };
     const score = typeof why.score === "number" ? ` ${why.score.toFixed(2)}` : "";
-    return { part: "recalled", label: `#${seq} ${message.role} · recalled${score}${why.query ? ` for “${why.query}”` : ""}`, message, seq };
+    return {
+      part: "recalled",
+      label: `#${seq} ${message.role} · recalled${score}${why.query ? ` for “${why.query}”` : ""}`,
+      message,
+      seq,
+    };
   });
 }
 
@@ -109,22 +120,34 @@ function tokenBars(parts, budget, total) {
       "div",
       { class: "stack", role: "img", "aria-label": `${total} of ${budget} tokens` },
       present.map(([key, label]) =>
-        h("span", { class: `seg part-${key}`, title: `${label}: ${parts[key] ?? 0} tokens`, "data-width": pct(parts[key] ?? 0) }),
+        h("span", {
+          class: `seg part-${key}`,
+          title: `${label}: ${parts[key] ?? 0} tokens`,
+          "data-width": pct(parts[key] ?? 0),
+        }),
       ),
     ),
-    h("p", { class: "total" }, `${total.toLocaleString()} of ${budget.toLocaleString()} tokens (${Math.round((total / Math.max(budget, 1)) * 100)}%)`),
+    h(
+      "p",
+      { class: "total" },
+      `${total.toLocaleString()} of ${budget.toLocaleString()} tokens (${Math.round((total / Math.max(budget, 1)) * 100)}%)`,
+    ),
     h(
       "table",
       { class: "parts" },
-      h("tbody", null, present.map(([key, label]) =>
-        h(
-          "tr",
-          { "data-part": key },
-          h("th", { scope: "row" }, h("span", { class: `swatch part-${key}` }), label),
-          h("td", { class: "bar" }, h("span", { class: `fill part-${key}`, "data-width": pct(parts[key] ?? 0) })),
-          h("td", { class: "num" }, (parts[key] ?? 0).toLocaleString()),
+      h(
+        "tbody",
+        null,
+        present.map(([key, label]) =>
+          h(
+            "tr",
+            { "data-part": key },
+            h("th", { scope: "row" }, h("span", { class: `swatch part-${key}` }), label),
+            h("td", { class: "bar" }, h("span", { class: `fill part-${key}`, "data-width": pct(parts[key] ?? 0) })),
+            h("td", { class: "num" }, (parts[key] ?? 0).toLocaleString()),
+          ),
         ),
-      )),
+      ),
     ),
   );
 }
@@ -165,15 +188,24 @@ function leftOut(ctx, storedSeqs, summaries) {
   const unsummarized = Number(ctx.omitted?.unsummarized ?? 0);
   const warning =
     unsummarized > 0
-      ? h("p", { class: "warning", "data-warning": "history-omitted" }, `${unsummarized} older message${unsummarized === 1 ? " is" : "s are"} covered neither by the context nor by a summary: the model knows nothing of ${unsummarized === 1 ? "it" : "them"}.`)
+      ? h(
+          "p",
+          { class: "warning", "data-warning": "history-omitted" },
+          `${unsummarized} older message${unsummarized === 1 ? " is" : "s are"} covered neither by the context nor by a summary: the model knows nothing of ${unsummarized === 1 ? "it" : "them"}.`,
+        )
       : null;
-  const summaryNote = ctx.omitted?.summaries > 0 ? `${ctx.omitted.summaries} summar${ctx.omitted.summaries === 1 ? "y" : "ies"} left out for the budget` : null;
+  const summaryNote =
+    ctx.omitted?.summaries > 0
+      ? `${ctx.omitted.summaries} summar${ctx.omitted.summaries === 1 ? "y" : "ies"} left out for the budget`
+      : null;
   return h(
     "section",
     { class: "left-out", "aria-label": "Left out" },
     h("h3", null, "Left out"),
     warning,
-    rows.length === 0 && !summaryNote ? h("p", { class: "empty" }, "Nothing: every stored message is in the context.") : null,
+    rows.length === 0 && !summaryNote
+      ? h("p", { class: "empty" }, "Nothing: every stored message is in the context.")
+      : null,
     h(
       "ul",
       null,
@@ -221,8 +253,21 @@ export function renderContext(ctx, session) {
           "li",
           { class: `sent-msg part-${item.part}`, "data-part": item.part },
           h("div", { class: "label" }, h("span", { class: `swatch part-${item.part}` }), item.label),
-          item.reasons?.length ? h("ul", { class: "recall-reasons", "aria-label": "Why each was recalled" }, item.reasons.map((r) => h("li", null, r))) : null,
-          h("div", { class: "content" }, contentText(item.message.content) || (item.message.tool_calls ? `tool calls: ${item.message.tool_calls.map((/** @type {any} */ c) => c?.function?.name).join(", ")}` : "")),
+          item.reasons?.length
+            ? h(
+                "ul",
+                { class: "recall-reasons", "aria-label": "Why each was recalled" },
+                item.reasons.map((r) => h("li", null, r)),
+              )
+            : null,
+          h(
+            "div",
+            { class: "content" },
+            contentText(item.message.content) ||
+              (item.message.tool_calls
+                ? `tool calls: ${item.message.tool_calls.map((/** @type {any} */ c) => c?.function?.name).join(", ")}`
+                : ""),
+          ),
         ),
       ),
     ),

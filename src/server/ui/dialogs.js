@@ -13,7 +13,11 @@ import { h, replace } from "./dom.js";
 export function confirmAction(question) {
   const dialog = /** @type {HTMLDialogElement} */ (document.getElementById("confirm"));
   const cancel = h("button", { type: "button", value: "cancel", "data-action": "cancel" }, "Cancel");
-  const ok = h("button", { type: "button", value: "ok", class: question.danger ? "danger" : "primary", "data-action": "confirm" }, question.confirm);
+  const ok = h(
+    "button",
+    { type: "button", value: "ok", class: question.danger ? "danger" : "primary", "data-action": "confirm" },
+    question.confirm,
+  );
   replace(
     dialog,
     h("h2", { id: "confirm-title" }, question.title),
@@ -38,12 +42,23 @@ export function confirmAction(question) {
  */
 export function askForKey(problem) {
   const dialog = /** @type {HTMLDialogElement} */ (document.getElementById("key"));
-  const input = h("input", { type: "password", id: "key-input", name: "key", autocomplete: "off", required: true, spellcheck: "false" });
+  const input = h("input", {
+    type: "password",
+    id: "key-input",
+    name: "key",
+    autocomplete: "off",
+    required: true,
+    spellcheck: "false",
+  });
   const form = h(
     "form",
     { method: "dialog" },
     h("h2", null, "API key"),
-    h("p", null, "This server needs a threadkeep API key. It is kept in this tab only (sessionStorage) and sent with each request."),
+    h(
+      "p",
+      null,
+      "This server needs a threadkeep API key. It is kept in this tab only (sessionStorage) and sent with each request.",
+    ),
     problem ? h("p", { class: "error" }, problem) : null,
     h("label", { for: "key-input" }, "Key"),
     input,
@@ -51,7 +66,11 @@ export function askForKey(problem) {
   );
   replace(dialog, form);
   return new Promise((resolve) => {
-    dialog.addEventListener("close", () => resolve(dialog.returnValue === "ok" && input.value.trim() ? input.value.trim() : null), { once: true });
+    dialog.addEventListener(
+      "close",
+      () => resolve(dialog.returnValue === "ok" && input.value.trim() ? input.value.trim() : null),
+      { once: true },
+    );
     dialog.returnValue = "";
     dialog.showModal();
     input.focus();
@@ -73,7 +92,15 @@ export function showHelp() {
   replace(
     dialog,
     h("h2", null, "Keyboard"),
-    h("table", { class: "kv" }, h("tbody", null, keys.map(([k, v]) => h("tr", null, h("th", null, h("kbd", null, k)), h("td", null, v))))),
+    h(
+      "table",
+      { class: "kv" },
+      h(
+        "tbody",
+        null,
+        keys.map(([k, v]) => h("tr", null, h("th", null, h("kbd", null, k)), h("td", null, v))),
+      ),
+    ),
     h("form", { method: "dialog", class: "buttons" }, h("button", { class: "primary" }, "Close")),
   );
   dialog.showModal();

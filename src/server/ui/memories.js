@@ -47,7 +47,12 @@ function sourceOf(source) {
     "from ",
     h(
       "a",
-      { href: `/ui/s/${source.sessionId}${first === undefined ? "" : `#${first}`}`, "data-nav": true, "data-source-link": source.sessionId, title: source.sessionId },
+      {
+        href: `/ui/s/${source.sessionId}${first === undefined ? "" : `#${first}`}`,
+        "data-nav": true,
+        "data-source-link": source.sessionId,
+        title: source.sessionId,
+      },
       `session ${short} ${ranges.map(rangeText).join(", ")}`.trim(),
     ),
   );
@@ -64,15 +69,17 @@ function historyOf(history) {
       "ol",
       null,
       // Newest first: the text it replaced last is the one a person looks for.
-      [...history].reverse().map((v) =>
-        h(
-          "li",
-          { "data-reason": v.reason ?? "" },
-          h("span", { class: "old-text" }, v.text),
-          " ",
-          h("span", { class: "meta" }, `replaced ${formatTime(v.replacedAt)}${v.reason ? ` (${v.reason})` : ""}`),
+      [...history]
+        .reverse()
+        .map((v) =>
+          h(
+            "li",
+            { "data-reason": v.reason ?? "" },
+            h("span", { class: "old-text" }, v.text),
+            " ",
+            h("span", { class: "meta" }, `replaced ${formatTime(v.replacedAt)}${v.reason ? ` (${v.reason})` : ""}`),
+          ),
         ),
-      ),
     ),
   );
 }
@@ -89,7 +96,11 @@ export function createMemoriesView(ui) {
   /** @type {Me | null} */
   let me = null;
   const list = h("ul", { class: "memories" });
-  const more = h("button", { type: "button", id: "memories-more", onclick: () => page(cursor).catch(ui.fail) }, "Load more");
+  const more = h(
+    "button",
+    { type: "button", id: "memories-more", onclick: () => page(cursor).catch(ui.fail) },
+    "Load more",
+  );
   const status = h("p", { class: "meta", id: "memories-status", "aria-live": "polite" });
 
   /** @param {string | null} after */
@@ -112,7 +123,11 @@ export function createMemoriesView(ui) {
       "div",
       { class: "memory-actions" },
       h("button", { type: "button", "data-action": "edit", onclick: () => edit(m, li) }, "Edit"),
-      h("button", { type: "button", "data-action": "delete", class: "danger", onclick: () => remove(m).catch(ui.fail) }, "Delete"),
+      h(
+        "button",
+        { type: "button", "data-action": "delete", class: "danger", onclick: () => remove(m).catch(ui.fail) },
+        "Delete",
+      ),
     );
     const li = h(
       "li",
@@ -202,7 +217,8 @@ export function createMemoriesView(ui) {
     if (button) button.disabled = true;
     try {
       const response = await request("/v1/users/me/export");
-      const name = /filename="([^"]+)"/.exec(response.headers.get("content-disposition") ?? "")?.[1] ?? "threadkeep-export.jsonl";
+      const name =
+        /filename="([^"]+)"/.exec(response.headers.get("content-disposition") ?? "")?.[1] ?? "threadkeep-export.jsonl";
       const url = URL.createObjectURL(await response.blob());
       // Not through h(), which keeps only same-page links: this one is the page's own blob: URL.
       const link = document.createElement("a");
@@ -222,14 +238,28 @@ export function createMemoriesView(ui) {
   /** The form an operator key opens another user with; nothing for any other key. */
   function userPicker() {
     if (!me?.canOpenUsers && !openedUser()) return null;
-    const input = h("input", { id: "open-user", name: "user", type: "text", autocomplete: "off", spellcheck: "false", placeholder: "end user id", value: openedUser() ?? "" });
+    const input = h("input", {
+      id: "open-user",
+      name: "user",
+      type: "text",
+      autocomplete: "off",
+      spellcheck: "false",
+      placeholder: "end user id",
+      value: openedUser() ?? "",
+    });
     const form = h(
       "form",
       { id: "user-picker", class: "controls" },
       h("label", { for: "open-user" }, "Open a user of ", h("code", null, me?.tenant ?? ""), " "),
       input,
       h("button", { type: "submit" }, "Open"),
-      openedUser() ? h("button", { type: "button", class: "link", id: "own-user", onclick: () => switchUser(null) }, "Back to the key's own user") : null,
+      openedUser()
+        ? h(
+            "button",
+            { type: "button", class: "link", id: "own-user", onclick: () => switchUser(null) },
+            "Back to the key's own user",
+          )
+        : null,
     );
     form.addEventListener("submit", (event) => {
       event.preventDefault();
@@ -260,7 +290,13 @@ export function createMemoriesView(ui) {
         " across sessions. ",
         h(
           "button",
-          { type: "button", class: "link", id: "export-data", title: "Sessions, memories and preferences, as JSONL (the export format)", onclick: () => download().catch(ui.fail) },
+          {
+            type: "button",
+            class: "link",
+            id: "export-data",
+            title: "Sessions, memories and preferences, as JSONL (the export format)",
+            onclick: () => download().catch(ui.fail),
+          },
           "Download all data of this user",
         ),
       ),
@@ -271,7 +307,12 @@ export function createMemoriesView(ui) {
     );
     replace(list, rows.map(item));
     more.hidden = cursor === null;
-    replace(status, rows.length === 0 ? "No memories kept about this user." : `${rows.length}${cursor ? "+" : ""} memor${rows.length === 1 ? "y" : "ies"}`);
+    replace(
+      status,
+      rows.length === 0
+        ? "No memories kept about this user."
+        : `${rows.length}${cursor ? "+" : ""} memor${rows.length === 1 ? "y" : "ies"}`,
+    );
   }
 
   /** Reads who the page is and the first page of their memories, and shows them. */

@@ -163,7 +163,8 @@ export async function searchModes() {
   try {
     const doc = await (await fetch("/openapi.json")).json();
     /** @type {any[]} */
-    const params = doc.paths?.["/v1/search"]?.get?.parameters ?? doc.paths?.["/v1/sessions/{id}/search"]?.get?.parameters ?? [];
+    const params =
+      doc.paths?.["/v1/search"]?.get?.parameters ?? doc.paths?.["/v1/sessions/{id}/search"]?.get?.parameters ?? [];
     const mode = params.find((p) => p?.name === "mode");
     const modes = mode?.schema?.enum;
     if (Array.isArray(modes) && modes.every((m) => typeof m === "string")) return modes;
@@ -172,4 +173,3 @@ export async function searchModes() {
   }
   return ["substring", "fulltext"];
 }
-

@@ -23,7 +23,13 @@ function table(rows) {
   return h(
     "table",
     { class: "kv" },
-    h("tbody", null, rows.map(([key, value]) => h("tr", null, h("th", { scope: "row" }, key), h("td", null, value instanceof Node ? value : String(value))))),
+    h(
+      "tbody",
+      null,
+      rows.map(([key, value]) =>
+        h("tr", null, h("th", { scope: "row" }, key), h("td", null, value instanceof Node ? value : String(value))),
+      ),
+    ),
   );
 }
 
@@ -45,7 +51,12 @@ export function renderState(state, now = Date.now()) {
     h("p", { class: "meta" }, `State version ${state.version}`),
     card(
       "Last intent",
-      intent ? table([["name", intent.name], ["at", formatTime(intent.at)]]) : h("p", { class: "empty" }, "None recorded."),
+      intent
+        ? table([
+            ["name", intent.name],
+            ["at", formatTime(intent.at)],
+          ])
+        : h("p", { class: "empty" }, "None recorded."),
     ),
     card(
       "Recent references",
@@ -78,14 +89,27 @@ export function renderState(state, now = Date.now()) {
               ["arguments", h("pre", null, json(pending.args))],
               ["prompt", pending.prompt ?? "—"],
               ["asked", formatTime(pending.createdAt)],
-              ["expires", h("span", null, `${formatTime(pending.expiresAt)} `, badge(expired ? "expired" : `expires ${relativeTime(pending.expiresAt, now)}`, expired ? "warn" : "ok"))],
+              [
+                "expires",
+                h(
+                  "span",
+                  null,
+                  `${formatTime(pending.expiresAt)} `,
+                  badge(
+                    expired ? "expired" : `expires ${relativeTime(pending.expiresAt, now)}`,
+                    expired ? "warn" : "ok",
+                  ),
+                ),
+              ],
             ]),
           )
         : h("p", { class: "empty" }, "None waiting for a yes or no."),
     ),
     card(
       "Context preferences",
-      preferences ? h("pre", null, json(preferences)) : h("p", { class: "empty" }, "None stored: the next turn uses the server's window and budget."),
+      preferences
+        ? h("pre", null, json(preferences))
+        : h("p", { class: "empty" }, "None stored: the next turn uses the server's window and budget."),
     ),
     Object.keys(rest).length > 0 ? card("Application state", h("pre", null, json(rest))) : null,
   );

@@ -45,7 +45,8 @@ function foldToolResults(messages) {
   /** @type {Set<number>} */
   const folded = new Set();
   for (const m of messages) {
-    if (m.role === "assistant" && Array.isArray(m.tool_calls)) for (const call of m.tool_calls) calls.set(String(call?.id), m);
+    if (m.role === "assistant" && Array.isArray(m.tool_calls))
+      for (const call of m.tool_calls) calls.set(String(call?.id), m);
     if (m.role === "tool" && m.tool_call_id !== undefined && calls.has(m.tool_call_id)) {
       results.set(m.tool_call_id, [...(results.get(m.tool_call_id) ?? []), m]);
       folded.add(m.seq);
@@ -74,7 +75,12 @@ function toolCall(call, answers) {
       " ",
       first ? badge(`result #${first.seq}`, "ok") : badge("no result", "warn"),
     ),
-    h("div", { class: "tool-part" }, h("div", { class: "label" }, `call ${call?.id ?? ""}`), h("pre", null, prettyJson(args))),
+    h(
+      "div",
+      { class: "tool-part" },
+      h("div", { class: "label" }, `call ${call?.id ?? ""}`),
+      h("pre", null, prettyJson(args)),
+    ),
     answers.map((answer) =>
       h(
         "div",
@@ -110,7 +116,16 @@ function message(m, results, onFork) {
       isTruncated(m) ? badge("truncated", "warn") : null,
       orphan ? badge("tool result without its call", "warn") : null,
       onFork
-        ? h("button", { type: "button", class: "link fork", onclick: () => onFork(m.seq), title: `Fork a new session from messages #1–#${m.seq}` }, "fork here")
+        ? h(
+            "button",
+            {
+              type: "button",
+              class: "link fork",
+              onclick: () => onFork(m.seq),
+              title: `Fork a new session from messages #1–#${m.seq}`,
+            },
+            "fork here",
+          )
         : null,
     ),
     text ? h("div", { class: "content" }, text) : null,
@@ -151,7 +166,16 @@ function branchBar(b, actions) {
       " ",
       b.parentId
         ? null
-        : h("button", { type: "button", class: "link", "data-action": "switch-branch", onclick: (/** @type {Event} */ e) => (e.preventDefault(), actions.onSwitch(b)) }, "switch to it"),
+        : h(
+            "button",
+            {
+              type: "button",
+              class: "link",
+              "data-action": "switch-branch",
+              onclick: (/** @type {Event} */ e) => (e.preventDefault(), actions.onSwitch(b)),
+            },
+            "switch to it",
+          ),
     ),
     body,
   );
@@ -181,8 +205,10 @@ export function renderTranscript(data) {
   const out = [];
   const branchActions = { onLoad: data.onLoadBranch, onSwitch: data.onSwitchBranch };
   const flushBefore = (/** @type {number} */ seq) => {
-    while (summaries.length > 0 && summaries[0].toSeq < seq) out.push(summaryBlock(/** @type {Summary} */ (summaries.shift())));
-    while (branches.length > 0 && branches[0].atSeq < seq) out.push(branchBar(/** @type {Branch} */ (branches.shift()), branchActions));
+    while (summaries.length > 0 && summaries[0].toSeq < seq)
+      out.push(summaryBlock(/** @type {Summary} */ (summaries.shift())));
+    while (branches.length > 0 && branches[0].atSeq < seq)
+      out.push(branchBar(/** @type {Branch} */ (branches.shift()), branchActions));
   };
   for (const m of data.messages) {
     flushBefore(m.seq);

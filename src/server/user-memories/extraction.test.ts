@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { extractionRequest, MalformedExtraction, MAX_OPERATIONS, normaliseMemoryText, parseExtraction } from "./extraction.js";
+import {
+  extractionRequest,
+  MalformedExtraction,
+  MAX_OPERATIONS,
+  normaliseMemoryText,
+  parseExtraction,
+} from "./extraction.js";
 
 const known = [{ id: "uuid-a" }, { id: "uuid-b" }];
 
@@ -30,13 +36,25 @@ describe("the extraction contract", () => {
       ],
       rejected: 5,
     });
-    expect(parseExtraction('```json\n{"operations":[{"op":"delete","ref":"m1"}]}\n```', known).operations).toEqual([{ op: "delete", id: "uuid-a" }]);
-    const many = JSON.stringify({ operations: Array.from({ length: 30 }, (_, i) => ({ op: "add", text: `fact ${i}` })) });
+    expect(parseExtraction('```json\n{"operations":[{"op":"delete","ref":"m1"}]}\n```', known).operations).toEqual([
+      { op: "delete", id: "uuid-a" },
+    ]);
+    const many = JSON.stringify({
+      operations: Array.from({ length: 30 }, (_, i) => ({ op: "add", text: `fact ${i}` })),
+    });
     expect(parseExtraction(many, known)).toMatchObject({ rejected: 30 - MAX_OPERATIONS });
   });
 
   it("refuses whole what is not JSON of the contract's shape, or too long", () => {
-    for (const content of ["not json", "[]", '{"ops":[]}', "null", JSON.stringify({ operations: [] }).padEnd(40_000, " "), undefined, 42]) {
+    for (const content of [
+      "not json",
+      "[]",
+      '{"ops":[]}',
+      "null",
+      JSON.stringify({ operations: [] }).padEnd(40_000, " "),
+      undefined,
+      42,
+    ]) {
       expect(() => parseExtraction(content, known)).toThrow(MalformedExtraction);
     }
   });

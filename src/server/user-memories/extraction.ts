@@ -46,7 +46,10 @@ export interface ExtractionMessage {
 }
 
 /** The chat request body of one extraction (without the model). */
-export function extractionRequest(known: readonly Pick<UserMemory, "text">[], messages: readonly ExtractionMessage[]): {
+export function extractionRequest(
+  known: readonly Pick<UserMemory, "text">[],
+  messages: readonly ExtractionMessage[],
+): {
   messages: { role: "system" | "user"; content: string }[];
   handles: string[];
 } {
@@ -85,7 +88,8 @@ function answerJson(content: string): unknown {
  */
 export function parseExtraction(content: unknown, known: readonly Pick<UserMemory, "id">[]): ParsedExtraction {
   if (typeof content !== "string") throw new MalformedExtraction("the answer has no text content");
-  if (content.length > MAX_ANSWER_CHARS) throw new MalformedExtraction(`the answer is longer than ${MAX_ANSWER_CHARS} characters`);
+  if (content.length > MAX_ANSWER_CHARS)
+    throw new MalformedExtraction(`the answer is longer than ${MAX_ANSWER_CHARS} characters`);
   let json: unknown;
   try {
     json = answerJson(content);
@@ -93,7 +97,8 @@ export function parseExtraction(content: unknown, known: readonly Pick<UserMemor
     throw new MalformedExtraction("the answer is not JSON");
   }
   const list = (json as { operations?: unknown } | null)?.operations;
-  if (typeof json !== "object" || json === null || !Array.isArray(list)) throw new MalformedExtraction('the answer has no "operations" list');
+  if (typeof json !== "object" || json === null || !Array.isArray(list))
+    throw new MalformedExtraction('the answer has no "operations" list');
   const operations: MemoryOperation[] = [];
   let rejected = 0;
   const touched = new Set<string>();
@@ -116,7 +121,11 @@ export function parseExtraction(content: unknown, known: readonly Pick<UserMemor
       continue;
     }
     touched.add(memory.id);
-    operations.push(op.op === "update" ? { op: "update", id: memory.id, text: op.text, contradiction: op.contradiction === true } : { op: "delete", id: memory.id });
+    operations.push(
+      op.op === "update"
+        ? { op: "update", id: memory.id, text: op.text, contradiction: op.contradiction === true }
+        : { op: "delete", id: memory.id },
+    );
   }
   return { operations, rejected };
 }

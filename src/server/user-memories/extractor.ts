@@ -20,7 +20,14 @@ import type { FullStore, Message } from "../../core/types.js";
 import { lexicalScore, words } from "../../core/context/user-memories.js";
 import type { Upstream } from "../../llm/openai-compatible.js";
 import type { ServerMetrics } from "../metrics.js";
-import { type ExtractionMessage, extractionRequest, MalformedExtraction, type MemoryOperation, normaliseMemoryText, parseExtraction } from "./extraction.js";
+import {
+  type ExtractionMessage,
+  extractionRequest,
+  MalformedExtraction,
+  type MemoryOperation,
+  normaliseMemoryText,
+  parseExtraction,
+} from "./extraction.js";
 import { inSpan } from "../../core/tracing.js";
 
 /** The state key of a session's extraction marker. */
@@ -58,7 +65,14 @@ export class MemoryExtractor {
   #wake: (() => void) | undefined;
 
   constructor(options: MemoryExtractorOptions) {
-    this.#options = { retryDelayMs: 5000, maxAttempts: 3, maxQueued: 10_000, maxMessages: 12, maxKnown: 20, ...options };
+    this.#options = {
+      retryDelayMs: 5000,
+      maxAttempts: 3,
+      maxQueued: 10_000,
+      maxMessages: 12,
+      maxKnown: 20,
+      ...options,
+    };
   }
 
   /** Queues a session whose turn was committed. Returns at once; never throws. */
@@ -100,7 +114,10 @@ export class MemoryExtractor {
         const page = await store.listAllSessions({ limit: 200, cursor });
         for (const session of page.sessions) {
           if (session.lastActivityAt < since) continue;
-          const [state, last] = await Promise.all([store.getState(session.id), store.getMessages(session.id, { last: 1 })]);
+          const [state, last] = await Promise.all([
+            store.getState(session.id),
+            store.getMessages(session.id, { last: 1 }),
+          ]);
           if ((last[0]?.seq ?? 0) > markerOf(state.data)) {
             this.schedule(session.userId, session.id);
             queued++;
@@ -109,7 +126,10 @@ export class MemoryExtractor {
         cursor = page.nextCursor;
       } while (cursor && !this.#closed);
     } catch (error) {
-      this.#options.log.warn({ err: error }, "resuming memory extraction failed; sessions are extracted on their next turn");
+      this.#options.log.warn(
+        { err: error },
+        "resuming memory extraction failed; sessions are extracted on their next turn",
+      );
     }
     return queued;
   }
@@ -126,8 +146,10 @@ export class MemoryExtractor {
     const { metrics, log, maxAttempts, retryDelayMs } = this.#options;
     for (let attempt = 1; attempt <= maxAttempts && !this.#closed; attempt++) {
       try {
-        const outcome = await inSpan("threadkeep.extract_memories", { attributes: { "gen_ai.conversation.id": sessionId, "threadkeep.attempt": attempt } }, () =>
-          this.extract(userId, sessionId),
+        const outcome = await inSpan(
+          "threadkeep.extract_memories",
+          { attributes: { "gen_ai.conversation.id": sessionId, "threadkeep.attempt": attempt } },
+          () => this.extract(userId, sessionId),
         );
         metrics.memoryExtractions.inc({ outcome });
         return;
@@ -136,12 +158,18 @@ export class MemoryExtractor {
         if (isThreadkeepError(error, "session_not_found")) return;
         if (error instanceof MalformedExtraction) {
           metrics.memoryExtractions.inc({ outcome: "malformed" });
-          log.warn({ sessionId, reason: error.message }, "the model's memory extraction answer was malformed; nothing stored");
+          log.warn(
+            { sessionId, reason: error.message },
+            "the model's memory extraction answer was malformed; nothing stored",
+          );
           return;
         }
         if (attempt === maxAttempts) {
           metrics.memoryExtractions.inc({ outcome: "failed" });
-          log.warn({ err: error, sessionId }, "memory extraction failed; it is tried again with the session's next turn");
+          log.warn(
+            { err: error, sessionId },
+            "memory extraction failed; it is tried again with the session's next turn",
+          );
           return;
         }
         metrics.memoryExtractions.inc({ outcome: "retry" });
@@ -168,7 +196,9 @@ export class MemoryExtractor {
     if (!hasUserMemories(store)) return "nothing";
     const state = await memory.getState(sessionId, { userId });
     const marker = markerOf(state.data);
-    const fresh = (await memory.getMessages(sessionId, { userId, last: this.#options.maxMessages })).filter((m) => m.seq > marker);
+    const fresh = (await memory.getMessages(sessionId, { userId, last: this.#options.maxMessages })).filter(
+      (m) => m.seq > marker,
+    );
     const turn = fresh.map(toExtractionMessage).filter((m): m is ExtractionMessage => m !== null);
     const toSeq = fresh.at(-1)?.seq;
     if (toSeq === undefined) return "nothing";
@@ -179,7 +209,11 @@ export class MemoryExtractor {
     const all = await listAll(store, userId);
     const known = related(all, turn, this.#options.maxKnown);
     const request = extractionRequest(known, turn);
-    const body: Record<string, unknown> = { messages: request.messages, temperature: 0, response_format: { type: "json_object" } };
+    const body: Record<string, unknown> = {
+      messages: request.messages,
+      temperature: 0,
+      response_format: { type: "json_object" },
+    };
     if (this.#options.model) body.model = this.#options.model;
     const completion = await this.#options.upstream.chat(body);
     let parsed;
@@ -201,7 +235,11 @@ export class MemoryExtractor {
   }
 
   async #mark(userId: string, sessionId: string, toSeq: number): Promise<void> {
-    await this.#options.memory.updateState(sessionId, (data) => ({ ...data, [EXTRACTION_STATE_KEY]: { toSeq: Math.max(toSeq, markerOf(data)) } }), { userId });
+    await this.#options.memory.updateState(
+      sessionId,
+      (data) => ({ ...data, [EXTRACTION_STATE_KEY]: { toSeq: Math.max(toSeq, markerOf(data)) } }),
+      { userId },
+    );
   }
 }
 
@@ -276,7 +314,10 @@ export async function applyOperations(
       texts.set(added.id, normal);
     } else {
       try {
-        await store.updateUserMemory(userId, operation.id, { text: operation.text, reason: operation.contradiction ? "contradiction" : "update" });
+        await store.updateUserMemory(userId, operation.id, {
+          text: operation.text,
+          reason: operation.contradiction ? "contradiction" : "update",
+        });
       } catch (error) {
         // Deleted by hand since it was shown to the model.
         if (!isThreadkeepError(error, "not_found")) throw error;

@@ -40,8 +40,7 @@ export function recordProblem(record: SessionRecord): string | null {
     case "summary": {
       const { id, fromSeq, toSeq, content, createdAt, metadata } = record;
       const ok = isInt(id) && isNumber(fromSeq) && isNumber(toSeq) && isNumber(createdAt);
-      if (!ok || typeof content !== "string")
-        return "summary needs id, fromSeq, toSeq, content and createdAt";
+      if (!ok || typeof content !== "string") return "summary needs id, fromSeq, toSeq, content and createdAt";
       return metadata === undefined || isObject(metadata) ? null : "summary metadata must be an object";
     }
     case "state":
@@ -71,7 +70,9 @@ export function recordProblem(record: SessionRecord): string | null {
         : "branch needs id, atSeq, parentId, reason, createdAt and messages";
     }
     case "reparent":
-      return Array.isArray(record.ids) && record.ids.every(isInt) && (record.parentId === null || isInt(record.parentId))
+      return Array.isArray(record.ids) &&
+        record.ids.every(isInt) &&
+        (record.parentId === null || isInt(record.parentId))
         ? null
         : "reparent needs ids and a parentId";
     default:

@@ -82,13 +82,9 @@ export function encodeLines(records: SessionRecord[], grouped = true): string[] 
       return `${JSON.stringify(more > 0 ? { type, more, ...rest } : { type, ...rest })}\n`;
     });
   } catch (error) {
-    throw new ThreadkeepError(
-      "invalid_request",
-      `Cannot store a value as JSON: ${(error as Error).message}`,
-      {
-        cause: error,
-      },
-    );
+    throw new ThreadkeepError("invalid_request", `Cannot store a value as JSON: ${(error as Error).message}`, {
+      cause: error,
+    });
   }
 }
 
@@ -122,5 +118,13 @@ export function liveRecordCount(data: SessionData): number {
 
 /** An empty session around a header. */
 export function emptyData(session: Session): SessionData {
-  return { session, messages: [], summaries: [], nextSummaryId: 1, state: { version: 0, data: {} }, branches: [], operations: [] };
+  return {
+    session,
+    messages: [],
+    summaries: [],
+    nextSummaryId: 1,
+    state: { version: 0, data: {} },
+    branches: [],
+    operations: [],
+  };
 }

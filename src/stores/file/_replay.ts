@@ -5,7 +5,14 @@
 import { ThreadkeepError } from "../../core/errors.js";
 import type { Session } from "../../core/types.js";
 import { applyRecord, isInt, isObject, recordProblem } from "./_apply.js";
-import { type BadLine, emptyData, FILE_FORMAT_VERSION, type Replay, type SessionData, type SessionRecord } from "./_records.js";
+import {
+  type BadLine,
+  emptyData,
+  FILE_FORMAT_VERSION,
+  type Replay,
+  type SessionData,
+  type SessionRecord,
+} from "./_records.js";
 
 interface Parsed {
   line: number;
@@ -28,10 +35,8 @@ function parseLine(line: number, bytes: Buffer): Parsed {
   }
   try {
     const value: unknown = JSON.parse(text);
-    if (!isObject(value) || typeof value.type !== "string")
-      return { line, bytes, error: "not a record with a type" };
-    if (value.more !== undefined && (!isInt(value.more) || value.more < 0))
-      return { line, bytes, error: "bad more" };
+    if (!isObject(value) || typeof value.type !== "string") return { line, bytes, error: "not a record with a type" };
+    if (value.more !== undefined && (!isInt(value.more) || value.more < 0)) return { line, bytes, error: "bad more" };
     return { line, bytes, record: value as SessionRecord };
   } catch (error) {
     return { line, bytes, error: `torn or invalid JSON (${(error as Error).message})` };

@@ -14,9 +14,7 @@ import { copySession } from "../_util.js";
 const INDEX_SLACK = 1000;
 
 type IndexRecord =
-  | ({ type: "session" } & Session)
-  | { type: "touch"; id: string; at: number }
-  | { type: "delete"; id: string };
+  ({ type: "session" } & Session) | { type: "touch"; id: string; at: number } | { type: "delete"; id: string };
 
 const line = (record: IndexRecord) => `${JSON.stringify(record)}\n`;
 const sessionLine = (s: Session) => line({ type: "session", ...s });
@@ -74,9 +72,7 @@ export class SessionIndex {
       this.sessions.clear();
       if (content) await this.#moveAside(problem);
       if (content || files.size > 0) {
-        this.#options.warn(
-          `[threadkeep] file store index ${problem}; rebuilding it from ${files.size} session files`,
-        );
+        this.#options.warn(`[threadkeep] file store index ${problem}; rebuilding it from ${files.size} session files`);
       }
       for (const key of files.keys()) await load(key);
       this.#rewrite = true;
@@ -169,8 +165,7 @@ export class SessionIndex {
         } catch (error) {
           // The session files hold the data; the index is retried whole and rebuilt on open if need be.
           this.#rewrite = true;
-          if (!this.#failing)
-            this.#options.warn(`[threadkeep] file store index not written: ${String(error)}`);
+          if (!this.#failing) this.#options.warn(`[threadkeep] file store index not written: ${String(error)}`);
           this.#failing = true;
           break;
         }

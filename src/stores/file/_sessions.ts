@@ -97,11 +97,8 @@ export class SessionFiles {
     try {
       await mkdir(this.#sessionsDir, { recursive: true });
       const names = await readdir(this.#sessionsDir);
-      for (const name of names.filter(isTempFile))
-        await unlink(join(this.#sessionsDir, name)).catch(() => {});
-      const keys = names
-        .map((n) => (n.endsWith(".jsonl") ? n.slice(0, -6) : ""))
-        .filter((k) => keyOf(k) === k);
+      for (const name of names.filter(isTempFile)) await unlink(join(this.#sessionsDir, name)).catch(() => {});
+      const keys = names.map((n) => (n.endsWith(".jsonl") ? n.slice(0, -6) : "")).filter((k) => keyOf(k) === k);
       const times = await Promise.all(keys.map(async (key) => (await stat(this.#path(key))).mtimeMs));
       for (const [i, key] of keys.entries()) files.set(key, times[i]);
     } catch (error) {
@@ -163,13 +160,7 @@ export class SessionFiles {
     if (replay.bad.length > 0) {
       let where: string;
       try {
-        where = await quarantineLines(
-          this.#options.dir,
-          key,
-          `sessions/${key}.jsonl`,
-          replay.bad,
-          this.#options.fsync,
-        );
+        where = await quarantineLines(this.#options.dir, key, `sessions/${key}.jsonl`, replay.bad, this.#options.fsync);
       } catch (error) {
         throw fsError(error, `quarantine bad lines of session ${key}`);
       }

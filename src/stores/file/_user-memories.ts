@@ -9,7 +9,12 @@ import { createHash } from "node:crypto";
 import { mkdir, readdir, readFile, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { ThreadkeepError } from "../../core/errors.js";
-import { applyMemoryPatch, memoryFromInput, pageUserIds, pageUserMemories } from "../../core/user-memories/store-helpers.js";
+import {
+  applyMemoryPatch,
+  memoryFromInput,
+  pageUserIds,
+  pageUserMemories,
+} from "../../core/user-memories/store-helpers.js";
 import type {
   ListOptions,
   UserIdPage,
@@ -21,7 +26,14 @@ import type {
   UserMemoryVectorHit,
   UserMemoryVectorQuery,
 } from "../../core/types.js";
-import { memoryVectorsToKeep, missingMemoryVectors, packVector, scanMemoryVectors, type StoredMemoryVector, unpackVector } from "../_vectors.js";
+import {
+  memoryVectorsToKeep,
+  missingMemoryVectors,
+  packVector,
+  scanMemoryVectors,
+  type StoredMemoryVector,
+  unpackVector,
+} from "../_vectors.js";
 import { errnoOf, fsError, KeyedSerial, writeAtomically } from "./_io.js";
 
 /** A memory as its line holds it: with its embedding, if it has one. */
@@ -169,7 +181,8 @@ export class UserMemoryFiles {
       const keep = memoryVectorsToKeep(model, items, [...memories.values()].map(vectorOf));
       for (const [id, v] of keep) {
         const memory = memories.get(id);
-        if (memory && memory.text === v.text) memory.embedding = { model, text: v.text, vector: packVector(v.vector).toString("base64") };
+        if (memory && memory.text === v.text)
+          memory.embedding = { model, text: v.text, vector: packVector(v.vector).toString("base64") };
       }
     });
   }

@@ -4,12 +4,7 @@
  * One process owns a directory: leases and the write order are held in process memory.
  */
 import { resolve } from "node:path";
-import {
-  InvalidSessionIdError,
-  SessionNotFoundError,
-  StateConflictError,
-  ThreadkeepError,
-} from "../../core/errors.js";
+import { InvalidSessionIdError, SessionNotFoundError, StateConflictError, ThreadkeepError } from "../../core/errors.js";
 import { validateMessages } from "../../core/messages.js";
 import type {
   FullStore,
@@ -86,7 +81,10 @@ export function createFileStore(options: FileStoreOptions): FullStore & VectorSt
     warn: options.onWarning ?? ((message: string) => console.warn(message)),
   });
   const { index } = files;
-  const memories = new UserMemoryFiles(dir, { fsync: options.fsync ?? false, warn: options.onWarning ?? ((message: string) => console.warn(message)) });
+  const memories = new UserMemoryFiles(dir, {
+    fsync: options.fsync ?? false,
+    warn: options.onWarning ?? ((message: string) => console.warn(message)),
+  });
   const leases = new LocalLeases();
   let opening: Promise<void> | null = null;
 
@@ -121,7 +119,12 @@ export function createFileStore(options: FileStoreOptions): FullStore & VectorSt
   };
 
   /** An append (`seq` undefined) or a tail replacement, as one grouped write. */
-  const writeHistory = async (id: string, seq: number | undefined, inputs: MessageInput[], writeOptions: ReplaceOptions) => {
+  const writeHistory = async (
+    id: string,
+    seq: number | undefined,
+    inputs: MessageInput[],
+    writeOptions: ReplaceOptions,
+  ) => {
     const valid = validateMessages(inputs);
     checkHistoryOptions(writeOptions, seq);
     return change(id, async (key, entry) => {
@@ -151,16 +154,22 @@ export function createFileStore(options: FileStoreOptions): FullStore & VectorSt
 
   const store: FullStore & VectorStore & UserMemoryVectorStore = {
     name: FILE_STORE_NAME,
-    capabilities: { persistent: true, fullTextSearch: false, crossProcessLease: false, nativeExpiry: false, vectors: true, ownerScope: true, guardedAppends: true, idempotentWrites: true },
+    capabilities: {
+      persistent: true,
+      fullTextSearch: false,
+      crossProcessLease: false,
+      nativeExpiry: false,
+      vectors: true,
+      ownerScope: true,
+      guardedAppends: true,
+      idempotentWrites: true,
+    },
     ...sidecarVectors(() => store, fileVectorSidecar(dir)),
 
     async createSession(input) {
       await ensureReady();
       const key = keyOf(input.id);
-      if (!key)
-        throw new InvalidSessionIdError(
-          `Invalid session id ${JSON.stringify(String(input.id).slice(0, 100))}`,
-        );
+      if (!key) throw new InvalidSessionIdError(`Invalid session id ${JSON.stringify(String(input.id).slice(0, 100))}`);
       return files.turn(key, async () => {
         const session = sessionFromInput(input);
         const stored = index.sessions.has(key) ? null : await files.create(key, session);
@@ -348,8 +357,7 @@ export function createFileStore(options: FileStoreOptions): FullStore & VectorSt
 
     async setState(id, data, expectedVersion) {
       return change(id, async (key, entry) => {
-        if (entry.state.version !== expectedVersion)
-          throw new StateConflictError(expectedVersion, entry.state.version);
+        if (entry.state.version !== expectedVersion) throw new StateConflictError(expectedVersion, entry.state.version);
         await files.write(key, entry, [{ type: "state", version: expectedVersion + 1, data }]);
         return structuredClone(entry.state);
       });
@@ -371,7 +379,10 @@ export function createFileStore(options: FileStoreOptions): FullStore & VectorSt
         searched.push({ sessionId: session.id, messages: (await read(session.id))?.messages ?? [] });
       }
       if (relevance) return rankByRelevanceInSlices(searched, query.text, query.limit ?? DEFAULT_SEARCH_LIMIT);
-      return rankHits(searched.flatMap((s) => substringHits(s.sessionId, [...s.messages], query.text)), query.limit);
+      return rankHits(
+        searched.flatMap((s) => substringHits(s.sessionId, [...s.messages], query.text)),
+        query.limit,
+      );
     },
 
     async expire(olderThan) {

@@ -5,7 +5,12 @@
  */
 import { ThreadkeepError } from "../../core/errors.js";
 import type { MemoryOwnersStore, UserMemory, UserMemoryStore, UserMemoryVectorStore } from "../../core/types.js";
-import { applyMemoryPatch, memoryFromInput, pageUserIds, pageUserMemories } from "../../core/user-memories/store-helpers.js";
+import {
+  applyMemoryPatch,
+  memoryFromInput,
+  pageUserIds,
+  pageUserMemories,
+} from "../../core/user-memories/store-helpers.js";
 import { memoryVectorsToKeep, missingMemoryVectors, scanMemoryVectors, type StoredMemoryVector } from "../_vectors.js";
 
 type UserMemoryMethods = UserMemoryStore & MemoryOwnersStore & UserMemoryVectorStore;
@@ -29,7 +34,10 @@ export function inProcessUserMemories(ensureOpen: () => void): { methods: UserMe
 
       async listMemoryOwners(options) {
         ensureOpen();
-        return pageUserIds([...memories].filter(([, mine]) => mine.size > 0).map(([userId]) => userId), options);
+        return pageUserIds(
+          [...memories].filter(([, mine]) => mine.size > 0).map(([userId]) => userId),
+          options,
+        );
       },
 
       async getUserMemory(userId, id) {
@@ -58,7 +66,11 @@ export function inProcessUserMemories(ensureOpen: () => void): { methods: UserMe
       async putUserMemoryEmbeddings(userId, model, items) {
         ensureOpen();
         const mine = memories.get(userId);
-        const keep = memoryVectorsToKeep(model, items, [...(mine?.values() ?? [])].map((m) => memoryVectors.get(m)));
+        const keep = memoryVectorsToKeep(
+          model,
+          items,
+          [...(mine?.values() ?? [])].map((m) => memoryVectors.get(m)),
+        );
         for (const [id, vector] of keep) {
           const memory = mine?.get(id);
           if (memory && memory.text === vector.text) memoryVectors.set(memory, vector);

@@ -24,7 +24,16 @@ import type {
 } from "../../core/types.js";
 import { checkDimensions, missingSeqs, normalize, scanSession, type StoredVector, TopK } from "../_vectors.js";
 import { inProcessUserMemories } from "./_user-memories.js";
-import { applyBranchSwitch, applyHistoryWrite, branchFromRecord, checkHistoryOptions, type OperationRecord, planBranchSwitch, planHistoryWrite, upsertBranch } from "../history.js";
+import {
+  applyBranchSwitch,
+  applyHistoryWrite,
+  branchFromRecord,
+  checkHistoryOptions,
+  type OperationRecord,
+  planBranchSwitch,
+  planHistoryWrite,
+  upsertBranch,
+} from "../history.js";
 import { LocalLeases } from "../_lease.js";
 import {
   checkIncarnation,
@@ -87,8 +96,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): FullStore &
   const dimensions = new Map<string, number>();
   let closed = false;
 
-  const isExpired = (entry: Entry, now = Date.now()) =>
-    ttlMs > 0 && entry.session.lastActivityAt < now - ttlMs;
+  const isExpired = (entry: Entry, now = Date.now()) => ttlMs > 0 && entry.session.lastActivityAt < now - ttlMs;
 
   const remove = (id: string) => {
     entries.delete(id);
@@ -146,7 +154,16 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): FullStore &
 
   return {
     name: MEMORY_STORE_NAME,
-    capabilities: { persistent: false, fullTextSearch: false, crossProcessLease: false, nativeExpiry: true, vectors: true, ownerScope: true, guardedAppends: true, idempotentWrites: true },
+    capabilities: {
+      persistent: false,
+      fullTextSearch: false,
+      crossProcessLease: false,
+      nativeExpiry: true,
+      vectors: true,
+      ownerScope: true,
+      guardedAppends: true,
+      idempotentWrites: true,
+    },
 
     async putEmbeddings(id: string, model: string, items: EmbeddingInput[]) {
       const entry = need(id);
@@ -172,7 +189,13 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): FullStore &
       const top = new TopK(query.limit);
       const candidates = query.sessionId ? [find(query.sessionId)] : [...entries.values()];
       for (const entry of candidates) {
-        if (!entry || entry.session.userId !== query.userId || isExpired(entry) || inactiveSince(entry.session, query.activeSince)) continue;
+        if (
+          !entry ||
+          entry.session.userId !== query.userId ||
+          isExpired(entry) ||
+          inactiveSince(entry.session, query.activeSince)
+        )
+          continue;
         const map = vectors.get(entry);
         if (map) scanSession(entry.session.id, entry.messages, map.values(), query, normalized, top);
       }
@@ -314,8 +337,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): FullStore &
 
     async setState(id, data, expectedVersion) {
       const entry = need(id);
-      if (entry.state.version !== expectedVersion)
-        throw new StateConflictError(expectedVersion, entry.state.version);
+      if (entry.state.version !== expectedVersion) throw new StateConflictError(expectedVersion, entry.state.version);
       entry.state = { version: expectedVersion + 1, data: structuredClone(data) };
       return structuredClone(entry.state);
     },
@@ -325,10 +347,17 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): FullStore &
       checkSearchQuery(query);
       const candidates = (query.sessionId ? [find(query.sessionId)] : [...entries.values()]).filter(
         (entry): entry is NonNullable<typeof entry> =>
-          !!entry && entry.session.userId === query.userId && !isExpired(entry) && !inactiveSince(entry.session, query.activeSince),
+          !!entry &&
+          entry.session.userId === query.userId &&
+          !isExpired(entry) &&
+          !inactiveSince(entry.session, query.activeSince),
       );
       if (query.ranking === "relevance") {
-        return rankByRelevanceInSlices(candidates.map((e) => ({ sessionId: e.session.id, messages: e.messages })), query.text, query.limit ?? DEFAULT_SEARCH_LIMIT);
+        return rankByRelevanceInSlices(
+          candidates.map((e) => ({ sessionId: e.session.id, messages: e.messages })),
+          query.text,
+          query.limit ?? DEFAULT_SEARCH_LIMIT,
+        );
       }
       if (query.mode === "fulltext") {
         throw new ThreadkeepError("not_supported", "The memory store has no full-text search; use substring");

@@ -33,7 +33,12 @@ export const ACTIVITY_FLOOR_STEP_MS = 300_000;
  * is too, and its floor is above `f - step`. The index on `(user_id, activity_floor)` finds `f` and
  * then the rows with a floor above `f - step`; only those are sorted by their exact time.
  */
-export function listByActivity(sql: PgSql, userId: string, take: number, cursor: { lastActivityAt: number; id: string } | null) {
+export function listByActivity(
+  sql: PgSql,
+  userId: string,
+  take: number,
+  cursor: { lastActivityAt: number; id: string } | null,
+) {
   const after = cursor
     ? sql`AND activity_floor <= ${cursor.lastActivityAt}::bigint AND (last_activity_at, id) < (${cursor.lastActivityAt}::bigint, ${cursor.id}::text)`
     : sql``;

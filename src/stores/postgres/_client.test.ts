@@ -14,7 +14,14 @@ describe("the array types declared in place of the driver's lookup", () => {
 
   it("reads what PostgreSQL prints back, quoted or not", () => {
     expect(parseArray("{}", String)).toEqual([]);
-    expect(parseArray('{a,"say \\"hi\\"","back\\\\slash","a,b",NULL,""}', String)).toEqual(['a', 'say "hi"', "back\\slash", "a,b", null, ""]);
+    expect(parseArray('{a,"say \\"hi\\"","back\\\\slash","a,b",NULL,""}', String)).toEqual([
+      "a",
+      'say "hi"',
+      "back\\slash",
+      "a,b",
+      null,
+      "",
+    ]);
     expect(parseArray("{1,22,-3}", Number)).toEqual([1, 22, -3]);
     expect(parseArray(serializeArray(["x", null, "y,z"]), String)).toEqual(["x", null, "y,z"]);
   });

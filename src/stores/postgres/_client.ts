@@ -109,7 +109,13 @@ export async function answersNewConnection(url: string, timeoutMs: number): Prom
   });
   try {
     // Any answer of the server counts, a refusal too ("too many connections"): it is there.
-    return await Promise.race([sql`SELECT 1`.then(() => true, (error: unknown) => !isConnectionError(error)), limit]);
+    return await Promise.race([
+      sql`SELECT 1`.then(
+        () => true,
+        (error: unknown) => !isConnectionError(error),
+      ),
+      limit,
+    ]);
   } finally {
     clearTimeout(timer);
     await sql.end({ timeout: 0 }).catch(() => {});

@@ -16,7 +16,22 @@ describe("PostgreSQL errors: refusals apart from outages", () => {
   });
 
   it("keeps outages apart: connection, timeout, shutdown, overload, rollback, lock wait, read-only", () => {
-    for (const code of ["ECONNREFUSED", "ECONNRESET", "CONNECT_TIMEOUT", "EPIPE", "08006", "57014", "57P01", "57P03", "53300", "40001", "40P01", "55P03", "25006", "58030"]) {
+    for (const code of [
+      "ECONNREFUSED",
+      "ECONNRESET",
+      "CONNECT_TIMEOUT",
+      "EPIPE",
+      "08006",
+      "57014",
+      "57P01",
+      "57P03",
+      "53300",
+      "40001",
+      "40P01",
+      "55P03",
+      "25006",
+      "58030",
+    ]) {
       const error = toStoreError(failure(code), "acquireLease");
       expect(isThreadkeepError(error, "store_unavailable"), code).toBe(true);
       expect(isStoreRefusal(error), code).toBe(false);
@@ -25,11 +40,15 @@ describe("PostgreSQL errors: refusals apart from outages", () => {
   });
 
   it("marks 53100 disk_full as storage full: an outage to wait out, not a refusal", () => {
-    const error = toStoreError(failure("53100", 'could not extend file "base/1/2": No space left on device'), "appendMessages");
+    const error = toStoreError(
+      failure("53100", 'could not extend file "base/1/2": No space left on device'),
+      "appendMessages",
+    );
     expect(isStorageFull(error)).toBe(true);
     expect(isStoreRefusal(error)).toBe(false);
     expect(isOutcomeUnknown(error)).toBe(false);
-    for (const code of ["53200", "53300", "58030", "ECONNRESET"]) expect(isStorageFull(toStoreError(failure(code), "appendMessages")), code).toBe(false);
+    for (const code of ["53200", "53300", "58030", "ECONNRESET"])
+      expect(isStorageFull(toStoreError(failure(code), "appendMessages")), code).toBe(false);
   });
 
   it("maps the constraint violations and text errors it knows to their own codes, never to a refusal", () => {

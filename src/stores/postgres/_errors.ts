@@ -19,7 +19,14 @@ const CONNECTION_CODES = new Set([
 ]);
 
 /** Codes of a connection that was never made: nothing was sent on it. */
-const UNSENT_CODES = new Set(["ECONNREFUSED", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN", "CONNECT_TIMEOUT"]);
+const UNSENT_CODES = new Set([
+  "ECONNREFUSED",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "CONNECT_TIMEOUT",
+]);
 
 /**
  * SQLSTATE classes of a server that is there but cannot serve now: connection exceptions (08),
@@ -37,7 +44,12 @@ const OUTAGE_STATES = new Set(["55P03", "25006"]);
  * database needs fixing. Driver codes (no SQLSTATE) are not refusals.
  */
 function isRefusal(code: string): boolean {
-  return /^[0-9A-Z]{5}$/.test(code) && !CONNECTION_CODES.has(code) && !OUTAGE_CLASSES.has(code.slice(0, 2)) && !OUTAGE_STATES.has(code);
+  return (
+    /^[0-9A-Z]{5}$/.test(code) &&
+    !CONNECTION_CODES.has(code) &&
+    !OUTAGE_CLASSES.has(code.slice(0, 2)) &&
+    !OUTAGE_STATES.has(code)
+  );
 }
 
 /** True when `error` says the server could not be reached or the connection broke. */
@@ -57,17 +69,12 @@ export function toStoreError(error: unknown, what: string): unknown {
   if (typeof code !== "string") return error;
   if (code === "23505")
     return new ThreadkeepError("session_exists", `${what}: the session already exists`, { cause: error });
-  if (code === "23503")
-    return new ThreadkeepError("session_not_found", `${what}: no such session`, { cause: error });
+  if (code === "23503") return new ThreadkeepError("session_not_found", `${what}: no such session`, { cause: error });
   // Text with U+0000 or bytes the encoding cannot hold: the request, not the store, is at fault.
   if (code === "22021" || code === "22P05") {
-    return new ThreadkeepError(
-      "invalid_request",
-      `${what}: text PostgreSQL cannot store (e.g. a NUL character)`,
-      {
-        cause: error,
-      },
-    );
+    return new ThreadkeepError("invalid_request", `${what}: text PostgreSQL cannot store (e.g. a NUL character)`, {
+      cause: error,
+    });
   }
   const refused = isRefusal(code);
   const reason = CONNECTION_CODES.has(code)

@@ -6,7 +6,15 @@
 import type postgres from "postgres";
 import { SessionNotFoundError, ThreadkeepError } from "../../core/errors.js";
 import type { Branch, BranchRecord, Message, MessageInput, OwnerScope, ReplaceOptions } from "../../core/types.js";
-import { type BranchRow, branchFromRecord, branchNotFound, checkReplaceTarget, historyConflict, operationConflict, toBranch } from "../history.js";
+import {
+  type BranchRow,
+  branchFromRecord,
+  branchNotFound,
+  checkReplaceTarget,
+  historyConflict,
+  operationConflict,
+  toBranch,
+} from "../history.js";
 import { bodyOf, ms, searchable, toMessage } from "./_rows.js";
 import type { PgSql } from "./_client.js";
 import { capWithWrite, hardCapWithWrite } from "./_cap.js";
@@ -59,7 +67,12 @@ export const sameIncarnation = (sql: PgSql, id: string, createdAt: number | unde
  * only ever held by a write that already owns the advisory lock. Copies are rare and batched, so the
  * transaction's extra round trips (BEGIN, the lock, COMMIT) cost nothing that matters.
  */
-export function guardedWrite<T>(sql: PgSql, id: string, createdAt: number | undefined, write: (sql: PgSql) => Promise<T>): Promise<T> {
+export function guardedWrite<T>(
+  sql: PgSql,
+  id: string,
+  createdAt: number | undefined,
+  write: (sql: PgSql) => Promise<T>,
+): Promise<T> {
   if (createdAt === undefined) return write(sql);
   return sql.begin(async (tx) => {
     await tx`SELECT pg_advisory_xact_lock(hashtextextended(${id}, 0))`;
@@ -104,7 +117,19 @@ export async function writeHistory(sql: PgSql, write: HistoryWrite): Promise<Mes
   const bounded = Boolean(options.keepUnsummarized && options.maxMessages);
   // An owner-scoped write checks the owner in the same statement (ownedBy).
   // A guarded write runs under the advisory lock first (guardedWrite), so the two locks come in one order.
-  const [row] = await guardedWrite(sql, id, options.sessionCreatedAt, (q) => q<{ out_status: string; out_first_seq: number; out_last_seq: number; out_created_at: number; waiting?: number | null }[]>`
+  const [row] = await guardedWrite(
+    sql,
+    id,
+    options.sessionCreatedAt,
+    (q) => q<
+      {
+        out_status: string;
+        out_first_seq: number;
+        out_last_seq: number;
+        out_created_at: number;
+        waiting?: number | null;
+      }[]
+    >`
     WITH w AS (
       SELECT out_status, out_first_seq, out_last_seq, out_created_at FROM threadkeep_write_held(
         ${id}, ${seq ?? null}::bigint, ${bodies}::text[], ${texts}::text[], ${(!bounded && options.maxMessages) || null}::bigint,
@@ -112,7 +137,8 @@ export async function writeHistory(sql: PgSql, write: HistoryWrite): Promise<Mes
         ${options.expectedLastSeq ?? null}::bigint, ${options.branch?.reason ?? null}::text, ${branchMeta}::text)
       WHERE ${ownedBy(q, id, owner)} AND ${sameIncarnation(q, id, options.sessionCreatedAt)}
     )
-    SELECT out_status, out_first_seq, out_last_seq, out_created_at${bounded ? q`${capWithWrite(q, id, options.maxMessages!)}${hardCapWithWrite(q, id, options.hardCap)}` : q``}${release ? releaseWithWrite(q, id, release.fence) : q``} FROM w`);
+    SELECT out_status, out_first_seq, out_last_seq, out_created_at${bounded ? q`${capWithWrite(q, id, options.maxMessages!)}${hardCapWithWrite(q, id, options.hardCap)}` : q``}${release ? releaseWithWrite(q, id, release.fence) : q``} FROM w`,
+  );
   if (!row) throw new SessionNotFoundError(id);
   switch (row.out_status) {
     case "not_found":
@@ -138,7 +164,9 @@ export async function writeHistory(sql: PgSql, write: HistoryWrite): Promise<Mes
 
 /** The session's branches by id. */
 export async function listBranches(sql: PgSql | Tx, id: string): Promise<Branch[]> {
-  const rows = await sql<BranchRow[]>`SELECT ${sql.unsafe(BRANCH_COLUMNS)} FROM branches WHERE session_id = ${id} ORDER BY id`;
+  const rows = await sql<
+    BranchRow[]
+  >`SELECT ${sql.unsafe(BRANCH_COLUMNS)} FROM branches WHERE session_id = ${id} ORDER BY id`;
   return rows.map(toBranch);
 }
 
@@ -174,15 +202,19 @@ export function switchBranch(
     const branches = await listBranches(tx, id);
     const target = branches.find((b) => b.id === branchId);
     if (!target) throw branchNotFound(branchId);
-    if (target.parentId !== null) throw historyConflict(`Branch ${branchId} splits from branch ${target.parentId}: switch to that one first`);
+    if (target.parentId !== null)
+      throw historyConflict(`Branch ${branchId} splits from branch ${target.parentId}: switch to that one first`);
     checkReplaceTarget(target.atSeq, session.first ?? 1, session.last_seq);
     const tail = await tx<{ seq: number; created_at: number; body: string }[]>`
       DELETE FROM messages WHERE session_id = ${id} AND seq > ${target.atSeq} RETURNING seq, created_at, body`;
     const swapped: Branch = { ...target, messages: tail.sort((a, b) => a.seq - b.seq).map(toMessage) };
     const toMain = branches.filter((b) => b.parentId === branchId).map((b) => b.id);
-    const toBranch = branches.filter((b) => b.parentId === null && b.id !== branchId && b.atSeq > target.atSeq).map((b) => b.id);
+    const toBranch = branches
+      .filter((b) => b.parentId === null && b.id !== branchId && b.atSeq > target.atSeq)
+      .map((b) => b.id);
     if (toMain.length) await tx`UPDATE branches SET parent_id = NULL WHERE session_id = ${id} AND id IN ${tx(toMain)}`;
-    if (toBranch.length) await tx`UPDATE branches SET parent_id = ${branchId} WHERE session_id = ${id} AND id IN ${tx(toBranch)}`;
+    if (toBranch.length)
+      await tx`UPDATE branches SET parent_id = ${branchId} WHERE session_id = ${id} AND id IN ${tx(toBranch)}`;
     const restored = target.messages;
     if (restored.length > 0) {
       await tx`
@@ -203,7 +235,9 @@ export function switchBranch(
 /** Stores a whole branch record; a missing session fails its foreign key. */
 export async function saveBranch(sql: PgSql, id: string, record: BranchRecord): Promise<Branch> {
   return sql.begin(async (tx) => {
-    const [{ next }] = await tx<{ next: number }[]>`SELECT coalesce(max(id), 0) + 1 AS next FROM branches WHERE session_id = ${id}`;
+    const [{ next }] = await tx<
+      { next: number }[]
+    >`SELECT coalesce(max(id), 0) + 1 AS next FROM branches WHERE session_id = ${id}`;
     const branch = branchFromRecord(record, next);
     await upsert(tx, id, branch);
     return branch;

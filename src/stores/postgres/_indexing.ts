@@ -84,10 +84,16 @@ export class SearchIndexer {
   async #drain(): Promise<void> {
     try {
       while (!this.#closed) {
-        const done = await this.#run("indexPending", async (sql) => {
-          const [row] = await sql<{ n: number }[]>`SELECT threadkeep_index_pending(${this.#lang}::regconfig, ${INDEX_BATCH}) AS n`;
-          return row.n;
-        }, { background: true });
+        const done = await this.#run(
+          "indexPending",
+          async (sql) => {
+            const [row] = await sql<
+              { n: number }[]
+            >`SELECT threadkeep_index_pending(${this.#lang}::regconfig, ${INDEX_BATCH}) AS n`;
+            return row.n;
+          },
+          { background: true },
+        );
         if (done < INDEX_BATCH) return;
       }
     } catch {

@@ -117,7 +117,10 @@ export class VectorIndexer {
   }
 
   /** A training's cells, read once per process. */
-  async #training(sql: PgSql, row: { id: number | string; scale: number; trained: number; dims: number }): Promise<Training> {
+  async #training(
+    sql: PgSql,
+    row: { id: number | string; scale: number; trained: number; dims: number },
+  ): Promise<Training> {
     const id = Number(row.id);
     let t = this.#cells.get(id);
     if (!t) {
@@ -132,7 +135,13 @@ export class VectorIndexer {
    * Writes the codes of vectors just stored (normalised, with their seqs) into each of the owner's
    * trainings; called in the writing transaction, after the vectors.
    */
-  async written(tx: PgSql, userId: string, sessionId: string, model: string, items: { seq: number; vector: Float32Array }[]): Promise<void> {
+  async written(
+    tx: PgSql,
+    userId: string,
+    sessionId: string,
+    model: string,
+    items: { seq: number; vector: Float32Array }[],
+  ): Promise<void> {
     await lockOf(tx, userId, true);
     const rows = await tx<{ id: string; scale: number; trained: number; dims: number }[]>`
       SELECT id, scale, trained, dims FROM vector_ivf WHERE user_id = ${userId} AND model = ${model}`;
@@ -170,8 +179,13 @@ export class VectorIndexer {
     if (limit === 0) return [];
     const q = normalize(query.vector);
     const cellCount = t.cells.cells;
-    const enough = Math.ceil(((this.#options.minProbedVectors ?? DEFAULT_MIN_PROBED) * cellCount) / Math.max(1, t.trained));
-    const probes = Math.max(1, Math.min(cellCount, Math.max(Math.floor(this.#options.probes ?? DEFAULT_PROBES), enough)));
+    const enough = Math.ceil(
+      ((this.#options.minProbedVectors ?? DEFAULT_MIN_PROBED) * cellCount) / Math.max(1, t.trained),
+    );
+    const probes = Math.max(
+      1,
+      Math.min(cellCount, Math.max(Math.floor(this.#options.probes ?? DEFAULT_PROBES), enough)),
+    );
     const cells = t.cells.nearestCells(q, probes);
     const codes = await sql<{ session_id: string; seq: number; code: Buffer }[]>`
       SELECT c.session_id, c.seq, c.code FROM vector_codes c JOIN sessions s ON s.id = c.session_id
@@ -181,9 +195,14 @@ export class VectorIndexer {
       ${query.beforeSeq === undefined ? sql`` : sql`AND c.seq < ${query.beforeSeq}`}`;
     if (codes.length < limit) return undefined;
     const qc = new Int8Array(quantize(q, t.scale));
-    const scored = codes.map((c, i) => ({ i, s: dot8(new Int8Array(c.code.buffer, c.code.byteOffset, c.code.byteLength), qc) }));
+    const scored = codes.map((c, i) => ({
+      i,
+      s: dot8(new Int8Array(c.code.buffer, c.code.byteOffset, c.code.byteLength), qc),
+    }));
     scored.sort((a, b) => b.s - a.s);
-    const best = scored.slice(0, Math.max(limit, Math.floor(this.#options.candidates ?? DEFAULT_CANDIDATES))).map((x) => codes[x.i]);
+    const best = scored
+      .slice(0, Math.max(limit, Math.floor(this.#options.candidates ?? DEFAULT_CANDIDATES)))
+      .map((x) => codes[x.i]);
     const rows = await sql<(MessageRow & { session_id: string; vector: number[] })[]>`
       SELECT m.session_id, m.seq, m.created_at, m.body, v.vector
       FROM unnest(${best.map((b) => b.session_id)}::text[], ${best.map((b) => b.seq)}::bigint[]) AS u(session_id, seq)
@@ -225,11 +244,15 @@ export class VectorIndexer {
     if (this.#closed || (this.#checked.get(key) ?? 0) > now - GROWTH_CHECK_MS) return;
     this.#checked.set(key, now);
     const factor = this.#options.retrainAfter ?? DEFAULT_RETRAIN_AFTER;
-    this.#run("vectorIndexGrowth", async (sql) => {
-      const [row] = await sql<{ n: number }[]>`
+    this.#run(
+      "vectorIndexGrowth",
+      async (sql) => {
+        const [row] = await sql<{ n: number }[]>`
         SELECT count(*)::int AS n FROM sessions s JOIN message_vectors v ON v.session_id = s.id WHERE s.user_id = ${userId} AND v.model = ${model}`;
-      if (row.n >= trained * factor) this.#request(userId, model, row.n);
-    }, { background: true }).catch(() => {});
+        if (row.n >= trained * factor) this.#request(userId, model, row.n);
+      },
+      { background: true },
+    ).catch(() => {});
   }
 
   /** Waits for the build under way (none is started afterwards). */
@@ -261,27 +284,39 @@ export class VectorIndexer {
   async #build(userId: string, model: string, count: number): Promise<void> {
     const run = <T>(what: string, fn: (sql: PgSql) => Promise<T>) => this.#run(what, fn, { background: true });
     if (count === 0) {
-      const [counted] = await run("vectorIndexCount", (sql) => sql<{ n: number }[]>`
-        SELECT count(*)::int AS n FROM sessions s JOIN message_vectors v ON v.session_id = s.id WHERE s.user_id = ${userId} AND v.model = ${model}`);
+      const [counted] = await run(
+        "vectorIndexCount",
+        (sql) => sql<{ n: number }[]>`
+        SELECT count(*)::int AS n FROM sessions s JOIN message_vectors v ON v.session_id = s.id WHERE s.user_id = ${userId} AND v.model = ${model}`,
+      );
       count = counted.n;
       if (count < this.#minOwner) return;
     }
-    const [dimsRow] = await run("vectorIndexDims", (sql) => sql<{ dims: number }[]>`SELECT dims FROM embedding_models WHERE model = ${model}`);
+    const [dimsRow] = await run(
+      "vectorIndexDims",
+      (sql) => sql<{ dims: number }[]>`SELECT dims FROM embedding_models WHERE model = ${model}`,
+    );
     if (!dimsRow) return;
     const dims = dimsRow.dims;
     const cellCount = Math.max(1, Math.round(Math.sqrt(count)));
     const wanted = Math.min(count, cellCount * SAMPLE_PER_CELL);
     // The sample: keys first (no vector is read to be dropped), then their vectors in batches.
-    const keys = await run("vectorIndexSample", (sql) => sql<{ session_id: string; seq: number }[]>`
+    const keys = await run(
+      "vectorIndexSample",
+      (sql) => sql<{ session_id: string; seq: number }[]>`
       SELECT v.session_id, v.seq FROM sessions s JOIN message_vectors v ON v.session_id = s.id
-      WHERE s.user_id = ${userId} AND v.model = ${model} ORDER BY random() LIMIT ${wanted}`);
+      WHERE s.user_id = ${userId} AND v.model = ${model} ORDER BY random() LIMIT ${wanted}`,
+    );
     const sample = new Float32Array(keys.length * dims);
     let sampled = 0;
     for (let at = 0; at < keys.length && !this.#closed; at += BATCH) {
       const part = keys.slice(at, at + BATCH);
-      const rows = await run("vectorIndexSample", (sql) => sql<{ vector: number[] }[]>`
+      const rows = await run(
+        "vectorIndexSample",
+        (sql) => sql<{ vector: number[] }[]>`
         SELECT v.vector FROM unnest(${part.map((k) => k.session_id)}::text[], ${part.map((k) => k.seq)}::bigint[]) AS u(session_id, seq)
-        JOIN message_vectors v ON v.session_id = u.session_id AND v.seq = u.seq`);
+        JOIN message_vectors v ON v.session_id = u.session_id AND v.seq = u.seq`,
+      );
       for (const r of rows) if (r.vector.length === dims) sample.set(r.vector, sampled++ * dims);
       await nextTurn();
     }
@@ -299,26 +334,37 @@ export class VectorIndexer {
     const centroids = Buffer.from(cells.centroids.buffer, cells.centroids.byteOffset, cells.centroids.byteLength);
     // Registered under the exclusive lock: a writer either committed before (its vector is read below)
     // or sees this training and codes its vectors itself.
-    const id = await run("vectorIndexStart", (sql) => sql.begin(async (tx) => {
-      await lockOf(tx as unknown as PgSql, userId, false);
-      const now = Date.now();
-      const [busy] = await tx`SELECT 1 FROM vector_ivf WHERE user_id = ${userId} AND model = ${model} AND NOT ready AND started_at > ${now - STALE_BUILD_MS}`;
-      if (busy) return undefined;
-      await tx`DELETE FROM vector_ivf WHERE user_id = ${userId} AND model = ${model} AND NOT ready`;
-      const [row] = await tx<{ id: string }[]>`
+    const id = await run(
+      "vectorIndexStart",
+      (sql) =>
+        sql.begin(async (tx) => {
+          await lockOf(tx as unknown as PgSql, userId, false);
+          const now = Date.now();
+          const [busy] =
+            await tx`SELECT 1 FROM vector_ivf WHERE user_id = ${userId} AND model = ${model} AND NOT ready AND started_at > ${now - STALE_BUILD_MS}`;
+          if (busy) return undefined;
+          await tx`DELETE FROM vector_ivf WHERE user_id = ${userId} AND model = ${model} AND NOT ready`;
+          const [row] = await tx<{ id: string }[]>`
         INSERT INTO vector_ivf (user_id, model, started_at, trained, scale, dims, centroids)
         VALUES (${userId}, ${model}, ${now}, ${count}, ${scale}, ${dims}, ${centroids}) RETURNING id`;
-      return Number(row.id);
-    }) as Promise<number | undefined>);
+          return Number(row.id);
+        }) as Promise<number | undefined>,
+    );
     if (id === undefined) return;
     this.#cells.set(id, { id, scale, trained: count, cells });
-    const sessions = await run("vectorIndexSessions", (sql) => sql<{ id: string }[]>`SELECT id FROM sessions WHERE user_id = ${userId} ORDER BY id`);
+    const sessions = await run(
+      "vectorIndexSessions",
+      (sql) => sql<{ id: string }[]>`SELECT id FROM sessions WHERE user_id = ${userId} ORDER BY id`,
+    );
     for (const { id: sessionId } of sessions) {
       let after = -1;
       for (;;) {
         if (this.#closed) return;
-        const rows = await run("vectorIndexRead", (sql) => sql<{ seq: number; vector: number[] }[]>`
-          SELECT seq, vector FROM message_vectors WHERE session_id = ${sessionId} AND seq > ${after} AND model = ${model} ORDER BY seq LIMIT ${BATCH}`);
+        const rows = await run(
+          "vectorIndexRead",
+          (sql) => sql<{ seq: number; vector: number[] }[]>`
+          SELECT seq, vector FROM message_vectors WHERE session_id = ${sessionId} AND seq > ${after} AND model = ${model} ORDER BY seq LIMIT ${BATCH}`,
+        );
         if (rows.length === 0) break;
         const seqs: number[] = [];
         const cellIds: number[] = [];
@@ -330,26 +376,38 @@ export class VectorIndexer {
           codes.push(quantize(v, scale).toString("hex"));
           if (i % SLICE === SLICE - 1) await nextTurn();
         }
-        await run("vectorIndexWrite", (sql) => sql`
+        await run(
+          "vectorIndexWrite",
+          (sql) => sql`
           INSERT INTO vector_codes (ivf, cell, session_id, seq, code)
           SELECT ${id}, u.cell, ${sessionId}, u.seq, decode(u.code, 'hex') FROM unnest(${seqs}::bigint[], ${intArray(cellIds)}::int[], ${codes}::text[]) AS u(seq, cell, code)
           JOIN message_vectors v ON v.session_id = ${sessionId} AND v.seq = u.seq AND v.model = ${model}
-          ON CONFLICT DO NOTHING`);
+          ON CONFLICT DO NOTHING`,
+        );
         after = Number(rows[rows.length - 1].seq);
         if (rows.length < BATCH) break;
       }
     }
-    const older = await run("vectorIndexReady", (sql) => sql.begin(async (tx) => {
-      await tx`UPDATE vector_ivf SET ready = true WHERE id = ${id}`;
-      const rows = await tx<{ id: string }[]>`SELECT id FROM vector_ivf WHERE user_id = ${userId} AND model = ${model} AND id < ${id}`;
-      return rows.map((r) => Number(r.id));
-    }) as Promise<number[]>);
+    const older = await run(
+      "vectorIndexReady",
+      (sql) =>
+        sql.begin(async (tx) => {
+          await tx`UPDATE vector_ivf SET ready = true WHERE id = ${id}`;
+          const rows = await tx<
+            { id: string }[]
+          >`SELECT id FROM vector_ivf WHERE user_id = ${userId} AND model = ${model} AND id < ${id}`;
+          return rows.map((r) => Number(r.id));
+        }) as Promise<number[]>,
+    );
     // The replaced trainings' codes go a batch at a time (each statement bounded), then the trainings.
     for (const old of older) {
       this.#cells.delete(old);
       for (;;) {
-        const gone = await run("vectorIndexDrop", (sql) => sql`
-          DELETE FROM vector_codes WHERE (ivf, cell, session_id, seq) IN (SELECT ivf, cell, session_id, seq FROM vector_codes WHERE ivf = ${old} LIMIT 5000)`);
+        const gone = await run(
+          "vectorIndexDrop",
+          (sql) => sql`
+          DELETE FROM vector_codes WHERE (ivf, cell, session_id, seq) IN (SELECT ivf, cell, session_id, seq FROM vector_codes WHERE ivf = ${old} LIMIT 5000)`,
+        );
         if (gone.count < 5000) break;
       }
       await run("vectorIndexDrop", (sql) => sql`DELETE FROM vector_ivf WHERE id = ${old}`);

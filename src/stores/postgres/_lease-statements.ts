@@ -27,10 +27,10 @@ export interface Attempt {
  * commits without waiting for the WAL flush: the turn's write flushes it (see `postgres/migrations/010-held-writes.ts`).
  */
 export function attemptLease(
-sql: PgSql,
-sessionId: string,
-ticket: number | null,
-waiter: { ttlMs: number; token: string; read?: TurnReadArgs },
+  sql: PgSql,
+  sessionId: string,
+  ticket: number | null,
+  waiter: { ttlMs: number; token: string; read?: TurnReadArgs },
 ) {
   const { ttlMs, token, read } = waiter;
   return sql<Attempt[]>`

@@ -226,8 +226,7 @@ export class PostgresLeases {
           heldUntil = attempt.expires_at! - attempt.now + Date.now();
           continue;
         }
-        if (attempt)
-          heldUntil = attempt.held_until == null ? null : attempt.held_until - attempt.now + Date.now();
+        if (attempt) heldUntil = attempt.held_until == null ? null : attempt.held_until - attempt.now + Date.now();
         if (head.done && head.ticket !== undefined) this.#dropTickets(sessionId, [head.ticket]);
         await this.#host.run(`acquireLease(${sessionId})`, (sql) => this.#ticketFollowers(sql, sessionId, line));
         if (head.done) {
@@ -237,8 +236,7 @@ export class PostgresLeases {
         this.#listen();
         // A held lease is worth a try the moment it lapses; a free one we lost to an earlier ticket
         // comes to us by notification, or by the poll when that ticket's owner is gone.
-        const untilLapse =
-          heldUntil === null || heldUntil <= Date.now() ? POLL_MS : heldUntil - Date.now() + 1;
+        const untilLapse = heldUntil === null || heldUntil <= Date.now() ? POLL_MS : heldUntil - Date.now() + 1;
         await this.#sleep(line, Math.min(POLL_MS, untilLapse));
         justFailed = false;
       }
@@ -248,7 +246,11 @@ export class PostgresLeases {
       for (const waiter of failed) this.#settle(sessionId, line, waiter, failure);
       // Their tickets, and a grant or ticket whose answer was lost (it may still land), must not hold
       // the line until they lapse.
-      this.#giveBack(sessionId, failed.map((w) => w.token), Math.max(...failed.map((w) => w.ttlMs), 0));
+      this.#giveBack(
+        sessionId,
+        failed.map((w) => w.token),
+        Math.max(...failed.map((w) => w.ttlMs), 0),
+      );
     } finally {
       line.running = false;
       if (line.queue.length === 0 && this.#lines.get(sessionId) === line) this.#lines.delete(sessionId);
@@ -263,9 +265,8 @@ export class PostgresLeases {
    * @returns the new fence, or null when the grant is gone too.
    */
   async #refence(sessionId: string, token: string, fence: number): Promise<number | null> {
-    const [row] = await this.#host.run(
-      `acquireLease(${sessionId})`,
-      (sql) => refenceLease(sql, sessionId, token, fence),
+    const [row] = await this.#host.run(`acquireLease(${sessionId})`, (sql) =>
+      refenceLease(sql, sessionId, token, fence),
     );
     return row?.fence ?? null;
   }
@@ -338,11 +339,9 @@ export class PostgresLeases {
   /** Wakes other processes' waiters of the session; a lost notification costs them one poll. */
   #notify(sessionId: string): void {
     void this.#host
-      .run(
-        `notify waiters of ${sessionId}`,
-        (sql) => notifyWaiters(sql, this.#host.channel, sessionId),
-        { background: true },
-      )
+      .run(`notify waiters of ${sessionId}`, (sql) => notifyWaiters(sql, this.#host.channel, sessionId), {
+        background: true,
+      })
       .catch(() => {});
   }
 
@@ -359,18 +358,16 @@ export class PostgresLeases {
    * since is taken back, a released one (expires_at 0) is not. @returns the new lapse time, or null.
    */
   async #renew({ sessionId, fence, token }: Held, ttlMs: number): Promise<number | null> {
-    const [row] = await this.#host.run(
-      `renew lease of ${sessionId}`,
-      (sql) => renewLease(sql, sessionId, fence, token, ttlMs),
+    const [row] = await this.#host.run(`renew lease of ${sessionId}`, (sql) =>
+      renewLease(sql, sessionId, fence, token, ttlMs),
     );
     return row ? row.expires_at - row.now + Date.now() : null;
   }
 
   async #release(held: Held): Promise<void> {
     const { sessionId, fence, token } = held;
-    await this.#host.run(
-      `release lease of ${sessionId}`,
-      (sql) => releaseLease(sql, this.#host.channel, sessionId, fence, token),
+    await this.#host.run(`release lease of ${sessionId}`, (sql) =>
+      releaseLease(sql, this.#host.channel, sessionId, fence, token),
     );
     held.released = true;
     if (this.#held.get(heldKey(sessionId, fence)) === held) this.#held.delete(heldKey(sessionId, fence));
@@ -389,11 +386,9 @@ export class PostgresLeases {
     const attempt = () => {
       if (this.#closed) return;
       this.#host
-        .run(
-          `give back lease of ${sessionId}`,
-          (sql) => giveBackLeases(sql, this.#host.channel, sessionId, tokens),
-          { background: true },
-        )
+        .run(`give back lease of ${sessionId}`, (sql) => giveBackLeases(sql, this.#host.channel, sessionId, tokens), {
+          background: true,
+        })
         .catch(() => {})
         .finally(() => {
           if (Date.now() + delay > giveUpAt) return;
@@ -418,11 +413,9 @@ export class PostgresLeases {
   /** Deletes tickets of waiters that left, and tells the other processes the line moved. */
   #dropTickets(sessionId: string, tickets: number[]): void {
     void this.#host
-      .run(
-        `drop tickets of ${sessionId}`,
-        (sql) => dropTickets(sql, this.#host.channel, sessionId, tickets),
-        { background: true },
-      )
+      .run(`drop tickets of ${sessionId}`, (sql) => dropTickets(sql, this.#host.channel, sessionId, tickets), {
+        background: true,
+      })
       // A ticket left behind lapses after TICKET_TTL_MS; nothing waits on this cleanup.
       .catch(() => {});
   }

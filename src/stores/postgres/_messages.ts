@@ -8,7 +8,9 @@ import type { PgSql } from "./_client.js";
 import { checkOwner, seqBounds } from "../_util.js";
 
 /** The message methods of the store besides writes of history. */
-export function messageReads(run: PgRun): Pick<FullStore, "getMessages" | "countMessages" | "popMessage" | "truncateAfter"> {
+export function messageReads(
+  run: PgRun,
+): Pick<FullStore, "getMessages" | "countMessages" | "popMessage" | "truncateAfter"> {
   /** Locks the session row for a change of its messages; the seq lock appends also take. */
   const lockSession = async (tx: postgres.TransactionSql<Record<string, unknown>>, id: string) => {
     const [row] = await tx`SELECT id FROM sessions WHERE id = ${id} FOR UPDATE`;
@@ -26,7 +28,11 @@ export function messageReads(run: PgRun): Pick<FullStore, "getMessages" | "count
   const ownedMessages = async (sql: PgSql, id: string, query: MessageQuery): Promise<Message[]> => {
     const [lo, hi] = seqBounds(query);
     const newest = query.last !== undefined;
-    const count = newest ? Math.max(0, Math.floor(query.last!)) : query.limit === undefined ? null : Math.max(0, Math.floor(query.limit));
+    const count = newest
+      ? Math.max(0, Math.floor(query.last!))
+      : query.limit === undefined
+        ? null
+        : Math.max(0, Math.floor(query.limit));
     const { userId, activeSince } = query.owner!;
     const since = activeSince ?? Number.MIN_SAFE_INTEGER;
     // Whole statements rather than one with an ORDER BY fragment: a fragment is one more query
@@ -35,18 +41,19 @@ export function messageReads(run: PgRun): Pick<FullStore, "getMessages" | "count
     // conditions fewer, 2–4 µs a read, and the subquery keeps the prepared statement on its generic
     // plan without it (docs/decisions/0002-postgres-schema.md).
     const unbounded = lo === Number.MIN_SAFE_INTEGER && hi === Number.MAX_SAFE_INTEGER;
-    const rows = newest && unbounded
-      ? await sql<MessageRow[]>`
+    const rows =
+      newest && unbounded
+        ? await sql<MessageRow[]>`
       SELECT seq, created_at, body FROM messages
       WHERE session_id = (SELECT id FROM sessions WHERE id = ${id} AND user_id = ${userId} AND last_activity_at >= ${since})
       ORDER BY seq DESC LIMIT ${count}`
-      : newest
-      ? await sql<MessageRow[]>`
+        : newest
+          ? await sql<MessageRow[]>`
       SELECT seq, created_at, body FROM messages
       WHERE session_id = (SELECT id FROM sessions WHERE id = ${id} AND user_id = ${userId} AND last_activity_at >= ${since})
         AND seq BETWEEN ${lo} AND ${hi}
       ORDER BY seq DESC LIMIT ${count}`
-      : await sql<MessageRow[]>`
+          : await sql<MessageRow[]>`
       SELECT seq, created_at, body FROM messages
       WHERE session_id = (SELECT id FROM sessions WHERE id = ${id} AND user_id = ${userId} AND last_activity_at >= ${since})
         AND seq BETWEEN ${lo} AND ${hi}
@@ -86,9 +93,7 @@ export function messageReads(run: PgRun): Pick<FullStore, "getMessages" | "count
 
     countMessages: (id) =>
       run("countMessages", async (sql) => {
-        const [row] = await sql<
-          { n: number }[]
-        >`SELECT count(*)::integer AS n FROM messages WHERE session_id = ${id}`;
+        const [row] = await sql<{ n: number }[]>`SELECT count(*)::integer AS n FROM messages WHERE session_id = ${id}`;
         return row.n;
       }),
 

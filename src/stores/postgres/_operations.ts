@@ -105,7 +105,9 @@ export class PgOperations {
     // In an outage that began just now, wait only what is left of its connect timeout.
     // While a missed deadline is being checked, as if the outage had begun with it.
     const since = this.#downSince || this.#checkingSince;
-    const deadline = since ? Math.min(Date.now() + queryTimeoutMs, since + connectTimeoutMs) : Date.now() + queryTimeoutMs;
+    const deadline = since
+      ? Math.min(Date.now() + queryTimeoutMs, since + connectTimeoutMs)
+      : Date.now() + queryTimeoutMs;
     return new Promise<T>((resolve, reject) => {
       const op: Operation = { started: Date.now(), deadline, what, reject, work: null };
       this.pending.add(op);
@@ -119,23 +121,22 @@ export class PgOperations {
         return fn(clients.main);
       };
       // Once connected, the statement is sent now rather than a promise's turn later.
-      op.work = (this.#clients ? callNow(start, this.#clients) : this.#options.connected().then(start))
-        .then(
-          (value) => {
-            if (onMain) this.#onMain--;
-            this.pending.delete(op);
-            this.#answeredAt = Date.now();
-            this.#up();
-            resolve(value);
-          },
-          (error) => {
-            if (onMain) this.#onMain--;
-            this.pending.delete(op);
-            const coded = toStoreError(error, what);
-            if (isConnectionError(error)) this.#down();
-            reject(coded);
-          },
-        );
+      op.work = (this.#clients ? callNow(start, this.#clients) : this.#options.connected().then(start)).then(
+        (value) => {
+          if (onMain) this.#onMain--;
+          this.pending.delete(op);
+          this.#answeredAt = Date.now();
+          this.#up();
+          resolve(value);
+        },
+        (error) => {
+          if (onMain) this.#onMain--;
+          this.pending.delete(op);
+          const coded = toStoreError(error, what);
+          if (isConnectionError(error)) this.#down();
+          reject(coded);
+        },
+      );
     });
   }
 

@@ -29,8 +29,7 @@ export async function migrate(sql: PgSql, schema: string, upTo = SCHEMA_VERSION)
     const [exists] = await tx`SELECT 1 FROM pg_namespace WHERE nspname = ${schema}`;
     if (!exists) await tx`CREATE SCHEMA ${tx(schema)}`;
     await tx`CREATE TABLE IF NOT EXISTS threadkeep_migrations (version integer PRIMARY KEY, applied_at bigint NOT NULL)`;
-    const [{ version }] =
-      await tx`SELECT coalesce(max(version), 0)::integer AS version FROM threadkeep_migrations`;
+    const [{ version }] = await tx`SELECT coalesce(max(version), 0)::integer AS version FROM threadkeep_migrations`;
     if (version > SCHEMA_VERSION) {
       throw new ThreadkeepError(
         "schema_version_unsupported",

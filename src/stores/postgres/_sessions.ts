@@ -7,7 +7,18 @@ import { ms, type SessionRow, toSession } from "./_rows.js";
 import { DEFAULT_LIST_LIMIT, decodeCursor, encodeCursor } from "../_util.js";
 
 /** The session methods of the store, each one statement through `run`. */
-export function sessionMethods(run: PgRun): Pick<FullStore, "createSession" | "getSession" | "listSessions" | "listAllSessions" | "deleteSession" | "touchSession" | "updateSessionMetadata"> {
+export function sessionMethods(
+  run: PgRun,
+): Pick<
+  FullStore,
+  | "createSession"
+  | "getSession"
+  | "listSessions"
+  | "listAllSessions"
+  | "deleteSession"
+  | "touchSession"
+  | "updateSessionMetadata"
+> {
   return {
     createSession: (input: SessionInput) =>
       run("createSession", async (sql) => {

@@ -10,9 +10,7 @@ export function stateMethods(run: PgRun): Pick<FullStore, "getState" | "setState
     const [row] = await sql<{ version: number | null; data: string | null }[]>`
       SELECT st.version, st.data FROM sessions s LEFT JOIN session_state st ON st.session_id = s.id WHERE s.id = ${id}`;
     if (!row) return null;
-    return row.version === null
-      ? { version: 0, data: {} }
-      : { version: row.version, data: JSON.parse(row.data!) };
+    return row.version === null ? { version: 0, data: {} } : { version: row.version, data: JSON.parse(row.data!) };
   };
 
   return {

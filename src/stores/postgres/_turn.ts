@@ -53,7 +53,13 @@ export function openedTurnOf(sessionId: string, userId: string, turn: string | n
   const doc = turn === null ? null : (JSON.parse(turn) as TurnDoc);
   if (!doc) return unread("missing");
   if (doc.status !== "ok") return unread(doc.status);
-  const session: Session = { id: sessionId, userId, createdAt: doc.createdAt, lastActivityAt: doc.lastActivityAt, metadata: doc.metadata };
+  const session: Session = {
+    id: sessionId,
+    userId,
+    createdAt: doc.createdAt,
+    lastActivityAt: doc.lastActivityAt,
+    metadata: doc.metadata,
+  };
   const messages = new Array<Message>(doc.messages.length);
   for (let i = 0; i < messages.length; i++) {
     const [seq, createdAt, message] = doc.messages[i];
@@ -61,9 +67,14 @@ export function openedTurnOf(sessionId: string, userId: string, turn: string | n
     message.createdAt = createdAt;
     messages[i] = message;
   }
-  const summaries = doc.summaries.map(
-    ([id, fromSeq, toSeq, createdAt, content, metadata]): Summary => ({ id, fromSeq, toSeq, content, createdAt, ...(metadata === null ? {} : { metadata }) }),
-  );
+  const summaries = doc.summaries.map(([id, fromSeq, toSeq, createdAt, content, metadata]): Summary => ({
+    id,
+    fromSeq,
+    toSeq,
+    content,
+    createdAt,
+    ...(metadata === null ? {} : { metadata }),
+  }));
   const state = doc.state === null ? EMPTY_STATE : { version: doc.state[0], data: doc.state[1] };
   return { status: "ok", session, messages, summaries, state };
 }

@@ -16,7 +16,14 @@ const DRIVER_PARAMS = ["sslmode", "ssl", "sslrootcert", "sslnegotiation", "targe
  * Server settings the driver sends at connect for the connection's session (the server checks their
  * values then): the common per-connection ones; any other name is more likely a typo.
  */
-const SERVER_SETTINGS = ["synchronous_commit", "lock_timeout", "idle_in_transaction_session_timeout", "work_mem", "jit", "timezone"];
+const SERVER_SETTINGS = [
+  "synchronous_commit",
+  "lock_timeout",
+  "idle_in_transaction_session_timeout",
+  "work_mem",
+  "jit",
+  "timezone",
+];
 /** The driver's own settings that it reads from a URL; each takes a number, or true/false. */
 const DRIVER_SETTINGS = ["prepare", "fetch_types", "idle_timeout", "max_lifetime", "keep_alive", "max_pipeline"];
 const SSL_MODES = ["disable", "allow", "prefer", "require", "verify-ca", "verify-full", "true", "false"];
@@ -76,7 +83,9 @@ export function checkPostgresUrl(url: string): void {
     decodeURIComponent(parsed.password);
     decodeURIComponent(parsed.pathname);
   } catch {
-    throw invalid("The user name, password or database of a PostgreSQL URL is not valid percent-encoding (write % as %25, @ as %40)");
+    throw invalid(
+      "The user name, password or database of a PostgreSQL URL is not valid percent-encoding (write % as %25, @ as %40)",
+    );
   }
   const database = /^\/([^/]+)$/.exec(parsed.pathname)?.[1];
   if (database === undefined) {
@@ -110,7 +119,9 @@ function checkParams(params: URLSearchParams): void {
       throw invalid(`PostgreSQL URL parameter ${name} must be one of ${SSL_MODES.join(", ")}, got "${value}"`);
     }
     if (name === "target_session_attrs" && !SESSION_ATTRS.includes(value)) {
-      throw invalid(`PostgreSQL URL parameter target_session_attrs must be one of ${SESSION_ATTRS.join(", ")}, got "${value}"`);
+      throw invalid(
+        `PostgreSQL URL parameter target_session_attrs must be one of ${SESSION_ATTRS.join(", ")}, got "${value}"`,
+      );
     }
   }
 }

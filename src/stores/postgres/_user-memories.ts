@@ -1,8 +1,29 @@
 /** The PostgreSQL store's memories about users (table `user_memories`, schema version 17; their embeddings, version 18). */
 import { ThreadkeepError } from "../../core/errors.js";
-import { applyMemoryPatch, decodeMemoryCursor, decodeUserIdCursor, encodeUserIdCursor, memoryFromInput, memoryPageLimit, memoryPageOf } from "../../core/user-memories/store-helpers.js";
-import type { FullStore, MemoryOwnersStore, UserMemory, UserMemoryStore, UserMemoryVectorStore } from "../../core/types.js";
-import { checkDimensions, dimensionMismatch, normalize, packVector, scanMemoryVectors, unpackVector } from "../_vectors.js";
+import {
+  applyMemoryPatch,
+  decodeMemoryCursor,
+  decodeUserIdCursor,
+  encodeUserIdCursor,
+  memoryFromInput,
+  memoryPageLimit,
+  memoryPageOf,
+} from "../../core/user-memories/store-helpers.js";
+import type {
+  FullStore,
+  MemoryOwnersStore,
+  UserMemory,
+  UserMemoryStore,
+  UserMemoryVectorStore,
+} from "../../core/types.js";
+import {
+  checkDimensions,
+  dimensionMismatch,
+  normalize,
+  packVector,
+  scanMemoryVectors,
+  unpackVector,
+} from "../_vectors.js";
 import type { PgSql } from "./_client.js";
 import type { PgRun } from "./_operations.js";
 import { memoryFromRow, type UserMemoryRow } from "../_util.js";
@@ -13,7 +34,9 @@ const COLUMNS = "user_id, id, text, created_at, updated_at, source, metadata, hi
 const notFound = (id: string) => new ThreadkeepError("not_found", `Memory ${id} not found`);
 
 /** The memory methods of the store. */
-export function userMemoryMethods(run: PgRun): Pick<FullStore, keyof UserMemoryStore | keyof MemoryOwnersStore> & UserMemoryVectorStore {
+export function userMemoryMethods(
+  run: PgRun,
+): Pick<FullStore, keyof UserMemoryStore | keyof MemoryOwnersStore> & UserMemoryVectorStore {
   return {
     addUserMemory: (input) =>
       run("addUserMemory", async (sql) => {
@@ -40,7 +63,9 @@ export function userMemoryMethods(run: PgRun): Pick<FullStore, keyof UserMemoryS
 
     getUserMemory: (userId, id) =>
       run("getUserMemory", async (sql) => {
-        const [row] = await sql<UserMemoryRow[]>`SELECT ${sql.unsafe(COLUMNS)} FROM user_memories WHERE user_id = ${userId} AND id = ${id}`;
+        const [row] = await sql<
+          UserMemoryRow[]
+        >`SELECT ${sql.unsafe(COLUMNS)} FROM user_memories WHERE user_id = ${userId} AND id = ${id}`;
         return row ? memoryFromRow(row) : null;
       }),
 
@@ -52,31 +77,41 @@ export function userMemoryMethods(run: PgRun): Pick<FullStore, keyof UserMemoryS
           ? await sql<UserMemoryRow[]>`
               SELECT ${sql.unsafe(COLUMNS)} FROM user_memories WHERE user_id = ${userId} AND (updated_at, id) < (${cursor.updatedAt}, ${cursor.id})
               ORDER BY updated_at DESC, id DESC LIMIT ${limit + 1}`
-          : await sql<UserMemoryRow[]>`SELECT ${sql.unsafe(COLUMNS)} FROM user_memories WHERE user_id = ${userId} ORDER BY updated_at DESC, id DESC LIMIT ${limit + 1}`;
+          : await sql<
+              UserMemoryRow[]
+            >`SELECT ${sql.unsafe(COLUMNS)} FROM user_memories WHERE user_id = ${userId} ORDER BY updated_at DESC, id DESC LIMIT ${limit + 1}`;
         return memoryPageOf(rows.map(memoryFromRow), limit);
       }),
 
     updateUserMemory: (userId, id, patch) =>
-      run("updateUserMemory", (sql) =>
-        sql.begin(async (tx) => {
-          const t = tx as unknown as PgSql;
-          const [row] = await t<UserMemoryRow[]>`SELECT ${t.unsafe(COLUMNS)} FROM user_memories WHERE user_id = ${userId} AND id = ${id} FOR UPDATE`;
-          if (!row) throw notFound(id);
-          const next = applyMemoryPatch(memoryFromRow(row), patch);
-          await t`
+      run(
+        "updateUserMemory",
+        (sql) =>
+          sql.begin(async (tx) => {
+            const t = tx as unknown as PgSql;
+            const [row] = await t<
+              UserMemoryRow[]
+            >`SELECT ${t.unsafe(COLUMNS)} FROM user_memories WHERE user_id = ${userId} AND id = ${id} FOR UPDATE`;
+            if (!row) throw notFound(id);
+            const next = applyMemoryPatch(memoryFromRow(row), patch);
+            await t`
             UPDATE user_memories SET text = ${next.text}, updated_at = ${next.updatedAt}, metadata = ${JSON.stringify(next.metadata)},
               history = ${JSON.stringify(next.history)},
               embedding = CASE WHEN text = ${next.text} THEN embedding END,
               embedding_model = CASE WHEN text = ${next.text} THEN embedding_model END
             WHERE user_id = ${userId} AND id = ${id}`;
-          return next;
-        }) as Promise<UserMemory>,
+            return next;
+          }) as Promise<UserMemory>,
       ),
 
     deleteUserMemory: (userId, id) =>
-      run("deleteUserMemory", async (sql) => (await sql`DELETE FROM user_memories WHERE user_id = ${userId} AND id = ${id}`).count > 0),
+      run(
+        "deleteUserMemory",
+        async (sql) => (await sql`DELETE FROM user_memories WHERE user_id = ${userId} AND id = ${id}`).count > 0,
+      ),
 
-    deleteUserMemories: (userId) => run("deleteUserMemories", async (sql) => (await sql`DELETE FROM user_memories WHERE user_id = ${userId}`).count),
+    deleteUserMemories: (userId) =>
+      run("deleteUserMemories", async (sql) => (await sql`DELETE FROM user_memories WHERE user_id = ${userId}`).count),
 
     putUserMemoryEmbeddings: (userId, model, items) =>
       run("putUserMemoryEmbeddings", async (sql) => {
@@ -102,7 +137,9 @@ export function userMemoryMethods(run: PgRun): Pick<FullStore, keyof UserMemoryS
         sql<{ id: string; text: string }[]>`
           SELECT id, text FROM user_memories
           WHERE user_id = ${userId} AND (embedding IS NULL OR embedding_model IS DISTINCT FROM ${model})
-          ORDER BY updated_at DESC, id DESC LIMIT ${limit}`.then((rows) => rows.map((r) => ({ id: r.id, text: r.text }))),
+          ORDER BY updated_at DESC, id DESC LIMIT ${limit}`.then((rows) =>
+          rows.map((r) => ({ id: r.id, text: r.text })),
+        ),
       ),
 
     searchUserMemoryVectors: (query) =>
@@ -114,7 +151,9 @@ export function userMemoryMethods(run: PgRun): Pick<FullStore, keyof UserMemoryS
         const rows = await sql<{ id: string; text: string; embedding: Buffer }[]>`
           SELECT id, text, embedding FROM user_memories
           WHERE user_id = ${query.userId} AND embedding_model = ${query.model} AND embedding IS NOT NULL`;
-        const vectors = new Map(rows.map((r) => [r.id, { model: query.model, text: r.text, vector: unpackVector(r.embedding) }]));
+        const vectors = new Map(
+          rows.map((r) => [r.id, { model: query.model, text: r.text, vector: unpackVector(r.embedding) }]),
+        );
         return scanMemoryVectors(rows, (id) => vectors.get(id), query);
       }),
   };

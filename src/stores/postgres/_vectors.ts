@@ -24,7 +24,13 @@ async function dimsOf(sql: PgSql | Tx, model: string): Promise<number | undefine
 }
 
 /** Stores embeddings in one transaction. @throws `embedding_dimension_mismatch`. */
-export async function putVectors(sql: PgSql, sessionId: string, model: string, items: EmbeddingInput[], index?: VectorIndexer): Promise<void> {
+export async function putVectors(
+  sql: PgSql,
+  sessionId: string,
+  model: string,
+  items: EmbeddingInput[],
+  index?: VectorIndexer,
+): Promise<void> {
   await sql.begin(async (tx) => {
     const [session] = await tx<{ user_id: string }[]>`SELECT user_id FROM sessions WHERE id = ${sessionId}`;
     if (!session) throw new SessionNotFoundError(sessionId);
@@ -43,7 +49,13 @@ export async function putVectors(sql: PgSql, sessionId: string, model: string, i
       JOIN messages m ON m.session_id = ${sessionId} AND m.seq = u.seq AND m.created_at = u.created_at
       ON CONFLICT (session_id, seq) DO UPDATE
         SET created_at = excluded.created_at, model = excluded.model, vector = excluded.vector`;
-    await index?.written(tx as unknown as PgSql, session.user_id, sessionId, model, batch.map((i) => ({ seq: i.seq, vector: normalize(i.vector) })));
+    await index?.written(
+      tx as unknown as PgSql,
+      session.user_id,
+      sessionId,
+      model,
+      batch.map((i) => ({ seq: i.seq, vector: normalize(i.vector) })),
+    );
   });
 }
 

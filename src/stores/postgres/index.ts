@@ -136,8 +136,7 @@ export function createPostgresStore(options: PostgresStoreOptions): FullStore & 
 
   /** The migrated client; a failed start is retried on the next call, so the store recovers by itself. */
   const connected = (): Promise<PgClients> => {
-    if (closed)
-      return Promise.reject(new ThreadkeepError("store_unavailable", "The PostgreSQL store is closed"));
+    if (closed) return Promise.reject(new ThreadkeepError("store_unavailable", "The PostgreSQL store is closed"));
     ready ??= open().catch((error) => {
       ready = null;
       throw error;
@@ -170,10 +169,12 @@ export function createPostgresStore(options: PostgresStoreOptions): FullStore & 
    * The token of the holder a fenced write comes from, when this instance granted its fence: the write
    * then applies only while that very grant holds the lease (see `postgres/migrations/010-held-writes.ts`).
    */
-  const holderOf = (id: string, fence: number | undefined) => (fence === undefined ? null : (leases.holder(id, fence) ?? null));
+  const holderOf = (id: string, fence: number | undefined) =>
+    fence === undefined ? null : (leases.holder(id, fence) ?? null);
 
   /** The fence a write gives back with itself (`releaseLease`), if any. */
-  const releasing = (options: AppendOptions) => (options.releaseLease && options.fence !== undefined ? options.fence : undefined);
+  const releasing = (options: AppendOptions) =>
+    options.releaseLease && options.fence !== undefined ? options.fence : undefined;
 
   /** An idempotent append (`seq` undefined) or a tail replacement, in one round trip. */
   const writeHistory = async (id: string, seq: number | undefined, inputs: MessageInput[], options: ReplaceOptions) => {
@@ -182,10 +183,15 @@ export function createPostgresStore(options: PostgresStoreOptions): FullStore & 
     const digest = options.operationId === undefined ? "" : operationDigest(seq ?? null, valid);
     const fence = releasing(options);
     // After a write that released its lease, the holder's lease object and the waiters learn it.
-    const release = fence === undefined ? undefined : { fence, done: (waiting: number | null) => leases.releasedByWrite(id, fence, waiting) };
+    const release =
+      fence === undefined
+        ? undefined
+        : { fence, done: (waiting: number | null) => leases.releasedByWrite(id, fence, waiting) };
     const holder = holderOf(id, options.fence);
     const indexLang = appendLang(valid.length, lang);
-    const written = await run("writeHistory", (sql) => history.writeHistory(sql, { id, seq, messages: valid, digest, options, lang: indexLang, holder, release }));
+    const written = await run("writeHistory", (sql) =>
+      history.writeHistory(sql, { id, seq, messages: valid, digest, options, lang: indexLang, holder, release }),
+    );
     if (indexLang === null && valid.length > 0) indexer.poke();
     return written;
   };
@@ -237,22 +243,23 @@ export function createPostgresStore(options: PostgresStoreOptions): FullStore & 
             ${append.fence ?? null}::bigint, ${holder}::text, ${fence !== undefined}, ${indexLang}::regconfig,
             ${userId}::text, ${since}::bigint)`;
         const createdAt = append.sessionCreatedAt;
-        const [row] = createdAt === undefined
-          ? await call(sql)
-          : // A guarded append takes the advisory lock before its row lock, as every write does (history.guardedWrite).
-            await history.guardedWrite(sql, id, createdAt, (q) => q<AppendRow[]>`${call(q)} WHERE ${history.sameIncarnation(q, id, createdAt)}`);
+        const [row] =
+          createdAt === undefined
+            ? await call(sql)
+            : // A guarded append takes the advisory lock before its row lock, as every write does (history.guardedWrite).
+              await history.guardedWrite(
+                sql,
+                id,
+                createdAt,
+                (q) => q<AppendRow[]>`${call(q)} WHERE ${history.sameIncarnation(q, id, createdAt)}`,
+              );
         if (!row || row.out_status === "not_found") throw new SessionNotFoundError(id);
         if (row.out_status === "lease_expired") {
-          throw new ThreadkeepError(
-            "lease_expired",
-            `The turn lease of session ${id} expired and was taken over`,
-          );
+          throw new ThreadkeepError("lease_expired", `The turn lease of session ${id} expired and was taken over`);
         }
         if (fence !== undefined) leases.releasedByWrite(id, fence, row.out_waiting);
         if (bodies.length > 0 && indexLang === null) indexer.poke();
-        return bodies.map((body, i) =>
-          toMessage({ body, seq: row.out_first_seq + i, created_at: row.out_created_at }),
-        );
+        return bodies.map((body, i) => toMessage({ body, seq: row.out_first_seq + i, created_at: row.out_created_at }));
       });
     },
 
@@ -262,7 +269,9 @@ export function createPostgresStore(options: PostgresStoreOptions): FullStore & 
     listBranches: (id) => run("listBranches", (sql) => history.listBranches(sql, id)),
 
     switchBranch: (id, branchId, switchOptions = {}) =>
-      run("switchBranch", (sql) => history.switchBranch(sql, lang, id, branchId, switchOptions.fence, holderOf(id, switchOptions.fence))),
+      run("switchBranch", (sql) =>
+        history.switchBranch(sql, lang, id, branchId, switchOptions.fence, holderOf(id, switchOptions.fence)),
+      ),
 
     saveBranch: (id, record) => run("saveBranch", (sql) => history.saveBranch(sql, id, record)),
 

@@ -11,7 +11,17 @@ import { ACTIVITY, NEW_LIST_EXPIRY, PUSH_AND_CAP, recordIndexes, SAVE_META } fro
 import { type RedisScript, script } from "./_scripts.js";
 
 /** The options of a plain append after its messages, in the order of {@link APPEND}'s ARGV. */
-export const APPEND_OPTIONS = ["now", "ttl", "maxMessages", "indexOwner", "sessionId", "owner", "activeSince", "fence", "keepUnsummarized"] as const;
+export const APPEND_OPTIONS = [
+  "now",
+  "ttl",
+  "maxMessages",
+  "indexOwner",
+  "sessionId",
+  "owner",
+  "activeSince",
+  "fence",
+  "keepUnsummarized",
+] as const;
 
 /** What {@link APPEND} answers when the full history write must do the append instead. */
 export const APPEND_HANDOVER = -7;

@@ -58,11 +58,17 @@ export function parseMessages(sessionId: string, items: string[]): Message[] {
 
 /** Stored summaries, ordered by `fromSeq` (then id). */
 export function parseSummaries(sessionId: string, items: string[]): Summary[] {
-  return items.map((item) => parseJson<Summary>(sessionId, "summary", item)).sort((a, b) => a.fromSeq - b.fromSeq || a.id - b.id);
+  return items
+    .map((item) => parseJson<Summary>(sessionId, "summary", item))
+    .sort((a, b) => a.fromSeq - b.fromSeq || a.id - b.id);
 }
 
 /** The state hash's `v` and `d` fields (absent for a session that never set one). */
-export function parseState(sessionId: string, version: string | null | undefined, data: string | null | undefined): SessionState {
+export function parseState(
+  sessionId: string,
+  version: string | null | undefined,
+  data: string | null | undefined,
+): SessionState {
   return { version: Number(version ?? 0), data: data == null ? {} : parseJson(sessionId, "state", data) };
 }
 
@@ -77,8 +83,7 @@ export function toSession(id: string, fields: (string | null)[]): Session | null
     lastActivityAt: Number(lastActivityAt),
     metadata: parseJson(id, "metadata", metadata ?? "{}"),
   };
-  if (!Number.isFinite(session.createdAt) || !Number.isFinite(session.lastActivityAt))
-    throw corrupt(id, "session");
+  if (!Number.isFinite(session.createdAt) || !Number.isFinite(session.lastActivityAt)) throw corrupt(id, "session");
   return session;
 }
 

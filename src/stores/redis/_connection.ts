@@ -1,5 +1,11 @@
 import { ThreadkeepError } from "../../core/errors.js";
-import { clientOptions, clusterClient, type RedisClient, type RedisConnectionOptions, type RedisModule } from "./_client.js";
+import {
+  clientOptions,
+  clusterClient,
+  type RedisClient,
+  type RedisConnectionOptions,
+  type RedisModule,
+} from "./_client.js";
 import { type RedisScript, script } from "./_scripts.js";
 import { parseRedisUrl, type RedisUrl } from "./_url.js";
 import { importOptional } from "../_util.js";
@@ -22,7 +28,21 @@ const AUTH_REPLIES = /^(NOAUTH|WRONGPASS|NOPERM|ERR Protocol error: unauthentica
 const ignore = () => {};
 
 /** The commands the store sends that never write: they need no replica's acknowledgement. */
-const READS = new Set(["HGET", "HMGET", "HGETALL", "HVALS", "LRANGE", "LLEN", "ZRANGE", "ZRANGEBYLEX", "ZSCORE", "PING", "SCAN", "HSCAN", "EXISTS"]);
+const READS = new Set([
+  "HGET",
+  "HMGET",
+  "HGETALL",
+  "HVALS",
+  "LRANGE",
+  "LLEN",
+  "ZRANGE",
+  "ZRANGEBYLEX",
+  "ZSCORE",
+  "PING",
+  "SCAN",
+  "HSCAN",
+  "EXISTS",
+]);
 
 /**
  * Commands run in order in one script, their replies returned as EXEC returns them; ARGV holds each
@@ -112,8 +132,16 @@ export class RedisConnection {
       replicas: options.waitReplicas ?? this.#url.waitReplicas ?? 0,
       timeoutMs: options.waitTimeoutMs ?? this.#url.waitTimeoutMs ?? DEFAULT_WAIT_TIMEOUT_MS,
     };
-    if (!Number.isInteger(this.#wait.replicas) || this.#wait.replicas < 0 || !Number.isInteger(this.#wait.timeoutMs) || this.#wait.timeoutMs < 1) {
-      throw new ThreadkeepError("invalid_request", "waitReplicas must be a whole number ≥ 0 and waitTimeoutMs a whole number of ms ≥ 1");
+    if (
+      !Number.isInteger(this.#wait.replicas) ||
+      this.#wait.replicas < 0 ||
+      !Number.isInteger(this.#wait.timeoutMs) ||
+      this.#wait.timeoutMs < 1
+    ) {
+      throw new ThreadkeepError(
+        "invalid_request",
+        "waitReplicas must be a whole number ≥ 0 and waitTimeoutMs a whole number of ms ≥ 1",
+      );
     }
   }
 
@@ -145,11 +173,16 @@ export class RedisConnection {
       // At its maxmemory Redis queues no command of a MULTI, reads included: the same commands as one
       // script read on (and a write among them is refused before anything is written).
       if (/^(OOM|EXECABORT)/.test(String((error as Error)?.message))) {
-        return this.eval<T>(COMMANDS, [commands[0][1]], commands.flatMap((args) => [String(args.length), ...args]));
+        return this.eval<T>(
+          COMMANDS,
+          [commands[0][1]],
+          commands.flatMap((args) => [String(args.length), ...args]),
+        );
       }
       throw this.#translate(error);
     };
-    if (this.#wait.replicas === 0 || commands.every((args) => READS.has(args[0]))) return this.#raw<T>(run).catch(fallBack);
+    if (this.#wait.replicas === 0 || commands.every((args) => READS.has(args[0])))
+      return this.#raw<T>(run).catch(fallBack);
     const node = this.#nodeOf(commands[0][1]);
     return this.#acknowledged(this.#raw<T>(run).catch(fallBack), commands[0][1], node);
   }
@@ -177,17 +210,19 @@ export class RedisConnection {
    */
   async *scan(match: string, count: number): AsyncGenerator<string[]> {
     type Node = { sendCommand(args: string[]): Promise<unknown> };
-    const nodes = await this.#raw<Node[]>(async (client) => (client.masterNodes ? client.masterNodes() : [client])).catch((error) => {
+    const nodes = await this.#raw<Node[]>(async (client) =>
+      client.masterNodes ? client.masterNodes() : [client],
+    ).catch((error) => {
       throw this.#translate(error);
     });
     for (const node of nodes) {
       let cursor = "0";
       do {
-        const [next, keys] = await this.#raw<[string, string[]]>(() => node.sendCommand(["SCAN", cursor, "MATCH", match, "COUNT", String(count)])).catch(
-          (error) => {
-            throw this.#translate(error);
-          },
-        );
+        const [next, keys] = await this.#raw<[string, string[]]>(() =>
+          node.sendCommand(["SCAN", cursor, "MATCH", match, "COUNT", String(count)]),
+        ).catch((error) => {
+          throw this.#translate(error);
+        });
         cursor = next;
         if (keys.length > 0) yield keys;
       } while (cursor !== "0");
@@ -216,7 +251,8 @@ export class RedisConnection {
       // WAIT counts the writes of the connection it is sent on: if the slot's master changed since
       // the write left (a failover), the write's fate is unknown.
       const [before, node] = await Promise.all([nodeAtSend, client.nodeFor(key)]);
-      if (before !== undefined && before !== node) throw new Error("the slot's master changed before the write was confirmed");
+      if (before !== undefined && before !== node)
+        throw new Error("the slot's master changed before the write was confirmed");
       return node.sendCommand(args);
     }, timeoutMs).catch((error) => {
       throw this.#unknown(this.#translate(error));
@@ -296,7 +332,11 @@ export class RedisConnection {
           // A reply, or a refusal while offline, says what happened; a connection that broke with the
           // command on it does not: it may have run.
           const m = this.#module;
-          const known = !m || error instanceof m.ErrorReply || error instanceof m.ClientOfflineError || error instanceof m.ClientClosedError;
+          const known =
+            !m ||
+            error instanceof m.ErrorReply ||
+            error instanceof m.ClientOfflineError ||
+            error instanceof m.ClientClosedError;
           reject(known ? error : this.#unknown(this.#translate(error)));
         },
       );
@@ -320,7 +360,9 @@ export class RedisConnection {
       const redis = await importOptional(() => import("redis"), "redis", "redis://");
       if (this.#closed) throw this.#unavailable("The redis store is closed");
       const cluster = this.#url.cluster;
-      const client: RedisClient = cluster ? clusterClient(redis, cluster, this.#options) : redis.createClient(clientOptions(this.#options));
+      const client: RedisClient = cluster
+        ? clusterClient(redis, cluster, this.#options)
+        : redis.createClient(clientOptions(this.#options));
       // Without an 'error' listener an outage would crash the process; calls report it instead.
       client.on("error", (error: Error) => {
         this.#lastError = error;
@@ -417,10 +459,14 @@ export class RedisConnection {
         : AUTH_REPLIES.test(error.message)
           ? " (check the user name and password in the store URL: redis://[user]:password@host:port, percent-encoded)"
           : "";
-    return new ThreadkeepError("store_unavailable", `Redis at ${this.#where} refused the connection: ${error.message}${hint}`, {
-      cause: error,
-      details: { refused: true },
-    });
+    return new ThreadkeepError(
+      "store_unavailable",
+      `Redis at ${this.#where} refused the connection: ${error.message}${hint}`,
+      {
+        cause: error,
+        details: { refused: true },
+      },
+    );
   }
 
   #unavailable(message: string, cause: unknown = this.#lastError): ThreadkeepError {
@@ -430,7 +476,8 @@ export class RedisConnection {
   #translate(error: unknown): ThreadkeepError {
     if (error instanceof ThreadkeepError) return error;
     const message = String((error as Error)?.message ?? error);
-    if (this.#module && error instanceof this.#module.ErrorReply && AUTH_REPLIES.test(message)) return this.#refused(error);
+    if (this.#module && error instanceof this.#module.ErrorReply && AUTH_REPLIES.test(message))
+      return this.#refused(error);
     if (this.#module && error instanceof this.#module.ErrorReply && !TRANSIENT_REPLIES.test(message)) {
       // WRONGTYPE or a script tripping over a malformed value: the keys hold something unexpected.
       return new ThreadkeepError("store_corrupt", `Redis refused an operation on session data: ${message}`, {

@@ -79,7 +79,10 @@ export class RedisLeases {
    * round trip when nobody is ahead). `owner` of the result, once the caller knows it, is kept with
    * the lease for the write that releases it.
    */
-  async open(sessionId: string, opening: TurnOpening): Promise<{ lease: Lease; read: unknown[]; setOwner(userId: string): void }> {
+  async open(
+    sessionId: string,
+    opening: TurnOpening,
+  ): Promise<{ lease: Lease; read: unknown[]; setOwner(userId: string): void }> {
     const { lease, read } = await this.#acquire(sessionId, opening.lease ?? {}, opening);
     const held = this.#held.get(heldKey(sessionId, lease.fence));
     return {
@@ -106,7 +109,11 @@ export class RedisLeases {
     this.#wake(sessionId, next);
   }
 
-  async #acquire(sessionId: string, options: LeaseOptions, opening?: TurnOpening): Promise<{ lease: Lease; read?: unknown[] }> {
+  async #acquire(
+    sessionId: string,
+    options: LeaseOptions,
+    opening?: TurnOpening,
+  ): Promise<{ lease: Lease; read?: unknown[] }> {
     const ttlMs = Math.max(1, Math.floor(options.ttlMs ?? DEFAULT_LEASE_TTL_MS));
     const waitMs = options.waitMs ?? DEFAULT_LEASE_WAIT_MS;
     const token = randomUUID();
@@ -123,7 +130,8 @@ export class RedisLeases {
         this.#ensureOpen();
         const sentAt = Date.now();
         const reply = await this.#backend.poll(sessionId, token, ttlMs, opening);
-        if (reply.granted) return { lease: this.#lease(sessionId, token, reply.value, sentAt + ttlMs), read: reply.read };
+        if (reply.granted)
+          return { lease: this.#lease(sessionId, token, reply.value, sentAt + ttlMs), read: reply.read };
         if (polls === 0) this.#enlist(sessionId, token, ring);
         const left = deadline - Date.now();
         if (left <= 0) {

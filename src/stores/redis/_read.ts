@@ -19,18 +19,25 @@ function unrangedWindow(last: number | undefined, limit: number | undefined): [s
  * A session's messages that `query` selects: one LRANGE, one MULTI or one script, by the query's shape.
  * A session past the store's TTL (`ttlMs`; its keys kept for the margin) reads as a missing one.
  */
-export async function readMessages(db: RedisConnection, keys: RedisKeys, ttlMs: number, id: string, query: MessageQuery): Promise<Message[]> {
+export async function readMessages(
+  db: RedisConnection,
+  keys: RedisKeys,
+  ttlMs: number,
+  id: string,
+  query: MessageQuery,
+): Promise<Message[]> {
   const { data: dataKeys } = keys;
-  const ranged = [query.afterSeq, query.beforeSeq, query.fromSeq, query.toSeq].some(
-    (b) => b !== undefined,
-  );
+  const ranged = [query.afterSeq, query.beforeSeq, query.fromSeq, query.toSeq].some((b) => b !== undefined);
   const last = query.last === undefined ? undefined : Math.trunc(query.last);
   const limit = query.limit === undefined ? undefined : Math.trunc(query.limit);
   if (last !== undefined && last <= 0) return [];
   if (last === undefined && limit !== undefined && limit <= 0) return [];
   const since = S.goneBefore(ttlMs);
   // Owner-scoped, the TTL is one more bound on the activity the read checks anyway.
-  const owner = query.owner && since !== "" ? { userId: query.owner.userId, activeSince: Math.max(query.owner.activeSince ?? -Infinity, Number(since)) } : query.owner;
+  const owner =
+    query.owner && since !== ""
+      ? { userId: query.owner.userId, activeSince: Math.max(query.owner.activeSince ?? -Infinity, Number(since)) }
+      : query.owner;
   let items: string[];
   if (owner && !ranged) {
     // Owner-scoped "last N" (the hot read): the owner and activity and the window in one MULTI on the
@@ -65,7 +72,13 @@ export async function readMessages(db: RedisConnection, keys: RedisKeys, ttlMs: 
       since,
     ]);
   } else {
-    items = await liveRead<string[]>(db, dataKeys(id)[0], ttlMs, ["LRANGE", dataKeys(id)[1], ...unrangedWindow(last, limit)], []);
+    items = await liveRead<string[]>(
+      db,
+      dataKeys(id)[0],
+      ttlMs,
+      ["LRANGE", dataKeys(id)[1], ...unrangedWindow(last, limit)],
+      [],
+    );
   }
   return parseMessages(id, items);
 }
@@ -75,7 +88,13 @@ export async function readMessages(db: RedisConnection, keys: RedisKeys, ttlMs: 
  * past the TTL (its keys still there for the margin) reads as a missing one, `empty`. Without a TTL,
  * the command alone.
  */
-export async function liveRead<T>(db: RedisConnection, metaKey: string, ttlMs: number, command: string[], empty: T): Promise<T> {
+export async function liveRead<T>(
+  db: RedisConnection,
+  metaKey: string,
+  ttlMs: number,
+  command: string[],
+  empty: T,
+): Promise<T> {
   if (ttlMs <= 0) return db.send<T>(command);
   const [last, read] = await db.transaction<[string | null, T]>([["HGET", metaKey, "lastActivityAt"], command]);
   return last === null || Number(last) < Date.now() - ttlMs ? empty : read;

@@ -21,7 +21,12 @@ export interface RedisScript {
 
 /** A script of `lua`, with its SHA1. */
 export function script(name: string, lua: string, options: { readOnly?: boolean } = {}): RedisScript {
-  return { name, lua, sha: createHash("sha1").update(lua).digest("hex"), ...(options.readOnly ? { readOnly: true } : {}) };
+  return {
+    name,
+    lua,
+    sha: createHash("sha1").update(lua).digest("hex"),
+    ...(options.readOnly ? { readOnly: true } : {}),
+  };
 }
 
 /**
@@ -340,14 +345,20 @@ end
 `;
 
 /** KEYS: one owner's index. ARGV: mode, score, session id, expireAt, trimBelow (see {@link RECORD}, {@link EXPECTED}). */
-export const USER_INDEX = script("user-index", `${RECORD}${EXPECTED}
+export const USER_INDEX = script(
+  "user-index",
+  `${RECORD}${EXPECTED}
 recordOwner(KEYS[1], expected(KEYS[1], ARGV[1], ARGV[3]), ARGV[2], ARGV[3], ARGV[4], ARGV[5])
-return 1`);
+return 1`,
+);
 
 /**
  * KEYS: the global activity index and the global id index (both carry one hash tag). ARGV: mode,
  * score, session id, trimBelow (see {@link RECORD}, {@link EXPECTED}: of the activity index).
  */
-export const GLOBAL_INDEX = script("global-index", `${RECORD}${EXPECTED}
+export const GLOBAL_INDEX = script(
+  "global-index",
+  `${RECORD}${EXPECTED}
 recordGlobal(KEYS[1], KEYS[2], expected(KEYS[1], ARGV[1], ARGV[3]), ARGV[2], ARGV[3], ARGV[4])
-return 1`);
+return 1`,
+);

@@ -10,7 +10,13 @@ import type { SessionMessages } from "../../core/store/relevance.js";
  * A substring search (or, with `ranking: "relevance"`, a BM25 ranking in code) over the owner's sessions (or one session), a batch of sessions at a time; members
  * of the owner's index found stale on the way are dropped from it.
  */
-export async function searchMessages(db: RedisConnection, keys: RedisKeys, indexes: RedisIndexes, ttlMs: number, query: SearchQuery): Promise<SearchHit[]> {
+export async function searchMessages(
+  db: RedisConnection,
+  keys: RedisKeys,
+  indexes: RedisIndexes,
+  ttlMs: number,
+  query: SearchQuery,
+): Promise<SearchHit[]> {
   const { data: dataKeys } = keys;
   checkSearchQuery(query);
   const relevance = query.ranking === "relevance";
@@ -33,9 +39,7 @@ export async function searchMessages(db: RedisConnection, keys: RedisKeys, index
     const mine = batch.filter((_, i) => metas[i][0] === query.userId && !(Number(metas[i][1]) < since));
     // Members of the owner's index that are gone, or whose id now belongs to someone else.
     if (!query.sessionId) stale.push(...batch.filter((_, i) => metas[i][0] !== query.userId));
-    const lists = await Promise.all(
-      mine.map((id) => db.send<string[]>(["LRANGE", dataKeys(id)[1], "0", "-1"])),
-    );
+    const lists = await Promise.all(mine.map((id) => db.send<string[]>(["LRANGE", dataKeys(id)[1], "0", "-1"])));
     mine.forEach((sessionId, i) => {
       const messages = parseMessages(sessionId, lists[i]);
       if (relevance) searched.push({ sessionId, messages });

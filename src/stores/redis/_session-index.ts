@@ -13,9 +13,7 @@ const RETRY_MAX_MS = 10_000;
 
 /** What `expire()` found for one session: gone already, deleted now, or active after all. */
 export type ExpireOutcome =
-  | { outcome: "gone" }
-  | { outcome: "deleted"; userId: string }
-  | { outcome: "active"; lastActivityAt: number };
+  { outcome: "gone" } | { outcome: "deleted"; userId: string } | { outcome: "active"; lastActivityAt: number };
 
 /**
  * The session indexes of the Redis store: per owner `…u:<userId>:sessions` (ids by last activity,
@@ -114,7 +112,9 @@ export class RedisIndexes {
       }
       this.#pending.delete(id);
     } catch (error) {
-      this.#warn(`[threadkeep] redis: session ${id} was written, but its index update failed (retrying in the background): ${(error as Error).message}`);
+      this.#warn(
+        `[threadkeep] redis: session ${id} was written, but its index update failed (retrying in the background): ${(error as Error).message}`,
+      );
       this.#pending.set(id, { userId });
       this.#scheduleRetry();
     }

@@ -12,12 +12,19 @@ describe("parseRedisUrl", () => {
       username: "app",
       password: "p@ss:w",
     });
-    expect(parseRedisUrl("redis+cluster://:secret@h:1").cluster).toEqual({ rootNodes: [{ url: "redis://h:1" }], password: "secret" });
+    expect(parseRedisUrl("redis+cluster://:secret@h:1").cluster).toEqual({
+      rootNodes: [{ url: "redis://h:1" }],
+      password: "secret",
+    });
     expect(parseRedisUrl("redis+cluster://h:1,[::1]:7000").where).toBe("cluster h:1,[::1]:7000");
   });
 
   it("reads a single server's address and database", () => {
-    expect(parseRedisUrl("redis://127.0.0.1:6379/6")).toEqual({ where: "127.0.0.1:6379", database: 6, clientUrl: "redis://127.0.0.1:6379/6" });
+    expect(parseRedisUrl("redis://127.0.0.1:6379/6")).toEqual({
+      where: "127.0.0.1:6379",
+      database: 6,
+      clientUrl: "redis://127.0.0.1:6379/6",
+    });
     expect(parseRedisUrl("rediss://user:pw@h:6380")).toEqual({ where: "h:6380", clientUrl: "rediss://user:pw@h:6380" });
     expect(parseRedisUrl("redis://h/")).toEqual({ where: "h", clientUrl: "redis://h/" });
     expect(parseRedisUrl("redis://")).toEqual({ where: "localhost", clientUrl: "redis://" });
@@ -31,7 +38,10 @@ describe("parseRedisUrl", () => {
       waitTimeoutMs: 250,
       clientUrl: "redis://h:6379/2",
     });
-    expect(parseRedisUrl("redis+cluster://h:1,h:2?wait=2")).toMatchObject({ waitReplicas: 2, clientUrl: "redis://h:1" });
+    expect(parseRedisUrl("redis+cluster://h:1,h:2?wait=2")).toMatchObject({
+      waitReplicas: 2,
+      clientUrl: "redis://h:1",
+    });
     expect(parseRedisUrl("redis+cluster://h:1/?wait_timeout=50")).toMatchObject({ waitTimeoutMs: 50 });
     expect(parseRedisUrl("redis://h?wait=0").waitReplicas).toBe(0);
   });

@@ -45,13 +45,16 @@ function readParameters(search: string, hash: string): Pick<RedisUrl, "waitRepli
   const params = [...new URLSearchParams(search)];
   const unknown = params.map(([name]) => name).filter((name) => !Object.hasOwn(PARAMETERS, name));
   if (unknown.length > 0) {
-    throw invalid(`Redis store URLs take only the parameters ${Object.keys(PARAMETERS).join(", ")}, got ?${unknown.join(", ")}`);
+    throw invalid(
+      `Redis store URLs take only the parameters ${Object.keys(PARAMETERS).join(", ")}, got ?${unknown.join(", ")}`,
+    );
   }
   for (const [name, value] of params) {
     const { key, max, what } = PARAMETERS[name];
     if (read[key] !== undefined) throw invalid(`Redis URL parameter "${name}" is given twice`);
     const n = /^\d{1,9}$/.test(value) ? Number(value) : NaN;
-    if (!(n <= max) || (key === "waitTimeoutMs" && n < 1)) throw invalid(`Redis URL parameter ${name} takes ${what}, got "${value}"`);
+    if (!(n <= max) || (key === "waitTimeoutMs" && n < 1))
+      throw invalid(`Redis URL parameter ${name} takes ${what}, got "${value}"`);
     read[key] = n;
   }
   return read;
@@ -84,7 +87,9 @@ export function parseRedisUrl(url: string): RedisUrl {
     throw invalid("Not a valid Redis URL: expected redis://[user:password@]host[:port][/db]");
   }
   if (parsed.protocol !== "redis:" && parsed.protocol !== "rediss:") {
-    throw invalid(`Not a Redis URL scheme "${parsed.protocol}": use redis://, rediss://, redis+cluster:// or rediss+cluster://`);
+    throw invalid(
+      `Not a Redis URL scheme "${parsed.protocol}": use redis://, rediss://, redis+cluster:// or rediss+cluster://`,
+    );
   }
   const wait = readParameters(parsed.search, parsed.hash);
   checkEncoding(parsed.username, parsed.password);
@@ -108,11 +113,19 @@ function parseCluster(scheme: string, rest: string): RedisUrl {
     throw invalid(`A Redis Cluster has one database (0), so a redis+cluster:// URL takes no /db path, got "${path}"`);
   }
   const hashAt = tail.indexOf("#");
-  const wait = readParameters(tail.slice(path.length, hashAt < 0 ? undefined : hashAt), hashAt < 0 ? "" : tail.slice(hashAt));
+  const wait = readParameters(
+    tail.slice(path.length, hashAt < 0 ? undefined : hashAt),
+    hashAt < 0 ? "" : tail.slice(hashAt),
+  );
   const at = authority.lastIndexOf("@");
   const auth = at < 0 ? undefined : authority.slice(0, at);
-  const hosts = authority.slice(at + 1).split(",").map((host) => host.trim()).filter(Boolean);
-  if (hosts.length === 0) throw invalid("A redis+cluster:// URL needs at least one node, e.g. redis+cluster://10.0.0.5:6379,10.0.0.6:6379");
+  const hosts = authority
+    .slice(at + 1)
+    .split(",")
+    .map((host) => host.trim())
+    .filter(Boolean);
+  if (hosts.length === 0)
+    throw invalid("A redis+cluster:// URL needs at least one node, e.g. redis+cluster://10.0.0.5:6379,10.0.0.6:6379");
   const rootNodes = hosts.map((host) => {
     let node: URL | undefined;
     try {
@@ -125,7 +138,8 @@ function parseCluster(scheme: string, rest: string): RedisUrl {
     }
     return { url: `${scheme}://${node.host}` };
   });
-  const [username, password] = auth === undefined ? [] : auth.includes(":") ? auth.split(/:(.*)/s, 2) : [undefined, auth];
+  const [username, password] =
+    auth === undefined ? [] : auth.includes(":") ? auth.split(/:(.*)/s, 2) : [undefined, auth];
   checkEncoding(username ?? "", password ?? "");
   return {
     cluster: {

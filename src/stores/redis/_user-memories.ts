@@ -15,9 +15,30 @@
  */
 import { createHash } from "node:crypto";
 import { ThreadkeepError } from "../../core/errors.js";
-import { applyMemoryPatch, decodeMemoryCursor, decodeUserIdCursor, encodeUserIdCursor, memoryFromInput, memoryPageLimit, memoryPageOf } from "../../core/user-memories/store-helpers.js";
-import type { FullStore, MemoryOwnersStore, UserMemory, UserMemoryStore, UserMemoryVectorStore } from "../../core/types.js";
-import { memoryVectorsToKeep, missingMemoryVectors, packVector, scanMemoryVectors, type StoredMemoryVector, unpackVector } from "../_vectors.js";
+import {
+  applyMemoryPatch,
+  decodeMemoryCursor,
+  decodeUserIdCursor,
+  encodeUserIdCursor,
+  memoryFromInput,
+  memoryPageLimit,
+  memoryPageOf,
+} from "../../core/user-memories/store-helpers.js";
+import type {
+  FullStore,
+  MemoryOwnersStore,
+  UserMemory,
+  UserMemoryStore,
+  UserMemoryVectorStore,
+} from "../../core/types.js";
+import {
+  memoryVectorsToKeep,
+  missingMemoryVectors,
+  packVector,
+  scanMemoryVectors,
+  type StoredMemoryVector,
+  unpackVector,
+} from "../_vectors.js";
 import type { RedisConnection } from "./_connection.js";
 import { script } from "./_scripts.js";
 
@@ -83,7 +104,10 @@ const BACKFILL_BATCH = 500;
 const notFound = (id: string) => new ThreadkeepError("not_found", `Memory ${id} not found`);
 
 /** The memory methods of the Redis store. */
-export function redisUserMemories(db: RedisConnection, prefix: string): Pick<FullStore, keyof UserMemoryStore | keyof MemoryOwnersStore> & UserMemoryVectorStore {
+export function redisUserMemories(
+  db: RedisConnection,
+  prefix: string,
+): Pick<FullStore, keyof UserMemoryStore | keyof MemoryOwnersStore> & UserMemoryVectorStore {
   const keysOf = (userId: string) => {
     const tag = createHash("sha256").update(userId).digest("hex").slice(0, 32);
     return [`${prefix}m:{${tag}}:data`, `${prefix}m:{${tag}}:order`, `${prefix}m:{${tag}}:vec`];
@@ -103,7 +127,11 @@ export function redisUserMemories(db: RedisConnection, prefix: string): Pick<Ful
     const vectors = new Map<string, StoredMemoryVector>();
     for (let i = 1; i < vectorFields.length; i += 2) {
       const v = JSON.parse(vectorFields[i]) as { model: string; text: string; vector: string };
-      vectors.set(vectorFields[i - 1], { model: v.model, text: v.text, vector: unpackVector(Buffer.from(v.vector, "base64")) });
+      vectors.set(vectorFields[i - 1], {
+        model: v.model,
+        text: v.text,
+        vector: unpackVector(Buffer.from(v.vector, "base64")),
+      });
     }
     return { memories, vectors };
   };
@@ -139,7 +167,13 @@ export function redisUserMemories(db: RedisConnection, prefix: string): Pick<Ful
         const found = new Set<string>();
         let cursor = "0";
         do {
-          const [next, fields] = await db.send<[string, string[]]>(["HSCAN", key, cursor, "COUNT", String(BACKFILL_BATCH)]);
+          const [next, fields] = await db.send<[string, string[]]>([
+            "HSCAN",
+            key,
+            cursor,
+            "COUNT",
+            String(BACKFILL_BATCH),
+          ]);
           cursor = next;
           for (let i = 1; i < fields.length; i += 2) {
             let memory: Partial<UserMemory>;
@@ -147,7 +181,9 @@ export function redisUserMemories(db: RedisConnection, prefix: string): Pick<Ful
               memory = JSON.parse(fields[i]) as Partial<UserMemory>;
             } catch (error) {
               // Skipping it would leave its owner out of every export without a word.
-              throw new ThreadkeepError("store_corrupt", `Unreadable memory in the redis store (${key})`, { cause: error });
+              throw new ThreadkeepError("store_corrupt", `Unreadable memory in the redis store (${key})`, {
+                cause: error,
+              });
             }
             if (typeof memory.userId === "string") found.add(memory.userId);
           }
@@ -170,7 +206,11 @@ export function redisUserMemories(db: RedisConnection, prefix: string): Pick<Ful
     async addUserMemory(input) {
       const memory = memoryFromInput(input);
       await db.send(["ZADD", owners, "0", input.userId]);
-      const added = await db.eval<number>(ADD, keysOf(input.userId), [memory.id, JSON.stringify(memory), String(memory.updatedAt)]);
+      const added = await db.eval<number>(ADD, keysOf(input.userId), [
+        memory.id,
+        JSON.stringify(memory),
+        String(memory.updatedAt),
+      ]);
       if (added !== 1) throw new ThreadkeepError("invalid_request", `Memory ${memory.id} already exists`);
       return memory;
     },
@@ -192,7 +232,11 @@ export function redisUserMemories(db: RedisConnection, prefix: string): Pick<Ful
       const limit = memoryPageLimit(options);
       const cursor = options.cursor ? decodeMemoryCursor(options.cursor) : null;
       const replies = cursor
-        ? await db.eval<(string | null)[]>(PAGE_AFTER, keysOf(userId), [String(cursor.updatedAt), cursor.id, String(limit + 1)])
+        ? await db.eval<(string | null)[]>(PAGE_AFTER, keysOf(userId), [
+            String(cursor.updatedAt),
+            cursor.id,
+            String(limit + 1),
+          ])
         : await db.eval<(string | null)[]>(PAGE_FIRST, keysOf(userId), [String(limit + 1)]);
       return page(userId, replies, limit);
     },
@@ -205,7 +249,8 @@ export function redisUserMemories(db: RedisConnection, prefix: string): Pick<Ful
         const memory = parse(userId, json);
         if (!memory) throw notFound(id);
         const next = applyMemoryPatch(memory, patch);
-        if ((await db.eval<number>(REPLACE, keys, [id, json!, JSON.stringify(next), String(next.updatedAt)])) === 1) return next;
+        if ((await db.eval<number>(REPLACE, keys, [id, json!, JSON.stringify(next), String(next.updatedAt)])) === 1)
+          return next;
       }
       throw new ThreadkeepError("store_unavailable", `Memory ${id} kept changing under an update; try again`);
     },
@@ -236,7 +281,10 @@ export function redisUserMemories(db: RedisConnection, prefix: string): Pick<Ful
       const { vectors } = await withVectors(userId);
       const keep = memoryVectorsToKeep(model, items, vectors.values());
       const [data, , vec] = keysOf(userId);
-      const args = [...keep].flatMap(([id, v]) => [id, JSON.stringify({ model, text: v.text, vector: packVector(v.vector).toString("base64") })]);
+      const args = [...keep].flatMap(([id, v]) => [
+        id,
+        JSON.stringify({ model, text: v.text, vector: packVector(v.vector).toString("base64") }),
+      ]);
       await db.eval(PUT_VECTORS, [data, vec], args);
     },
 

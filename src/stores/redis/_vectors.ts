@@ -6,7 +6,12 @@ import type { StoredVector } from "../_vectors.js";
  * Vectors: a hash per session under its hash tag (seq → vector line), expiring with the session's
  * TTL; a global hash of each model's dimensions.
  */
-export function redisVectorSidecar(db: RedisConnection, base: (id: string) => string, prefix: string, ttlMs: number): VectorSidecar {
+export function redisVectorSidecar(
+  db: RedisConnection,
+  base: (id: string) => string,
+  prefix: string,
+  ttlMs: number,
+): VectorSidecar {
   const modelsKey = `${prefix}embedding-models`;
   return {
     async read(id) {

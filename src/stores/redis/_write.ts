@@ -7,7 +7,13 @@
 import { SessionNotFoundError, ThreadkeepError } from "../../core/errors.js";
 import { validateMessages } from "../../core/messages.js";
 import type { Message, MessageInput, ReplaceOptions } from "../../core/types.js";
-import { checkHistoryOptions, checkReplaceTarget, historyConflict, operationConflict, operationDigest } from "../history.js";
+import {
+  checkHistoryOptions,
+  checkReplaceTarget,
+  historyConflict,
+  operationConflict,
+  operationDigest,
+} from "../history.js";
 import { APPEND, APPEND_HANDOVER } from "./_append.js";
 import { json, parseMessages, type RedisKeys } from "./_codec.js";
 import type { RedisConnection } from "./_connection.js";
@@ -47,7 +53,12 @@ function appendKeys(w: RedisWriter, id: string, indexOwner: string, extra: boole
  * `createdAt` appended, saving the two copies that dropping them takes.
  */
 function messageBody(input: MessageInput, now: number): string {
-  if (Object.getPrototypeOf(input) === Object.prototype && !("seq" in input) && !("createdAt" in input) && !("toJSON" in input)) {
+  if (
+    Object.getPrototypeOf(input) === Object.prototype &&
+    !("seq" in input) &&
+    !("createdAt" in input) &&
+    !("toJSON" in input)
+  ) {
     const text = json(input, "invalid_message", "A message");
     return text === "{}" ? `{"createdAt":${now}}` : `${text.slice(0, -1)},"createdAt":${now}}`;
   }
@@ -77,7 +88,8 @@ export async function writeHistory(
   const now = Date.now();
   const bodies = valid.map((input) => messageBody(input, now));
   const digest = options.operationId === undefined ? "" : operationDigest(seq ?? null, valid);
-  const branchMeta = options.branch?.metadata === undefined ? "" : json(options.branch.metadata, "invalid_request", "Branch metadata");
+  const branchMeta =
+    options.branch?.metadata === undefined ? "" : json(options.branch.metadata, "invalid_request", "Branch metadata");
   const fence = options.fence;
   // The lease this write gives back: only one held here, whose token the script checks.
   const holder = fence === undefined ? undefined : w.leases.holder(id, fence);
@@ -102,7 +114,11 @@ export async function writeHistory(
   // A guarded write (sessionCreatedAt) is WRITE's too: the lean script checks no incarnation.
   if (seq === undefined && !options.operationId && !token && options.sessionCreatedAt === undefined) {
     // A plain append: the lean script, unless it hands the write over (see `redis/_append.ts`).
-    reply = await w.db.eval<Reply>(APPEND, appendKeys(w, id, indexOwner, fence !== undefined || !!options.keepUnsummarized), trimmed([...args, unsummarizedArg(options)]));
+    reply = await w.db.eval<Reply>(
+      APPEND,
+      appendKeys(w, id, indexOwner, fence !== undefined || !!options.keepUnsummarized),
+      trimmed([...args, unsummarizedArg(options)]),
+    );
     if (reply[0] === APPEND_HANDOVER) reply = undefined;
   }
   if (!reply) {
@@ -139,7 +155,13 @@ export async function writeHistory(
     }
   }
   // `next`: the next waiter's token ('' none), null when no lease was released (absent from APPEND's reply).
-  const [firstSeq, lastActivityAt, userId, indexed, next] = reply as [number, string, string, number, string | null | undefined];
+  const [firstSeq, lastActivityAt, userId, indexed, next] = reply as [
+    number,
+    string,
+    string,
+    number,
+    string | null | undefined,
+  ];
   if (next != null) w.leases.releasedByWrite(id, fence!, next || null);
   // The write has applied: from here on it succeeds, whatever happens to the index update.
   if (indexed !== 1) await w.indexes.recordAfterWrite(id, userId, Number(lastActivityAt), "gt");

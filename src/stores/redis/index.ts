@@ -15,7 +15,16 @@ import type {
   ReplaceOptions,
 } from "../../core/types.js";
 import { branchFromRecord, branchNotFound, checkReplaceTarget, historyConflict } from "../history.js";
-import { isExpired, json, parseJson, parseMessages, parseState, parseSummaries, redisKeys, toSession } from "./_codec.js";
+import {
+  isExpired,
+  json,
+  parseJson,
+  parseMessages,
+  parseState,
+  parseSummaries,
+  redisKeys,
+  toSession,
+} from "./_codec.js";
 import { RedisConnection } from "./_connection.js";
 import * as H from "./_history.js";
 import { RedisIndexes } from "./_session-index.js";
@@ -104,7 +113,13 @@ export function createRedisStore(options: RedisStoreOptions): FullStore & Vector
       ),
     );
 
-  const indexes = new RedisIndexes(db, prefix, ttlMs, readSessions, options.onWarning ?? ((message) => console.warn(message)));
+  const indexes = new RedisIndexes(
+    db,
+    prefix,
+    ttlMs,
+    readSessions,
+    options.onWarning ?? ((message) => console.warn(message)),
+  );
   const vectorSidecar = redisVectorSidecar(db, base, prefix, ttlMs);
 
   const leases = new RedisLeases({
@@ -119,7 +134,10 @@ export function createRedisStore(options: RedisStoreOptions): FullStore & Vector
       if (opening) {
         // The turn's reads ride on the poll: the one that grants reads the session's data too.
         const turnKeys = [...leaseKeys(id), ...dataKeys(id).slice(0, 4)];
-        const reply = await db.eval<unknown[]>(TURN_OPEN, turnKeys, [...args.map(String), ...turnOpenArgs(opening, since())]);
+        const reply = await db.eval<unknown[]>(TURN_OPEN, turnKeys, [
+          ...args.map(String),
+          ...turnOpenArgs(opening, since()),
+        ]);
         return { granted: reply[0] === 1, value: Number(reply[1]), read: reply.slice(2) };
       }
       const [granted, value] = await db.eval<[number, number]>(L.LEASE_POLL, leaseKeys(id), args.map(String));
@@ -132,11 +150,7 @@ export function createRedisStore(options: RedisStoreOptions): FullStore & Vector
       return (await db.eval<number>(L.LEASE_RENEW, leaseKeys(id), [token, String(leaseTtlMs), String(fence)])) === 1;
     },
     async release(id, token) {
-      const [, next] = await db.eval<[number, string?]>(
-        L.LEASE_RELEASE,
-        [...leaseKeys(id), wakeChannel(id)],
-        [token],
-      );
+      const [, next] = await db.eval<[number, string?]>(L.LEASE_RELEASE, [...leaseKeys(id), wakeChannel(id)], [token]);
       return next || null;
     },
     watch: (id, onWake) => db.listen(wakeChannel(id), onWake),
@@ -208,9 +222,11 @@ export function createRedisStore(options: RedisStoreOptions): FullStore & Vector
       return session;
     },
 
-    appendMessages: (id: string, inputs: MessageInput[], options: AppendOptions = {}) => writeHistory(writer, id, undefined, inputs, options),
+    appendMessages: (id: string, inputs: MessageInput[], options: AppendOptions = {}) =>
+      writeHistory(writer, id, undefined, inputs, options),
 
-    replaceAfter: (id: string, seq: number, inputs: MessageInput[], options: ReplaceOptions = {}) => writeHistory(writer, id, seq, inputs, options),
+    replaceAfter: (id: string, seq: number, inputs: MessageInput[], options: ReplaceOptions = {}) =>
+      writeHistory(writer, id, seq, inputs, options),
 
     async listBranches(id) {
       const all = await liveRead<string[]>(id, ["HVALS", dataKeys(id)[7]], []);
@@ -225,10 +241,14 @@ export function createRedisStore(options: RedisStoreOptions): FullStore & Vector
           throw branchNotFound(branchId);
         }
         const target = parseJson<Branch>(id, "branch", stored);
-        if (target.parentId !== null) throw historyConflict(`Branch ${branchId} splits from branch ${target.parentId}: switch to that one first`);
+        if (target.parentId !== null)
+          throw historyConflict(`Branch ${branchId} splits from branch ${target.parentId}: switch to that one first`);
         const head = H.encodeBranch({ ...target, messages: [] }).slice(0, -2);
         const items = target.messages.map((m) => H.encodeItem(m));
-        const reply = need(id, await run(H.SWITCH, id, [Date.now(), ttlMs, options.fence ?? "", branchId, stored, head, ...items]));
+        const reply = need(
+          id,
+          await run(H.SWITCH, id, [Date.now(), ttlMs, options.fence ?? "", branchId, stored, head, ...items]),
+        );
         if (reply[0] === -6) continue;
         if (reply[0] === -2) throw leaseExpired(id);
         if (reply[0] === -4) {
@@ -272,7 +292,15 @@ export function createRedisStore(options: RedisStoreOptions): FullStore & Vector
         ...(input.metadata ? { metadata: structuredClone(input.metadata) } : {}),
       };
       const body = json(fields, "invalid_request", "A summary");
-      const [summaryId] = need(id, await run(S.SUMMARY, id, [body, String(Math.floor(fields.toSeq)), input.sessionCreatedAt === undefined ? "" : String(input.sessionCreatedAt), since()]));
+      const [summaryId] = need(
+        id,
+        await run(S.SUMMARY, id, [
+          body,
+          String(Math.floor(fields.toSeq)),
+          input.sessionCreatedAt === undefined ? "" : String(input.sessionCreatedAt),
+          since(),
+        ]),
+      );
       return { id: summaryId, ...fields };
     },
 

@@ -94,7 +94,12 @@ export function createCheckpointer(options: CheckpointerOptions): Checkpointer {
       eval: true,
       // The parent's flags (a TypeScript loader, an inspector) are not needed to run plain CommonJS.
       execArgv: [],
-      workerData: { driver, path: options.path, synchronous: options.synchronous.toUpperCase(), control: control.buffer },
+      workerData: {
+        driver,
+        path: options.path,
+        synchronous: options.synchronous.toUpperCase(),
+        control: control.buffer,
+      },
     });
     // A checkpointer never keeps a process alive that has nothing else to do.
     started.unref();

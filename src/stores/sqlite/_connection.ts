@@ -61,7 +61,9 @@ export function sqliteConnection(options: SqliteStoreOptions, hooks: SqliteConne
           path: options.path,
           synchronous,
           onLost: (error) => {
-            console.warn(`[threadkeep] sqlite: the checkpoint worker stopped (${error.message}); commits checkpoint again`);
+            console.warn(
+              `[threadkeep] sqlite: the checkpoint worker stopped (${error.message}); commits checkpoint again`,
+            );
             try {
               if (opened && !closed) opened.db.pragma("wal_autocheckpoint = 1000");
             } catch {

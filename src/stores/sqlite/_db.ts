@@ -5,7 +5,15 @@
  */
 import type Database from "better-sqlite3";
 import { SessionNotFoundError } from "../../core/errors.js";
-import type { AppendOptions, OwnerScope, Message, Session, SessionState, Summary, SummaryInput } from "../../core/types.js";
+import type {
+  AppendOptions,
+  OwnerScope,
+  Message,
+  Session,
+  SessionState,
+  Summary,
+  SummaryInput,
+} from "../../core/types.js";
 import { type BatchOutcome, BUSY } from "./_group-commit.js";
 import { type SqliteHistory, sqliteHistory } from "./_history.js";
 import type { TurnLeases } from "./_lease.js";
@@ -14,11 +22,7 @@ import { hourOf } from "./_activity.js";
 import { type IndexScope, indexPendingStep } from "./_indexer.js";
 import { createQuarantine } from "./_quarantine.js";
 import { openSqliteDatabase, type SqliteOpenSettings } from "./_schema.js";
-import {
-  applyCap,
-  prepareStatements,
-  type SqliteStatements,
-} from "./_statements.js";
+import { applyCap, prepareStatements, type SqliteStatements } from "./_statements.js";
 import type { EncodedMessage, MessageRow, SessionRow, StateRow } from "./_rows.js";
 
 /** The parsed JSON object, or why `raw` is not one. */
@@ -333,5 +337,19 @@ export function openSqliteStoreDb(
     ),
   };
 
-  return { db, st, tx, history, tryWrite, messages, session, state, stateOf, read, summaries, exists, close: () => db.close() };
+  return {
+    db,
+    st,
+    tx,
+    history,
+    tryWrite,
+    messages,
+    session,
+    state,
+    stateOf,
+    read,
+    summaries,
+    exists,
+    close: () => db.close(),
+  };
 }

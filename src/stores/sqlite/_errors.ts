@@ -4,7 +4,12 @@ import { StoreUnavailableError, ThreadkeepError } from "../../core/errors.js";
 /** Result codes (and their extended codes) of a statement the database refuses, which retrying will not fix. */
 const REFUSALS = /^SQLITE_(ERROR|READONLY|PERM|AUTH)(_|$)/;
 /** Extended codes of those that are passing: a snapshot to retry, a log being recovered. */
-const TRANSIENT = new Set(["SQLITE_ERROR_RETRY", "SQLITE_ERROR_SNAPSHOT", "SQLITE_READONLY_RECOVERY", "SQLITE_READONLY_CANTINIT"]);
+const TRANSIENT = new Set([
+  "SQLITE_ERROR_RETRY",
+  "SQLITE_ERROR_SNAPSHOT",
+  "SQLITE_READONLY_RECOVERY",
+  "SQLITE_READONLY_CANTINIT",
+]);
 /**
  * Codes of a write the disk had no room for: SQLITE_FULL (ENOSPC, or `max_page_count`), and
  * SQLITE_IOERR_WRITE, which is how SQLite reports every other failed write(2): EFBIG past a file-size

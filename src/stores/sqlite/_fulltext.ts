@@ -34,9 +34,7 @@ export function scopedMatch(text: string, scope: { userId: string; sessionId?: s
   const parts = any
     ? (text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).filter((word) => !ENGLISH_STOPWORDS.has(word))
     : text.split(/[\s\u0000]+/);
-  const words = [...new Set(parts)]
-    .filter((word) => word.length > 0)
-    .map((word) => `"${word.replaceAll('"', '""')}"`);
+  const words = [...new Set(parts)].filter((word) => word.length > 0).map((word) => `"${word.replaceAll('"', '""')}"`);
   if (words.length === 0) return "";
   const tokens = [token("o", scope.userId), ...(scope.sessionId === undefined ? [] : [token("s", scope.sessionId)])];
   return `scope : (${tokens.map((t) => `"${t}"`).join(" ")}) AND search_text : (${words.join(any ? " OR " : " ")})`;

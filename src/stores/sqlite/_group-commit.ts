@@ -121,11 +121,20 @@ export class GroupCommit<C> {
     if (jobs.length === 0) return;
     this.#pending = [];
     const { use, tryUse, batch, toError } = this.#options;
-    const patient = wait || !tryUse || (this.#busySince !== undefined && Date.now() - this.#busySince > BUSY_TRY_FOR_MS);
+    const patient =
+      wait || !tryUse || (this.#busySince !== undefined && Date.now() - this.#busySince > BUSY_TRY_FOR_MS);
     const run: <T>(fn: (context: C) => T) => T | typeof BUSY = patient ? use : tryUse;
     let result: unknown;
     try {
-      result = jobs.length === 1 ? run(jobs[0].run) : run((context) => batch(context, jobs.map((job) => () => job.run(context))));
+      result =
+        jobs.length === 1
+          ? run(jobs[0].run)
+          : run((context) =>
+              batch(
+                context,
+                jobs.map((job) => () => job.run(context)),
+              ),
+            );
     } catch (error) {
       this.#busySince = undefined;
       for (const job of jobs) job.reject(error);
@@ -134,7 +143,9 @@ export class GroupCommit<C> {
     if (result === BUSY) return this.#retry(jobs);
     this.#busySince = undefined;
     if (jobs.length === 1) return jobs[0].resolve(result);
-    (result as BatchOutcome[]).forEach((outcome, i) => (outcome.ok ? jobs[i].resolve(outcome.value) : jobs[i].reject(toError(outcome.error))));
+    (result as BatchOutcome[]).forEach((outcome, i) =>
+      outcome.ok ? jobs[i].resolve(outcome.value) : jobs[i].reject(toError(outcome.error)),
+    );
   }
 
   /** Puts a group that found the lock taken back in front of the queue, and tries it again soon. */

@@ -74,8 +74,12 @@ export async function runVectorIndexBuild(job: VectorIndexBuildJob): Promise<boo
   const db = new Database(job.path, { fileMustExist: true, timeout: job.busyTimeoutMs });
   try {
     // Asked again while an earlier build ran: done already, unless the owner grew since.
-    const indexed = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'vector_index_owners'").get()
-      ? (db.prepare("SELECT trained, size FROM vector_index_owners WHERE model = ? AND user_id = ?").get(job.model, job.userId) as { trained: number; size: number } | undefined)
+    const indexed = db
+      .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'vector_index_owners'")
+      .get()
+      ? (db
+          .prepare("SELECT trained, size FROM vector_index_owners WHERE model = ? AND user_id = ?")
+          .get(job.model, job.userId) as { trained: number; size: number } | undefined)
       : undefined;
     if (indexed && (!job.again || indexed.size < indexed.trained * job.retrainAfter)) return false;
     const plan = planOwnerIndex(db, job.userId, job.model, job.count, () => Atomics.load(control, 0) === 1);
@@ -111,7 +115,14 @@ export function createVectorIndexBuilder(options: VectorIndexBuilderOptions): Ve
         workerData: {
           module,
           tsx: module.endsWith(".ts") ? import.meta.resolve("tsx/esm/api") : undefined,
-          job: { driver: require.resolve("better-sqlite3"), path: options.path, busyTimeoutMs: options.busyTimeoutMs, retrainAfter: options.retrainAfter, ...job, control: control.buffer },
+          job: {
+            driver: require.resolve("better-sqlite3"),
+            path: options.path,
+            busyTimeoutMs: options.busyTimeoutMs,
+            retrainAfter: options.retrainAfter,
+            ...job,
+            control: control.buffer,
+          },
         },
       });
       // A build nobody awaits never keeps a process alive that has nothing else to do.

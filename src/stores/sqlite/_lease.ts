@@ -66,9 +66,13 @@ interface Line {
 
 function prepare(db: Database.Database) {
   return {
-    lease: db.prepare<[string], { fence: number; expires_at: number }>("SELECT fence, expires_at FROM turn_leases WHERE session_id = ?"),
+    lease: db.prepare<[string], { fence: number; expires_at: number }>(
+      "SELECT fence, expires_at FROM turn_leases WHERE session_id = ?",
+    ),
     head: db
-      .prepare<[string, number], number>("SELECT ticket FROM turn_queue WHERE session_id = ? AND alive_until > ? ORDER BY ticket LIMIT 1")
+      .prepare<[string, number], number>(
+        "SELECT ticket FROM turn_queue WHERE session_id = ? AND alive_until > ? ORDER BY ticket LIMIT 1",
+      )
       .pluck(),
     enqueue: db.prepare<[string, number], unknown>("INSERT INTO turn_queue (session_id, alive_until) VALUES (?, ?)"),
     refresh: db.prepare<[number, number], unknown>("UPDATE turn_queue SET alive_until = ? WHERE ticket = ?"),
@@ -79,7 +83,9 @@ function prepare(db: Database.Database) {
       `INSERT INTO turn_leases (session_id, fence, expires_at) VALUES (?, ?, ?)
        ON CONFLICT (session_id) DO UPDATE SET fence = excluded.fence, expires_at = excluded.expires_at`,
     ),
-    release: db.prepare<[string, number], unknown>("UPDATE turn_leases SET expires_at = 0 WHERE session_id = ? AND fence = ?"),
+    release: db.prepare<[string, number], unknown>(
+      "UPDATE turn_leases SET expires_at = 0 WHERE session_id = ? AND fence = ?",
+    ),
     // A lapsed lease nobody took since (same fence) is taken back; a released one (expires_at 0) is not.
     renew: db.prepare<[number, string, number], unknown>(
       "UPDATE turn_leases SET expires_at = ? WHERE session_id = ? AND fence = ? AND expires_at > 0",
@@ -158,25 +164,27 @@ export class SqliteFileLeases implements TurnLeases {
       // The grant: the lease is free (released or lapsed) and `ticket` is first of the live line
       // (or, with no ticket, the line is empty). IMMEDIATE, so two processes never both see it free.
       // The turn's read runs in the grant's transaction, so it sees the session as it was when granted.
-      const takeTx = db.transaction((id: string, ticket: number | null, ttlMs: number, read?: () => unknown): Taken | null => {
-        const now = Date.now();
-        const held = st.lease.get(id);
-        if (held && held.expires_at > now) return null;
-        st.dropDead.run(id, now);
-        const head = st.head.get(id, now);
-        if (head !== undefined && head !== ticket) return null;
-        if (ticket !== null) st.dequeue.run(ticket);
-        const fence = st.nextFence.get()!;
-        st.grant.run(id, fence, now + ttlMs);
-        if (!read) return { fence };
-        try {
-          return { fence, read: { ok: true, value: read() } };
-        } catch (error) {
-          // A failure that ended the transaction (I/O) took the grant with it: nothing is held.
-          if (!db.inTransaction) throw error;
-          return { fence, read: { ok: false, error } };
-        }
-      });
+      const takeTx = db.transaction(
+        (id: string, ticket: number | null, ttlMs: number, read?: () => unknown): Taken | null => {
+          const now = Date.now();
+          const held = st.lease.get(id);
+          if (held && held.expires_at > now) return null;
+          st.dropDead.run(id, now);
+          const head = st.head.get(id, now);
+          if (head !== undefined && head !== ticket) return null;
+          if (ticket !== null) st.dequeue.run(ticket);
+          const fence = st.nextFence.get()!;
+          st.grant.run(id, fence, now + ttlMs);
+          if (!read) return { fence };
+          try {
+            return { fence, read: { ok: true, value: read() } };
+          } catch (error) {
+            // A failure that ended the transaction (I/O) took the grant with it: nothing is held.
+            if (!db.inTransaction) throw error;
+            return { fence, read: { ok: false, error } };
+          }
+        },
+      );
       const enterTx = db.transaction((id: string, ttlMs: number, read?: () => unknown) => {
         const taken = takeTx(id, null, ttlMs, read);
         if (taken !== null) return taken;
@@ -213,11 +221,17 @@ export class SqliteFileLeases implements TurnLeases {
       // Behind a local waiter, go straight into the line: the fast path would see its ticket anyway.
       const enter = (p: Prepared) => {
         const line = this.#lines.get(sessionId);
-        return line && line.waiters.length > 0 ? { ticket: this.#enqueue(p.st, sessionId) } : p.enter(sessionId, ttlMs, read);
+        return line && line.waiters.length > 0
+          ? { ticket: this.#enqueue(p.st, sessionId) }
+          : p.enter(sessionId, ttlMs, read);
       };
       // The group commit tries again itself while another process holds the lock.
       let entered = this.#group ? await this.#group((db) => enter(this.#prepare(db))) : this.#tryOn(enter);
-      if (entered === BUSY) entered = await writeWhenFree(() => this.#tryOn(enter), () => this.#on(enter));
+      if (entered === BUSY)
+        entered = await writeWhenFree(
+          () => this.#tryOn(enter),
+          () => this.#on(enter),
+        );
       return this.#entered(sessionId, entered, ttlMs, waitMs, read);
     } finally {
       done();
@@ -226,7 +240,13 @@ export class SqliteFileLeases implements TurnLeases {
   }
 
   /** The lease when entering granted it; else a place in the local line, which polls for it. */
-  #entered(sessionId: string, entered: Taken | { ticket: number }, ttlMs: number, waitMs: number, read?: () => unknown): Granted<unknown> | Promise<Granted<unknown>> {
+  #entered(
+    sessionId: string,
+    entered: Taken | { ticket: number },
+    ttlMs: number,
+    waitMs: number,
+    read?: () => unknown,
+  ): Granted<unknown> | Promise<Granted<unknown>> {
     if ("fence" in entered) return { lease: this.#lease(sessionId, entered.fence, ttlMs), read: entered.read };
     return new Promise<Granted<unknown>>((resolve, reject) => {
       let current = this.#lines.get(sessionId);
@@ -276,7 +296,9 @@ export class SqliteFileLeases implements TurnLeases {
     for (const [sessionId, line] of this.#lines) {
       clearTimeout(line.timer);
       for (const waiter of line.waiters) {
-        waiter.reject(new StoreUnavailableError(`The sqlite store closed while session ${sessionId} waited for its turn`));
+        waiter.reject(
+          new StoreUnavailableError(`The sqlite store closed while session ${sessionId} waited for its turn`),
+        );
       }
     }
     this.#lines.clear();
@@ -329,12 +351,14 @@ export class SqliteFileLeases implements TurnLeases {
         if (now - line.refreshedAt > TICKET_ALIVE_MS / 4) {
           line.refreshedAt = now;
           let lost = false;
-          for (const waiter of line.waiters) lost = p.st.refresh.run(now + TICKET_ALIVE_MS, waiter.ticket).changes === 0 || lost;
+          for (const waiter of line.waiters)
+            lost = p.st.refresh.run(now + TICKET_ALIVE_MS, waiter.ticket).changes === 0 || lost;
           // A stall longer than a ticket's life let another process drop them: back into line, in order.
-          if (lost) for (const waiter of line.waiters) {
-            p.st.dequeue.run(waiter.ticket);
-            waiter.ticket = this.#enqueue(p.st, sessionId);
-          }
+          if (lost)
+            for (const waiter of line.waiters) {
+              p.st.dequeue.run(waiter.ticket);
+              waiter.ticket = this.#enqueue(p.st, sessionId);
+            }
         }
         const first = line.waiters[0];
         if (!first) return;

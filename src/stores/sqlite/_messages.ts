@@ -21,7 +21,12 @@ export function readMessages(db: SqliteStoreDb, id: string, query: MessageQuery)
   const bounded = from !== Number.MIN_SAFE_INTEGER || to !== Number.MAX_SAFE_INTEGER;
   if (owner && query.last !== undefined && query.last > 0 && !bounded) {
     // The context window, owner-scoped: one statement; only an empty answer needs the owner read.
-    const rows = db.st.newestOwned(id, owner.userId, owner.activeSince ?? Number.MIN_SAFE_INTEGER, Math.floor(query.last));
+    const rows = db.st.newestOwned(
+      id,
+      owner.userId,
+      owner.activeSince ?? Number.MIN_SAFE_INTEGER,
+      Math.floor(query.last),
+    );
     if (rows && rows.length > 0) return db.messages(id, rows.reverse());
   }
   if (owner) db.exists(id, owner);
@@ -36,7 +41,9 @@ export function readMessages(db: SqliteStoreDb, id: string, query: MessageQuery)
 }
 
 /** The message methods of the store that read or cut a session's messages (appends are the store's own). */
-export function messageReads({ use }: SqliteConnection): Pick<FullStore, "getMessages" | "countMessages" | "popMessage" | "truncateAfter"> {
+export function messageReads({
+  use,
+}: SqliteConnection): Pick<FullStore, "getMessages" | "countMessages" | "popMessage" | "truncateAfter"> {
   return {
     async getMessages(id: string, query: MessageQuery = {}) {
       return use((db) => readMessages(db, id, query));

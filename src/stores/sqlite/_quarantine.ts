@@ -32,13 +32,7 @@ export interface SqliteQuarantine {
 }
 
 export function createQuarantine(db: Database.Database, st: SqliteStatements, write: Write): SqliteQuarantine {
-  const moveAside = (
-    kind: RecordKind,
-    sessionId: string,
-    seq: number | null,
-    raw: unknown,
-    reason: string,
-  ) => {
+  const moveAside = (kind: RecordKind, sessionId: string, seq: number | null, raw: unknown, reason: string) => {
     const text = typeof raw === "string" ? raw : JSON.stringify(raw);
     st.quarantine.run(sessionId, seq, kind, text, reason, Date.now());
     const where = seq === null ? "" : ` (seq ${seq})`;

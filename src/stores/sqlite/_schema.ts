@@ -50,7 +50,8 @@ export function openSqliteDatabase(settings: SqliteOpenSettings): Database.Datab
     }
     if (!memory) db.pragma("journal_mode = WAL");
     db.pragma(`synchronous = ${settings.synchronous === "full" ? "FULL" : "NORMAL"}`);
-    if (!memory && settings.walAutocheckpointPages !== undefined) db.pragma(`wal_autocheckpoint = ${Math.max(0, Math.floor(settings.walAutocheckpointPages))}`);
+    if (!memory && settings.walAutocheckpointPages !== undefined)
+      db.pragma(`wal_autocheckpoint = ${Math.max(0, Math.floor(settings.walAutocheckpointPages))}`);
     if (settings.mmapSizeBytes) db.pragma(`mmap_size = ${Math.max(0, Math.floor(settings.mmapSizeBytes))}`);
     migrate(db, settings.targetVersion ?? SQLITE_SCHEMA_VERSION);
     return db;

@@ -49,7 +49,9 @@ export const PENDING_OF_OWNER_SQL =
 export function prepareSearchStatements(db: Database.Database) {
   // The indexer and the substring search read the text from the bodies; deterministic, so SQLite may
   // evaluate it once per row.
-  db.function("threadkeep_search_text", { deterministic: true }, (body: unknown) => (typeof body === "string" ? searchTextOf(body) : ""));
+  db.function("threadkeep_search_text", { deterministic: true }, (body: unknown) =>
+    typeof body === "string" ? searchTextOf(body) : "",
+  );
   const q = <Row = unknown>(sql: string): SqliteStatement<Row> => db.prepare<unknown[], Row>(sql);
   const rows = (sql: string): SqliteStatement<MessageRow> => db.prepare<unknown[], MessageRow>(sql).raw();
   const lowerIndexed = q("UPDATE sessions SET fts_seq = min(fts_seq, ?) WHERE id = ?");
@@ -83,7 +85,9 @@ export function prepareSearchStatements(db: Database.Database) {
        WHERE messages_fts MATCH ? AND s.id = ? AND s.user_id = ? AND ${activeSinceSql("s")} ORDER BY ${RELEVANCE}, m.seq DESC LIMIT ?`,
     ),
     /** Sessions whose messages wait for the full-text index (the indexer's queue), at most `?`. */
-    pendingSessions: q<PendingSessionRow>("SELECT s.key, s.id, s.fts_seq FROM fts_queue w JOIN sessions s ON s.key = w.key LIMIT ?"),
+    pendingSessions: q<PendingSessionRow>(
+      "SELECT s.key, s.id, s.fts_seq FROM fts_queue w JOIN sessions s ON s.key = w.key LIMIT ?",
+    ),
     /** One owner's sessions whose messages wait, at most `?2`: `user_id, limit`. */
     // CROSS JOIN keeps the queue the outer loop: otherwise SQLite walks all the owner's sessions.
     pendingSessionsOf: q<PendingSessionRow>(PENDING_OF_OWNER_SQL),
@@ -121,6 +125,5 @@ export function prepareSearchStatements(db: Database.Database) {
         queueSession.run(id);
       },
     },
-
   };
 }

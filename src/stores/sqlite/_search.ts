@@ -41,7 +41,9 @@ export async function searchMessages(
   for (;;) {
     // The step that finds nothing left waiting searches in the same synchronous call, so a message
     // written between the steps is indexed before the search reads the index.
-    const hits = use((db) => (db.tx.indexPending(SEARCH_INDEX_CHUNK_ROWS, scope) ? undefined : searchText(db, query, limit)));
+    const hits = use((db) =>
+      db.tx.indexPending(SEARCH_INDEX_CHUNK_ROWS, scope) ? undefined : searchText(db, query, limit),
+    );
     if (hits) return hits;
     await new Promise((resolve) => setImmediate(resolve));
   }

@@ -9,7 +9,16 @@ import { DEFAULT_LIST_LIMIT, decodeCursor, encodeCursor } from "../_util.js";
 export function sessionMethods(
   { use, change }: SqliteConnection,
   leases: Pick<TurnLeases, "forget">,
-): Pick<FullStore, "createSession" | "getSession" | "listSessions" | "listAllSessions" | "deleteSession" | "touchSession" | "updateSessionMetadata"> {
+): Pick<
+  FullStore,
+  | "createSession"
+  | "getSession"
+  | "listSessions"
+  | "listAllSessions"
+  | "deleteSession"
+  | "touchSession"
+  | "updateSessionMetadata"
+> {
   return {
     async createSession(input) {
       return change(({ st }) => {
@@ -73,8 +82,7 @@ export function sessionMethods(
 
     async updateSessionMetadata(id, metadata) {
       return change((db) => {
-        if (db.st.setMetadata.run(JSON.stringify(metadata), id).changes === 0)
-          throw new SessionNotFoundError(id);
+        if (db.st.setMetadata.run(JSON.stringify(metadata), id).changes === 0) throw new SessionNotFoundError(id);
         return db.session(db.st.getSession.get(id)!);
       });
     },

@@ -67,8 +67,7 @@ export type AppendHeadRow = [
 ];
 
 /** The columns of {@link AppendHeadRow}. */
-const APPEND_HEAD =
-  `key, (SELECT seq FROM messages WHERE session_id = sessions.id ORDER BY seq DESC LIMIT 1),
+const APPEND_HEAD = `key, (SELECT seq FROM messages WHERE session_id = sessions.id ORDER BY seq DESC LIMIT 1),
    EXISTS (SELECT 1 FROM fts_queue WHERE key = sessions.key), fts_seq, created_at, active_hour, last_activity_at`;
 
 /** Prepares every statement the store runs. */
@@ -118,7 +117,9 @@ export function prepareStatements(db: Database.Database) {
       .pluck() as SqliteStatement<number>,
     getSession: q<SessionRow>(`SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = ?`),
     /** The session and its state in one row, for opening a turn. */
-    getSessionWithState: q<SessionRow & StateRow>(`SELECT ${SESSION_COLUMNS}, state_version, state FROM sessions WHERE id = ?`),
+    getSessionWithState: q<SessionRow & StateRow>(
+      `SELECT ${SESSION_COLUMNS}, state_version, state FROM sessions WHERE id = ?`,
+    ),
     /** What an owner-scoped call checks. */
     owner: q<{ userId: string; lastActivityAt: number; createdAt: number }>(
       `SELECT user_id AS userId, ${ACTIVITY} AS lastActivityAt, created_at AS createdAt FROM sessions WHERE id = ?`,
@@ -152,7 +153,9 @@ export function prepareStatements(db: Database.Database) {
          (SELECT seq FROM messages WHERE session_id = sessions.id ORDER BY seq DESC LIMIT 1), 0) WHERE id = ?`,
     ),
     /** The session's exact last activity, for a write that removes messages to keep it. */
-    activity: db.prepare<unknown[], number>(`SELECT ${ACTIVITY} FROM sessions WHERE id = ?`).pluck() as SqliteStatement<number>,
+    activity: db
+      .prepare<unknown[], number>(`SELECT ${ACTIVITY} FROM sessions WHERE id = ?`)
+      .pluck() as SqliteStatement<number>,
     setMetadata: q("UPDATE sessions SET metadata = ? WHERE id = ?"),
 
     /**
@@ -167,7 +170,9 @@ export function prepareStatements(db: Database.Database) {
      * append's own read): `id, user_id, active_since, active_since`.
      */
     appendHeadOwned: db
-      .prepare<unknown[], AppendHeadRow>(`SELECT ${APPEND_HEAD} FROM sessions WHERE id = ? AND user_id = ? AND ${ACTIVE_SINCE}`)
+      .prepare<unknown[], AppendHeadRow>(
+        `SELECT ${APPEND_HEAD} FROM sessions WHERE id = ? AND user_id = ? AND ${ACTIVE_SINCE}`,
+      )
       .raw() as SqliteStatement<AppendHeadRow>,
     /**
      * After an append that moves the row's activity (a new hour, a row ahead of now, or an append of
@@ -213,9 +218,7 @@ export function prepareStatements(db: Database.Database) {
     deleteMessage: q("DELETE FROM messages WHERE session_id = ? AND seq = ?"),
     truncateAfter: q("DELETE FROM messages WHERE session_id = ? AND seq > ?"),
 
-    nextSummaryId: q<{ next: number }>(
-      "SELECT coalesce(max(id), 0) + 1 AS next FROM summaries WHERE session_id = ?",
-    ),
+    nextSummaryId: q<{ next: number }>("SELECT coalesce(max(id), 0) + 1 AS next FROM summaries WHERE session_id = ?"),
     insertSummary: q(
       `INSERT INTO summaries (session_id, id, from_seq, to_seq, content, created_at, metadata)
        VALUES (?, ?, ?, ?, ?, ?, ?)`,
@@ -226,17 +229,11 @@ export function prepareStatements(db: Database.Database) {
     ),
     deleteSummary: q("DELETE FROM summaries WHERE session_id = ? AND id = ?"),
 
-    getState: q<StateRow>(
-      "SELECT state_version, state FROM sessions WHERE id = ?",
-    ),
-    setState: q(
-      "UPDATE sessions SET state = ?, state_version = state_version + 1 WHERE id = ? AND state_version = ?",
-    ),
+    getState: q<StateRow>("SELECT state_version, state FROM sessions WHERE id = ?"),
+    setState: q("UPDATE sessions SET state = ?, state_version = state_version + 1 WHERE id = ? AND state_version = ?"),
     resetState: q("UPDATE sessions SET state = '{}' WHERE id = ?"),
 
-    quarantine: q(
-      "INSERT INTO quarantine (session_id, seq, record, raw, reason, at) VALUES (?, ?, ?, ?, ?, ?)",
-    ),
+    quarantine: q("INSERT INTO quarantine (session_id, seq, record, raw, reason, at) VALUES (?, ?, ?, ?, ?, ?)"),
   };
 }
 

@@ -110,7 +110,9 @@ export function loadVectorExtension(db: Database.Database): boolean {
       ok = false;
       if (!warned) {
         warned = true;
-        console.warn(`[threadkeep] sqlite: sqlite-vec could not be loaded (${(error as Error).message}); semantic search scans every vector`);
+        console.warn(
+          `[threadkeep] sqlite: sqlite-vec could not be loaded (${(error as Error).message}); semantic search scans every vector`,
+        );
       }
     }
     loaded.set(db, ok);
@@ -150,7 +152,9 @@ const BASE_SCHEMA = `
 
 /** Whether the index's tables exist in this file (created by the first owner indexed). */
 function hasIndex(db: Database.Database): boolean {
-  return db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'vector_index_owners'").get() !== undefined;
+  return (
+    db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'vector_index_owners'").get() !== undefined
+  );
 }
 
 /** Drops the earlier binary index (its owners table has no centroids): a cache, rebuilt on use. */
@@ -158,7 +162,9 @@ function dropBinaryIndex(db: Database.Database): void {
   const columns = db.prepare("SELECT name FROM pragma_table_info('vector_index_owners')").pluck().all() as string[];
   if (columns.length === 0 || columns.includes("centroids")) return;
   const tables = db
-    .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'vector_index_m[0-9]*' AND sql LIKE 'CREATE VIRTUAL TABLE%'")
+    .prepare(
+      "SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'vector_index_m[0-9]*' AND sql LIKE 'CREATE VIRTUAL TABLE%'",
+    )
     .pluck()
     .all() as string[];
   db.transaction(() => {
@@ -212,14 +218,22 @@ function prepare(db: Database.Database) {
         remove: db.prepare(`DELETE FROM ${name} WHERE rowid = ?`),
         // The nearest `k` of each probed cell by int8 distance (sqlite-vec runs the KNN once per value of
         // the IN list); comparable across cells, so the best of them all are re-scored.
-        knn: db.prepare(`SELECT rowid, distance FROM ${name} WHERE v MATCH vec_int8(?) AND k = ? AND user_id = ? AND cell IN (SELECT value FROM json_each(?))`).raw(),
+        knn: db
+          .prepare(
+            `SELECT rowid, distance FROM ${name} WHERE v MATCH vec_int8(?) AND k = ? AND user_id = ? AND cell IN (SELECT value FROM json_each(?))`,
+          )
+          .raw(),
       };
       tables.set(model, t);
     }
     return t;
   };
-  const ownerHead = db.prepare("SELECT generation, trained, size FROM vector_index_owners WHERE model = ? AND user_id = ?").raw();
-  const ownerBody = db.prepare("SELECT scale, centroids FROM vector_index_owners WHERE model = ? AND user_id = ?").raw();
+  const ownerHead = db
+    .prepare("SELECT generation, trained, size FROM vector_index_owners WHERE model = ? AND user_id = ?")
+    .raw();
+  const ownerBody = db
+    .prepare("SELECT scale, centroids FROM vector_index_owners WHERE model = ? AND user_id = ?")
+    .raw();
   const cache = new Map<string, Owner>();
   /** The owner's cells, read again only when another generation was trained (by any process). */
   const owner = (model: string, userId: string): Owner | undefined => {
@@ -232,7 +246,13 @@ function prepare(db: Database.Database) {
     let o = cache.get(key);
     if (!o || o.generation !== head[0]) {
       const [scale, centroids] = ownerBody.get(model, userId) as [number, Buffer];
-      o = { generation: head[0], trained: head[1], size: head[2], scale, cells: new Cells(unpack(centroids), dimsOf(model).dims) };
+      o = {
+        generation: head[0],
+        trained: head[1],
+        size: head[2],
+        scale,
+        cells: new Cells(unpack(centroids), dimsOf(model).dims),
+      };
       cache.set(key, o);
     }
     o.trained = head[1];
@@ -251,7 +271,9 @@ function prepare(db: Database.Database) {
     grow: db.prepare("UPDATE vector_index_owners SET size = size + ? WHERE model = ? AND user_id = ?"),
     dropEmpty: db.prepare("DELETE FROM vector_index_owners WHERE size <= 0"),
     ownerSessions: db.prepare("SELECT id FROM sessions WHERE user_id = ? ORDER BY id").pluck(),
-    sessionVectors: db.prepare("SELECT seq, vector, created_at FROM message_vectors WHERE session_id = ? AND model = ?").raw(),
+    sessionVectors: db
+      .prepare("SELECT seq, vector, created_at FROM message_vectors WHERE session_id = ? AND model = ?")
+      .raw(),
     sessionKeys: db.prepare("SELECT seq, created_at FROM message_vectors WHERE session_id = ? AND model = ?").raw(),
     oneVector: db.prepare("SELECT vector FROM message_vectors WHERE session_id = ? AND seq = ?").raw(),
     ownerRows: db.prepare("SELECT id FROM vector_index_rows WHERE user_id = ? AND model = ?").pluck(),
@@ -263,10 +285,14 @@ function prepare(db: Database.Database) {
       )
       .raw(),
     clearQueue: db.prepare("DELETE FROM vector_index_queue"),
-    gone: db.prepare("SELECT g.id, r.model, r.user_id FROM vector_index_gone g JOIN vector_index_rows r ON r.id = g.id").raw(),
+    gone: db
+      .prepare("SELECT g.id, r.model, r.user_id FROM vector_index_gone g JOIN vector_index_rows r ON r.id = g.id")
+      .raw(),
     removeRow: db.prepare("DELETE FROM vector_index_rows WHERE id = ?"),
     clearGone: db.prepare("DELETE FROM vector_index_gone"),
-    pending: db.prepare("SELECT (SELECT 1 FROM vector_index_queue LIMIT 1) OR (SELECT 1 FROM vector_index_gone LIMIT 1)").pluck(),
+    pending: db
+      .prepare("SELECT (SELECT 1 FROM vector_index_queue LIMIT 1) OR (SELECT 1 FROM vector_index_gone LIMIT 1)")
+      .pluck(),
   };
 }
 
@@ -312,7 +338,13 @@ export function syncVectorIndex(db: Database.Database): void {
       sizes.note(model, userId, -1);
     }
     st.clearGone.run();
-    for (const [sessionId, seq, model, vector, userId] of st.queued.all() as [string, number, string, Buffer, string][]) {
+    for (const [sessionId, seq, model, vector, userId] of st.queued.all() as [
+      string,
+      number,
+      string,
+      Buffer,
+      string,
+    ][]) {
       const owner = st.owner(model, userId);
       if (!owner) continue;
       add(st, owner, sessionId, seq, model, unpack(vector), userId);
@@ -325,7 +357,15 @@ export function syncVectorIndex(db: Database.Database): void {
   })();
 }
 
-function add(st: Statements, owner: Owner, sessionId: string, seq: number, model: string, vector: Float32Array, userId: string) {
+function add(
+  st: Statements,
+  owner: Owner,
+  sessionId: string,
+  seq: number,
+  model: string,
+  vector: Float32Array,
+  userId: string,
+) {
   const id = st.addRow.run(sessionId, seq, model, userId).lastInsertRowid;
   st.table(model).insert.run(BigInt(id), userId, BigInt(owner.cells.nearest(vector)), quantize(vector, owner.scale));
 }
@@ -496,16 +536,32 @@ export function indexCandidates(
   syncVectorIndex(db);
   const owner = st.owner(query.model, query.userId);
   if (!owner) return { candidates: [], complete: false, grown: false };
-  const enough = Math.ceil(((options.minProbedVectors ?? DEFAULT_MIN_PROBED) * owner.cells.cells) / Math.max(1, owner.size));
-  const probes = Math.max(1, Math.min(owner.cells.cells, Math.max(Math.floor(options.probes ?? DEFAULT_PROBES), enough)));
+  const enough = Math.ceil(
+    ((options.minProbedVectors ?? DEFAULT_MIN_PROBED) * owner.cells.cells) / Math.max(1, owner.size),
+  );
+  const probes = Math.max(
+    1,
+    Math.min(owner.cells.cells, Math.max(Math.floor(options.probes ?? DEFAULT_PROBES), enough)),
+  );
   const wanted = Math.max(query.limit, Math.floor(options.candidates ?? DEFAULT_CANDIDATES));
   // Twice the limit from each cell: the int8 order can swap near-ties, and a cell may hold the whole answer.
   const perCell = Math.min(MAX_K, 2 * query.limit);
   const cells = owner.cells.nearestCells(query.normalized, probes);
-  const near = st.table(query.model).knn.all(quantize(query.normalized, owner.scale), perCell, query.userId, JSON.stringify(cells)) as [number, number][];
+  const near = st
+    .table(query.model)
+    .knn.all(quantize(query.normalized, owner.scale), perCell, query.userId, JSON.stringify(cells)) as [
+    number,
+    number,
+  ][];
   near.sort((a, b) => a[1] - b[1]);
   const ids = near.slice(0, wanted).map(([id]) => id);
-  const candidates = st.candidates.all(query.userId, query.model, query.since, query.since, JSON.stringify(ids)) as Candidate[];
+  const candidates = st.candidates.all(
+    query.userId,
+    query.model,
+    query.since,
+    query.since,
+    JSON.stringify(ids),
+  ) as Candidate[];
   return {
     candidates,
     complete: near.length >= owner.size && ids.length === near.length,

@@ -8,9 +8,25 @@ import type Database from "better-sqlite3";
 import type { EmbeddingInput, VectorHit, VectorQuery } from "../../core/types.js";
 import type { SqliteStoreDb } from "./_db.js";
 import { activeSinceSql } from "./_activity.js";
-import { checkDimensions, dimensionMismatch, dot, normalize, packVector, TopK, unpackVector, vectorHit } from "../_vectors.js";
+import {
+  checkDimensions,
+  dimensionMismatch,
+  dot,
+  normalize,
+  packVector,
+  TopK,
+  unpackVector,
+  vectorHit,
+} from "../_vectors.js";
 import { DEFAULT_SEARCH_LIMIT } from "../_util.js";
-import { DEFAULT_MIN_OWNER_VECTORS, indexCandidates, indexOwner, isIndexed, type SqliteVectorIndexOptions, syncVectorIndex } from "./_vector-index.js";
+import {
+  DEFAULT_MIN_OWNER_VECTORS,
+  indexCandidates,
+  indexOwner,
+  isIndexed,
+  type SqliteVectorIndexOptions,
+  syncVectorIndex,
+} from "./_vector-index.js";
 
 type Row = [sessionId: string, seq: number, createdAt: number, vector: Buffer];
 
@@ -54,16 +70,24 @@ const statements = (db: Database.Database) => {
 /** Stores embeddings in one transaction. @throws `embedding_dimension_mismatch`. */
 export function putVectors(store: SqliteStoreDb, sessionId: string, model: string, items: EmbeddingInput[]): void {
   const st = statements(store.db);
-  store.db.transaction(() => {
-    store.exists(sessionId);
-    for (const item of items) checkDimensions(model, st.dims.get(model) as number | undefined, item.vector.length);
-    if (items.length > 0) st.setDims.run(model, items[0].vector.length);
-    for (const item of items) {
-      st.put.run({ sid: sessionId, seq: item.seq, at: item.createdAt, model, vector: packVector(normalize(item.vector)) });
-    }
-    // The triggers queued the indexed owners' new vectors; they go into the index in this transaction.
-    syncVectorIndex(store.db);
-  }).immediate();
+  store.db
+    .transaction(() => {
+      store.exists(sessionId);
+      for (const item of items) checkDimensions(model, st.dims.get(model) as number | undefined, item.vector.length);
+      if (items.length > 0) st.setDims.run(model, items[0].vector.length);
+      for (const item of items) {
+        st.put.run({
+          sid: sessionId,
+          seq: item.seq,
+          at: item.createdAt,
+          model,
+          vector: packVector(normalize(item.vector)),
+        });
+      }
+      // The triggers queued the indexed owners' new vectors; they go into the index in this transaction.
+      syncVectorIndex(store.db);
+    })
+    .immediate();
 }
 
 /** Seqs without a current embedding of `model`, oldest first. */
@@ -148,7 +172,8 @@ export async function searchVectors(
   const since = query.activeSince ?? Number.MIN_SAFE_INTEGER;
   // Session and seq bounded searches (recall within a session) stay exact: a session is small, and
   // bounds would thin the index's candidates unpredictably.
-  const whole = index !== false && query.sessionId === undefined && query.beforeSeq === undefined && query.afterSeq === undefined;
+  const whole =
+    index !== false && query.sessionId === undefined && query.beforeSeq === undefined && query.afterSeq === undefined;
   const top = new TopK(limit);
   const createdAt = new Map<string, number>();
   const consider = (sessionId: string, seq: number, at: number, vector: Buffer) => {
@@ -166,7 +191,11 @@ export async function searchVectors(
     if (dims !== normalized.length) throw dimensionMismatch(query.model, dims, normalized.length);
     let answered = false;
     if (whole && limit > 0 && isIndexed(store.db, query.userId, query.model)) {
-      const found = indexCandidates(store.db, { userId: query.userId, model: query.model, normalized, since, limit }, index);
+      const found = indexCandidates(
+        store.db,
+        { userId: query.userId, model: query.model, normalized, since, limit },
+        index,
+      );
       let live = 0;
       for (const [sessionId, seq, at, vector, eligible] of found.candidates) {
         if (!eligible) continue;
@@ -176,12 +205,19 @@ export async function searchVectors(
       // Too few eligible candidates (expired sessions not swept yet) and the exact scan answers.
       answered = live >= limit || found.complete;
       if (found.grown) {
-        const size = store.db.prepare("SELECT size FROM vector_index_owners WHERE model = ? AND user_id = ?").pluck().get(query.model, query.userId) as number;
+        const size = store.db
+          .prepare("SELECT size FROM vector_index_owners WHERE model = ? AND user_id = ?")
+          .pluck()
+          .get(query.model, query.userId) as number;
         (build ?? inlineBuilder(store.db))(query.userId, query.model, size, true);
       }
     }
     // The sessions to scan exactly; their vectors are read page by page below.
-    const sessions = answered ? [] : query.sessionId !== undefined ? [query.sessionId] : (st.ownerSessions.all(query.userId) as string[]);
+    const sessions = answered
+      ? []
+      : query.sessionId !== undefined
+        ? [query.sessionId]
+        : (st.ownerSessions.all(query.userId) as string[]);
     return { answered, sessions };
   });
   if (first === undefined) return [];
@@ -191,7 +227,19 @@ export async function searchVectors(
     for (const sessionId of first.sessions) {
       let from = after;
       for (;;) {
-        const rows = read((store) => statements(store.db).scanPage.all(sessionId, query.userId, since, since, query.model, from, before, SCAN_PAGE_ROWS) as Row[]);
+        const rows = read(
+          (store) =>
+            statements(store.db).scanPage.all(
+              sessionId,
+              query.userId,
+              since,
+              since,
+              query.model,
+              from,
+              before,
+              SCAN_PAGE_ROWS,
+            ) as Row[],
+        );
         for (const row of rows) consider(row[0], row[1], row[2], row[3]);
         scanned += rows.length;
         if (performance.now() - sliceStart >= SCAN_SLICE_MS) {
@@ -204,7 +252,8 @@ export async function searchVectors(
     }
     if (whole && scanned >= (index.minOwnerVectors ?? DEFAULT_MIN_OWNER_VECTORS)) {
       write((store) => {
-        if (!isIndexed(store.db, query.userId, query.model)) (build ?? inlineBuilder(store.db))(query.userId, query.model, scanned, false);
+        if (!isIndexed(store.db, query.userId, query.model))
+          (build ?? inlineBuilder(store.db))(query.userId, query.model, scanned, false);
       });
     }
   }

@@ -59,7 +59,10 @@ export function createSqliteStore(options: SqliteStoreOptions): FullStore & Vect
   const { leases, releaseAfterWrite } = turns;
   // Vector index builds run in a worker thread with a connection of its own (sqlite/_index-builder.ts).
   const builder: VectorIndexBuilder | undefined =
-    options.path === ":memory:" || options.path === "" || options.vectorIndex === false || options.vectorIndex?.background === false
+    options.path === ":memory:" ||
+    options.path === "" ||
+    options.vectorIndex === false ||
+    options.vectorIndex?.background === false
       ? undefined
       : createVectorIndexBuilder({
           path: options.path,
@@ -135,9 +138,7 @@ export function createSqliteStore(options: SqliteStoreOptions): FullStore & Vect
     },
 
     async switchBranch(id, branchId, switchOptions = {}) {
-      const branch = use((db) =>
-        db.history.switchBranch(id, branchId, switchOptions.fence, Date.now()),
-      );
+      const branch = use((db) => db.history.switchBranch(id, branchId, switchOptions.fence, Date.now()));
       scheduleIndexing();
       return branch;
     },

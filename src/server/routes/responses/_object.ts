@@ -2,7 +2,14 @@
  * The `response` object of the Responses API: built from the upstream's chat reply when a turn
  * completes, and again from what was stored when a client fetches it later.
  */
-import { conversationIdOf, type Item, itemsToMessages, newItemId, RESPONSE_KEY, type StoredResponse } from "../../../core/items/index.js";
+import {
+  conversationIdOf,
+  type Item,
+  itemsToMessages,
+  newItemId,
+  RESPONSE_KEY,
+  type StoredResponse,
+} from "../../../core/items/index.js";
 import type { MessageInput } from "../../../core/types.js";
 import type { CompletionMessage, CompletionToolCall, CompletionUsage } from "../../../llm/openai-compatible.js";
 import type { ResponseEcho } from "./_request.js";
@@ -22,7 +29,10 @@ export function usageOf(usage: CompletionUsage | null | undefined): ResponseUsag
   const output = Number(usage?.completion_tokens) || 0;
   return {
     input_tokens: input,
-    input_tokens_details: { cached_tokens: Number(usage?.prompt_tokens_details?.cached_tokens) || 0, cache_write_tokens: 0 },
+    input_tokens_details: {
+      cached_tokens: Number(usage?.prompt_tokens_details?.cached_tokens) || 0,
+      cache_write_tokens: 0,
+    },
     output_tokens: output,
     output_tokens_details: { reasoning_tokens: Number(usage?.completion_tokens_details?.reasoning_tokens) || 0 },
     total_tokens: Number(usage?.total_tokens) || input + output,
@@ -42,14 +52,21 @@ export interface ResponseMeta {
 }
 
 /** `completed`, or `incomplete` (with why) from a chat finish reason. */
-export function statusOf(finishReason: string | null | undefined): { status: string; incomplete_details: { reason: string } | null } {
+export function statusOf(finishReason: string | null | undefined): {
+  status: string;
+  incomplete_details: { reason: string } | null;
+} {
   if (finishReason === "length") return { status: "incomplete", incomplete_details: { reason: "max_output_tokens" } };
-  if (finishReason === "content_filter") return { status: "incomplete", incomplete_details: { reason: "content_filter" } };
+  if (finishReason === "content_filter")
+    return { status: "incomplete", incomplete_details: { reason: "content_filter" } };
   return { status: "completed", incomplete_details: null };
 }
 
 /** The output items of a complete chat reply message. */
-export function outputItems(message: CompletionMessage | undefined, status: "completed" | "incomplete" = "completed"): Item[] {
+export function outputItems(
+  message: CompletionMessage | undefined,
+  status: "completed" | "incomplete" = "completed",
+): Item[] {
   const items: Item[] = [];
   const text = typeof message?.content === "string" ? message.content : "";
   const calls: CompletionToolCall[] = Array.isArray(message?.tool_calls) ? message.tool_calls : [];
@@ -76,7 +93,14 @@ export function outputItems(message: CompletionMessage | undefined, status: "com
 /** The `response` object. */
 export function responseObject(
   meta: ResponseMeta,
-  state: { status: string; output: Item[]; usage: ResponseUsage | null; incomplete_details?: unknown; error?: unknown; completed_at?: number | null },
+  state: {
+    status: string;
+    output: Item[];
+    usage: ResponseUsage | null;
+    incomplete_details?: unknown;
+    error?: unknown;
+    completed_at?: number | null;
+  },
 ): Record<string, unknown> {
   const { echo } = meta;
   return {
@@ -118,7 +142,13 @@ export function outputMessages(
   meta: ResponseMeta,
   output: Item[],
   inputCount: number,
-  state: { status: string; usage: ResponseUsage | null; incomplete_details?: unknown; completed_at: number | null; finishReason?: string | null },
+  state: {
+    status: string;
+    usage: ResponseUsage | null;
+    incomplete_details?: unknown;
+    completed_at: number | null;
+    finishReason?: string | null;
+  },
 ): MessageInput[] {
   const messages = itemsToMessages(output);
   const record: StoredResponse = {
@@ -136,12 +166,21 @@ export function outputMessages(
     echo: meta.echo,
   };
   const last = messages[messages.length - 1];
-  last.metadata = { ...last.metadata, model: meta.model, ...(state.finishReason ? { finishReason: state.finishReason } : {}), [RESPONSE_KEY]: record };
+  last.metadata = {
+    ...last.metadata,
+    model: meta.model,
+    ...(state.finishReason ? { finishReason: state.finishReason } : {}),
+    [RESPONSE_KEY]: record,
+  };
   return messages;
 }
 
 /** The response object of a stored response. */
-export function storedResponseObject(record: StoredResponse, sessionId: string, output: Item[]): Record<string, unknown> {
+export function storedResponseObject(
+  record: StoredResponse,
+  sessionId: string,
+  output: Item[],
+): Record<string, unknown> {
   const meta: ResponseMeta = {
     id: record.id,
     sessionId,

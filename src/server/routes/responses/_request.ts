@@ -19,7 +19,10 @@ export const ResponsesBody = z.looseObject({
   conversation: z.union([z.string().min(1), z.looseObject({ id: z.string().min(1) })]).nullish(),
   stream: z.boolean().nullish(),
   store: z.boolean().nullish().describe("default true"),
-  tools: z.array(z.looseObject({ type: z.string() })).nullish().describe("Function tools only"),
+  tools: z
+    .array(z.looseObject({ type: z.string() }))
+    .nullish()
+    .describe("Function tools only"),
   tool_choice: z.union([z.enum(["none", "auto", "required"]), z.looseObject({ type: z.string() })]).nullish(),
   parallel_tool_calls: z.boolean().nullish(),
   temperature: z.number().min(0).max(2).nullish(),
@@ -75,9 +78,13 @@ function chatTools(tools: Body["tools"]): Record<string, unknown>[] | undefined 
   if (!tools || tools.length === 0) return undefined;
   return tools.map((tool, i) => {
     if (tool.type !== "function") {
-      throw unsupported(`tools[${i}].type`, `tools[${i}]: the hosted tool ${JSON.stringify(tool.type)} is not supported: threadkeep translates to chat completions, which run function tools only`);
+      throw unsupported(
+        `tools[${i}].type`,
+        `tools[${i}]: the hosted tool ${JSON.stringify(tool.type)} is not supported: threadkeep translates to chat completions, which run function tools only`,
+      );
     }
-    if (typeof tool.name !== "string" || tool.name.length === 0) throw unsupported(`tools[${i}].name`, `tools[${i}].name: required`);
+    if (typeof tool.name !== "string" || tool.name.length === 0)
+      throw unsupported(`tools[${i}].name`, `tools[${i}].name: required`);
     const fn: Record<string, unknown> = { name: tool.name };
     if (typeof tool.description === "string") fn.description = tool.description;
     if (tool.parameters != null) fn.parameters = tool.parameters;
@@ -88,9 +95,13 @@ function chatTools(tools: Body["tools"]): Record<string, unknown>[] | undefined 
 
 function chatToolChoice(choice: Body["tool_choice"]): unknown {
   if (choice == null || typeof choice === "string") return choice ?? undefined;
-  if (choice.type === "function" && typeof choice.name === "string") return { type: "function", function: { name: choice.name } };
+  if (choice.type === "function" && typeof choice.name === "string")
+    return { type: "function", function: { name: choice.name } };
   if (choice.type === "allowed_tools" && (choice.mode === "auto" || choice.mode === "required")) return choice.mode;
-  throw unsupported("tool_choice", `tool_choice of type ${JSON.stringify(choice.type)} is not supported with chat completions upstreams`);
+  throw unsupported(
+    "tool_choice",
+    `tool_choice of type ${JSON.stringify(choice.type)} is not supported with chat completions upstreams`,
+  );
 }
 
 function responseFormat(format: Record<string, unknown> | undefined): unknown {
@@ -117,7 +128,10 @@ export function parseResponsesRequest(raw: unknown): ResponsesRequest {
   if (body.background) throw unsupported("background", "background responses are not supported");
   if (body.prompt != null) throw unsupported("prompt", "stored prompts are not supported: send instructions and input");
   if (body.previous_response_id && body.conversation) {
-    throw unsupported("previous_response_id", "Mutually exclusive parameters: Ensure you are only providing one of: 'previous_response_id' or 'conversation'.");
+    throw unsupported(
+      "previous_response_id",
+      "Mutually exclusive parameters: Ensure you are only providing one of: 'previous_response_id' or 'conversation'.",
+    );
   }
   const items = normalizeInput(body.input);
   const tools = chatTools(body.tools);

@@ -94,14 +94,29 @@ export class ResponsesStream implements StreamDialect {
       if (!call) {
         // Text that came before the first call is finished: the call is the next output item.
         if (this.#text && !this.#text.done) out += this.#closeText("completed");
-        call = { kind: "call", id: newItemId("function_call"), index: this.#items.length, call_id: "", name: "", arguments: "", done: false };
+        call = {
+          kind: "call",
+          id: newItemId("function_call"),
+          index: this.#items.length,
+          call_id: "",
+          name: "",
+          arguments: "",
+          done: false,
+        };
         this.#calls.set(key, call);
         this.#items.push(call);
         if (part.id) call.call_id = part.id;
         if (part.function?.name) call.name += part.function.name;
         out += this.#frame("response.output_item.added", {
           output_index: call.index,
-          item: { id: call.id, type: "function_call", status: "in_progress", arguments: "", call_id: call.call_id, name: call.name },
+          item: {
+            id: call.id,
+            type: "function_call",
+            status: "in_progress",
+            arguments: "",
+            call_id: call.call_id,
+            name: call.name,
+          },
         });
       } else {
         if (part.id) call.call_id = part.id;
@@ -110,18 +125,35 @@ export class ResponsesStream implements StreamDialect {
       const args = part.function?.arguments;
       if (typeof args === "string" && args.length > 0) {
         call.arguments += args;
-        out += this.#frame("response.function_call_arguments.delta", { item_id: call.id, output_index: call.index, delta: args });
+        out += this.#frame("response.function_call_arguments.delta", {
+          item_id: call.id,
+          output_index: call.index,
+          delta: args,
+        });
       }
     }
     return out;
   }
 
   #textItem(text: OpenText, status: "completed" | "incomplete"): Item {
-    return { id: text.id, type: "message", role: "assistant", status, content: [{ type: "output_text", text: text.text, annotations: [] }] };
+    return {
+      id: text.id,
+      type: "message",
+      role: "assistant",
+      status,
+      content: [{ type: "output_text", text: text.text, annotations: [] }],
+    };
   }
 
   #callItem(call: OpenCall): Item {
-    return { id: call.id, type: "function_call", status: "completed", arguments: call.arguments, call_id: call.call_id, name: call.name };
+    return {
+      id: call.id,
+      type: "function_call",
+      status: "completed",
+      arguments: call.arguments,
+      call_id: call.call_id,
+      name: call.name,
+    };
   }
 
   #closeText(status: "completed" | "incomplete"): string {
@@ -129,8 +161,19 @@ export class ResponsesStream implements StreamDialect {
     text.done = true;
     const part = { type: "output_text", annotations: [], text: text.text };
     return (
-      this.#frame("response.output_text.done", { item_id: text.id, output_index: text.index, content_index: 0, text: text.text, logprobs: [] }) +
-      this.#frame("response.content_part.done", { item_id: text.id, output_index: text.index, content_index: 0, part }) +
+      this.#frame("response.output_text.done", {
+        item_id: text.id,
+        output_index: text.index,
+        content_index: 0,
+        text: text.text,
+        logprobs: [],
+      }) +
+      this.#frame("response.content_part.done", {
+        item_id: text.id,
+        output_index: text.index,
+        content_index: 0,
+        part,
+      }) +
       this.#frame("response.output_item.done", { output_index: text.index, item: this.#textItem(text, status) })
     );
   }
@@ -148,9 +191,16 @@ export class ResponsesStream implements StreamDialect {
       items.push(text);
     }
     const textStatus = status === "completed" ? "completed" : "incomplete";
-    const output = items.map((item) => (item.kind === "text" ? this.#textItem(item, textStatus) : this.#callItem(item)));
+    const output = items.map((item) =>
+      item.kind === "text" ? this.#textItem(item, textStatus) : this.#callItem(item),
+    );
     const completedAt = status === "completed" ? Math.floor(Date.now() / 1000) : null;
-    this.#final = { status, output, incomplete_details: incomplete ? null : finish.incomplete_details, completed_at: completedAt };
+    this.#final = {
+      status,
+      output,
+      incomplete_details: incomplete ? null : finish.incomplete_details,
+      completed_at: completedAt,
+    };
     if (!this.#meta.echo.store) return [];
     return outputMessages(this.#meta, output, this.#inputCount, {
       status,
@@ -168,7 +218,12 @@ export class ResponsesStream implements StreamDialect {
     if (end.failure !== undefined) {
       const message = `The upstream stream failed: ${(end.failure as Error)?.message ?? end.failure}`;
       out += this.#frame("error", { code: "server_error", message, param: null });
-      const response = responseObject(this.#meta, { ...final, status: "failed", error: { code: "server_error", message }, usage: this.#usage });
+      const response = responseObject(this.#meta, {
+        ...final,
+        status: "failed",
+        error: { code: "server_error", message },
+        usage: this.#usage,
+      });
       return out + this.#frame("response.failed", { response });
     }
     for (const item of this.#items) {
@@ -178,7 +233,12 @@ export class ResponsesStream implements StreamDialect {
         continue;
       }
       item.done = true;
-      out += this.#frame("response.function_call_arguments.done", { item_id: item.id, output_index: item.index, name: item.name, arguments: item.arguments });
+      out += this.#frame("response.function_call_arguments.done", {
+        item_id: item.id,
+        output_index: item.index,
+        name: item.name,
+        arguments: item.arguments,
+      });
       out += this.#frame("response.output_item.done", { output_index: item.index, item: this.#callItem(item) });
     }
     out += saveWarningLine(end);

@@ -28,7 +28,15 @@ import type { ChatMessage } from "../../../core/types.js";
 import type { PlannedTurn } from "../../turn/load.js";
 import { itemFailures, ItemPageDoc, notFound, orNotFound, PAGE_NOTES, PageQuery, pageOf } from "../_item-pages.js";
 import { clientHintOf, passThrough, sessionTargetOf, sideRequestOf } from "../../front-ends/index.js";
-import { outputItems, outputMessages, type ResponseMeta, responseObject, statusOf, storedResponseObject, usageOf } from "./_object.js";
+import {
+  outputItems,
+  outputMessages,
+  type ResponseMeta,
+  responseObject,
+  statusOf,
+  storedResponseObject,
+  usageOf,
+} from "./_object.js";
 import { parseResponsesRequest, ResponsesBody, type ResponsesRequest } from "./_request.js";
 import { ResponsesStream } from "./_stream.js";
 import { runIdempotentTurn, type TurnDialect, type TurnRouteDeps } from "../../turn/run.js";
@@ -51,13 +59,21 @@ export const responseContracts = {
     body: ResponsesBody,
     responses: {
       "200": {
-        description: "A `response` object, or with stream: true its Server-Sent Events. Header X-Session-ID names the session.",
+        description:
+          "A `response` object, or with stream: true its Server-Sent Events. Header X-Session-ID names the session.",
         json: AnyObject,
         media: ["text/event-stream"],
       },
     },
   }),
-  get: route({ method: "GET", url: "/v1/responses/:id", summary: "A stored response", params: IdParams, notes, responses: { "200": ok("The `response` object") } }),
+  get: route({
+    method: "GET",
+    url: "/v1/responses/:id",
+    summary: "A stored response",
+    params: IdParams,
+    notes,
+    responses: { "200": ok("The `response` object") },
+  }),
   delete: route({
     method: "DELETE",
     url: "/v1/responses/:id",
@@ -78,7 +94,12 @@ export const responseContracts = {
 };
 
 /** A stored response of the caller, with its session. @throws not_found otherwise (another owner's too). */
-async function loadResponse(memory: Memory, userId: string, id: string, param?: string): Promise<FoundResponse & { sessionId: string }> {
+async function loadResponse(
+  memory: Memory,
+  userId: string,
+  id: string,
+  param?: string,
+): Promise<FoundResponse & { sessionId: string }> {
   const missing = () => notFound(param ? "Previous response" : "Response", id, param);
   const sessionId = sessionOfResponse(id);
   if (!sessionId) throw missing();
@@ -96,13 +117,27 @@ async function loadResponse(memory: Memory, userId: string, id: string, param?: 
  * at OpenAI a conversation only takes responses that name it, not those that continue one of its responses.
  * Without either, the response goes into `named` (the session header's, or a new one).
  */
-async function sessionFor(memory: Memory, request: FastifyRequest, parsed: ResponsesRequest, named: string): Promise<string> {
+async function sessionFor(
+  memory: Memory,
+  request: FastifyRequest,
+  parsed: ResponsesRequest,
+  named: string,
+): Promise<string> {
   const userId = request.userId;
   if (parsed.conversationSession) {
     const id = parsed.conversationSession;
     await orNotFound(
       () => memory.getSession(id, { userId }),
-      () => notFound("Conversation", String(parsed.body.conversation && typeof parsed.body.conversation === "object" ? parsed.body.conversation.id : parsed.body.conversation), "conversation"),
+      () =>
+        notFound(
+          "Conversation",
+          String(
+            parsed.body.conversation && typeof parsed.body.conversation === "object"
+              ? parsed.body.conversation.id
+              : parsed.body.conversation,
+          ),
+          "conversation",
+        ),
     );
     return id;
   }
@@ -173,8 +208,15 @@ function responsesDialect(
       const output = outputItems(choice?.message, finish.status === "completed" ? "completed" : "incomplete");
       const usage = usageOf(completion?.usage);
       const completedAt = Math.floor(Date.now() / 1000);
-      const state = { status: finish.status, usage, incomplete_details: finish.incomplete_details, completed_at: finish.status === "completed" ? completedAt : null };
-      const reply = parsed.store ? outputMessages(meta, output, loaded.toStore.length, { ...state, finishReason: choice?.finish_reason }) : [];
+      const state = {
+        status: finish.status,
+        usage,
+        incomplete_details: finish.incomplete_details,
+        completed_at: finish.status === "completed" ? completedAt : null,
+      };
+      const reply = parsed.store
+        ? outputMessages(meta, output, loaded.toStore.length, { ...state, finishReason: choice?.finish_reason })
+        : [];
       return { reply, body: responseObject(meta, { ...state, output }) };
     },
     streamer: (loaded) => new ResponsesStream(meta, loaded.toStore.length),
@@ -188,7 +230,10 @@ export function registerResponseRoutes(app: FastifyInstance, deps: TurnRouteDeps
   addRoute(app, responseContracts.create, async (request, reply) => {
     const parsed = parseResponsesRequest(request.body);
     if (!deps.upstream) {
-      throw new ThreadkeepError("upstream_not_configured", "No upstream model is configured: start threadkeep with --upstream <OpenAI-compatible base URL>");
+      throw new ThreadkeepError(
+        "upstream_not_configured",
+        "No upstream model is configured: start threadkeep with --upstream <OpenAI-compatible base URL>",
+      );
     }
     const target = sessionTargetOf(request.headers, deps.sessionHeaders);
     const { system, toStore } = plannedTurn(parsed);
@@ -227,12 +272,19 @@ export function registerResponseRoutes(app: FastifyInstance, deps: TurnRouteDeps
 
   addRoute<IdRoute>(app, responseContracts.get, async (request) => {
     const found = await loadResponse(memory, request.userId, request.params.id);
-    return storedResponseObject(found.record, found.sessionId, itemsOf(found.output).map((i) => i.item));
+    return storedResponseObject(
+      found.record,
+      found.sessionId,
+      itemsOf(found.output).map((i) => i.item),
+    );
   });
 
   addRoute<IdRoute>(app, responseContracts.inputItems, async (request) => {
     const found = await loadResponse(memory, request.userId, request.params.id);
-    return pageOf(itemsOf(found.input).map((i) => i.item), request.query);
+    return pageOf(
+      itemsOf(found.input).map((i) => i.item),
+      request.query,
+    );
   });
 
   addRoute<IdRoute>(app, responseContracts.delete, async (request) => {

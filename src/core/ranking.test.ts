@@ -71,4 +71,31 @@ describe("rankTurns", () => {
     expect(await rankTurns(store, { userId: "alice", text: "about", limit: 0 })).toEqual([]);
     await store.close();
   });
+
+  it("stops after the search when no candidate passes unlessNone, and ranks alike when one does", async () => {
+    const store = await storeWith([
+      { id: "s-1", userId: "alice", messages: ["Anything new with the garden?", "The tomatoes are ripe."] },
+      { id: "s-2", userId: "alice", messages: ["The cello lesson went well.", "Anything about the garden?"] },
+    ]);
+    let reads = 0;
+    const counted = new Proxy(store, {
+      get(target, name, receiver) {
+        const value = Reflect.get(target, name, receiver);
+        if (name !== "getMessages") return typeof value === "function" ? value.bind(target) : value;
+        return (...args: Parameters<typeof store.getMessages>) => {
+          reads++;
+          return store.getMessages(...args);
+        };
+      },
+    });
+    const query = { userId: "alice", text: "anything garden tomatoes", limit: 10 };
+    expect(await rankTurns(counted, { ...query, unlessNone: () => false })).toEqual([]);
+    expect(reads).toBe(0);
+    const plain = await rankTurns(counted, query);
+    expect(plain.length).toBeGreaterThan(0);
+    expect(reads).toBeGreaterThan(0);
+    const tomatoes = (hit: { message: { content: unknown } }) => String(hit.message.content).includes("tomatoes");
+    expect(await rankTurns(counted, { ...query, unlessNone: tomatoes })).toEqual(plain);
+    await store.close();
+  });
 });

@@ -36,6 +36,12 @@ export interface RankingQuery {
   limit: number;
   /** Sessions last active before this are left out (see `SearchQuery.activeSince`). */
   activeSince?: number;
+  /**
+   * A caller's test of the store's candidates: when none passes, the ranking stops after the search
+   * and finds nothing (the neighbours are not read). It ranks nothing differently otherwise. Recall
+   * uses it to skip the neighbour reads of a message it would recall nothing for.
+   */
+  unlessNone?: (hit: SearchHit) => boolean;
 }
 
 /** The parts a turn's score adds up from. */
@@ -153,7 +159,7 @@ export async function rankTurnsReading(store: FullStore, query: RankingQuery): P
   });
   const candidates =
     query.excludeSessionId === undefined ? found : found.filter((hit) => hit.sessionId !== query.excludeSessionId);
-  if (candidates.length === 0) return none;
+  if (candidates.length === 0 || (query.unlessNone && !candidates.some(query.unlessNone))) return none;
 
   const reads = new Map<string, Read>();
   for (const hit of candidates) reads.set(key(hit.sessionId, hit.seq), tokenized(hit.message, terms));

@@ -2,8 +2,10 @@
  * What recall across a user's sessions (`serve --recall-scope user`) costs a proxied turn on
  * PostgreSQL, counted on the wire as postgres-turn-round-trips.service.test.ts counts a plain turn (two
  * statements: open the turn, commit it): the store's full-text search more when nothing is found
- * (today two statements: sizing the owner, then the search); when something is, the hit's session and
- * turn pair are read too, side by side (two statements in one round).
+ * (one statement, or two where the store sizes the owner first), since recall ranks with core's
+ * `rankTurns` and a search whose candidates hold too few of the query's words stops there; when
+ * something is, the ranking reads the hits' neighbours, and recall reads the hit's session (the turns it
+ * quotes are those the ranking read: no read of its own).
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
@@ -34,7 +36,7 @@ const word = () =>
     .replace(/\d/g, (d) => "abcdefghij"[Number(d)])}`;
 
 describe("PostgreSQL round trips of a proxied turn with --recall-scope user", { timeout: 60_000 }, () => {
-  it("costs the search when nothing is recalled, and two parallel reads more when one earlier turn is", async (ctx) => {
+  it("costs the search when nothing is recalled, and three reads more when one earlier turn is", async (ctx) => {
     const available = await serviceAvailable("postgres");
     if (available !== true) ctx.skip(available);
     const fake = await startFakeUpstream();
@@ -68,7 +70,12 @@ describe("PostgreSQL round trips of a proxied turn with --recall-scope user", { 
     counter.reset();
     expect((await chat(url, session, `where is the ${a} ${b}?`)).status).toBe(200);
     await quiet(counter);
-    expect(counter.statements(), JSON.stringify(counter.counts())).toBe(miss + 2);
+    // The search, then three more: the hits are the earlier turn and its echoed reply (seqs 1 and 2), so
+    // the ranking reads seq 3 as their neighbour (1); it is past the session's last message, and the
+    // store reads an empty answer's session apart to tell "no messages" from a session gone (1); then
+    // recall reads the hit's session to check its owner and title (1). Seqs 1-3 are what the note
+    // quotes, all read by the ranking already, so recall reads no turns itself.
+    expect(counter.statements(), JSON.stringify(counter.counts())).toBe(miss + 3);
     const sent = fake.chatRequests().at(-1)?.body.messages as { role: string; content: string }[];
     expect(sent.some((m) => m.role === "system" && m.content.includes("blue box"))).toBe(true);
   });

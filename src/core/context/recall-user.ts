@@ -12,7 +12,8 @@
 import type { BackgroundEmbedder } from "../embeddings.js";
 import { ThreadkeepError } from "../errors.js";
 import { contentText, saidAt } from "../messages.js";
-import { fuseRanks, lexicalRanks } from "../search.js";
+import { type RankingReads, rankTurnsReading } from "../ranking.js";
+import { fuseRanks } from "../search.js";
 import type { ChatMessage, FullStore, Message, SearchHit, Session } from "../types.js";
 import { terms, termShare } from "./_terms.js";
 import { questionTimeSpan, saidAbout } from "./recall-dates.js";
@@ -150,6 +151,39 @@ function turnSpans(hits: readonly SearchHit[]): [string, number, number][] {
   return spans;
 }
 
+/**
+ * The messages around the hits (each hit's turn and its neighbours) the ranking read already, by
+ * session, and the hits with a turn it did not read (to be read with {@link turnSpans}).
+ */
+function alreadyRead(
+  ranking: RankingReads,
+  hits: readonly SearchHit[],
+): { read: Map<string, Message[]>; missing: SearchHit[] } {
+  const read = new Map<string, Message[]>();
+  const seen = new Set<string>();
+  const missing: SearchHit[] = [];
+  for (const hit of hits) {
+    const around: Message[] = [];
+    let complete = true;
+    for (let seq = Math.max(1, hit.seq - NEIGHBOURS_BEFORE); seq <= hit.seq + NEIGHBOURS_AFTER; seq++) {
+      const message = ranking.known(hit.sessionId, seq);
+      if (message === undefined) complete = false;
+      else if (message !== null) around.push(message);
+    }
+    if (!complete) {
+      missing.push(hit);
+      continue;
+    }
+    for (const message of around) {
+      const k = `${hit.sessionId}\n${message.seq}`;
+      if (seen.has(k)) continue;
+      seen.add(k);
+      read.set(hit.sessionId, [...(read.get(hit.sessionId) ?? []), message]);
+    }
+  }
+  return { read, missing };
+}
+
 /** The query's content words a text holds. */
 function matchedTerms(wanted: ReadonlySet<string>, text: string): string[] {
   const held = terms(text);
@@ -188,12 +222,29 @@ export async function findUserRecall(
   if (!query || request.maxTokens <= 0 || wanted.size < MIN_MATCHED) return { recalled: [] };
   try {
     const elsewhere = (hit: SearchHit) => hit.sessionId !== sessionId;
-    const [lexical, semantic] = await Promise.all([
-      lexicalRanks(store, { userId, text: query, activeSince, mode: "fulltext", limit: DEPTH }, DEPTH),
+    // Search's ranking; a store hit holding too few of the query's words is never recalled, so when
+    // no candidate holds enough the ranking stops after the search (no neighbour reads).
+    const holdsEnough = (hit: SearchHit) =>
+      matchedTerms(wanted, contentText(hit.message.content)).length >= MIN_MATCHED;
+    const [ranking, semantic] = await Promise.all([
+      rankTurnsReading(store, {
+        userId,
+        excludeSessionId: sessionId,
+        text: query,
+        limit: DEPTH,
+        activeSince,
+        unlessNone: holdsEnough,
+      }),
       vectors ? vectors.search(store, { userId, text: query, limit: DEPTH, activeSince }) : Promise.resolve([]),
     ]);
+    const lexical: SearchHit[] = ranking.turns.map(({ sessionId: id, seq, snippet, message }) => ({
+      sessionId: id,
+      seq,
+      snippet,
+      message,
+    }));
     const close = semantic.filter((h) => (h.score ?? 0) >= options.minScore);
-    const lists = [lexical.filter(elsewhere), close.filter(elsewhere)].filter((l) => l.length > 0);
+    const lists = [lexical, close.filter(elsewhere)].filter((l) => l.length > 0);
     const ranked = lists.length > 1 ? fuseRanks(lists, DEPTH) : (lists[0] ?? []);
     if (ranked.length === 0) return { recalled: [] };
     const span = options.dates ? questionTimeSpan(query, request.now ?? Date.now()) : undefined;
@@ -213,7 +264,12 @@ export async function findUserRecall(
     ).slice(0, READ_HITS);
 
     const sessionIds = [...new Set(candidates.map((c) => c.hit.sessionId))];
-    const spans = turnSpans(candidates.map((c) => c.hit));
+    // The turns around a hit the ranking read already are not read again (a hit only meaning found is).
+    const { read, missing } = alreadyRead(
+      ranking,
+      candidates.map((c) => c.hit),
+    );
+    const spans = turnSpans(missing);
     const owner = { userId, activeSince };
     const [sessions, reads] = await Promise.all([
       Promise.all(sessionIds.map((id) => store.getSession(id))),
@@ -227,7 +283,6 @@ export async function findUserRecall(
         ),
       ),
     ]);
-    const read = new Map<string, Message[]>();
     spans.forEach(([id], i) => read.set(id, [...(read.get(id) ?? []), ...reads[i]]));
     // The store scoped the search already; a session gone, another owner's or expired since is left out.
     const live = new Map(
@@ -246,9 +301,9 @@ export async function findUserRecall(
       const session = live.get(candidate.hit.sessionId);
       if (!session) return;
       const { seq } = candidate.hit;
-      const around = (read.get(session.id) ?? []).filter(
-        (m) => m.seq >= seq - NEIGHBOURS_BEFORE && m.seq <= seq + NEIGHBOURS_AFTER,
-      );
+      const around = (read.get(session.id) ?? [])
+        .filter((m) => m.seq >= seq - NEIGHBOURS_BEFORE && m.seq <= seq + NEIGHBOURS_AFTER)
+        .sort((a, b) => a.seq - b.seq);
       for (const message of around) {
         const k = `${session.id}\n${message.seq}`;
         if (seen.has(k)) continue;

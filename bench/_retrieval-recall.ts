@@ -4,7 +4,8 @@
  * question is asked through the context engine (`Memory.buildContext`, `recall.scope: "user"`, the
  * default 8,000-token budget), at the time of the conversation's last session; the question scores
  * when the full text of one of its evidence turns is in the assembled context (in a message, or quoted
- * in the recall note). Run at each budget share asked for, and with dates off at the default share.
+ * in the recall note). Run at each budget share asked for, and with dates off at the default share;
+ * with an embedder (which recall fuses with the lexical ranking), also without it at the default share.
  */
 import { loadavg } from "node:os";
 import type { MemoryOptions } from "../src/core/memory/memory-options.js";
@@ -128,9 +129,18 @@ export async function recallMode(
       dates: false,
     }),
   );
+  const { embedder, ...lexical } = memoryOptions;
+  if (embedder) {
+    rows.push(
+      await runOne(lexical, loaded, `${options.dateShare}%, no embedder`, {
+        scope: "user",
+        budgetShare: options.dateShare / 100,
+      }),
+    );
+  }
   const ms = (us: number) => `${(us / 1000).toFixed(1)} ms`;
   console.log(
-    `\nRecall into a new session's context on ${options.dataName}, store ${options.store}, ${new Date().toISOString()}, load ${loadavg()
+    `\nRecall into a new session's context on ${options.dataName}, store ${options.store}, embedder ${embedder?.model ?? "none"}, ${new Date().toISOString()}, load ${loadavg()
       .map((l) => l.toFixed(1))
       .join(" ")}:\n`,
   );
@@ -165,7 +175,7 @@ export async function recallMode(
   );
   const count = (row: RecallRow) => row.hits.filter((hit, i) => hit && dated[i]).length;
   const on = rows.find((r) => r.label === `${options.dateShare}%`);
-  const off = rows.at(-1)!;
+  const off = rows.find((r) => r.label === `${options.dateShare}%, dates off`)!;
   const n = dated.filter(Boolean).length;
   console.log(
     `\nQuestions naming a time (recall-dates.ts): ${n} of ${dated.length}; evidence turn in context at ${options.dateShare}%: ` +

@@ -8,7 +8,10 @@
  * through the library's `Memory` (one `addMessages` per session; the time is reported apart); each
  * question of categories 1–4 goes as written to `GET /v1/search?q=<question>&limit=10` of the real
  * server (`createServer`, in process, on 127.0.0.1), in each mode: the default (`auto`), `fulltext`,
- * `hybrid` (no embedder: its refusal is recorded) and `substring`. A question scores at 5 when any of
+ * `hybrid` (no embedder: the lexical ranking alone) and `substring`. With an embedder (`--embedding-url`
+ * and `--embedding-model`, or `--fake-embedder`: bench/_retrieval-embedder.ts) every stored turn is
+ * embedded after the import (`Memory.reindex`, timed apart), `auto` is `hybrid`, and two rows more:
+ * `semantic` and `ranking=relevance` (the lexical ranking `auto` gives without an embedder). A question scores at 5 when any of
  * its evidence turns is among the first 5 turns returned (a hit's neighbouring turns count, in rank
  * order: k counts turns, not hits; bench/_retrieval-score.ts). Beside it, in the same run over the
  * same stored turns of the same user, the plain BM25 floor (bench/_bm25.ts), in process.
@@ -31,6 +34,7 @@ import { Bm25Index } from "./_bm25.js";
 import { type BenchConversation, type BenchDataset, readLocomo } from "./_locomo.js";
 import { openBenchStore } from "./_recall-stores.js";
 import { recallMode } from "./_retrieval-recall.js";
+import { EMBEDDER_ARGS, type EmbedderChoice, embedderChoice, openBenchEmbedder } from "./_retrieval-embedder.js";
 import { importSessionBundle } from "../src/transfer/session-copy.js";
 import {
   AT_DEPTH,
@@ -48,6 +52,12 @@ Very Long-Term Conversational Memory of LLM Agents"; data/locomo10.json of snap-
 CC BY-NC 4.0: do not commit or ship it). Put the file anywhere outside the repository and pass it:
 
   npm run bench -- retrieval --data path/to/locomo10.json [--store sqlite|postgres|memory|file|redis]
+      [--mode search|recall] [--shares 5,10,15] [--embedding-url URL --embedding-model NAME | --fake-embedder]
+
+With an embedder (any OpenAI-compatible /embeddings; a key, if it needs one, from
+THREADKEEP_EMBEDDING_API_KEY), search and recall fuse its ranking with the lexical one, e.g. Ollama:
+--embedding-url http://127.0.0.1:11434/v1 --embedding-model nomic-embed-text. --fake-embedder uses the
+test suite's fake embeddings (no model): it measures the plumbing, not a model's quality.
 
 Format: a JSON array of samples { sample_id, conversation, qa }, where conversation holds speaker_a,
 speaker_b, session_N_date_time and session_N = [{ speaker, dia_id: "D<N>:<turn>", text, blip_caption? }],
@@ -57,7 +67,9 @@ and qa = [{ question, answer, evidence: ["D<N>:<turn>", ...], category }] (categ
 const STORES = ["sqlite", "postgres", "memory", "file", "redis"];
 
 /** The search modes asked of the server, in table order. */
-const MODES = ["auto", "fulltext", "hybrid", "substring"] as const;
+const MODES = ["auto", "fulltext", "hybrid", "substring"];
+/** With an embedder (`auto` is then `hybrid`): also the embeddings alone, and the lexical ranking alone. */
+const EMBEDDER_MODES = ["auto", "relevance", "fulltext", "hybrid", "semantic", "substring"];
 
 /** Where a conversation's turns went: its user, API key, and LoCoMo turn id → scoring key. */
 interface Loaded {
@@ -69,20 +81,27 @@ interface Loaded {
   documents: { id: string; text: string }[];
 }
 
-function options(): { data?: string; store: string; mode: string; shares: number[] } {
+function options(): { data?: string; store: string; mode: string; shares: number[]; embedder: EmbedderChoice } {
   const { values } = parseArgs({
     options: {
       data: { type: "string" },
       store: { type: "string", default: "sqlite" },
       mode: { type: "string", default: "search" },
       shares: { type: "string", default: "5,10,15,20,25" },
+      ...EMBEDDER_ARGS,
     },
     strict: true,
   });
   const shares = (values.shares ?? "").split(",").map(Number);
   if (shares.some((s) => !(s > 0 && s <= 100)))
     throw new Error(`--shares takes percentages of the token budget, e.g. 5,10,15; got ${values.shares}`);
-  return { data: values.data, store: values.store ?? "sqlite", mode: values.mode ?? "search", shares };
+  return {
+    data: values.data,
+    store: values.store ?? "sqlite",
+    mode: values.mode ?? "search",
+    shares,
+    embedder: embedderChoice(values),
+  };
 }
 
 /** LoCoMo's `session_N_date_time` (`1:56 pm on 8 May, 2023`) as ms since the epoch (UTC), or undefined. */
@@ -119,7 +138,11 @@ async function search(
   mode: string,
 ): Promise<{ hits: unknown[] } | { error: string }> {
   const params = new URLSearchParams({ q, limit: String(AT_DEPTH) });
-  if (mode !== "auto") params.set("mode", mode);
+  // `relevance`: the lexical ranking `auto` gives without an embedder (the same under substring or fulltext).
+  if (mode === "relevance") {
+    params.set("mode", "substring");
+    params.set("ranking", "relevance");
+  } else if (mode !== "auto") params.set("mode", mode);
   const response = await fetch(`${base}/v1/search?${params}`, { headers: { authorization: `Bearer ${apiKey}` } });
   const body = (await response.json()) as { data?: unknown[]; error?: { code?: string } };
   if (response.status !== 200 || !Array.isArray(body.data))
@@ -152,7 +175,9 @@ async function main(): Promise<void> {
 
   const opened = await openBenchStore(args.store);
   if (typeof opened === "string") throw new Error(`--store ${args.store} is not available: ${opened}`);
-  const memory = createMemory({ store: opened.store, ttlMs: 0 });
+  const embedding = await openBenchEmbedder(args.embedder);
+  const { embedder } = embedding;
+  const memory = createMemory({ store: opened.store, ttlMs: 0, embedder });
   const loaded: Loaded[] = [];
   let server: Awaited<ReturnType<typeof createServer>> | undefined;
   try {
@@ -196,6 +221,12 @@ async function main(): Promise<void> {
     await memory.idle();
     await opened.settle?.();
     const ingestion = elapsedMs(ingestStart);
+    console.log(`embedder: ${embedding.label}`);
+    if (embedder) {
+      const embedStart = performance.now();
+      const { embedded } = await memory.reindex();
+      console.log(`embedded ${embedded} turns with ${embedder.model} in ${elapsedMs(embedStart)} (Memory.reindex)`);
+    }
     if (args.mode === "recall") {
       console.log(`store ${args.store}: ingestion ${ingestion} (import of each session with its date)`);
       const recallLoaded = loaded.map((l) => ({
@@ -204,7 +235,7 @@ async function main(): Promise<void> {
         now: locomoTime(l.conversation.sessions.at(-1)?.dateTime),
         texts: new Map(l.conversation.sessions.flatMap((s) => s.turns.map((t) => [t.id, t.content] as const))),
       }));
-      await recallMode({ store: opened.store, ttlMs: 0 }, recallLoaded, {
+      await recallMode({ store: opened.store, ttlMs: 0, embedder }, recallLoaded, {
         shares: args.shares,
         dateShare: 10,
         dataName: path.split("/").at(-1) ?? path,
@@ -244,9 +275,11 @@ async function main(): Promise<void> {
           .map((h) => h.id),
       }),
     ]);
-    for (const mode of MODES) {
+    for (const mode of embedder ? EMBEDDER_MODES : MODES) {
       variants.push([
-        `threadkeep mode=${mode}${mode === "auto" ? " (default)" : ""}`,
+        mode === "relevance"
+          ? "threadkeep mode=substring&ranking=relevance (auto without an embedder)"
+          : `threadkeep mode=${mode}${mode === "auto" ? " (default)" : ""}`,
         async (entry, q) => {
           const result = await search(base, entry.apiKey, q, mode);
           return "error" in result ? result : { turns: turnsOfHits(result.hits) };
@@ -285,7 +318,7 @@ async function main(): Promise<void> {
     });
 
     console.log(
-      `\nRetrieval on ${path.split("/").at(-1)}, store ${args.store}, ${new Date().toISOString()}, load ${loadavg()
+      `\nRetrieval on ${path.split("/").at(-1)}, store ${args.store}, embedder ${embedder?.model ?? "none"}, ${new Date().toISOString()}, load ${loadavg()
         .map((l) => l.toFixed(1))
         .join(" ")}:\n`,
     );
@@ -308,6 +341,7 @@ async function main(): Promise<void> {
     await server?.close();
     await memory.close();
     await opened.remove();
+    await embedding.close();
   }
 }
 

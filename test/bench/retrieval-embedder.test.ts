@@ -9,7 +9,7 @@ import { readLocomo } from "../../bench/_locomo.js";
 import { recallMode } from "../../bench/_retrieval-recall.js";
 import { createMemory } from "../../src/create-memory.js";
 import { createMemoryStore } from "../../src/stores/in-process/index.js";
-import { fakeEmbedding } from "../_fake-upstream.js";
+import { fakeEmbedding, startFakeUpstream } from "../_fake-upstream.js";
 
 describe("choosing the embedder", () => {
   it("is none without options or environment", () => {
@@ -58,6 +58,25 @@ describe("the fake embedder", () => {
       await opened.close();
     }
     await expect(opened.embedder!.embed(["x"])).rejects.toThrow();
+  });
+
+  it("reaches a user's endpoint with the model named and the key from the environment", async () => {
+    const upstream = await startFakeUpstream();
+    try {
+      const choice = embedderChoice(
+        { "embedding-url": upstream.url, "embedding-model": "nomic-embed-text" },
+        { THREADKEEP_EMBEDDING_API_KEY: "sk-bench" },
+      );
+      const opened = await openBenchEmbedder(choice);
+      expect(opened.label).toBe(`nomic-embed-text at ${upstream.url}`);
+      expect(await opened.embedder!.embed(["a puppy"])).toEqual([fakeEmbedding("a puppy")]);
+      await opened.close();
+      const [request] = upstream.embeddingRequests();
+      expect(request.body.model).toBe("nomic-embed-text");
+      expect(request.headers.authorization).toBe("Bearer sk-bench");
+    } finally {
+      await upstream.close();
+    }
   });
 
   it("runs recall mode with it, and the same share without it in the same run", async () => {

@@ -11,9 +11,9 @@
  * `hybrid` (no embedder: the lexical ranking alone) and `substring`. With an embedder (`--embedding-url`
  * and `--embedding-model`, or `--fake-embedder`: bench/_retrieval-embedder.ts) every stored turn is
  * embedded after the import (`Memory.reindex`, timed apart), `auto` is `hybrid`, and two rows more:
- * `semantic` and `ranking=relevance` (the lexical ranking `auto` gives without an embedder). A question scores at 5 when any of
- * its evidence turns is among the first 5 turns returned (a hit's neighbouring turns count, in rank
- * order: k counts turns, not hits; bench/_retrieval-score.ts). Beside it, in the same run over the
+ * `semantic` and `ranking=relevance` (the lexical ranking `auto` gives without an embedder). A
+ * question scores at 5 when any of its evidence turns is among the first 5 turns returned (a hit's
+ * neighbouring turns count, in rank order: k counts turns, not hits; bench/_retrieval-score.ts). Beside it, in the same run over the
  * same stored turns of the same user, the plain BM25 floor (bench/_bm25.ts), in process.
  *
  * Latency is per query: the HTTP round trip for threadkeep, the in-process ranking for BM25. Before

@@ -22,6 +22,8 @@ export interface Measurement {
    * other load add to its wall time. Absent for summaries of samples gathered elsewhere.
    */
   cpu?: number;
+  /** With `MeasureOptions.settle`: the process's CPU µs per call spent while settling, after the timed calls. */
+  deferredCpu?: number;
 }
 
 /** Options of {@link measure}. */
@@ -30,6 +32,17 @@ export interface MeasureOptions {
   warmup?: number;
   /** Every timed sample (µs) is also appended here, so several calls' samples can be summarised together. */
   samples?: number[];
+  /**
+   * Collect garbage after the warm-up, before the timed calls (with `--expose-gc`), so the collections
+   * of garbage an earlier measurement left do not land in this one's CPU time.
+   */
+  collectFirst?: boolean;
+  /**
+   * Awaited after the timed calls and inside the CPU-time window, not the wall-time samples: waits
+   * for the work the calls deferred (a store's background indexing, a checkpoint worker), so that
+   * work is billed to these calls and not to whatever is measured when it runs.
+   */
+  settle?: () => Promise<void>;
 }
 
 /** The `p`-th percentile (0..100) of ascending `sorted` samples, nearest-rank. */
@@ -52,6 +65,7 @@ export async function measure(
   const warmup = options.warmup ?? Math.max(20, Math.floor(iterations / 10));
   for (let i = 0; i < warmup; i++) await fn(iterations + i);
   const samples = new Float64Array(iterations);
+  if (options.collectFirst) collectGarbage();
   const cpuStart = process.cpuUsage();
   for (let i = 0; i < iterations; i++) {
     const start = performance.now();
@@ -60,8 +74,13 @@ export async function measure(
     samples[i] = (performance.now() - start) * 1000;
   }
   const cpuUsed = process.cpuUsage(cpuStart);
+  const cpu = (cpuUsed.user + cpuUsed.system) / iterations;
   options.samples?.push(...samples);
-  return { ...summarize(name, samples), cpu: (cpuUsed.user + cpuUsed.system) / iterations };
+  if (!options.settle) return { ...summarize(name, samples), cpu };
+  const settleStart = process.cpuUsage();
+  await options.settle();
+  const settled = process.cpuUsage(settleStart);
+  return { ...summarize(name, samples), cpu, deferredCpu: (settled.user + settled.system) / iterations };
 }
 
 /** The percentiles and mean of samples in µs. */

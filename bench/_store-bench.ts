@@ -40,6 +40,8 @@ export interface StoreResult {
   last20CpuRounds?: number[];
   /** The process's CPU µs per "append 1" in each round. */
   append1CpuRounds?: number[];
+  /** The process's CPU µs per "append 1" in each round spent on work the appends deferred (`Subject.settle`), 0 without. */
+  append1DeferredCpuRounds?: number[];
   /** The baseline's "load last 20" p50 measured in the same interleaved rounds, when paired with one. */
   baselineP50?: number;
   /** "load last 20" p50 over the paired baseline's: the median of the per-round ratios. */
@@ -59,7 +61,7 @@ export const SCALES: Scale[] = QUICK
 
 /** Timed reads and appends per subject and round. */
 export const READS = QUICK ? 1_000 : 3_000;
-export const APPENDS = QUICK ? 200 : 500;
+export const APPENDS = 500;
 /**
  * Rounds per subject (`BENCH_ROUNDS`). Short rounds, interleaved across subjects, with medians
  * taken over rounds: on a shared machine the load drifts within seconds.
@@ -113,12 +115,22 @@ export interface Subject {
   append1(id: string, message: MessageInput): unknown;
   /** How many benchmark sessions it holds, when not the measured scale's number. */
   sessions?: number;
+  /**
+   * Waits for the work its appends left to run later in this process (a store's deferred search
+   * indexing, its checkpoint worker), inside the round's CPU-time window (see `MeasureOptions.settle`).
+   */
+  settle?: () => Promise<void>;
 }
 
 /** A loaded store as `Memory` uses it on every turn: read the window, commit with the default cap. */
-export function storeSubject(store: FullStore, name: string = store.name): Subject {
+export function storeSubject(
+  store: FullStore,
+  name: string = store.name,
+  settle?: () => Promise<void>,
+): Subject {
   return {
     name,
+    settle,
     last20: (id) => store.getMessages(id, { last: 20 }),
     append1: (id, message) => store.appendMessages(id, [message], { maxMessages: MAX_MESSAGES }),
   };
@@ -154,7 +166,9 @@ export async function measureSubjects(scale: Scale, subjects: Subject[]): Promis
       const ids = idsOf[k];
       const readRandom = seededRandom(1 + round);
       const pick = () => ids[Math.floor(readRandom() * ids.length)];
-      reads[k].push(await measure("load last 20", () => subject.last20(pick()), READS));
+      // Each timed loop starts on a collected heap, so no subject's CPU time holds the collection of
+      // garbage another left behind.
+      reads[k].push(await measure("load last 20", () => subject.last20(pick()), READS, { collectFirst: true }));
       // Each subject appends to sessions of its own: on a store that two subjects share, the second
       // would otherwise append to the sessions the first just appended to, a pattern of its own (on
       // SQLite at 1M messages, an append next to a row just inserted writes ~3.4 pages of log
@@ -166,7 +180,7 @@ export async function measureSubjects(scale: Scale, subjects: Subject[]): Promis
           "append 1",
           (i) => subject.append1(ids[Math.floor(appendRandom() * ids.length)], messageOf(i, offset + i)),
           APPENDS,
-          { samples: appendSamples[k] },
+          { samples: appendSamples[k], collectFirst: true, settle: subject.settle },
         ),
       );
     }
@@ -180,6 +194,7 @@ export async function measureSubjects(scale: Scale, subjects: Subject[]): Promis
     last20Rounds: reads[k].map((m) => m.p50),
     last20CpuRounds: reads[k].map((m) => m.cpu ?? Number.NaN),
     append1CpuRounds: appends[k].map((m) => m.cpu ?? Number.NaN),
+    append1DeferredCpuRounds: appends[k].map((m) => m.deferredCpu ?? 0),
   }));
 }
 

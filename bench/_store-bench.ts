@@ -123,11 +123,7 @@ export interface Subject {
 }
 
 /** A loaded store as `Memory` uses it on every turn: read the window, commit with the default cap. */
-export function storeSubject(
-  store: FullStore,
-  name: string = store.name,
-  settle?: () => Promise<void>,
-): Subject {
+export function storeSubject(store: FullStore, name: string = store.name, settle?: () => Promise<void>): Subject {
   return {
     name,
     settle,

@@ -15,9 +15,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Memory } from "../src/core/memory/memory.js";
-import { createMemory } from "../src/create-memory.js";
 import type { FullStore } from "../src/core/types.js";
-import { createSqliteStore } from "../src/stores/sqlite/index.js";
+import { distIsFresh } from "../test/_dist.js";
 import { collectGarbage, formatMicros, formatRatio, median, printTable } from "./_harness.js";
 import { openPostgresRaw, openRedisRaw, openSqliteRaw, type RawBaseline } from "./_raw-baselines.js";
 import {
@@ -34,6 +33,18 @@ import {
   type Subject,
   storeSubject,
 } from "./_store-bench.js";
+
+/**
+ * The library measured: the build (`dist/`, what a user's `import "threadkeep"` runs) when it is newer
+ * than every source file, else `src/` through tsx, whose esbuild transform adds work of its own to
+ * every call (`__name` on each closure created): `npm run build` first for figures that are the package's.
+ */
+const BUILT = distIsFresh();
+const LIB = BUILT ? "../dist" : "../src";
+const { createMemory } = (await import(`${LIB}/create-memory.js`)) as typeof import("../src/create-memory.js");
+const { createSqliteStore } = (await import(
+  `${LIB}/stores/sqlite/index.js`
+)) as typeof import("../src/stores/sqlite/index.js");
 
 /** A store under test: opens empty, and its raw baseline over the same server or file. */
 interface Backend {
@@ -68,7 +79,9 @@ const BACKENDS: Backend[] = [
     // The search index drain starts 200 ms after an append (its work is the server's, its round trip ours).
     settleMs: 400,
     open: async (scale) => {
-      const { createPostgresStore } = await import("../src/stores/postgres/index.js");
+      const { createPostgresStore } = (await import(
+        `${LIB}/stores/postgres/index.js`
+      )) as typeof import("../src/stores/postgres/index.js");
       const url =
         process.env.THREADKEEP_BENCH_POSTGRES_URL ??
         process.env.THREADKEEP_TEST_POSTGRES_URL ??
@@ -88,7 +101,9 @@ const BACKENDS: Backend[] = [
     // Nothing deferred in this process.
     settleMs: 0,
     open: async () => {
-      const { createRedisStore } = await import("../src/stores/redis/index.js");
+      const { createRedisStore } = (await import(
+        `${LIB}/stores/redis/index.js`
+      )) as typeof import("../src/stores/redis/index.js");
       const url =
         process.env.THREADKEEP_BENCH_REDIS_URL ?? process.env.THREADKEEP_TEST_REDIS_URL ?? "redis://127.0.0.1:6379";
       const prefix = `threadkeep-bench-api-${Math.random().toString(36).slice(2, 8)}:`;
@@ -236,6 +251,7 @@ function printCpu(rows: Row[]): void {
       "append / raw",
       "median round, spread",
       "without deferred / raw",
+      "load / raw + JSON.parse",
     ],
     rows.map((row) => {
       const raw = row.results[0];
@@ -253,6 +269,8 @@ function printCpu(rows: Row[]): void {
         formatRatio(append.total),
         spread(append),
         formatRatio(appendInline.total),
+        // Where the baseline has a read that also parses what it reads into objects, as `Memory` returns them.
+        row.results[3] ? formatRatio(roundRatios(api.last20CpuRounds, row.results[3].last20CpuRounds).total) : "–",
       ];
     }),
   );
@@ -302,6 +320,11 @@ async function main(): Promise<void> {
   const scales = process.env.BENCH_API_SCALES
     ? SCALES.filter((_, k) => process.env.BENCH_API_SCALES!.toUpperCase().includes("AB"[k]))
     : SCALES;
+  console.log(
+    BUILT
+      ? "Measuring the build (dist/)."
+      : "Measuring src/ through tsx: dist/ is missing or older than src/ (npm run build first to measure the package).",
+  );
   const root = mkdtempSync(join(tmpdir(), "threadkeep-bench-api-"));
   const rows: Row[] = [];
   try {

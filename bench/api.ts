@@ -10,6 +10,10 @@
  * `THREADKEEP_BENCH_REDIS_URL` (else the `THREADKEEP_TEST_*` URLs, else the local services) and skip
  * with a printed reason when unreachable; their data lives under a random schema / key prefix,
  * removed afterwards.
+ *
+ * Runs the build (`dist/`) when it is newer than `src/` (`npm run build` first), else `src/` through
+ * tsx, and says which. The CPU table bills each append round for the work it deferred in the process
+ * (`Backend.settleMs`); docs/benchmarks.md has the current figures and what the gaps are.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";

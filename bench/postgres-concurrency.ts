@@ -84,6 +84,12 @@ async function threadkeep(): Promise<{ turn: Turn; close: () => Promise<void> }>
       Array.from({ length: MESSAGES }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: text(i) })),
     );
   });
+  // The same start as the plain tables get (VACUUM ANALYZE after loading): PostgreSQL's statistics,
+  // which autovacuum would gather in time and which a server with autovacuum off never gathers.
+  const admin = postgres(URL_, { max: 1, onnotice: () => {} });
+  const tables = await admin<{ name: string }[]>`SELECT tablename AS name FROM pg_tables WHERE schemaname = ${`${schema}_tk`}`;
+  await admin.unsafe(`VACUUM ANALYZE ${tables.map((t) => `"${schema}_tk"."${t.name}"`).join(", ")}`);
+  await admin.end();
   const turn: Turn = async (n, i) => {
     const opened = await store.openTurn!(ids[n], { owner: { userId }, last: 20 });
     await store.appendMessages(

@@ -72,7 +72,9 @@ export function attemptLease(
  * data-modifying statement each even when they touch no row (~40–80 µs of server CPU a turn on a
  * 2-vCPU VM). No grant (`fence` null: the lease is held, or someone waits) sends the waiter on to
  * {@link attemptLease}, which tries again and joins the line; that costs a round trip only when the
- * session is contended. With `read`, as {@link attemptLease}: the turn's data, and an asynchronous commit.
+ * session is contended. With `read`, as {@link attemptLease}: the turn's data, and an asynchronous commit;
+ * without, a grant commits durably, and a try that granted nothing (it may have locked the row, which
+ * writes WAL) does not wait for the flush.
  */
 export function tryLease(sql: PgSql, sessionId: string, waiter: { ttlMs: number; token: string; read?: TurnReadArgs }) {
   const { ttlMs, token, read } = waiter;
@@ -85,7 +87,11 @@ export function tryLease(sql: PgSql, sessionId: string, waiter: { ttlMs: number;
         WHERE l.expires_at <= threadkeep_now_ms()
       RETURNING l.fence, l.expires_at
     )
-    SELECT a.fence, a.expires_at, NULL::bigint AS held_until, threadkeep_now_ms() AS now${read ? sql`, set_config('synchronous_commit', 'off', true) AS async_commit${turnDocColumn(sql, sessionId, read)}` : sql``}
+    SELECT a.fence, a.expires_at, NULL::bigint AS held_until, threadkeep_now_ms() AS now${
+      read
+        ? sql`, set_config('synchronous_commit', 'off', true) AS async_commit${turnDocColumn(sql, sessionId, read)}`
+        : sql`, CASE WHEN a.fence IS NULL THEN set_config('synchronous_commit', 'off', true) END AS async_commit`
+    }
     FROM (SELECT 1) one LEFT JOIN g a ON true`;
 }
 

@@ -69,7 +69,7 @@ export function attemptLease(
  * The first try of a waiter that has no ticket yet, when nobody waits and the lease is free: the
  * grant of {@link attemptLease} alone, without the statement's parts that serve a line (the current
  * holder's lapse, joining the line, a ticket served or kept alive). Those parts cost the server a
- * data-modifying statement each even when they touch no row (~40–80 µs of server CPU a turn on a
+ * data-modifying statement each even when they touch no row (25–100 µs of server CPU a turn on a
  * 2-vCPU VM). No grant (`fence` null: the lease is held, or someone waits) sends the waiter on to
  * {@link attemptLease}, which tries again and joins the line; that costs a round trip only when the
  * session is contended. With `read`, as {@link attemptLease}: the turn's data, and an asynchronous commit;

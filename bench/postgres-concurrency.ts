@@ -14,11 +14,15 @@
  * Each subject has a pool of {@link POOL} connections. Rounds of {@link SECONDS} s alternate between
  * subjects, so a change in the machine's load hits every subject alike (`BENCH_TK_POOL` sets threadkeep's pool alone); the report gives each
  * subject's median turns/s and the range over rounds. `BENCH_QUICK=1` runs shorter, fewer rounds.
+ * Each round also reads the server's CPU per turn from `/proc` (a server on this machine only; every
+ * backend of the bench's database counts, so give it a database of its own for that column). Before
+ * the rounds, threadkeep's tables get the `VACUUM ANALYZE` the plain tables get after loading.
  * The server is `THREADKEEP_BENCH_POSTGRES_URL`, else `THREADKEEP_TEST_POSTGRES_URL`, else the local
  * service; unreachable, it skips with a printed reason. Everything lives in a schema named
  * `tk_bench_conc_<random>`, dropped afterwards.
  */
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { loadavg } from "node:os";
 import postgres from "postgres";
 import type { FullStore } from "../src/core/types.js";
@@ -46,8 +50,33 @@ const text = (i: number) => `message ${i} `.padEnd(CHARS, "lorem ipsum dolor sit
 /** A subject's turn on session number `n`. */
 type Turn = (n: number, i: number) => Promise<void>;
 
-/** Turns per second of `WORKERS` workers doing `turn` for `SECONDS`, and this process's CPU µs per turn. */
-async function measure(turn: Turn): Promise<{ rate: number; cpu: number }> {
+/**
+ * CPU µs used so far by the other backends of the bench's database (`/proc/<pid>/schedstat`; NaN when
+ * the server is not on this machine). Only the measured subject's pool is busy during its round, but
+ * every backend of the database counts: give the bench a database of its own for this to be the subject's.
+ */
+async function serverCpu(admin: postgres.Sql): Promise<number> {
+  const rows = await admin<{ pid: number }[]>`
+    SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`;
+  let total = 0;
+  let read = 0;
+  for (const { pid } of rows) {
+    try {
+      total += Number(readFileSync(`/proc/${pid}/schedstat`, "utf8").split(" ")[0]) / 1000;
+      read++;
+    } catch {
+      // A backend that just ended, or a server on another machine.
+    }
+  }
+  return rows.length > 0 && read === 0 ? Number.NaN : total;
+}
+
+/**
+ * Turns per second of `WORKERS` workers doing `turn` for `SECONDS`, this process's CPU µs per turn, and
+ * the server's (see {@link serverCpu}).
+ */
+async function measure(turn: Turn, admin: postgres.Sql): Promise<{ rate: number; cpu: number; server: number }> {
+  const serverStart = await serverCpu(admin);
   const until = performance.now() + SECONDS * 1000;
   const cpuStart = process.cpuUsage();
   let done = 0;
@@ -60,7 +89,8 @@ async function measure(turn: Turn): Promise<{ rate: number; cpu: number }> {
     }),
   );
   const cpu = process.cpuUsage(cpuStart);
-  return { rate: done / SECONDS, cpu: (cpu.user + cpu.system) / done };
+  const server = (await serverCpu(admin)) - serverStart;
+  return { rate: done / SECONDS, cpu: (cpu.user + cpu.system) / done, server: server / done };
 }
 
 /** Runs `fn` over 0..count-1, `width` at a time. */
@@ -84,6 +114,14 @@ async function threadkeep(): Promise<{ turn: Turn; close: () => Promise<void> }>
       Array.from({ length: MESSAGES }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: text(i) })),
     );
   });
+  // The same start as the plain tables get (VACUUM ANALYZE after loading): PostgreSQL's statistics,
+  // which autovacuum would gather in time and which a server with autovacuum off never gathers.
+  const admin = postgres(URL_, { max: 1, onnotice: () => {} });
+  const tables = await admin<
+    { name: string }[]
+  >`SELECT tablename AS name FROM pg_tables WHERE schemaname = ${`${schema}_tk`}`;
+  await admin.unsafe(`VACUUM ANALYZE ${tables.map((t) => `"${schema}_tk"."${t.name}"`).join(", ")}`);
+  await admin.end();
   const turn: Turn = async (n, i) => {
     const opened = await store.openTurn!(ids[n], { owner: { userId }, last: 20 });
     await store.appendMessages(
@@ -151,12 +189,14 @@ async function main(): Promise<void> {
     );
     const rates = new Map<string, number[]>(subjects.map(([name]) => [name, []]));
     const cpus = new Map<string, number[]>(subjects.map(([name]) => [name, []]));
-    for (const [, subject] of subjects) await measure(subject.turn); // warm-up round, not counted
+    const servers = new Map<string, number[]>(subjects.map(([name]) => [name, []]));
+    for (const [, subject] of subjects) await measure(subject.turn, admin); // warm-up round, not counted
     for (let round = 0; round < ROUNDS; round++) {
       for (const [name, subject] of subjects) {
-        const { rate, cpu } = await measure(subject.turn);
+        const { rate, cpu, server } = await measure(subject.turn, admin);
         rates.get(name)!.push(rate);
         cpus.get(name)!.push(cpu);
+        servers.get(name)!.push(server);
       }
     }
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -167,7 +207,14 @@ async function main(): Promise<void> {
         .join(" ")}:\n`,
     );
     printTable(
-      ["subject", "turns/s (median)", "range over rounds", "vs raw", "client CPU per turn (median)"],
+      [
+        "subject",
+        "turns/s (median)",
+        "range over rounds",
+        "vs raw",
+        "client CPU per turn (median)",
+        "server CPU per turn (median)",
+      ],
       subjects.map(([name]) => {
         const xs = rates.get(name)!;
         return [
@@ -176,6 +223,7 @@ async function main(): Promise<void> {
           `${Math.min(...xs).toFixed(0)}–${Math.max(...xs).toFixed(0)}`,
           `${(median(xs) / raw).toFixed(2)}×`,
           `${median(cpus.get(name)!).toFixed(0)} µs`,
+          `${median(servers.get(name)!).toFixed(0)} µs`,
         ];
       }),
     );

@@ -2,7 +2,9 @@
  * Owners' term statistics (PostgreSQL schema version 19, `migrations/019-term-stats.ts`), which
  * relevance search reads for BM25: after every way messages are indexed and removed — the background
  * drain, a large append indexed in place, a cap, a pop, a truncation, a rewind that replaces messages,
- * a session's deletion — they equal a recount from the messages themselves, per owner and lexeme.
+ * a session's deletion — they equal a recount from the messages themselves, per owner and lexeme; and
+ * since version 21 (the drain counting its own terms, `migrations/021-lean-turns.ts`), after an upgrade
+ * that finds rows pending and changes logged by version 20.
  */
 import { randomBytes } from "node:crypto";
 import postgres from "postgres";
@@ -11,6 +13,7 @@ import { newSessionId } from "../../src/core/ids.js";
 import { DEFER_UP_TO } from "../../src/stores/postgres/_indexing.js";
 import { createPostgresStore } from "../../src/stores/postgres/index.js";
 import { serviceAvailable, TEST_POSTGRES_URL } from "../_services.js";
+import { atSchemaVersion } from "./_postgres-old-schema.js";
 
 const enabled = await serviceAvailable("postgres");
 const schema = `tk_test_${randomBytes(6).toString("hex")}`;
@@ -84,5 +87,53 @@ describe.skipIf(enabled !== true)("postgres owners' term statistics", () => {
     // Relevance search reads them: alice's messages holding either word, both words first; not bob's.
     const hits = await store.search({ userId: alice, text: "zebra road", mode: "fulltext", ranking: "relevance" });
     expect(hits.map((h) => h.message.content)).toEqual(["zebras crossing the road", "a rewound zebra"]);
+  }, 60_000);
+
+  it("still equal a recount when a schema-20 database with pending rows and unfolded changes is upgraded", async () => {
+    const old = `tk_test_${randomBytes(6).toString("hex")}`;
+    const owner = `carol-${randomBytes(4).toString("hex")}`;
+    try {
+      await atSchemaVersion(old, 20, async (sql) => {
+        for (const id of ["s1", "s2"]) {
+          await sql`INSERT INTO sessions (id, user_id, created_at, last_activity_at) VALUES (${id}, ${owner}, 0, threadkeep_now_ms())`;
+        }
+        const append = (id: string, texts: string[], lang: string | null) =>
+          sql`SELECT out_status FROM threadkeep_append_scoped(${id}, ${texts.map((t) => JSON.stringify({ role: "user", content: t }))}::text[],
+            ${texts}::text[], NULL::bigint, false, NULL::bigint, NULL::text, false, ${lang}::regconfig, ${owner}::text, 0::bigint)`;
+        // Version 20's thin appends leave their rows pending; its large ones log their terms unfolded.
+        await append("s1", ["otters in the river", "an otter and a heron"], null);
+        await append("s2", ["herons", "otters", "rivers of otters"], "english");
+        expect((await sql`SELECT 1 FROM messages WHERE tsv IS NULL`).length).toBe(2);
+        expect((await sql`SELECT 1 FROM term_stats_log`).length).toBeGreaterThan(0);
+      });
+      const upgraded = createPostgresStore({
+        url: TEST_POSTGRES_URL,
+        schema: old,
+        poolSize: 2,
+        searchIndexDelayMs: 60_000,
+      });
+      const sql = postgres(TEST_POSTGRES_URL, { max: 1, onnotice: () => {}, connection: { search_path: old } });
+      try {
+        expect(await upgraded.getSession("s1")).not.toBeNull();
+        await upgraded.appendMessages("s1", [{ role: "user", content: "a heron after the upgrade" }]);
+        await sql`SELECT threadkeep_index_pending('english', 100000)`;
+        expect((await sql`SELECT 1 FROM messages WHERE tsv IS NULL`).length).toBe(0);
+        expect((await sql`SELECT 1 FROM term_stats_log`).length).toBe(0);
+        const kept = await sql`SELECT lexeme, df::int FROM term_stats WHERE df <> 0 ORDER BY 1`;
+        const counted = await sql`
+          SELECT l.lexeme, count(*)::int AS df FROM messages m CROSS JOIN LATERAL unnest(tsvector_to_array(m.tsv)) l(lexeme)
+          GROUP BY 1 ORDER BY 1`;
+        expect(kept).toEqual(counted);
+        const [docs] = await sql`SELECT docs::int, lexemes::int FROM owner_stats WHERE user_id = ${owner}`;
+        const [recount] = await sql`SELECT count(*)::int AS docs, sum(length(tsv))::int AS lexemes FROM messages`;
+        expect(docs).toEqual(recount);
+        expect(docs.docs).toBe(6);
+      } finally {
+        await upgraded.close();
+        await sql.end();
+      }
+    } finally {
+      await admin.unsafe(`DROP SCHEMA IF EXISTS "${old}" CASCADE`);
+    }
   }, 60_000);
 });

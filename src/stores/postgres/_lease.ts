@@ -40,6 +40,7 @@ import {
   releaseLease,
   renewLease,
   TICKET_TTL_MS,
+  tryLease,
 } from "./_lease-statements.js";
 import type { TurnReadArgs } from "./_turn.js";
 
@@ -209,9 +210,14 @@ export class PostgresLeases {
         let attempt: Attempt | null = null;
         let rows: Attempt[] = [];
         if (head.ticket === undefined || !justFailed) {
-          rows = await this.#host.run(`acquireLease(${sessionId})`, (sql) =>
-            attemptLease(sql, sessionId, head.ticket ?? null, head),
-          );
+          rows = await this.#host.run(`acquireLease(${sessionId})`, async (sql) => {
+            // A waiter's first try takes a free lease in the lean statement; otherwise the full one joins the line.
+            if (head.ticket === undefined) {
+              const quick = await tryLease(sql, sessionId, head);
+              if (quick[0].fence != null) return quick;
+            }
+            return attemptLease(sql, sessionId, head.ticket ?? null, head);
+          });
           attempt = rows[0];
           if (attempt.ticket != null) head.ticket = attempt.ticket;
           if (attempt.fence != null && this.#held.has(heldKey(sessionId, attempt.fence))) {

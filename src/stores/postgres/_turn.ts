@@ -5,7 +5,8 @@
  * turn's last write gives the lease back in its own statement ({@link releaseWithWrite},
  * `threadkeep_release_written`, schema version 8; since version 13 inside `threadkeep_append_fenced`,
  * since version 15 inside `threadkeep_append_scoped`). The functions are made by
- * `migrations/007-turn-read.ts`, `008-turn-release.ts` and `014-turn-doc.ts`.
+ * `migrations/007-turn-read.ts`, `008-turn-release.ts` and `014-turn-doc.ts`; version 21
+ * (`021-lean-turns.ts`) keeps the document's window query on one plan.
  *
  * Why the read is a function and not one more part of the grant's CTE: every part of a statement
  * reads as of the statement's snapshot, but the grant's `ON CONFLICT DO UPDATE` may wait on the

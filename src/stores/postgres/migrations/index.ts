@@ -24,6 +24,7 @@ import { migrateUserMemories } from "./017-user-memories.js";
 import { migrateMemoryVectors } from "./018-memory-vectors.js";
 import { migrateTermStats } from "./019-term-stats.js";
 import { migrateVectorCells } from "./020-vector-cells.js";
+import { migrateLeanTurns } from "./021-lean-turns.js";
 
 /** One forward step: `up` takes the schema from `version - 1` to `version`, in the migrating transaction. */
 export interface Migration {
@@ -58,4 +59,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 18, up: migrateMemoryVectors },
   { version: 19, up: migrateTermStats },
   { version: 20, up: migrateVectorCells },
+  { version: 21, up: migrateLeanTurns },
 ];

@@ -3,6 +3,7 @@
  * A gap counts the time this thread ran or blocked, not the time it waited for a core: where Linux says
  * how long the thread sat in the run queue (`/proc/thread-self/schedstat`), that wait is taken off, so
  * test files running in parallel (or another process on a loaded machine) do not read as a blocked loop.
+ * {@link listSessionsMeanwhile} is the other user whose requests the loop tests time meanwhile.
  */
 import { readFileSync } from "node:fs";
 
@@ -74,4 +75,64 @@ export async function withinLoopBound<T>(
   if (longestMs > boundMs)
     throw new Error(`${what} held the event loop for ${Math.round(longestMs)} ms (bound ${boundMs} ms)`);
   return { value, longestMs };
+}
+
+/** What {@link listSessionsMeanwhile} saw so far. */
+export interface SessionLister {
+  /** The slowest listing so far, in milliseconds. */
+  readonly slowest: number;
+  /** How many listings were answered so far. */
+  readonly listed: number;
+  /** Forgets the slowest listing so far, so what follows is measured alone. */
+  reset(): void;
+  /** Ends the loop after the listing in flight; rejects with the error of the first that failed. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Another user listing their sessions every 20 ms, each time expecting exactly `sessionIds`, while the
+ * test runs some large work: the request whose wait the loop tests bound. Each listing starts after a
+ * timer, a task of its own as on a server. A failed listing ends the loop; `stop` rethrows its error.
+ */
+export function listSessionsMeanwhile(
+  store: { listSessions(userId: string): Promise<{ sessions: { id: string }[] }> },
+  userId: string,
+  sessionIds: string[],
+): SessionLister {
+  let slowest = 0;
+  let listed = 0;
+  let stopped = false;
+  const loop = (async () => {
+    while (!stopped) {
+      const started = performance.now();
+      const page = await store.listSessions(userId);
+      const ids = page.sessions.map((s) => s.id);
+      if (ids.join() !== sessionIds.join())
+        throw new Error(`${userId}'s sessions listed as [${ids.join(", ")}], expected [${sessionIds.join(", ")}]`);
+      slowest = Math.max(slowest, performance.now() - started);
+      listed++;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  })();
+  // Held until `stop`: a failure ends the loop without an unhandled rejection in between.
+  const ended = loop.then(
+    () => undefined,
+    (error: unknown) => ({ error }),
+  );
+  return {
+    get slowest() {
+      return slowest;
+    },
+    get listed() {
+      return listed;
+    },
+    reset() {
+      slowest = 0;
+    },
+    async stop() {
+      stopped = true;
+      const failed = await ended;
+      if (failed) throw failed.error;
+    },
+  };
 }

@@ -68,7 +68,11 @@ describe("threadkeep (child process)", () => {
     expect(second.code).toBe(0);
     expect(second.stdout).toContain(`session ${id} (resumed)`);
     expect(fake.chatRequests().at(-1)!.body.messages).toHaveLength(5);
-  });
+    // Two CLI children one after the other: 1.8 s of CPU from dist/, 3.4 s through tsx (dist/ older
+    // than src/), measured. One process at a time got a tenth of a core at load 15 on 2 cores (18 s and
+    // 26 s by the clock), about a seventeenth at the load 23-26 of a busy full run: 31 s and 58 s. The
+    // default 30 s was reached at load 18-23, and 60 s through tsx with 8 cores' worth of busy loops.
+  }, 90_000);
 
   it("exits 2 on usage errors and 1 on failures, without a stack trace", async () => {
     const file = join(dir, "broken.jsonl");

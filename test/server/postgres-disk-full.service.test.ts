@@ -5,15 +5,13 @@
  * server's own message, until it is dropped ("space returns"). The turn is answered `not-saved`,
  * reads go on, `/readyz` and `/metrics` show it, and the next turn after it is saved.
  */
-import { randomUUID } from "node:crypto";
 import postgres from "postgres";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, it } from "vitest";
 import { createPostgresStore } from "../../src/stores/postgres/index.js";
 import { serviceAvailable, TEST_POSTGRES_URL } from "../_services.js";
 import { dropSchemas, uniqueSchema } from "../stores/_postgres-stores.js";
-import { metricValue } from "./_error-helpers.js";
-import { chatTurn } from "./_serve-process.js";
 import { startStack } from "./_stack.js";
+import { storageFullScenario } from "./_storage-full.js";
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -34,44 +32,19 @@ describe("serve on a PostgreSQL out of disk (53100 disk_full)", () => {
       const stack = await startStack({ store: createPostgresStore({ url: TEST_POSTGRES_URL, schema }) });
       cleanups.push(() => stack.close());
 
-      const session = randomUUID();
-      for (const text of ["one", "two"])
-        expect(await chatTurn(stack.url, session, text)).toMatchObject({ status: 200, warning: null });
-
-      await admin.unsafe(`
-      CREATE FUNCTION disk_full() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        RAISE EXCEPTION 'could not extend file "base/16384/16390": No space left on device'
-          USING ERRCODE = 'disk_full', HINT = 'Check free disk space.';
-      END $$;
-      CREATE TRIGGER disk_full BEFORE INSERT ON messages FOR EACH ROW EXECUTE FUNCTION disk_full();
-    `);
-
-      const refused = await chatTurn(stack.url, session, "three");
-      expect(refused).toMatchObject({ status: 200, warning: "not-saved" });
-      expect(JSON.parse(refused.body).choices[0].message.content).toBe("echo: three");
-      expect(
-        stack.fake
-          .chatRequests()
-          .at(-1)!
-          .body.messages.map((m: { content: string }) => m.content),
-      ).toEqual(["one", "echo: one", "two", "echo: two", "three"]);
-      const ready = await stack.request("GET", "/readyz");
-      expect(ready.status).toBe(200);
-      expect(await ready.json()).toMatchObject({
-        status: "degraded",
-        storageFull: { error: expect.stringMatching(/53100.*No space left on device/) },
+      await storageFullScenario(stack, {
+        fill: () =>
+          admin.unsafe(`
+            CREATE FUNCTION disk_full() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+              RAISE EXCEPTION 'could not extend file "base/16384/16390": No space left on device'
+                USING ERRCODE = 'disk_full', HINT = 'Check free disk space.';
+            END $$;
+            CREATE TRIGGER disk_full BEFORE INSERT ON messages FOR EACH ROW EXECUTE FUNCTION disk_full();
+          `),
+        free: () => admin.unsafe("DROP TRIGGER disk_full ON messages"),
+        error: /53100.*No space left on device/,
       });
-      expect(await metricValue(stack, "threadkeep_store_full")).toBe(1);
-      expect(await metricValue(stack, 'threadkeep_errors_total{code="storage_full"}')).toBe(1);
-
-      // Space returns: the next turn (the session's lease given back after the refused write) is saved.
-      await admin.unsafe("DROP TRIGGER disk_full ON messages");
-      expect(await chatTurn(stack.url, session, "four")).toMatchObject({ status: 200, warning: null });
-      expect(await (await stack.request("GET", "/readyz")).json()).toMatchObject({ status: "ok" });
-      expect(await metricValue(stack, "threadkeep_store_full")).toBe(0);
-      const stored = await stack.memory.getMessages(session);
-      expect(stored.map((m) => m.content)).toEqual(["one", "echo: one", "two", "echo: two", "four", "echo: four"]);
     },
   );
 });

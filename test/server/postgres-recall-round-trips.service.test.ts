@@ -9,25 +9,15 @@
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
-import { startFakeUpstream } from "../_fake-upstream.js";
-import { type PgWireCounter, pgWireCounter } from "../_pg-wire.js";
-import { serviceAvailable, TEST_POSTGRES_URL } from "../_services.js";
-import { startTcpProxy } from "../_tcp-proxy.js";
-import { chatTurn as chat, killServeProcesses, startServe } from "./_serve-process.js";
+import { serviceAvailable } from "../_services.js";
+import { quiet, startCountedServe } from "./_counted-postgres.js";
+import { chatTurn as chat, killServeProcesses } from "./_serve-process.js";
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   killServeProcesses();
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
-
-async function quiet(counter: PgWireCounter, ms = 500): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (performance.now() - counter.lastSeenAt() < ms) {
-    if (Date.now() > deadline) throw new Error("PostgreSQL traffic never stopped");
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 /** A word no other run's sessions hold (the database is shared; every run is the same default user). */
 const word = () =>
@@ -39,19 +29,7 @@ describe("PostgreSQL round trips of a proxied turn with --recall-scope user", { 
   it("costs the search when nothing is recalled, and three reads more when one earlier turn is", async (ctx) => {
     const available = await serviceAvailable("postgres");
     if (available !== true) ctx.skip(available);
-    const fake = await startFakeUpstream();
-    cleanups.push(() => fake.close());
-    const counter = pgWireCounter({ aside: /threadkeep_index_pending/ });
-    const target = new URL(TEST_POSTGRES_URL);
-    const proxy = await startTcpProxy(
-      { host: target.hostname, port: Number(target.port || 5432) },
-      { tap: counter.feed },
-    );
-    cleanups.push(() => proxy.close());
-    const url = await startServe(
-      ["--store", proxy.url(TEST_POSTGRES_URL), "--no-summaries", "--recall-scope", "user"],
-      fake,
-    ).listening;
+    const { url, fake, counter } = await startCountedServe(["--no-summaries", "--recall-scope", "user"], cleanups);
 
     const [a, b] = [word(), word()];
     expect((await chat(url, randomUUID(), `The ${a} ${b} is kept in the blue box.`)).status).toBe(200);

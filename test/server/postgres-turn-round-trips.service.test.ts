@@ -7,26 +7,15 @@
 import { randomUUID } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
 import { createPostgresStore } from "../../src/stores/postgres/index.js";
-import { startFakeUpstream } from "../_fake-upstream.js";
-import { type PgWireCounter, pgWireCounter } from "../_pg-wire.js";
 import { serviceAvailable, TEST_POSTGRES_URL } from "../_services.js";
-import { startTcpProxy } from "../_tcp-proxy.js";
-import { chatTurn as chat, killServeProcesses, startServe } from "./_serve-process.js";
+import { quiet, startCountedServe } from "./_counted-postgres.js";
+import { chatTurn as chat, killServeProcesses } from "./_serve-process.js";
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   killServeProcesses();
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
-
-/** Waits until nothing was sent to PostgreSQL for `ms` (background work after a reply included). */
-async function quiet(counter: PgWireCounter, ms = 500): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (performance.now() - counter.lastSeenAt() < ms) {
-    if (Date.now() > deadline) throw new Error("PostgreSQL traffic never stopped");
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 /** `serve` settings a turn is counted under. */
 const SETTINGS = [
@@ -38,17 +27,7 @@ describe.each(SETTINGS)("PostgreSQL round trips of a proxied turn, $name", { tim
   it("a thin client's chat turn on an existing session is two statements: open the turn, commit it", async (ctx) => {
     const available = await serviceAvailable("postgres");
     if (available !== true) ctx.skip(available);
-    const fake = await startFakeUpstream();
-    cleanups.push(() => fake.close());
-    // The search-index drain (postgres/_indexing.ts) is counted apart: background work, not the turn's.
-    const counter = pgWireCounter({ aside: /threadkeep_index_pending/ });
-    const target = new URL(TEST_POSTGRES_URL);
-    const proxy = await startTcpProxy(
-      { host: target.hostname, port: Number(target.port || 5432) },
-      { tap: counter.feed },
-    );
-    cleanups.push(() => proxy.close());
-    const url = await startServe(["--store", proxy.url(TEST_POSTGRES_URL), ...args], fake).listening;
+    const { url, counter } = await startCountedServe(args, cleanups);
 
     const session = randomUUID();
     // Warm-up: the session exists, and the connections have prepared their statements.

@@ -12,7 +12,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
 import { createPostgresStore } from "../../src/stores/postgres/index.js";
 import { seededRandom } from "../../bench/_harness.js";
-import { withinLoopBound } from "../_event-loop-gaps.js";
+import { listSessionsMeanwhile, withinLoopBound } from "../_event-loop-gaps.js";
 import { serviceAvailable, TEST_POSTGRES_URL } from "../_services.js";
 import { until } from "../_wait.js";
 
@@ -64,32 +64,19 @@ describe.skipIf(enabled !== true)("postgres vector index build and the event loo
     const ready = async () => (await admin`SELECT 1 FROM vector_ivf WHERE user_id = 'big' AND ready`).length > 0;
     expect(await ready()).toBe(false);
 
-    let slowest = 0;
-    let listed = 0;
-    let stop = false;
-    const lister = (async () => {
-      while (!stop) {
-        const started = performance.now();
-        const page = await store.listSessions("other");
-        expect(page.sessions.map((s) => s.id)).toEqual([other]);
-        slowest = Math.max(slowest, performance.now() - started);
-        listed++;
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-    })();
+    const lister = listSessionsMeanwhile(store, "other", [other]);
     const built = await withinLoopBound(`building the index of ${VECTORS} × ${DIMS} vectors`, BOUND_MS, async () => {
       // The first search scans exactly (in PostgreSQL) and starts the build in the background.
       expect(await store.searchVectors({ userId: "big", model: MODEL, vector: vector(), limit: 10 })).toHaveLength(10);
       await until("the owner's training is ready", ready, { timeoutMs: 90_000, everyMs: 50 });
     });
-    stop = true;
-    await lister;
+    await lister.stop();
     const [{ n: codes }] = await admin<{ n: number }[]>`SELECT count(*)::int AS n FROM vector_codes`;
     // Wall times of a PostgreSQL round trip include the server's own wait for a core: logged, not bounded.
     console.log(
-      `[loop] postgres IVF build of ${VECTORS} × ${DIMS}: longest hold ${Math.round(built.longestMs)} ms; ${listed} lists, slowest ${Math.round(slowest)} ms`,
+      `[loop] postgres IVF build of ${VECTORS} × ${DIMS}: longest hold ${Math.round(built.longestMs)} ms; ${lister.listed} lists, slowest ${Math.round(lister.slowest)} ms`,
     );
     expect(codes).toBe(VECTORS);
-    expect(listed).toBeGreaterThan(0);
+    expect(lister.listed).toBeGreaterThan(0);
   }, 180_000);
 });

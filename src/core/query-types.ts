@@ -16,6 +16,13 @@ export interface OwnerScope {
   activeSince?: number;
 }
 
+/** A seq range of one session: its messages with `fromSeq <= seq <= toSeq` ({@link RangeReadStore}). */
+export interface MessageRange {
+  sessionId: string;
+  fromSeq: number;
+  toSeq: number;
+}
+
 /** Which messages to read. Results are always oldest first. */
 export interface MessageQuery {
   /** Owner-scoped read: see {@link OwnerScope} (without it a missing session reads as empty). */

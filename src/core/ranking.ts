@@ -11,9 +11,9 @@
  * `getMessages`, so every store ranks alike, and measured on LoCoMo it ranks as well as the owner's full
  * statistics (docs/benchmarks/retrieval.md, "Ranking in core").
  *
- * Ownership: candidates come from the owner-scoped search, neighbours from owner-scoped reads.
+ * Ownership: candidates come from the owner-scoped search, neighbours from one owner-scoped read of
+ * all their ranges (`getMessageRanges`: one statement on PostgreSQL).
  */
-import { ThreadkeepError } from "./errors.js";
 import { BM25_B, BM25_K1, relevanceTerms } from "./store/relevance.js";
 import { messageText } from "./store/helpers.js";
 import type { FullStore, Message, SearchHit } from "./types.js";
@@ -105,20 +105,16 @@ function neighbourRanges(candidates: readonly SearchHit[], known: ReadonlySet<st
   return ranges;
 }
 
-/** Reads the ranges, owner-scoped; a session deleted or expired since the search reads as empty. */
-async function readRanges(
+/** Reads the ranges, owner-scoped, in one call; a session deleted or expired since the search reads as empty. */
+function readRanges(
   store: FullStore,
   query: RankingQuery,
   ranges: readonly [string, number, number][],
 ): Promise<Message[][]> {
-  const owner = { userId: query.userId, activeSince: query.activeSince };
-  return Promise.all(
-    ranges.map(([sessionId, fromSeq, toSeq]) =>
-      store.getMessages(sessionId, { fromSeq, toSeq, owner }).catch((error: unknown) => {
-        if (error instanceof ThreadkeepError && error.code === "session_not_found") return [] as Message[];
-        throw error;
-      }),
-    ),
+  if (ranges.length === 0) return Promise.resolve([]);
+  return store.getMessageRanges(
+    ranges.map(([sessionId, fromSeq, toSeq]) => ({ sessionId, fromSeq, toSeq })),
+    { userId: query.userId, activeSince: query.activeSince },
   );
 }
 

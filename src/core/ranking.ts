@@ -157,10 +157,12 @@ export async function rankTurnsReading(store: FullStore, query: RankingQuery): P
     query.excludeSessionId === undefined ? found : found.filter((hit) => hit.sessionId !== query.excludeSessionId);
   if (candidates.length === 0 || (query.unlessNone && !candidates.some(query.unlessNone))) return none;
 
+  const ranges = neighbourRanges(candidates, new Set(candidates.map((hit) => key(hit.sessionId, hit.seq))));
+  // The neighbours are read while the candidates are tokenized.
+  const reading = readRanges(store, query, ranges);
   const reads = new Map<string, Read>();
   for (const hit of candidates) reads.set(key(hit.sessionId, hit.seq), tokenized(hit.message, terms));
-  const ranges = neighbourRanges(candidates, new Set(reads.keys()));
-  const around = await readRanges(store, query, ranges);
+  const around = await reading;
   const covered = new Set(reads.keys());
   ranges.forEach(([sessionId, fromSeq, toSeq], i) => {
     for (let seq = fromSeq; seq <= toSeq; seq++) covered.add(key(sessionId, seq));

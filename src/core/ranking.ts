@@ -7,12 +7,13 @@
  * question or reply holds the rest of the query's words comes first (answers span turns).
  *
  * The statistics BM25 needs (how many messages hold a word, their average length) are taken from the
- * messages read: the candidates and their neighbours. That needs nothing of a store beyond `search` and
- * `getMessages`, so every store ranks alike, and measured on LoCoMo it ranks as well as the owner's full
- * statistics (docs/benchmarks/retrieval.md, "Ranking in core").
+ * candidates and their neighbours (not from other messages a read passed through). That needs nothing
+ * of a store beyond `search` and reads, so every store ranks alike, and measured on LoCoMo it ranks as
+ * well as the owner's full statistics (docs/benchmarks/retrieval.md, "Ranking in core").
  *
- * Ownership: candidates come from the owner-scoped search, neighbours from one owner-scoped read of
- * all their ranges (`getMessageRanges`: one statement on PostgreSQL).
+ * Ownership: candidates come from the owner-scoped search; their neighbours with it, when the store
+ * returns them (`around`: PostgreSQL, in the same statement), else from one owner-scoped read of all
+ * their ranges (`getMessageRanges`).
  */
 import { BM25_B, BM25_K1, relevanceTerms } from "./store/relevance.js";
 import { messageText } from "./store/helpers.js";

@@ -16,6 +16,13 @@ export interface OwnerScope {
   activeSince?: number;
 }
 
+/** A seq range of one session: its messages with `fromSeq <= seq <= toSeq` ({@link RangeReadStore}). */
+export interface MessageRange {
+  sessionId: string;
+  fromSeq: number;
+  toSeq: number;
+}
+
 /** Which messages to read. Results are always oldest first. */
 export interface MessageQuery {
   /** Owner-scoped read: see {@link OwnerScope} (without it a missing session reads as empty). */
@@ -145,6 +152,12 @@ export interface SearchQuery {
    * its TTL, so a session past it is not found before a sweep deletes it. Unset: no expiry check.
    */
   activeSince?: number;
+  /**
+   * With `ranking: "relevance"`: a store may also return each hit's neighbouring messages, this many on
+   * each side, in the same step ({@link SearchHit.around}), sparing the caller a read of them. A store
+   * is free to leave it out: the caller reads what a hit does not carry.
+   */
+  around?: number;
 }
 
 /** One search result. */
@@ -154,4 +167,9 @@ export interface SearchHit {
   /** A short excerpt around the match. */
   snippet: string;
   message: Message;
+  /**
+   * Only when the query asked for `around` and the store read them with the search: the session's
+   * messages from `seq - around` to `seq + around` that exist, the hit's own included, oldest first.
+   */
+  around?: Message[];
 }

@@ -81,10 +81,10 @@ describe("rankTurns", () => {
     const counted = new Proxy(store, {
       get(target, name, receiver) {
         const value = Reflect.get(target, name, receiver);
-        if (name !== "getMessages") return typeof value === "function" ? value.bind(target) : value;
-        return (...args: Parameters<typeof store.getMessages>) => {
+        if (name !== "getMessageRanges") return typeof value === "function" ? value.bind(target) : value;
+        return (...args: Parameters<typeof store.getMessageRanges>) => {
           reads++;
-          return store.getMessages(...args);
+          return store.getMessageRanges(...args);
         };
       },
     });

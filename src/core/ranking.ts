@@ -7,13 +7,14 @@
  * question or reply holds the rest of the query's words comes first (answers span turns).
  *
  * The statistics BM25 needs (how many messages hold a word, their average length) are taken from the
- * messages read: the candidates and their neighbours. That needs nothing of a store beyond `search` and
- * `getMessages`, so every store ranks alike, and measured on LoCoMo it ranks as well as the owner's full
- * statistics (docs/benchmarks/retrieval.md, "Ranking in core").
+ * candidates and their neighbours (not from other messages a read passed through). That needs nothing
+ * of a store beyond `search` and reads, so every store ranks alike, and measured on LoCoMo it ranks as
+ * well as the owner's full statistics (docs/benchmarks/retrieval.md, "Ranking in core").
  *
- * Ownership: candidates come from the owner-scoped search, neighbours from owner-scoped reads.
+ * Ownership: candidates come from the owner-scoped search; their neighbours with it, when the store
+ * returns them (`around`: PostgreSQL, in the same statement), else from one owner-scoped read of all
+ * their ranges (`getMessageRanges`).
  */
-import { ThreadkeepError } from "./errors.js";
 import { BM25_B, BM25_K1, relevanceTerms } from "./store/relevance.js";
 import { messageText } from "./store/helpers.js";
 import type { FullStore, Message, SearchHit } from "./types.js";
@@ -105,20 +106,16 @@ function neighbourRanges(candidates: readonly SearchHit[], known: ReadonlySet<st
   return ranges;
 }
 
-/** Reads the ranges, owner-scoped; a session deleted or expired since the search reads as empty. */
-async function readRanges(
+/** Reads the ranges, owner-scoped, in one call; a session deleted or expired since the search reads as empty. */
+function readRanges(
   store: FullStore,
   query: RankingQuery,
   ranges: readonly [string, number, number][],
 ): Promise<Message[][]> {
-  const owner = { userId: query.userId, activeSince: query.activeSince };
-  return Promise.all(
-    ranges.map(([sessionId, fromSeq, toSeq]) =>
-      store.getMessages(sessionId, { fromSeq, toSeq, owner }).catch((error: unknown) => {
-        if (error instanceof ThreadkeepError && error.code === "session_not_found") return [] as Message[];
-        throw error;
-      }),
-    ),
+  if (ranges.length === 0) return Promise.resolve([]);
+  return store.getMessageRanges(
+    ranges.map(([sessionId, fromSeq, toSeq]) => ({ sessionId, fromSeq, toSeq })),
+    { userId: query.userId, activeSince: query.activeSince },
   );
 }
 
@@ -156,23 +153,41 @@ export async function rankTurnsReading(store: FullStore, query: RankingQuery): P
     mode: store.capabilities.fullTextSearch ? "fulltext" : "substring",
     ranking: "relevance",
     limit: depth,
+    around: 1,
   });
   const candidates =
     query.excludeSessionId === undefined ? found : found.filter((hit) => hit.sessionId !== query.excludeSessionId);
   if (candidates.length === 0 || (query.unlessNone && !candidates.some(query.unlessNone))) return none;
 
+  // Every message read (candidates, the neighbours a store returned with its hits, the ranges read
+  // below), and every seq read, found or not.
+  const messages = new Map<string, Message>();
+  const covered = new Set<string>();
+  for (const hit of candidates) {
+    const k = key(hit.sessionId, hit.seq);
+    messages.set(k, hit.message);
+    covered.add(k);
+    if (!hit.around) continue;
+    for (let seq = Math.max(1, hit.seq - 1); seq <= hit.seq + 1; seq++) covered.add(key(hit.sessionId, seq));
+    for (const message of hit.around) messages.set(key(hit.sessionId, message.seq), message);
+  }
+  const ranges = neighbourRanges(candidates, covered);
+  // The neighbours are read while the candidates are tokenized.
+  const reading = readRanges(store, query, ranges);
   const reads = new Map<string, Read>();
   for (const hit of candidates) reads.set(key(hit.sessionId, hit.seq), tokenized(hit.message, terms));
-  const ranges = neighbourRanges(candidates, new Set(reads.keys()));
-  const around = await readRanges(store, query, ranges);
-  const covered = new Set(reads.keys());
+  const around = await reading;
   ranges.forEach(([sessionId, fromSeq, toSeq], i) => {
     for (let seq = fromSeq; seq <= toSeq; seq++) covered.add(key(sessionId, seq));
-    for (const message of around[i]) {
-      const k = key(sessionId, message.seq);
-      if (!reads.has(k)) reads.set(k, tokenized(message, terms));
-    }
+    for (const message of around[i]) messages.set(key(sessionId, message.seq), message);
   });
+  // The statistics count the candidates and their neighbours, not what a range read through between them.
+  for (const { sessionId, seq } of candidates) {
+    for (const k of [key(sessionId, seq - 1), key(sessionId, seq + 1)]) {
+      const message = messages.get(k);
+      if (message && !reads.has(k)) reads.set(k, tokenized(message, terms));
+    }
+  }
 
   // BM25's statistics over the messages read (candidates and neighbours).
   const documents = reads.size;
@@ -207,14 +222,15 @@ export async function rankTurnsReading(store: FullStore, query: RankingQuery): P
     }
     const score = bm25(counts, 1 - BM25_B + (BM25_B * length) / windowLength);
     const lexical = bm25(own.counts, 1 - BM25_B + (BM25_B * own.length) / averageLength);
-    return { ...hit, score, reasons: { lexical, neighbours: score - lexical } };
+    const { around: _around, ...turn } = hit;
+    return { ...turn, score, reasons: { lexical, neighbours: score - lexical } };
   });
   ranked.sort((a, b) => b.score - a.score || b.message.createdAt - a.message.createdAt || b.seq - a.seq);
   return {
     turns: ranked.slice(0, query.limit),
     known: (sessionId, seq) => {
       const k = key(sessionId, seq);
-      return covered.has(k) ? (reads.get(k)?.message ?? null) : undefined;
+      return covered.has(k) ? (messages.get(k) ?? null) : undefined;
     },
   };
 }

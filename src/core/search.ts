@@ -246,7 +246,7 @@ function readAlready(
 
 /**
  * Adds each hit's neighbouring turns (`request.neighbours` after, `neighboursBefore` before): what the
- * ranking read already, else one range read per hit, all at once. Turns that are hits of their own
+ * ranking read already, else one read of the other hits' ranges (`getMessageRanges`). Turns that are hits of their own
  * stay hits too.
  */
 async function withNeighbours(
@@ -258,24 +258,25 @@ async function withNeighbours(
   const after = Math.max(0, Math.floor(request.neighbours ?? 0));
   const before = Math.max(0, Math.floor(request.neighboursBefore ?? 0));
   if (hits.length === 0 || (after === 0 && before === 0)) return hits;
-  const owner = { userId: request.userId, activeSince: request.activeSince };
-  const ranges = await Promise.all(
-    hits.map(
-      (hit) =>
-        readAlready(reads, hit.sessionId, Math.max(1, hit.seq - before), hit.seq + after) ??
-        store
-          .getMessages(hit.sessionId, { fromSeq: hit.seq - before, toSeq: hit.seq + after, owner })
-          // A session deleted or expired since the search matched it: the hit stands alone.
-          .catch((error: unknown) => {
-            if (error instanceof ThreadkeepError && error.code === "session_not_found") return [] as Message[];
-            throw error;
-          }),
-    ),
+  // What the ranking read already, else one read of every other hit's range; a session deleted or
+  // expired since the search matched it reads as empty, and the hit stands alone.
+  const ranges = hits.map((hit) => readAlready(reads, hit.sessionId, Math.max(1, hit.seq - before), hit.seq + after));
+  const unread = hits.flatMap((hit, i) =>
+    ranges[i] ? [] : [{ i, range: { sessionId: hit.sessionId, fromSeq: hit.seq - before, toSeq: hit.seq + after } }],
   );
+  if (unread.length > 0) {
+    const read = await store.getMessageRanges(
+      unread.map((u) => u.range),
+      { userId: request.userId, activeSince: request.activeSince },
+    );
+    unread.forEach((u, j) => (ranges[u.i] = read[j]));
+  }
   return hits.map((hit, i) => ({
     ...hit,
-    neighbours: ranges[i]
-      .filter((m) => m.seq !== hit.seq)
-      .map((m) => ({ seq: m.seq, role: m.role, content: messageText(m) })),
+    neighbours: ranges[i]!.filter((m) => m.seq !== hit.seq).map((m) => ({
+      seq: m.seq,
+      role: m.role,
+      content: messageText(m),
+    })),
   }));
 }

@@ -6,6 +6,8 @@ import type {
   AppendOptions,
   ListOptions,
   MessageQuery,
+  MessageRange,
+  OwnerScope,
   ReplaceOptions,
   SearchHit,
   SearchQuery,
@@ -235,6 +237,21 @@ export interface CountStore {
   countMessages(sessionId: string): Promise<number>;
 }
 
+/**
+ * Several seq ranges of one owner's sessions read in one call: what ranking and search read around the
+ * turns they find (the neighbours of 50 candidates are some 20 ranges). Without it
+ * {@link completeStore} reads each range with an owner-scoped `getMessages`, all at once.
+ */
+export interface RangeReadStore {
+  /**
+   * Each range's messages, oldest first, one array per range in the order of `ranges` (ranges may
+   * overlap, repeat, and name several sessions). Scoped to `owner` as an owner-scoped `getMessages`
+   * is (user, `activeSince`, the store's TTL), in the same step, but a range of a session that is
+   * missing, another owner's or expired reads as empty rather than throwing `session_not_found`.
+   */
+  getMessageRanges(ranges: readonly MessageRange[], owner: OwnerScope): Promise<Message[][]>;
+}
+
 /** A turn opened in one round trip (with `capabilities.combinedTurn`). Without it {@link completeStore} takes the lease and reads call by call. */
 export interface TurnStore {
   /**
@@ -260,6 +277,7 @@ export interface FullStore
     SearchStore,
     RetentionStore,
     CountStore,
+    RangeReadStore,
     UserMemoryStore,
     MemoryOwnersStore {
   openTurn?: TurnStore["openTurn"];
@@ -283,6 +301,9 @@ export const hasRetention = (store: SessionStore): store is SessionStore & Reten
   has(store, "listAllSessions", "expire");
 /** True when the store counts messages by itself ({@link CountStore}). */
 export const hasCounts = (store: SessionStore): store is SessionStore & CountStore => has(store, "countMessages");
+/** True when the store reads several ranges in one call ({@link RangeReadStore}). */
+export const hasRangeReads = (store: SessionStore): store is SessionStore & RangeReadStore =>
+  has(store, "getMessageRanges");
 /** True when the store opens a turn in one round trip ({@link TurnStore} with `capabilities.combinedTurn`). */
 export const hasCombinedTurn = (store: SessionStore): store is SessionStore & TurnStore =>
   store.capabilities.combinedTurn === true && has(store, "openTurn");

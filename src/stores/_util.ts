@@ -16,6 +16,7 @@ export {
   checkOwner,
   checkSearchQuery,
   inactiveSince,
+  isOwned,
   matchesSubstring,
   messageText,
   rankHits,

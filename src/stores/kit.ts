@@ -24,6 +24,7 @@ export {
   hasCombinedTurn,
   hasCounts,
   hasMemoryOwners,
+  hasRangeReads,
   hasRetention,
   hasSearch,
   hasState,

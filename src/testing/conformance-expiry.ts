@@ -17,7 +17,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { isThreadkeepError } from "../core/errors.js";
 import { newSessionId } from "../core/ids.js";
 import { createMemory } from "../create-memory.js";
-import { openTurn } from "../core/store/complete.js";
+import { completeStore, openTurn } from "../core/store/complete.js";
 import type { FullStore, VectorStore } from "../core/types.js";
 import { expectCode, implementsNatively, text, user } from "./_conformance-fixtures.js";
 
@@ -189,6 +189,10 @@ export function describeExpiry(store: () => FullStore, name: string, open: OpenS
         ["getState", (s) => store.getState(s)],
         ["search in the session", (s) => store.search({ userId: owner, sessionId: s, text: "find me" })],
       ];
+      reads.push([
+        "getMessageRanges",
+        (s) => completeStore(store).getMessageRanges([{ sessionId: s, fromSeq: 1, toSeq: 5 }], { userId: owner }),
+      ]);
       if (store.capabilities.ownerScope) {
         reads.push(
           ["getMessages owner-scoped", (s) => store.getMessages(s, { last: 20, owner: { userId: owner } })],

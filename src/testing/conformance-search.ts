@@ -146,6 +146,30 @@ export function describeSearch(store: () => FullStore, name: string): void {
       expect(inOther.map((h) => h.seq)).toEqual([1]);
     });
 
+    it("returns the same hits with around, each carrying its neighbours exactly as a read gives them when it carries any", async () => {
+      const owner = user();
+      const session = await newSession(owner);
+      const other = await newSession(owner);
+      await store().appendMessages(session.id, [
+        text("the harbour was foggy"),
+        text("we sailed past the lighthouse"),
+        text("lunch on deck"),
+        text("the lighthouse keeper waved"),
+      ]);
+      await store().appendMessages(other.id, [text("a lighthouse postcard")]);
+      const query = { userId: owner, text: "lighthouse keeper", ranking: "relevance" as const, limit: 5 };
+      const plain = await store().search(query);
+      const around = await store().search({ ...query, around: 1 });
+      expect(around.map(({ around: _around, ...hit }) => hit)).toEqual(plain);
+      expect(plain.length).toBe(3);
+      for (const hit of around) {
+        if (hit.around === undefined) continue; // a store may leave the neighbours to the caller
+        const read = await store().getMessages(hit.sessionId, { fromSeq: hit.seq - 1, toSeq: hit.seq + 1 });
+        expect(hit.around, `${hit.sessionId} ${hit.seq}`).toEqual(read);
+      }
+      expect(plain.every((hit) => hit.around === undefined)).toBe(true);
+    });
+
     it("keeps owners apart whose ids differ only in punctuation or case, in every mode", async () => {
       const tag = randomUUID().slice(0, 8);
       const owners = [`${tag}-x`, `${tag} x`, `${tag}.X`];

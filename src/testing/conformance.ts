@@ -20,6 +20,7 @@ import { describeSessions } from "./conformance-sessions.js";
 import { describeSummariesAndState } from "./conformance-summaries-and-state.js";
 import { describeVectors } from "./conformance-vectors.js";
 import { describeOwnerScope } from "./conformance-owner.js";
+import { describeRangeReads } from "./conformance-ranges.js";
 import { describeTurns } from "./conformance-turn.js";
 import { describeUserMemories } from "./conformance-user-memories.js";
 
@@ -74,6 +75,7 @@ export function runStoreConformance(name: string, openStore: OpenStore, options:
 
     describeVectors(() => store, target.name);
     describeOwnerScope(() => store);
+    describeRangeReads(() => store);
     describeTurns(() => store);
     describeSummaryBoundedCap(() => store);
     describeUserMemories(() => store);

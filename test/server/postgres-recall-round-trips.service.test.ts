@@ -4,8 +4,8 @@
  * statements: open the turn, commit it): the store's full-text search more when nothing is found
  * (one statement, or two where the store sizes the owner first), since recall ranks with core's
  * `rankTurns` and a search whose candidates hold too few of the query's words stops there; when
- * something is, the ranking reads the hits' neighbours, and recall reads the hit's session (the turns it
- * quotes are those the ranking read: no read of its own).
+ * something is, the search returns the hits' neighbours with them (`around`: no read of its own), and
+ * recall reads the hit's session (the turns it quotes are those the search read: no read of its own).
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
@@ -48,12 +48,13 @@ describe("PostgreSQL round trips of a proxied turn with --recall-scope user", { 
     counter.reset();
     expect((await chat(url, session, `where is the ${a} ${b}?`)).status).toBe(200);
     await quiet(counter);
-    // The search, then three more: the hits are the earlier turn and its echoed reply (seqs 1 and 2), so
-    // the ranking reads seq 3 as their neighbour (1); it is past the session's last message, and the
-    // store reads an empty answer's session apart to tell "no messages" from a session gone (1); then
-    // recall reads the hit's session to check its owner and title (1). Seqs 1-3 are what the note
-    // quotes, all read by the ranking already, so recall reads no turns itself.
-    expect(counter.statements(), JSON.stringify(counter.counts())).toBe(miss + 3);
+    // The search, then one more: the hits are the earlier turn and its echoed reply (seqs 1 and 2), and
+    // the search returns each hit's neighbours in the same statement (`around`), so the ranking reads
+    // nothing more; then recall reads the hit's session to check its owner and title (1). Seqs 1-3 are
+    // what the note quotes, all read with the search already, so recall reads no turns itself. (Three
+    // more before issue 34: the neighbour range read by getMessages, and its empty answer's session read
+    // apart to tell "no messages" from a session gone.)
+    expect(counter.statements(), JSON.stringify(counter.counts())).toBe(miss + 1);
     const sent = fake.chatRequests().at(-1)?.body.messages as { role: string; content: string }[];
     expect(sent.some((m) => m.role === "system" && m.content.includes("blue box"))).toBe(true);
   });

@@ -225,6 +225,20 @@ export function createKeyValueStore(db: KeyValue): Omit<FullStore, keyof UserMem
       if (q.last !== undefined) return q.last > 0 ? found.slice(-q.last) : [];
       return q.limit !== undefined ? found.slice(0, q.limit) : found;
     },
+    // Several ranges at once (search reads the turns around those it finds): each document read once,
+    // the owner checked here, since this store's getMessages does not check one (no `ownerScope`).
+    async getMessageRanges(ranges, owner) {
+      const docs = new Map<string, Promise<Doc | undefined>>();
+      for (const { sessionId } of ranges) if (!docs.has(sessionId)) docs.set(sessionId, read(sessionId));
+      return Promise.all(
+        ranges.map(async ({ sessionId, fromSeq, toSeq }) => {
+          const doc = await docs.get(sessionId);
+          const owned =
+            doc?.session.userId === owner.userId && doc.session.lastActivityAt >= (owner.activeSince ?? -Infinity);
+          return owned ? doc.messages.filter((m) => m.seq >= fromSeq && m.seq <= toSeq) : [];
+        }),
+      );
+    },
     countMessages: async (id) => (await read(id))?.messages.length ?? 0,
     popMessage: (id) =>
       exclusive(async () => {

@@ -135,6 +135,7 @@ const HOLDS: Record<CapabilityGuard, ((s: Snapshot) => boolean) | "not-data"> = 
   hasSearch: "not-data",
   hasCounts: "not-data",
   hasCombinedTurn: "not-data",
+  hasRangeReads: "not-data",
   canStoreVectors: "not-data",
   canStoreMemoryVectors: "not-data",
 };

@@ -10,7 +10,6 @@
  * (a deleted session's messages are gone with it), and each hit's session is read again and checked.
  */
 import type { BackgroundEmbedder } from "../embeddings.js";
-import { ThreadkeepError } from "../errors.js";
 import { contentText, saidAt } from "../messages.js";
 import { type RankingReads, rankTurnsReading } from "../ranking.js";
 import { fuseRanks } from "../search.js";
@@ -270,18 +269,15 @@ export async function findUserRecall(
       candidates.map((c) => c.hit),
     );
     const spans = turnSpans(missing);
-    const owner = { userId, activeSince };
     const [sessions, reads] = await Promise.all([
       Promise.all(sessionIds.map((id) => store.getSession(id))),
-      Promise.all(
-        spans.map(([id, fromSeq, toSeq]) =>
-          store.getMessages(id, { fromSeq, toSeq, owner }).catch((error: unknown) => {
-            // A session deleted or expired since the search matched it: left out below.
-            if (error instanceof ThreadkeepError && error.code === "session_not_found") return [] as Message[];
-            throw error;
-          }),
-        ),
-      ),
+      // A session deleted or expired since the search matched it reads as empty: left out below.
+      spans.length === 0
+        ? Promise.resolve([])
+        : store.getMessageRanges(
+            spans.map(([id, fromSeq, toSeq]) => ({ sessionId: id, fromSeq, toSeq })),
+            { userId, activeSince },
+          ),
     ]);
     spans.forEach(([id], i) => read.set(id, [...(read.get(id) ?? []), ...reads[i]]));
     // The store scoped the search already; a session gone, another owner's or expired since is left out.

@@ -2,8 +2,8 @@
  * The one place where what a store lacks is made up for. `completeStore` turns any
  * {@link SessionStore} (twelve required methods) into a {@link FullStore}: each capability the
  * store does not implement is derived from the required methods where it can be (substring search
- * over reads, counting, opening a turn call by call, owner checks before a call, replacing by truncate
- * and append) and fails with a coded `capability_missing` where it cannot (keeping branches,
+ * over reads, counting, reading several ranges range by range, opening a turn call by call, owner
+ * checks before a call, replacing by truncate and append) and fails with a coded `capability_missing` where it cannot (keeping branches,
  * summaries, state and memories about users, sweeping every session). Nothing outside this file asks a store what it can do,
  * except for what it describes (`persistent`, `fullTextSearch`, `vectors`, …).
  *
@@ -20,6 +20,7 @@ import type {
   Message,
   MessageInput,
   MessageQuery,
+  MessageRange,
   OpenedTurn,
   OwnerScope,
   ReplaceOptions,
@@ -34,6 +35,7 @@ import {
   hasCombinedTurn,
   hasCounts,
   hasMemoryOwners,
+  hasRangeReads,
   hasRetention,
   hasSearch,
   hasState,
@@ -41,7 +43,7 @@ import {
   hasUserMemories,
 } from "../types.js";
 import { readTurn, withLease } from "../open-turn.js";
-import { checkOwner, checkSearchQuery, DEFAULT_SEARCH_LIMIT, rankHits, substringHits } from "./helpers.js";
+import { checkOwner, checkSearchQuery, isOwned, DEFAULT_SEARCH_LIMIT, rankHits, substringHits } from "./helpers.js";
 import { rankByRelevanceInSlices, type SessionMessages } from "./relevance.js";
 
 /** How many of an owner's newest sessions, and of their newest messages each, a derived search reads. */
@@ -72,6 +74,7 @@ function isNativelyComplete(store: SessionStore): boolean {
     hasSearch(store) &&
     hasRetention(store) &&
     hasCounts(store) &&
+    hasRangeReads(store) &&
     hasCombinedTurn(store) &&
     hasUserMemories(store) &&
     hasMemoryOwners(store) &&
@@ -163,6 +166,7 @@ class Fallbacks {
         : async () => ({ userIds: [], nextCursor: null });
     }
     if (!hasCounts(store)) own.countMessages = async (id) => (await store.getMessages(id)).length;
+    if (!hasRangeReads(store)) own.getMessageRanges = (ranges, owner) => this.#readRanges(ranges, owner);
     // The store is the prototype: its extras (and its `name`, `capabilities`) stay reachable.
     this.#built = Object.assign(Object.create(store) as FullStore, own);
     return this.#built;
@@ -232,6 +236,33 @@ class Fallbacks {
     await this.#checkOwner(id, query.owner);
     const { owner: _owner, ...rest } = query;
     return this.#store.getMessages(id, rest);
+  }
+
+  /**
+   * Several ranges, range by range and all at once: each an owner-scoped read (on a store without
+   * `ownerScope`, each session is read once and checked, then its ranges read plainly). A session that
+   * fails the check reads as empty.
+   */
+  async #readRanges(ranges: readonly MessageRange[], owner: OwnerScope): Promise<Message[][]> {
+    const store = this.#store;
+    if (this.#caps.ownerScope) {
+      return Promise.all(
+        ranges.map(({ sessionId, fromSeq, toSeq }) =>
+          store.getMessages(sessionId, { fromSeq, toSeq, owner }).catch((error: unknown) => {
+            if (error instanceof ThreadkeepError && error.code === "session_not_found") return [] as Message[];
+            throw error;
+          }),
+        ),
+      );
+    }
+    const ids = [...new Set(ranges.map((range) => range.sessionId))];
+    const sessions = await Promise.all(ids.map((id) => store.getSession(id)));
+    const owned = new Set(ids.filter((_id, i) => isOwned(owner, sessions[i])));
+    return Promise.all(
+      ranges.map(({ sessionId, fromSeq, toSeq }) =>
+        owned.has(sessionId) ? store.getMessages(sessionId, { fromSeq, toSeq }) : Promise.resolve([]),
+      ),
+    );
   }
 
   async #replace(id: string, seq: number, messages: MessageInput[], options: ReplaceOptions = {}): Promise<Message[]> {

@@ -68,7 +68,13 @@ export function checkOwner(
   found: { userId: string; lastActivityAt: number } | null | undefined,
 ): void {
   if (!owner) return;
-  if (!found || found.userId !== owner.userId || inactiveSince(found, owner.activeSince)) {
-    throw new SessionNotFoundError(id);
-  }
+  if (!isOwned(owner, found)) throw new SessionNotFoundError(id);
+}
+
+/** Whether `found` (a session's owner and last activity, or nothing) passes `owner`'s check ({@link checkOwner}). */
+export function isOwned(
+  owner: OwnerScope,
+  found: { userId: string; lastActivityAt: number } | null | undefined,
+): found is { userId: string; lastActivityAt: number } {
+  return !!found && found.userId === owner.userId && !inactiveSince(found, owner.activeSince);
 }

@@ -29,6 +29,7 @@ import { sidecarVectors } from "../_vector-sidecar.js";
 import {
   checkIncarnation,
   checkOwner,
+  isOwned,
   checkSummarySession,
   applyMessageQuery,
   checkSearchQuery,
@@ -306,6 +307,20 @@ export function createFileStore(options: FileStoreOptions): FullStore & VectorSt
       const entry = await read(id);
       checkOwner(id, query?.owner, entry?.session);
       return entry ? structuredClone(applyMessageQuery(entry.messages, query)) : [];
+    },
+
+    async getMessageRanges(ranges, owner) {
+      // Each session read once, however many of its ranges are asked for.
+      const entries = new Map<string, ReturnType<typeof read>>();
+      for (const { sessionId } of ranges) if (!entries.has(sessionId)) entries.set(sessionId, read(sessionId));
+      return Promise.all(
+        ranges.map(async ({ sessionId, fromSeq, toSeq }) => {
+          const entry = await entries.get(sessionId)!;
+          return entry && isOwned(owner, entry.session)
+            ? structuredClone(applyMessageQuery(entry.messages, { fromSeq, toSeq }))
+            : [];
+        }),
+      );
     },
 
     async countMessages(id) {

@@ -38,6 +38,7 @@ import { LocalLeases } from "../_lease.js";
 import {
   checkIncarnation,
   checkOwner,
+  isOwned,
   checkSummarySession,
   applyMessageQuery,
   checkSearchQuery,
@@ -292,6 +293,15 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): FullStore &
       const entry = find(id);
       checkOwner(id, query?.owner, entry?.session);
       return entry ? structuredClone(applyMessageQuery(entry.messages, query)) : [];
+    },
+
+    async getMessageRanges(ranges, owner) {
+      return ranges.map(({ sessionId, fromSeq, toSeq }) => {
+        const entry = find(sessionId);
+        return entry && isOwned(owner, entry.session)
+          ? structuredClone(applyMessageQuery(entry.messages, { fromSeq, toSeq }))
+          : [];
+      });
     },
 
     async countMessages(id) {

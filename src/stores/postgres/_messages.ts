@@ -10,7 +10,7 @@ import { checkOwner, seqBounds } from "../_util.js";
 /** The message methods of the store besides writes of history. */
 export function messageReads(
   run: PgRun,
-): Pick<FullStore, "getMessages" | "countMessages" | "popMessage" | "truncateAfter"> {
+): Pick<FullStore, "getMessages" | "getMessageRanges" | "countMessages" | "popMessage" | "truncateAfter"> {
   /** Locks the session row for a change of its messages; the seq lock appends also take. */
   const lockSession = async (tx: postgres.TransactionSql<Record<string, unknown>>, id: string) => {
     const [row] = await tx`SELECT id FROM sessions WHERE id = ${id} FOR UPDATE`;
@@ -90,6 +90,33 @@ export function messageReads(
           ORDER BY seq LIMIT ${query.limit === undefined ? null : Math.max(0, Math.floor(query.limit))}`;
         return rows.map(toMessage);
       }),
+
+    // Every range in one statement: the owner and activity checked by a join on `sessions` (a session
+    // failing them gives no rows, so its ranges read as empty), each range an index range scan.
+    getMessageRanges: (ranges, owner) =>
+      ranges.length === 0
+        ? Promise.resolve([])
+        : run("getMessageRanges", async (sql) => {
+            const ids: string[] = [];
+            const froms: number[] = [];
+            const tos: number[] = [];
+            for (const range of ranges) {
+              const [lo, hi] = seqBounds(range);
+              ids.push(range.sessionId);
+              froms.push(lo);
+              tos.push(hi);
+            }
+            const rows = await sql<(MessageRow & { i: number })[]>`
+              SELECT r.i::int AS i, m.seq, m.created_at, m.body
+              FROM unnest(${ids}::text[], ${froms}::int8[], ${tos}::int8[]) WITH ORDINALITY AS r(session_id, from_seq, to_seq, i)
+              JOIN sessions s ON s.id = r.session_id COLLATE "C"
+                AND s.user_id = ${owner.userId} AND s.last_activity_at >= ${owner.activeSince ?? Number.MIN_SAFE_INTEGER}
+              JOIN messages m ON m.session_id = s.id AND m.seq BETWEEN r.from_seq AND r.to_seq
+              ORDER BY r.i, m.seq`;
+            const read = ranges.map((): Message[] => []);
+            for (const row of rows) read[row.i - 1].push(toMessage(row));
+            return read;
+          }),
 
     countMessages: (id) =>
       run("countMessages", async (sql) => {

@@ -13,7 +13,7 @@
  * is matched by the tsvector computed here, so a search right after an append finds it; the GIN path
  * reaches those rows through the partial index of pending rows, which the drain keeps short.
  */
-import type { SearchHit, SearchQuery } from "../../core/types.js";
+import type { Message, SearchHit, SearchQuery } from "../../core/types.js";
 import { type MessageRow, searchable, toMessage } from "./_rows.js";
 import type { PgSql } from "./_client.js";
 import { DEFAULT_SEARCH_LIMIT, messageText, snippetOf } from "../_util.js";
@@ -68,7 +68,8 @@ const B = 0.75;
  * still pending (not yet indexed, so not yet counted) among the candidates are added to the counts.
  * The candidates are the owner's messages holding a query lexeme, the newest
  * {@link RELEVANCE_CANDIDATES}: read owner first for a small owner, through the GIN index for a large
- * one (as {@link searchMessages}); only the `limit` best are read whole.
+ * one (as {@link searchMessages}); only the `limit` best are read whole (with `query.around`, each with
+ * its neighbours in the same statement: see `SearchHit.around`).
  */
 async function searchRelevance(sql: PgSql, lang: string, query: SearchQuery, limit: number): Promise<SearchHit[]> {
   const tsv = sql`coalesce(m.tsv, to_tsvector(${lang}::regconfig, left(m.search_text, 100000)))`;
@@ -87,7 +88,16 @@ async function searchRelevance(sql: PgSql, lang: string, query: SearchQuery, lim
         WHERE ${owned} AND NOT (SELECT small FROM sizing)
         AND (m.tsv @@ q.any OR (m.tsv IS NULL AND to_tsvector(${lang}::regconfig, left(m.search_text, 100000)) @@ q.any))
         ORDER BY m.created_at DESC LIMIT ${RELEVANCE_CANDIDATES})`;
-  const rows = await sql<(MessageRow & { session_id: string })[]>`
+  // Only the best `limit` are read whole; with `around`, each with its neighbours (one row a message,
+  // the hit's own among them), so a caller that ranks them again reads nothing more.
+  const around = Math.max(0, Math.floor(query.around ?? 0));
+  const alone = sql`SELECT m.session_id, m.seq, m.created_at, m.body FROM scores sc
+    JOIN messages m ON m.session_id = sc.session_id AND m.seq = sc.seq
+    ORDER BY sc.score DESC, sc.created_at DESC, sc.seq DESC`;
+  const withAround = sql`SELECT sc.session_id, sc.seq AS hit_seq, m.seq, m.created_at, m.body FROM scores sc
+    JOIN messages m ON m.session_id = sc.session_id AND m.seq BETWEEN sc.seq - ${around} AND sc.seq + ${around}
+    ORDER BY sc.score DESC, sc.created_at DESC, sc.seq DESC, m.seq`;
+  const rows = await sql<(MessageRow & { session_id: string; hit_seq?: number })[]>`
     WITH q AS MATERIALIZED (
       SELECT websearch_to_tsquery(${lang}::regconfig, ${anyWord(query.text)}) AS any,
         tsvector_to_array(to_tsvector(${lang}::regconfig, ${query.text})) AS lexemes
@@ -126,18 +136,24 @@ async function searchRelevance(sql: PgSql, lang: string, query: SearchQuery, lim
       ORDER BY score DESC, t.created_at DESC, t.seq DESC
       LIMIT ${limit}
     )
-    SELECT m.session_id, m.seq, m.created_at, m.body FROM scores sc
-    JOIN messages m ON m.session_id = sc.session_id AND m.seq = sc.seq
-    ORDER BY sc.score DESC, sc.created_at DESC, sc.seq DESC`;
-  return rows.map((row) => {
+    ${around > 0 ? withAround : alone}`;
+  const hits: SearchHit[] = [];
+  let last: SearchHit | undefined;
+  for (const row of rows) {
+    const hitSeq = around > 0 ? Number(row.hit_seq) : row.seq;
+    if (!last || last.sessionId !== row.session_id || last.seq !== hitSeq) {
+      last = { sessionId: row.session_id, seq: hitSeq, snippet: "", message: undefined as unknown as Message };
+      if (around > 0) last.around = [];
+      hits.push(last);
+    }
     const message = toMessage(row);
-    return {
-      sessionId: row.session_id,
-      seq: row.seq,
-      snippet: fulltextSnippet(messageText(message), query.text),
-      message,
-    };
-  });
+    last.around?.push(message);
+    if (row.seq === hitSeq) {
+      last.message = message;
+      last.snippet = fulltextSnippet(messageText(message), query.text);
+    }
+  }
+  return hits;
 }
 
 /** Searches one owner's messages; `lang` is the text search configuration. */

@@ -1,5 +1,5 @@
-import { SessionNotFoundError } from "../../core/errors.js";
-import type { Message, MessageQuery } from "../../core/types.js";
+import { isThreadkeepError, SessionNotFoundError } from "../../core/errors.js";
+import type { Message, MessageQuery, MessageRange, OwnerScope } from "../../core/types.js";
 import { parseMessages, type RedisKeys } from "./_codec.js";
 import type { RedisConnection } from "./_connection.js";
 import * as S from "./_scripts.js";
@@ -81,6 +81,28 @@ export async function readMessages(
     );
   }
   return parseMessages(id, items);
+}
+
+/**
+ * Several owner-scoped ranges (`RangeReadStore`): one owner-checking script a range, all sent at once,
+ * so the client pipelines them (on a cluster each goes to its session's node). A session missing,
+ * another owner's or expired reads as empty.
+ */
+export function readMessageRanges(
+  db: RedisConnection,
+  keys: RedisKeys,
+  ttlMs: number,
+  ranges: readonly MessageRange[],
+  owner: OwnerScope,
+): Promise<Message[][]> {
+  return Promise.all(
+    ranges.map(({ sessionId, fromSeq, toSeq }) =>
+      readMessages(db, keys, ttlMs, sessionId, { fromSeq, toSeq, owner }).catch((error: unknown) => {
+        if (isThreadkeepError(error, "session_not_found")) return [] as Message[];
+        throw error;
+      }),
+    ),
+  );
 }
 
 /**

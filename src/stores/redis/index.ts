@@ -31,7 +31,7 @@ import { RedisIndexes } from "./_session-index.js";
 import { LEASE_HEARTBEAT_GRACE_MS, RedisLeases } from "./_lease.js";
 import * as L from "./_lease-scripts.js";
 import type { RedisStoreOptions } from "./_options.js";
-import { liveRead as liveReadOf, readMessages } from "./_read.js";
+import { liveRead as liveReadOf, readMessageRanges, readMessages } from "./_read.js";
 import * as S from "./_scripts.js";
 import { searchMessages } from "./_search.js";
 import { openRedisTurn, TURN_OPEN, turnOpenArgs } from "./_turn.js";
@@ -268,6 +268,8 @@ export function createRedisStore(options: RedisStoreOptions): FullStore & Vector
     },
 
     getMessages: (id: string, query: MessageQuery = {}) => readMessages(db, keys, ttlMs, id, query),
+
+    getMessageRanges: (ranges, owner) => readMessageRanges(db, keys, ttlMs, ranges, owner),
 
     async countMessages(id) {
       return liveRead(id, ["LLEN", dataKeys(id)[1]], 0);

@@ -1,3 +1,4 @@
+import { isThreadkeepError } from "../../core/errors.js";
 import type { FullStore, Message, MessageInput, MessageQuery } from "../../core/types.js";
 import type { SqliteConnection } from "./_connection.js";
 import type { SqliteStoreDb } from "./_db.js";
@@ -43,10 +44,27 @@ export function readMessages(db: SqliteStoreDb, id: string, query: MessageQuery)
 /** The message methods of the store that read or cut a session's messages (appends are the store's own). */
 export function messageReads({
   use,
-}: SqliteConnection): Pick<FullStore, "getMessages" | "countMessages" | "popMessage" | "truncateAfter"> {
+}: SqliteConnection): Pick<
+  FullStore,
+  "getMessages" | "getMessageRanges" | "countMessages" | "popMessage" | "truncateAfter"
+> {
   return {
     async getMessages(id: string, query: MessageQuery = {}) {
       return use((db) => readMessages(db, id, query));
+    },
+
+    // Every range in one synchronous pass over the database (no await between them).
+    async getMessageRanges(ranges, owner) {
+      return use((db) =>
+        ranges.map(({ sessionId, fromSeq, toSeq }) => {
+          try {
+            return readMessages(db, sessionId, { fromSeq, toSeq, owner });
+          } catch (error) {
+            if (isThreadkeepError(error, "session_not_found")) return [];
+            throw error;
+          }
+        }),
+      );
     },
 
     async countMessages(id) {

@@ -11,8 +11,13 @@
  * top 10 of every query is computed while the store is filled, and checked against the store's own
  * exact scan for the queries timed on it.
  *
- * PostgreSQL's exact scan, its only path, at the sizes of `BENCH_VECTORS_POSTGRES` (e.g. `20000,50000`;
- * off by default); `BENCH_VECTORS_SQLITE=0` skips SQLite.
+ * PostgreSQL's exact scan at the sizes of `BENCH_VECTORS_POSTGRES` (e.g. `20000,50000`; off by
+ * default); `BENCH_VECTORS_SQLITE=0` skips SQLite. `--store postgres`: PostgreSQL's IVF index at
+ * `BENCH_VECTORS_SIZE` (see {@link postgresIndexed}), with `BENCH_VECTORS_PG_SCHEMA=<name>` (keep the
+ * filled schema and reuse it: the same size is measured again, a larger one topped up from the largest
+ * saved fill), `BENCH_VECTORS_PG_FILL_ONLY=1` (fill, save, stop), `BENCH_VECTORS_PG_REBUILD=0` (search
+ * the kept schema's index as it is), `BENCH_VECTORS_PG_EXACT` (exact scans timed, default 3; 0 none),
+ * `BENCH_VECTORS_FILL_CONCURRENCY` (sessions written at once, default 1).
  *
  * `BENCH_VECTORS_SIZE` (default 100,000; the 1M figures in docs/benchmarks/vectors.md use 1000000),
  * `BENCH_VECTORS_DIMS` (default `768,1536`), `BENCH_VECTORS_QUERIES` (default 100),

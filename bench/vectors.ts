@@ -334,10 +334,15 @@ async function savedFill(
   if (!table) return undefined;
   const [row] = await admin<{ size: number; keys: string[][]; scores: number[][]; fill_seconds: number }[]>`
     SELECT size, keys, scores, fill_seconds FROM bench_fill WHERE size <= ${size} ORDER BY size DESC LIMIT 1`;
-  if (!row || row.keys.length < queries) return undefined;
+  if (!row) return undefined;
+  // Saved as JSON text in a jsonb (a string to the driver): parsed here.
+  const parse = <T>(x: T | string): T => (typeof x === "string" ? (JSON.parse(x) as T) : x);
+  const keys = parse(row.keys);
+  const scores = parse(row.scores);
+  if (keys.length < queries) return undefined;
   const [{ n }] = await admin<{ n: number }[]>`SELECT count(*)::int AS n FROM message_vectors`;
   if (n !== row.size) throw new Error(`the kept schema holds ${n} vectors, its last saved fill ${row.size}: drop it`);
-  return { size: row.size, keys: row.keys, scores: row.scores, fillSeconds: row.fill_seconds };
+  return { size: row.size, keys, scores, fillSeconds: row.fill_seconds };
 }
 
 /**

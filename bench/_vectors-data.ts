@@ -20,11 +20,13 @@ export interface MixtureOptions {
   centres: number;
   spread: number;
   seed: number;
+  /** The noise's seed (the centres' is `seed`): another draw around the same centres. @default seed */
+  noiseSeed?: number;
 }
 
 /** Draws normalised vectors from the mixture. */
-export function mixture({ dims, centres: count, spread, seed }: MixtureOptions): () => Float32Array {
-  const random = seededRandom(seed);
+export function mixture({ dims, centres: count, spread, seed, noiseSeed }: MixtureOptions): () => Float32Array {
+  let random = seededRandom(seed);
   let spare: number | undefined;
   const gauss = () => {
     if (spare !== undefined) {
@@ -46,6 +48,10 @@ export function mixture({ dims, centres: count, spread, seed }: MixtureOptions):
     return v;
   };
   const centres = Array.from({ length: count }, () => unit(Float32Array.from({ length: dims }, gauss)));
+  if (noiseSeed !== undefined && noiseSeed !== seed) {
+    random = seededRandom(noiseSeed);
+    spare = undefined;
+  }
   const noise = spread / Math.sqrt(dims);
   return () => {
     const c = centres[Math.floor(random() * centres.length)];
@@ -96,7 +102,8 @@ export async function fill(
       MODEL,
       added.map((m, i) => ({ seq: m.seq, createdAt: m.createdAt, vector: vectors[i] })),
     );
-    for (const t of truths) for (let i = 0; i < n; i++) t.offer(`${session.id}:${added[i].seq}`, vectors[i]);
+    const keys = added.map((m) => `${session.id}:${m.seq}`);
+    for (const t of truths) for (let i = 0; i < n; i++) t.offer(keys[i], vectors[i]);
     if ((done + n) % 100_000 === 0) console.error(`    ${(done + n).toLocaleString("en")} vectors`);
   }
 }

@@ -11,8 +11,13 @@
  * top 10 of every query is computed while the store is filled, and checked against the store's own
  * exact scan for the queries timed on it.
  *
- * PostgreSQL's exact scan, its only path, at the sizes of `BENCH_VECTORS_POSTGRES` (e.g. `20000,50000`;
- * off by default); `BENCH_VECTORS_SQLITE=0` skips SQLite.
+ * PostgreSQL's exact scan at the sizes of `BENCH_VECTORS_POSTGRES` (e.g. `20000,50000`; off by
+ * default); `BENCH_VECTORS_SQLITE=0` skips SQLite. `--store postgres`: PostgreSQL's IVF index at
+ * `BENCH_VECTORS_SIZE` (see {@link postgresIndexed}), with `BENCH_VECTORS_PG_SCHEMA=<name>` (keep the
+ * filled schema and reuse it: the same size is measured again, a larger one topped up from the largest
+ * saved fill), `BENCH_VECTORS_PG_FILL_ONLY=1` (fill, save, stop), `BENCH_VECTORS_PG_REBUILD=0` (search
+ * the kept schema's index as it is), `BENCH_VECTORS_PG_EXACT` (exact scans timed, default 3; 0 none),
+ * `BENCH_VECTORS_FILL_CONCURRENCY` (sessions written at once, default 1).
  *
  * `BENCH_VECTORS_SIZE` (default 100,000; the 1M figures in docs/benchmarks/vectors.md use 1000000),
  * `BENCH_VECTORS_DIMS` (default `768,1536`), `BENCH_VECTORS_QUERIES` (default 100),
@@ -292,6 +297,54 @@ async function postgresExact(sizes: number[]) {
   printTable(["owner's vectors", "p50", "p90", "p50 per vector"], rows);
 }
 
+/** Sessions filled at once by `--store postgres` (`BENCH_VECTORS_FILL_CONCURRENCY`, default 1). */
+const FILL_CONCURRENCY = Number(process.env.BENCH_VECTORS_FILL_CONCURRENCY ?? 1);
+/** Exact scans timed by `--store postgres` (`BENCH_VECTORS_PG_EXACT`, default 3; 0 skips them). */
+const PG_EXACT_QUERIES = Number(process.env.BENCH_VECTORS_PG_EXACT ?? 3);
+/** Whether a kept schema's index is dropped and built again (`BENCH_VECTORS_PG_REBUILD=0` searches the kept one). */
+const REBUILD = process.env.BENCH_VECTORS_PG_REBUILD !== "0";
+
+/** {@link fill} with `concurrency` sessions written at a time (the store's pool takes them). */
+async function fillConcurrently(
+  store: VectorStore,
+  owner: string,
+  count: number,
+  draw: () => Float32Array,
+  truths: Truth[],
+  concurrency: number,
+) {
+  const chunk = Math.ceil(count / Math.max(1, concurrency) / 100) * 100;
+  const parts: Promise<void>[] = [];
+  for (let done = 0; done < count; done += chunk)
+    parts.push(fill(store, owner, Math.min(chunk, count - done), draw, truths));
+  await Promise.all(parts);
+}
+
+/**
+ * The exact answers (and scores) a kept schema's fill saved: at `size` if there, else at the largest
+ * smaller size (to top up), if it holds at least `queries` of them; the owner must then hold exactly
+ * that many vectors (a fill that stopped half-way saved nothing and cannot be reused).
+ */
+async function savedFill(
+  admin: import("postgres").Sql,
+  size: number,
+  queries: number,
+): Promise<{ size: number; keys: string[][]; scores: number[][]; fillSeconds: number } | undefined> {
+  const [table] = await admin`SELECT 1 FROM pg_tables WHERE schemaname = current_schema() AND tablename = 'bench_fill'`;
+  if (!table) return undefined;
+  const [row] = await admin<{ size: number; keys: string[][]; scores: number[][]; fill_seconds: number }[]>`
+    SELECT size, keys, scores, fill_seconds FROM bench_fill WHERE size <= ${size} ORDER BY size DESC LIMIT 1`;
+  if (!row) return undefined;
+  // Saved as JSON text in a jsonb (a string to the driver): parsed here.
+  const parse = <T>(x: T | string): T => (typeof x === "string" ? (JSON.parse(x) as T) : x);
+  const keys = parse(row.keys);
+  const scores = parse(row.scores);
+  if (keys.length < queries) return undefined;
+  const [{ n }] = await admin<{ n: number }[]>`SELECT count(*)::int AS n FROM message_vectors`;
+  if (n !== row.size) throw new Error(`the kept schema holds ${n} vectors, its last saved fill ${row.size}: drop it`);
+  return { size: row.size, keys, scores, fillSeconds: row.fill_seconds };
+}
+
 /**
  * `--store postgres`: PostgreSQL's IVF index (postgres/_ivf.ts, schema version 20) against the truth
  * computed while filling, at `BENCH_VECTORS_SIZE` × 768 in one owner: the background build's wall time
@@ -303,7 +356,8 @@ async function postgresIndexed() {
   const { default: postgres } = await import("postgres");
   const { TEST_POSTGRES_URL } = await import("../test/_services.js");
   const { randomBytes } = await import("node:crypto");
-  const schema = `tk_bench_ivf_${randomBytes(4).toString("hex")}`;
+  const kept = process.env.BENCH_VECTORS_PG_SCHEMA;
+  const schema = kept ?? `tk_bench_ivf_${randomBytes(4).toString("hex")}`;
   const admin = postgres(TEST_POSTGRES_URL, { max: 1, onnotice: () => {}, connection: { search_path: schema } });
   const open = (vectorIndex: object | false) =>
     createPostgresStore({ url: TEST_POSTGRES_URL, schema, vectorIndex, queryTimeoutMs: 30_000 });
@@ -312,16 +366,41 @@ async function postgresIndexed() {
   try {
     const draw = mixture({ dims, centres: CENTRES, spread: SPREAD, seed: 7 });
     const queries = Array.from({ length: QUERIES }, draw);
-    const truths = queries.map((q) => new Truth(q));
-    const filler = open(false);
+    let truths = queries.map((q) => new Truth(q));
+    // A kept schema filled by an earlier run is reused: at this size as it is (its index dropped first,
+    // unless BENCH_VECTORS_PG_REBUILD=0), or at a smaller size topped up to this one.
+    const saved = kept ? await savedFill(admin, SIZE, QUERIES) : undefined;
+    let fillSeconds = saved?.fillSeconds ?? 0;
     let start = performance.now();
-    await fill(filler, "big", SIZE, draw, truths);
-    const fillSeconds = (performance.now() - start) / 1000;
-    await filler.close();
-    console.error(`  postgres: ${SIZE.toLocaleString("en")} × ${dims} filled in ${fillSeconds.toFixed(0)} s`);
+    if (saved) {
+      truths = queries.map((q, i) => Object.assign(new Truth(q), { keys: saved.keys[i], scores: saved.scores[i] }));
+      if (REBUILD || saved.size < SIZE) await admin`TRUNCATE vector_codes, vector_ivf`;
+      console.error(
+        `  postgres: reusing ${schema}, ${saved.size.toLocaleString("en")} × ${dims} (filled in ${fillSeconds.toFixed(0)} s)`,
+      );
+    }
+    if (!saved || saved.size < SIZE) {
+      const filler = open(false);
+      const from = saved?.size ?? 0;
+      // A top-up draws other vectors around the same centres (the queries' draw would repeat the first fill's).
+      const more =
+        from === 0 ? draw : mixture({ dims, centres: CENTRES, spread: SPREAD, seed: 7, noiseSeed: 7_000 + from });
+      await fillConcurrently(filler, "big", SIZE - from, more, truths, FILL_CONCURRENCY);
+      fillSeconds += (performance.now() - start) / 1000;
+      await filler.close();
+      if (kept) {
+        await admin`CREATE TABLE IF NOT EXISTS bench_fill (size integer PRIMARY KEY, fill_seconds float8, keys jsonb, scores jsonb)`;
+        await admin`INSERT INTO bench_fill VALUES (${SIZE}, ${fillSeconds}, ${JSON.stringify(truths.map((t) => t.keys))}::jsonb, ${JSON.stringify(truths.map((t) => t.scores))}::jsonb)`;
+      }
+      console.error(
+        `  postgres: ${SIZE.toLocaleString("en")} × ${dims} filled in ${fillSeconds.toFixed(0)} s (from ${from.toLocaleString("en")})`,
+      );
+      if (process.env.BENCH_VECTORS_PG_FILL_ONLY === "1") return;
+    }
     const exact = open(false);
     try {
-      const e = await timeSearches(exact, "big", queries.slice(0, 3));
+      if (PG_EXACT_QUERIES === 0) throw new Error("not measured (BENCH_VECTORS_PG_EXACT=0)");
+      const e = await timeSearches(exact, "big", queries.slice(0, PG_EXACT_QUERIES));
       rows.push([
         "exact scan",
         "–",
@@ -341,19 +420,23 @@ async function postgresIndexed() {
       ]);
     }
     await exact.close();
-    const indexed = open({});
-    start = performance.now();
-    const used = process.cpuUsage();
-    // The first search sizes the owner and queues the build (answered by the exact scan, which may time out).
-    await indexed.searchVectors({ userId: "big", model: MODEL, vector: queries[0], limit: K }).catch(() => {});
-    while ((await admin`SELECT 1 FROM vector_ivf WHERE ready`).length === 0)
-      await new Promise((r) => setTimeout(r, 200));
-    const buildSeconds = (performance.now() - start) / 1000;
-    const buildCpu = process.cpuUsage(used);
-    await indexed.close();
-    console.error(
-      `  postgres build ${buildSeconds.toFixed(1)} s (process CPU ${((buildCpu.user + buildCpu.system) / 1e6).toFixed(1)} s)`,
-    );
+    let buildSeconds = 0;
+    let buildCpu = { user: 0, system: 0 };
+    const ready = async () => (await admin`SELECT 1 FROM vector_ivf WHERE ready`).length > 0;
+    if (REBUILD || !(await ready())) {
+      const indexed = open({});
+      start = performance.now();
+      const used = process.cpuUsage();
+      // The first search sizes the owner and queues the build (answered by the exact scan, which may time out).
+      await indexed.searchVectors({ userId: "big", model: MODEL, vector: queries[0], limit: K }).catch(() => {});
+      while (!(await ready())) await new Promise((r) => setTimeout(r, 200));
+      buildSeconds = (performance.now() - start) / 1000;
+      buildCpu = process.cpuUsage(used);
+      await indexed.close();
+      console.error(
+        `  postgres build ${buildSeconds.toFixed(1)} s (process CPU ${((buildCpu.user + buildCpu.system) / 1e6).toFixed(1)} s)`,
+      );
+    } else console.error("  postgres: the kept index is searched (BENCH_VECTORS_PG_REBUILD=0): build not measured");
     for (const probes of PROBES) {
       const store = open({ probes });
       await timeSearches(store, "big", queries.slice(0, 3));
@@ -377,7 +460,7 @@ PostgreSQL, ${dims} dimensions, ${SIZE.toLocaleString("en")} vectors in one owne
     console.log(`
 fill ${fillSeconds.toFixed(0)} s; background build (first search to ready) ${buildSeconds.toFixed(1)} s, process CPU ${((buildCpu.user + buildCpu.system) / 1e6).toFixed(1)} s; vector_codes ${mib(Number(bytes))}`);
   } finally {
-    await admin.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    if (!kept) await admin.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
     await admin.end();
   }
 }

@@ -55,6 +55,14 @@ export interface VectorStore extends SessionStore {
   missingEmbeddings(sessionId: string, model: string, limit?: number): Promise<number[]>;
   /** The most similar messages by cosine similarity, best first. @throws `embedding_dimension_mismatch`. */
   searchVectors(query: VectorQuery): Promise<VectorHit[]>;
+  /** Which index large owners' vectors are searched through (`/readyz` shows it), for stores that say. */
+  describeVectorIndex?(): Promise<VectorIndexDescription>;
+}
+
+/** What {@link VectorStore.describeVectorIndex} answers: the index's kind and details of the store's own. */
+export interface VectorIndexDescription {
+  kind: string;
+  [detail: string]: string;
 }
 
 /** True when the store keeps embeddings ({@link VectorStore}). */

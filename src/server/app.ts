@@ -7,6 +7,7 @@ import { MemoryExtractor } from "./user-memories/extractor.js";
 import Fastify, { type FastifyInstance, type FastifyServerOptions, LogController } from "fastify";
 import { assembleContext } from "../core/context/assemble.js";
 import { ThreadkeepError } from "../core/errors.js";
+import { canStoreVectors } from "../core/vector-types.js";
 import { isValidSessionId } from "../core/ids.js";
 import { checkJson } from "../core/json-limits.js";
 import { Memory, type MemoryOptions } from "../core/memory/memory.js";
@@ -288,14 +289,18 @@ export async function createServer(options: ServerOptions): Promise<ThreadkeepSe
       await withTimeout(store.getSession(READY_PROBE_ID), 2000);
       // Reads work but turns are answered unsaved: still ready (a balancer freeing no space), and said so.
       const full = metrics.storeWrites.full;
+      // Which index semantic search of a large owner uses (e.g. pgvector's HNSW or the IVF in SQL).
+      const described = canStoreVectors(store) ? await store.describeVectorIndex?.().catch(() => undefined) : undefined;
+      const vectorIndex = described ? { vectorIndex: described } : {};
       if (full) {
         return {
           status: "degraded",
           store: store.name,
+          ...vectorIndex,
           storageFull: { since: new Date(full.since).toISOString(), error: full.error },
         };
       }
-      return { status: "ok", store: store.name };
+      return { status: "ok", store: store.name, ...vectorIndex };
     } catch (error) {
       const failure = toHttpFailure(error);
       return reply.code(503).send({ status: "unavailable", ...(failure.body as object) });

@@ -42,6 +42,8 @@ export interface RunOptions {
    * so it never holds the main connection a caller's next operation expects to find free.
    */
   background?: boolean;
+  /** How long the operation may take (the store's query timeout by default): an index build's statement. */
+  timeoutMs?: number;
 }
 
 /** Settings of {@link PgOperations}. */
@@ -105,9 +107,8 @@ export class PgOperations {
     // In an outage that began just now, wait only what is left of its connect timeout.
     // While a missed deadline is being checked, as if the outage had begun with it.
     const since = this.#downSince || this.#checkingSince;
-    const deadline = since
-      ? Math.min(Date.now() + queryTimeoutMs, since + connectTimeoutMs)
-      : Date.now() + queryTimeoutMs;
+    const allowed = how.timeoutMs ?? queryTimeoutMs;
+    const deadline = since ? Math.min(Date.now() + allowed, since + connectTimeoutMs) : Date.now() + allowed;
     return new Promise<T>((resolve, reject) => {
       const op: Operation = { started: Date.now(), deadline, what, reject, work: null };
       this.pending.add(op);

@@ -10,13 +10,13 @@ import type { EmbeddingInput, VectorHit, VectorQuery } from "../../core/types.js
 import { type MessageRow, toMessage } from "./_rows.js";
 import type { PgSql } from "./_client.js";
 import { DEFAULT_SEARCH_LIMIT } from "../_util.js";
-import { checkDimensions, dimensionMismatch, normalize, vectorHit } from "../_vectors.js";
+import { checkDimensions, dimensionMismatch, float32Text, normalize, vectorHit } from "../_vectors.js";
 import type { VectorIndexer } from "./_ivf.js";
 
 type Tx = postgres.TransactionSql<Record<string, unknown>>;
 
 /** A vector as a PostgreSQL array literal (normalised: cosine similarity is then a dot product). */
-const literal = (vector: ArrayLike<number>) => `{${Array.from(normalize(vector)).join(",")}}`;
+const literal = (vector: ArrayLike<number>) => `{${float32Text(normalize(vector))}}`;
 
 async function dimsOf(sql: PgSql | Tx, model: string): Promise<number | undefined> {
   const [row] = await sql<{ dims: number }[]>`SELECT dims FROM embedding_models WHERE model = ${model}`;

@@ -75,8 +75,9 @@ export interface PostgresStoreOptions {
   searchIndexDelayMs?: number;
   /**
    * The IVF index of large owners' embeddings (`postgres/_ivf.ts`, built in the background once an
-   * owner holds `minOwnerVectors` vectors); `false` scans every search exactly.
-   * pgvector is not used. @default {}
+   * owner holds `minOwnerVectors` vectors); `false` scans every search exactly. Where the `vector`
+   * extension (pgvector ≥ 0.5.0) is installed or can be created, its HNSW index is used instead
+   * (`vectorIndex.pgvector: false` keeps the IVF); `describeVectorIndex()` and `/readyz` say which. @default {}
    */
   vectorIndex?: PostgresVectorIndexOptions | false;
 }
@@ -101,7 +102,9 @@ const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
  * const memory = createMemory({ store: createPostgresStore({ url: "postgres://app@127.0.0.1/threadkeep" }) });
  * ```
  */
-export function createPostgresStore(options: PostgresStoreOptions): FullStore & VectorStore & UserMemoryVectorStore {
+export function createPostgresStore(
+  options: PostgresStoreOptions,
+): FullStore & VectorStore & UserMemoryVectorStore & Required<Pick<VectorStore, "describeVectorIndex">> {
   const schema = options.schema ?? "public";
   if (!SCHEMA_NAME.test(schema)) {
     throw new ThreadkeepError(
@@ -129,6 +132,8 @@ export function createPostgresStore(options: PostgresStoreOptions): FullStore & 
     });
     await migrate(client.main, schema);
     await useTextSearchConfig(client.main, lang, schema);
+    // pgvector's HNSW when the database has (or may create) the extension, else the IVF in SQL.
+    await vectorIndex.detect(client.main);
     // Rows a stopped process left pending are indexed too.
     indexer.poke();
     return client;
@@ -215,6 +220,10 @@ export function createPostgresStore(options: PostgresStoreOptions): FullStore & 
     missingEmbeddings: (id: string, model: string, limit = 1000) =>
       run("missingEmbeddings", (sql) => missingVectors(sql, id, model, limit)),
     searchVectors: (query: VectorQuery) => run("searchVectors", (sql) => searchVectors(sql, query, vectorIndex)),
+    async describeVectorIndex() {
+      await connected();
+      return { ...vectorIndex.describe() };
+    },
 
     ...sessionMethods(run),
     ...userMemoryMethods(run),

@@ -1,6 +1,10 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { StoreUnavailableError } from "../../src/core/errors.js";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { createMemoryStore } from "../../src/stores/in-process/index.js";
+import { createSqliteStore } from "../../src/stores/sqlite/index.js";
 import { type Stack, startStack } from "./_stack.js";
 
 let stack: Stack;
@@ -15,6 +19,24 @@ describe("health and metrics", () => {
     const ready = await stack.request("GET", "/readyz");
     expect(ready.status).toBe(200);
     expect(await ready.json()).toEqual({ status: "ok", store: "memory" });
+  });
+
+  it("says on /readyz which index SQLite's semantic search of a large owner uses", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "threadkeep-readyz-"));
+    try {
+      stack = await startStack({ store: createSqliteStore({ path: join(dir, "a.db") }) });
+      expect(await (await stack.request("GET", "/readyz")).json()).toEqual({
+        status: "ok",
+        store: "sqlite",
+        vectorIndex: { kind: "ivf-sqlite-vec", build: "worker thread" },
+      });
+      await stack.close();
+      stack = await startStack({ store: createSqliteStore({ path: join(dir, "b.db"), vectorIndex: false }) });
+      expect(await (await stack.request("GET", "/readyz")).json()).toMatchObject({ vectorIndex: { kind: "exact" } });
+    } finally {
+      await stack.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("reports 503 on /readyz while the store is unreachable", async () => {

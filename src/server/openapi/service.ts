@@ -18,7 +18,7 @@ export const serviceContracts = {
     open: true,
     responses: {
       "200": ok(
-        'Ready: `status` is `ok`, or `degraded` with `storageFull: { since, error }` while the store refuses writes for want of space (turns are answered `not-saved`); a store that says which index its semantic search of a large owner uses adds `vectorIndex` (PostgreSQL: `{ kind: "pgvector-hnsw" | "ivf-sql" | "exact", pgvector: version or why it is not used }`)',
+        'Ready: `status` is `ok`, or `degraded` with `storageFull: { since, error }` while the store refuses writes for want of space (turns are answered `not-saved`); a store that says which index its semantic search of a large owner uses adds `vectorIndex` (PostgreSQL: `{ kind: "pgvector-hnsw" | "ivf-sql" | "exact", pgvector: version or why it is not used }`; SQLite: `{ kind: "ivf-sqlite-vec", build: "worker thread" | "calling thread" }` or `{ kind: "exact" }`)',
       ),
       "503": ok("Store unavailable", AnyObject),
     },

@@ -1,3 +1,4 @@
+import type { VectorIndexDescription } from "../../core/vector-types.js";
 import { validateMessages } from "../../core/messages.js";
 import type {
   AppendOptions,
@@ -162,6 +163,13 @@ export function createSqliteStore(options: SqliteStoreOptions): FullStore & Vect
     async searchVectors(query: VectorQuery) {
       // A search may write: the index's queued changes, or a newly indexed owner.
       return searchVectors({ read: use, write: change }, query, options.vectorIndex ?? {}, builder && builder.build);
+    },
+
+    async describeVectorIndex(): Promise<VectorIndexDescription> {
+      // The IVF over sqlite-vec int8 cells, built in a worker thread (or, without a file or with
+      // `background: false`, in the calling thread); `vectorIndex: false` searches by exact scan.
+      if (options.vectorIndex === false) return { kind: "exact" };
+      return { kind: "ivf-sqlite-vec", build: builder ? "worker thread" : "calling thread" };
     },
 
     async search(query: SearchQuery) {

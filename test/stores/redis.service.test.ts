@@ -134,11 +134,18 @@ describe.skipIf(enabled !== true)("redis store specifics", () => {
     const key = (name: string) => `${keyPrefix}s:{${session.id}}:${name}`;
     const ownerIndex = `${keyPrefix}u:${owner}:sessions`;
     await s.appendMessages(session.id, [{ role: "user", content: "first" }], { owner: { userId: owner } });
-    const set = await raw.pExpireTime(key("meta"));
     // Within the margin (a tenth of the TTL) the keys keep their expiry: the write does not move it.
-    await s.appendMessages(session.id, [{ role: "user", content: "second" }], { owner: { userId: owner } });
-    expect(await raw.pExpireTime(key("meta"))).toBe(set);
-    expect(await raw.hGet(key("meta"), "expiresAt")).toBe(String(set));
+    // Checked at a TTL of a minute (6 s of margin): at 1 s the margin is 100 ms, and a process stalled
+    // that long between the two writes (122 ms once, in a full run on 2 cores) rightly moved it.
+    const long = store({ ttlMs: 60_000 });
+    const longOwner = `${owner}-long`;
+    const kept = await long.createSession({ id: newSessionId(), userId: longOwner });
+    const keptMeta = `${keyPrefix}s:{${kept.id}}:meta`;
+    await long.appendMessages(kept.id, [{ role: "user", content: "first" }], { owner: { userId: longOwner } });
+    const set = await raw.pExpireTime(keptMeta);
+    await long.appendMessages(kept.id, [{ role: "user", content: "second" }], { owner: { userId: longOwner } });
+    expect(await raw.pExpireTime(keptMeta)).toBe(set);
+    expect(await raw.hGet(keptMeta, "expiresAt")).toBe(String(set));
     // Emptied, the list is made anew by the next append, and takes the session's expiry.
     await s.truncateAfter(session.id, 0);
     await s.appendMessages(session.id, [{ role: "user", content: "again" }], { owner: { userId: owner } });

@@ -131,6 +131,30 @@ describe("sqlite full-text index", () => {
     raw.close();
   });
 
+  it("waits with the event loop free while another connection holds the write lock, then indexes", async () => {
+    const path = freshPath();
+    const store = storeAt(path, { fullTextIndexDelayMs: 10 });
+    const session = await store.createSession({ id: newSessionId(), userId: "u" });
+    const raw = new Database(path);
+    await store.appendMessages(session.id, [say("locked out for a while")]);
+    // Another connection (as the vector index builder's worker does) holds the write lock for 400 ms.
+    raw.exec("BEGIN IMMEDIATE");
+    const watch = watchEventLoop(5);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    const heldMs = watch.stop();
+    expect(unindexed(raw)).toBe(1);
+    raw.exec("COMMIT");
+    // The indexer found the lock taken and came back later, instead of sleeping in the busy handler:
+    // before, this held the loop for 5,017 ms (the whole 5 s busy timeout, the lock's holder being on
+    // this very thread here; with the builder's worker it is the rest of the worker's write).
+    expect(heldMs).toBeLessThan(200);
+    const until = Date.now() + 5_000;
+    while (unindexed(raw) > 0 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(unindexed(raw)).toBe(0);
+    expect(await store.search({ userId: "u", text: "locked", mode: "fulltext" })).toHaveLength(1);
+    raw.close();
+  });
+
   it("matches full text inside the index for one owner and session, however alike the owner ids look", async () => {
     const path = freshPath();
     const store = storeAt(path);

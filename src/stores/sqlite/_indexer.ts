@@ -11,12 +11,16 @@ export interface SqliteIndexer {
   cancel(): void;
 }
 
+/** How long the indexer waits before trying again when another connection holds the write lock. */
+const BUSY_RETRY_MS = 50;
+
 /**
- * `indexPending(rows)` indexes up to `rows` queued messages and says whether more wait; `isClosed`
- * stops the indexer once the store closes.
+ * `indexPending(rows)` indexes up to `rows` queued messages and says whether more wait, or `"busy"`
+ * when another connection holds the write lock (it must not wait for it: see below); `isClosed` stops
+ * the indexer once the store closes.
  */
 export function createSqliteIndexer(
-  indexPending: (rows: number) => boolean,
+  indexPending: (rows: number) => boolean | "busy",
   isClosed: () => boolean,
   delayMs: number,
 ): SqliteIndexer {
@@ -31,7 +35,16 @@ export function createSqliteIndexer(
     if (isClosed()) return;
     let more = false;
     try {
-      more = indexPending(INDEX_CHUNK_ROWS);
+      const done = indexPending(INDEX_CHUNK_ROWS);
+      if (done === "busy") {
+        // Another connection (the vector index builder's worker, another process) is writing. Waiting
+        // in SQLite's busy handler would hold this thread's event loop for the rest of that write
+        // (~100 ms while a 12,000-vector index is written, more with a core busy): try again later.
+        indexTimer = setTimeout(indexQueued, BUSY_RETRY_MS);
+        indexTimer.unref();
+        return;
+      }
+      more = done;
     } catch (error) {
       // Nothing is lost: the text stays queued and the next append or full-text search retries.
       console.warn(`[threadkeep] sqlite: full-text indexing failed, will retry: ${(error as Error).message}`);

@@ -16,6 +16,7 @@ import { missingVectors, putVectors, searchVectors } from "./_vectors.js";
 import { checkHistoryOptions, operationDigest } from "../history.js";
 import { sqliteConnection } from "./_connection.js";
 import type { SqliteStoreDb } from "./_db.js";
+import { BUSY } from "./_group-commit.js";
 import { createSqliteIndexer } from "./_indexer.js";
 import { createVectorIndexBuilder, type VectorIndexBuilder } from "./_index-builder.js";
 import { DEFAULT_RETRAIN_AFTER } from "./_vector-index.js";
@@ -73,7 +74,11 @@ export function createSqliteStore(options: SqliteStoreOptions): FullStore & Vect
   let closed = false;
 
   const indexer = createSqliteIndexer(
-    (rows) => use((db) => db.tx.indexPending(rows)),
+    (rows) =>
+      use((db) => {
+        const more = db.tryWrite(() => db.tx.indexPending(rows));
+        return more === BUSY ? "busy" : more;
+      }),
     () => closed,
     options.fullTextIndexDelayMs ?? 1000,
   );

@@ -1,5 +1,7 @@
 import { statSync } from "node:fs";
+import { createRequire } from "node:module";
 import { join } from "node:path";
+import { Worker } from "node:worker_threads";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
@@ -100,35 +102,40 @@ describe("sqlite store with the lease in the file", () => {
     const store = createSqliteStore({ path, crossProcessLease: true });
     const id = newSessionId();
     await store.createSession({ id, userId: "busy" });
-    const raw = new Database(path);
+    // The other connection lives on a thread of its own and lets the lock go when this thread asks,
+    // which it can only do while its event loop is free: a store that waited in SQLite's busy handler
+    // would hold this thread until the holder gave up on being asked (4 s, inside the store's 5 s busy
+    // timeout), and the holder says which it was. No timer of this thread decides anything, so a
+    // loaded machine that runs it late cannot fail the test.
+    const holder = lockHolder(path);
     try {
-      const holdLock = async () => {
-        raw.exec("BEGIN IMMEDIATE");
-        // Blocking here (SQLite's busy handler) would keep this timer, and the COMMIT, from running.
-        await new Promise((resolve) => setTimeout(resolve, 30));
-        raw.exec("COMMIT");
+      const whileLocked = async <T>(write: () => Promise<T>): Promise<T> => {
+        await holder.hold();
+        const written = write();
+        // Two loop turns: the store has tried once, found the lock taken and yielded.
+        await new Promise((resolve) => setImmediate(resolve));
+        await new Promise((resolve) => setImmediate(resolve));
+        const [result, released] = await Promise.all([written, holder.release()]);
+        expect(released).toBe("asked");
+        return result;
       };
-      const [turn] = await Promise.all([
-        (async () => {
-          await Promise.resolve();
-          return store.openTurn!(id, { owner: { userId: "busy" }, lease: { ttlMs: 10_000 }, last: 20 });
-        })(),
-        holdLock(),
-      ]);
+      const turn = await whileLocked(() =>
+        store.openTurn!(id, { owner: { userId: "busy" }, lease: { ttlMs: 10_000 }, last: 20 }),
+      );
       expect(turn.status).toBe("ok");
-      const held = holdLock();
-      const [stored] = await Promise.all([
+      const stored = await whileLocked(() =>
         store.appendMessages(id, [{ role: "user", content: "after the lock" }], {
           fence: turn.lease.fence,
           releaseLease: true,
         }),
-        held,
-      ]);
+      );
       expect(stored.map((m) => m.content)).toEqual(["after the lock"]);
       await turn.lease.release();
+      const raw = new Database(path, { readonly: true });
       expect(raw.prepare("SELECT expires_at FROM turn_leases WHERE session_id = ?").pluck().get(id)).toBe(0);
-    } finally {
       raw.close();
+    } finally {
+      await holder.close();
       await store.close();
     }
   });
@@ -369,3 +376,48 @@ describe("sqlite store specifics", () => {
     expect((await store.appendMessages(session.id, [{ role: "user", content: "hi" }]))[0].seq).toBe(1);
   });
 });
+
+/**
+ * A connection to `path` on a worker thread of its own that takes the write lock (`hold`) and lets it
+ * go when asked (`release`, resolving "asked"), or by itself after 4 s ("unasked": the asking thread
+ * could not run for that long).
+ */
+function lockHolder(path: string) {
+  const worker = new Worker(
+    `const { parentPort, workerData } = require("node:worker_threads");
+     const db = new (require(workerData.driver))(workerData.path);
+     let giveUp;
+     const commit = (how) => { clearTimeout(giveUp); giveUp = undefined; db.exec("COMMIT"); parentPort.postMessage(how); };
+     parentPort.on("message", (cmd) => {
+       if (cmd === "hold") {
+         db.exec("BEGIN IMMEDIATE");
+         giveUp = setTimeout(() => commit("unasked"), 4000);
+         parentPort.postMessage("held");
+       } else if (cmd === "release" && giveUp !== undefined) commit("asked");
+       else if (cmd === "close") { db.close(); parentPort.close(); }
+     });`,
+    { eval: true, workerData: { path, driver: createRequire(import.meta.url).resolve("better-sqlite3") } },
+  );
+  const next = () =>
+    new Promise<string>((resolve, reject) => {
+      worker.once("message", resolve);
+      worker.once("error", reject);
+    });
+  let released: Promise<string> | undefined;
+  return {
+    async hold(): Promise<void> {
+      const held = next();
+      worker.postMessage("hold");
+      expect(await held).toBe("held");
+      released = next();
+    },
+    release(): Promise<string> {
+      worker.postMessage("release");
+      return released!;
+    },
+    async close(): Promise<void> {
+      worker.postMessage("close");
+      await new Promise((resolve) => worker.once("exit", resolve));
+    },
+  };
+}

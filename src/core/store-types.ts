@@ -252,6 +252,19 @@ export interface RangeReadStore {
   getMessageRanges(ranges: readonly MessageRange[], owner: OwnerScope): Promise<Message[][]>;
 }
 
+/**
+ * Several sessions read in one call: what recall reads for the hits it quotes (their titles, and
+ * that they are still the owner's and live: up to 12 sessions a turn). Without it
+ * {@link completeStore} reads each with `getSession`, all at once.
+ */
+export interface SessionBatchReadStore {
+  /**
+   * Each session as `getSession` reads it, or null (missing, or past the store's TTL), one per id in
+   * the order of `sessionIds` (ids may repeat).
+   */
+  getSessions(sessionIds: readonly string[]): Promise<(Session | null)[]>;
+}
+
 /** A turn opened in one round trip (with `capabilities.combinedTurn`). Without it {@link completeStore} takes the lease and reads call by call. */
 export interface TurnStore {
   /**
@@ -278,6 +291,7 @@ export interface FullStore
     RetentionStore,
     CountStore,
     RangeReadStore,
+    SessionBatchReadStore,
     UserMemoryStore,
     MemoryOwnersStore {
   openTurn?: TurnStore["openTurn"];
@@ -304,6 +318,9 @@ export const hasCounts = (store: SessionStore): store is SessionStore & CountSto
 /** True when the store reads several ranges in one call ({@link RangeReadStore}). */
 export const hasRangeReads = (store: SessionStore): store is SessionStore & RangeReadStore =>
   has(store, "getMessageRanges");
+/** True when the store reads several sessions in one call ({@link SessionBatchReadStore}). */
+export const hasSessionBatchReads = (store: SessionStore): store is SessionStore & SessionBatchReadStore =>
+  has(store, "getSessions");
 /** True when the store opens a turn in one round trip ({@link TurnStore} with `capabilities.combinedTurn`). */
 export const hasCombinedTurn = (store: SessionStore): store is SessionStore & TurnStore =>
   store.capabilities.combinedTurn === true && has(store, "openTurn");

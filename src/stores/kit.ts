@@ -27,6 +27,7 @@ export {
   hasRangeReads,
   hasRetention,
   hasSearch,
+  hasSessionBatchReads,
   hasState,
   hasSummaries,
   hasUserMemories,

@@ -179,6 +179,7 @@ export function describeExpiry(store: () => FullStore, name: string, open: OpenS
       const { store, owner, id, live, missing } = await lapsed();
       const reads: [string, (sessionId: string) => Promise<unknown>][] = [
         ["getSession", (s) => store.getSession(s)],
+        ["getSessions", (s) => completeStore(store).getSessions([s])],
         ["getMessages", (s) => store.getMessages(s)],
         ["getMessages last", (s) => store.getMessages(s, { last: 20 })],
         ["getMessages range", (s) => store.getMessages(s, { fromSeq: 1, toSeq: 5 })],

@@ -1,6 +1,7 @@
 /**
- * Sessions and their listing in the store conformance suite: create, read, update, touch and delete
- * a session; list one owner's sessions by activity and every owner's by id, with cursor paging.
+ * Sessions and their listing in the store conformance suite: create, read (one, or several at once:
+ * `getSessions`, natively or as `completeStore` derives it), update, touch and delete a session; list
+ * one owner's sessions by activity and every owner's by id, with cursor paging.
  */
 import { describe, expect, it } from "vitest";
 import { newSessionId } from "../core/ids.js";
@@ -43,6 +44,30 @@ export function describeSessions(store: () => FullStore): void {
       const [read] = await store().getMessages(session.id);
       read.content = "changed again";
       expect((await store().getMessages(session.id))[0].content).toBe("original");
+    });
+
+    it("reads several sessions at once: each as getSession reads it, in the order asked, null for a missing or deleted one", async () => {
+      const [a, b] = [
+        await store().createSession({ id: newSessionId(), userId: user(), metadata: { title: "A" } }),
+        await store().createSession({ id: newSessionId(), userId: user(), metadata: { title: "B" } }),
+      ];
+      const gone = await store().createSession({ id: newSessionId(), userId: a.userId });
+      await store().deleteSession(gone.id);
+      const missing = newSessionId();
+      const read = await store().getSessions([b.id, missing, a.id, gone.id, b.id]);
+      expect(read).toEqual([
+        await store().getSession(b.id),
+        null,
+        await store().getSession(a.id),
+        null,
+        await store().getSession(b.id),
+      ]);
+      expect(read[0]).toEqual(b);
+      expect(await store().getSessions([])).toEqual([]);
+      // Copies: neither each other nor the store's own.
+      read[0]!.metadata.title = "changed";
+      expect(read[4]!.metadata).toEqual({ title: "B" });
+      expect((await store().getSessions([b.id]))[0]!.metadata).toEqual({ title: "B" });
     });
 
     it("updates metadata and touches", async () => {

@@ -41,6 +41,7 @@ export const CAPABILITY_TRANSFER: Record<CapabilityGuard, CapabilityTransfer> = 
   hasCounts: { treatment: "behaviour", how: "counts are of the messages carried" },
   hasCombinedTurn: { treatment: "behaviour", how: "a faster way to open a turn; keeps nothing" },
   hasRangeReads: { treatment: "behaviour", how: "a faster way to read several ranges; keeps nothing" },
+  hasSessionBatchReads: { treatment: "behaviour", how: "a faster way to read several sessions; keeps nothing" },
   canStoreVectors: {
     treatment: "derived",
     how: "message embeddings are not carried: `threadkeep reindex` (or the server's background embedding of new turns) embeds them on the target with its own model",

@@ -5,7 +5,8 @@
  * (one statement, or two where the store sizes the owner first), since recall ranks with core's
  * `rankTurns` and a search whose candidates hold too few of the query's words stops there; when
  * something is, the search returns the hits' neighbours with them (`around`: no read of its own), and
- * recall reads the hit's session (the turns it quotes are those the search read: no read of its own).
+ * recall reads the hits' sessions in one statement (`getSessions`), however many (the turns it quotes
+ * are those the search read: no read of its own).
  */
 import { randomBytes, randomUUID } from "node:crypto";
 import { afterEach, describe, expect, it } from "vitest";
@@ -26,7 +27,7 @@ const word = () =>
     .replace(/\d/g, (d) => "abcdefghij"[Number(d)])}`;
 
 describe("PostgreSQL round trips of a proxied turn with --recall-scope user", { timeout: 60_000 }, () => {
-  it("costs the search when nothing is recalled, and three reads more when one earlier turn is", async (ctx) => {
+  it("costs the search when nothing is recalled, and one read more when earlier turns are, from one session or three", async (ctx) => {
     const available = await serviceAvailable("postgres");
     if (available !== true) ctx.skip(available);
     const { url, fake, counter } = await startCountedServe(["--no-summaries", "--recall-scope", "user"], cleanups);
@@ -57,5 +58,20 @@ describe("PostgreSQL round trips of a proxied turn with --recall-scope user", { 
     expect(counter.statements(), JSON.stringify(counter.counts())).toBe(miss + 1);
     const sent = fake.chatRequests().at(-1)?.body.messages as { role: string; content: string }[];
     expect(sent.some((m) => m.role === "system" && m.content.includes("blue box"))).toBe(true);
+
+    // Three earlier sessions each hold a turn with the words: the three sessions are read in one
+    // statement (three before, a getSession each).
+    const [c, d] = [word(), word()];
+    for (const box of ["red", "green", "grey"])
+      expect((await chat(url, randomUUID(), `The ${c} ${d} is kept in the ${box} box.`)).status).toBe(200);
+    await quiet(counter);
+    counter.reset();
+    expect((await chat(url, session, `where is the ${c} ${d}?`)).status).toBe(200);
+    await quiet(counter);
+    const note = (fake.chatRequests().at(-1)?.body.messages as { role: string; content: string }[]).find(
+      (m) => m.role === "system" && m.content.includes(c),
+    );
+    expect(["red", "green", "grey"].filter((box) => note?.content.includes(`${box} box`))).toHaveLength(3);
+    expect(counter.statements(), JSON.stringify(counter.counts())).toBe(miss + 1);
   });
 });

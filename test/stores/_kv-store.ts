@@ -155,6 +155,9 @@ export function createKeyValueStore(db: KeyValue): Omit<FullStore, keyof UserMem
         return structuredClone(session);
       }),
     getSession: async (id) => (await read(id))?.session ?? null,
+    // Several sessions at once (recall reads those it quotes from): a database with a batch get
+    // (DynamoDB's BatchGetItem, MongoDB's `$in`) reads them in one request.
+    getSessions: (ids) => Promise.all(ids.map(async (id) => (await read(id))?.session ?? null)),
 
     async listSessions(userId, { limit = 50, cursor } = {}) {
       const after = cursor ? (JSON.parse(Buffer.from(cursor, "base64url").toString()) as [number, string]) : null;

@@ -10,33 +10,31 @@ import type { AddressInfo } from "node:net";
 import { PGlite } from "@electric-sql/pglite";
 import { vector } from "@electric-sql/pglite-pgvector";
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket";
-import postgres from "postgres";
+import type postgres from "postgres";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { newSessionId } from "../../src/core/ids.js";
 import { createPostgresStore } from "../../src/stores/postgres/index.js";
-import { seededRandom } from "../../bench/_harness.js";
 import { serviceAvailable, TEST_POSTGRES_URL } from "../_services.js";
 import { type Stack, startStack } from "../server/_stack.js";
+import {
+  bigOwnerIndexed,
+  clusteredVectors,
+  MODEL,
+  recallAt10,
+  servedByIndex,
+  unit,
+  vectorIndexStore,
+  vectorSession,
+} from "./_postgres-vectors.js";
+import { uniqueSchema } from "./_postgres-stores.js";
 
-const MODEL = "m";
 const DIMS = 32;
-const random = seededRandom(35);
-const centres = Array.from({ length: 40 }, () => Array.from({ length: DIMS }, () => random() - 0.5));
-const near = (c: number[]) => c.map((x) => x + (random() - 0.5) * 0.6);
-const unit = (v: number[]) => {
-  const n = Math.hypot(...v);
-  return v.map((x) => x / n);
-};
-const cosine = (a: number[], b: number[]) => {
-  const [ua, ub] = [unit(a), unit(b)];
-  return ua.reduce((s, x, i) => s + x * ub[i], 0);
-};
+const vectors = clusteredVectors({ seed: 35, centres: 40, dims: DIMS });
 
 describe("postgres store with pgvector (PGlite over the wire protocol)", () => {
   let db: PGlite;
   let server: PGLiteSocketServer;
-  let url = "";
-  let store: ReturnType<typeof createPostgresStore>;
+  let opened: ReturnType<typeof vectorIndexStore>;
+  let store: ReturnType<typeof vectorIndexStore>["store"];
   let admin: postgres.Sql;
   let stack: Stack | undefined;
 
@@ -45,69 +43,34 @@ describe("postgres store with pgvector (PGlite over the wire protocol)", () => {
     server = new PGLiteSocketServer({ db, port: 0, host: "127.0.0.1", maxConnections: 8 });
     await server.start();
     const port = ((server as unknown as { server: { address(): AddressInfo } }).server.address() as AddressInfo).port;
-    url = `postgres://postgres@127.0.0.1:${port}/postgres`;
     // PGlite is one backend: the socket server queues its connections' statements onto it.
-    store = createPostgresStore({
-      url,
+    opened = vectorIndexStore({
+      url: `postgres://postgres@127.0.0.1:${port}/postgres`,
       poolSize: 1,
       queryTimeoutMs: 20_000,
       vectorIndex: { minOwnerVectors: 500, candidates: 40 },
     });
-    admin = postgres(url, { max: 1, onnotice: () => {}, fetch_types: false });
+    ({ store, admin } = opened);
   }, 60_000);
   afterAll(async () => {
     await stack?.close();
-    await store?.close();
-    await admin?.end();
+    await opened?.close();
     await server?.stop();
     await db?.close();
   });
-
-  async function session(owner: string, vectors: number[][]) {
-    const id = newSessionId();
-    await store.createSession({ id, userId: owner });
-    const added = await store.appendMessages(
-      id,
-      vectors.map((_, i) => ({ role: "user" as const, content: `${owner} ${i}` })),
-    );
-    await store.putEmbeddings(
-      id,
-      MODEL,
-      added.map((m, i) => ({ seq: m.seq, createdAt: m.createdAt, vector: vectors[i] })),
-    );
-    return { id, added };
-  }
 
   it("indexes a large owner with HNSW, finds its nearest with recall@10 ≥ 0.9, keeps it current, never mixes owners", async () => {
     expect(await store.describeVectorIndex()).toEqual({
       kind: "pgvector-hnsw",
       pgvector: expect.stringMatching(/^0\.\d+/),
     });
-    const all: { sessionId: string; seq: number; vector: number[] }[] = [];
-    for (let s = 0; s < 2; s++) {
-      const vectors = Array.from({ length: 400 }, () => near(centres[Math.floor(random() * centres.length)]));
-      const { id, added } = await session("big", vectors);
-      added.forEach((m, i) => all.push({ sessionId: id, seq: m.seq, vector: vectors[i] }));
-    }
-    const copies = await session(
-      "other",
-      all.slice(0, 100).map((v) => v.vector),
-    );
-    const exact = (q: number[], k = 10) =>
-      all
-        .map((v) => ({ key: `${v.sessionId}:${v.seq}`, score: cosine(q, v.vector) }))
-        .sort((a, b) => b.score - a.score)
-        .slice(0, k)
-        .map((h) => h.key);
-
-    // The first search scans exactly and queues the build.
-    const first = await store.searchVectors({ userId: "big", model: MODEL, vector: all[5].vector, limit: 10 });
-    expect(first.map((h) => `${h.sessionId}:${h.seq}`)).toEqual(exact(all[5].vector));
-    const deadline = Date.now() + 60_000;
-    while ((await admin`SELECT 1 FROM vector_hnsw WHERE user_id = 'big' AND ready`).length === 0) {
-      expect(Date.now()).toBeLessThan(deadline);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    const { all, copies } = await bigOwnerIndexed(store, admin, {
+      table: "vector_hnsw",
+      sessions: 2,
+      perSession: 400,
+      copies: 100,
+      vectors,
+    });
     const [{ n: rows }] = await admin<{ n: number }[]>`SELECT count(*)::int AS n FROM vector_hnsw_rows`;
     expect(rows).toBe(all.length);
     const [index] = await admin<{ def: string }[]>`
@@ -129,34 +92,26 @@ describe("postgres store with pgvector (PGlite over the wire protocol)", () => {
     // No IVF training was made.
     expect((await admin`SELECT 1 FROM vector_ivf`).length).toBe(0);
 
-    const byKey = new Map(all.map((v) => [`${v.sessionId}:${v.seq}`, v.vector]));
-    let found = 0;
-    const queries = 30;
-    for (let i = 0; i < queries; i++) {
-      const q = near(centres[i % centres.length]);
-      const hits = await store.searchVectors({ userId: "big", model: MODEL, vector: q, limit: 10 });
-      expect(hits).toHaveLength(10);
-      expect(hits.every((h) => h.sessionId !== copies.id)).toBe(true);
-      const want = new Set(exact(q));
-      found += hits.filter((h) => want.has(`${h.sessionId}:${h.seq}`)).length;
-      for (const h of hits) expect(h.score).toBeCloseTo(cosine(q, byKey.get(`${h.sessionId}:${h.seq}`)!), 5);
-    }
-    expect(found / (queries * 10)).toBeGreaterThanOrEqual(0.9);
+    expect(
+      await recallAt10(store, { owner: "big", all, queries: 30, vectors, notFrom: copies.id }),
+    ).toBeGreaterThanOrEqual(0.9);
 
     // Served by the index: a vector whose copy is moved far away is no longer found first.
     const target = all[123];
-    const before = await store.searchVectors({ userId: "big", model: MODEL, vector: target.vector, limit: 1 });
-    expect(before[0]).toMatchObject({ sessionId: target.sessionId, seq: target.seq });
     const away = `[${unit(target.vector)
       .map((x) => -x)
       .join(",")}]`;
-    await admin`UPDATE vector_hnsw_rows SET embedding = ${away}::vector WHERE session_id = ${target.sessionId} AND seq = ${target.seq}`;
-    const after = await store.searchVectors({ userId: "big", model: MODEL, vector: target.vector, limit: 1 });
-    expect(after[0]).not.toMatchObject({ sessionId: target.sessionId, seq: target.seq });
+    await servedByIndex(
+      store,
+      "big",
+      target,
+      () =>
+        admin`UPDATE vector_hnsw_rows SET embedding = ${away}::vector WHERE session_id = ${target.sessionId} AND seq = ${target.seq}`,
+    );
 
     // A vector written after the build is copied by the writer, and found.
-    const fresh = near(centres[7]);
-    const added = await session("big", [fresh]);
+    const fresh = vectors.near(vectors.centres[7]);
+    const added = await vectorSession(store, "big", [fresh]);
     const hit = await store.searchVectors({ userId: "big", model: MODEL, vector: fresh, limit: 3 });
     expect(hit[0]).toMatchObject({ sessionId: added.id, seq: added.added[0].seq });
 
@@ -194,12 +149,8 @@ const enabled = await serviceAvailable("postgres");
 
 describe.skipIf(enabled !== true)("postgres store without pgvector", () => {
   it("says it uses the IVF in SQL, and why not pgvector", async () => {
-    const schema = `tk_test_${newSessionId()
-      .replace(/[^a-z0-9]/gi, "")
-      .slice(0, 12)
-      .toLowerCase()}`;
-    const store = createPostgresStore({ url: TEST_POSTGRES_URL, schema });
-    const admin = postgres(TEST_POSTGRES_URL, { max: 1, onnotice: () => {} });
+    const schema = uniqueSchema();
+    const { store, admin, close } = vectorIndexStore({ url: TEST_POSTGRES_URL, schema });
     try {
       const [offered] = await admin`SELECT 1 FROM pg_available_extensions WHERE name = 'vector'`;
       const described = await store.describeVectorIndex();
@@ -216,9 +167,7 @@ describe.skipIf(enabled !== true)("postgres store without pgvector", () => {
       });
       await off.close();
     } finally {
-      await store.close();
-      await admin.unsafe(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-      await admin.end();
+      await close();
     }
   });
 });

@@ -136,6 +136,7 @@ const HOLDS: Record<CapabilityGuard, ((s: Snapshot) => boolean) | "not-data"> = 
   hasCounts: "not-data",
   hasCombinedTurn: "not-data",
   hasRangeReads: "not-data",
+  hasSessionBatchReads: "not-data",
   canStoreVectors: "not-data",
   canStoreMemoryVectors: "not-data",
 };

@@ -7,7 +7,8 @@
  * another conversation stored is never given to the model as instructions.
  *
  * Ownership is the store's: the search is scoped to the owner and to sessions active within the TTL
- * (a deleted session's messages are gone with it), and each hit's session is read again and checked.
+ * (a deleted session's messages are gone with it), and the hits' sessions are read again (in one
+ * call, `getSessions`) and checked.
  */
 import type { BackgroundEmbedder } from "../embeddings.js";
 import { contentText, saidAt } from "../messages.js";
@@ -270,7 +271,7 @@ export async function findUserRecall(
     );
     const spans = turnSpans(missing);
     const [sessions, reads] = await Promise.all([
-      Promise.all(sessionIds.map((id) => store.getSession(id))),
+      store.getSessions(sessionIds),
       // A session deleted or expired since the search matched it reads as empty: left out below.
       spans.length === 0
         ? Promise.resolve([])

@@ -2,10 +2,11 @@
  * The one place where what a store lacks is made up for. `completeStore` turns any
  * {@link SessionStore} (twelve required methods) into a {@link FullStore}: each capability the
  * store does not implement is derived from the required methods where it can be (substring search
- * over reads, counting, reading several ranges range by range, opening a turn call by call, owner
- * checks before a call, replacing by truncate and append) and fails with a coded `capability_missing` where it cannot (keeping branches,
- * summaries, state and memories about users, sweeping every session). Nothing outside this file asks a store what it can do,
- * except for what it describes (`persistent`, `fullTextSearch`, `vectors`, …).
+ * over reads, counting, reading several ranges range by range and several sessions one by one,
+ * opening a turn call by call, owner checks before a call, replacing by truncate and append) and
+ * fails with a coded `capability_missing` where it cannot (keeping branches, summaries, state and
+ * memories about users, sweeping every session). Nothing outside this file asks a store what it can
+ * do, except for what it describes (`persistent`, `fullTextSearch`, `vectors`, …).
  *
  * A store that implements everything natively is returned as it is: the built-in SQLite, PostgreSQL
  * and Redis stores pay nothing for this layer.
@@ -38,6 +39,7 @@ import {
   hasRangeReads,
   hasRetention,
   hasSearch,
+  hasSessionBatchReads,
   hasState,
   hasSummaries,
   hasUserMemories,
@@ -75,6 +77,7 @@ function isNativelyComplete(store: SessionStore): boolean {
     hasRetention(store) &&
     hasCounts(store) &&
     hasRangeReads(store) &&
+    hasSessionBatchReads(store) &&
     hasCombinedTurn(store) &&
     hasUserMemories(store) &&
     hasMemoryOwners(store) &&
@@ -167,6 +170,7 @@ class Fallbacks {
     }
     if (!hasCounts(store)) own.countMessages = async (id) => (await store.getMessages(id)).length;
     if (!hasRangeReads(store)) own.getMessageRanges = (ranges, owner) => this.#readRanges(ranges, owner);
+    if (!hasSessionBatchReads(store)) own.getSessions = (ids) => this.#sessions(ids);
     // The store is the prototype: its extras (and its `name`, `capabilities`) stay reachable.
     this.#built = Object.assign(Object.create(store) as FullStore, own);
     return this.#built;
@@ -256,13 +260,20 @@ class Fallbacks {
       );
     }
     const ids = [...new Set(ranges.map((range) => range.sessionId))];
-    const sessions = await Promise.all(ids.map((id) => store.getSession(id)));
+    const sessions = await this.#sessions(ids);
     const owned = new Set(ids.filter((_id, i) => isOwned(owner, sessions[i])));
     return Promise.all(
       ranges.map(({ sessionId, fromSeq, toSeq }) =>
         owned.has(sessionId) ? store.getMessages(sessionId, { fromSeq, toSeq }) : Promise.resolve([]),
       ),
     );
+  }
+
+  /** Several sessions: in one call on a store that reads them so, else each with `getSession`, all at once. */
+  #sessions(ids: readonly string[]): Promise<(Session | null)[]> {
+    const store = this.#store;
+    if (hasSessionBatchReads(store)) return store.getSessions(ids);
+    return Promise.all(ids.map((id) => store.getSession(id)));
   }
 
   async #replace(id: string, seq: number, messages: MessageInput[], options: ReplaceOptions = {}): Promise<Message[]> {

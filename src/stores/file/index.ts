@@ -180,9 +180,15 @@ export function createFileStore(options: FileStoreOptions): FullStore & VectorSt
     },
 
     async getSession(id) {
+      return (await store.getSessions([id]))[0];
+    },
+
+    async getSessions(ids) {
       await ensureReady();
-      const session = index.sessions.get(keyOf(id) ?? "");
-      return session ? copySession(session) : null;
+      return ids.map((id) => {
+        const session = index.sessions.get(keyOf(id) ?? "");
+        return session ? copySession(session) : null;
+      });
     },
 
     async listSessions(userId: string, listOptions?: ListOptions): Promise<SessionPage> {

@@ -127,6 +127,12 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): FullStore &
     return entry;
   };
 
+  /** A copy of the live session, or null. */
+  const readSession = (id: string): Session | null => {
+    const entry = find(id);
+    return entry ? copySession(entry.session) : null;
+  };
+
   const need = (id: string): Entry => {
     const entry = find(id);
     if (!entry) throw new SessionNotFoundError(id);
@@ -223,8 +229,11 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): FullStore &
     },
 
     async getSession(id) {
-      const entry = find(id);
-      return entry ? copySession(entry.session) : null;
+      return readSession(id);
+    },
+
+    async getSessions(ids) {
+      return ids.map(readSession);
     },
 
     async listSessions(userId: string, options: ListOptions = {}): Promise<SessionPage> {

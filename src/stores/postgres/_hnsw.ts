@@ -21,6 +21,7 @@
  */
 import type { Message, VectorHit, VectorQuery } from "../../core/types.js";
 import { float32Text, normalize, vectorHit } from "../_vectors.js";
+import { claimBuild } from "./_build-claim.js";
 import type { PgSql } from "./_client.js";
 import { type MessageRow, toMessage } from "./_rows.js";
 
@@ -218,20 +219,8 @@ export async function hnswBuild(
       if (gone.count < 5000) break;
     }
   }
-  const id = await run(
-    "vectorIndexStart",
-    (sql) =>
-      sql.begin(async (tx) => {
-        await lock(tx as unknown as PgSql);
-        const now = Date.now();
-        const [busy] =
-          await tx`SELECT 1 FROM vector_hnsw WHERE user_id = ${userId} AND model = ${model} AND NOT ready AND started_at > ${now - staleMs}`;
-        if (busy) return undefined;
-        await tx`DELETE FROM vector_hnsw WHERE user_id = ${userId} AND model = ${model} AND NOT ready`;
-        const [row] = await tx<{ id: string }[]>`
-          INSERT INTO vector_hnsw (user_id, model, dims, started_at) VALUES (${userId}, ${model}, ${dims}, ${now}) RETURNING id`;
-        return Number(row.id);
-      }) as Promise<number | undefined>,
+  const id = await run("vectorIndexStart", (sql) =>
+    claimBuild(sql, { table: "vector_hnsw", userId, model, staleMs, lock, columns: { dims } }),
   );
   if (id === undefined) return;
   const sessions = await run(

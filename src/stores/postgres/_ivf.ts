@@ -29,6 +29,7 @@ import type { Message, VectorHit, VectorQuery } from "../../core/types.js";
 import { Cells, quantize, scaleOf, trainSteps } from "../_kmeans.js";
 import { normalize, vectorHit } from "../_vectors.js";
 import { DEFAULT_SEARCH_LIMIT } from "../_util.js";
+import { claimBuild } from "./_build-claim.js";
 import type { PgSql } from "./_client.js";
 import type { PgRun } from "./_operations.js";
 import { type MessageRow, toMessage } from "./_rows.js";
@@ -407,21 +408,15 @@ export class VectorIndexer {
     const centroids = Buffer.from(cells.centroids.buffer, cells.centroids.byteOffset, cells.centroids.byteLength);
     // Registered under the exclusive lock: a writer either committed before (its vector is read below)
     // or sees this training and codes its vectors itself.
-    const id = await run(
-      "vectorIndexStart",
-      (sql) =>
-        sql.begin(async (tx) => {
-          await lockOf(tx as unknown as PgSql, userId, false);
-          const now = Date.now();
-          const [busy] =
-            await tx`SELECT 1 FROM vector_ivf WHERE user_id = ${userId} AND model = ${model} AND NOT ready AND started_at > ${now - STALE_BUILD_MS}`;
-          if (busy) return undefined;
-          await tx`DELETE FROM vector_ivf WHERE user_id = ${userId} AND model = ${model} AND NOT ready`;
-          const [row] = await tx<{ id: string }[]>`
-        INSERT INTO vector_ivf (user_id, model, started_at, trained, scale, dims, centroids)
-        VALUES (${userId}, ${model}, ${now}, ${count}, ${scale}, ${dims}, ${centroids}) RETURNING id`;
-          return Number(row.id);
-        }) as Promise<number | undefined>,
+    const id = await run("vectorIndexStart", (sql) =>
+      claimBuild(sql, {
+        table: "vector_ivf",
+        userId,
+        model,
+        staleMs: STALE_BUILD_MS,
+        lock: (tx) => lockOf(tx, userId, false),
+        columns: { trained: count, scale, dims, centroids },
+      }),
     );
     if (id === undefined) return;
     this.#cells.set(id, { id, scale, trained: count, cells });

@@ -13,6 +13,7 @@ export function sessionMethods(
   FullStore,
   | "createSession"
   | "getSession"
+  | "getSessions"
   | "listSessions"
   | "listAllSessions"
   | "deleteSession"
@@ -38,6 +39,20 @@ export function sessionMethods(
           SELECT id, user_id, created_at, last_activity_at, metadata FROM sessions WHERE id = ${id}`;
         return row ? toSession(row) : null;
       }),
+
+    getSessions: async (ids) => {
+      if (ids.length === 0) return [];
+      const rows = await run(
+        "getSessions",
+        (sql) => sql<SessionRow[]>`
+          SELECT id, user_id, created_at, last_activity_at, metadata FROM sessions WHERE id = ANY(${[...new Set(ids)]}::text[])`,
+      );
+      const byId = new Map(rows.map((row) => [row.id, row]));
+      return ids.map((id) => {
+        const row = byId.get(id);
+        return row ? toSession(row) : null;
+      });
+    },
 
     listSessions: (userId: string, list: ListOptions = {}) =>
       run("listSessions", async (sql) => {

@@ -13,6 +13,7 @@ export function sessionMethods(
   FullStore,
   | "createSession"
   | "getSession"
+  | "getSessions"
   | "listSessions"
   | "listAllSessions"
   | "deleteSession"
@@ -43,6 +44,16 @@ export function sessionMethods(
         const row = db.st.getSession.get(id);
         return row ? db.session(row) : null;
       });
+    },
+
+    async getSessions(ids) {
+      // One synchronous pass: no write lands between two of the reads.
+      return use((db) =>
+        ids.map((id) => {
+          const row = db.st.getSession.get(id);
+          return row ? db.session(row) : null;
+        }),
+      );
     },
 
     async listSessions(userId, list = {}) {

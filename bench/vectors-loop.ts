@@ -2,10 +2,11 @@
  * `npm run bench -- vectors-loop`: does one user's large history hold everyone else up? One owner's
  * `BENCH_LOOP_SIZE` vectors (default 100,000, `BENCH_LOOP_DIMS` dimensions, default 768; drawn as in
  * the `vectors` bench) are searched for the first time, which indexes them (k-means cells in
- * sqlite-vec, sqlite/_vector-index.ts), while another user lists their sessions every 20 ms. Reported
- * for the build in a worker thread (the default) and in the calling thread (`vectorIndex.background:
- * false`, what every build did before): the longest the event loop was held during the first search
- * and during the build after it, the other user's slowest list, and the build's wall time.
+ * sqlite-vec, sqlite/_vector-index.ts), while another user lists their sessions and appends a message
+ * every 20 ms. Reported for the build in a worker thread (the default) and in the calling thread
+ * (`vectorIndex.background: false`, what every build did before): the longest the event loop was held
+ * during the first search and during the build after it, the other user's slowest list and slowest
+ * append (a write, which waits for the build's write transactions), and the build's wall time.
  *
  * Runs the built package (`npm run build` first): the store's worker loads `dist/`.
  *
@@ -61,12 +62,16 @@ async function measure(path: string, background: boolean, query: Float32Array) {
   const other = newSessionId();
   await store.createSession({ id: other, userId: `other-${other}` });
   let slowest = 0;
+  let slowestAppend = 0;
   let stop = false;
   const lister = (async () => {
     while (!stop) {
-      const started = performance.now();
+      let started = performance.now();
       await store.listSessions(`other-${other}`);
       slowest = Math.max(slowest, performance.now() - started);
+      started = performance.now();
+      await store.appendMessages(other, [{ role: "user", content: "meanwhile" }]);
+      slowestAppend = Math.max(slowestAppend, performance.now() - started);
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   })();
@@ -88,7 +93,7 @@ async function measure(path: string, background: boolean, query: Float32Array) {
   stop = true;
   await lister;
   await store.close();
-  return { firstHold, buildHold, slowest, buildSeconds };
+  return { firstHold, buildHold, slowest, slowestAppend, buildSeconds };
 }
 
 try {
@@ -111,11 +116,12 @@ try {
       `${Math.round(r.firstHold)} ms`,
       `${Math.round(r.buildHold)} ms`,
       `${Math.round(r.slowest)} ms`,
+      `${Math.round(r.slowestAppend)} ms`,
       `${r.buildSeconds.toFixed(1)} s`,
     ]);
   }
   console.log(
-    `\n${SIZE.toLocaleString("en")} vectors × ${DIMS} dims; another user lists sessions every 20 ms. ${cpus().length} cores, load ${loadavg()[0].toFixed(1)}`,
+    `\n${SIZE.toLocaleString("en")} vectors × ${DIMS} dims; another user lists sessions and appends every 20 ms. ${cpus().length} cores, load ${loadavg()[0].toFixed(1)}`,
   );
   printTable(
     [
@@ -123,6 +129,7 @@ try {
       "longest hold: first search",
       "longest hold: build after it",
       "other user's slowest list",
+      "other user's slowest append",
       "build (wall)",
     ],
     rows,

@@ -3,8 +3,11 @@
  * costs ~0.5 ms of CPU a vector (a minute at 100,000 of 768 dimensions): run on the store's thread it
  * held every other user's request for as long. Here a worker thread opens the file with a connection
  * of its own, plans the build from a read (WAL: the store's readers and writer go on meanwhile) and
- * writes it in one transaction that swaps the new cells in (sqlite/_vector-index.ts). Searches
- * meanwhile scan exactly (a first build) or use the earlier cells (a retraining).
+ * writes it beside the published cells in transactions of about a millisecond, sleeping after each
+ * three to four times as long as it held the lock (another connection's write, waiting in SQLite's
+ * busy handler on its event loop, finds the lock free), then publishes it in one small transaction
+ * (sqlite/_vector-index.ts).
+ * Searches meanwhile scan exactly (a first build) or use the earlier cells (a retraining).
  * docs/decisions/0006-vector-index-builds.md says why a worker rather than slices on the loop.
  *
  * Builds run one at a time per store, one worker each (started for the build, gone after it: builds
@@ -12,6 +15,17 @@
  */
 import { createRequire } from "node:module";
 import { Worker } from "node:worker_threads";
+import { WRITE_SLICE_MS } from "./_vector-index.js";
+
+/**
+ * The longest the worker sleeps after one of a build's transactions. It sleeps three to four times as
+ * long as the transaction held the lock (about a millisecond; more when its thread lost the core
+ * meanwhile, and a writer that waited that long polls less often in SQLite's busy handler), with
+ * jitter so that such a writer's polls do not keep falling on the transactions.
+ */
+const PAUSE_MAX_MS = 30;
+/** A build's transactions between two checkpoints of the log (passive: they wait for no one). */
+const CHECKPOINT_EVERY_SLICES = 100;
 
 /** What the store asks of its builder. */
 export interface VectorIndexBuilder {
@@ -19,7 +33,7 @@ export interface VectorIndexBuilder {
   build(userId: string, model: string, count: number, again: boolean): void;
   /** Resolves once no build is queued or under way. */
   idle(): Promise<void>;
-  /** Stops a build under way at its next session (nothing of it is written) and waits for its worker. */
+  /** Stops a build under way at its next session or transaction (nothing of it is published) and waits for its worker. */
   close(): Promise<void>;
 }
 
@@ -69,7 +83,7 @@ const { workerData, parentPort } = require("node:worker_threads");
  */
 export async function runVectorIndexBuild(job: VectorIndexBuildJob): Promise<boolean> {
   const Database = createRequire(import.meta.url)(job.driver) as typeof import("better-sqlite3");
-  const { planOwnerIndex, writeOwnerIndex, syncVectorIndex } = await import("./_vector-index.js");
+  const { planOwnerIndex, writeOwnerIndex } = await import("./_vector-index.js");
   const control = new Int32Array(job.control);
   const db = new Database(job.path, { fileMustExist: true, timeout: job.busyTimeoutMs });
   try {
@@ -82,11 +96,21 @@ export async function runVectorIndexBuild(job: VectorIndexBuildJob): Promise<boo
           .get(job.model, job.userId) as { trained: number; size: number } | undefined)
       : undefined;
     if (indexed && (!job.again || indexed.size < indexed.trained * job.retrainAfter)) return false;
-    const plan = planOwnerIndex(db, job.userId, job.model, job.count, () => Atomics.load(control, 0) === 1);
-    if (!plan || Atomics.load(control, 0) === 1) return false;
-    // The queues are applied in the write's transaction; this only keeps that transaction short.
-    syncVectorIndex(db);
-    return writeOwnerIndex(db, plan);
+    const cancelled = () => Atomics.load(control, 0) === 1;
+    const plan = planOwnerIndex(db, job.userId, job.model, job.count, cancelled);
+    if (!plan || cancelled()) return false;
+    let slices = 0;
+    return writeOwnerIndex(db, plan, {
+      cancelled,
+      // Free three to four times as long as it held the lock (at most PAUSE_MAX_MS); a close wakes it.
+      pause: (heldMs) => {
+        // The store's checkpoints follow its own writes, not this connection's: without these the log
+        // would grow by the whole build, and the store's next commit past the backstop would copy it.
+        if (++slices % CHECKPOINT_EVERY_SLICES === 0) db.pragma("wal_checkpoint(PASSIVE)");
+        const ms = Math.min(PAUSE_MAX_MS, Math.max(WRITE_SLICE_MS, heldMs) * (3 + Math.random()));
+        Atomics.wait(control, 0, 0, ms);
+      },
+    });
   } finally {
     db.close();
   }
@@ -175,6 +199,7 @@ export function createVectorIndexBuilder(options: VectorIndexBuilderOptions): Ve
     async close() {
       closing = true;
       Atomics.store(control, 0, 1);
+      Atomics.notify(control, 0);
       current?.ref();
       await running;
     },

@@ -20,18 +20,20 @@
  *   (`retrainAfter`), off that search's path. An owner left without vectors (erased) loses its
  *   centroids too: they are averages of its vectors.
  * - A build (first or again) is planned without a write lock, the training and every vector's cell
- *   computed from a read ({@link planOwnerIndex}), then written in one transaction that swaps the
- *   new cells in ({@link writeOwnerIndex}). A file's store does both in a worker thread with its own
- *   connection (sqlite/_index-builder.ts), so the event loop is never held by a build; searches
- *   meanwhile scan exactly, or use the earlier cells (docs/decisions/0006-vector-index-builds.md).
+ *   computed from a read ({@link planOwnerIndex}), then written beside the published cells under a
+ *   build id of its own, in transactions of about a millisecond, and published by one small
+ *   transaction that points the owner row at it ({@link writeOwnerIndex}): another connection's write
+ *   waits for one of those, never for the whole build. A file's store does both in a worker thread
+ *   with its own connection (sqlite/_index-builder.ts), so the event loop is never held by a build;
+ *   searches meanwhile scan exactly, or use the earlier cells (docs/decisions/0006-vector-index-builds.md).
  * - A candidate is returned only when its row in `message_vectors` is still the owner's, of the model,
  *   of a session active since `activeSince`; a search whose candidates were thinned below its limit by
  *   that filter is answered by the exact scan instead.
  *
  * The objects are created on first use (IF NOT EXISTS), not by a schema migration: a database whose
  * owners never grow large never gets them, and the virtual tables need the extension loaded. A file
- * holding the earlier binary index (sign bits, no centroids) has it dropped and rebuilt as owners are
- * searched.
+ * holding an index of an earlier layout (the binary one: sign bits, no centroids; or cells without
+ * build ids) has it dropped and rebuilt as owners are searched.
  */
 import type Database from "better-sqlite3";
 import * as sqliteVec from "sqlite-vec";
@@ -129,21 +131,29 @@ function unpack(packed: Uint8Array): Float32Array {
 const BASE_SCHEMA = `
   CREATE TABLE IF NOT EXISTS vector_index_owners (
     model TEXT NOT NULL, user_id TEXT NOT NULL, generation INTEGER NOT NULL, trained INTEGER NOT NULL,
-    size INTEGER NOT NULL, scale REAL NOT NULL, centroids BLOB NOT NULL, PRIMARY KEY (model, user_id));
+    size INTEGER NOT NULL, scale REAL NOT NULL, centroids BLOB NOT NULL, build INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (model, user_id));
+  CREATE TABLE IF NOT EXISTS vector_index_builds (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, model TEXT NOT NULL, user_id TEXT NOT NULL, trained INTEGER NOT NULL,
+    size INTEGER NOT NULL, scale REAL NOT NULL, centroids BLOB NOT NULL);
+  CREATE INDEX IF NOT EXISTS vector_index_builds_owner ON vector_index_builds (user_id, model);
   CREATE TABLE IF NOT EXISTS vector_index_rows (
-    id INTEGER PRIMARY KEY, session_id TEXT NOT NULL, seq INTEGER NOT NULL, model TEXT NOT NULL, user_id TEXT NOT NULL, UNIQUE (session_id, seq));
-  CREATE INDEX IF NOT EXISTS vector_index_rows_owner ON vector_index_rows (user_id, model);
+    id INTEGER PRIMARY KEY, session_id TEXT NOT NULL, seq INTEGER NOT NULL, model TEXT NOT NULL, user_id TEXT NOT NULL,
+    build INTEGER NOT NULL DEFAULT 0, UNIQUE (session_id, seq, build));
+  CREATE INDEX IF NOT EXISTS vector_index_rows_owner ON vector_index_rows (user_id, model, build);
   CREATE TABLE IF NOT EXISTS vector_index_queue (session_id TEXT NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (session_id, seq)) WITHOUT ROWID;
   CREATE TABLE IF NOT EXISTS vector_index_gone (id INTEGER PRIMARY KEY);
   CREATE TRIGGER IF NOT EXISTS message_vectors_index_insert AFTER INSERT ON message_vectors
     WHEN EXISTS (SELECT 1 FROM sessions s JOIN vector_index_owners o ON o.user_id = s.user_id AND o.model = new.model WHERE s.id = new.session_id)
+      OR EXISTS (SELECT 1 FROM sessions s JOIN vector_index_builds b ON b.user_id = s.user_id AND b.model = new.model WHERE s.id = new.session_id)
   BEGIN
     INSERT OR IGNORE INTO vector_index_queue (session_id, seq) VALUES (new.session_id, new.seq);
   END;
   CREATE TRIGGER IF NOT EXISTS message_vectors_index_update AFTER UPDATE ON message_vectors BEGIN
     INSERT OR IGNORE INTO vector_index_gone SELECT id FROM vector_index_rows WHERE session_id = old.session_id AND seq = old.seq;
     INSERT OR IGNORE INTO vector_index_queue (session_id, seq)
-      SELECT new.session_id, new.seq WHERE EXISTS (SELECT 1 FROM sessions s JOIN vector_index_owners o ON o.user_id = s.user_id AND o.model = new.model WHERE s.id = new.session_id);
+      SELECT new.session_id, new.seq WHERE EXISTS (SELECT 1 FROM sessions s JOIN vector_index_owners o ON o.user_id = s.user_id AND o.model = new.model WHERE s.id = new.session_id)
+        OR EXISTS (SELECT 1 FROM sessions s JOIN vector_index_builds b ON b.user_id = s.user_id AND b.model = new.model WHERE s.id = new.session_id);
   END;
   CREATE TRIGGER IF NOT EXISTS message_vectors_index_delete AFTER DELETE ON message_vectors BEGIN
     INSERT OR IGNORE INTO vector_index_gone SELECT id FROM vector_index_rows WHERE session_id = old.session_id AND seq = old.seq;
@@ -157,13 +167,17 @@ function hasIndex(db: Database.Database): boolean {
   );
 }
 
-/** Drops the earlier binary index (its owners table has no centroids): a cache, rebuilt on use. */
-function dropBinaryIndex(db: Database.Database): void {
+/**
+ * Drops an index of an earlier layout: the binary one (its owners table has no centroids), or cells
+ * written in one transaction (no build ids, so no room for a build beside the published one). A
+ * cache, rebuilt as owners are searched.
+ */
+function dropEarlierIndex(db: Database.Database): void {
   const columns = db.prepare("SELECT name FROM pragma_table_info('vector_index_owners')").pluck().all() as string[];
-  if (columns.length === 0 || columns.includes("centroids")) return;
+  if (columns.length === 0 || columns.includes("build")) return;
   const tables = db
     .prepare(
-      "SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'vector_index_m[0-9]*' AND sql LIKE 'CREATE VIRTUAL TABLE%'",
+      "SELECT name FROM sqlite_master WHERE type = 'table' AND (name GLOB 'vector_index_m[0-9]*' OR name GLOB 'vector_index_ivf[0-9]*') AND sql LIKE 'CREATE VIRTUAL TABLE%'",
     )
     .pluck()
     .all() as string[];
@@ -172,21 +186,34 @@ function dropBinaryIndex(db: Database.Database): void {
     db.exec(`
       DROP TRIGGER IF EXISTS message_vectors_index_insert; DROP TRIGGER IF EXISTS message_vectors_index_update;
       DROP TRIGGER IF EXISTS message_vectors_index_delete; DROP TABLE IF EXISTS vector_index_owners;
-      DROP TABLE IF EXISTS vector_index_rows; DROP TABLE IF EXISTS vector_index_queue; DROP TABLE IF EXISTS vector_index_gone;`);
+      DROP TABLE IF EXISTS vector_index_rows; DROP TABLE IF EXISTS vector_index_queue; DROP TABLE IF EXISTS vector_index_gone;
+      DROP TABLE IF EXISTS vector_index_builds;`);
   }).immediate();
 }
 
-/** An indexed owner's cells as this process last read them. */
-interface Owner {
-  generation: number;
-  trained: number;
-  size: number;
+/** Cells of one build (published or being written): its id and the keys of its partitions. */
+interface Target {
+  build: number;
   scale: number;
   cells: Cells;
 }
 
+/** An indexed owner's cells as this process last read them. */
+interface Owner extends Target {
+  generation: number;
+  trained: number;
+  size: number;
+}
+
+/**
+ * A cell's partition key in the vec0 table: the build's id times this, plus the cell. A build is
+ * written under its own keys, which no search asks for until the owner row names that build.
+ */
+const CELL_SPAN = 2 ** 20;
+const cellKey = (target: Target, cell: number) => BigInt(target.build) * BigInt(CELL_SPAN) + BigInt(cell);
+
 function prepare(db: Database.Database) {
-  dropBinaryIndex(db);
+  dropEarlierIndex(db);
   db.exec(BASE_SCHEMA);
   const tables = new Map<string, { insert: Database.Statement; remove: Database.Statement; knn: Database.Statement }>();
   // The candidates' stored vectors, for the owner's sessions active since a time (the exact filter runs
@@ -232,7 +259,7 @@ function prepare(db: Database.Database) {
     .prepare("SELECT generation, trained, size FROM vector_index_owners WHERE model = ? AND user_id = ?")
     .raw();
   const ownerBody = db
-    .prepare("SELECT scale, centroids FROM vector_index_owners WHERE model = ? AND user_id = ?")
+    .prepare("SELECT scale, centroids, build FROM vector_index_owners WHERE model = ? AND user_id = ?")
     .raw();
   const cache = new Map<string, Owner>();
   /** The owner's cells, read again only when another generation was trained (by any process). */
@@ -245,11 +272,12 @@ function prepare(db: Database.Database) {
     }
     let o = cache.get(key);
     if (!o || o.generation !== head[0]) {
-      const [scale, centroids] = ownerBody.get(model, userId) as [number, Buffer];
+      const [scale, centroids, build] = ownerBody.get(model, userId) as [number, Buffer, number];
       o = {
         generation: head[0],
         trained: head[1],
         size: head[2],
+        build,
         scale,
         cells: new Cells(unpack(centroids), dimsOf(model).dims),
       };
@@ -259,25 +287,63 @@ function prepare(db: Database.Database) {
     o.size = head[2];
     return o;
   };
+  const buildsOfOwner = db.prepare("SELECT id FROM vector_index_builds WHERE model = ? AND user_id = ?").pluck();
+  const buildBody = db.prepare("SELECT scale, centroids FROM vector_index_builds WHERE id = ?").raw();
+  // A build's cells never change once registered: read once per process.
+  const buildCache = new Map<number, Target>();
+  /** The builds being written for the owner (usually none), with their cells. */
+  const builds = (model: string, userId: string): Target[] =>
+    (buildsOfOwner.all(model, userId) as number[]).flatMap((build) => {
+      let target = buildCache.get(build);
+      if (!target) {
+        const body = buildBody.get(build) as [number, Buffer] | undefined;
+        if (!body) return [];
+        target = { build, scale: body[0], cells: new Cells(unpack(body[1]), dimsOf(model).dims) };
+        buildCache.set(build, target);
+      }
+      return [target];
+    });
   return {
     table,
     owner,
+    builds,
     dimsOf,
     candidates,
     putOwner: db.prepare(
-      `INSERT INTO vector_index_owners (model, user_id, generation, trained, size, scale, centroids) VALUES (?, ?, 1, ?, 0, ?, ?)
-       ON CONFLICT (model, user_id) DO UPDATE SET generation = generation + 1, trained = excluded.trained, size = 0, scale = excluded.scale, centroids = excluded.centroids`,
+      `INSERT INTO vector_index_owners (model, user_id, generation, trained, size, scale, centroids, build) VALUES (?, ?, 1, ?, ?, ?, ?, ?)
+       ON CONFLICT (model, user_id) DO UPDATE SET generation = generation + 1, trained = excluded.trained, size = excluded.size,
+         scale = excluded.scale, centroids = excluded.centroids, build = excluded.build`,
     ),
     grow: db.prepare("UPDATE vector_index_owners SET size = size + ? WHERE model = ? AND user_id = ?"),
     dropEmpty: db.prepare("DELETE FROM vector_index_owners WHERE size <= 0"),
+    putBuild: db.prepare(
+      "INSERT INTO vector_index_builds (model, user_id, trained, size, scale, centroids) VALUES (?, ?, ?, 0, ?, ?)",
+    ),
+    buildSize: db.prepare("SELECT size FROM vector_index_builds WHERE id = ?").pluck(),
+    growBuild: db.prepare("UPDATE vector_index_builds SET size = size + ? WHERE id = ?"),
+    dropBuild: db.prepare("DELETE FROM vector_index_builds WHERE id = ?"),
+    dropOwnerBuilds: db.prepare("DELETE FROM vector_index_builds WHERE model = ? AND user_id = ?"),
     ownerSessions: db.prepare("SELECT id FROM sessions WHERE user_id = ? ORDER BY id").pluck(),
     sessionVectors: db
       .prepare("SELECT seq, vector, created_at FROM message_vectors WHERE session_id = ? AND model = ?")
       .raw(),
     sessionKeys: db.prepare("SELECT seq, created_at FROM message_vectors WHERE session_id = ? AND model = ?").raw(),
-    oneVector: db.prepare("SELECT vector FROM message_vectors WHERE session_id = ? AND seq = ?").raw(),
-    ownerRows: db.prepare("SELECT id FROM vector_index_rows WHERE user_id = ? AND model = ?").pluck(),
-    addRow: db.prepare("INSERT INTO vector_index_rows (session_id, seq, model, user_id) VALUES (?, ?, ?, ?)"),
+    // Through the keys' index (schema v12), never the vectors' rows.
+    vectorKey: db
+      .prepare(
+        "SELECT created_at, model FROM message_vectors INDEXED BY message_vectors_current WHERE session_id = ? AND seq = ?",
+      )
+      .raw(),
+    oneVector: db.prepare("SELECT vector, model FROM message_vectors WHERE session_id = ? AND seq = ?").raw(),
+    ownerBuildsWritten: db
+      .prepare("SELECT DISTINCT build FROM vector_index_rows WHERE user_id = ? AND model = ?")
+      .pluck(),
+    buildRows: db
+      .prepare("SELECT id FROM vector_index_rows WHERE user_id = ? AND model = ? AND build = ? LIMIT ?")
+      .pluck(),
+    addRow: db.prepare(
+      "INSERT OR IGNORE INTO vector_index_rows (session_id, seq, model, user_id, build) VALUES (?, ?, ?, ?, ?)",
+    ),
     queued: db
       .prepare(
         `SELECT q.session_id, q.seq, v.model, v.vector, s.user_id FROM vector_index_queue q
@@ -286,7 +352,9 @@ function prepare(db: Database.Database) {
       .raw(),
     clearQueue: db.prepare("DELETE FROM vector_index_queue"),
     gone: db
-      .prepare("SELECT g.id, r.model, r.user_id FROM vector_index_gone g JOIN vector_index_rows r ON r.id = g.id")
+      .prepare(
+        "SELECT g.id, r.model, r.user_id, r.build FROM vector_index_gone g JOIN vector_index_rows r ON r.id = g.id",
+      )
       .raw(),
     removeRow: db.prepare("DELETE FROM vector_index_rows WHERE id = ?"),
     clearGone: db.prepare("DELETE FROM vector_index_gone"),
@@ -323,8 +391,9 @@ class SizeChanges extends Map<string, number> {
 }
 
 /**
- * Applies the queued changes (vectors added, replaced or gone) to the index; a no-op without an index.
- * Runs inside the caller's transaction when there is one.
+ * Applies the queued changes (vectors added, replaced or gone) to the index, to the published cells
+ * and to any build being written for the owner; a no-op without an index. Runs inside the caller's
+ * transaction when there is one.
  */
 export function syncVectorIndex(db: Database.Database): void {
   const st = statements(db, false);
@@ -332,23 +401,27 @@ export function syncVectorIndex(db: Database.Database): void {
   // Read fully first: a connection cannot write while a statement iterates (the queues are short).
   db.transaction(() => {
     const sizes = new SizeChanges();
-    for (const [id, model, userId] of st.gone.all() as [number, string, string][]) {
+    for (const [id, model, userId, build] of st.gone.all() as [number, string, string, number][]) {
       st.table(model).remove.run(BigInt(id));
       st.removeRow.run(id);
-      sizes.note(model, userId, -1);
+      // A row of the published cells, or of a build being written (a build's left-overs count for none).
+      if (st.owner(model, userId)?.build === build) sizes.note(model, userId, -1);
+      else st.growBuild.run(-1, build);
     }
     st.clearGone.run();
-    for (const [sessionId, seq, model, vector, userId] of st.queued.all() as [
+    for (const [sessionId, seq, model, packed, userId] of st.queued.all() as [
       string,
       number,
       string,
       Buffer,
       string,
     ][]) {
+      const vector = unpack(packed);
       const owner = st.owner(model, userId);
-      if (!owner) continue;
-      add(st, owner, sessionId, seq, model, unpack(vector), userId);
-      sizes.note(model, userId, 1);
+      if (owner && add(st, owner, sessionId, seq, model, vector, userId)) sizes.note(model, userId, 1);
+      for (const build of st.builds(model, userId)) {
+        if (add(st, build, sessionId, seq, model, vector, userId)) st.growBuild.run(1, build.build);
+      }
     }
     st.clearQueue.run();
     sizes.write(st);
@@ -357,22 +430,30 @@ export function syncVectorIndex(db: Database.Database): void {
   })();
 }
 
+/** Puts a vector in its nearest cell of `target`, unless that build holds it already; whether it was added. */
 function add(
   st: Statements,
-  owner: Owner,
+  target: Target,
   sessionId: string,
   seq: number,
   model: string,
   vector: Float32Array,
   userId: string,
-) {
-  const id = st.addRow.run(sessionId, seq, model, userId).lastInsertRowid;
-  st.table(model).insert.run(BigInt(id), userId, BigInt(owner.cells.nearest(vector)), quantize(vector, owner.scale));
+): boolean {
+  const row = st.addRow.run(sessionId, seq, model, userId, target.build);
+  if (row.changes === 0) return false;
+  st.table(model).insert.run(
+    BigInt(row.lastInsertRowid),
+    userId,
+    cellKey(target, target.cells.nearest(vector)),
+    quantize(vector, target.scale),
+  );
+  return true;
 }
 
 /**
  * A training of one owner's cells and every vector's place in them, computed from a read of the file
- * without writing: what {@link writeOwnerIndex} puts in the index in one short transaction.
+ * without writing: what {@link writeOwnerIndex} puts in the index in short transactions.
  */
 export interface OwnerIndexPlan {
   userId: string;
@@ -449,47 +530,186 @@ export function planOwnerIndex(
   return { userId, model, count, dims, scale, centroids: trained.centroids, at, cells, quantized };
 }
 
+/** How {@link writeOwnerIndex} shares the file's write lock. */
+export interface OwnerIndexWriting {
+  /** Checked between transactions: true stops the build (what it wrote is left for the next build to remove). */
+  cancelled?: () => boolean;
+  /**
+   * Called after each transaction with how long it held the lock, outside any transaction: a worker
+   * sleeps here, so that other connections' writes, waiting in SQLite's busy handler, find the lock free.
+   */
+  pause?: (heldMs: number) => void;
+}
+
+/** The longest one transaction of a build writes before it commits (the lock is then free for others). */
+export const WRITE_SLICE_MS = 1;
+/** Rows written (or removed) between two looks at the clock. */
+const SLICE_STEP = 32;
+
 /**
- * Puts a planned training in the index in one transaction, replacing an earlier one (from then on
- * kept by the triggers): the owner's rows are written from the plan, and a vector written since the
- * plan read the file is placed in its nearest cell here. Searches meanwhile use the exact scan or
- * the earlier cells; readers on other connections are never blocked (WAL).
+ * Puts a planned training in the index, replacing an earlier one (from then on kept by the triggers),
+ * in short transactions, none holding the file's write lock for much more than
+ * {@link WRITE_SLICE_MS}:
+ *
+ * 1. one registers the build (`vector_index_builds`: its id, centroids and scale); from then on the
+ *    triggers queue the owner's changes for it as for the published cells, and each sync applies them
+ *    to both;
+ * 2. the planned vectors are written a slice at a time under the build's own partition keys, in the
+ *    order of their cells (a slice touches a few of sqlite-vec's chunks, not one per vector), each
+ *    checked against the file as it is then (deleted or replaced since the plan read it: skipped);
+ * 3. the owner's vectors the plan did not see (written before the registration, after the plan's
+ *    read) are found by a read and written in their nearest cell;
+ * 4. one small transaction publishes the build: the owner row names it, so a search reads the old
+ *    cells or the new ones, never a mix, and never a build not yet published;
+ * 5. the replaced cells' rows are removed a slice at a time.
+ *
+ * A build stopped or crashed before 4 is never read; the owner's next build supersedes it (a build
+ * registered later, by another process, supersedes this one) and removes its rows in 5.
+ * @returns whether the build was published.
  */
-export function writeOwnerIndex(db: Database.Database, plan: OwnerIndexPlan): boolean {
+export function writeOwnerIndex(db: Database.Database, plan: OwnerIndexPlan, writing: OwnerIndexWriting = {}): boolean {
   const st = statements(db, true);
   if (!st) return false;
   const { userId, model, dims } = plan;
-  db.transaction(() => {
-    // Another process may have written since: its queued vectors would come back twice.
-    syncVectorIndex(db);
-    // A new training starts over: the owner's rows go, and come back in their new cells.
-    const { remove, insert } = st.table(model);
-    for (const id of st.ownerRows.all(userId, model) as number[]) {
-      remove.run(BigInt(id));
-      st.removeRow.run(id);
-    }
-    const centroids = Buffer.from(plan.centroids.buffer, plan.centroids.byteOffset, plan.centroids.byteLength);
-    st.putOwner.run(model, userId, plan.count, plan.scale, centroids);
-    const owner = st.owner(model, userId)!;
-    let size = 0;
-    // A session at a time: a connection cannot write while it iterates.
-    for (const sessionId of st.ownerSessions.all(userId) as string[]) {
-      for (const [seq, createdAt] of st.sessionKeys.all(sessionId, model) as [number, number][]) {
-        const i = plan.at.get(`${sessionId}\n${seq}\n${createdAt}`);
-        if (i === undefined) {
-          const [vector] = st.oneVector.get(sessionId, seq) as [Buffer];
-          add(st, owner, sessionId, seq, model, unpack(vector), userId);
-        } else {
-          const id = st.addRow.run(sessionId, seq, model, userId).lastInsertRowid;
-          insert.run(BigInt(id), userId, BigInt(plan.cells[i]), plan.quantized.subarray(i * dims, (i + 1) * dims));
-        }
-        size++;
+  const cancelled = writing.cancelled ?? (() => false);
+  const pause = writing.pause ?? (() => {});
+  const centroids = Buffer.from(plan.centroids.buffer, plan.centroids.byteOffset, plan.centroids.byteLength);
+  const build = db
+    .transaction(() => {
+      syncVectorIndex(db);
+      // An earlier build of the owner never published (stopped, crashed, or another process's) is superseded.
+      st.dropOwnerBuilds.run(model, userId);
+      return Number(st.putBuild.run(model, userId, plan.count, plan.scale, centroids).lastInsertRowid);
+    })
+    .immediate();
+  const target: Target = { build, scale: plan.scale, cells: new Cells(plan.centroids, dims) };
+  const { insert } = st.table(model);
+  /** Runs `step` in transactions of a slice each until it says it is done; false once stopped or superseded. */
+  const sliced = (step: () => boolean): boolean => {
+    for (let done = false; !done;) {
+      if (cancelled()) {
+        // Its triggers' work stops here; its rows are the next build's to remove.
+        st.dropBuild.run(build);
+        return false;
       }
+      const started = performance.now();
+      const going = db
+        .transaction(() => {
+          syncVectorIndex(db);
+          // Superseded by a later build of the owner: its rows are that build's to remove.
+          if (st.buildSize.get(build) === undefined) return false;
+          do done = step();
+          while (!done && performance.now() - started < WRITE_SLICE_MS);
+          return true;
+        })
+        .immediate();
+      if (!going) return false;
+      pause(performance.now() - started);
     }
-    st.grow.run(size, model, userId);
-    st.dropEmpty.run();
-  }).immediate();
-  return true;
+    return true;
+  };
+
+  // 2. The planned vectors, by cell.
+  const keys: string[][] = new Array(plan.at.size);
+  for (const [key, i] of plan.at) keys[i] = key.split("\n");
+  const order = Array.from(keys.keys()).sort((a, b) => plan.cells[a] - plan.cells[b]);
+  let next = 0;
+  const planned = sliced(() => {
+    let added = 0;
+    for (const end = Math.min(order.length, next + SLICE_STEP); next < end; next++) {
+      const i = order[next];
+      const [sessionId, seq, createdAt] = keys[i];
+      const now = st.vectorKey.get(sessionId, Number(seq)) as [number, string] | undefined;
+      // Deleted or replaced since the plan read it (a replaced one is written in 3 or by a sync).
+      if (!now || now[0] !== Number(createdAt) || now[1] !== model) continue;
+      // Queued and placed already by a sync since the registration: kept.
+      const row = st.addRow.run(sessionId, Number(seq), model, userId, build);
+      if (row.changes === 0) continue;
+      insert.run(
+        BigInt(row.lastInsertRowid),
+        userId,
+        cellKey(target, plan.cells[i]),
+        plan.quantized.subarray(i * dims, (i + 1) * dims),
+      );
+      added++;
+    }
+    st.growBuild.run(added, build);
+    return next === order.length;
+  });
+  if (!planned) return false;
+
+  // 3. What the plan did not see: read after the registration, so anything later is queued for the build.
+  const unseen: [string, number][] = [];
+  for (const sessionId of st.ownerSessions.all(userId) as string[]) {
+    for (const [seq, createdAt] of st.sessionKeys.all(sessionId, model) as [number, number][]) {
+      if (!plan.at.has(`${sessionId}\n${seq}\n${createdAt}`)) unseen.push([sessionId, seq]);
+    }
+  }
+  next = 0;
+  const complete = sliced(() => {
+    let added = 0;
+    for (const end = Math.min(unseen.length, next + SLICE_STEP); next < end; next++) {
+      const [sessionId, seq] = unseen[next];
+      const now = st.oneVector.get(sessionId, seq) as [Buffer, string] | undefined;
+      if (now && now[1] === model && add(st, target, sessionId, seq, model, unpack(now[0]), userId)) added++;
+    }
+    st.growBuild.run(added, build);
+    return next === unseen.length;
+  });
+  if (!complete) return false;
+
+  // 4. The swap.
+  const published = db
+    .transaction(() => {
+      syncVectorIndex(db);
+      const size = st.buildSize.get(build) as number | undefined;
+      if (size === undefined) return false;
+      st.putOwner.run(model, userId, plan.count, size, plan.scale, centroids, build);
+      st.dropBuild.run(build);
+      st.dropEmpty.run();
+      return true;
+    })
+    .immediate();
+  // 5.
+  if (published) removeOldBuilds(db, st, userId, model, cancelled, pause);
+  return published;
+}
+
+/**
+ * Removes the owner's rows of builds neither published nor being written (the cells a build replaced,
+ * a stopped or crashed build's), a slice at a time.
+ */
+function removeOldBuilds(
+  db: Database.Database,
+  st: Statements,
+  userId: string,
+  model: string,
+  cancelled: () => boolean,
+  pause: (heldMs: number) => void,
+): void {
+  const { remove } = st.table(model);
+  for (const build of st.ownerBuildsWritten.all(userId, model) as number[]) {
+    for (let more = true; more;) {
+      if (cancelled()) return;
+      const started = performance.now();
+      more = db
+        .transaction(() => {
+          // Checked in the transaction: published or registered meanwhile (another process) is kept.
+          if (st.owner(model, userId)?.build === build || st.buildSize.get(build) !== undefined) return false;
+          do {
+            const ids = st.buildRows.all(userId, model, build, SLICE_STEP) as number[];
+            for (const id of ids) {
+              remove.run(BigInt(id));
+              st.removeRow.run(id);
+            }
+            if (ids.length < SLICE_STEP) return false;
+          } while (performance.now() - started < WRITE_SLICE_MS);
+          return true;
+        })
+        .immediate();
+      pause(performance.now() - started);
+    }
+  }
 }
 
 /**
@@ -546,7 +766,8 @@ export function indexCandidates(
   const wanted = Math.max(query.limit, Math.floor(options.candidates ?? DEFAULT_CANDIDATES));
   // Twice the limit from each cell: the int8 order can swap near-ties, and a cell may hold the whole answer.
   const perCell = Math.min(MAX_K, 2 * query.limit);
-  const cells = owner.cells.nearestCells(query.normalized, probes);
+  // The published build's partition keys (numbers: json_each reads them as integers).
+  const cells = owner.cells.nearestCells(query.normalized, probes).map((cell) => owner.build * CELL_SPAN + cell);
   const near = st
     .table(query.model)
     .knn.all(quantize(query.normalized, owner.scale), perCell, query.userId, JSON.stringify(cells)) as [

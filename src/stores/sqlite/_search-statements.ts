@@ -34,16 +34,32 @@ const RELEVANCE = "bm25(messages_fts, 1.0, 0.0)";
 // Newest first, as the contract orders search hits.
 const SEARCH_ORDER = "ORDER BY m.created_at DESC, m.seq DESC LIMIT ?";
 
-/** A session whose messages wait for the full-text index. */
+/** A session whose messages wait for the full-text index, and its last seq (null without messages). */
 export interface PendingSessionRow {
   key: number;
   id: string;
   fts_seq: number;
+  last_seq: number | null;
 }
 
+const PENDING_COLUMNS = `s.key, s.id, s.fts_seq,
+  (SELECT seq FROM messages WHERE session_id = s.id ORDER BY seq DESC LIMIT 1) AS last_seq`;
+
 /** One owner's sessions waiting for the full-text index, at most `?2`: `user_id, limit`. */
-export const PENDING_OF_OWNER_SQL =
-  "SELECT s.key, s.id, s.fts_seq FROM fts_queue w CROSS JOIN sessions s ON s.key = w.key WHERE s.user_id = ? LIMIT ?";
+export const PENDING_OF_OWNER_SQL = `SELECT ${PENDING_COLUMNS} FROM fts_queue w CROSS JOIN sessions s ON s.key = w.key
+  WHERE s.user_id = ? LIMIT ?`;
+
+/**
+ * Indexes, in one statement, every message above its session's fts_seq up to a seq, of the sessions a
+ * JSON array of `[key, to]` pairs names: `pairs`. The pairs are the outer loop (CROSS JOIN), so each
+ * session and its new messages are primary-key lookups; in the queue's (key) order, the rowids rise
+ * through the statement, and FTS5 writes its pending terms out as a segment only at the commit (it
+ * also does whenever a rowid is lower than the one before).
+ */
+export const INDEX_SESSIONS_SQL = `INSERT INTO messages_fts (rowid, search_text, scope)
+  SELECT ${FULL_TEXT_ROWID("s.key", "m.seq")}, threadkeep_search_text(m.body), ${scopeSql("s.user_id", "s.id")}
+  FROM json_each(?) j CROSS JOIN sessions s ON s.key = j.value ->> 0
+  CROSS JOIN messages m ON m.session_id = s.id AND m.seq > s.fts_seq AND m.seq <= j.value ->> 1`;
 
 /** Prepares the search and full-text index statements. */
 export function prepareSearchStatements(db: Database.Database) {
@@ -86,34 +102,34 @@ export function prepareSearchStatements(db: Database.Database) {
     ),
     /** Sessions whose messages wait for the full-text index (the indexer's queue), at most `?`. */
     pendingSessions: q<PendingSessionRow>(
-      "SELECT s.key, s.id, s.fts_seq FROM fts_queue w JOIN sessions s ON s.key = w.key LIMIT ?",
+      `SELECT ${PENDING_COLUMNS} FROM fts_queue w JOIN sessions s ON s.key = w.key LIMIT ?`,
     ),
     /** One owner's sessions whose messages wait, at most `?2`: `user_id, limit`. */
     // CROSS JOIN keeps the queue the outer loop: otherwise SQLite walks all the owner's sessions.
     pendingSessionsOf: q<PendingSessionRow>(PENDING_OF_OWNER_SQL),
     /** The session, when it is the owner's and messages of it wait: `id, user_id, limit` (1 is enough). */
     pendingSession: q<PendingSessionRow>(
-      "SELECT s.key, s.id, s.fts_seq FROM sessions s JOIN fts_queue w ON w.key = s.key WHERE s.id = ? AND s.user_id = ? LIMIT ?",
+      `SELECT ${PENDING_COLUMNS} FROM sessions s JOIN fts_queue w ON w.key = s.key WHERE s.id = ? AND s.user_id = ? LIMIT ?`,
     ),
     /** Takes a session that is being deleted out of the indexer's queue: `id`. */
     dequeueSession: q("DELETE FROM fts_queue WHERE key = (SELECT key FROM sessions WHERE id = ?)"),
-    /** The seq that ends a session's next `?` unindexed messages: `session_id, fts_seq, limit`. */
+    /**
+     * The seq that ends a session's next `?` unindexed messages (null when none waits), and how many
+     * they are: `session_id, fts_seq, limit`.
+     */
     pendingEnd: db
-      .prepare<unknown[], number | null>(
-        "SELECT max(seq) FROM (SELECT seq FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?)",
+      .prepare<unknown[], [end: number | null, count: number]>(
+        "SELECT max(seq), count(*) FROM (SELECT seq FROM messages WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?)",
       )
-      .pluck() as SqliteStatement<number | null>,
-    /** Indexes a session's messages above its fts_seq up to a seq: `key, to`. */
-    indexSession: q(
-      `INSERT INTO messages_fts (rowid, search_text, scope)
-       SELECT ${FULL_TEXT_ROWID("s.key", "m.seq")}, threadkeep_search_text(m.body), ${scopeSql("s.user_id", "s.id")}
-       FROM sessions s JOIN messages m ON m.session_id = s.id
-       WHERE s.key = ? AND m.seq > s.fts_seq AND m.seq <= ?`,
+      .raw() as SqliteStatement<[end: number | null, count: number]>,
+    /** {@link INDEX_SESSIONS_SQL}: `pairs`, a JSON array of `[key, to]`. */
+    indexSessions: q(INDEX_SESSIONS_SQL),
+    /** Records how far each session of a JSON array of `[key, to]` pairs is indexed: `pairs`. */
+    indexedToEach: q(
+      "UPDATE sessions SET fts_seq = j.value ->> 1 FROM json_each(?) j WHERE sessions.key = j.value ->> 0",
     ),
-    /** Records how far a session is indexed: `fts_seq, key`. */
-    indexedTo: q("UPDATE sessions SET fts_seq = ? WHERE key = ?"),
-    /** Takes a session out of the indexer's queue: `key`. */
-    dequeueForIndex: q("DELETE FROM fts_queue WHERE key = ?"),
+    /** Takes the sessions of a JSON array of keys out of the indexer's queue: `keys`. */
+    dequeueEach: q("DELETE FROM fts_queue WHERE key IN (SELECT value FROM json_each(?))"),
     /**
      * After messages were inserted from seq `first` on: puts the session in the indexer's queue, and
      * lowers how far the index has it when the new seqs are not above it (after a truncation):

@@ -77,9 +77,10 @@ export interface IndexScope {
  * (of `scope`) still wait.
  *
  * Set-based: the queue is read once with each session's last seq, and the sessions the step takes
- * whole are indexed, moved on and dequeued by one statement each. With statements per session, a busy
- * server's indexing (its sessions gain a message or two between runs) cost ~43 µs of CPU a message,
- * ~21 µs this way; a backlog (many messages a session) costs the same either way, ~6.5 µs a message.
+ * whole are indexed, moved on and dequeued by one statement each. With four statements per session, a
+ * busy server's indexing (its sessions gain a message or two between runs) cost ~27 µs of CPU a
+ * message, ~16 µs this way; a backlog (many messages a session) costs the same either way, ~6.5 µs a
+ * message (docs/benchmarks.md, "What the gaps are").
  */
 export function indexPendingStep(st: SqliteStatements, limit: number, scope?: IndexScope): boolean {
   const pending = (n: number) =>

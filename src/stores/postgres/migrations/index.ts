@@ -25,7 +25,6 @@ import { migrateMemoryVectors } from "./018-memory-vectors.js";
 import { migrateTermStats } from "./019-term-stats.js";
 import { migrateVectorCells } from "./020-vector-cells.js";
 import { migrateLeanTurns } from "./021-lean-turns.js";
-import { migrateLeanAppend } from "./022-lean-append.js";
 
 /** One forward step: `up` takes the schema from `version - 1` to `version`, in the migrating transaction. */
 export interface Migration {
@@ -61,5 +60,4 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 19, up: migrateTermStats },
   { version: 20, up: migrateVectorCells },
   { version: 21, up: migrateLeanTurns },
-  { version: 22, up: migrateLeanAppend },
 ];

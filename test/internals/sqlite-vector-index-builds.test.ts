@@ -3,13 +3,20 @@
  * interrupted before it was published, as a worker killed between two of them leaves it: the build
  * registered, some of its rows written under its own partition keys. Searches go on answering from
  * the published cells, exactly as before; writes meanwhile reach both; the next build supersedes it,
- * publishes, and removes its rows and the replaced cells' rows.
+ * publishes, and removes its rows and the replaced cells' rows. And two builds of one owner at once
+ * (two processes, or two stores, both searching it): the later one does not supersede the one being
+ * written, which publishes.
  */
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
 import type { VectorHit, VectorStore } from "../../src/core/types.js";
-import { loadVectorExtension, planOwnerIndex, writeOwnerIndex } from "../../src/stores/sqlite/_vector-index.js";
+import {
+  loadVectorExtension,
+  planOwnerIndex,
+  STALE_BUILD_MS,
+  writeOwnerIndex,
+} from "../../src/stores/sqlite/_vector-index.js";
 import { createSqliteStore } from "../../src/stores/sqlite/index.js";
 import { seededRandom } from "../../bench/_harness.js";
 import { sqliteTempFiles } from "../stores/_sqlite-files.js";
@@ -71,6 +78,8 @@ describe("sqlite vector index build interrupted before it was published", () => 
         }),
       ).toThrow("the worker is gone");
       const half = one("SELECT id FROM vector_index_builds");
+      // Its worker killed over a minute ago (STALE_BUILD_MS): its registration no longer holds the claim.
+      db.prepare("UPDATE vector_index_builds SET touched_at = touched_at - ?").run(STALE_BUILD_MS + 1);
       expect(half).toBeGreaterThan(published);
       expect(one(`SELECT count(*) FROM vector_index_rows WHERE build = ${half}`)).toBeGreaterThan(0);
       expect(one("SELECT build FROM vector_index_owners")).toBe(published);
@@ -117,6 +126,53 @@ describe("sqlite vector index build interrupted before it was published", () => 
       }
     } finally {
       db.close();
+      await exact.close();
+      await store.close();
+    }
+  });
+
+  it("leaves a build another connection is writing alone: the first publishes, the second is not registered", async () => {
+    const path = freshPath();
+    const store = createSqliteStore({
+      path,
+      backgroundCheckpoints: false,
+      vectorIndex: { minOwnerVectors: 50, probes: 10_000, candidates: 10_000, background: false },
+    });
+    const exact = createSqliteStore({ path, backgroundCheckpoints: false, vectorIndex: false });
+    for (let i = 0; i < 3; i++) await session(store, 100);
+    // Two connections, as two processes' workers have.
+    const first = new Database(path, { timeout: 5_000 });
+    const second = new Database(path, { timeout: 5_000 });
+    const one = (sql: string) => first.prepare(sql).pluck().get() as number;
+    try {
+      expect(loadVectorExtension(first) && loadVectorExtension(second)).toBe(true);
+      const planA = planOwnerIndex(first, "owner", MODEL, 300)!;
+      const planB = planOwnerIndex(second, "owner", MODEL, 300)!;
+      let registered: number | undefined;
+      let secondPublished: boolean | undefined;
+      const firstPublished = writeOwnerIndex(first, planA, {
+        pause: () => {
+          if (secondPublished !== undefined) return;
+          // The other build, planned meanwhile, comes to register between two of this one's transactions.
+          registered = one("SELECT id FROM vector_index_builds");
+          secondPublished = writeOwnerIndex(second, planB);
+        },
+      });
+      expect(secondPublished).toBe(false);
+      expect(firstPublished).toBe(true);
+      expect(one("SELECT build FROM vector_index_owners")).toBe(registered);
+      expect(one("SELECT count(*) FROM vector_index_builds")).toBe(0);
+      expect(one("SELECT size FROM vector_index_owners")).toBe(300);
+      expect(one("SELECT count(*) FROM vector_index_rows")).toBe(300);
+      for (const q of [vector(), vector()]) {
+        const indexed = await store.searchVectors({ userId: "owner", model: MODEL, vector: q, limit: 10 });
+        expect(keys(indexed)).toEqual(
+          keys(await exact.searchVectors({ userId: "owner", model: MODEL, vector: q, limit: 10 })),
+        );
+      }
+    } finally {
+      first.close();
+      second.close();
       await exact.close();
       await store.close();
     }

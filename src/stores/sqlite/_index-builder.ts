@@ -83,7 +83,7 @@ const { workerData, parentPort } = require("node:worker_threads");
  */
 export async function runVectorIndexBuild(job: VectorIndexBuildJob): Promise<boolean> {
   const Database = createRequire(import.meta.url)(job.driver) as typeof import("better-sqlite3");
-  const { planOwnerIndex, writeOwnerIndex } = await import("./_vector-index.js");
+  const { buildUnderWay, planOwnerIndex, writeOwnerIndex } = await import("./_vector-index.js");
   const control = new Int32Array(job.control);
   const db = new Database(job.path, { fileMustExist: true, timeout: job.busyTimeoutMs });
   try {
@@ -96,6 +96,8 @@ export async function runVectorIndexBuild(job: VectorIndexBuildJob): Promise<boo
           .get(job.model, job.userId) as { trained: number; size: number } | undefined)
       : undefined;
     if (indexed && (!job.again || indexed.size < indexed.trained * job.retrainAfter)) return false;
+    // Another process (or store) is writing the owner's build: it would not be superseded.
+    if (buildUnderWay(db, job.userId, job.model)) return false;
     const cancelled = () => Atomics.load(control, 0) === 1;
     const plan = planOwnerIndex(db, job.userId, job.model, job.count, cancelled);
     if (!plan || cancelled()) return false;

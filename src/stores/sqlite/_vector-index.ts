@@ -135,7 +135,7 @@ const BASE_SCHEMA = `
     PRIMARY KEY (model, user_id));
   CREATE TABLE IF NOT EXISTS vector_index_builds (
     id INTEGER PRIMARY KEY AUTOINCREMENT, model TEXT NOT NULL, user_id TEXT NOT NULL, trained INTEGER NOT NULL,
-    size INTEGER NOT NULL, scale REAL NOT NULL, centroids BLOB NOT NULL);
+    size INTEGER NOT NULL, scale REAL NOT NULL, centroids BLOB NOT NULL, touched_at INTEGER NOT NULL DEFAULT 0);
   CREATE INDEX IF NOT EXISTS vector_index_builds_owner ON vector_index_builds (user_id, model);
   CREATE TABLE IF NOT EXISTS vector_index_rows (
     id INTEGER PRIMARY KEY, session_id TEXT NOT NULL, seq INTEGER NOT NULL, model TEXT NOT NULL, user_id TEXT NOT NULL,
@@ -212,9 +212,22 @@ interface Owner extends Target {
 const CELL_SPAN = 2 ** 20;
 const cellKey = (target: Target, cell: number) => BigInt(target.build) * BigInt(CELL_SPAN) + BigInt(cell);
 
+/**
+ * A registered build whose writer has not written for this long is taken for dead (its worker or
+ * process killed) and may be superseded; one written to more recently holds the owner's claim. A
+ * writer touches its registration with every transaction (about every 5 ms; step 3's read of the
+ * owner's keys, outside a transaction, takes seconds at a million vectors).
+ */
+export const STALE_BUILD_MS = 60_000;
+
 function prepare(db: Database.Database) {
   dropEarlierIndex(db);
   db.exec(BASE_SCHEMA);
+  // Registrations of a file indexed before builds were touched: none holds a claim (the default, 0).
+  const buildColumns = db.prepare("SELECT name FROM pragma_table_info('vector_index_builds')").pluck().all();
+  if (!buildColumns.includes("touched_at")) {
+    db.exec("ALTER TABLE vector_index_builds ADD COLUMN touched_at INTEGER NOT NULL DEFAULT 0");
+  }
   const tables = new Map<string, { insert: Database.Statement; remove: Database.Statement; knn: Database.Statement }>();
   // The candidates' stored vectors, for the owner's sessions active since a time (the exact filter runs
   // on the few candidates, not on the index).
@@ -317,8 +330,13 @@ function prepare(db: Database.Database) {
     grow: db.prepare("UPDATE vector_index_owners SET size = size + ? WHERE model = ? AND user_id = ?"),
     dropEmpty: db.prepare("DELETE FROM vector_index_owners WHERE size <= 0"),
     putBuild: db.prepare(
-      "INSERT INTO vector_index_builds (model, user_id, trained, size, scale, centroids) VALUES (?, ?, ?, 0, ?, ?)",
+      "INSERT INTO vector_index_builds (model, user_id, trained, size, scale, centroids, touched_at) VALUES (?, ?, ?, 0, ?, ?, ?)",
     ),
+    liveBuild: db
+      .prepare("SELECT 1 FROM vector_index_builds WHERE model = ? AND user_id = ? AND touched_at > ?")
+      .pluck(),
+    /** The writer's own progress: rows added, and that it is alive. */
+    progress: db.prepare("UPDATE vector_index_builds SET size = size + ?, touched_at = ? WHERE id = ?"),
     buildSize: db.prepare("SELECT size FROM vector_index_builds WHERE id = ?").pluck(),
     growBuild: db.prepare("UPDATE vector_index_builds SET size = size + ? WHERE id = ?"),
     dropBuild: db.prepare("DELETE FROM vector_index_builds WHERE id = ?"),
@@ -563,8 +581,9 @@ const SLICE_STEP = 32;
  *    cells or the new ones, never a mix, and never a build not yet published;
  * 5. the replaced cells' rows are removed a slice at a time.
  *
- * A build stopped or crashed before 4 is never read; the owner's next build supersedes it (a build
- * registered later, by another process, supersedes this one) and removes its rows in 5.
+ * A build stopped or crashed before 4 is never read; the owner's next build supersedes it and removes
+ * its rows in 5. A build another connection is still writing (its registration touched within
+ * {@link STALE_BUILD_MS}) is not superseded: this one is not registered, and returns false.
  * @returns whether the build was published.
  */
 export function writeOwnerIndex(db: Database.Database, plan: OwnerIndexPlan, writing: OwnerIndexWriting = {}): boolean {
@@ -577,11 +596,17 @@ export function writeOwnerIndex(db: Database.Database, plan: OwnerIndexPlan, wri
   const build = db
     .transaction(() => {
       syncVectorIndex(db);
-      // An earlier build of the owner never published (stopped, crashed, or another process's) is superseded.
+      // Another connection's build of the owner still being written holds the claim: superseding it
+      // would let two processes (or two stores) searching the owner supersede each other's builds for
+      // as long as they search, since planning takes less time than writing, and neither publish.
+      const now = Date.now();
+      if (st.liveBuild.get(model, userId, now - STALE_BUILD_MS) !== undefined) return undefined;
+      // An earlier build of the owner never published (stopped, or its writer dead) is superseded.
       st.dropOwnerBuilds.run(model, userId);
-      return Number(st.putBuild.run(model, userId, plan.count, plan.scale, centroids).lastInsertRowid);
+      return Number(st.putBuild.run(model, userId, plan.count, plan.scale, centroids, now).lastInsertRowid);
     })
     .immediate();
+  if (build === undefined) return false;
   const target: Target = { build, scale: plan.scale, cells: new Cells(plan.centroids, dims) };
   const { insert } = st.table(model);
   /** Runs `step` in transactions of a slice each until it says it is done; false once stopped or superseded. */
@@ -633,7 +658,7 @@ export function writeOwnerIndex(db: Database.Database, plan: OwnerIndexPlan, wri
       );
       added++;
     }
-    st.growBuild.run(added, build);
+    st.progress.run(added, Date.now(), build);
     return next === order.length;
   });
   if (!planned) return false;
@@ -653,7 +678,7 @@ export function writeOwnerIndex(db: Database.Database, plan: OwnerIndexPlan, wri
       const now = st.oneVector.get(sessionId, seq) as [Buffer, string] | undefined;
       if (now && now[1] === model && add(st, target, sessionId, seq, model, unpack(now[0]), userId)) added++;
     }
-    st.growBuild.run(added, build);
+    st.progress.run(added, Date.now(), build);
     return next === unseen.length;
   });
   if (!complete) return false;
@@ -722,6 +747,20 @@ export function indexOwner(db: Database.Database, userId: string, model: string,
   syncVectorIndex(db);
   const plan = planOwnerIndex(db, userId, model, count);
   return plan === undefined || writeOwnerIndex(db, plan);
+}
+
+/**
+ * Whether another connection is writing a build of the owner's model (registered and touched within
+ * {@link STALE_BUILD_MS}): a worker then skips planning one that {@link writeOwnerIndex} would not register.
+ */
+export function buildUnderWay(db: Database.Database, userId: string, model: string): boolean {
+  const columns = db.prepare("SELECT name FROM pragma_table_info('vector_index_builds')").pluck().all();
+  if (!columns.includes("touched_at")) return false;
+  return (
+    db
+      .prepare("SELECT 1 FROM vector_index_builds WHERE model = ? AND user_id = ? AND touched_at > ?")
+      .get(model, userId, Date.now() - STALE_BUILD_MS) !== undefined
+  );
 }
 
 /** Whether the owner's vectors of the model are indexed and the index usable in this process. */

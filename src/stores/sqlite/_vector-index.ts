@@ -173,15 +173,21 @@ function hasIndex(db: Database.Database): boolean {
  * cache, rebuilt as owners are searched.
  */
 function dropEarlierIndex(db: Database.Database): void {
-  const columns = db.prepare("SELECT name FROM pragma_table_info('vector_index_owners')").pluck().all() as string[];
-  if (columns.length === 0 || columns.includes("build")) return;
-  const tables = db
-    .prepare(
-      "SELECT name FROM sqlite_master WHERE type = 'table' AND (name GLOB 'vector_index_m[0-9]*' OR name GLOB 'vector_index_ivf[0-9]*') AND sql LIKE 'CREATE VIRTUAL TABLE%'",
-    )
-    .pluck()
-    .all() as string[];
+  const earlier = () => {
+    const columns = db.prepare("SELECT name FROM pragma_table_info('vector_index_owners')").pluck().all() as string[];
+    return columns.length > 0 && !columns.includes("build");
+  };
+  if (!earlier()) return;
   db.transaction(() => {
+    // Looked at again under the write lock: another process (or store) on the file may have dropped
+    // the earlier index between the look above and this transaction, and created the new one.
+    if (!earlier()) return;
+    const tables = db
+      .prepare(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND (name GLOB 'vector_index_m[0-9]*' OR name GLOB 'vector_index_ivf[0-9]*') AND sql LIKE 'CREATE VIRTUAL TABLE%'",
+      )
+      .pluck()
+      .all() as string[];
     for (const name of tables) db.exec(`DROP TABLE "${name}"`);
     db.exec(`
       DROP TRIGGER IF EXISTS message_vectors_index_insert; DROP TRIGGER IF EXISTS message_vectors_index_update;

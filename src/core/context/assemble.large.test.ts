@@ -1,4 +1,5 @@
 import { beforeAll, describe, expect, it } from "vitest";
+import { threadCpuMs } from "../../../test/_thread-cpu.js";
 import type { Message } from "../types.js";
 import { assembleContext } from "./assemble.js";
 import { countContextTokens } from "./tokens.js";
@@ -20,8 +21,7 @@ describe("assembleContext on huge input", () => {
   for (const [shape, text] of Object.entries(shapes)) {
     it(`cuts a 10 MB message (${shape}) to the budget in well under a second`, () => {
       const history: Message[] = [{ role: "user", content: text, seq: 1, createdAt: 1 }];
-      // CPU time, not wall time: the bound is about the work, and CI machines are shared.
-      const start = process.cpuUsage();
+      const start = threadCpuMs();
       const ctx = assembleContext({
         system: [{ role: "system", content: "Be brief." }],
         history,
@@ -30,8 +30,7 @@ describe("assembleContext on huge input", () => {
         window: 20,
         tokenBudget: 8000,
       });
-      const used = process.cpuUsage(start);
-      const cpuMs = (used.user + used.system) / 1000;
+      const cpuMs = threadCpuMs() - start;
       expect(cpuMs).toBeLessThan(500);
       expect(ctx.tokens).toBeLessThanOrEqual(8000);
       expect(ctx.tokens).toBe(countContextTokens(ctx.messages));
@@ -47,10 +46,9 @@ describe("assembleContext on huge input", () => {
       role: "user" as const,
       content: `${i} ${"ab".repeat(250)}`,
     }));
-    const start = process.cpuUsage();
+    const start = threadCpuMs();
     const ctx = assembleContext({ system: [], history: [], summaries: [], input, window: 20, tokenBudget: 8000 });
-    const used = process.cpuUsage(start);
-    expect((used.user + used.system) / 1000).toBeLessThan(1500);
+    expect(threadCpuMs() - start).toBeLessThan(1500);
     expect(ctx.messages).toHaveLength(20_000);
     expect(ctx.omitted.truncated).toBe(20_000);
   });

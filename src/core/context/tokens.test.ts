@@ -1,7 +1,7 @@
-import { readFileSync } from "node:fs";
 import { countTokens as cl100k } from "gpt-tokenizer/encoding/cl100k_base";
 import { countTokens as o200k } from "gpt-tokenizer/encoding/o200k_base";
 import { describe, expect, it } from "vitest";
+import { threadCpuMs } from "../../../test/_thread-cpu.js";
 import { clearTokenCache, encodingForModel, MESSAGE_OVERHEAD_TOKENS, TokenCounter } from "./tokens.js";
 
 describe("TokenCounter", () => {
@@ -161,18 +161,3 @@ describe("TokenCounter.textSharing", () => {
     }
   });
 });
-
-/**
- * CPU ms this thread has used (Linux: `/proc/thread-self/schedstat`), else the process's. CPU time,
- * not wall time: the bound is about the work, and CI machines are shared. This thread's own, not the
- * process's: with `isolate: false` a worker thread left running by an earlier file of the same worker
- * (a store's index builder, its checkpointer) and V8's helper threads count in the process's time.
- */
-function threadCpuMs(): number {
-  try {
-    return Number(readFileSync("/proc/thread-self/schedstat", "utf8").split(" ")[0]) / 1e6;
-  } catch {
-    const used = process.cpuUsage();
-    return (used.user + used.system) / 1000;
-  }
-}

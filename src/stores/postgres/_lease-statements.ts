@@ -3,7 +3,7 @@
  * one function each: no state of the process here, only SQL.
  */
 import type { PgSql } from "./_client.js";
-import { type TurnReadArgs, turnDocArgs, turnDocColumn } from "./_turn.js";
+import { type TurnReadArgs, turnDocColumn } from "./_turn.js";
 
 /** A waiting ticket that was not refreshed for this long no longer holds its place. */
 export const TICKET_TTL_MS = 5_000;
@@ -78,7 +78,6 @@ export function attemptLease(
  */
 export function tryLease(sql: PgSql, sessionId: string, waiter: { ttlMs: number; token: string; read?: TurnReadArgs }) {
   const { ttlMs, token, read } = waiter;
-  if (read) return tryTurn(sql, sessionId, ttlMs, token, read);
   return sql<Attempt[]>`
     WITH g AS (
       INSERT INTO leases AS l (session_id, fence, expires_at, holder)
@@ -88,30 +87,11 @@ export function tryLease(sql: PgSql, sessionId: string, waiter: { ttlMs: number;
         WHERE l.expires_at <= threadkeep_now_ms()
       RETURNING l.fence, l.expires_at
     )
-    SELECT a.fence, a.expires_at, NULL::bigint AS held_until, threadkeep_now_ms() AS now,
-      CASE WHEN a.fence IS NULL THEN set_config('synchronous_commit', 'off', true) END AS async_commit
-    FROM (SELECT 1) one LEFT JOIN g a ON true`;
-}
-
-/**
- * {@link tryLease} with the turn's read (`openTurn`, every turn): the same statement as its columns
- * with {@link turnDocColumn} would make, written out whole. A fragment is one more query object for
- * the driver to build and take apart on every call (2 here, ~3 µs of client CPU a turn).
- */
-function tryTurn(sql: PgSql, sessionId: string, ttlMs: number, token: string, read: TurnReadArgs) {
-  const { userId, since, last } = turnDocArgs(read);
-  return sql<Attempt[]>`
-    WITH g AS (
-      INSERT INTO leases AS l (session_id, fence, expires_at, holder)
-      SELECT ${sessionId}, nextval('lease_fence'), threadkeep_now_ms() + ${ttlMs}, ${token}
-      WHERE NOT EXISTS (SELECT 1 FROM lease_queue q WHERE q.session_id = ${sessionId} AND q.alive_until > threadkeep_now_ms())
-      ON CONFLICT (session_id) DO UPDATE SET fence = excluded.fence, expires_at = excluded.expires_at, holder = excluded.holder
-        WHERE l.expires_at <= threadkeep_now_ms()
-      RETURNING l.fence, l.expires_at
-    )
-    SELECT a.fence, a.expires_at, NULL::bigint AS held_until, threadkeep_now_ms() AS now,
-      set_config('synchronous_commit', 'off', true) AS async_commit,
-      threadkeep_turn_doc(a.fence, ${sessionId}, ${userId}, ${since}::bigint, ${last}::bigint) AS turn
+    SELECT a.fence, a.expires_at, NULL::bigint AS held_until, threadkeep_now_ms() AS now${
+      read
+        ? sql`, set_config('synchronous_commit', 'off', true) AS async_commit${turnDocColumn(sql, sessionId, read)}`
+        : sql`, CASE WHEN a.fence IS NULL THEN set_config('synchronous_commit', 'off', true) END AS async_commit`
+    }
     FROM (SELECT 1) one LEFT JOIN g a ON true`;
 }
 

@@ -29,22 +29,11 @@ export interface TurnReadArgs {
   last: number;
 }
 
-/** The owner, activity bound and window of `threadkeep_turn_doc`'s call, as its parameters. */
-export const turnDocArgs = (read: TurnReadArgs) => ({
-  userId: read.userId,
-  since: read.activeSince === undefined ? null : Math.floor(read.activeSince),
-  last: Math.max(0, Math.floor(read.last)),
-});
-
-/**
- * The column a granting attempt adds (`a` is the attempt's own row, with `fence`): the turn's document.
- * The first try of a turn writes the same call out in its statement (`tryLease`, the hot path).
- */
-export const turnDocColumn = (sql: PgSql, sessionId: string, read: TurnReadArgs) => {
-  const { userId, since, last } = turnDocArgs(read);
-  return sql`,
-  threadkeep_turn_doc(a.fence, ${sessionId}, ${userId}, ${since}::bigint, ${last}::bigint) AS turn`;
-};
+/** The column a granting attempt adds (`a` is the attempt's own row, with `fence`): the turn's document. */
+export const turnDocColumn = (sql: PgSql, sessionId: string, read: TurnReadArgs) => sql`,
+  threadkeep_turn_doc(
+    a.fence, ${sessionId}, ${read.userId}, ${read.activeSince === undefined ? null : Math.floor(read.activeSince)}::bigint,
+    ${Math.max(0, Math.floor(read.last))}::bigint) AS turn`;
 
 /** The document `threadkeep_turn_doc` builds, parsed. */
 interface TurnDoc {

@@ -242,21 +242,12 @@ export function createPostgresStore(
       const indexLang = appendLang(bodies.length, lang);
       const userId = owner?.userId ?? null;
       const since = owner ? (owner.activeSince ?? Number.MIN_SAFE_INTEGER) : null;
-      // A ceiling bounded by the summaries (`hardCap`) runs after the write function, in its statement.
-      const hardCapped = keepSummarized && Boolean(append.hardCap && append.hardCap > 0);
       return run("appendMessages", async (sql) => {
         // The function checks the owner on the session row it updates (postgres/migrations/015-scoped-append.ts):
-        // another owner's session, or an expired one, is `not_found`. Whole statements, the same call
-        // in both: a fragment (even an empty one) is one more query object to build on every append.
-        const call = (q: PgSql) =>
-          hardCapped
-            ? q<AppendRow[]>`
-          SELECT out_status, out_first_seq, out_created_at, out_waiting${hardCapWithWrite(q, id, append.hardCap)} FROM threadkeep_append_scoped(
-            ${id}, ${bodies}::text[], ${texts}::text[], ${append.maxMessages || null}::bigint, ${keepSummarized},
-            ${append.fence ?? null}::bigint, ${holder}::text, ${fence !== undefined}, ${indexLang}::regconfig,
-            ${userId}::text, ${since}::bigint)`
-            : q<AppendRow[]>`
-          SELECT out_status, out_first_seq, out_created_at, out_waiting FROM threadkeep_append_scoped(
+        // another owner's session, or an expired one, is `not_found`. One whole statement when
+        // unguarded: a fragment is one more query object to build on every append.
+        const call = (q: PgSql) => q<AppendRow[]>`
+          SELECT out_status, out_first_seq, out_created_at, out_waiting${keepSummarized ? hardCapWithWrite(q, id, append.hardCap) : q``} FROM threadkeep_append_scoped(
             ${id}, ${bodies}::text[], ${texts}::text[], ${append.maxMessages || null}::bigint, ${keepSummarized},
             ${append.fence ?? null}::bigint, ${holder}::text, ${fence !== undefined}, ${indexLang}::regconfig,
             ${userId}::text, ${since}::bigint)`;

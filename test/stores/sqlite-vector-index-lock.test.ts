@@ -8,12 +8,13 @@
  * the worker's work 11-14 ms (load 8-16). A build interrupted by a close is never published, and the next
  * build removes what it wrote (test/internals/sqlite-vector-index-builds.test.ts: a crash).
  */
-import { readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { readlinkSync } from "node:fs";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
 import { createSqliteStore } from "../../src/stores/sqlite/index.js";
 import { seededRandom } from "../../bench/_harness.js";
+import { threadTimes } from "../_thread-cpu.js";
 import { until } from "../_wait.js";
 import { sqliteTempFiles } from "./_sqlite-files.js";
 
@@ -38,24 +39,6 @@ const read = <T>(path: string, sql: string): T | undefined => {
     db.close();
   }
 };
-/** Each thread of this process: milliseconds on a core and waiting for one so far (empty where Linux does not say). */
-function threadTimes(): Map<string, [cpu: number, wait: number]> {
-  const times = new Map<string, [number, number]>();
-  try {
-    for (const tid of readdirSync("/proc/self/task")) {
-      try {
-        const [cpu, wait] = readFileSync(`/proc/self/task/${tid}/schedstat`, "utf8").split(" ");
-        times.set(tid, [Number(cpu) / 1e6, Number(wait) / 1e6]);
-      } catch {
-        // A thread that ended meanwhile.
-      }
-    }
-  } catch {
-    // Not Linux.
-  }
-  return times;
-}
-
 /**
  * Watches the event loop with a timer every 5 ms. Each gap between two ticks is measured twice: as
  * test/_event-loop-gaps.ts does (this thread's own wait for a core taken off), and as the CPU another
@@ -97,6 +80,33 @@ function watchLoopAndWorker(): { stop(): { held: number; work: number } } {
   };
 }
 
+/** Seeded random vectors of {@link DIMS} dimensions. */
+const vectors = (seed: number) => {
+  const random = seededRandom(seed);
+  return () => Array.from({ length: DIMS }, () => random() - 0.5);
+};
+
+/** `count` embedded messages of the owner "big", {@link PER_SESSION} a session; `vector(s, i)` is the i-th of session s's. */
+async function embedBigOwner(
+  store: ReturnType<typeof createSqliteStore>,
+  count: number,
+  vector: (session: number, i: number) => number[],
+): Promise<void> {
+  for (let s = 0; s < count / PER_SESSION; s++) {
+    const id = newSessionId();
+    await store.createSession({ id, userId: "big" });
+    const added = await store.appendMessages(
+      id,
+      Array.from({ length: PER_SESSION }, (_, i) => ({ role: "user" as const, content: `${s}.${i}` })),
+    );
+    await store.putEmbeddings(
+      id,
+      MODEL,
+      added.map((m, i) => ({ seq: m.seq, createdAt: m.createdAt, vector: vector(s, i) })),
+    );
+  }
+}
+
 const hasIndex = (path: string) =>
   read(path, "SELECT 1 FROM sqlite_master WHERE name = 'vector_index_owners'") !== undefined;
 
@@ -104,22 +114,9 @@ describe("sqlite vector index build and other users' writes", () => {
   it("another user's appends never wait for the whole build: it is written in short transactions", async () => {
     const path = freshPath();
     const store = createSqliteStore({ path });
-    const random = seededRandom(3434);
-    const vector = () => Array.from({ length: DIMS }, () => random() - 0.5);
+    const vector = vectors(3434);
     try {
-      for (let s = 0; s < MESSAGES / PER_SESSION; s++) {
-        const id = newSessionId();
-        await store.createSession({ id, userId: "big" });
-        const added = await store.appendMessages(
-          id,
-          Array.from({ length: PER_SESSION }, (_, i) => ({ role: "user" as const, content: `${s}.${i}` })),
-        );
-        await store.putEmbeddings(
-          id,
-          MODEL,
-          added.map((m) => ({ seq: m.seq, createdAt: m.createdAt, vector: vector() })),
-        );
-      }
+      await embedBigOwner(store, MESSAGES, vector);
       const other = newSessionId();
       await store.createSession({ id: other, userId: "other" });
       // The large owner's first search scans exactly and starts the build in the worker.
@@ -163,26 +160,13 @@ describe("sqlite vector index build and other users' writes", () => {
 
   it("a store closed while the worker writes publishes nothing; the next store's build completes and removes what it wrote", async () => {
     const path = freshPath();
-    const random = seededRandom(3435);
-    const vector = () => Array.from({ length: DIMS }, () => random() - 0.5);
+    const vector = vectors(3435);
     const size = 12_000;
     const store = createSqliteStore({ path });
     const probe = vector();
     let closed = false;
     try {
-      for (let s = 0; s < size / PER_SESSION; s++) {
-        const id = newSessionId();
-        await store.createSession({ id, userId: "big" });
-        const added = await store.appendMessages(
-          id,
-          Array.from({ length: PER_SESSION }, (_, i) => ({ role: "user" as const, content: `${s}.${i}` })),
-        );
-        await store.putEmbeddings(
-          id,
-          MODEL,
-          added.map((m, i) => ({ seq: m.seq, createdAt: m.createdAt, vector: s === 3 && i === 5 ? probe : vector() })),
-        );
-      }
+      await embedBigOwner(store, size, (s, i) => (s === 3 && i === 5 ? probe : vector()));
       await store.searchVectors({ userId: "big", model: MODEL, vector: probe, limit: 10 });
       // The worker has registered its build and written some of it (its writing lasts a few hundred
       // milliseconds at the least: a slice of 1 ms, then a pause of 3 or more).

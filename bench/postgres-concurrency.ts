@@ -16,7 +16,8 @@
  * subject's median turns/s and the range over rounds. `BENCH_QUICK=1` runs shorter, fewer rounds.
  * Each round also reads the server's CPU per turn from `/proc` (a server on this machine only; every
  * backend of the bench's database counts, so give it a database of its own for that column). Before
- * the rounds, threadkeep's tables get the `VACUUM ANALYZE` the plain tables get after loading.
+ * the rounds, threadkeep's tables get the `VACUUM ANALYZE` the plain tables get after loading, and
+ * after the warm-up round every subject's tables are analyzed again (the steady state's statistics).
  * The server is `THREADKEEP_BENCH_POSTGRES_URL`, else `THREADKEEP_TEST_POSTGRES_URL`, else the local
  * service; unreachable, it skips with a printed reason. Everything lives in a schema named
  * `tk_bench_conc_<random>`, dropped afterwards.
@@ -191,6 +192,11 @@ async function main(): Promise<void> {
     const cpus = new Map<string, number[]>(subjects.map(([name]) => [name, []]));
     const servers = new Map<string, number[]>(subjects.map(([name]) => [name, []]));
     for (const [, subject] of subjects) await measure(subject.turn, admin); // warm-up round, not counted
+    // Statistics of the steady state for every subject, as autovacuum would take them on a server that
+    // has it on: threadkeep's `leases` was empty when the tables were analyzed after loading.
+    const tables = await admin<{ s: string; t: string }[]>`
+      SELECT schemaname AS s, tablename AS t FROM pg_tables WHERE schemaname LIKE ${`${schema}%`}`;
+    await admin.unsafe(`ANALYZE ${tables.map((r) => `"${r.s}"."${r.t}"`).join(", ")}`);
     for (let round = 0; round < ROUNDS; round++) {
       for (const [name, subject] of subjects) {
         const { rate, cpu, server } = await measure(subject.turn, admin);

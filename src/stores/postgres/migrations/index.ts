@@ -25,6 +25,7 @@ import { migrateMemoryVectors } from "./018-memory-vectors.js";
 import { migrateTermStats } from "./019-term-stats.js";
 import { migrateVectorCells } from "./020-vector-cells.js";
 import { migrateLeanTurns } from "./021-lean-turns.js";
+import { migrateKeyedTurns } from "./022-keyed-turns.js";
 
 /** One forward step: `up` takes the schema from `version - 1` to `version`, in the migrating transaction. */
 export interface Migration {
@@ -60,4 +61,5 @@ export const MIGRATIONS: readonly Migration[] = [
   { version: 19, up: migrateTermStats },
   { version: 20, up: migrateVectorCells },
   { version: 21, up: migrateLeanTurns },
+  { version: 22, up: migrateKeyedTurns },
 ];

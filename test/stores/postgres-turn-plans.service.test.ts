@@ -7,9 +7,9 @@
  * Why it could: PostgreSQL caches a plan for a prepared statement, and for each statement of a
  * PL/pgSQL function, per connection; after five runs it may keep a generic plan, costed with the
  * statistics of that moment, and keeps it until the table's statistics change (an `ANALYZE`). A
- * table that was nearly empty then (every table of a new deployment; `leases` until sessions have
- * turns) is planned as a sequential scan, and with autovacuum off (or before its first analyze) every
- * turn then reads the whole table: on the `postgres-concurrency` bench, 1,425 `leases` rows a scan,
+ * table whose statistics were taken while it was nearly empty (a `VACUUM ANALYZE` right after
+ * deploying; `leases` before sessions had turns) is planned as a sequential scan, and with autovacuum
+ * off nothing takes them again: every turn then reads the whole table: on the `postgres-concurrency` bench, 1,425 `leases` rows a scan,
  * two scans a turn (docs/benchmarks.md). Schema version 22 keeps the turn's functions on their
  * indexes (`migrations/022-keyed-turns.ts`).
  *
@@ -85,7 +85,8 @@ describe("PostgreSQL turns on a grown database", () => {
 
       // The database grows under the cached plans: other owners' sessions, each with a message, a
       // summary, a state and a lease. Loaded with triggers off (the full-text statistics of the load
-      // would read `sessions` whole in their own statement, which is not a turn's).
+      // would read `sessions` whole in their own statement, which is not a turn's); that takes a
+      // superuser, as the test database's role is.
       await admin.begin(async (tx) => {
         await tx`SET LOCAL session_replication_role = replica`;
         await tx`

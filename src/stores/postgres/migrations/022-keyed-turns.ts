@@ -8,14 +8,17 @@
  * taken while the tables were nearly empty (a `VACUUM ANALYZE` after deploying, or a scheduled one on
  * a server with autovacuum off) cost a whole scan of `sessions`, `leases`, `summaries` or
  * `session_state` as cheaper than an index probe; as the tables grow the cached plan stays, and every
- * turn reads every one of those tables whole (on 20,000 sessions: 60 scans of `sessions` in 20 turns,
- * `test/stores/postgres-turn-plans.service.test.ts`). Every statement of these functions finds its rows
+ * turn reads every one of those tables whole (on 20,000 sessions, 20 turns read 400,000–820,000 rows
+ * of each: `test/stores/postgres-turn-plans.service.test.ts`). Every statement of these functions finds its rows
  * by key (a session's id, its seq range, the pending rows' partial index), so with sequential scans off
  * the planner takes the index whatever the statistics say; a table with no index for a statement is
  * still scanned, since that is then the only plan. The setting holds only while the function runs.
  *
  * Functions left as they were: `threadkeep_recount_terms` (a full recount, meant to read everything)
- * and the trigger functions (they run inside the appends, under the appends' setting).
+ * and the trigger functions (they run under the setting of the statement that fires them: the
+ * appends' inside these functions). A foreign-key check's plan is cached per connection the first
+ * time it runs: where that is a client-side write (an import's insert into `messages`, before any
+ * append on that connection), the appends reuse the plan made without the setting.
  */
 import type { PgTx } from "../_client.js";
 

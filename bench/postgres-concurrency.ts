@@ -9,7 +9,11 @@
  *   `session_id`, as LangChain's `PostgresChatMessageHistory` keeps it, read `ORDER BY id DESC LIMIT 20`
  *   and appended with one INSERT of two rows, through postgres.js with `prepare: false` (what the `pg`
  *   pool does for unnamed statements: parse and plan each time; `pg` itself is not a dependency);
- * - raw postgres.js: the same table and statements, prepared (postgres.js's default).
+ * - raw postgres.js: the same table and statements, prepared (postgres.js's default);
+ * - a reference, not a target: the LangChain-style table with what full-text search needs (a stored
+ *   `tsvector` column generated from the content, `english`, and a GIN index on it), so the report
+ *   shows what keeping messages searchable costs a table that does nothing else (threadkeep indexes
+ *   every message for relevance search: `postgres/_indexing.ts`).
  *
  * Each subject has a pool of {@link POOL} connections. Rounds of {@link SECONDS} s alternate between
  * subjects, so a change in the machine's load hits every subject alike (`BENCH_TK_POOL` sets threadkeep's pool alone); the report gives each
@@ -143,7 +147,11 @@ async function threadkeep(): Promise<{ turn: Turn; close: () => Promise<void> }>
   return { turn, close: () => store.close() };
 }
 
-async function plainTable(prepare: boolean, name: string): Promise<{ turn: Turn; close: () => Promise<void> }> {
+async function plainTable(
+  prepare: boolean,
+  name: string,
+  fullText = false,
+): Promise<{ turn: Turn; close: () => Promise<void> }> {
   const sql = postgres(URL_, {
     max: POOL,
     prepare,
@@ -153,6 +161,10 @@ async function plainTable(prepare: boolean, name: string): Promise<{ turn: Turn;
   await sql.unsafe(`CREATE SCHEMA "${schema}_${name}"`);
   await sql`CREATE TABLE message_store (id serial PRIMARY KEY, session_id text NOT NULL, message jsonb NOT NULL)`;
   await sql`CREATE INDEX message_store_session ON message_store (session_id)`;
+  if (fullText) {
+    await sql`ALTER TABLE message_store ADD COLUMN tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', message->>'content')) STORED`;
+    await sql`CREATE INDEX message_store_tsv ON message_store USING gin (tsv)`;
+  }
   await each(SESSIONS, 10, async (n) => {
     const rows = Array.from({ length: MESSAGES }, (_, i) => ({
       session_id: `conc-${n}`,
@@ -185,6 +197,7 @@ async function main(): Promise<void> {
     subjects.push(["threadkeep", await threadkeep()]);
     subjects.push(["LangChain-style table (unprepared, as the pg pool)", await plainTable(false, "lc")]);
     subjects.push(["raw postgres.js (prepared)", await plainTable(true, "raw")]);
+    subjects.push(["reference: LangChain-style table + full-text index", await plainTable(false, "fts", true)]);
     console.log(
       `setup: ${SESSIONS} sessions × ${MESSAGES} messages of ${CHARS} characters per subject, ${((performance.now() - t0) / 1000).toFixed(1)} s`,
     );
@@ -235,7 +248,8 @@ async function main(): Promise<void> {
     );
   } finally {
     for (const [, subject] of subjects) await subject.close().catch(() => {});
-    for (const suffix of ["tk", "lc", "raw"]) await admin.unsafe(`DROP SCHEMA IF EXISTS "${schema}_${suffix}" CASCADE`);
+    for (const suffix of ["tk", "lc", "raw", "fts"])
+      await admin.unsafe(`DROP SCHEMA IF EXISTS "${schema}_${suffix}" CASCADE`);
     await admin.end();
   }
 }

@@ -28,6 +28,7 @@ import { summaryMethods } from "./_summaries.js";
 import { timeoutsOf } from "./_timeouts.js";
 import { searchMessages } from "./_search.js";
 import { appendLang, SearchIndexer } from "./_indexing.js";
+import { StatisticsKeeper } from "./_statistics.js";
 import { openedTurnOf } from "./_turn.js";
 import { missingVectors, putVectors, searchVectors } from "./_vectors.js";
 import { type PostgresVectorIndexOptions, VectorIndexer } from "./_ivf.js";
@@ -74,6 +75,13 @@ export interface PostgresStoreOptions {
    */
   searchIndexDelayMs?: number;
   /**
+   * While autovacuum is off for the store's tables, how often the store checks whether their
+   * statistics went stale and analyzes those that did, as autovacuum would (`postgres/_statistics.ts`);
+   * `false` leaves it to you (a scheduled `ANALYZE`). With autovacuum on it leaves the work to
+   * autovacuum. @default 60000
+   */
+  statisticsIntervalMs?: number | false;
+  /**
    * The IVF index of large owners' embeddings (`postgres/_ivf.ts`, built in the background once an
    * owner holds `minOwnerVectors` vectors); `false` scans every search exactly. Where the `vector`
    * extension (pgvector ≥ 0.5.0) is installed or can be created, its HNSW index is used instead
@@ -113,6 +121,17 @@ export function createPostgresStore(
     );
   }
   const lang = options.ftsLanguage ?? "english";
+  const statisticsEvery = options.statisticsIntervalMs;
+  if (
+    statisticsEvery !== undefined &&
+    statisticsEvery !== false &&
+    !(statisticsEvery > 0 && Number.isFinite(statisticsEvery))
+  ) {
+    throw new ThreadkeepError(
+      "invalid_request",
+      `statisticsIntervalMs is a positive number of milliseconds or false, got ${String(statisticsEvery)}`,
+    );
+  }
   const settings = timeoutsOf(options);
   const { queryTimeoutMs, connectTimeoutMs } = settings;
   const batchSize = Math.max(1, options.expireBatchSize ?? 500);
@@ -136,6 +155,9 @@ export function createPostgresStore(
     await vectorIndex.detect(client.main);
     // Rows a stopped process left pending are indexed too.
     indexer.poke();
+    // Statistics that follow the tables when autovacuum is off: once now, then every interval.
+    statistics.start();
+    void statistics.check().catch(() => {});
     return client;
   };
 
@@ -159,6 +181,7 @@ export function createPostgresStore(
   const pending = operations.pending;
   // Appends store their text unindexed; this indexes it in the background (see postgres/_indexing.ts).
   const indexer = new SearchIndexer(run, lang, options.searchIndexDelayMs);
+  const statistics = new StatisticsKeeper(run, schema, statisticsEvery);
   // Large owners' vectors are searched through cells trained in the background (see postgres/_ivf.ts).
   const vectorIndex = new VectorIndexer(run, options.vectorIndex);
 
@@ -342,6 +365,7 @@ export function createPostgresStore(
         // Held turns are given back first, while the pool still answers.
         await leases.close();
         await indexer.close();
+        await statistics.close();
         await vectorIndex.close();
         closed = true;
         operations.close();

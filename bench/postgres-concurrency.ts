@@ -10,10 +10,19 @@
  *   and appended with one INSERT of two rows, through postgres.js with `prepare: false` (what the `pg`
  *   pool does for unnamed statements: parse and plan each time; `pg` itself is not a dependency);
  * - raw postgres.js: the same table and statements, prepared (postgres.js's default);
- * - a reference, not a target: the LangChain-style table with what full-text search needs (a stored
- *   `tsvector` column generated from the content, `english`, and a GIN index on it), so the report
- *   shows what keeping messages searchable costs a table that does nothing else (threadkeep indexes
- *   every message for relevance search: `postgres/_indexing.ts`).
+ * - a reference, not a target: the LangChain-style table given what threadkeep's turn does besides
+ *   (`BENCH_REFERENCE`, by default `lease,fts`, both):
+ *   - `lease`: a turn lease at its least, in the same two round trips: the read takes it (an `UPDATE`
+ *     of the session's row in a lease table, fence and lapse, committed without waiting for the WAL
+ *     flush, as threadkeep's grant) and the append gives it back in its statement, inserting only
+ *     while the fence is still the row's. Unlike threadkeep's it keeps no waiting line, no holder, no
+ *     owner check and reads in the grant's snapshot; a worker whose session is held tries again 1 ms later;
+ *   - `fts`: what full-text search needs, a stored `tsvector` column generated from the content
+ *     (`english`) and a GIN index on it (threadkeep indexes every message for relevance search:
+ *     `postgres/_indexing.ts`).
+ *
+ *   It shows what those features cost a table that does nothing else: how much of the distance to the
+ *   baselines is threadkeep's and how much is theirs.
  *
  * Each subject has a pool of {@link POOL} connections. Rounds of {@link SECONDS} s alternate between
  * subjects, so a change in the machine's load hits every subject alike (`BENCH_TK_POOL` sets threadkeep's pool alone); the report gives each
@@ -147,10 +156,18 @@ async function threadkeep(): Promise<{ turn: Turn; close: () => Promise<void> }>
   return { turn, close: () => store.close() };
 }
 
+/** What the reference subject adds to the LangChain-style table (`BENCH_REFERENCE`). */
+const REFERENCE = new Set((process.env.BENCH_REFERENCE ?? "lease,fts").split(",").filter(Boolean));
+for (const part of REFERENCE) {
+  if (part !== "lease" && part !== "fts") throw new Error(`BENCH_REFERENCE takes lease and fts, got "${part}"`);
+}
+/** How long the reference's lease lasts unreleased (ms). */
+const LEASE_TTL_MS = 60_000;
+
 async function plainTable(
   prepare: boolean,
   name: string,
-  fullText = false,
+  add: { fullText?: boolean; lease?: boolean } = {},
 ): Promise<{ turn: Turn; close: () => Promise<void> }> {
   const sql = postgres(URL_, {
     max: POOL,
@@ -161,7 +178,7 @@ async function plainTable(
   await sql.unsafe(`CREATE SCHEMA "${schema}_${name}"`);
   await sql`CREATE TABLE message_store (id serial PRIMARY KEY, session_id text NOT NULL, message jsonb NOT NULL)`;
   await sql`CREATE INDEX message_store_session ON message_store (session_id)`;
-  if (fullText) {
+  if (add.fullText) {
     await sql`ALTER TABLE message_store ADD COLUMN tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', message->>'content')) STORED`;
     await sql`CREATE INDEX message_store_tsv ON message_store USING gin (tsv)`;
   }
@@ -172,7 +189,46 @@ async function plainTable(
     }));
     await sql`INSERT INTO message_store ${sql(rows, "session_id", "message")}`;
   });
+  if (add.lease) {
+    await sql`CREATE TABLE turn_lease (session_id text PRIMARY KEY, fence bigint NOT NULL, expires_at bigint NOT NULL)`;
+    await sql`INSERT INTO turn_lease SELECT 'conc-' || g, 0, 0 FROM generate_series(0, ${SESSIONS - 1}) g`;
+    await sql`VACUUM ANALYZE turn_lease`;
+  }
   await sql`VACUUM ANALYZE message_store`;
+  if (add.lease) {
+    const leased: Turn = async (n, i) => {
+      const session = `conc-${n}`;
+      for (;;) {
+        const now = Date.now();
+        const rows = await sql<{ fence: string | null; message: unknown }[]>`
+          WITH g AS (
+            UPDATE turn_lease SET fence = fence + 1, expires_at = ${now + LEASE_TTL_MS}
+            WHERE session_id = ${session} AND expires_at <= ${now} RETURNING fence
+          )
+          SELECT (SELECT fence FROM g) AS fence, set_config('synchronous_commit', 'off', true) AS async_commit, m.message
+          FROM (SELECT 1) one LEFT JOIN LATERAL (
+            SELECT message FROM message_store WHERE session_id = ${session} ORDER BY id DESC LIMIT 20
+          ) m ON true`;
+        const fence = rows[0].fence;
+        if (fence === null) {
+          // Another worker's turn holds the session: wait for it, as threadkeep's waiters do.
+          await new Promise((resolve) => setTimeout(resolve, 1));
+          continue;
+        }
+        await sql`
+          WITH r AS (
+            UPDATE turn_lease SET expires_at = 0 WHERE session_id = ${session} AND fence = ${fence} RETURNING 1
+          )
+          INSERT INTO message_store (session_id, message)
+          SELECT v.s, v.m FROM (VALUES
+            (${session}, ${sql.json({ type: "human", content: text(i) })}::jsonb),
+            (${session}, ${sql.json({ type: "ai", content: text(i + 1) })}::jsonb)) v(s, m)
+          WHERE EXISTS (SELECT 1 FROM r)`;
+        return;
+      }
+    };
+    return { turn: leased, close: () => sql.end() };
+  }
   const turn: Turn = async (n, i) => {
     const session = `conc-${n}`;
     await sql`SELECT message FROM message_store WHERE session_id = ${session} ORDER BY id DESC LIMIT 20`;
@@ -197,7 +253,13 @@ async function main(): Promise<void> {
     subjects.push(["threadkeep", await threadkeep()]);
     subjects.push(["LangChain-style table (unprepared, as the pg pool)", await plainTable(false, "lc")]);
     subjects.push(["raw postgres.js (prepared)", await plainTable(true, "raw")]);
-    subjects.push(["reference: LangChain-style table + full-text index", await plainTable(false, "fts", true)]);
+    if (REFERENCE.size > 0) {
+      const parts = [REFERENCE.has("lease") ? "turn lease" : "", REFERENCE.has("fts") ? "full-text index" : ""];
+      subjects.push([
+        `reference: LangChain-style table + ${parts.filter(Boolean).join(" + ")}`,
+        await plainTable(false, "ref", { fullText: REFERENCE.has("fts"), lease: REFERENCE.has("lease") }),
+      ]);
+    }
     console.log(
       `setup: ${SESSIONS} sessions × ${MESSAGES} messages of ${CHARS} characters per subject, ${((performance.now() - t0) / 1000).toFixed(1)} s`,
     );
@@ -248,7 +310,7 @@ async function main(): Promise<void> {
     );
   } finally {
     for (const [, subject] of subjects) await subject.close().catch(() => {});
-    for (const suffix of ["tk", "lc", "raw", "fts"])
+    for (const suffix of ["tk", "lc", "raw", "ref"])
       await admin.unsafe(`DROP SCHEMA IF EXISTS "${schema}_${suffix}" CASCADE`);
     await admin.end();
   }

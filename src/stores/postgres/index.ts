@@ -93,6 +93,9 @@ export interface PostgresStoreOptions {
 /** What an append function answers (`threadkeep_append_scoped`). */
 type AppendRow = { out_status: string; out_first_seq: number; out_created_at: number; out_waiting: number | null };
 
+/** The longest delay a Node.js timer takes (2^31 - 1 ms, about 24.8 days). */
+const MAX_TIMER_MS = 2_147_483_647;
+
 const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
 /**
@@ -125,11 +128,12 @@ export function createPostgresStore(
   if (
     statisticsEvery !== undefined &&
     statisticsEvery !== false &&
-    !(statisticsEvery > 0 && Number.isFinite(statisticsEvery))
+    // Above a timer's longest delay Node would fire it every millisecond instead.
+    !(statisticsEvery > 0 && statisticsEvery <= MAX_TIMER_MS)
   ) {
     throw new ThreadkeepError(
       "invalid_request",
-      `statisticsIntervalMs is a positive number of milliseconds or false, got ${String(statisticsEvery)}`,
+      `statisticsIntervalMs is a number of milliseconds above 0 and at most ${MAX_TIMER_MS}, or false; got ${String(statisticsEvery)}`,
     );
   }
   const settings = timeoutsOf(options);

@@ -101,7 +101,7 @@ describe.each(stores)("memories ranked with an embedder (%s store)", (_name, mak
   it("brings the memory closest in meaning into a turn whose memories do not all fit, only with the embedder", async () => {
     const { store, withEmbedder, lexical } = open();
     const userId = `user-${randomUUID()}`;
-    // The oldest memory, sharing no word with the message: without meaning it is the first left out.
+    // The oldest memory, sharing no word with the message: without meaning it is ranked last.
     const sedan = await store.addUserMemory({ userId, text: "Owns a red sedan", createdAt: 1_000 });
     for (let i = 0; i < 30; i++) {
       await store.addUserMemory({
@@ -120,7 +120,11 @@ describe.each(stores)("memories ranked with an embedder (%s store)", (_name, mak
 
     const plain = (await lexical.buildContext(randomUUID(), turn)).memories!;
     expect(plain.omitted).toBeGreaterThan(0);
-    expect(plain.included.map((m) => m.id)).not.toContain(sedan.id);
+    // Without meaning nothing relates the sedan to the message: it is ranked last, and comes in only
+    // as a "recent" filler when its short line fits the room the longer ones left. That room depends
+    // on how many tokens each line's random id takes, so the sedan is in some runs and out of others.
+    expect(plain.included.filter((m) => m.reason === "related")).toEqual([]);
+    expect(plain.included.find((m) => m.id === sedan.id)?.reason ?? "omitted").not.toBe("related");
 
     const hybrid = (await withEmbedder.buildContext(randomUUID(), turn)).memories!;
     expect(hybrid.tokens).toBeLessThanOrEqual(hybrid.budget);

@@ -118,6 +118,8 @@ interface Writer {
   /** Index into `cluster.ports` of the master holding the session when the test started. */
   master: number;
   acked: string[];
+  /** When each write of `acked` was acknowledged. */
+  ackedAt: number[];
   failures: { at: number; error: ThreadkeepError }[];
   /** When the first write that succeeded after a failure was acknowledged. */
   backAt?: number;
@@ -139,7 +141,7 @@ async function sessionsOnEachMaster(store: SessionStore, perMaster: number): Pro
       if (count.get(master)! >= perMaster) continue;
       count.set(master, count.get(master)! + 1);
       await store.createSession({ id, userId: `failover-${id}` });
-      writers.push({ id, master, acked: [], failures: [] });
+      writers.push({ id, master, acked: [], ackedAt: [], failures: [] });
     }
     return writers;
   } finally {
@@ -156,6 +158,7 @@ function writeUntil(store: SessionStore, writers: Writer[], stop: () => boolean)
         try {
           await store.appendMessages(writer.id, [{ role: "user", content }]);
           writer.acked.push(content);
+          writer.ackedAt.push(Date.now());
           if (writer.failures.length > 0 && writer.backAt === undefined) writer.backAt = Date.now();
         } catch (error) {
           writer.failures.push({ at: Date.now(), error: error as ThreadkeepError });
@@ -211,18 +214,32 @@ async function killUnderLoad(
   });
   const promotedMs = Date.now() - killedAt;
   await afterPromotion?.();
+  const promotedAt = killedAt + promotedMs;
   const victims = writers.filter((w) => w.master === victim);
-  await until(
-    "the dead master's sessions write again",
-    () => victims.every((w) => w.failures.length > 0 && w.backAt !== undefined),
-    {
-      timeoutMs: backBoundMs,
-    },
-  ).finally(() => {
-    stopped = true;
-  });
+  // A session writes again once a write of its own is acknowledged after the promotion (and after its
+  // last failure, if it had any). Not every one fails first: a write sent after the store learned the
+  // new map goes to the new master, so "failed, then came back" would wait for a failure that never comes.
+  const writesAgain = (w: Writer) =>
+    (w.ackedAt.at(-1) ?? 0) >= promotedAt && (w.failures.length === 0 || w.backAt !== undefined);
+  await until("the dead master's sessions write again", () => victims.every(writesAgain), {
+    timeoutMs: backBoundMs,
+  })
+    .catch((error: Error) => {
+      const state = victims.map((w) => ({
+        failures: w.failures.length,
+        backAfterKillMs: w.backAt === undefined ? null : w.backAt - killedAt,
+        lastAckAfterKillMs: (w.ackedAt.at(-1) ?? killedAt) - killedAt,
+      }));
+      throw new Error(`${error.message} (promoted ${promotedMs} ms after the kill): ${JSON.stringify(state)}`);
+    })
+    .finally(() => {
+      stopped = true;
+    });
   await load;
-  const backMs = Math.max(...victims.map((w) => w.backAt! - killedAt));
+  // Back: the first write acknowledged after the kill by a session that failed, or by one that did not.
+  const backMs = Math.max(
+    ...victims.map((w) => (w.backAt ?? w.ackedAt.find((at) => at > killedAt) ?? promotedAt) - killedAt),
+  );
   return { killedAt, promotedMs, backMs, victims, others: writers.filter((w) => w.master !== victim) };
 }
 

@@ -159,9 +159,9 @@ export function createPostgresStore(
     await vectorIndex.detect(client.main);
     // Rows a stopped process left pending are indexed too.
     indexer.poke();
-    // Statistics that follow the tables when autovacuum is off: once now, then every interval.
+    // Statistics that follow the tables when autovacuum is off: every interval, the first one from
+    // now (no statement at open, where a store's first moments are the busiest).
     statistics.start();
-    void statistics.check().catch(() => {});
     return client;
   };
 

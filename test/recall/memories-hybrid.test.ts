@@ -124,7 +124,6 @@ describe.each(stores)("memories ranked with an embedder (%s store)", (_name, mak
     // as a "recent" filler when its short line fits the room the longer ones left. That room depends
     // on how many tokens each line's random id takes, so the sedan is in some runs and out of others.
     expect(plain.included.filter((m) => m.reason === "related")).toEqual([]);
-    expect(plain.included.find((m) => m.id === sedan.id)?.reason ?? "omitted").not.toBe("related");
 
     const hybrid = (await withEmbedder.buildContext(randomUUID(), turn)).memories!;
     expect(hybrid.tokens).toBeLessThanOrEqual(hybrid.budget);

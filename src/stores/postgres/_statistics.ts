@@ -25,7 +25,7 @@
 import type { PgRun } from "./_operations.js";
 
 /** How often the store asks whether its tables' statistics are stale, by default (ms). */
-export const STATISTICS_INTERVAL_MS = 60_000;
+const STATISTICS_INTERVAL_MS = 60_000;
 /** How long one table's `ANALYZE` may take: a sample of a large table read from disk. */
 const ANALYZE_TIMEOUT_MS = 120_000;
 /** The advisory lock key that lets one process of a schema analyze at a time (with the schema's name). */
@@ -47,42 +47,37 @@ const STALE_TABLES = `
   ORDER BY c.relname`;
 
 /**
- * Analyzes the store's stale tables while autovacuum is off (see the module comment): at each
- * {@link StatisticsKeeper.check}, and every interval after {@link StatisticsKeeper.start}. A failed
- * check is dropped (the next one tries again); checks never overlap.
+ * Analyzes the store's stale tables while autovacuum is off (see the module comment), every interval
+ * after {@link StatisticsKeeper.start}. A failed check is dropped (the next one tries again); checks
+ * never overlap.
  */
 export class StatisticsKeeper {
   readonly #run: PgRun;
   readonly #schema: string;
   readonly #intervalMs: number | false;
   #timer: NodeJS.Timeout | null = null;
-  #checking: Promise<string[]> | null = null;
+  #checking: Promise<void> | null = null;
   #closed = false;
 
-  /** @param intervalMs How often to check; `false` checks only when {@link check} is called. */
+  /** @param intervalMs How often to check; `false` never checks (a scheduled `ANALYZE` does the work). */
   constructor(run: PgRun, schema: string, intervalMs: number | false = STATISTICS_INTERVAL_MS) {
     this.#run = run;
     this.#schema = schema;
     this.#intervalMs = intervalMs;
   }
 
-  /** Checks every interval from now on (once; later calls add nothing). */
+  /** Checks every interval from now on, the first one interval from now (once; later calls add nothing). */
   start(): void {
     if (this.#closed || this.#timer || this.#intervalMs === false) return;
-    this.#timer = setInterval(() => void this.check().catch(() => {}), this.#intervalMs);
+    this.#timer = setInterval(() => {
+      // A check still under way when the next is due is not doubled.
+      this.#checking ??= this.#analyzeStale()
+        .catch(() => {})
+        .finally(() => {
+          this.#checking = null;
+        });
+    }, this.#intervalMs);
     this.#timer.unref();
-  }
-
-  /**
-   * Analyzes the tables that are stale now, one at a time, and answers their names (none when
-   * autovacuum is on, or another process of the schema is analyzing). A check under way is joined.
-   */
-  check(): Promise<string[]> {
-    if (this.#closed) return Promise.resolve([]);
-    this.#checking ??= this.#analyzeStale().finally(() => {
-      this.#checking = null;
-    });
-    return this.#checking;
   }
 
   /** Stops checking and waits for the check under way. */
@@ -90,33 +85,30 @@ export class StatisticsKeeper {
     this.#closed = true;
     if (this.#timer) clearInterval(this.#timer);
     this.#timer = null;
-    await this.#checking?.catch(() => {});
+    await this.#checking;
   }
 
-  async #analyzeStale(): Promise<string[]> {
+  /** Analyzes the tables that are stale now, one statement each; nothing when another process of the schema is at it. */
+  async #analyzeStale(): Promise<void> {
     const stale = await this.#run("checkStatistics", (sql) => sql.unsafe<{ name: string }[]>(STALE_TABLES), {
       background: true,
     });
-    if (stale.length === 0) return [];
-    const analyzed: string[] = [];
-    const done = await this.#run(
+    if (stale.length === 0) return;
+    await this.#run(
       "analyzeTables",
       (sql) =>
         sql.begin(async (tx) => {
           const [lock] = await tx<{ ok: boolean }[]>`
             SELECT pg_try_advisory_xact_lock(${LOCK_CLASS}, hashtext(${this.#schema})) AS ok`;
-          if (!lock.ok) return false;
+          if (!lock.ok) return;
           await tx.unsafe(`SET LOCAL statement_timeout = ${ANALYZE_TIMEOUT_MS}`);
           for (const { name } of stale) {
             if (this.#closed) break;
             // Names come from pg_class, quoted as identifiers; the schema is the connection's.
             await tx.unsafe(`ANALYZE "${name.replaceAll('"', '""')}"`);
-            analyzed.push(name);
           }
-          return true;
         }),
       { background: true, timeoutMs: ANALYZE_TIMEOUT_MS * stale.length },
     );
-    return done ? analyzed : [];
   }
 }

@@ -128,8 +128,9 @@ export function createPostgresStore(
   if (
     statisticsEvery !== undefined &&
     statisticsEvery !== false &&
-    // Above a timer's longest delay Node would fire it every millisecond instead.
-    !(statisticsEvery > 0 && statisticsEvery <= MAX_TIMER_MS)
+    // Not a number (from plain JavaScript or a parsed setting), the timer would coerce it; above a
+    // timer's longest delay Node would fire it every millisecond instead.
+    !(typeof statisticsEvery === "number" && statisticsEvery > 0 && statisticsEvery <= MAX_TIMER_MS)
   ) {
     throw new ThreadkeepError(
       "invalid_request",

@@ -11,6 +11,7 @@ import { SCHEMA_VERSION } from "../../src/stores/postgres/_schema.js";
 import { atSchemaVersion } from "./_postgres-old-schema.js";
 import { createPostgresStore, type PostgresStoreOptions } from "../../src/stores/postgres/index.js";
 import { serviceAvailable, TEST_POSTGRES_URL } from "../_services.js";
+import { until } from "../_wait.js";
 import { expectCode, runStoreConformance } from "../../src/testing/index.js";
 
 const enabled = await serviceAvailable("postgres");
@@ -464,6 +465,20 @@ describe.runIf(enabled === true)("postgres store specifics", () => {
         expect(Date.now() - started).toBeLessThan(5_000);
       }
       await proxy.start();
+      // Back within a probe of the store's and a retry of the driver's (250 ms each), not at once.
+      const back = Date.now();
+      await until(
+        "the store reads again",
+        () =>
+          flaky.getMessages(session.id).then(
+            () => true,
+            () => false,
+          ),
+        {
+          timeoutMs: 5_000,
+        },
+      );
+      expect(Date.now() - back).toBeLessThan(2_000);
       await flaky.appendMessages(session.id, [{ role: "user", content: "after" }]);
       expect((await flaky.getMessages(session.id)).map((m) => m.content)).toEqual(["before", "after"]);
       const lease = await flaky.acquireLease(session.id);

@@ -50,12 +50,21 @@ export interface PgClients {
   end(options: { timeout: number }): Promise<void>;
 }
 
+/** The longest the driver waits after failed connects before it tries again (s): the store's probe interval. */
+const RECONNECT_AFTER_S = 0.25;
+
 /** The store's connections (opened lazily) whose unqualified table names resolve in `schema`. */
 export async function openClient(url: string, options: ClientOptions): Promise<PgClients> {
   const driver = await loadDriver();
   const settings = (max: number) => ({
     max,
     connect_timeout: options.connectTimeoutSeconds,
+    // After failed connects the driver refuses queries with the last failure until its next attempt,
+    // by default up to 20 s away (threefold per failure). The store keeps its own outage state and
+    // probes every 250 ms (postgres/_operations.ts), so the driver waits no longer than that: 30 ms,
+    // 90 ms, then 250 ms. Not 0: a server refusing connections as too many (which the driver tries
+    // again at once while queries wait) would be hammered with new ones.
+    backoff: (retries: number) => Math.min(RECONNECT_AFTER_S, 0.01 * 3 ** retries),
     onnotice: () => {},
     // The driver's lookup of array types, the first statement of each new connection, runs under that
     // connection's statement_timeout; when a busy server cuts it, the driver drops the rejected promise

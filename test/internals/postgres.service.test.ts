@@ -488,4 +488,45 @@ describe.runIf(enabled === true)("postgres store specifics", () => {
       await proxy.stop();
     }
   }, 30_000);
+
+  it("reaches the server within a second of its return after an outage that kept operations coming", async () => {
+    // The driver refuses queries with its last connect failure until its next attempt, and by default
+    // waits threefold longer after each failure (up to 20 s): 5 s of operations failing against an
+    // absent server would leave it refusing for seconds after the server is back. The store retries
+    // within its probe interval (postgres/_client.ts).
+    const proxy = new TcpProxy();
+    await proxy.start();
+    const url = new URL(TEST_POSTGRES_URL);
+    url.port = String(proxy.port);
+    const flaky = open({ url: url.toString(), connectTimeoutSeconds: 5, queryTimeoutMs: 3_000 });
+    try {
+      const session = await flaky.createSession({ id: newSessionId(), userId: "u" });
+      await proxy.stop();
+      const down = Date.now();
+      let failures = 0;
+      while (Date.now() - down < 5_500) {
+        await flaky.getMessages(session.id).catch((error: unknown) => {
+          expect(isThreadkeepError(error, "store_unavailable"), String(error)).toBe(true);
+          failures++;
+        });
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(failures).toBeGreaterThan(50);
+      await proxy.start();
+      const back = Date.now();
+      await until(
+        "the store reads again",
+        () =>
+          flaky.getMessages(session.id).then(
+            () => true,
+            () => false,
+          ),
+        { timeoutMs: 15_000, everyMs: 20 },
+      );
+      expect(Date.now() - back).toBeLessThan(1_000);
+    } finally {
+      await flaky.close();
+      await proxy.stop();
+    }
+  }, 40_000);
 });

@@ -2,8 +2,8 @@
  * Launches Debian's chromium through playwright-core for the inspector's browser tests. Outside CI a
  * missing browser skips those tests with a printed reason; under CI=true it fails the run.
  */
-import { existsSync } from "node:fs";
-import type { Browser } from "playwright-core";
+import { existsSync, readFileSync } from "node:fs";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 
 /** Where the browser is looked for; THREADKEEP_TEST_CHROMIUM overrides. */
 export const CHROMIUM_PATH = process.env.THREADKEEP_TEST_CHROMIUM ?? "/usr/bin/chromium";
@@ -34,4 +34,35 @@ export async function launchBrowser(): Promise<Browser> {
       "--no-first-run",
     ],
   });
+}
+
+/**
+ * How long one browser step (a navigation, a wait for an element) may take in these tests: below the
+ * tests' own 30 s, so a step that never completes fails with Playwright's account of what it waited
+ * for instead of a bare test time-out (one such time-out, 2026-12-07, said nothing of where it hung).
+ */
+export const STEP_TIMEOUT_MS = 15_000;
+
+/** Gives every step of `context`'s pages {@link STEP_TIMEOUT_MS}. */
+export function boundSteps(context: BrowserContext): BrowserContext {
+  context.setDefaultTimeout(STEP_TIMEOUT_MS);
+  context.setDefaultNavigationTimeout(STEP_TIMEOUT_MS);
+  return context;
+}
+
+/** Where the inspector keeps the key in the tab (`KEY_STORAGE` in the inspector's `api.js`). */
+const KEY_STORAGE = /const KEY_STORAGE = "([^"]+)";/.exec(
+  readFileSync(new URL("../src/server/ui/api.js", import.meta.url), "utf8"),
+)![1];
+
+/**
+ * Answers the inspector's key dialog with `key` and resolves once the tab holds it. The dialog's
+ * `close` event, after which the page stores the key, is a task of its own: a reload or navigation
+ * straight after the Enter could leave before it and find the tab without a key.
+ */
+export async function enterKey(page: Page, key: string): Promise<void> {
+  await page.locator("#key-input").fill(key);
+  await page.locator("#key-input").press("Enter");
+  // A string: the function runs in the page, whose DOM types these tests are not compiled with.
+  await page.waitForFunction(`sessionStorage.getItem(${JSON.stringify(KEY_STORAGE)}) === ${JSON.stringify(key)}`);
 }

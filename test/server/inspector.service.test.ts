@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { Browser, BrowserContextOptions, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { browserAvailable, launchBrowser } from "../_browser.js";
+import { boundSteps, browserAvailable, enterKey, launchBrowser } from "../_browser.js";
 import { type Stack, startStack } from "./_stack.js";
 
 const available = browserAvailable();
@@ -66,20 +66,19 @@ describe.skipIf(available !== true)("the inspector page in chromium", () => {
 
   /** Opens a page of the inspector and, when a key is given, enters it in the page's key dialog. */
   async function open(path: string, key: string | null, options: BrowserContextOptions = {}) {
-    const context = await browser.newContext({
-      viewport: { width: 1280, height: 800 },
-      timezoneId: "UTC",
-      locale: "en-GB",
-      ...options,
-    });
+    const context = boundSteps(
+      await browser.newContext({
+        viewport: { width: 1280, height: 800 },
+        timezoneId: "UTC",
+        locale: "en-GB",
+        ...options,
+      }),
+    );
     const page = await context.newPage();
     const errors: string[] = [];
     page.on("pageerror", (error) => errors.push(error.message));
     await page.goto(`${stack.url}${path}`);
-    if (key) {
-      await page.locator("#key-input").fill(key);
-      await page.locator("#key-input").press("Enter");
-    }
+    if (key) await enterKey(page, key);
     return { page, errors, close: () => context.close() };
   }
 

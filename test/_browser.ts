@@ -3,7 +3,7 @@
  * missing browser skips those tests with a printed reason; under CI=true it fails the run.
  */
 import { existsSync, readFileSync } from "node:fs";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Browser, BrowserContext, BrowserContextOptions, Page } from "playwright-core";
 
 /** Where the browser is looked for; THREADKEEP_TEST_CHROMIUM overrides. */
 export const CHROMIUM_PATH = process.env.THREADKEEP_TEST_CHROMIUM ?? "/usr/bin/chromium";
@@ -41,10 +41,10 @@ export async function launchBrowser(): Promise<Browser> {
  * tests' own 30 s, so a step that never completes fails with Playwright's account of what it waited
  * for instead of a bare test time-out (one such time-out, 2026-12-07, said nothing of where it hung).
  */
-export const STEP_TIMEOUT_MS = 15_000;
+const STEP_TIMEOUT_MS = 15_000;
 
 /** Gives every step of `context`'s pages {@link STEP_TIMEOUT_MS}. */
-export function boundSteps(context: BrowserContext): BrowserContext {
+function boundSteps(context: BrowserContext): BrowserContext {
   context.setDefaultTimeout(STEP_TIMEOUT_MS);
   context.setDefaultNavigationTimeout(STEP_TIMEOUT_MS);
   return context;
@@ -60,9 +60,36 @@ const KEY_STORAGE = /const KEY_STORAGE = "([^"]+)";/.exec(
  * `close` event, after which the page stores the key, is a task of its own: a reload or navigation
  * straight after the Enter could leave before it and find the tab without a key.
  */
-export async function enterKey(page: Page, key: string): Promise<void> {
+async function enterKey(page: Page, key: string): Promise<void> {
   await page.locator("#key-input").fill(key);
   await page.locator("#key-input").press("Enter");
   // A string: the function runs in the page, whose DOM types these tests are not compiled with.
   await page.waitForFunction(`sessionStorage.getItem(${JSON.stringify(KEY_STORAGE)}) === ${JSON.stringify(key)}`);
+}
+
+/**
+ * Opens `url`, a page of the inspector, in a browser context of its own (every step bounded by
+ * {@link STEP_TIMEOUT_MS}) and, when `key` is given, answers the key dialog with it; errors the page
+ * throws are collected in `errors`.
+ */
+export async function openInspector(
+  browser: Browser,
+  url: string,
+  key: string | null,
+  options: BrowserContextOptions = {},
+): Promise<{ page: Page; errors: string[]; close: () => Promise<void> }> {
+  const context = boundSteps(
+    await browser.newContext({
+      viewport: { width: 1280, height: 800 },
+      timezoneId: "UTC",
+      locale: "en-GB",
+      ...options,
+    }),
+  );
+  const page = await context.newPage();
+  const errors: string[] = [];
+  page.on("pageerror", (error) => errors.push(error.message));
+  await page.goto(url);
+  if (key) await enterKey(page, key);
+  return { page, errors, close: () => context.close() };
 }

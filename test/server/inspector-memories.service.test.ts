@@ -11,7 +11,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { Browser, BrowserContextOptions } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { headerLine } from "../../src/transfer/jsonl-format.js";
-import { boundSteps, browserAvailable, enterKey, launchBrowser } from "../_browser.js";
+import { browserAvailable, launchBrowser, openInspector } from "../_browser.js";
 import { type Stack, startStack } from "./_stack.js";
 
 const available = browserAvailable();
@@ -90,22 +90,8 @@ describe.skipIf(available !== true)("the inspector's Memories view in chromium",
   });
 
   /** Opens a page of the inspector and enters the key in its key dialog. */
-  async function open(path: string, key: string, options: BrowserContextOptions = {}) {
-    const context = boundSteps(
-      await browser.newContext({
-        viewport: { width: 1280, height: 900 },
-        timezoneId: "UTC",
-        locale: "en-GB",
-        ...options,
-      }),
-    );
-    const page = await context.newPage();
-    const errors: string[] = [];
-    page.on("pageerror", (error) => errors.push(error.message));
-    await page.goto(`${stack.url}${path}`);
-    await enterKey(page, key);
-    return { page, errors, close: () => context.close() };
-  }
+  const open = (path: string, key: string, options: BrowserContextOptions = {}) =>
+    openInspector(browser, `${stack.url}${path}`, key, { viewport: { width: 1280, height: 900 }, ...options });
 
   it("lists the caller's memories with their times, source and history, and nobody else's", async () => {
     const { page, errors, close } = await open("/ui/memories", "tk-alice");

@@ -7,7 +7,7 @@ import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { Browser, BrowserContextOptions, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { boundSteps, browserAvailable, enterKey, launchBrowser } from "../_browser.js";
+import { browserAvailable, launchBrowser, openInspector } from "../_browser.js";
 import { type Stack, startStack } from "./_stack.js";
 
 const available = browserAvailable();
@@ -65,22 +65,8 @@ describe.skipIf(available !== true)("the inspector page in chromium", () => {
   });
 
   /** Opens a page of the inspector and, when a key is given, enters it in the page's key dialog. */
-  async function open(path: string, key: string | null, options: BrowserContextOptions = {}) {
-    const context = boundSteps(
-      await browser.newContext({
-        viewport: { width: 1280, height: 800 },
-        timezoneId: "UTC",
-        locale: "en-GB",
-        ...options,
-      }),
-    );
-    const page = await context.newPage();
-    const errors: string[] = [];
-    page.on("pageerror", (error) => errors.push(error.message));
-    await page.goto(`${stack.url}${path}`);
-    if (key) await enterKey(page, key);
-    return { page, errors, close: () => context.close() };
-  }
+  const open = (path: string, key: string | null, options: BrowserContextOptions = {}) =>
+    openInspector(browser, `${stack.url}${path}`, key, options);
 
   const titles = (page: Page) => page.locator("#sessions .title").allTextContents();
 

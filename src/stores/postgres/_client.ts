@@ -2,6 +2,7 @@
 import type postgres from "postgres";
 import { ThreadkeepError } from "../../core/errors.js";
 import { isConnectionError } from "./_errors.js";
+import { PROBE_MS } from "./_timeouts.js";
 
 /** A connected `postgres` client whose `bigint` columns parse to numbers (see `createPostgresStore`). */
 export type PgSql = postgres.Sql<Record<string, unknown>>;
@@ -51,7 +52,7 @@ export interface PgClients {
 }
 
 /** The longest the driver waits after failed connects before it tries again (s): the store's probe interval. */
-const RECONNECT_AFTER_S = 0.25;
+const RECONNECT_AFTER_S = PROBE_MS / 1000;
 
 /** The store's connections (opened lazily) whose unqualified table names resolve in `schema`. */
 export async function openClient(url: string, options: ClientOptions): Promise<PgClients> {
@@ -61,8 +62,8 @@ export async function openClient(url: string, options: ClientOptions): Promise<P
     connect_timeout: options.connectTimeoutSeconds,
     // After failed connects the driver refuses queries with the last failure until its next attempt,
     // by default up to 20 s away (threefold per failure). The store keeps its own outage state and
-    // probes every 250 ms (postgres/_operations.ts), so the driver waits no longer than that: 30 ms,
-    // 90 ms, then 250 ms. Not 0: a server refusing connections as too many (which the driver tries
+    // probes every PROBE_MS (postgres/_operations.ts, _timeouts.ts), so the driver waits no longer than that: 30 ms,
+    // 90 ms, then PROBE_MS. Not 0: a server refusing connections as too many (which the driver tries
     // again at once while queries wait) would be hammered with new ones.
     backoff: (retries: number) => Math.min(RECONNECT_AFTER_S, 0.01 * 3 ** retries),
     onnotice: () => {},

@@ -9,11 +9,10 @@ import { ThreadkeepError } from "../../core/errors.js";
 import type { PgClients } from "./_client.js";
 import type { PgSql } from "./_client.js";
 import { isConnectionError, toStoreError } from "./_errors.js";
+import { PROBE_MS } from "./_timeouts.js";
 
 /** How often the deadlines of operations under way are checked. */
 const WATCHDOG_MS = 250;
-/** How often a store that is down tries the server again. */
-const PROBE_MS = 250;
 
 interface Operation {
   started: number;

@@ -22,10 +22,13 @@
  * that only other `ANALYZE`, `VACUUM` and schema changes wait on, and invalidates the cached plans
  * that depend on the table, so every connection plans afresh.
  */
+import { ThreadkeepError } from "../../core/errors.js";
 import type { PgRun } from "./_operations.js";
 
 /** How often the store asks whether its tables' statistics are stale, by default (ms). */
 const STATISTICS_INTERVAL_MS = 60_000;
+/** The longest delay a Node.js timer takes (2^31 - 1 ms, about 24.8 days). */
+const MAX_TIMER_MS = 2_147_483_647;
 /** How long one table's `ANALYZE` may take: a sample of a large table read from disk. */
 const ANALYZE_TIMEOUT_MS = 120_000;
 /** The advisory lock key that lets one process of a schema analyze at a time (with the schema's name). */
@@ -59,8 +62,18 @@ export class StatisticsKeeper {
   #checking: Promise<void> | null = null;
   #closed = false;
 
-  /** @param intervalMs How often to check; `false` never checks (a scheduled `ANALYZE` does the work). */
+  /**
+   * @param intervalMs How often to check; `false` never checks (a scheduled `ANALYZE` does the work).
+   * @throws ThreadkeepError `invalid_request` for anything else than `false` or a number of ms above 0
+   *   and at most a timer's longest delay: Node would coerce a string, and fire a longer one every ms.
+   */
   constructor(run: PgRun, schema: string, intervalMs: number | false = STATISTICS_INTERVAL_MS) {
+    if (intervalMs !== false && !(typeof intervalMs === "number" && intervalMs > 0 && intervalMs <= MAX_TIMER_MS)) {
+      throw new ThreadkeepError(
+        "invalid_request",
+        `statisticsIntervalMs is a number of milliseconds above 0 and at most ${MAX_TIMER_MS}, or false; got ${String(intervalMs)}`,
+      );
+    }
     this.#run = run;
     this.#schema = schema;
     this.#intervalMs = intervalMs;

@@ -4,6 +4,8 @@ import { checkPostgresUrl } from "./_url.js";
 /** Defaults of the PostgreSQL store's timeouts: a few seconds, so a turn degrades promptly in an outage. */
 export const DEFAULT_PG_CONNECT_TIMEOUT_MS = 2_000;
 export const DEFAULT_PG_QUERY_TIMEOUT_MS = 5_000;
+/** How often a store that is down tries the server again; the driver's reconnects wait no longer (`_client.ts`). */
+export const PROBE_MS = 250;
 
 /** threadkeep's own URL parameters: read here and taken out, as the server would refuse them. */
 const PARAMS = { connect: "connect_timeout", query: "query_timeout" } as const;

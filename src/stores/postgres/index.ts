@@ -93,9 +93,6 @@ export interface PostgresStoreOptions {
 /** What an append function answers (`threadkeep_append_scoped`). */
 type AppendRow = { out_status: string; out_first_seq: number; out_created_at: number; out_waiting: number | null };
 
-/** The longest delay a Node.js timer takes (2^31 - 1 ms, about 24.8 days). */
-const MAX_TIMER_MS = 2_147_483_647;
-
 const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
 /**
@@ -124,19 +121,6 @@ export function createPostgresStore(
     );
   }
   const lang = options.ftsLanguage ?? "english";
-  const statisticsEvery = options.statisticsIntervalMs;
-  if (
-    statisticsEvery !== undefined &&
-    statisticsEvery !== false &&
-    // Not a number (from plain JavaScript or a parsed setting), the timer would coerce it; above a
-    // timer's longest delay Node would fire it every millisecond instead.
-    !(typeof statisticsEvery === "number" && statisticsEvery > 0 && statisticsEvery <= MAX_TIMER_MS)
-  ) {
-    throw new ThreadkeepError(
-      "invalid_request",
-      `statisticsIntervalMs is a number of milliseconds above 0 and at most ${MAX_TIMER_MS}, or false; got ${String(statisticsEvery)}`,
-    );
-  }
   const settings = timeoutsOf(options);
   const { queryTimeoutMs, connectTimeoutMs } = settings;
   const batchSize = Math.max(1, options.expireBatchSize ?? 500);
@@ -186,7 +170,7 @@ export function createPostgresStore(
   const pending = operations.pending;
   // Appends store their text unindexed; this indexes it in the background (see postgres/_indexing.ts).
   const indexer = new SearchIndexer(run, lang, options.searchIndexDelayMs);
-  const statistics = new StatisticsKeeper(run, schema, statisticsEvery);
+  const statistics = new StatisticsKeeper(run, schema, options.statisticsIntervalMs);
   // Large owners' vectors are searched through cells trained in the background (see postgres/_ivf.ts).
   const vectorIndex = new VectorIndexer(run, options.vectorIndex);
 

@@ -17,6 +17,11 @@
  *     flush, as threadkeep's grant) and the append gives it back in its statement, inserting only
  *     while the fence is still the row's. Unlike threadkeep's it keeps no waiting line, no holder, no
  *     owner check and reads in the grant's snapshot; a worker whose session is held tries again 1 ms later;
+ *   - `advisory` (not in the default): the lease as a session-level advisory lock instead of a row, on the
+ *     connection the session's turns use (such a lock belongs to its backend); the read takes it and then
+ *     reads in a fresh snapshot, the append runs on the same connection and the unlock follows it. No
+ *     transaction id, no WAL, let go when the connection ends: what a lease that writes nothing costs
+ *     (decision record 0003, "Next step");
  *   - `fts`: what full-text search needs, a stored `tsvector` column generated from the content
  *     (`english`) and a GIN index on it (threadkeep indexes every message for relevance search:
  *     `postgres/_indexing.ts`).
@@ -159,7 +164,8 @@ async function threadkeep(): Promise<{ turn: Turn; close: () => Promise<void> }>
 /** What the reference subject adds to the LangChain-style table (`BENCH_REFERENCE`). */
 const REFERENCE = new Set((process.env.BENCH_REFERENCE ?? "lease,fts").split(",").filter(Boolean));
 for (const part of REFERENCE) {
-  if (part !== "lease" && part !== "fts") throw new Error(`BENCH_REFERENCE takes lease and fts, got "${part}"`);
+  if (part !== "lease" && part !== "fts" && part !== "advisory")
+    throw new Error(`BENCH_REFERENCE takes lease, advisory and fts, got "${part}"`);
 }
 /** How long the reference's lease lasts unreleased (ms). */
 const LEASE_TTL_MS = 60_000;
@@ -167,7 +173,7 @@ const LEASE_TTL_MS = 60_000;
 async function plainTable(
   prepare: boolean,
   name: string,
-  add: { fullText?: boolean; lease?: boolean } = {},
+  add: { fullText?: boolean; lease?: boolean; advisory?: boolean } = {},
 ): Promise<{ turn: Turn; close: () => Promise<void> }> {
   const sql = postgres(URL_, {
     max: POOL,
@@ -195,6 +201,48 @@ async function plainTable(
     await sql`VACUUM ANALYZE turn_lease`;
   }
   await sql`VACUUM ANALYZE message_store`;
+  if (add.advisory) {
+    // The read takes a fresh snapshot once the lock is held (a VOLATILE PL/pgSQL function), as
+    // threadkeep's turn read does: a read in the locking statement's own snapshot could miss the
+    // append of the holder that unlocked after the snapshot was taken.
+    await sql`
+      CREATE FUNCTION turn_read(p_session text, p_key bigint) RETURNS SETOF jsonb LANGUAGE plpgsql VOLATILE AS $$
+      BEGIN
+        IF NOT pg_try_advisory_lock(p_key) THEN RETURN; END IF;
+        RETURN QUERY SELECT message FROM message_store WHERE session_id = p_session ORDER BY id DESC LIMIT 20;
+      END $$`;
+    const connections = await Promise.all(Array.from({ length: POOL }, () => sql.reserve()));
+    const held = new Set<number>();
+    const advisory: Turn = async (n, i) => {
+      const session = `conc-${n}`;
+      // A session's lock lives on one connection (session-level advisory locks belong to a backend),
+      // so its turns use that connection; in this process a session is held by one worker at a time.
+      const c = connections[n % POOL];
+      while (held.has(n)) await new Promise((resolve) => setTimeout(resolve, 1));
+      held.add(n);
+      try {
+        for (;;) {
+          const rows = await c<{ turn_read: unknown }[]>`SELECT turn_read(${session}, ${n})`;
+          if (rows.length > 0) break;
+          await new Promise((resolve) => setTimeout(resolve, 1));
+        }
+        // The unlock follows the append's commit, pipelined on the same connection.
+        const append = c`INSERT INTO message_store (session_id, message) VALUES
+          (${session}, ${sql.json({ type: "human", content: text(i) })}), (${session}, ${sql.json({ type: "ai", content: text(i + 1) })})`;
+        const unlock = c`SELECT pg_advisory_unlock(${n})`;
+        await Promise.all([append, unlock]);
+      } finally {
+        held.delete(n);
+      }
+    };
+    return {
+      turn: advisory,
+      close: async () => {
+        for (const c of connections) c.release();
+        await sql.end();
+      },
+    };
+  }
   if (add.lease) {
     const leased: Turn = async (n, i) => {
       const session = `conc-${n}`;
@@ -254,10 +302,18 @@ async function main(): Promise<void> {
     subjects.push(["LangChain-style table (unprepared, as the pg pool)", await plainTable(false, "lc")]);
     subjects.push(["raw postgres.js (prepared)", await plainTable(true, "raw")]);
     if (REFERENCE.size > 0) {
-      const parts = [REFERENCE.has("lease") ? "turn lease" : "", REFERENCE.has("fts") ? "full-text index" : ""];
+      const parts = [
+        REFERENCE.has("lease") ? "turn lease" : "",
+        REFERENCE.has("advisory") ? "advisory-lock lease" : "",
+        REFERENCE.has("fts") ? "full-text index" : "",
+      ];
       subjects.push([
         `reference: LangChain-style table + ${parts.filter(Boolean).join(" + ")}`,
-        await plainTable(false, "ref", { fullText: REFERENCE.has("fts"), lease: REFERENCE.has("lease") }),
+        await plainTable(false, "ref", {
+          fullText: REFERENCE.has("fts"),
+          lease: REFERENCE.has("lease"),
+          advisory: REFERENCE.has("advisory"),
+        }),
       ]);
     }
     console.log(

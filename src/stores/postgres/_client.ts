@@ -63,8 +63,9 @@ export async function openClient(url: string, options: ClientOptions): Promise<P
     // After failed connects the driver refuses queries with the last failure until its next attempt,
     // by default up to 20 s away (threefold per failure). The store keeps its own outage state and
     // probes every PROBE_MS (postgres/_operations.ts, _timeouts.ts), so the driver waits no longer than that: 30 ms,
-    // 90 ms, then PROBE_MS. Not 0: a server refusing connections as too many (which the driver tries
-    // again at once while queries wait) would be hammered with new ones.
+    // 90 ms, then PROBE_MS. Not 0: a server refusing connections as too many (53300, which the driver
+    // takes for transient and tries again while queries wait) would be hammered with new ones: 1,078
+    // connects in 1.5 s at 0, 9 with these steps (`_client.test.ts`).
     backoff: (retries: number) => Math.min(RECONNECT_AFTER_S, 0.01 * 3 ** retries),
     onnotice: () => {},
     // The driver's lookup of array types, the first statement of each new connection, runs under that

@@ -7,7 +7,7 @@
 import { spawn } from "node:child_process";
 import { createRequire } from "node:module";
 import Database from "better-sqlite3";
-import { describe, expect, it, vi } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
 import type { FullStore } from "../../src/core/types.js";
 import { sqliteStoresPerTest, sqliteTempFiles } from "./_sqlite-files.js";
@@ -49,6 +49,11 @@ async function corruptSession(store: FullStore, path: string): Promise<string> {
 }
 
 describe("sqlite openTurn on corrupt records", () => {
+  // The console spies below would otherwise outlive the file in a worker that runs others after it.
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
   it("waits for another process's write lock, quarantines them, and returns the rest of the history", async () => {
     const path = freshPath();
     const store = storeAt(path);

@@ -29,8 +29,11 @@
  *   It shows what those features cost a table that does nothing else: how much of the distance to the
  *   baselines is threadkeep's and how much is theirs.
  *
- * Each subject has a pool of {@link POOL} connections. Rounds of {@link SECONDS} s alternate between
- * subjects, so a change in the machine's load hits every subject alike (`BENCH_TK_POOL` sets threadkeep's pool alone); the report gives each
+ * Each subject has a pool of {@link POOL} connections, 10 by default: the default of all three
+ * libraries (`pg`'s `Pool`, postgres.js's `max`, threadkeep's `poolSize`); `BENCH_POOL` sets every
+ * subject's, `BENCH_TK_POOL` threadkeep's alone. Until 2026-12-07 every pool was 20: the baselines run
+ * about the same at 10 and 20, threadkeep a sixth slower at 20 (docs/benchmarks.md, seventh pass). Rounds of {@link SECONDS} s alternate between
+ * subjects, so a change in the machine's load hits every subject alike; the report gives each
  * subject's median turns/s and the range over rounds. `BENCH_QUICK=1` runs shorter, fewer rounds.
  * Each round also reads the server's CPU per turn from `/proc` (a server on this machine only; every
  * backend of the bench's database counts, so give it a database of its own for that column). Before
@@ -56,7 +59,7 @@ const WORKERS = 20;
 const SESSIONS = 2_000;
 const MESSAGES = 20;
 const CHARS = 200;
-const POOL = 20;
+const POOL = Number(process.env.BENCH_POOL) || 10;
 /** threadkeep's own pool (`BENCH_TK_POOL`), to see what the pool size does to it alone; the baselines keep {@link POOL}. */
 const TK_POOL = Number(process.env.BENCH_TK_POOL) || POOL;
 const SECONDS = QUICK ? 3 : 10;

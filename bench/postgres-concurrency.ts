@@ -170,6 +170,9 @@ for (const part of REFERENCE) {
   if (part !== "lease" && part !== "fts" && part !== "advisory")
     throw new Error(`BENCH_REFERENCE takes lease, advisory and fts, got "${part}"`);
 }
+// Two kinds of lease on one table would measure neither (the advisory subject would take every turn).
+if (REFERENCE.has("lease") && REFERENCE.has("advisory"))
+  throw new Error("BENCH_REFERENCE takes one of lease and advisory, not both");
 /** How long the reference's lease lasts unreleased (ms). */
 const LEASE_TTL_MS = 60_000;
 

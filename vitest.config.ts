@@ -26,8 +26,6 @@ export default defineConfig({
     // runs a file at a time on two). `--maxWorkers=N` or VITEST_MAX_WORKERS overrides it.
     maxWorkers: Math.max(2, availableParallelism() + 1),
     reporters: ["default", "./test/_summary-reporter.ts"],
-    // Files that share a worker must leave the process as they found it (console, timers, environment).
-    setupFiles: ["./test/_shared-worker-guard.ts"],
     projects: [
       {
         extends: true,

@@ -212,7 +212,10 @@ export function createSender(options: SenderOptions): SendRequest {
         else reject(unreachable(String((error as Error)?.message ?? error), error));
       }
 
-      const handler: Dispatcher.DispatchHandlers = {
+      // undici 7 marks these callbacks deprecated in favour of the controller ones (`onResponseStart`,
+      // …), but its HTTP/1.1 client still calls these: a handler of the new kind is unwrapped into them,
+      // its headers parsed into an object on every response. These are the path without that step.
+      const handler: Dispatcher.DispatchHandler = {
         onConnect(abortRequest) {
           abort = abortRequest;
           if (stopped) abortRequest(stopped);

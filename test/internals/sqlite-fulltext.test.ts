@@ -182,9 +182,29 @@ describe("sqlite full-text index", () => {
       expect(matched(scopedMatch("shared", { userId: owner }))).toBe(4);
       expect(matched(scopedMatch("shared again", { userId: owner }, true))).toBe(4);
       expect(matched(scopedMatch("shared", { userId: owner, sessionId: sessions[owner][1] }))).toBe(2);
-      expect(
-        matched(scopedMatch("shared", { userId: owner, sessionId: sessions[owners[0] === owner ? "a b" : "a-b"][0] })),
-      ).toBe(0);
+      // Within a session the session's token alone scopes the MATCH (one owner's); the statements'
+      // joins check the owner, so another owner's session finds nothing, ranked or not.
+      const othersSession = sessions[owners[0] === owner ? "a b" : "a-b"][0];
+      expect(matched(scopedMatch("shared", { userId: owner, sessionId: othersSession }))).toBe(2);
+      for (const ranking of ["relevance", undefined] as const) {
+        const found = await store.search({
+          userId: owner,
+          sessionId: othersSession,
+          text: "shared",
+          mode: "fulltext",
+          ranking,
+        });
+        expect(found).toEqual([]);
+      }
+      const inSession = await store.search({
+        userId: owner,
+        sessionId: sessions[owner][1],
+        text: "shared words",
+        mode: "fulltext",
+        ranking: "relevance",
+      });
+      // Both of the session's messages hold "shared"; the one with both words ranks first.
+      expect(inSession.map((h) => h.message.content)).toEqual([`shared words for ${owner}`, "shared again"]);
       const hits = await store.search({ userId: owner, text: "shared words", mode: "fulltext", ranking: "relevance" });
       expect(hits.map((h) => h.message.content).sort()).toEqual(
         [`shared words for ${owner}`, `shared words for ${owner}`, "shared again", "shared again"].sort(),
@@ -192,6 +212,33 @@ describe("sqlite full-text index", () => {
       expect(hits.every((h) => sessions[owner].includes(h.sessionId))).toBe(true);
     }
     raw.close();
+  });
+
+  it("ranks a session's matches in code, and still returns one its tokenizer does not see (a folded diacritic)", async () => {
+    const store = storeAt(freshPath());
+    const session = await store.createSession({ id: newSessionId(), userId: "u" });
+    const other = await store.createSession({ id: newSessionId(), userId: "u" });
+    await store.appendMessages(session.id, [
+      { role: "user", content: "the garden needs water" },
+      { role: "user", content: "water the garden and the roses in the garden" },
+      { role: "user", content: "meet at the café" },
+      { role: "user", content: "nothing here" },
+    ]);
+    // The same words elsewhere in the owner's store: a search in the session never returns them.
+    await store.appendMessages(other.id, [{ role: "user", content: "garden water cafe" }]);
+    const search = (text: string, limit = 10) =>
+      store.search({ userId: "u", sessionId: session.id, text, mode: "fulltext", ranking: "relevance", limit });
+    const garden = await search("garden water");
+    expect(garden.map((h) => [h.sessionId, h.seq])).toEqual([
+      [session.id, 2],
+      [session.id, 1],
+    ]);
+    expect(garden[0].snippet).toContain("garden");
+    // FTS5 folds "café" to "cafe"; the code's BM25 does not: the match comes back all the same.
+    const cafe = await search("cafe");
+    expect(cafe.map((h) => h.seq)).toEqual([3]);
+    expect(cafe[0].message.content).toBe("meet at the café");
+    expect(await search("garden water", 1)).toHaveLength(1);
   });
 
   it("indexes at most the asked number of messages per step, across sessions, until none waits", () => {

@@ -126,8 +126,8 @@ class RelevanceTally {
     };
   }
 
-  /** The best `limit` of `scored` as hits. */
-  static hits(scored: Scored[], limit: number): SearchHit[] {
+  /** The best `limit` of `scored` as hits; with `copy`, their messages are copies. */
+  static hits(scored: Scored[], limit: number, copy = true): SearchHit[] {
     scored.sort(
       (a, b) => b.score - a.score || b.message.createdAt - a.message.createdAt || b.message.seq - a.message.seq,
     );
@@ -135,7 +135,7 @@ class RelevanceTally {
       sessionId,
       seq: message.seq,
       snippet: snippetOf(messageText(message), word),
-      message: structuredClone(message),
+      message: copy ? structuredClone(message) : message,
     }));
   }
 
@@ -145,7 +145,7 @@ class RelevanceTally {
   }
 
   /** {@link rank}, awaiting `pause` between messages when it gives a promise (between slices). */
-  async rankPausing(limit: number, pause: () => Promise<void> | undefined): Promise<SearchHit[]> {
+  async rankPausing(limit: number, pause: () => Promise<void> | undefined, copy = true): Promise<SearchHit[]> {
     const score = this.#scorer();
     const scored: Scored[] = [];
     for (const matched of this.#matched) {
@@ -153,7 +153,7 @@ class RelevanceTally {
       const paused = pause();
       if (paused) await paused;
     }
-    return RelevanceTally.hits(scored, limit);
+    return RelevanceTally.hits(scored, limit, copy);
   }
 }
 
@@ -187,13 +187,16 @@ const CLOCK_EVERY = 64;
  * {@link rankByRelevance} in slices: it tokenizes for about `sliceMs` (default
  * {@link RELEVANCE_SLICE_MS}), then lets the event loop run other requests' work (`setImmediate`)
  * before going on, so a search over a large owner does not stop everyone else's. Same hits, same
- * order; the final scoring and sort (of the matching messages only) run in one go.
+ * order; the final scoring and sort (of the matching messages only) run in one go. `copy: false`
+ * returns the given messages themselves in the hits, for a caller whose messages are its own fresh
+ * objects (a store that just parsed them): a copy of each hit is most of ranking a few hundred.
  */
 export async function rankByRelevanceInSlices(
   sessions: Iterable<SessionMessages>,
   text: string,
   limit: number,
   sliceMs: number = RELEVANCE_SLICE_MS,
+  copy = true,
 ): Promise<SearchHit[]> {
   const query = new Set(relevanceTerms(text));
   if (query.size === 0 || limit <= 0) return [];
@@ -218,5 +221,5 @@ export async function rankByRelevanceInSlices(
       if (paused) await paused;
     }
   }
-  return tally.rankPausing(limit, pause);
+  return tally.rankPausing(limit, pause, copy);
 }

@@ -1,9 +1,13 @@
 /**
  * The SQLite store's full-text scope: every indexed message carries its owner and session as two
  * tokens in a second FTS5 column (`scope`), and every full-text query requires the caller's owner
- * (and session) token. Ownership is part of the MATCH itself, so FTS5 intersects the words with one
- * owner's rows before anything is joined or ranked. (Relevance order still reads store-wide counts:
- * bm25 weighs each word by how many messages of the whole store hold it.)
+ * token, or within one session that session's token: FTS5 intersects the words with one owner's (or
+ * one session's) rows before anything is joined or ranked, and the statements' joins check the owner
+ * again. A search within a session carries the session's token alone: bm25 reads every row of each
+ * phrase of the query to count it, the owner's token included (its column weighs nothing, its count is
+ * still taken), so with it a search in a session of 200 messages cost what reading all the owner's
+ * rows does (1.28 ms at 20,000, against 0.11 ms without it). (Relevance order still reads store-wide
+ * counts: bm25 weighs each word by how many messages of the whole store hold it.)
  */
 
 import { ENGLISH_STOPWORDS } from "../../core/store/relevance.js";
@@ -23,7 +27,7 @@ export const scopeSql = (owner: string, session: string) =>
   `'o' || lower(hex(${owner})) || '0 s' || lower(hex(${session})) || '0'`;
 
 /**
- * The MATCH expression of a search: the owner's (and session's) scope tokens AND the words of
+ * The MATCH expression of a search: the owner's (or the session's) scope token AND the words of
  * `text` in the message column (all of them, or with `any` any of them, English stopwords dropped). Every word is quoted, so
  * FTS5 operators and punctuation in user text are searched as text, never parsed; NUL separates
  * words like a space (FTS5 would read it as the end of the query). Empty when `text` has no word.
@@ -36,6 +40,7 @@ export function scopedMatch(text: string, scope: { userId: string; sessionId?: s
     : text.split(/[\s\u0000]+/);
   const words = [...new Set(parts)].filter((word) => word.length > 0).map((word) => `"${word.replaceAll('"', '""')}"`);
   if (words.length === 0) return "";
-  const tokens = [token("o", scope.userId), ...(scope.sessionId === undefined ? [] : [token("s", scope.sessionId)])];
-  return `scope : (${tokens.map((t) => `"${t}"`).join(" ")}) AND search_text : (${words.join(any ? " OR " : " ")})`;
+  // A session belongs to one owner, so its token alone scopes the rows (see the head of this file).
+  const scopeToken = scope.sessionId === undefined ? token("o", scope.userId) : token("s", scope.sessionId);
+  return `scope : "${scopeToken}" AND search_text : (${words.join(any ? " OR " : " ")})`;
 }

@@ -96,9 +96,11 @@ export function prepareSearchStatements(db: Database.Database) {
       `SELECT ${HIT_COLUMNS} FROM messages_fts f ${FULL_TEXT_JOIN}
        WHERE messages_fts MATCH ? AND s.user_id = ? AND ${activeSinceSql("s")} ORDER BY ${RELEVANCE}, m.seq DESC LIMIT ?`,
     ),
-    searchFullTextRankedInSession: rows(
+    // Every match of one session, for ranking in code (see searchMessages): no bm25 here, which would
+    // read every row of the store holding each of the query's words to weigh it.
+    searchFullTextAllInSession: rows(
       `SELECT ${HIT_COLUMNS} FROM messages_fts f ${FULL_TEXT_JOIN}
-       WHERE messages_fts MATCH ? AND s.id = ? AND s.user_id = ? AND ${activeSinceSql("s")} ORDER BY ${RELEVANCE}, m.seq DESC LIMIT ?`,
+       WHERE messages_fts MATCH ? AND s.id = ? AND s.user_id = ? AND ${activeSinceSql("s")} ORDER BY m.seq`,
     ),
     /** Sessions whose messages wait for the full-text index (the indexer's queue), at most `?`. */
     pendingSessions: q<PendingSessionRow>(

@@ -1,8 +1,9 @@
 import type { SearchHit, SearchQuery } from "../../core/types.js";
+import { RELEVANCE_SLICE_MS, type SessionMessages } from "../../core/store/relevance.js";
 import type { SqliteStoreDb } from "./_db.js";
 import { scopedMatch } from "./_fulltext.js";
 import type { MessageRow } from "./_rows.js";
-import { messageText, snippetOf } from "../_util.js";
+import { messageText, rankByRelevanceInSlices, snippetOf } from "../_util.js";
 
 /**
  * Queued messages a full-text search indexes per step (~20 ms each at ~11 s per million): larger than the background
@@ -38,18 +39,65 @@ export async function searchMessages(
   // Relevance ranks full text in any mode: any of the words, best first.
   if (query.mode !== "fulltext" && query.ranking !== "relevance") return use((db) => searchText(db, query, limit));
   const scope = { userId: query.userId, sessionId: query.sessionId };
+  const inSession = query.ranking === "relevance" && query.sessionId !== undefined;
   for (;;) {
     // The step that finds nothing left waiting searches in the same synchronous call, so a message
     // written between the steps is indexed before the search reads the index.
-    const hits = use((db) =>
-      db.tx.indexPending(SEARCH_INDEX_CHUNK_ROWS, scope) ? undefined : searchText(db, query, limit),
+    const found = use((db) =>
+      db.tx.indexPending(SEARCH_INDEX_CHUNK_ROWS, scope)
+        ? undefined
+        : inSession
+          ? sessionMatches(db, query)
+          : searchText(db, query, limit),
     );
-    if (hits) return hits;
+    if (found) return Array.isArray(found) ? found : rankSessionMatches(found, query.text, limit);
     await new Promise((resolve) => setImmediate(resolve));
   }
 }
 
-/** One synchronous search; a full-text one reads the index as it is. */
+/** A session's messages that hold any of the query's words, oldest first (for {@link rankSessionMatches}). */
+function sessionMatches(db: SqliteStoreDb, query: SearchQuery): SessionMessages {
+  const sessionId = query.sessionId!;
+  const match = scopedMatch(query.text, query, true);
+  if (!match) return { sessionId, messages: [] };
+  const since = query.activeSince ?? Number.MIN_SAFE_INTEGER;
+  return {
+    sessionId,
+    messages: db.messages(
+      sessionId,
+      db.st.searchFullTextAllInSession.all(match, sessionId, query.userId, since, since),
+    ),
+  };
+}
+
+/**
+ * Relevance within one session (recall's query on every turn, a search of one conversation): the
+ * session's matches ranked by BM25 in code, as the stores without a full-text index rank them, with
+ * the session's matches as the collection. FTS5's bm25 would weigh each word by reading every row of
+ * the store that holds it: the common words of a turn cost a search what the store's size does
+ * (2.2 ms in a session of 200 messages among 20,000 holding them, 0.3 ms ranked here; docs/benchmarks.md,
+ * "Proxy"). A match the code's tokenizer does not see (FTS5 folds diacritics, the code does not) still
+ * comes back, after the ranked ones, newest first.
+ */
+async function rankSessionMatches(matched: SessionMessages, text: string, limit: number): Promise<SearchHit[]> {
+  // The messages were parsed for this search alone: the hits may hold them without a copy.
+  const ranked = await rankByRelevanceInSlices([matched], text, limit, RELEVANCE_SLICE_MS, false);
+  if (ranked.length >= limit || ranked.length >= matched.messages.length) return ranked;
+  const seen = new Set(ranked.map((hit) => hit.seq));
+  const words = text.toLowerCase().trim().split(/\s+/);
+  const rest = matched.messages
+    .filter((message) => !seen.has(message.seq))
+    .reverse()
+    .slice(0, limit - ranked.length)
+    .map((message) => {
+      const body = messageText(message);
+      const word = words.find((w) => body.toLowerCase().includes(w)) ?? "";
+      return { sessionId: matched.sessionId, seq: message.seq, snippet: snippetOf(body, word), message };
+    });
+  return [...ranked, ...rest];
+}
+
+/** One synchronous search; a full-text one reads the index as it is. A ranked one is the owner's (a session's: {@link sessionMatches}). */
 function searchText(db: SqliteStoreDb, query: SearchQuery, limit: number): SearchHit[] {
   const { userId, sessionId } = query;
   const since = query.activeSince ?? Number.MIN_SAFE_INTEGER;
@@ -60,9 +108,7 @@ function searchText(db: SqliteStoreDb, query: SearchQuery, limit: number): Searc
     // Nothing but separators: no word to find.
     if (!match) return [];
     const rows = ranked
-      ? sessionId
-        ? st.searchFullTextRankedInSession.all(match, sessionId, userId, since, since, limit)
-        : st.searchFullTextRanked.all(match, userId, since, since, limit)
+      ? st.searchFullTextRanked.all(match, userId, since, since, limit)
       : sessionId
         ? st.searchFullTextInSession.all(match, sessionId, userId, since, since, limit)
         : st.searchFullText.all(match, userId, since, since, limit);

@@ -26,6 +26,8 @@ export default defineConfig({
     // runs a file at a time on two). `--maxWorkers=N` or VITEST_MAX_WORKERS overrides it.
     maxWorkers: Math.max(2, availableParallelism() + 1),
     reporters: ["default", "./test/_summary-reporter.ts"],
+    // Fails a file that leaves console mocked, fake timers on or process.env changed (files share workers).
+    runner: "./test/_runner.ts",
     projects: [
       {
         extends: true,

@@ -15,7 +15,8 @@
  * workers (`serve --workers 2`). The load generator and the upstream are lean (bench/_raw-http.ts), so
  * the server gets as much of the machine as it can.
  *
- * `BENCH_QUICK=1` runs fewer turns; `BENCH_PROXY_STORES=sqlite` picks stores (by name prefix).
+ * `BENCH_QUICK=1` runs fewer turns; `BENCH_PROXY_STORES=sqlite` picks stores (by name prefix);
+ * `BENCH_PROXY_RECALL=off` runs the server without recall.
  */
 import type { ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
@@ -48,6 +49,9 @@ const WARM_100_TURNS = process.env.BENCH_PROXY_WARM === undefined ? 8000 : Numbe
  */
 const LEAN_UPSTREAM = process.env.BENCH_PROXY_LEAN !== "0";
 
+/** `BENCH_PROXY_RECALL=off`: the server without recall (`--no-recall`), to see what recall costs a turn. */
+const RECALL_OFF = process.env.BENCH_PROXY_RECALL === "off";
+
 /** Child role: the fake upstream (requests are not kept, so memory stays flat). */
 async function runUpstream(): Promise<void> {
   if (LEAN_UPSTREAM) {
@@ -70,7 +74,11 @@ async function runServer(): Promise<void> {
   const { createServer } = await import("../src/server/index.js");
   const store = process.env.BENCH_STORE as string;
   const server = await createServer({
-    memory: { store: workers > 1 && store.startsWith("sqlite:") ? `${store}?lease=shared` : await redisStore(store) },
+    memory: {
+      store: workers > 1 && store.startsWith("sqlite:") ? `${store}?lease=shared` : await redisStore(store),
+      // Recall (on by default: one search of the session per turn) off, as `--no-recall` does.
+      ...(RECALL_OFF ? { recall: { enabled: false } } : {}),
+    },
     upstream: process.env.BENCH_UPSTREAM as string,
     port: 0,
     // 100 sessions of one user are a flood by the default limits; bench/fair-share.ts measures those.

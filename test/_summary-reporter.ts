@@ -34,8 +34,10 @@ export default class SummaryReporter implements Reporter {
           reasons.set(key, (reasons.get(key) ?? 0) + 1);
         }
       }
-      // A file that failed to load has no tests to count but is still a failure.
-      if (module.state() === "failed" && [...module.children.allTests()].length === 0) failed++;
+      // A file that failed to load has no tests to count but is still a failure, and so is one whose
+      // tests passed but which failed as a whole (an afterAll hook, test/_runner.ts's check).
+      if (module.state() === "failed" && [...module.children.allTests()].every((t) => t.result().state !== "failed"))
+        failed++;
     }
     failed += unhandledErrors.length;
     if (reasons.size > 0) {

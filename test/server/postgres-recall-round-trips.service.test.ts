@@ -74,4 +74,41 @@ describe("PostgreSQL round trips of a proxied turn with --recall-scope user", { 
     expect(["red", "green", "grey"].filter((box) => note?.content.includes(`${box} box`))).toHaveLength(3);
     expect(counter.statements(), JSON.stringify(counter.counts())).toBe(miss + 1);
   });
+  it("recalls from the session itself (the default) with the search and one read of every hit's neighbours, one hit or three", async (ctx) => {
+    const available = await serviceAvailable("postgres");
+    if (available !== true) ctx.skip(available);
+    // A window of 4 messages: two turns back, a turn is outside it and may be recalled.
+    const { url, fake, counter } = await startCountedServe(["--no-summaries", "--window", "4"], cleanups);
+    const session = randomUUID();
+    const [a, b] = [word(), word()];
+    expect((await chat(url, session, `The ${a} ${b} is kept in the blue box.`)).status).toBe(200);
+    for (let i = 0; i < 3; i++) expect((await chat(url, session, `warm ${i}`)).status).toBe(200);
+    await quiet(counter);
+
+    counter.reset();
+    expect((await chat(url, session, `anything about ${word()} ${word()}?`)).status).toBe(200);
+    await quiet(counter);
+    const miss = counter.statements();
+
+    const sentAfter = async (text: string) => {
+      counter.reset();
+      expect((await chat(url, session, text)).status).toBe(200);
+      await quiet(counter);
+      return (fake.chatRequests().at(-1)?.body.messages as { role: string; content: string }[]).map((m) => m.content);
+    };
+    // One hit (the turn and its echoed reply): the search, then one read of the neighbours.
+    expect((await sentAfter(`where is the ${a} ${b}?`)).some((text) => text.includes("blue box"))).toBe(true);
+    expect(counter.statements(), JSON.stringify(counter.counts())).toBe(miss + 1);
+
+    // Three turns hold the words, all outside the window: still one read for their neighbours (a read
+    // each, three, before).
+    const [c, d] = [word(), word()];
+    for (const box of ["red", "green", "grey"])
+      expect((await chat(url, session, `The ${c} ${d} is kept in the ${box} box.`)).status).toBe(200);
+    for (let i = 0; i < 2; i++) expect((await chat(url, session, `warm again ${i}`)).status).toBe(200);
+    await quiet(counter);
+    const sent = await sentAfter(`where is the ${c} ${d}?`);
+    expect(["red", "green", "grey"].filter((box) => sent.some((text) => text.includes(`${box} box`)))).toHaveLength(3);
+    expect(counter.statements(), JSON.stringify(counter.counts())).toBe(miss + 1);
+  });
 });

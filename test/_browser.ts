@@ -63,8 +63,17 @@ const KEY_STORAGE = /const KEY_STORAGE = "([^"]+)";/.exec(
 async function enterKey(page: Page, key: string): Promise<void> {
   await page.locator("#key-input").fill(key);
   await page.locator("#key-input").press("Enter");
-  // A string: the function runs in the page, whose DOM types these tests are not compiled with.
-  await page.waitForFunction(`sessionStorage.getItem(${JSON.stringify(KEY_STORAGE)}) === ${JSON.stringify(key)}`);
+  // A function, not an expression string: Playwright evaluates a string anew on every poll, and the
+  // inspector's Content-Security-Policy (no 'unsafe-eval') refuses every evaluation after the first,
+  // so a key not yet stored at the first look failed the test with an EvalError; a function is
+  // evaluated once and then called. It runs in the page, whose DOM types these tests are not compiled with.
+  await page.waitForFunction(
+    ([storageKey, expected]) =>
+      (globalThis as unknown as { sessionStorage: { getItem(name: string): string | null } }).sessionStorage.getItem(
+        storageKey,
+      ) === expected,
+    [KEY_STORAGE, key] as const,
+  );
 }
 
 /**

@@ -48,7 +48,10 @@ describe.skipIf(enabled !== true)("redis: an index update that fails after its w
     const [second] = await memory.addMessages(id, [{ role: "assistant", content: "two" }], { userId: owner });
     expect(second.seq).toBe(2);
     expect(warnings.filter((w) => w.includes(id)).length).toBeGreaterThanOrEqual(2);
-    // A session created while the index is broken exists all the same.
+    // A session created while the index is broken exists all the same. Created a millisecond or more
+    // after the append, so "newest first" below has one answer: at the same millisecond (a run on a
+    // fast machine, 2026-12-07) the listing orders the two by id, as it promises for ties.
+    while (Date.now() <= second.createdAt) await new Promise((r) => setTimeout(r, 1));
     const other = await memory.startSession({ userId: owner });
     expect((await memory.getMessages(id, { userId: owner })).map((m) => m.content)).toEqual(["one", "two"]);
     await expect(memory.listSessions({ userId: owner })).rejects.toMatchObject({ code: "store_corrupt" });

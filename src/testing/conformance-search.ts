@@ -144,6 +144,31 @@ export function describeSearch(store: () => FullStore, name: string): void {
         ranking: "relevance",
       });
       expect(inOther.map((h) => h.seq)).toEqual([1]);
+      // Within one session the order holds too (a store may rank a session apart from its owner's
+      // index), and another owner's session gives nothing, in any mode the store has.
+      const inSession = await store().search({
+        userId: owner,
+        sessionId: session.id,
+        text: "pottery class",
+        ranking: "relevance",
+      });
+      expect(inSession.map((h) => h.message.content)).toEqual([
+        "the pottery class was about glazing bowls",
+        "I signed up for pottery",
+      ]);
+      const modes = store().capabilities.fullTextSearch
+        ? (["substring", "fulltext"] as const)
+        : (["substring"] as const);
+      for (const mode of modes) {
+        const theirs = await store().search({
+          userId: owner,
+          sessionId: stranger.id,
+          text: "pottery class",
+          mode,
+          ranking: "relevance",
+        });
+        expect(theirs, mode).toEqual([]);
+      }
     });
 
     it("returns the same hits with around, each carrying its neighbours exactly as a read gives them when it carries any", async () => {

@@ -1,4 +1,4 @@
-import type { SearchHit, SearchQuery } from "../../core/types.js";
+import type { Message, SearchHit, SearchQuery } from "../../core/types.js";
 import { RELEVANCE_SLICE_MS, type SessionMessages } from "../../core/store/relevance.js";
 import type { SqliteStoreDb } from "./_db.js";
 import { scopedMatch } from "./_fulltext.js";
@@ -12,14 +12,20 @@ import { messageText, rankByRelevanceInSlices, snippetOf } from "../_util.js";
  */
 const SEARCH_INDEX_CHUNK_ROWS = 2_000;
 
+/** A message as a hit, its snippet around what `needle` finds in its text. */
+const hitOf = (sessionId: string, message: Message, needle: (text: string) => string): SearchHit => {
+  const text = messageText(message);
+  return { sessionId, seq: message.seq, snippet: snippetOf(text, needle(text)), message };
+};
+
 const hits = (db: SqliteStoreDb, rows: MessageRow[], needle: (text: string) => string): SearchHit[] =>
-  rows.flatMap((row) => {
-    const sessionId = row[3]!;
-    return db.messages(sessionId, [row]).map((message) => {
-      const text = messageText(message);
-      return { sessionId, seq: message.seq, snippet: snippetOf(text, needle(text)), message };
-    });
-  });
+  rows.flatMap((row) => db.messages(row[3]!, [row]).map((message) => hitOf(row[3]!, message, needle)));
+
+/** The first of a full-text query's words that a text holds (the snippet's anchor), else "". */
+const firstWordOf = (query: string) => {
+  const words = query.toLowerCase().trim().split(/\s+/);
+  return (text: string) => words.find((w) => text.toLowerCase().includes(w)) ?? "";
+};
 
 /**
  * A checked search, its limit settled: full-text or substring. `use` runs a step on the open
@@ -84,16 +90,12 @@ async function rankSessionMatches(matched: SessionMessages, text: string, limit:
   const ranked = await rankByRelevanceInSlices([matched], text, limit, RELEVANCE_SLICE_MS, false);
   if (ranked.length >= limit || ranked.length >= matched.messages.length) return ranked;
   const seen = new Set(ranked.map((hit) => hit.seq));
-  const words = text.toLowerCase().trim().split(/\s+/);
+  const needle = firstWordOf(text);
   const rest = matched.messages
     .filter((message) => !seen.has(message.seq))
     .reverse()
     .slice(0, limit - ranked.length)
-    .map((message) => {
-      const body = messageText(message);
-      const word = words.find((w) => body.toLowerCase().includes(w)) ?? "";
-      return { sessionId: matched.sessionId, seq: message.seq, snippet: snippetOf(body, word), message };
-    });
+    .map((message) => hitOf(matched.sessionId, message, needle));
   return [...ranked, ...rest];
 }
 
@@ -112,8 +114,7 @@ function searchText(db: SqliteStoreDb, query: SearchQuery, limit: number): Searc
       : sessionId
         ? st.searchFullTextInSession.all(match, sessionId, userId, since, since, limit)
         : st.searchFullText.all(match, userId, since, since, limit);
-    const words = query.text.toLowerCase().trim().split(/\s+/);
-    return hits(db, rows, (text) => words.find((w) => text.toLowerCase().includes(w)) ?? "");
+    return hits(db, rows, firstWordOf(query.text));
   }
   const needle = query.text.toLowerCase();
   const rows = sessionId

@@ -148,6 +148,14 @@ export interface SearchQuery {
   /** @default 20 */
   limit?: number;
   /**
+   * Only messages with `seq > afterSeq` (recall: newer than what a summary covers). Seqs count within
+   * a session, so the bounds are meant for a search of one (`sessionId`). Applied before ranking and
+   * before `limit`: a bounded search returns the best of the messages within the bounds.
+   */
+  afterSeq?: number;
+  /** Only messages with `seq < beforeSeq` (recall: older than the window); as {@link afterSeq}. */
+  beforeSeq?: number;
+  /**
    * Leaves out sessions last active before this (ms since epoch), as expired: `Memory` passes now minus
    * its TTL, so a session past it is not found before a sweep deletes it. Unset: no expiry check.
    */

@@ -4,7 +4,7 @@
  * embedder. Ownership is part of every store query (`userId`), never a filter applied afterwards.
  */
 import { ThreadkeepError } from "./errors.js";
-import type { FullStore, Message, SearchHit } from "./types.js";
+import type { FullStore, Message, SearchHit, SearchQuery } from "./types.js";
 import { messageText } from "./store/helpers.js";
 import { type RankingReads, rankTurnsReading } from "./ranking.js";
 
@@ -124,14 +124,21 @@ export function bestSearchMode(store: FullStore, semantic: boolean): SearchMode 
 /**
  * The store's own lexical ranking (BM25 over any of the words), used by lexical recall: the store's full
  * text by relevance, or (where a store has none) its ranking in code (`SearchQuery.ranking`). Search
- * ranks these again in core ({@link relevanceHits}).
+ * ranks these again in core ({@link relevanceHits}). Recall passes seq bounds (`SearchQuery.afterSeq`,
+ * `beforeSeq`): only what lies outside the window and after the latest summary may be recalled.
  */
-export function lexicalRanks(store: FullStore, request: SearchRequest, depth: number): Promise<SearchHit[]> {
+export function lexicalRanks(
+  store: FullStore,
+  request: SearchRequest & Pick<SearchQuery, "afterSeq" | "beforeSeq">,
+  depth: number,
+): Promise<SearchHit[]> {
   return store.search({
     userId: request.userId,
     sessionId: request.sessionId,
     text: request.text,
     activeSince: request.activeSince,
+    afterSeq: request.afterSeq,
+    beforeSeq: request.beforeSeq,
     mode: store.capabilities.fullTextSearch ? "fulltext" : "substring",
     ranking: "relevance",
     limit: depth,

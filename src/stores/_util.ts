@@ -22,6 +22,7 @@ export {
   rankHits,
   snippetOf,
   substringHits,
+  withinSeqBounds,
 } from "../core/store/helpers.js";
 export { rankByRelevance, rankByRelevanceInSlices } from "../core/store/relevance.js";
 

@@ -7,6 +7,7 @@
  */
 export { LocalLeases } from "./_lease.js";
 export { applyMessageQuery, pageOwnerSessions, sessionFromInput, stampMessages } from "./_util.js";
+export { checkSearchQuery, withinSeqBounds } from "../core/store/helpers.js";
 export { applyMemoryPatch, memoryFromInput, pageUserMemories } from "../core/user-memories/store-helpers.js";
 export { rankMemories } from "../core/user-memories/api.js";
 export {

@@ -4,7 +4,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import type { FullStore } from "../core/types.js";
+import type { FullStore, SearchQuery } from "../core/types.js";
 import { expectCode, sessionMaker, text, user } from "./_conformance-fixtures.js";
 
 /** Registers the search tests; `store()` gives the suite's open store, `name` names it in skip reasons. */
@@ -169,6 +169,94 @@ export function describeSearch(store: () => FullStore, name: string): void {
         });
         expect(theirs, mode).toEqual([]);
       }
+    });
+
+    it("keeps to seq bounds in every mode, before ranking and the limit (recall's search of a session)", async () => {
+      const owner = user();
+      const session = await newSession(owner);
+      // Seq 2 is the best match of "apple banana" and lies outside the bounds; seq 5 is the best inside.
+      await store().appendMessages(session.id, [
+        text("apple one"),
+        text("apple banana apple banana"),
+        text("apple three"),
+        text("apple four"),
+        text("apple banana five"),
+        text("apple six"),
+        text("apple seven"),
+        text("apple eight"),
+        text("apple nine"),
+        text("apple ten banana banana"),
+      ]);
+      const bounds = { afterSeq: 3, beforeSeq: 9 };
+      const search = (extra: Partial<SearchQuery>) =>
+        store().search({ userId: owner, sessionId: session.id, text: "apple banana", ...extra });
+      const modes = store().capabilities.fullTextSearch
+        ? (["substring", "fulltext"] as const)
+        : (["substring"] as const);
+      for (const mode of modes) {
+        // Newest first within the bounds, the limit counted there: 8 and 7, not 10 and 9.
+        const newest = await store().search({
+          userId: owner,
+          sessionId: session.id,
+          text: "apple",
+          mode,
+          ...bounds,
+          limit: 2,
+        });
+        expect(
+          newest.map((h) => h.seq),
+          mode,
+        ).toEqual([8, 7]);
+        // Ranked: the best match within the bounds first, where unbounded the best is outside them.
+        expect((await search({ mode, ranking: "relevance" }))[0]?.seq, mode).not.toBe(5);
+        const ranked = await search({ mode, ranking: "relevance", ...bounds, limit: 3 });
+        expect(ranked[0]?.seq, mode).toBe(5);
+        expect(ranked.length, mode).toBeGreaterThan(1);
+        for (const hit of ranked) expect(hit.seq, mode).toBeGreaterThan(3);
+        for (const hit of ranked) expect(hit.seq, mode).toBeLessThan(9);
+        // One bound alone, a bound between two seqs, bounds that leave nothing, and across the owner's sessions.
+        const after = await store().search({
+          userId: owner,
+          sessionId: session.id,
+          text: "apple",
+          mode,
+          afterSeq: 8.5,
+        });
+        expect(
+          after.map((h) => h.seq),
+          mode,
+        ).toEqual([10, 9]);
+        const before = await store().search({
+          userId: owner,
+          sessionId: session.id,
+          text: "apple",
+          mode,
+          beforeSeq: 2.5,
+        });
+        expect(
+          before.map((h) => h.seq),
+          mode,
+        ).toEqual([2, 1]);
+        expect(await search({ mode, ranking: "relevance", afterSeq: 5, beforeSeq: 6 }), mode).toEqual([]);
+        const owners = await store().search({ userId: owner, text: "apple", mode, afterSeq: 9 });
+        expect(
+          owners.map((h) => h.seq),
+          mode,
+        ).toEqual([10]);
+      }
+    });
+
+    it("rejects a seq bound that is not a number", async () => {
+      const session = await newSession();
+      await expectCode(
+        store().search({
+          userId: session.userId,
+          sessionId: session.id,
+          text: "apple",
+          beforeSeq: "9" as unknown as number,
+        }),
+        "invalid_request",
+      );
     });
 
     it("returns the same hits with around, each carrying its neighbours exactly as a read gives them when it carries any", async () => {

@@ -423,6 +423,46 @@ describe("sqlite full-text index", () => {
     }
   });
 
+  it("leaves the messages at and above a search's beforeSeq waiting when all below it are indexed, and indexes what waits below it", async () => {
+    const path = freshPath();
+    const store = createSqliteStore({ path, fullTextIndexDelayMs: 60_000 });
+    // The store makes its file on first use.
+    const session = await store.createSession({ id: newSessionId(), userId: "u" });
+    const raw = new Database(path, { readonly: true });
+    try {
+      await store.appendMessages(
+        session.id,
+        Array.from({ length: 30 }, (_, i) => say(`apple note ${i + 1}`)),
+      );
+      const ranked = (beforeSeq: number) =>
+        store.search({
+          userId: "u",
+          sessionId: session.id,
+          text: "apple note",
+          mode: "fulltext",
+          ranking: "relevance",
+          limit: 100,
+          beforeSeq,
+        });
+      // Waiting below the bound: indexed first (the whole session's backlog), and found.
+      expect((await ranked(11)).map((h) => h.seq).sort((a, b) => a - b)).toEqual(
+        Array.from({ length: 10 }, (_, i) => i + 1),
+      );
+      expect(unindexed(raw)).toBe(0);
+      // Recall's case: the new messages are the window's, at and above the bound. Nothing is indexed.
+      await store.appendMessages(session.id, [say("apple note 31"), say("apple note 32")]);
+      expect(await ranked(31)).toHaveLength(30);
+      expect(unindexed(raw)).toBe(2);
+      expect(pendingSessions(raw)).toBe(1);
+      // A bound above them: indexed, and found.
+      expect((await ranked(33)).map((h) => h.seq)).toContain(32);
+      expect(unindexed(raw)).toBe(0);
+    } finally {
+      raw.close();
+      await store.close();
+    }
+  });
+
   it("indexes only the searched owner's (or session's) backlog before a search, another owner's not at all", async () => {
     const path = freshPath();
     const mine = Array.from({ length: 3 }, () => ({ id: newSessionId(), userId: "a" }));

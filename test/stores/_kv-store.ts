@@ -29,10 +29,12 @@ import {
   applyHistoryWrite,
   branchFromRecord,
   checkHistoryOptions,
+  checkSearchQuery,
   type OperationRecord,
   planBranchSwitch,
   planHistoryWrite,
   rankByRelevanceInSlices,
+  withinSeqBounds,
 } from "../../src/stores/kit.js";
 
 /** The few operations the store needs from its database. Values are JSON text. */
@@ -287,14 +289,19 @@ export function createKeyValueStore(db: KeyValue): Omit<FullStore, keyof UserMem
         return doc.state;
       }),
 
-    async search({ userId, sessionId, text, mode, ranking, limit = 20, activeSince = -Infinity }) {
-      if (!text.trim()) throw new ThreadkeepError("invalid_request", "Search text must not be empty");
-      const docs = (await allDocs()).filter(
-        (doc) =>
-          doc.session.userId === userId &&
-          !(sessionId && doc.session.id !== sessionId) &&
-          doc.session.lastActivityAt >= activeSince,
-      );
+    async search(query) {
+      const { userId, sessionId, text, mode, ranking, limit = 20, activeSince = -Infinity } = query;
+      // The kit's checks: non-empty text, seq bounds that are numbers.
+      checkSearchQuery(query);
+      const docs = (await allDocs())
+        .filter(
+          (doc) =>
+            doc.session.userId === userId &&
+            !(sessionId && doc.session.id !== sessionId) &&
+            doc.session.lastActivityAt >= activeSince,
+        )
+        // Only the messages within the query's seq bounds are searched (recall's search of a session).
+        .map((doc) => ({ ...doc, messages: withinSeqBounds(doc.messages, query) }));
       // Relevance (any word, BM25) with threadkeep's own in-code ranking, in slices that let other requests run.
       if (ranking === "relevance")
         return rankByRelevanceInSlices(

@@ -27,3 +27,29 @@ describe("recall within a turn that replaces the line's end", () => {
     );
   });
 });
+
+describe("recall by words in a long summarized session", () => {
+  it("finds an uncovered message outside the window when the best matches are all covered by the summary", async () => {
+    const store = createMemoryStore();
+    const memory = createMemory({ store, window: 4 });
+    const id = newSessionId();
+    // 60 messages that match the question better than anything after them, all under the summary: more
+    // than the ranking's depth (50), so a search without bounds returned only those and recall nothing.
+    await memory.addMessages(
+      id,
+      Array.from({ length: 60 }, (_, i) => ({
+        role: "user" as const,
+        content: `apple pie crust apple pie filling, note ${i}`,
+      })),
+    );
+    await store.saveSummary(id, { fromSeq: 1, toSeq: 60, content: "We talked about apple pie at length." });
+    await memory.addMessages(id, [
+      { role: "user", content: "My grandmother's apple pie used cardamom." },
+      ...Array.from({ length: 6 }, (_, i) => ({ role: "assistant" as const, content: `Something else ${i}.` })),
+    ]);
+    const input = [{ role: "user" as const, content: "What spice went into the apple pie?" }];
+    const context = await memory.buildContext(id, { input });
+    expect(context.recalled?.map((r) => r.seq)).toEqual([61]);
+    expect(context.messages.map((m) => m.content)).toContain("My grandmother's apple pie used cardamom.");
+  });
+});

@@ -77,7 +77,14 @@ export function recallQuery(input: readonly ChatMessage[], topic?: string): stri
 /** Hits of the store's lexical ranking that hold at least `minTermShare` of the query's words, best first. */
 export async function lexicalRecall(
   store: FullStore,
-  query: { userId: string; sessionId?: string; text: string; activeSince?: number },
+  query: {
+    userId: string;
+    sessionId?: string;
+    text: string;
+    activeSince?: number;
+    afterSeq?: number;
+    beforeSeq?: number;
+  },
   options: Pick<Required<RecallOptions>, "minTermShare">,
   depth: number,
 ): Promise<{ hit: SearchHit; score: number }[]> {
@@ -129,11 +136,20 @@ export async function findRecall(
       : (
           await lexicalRecall(
             store,
-            { userId: request.userId, sessionId: request.sessionId, text: request.query },
+            {
+              userId: request.userId,
+              sessionId: request.sessionId,
+              text: request.query,
+              // Searched within the bounds, so the depth is spent on what may be recalled: unbounded,
+              // a long summarized session's best matches were mostly covered ones, filtered out after.
+              afterSeq: coveredTo,
+              beforeSeq: request.windowStart,
+            },
             options,
             LEXICAL_DEPTH,
           )
         )
+          // Kept for a store written before the bounds existed, which leaves them out.
           .filter(({ hit }) => hit.seq < request.windowStart && hit.seq > coveredTo)
           .slice(0, options.limit)
           .map(({ hit, score }) => ({ seq: hit.seq, score, query: request.query }));

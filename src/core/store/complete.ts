@@ -384,7 +384,11 @@ class Fallbacks {
       if (query.activeSince !== undefined && session.lastActivityAt < query.activeSince) continue;
       searched.push({
         sessionId: session.id,
-        messages: await store.getMessages(session.id, { last: DERIVED_SEARCH_BOUNDS.messagesPerSession }),
+        messages: await store.getMessages(session.id, {
+          last: DERIVED_SEARCH_BOUNDS.messagesPerSession,
+          afterSeq: query.afterSeq,
+          beforeSeq: query.beforeSeq,
+        }),
       });
     }
     if (relevance) return rankByRelevanceInSlices(searched, query.text, query.limit ?? DEFAULT_SEARCH_LIMIT);

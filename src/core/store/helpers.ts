@@ -33,6 +33,21 @@ export function checkSearchQuery(query: SearchQuery): void {
   if (typeof query.text !== "string" || query.text.trim() === "") {
     throw new ThreadkeepError("invalid_request", "Search text must be a non-empty string");
   }
+  for (const bound of ["afterSeq", "beforeSeq"] as const) {
+    const value = query[bound];
+    if (value !== undefined && (typeof value !== "number" || Number.isNaN(value))) {
+      throw new ThreadkeepError("invalid_request", `Search ${bound} must be a number`);
+    }
+  }
+}
+
+/** The messages a search's seq bounds let through (`SearchQuery.afterSeq`, `beforeSeq`); the same array without bounds. */
+export function withinSeqBounds(messages: Message[], query: Pick<SearchQuery, "afterSeq" | "beforeSeq">): Message[] {
+  const { afterSeq, beforeSeq } = query;
+  if (afterSeq === undefined && beforeSeq === undefined) return messages;
+  return messages.filter(
+    (m) => (afterSeq === undefined || m.seq > afterSeq) && (beforeSeq === undefined || m.seq < beforeSeq),
+  );
 }
 
 /** The case-insensitive substring hits among one session's messages (copies). */

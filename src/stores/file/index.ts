@@ -42,6 +42,7 @@ import {
   substringHits,
   DEFAULT_SEARCH_LIMIT,
   rankByRelevanceInSlices,
+  withinSeqBounds,
 } from "../_util.js";
 
 /** The backend name of the JSONL file store. */
@@ -397,7 +398,10 @@ export function createFileStore(options: FileStoreOptions): FullStore & VectorSt
       const searched: SessionMessages[] = [];
       for (const session of candidates) {
         if (!session || session.userId !== query.userId || inactiveSince(session, query.activeSince)) continue;
-        searched.push({ sessionId: session.id, messages: (await read(session.id))?.messages ?? [] });
+        searched.push({
+          sessionId: session.id,
+          messages: withinSeqBounds((await read(session.id))?.messages ?? [], query),
+        });
       }
       if (relevance) return rankByRelevanceInSlices(searched, query.text, query.limit ?? DEFAULT_SEARCH_LIMIT);
       return rankHits(

@@ -51,6 +51,7 @@ import {
   substringHits,
   DEFAULT_SEARCH_LIMIT,
   rankByRelevanceInSlices,
+  withinSeqBounds,
 } from "../_util.js";
 
 /** The backend name of the in-memory store. */
@@ -373,7 +374,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): FullStore &
       );
       if (query.ranking === "relevance") {
         return rankByRelevanceInSlices(
-          candidates.map((e) => ({ sessionId: e.session.id, messages: e.messages })),
+          candidates.map((e) => ({ sessionId: e.session.id, messages: withinSeqBounds(e.messages, query) })),
           query.text,
           query.limit ?? DEFAULT_SEARCH_LIMIT,
         );
@@ -382,7 +383,9 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): FullStore &
         throw new ThreadkeepError("not_supported", "The memory store has no full-text search; use substring");
       }
       const hits: SearchHit[] = [];
-      for (const entry of candidates) hits.push(...substringHits(entry.session.id, entry.messages, query.text));
+      for (const entry of candidates) {
+        hits.push(...substringHits(entry.session.id, withinSeqBounds(entry.messages, query), query.text));
+      }
       return rankHits(hits, query.limit);
     },
 

@@ -53,6 +53,18 @@ async function isSmallOwner(sql: PgSql, query: SearchQuery): Promise<boolean> {
   return row.sessions <= SIZING_SESSIONS && row.messages <= OWNER_SCAN_LIMIT;
 }
 
+/** A seq bound as a whole number in bigint's range: `seq > 2.5` is `seq > 2`, `seq < 2.5` is `seq < 3`. */
+const wholeSeq = (bound: number, round: (n: number) => number) =>
+  Math.min(Math.max(round(bound), Number.MIN_SAFE_INTEGER), Number.MAX_SAFE_INTEGER);
+
+/**
+ * The query's seq bounds on `m` (`SearchQuery.afterSeq`, `beforeSeq`), as `AND` conditions; empty
+ * without them. Whole bigints, so the primary key (session, seq) serves them as a range.
+ */
+const seqBounds = (sql: PgSql, query: SearchQuery) =>
+  sql`${query.afterSeq === undefined ? sql`` : sql`AND m.seq > ${wholeSeq(query.afterSeq, Math.floor)}::bigint`}
+    ${query.beforeSeq === undefined ? sql`` : sql`AND m.seq < ${wholeSeq(query.beforeSeq, Math.ceil)}::bigint`}`;
+
 /** Matching messages a relevance search ranks at most (the newest of them), so its cost stays bounded. */
 export const RELEVANCE_CANDIDATES = 10_000;
 /** BM25's parameters, as the in-code ranking of the other stores (core/store/relevance.ts). */
@@ -80,12 +92,12 @@ async function searchRelevance(sql: PgSql, lang: string, query: SearchQuery, lim
   // sizing of isSmallOwner, here in the statement: one round trip instead of two).
   const candidates = sql`(SELECT m.session_id, m.seq, m.created_at, m.v, m.pending FROM sessions s CROSS JOIN q
         CROSS JOIN LATERAL (SELECT m.session_id, m.seq, m.created_at, ${tsv} AS v, m.tsv IS NULL AS pending FROM messages m
-          WHERE m.session_id = s.id AND ts_match_vq(${tsv}, q.any) OFFSET 0) m
+          WHERE m.session_id = s.id ${seqBounds(sql, query)} AND ts_match_vq(${tsv}, q.any) OFFSET 0) m
         WHERE ${owned} AND (SELECT small FROM sizing)
         ORDER BY m.created_at DESC LIMIT ${RELEVANCE_CANDIDATES})
       UNION ALL
       (SELECT m.session_id, m.seq, m.created_at, ${tsv} AS v, m.tsv IS NULL AS pending FROM messages m JOIN sessions s ON s.id = m.session_id CROSS JOIN q
-        WHERE ${owned} AND NOT (SELECT small FROM sizing)
+        WHERE ${owned} AND NOT (SELECT small FROM sizing) ${seqBounds(sql, query)}
         AND (m.tsv @@ q.any OR (m.tsv IS NULL AND to_tsvector(${lang}::regconfig, left(m.search_text, 100000)) @@ q.any))
         ORDER BY m.created_at DESC LIMIT ${RELEVANCE_CANDIDATES})`;
   // Only the best `limit` are read whole; with `around`, each with its neighbours (one row a message,
@@ -178,7 +190,7 @@ export async function searchMessages(sql: PgSql, lang: string, query: SearchQuer
     // each row tested with ts_match_vq, which is what @@ runs but called by name, so no index serves it.
     source = sql`sessions s CROSS JOIN ${queries} CROSS JOIN LATERAL (
       SELECT m.session_id, m.seq, m.created_at, m.body, m.search_text, m.tsv FROM messages m
-      WHERE m.session_id = s.id AND ts_match_vq(${tsv}, q.match) OFFSET 0) m`;
+      WHERE m.session_id = s.id ${seqBounds(sql, query)} AND ts_match_vq(${tsv}, q.match) OFFSET 0) m`;
     filter = sql``;
   } else source = sql`messages m JOIN sessions s ON s.id = m.session_id CROSS JOIN ${queries}`;
   const rows = await sql<(MessageRow & { session_id: string })[]>`
@@ -186,6 +198,7 @@ export async function searchMessages(sql: PgSql, lang: string, query: SearchQuer
     WHERE s.user_id = ${query.userId}
     ${query.sessionId === undefined ? sql`` : sql`AND s.id = ${query.sessionId}`}
     ${query.activeSince === undefined ? sql`` : sql`AND s.last_activity_at >= ${Math.ceil(query.activeSince)}`}
+    ${seqBounds(sql, query)}
     ${filter}
     ORDER BY m.created_at DESC, m.seq DESC
     LIMIT ${Math.max(0, Math.floor(query.limit ?? DEFAULT_SEARCH_LIMIT))}`;

@@ -3,7 +3,14 @@ import type { SearchHit, SearchQuery } from "../../core/types.js";
 import { parseMessages, type RedisKeys } from "./_codec.js";
 import type { RedisConnection } from "./_connection.js";
 import { INDEX_BATCH, type RedisIndexes } from "./_session-index.js";
-import { checkSearchQuery, DEFAULT_SEARCH_LIMIT, rankByRelevanceInSlices, rankHits, substringHits } from "../_util.js";
+import {
+  checkSearchQuery,
+  DEFAULT_SEARCH_LIMIT,
+  rankByRelevanceInSlices,
+  rankHits,
+  substringHits,
+  withinSeqBounds,
+} from "../_util.js";
 import type { SessionMessages } from "../../core/store/relevance.js";
 
 /**
@@ -41,7 +48,7 @@ export async function searchMessages(
     if (!query.sessionId) stale.push(...batch.filter((_, i) => metas[i][0] !== query.userId));
     const lists = await Promise.all(mine.map((id) => db.send<string[]>(["LRANGE", dataKeys(id)[1], "0", "-1"])));
     mine.forEach((sessionId, i) => {
-      const messages = parseMessages(sessionId, lists[i]);
+      const messages = withinSeqBounds(parseMessages(sessionId, lists[i]), query);
       if (relevance) searched.push({ sessionId, messages });
       else hits.push(...substringHits(sessionId, messages, query.text));
     });

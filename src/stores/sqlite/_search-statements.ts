@@ -33,6 +33,8 @@ export function searchTextOf(body: string): string {
 const RELEVANCE = "bm25(messages_fts, 1.0, 0.0)";
 // Newest first, as the contract orders search hits.
 const SEARCH_ORDER = "ORDER BY m.created_at DESC, m.seq DESC LIMIT ?";
+// A search's seq bounds (SearchQuery.afterSeq, beforeSeq), before its order and limit: `after, before`.
+const SEQ_BOUNDS = "m.seq > ? AND m.seq < ?";
 
 /** A session whose messages wait for the full-text index, and its last seq (null without messages). */
 export interface PendingSessionRow {
@@ -75,33 +77,44 @@ export function prepareSearchStatements(db: Database.Database) {
   return {
     searchSubstring: rows(
       `SELECT ${HIT_COLUMNS} FROM sessions s JOIN messages m ON m.session_id = s.id
-       WHERE s.user_id = ? AND ${activeSinceSql("s")} AND instr(threadkeep_search_text(m.body), ?) > 0 ${SEARCH_ORDER}`,
+       WHERE s.user_id = ? AND ${activeSinceSql("s")} AND instr(threadkeep_search_text(m.body), ?) > 0 AND ${SEQ_BOUNDS} ${SEARCH_ORDER}`,
     ),
     searchSubstringInSession: rows(
       `SELECT ${HIT_COLUMNS} FROM sessions s JOIN messages m ON m.session_id = s.id
-       WHERE s.id = ? AND s.user_id = ? AND ${activeSinceSql("s")} AND instr(threadkeep_search_text(m.body), ?) > 0 ${SEARCH_ORDER}`,
+       WHERE s.id = ? AND s.user_id = ? AND ${activeSinceSql("s")} AND instr(threadkeep_search_text(m.body), ?) > 0 AND ${SEQ_BOUNDS} ${SEARCH_ORDER}`,
     ),
     // The MATCH carries the owner's (and session's) scope tokens; the joins check the owner again. Every
     // search takes the lowest last activity of a session it reads (SearchQuery.activeSince).
     searchFullText: rows(
       `SELECT ${HIT_COLUMNS} FROM messages_fts f ${FULL_TEXT_JOIN}
-       WHERE messages_fts MATCH ? AND s.user_id = ? AND ${activeSinceSql("s")} ${SEARCH_ORDER}`,
+       WHERE messages_fts MATCH ? AND s.user_id = ? AND ${activeSinceSql("s")} AND ${SEQ_BOUNDS} ${SEARCH_ORDER}`,
     ),
     searchFullTextInSession: rows(
       `SELECT ${HIT_COLUMNS} FROM messages_fts f ${FULL_TEXT_JOIN}
-       WHERE messages_fts MATCH ? AND s.id = ? AND s.user_id = ? AND ${activeSinceSql("s")} ${SEARCH_ORDER}`,
+       WHERE messages_fts MATCH ? AND s.id = ? AND s.user_id = ? AND ${activeSinceSql("s")} AND ${SEQ_BOUNDS} ${SEARCH_ORDER}`,
     ),
     // Relevance order (bm25 of the message column, best first) for ranked searches; the query ORs its words.
     searchFullTextRanked: rows(
       `SELECT ${HIT_COLUMNS} FROM messages_fts f ${FULL_TEXT_JOIN}
-       WHERE messages_fts MATCH ? AND s.user_id = ? AND ${activeSinceSql("s")} ORDER BY ${RELEVANCE}, m.seq DESC LIMIT ?`,
+       WHERE messages_fts MATCH ? AND s.user_id = ? AND ${activeSinceSql("s")} AND ${SEQ_BOUNDS}
+       ORDER BY ${RELEVANCE}, m.seq DESC LIMIT ?`,
     ),
-    // Every match of one session, for ranking in code (see searchMessages): no bm25 here, which would
-    // read every row of the store holding each of the query's words to weigh it.
+    // Every match of one session between two seqs (exclusive), for ranking in code (see searchMessages):
+    // no bm25 here, which would read every row of the store holding each of the query's words to weigh
+    // it. The seqs bound the full-text rowids (the session's key times 2^32 plus the seq), so FTS5 skips
+    // what lies outside them instead of the join dropping it: `match, id, after, id, before, id,
+    // user_id, since, since`.
     searchFullTextAllInSession: rows(
       `SELECT ${HIT_COLUMNS} FROM messages_fts f ${FULL_TEXT_JOIN}
-       WHERE messages_fts MATCH ? AND s.id = ? AND s.user_id = ? AND ${activeSinceSql("s")} ORDER BY m.seq`,
+       WHERE messages_fts MATCH ?
+         AND f.rowid > ${FULL_TEXT_ROWID("(SELECT key FROM sessions WHERE id = ?)", "?")}
+         AND f.rowid < ${FULL_TEXT_ROWID("(SELECT key FROM sessions WHERE id = ?)", "?")}
+         AND s.id = ? AND s.user_id = ? AND ${activeSinceSql("s")} ORDER BY m.seq`,
     ),
+    /** How far a session's messages are in the full-text index (all with a seq up to it): `id`. */
+    indexedTo: db
+      .prepare<unknown[], number>("SELECT fts_seq FROM sessions WHERE id = ?")
+      .pluck() as SqliteStatement<number>,
     /** Sessions whose messages wait for the full-text index (the indexer's queue), at most `?`. */
     pendingSessions: q<PendingSessionRow>(
       `SELECT ${PENDING_COLUMNS} FROM fts_queue w JOIN sessions s ON s.key = w.key LIMIT ?`,

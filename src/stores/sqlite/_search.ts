@@ -50,7 +50,7 @@ export async function searchMessages(
     // The step that finds nothing left waiting searches in the same synchronous call, so a message
     // written between the steps is indexed before the search reads the index.
     const found = use((db) =>
-      db.tx.indexPending(SEARCH_INDEX_CHUNK_ROWS, scope)
+      !indexedBelow(db, query) && db.tx.indexPending(SEARCH_INDEX_CHUNK_ROWS, scope)
         ? undefined
         : inSession
           ? sessionMatches(db, query)
@@ -61,17 +61,48 @@ export async function searchMessages(
   }
 }
 
-/** A session's messages that hold any of the query's words, oldest first (for {@link rankSessionMatches}). */
+/**
+ * Whether a search of one session bounded by `beforeSeq` finds everything it may match in the index
+ * already: its session is indexed up to the bound. Recall's search of every turn is such a search, and
+ * what waits for the index then is the newest messages, inside the window recall leaves out: indexing
+ * them first was a write transaction on every turn (~0.15 ms; docs/benchmarks.md, "Proxy").
+ */
+function indexedBelow(db: SqliteStoreDb, query: SearchQuery): boolean {
+  if (query.sessionId === undefined || query.beforeSeq === undefined) return false;
+  const indexedTo = db.st.indexedTo.get(query.sessionId);
+  return indexedTo !== undefined && indexedTo >= query.beforeSeq - 1;
+}
+
+/** Seqs of a session are below 2^32 (its full-text rowids hold them in their low 32 bits). */
+const SEQ_SPAN = 2 ** 32;
+
+/**
+ * A session's messages that hold any of the query's words, oldest first (for {@link rankSessionMatches}),
+ * within the query's seq bounds.
+ */
 function sessionMatches(db: SqliteStoreDb, query: SearchQuery): SessionMessages {
   const sessionId = query.sessionId!;
   const match = scopedMatch(query.text, query, true);
   if (!match) return { sessionId, messages: [] };
   const since = query.activeSince ?? Number.MIN_SAFE_INTEGER;
+  // Clamped to the rowid's seq part, so a bound outside it cannot reach into the next session's rowids.
+  const after = Math.min(Math.max(Math.floor(query.afterSeq ?? -1), -1), SEQ_SPAN - 1);
+  const before = Math.max(Math.min(Math.ceil(query.beforeSeq ?? SEQ_SPAN), SEQ_SPAN), 0);
   return {
     sessionId,
     messages: db.messages(
       sessionId,
-      db.st.searchFullTextAllInSession.all(match, sessionId, query.userId, since, since),
+      db.st.searchFullTextAllInSession.all(
+        match,
+        sessionId,
+        after,
+        sessionId,
+        before,
+        sessionId,
+        query.userId,
+        since,
+        since,
+      ),
     ),
   };
 }
@@ -103,6 +134,8 @@ async function rankSessionMatches(matched: SessionMessages, text: string, limit:
 function searchText(db: SqliteStoreDb, query: SearchQuery, limit: number): SearchHit[] {
   const { userId, sessionId } = query;
   const since = query.activeSince ?? Number.MIN_SAFE_INTEGER;
+  const after = query.afterSeq ?? Number.MIN_SAFE_INTEGER;
+  const before = query.beforeSeq ?? Number.MAX_SAFE_INTEGER;
   const { st } = db;
   if (query.mode === "fulltext" || query.ranking === "relevance") {
     const ranked = query.ranking === "relevance";
@@ -110,15 +143,15 @@ function searchText(db: SqliteStoreDb, query: SearchQuery, limit: number): Searc
     // Nothing but separators: no word to find.
     if (!match) return [];
     const rows = ranked
-      ? st.searchFullTextRanked.all(match, userId, since, since, limit)
+      ? st.searchFullTextRanked.all(match, userId, since, since, after, before, limit)
       : sessionId
-        ? st.searchFullTextInSession.all(match, sessionId, userId, since, since, limit)
-        : st.searchFullText.all(match, userId, since, since, limit);
+        ? st.searchFullTextInSession.all(match, sessionId, userId, since, since, after, before, limit)
+        : st.searchFullText.all(match, userId, since, since, after, before, limit);
     return hits(db, rows, firstWordOf(query.text));
   }
   const needle = query.text.toLowerCase();
   const rows = sessionId
-    ? st.searchSubstringInSession.all(sessionId, userId, since, since, needle, limit)
-    : st.searchSubstring.all(userId, since, since, needle, limit);
+    ? st.searchSubstringInSession.all(sessionId, userId, since, since, needle, after, before, limit)
+    : st.searchSubstring.all(userId, since, since, needle, after, before, limit);
   return hits(db, rows, () => query.text);
 }

@@ -21,26 +21,36 @@ function runQueueWaitMs(): number {
   }
 }
 
+/**
+ * The real clock and timers, as this module found them: a test's fake timers replace `performance.now`,
+ * `setInterval` and `clearInterval`, and a watch must neither see the fake clock's jumps nor leave its
+ * timer running because a fake `clearInterval` could not clear it.
+ */
+const realNow = performance.now.bind(performance);
+const realSetInterval = globalThis.setInterval;
+const realClearInterval = globalThis.clearInterval;
+
 /** Starts a timer every `everyMs`; `onTick` runs at each tick (to sample something while the loop is free). */
 export function watchEventLoop(everyMs: number, onTick?: () => void): EventLoopWatch {
-  let last = performance.now();
+  let last = realNow();
   let lastWait = runQueueWaitMs();
   let longest = 0;
   const gapSinceLast = () => {
-    const now = performance.now();
+    const now = realNow();
     const wait = runQueueWaitMs();
     const gap = now - last - (wait - lastWait);
     last = now;
     lastWait = wait;
     return gap;
   };
-  const timer = setInterval(() => {
+  const timer = realSetInterval(() => {
     longest = Math.max(longest, gapSinceLast());
     onTick?.();
   }, everyMs);
+  timer.unref();
   return {
     stop: () => {
-      clearInterval(timer);
+      realClearInterval(timer);
       return Math.max(longest, gapSinceLast());
     },
   };

@@ -34,7 +34,7 @@ const CONCURRENCY = [1, 100];
 const TURNS: Record<number, number> = QUICK ? { 1: 300, 100: 2000 } : { 1: 2000, 100: 10000 };
 const WARMUP_TURNS = QUICK ? 200 : 1000;
 /**
- * Turns of each API at 100 sessions before those rows are measured: the server's JIT compiler is
+ * Turns of each API at 100 sessions before any row is measured: the server's JIT compiler is
  * still busy through the first few thousand turns at that concurrency (measured: the first 2,000 cost
  * about twice the CPU per turn of the later ones, and on a slower 2-vCPU VM the CPU per turn settles
  * only after ~8,000 turns), which a long-running server pays once.
@@ -222,19 +222,19 @@ async function main(): Promise<void> {
         await drive(server.url, 10, WARMUP_TURNS, true);
         await driveResponses(server.url, 10, WARMUP_TURNS);
         await drive(upstream.url, 10, WARMUP_TURNS, false);
+        // Each worker compiles its own hot paths and sees 1/N of the turns: warmed N times as long,
+        // each worker gets the warm-up a single server gets. Before every row, the 1-session one too,
+        // which came after the short warm-up alone: in one process the first 100 turns cost 3.3 ms of
+        // CPU each, the later ones 0.8–1.5 ms (the same turn loop, src/ through tsx).
+        const warm = WARM_100_TURNS * workers;
+        if (warm > 0) {
+          const cpuBefore = treeCpuMicros(server.child.pid!);
+          await drive(server.url, 100, warm, true);
+          await driveResponses(server.url, 100, warm);
+          const warmCpu = (treeCpuMicros(server.child.pid!) - cpuBefore) / (2 * warm);
+          console.log(`${name} × 100: warm-up, ${warm} turns of each API: server CPU ${Math.round(warmCpu)} µs/turn`);
+        }
         for (const sessions of CONCURRENCY) {
-          // Each worker compiles its own hot paths and sees 1/N of the turns: warmed N times as long,
-          // each worker gets the warm-up a single server gets.
-          const warm = WARM_100_TURNS * workers;
-          if (sessions === 100 && warm > 0) {
-            const cpuBefore = treeCpuMicros(server.child.pid!);
-            await drive(server.url, sessions, warm, true);
-            await driveResponses(server.url, sessions, warm);
-            const warmCpu = (treeCpuMicros(server.child.pid!) - cpuBefore) / (2 * warm);
-            console.log(
-              `${name} × ${sessions}: warm-up, ${warm} turns of each API: server CPU ${Math.round(warmCpu)} µs/turn`,
-            );
-          }
           const direct = await drive(upstream.url, sessions, TURNS[sessions], false);
           const pid = server.child.pid!;
           const chat = await measuredCpu(pid, upstream.child.pid!, TURNS[sessions], () =>

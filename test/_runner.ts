@@ -23,12 +23,15 @@ const CONSOLE_METHODS = ["log", "info", "warn", "error", "debug"] as const;
 
 /**
  * The longest any test may hold its worker's event loop without a break (ms). It counts the test's own
- * synchronous work too (fixtures, loops of awaits that never yield), which the product's promise
- * (another user's request waits at most 250 ms, issue 34) does not cover: the tests of that promise
- * bound the product's work more tightly themselves (\`withinLoopBound\`). Time this worker sat in the
- * run queue behind other processes does not count (see \`watchEventLoop\`).
+ * synchronous work too (fixtures, loops of awaits that never yield, `spawnSync`), and synchronous disk
+ * I/O, which the product's promise (another user's request waits at most 250 ms, issue 34) does not
+ * cover: the tests of that promise bound the product's work more tightly themselves
+ * (`withinLoopBound`). Time this worker sat in the run queue behind other processes does not count
+ * (see `watchEventLoop`). In five full runs (two with the suite repeated back to back) the longest hold
+ * of any test was 508 ms, and a few more held 400–450 ms (`pg_dump` run with `spawnSync`, the layer
+ * check's file reads): 500 failed one of those runs, so the bound leaves them twice that.
  */
-export const LOOP_HOLD_BOUND_MS = 500;
+export const LOOP_HOLD_BOUND_MS = 1_000;
 const LOOP_TICK_MS = 10;
 
 /** The failure of a test that held the loop `longestMs` at a stretch, or null within the bound. */

@@ -343,7 +343,7 @@ describe("sqlite store specifics", () => {
         .map((row) => (row as { detail: string }).detail)
         .join("\n");
     const list = plan(LIST_AFTER_SQL, "u", 1, 1, "x", 10);
-    const expire = plan(INACTIVE_SESSIONS_SQL, 1, 1, 1);
+    const expire = plan(INACTIVE_SESSIONS_SQL, 1, 1, 1, 200);
     const waiting = plan(PENDING_OF_OWNER_SQL, "u", 10);
     db.close();
     expect(list).toMatch(/SEARCH sessions USING INDEX sessions_by_owner \(user_id=\? AND active_hour<\?\)/);

@@ -37,5 +37,5 @@ export const SESSION_COLUMNS = `id, user_id, created_at, ${ACTIVITY} AS last_act
 export const LIST_AFTER_SQL = `SELECT ${SESSION_COLUMNS} FROM sessions WHERE user_id = ? AND active_hour <= ? AND (${ACTIVITY}, id) < (?, ?)
   ORDER BY active_hour DESC, ${ACTIVITY} DESC, id DESC LIMIT ?`;
 
-/** Sessions last active before a time: `active_hour of it, time, time`. */
-export const INACTIVE_SESSIONS_SQL = `SELECT id FROM sessions WHERE active_hour <= ? AND last_activity_at < ? AND ${ACTIVITY} < ?`;
+/** Sessions last active before a time, at most a number of them: `active_hour of it, time, time, limit`. */
+export const INACTIVE_SESSIONS_SQL = `SELECT id FROM sessions WHERE active_hour <= ? AND last_activity_at < ? AND ${ACTIVITY} < ? LIMIT ?`;

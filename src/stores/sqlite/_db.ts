@@ -25,6 +25,9 @@ import { openSqliteDatabase, type SqliteOpenSettings } from "./_schema.js";
 import { applyCap, prepareStatements, type SqliteStatements } from "./_statements.js";
 import type { EncodedMessage, MessageRow, SessionRow, StateRow } from "./_rows.js";
 
+/** Expired sessions read per step of an expiry sweep (each step deletes as many as its time allows). */
+const EXPIRE_CANDIDATES = 200;
+
 /** The parsed JSON object, or why `raw` is not one. */
 function parseObject(raw: string | null): Record<string, unknown> | string {
   try {
@@ -50,7 +53,11 @@ export interface SqliteStoreDb {
     truncate(id: string, seq: number): number;
     saveSummary(id: string, input: SummaryInput): Summary;
     deleteSession(id: string): boolean;
-    expire(olderThan: number): string[];
+    /**
+     * Deletes sessions last active before `olderThan`, one after another until `budgetMs` has passed
+     * (at least one), in one transaction. @returns their ids, and whether more such sessions remain.
+     */
+    expire(olderThan: number, budgetMs: number): { ids: string[]; more: boolean };
     /**
      * Adds at most `limit` of the messages waiting for the full-text index to it (a session at a time,
      * each from its oldest): any session's, or only those of `scope` (one owner's sessions, or one
@@ -314,10 +321,16 @@ export function openSqliteStoreDb(
 
     deleteSession: write(purge),
 
-    expire: write((olderThan: number) => {
-      const ids = st.inactiveSessions.all(olderThan).map((row) => row.id);
-      for (const id of ids) purge(id);
-      return ids;
+    expire: write((olderThan: number, budgetMs: number) => {
+      const started = performance.now();
+      const candidates = st.inactiveSessions.all(olderThan, EXPIRE_CANDIDATES).map((row) => row.id);
+      const ids: string[] = [];
+      for (const id of candidates) {
+        purge(id);
+        ids.push(id);
+        if (performance.now() - started >= budgetMs) break;
+      }
+      return { ids, more: ids.length < candidates.length || candidates.length === EXPIRE_CANDIDATES };
     }),
 
     indexPending: write((limit: number, scope?: IndexScope) => indexPendingStep(st, limit, scope)),

@@ -140,9 +140,9 @@ export function prepareStatements(db: Database.Database) {
     deleteAllMessages: q("DELETE FROM messages WHERE session_id = ?"),
     deleteSummaries: q("DELETE FROM summaries WHERE session_id = ?"),
     deleteQuarantine: q("DELETE FROM quarantine WHERE session_id = ?"),
-    /** Sessions last active before a time. */
+    /** Sessions last active before a time, at most `limit`. */
     inactiveSessions: {
-      all: (olderThan: number) => inactiveSessions.all(hourOf(olderThan), olderThan, olderThan),
+      all: (olderThan: number, limit: number) => inactiveSessions.all(hourOf(olderThan), olderThan, olderThan, limit),
     },
     /**
      * Sets the row's activity (`at, id`) as the session's exact one: the messages it holds now stop

@@ -35,6 +35,9 @@ export type { SqliteStoreOptions, SqliteVectorIndexOptions } from "./_options.js
 /** The backend name of the SQLite store. */
 export const SQLITE_STORE_NAME = "sqlite";
 
+/** How long a step of an expiry sweep deletes sessions before it lets other work run (ms). */
+const EXPIRE_STEP_MS = 10;
+
 /**
  * The embedded store: one SQLite file (WAL), full-text search, turn leases held within this process.
  * The write-ahead log of a file is checkpointed by a worker thread of the store (`backgroundCheckpoints`),
@@ -184,9 +187,16 @@ export function createSqliteStore(options: SqliteStoreOptions): FullStore & Vect
     },
 
     async expire(olderThan) {
-      const ids = use((db) => db.tx.expire(olderThan));
-      for (const id of ids) leases.forget(id);
-      return ids;
+      // In steps of about EXPIRE_STEP_MS, the event loop free between them: one transaction for every
+      // expired session held it 1.2 s for 500 sessions of 200 messages (the server's sweep runs this).
+      const expired: string[] = [];
+      for (;;) {
+        const { ids, more } = use((db) => db.tx.expire(olderThan, EXPIRE_STEP_MS));
+        for (const id of ids) leases.forget(id);
+        expired.push(...ids);
+        if (!more) return expired;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
     },
 
     ...turns.methods,

@@ -65,6 +65,8 @@ export default class SharedWorkerRunner extends VitestTestRunner {
 
   override onBeforeTryTask(test: Test): void {
     super.onBeforeTryTask(test);
+    // A try that threw left its watch running (onAfterTryTask is not called then): a retry starts anew.
+    this.#stopLoopWatch();
     this.#loop = watchEventLoop(LOOP_TICK_MS);
   }
 

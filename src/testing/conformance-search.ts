@@ -257,6 +257,10 @@ export function describeSearch(store: () => FullStore, name: string): void {
         }),
         "invalid_request",
       );
+      await expectCode(
+        store().search({ userId: session.userId, sessionId: session.id, text: "apple", afterSeq: Number.NaN }),
+        "invalid_request",
+      );
     });
 
     it("returns the same hits with around, each carrying its neighbours exactly as a read gives them when it carries any", async () => {

@@ -83,8 +83,9 @@ export function prepareSearchStatements(db: Database.Database) {
       `SELECT ${HIT_COLUMNS} FROM sessions s JOIN messages m ON m.session_id = s.id
        WHERE s.id = ? AND s.user_id = ? AND ${activeSinceSql("s")} AND instr(threadkeep_search_text(m.body), ?) > 0 AND ${SEQ_BOUNDS} ${SEARCH_ORDER}`,
     ),
-    // The MATCH carries the owner's (and session's) scope tokens; the joins check the owner again. Every
-    // search takes the lowest last activity of a session it reads (SearchQuery.activeSince).
+    // The MATCH carries the owner's scope token, or in one session the session's (see _fulltext.ts); the
+    // joins check the owner again. Every search takes the lowest last activity of a session it reads
+    // (SearchQuery.activeSince).
     searchFullText: rows(
       `SELECT ${HIT_COLUMNS} FROM messages_fts f ${FULL_TEXT_JOIN}
        WHERE messages_fts MATCH ? AND s.user_id = ? AND ${activeSinceSql("s")} AND ${SEQ_BOUNDS} ${SEARCH_ORDER}`,

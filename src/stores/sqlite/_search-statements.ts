@@ -36,6 +36,27 @@ const SEARCH_ORDER = "ORDER BY m.created_at DESC, m.seq DESC LIMIT ?";
 // A search's seq bounds (SearchQuery.afterSeq, beforeSeq), before its order and limit: `after, before`.
 const SEQ_BOUNDS = "m.seq > ? AND m.seq < ?";
 
+/**
+ * The searches over one owner's sessions (no `sessionId`): the statements whose work grows with the
+ * owner. The store runs them on its search thread (`sqlite/_search-reader.ts`) where it has one, so
+ * they are kept here as SQL to prepare on either connection. Arguments: substring `user_id, since,
+ * since, needle, after, before, limit`; the full-text ones `match, user_id, since, since, after, before, limit`.
+ */
+export const OWNER_SEARCH_SQL = {
+  searchSubstring: `SELECT ${HIT_COLUMNS} FROM sessions s JOIN messages m ON m.session_id = s.id
+       WHERE s.user_id = ? AND ${activeSinceSql("s")} AND instr(threadkeep_search_text(m.body), ?) > 0 AND ${SEQ_BOUNDS} ${SEARCH_ORDER}`,
+  // The MATCH carries the owner's scope token (see _fulltext.ts); the joins check the owner again.
+  searchFullText: `SELECT ${HIT_COLUMNS} FROM messages_fts f ${FULL_TEXT_JOIN}
+       WHERE messages_fts MATCH ? AND s.user_id = ? AND ${activeSinceSql("s")} AND ${SEQ_BOUNDS} ${SEARCH_ORDER}`,
+  // Relevance order (bm25 of the message column, best first) for ranked searches; the query ORs its words.
+  searchFullTextRanked: `SELECT ${HIT_COLUMNS} FROM messages_fts f ${FULL_TEXT_JOIN}
+       WHERE messages_fts MATCH ? AND s.user_id = ? AND ${activeSinceSql("s")} AND ${SEQ_BOUNDS}
+       ORDER BY ${RELEVANCE}, m.seq DESC LIMIT ?`,
+} as const;
+
+/** The name of one of {@link OWNER_SEARCH_SQL}'s statements. */
+export type OwnerSearch = keyof typeof OWNER_SEARCH_SQL;
+
 /** A session whose messages wait for the full-text index, and its last seq (null without messages). */
 export interface PendingSessionRow {
   key: number;
@@ -75,10 +96,7 @@ export function prepareSearchStatements(db: Database.Database) {
   const lowerIndexed = q("UPDATE sessions SET fts_seq = min(fts_seq, ?) WHERE id = ?");
   const queueSession = q("INSERT OR IGNORE INTO fts_queue (key) SELECT key FROM sessions WHERE id = ?");
   return {
-    searchSubstring: rows(
-      `SELECT ${HIT_COLUMNS} FROM sessions s JOIN messages m ON m.session_id = s.id
-       WHERE s.user_id = ? AND ${activeSinceSql("s")} AND instr(threadkeep_search_text(m.body), ?) > 0 AND ${SEQ_BOUNDS} ${SEARCH_ORDER}`,
-    ),
+    searchSubstring: rows(OWNER_SEARCH_SQL.searchSubstring),
     searchSubstringInSession: rows(
       `SELECT ${HIT_COLUMNS} FROM sessions s JOIN messages m ON m.session_id = s.id
        WHERE s.id = ? AND s.user_id = ? AND ${activeSinceSql("s")} AND instr(threadkeep_search_text(m.body), ?) > 0 AND ${SEQ_BOUNDS} ${SEARCH_ORDER}`,
@@ -86,20 +104,12 @@ export function prepareSearchStatements(db: Database.Database) {
     // The MATCH carries the owner's scope token, or in one session the session's (see _fulltext.ts); the
     // joins check the owner again. Every search takes the lowest last activity of a session it reads
     // (SearchQuery.activeSince).
-    searchFullText: rows(
-      `SELECT ${HIT_COLUMNS} FROM messages_fts f ${FULL_TEXT_JOIN}
-       WHERE messages_fts MATCH ? AND s.user_id = ? AND ${activeSinceSql("s")} AND ${SEQ_BOUNDS} ${SEARCH_ORDER}`,
-    ),
+    searchFullText: rows(OWNER_SEARCH_SQL.searchFullText),
     searchFullTextInSession: rows(
       `SELECT ${HIT_COLUMNS} FROM messages_fts f ${FULL_TEXT_JOIN}
        WHERE messages_fts MATCH ? AND s.id = ? AND s.user_id = ? AND ${activeSinceSql("s")} AND ${SEQ_BOUNDS} ${SEARCH_ORDER}`,
     ),
-    // Relevance order (bm25 of the message column, best first) for ranked searches; the query ORs its words.
-    searchFullTextRanked: rows(
-      `SELECT ${HIT_COLUMNS} FROM messages_fts f ${FULL_TEXT_JOIN}
-       WHERE messages_fts MATCH ? AND s.user_id = ? AND ${activeSinceSql("s")} AND ${SEQ_BOUNDS}
-       ORDER BY ${RELEVANCE}, m.seq DESC LIMIT ?`,
-    ),
+    searchFullTextRanked: rows(OWNER_SEARCH_SQL.searchFullTextRanked),
     // Every match of one session between two seqs (exclusive), for ranking in code (see searchMessages):
     // no bm25 here, which would read every row of the store holding each of the query's words to weigh
     // it. The seqs bound the full-text rowids (the session's key times 2^32 plus the seq), so FTS5 skips

@@ -3,6 +3,8 @@ import { RELEVANCE_SLICE_MS, type SessionMessages } from "../../core/store/relev
 import type { SqliteStoreDb } from "./_db.js";
 import { scopedMatch } from "./_fulltext.js";
 import type { MessageRow } from "./_rows.js";
+import type { SearchReader } from "./_search-reader.js";
+import type { OwnerSearch } from "./_search-statements.js";
 import { messageText, rankByRelevanceInSlices, snippetOf } from "../_util.js";
 
 /**
@@ -35,16 +37,28 @@ const firstWordOf = (query: string) => {
  * owner's sessions (or the one session searched) are indexed: the query matches nothing else, and
  * another owner's backlog is the background indexer's, not a cost of this search. The background
  * indexer may run between the steps; each step is one transaction that reads how far every session
- * is indexed, so neither indexes a row twice.
+ * is indexed, so neither indexes a row twice. A search over a whole owner then runs on `reader`'s
+ * thread when the store has one (`sqlite/_search-reader.ts`): its statement grows with the owner.
  */
 export async function searchMessages(
   use: <T>(fn: (db: SqliteStoreDb) => T) => T,
   query: SearchQuery,
   limit: number,
+  reader?: SearchReader,
 ): Promise<SearchHit[]> {
+  const owner = reader && query.sessionId === undefined ? ownerSearch(query, limit) : undefined;
+  if (owner === null) return [];
   // Relevance ranks full text in any mode: any of the words, best first.
-  if (query.mode !== "fulltext" && query.ranking !== "relevance") return use((db) => searchText(db, query, limit));
+  if (query.mode !== "fulltext" && query.ranking !== "relevance") {
+    return owner ? searchOwner(use, reader!, owner) : use((db) => searchText(db, query, limit));
+  }
   const scope = { userId: query.userId, sessionId: query.sessionId };
+  const next = () => new Promise((resolve) => setImmediate(resolve));
+  if (owner) {
+    // The read on the search thread starts after the last step's commit, so it sees what was indexed.
+    while (use((db) => db.tx.indexPending(SEARCH_INDEX_CHUNK_ROWS, scope))) await next();
+    return searchOwner(use, reader!, owner);
+  }
   const inSession = query.ranking === "relevance" && query.sessionId !== undefined;
   for (;;) {
     // The step that finds nothing left waiting searches in the same synchronous call, so a message
@@ -57,8 +71,52 @@ export async function searchMessages(
           : searchText(db, query, limit),
     );
     if (found) return Array.isArray(found) ? found : rankSessionMatches(found, query.text, limit);
-    await new Promise((resolve) => setImmediate(resolve));
+    await next();
   }
+}
+
+/** A search over a whole owner: the statement, its arguments, and how a hit's snippet finds its anchor. */
+interface OwnerSearchPlan {
+  name: OwnerSearch;
+  args: unknown[];
+  needle: (text: string) => string;
+}
+
+/** The statement of a search over a whole owner (no `sessionId`); null when its text has no word to match. */
+function ownerSearch(query: SearchQuery, limit: number): OwnerSearchPlan | null {
+  const since = query.activeSince ?? Number.MIN_SAFE_INTEGER;
+  const after = query.afterSeq ?? Number.MIN_SAFE_INTEGER;
+  const before = query.beforeSeq ?? Number.MAX_SAFE_INTEGER;
+  if (query.mode === "fulltext" || query.ranking === "relevance") {
+    const ranked = query.ranking === "relevance";
+    const match = scopedMatch(query.text, query, ranked);
+    // Nothing but separators: no word to find.
+    if (!match) return null;
+    return {
+      name: ranked ? "searchFullTextRanked" : "searchFullText",
+      args: [match, query.userId, since, since, after, before, limit],
+      needle: firstWordOf(query.text),
+    };
+  }
+  return {
+    name: "searchSubstring",
+    args: [query.userId, since, since, query.text.toLowerCase(), after, before, limit],
+    needle: () => query.text,
+  };
+}
+
+/**
+ * Runs an owner's search on the search thread (its queued appends written first, by `use`), or on the
+ * store's connection when the thread cannot serve; only the hits are parsed here.
+ */
+async function searchOwner(
+  use: <T>(fn: (db: SqliteStoreDb) => T) => T,
+  reader: SearchReader,
+  { name, args, needle }: OwnerSearchPlan,
+): Promise<SearchHit[]> {
+  use(() => undefined);
+  const rows = (await reader.rows(name, args)) ?? use((db) => db.st[name].all(...args));
+  return use((db) => hits(db, rows, needle));
 }
 
 /**
@@ -133,25 +191,30 @@ async function rankSessionMatches(matched: SessionMessages, text: string, limit:
 /** One synchronous search; a full-text one reads the index as it is. A ranked one is the owner's (a session's: {@link sessionMatches}). */
 function searchText(db: SqliteStoreDb, query: SearchQuery, limit: number): SearchHit[] {
   const { userId, sessionId } = query;
+  if (sessionId === undefined) {
+    const owner = ownerSearch(query, limit);
+    return owner ? hits(db, db.st[owner.name].all(...owner.args), owner.needle) : [];
+  }
   const since = query.activeSince ?? Number.MIN_SAFE_INTEGER;
   const after = query.afterSeq ?? Number.MIN_SAFE_INTEGER;
   const before = query.beforeSeq ?? Number.MAX_SAFE_INTEGER;
   const { st } = db;
   if (query.mode === "fulltext" || query.ranking === "relevance") {
-    const ranked = query.ranking === "relevance";
-    const match = scopedMatch(query.text, query, ranked);
+    const match = scopedMatch(query.text, query, query.ranking === "relevance");
     // Nothing but separators: no word to find.
     if (!match) return [];
-    const rows = ranked
-      ? st.searchFullTextRanked.all(match, userId, since, since, after, before, limit)
-      : sessionId
-        ? st.searchFullTextInSession.all(match, sessionId, userId, since, since, after, before, limit)
-        : st.searchFullText.all(match, userId, since, since, after, before, limit);
+    const rows = st.searchFullTextInSession.all(match, sessionId, userId, since, since, after, before, limit);
     return hits(db, rows, firstWordOf(query.text));
   }
-  const needle = query.text.toLowerCase();
-  const rows = sessionId
-    ? st.searchSubstringInSession.all(sessionId, userId, since, since, needle, after, before, limit)
-    : st.searchSubstring.all(userId, since, since, needle, after, before, limit);
+  const rows = st.searchSubstringInSession.all(
+    sessionId,
+    userId,
+    since,
+    since,
+    query.text.toLowerCase(),
+    after,
+    before,
+    limit,
+  );
   return hits(db, rows, () => query.text);
 }

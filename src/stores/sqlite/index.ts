@@ -23,6 +23,7 @@ import { DEFAULT_RETRAIN_AFTER } from "./_vector-index.js";
 import { encodeMessages as encode, messageReads } from "./_messages.js";
 import type { SqliteStoreOptions } from "./_options.js";
 import { searchMessages } from "./_search.js";
+import { createSearchReader, type SearchReader } from "./_search-reader.js";
 import { sessionMethods } from "./_sessions.js";
 import { stateMethods } from "./_state.js";
 import { summaryMethods } from "./_summaries.js";
@@ -73,6 +74,15 @@ export function createSqliteStore(options: SqliteStoreOptions): FullStore & Vect
           path: options.path,
           busyTimeoutMs: options.busyTimeoutMs ?? 5000,
           retrainAfter: options.vectorIndex?.retrainAfter ?? DEFAULT_RETRAIN_AFTER,
+        });
+  // Searches over a whole owner run on a thread with a read-only connection of its own (sqlite/_search-reader.ts).
+  const reader: SearchReader | undefined =
+    options.path === ":memory:" || options.path === "" || options.searchThread === false
+      ? undefined
+      : createSearchReader({
+          path: options.path,
+          busyTimeoutMs: options.busyTimeoutMs ?? 5000,
+          mmapSizeBytes: options.mmapSizeBytes,
         });
   let closed = false;
 
@@ -183,7 +193,7 @@ export function createSqliteStore(options: SqliteStoreOptions): FullStore & Vect
     async search(query: SearchQuery) {
       checkSearchQuery(query);
       const limit = Math.max(0, Math.floor(query.limit ?? DEFAULT_SEARCH_LIMIT));
-      return searchMessages(use, query, limit);
+      return searchMessages(use, query, limit, reader);
     },
 
     async expire(olderThan) {
@@ -209,6 +219,7 @@ export function createSqliteStore(options: SqliteStoreOptions): FullStore & Vect
       leases.clear();
       // The workers' connections go first, so closing the store's own checkpoints and removes the log.
       await builder?.close();
+      await reader?.close();
       // Messages still waiting for the full-text index stay waiting. Indexing them here in one call
       // held the event loop ~11 s per million (the backlog an upgrade leaves), and in steps it would
       // delay the close by as much, for nothing: each session's watermark (fts_seq) and the

@@ -1,0 +1,115 @@
+/**
+ * Searches over a whole SQLite owner on the store's search thread (`sqlite/_search-reader.ts`). Such a
+ * search is one statement over every message of the owner holding its words: on the store's thread it
+ * held the event loop 80–144 ms at 100,000 messages (docs/benchmarks.md, "Event loop"), ~1.4 s at a
+ * million. On the search thread the loop only parses the hits. The same file searched with the thread
+ * off gives the same hits, and holds the loop the old way (so the bound below can fail).
+ */
+import { describe, expect, it } from "vitest";
+import { newSessionId } from "../../src/core/ids.js";
+import type { FullStore, SearchQuery } from "../../src/core/types.js";
+import { createSqliteStore } from "../../src/stores/sqlite/index.js";
+import { watchEventLoop } from "../_event-loop-gaps.js";
+import { sqliteTempFiles } from "./_sqlite-files.js";
+
+const { freshPath } = sqliteTempFiles("threadkeep-sqlite-search-thread-");
+/** 80,000 messages: on the store's thread the relevance search held the loop ~120 ms here, full text ~70 ms. */
+const SESSIONS = 400;
+const PER_SESSION = 200;
+/** The longest a search on the search thread may hold the loop (it held 5–6 ms here: parsing 10 hits). */
+const HOLD_BOUND_MS = 30;
+
+/** `SESSIONS` sessions of `PER_SESSION` messages, every one holding the searched words. */
+async function fill(store: FullStore, userId: string): Promise<void> {
+  for (let s = 0; s < SESSIONS; s++) {
+    const id = newSessionId();
+    await store.createSession({ id, userId });
+    await store.appendMessages(
+      id,
+      Array.from({ length: PER_SESSION }, (_, i) => ({
+        role: i % 2 ? ("assistant" as const) : ("user" as const),
+        content: `message ${i} of session ${s}: apples, pears and the weather in spring`,
+      })),
+    );
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+const queries = (userId: string): SearchQuery[] => [
+  { userId, text: "apples weather", ranking: "relevance", limit: 10 },
+  { userId, text: "apples pears", mode: "fulltext", limit: 10 },
+  { userId, text: "the weather in", mode: "substring", limit: 10 },
+];
+
+/** Runs each query, watching the loop: the hits, and the longest hold of each. */
+async function searchWatched(store: FullStore, userId: string) {
+  const results = [];
+  for (const query of queries(userId)) {
+    const watch = watchEventLoop(5);
+    const hits = await store.search(query);
+    results.push({ query, hits, holdMs: watch.stop() });
+  }
+  return results;
+}
+
+describe("sqlite searches over a whole owner on the search thread", () => {
+  it("hold the loop far less than on the store's thread, with the same hits", { timeout: 120_000 }, async () => {
+    const path = freshPath();
+    const store = createSqliteStore({ path });
+    try {
+      await fill(store, "big");
+      // Indexed once, so both stores below search the same index.
+      await store.search({ userId: "big", text: "apples", mode: "fulltext", limit: 1 });
+      const threaded = await searchWatched(store, "big");
+      const inline = createSqliteStore({ path, searchThread: false });
+      try {
+        const local = await searchWatched(inline, "big");
+        const holds = (results: typeof threaded) => results.map((r) => Math.round(r.holdMs));
+        for (let i = 0; i < threaded.length; i++) {
+          expect(threaded[i].hits).toHaveLength(10);
+          expect(threaded[i].hits).toEqual(local[i].hits);
+        }
+        expect(
+          Math.max(...holds(threaded)),
+          `holds on the search thread: ${holds(threaded).join(", ")} ms`,
+        ).toBeLessThanOrEqual(HOLD_BOUND_MS);
+        // The same searches on the store's thread exceed the bound: the check above can fail.
+        expect(Math.max(...holds(local)), `holds on the store's thread: ${holds(local).join(", ")} ms`).toBeGreaterThan(
+          HOLD_BOUND_MS,
+        );
+      } finally {
+        await inline.close();
+      }
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("finds a message the moment its append returns, in every mode", async () => {
+    const store = createSqliteStore({ path: freshPath() });
+    try {
+      const id = newSessionId();
+      await store.createSession({ id, userId: "u" });
+      await store.appendMessages(id, [{ role: "user", content: "first words" }]);
+      // The thread is running now; the next append is still queued for its group commit when the search starts.
+      expect(await store.search({ userId: "u", text: "first", mode: "fulltext" })).toHaveLength(1);
+      void store.appendMessages(id, [{ role: "assistant", content: "a zeppelin over Lisbon" }]);
+      for (const query of [
+        { userId: "u", text: "zeppelin lisbon", ranking: "relevance" },
+        { userId: "u", text: "zeppelin", mode: "fulltext" },
+        { userId: "u", text: "over lisbon", mode: "substring" },
+      ] satisfies SearchQuery[]) {
+        const hits = await store.search(query);
+        expect(
+          hits.map((h) => h.seq),
+          JSON.stringify(query),
+        ).toEqual([2]);
+        expect(hits[0].sessionId).toBe(id);
+      }
+      // Another owner's search on the thread finds none of it.
+      expect(await store.search({ userId: "someone else", text: "zeppelin", mode: "fulltext" })).toEqual([]);
+    } finally {
+      await store.close();
+    }
+  });
+});

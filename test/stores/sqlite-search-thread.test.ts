@@ -5,6 +5,7 @@
  * million. On the search thread the loop only parses the hits. The same file searched with the thread
  * off gives the same hits, and holds the loop the old way (so the bound below can fail).
  */
+import { existsSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { newSessionId } from "../../src/core/ids.js";
 import type { FullStore, SearchQuery } from "../../src/core/types.js";
@@ -111,5 +112,22 @@ describe("sqlite searches over a whole owner on the search thread", () => {
     } finally {
       await store.close();
     }
+  });
+
+  it("a close lets the thread close its connection: the log is removed; a search still on the wire fails as closed", async () => {
+    const path = freshPath();
+    const store = createSqliteStore({ path });
+    const id = newSessionId();
+    await store.createSession({ id, userId: "u" });
+    await store.appendMessages(id, [{ role: "user", content: "walnuts and figs" }]);
+    expect(await store.search({ userId: "u", text: "walnuts", mode: "fulltext" })).toHaveLength(1);
+    const late = expect(store.search({ userId: "u", text: "figs", mode: "substring" })).rejects.toMatchObject({
+      code: "store_unavailable",
+    });
+    await store.close();
+    await late;
+    // The store's own close removes the log only when no other connection to the file is open: the
+    // thread's is closed (and the thread gone) before it.
+    expect(existsSync(`${path}-wal`)).toBe(false);
   });
 });

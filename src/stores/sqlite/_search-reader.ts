@@ -49,7 +49,13 @@ if (workerData.mmapSizeBytes > 0) db.pragma("mmap_size = " + workerData.mmapSize
 db.function("threadkeep_search_text", { deterministic: true }, ${WORKER_SEARCH_TEXT});
 const statements = {};
 for (const [name, sql] of Object.entries(workerData.statements)) statements[name] = db.prepare(sql).raw();
-parentPort.on("message", ({ id, name, args }) => {
+parentPort.on("message", ({ id, name, args, close }) => {
+  // Closed here, the connection lets the store's own close checkpoint the log and remove it.
+  if (close) {
+    db.close();
+    parentPort.close();
+    return;
+  }
   try {
     parentPort.postMessage({ id, rows: statements[name].all(...args) });
   } catch (error) {
@@ -81,6 +87,9 @@ export interface SearchReaderOptions {
 }
 
 type Pending = (rows: MessageRow[] | undefined) => void;
+
+/** How long a close waits for the worker to close its connection before stopping it. */
+const CLOSE_PATIENCE_MS = 5_000;
 
 /** A search thread for the store on `path`; its worker starts with the first search. */
 export function createSearchReader(options: SearchReaderOptions): SearchReader {
@@ -168,9 +177,13 @@ export function createSearchReader(options: SearchReaderOptions): SearchReader {
       if (closing) return;
       closing = true;
       settleAll();
-      if (!worker) return;
-      await worker.terminate();
+      if (!worker || lost) return;
+      // The worker closes its connection after the statement under way; one that does not answer in
+      // time is stopped (its connection then goes with the thread).
+      worker.postMessage({ close: true });
+      const timer = setTimeout(() => void worker?.terminate(), CLOSE_PATIENCE_MS);
       await exited;
+      clearTimeout(timer);
     },
   };
 }

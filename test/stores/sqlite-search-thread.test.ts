@@ -19,6 +19,13 @@ const SESSIONS = 400;
 const PER_SESSION = 200;
 /** The longest a search on the search thread may hold the loop (it held 5–6 ms here: parsing 10 hits). */
 const HOLD_BOUND_MS = 30;
+/** One session of 40,000 messages, every one matching: its searches read them all. */
+const SESSION_MESSAGES = 40_000;
+/**
+ * The longest a search of that session may hold the loop with the thread (the relevance search parses
+ * its 40,000 matches in steps of 2,000 and ranks them in 10 ms slices).
+ */
+const SESSION_HOLD_BOUND_MS = 50;
 
 /** `SESSIONS` sessions of `PER_SESSION` messages, every one holding the searched words. */
 async function fill(store: FullStore, userId: string): Promise<void> {
@@ -85,6 +92,75 @@ describe("sqlite searches over a whole owner on the search thread", () => {
       await store.close();
     }
   });
+
+  it(
+    "searches of one large session (recall's, with seq bounds, and a person's) hold the loop as little, with the same hits",
+    { timeout: 120_000 },
+    async () => {
+      const path = freshPath();
+      const store = createSqliteStore({ path });
+      const id = newSessionId();
+      try {
+        await store.createSession({ id, userId: "long" });
+        for (let batch = 0; batch < SESSION_MESSAGES / 1_000; batch++) {
+          await store.appendMessages(
+            id,
+            Array.from({ length: 1_000 }, (_, i) => ({
+              role: i % 2 ? ("assistant" as const) : ("user" as const),
+              content: `turn ${batch * 1_000 + i}: we talked about apples, pears and the weather in spring`,
+            })),
+          );
+          await new Promise((resolve) => setImmediate(resolve));
+        }
+        const inSession: SearchQuery[] = [
+          // Recall's search: between the latest summary (none) and the window.
+          {
+            userId: "long",
+            sessionId: id,
+            text: "apples weather",
+            ranking: "relevance",
+            afterSeq: 0,
+            beforeSeq: SESSION_MESSAGES - 19,
+            limit: 50,
+          },
+          { userId: "long", sessionId: id, text: "apples pears", mode: "fulltext", limit: 10 },
+          { userId: "long", sessionId: id, text: "the weather in", mode: "substring", limit: 10 },
+        ];
+        await store.search({ userId: "long", sessionId: id, text: "apples", mode: "fulltext", limit: 1 });
+        const inline = createSqliteStore({ path, searchThread: false });
+        try {
+          const run = async (on: FullStore) => {
+            const results = [];
+            for (const query of inSession) {
+              const watch = watchEventLoop(5);
+              const hits = await on.search(query);
+              results.push({ hits, holdMs: Math.round(watch.stop()) });
+            }
+            return results;
+          };
+          // The store's thread first: its run also warms the ranking code, so the thread's is measured warm.
+          const local = await run(inline);
+          const threaded = await run(store);
+          for (let i = 0; i < inSession.length; i++) {
+            expect(threaded[i].hits).toHaveLength(inSession[i].limit!);
+            expect(threaded[i].hits).toEqual(local[i].hits);
+          }
+          const holds = (results: typeof threaded) => results.map((r) => r.holdMs);
+          expect(
+            Math.max(...holds(threaded)),
+            `holds with the thread: ${holds(threaded).join(", ")} ms`,
+          ).toBeLessThanOrEqual(SESSION_HOLD_BOUND_MS);
+          expect(Math.max(...holds(local)), `holds without it: ${holds(local).join(", ")} ms`).toBeGreaterThan(
+            SESSION_HOLD_BOUND_MS,
+          );
+        } finally {
+          await inline.close();
+        }
+      } finally {
+        await store.close();
+      }
+    },
+  );
 
   it("finds a message the moment its append returns, in every mode", async () => {
     const store = createSqliteStore({ path: freshPath() });

@@ -43,11 +43,11 @@ export interface SqliteStoreOptions {
    */
   backgroundCheckpoints?: boolean;
   /**
-   * Run searches over a whole owner (no `sessionId`) on a worker thread of the store with a read-only
-   * connection of its own (started by the first such search), so the event loop is free while one
-   * statement reads every matching message of the owner: 80–144 ms at 100,000 messages on the store's
-   * thread. Off (and for `:memory:`), they run on the store's thread. Searches within one session
-   * (recall's, every turn) always do: they are bounded by the session.
+   * Run searches over a whole owner (no `sessionId`), and searches of one session over more than
+   * 10,000 of its messages, on a worker thread of the store with a read-only connection of its own
+   * (started by the first such search), so the event loop is free while one statement reads every
+   * matching message: 80–160 ms at 100,000 messages on the store's thread, about 1.5 s at a million.
+   * Off (and for `:memory:`), they run on the store's thread.
    * @default true
    */
   searchThread?: boolean;

@@ -1,24 +1,25 @@
 /**
- * Searches over a whole owner off the event loop. A search without `sessionId` is one SQLite
- * statement over every message of the owner that holds its words: 80–144 ms at 100,000 messages,
- * about 1.4 s at a million (docs/benchmarks.md, "Event loop"), and on the store's thread every other
- * user's request waited that long. Cutting it into spans with the loop free between them kept the
- * holds short but made each search up to 40% slower, since FTS5's bm25 counts each word over the
- * whole index once per statement. Here the statement runs unchanged on a worker thread with a
- * read-only connection of its own (the file is in WAL mode, so it reads while the store writes), and
- * the store's thread only parses the hits that come back, at most the search's limit.
+ * Searches off the event loop. A search without `sessionId` is one SQLite statement over every message
+ * of the owner that holds its words: 80–160 ms at 100,000 messages, about 1.5 s at a million
+ * (docs/benchmarks.md, "Event loop"), and on the store's thread every other user's request waited that
+ * long. Cutting it into spans with the loop free between them kept the holds short but made each
+ * search up to 40% slower, since FTS5's bm25 counts each word over the whole index once per statement.
+ * Here the statement runs unchanged on a worker thread with a read-only connection of its own (the
+ * file is in WAL mode, so it reads while the store writes), and the store's thread only parses what
+ * comes back: at most the search's limit, or, for a relevance search of one long session (more than
+ * 10,000 seqs, `sqlite/_search.ts`), its matches, in parts it asks for one after another.
  *
  * What a search must see is written before it asks: the store flushes its queued appends and indexes
  * the owner's waiting text on its own connection first (`sqlite/_search.ts`); the worker's read
  * starts after those commits, so it sees them. One worker per store, started by the first such search
- * (a store that never searches a whole owner starts none) and kept: a search is frequent where a
- * vector index build is rare. Where the worker cannot serve (it failed to start, its connection
- * failed, it died) the store searches on its own thread as before, with one warning.
+ * (a store that never makes one starts none) and kept: a search is frequent where a vector index
+ * build is rare. Where the worker cannot serve (it failed to start, its connection failed, it died)
+ * the store searches on its own thread as before, with one warning.
  */
 import { createRequire } from "node:module";
 import { Worker } from "node:worker_threads";
 import type { MessageRow } from "./_rows.js";
-import { OWNER_SEARCH_SQL, type OwnerSearch } from "./_search-statements.js";
+import { SEARCH_SQL, type SearchStatement } from "./_search-statements.js";
 
 /**
  * The searchable text of a stored body in the worker, as `searchTextOf` (`sqlite/_search-statements.ts`)
@@ -39,6 +40,14 @@ export const WORKER_SEARCH_TEXT = `(body) => {
   }
 }`;
 
+/**
+ * Rows per message from the worker (~2 ms to take apart on the store's thread). A large answer (every
+ * match of a long session) comes in parts, each asked for when the one before has arrived: messages
+ * already queued are all taken apart in one go, so parts sent at once would hold the store's thread
+ * for the whole answer (40,000 rows: 40–60 ms).
+ */
+const ROWS_PER_MESSAGE = 2_000;
+
 // CommonJS in a string (`eval`), as the checkpoint worker's: it starts the same under vitest, tsx and
 // the built package, and needs no TypeScript loader, so it is ready in tens of milliseconds.
 const WORKER_SOURCE = `
@@ -49,15 +58,28 @@ if (workerData.mmapSizeBytes > 0) db.pragma("mmap_size = " + workerData.mmapSize
 db.function("threadkeep_search_text", { deterministic: true }, ${WORKER_SEARCH_TEXT});
 const statements = {};
 for (const [name, sql] of Object.entries(workerData.statements)) statements[name] = db.prepare(sql).raw();
-parentPort.on("message", ({ id, name, args, close }) => {
+// Answers not yet sent whole, by id: the rest goes out a part at a time, as the store's thread asks.
+const unsent = new Map();
+const sendPart = (id) => {
+  const rows = unsent.get(id);
+  const part = rows.splice(0, ${ROWS_PER_MESSAGE});
+  if (rows.length === 0) unsent.delete(id);
+  parentPort.postMessage({ id, rows: part, more: rows.length > 0 });
+};
+parentPort.on("message", ({ id, name, args, next, close }) => {
   // Closed here, the connection lets the store's own close checkpoint the log and remove it.
   if (close) {
     db.close();
     parentPort.close();
     return;
   }
+  if (next) {
+    if (unsent.has(id)) sendPart(id);
+    return;
+  }
   try {
-    parentPort.postMessage({ id, rows: statements[name].all(...args) });
+    unsent.set(id, statements[name].all(...args));
+    sendPart(id);
   } catch (error) {
     parentPort.postMessage({ id, error: String((error && error.message) || error) });
   }
@@ -68,10 +90,10 @@ parentPort.postMessage({ ready: true });
 /** What the store asks of its search thread. */
 export interface SearchReader {
   /**
-   * The rows of one of {@link OWNER_SEARCH_SQL}'s statements, read on the worker's connection;
+   * The rows of one of {@link SEARCH_SQL}'s statements, read on the worker's connection;
    * undefined when the worker cannot serve (the caller then runs the statement itself).
    */
-  rows(name: OwnerSearch, args: unknown[]): Promise<MessageRow[] | undefined>;
+  rows(name: SearchStatement, args: unknown[]): Promise<MessageRow[] | undefined>;
   /** Stops the worker and closes its connection; searches still waiting get undefined. */
   close(): Promise<void>;
 }
@@ -86,7 +108,11 @@ export interface SearchReaderOptions {
   mmapSizeBytes?: number;
 }
 
-type Pending = (rows: MessageRow[] | undefined) => void;
+/** A search under way: the parts of its answer so far, and how it is settled. */
+interface Pending {
+  parts: MessageRow[][];
+  settle: (rows: MessageRow[] | undefined) => void;
+}
 
 /** How long a close waits for the worker to close its connection before stopping it. */
 const CLOSE_PATIENCE_MS = 5_000;
@@ -102,7 +128,7 @@ export function createSearchReader(options: SearchReaderOptions): SearchReader {
   const pending = new Map<number, Pending>();
 
   const settleAll = () => {
-    for (const settle of pending.values()) settle(undefined);
+    for (const { settle } of pending.values()) settle(undefined);
     pending.clear();
   };
   const lose = (message: string) => {
@@ -125,7 +151,7 @@ export function createSearchReader(options: SearchReaderOptions): SearchReader {
         path: options.path,
         busyTimeoutMs: options.busyTimeoutMs,
         mmapSizeBytes: Math.max(0, Math.floor(options.mmapSizeBytes ?? 0)),
-        statements: OWNER_SEARCH_SQL,
+        statements: SEARCH_SQL,
       },
     });
     // Only a search under way keeps the process alive (see rows).
@@ -133,15 +159,22 @@ export function createSearchReader(options: SearchReaderOptions): SearchReader {
     worker = started;
     exited = new Promise((resolve) => started.once("exit", () => resolve()));
     return new Promise<boolean>((resolve) => {
-      started.on("message", (message: { ready?: true; id?: number; rows?: MessageRow[]; error?: string }) => {
+      type Answer = { ready?: true; id?: number; rows?: MessageRow[]; more?: boolean; error?: string };
+      started.on("message", (message: Answer) => {
         if (message.ready) return resolve(true);
-        const settle = pending.get(message.id!);
-        if (!settle) return;
+        const search = pending.get(message.id!);
+        if (!search) return;
+        if (message.more) {
+          search.parts.push(message.rows!);
+          started.postMessage({ id: message.id, next: true });
+          return;
+        }
         pending.delete(message.id!);
         if (pending.size === 0) started.unref();
         // A statement that failed here is run by the store's connection, whose error (busy, corrupt,
         // closed) the store maps as it maps every other; the worker itself stays.
-        settle(message.error === undefined ? message.rows : undefined);
+        if (message.error !== undefined) return search.settle(undefined);
+        search.settle(search.parts.length === 0 ? message.rows : [...search.parts, message.rows!].flat());
       });
       started.once("error", (error) => {
         lose(error.message);
@@ -166,7 +199,7 @@ export function createSearchReader(options: SearchReaderOptions): SearchReader {
       if (!(await ready) || lost || closing) return undefined;
       const id = nextId++;
       return new Promise<MessageRow[] | undefined>((resolve) => {
-        pending.set(id, resolve);
+        pending.set(id, { parts: [], settle: resolve });
         // An awaited search keeps the process alive until its answer (else a script whose only
         // pending work is this await would end with Node's exit code 13).
         worker!.ref();

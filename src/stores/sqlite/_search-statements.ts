@@ -37,25 +37,44 @@ const SEARCH_ORDER = "ORDER BY m.created_at DESC, m.seq DESC LIMIT ?";
 const SEQ_BOUNDS = "m.seq > ? AND m.seq < ?";
 
 /**
- * The searches over one owner's sessions (no `sessionId`): the statements whose work grows with the
- * owner. The store runs them on its search thread (`sqlite/_search-reader.ts`) where it has one, so
- * they are kept here as SQL to prepare on either connection. Arguments: substring `user_id, since,
- * since, needle, after, before, limit`; the full-text ones `match, user_id, since, since, after, before, limit`.
+ * The searches, whose work grows with what they read: over one owner's sessions (no `sessionId`), or
+ * over one session. The store runs them on its search thread (`sqlite/_search-reader.ts`) where it
+ * has one (a session's only over a large span: `sqlite/_search.ts`), so they are kept here as SQL to
+ * prepare on either connection. Arguments: the owner's substring search `user_id, since, since,
+ * needle, after, before, limit` (in a session, `id` first); the owner's full-text ones `match, user_id,
+ * since, since, after, before, limit` (in a session, `id` after `match`); a session's matches `match,
+ * id, after, id, before, id, user_id, since, since`.
  */
-export const OWNER_SEARCH_SQL = {
+export const SEARCH_SQL = {
   searchSubstring: `SELECT ${HIT_COLUMNS} FROM sessions s JOIN messages m ON m.session_id = s.id
        WHERE s.user_id = ? AND ${activeSinceSql("s")} AND instr(threadkeep_search_text(m.body), ?) > 0 AND ${SEQ_BOUNDS} ${SEARCH_ORDER}`,
-  // The MATCH carries the owner's scope token (see _fulltext.ts); the joins check the owner again.
+  searchSubstringInSession: `SELECT ${HIT_COLUMNS} FROM sessions s JOIN messages m ON m.session_id = s.id
+       WHERE s.id = ? AND s.user_id = ? AND ${activeSinceSql("s")} AND instr(threadkeep_search_text(m.body), ?) > 0 AND ${SEQ_BOUNDS} ${SEARCH_ORDER}`,
+  // The MATCH carries the owner's scope token, or in one session the session's (see _fulltext.ts); the
+  // joins check the owner again. Every search takes the lowest last activity of a session it reads
+  // (SearchQuery.activeSince).
   searchFullText: `SELECT ${HIT_COLUMNS} FROM messages_fts f ${FULL_TEXT_JOIN}
        WHERE messages_fts MATCH ? AND s.user_id = ? AND ${activeSinceSql("s")} AND ${SEQ_BOUNDS} ${SEARCH_ORDER}`,
+  searchFullTextInSession: `SELECT ${HIT_COLUMNS} FROM messages_fts f ${FULL_TEXT_JOIN}
+       WHERE messages_fts MATCH ? AND s.id = ? AND s.user_id = ? AND ${activeSinceSql("s")} AND ${SEQ_BOUNDS} ${SEARCH_ORDER}`,
   // Relevance order (bm25 of the message column, best first) for ranked searches; the query ORs its words.
   searchFullTextRanked: `SELECT ${HIT_COLUMNS} FROM messages_fts f ${FULL_TEXT_JOIN}
        WHERE messages_fts MATCH ? AND s.user_id = ? AND ${activeSinceSql("s")} AND ${SEQ_BOUNDS}
        ORDER BY ${RELEVANCE}, m.seq DESC LIMIT ?`,
+  // Every match of one session between two seqs (exclusive), for ranking in code (see searchMessages):
+  // no bm25 here, which would read every row of the store holding each of the query's words to weigh
+  // it. The seqs bound the full-text rowids (the session's key times 2^32 plus the seq), so FTS5 skips
+  // what lies outside them instead of the join dropping it: `match, id, after, id, before, id,
+  // user_id, since, since`.
+  searchFullTextAllInSession: `SELECT ${HIT_COLUMNS} FROM messages_fts f ${FULL_TEXT_JOIN}
+     WHERE messages_fts MATCH ?
+       AND f.rowid > ${FULL_TEXT_ROWID("(SELECT key FROM sessions WHERE id = ?)", "?")}
+       AND f.rowid < ${FULL_TEXT_ROWID("(SELECT key FROM sessions WHERE id = ?)", "?")}
+       AND s.id = ? AND s.user_id = ? AND ${activeSinceSql("s")} ORDER BY m.seq`,
 } as const;
 
-/** The name of one of {@link OWNER_SEARCH_SQL}'s statements. */
-export type OwnerSearch = keyof typeof OWNER_SEARCH_SQL;
+/** The name of one of {@link SEARCH_SQL}'s statements. */
+export type SearchStatement = keyof typeof SEARCH_SQL;
 
 /** A session whose messages wait for the full-text index, and its last seq (null without messages). */
 export interface PendingSessionRow {
@@ -96,32 +115,12 @@ export function prepareSearchStatements(db: Database.Database) {
   const lowerIndexed = q("UPDATE sessions SET fts_seq = min(fts_seq, ?) WHERE id = ?");
   const queueSession = q("INSERT OR IGNORE INTO fts_queue (key) SELECT key FROM sessions WHERE id = ?");
   return {
-    searchSubstring: rows(OWNER_SEARCH_SQL.searchSubstring),
-    searchSubstringInSession: rows(
-      `SELECT ${HIT_COLUMNS} FROM sessions s JOIN messages m ON m.session_id = s.id
-       WHERE s.id = ? AND s.user_id = ? AND ${activeSinceSql("s")} AND instr(threadkeep_search_text(m.body), ?) > 0 AND ${SEQ_BOUNDS} ${SEARCH_ORDER}`,
-    ),
-    // The MATCH carries the owner's scope token, or in one session the session's (see _fulltext.ts); the
-    // joins check the owner again. Every search takes the lowest last activity of a session it reads
-    // (SearchQuery.activeSince).
-    searchFullText: rows(OWNER_SEARCH_SQL.searchFullText),
-    searchFullTextInSession: rows(
-      `SELECT ${HIT_COLUMNS} FROM messages_fts f ${FULL_TEXT_JOIN}
-       WHERE messages_fts MATCH ? AND s.id = ? AND s.user_id = ? AND ${activeSinceSql("s")} AND ${SEQ_BOUNDS} ${SEARCH_ORDER}`,
-    ),
-    searchFullTextRanked: rows(OWNER_SEARCH_SQL.searchFullTextRanked),
-    // Every match of one session between two seqs (exclusive), for ranking in code (see searchMessages):
-    // no bm25 here, which would read every row of the store holding each of the query's words to weigh
-    // it. The seqs bound the full-text rowids (the session's key times 2^32 plus the seq), so FTS5 skips
-    // what lies outside them instead of the join dropping it: `match, id, after, id, before, id,
-    // user_id, since, since`.
-    searchFullTextAllInSession: rows(
-      `SELECT ${HIT_COLUMNS} FROM messages_fts f ${FULL_TEXT_JOIN}
-       WHERE messages_fts MATCH ?
-         AND f.rowid > ${FULL_TEXT_ROWID("(SELECT key FROM sessions WHERE id = ?)", "?")}
-         AND f.rowid < ${FULL_TEXT_ROWID("(SELECT key FROM sessions WHERE id = ?)", "?")}
-         AND s.id = ? AND s.user_id = ? AND ${activeSinceSql("s")} ORDER BY m.seq`,
-    ),
+    searchSubstring: rows(SEARCH_SQL.searchSubstring),
+    searchSubstringInSession: rows(SEARCH_SQL.searchSubstringInSession),
+    searchFullText: rows(SEARCH_SQL.searchFullText),
+    searchFullTextInSession: rows(SEARCH_SQL.searchFullTextInSession),
+    searchFullTextRanked: rows(SEARCH_SQL.searchFullTextRanked),
+    searchFullTextAllInSession: rows(SEARCH_SQL.searchFullTextAllInSession),
     /** How far a session's messages are in the full-text index (all with a seq up to it): `id`. */
     indexedTo: db
       .prepare<unknown[], number>("SELECT fts_seq FROM sessions WHERE id = ?")

@@ -4,7 +4,7 @@ import type { SqliteStoreDb } from "./_db.js";
 import { scopedMatch } from "./_fulltext.js";
 import type { MessageRow } from "./_rows.js";
 import type { SearchReader } from "./_search-reader.js";
-import type { OwnerSearch } from "./_search-statements.js";
+import type { SearchStatement } from "./_search-statements.js";
 import { messageText, rankByRelevanceInSlices, snippetOf } from "../_util.js";
 
 /**
@@ -37,8 +37,12 @@ const firstWordOf = (query: string) => {
  * owner's sessions (or the one session searched) are indexed: the query matches nothing else, and
  * another owner's backlog is the background indexer's, not a cost of this search. The background
  * indexer may run between the steps; each step is one transaction that reads how far every session
- * is indexed, so neither indexes a row twice. A search over a whole owner then runs on `reader`'s
- * thread when the store has one (`sqlite/_search-reader.ts`): its statement grows with the owner.
+ * is indexed, so neither indexes a row twice.
+ *
+ * The step that finds nothing left waiting searches in the same synchronous call, so a message written
+ * between the steps is indexed before the search reads the index. A search whose statement grows with
+ * what it reads (over a whole owner, or over more than {@link THREAD_SPAN} seqs of one session) is read
+ * on `reader`'s thread instead (`sqlite/_search-reader.ts`), after that step's commit, so it sees as much.
  */
 export async function searchMessages(
   use: <T>(fn: (db: SqliteStoreDb) => T) => T,
@@ -46,77 +50,112 @@ export async function searchMessages(
   limit: number,
   reader?: SearchReader,
 ): Promise<SearchHit[]> {
-  const owner = reader && query.sessionId === undefined ? ownerSearch(query, limit) : undefined;
-  if (owner === null) return [];
+  const plan = planSearch(query, limit);
+  // Nothing but separators: no word to find.
+  if (!plan) return [];
   // Relevance ranks full text in any mode: any of the words, best first.
-  if (query.mode !== "fulltext" && query.ranking !== "relevance") {
-    return owner ? searchOwner(use, reader!, owner) : use((db) => searchText(db, query, limit));
-  }
+  const fullText = query.mode === "fulltext" || query.ranking === "relevance";
   const scope = { userId: query.userId, sessionId: query.sessionId };
-  const next = () => new Promise((resolve) => setImmediate(resolve));
-  if (owner) {
-    // The read on the search thread starts after the last step's commit, so it sees what was indexed.
-    while (use((db) => db.tx.indexPending(SEARCH_INDEX_CHUNK_ROWS, scope))) await next();
-    return searchOwner(use, reader!, owner);
-  }
-  const inSession = query.ranking === "relevance" && query.sessionId !== undefined;
   for (;;) {
-    // The step that finds nothing left waiting searches in the same synchronous call, so a message
-    // written between the steps is indexed before the search reads the index.
-    const found = use((db) =>
-      !indexedBelow(db, query) && db.tx.indexPending(SEARCH_INDEX_CHUNK_ROWS, scope)
-        ? undefined
-        : inSession
-          ? sessionMatches(db, query)
-          : searchText(db, query, limit),
-    );
-    if (found) return Array.isArray(found) ? found : rankSessionMatches(found, query.text, limit);
-    await next();
+    const found = use((db): SearchHit[] | SessionMessages | SearchPlan | undefined => {
+      if (fullText && !indexedBelow(db, query) && db.tx.indexPending(SEARCH_INDEX_CHUNK_ROWS, scope)) return undefined;
+      if (reader && (query.sessionId === undefined || spanOf(db, plan) > THREAD_SPAN)) return plan;
+      const rows = db.st[plan.name].all(...plan.args);
+      return plan.ranked
+        ? { sessionId: query.sessionId!, messages: db.messages(query.sessionId!, rows) }
+        : hits(db, rows, plan.needle);
+    });
+    if (!found) {
+      await new Promise((resolve) => setImmediate(resolve));
+      continue;
+    }
+    if (Array.isArray(found)) return found;
+    if ("messages" in found) return rankSessionMatches(found, query.text, limit);
+    // On the search thread, or on the store's connection when the thread cannot serve.
+    const rows = (await reader!.rows(plan.name, plan.args)) ?? use((db) => db.st[plan.name].all(...plan.args));
+    if (!plan.ranked) return use((db) => hits(db, rows, plan.needle));
+    return rankSessionMatches(await parseInSteps(use, query.sessionId!, rows), query.text, limit);
   }
-}
-
-/** A search over a whole owner: the statement, its arguments, and how a hit's snippet finds its anchor. */
-interface OwnerSearchPlan {
-  name: OwnerSearch;
-  args: unknown[];
-  needle: (text: string) => string;
-}
-
-/** The statement of a search over a whole owner (no `sessionId`); null when its text has no word to match. */
-function ownerSearch(query: SearchQuery, limit: number): OwnerSearchPlan | null {
-  const since = query.activeSince ?? Number.MIN_SAFE_INTEGER;
-  const after = query.afterSeq ?? Number.MIN_SAFE_INTEGER;
-  const before = query.beforeSeq ?? Number.MAX_SAFE_INTEGER;
-  if (query.mode === "fulltext" || query.ranking === "relevance") {
-    const ranked = query.ranking === "relevance";
-    const match = scopedMatch(query.text, query, ranked);
-    // Nothing but separators: no word to find.
-    if (!match) return null;
-    return {
-      name: ranked ? "searchFullTextRanked" : "searchFullText",
-      args: [match, query.userId, since, since, after, before, limit],
-      needle: firstWordOf(query.text),
-    };
-  }
-  return {
-    name: "searchSubstring",
-    args: [query.userId, since, since, query.text.toLowerCase(), after, before, limit],
-    needle: () => query.text,
-  };
 }
 
 /**
- * Runs an owner's search on the search thread (its queued appends written first, by `use`), or on the
- * store's connection when the thread cannot serve; only the hits are parsed here.
+ * A search's statement (`SEARCH_SQL`, `sqlite/_search-statements.ts`), its arguments, the seqs it may
+ * read, and how a hit's snippet finds its anchor. `ranked`: a relevance search of one session, whose
+ * every match is ranked in code ({@link rankSessionMatches}).
  */
-async function searchOwner(
-  use: <T>(fn: (db: SqliteStoreDb) => T) => T,
-  reader: SearchReader,
-  { name, args, needle }: OwnerSearchPlan,
-): Promise<SearchHit[]> {
-  use(() => undefined);
-  const rows = (await reader.rows(name, args)) ?? use((db) => db.st[name].all(...args));
-  return use((db) => hits(db, rows, needle));
+interface SearchPlan {
+  name: SearchStatement;
+  args: unknown[];
+  after: number;
+  before: number;
+  needle: (text: string) => string;
+  ranked: boolean;
+}
+
+/** Seqs of a session are below 2^32 (its full-text rowids hold them in their low 32 bits). */
+const SEQ_SPAN = 2 ** 32;
+/**
+ * Seqs of one session a search reads on the store's thread at most; a larger span goes to the search
+ * thread. Every match costs ~3 µs to read and parse (a session of 50,000 messages that all match: ~100 ms
+ * of statement and ~45 ms of parsing), so the store's thread holds ~30 ms at the most here.
+ */
+const THREAD_SPAN = 10_000;
+/** Matched rows parsed per step of a large session's relevance search, the loop free between steps (~5 ms each). */
+const PARSE_CHUNK_ROWS = 2_000;
+
+/** The statement of a checked search; null when its text has no word to match. */
+function planSearch(query: SearchQuery, limit: number): SearchPlan | null {
+  const { userId, sessionId } = query;
+  const since = query.activeSince ?? Number.MIN_SAFE_INTEGER;
+  const after = query.afterSeq ?? Number.MIN_SAFE_INTEGER;
+  const before = query.beforeSeq ?? Number.MAX_SAFE_INTEGER;
+  if (query.mode !== "fulltext" && query.ranking !== "relevance") {
+    const needle = query.text.toLowerCase();
+    return {
+      ...(sessionId === undefined
+        ? { name: "searchSubstring", args: [userId, since, since, needle, after, before, limit] }
+        : { name: "searchSubstringInSession", args: [sessionId, userId, since, since, needle, after, before, limit] }),
+      after,
+      before,
+      needle: () => query.text,
+      ranked: false,
+    };
+  }
+  const ranked = query.ranking === "relevance";
+  const match = scopedMatch(query.text, query, ranked);
+  if (!match) return null;
+  if (sessionId === undefined) {
+    return {
+      name: ranked ? "searchFullTextRanked" : "searchFullText",
+      args: [match, userId, since, since, after, before, limit],
+      after,
+      before,
+      needle: firstWordOf(query.text),
+      ranked: false,
+    };
+  }
+  if (!ranked) {
+    return {
+      name: "searchFullTextInSession",
+      args: [match, sessionId, userId, since, since, after, before, limit],
+      after,
+      before,
+      needle: firstWordOf(query.text),
+      ranked: false,
+    };
+  }
+  // Every match of the session between the bounds, for ranking in code. Clamped to the rowid's seq
+  // part, so a bound outside it cannot reach into the next session's rowids.
+  const low = Math.min(Math.max(Math.floor(query.afterSeq ?? -1), -1), SEQ_SPAN - 1);
+  const high = Math.max(Math.min(Math.ceil(query.beforeSeq ?? SEQ_SPAN), SEQ_SPAN), 0);
+  return {
+    name: "searchFullTextAllInSession",
+    args: [match, sessionId, low, sessionId, high, sessionId, userId, since, since],
+    after: low,
+    before: high,
+    needle: firstWordOf(query.text),
+    ranked: true,
+  };
 }
 
 /**
@@ -131,38 +170,27 @@ function indexedBelow(db: SqliteStoreDb, query: SearchQuery): boolean {
   return indexedTo !== undefined && indexedTo >= query.beforeSeq - 1;
 }
 
-/** Seqs of a session are below 2^32 (its full-text rowids hold them in their low 32 bits). */
-const SEQ_SPAN = 2 ** 32;
+/** How many seqs a search of one session may read: between its bounds, up to its last seq (one primary-key read). */
+function spanOf(db: SqliteStoreDb, plan: SearchPlan): number {
+  const sessionId = plan.name === "searchSubstringInSession" ? plan.args[0] : plan.args[1];
+  const last = db.st.lastSeq.get(sessionId)?.seq ?? 0;
+  return Math.min(plan.before, last + 1) - Math.max(plan.after, 0) - 1;
+}
 
-/**
- * A session's messages that hold any of the query's words, oldest first (for {@link rankSessionMatches}),
- * within the query's seq bounds.
- */
-function sessionMatches(db: SqliteStoreDb, query: SearchQuery): SessionMessages {
-  const sessionId = query.sessionId!;
-  const match = scopedMatch(query.text, query, true);
-  if (!match) return { sessionId, messages: [] };
-  const since = query.activeSince ?? Number.MIN_SAFE_INTEGER;
-  // Clamped to the rowid's seq part, so a bound outside it cannot reach into the next session's rowids.
-  const after = Math.min(Math.max(Math.floor(query.afterSeq ?? -1), -1), SEQ_SPAN - 1);
-  const before = Math.max(Math.min(Math.ceil(query.beforeSeq ?? SEQ_SPAN), SEQ_SPAN), 0);
-  return {
-    sessionId,
-    messages: db.messages(
-      sessionId,
-      db.st.searchFullTextAllInSession.all(
-        match,
-        sessionId,
-        after,
-        sessionId,
-        before,
-        sessionId,
-        query.userId,
-        since,
-        since,
-      ),
-    ),
-  };
+/** A large session's matched rows, parsed in steps with the loop free between them. */
+async function parseInSteps(
+  use: <T>(fn: (db: SqliteStoreDb) => T) => T,
+  sessionId: string,
+  rows: MessageRow[],
+): Promise<SessionMessages> {
+  const messages: Message[] = [];
+  for (let at = 0; at < rows.length; at += PARSE_CHUNK_ROWS) {
+    if (at > 0) await new Promise((resolve) => setImmediate(resolve));
+    for (const message of use((db) => db.messages(sessionId, rows.slice(at, at + PARSE_CHUNK_ROWS)))) {
+      messages.push(message);
+    }
+  }
+  return { sessionId, messages };
 }
 
 /**
@@ -186,35 +214,4 @@ async function rankSessionMatches(matched: SessionMessages, text: string, limit:
     .slice(0, limit - ranked.length)
     .map((message) => hitOf(matched.sessionId, message, needle));
   return [...ranked, ...rest];
-}
-
-/** One synchronous search; a full-text one reads the index as it is. A ranked one is the owner's (a session's: {@link sessionMatches}). */
-function searchText(db: SqliteStoreDb, query: SearchQuery, limit: number): SearchHit[] {
-  const { userId, sessionId } = query;
-  if (sessionId === undefined) {
-    const owner = ownerSearch(query, limit);
-    return owner ? hits(db, db.st[owner.name].all(...owner.args), owner.needle) : [];
-  }
-  const since = query.activeSince ?? Number.MIN_SAFE_INTEGER;
-  const after = query.afterSeq ?? Number.MIN_SAFE_INTEGER;
-  const before = query.beforeSeq ?? Number.MAX_SAFE_INTEGER;
-  const { st } = db;
-  if (query.mode === "fulltext" || query.ranking === "relevance") {
-    const match = scopedMatch(query.text, query, query.ranking === "relevance");
-    // Nothing but separators: no word to find.
-    if (!match) return [];
-    const rows = st.searchFullTextInSession.all(match, sessionId, userId, since, since, after, before, limit);
-    return hits(db, rows, firstWordOf(query.text));
-  }
-  const rows = st.searchSubstringInSession.all(
-    sessionId,
-    userId,
-    since,
-    since,
-    query.text.toLowerCase(),
-    after,
-    before,
-    limit,
-  );
-  return hits(db, rows, () => query.text);
 }

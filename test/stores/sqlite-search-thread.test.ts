@@ -162,6 +162,61 @@ describe("sqlite searches over a whole owner on the search thread", () => {
     },
   );
 
+  it("many owners searching and appending at once: every search finds each of its owner's awaited appends, and nothing of another's", async () => {
+    const store = createSqliteStore({ path: freshPath() });
+    try {
+      const owners = ["ann", "bob", "cat", "dan"];
+      const sessions = new Map<string, string>();
+      for (const owner of owners) {
+        const id = newSessionId();
+        await store.createSession({ id, userId: owner });
+        sessions.set(owner, id);
+      }
+      // word → [owner, seq], recorded when its append has returned.
+      const written = new Map<string, [string, number]>();
+      const modes: Pick<SearchQuery, "mode" | "ranking">[] = [
+        { ranking: "relevance" },
+        { mode: "fulltext" },
+        { mode: "substring" },
+      ];
+      const checks: Promise<void>[] = [];
+      let seed = 7;
+      const random = (n: number) => {
+        seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+        return seed % n;
+      };
+      for (let step = 0; step < 300; step++) {
+        const owner = owners[random(owners.length)];
+        const word = `zq${step}q`;
+        const appended = store
+          .appendMessages(sessions.get(owner)!, [{ role: "user", content: `note ${word} for later` }])
+          .then(([message]) => {
+            written.set(word, [owner, message.seq]);
+          });
+        // Every fourth append is awaited before going on; the rest overlap the searches below.
+        if (step % 4 === 0) await appended;
+        else checks.push(appended);
+        const known = [...written];
+        if (known.length === 0) continue;
+        const [sought, [holder, seq]] = known[random(known.length)];
+        const asker = random(3) === 0 ? owners[random(owners.length)] : holder;
+        const mode = modes[random(modes.length)];
+        checks.push(
+          store.search({ userId: asker, text: sought, ...mode, limit: 5 }).then((hits) => {
+            const expected = asker === holder ? [[sessions.get(holder), seq]] : [];
+            expect(
+              hits.map((h) => [h.sessionId, h.seq]),
+              `${asker} searching ${sought} (${holder}'s, seq ${seq}) by ${JSON.stringify(mode)}`,
+            ).toEqual(expected);
+          }),
+        );
+      }
+      await Promise.all(checks);
+    } finally {
+      await store.close();
+    }
+  });
+
   it("finds a message the moment its append returns, in every mode", async () => {
     const store = createSqliteStore({ path: freshPath() });
     try {

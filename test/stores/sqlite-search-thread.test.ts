@@ -43,6 +43,19 @@ async function fill(store: FullStore, userId: string): Promise<void> {
   }
 }
 
+/**
+ * Makes a session's owner large enough for its searches to go to the search thread (over 10,000 seqs,
+ * `THREAD_SPAN` in sqlite/_search.ts): 10,001 messages holding none of the words the tests search for.
+ */
+async function pastThreadSpan(store: FullStore, sessionId: string): Promise<void> {
+  for (let done = 0; done < 10_001; done += 2_001) {
+    await store.appendMessages(
+      sessionId,
+      Array.from({ length: Math.min(2_001, 10_001 - done) }, () => ({ role: "user" as const, content: "filler" })),
+    );
+  }
+}
+
 const queries = (userId: string): SearchQuery[] => [
   { userId, text: "apples weather", ranking: "relevance", limit: 10 },
   { userId, text: "apples pears", mode: "fulltext", limit: 10 },
@@ -162,67 +175,73 @@ describe("sqlite searches over a whole owner on the search thread", () => {
     },
   );
 
-  it("many owners searching and appending at once: every search finds each of its owner's awaited appends, and nothing of another's", async () => {
-    const store = createSqliteStore({ path: freshPath() });
-    try {
-      const owners = ["ann", "bob", "cat", "dan"];
-      const sessions = new Map<string, string>();
-      for (const owner of owners) {
-        const id = newSessionId();
-        await store.createSession({ id, userId: owner });
-        sessions.set(owner, id);
+  it(
+    "many owners searching and appending at once: every search finds each of its owner's awaited appends, and nothing of another's",
+    { timeout: 60_000 },
+    async () => {
+      const store = createSqliteStore({ path: freshPath() });
+      try {
+        const owners = ["ann", "bob", "cat", "dan"];
+        const sessions = new Map<string, string>();
+        for (const owner of owners) {
+          const id = newSessionId();
+          await store.createSession({ id, userId: owner });
+          await pastThreadSpan(store, id);
+          sessions.set(owner, id);
+        }
+        // word → [owner, seq], recorded when its append has returned.
+        const written = new Map<string, [string, number]>();
+        const modes: Pick<SearchQuery, "mode" | "ranking">[] = [
+          { ranking: "relevance" },
+          { mode: "fulltext" },
+          { mode: "substring" },
+        ];
+        const checks: Promise<void>[] = [];
+        let seed = 7;
+        const random = (n: number) => {
+          seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+          return seed % n;
+        };
+        for (let step = 0; step < 300; step++) {
+          const owner = owners[random(owners.length)];
+          const word = `zq${step}q`;
+          const appended = store
+            .appendMessages(sessions.get(owner)!, [{ role: "user", content: `note ${word} for later` }])
+            .then(([message]) => {
+              written.set(word, [owner, message.seq]);
+            });
+          // Every fourth append is awaited before going on; the rest overlap the searches below.
+          if (step % 4 === 0) await appended;
+          else checks.push(appended);
+          const known = [...written];
+          if (known.length === 0) continue;
+          const [sought, [holder, seq]] = known[random(known.length)];
+          const asker = random(3) === 0 ? owners[random(owners.length)] : holder;
+          const mode = modes[random(modes.length)];
+          checks.push(
+            store.search({ userId: asker, text: sought, ...mode, limit: 5 }).then((hits) => {
+              const expected = asker === holder ? [[sessions.get(holder), seq]] : [];
+              expect(
+                hits.map((h) => [h.sessionId, h.seq]),
+                `${asker} searching ${sought} (${holder}'s, seq ${seq}) by ${JSON.stringify(mode)}`,
+              ).toEqual(expected);
+            }),
+          );
+        }
+        await Promise.all(checks);
+      } finally {
+        await store.close();
       }
-      // word → [owner, seq], recorded when its append has returned.
-      const written = new Map<string, [string, number]>();
-      const modes: Pick<SearchQuery, "mode" | "ranking">[] = [
-        { ranking: "relevance" },
-        { mode: "fulltext" },
-        { mode: "substring" },
-      ];
-      const checks: Promise<void>[] = [];
-      let seed = 7;
-      const random = (n: number) => {
-        seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
-        return seed % n;
-      };
-      for (let step = 0; step < 300; step++) {
-        const owner = owners[random(owners.length)];
-        const word = `zq${step}q`;
-        const appended = store
-          .appendMessages(sessions.get(owner)!, [{ role: "user", content: `note ${word} for later` }])
-          .then(([message]) => {
-            written.set(word, [owner, message.seq]);
-          });
-        // Every fourth append is awaited before going on; the rest overlap the searches below.
-        if (step % 4 === 0) await appended;
-        else checks.push(appended);
-        const known = [...written];
-        if (known.length === 0) continue;
-        const [sought, [holder, seq]] = known[random(known.length)];
-        const asker = random(3) === 0 ? owners[random(owners.length)] : holder;
-        const mode = modes[random(modes.length)];
-        checks.push(
-          store.search({ userId: asker, text: sought, ...mode, limit: 5 }).then((hits) => {
-            const expected = asker === holder ? [[sessions.get(holder), seq]] : [];
-            expect(
-              hits.map((h) => [h.sessionId, h.seq]),
-              `${asker} searching ${sought} (${holder}'s, seq ${seq}) by ${JSON.stringify(mode)}`,
-            ).toEqual(expected);
-          }),
-        );
-      }
-      await Promise.all(checks);
-    } finally {
-      await store.close();
-    }
-  });
+    },
+  );
 
   it("finds a message the moment its append returns, in every mode", async () => {
     const store = createSqliteStore({ path: freshPath() });
     try {
       const id = newSessionId();
       await store.createSession({ id, userId: "u" });
-      await store.appendMessages(id, [{ role: "user", content: "first words" }]);
+      await pastThreadSpan(store, id);
+      const [first] = await store.appendMessages(id, [{ role: "user", content: "first words" }]);
       // The thread is running now; the next append is still queued for its group commit when the search starts.
       expect(await store.search({ userId: "u", text: "first", mode: "fulltext" })).toHaveLength(1);
       void store.appendMessages(id, [{ role: "assistant", content: "a zeppelin over Lisbon" }]);
@@ -235,10 +254,10 @@ describe("sqlite searches over a whole owner on the search thread", () => {
         expect(
           hits.map((h) => h.seq),
           JSON.stringify(query),
-        ).toEqual([2]);
+        ).toEqual([first.seq + 1]);
         expect(hits[0].sessionId).toBe(id);
       }
-      // Another owner's search on the thread finds none of it.
+      // Another owner's search finds none of it.
       expect(await store.search({ userId: "someone else", text: "zeppelin", mode: "fulltext" })).toEqual([]);
     } finally {
       await store.close();

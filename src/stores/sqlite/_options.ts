@@ -43,13 +43,13 @@ export interface SqliteStoreOptions {
    */
   backgroundCheckpoints?: boolean;
   /**
-   * Run searches over a whole owner (no `sessionId`), and searches of one session over more than
-   * 10,000 of its messages, on a worker thread of the store with a read-only connection of its own
-   * (started by the first such search), so the event loop is free while one statement reads every
-   * matching message: 80–160 ms at 100,000 messages on the store's thread, about 1.5 s at a million.
-   * The price is a small owner's: the thread's first search starts it (35–50 ms), and each search after
-   * waits ~0.2–0.3 ms longer (a message to the thread and back). Off (and for `:memory:`), they run on
-   * the store's thread.
+   * Run a search that may read more than 10,000 messages (of one session, or of all of an owner's
+   * sessions; an owner's substring search always) on a worker thread of the store with a read-only
+   * connection of its own (started by the first such search), so the event loop is free while one
+   * statement reads every matching message: 80–160 ms at 100,000 messages on the store's thread,
+   * about 1.5 s at a million. Smaller searches stay on the store's thread, where they cost less than
+   * the trip to the thread and back (~0.2–0.3 ms). Off (and for `:memory:`), every search runs on the
+   * store's thread.
    * @default true
    */
   searchThread?: boolean;

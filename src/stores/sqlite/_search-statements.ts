@@ -121,6 +121,15 @@ export function prepareSearchStatements(db: Database.Database) {
     searchFullTextInSession: rows(SEARCH_SQL.searchFullTextInSession),
     searchFullTextRanked: rows(SEARCH_SQL.searchFullTextRanked),
     searchFullTextAllInSession: rows(SEARCH_SQL.searchFullTextAllInSession),
+    /**
+     * How many seqs an owner's sessions have in the full-text index, summed over at most `limit` of
+     * them (so the read stays bounded however many the owner has): `user_id, limit`.
+     */
+    ownerIndexedSeqs: db
+      .prepare<unknown[], number>(
+        "SELECT coalesce(sum(fts_seq), 0) FROM (SELECT fts_seq FROM sessions WHERE user_id = ? LIMIT ?)",
+      )
+      .pluck() as SqliteStatement<number>,
     /** How far a session's messages are in the full-text index (all with a seq up to it): `id`. */
     indexedTo: db
       .prepare<unknown[], number>("SELECT fts_seq FROM sessions WHERE id = ?")

@@ -40,9 +40,9 @@ const firstWordOf = (query: string) => {
  * is indexed, so neither indexes a row twice.
  *
  * The step that finds nothing left waiting searches in the same synchronous call, so a message written
- * between the steps is indexed before the search reads the index. A search whose statement grows with
- * what it reads (over a whole owner, or over more than {@link THREAD_SPAN} seqs of one session) is read
- * on `reader`'s thread instead (`sqlite/_search-reader.ts`), after that step's commit, so it sees as much.
+ * between the steps is indexed before the search reads the index. A search that may read more than
+ * {@link THREAD_SPAN} seqs (of one session, or of all the owner's) is read on `reader`'s thread instead
+ * (`sqlite/_search-reader.ts`), after that step's commit, so it sees as much.
  */
 export async function searchMessages(
   use: <T>(fn: (db: SqliteStoreDb) => T) => T,
@@ -59,7 +59,7 @@ export async function searchMessages(
   for (;;) {
     const found = use((db): SearchHit[] | SessionMessages | SearchPlan | undefined => {
       if (fullText && !indexedBelow(db, query) && db.tx.indexPending(SEARCH_INDEX_CHUNK_ROWS, scope)) return undefined;
-      if (reader && (query.sessionId === undefined || spanOf(db, plan) > THREAD_SPAN)) return plan;
+      if (reader && spanOf(db, plan, query) > THREAD_SPAN) return plan;
       const rows = db.st[plan.name].all(...plan.args);
       return plan.ranked
         ? { sessionId: query.sessionId!, messages: db.messages(query.sessionId!, rows) }
@@ -95,9 +95,12 @@ interface SearchPlan {
 /** Seqs of a session are below 2^32 (its full-text rowids hold them in their low 32 bits). */
 const SEQ_SPAN = 2 ** 32;
 /**
- * Seqs of one session a search reads on the store's thread at most; a larger span goes to the search
- * thread. Every match costs ~3 µs to read and parse (a session of 50,000 messages that all match: ~100 ms
- * of statement and ~45 ms of parsing), so the store's thread holds ~30 ms at the most here.
+ * Seqs a search reads on the store's thread at most, of one session or of all the owner's; a larger
+ * span goes to the search thread. Every match costs ~3 µs to read and parse (a session of 50,000
+ * messages that all match: ~100 ms of statement and ~45 ms of parsing), so the store's thread holds
+ * ~30 ms at the most here. Below it the thread's round trip would cost more than it saves: a small
+ * owner's search waits ~0.2–0.3 ms longer on it, and recall over the owner's sessions (`scope: "user"`)
+ * built a LoCoMo context 1–1.5 ms later at the median.
  */
 const THREAD_SPAN = 10_000;
 /** Matched rows parsed per step of a large session's relevance search, the loop free between steps (~5 ms each). */
@@ -170,10 +173,19 @@ function indexedBelow(db: SqliteStoreDb, query: SearchQuery): boolean {
   return indexedTo !== undefined && indexedTo >= query.beforeSeq - 1;
 }
 
-/** How many seqs a search of one session may read: between its bounds, up to its last seq (one primary-key read). */
-function spanOf(db: SqliteStoreDb, plan: SearchPlan): number {
-  const sessionId = plan.name === "searchSubstringInSession" ? plan.args[0] : plan.args[1];
-  const last = db.st.lastSeq.get(sessionId)?.seq ?? 0;
+/**
+ * How many seqs a search may read. Of one session: between its bounds, up to its last seq (read only
+ * when the bounds alone allow more than {@link THREAD_SPAN}: recall's are within them). Of all the
+ * owner's sessions: how far they are in the full-text index, which the search's steps have brought
+ * up to their last seqs (summed over at most {@link THREAD_SPAN} sessions). An owner's substring
+ * search reads every message, indexed or not, through a function of each: always the thread's.
+ */
+function spanOf(db: SqliteStoreDb, plan: SearchPlan, query: SearchQuery): number {
+  if (plan.name === "searchSubstring") return Number.POSITIVE_INFINITY;
+  if (query.sessionId === undefined) return db.st.ownerIndexedSeqs.get(query.userId, THREAD_SPAN) ?? 0;
+  const bounded = plan.before - Math.max(plan.after, 0) - 1;
+  if (bounded <= THREAD_SPAN) return bounded;
+  const last = db.st.lastSeq.get(query.sessionId)?.seq ?? 0;
   return Math.min(plan.before, last + 1) - Math.max(plan.after, 0) - 1;
 }
 

@@ -9,7 +9,7 @@ import { openSqliteStoreDb, type SqliteStoreDb } from "./_db.js";
 import { storeError } from "./_errors.js";
 import { GroupCommit } from "./_group-commit.js";
 import type { TurnLeases } from "./_lease.js";
-import type { SqliteStoreOptions } from "./_options.js";
+import { isFile, type SqliteStoreOptions } from "./_options.js";
 
 /** Runs a step on the open database. */
 export type SqliteUse = <T>(fn: (db: SqliteStoreDb) => T) => T;
@@ -44,9 +44,6 @@ export interface SqliteConnectionHooks {
   /** Called once the file is open, before its first use. */
   opened(db: SqliteStoreDb): void;
 }
-
-/** Whether `options` name a file (not an in-memory database), so a worker can open it too. */
-const isFile = (options: SqliteStoreOptions) => options.path !== ":memory:" && options.path !== "";
 
 /** The connection of a SQLite store; nothing is opened before its first use. */
 export function sqliteConnection(options: SqliteStoreOptions, hooks: SqliteConnectionHooks): SqliteConnection {

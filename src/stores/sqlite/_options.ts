@@ -64,3 +64,6 @@ export interface SqliteStoreOptions {
    */
   vectorIndex?: SqliteVectorIndexOptions | false;
 }
+
+/** Whether `options` name a file (not an in-memory database), so a worker thread's connection can open it too. */
+export const isFile = (options: Pick<SqliteStoreOptions, "path">) => options.path !== ":memory:" && options.path !== "";

@@ -21,7 +21,7 @@ import { createSqliteIndexer } from "./_indexer.js";
 import { createVectorIndexBuilder, type VectorIndexBuilder } from "./_index-builder.js";
 import { DEFAULT_RETRAIN_AFTER } from "./_vector-index.js";
 import { encodeMessages as encode, messageReads } from "./_messages.js";
-import type { SqliteStoreOptions } from "./_options.js";
+import { isFile, type SqliteStoreOptions } from "./_options.js";
 import { searchMessages } from "./_search.js";
 import { createSearchReader, type SearchReader } from "./_search-reader.js";
 import { sessionMethods } from "./_sessions.js";
@@ -65,19 +65,16 @@ export function createSqliteStore(options: SqliteStoreOptions): FullStore & Vect
   const { leases, releaseAfterWrite } = turns;
   // Vector index builds run in a worker thread with a connection of its own (sqlite/_index-builder.ts).
   const builder: VectorIndexBuilder | undefined =
-    options.path === ":memory:" ||
-    options.path === "" ||
-    options.vectorIndex === false ||
-    options.vectorIndex?.background === false
+    !isFile(options) || options.vectorIndex === false || options.vectorIndex?.background === false
       ? undefined
       : createVectorIndexBuilder({
           path: options.path,
           busyTimeoutMs: options.busyTimeoutMs ?? 5000,
           retrainAfter: options.vectorIndex?.retrainAfter ?? DEFAULT_RETRAIN_AFTER,
         });
-  // Searches over a whole owner run on a thread with a read-only connection of its own (sqlite/_search-reader.ts).
+  // Large searches run on a thread with a read-only connection of its own (sqlite/_search-reader.ts).
   const reader: SearchReader | undefined =
-    options.path === ":memory:" || options.path === "" || options.searchThread === false
+    !isFile(options) || options.searchThread === false
       ? undefined
       : createSearchReader({
           path: options.path,
